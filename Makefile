@@ -1,0 +1,39 @@
+# The two README commands: `make test` and `make demo`. Both install what is missing first.
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+CTEST_ARGS ?=
+
+.PHONY: all deps upstream build test unit demo fuzz clean
+
+all: build
+
+deps:
+	bash test/tools/install-deps.sh
+
+upstream: deps
+	bash test/cluster/build-upstream.sh >/dev/null
+
+$(BUILD_DIR)/build.ninja:
+	cmake -S . -B $(BUILD_DIR) -G Ninja
+
+build: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# Every test: unit, integration (real kube-apiserver, real Slurm) and e2e.
+test: upstream build
+	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1800 $(CTEST_ARGS)
+
+# Seconds: the pure tests only.
+unit: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -L unit $(CTEST_ARGS)
+
+demo: upstream build
+	bash test/demo/demo.sh $(BUILD_DIR)
+
+# libFuzzer builds of the fuzz targets (clang), in their own build folder.
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DONEQUEUE_FUZZ=ON
+	cmake --build build-fuzz -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD_DIR) build-fuzz

@@ -1,0 +1,239 @@
+#include "scheduler/config.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "yaml-cpp/yaml.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+// Walks one YAML mapping, reading known keys and refusing unknown ones. Errors collect so that a
+// user sees every problem of a file at once, each with its key path and line.
+class MapReader {
+ public:
+  MapReader(const YAML::Node& node, std::string path, std::vector<std::string>* errors)
+      : node_(node), path_(std::move(path)), errors_(errors) {
+    if (node_ && !node_.IsNull() && !node_.IsMap()) {
+      Error(node_, "must be a mapping");
+      ok_ = false;
+    }
+  }
+
+  template <typename T>
+  void Read(const std::string& key, T* out) {
+    seen_.insert(key);
+    if (!ok_ || !node_ || node_.IsNull()) return;
+    const YAML::Node v = node_[key];
+    if (!v) return;
+    try {
+      *out = v.as<T>();
+    } catch (const YAML::Exception&) {
+      Error(v, absl::StrCat("has the wrong type: expected ", TypeName<T>()));
+    }
+  }
+
+  MapReader Child(const std::string& key) {
+    seen_.insert(key);
+    YAML::Node v = (ok_ && node_ && node_.IsMap()) ? node_[key] : YAML::Node();
+    return MapReader(v, Join(key), errors_);
+  }
+
+  YAML::Node Raw(const std::string& key) {
+    seen_.insert(key);
+    return (ok_ && node_ && node_.IsMap()) ? node_[key] : YAML::Node();
+  }
+
+  std::string Join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  // Call after all reads: every key not read is a mistake.
+  void RefuseUnknown() {
+    if (!ok_ || !node_ || !node_.IsMap()) return;
+    for (const auto& kv : node_) {
+      const std::string k = kv.first.as<std::string>();
+      if (!seen_.count(k)) {
+        std::vector<std::string> known(seen_.begin(), seen_.end());
+        errors_->push_back(absl::StrCat(Where(kv.first), Join(k), ": unknown key (known keys here: ",
+                                        absl::StrJoin(known, ", "), ")"));
+      }
+    }
+  }
+
+  void Error(const YAML::Node& at, const std::string& what) {
+    errors_->push_back(absl::StrCat(Where(at), path_.empty() ? "document" : path_, " ", what));
+  }
+  void KeyError(const std::string& key, const std::string& what) {
+    const YAML::Node at = (node_ && node_.IsMap()) ? node_[key] : node_;
+    errors_->push_back(absl::StrCat(Where(at ? at : node_), Join(key), ": ", what));
+  }
+
+ private:
+  static std::string Where(const YAML::Node& n) {
+    if (!n || n.Mark().is_null()) return "";
+    return absl::StrCat("line ", n.Mark().line + 1, ": ");
+  }
+  template <typename T>
+  static const char* TypeName() {
+    if constexpr (std::is_same_v<T, bool>) return "true or false";
+    if constexpr (std::is_integral_v<T>) return "an integer";
+    if constexpr (std::is_floating_point_v<T>) return "a number";
+    if constexpr (std::is_same_v<T, std::string>) return "a string";
+    if constexpr (std::is_same_v<T, std::vector<std::string>>) return "a list of strings";
+    if constexpr (std::is_same_v<T, std::map<std::string, double>>) return "a mapping of names to numbers";
+    return "another type";
+  }
+
+  YAML::Node node_;
+  std::string path_;
+  std::vector<std::string>* errors_;
+  std::set<std::string> seen_;
+  bool ok_ = true;
+};
+
+const std::set<std::string> kWeightNames = {"age", "fairShare", "size", "partition", "qos"};
+
+}  // namespace
+
+absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": line ", e.mark.line + 1, ", column ", e.mark.column + 1,
+                     ": not valid YAML: ", e.msg));
+  }
+  if (!root || root.IsNull()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": the file is empty; expected apiVersion: ",
+                                                   kConfigApiVersion, " and kind: ", kConfigKind));
+  }
+  std::vector<std::string> errors;
+  Config c;
+  MapReader top(root, "", &errors);
+  std::string api_version, kind;
+  top.Read("apiVersion", &api_version);
+  top.Read("kind", &kind);
+  if (errors.empty() && api_version != kConfigApiVersion) {
+    top.KeyError("apiVersion", absl::StrCat("is \"", api_version, "\"; this build reads \"",
+                                            kConfigApiVersion, "\""));
+  }
+  if (errors.empty() && kind != kConfigKind) {
+    top.KeyError("kind", absl::StrCat("is \"", kind, "\"; expected \"", kConfigKind, "\""));
+  }
+  top.Read("schedulerName", &c.scheduler_name);
+  top.Read("poolLabel", &c.pool_label);
+
+  MapReader k8s = top.Child("kubernetes");
+  k8s.Read("kubeconfig", &c.kubernetes.kubeconfig);
+  k8s.Read("qps", &c.kubernetes.qps);
+  k8s.Read("burst", &c.kubernetes.burst);
+  if (c.kubernetes.qps <= 0) k8s.KeyError("qps", "must be greater than 0");
+  if (c.kubernetes.burst < 1) k8s.KeyError("burst", "must be at least 1");
+  k8s.RefuseUnknown();
+
+  MapReader slurm = top.Child("slurm");
+  slurm.Read("enabled", &c.slurm.enabled);
+  slurm.Read("url", &c.slurm.url);
+  slurm.Read("tokenFile", &c.slurm.token_file);
+  slurm.Read("user", &c.slurm.user);
+  slurm.Read("apiVersion", &c.slurm.api_version);
+  slurm.Read("lendMechanism", &c.slurm.lend_mechanism);
+  slurm.Read("sharedPartitions", &c.slurm.shared_partitions);
+  static const std::set<std::string> kApiVersions = {"auto", "v0.0.38", "v0.0.39", "v0.0.40",
+                                                     "v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44"};
+  if (!kApiVersions.count(c.slurm.api_version))
+    slurm.KeyError("apiVersion", absl::StrCat("is \"", c.slurm.api_version,
+                                              "\"; expected auto or one of v0.0.38 .. v0.0.44"));
+  static const std::set<std::string> kMechanisms = {"drain", "placeholder", "slurmd-pod"};
+  if (!kMechanisms.count(c.slurm.lend_mechanism))
+    slurm.KeyError("lendMechanism", absl::StrCat("is \"", c.slurm.lend_mechanism,
+                                                 "\"; expected drain, placeholder or slurmd-pod"));
+  if (c.slurm.enabled) {
+    if (c.slurm.url.empty()) slurm.KeyError("url", "is required when slurm.enabled is true");
+    else if (c.slurm.url.rfind("http://", 0) != 0 && c.slurm.url.rfind("https://", 0) != 0 &&
+             c.slurm.url.rfind("unix://", 0) != 0)
+      slurm.KeyError("url", absl::StrCat("is \"", c.slurm.url, "\"; expected http://, https:// or unix://"));
+    if (c.slurm.token_file.empty()) slurm.KeyError("tokenFile", "is required when slurm.enabled is true");
+  }
+  slurm.RefuseUnknown();
+
+  MapReader queue = top.Child("queue");
+  queue.Read("reservationDepth", &c.queue.reservation_depth);
+  queue.Read("resolutionSeconds", &c.queue.resolution_seconds);
+  queue.Read("windowSeconds", &c.queue.window_seconds);
+  queue.Read("weights", &c.queue.weights);
+  if (c.queue.reservation_depth < 0) queue.KeyError("reservationDepth", "must be 0 (unlimited) or more");
+  if (c.queue.resolution_seconds < 1) queue.KeyError("resolutionSeconds", "must be at least 1");
+  if (c.queue.window_seconds < c.queue.resolution_seconds)
+    queue.KeyError("windowSeconds", "must be at least resolutionSeconds");
+  for (const auto& [name, w] : c.queue.weights) {
+    if (!kWeightNames.count(name))
+      queue.KeyError("weights", absl::StrCat("has unknown factor \"", name,
+                                             "\" (known: age, fairShare, size, partition, qos)"));
+    else if (w < 0)
+      queue.KeyError("weights", absl::StrCat("factor \"", name, "\" must not be negative"));
+  }
+  YAML::Node qos_list = queue.Raw("qos");
+  if (qos_list) {
+    if (!qos_list.IsSequence()) {
+      queue.KeyError("qos", "must be a list");
+    } else {
+      std::set<std::string> names;
+      for (size_t i = 0; i < qos_list.size(); ++i) {
+        MapReader q(qos_list[i], absl::StrCat(queue.Join("qos"), "[", i, "]"), &errors);
+        QosConfig qc;
+        q.Read("name", &qc.name);
+        q.Read("priority", &qc.priority);
+        q.Read("preemptible", &qc.preemptible);
+        q.Read("canPreempt", &qc.can_preempt);
+        q.Read("graceSeconds", &qc.grace_seconds);
+        if (qc.name.empty()) q.KeyError("name", "is required");
+        else if (!names.insert(qc.name).second) q.KeyError("name", absl::StrCat("\"", qc.name, "\" is defined twice"));
+        if (qc.grace_seconds < 0) q.KeyError("graceSeconds", "must not be negative");
+        q.RefuseUnknown();
+        c.queue.qos.push_back(qc);
+      }
+    }
+  }
+  queue.RefuseUnknown();
+
+  MapReader server = top.Child("server");
+  server.Read("grpcAddress", &c.server.grpc_address);
+  server.Read("metricsAddress", &c.server.metrics_address);
+  server.RefuseUnknown();
+
+  MapReader le = top.Child("leaderElection");
+  le.Read("enabled", &c.leader_election.enabled);
+  le.Read("namespace", &c.leader_election.namespace_);
+  le.Read("leaseName", &c.leader_election.lease_name);
+  le.Read("leaseDurationSeconds", &c.leader_election.lease_duration_seconds);
+  if (c.leader_election.lease_duration_seconds < 2) le.KeyError("leaseDurationSeconds", "must be at least 2");
+  le.RefuseUnknown();
+
+  top.RefuseUnknown();
+  if (c.scheduler_name.empty()) errors.push_back("schedulerName: must not be empty");
+  if (!errors.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": invalid configuration:\n  ", absl::StrJoin(errors, "\n  ")));
+  }
+  return c;
+}
+
+absl::StatusOr<Config> LoadConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot read the configuration file: ",
+                                            std::strerror(errno)));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseConfig(ss.str(), path);
+}
+
+}  // namespace onequeue::scheduler

@@ -1,0 +1,76 @@
+#pragma once
+// The daemon's configuration: a versioned YAML document, validated strictly. Every error names
+// the file, the key path and the line, and unknown keys are errors (a misspelt key that silently
+// falls back to a default is the habit we avoid).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace onequeue::scheduler {
+
+inline constexpr const char* kConfigApiVersion = "onequeue.io/v1alpha1";
+inline constexpr const char* kConfigKind = "SchedulerConfiguration";
+
+struct KubernetesConfig {
+  std::string kubeconfig;  // empty: in-cluster config
+  double qps = 50;
+  int burst = 100;
+};
+
+struct SlurmConfig {
+  bool enabled = false;
+  std::string url;          // http://127.0.0.1:6820 or unix:///path/to/socket
+  std::string token_file;   // JWT, re-read when it changes
+  std::string user = "slurm";
+  std::string api_version = "auto";  // auto | v0.0.38 .. v0.0.44
+  std::string lend_mechanism = "placeholder";  // drain | placeholder | slurmd-pod
+  std::vector<std::string> shared_partitions;
+};
+
+struct QosConfig {
+  std::string name;
+  int64_t priority = 0;
+  bool preemptible = true;
+  bool can_preempt = false;
+  int64_t grace_seconds = 0;
+};
+
+struct QueueConfig {
+  int reservation_depth = 100;  // 1 = EASY, 0 = unlimited (conservative)
+  int64_t resolution_seconds = 60;
+  int64_t window_seconds = 86400;
+  std::map<std::string, double> weights;  // age, fairShare, size, partition, qos
+  std::vector<QosConfig> qos;
+};
+
+struct ServerConfig {
+  std::string grpc_address = "127.0.0.1:50051";
+  std::string metrics_address = "127.0.0.1:9090";
+};
+
+struct LeaderElectionConfig {
+  bool enabled = true;
+  std::string namespace_ = "onequeue-system";
+  std::string lease_name = "onequeue";
+  int64_t lease_duration_seconds = 15;
+};
+
+struct Config {
+  std::string scheduler_name = "onequeue";
+  std::string pool_label = "onequeue.io/pool";
+  KubernetesConfig kubernetes;
+  SlurmConfig slurm;
+  QueueConfig queue;
+  ServerConfig server;
+  LeaderElectionConfig leader_election;
+};
+
+// Parses and validates a configuration document. `source` names it in error messages.
+absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source);
+// Reads the file and parses it; an unreadable file is an error that names the path and errno.
+absl::StatusOr<Config> LoadConfigFile(const std::string& path);
+
+}  // namespace onequeue::scheduler

@@ -1,0 +1,27 @@
+#pragma once
+// The daemon's gRPC QueueService. gRPC headers stay in the .cc: they are heavy to compile.
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace onequeue::scheduler {
+
+struct ServiceInfo {
+  std::string kubernetes_server_version;
+  std::string slurm_api_version;
+};
+
+// A running QueueService; stops (and waits for in-flight calls) when destroyed.
+class QueueServer {
+ public:
+  virtual ~QueueServer() = default;
+  virtual int port() const = 0;
+  virtual void Wait() = 0;
+  virtual void Shutdown() = 0;
+};
+
+// Starts the QueueService on `address` (host:port; port 0 picks a free one).
+absl::StatusOr<std::unique_ptr<QueueServer>> StartQueueServer(const std::string& address, ServiceInfo info);
+
+}  // namespace onequeue::scheduler

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Builds the upstream binaries the tests need from their Go modules (no downloads of release
+# binaries are possible here) and caches them outside the work tree, keyed by version:
+#   $ONEQUEUE_CACHE/upstream/<key>/bin/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kwok,helm}
+# Idempotent: a finished build (marked by .done) is reused. A lock keeps two builds from racing.
+# Prints the bin directory on stdout as its last line.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+cache=${ONEQUEUE_CACHE:-$HOME/.cache/onequeue}
+key="k8s-${KUBERNETES_VERSION}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}"
+out="$cache/upstream/$key"
+bin="$out/bin"
+mkdir -p "$cache/upstream"
+exec 9>"$cache/upstream/.lock"
+flock 9
+if [ -f "$out/.done" ]; then echo "$bin"; exit 0; fi
+command -v go >/dev/null || { echo "build-upstream: go is not installed" >&2; exit 1; }
+mkdir -p "$bin"
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
+export GOPATH=${GOPATH:-$cache/gopath}
+export GOCACHE=${ONEQUEUE_GOCACHE:-$cache/go-build}
+log() { echo "build-upstream: $*" >&2; }
+
+# --- Kubernetes: a wrapper module replacing each staging module with its published version.
+wrap="$out/k8s-wrapper"
+mkdir -p "$wrap"
+staging="api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
+cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api
+cri-client csi-translation-lib dynamic-resource-allocation endpointslice externaljwt kms
+kube-aggregator kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics
+mount-utils pod-security-admission sample-apiserver"
+{
+  echo "module onequeue.local/k8swrapper"
+  echo
+  echo "go 1.24.0"
+  echo
+  echo "godebug default=go1.24"
+  echo
+  echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
+  echo
+  echo "replace ("
+  for m in $staging; do echo "	k8s.io/$m => k8s.io/$m $KUBERNETES_STAGING_VERSION"; done
+  echo ")"
+} > "$wrap/go.mod"
+cat > "$wrap/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+major=${KUBERNETES_VERSION#v}; minor=${major#*.}; major=${major%%.*}; minor=${minor%%.*}
+ldflags="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor"
+  ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+done
+cd "$wrap"
+log "resolving Kubernetes $KUBERNETES_VERSION modules"
+go mod tidy -e >&2 || GOSUMDB=off go mod tidy -e >&2
+for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+  if [ ! -x "$bin/$c" ]; then
+    log "building $c"
+    go build -tags=selinux,notest,grpcnotrace -ldflags "$ldflags" -o "$bin/$c.tmp" "k8s.io/kubernetes/cmd/$c" >&2
+    mv "$bin/$c.tmp" "$bin/$c"
+  fi
+done
+
+# --- kwok and helm: plain modules.
+gobin_install() { # module@version name
+  if [ ! -x "$bin/$2" ]; then
+    log "building $2 from $1"
+    GOBIN="$bin" go install -ldflags "-s -w" "$1" >&2
+  fi
+}
+gobin_install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" kwok
+helm_ld="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+if [ ! -x "$bin/helm" ]; then
+  log "building helm $HELM_VERSION"
+  GOBIN="$bin" go install -ldflags "$helm_ld" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
+fi
+touch "$out/.done"
+log "done: $(du -sh "$out" | cut -f1) in $out"
+echo "$bin"
