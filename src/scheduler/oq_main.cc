@@ -8,6 +8,7 @@
 
 #include "onequeue/v1/queue.grpc.pb.h"
 #include "onequeue/version.h"
+#include "scheduler/oq_simulate.h"
 
 namespace {
 
@@ -16,6 +17,8 @@ constexpr const char* kUsage = R"(Usage: oq [--server HOST:PORT] COMMAND [args]
 Commands:
   version            print oq's version and, with --server, the daemon's
   health             ask the daemon whether it is serving
+  simulate TRACE.swf --policy fcfs|easy|conservative
+                     replay a Standard Workload Format trace through the queue offline
 
 Options:
   --server HOST:PORT the daemon's gRPC address (default 127.0.0.1:50051, or $ONEQUEUE_SERVER)
@@ -64,6 +67,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string& cmd = rest[0];
+  if (cmd == "simulate") return onequeue::cli::RunSimulate({rest.begin() + 1, rest.end()});
   if (cmd == "version") {
     std::printf("oq %s\n", onequeue::kVersion);
     if (!server_given) return 0;

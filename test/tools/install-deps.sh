@@ -11,7 +11,7 @@ packages=(
   # fuzzing (clang's libFuzzer runtime)
   clang libclang-rt-14-dev
   # the local cluster: etcd, Slurm with slurmrestd and JWT, munge; tools the scripts use
-  etcd-server munge slurmctld slurmd slurmrestd slurm-client slurm-wlm-jwt-plugin
+  etcd-server etcd-client munge slurmctld slurmd slurmrestd slurm-client slurm-wlm-jwt-plugin
   openssl curl procps iproute2 util-linux jq
 )
 missing=()
