@@ -1,0 +1,119 @@
+// The daemon and oq as a user runs them: --help, --version, a refused config, and the gRPC
+// Version/Health round trip between them on a loopback port.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Result {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+Result RunCommand(const std::string& cmd) {
+  Result r{-1, ""};
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string TempFile(const std::string& name, const std::string& content) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << content;
+  return path;
+}
+
+const std::string kScheduler = ONEQUEUE_SCHEDULER_BIN;
+const std::string kOq = OQ_BIN;
+
+TEST(CliTest, HelpAndVersion) {
+  Result r = RunCommand(kScheduler + " --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("Usage: onequeue-scheduler --config FILE"));
+  r = RunCommand(kScheduler + " --version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("onequeue-scheduler 0."));
+  r = RunCommand(kOq + " --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("Usage: oq"));
+  r = RunCommand(kOq + " --version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("oq 0."));
+}
+
+TEST(CliTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(RunCommand(kScheduler).exit_code, 2);
+  EXPECT_EQ(RunCommand(kScheduler + " --bogus").exit_code, 2);
+  EXPECT_EQ(RunCommand(kOq).exit_code, 2);
+  EXPECT_EQ(RunCommand(kOq + " frobnicate").exit_code, 2);
+}
+
+TEST(CliTest, InvalidOrUnreadableConfigIsRefusedPrecisely) {
+  Result r = RunCommand(kScheduler + " --config /nonexistent/x.yaml");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.output, HasSubstr("/nonexistent/x.yaml: cannot read the configuration file"));
+  const std::string bad = TempFile("bad.yaml",
+      "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\nqueue:\n  reservationDepth: -2\n");
+  r = RunCommand(kScheduler + " --config " + bad);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.output, HasSubstr("line 4: queue.reservationDepth: must be 0 (unlimited) or more"));
+}
+
+TEST(CliTest, CheckConfigAcceptsAValidFile) {
+  const std::string good = TempFile("good.yaml", "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n");
+  Result r = RunCommand(kScheduler + " --check-config --config " + good);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("valid"));
+}
+
+TEST(CliTest, OqTalksToTheDaemonOverGrpc) {
+  // Port 0 would hide the port from oq; pick one from the ephemeral range that is free now.
+  const int port = 20000 + (getpid() % 20000);
+  const std::string addr = "127.0.0.1:" + std::to_string(port);
+  const std::string cfg = TempFile("run.yaml",
+      "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\nserver: {grpcAddress: \"" + addr + "\"}\n");
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl(kScheduler.c_str(), kScheduler.c_str(), "--config", cfg.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  Result r;
+  for (int i = 0; i < 100; ++i) {  // bounded: 10 s
+    r = RunCommand(kOq + " --server " + addr + " version");
+    if (r.exit_code == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("onequeue-scheduler 0."));
+  r = RunCommand(kOq + " --server " + addr + " health");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("SERVING"));
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "daemon did not stop cleanly on SIGTERM";
+  // Once stopped, oq says so clearly.
+  r = RunCommand(kOq + " --server " + addr + " health");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("cannot reach onequeue-scheduler"));
+}
+
+}  // namespace

@@ -1,0 +1,118 @@
+// The configuration is validated strictly: every error names the key path and the line, and
+// several errors are reported at once.
+#include "scheduler/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace onequeue::scheduler {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr const char* kHeader = "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n";
+
+TEST(ConfigTest, MinimalDocumentGetsDefaults) {
+  auto c = ParseConfig(kHeader, "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->scheduler_name, "onequeue");
+  EXPECT_EQ(c->queue.reservation_depth, 100);
+  EXPECT_FALSE(c->slurm.enabled);
+  EXPECT_EQ(c->server.grpc_address, "127.0.0.1:50051");
+}
+
+TEST(ConfigTest, FullDocumentIsRead) {
+  const std::string doc = std::string(kHeader) + R"(
+schedulerName: oq-test
+kubernetes: {kubeconfig: /tmp/kc, qps: 200, burst: 400}
+slurm:
+  enabled: true
+  url: unix:///run/slurmrestd.socket
+  tokenFile: /var/run/token
+  apiVersion: v0.0.38
+  lendMechanism: drain
+  sharedPartitions: [batch]
+queue:
+  reservationDepth: 1
+  resolutionSeconds: 30
+  windowSeconds: 3600
+  weights: {age: 1000, qos: 10000}
+  qos:
+    - {name: interactive, priority: 1000, canPreempt: true, preemptible: false}
+    - {name: batch, priority: 10, graceSeconds: 30}
+leaderElection: {enabled: false}
+)";
+  auto c = ParseConfig(doc, "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->scheduler_name, "oq-test");
+  EXPECT_EQ(c->kubernetes.qps, 200);
+  EXPECT_EQ(c->slurm.lend_mechanism, "drain");
+  EXPECT_EQ(c->slurm.shared_partitions, std::vector<std::string>{"batch"});
+  EXPECT_EQ(c->queue.reservation_depth, 1);
+  ASSERT_EQ(c->queue.qos.size(), 2u);
+  EXPECT_TRUE(c->queue.qos[0].can_preempt);
+  EXPECT_EQ(c->queue.qos[1].grace_seconds, 30);
+  EXPECT_EQ(c->queue.weights.at("qos"), 10000);
+  EXPECT_FALSE(c->leader_election.enabled);
+}
+
+TEST(ConfigTest, UnknownKeyIsAnErrorWithItsPathAndLine) {
+  auto c = ParseConfig(std::string(kHeader) + "queue:\n  reservationDepht: 3\n", "f.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("f.yaml"));
+  EXPECT_THAT(c.status().message(), HasSubstr("line 4: queue.reservationDepht: unknown key"));
+}
+
+TEST(ConfigTest, WrongTypeNamesTheExpectedType) {
+  auto c = ParseConfig(std::string(kHeader) + "queue:\n  reservationDepth: many\n", "f.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("line 4: queue.reservationDepth has the wrong type: expected an integer"));
+}
+
+TEST(ConfigTest, AllErrorsAreReportedAtOnce) {
+  auto c = ParseConfig(std::string(kHeader) + R"(slurm: {enabled: true, lendMechanism: borrow}
+queue:
+  weights: {age: -1, luck: 3}
+  qos: [{name: a}, {name: a}]
+)", "f.yaml");
+  ASSERT_FALSE(c.ok());
+  const std::string m(c.status().message());
+  EXPECT_THAT(m, HasSubstr("slurm.url: is required"));
+  EXPECT_THAT(m, HasSubstr("slurm.tokenFile: is required"));
+  EXPECT_THAT(m, HasSubstr("slurm.lendMechanism: is \"borrow\""));
+  EXPECT_THAT(m, HasSubstr("factor \"age\" must not be negative"));
+  EXPECT_THAT(m, HasSubstr("unknown factor \"luck\""));
+  EXPECT_THAT(m, HasSubstr("\"a\" is defined twice"));
+}
+
+TEST(ConfigTest, WrongApiVersionOrKindIsRefused) {
+  auto c = ParseConfig("apiVersion: v2\nkind: SchedulerConfiguration\n", "f.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("apiVersion: is \"v2\"; this build reads \"onequeue.io/v1alpha1\""));
+  c = ParseConfig("apiVersion: onequeue.io/v1alpha1\nkind: Pod\n", "f.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("kind: is \"Pod\""));
+}
+
+TEST(ConfigTest, SyntaxErrorGivesLineAndColumn) {
+  auto c = ParseConfig(std::string(kHeader) + "queue: [1, 2\n", "f.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("f.yaml: line"));
+  EXPECT_THAT(c.status().message(), HasSubstr("not valid YAML"));
+}
+
+TEST(ConfigTest, EmptyAndNonMappingDocumentsAreRefused) {
+  EXPECT_THAT(ParseConfig("", "f.yaml").status().message(), HasSubstr("the file is empty"));
+  EXPECT_FALSE(ParseConfig("- a\n- b\n", "f.yaml").ok());
+  EXPECT_FALSE(ParseConfig(std::string(kHeader) + "queue: 3\n", "f.yaml").ok());
+}
+
+TEST(ConfigTest, UnreadableFileNamesThePath) {
+  auto c = LoadConfigFile("/nonexistent/onequeue.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("/nonexistent/onequeue.yaml: cannot read the configuration file"));
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
