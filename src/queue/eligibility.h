@@ -1,0 +1,35 @@
+#pragma once
+// Which nodes a pending workload may use at all, ignoring capacity and time: node selector,
+// required affinity, taints/tolerations, the Slurm partition's node set, schedulability and the
+// node owner (a node reserved(W) only for W or a workload of higher priority than W).
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "queue/model.h"
+
+namespace onequeue::queue {
+
+bool MatchesSelectorAndAffinity(const Node& node, const Eligibility& eligibility);
+bool ToleratesTaints(const Node& node, const std::vector<Toleration>& tolerations);
+
+class EligibilityChecker {
+ public:
+  // `reserved_for_priority`: priority of the workload each reserved node is held for (by id);
+  // a workload id absent from the map counts as priority +infinity (nobody else may use it).
+  EligibilityChecker(const Snapshot& snapshot,
+                     absl::flat_hash_map<std::string, double> reserved_for_priority);
+
+  // Nodes the workload may use, ascending index.
+  std::vector<NodeIndex> EligibleNodes(const PendingWorkload& workload, double priority) const;
+  bool IsEligible(NodeIndex node, const PendingWorkload& workload, double priority) const;
+
+ private:
+  bool OwnerAllows(const Node& node, const PendingWorkload& workload, double priority) const;
+
+  const Snapshot& snapshot_;
+  absl::flat_hash_map<std::string, NodeIndex> node_by_name_;
+  absl::flat_hash_map<std::string, double> reserved_for_priority_;
+};
+
+}  // namespace onequeue::queue

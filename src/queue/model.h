@@ -1,0 +1,243 @@
+#pragma once
+// The queue's input model: what one planning cycle sees. Everything here is plain data, built by
+// the scheduler from its cache (or by tests and trace replay) and never mutated by the queue.
+//
+// Time: the queue never reads a clock. Every time is a `Time` (seconds on any fixed epoch; the
+// daemon uses Unix seconds, trace replay uses the trace's own clock) passed in by the caller.
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "queue/resources.h"
+
+namespace onequeue::queue {
+
+using Time = int64_t;      // seconds
+using Duration = int64_t;  // seconds
+inline constexpr Time kForever = std::numeric_limits<Time>::max() / 4;
+
+// Index of a node in Snapshot::nodes. Decisions name nodes by index (cheap); the node's name is
+// Snapshot::nodes[i].name.
+using NodeIndex = int32_t;
+
+// ---------------------------------------------------------------------------------------------
+// Nodes
+// ---------------------------------------------------------------------------------------------
+
+enum class TaintEffect { kNoSchedule, kPreferNoSchedule, kNoExecute };
+
+struct Taint {
+  std::string key;
+  std::string value;
+  TaintEffect effect = TaintEffect::kNoSchedule;
+};
+
+struct Toleration {
+  enum class Operator { kEqual, kExists };
+  std::string key;  // empty key with kExists tolerates every taint
+  Operator op = Operator::kEqual;
+  std::string value;
+  std::optional<TaintEffect> effect;  // empty: every effect
+};
+
+// Which world may use a pool node right now. Changed only by onequeue (the executor); the queue
+// proposes changes as Lend/Reclaim decisions.
+enum class OwnerKind {
+  kKubernetes,  // pods may be bound here
+  kSlurm,       // lent to Slurm: Slurm jobs may run here
+  kFree,        // nobody: either world may take it
+  kReserved,    // held for `reserved_for` while a preemption is under way
+};
+
+struct NodeOwner {
+  OwnerKind kind = OwnerKind::kFree;
+  std::string reserved_for;  // workload id when kind == kReserved
+};
+
+struct Node {
+  std::string name;
+  Resources allocatable;
+  std::map<std::string, std::string> labels;
+  std::vector<Taint> taints;
+  NodeOwner owner;
+  // False when the node is down, drained by an admin, or not ready: nothing new starts here.
+  bool schedulable = true;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Workloads
+// ---------------------------------------------------------------------------------------------
+
+enum class WorkloadKind { kPodGroup, kSlurmJob };
+
+// What a running workload holds on one node.
+struct Allocation {
+  NodeIndex node = 0;
+  Resources used;
+};
+
+struct RunningWorkload {
+  std::string id;
+  WorkloadKind kind = WorkloadKind::kPodGroup;
+  std::vector<Allocation> allocations;
+  double priority = 0;  // the multifactor priority it had when it started (see priority.h)
+  std::string qos;
+  std::string account;
+  Time start_time = 0;
+  // start + time limit; empty for services (no time limit): they hold their nodes for the whole
+  // planning window.
+  std::optional<Time> expected_end;
+  std::string gang_id;  // members of one gang are preempted together (empty: no gang)
+  bool preemptible = true;
+  // Pods covered by one PodDisruptionBudget share a group; Snapshot::disruptions_allowed says
+  // how many of them may be disrupted now. Empty: not covered.
+  std::string disruption_budget_group;
+};
+
+// A node label requirement (a nodeSelector entry is kIn with one value).
+struct LabelRequirement {
+  enum class Operator { kIn, kNotIn, kExists, kDoesNotExist };
+  std::string key;
+  Operator op = Operator::kIn;
+  std::vector<std::string> values;
+};
+
+struct Eligibility {
+  std::map<std::string, std::string> node_selector;
+  // Required node affinity, ANDed (one nodeSelectorTerm; the scheduler ORs terms by splitting
+  // nothing: it passes the first term and marks multi-term pods InvalidAnnotation for now).
+  std::vector<LabelRequirement> required_affinity;
+  std::vector<Toleration> tolerations;
+  // The Slurm partition's node set (node names). Empty optional: any pool node.
+  std::optional<std::vector<std::string>> allowed_nodes;
+};
+
+// Set by the scheduler when it could not turn a pod's annotations into a valid workload; the
+// queue then reports the reason and never starts the workload.
+enum class AdmissionError { kNone, kInvalidAnnotation, kQosNotAllowed, kAccountNotAllowed };
+
+struct PendingWorkload {
+  std::string id;
+  WorkloadKind kind = WorkloadKind::kPodGroup;
+  int32_t members = 1;          // pods in the group, or 1 for a Slurm job (see per-member request)
+  int32_t members_present = 1;  // pods of the group that exist so far (< members: GangIncomplete)
+  Resources per_member;         // request of each member
+  // All-or-nothing: every member starts at the same time or none does. Pod groups are gangs;
+  // a multi-node Slurm job (members = node count) is a gang too.
+  bool gang = true;
+  // Pack the members into the fewest topology domains (QueueConfig::topology_labels).
+  bool pack_topology = false;
+  // Requested run time. Empty: a service (runs until stopped).
+  std::optional<Duration> time_limit;
+  std::string qos;
+  // Kubernetes PriorityClass value, for pods without an explicit QOS (maps onto the QOS factor).
+  std::optional<int32_t> priority_class_value;
+  std::string account;
+  std::string partition;
+  Time submit_time = 0;
+  Eligibility eligibility;
+  AdmissionError admission_error = AdmissionError::kNone;
+  std::string admission_message;  // the plain message for admission_error
+  bool held = false;              // held by an admin (oq hold)
+};
+
+// ---------------------------------------------------------------------------------------------
+// Usage history (fair-share input)
+// ---------------------------------------------------------------------------------------------
+
+// One usage record: `amount` (e.g. cpu-seconds weighted like Slurm's TRES billing) charged to
+// `account`, finished at `time`. Decayed with the half-life from `time` to `now`.
+struct UsageRecord {
+  std::string account;
+  Time time = 0;
+  double amount = 0;
+};
+
+struct UsageHistory {
+  std::vector<UsageRecord> records;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+// ---------------------------------------------------------------------------------------------
+
+// Weights of the multifactor priority (like Slurm's PriorityWeight*). Each factor is in [0, 1];
+// priority = sum(weight * factor).
+struct PriorityWeights {
+  double age = 1000;
+  double fair_share = 10000;
+  double job_size = 1000;
+  double partition = 1000;
+  double qos = 10000;
+};
+
+struct QosPolicy {
+  std::string name;
+  int64_t priority = 0;         // normalised by the largest QOS priority in the table
+  bool preemptible = true;      // may workloads of this QOS be preempted at all
+  std::vector<std::string> can_preempt;  // QOS names this QOS may preempt (Slurm's Preempt=)
+  Duration grace_time = 0;      // victims get this long to stop (Slurm's GraceTime)
+};
+
+struct Account {
+  std::string name;
+  std::string parent;  // empty: child of the root
+  double shares = 1;   // raw shares among its siblings
+};
+
+struct Partition {
+  std::string name;
+  int64_t tier = 0;  // PriorityTier; normalised by the largest tier
+};
+
+enum class BackfillMode {
+  kNone,      // strict priority order (FCFS by priority): the first blocked workload stops the pass
+  kBackfill,  // reservations up to reservation_depth, everyone else may backfill
+};
+
+struct QueueConfig {
+  PriorityWeights weights;
+  Duration max_age = 7 * 24 * 3600;  // age factor reaches 1 here (Slurm's PriorityMaxAge)
+  int32_t priority_class_max = 1000000000;  // a PriorityClass value this high maps to QOS factor 1
+  std::vector<QosPolicy> qos;
+  std::vector<Account> accounts;
+  Duration usage_half_life = 7 * 24 * 3600;  // PriorityDecayHalfLife
+  std::vector<Partition> partitions;
+
+  BackfillMode backfill = BackfillMode::kBackfill;
+  // How many blocked workloads get a reservation: 1 = EASY, N = hybrid, 0 = unlimited
+  // (conservative). With BackfillMode::kNone the first blocked workload gets one and the pass
+  // stops.
+  int32_t reservation_depth = 1;
+  Duration resolution = 60;         // bf_resolution: reservation start times are rounded up to it
+  Duration window = 24 * 3600;      // bf_window: nothing is planned beyond now + window
+  // Node label keys of the topology, finest first, e.g. {"topology.onequeue.io/rack",
+  // "topology.onequeue.io/block"}.
+  std::vector<std::string> topology_labels;
+  // A node never runs pods and Slurm jobs at once unless this is true.
+  bool shared_nodes = false;
+  // Estimated starts for workloads without a reservation cost one profile query each; 0 means
+  // estimate every workload, N caps the queries per cycle (the rest report "unknown").
+  int32_t max_estimates_per_cycle = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Snapshot
+// ---------------------------------------------------------------------------------------------
+
+// One immutable view of the pool, built by the scheduler's cache for one cycle.
+struct Snapshot {
+  ResourceNames resource_names;
+  std::vector<Node> nodes;
+  std::vector<RunningWorkload> running;
+  std::vector<PendingWorkload> pending;
+  UsageHistory usage;
+  // PodDisruptionBudget group -> disruptions allowed now.
+  std::map<std::string, int32_t> disruptions_allowed;
+};
+
+}  // namespace onequeue::queue

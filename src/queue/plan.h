@@ -1,0 +1,94 @@
+#pragma once
+// The queue's output: what one cycle decides, and why every other workload waits.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "queue/model.h"
+
+namespace onequeue::queue {
+
+// Node chosen for each member: member_nodes[i] is where member i runs (several members may share
+// a node when it has room).
+using MemberNodes = std::vector<NodeIndex>;
+
+// Start now: bind the pods / start the Slurm job on these nodes.
+struct StartDecision {
+  std::string workload;
+  MemberNodes member_nodes;
+  bool backfilled = false;  // started ahead of a higher-priority blocked workload
+};
+
+// Hold these nodes from `start` for the workload (it is blocked now). Lower-priority workloads
+// may only use them where they end before `start` (and fit beside it).
+struct ReserveDecision {
+  std::string workload;
+  MemberNodes member_nodes;
+  Time start = 0;
+};
+
+// Evict/requeue `victims` so the preemptor can run on `member_nodes` once they are gone. One
+// atomic step: the executor reserves the nodes for the preemptor first (reserved(P)).
+struct PreemptDecision {
+  std::string preemptor;
+  std::vector<std::string> victims;  // running workload ids
+  MemberNodes member_nodes;
+  Time earliest_start = 0;  // now + the largest grace time among the victims' QOS
+};
+
+// Move a node between worlds (exclusive nodes): a Slurm job is placed on a node Kubernetes owns
+// (lend) or a pod group on a node Slurm owns (reclaim). Emitted beside the StartDecision that
+// needs it.
+struct OwnerChange {
+  NodeIndex node = 0;
+  OwnerKind to = OwnerKind::kFree;
+  std::string for_workload;
+};
+
+enum class WaitReason {
+  kPriority,                   // higher-priority workloads come first (they hold reservations)
+  kResources,                  // not enough eligible capacity now (no reservation taken)
+  kReservedForHigherPriority,  // would fit, but the capacity is reserved for a higher priority
+  kGangIncomplete,             // not all pods of the group exist yet
+  kQosNotAllowed,
+  kInvalidAnnotation,
+  kPartitionNodesUnavailable,  // no node of its partition / selector is eligible at all
+  kHeld,
+  kPreempting,                 // victims are being evicted for it
+  kBeyondWindow,               // cannot start within the planning window
+};
+
+const char* WaitReasonName(WaitReason reason);
+
+// Per-factor breakdown, like `sprio`: each factor in [0, 1] and the weighted sum.
+struct PriorityBreakdown {
+  double age = 0;
+  double fair_share = 0;
+  double job_size = 0;
+  double partition = 0;
+  double qos = 0;
+  double total = 0;
+};
+
+struct WaitingStatus {
+  std::string workload;
+  WaitReason reason = WaitReason::kPriority;
+  std::string message;
+  int32_t queue_position = 0;  // 1-based position among pending workloads, by priority
+  std::optional<Time> estimated_start;  // empty: unknown (beyond the window or not estimated)
+  bool has_reservation = false;
+};
+
+struct Plan {
+  Time now = 0;
+  std::vector<StartDecision> starts;
+  std::vector<ReserveDecision> reservations;
+  std::vector<PreemptDecision> preemptions;
+  std::vector<OwnerChange> owner_changes;
+  std::vector<WaitingStatus> waiting;
+  // Priority of every pending workload, in queue order (index i = position i + 1).
+  std::vector<std::string> order;
+  std::vector<PriorityBreakdown> priorities;
+};
+
+}  // namespace onequeue::queue

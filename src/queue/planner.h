@@ -1,0 +1,98 @@
+#pragma once
+// The queue planner: one cycle turns a Snapshot into a Plan. Pure: no I/O, threads or clock.
+//
+// Algorithm (docs/queue.md "Backfill"): pending workloads are sorted by multifactor priority;
+// each in turn starts now if it fits on eligible nodes without delaying any reservation already
+// made; otherwise, while fewer than `reservation_depth` reservations exist (0 = unlimited), it
+// gets one at the earliest time the availability profile allows (EASY = 1, hybrid = N,
+// conservative = unlimited: one implementation). A workload whose QOS may preempt and that
+// cannot start now asks the PreemptionPlanner first.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "queue/model.h"
+#include "queue/plan.h"
+
+namespace onequeue::queue {
+
+// ---------------------------------------------------------------------------------------------
+// Preemption hook (implemented in preemption.h/.cc)
+// ---------------------------------------------------------------------------------------------
+
+struct PreemptionInput {
+  const Snapshot* snapshot = nullptr;
+  const QueueConfig* config = nullptr;
+  const PendingWorkload* preemptor = nullptr;
+  double preemptor_priority = 0;
+  Time now = 0;
+  // Nodes the preemptor may use at all (selector, affinity, taints, partition, owner), ascending.
+  std::vector<NodeIndex> eligible_nodes;
+  // Free capacity of every node now (indexed by NodeIndex), after this cycle's earlier starts.
+  const std::vector<Resources>* free_now = nullptr;
+  // Per node (indexed by NodeIndex): 1 when this cycle already promised it to a workload of
+  // higher priority (a start, a reservation or another preemption): do not use it.
+  const std::vector<char>* claimed = nullptr;
+  // Running workloads that an earlier preemption of this cycle already chose: not victims again.
+  const std::vector<std::string>* already_victims = nullptr;
+};
+
+class PreemptionPlanner {
+ public:
+  virtual ~PreemptionPlanner() = default;
+  // The cheapest victim set that lets the preemptor run (fewest victims, then lowest priority,
+  // then least run time lost), gangs whole, disruption budgets respected, never a victim of equal
+  // or higher priority or of a QOS the preemptor's QOS may not preempt; nullopt if none exists.
+  virtual std::optional<PreemptDecision> Plan(const PreemptionInput& input) const = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The planner
+// ---------------------------------------------------------------------------------------------
+
+// Says what is wrong with a config (reservation depth < 0, resolution <= 0, unknown parent
+// account, duplicate QOS...). kInvalidArgument with the field named.
+absl::Status ValidateConfig(const QueueConfig& config);
+
+// What an incremental call changed, relative to the last full plan.
+struct PlanDelta {
+  std::vector<StartDecision> starts;
+  std::vector<ReserveDecision> reservations;
+  std::vector<OwnerChange> owner_changes;
+  std::optional<WaitingStatus> waiting;  // the arrival's status when it waits
+  // Workloads at or after this 1-based position moved down by one (the arrival took its place).
+  int32_t positions_shifted_from = 0;
+  // True when the arrival landed among the reservations: the caller must run a full cycle
+  // (PlanCycle) to get a correct plan; nothing else in this delta is meaningful.
+  bool needs_full_cycle = false;
+};
+
+class QueuePlanner {
+ public:
+  // `preemption` may be null (no preemption); it must outlive the planner.
+  QueuePlanner(QueueConfig config, const PreemptionPlanner* preemption);
+  ~QueuePlanner();
+  QueuePlanner(const QueuePlanner&) = delete;
+  QueuePlanner& operator=(const QueuePlanner&) = delete;
+
+  // A full cycle. Keeps the sorted queue and the availability profile for OnArrival.
+  Plan PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now);
+
+  // One new pending workload since the last PlanCycle (same nodes and running workloads;
+  // now >= the cycle's now). Costs one profile query when the arrival sorts after the last
+  // reservation. kFailedPrecondition without a previous cycle.
+  absl::StatusOr<PlanDelta> OnArrival(const PendingWorkload& workload, Time now);
+
+  const QueueConfig& config() const { return config_; }
+
+ private:
+  struct State;
+  QueueConfig config_;
+  const PreemptionPlanner* preemption_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace onequeue::queue

@@ -1,0 +1,134 @@
+#include "queue/priority.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace onequeue::queue {
+namespace {
+
+double Clamp01(double v) { return std::clamp(v, 0.0, 1.0); }
+
+// 2^(-age/half_life): the weight of usage that finished `age` seconds ago.
+double DecayWeight(Duration age, Duration half_life) {
+  if (half_life <= 0) return 1.0;  // no decay configured
+  if (age <= 0) return 1.0;
+  return std::exp2(-static_cast<double>(age) / static_cast<double>(half_life));
+}
+
+}  // namespace
+
+absl::flat_hash_map<std::string, double> ComputeFairShare(const QueueConfig& config,
+                                                          const UsageHistory& usage, Time now) {
+  // Accounts by name, and each account's chain to the root.
+  absl::flat_hash_map<std::string, const Account*> by_name;
+  for (const Account& a : config.accounts) by_name[a.name] = &a;
+
+  // Sum of sibling shares per parent (root = "").
+  absl::flat_hash_map<std::string, double> sibling_shares;
+  for (const Account& a : config.accounts) sibling_shares[a.parent] += std::max(0.0, a.shares);
+
+  // Normalised shares S: product of share fractions from the root down. Memoised; cycles in the
+  // tree are rejected by ValidateConfig, the depth guard only protects against misuse.
+  absl::flat_hash_map<std::string, double> norm_shares;
+  auto shares_of = [&](const std::string& name) {
+    double s = 1.0;
+    std::string cur = name;
+    for (int depth = 0; depth < 64 && !cur.empty(); ++depth) {
+      auto it = by_name.find(cur);
+      if (it == by_name.end()) return 0.0;
+      const Account* a = it->second;
+      double total = sibling_shares[a->parent];
+      s *= total > 0 ? std::max(0.0, a->shares) / total : 0.0;
+      cur = a->parent;
+    }
+    return s;
+  };
+  for (const Account& a : config.accounts) norm_shares[a.name] = shares_of(a.name);
+
+  // Decayed usage, charged to the account and each of its ancestors (subtree usage). Records
+  // are processed in their given order, which is deterministic for a given history.
+  absl::flat_hash_map<std::string, double> subtree_usage;
+  double total_usage = 0;
+  for (const UsageRecord& r : usage.records) {
+    double u = r.amount * DecayWeight(now - r.time, config.usage_half_life);
+    if (u <= 0) continue;
+    total_usage += u;
+    std::string cur = r.account;
+    for (int depth = 0; depth < 64 && !cur.empty(); ++depth) {
+      subtree_usage[cur] += u;
+      auto it = by_name.find(cur);
+      if (it == by_name.end()) break;
+      cur = it->second->parent;
+    }
+  }
+
+  absl::flat_hash_map<std::string, double> factor;
+  for (const Account& a : config.accounts) {
+    double s = norm_shares[a.name];
+    if (s <= 0) {
+      factor[a.name] = 0;
+      continue;
+    }
+    double u = total_usage > 0 ? subtree_usage[a.name] / total_usage : 0.0;
+    factor[a.name] = Clamp01(std::exp2(-u / s));
+  }
+  return factor;
+}
+
+PriorityCalculator::PriorityCalculator(const QueueConfig& config, const UsageHistory& usage,
+                                       const Resources& pool_total, Time now)
+    : config_(config), pool_total_(pool_total), now_(now),
+      fair_share_(ComputeFairShare(config, usage, now)) {
+  for (const QosPolicy& q : config.qos) {
+    qos_[q.name] = &q;
+    max_qos_priority_ = std::max(max_qos_priority_, static_cast<double>(q.priority));
+  }
+  for (const Partition& p : config.partitions) {
+    partition_tier_[p.name] = p.tier;
+    max_partition_tier_ = std::max(max_partition_tier_, static_cast<double>(p.tier));
+  }
+}
+
+const QosPolicy* PriorityCalculator::FindQos(const std::string& name) const {
+  auto it = qos_.find(name);
+  return it == qos_.end() ? nullptr : it->second;
+}
+
+PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w) const {
+  PriorityBreakdown b;
+  // Age: time waited, saturating at max_age (Slurm's PriorityMaxAge).
+  if (config_.max_age > 0) {
+    b.age = Clamp01(static_cast<double>(now_ - w.submit_time) / static_cast<double>(config_.max_age));
+  }
+  // Fair-share: 2^(-U/S) of the workload's account (0 when the account is unknown).
+  if (auto it = fair_share_.find(w.account); it != fair_share_.end()) b.fair_share = it->second;
+  // Job size: the dominant share of the pool the whole workload asks for (favours large
+  // workloads, like Slurm's default PriorityFavorSmall=NO).
+  Resources total = w.per_member.Times(std::max<int32_t>(1, w.members));
+  double dominant = 0;
+  for (int i = 0; i < kMaxResourceKinds; ++i) {
+    if (i == kPods || pool_total_[i] <= 0) continue;
+    dominant = std::max(dominant, static_cast<double>(total[i]) / static_cast<double>(pool_total_[i]));
+  }
+  b.job_size = Clamp01(dominant);
+  // Partition: PriorityTier / largest tier.
+  if (max_partition_tier_ > 0) {
+    if (auto it = partition_tier_.find(w.partition); it != partition_tier_.end()) {
+      b.partition = Clamp01(static_cast<double>(it->second) / max_partition_tier_);
+    }
+  }
+  // QOS: the QOS priority / largest QOS priority; a pod without a QOS but with a PriorityClass
+  // maps its value onto the same scale: clamp(value / priority_class_max).
+  if (const QosPolicy* q = FindQos(w.qos); q != nullptr && max_qos_priority_ > 0) {
+    b.qos = Clamp01(static_cast<double>(q->priority) / max_qos_priority_);
+  } else if (w.qos.empty() && w.priority_class_value.has_value() && config_.priority_class_max > 0) {
+    b.qos = Clamp01(static_cast<double>(*w.priority_class_value) / config_.priority_class_max);
+  }
+  const PriorityWeights& wt = config_.weights;
+  b.total = wt.age * b.age + wt.fair_share * b.fair_share + wt.job_size * b.job_size +
+            wt.partition * b.partition + wt.qos * b.qos;
+  return b;
+}
+
+}  // namespace onequeue::queue

@@ -1,0 +1,55 @@
+#pragma once
+// Multifactor priority, like Slurm's priority/multifactor: a weighted sum of factors, each
+// normalised to [0, 1]. See docs/queue.md "Priority" for each factor's definition.
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "queue/model.h"
+#include "queue/plan.h"
+
+namespace onequeue::queue {
+
+// Fair-share factor per account, Slurm's classic formula F = 2^(-U/S):
+//   U = the account subtree's usage decayed by the half-life to `now`, divided by all usage;
+//   S = the account's normalised shares: its shares among its siblings, times its parent's S.
+// An account absent from the tree gets F = 0 (it has no shares). Deterministic: the same history,
+// tree and `now` give the same factors (records are summed in a fixed order).
+absl::flat_hash_map<std::string, double> ComputeFairShare(const QueueConfig& config,
+                                                          const UsageHistory& usage, Time now);
+
+class PriorityCalculator {
+ public:
+  // `pool_total`: the sum of allocatable over the pool (for the job-size factor).
+  PriorityCalculator(const QueueConfig& config, const UsageHistory& usage,
+                     const Resources& pool_total, Time now);
+
+  PriorityBreakdown Compute(const PendingWorkload& workload) const;
+
+  // QOS lookups shared with the planner.
+  const QosPolicy* FindQos(const std::string& name) const;
+
+ private:
+  const QueueConfig& config_;
+  Resources pool_total_;
+  Time now_;
+  absl::flat_hash_map<std::string, double> fair_share_;
+  absl::flat_hash_map<std::string, const QosPolicy*> qos_;
+  absl::flat_hash_map<std::string, int64_t> partition_tier_;
+  double max_qos_priority_ = 0;
+  double max_partition_tier_ = 0;
+};
+
+// Strict queue order: higher priority first, then earlier submit, then id (total order, so the
+// plan is deterministic).
+struct QueueOrderKey {
+  double priority;
+  Time submit_time;
+  const std::string* id;
+};
+inline bool ComesBefore(const QueueOrderKey& a, const QueueOrderKey& b) {
+  if (a.priority != b.priority) return a.priority > b.priority;
+  if (a.submit_time != b.submit_time) return a.submit_time < b.submit_time;
+  return *a.id < *b.id;
+}
+
+}  // namespace onequeue::queue

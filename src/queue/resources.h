@@ -1,0 +1,80 @@
+#pragma once
+// A resource vector: a fixed number of slots indexed by ResourceKind. The first three are
+// always cpu (millicores), memory (bytes) and pods (count); extended resources such as
+// nvidia.com/gpu get the following slots, named in ResourceNames (part of the Snapshot).
+// Fixed-size on purpose: 100,000 pending workloads each carry one, and a heap-allocated vector
+// per workload would cost an allocation and a pointer chase in the hottest loop of the planner.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace onequeue::queue {
+
+inline constexpr int kMaxResourceKinds = 8;
+inline constexpr int kCpu = 0;     // millicores
+inline constexpr int kMemory = 1;  // bytes
+inline constexpr int kPods = 2;    // pod slots (Kubernetes "pods" allocatable)
+inline constexpr int kFirstExtended = 3;
+
+struct Resources {
+  std::array<int64_t, kMaxResourceKinds> amount{};
+
+  int64_t& operator[](int kind) { return amount[kind]; }
+  int64_t operator[](int kind) const { return amount[kind]; }
+
+  Resources& operator+=(const Resources& other) {
+    for (int i = 0; i < kMaxResourceKinds; ++i) amount[i] += other.amount[i];
+    return *this;
+  }
+  Resources& operator-=(const Resources& other) {
+    for (int i = 0; i < kMaxResourceKinds; ++i) amount[i] -= other.amount[i];
+    return *this;
+  }
+  friend Resources operator+(Resources a, const Resources& b) { return a += b; }
+  friend Resources operator-(Resources a, const Resources& b) { return a -= b; }
+  friend bool operator==(const Resources&, const Resources&) = default;
+
+  // True when every slot of `request` is <= the same slot here.
+  bool Covers(const Resources& request) const {
+    for (int i = 0; i < kMaxResourceKinds; ++i) {
+      if (request.amount[i] > amount[i]) return false;
+    }
+    return true;
+  }
+  bool AnyNegative() const {
+    return std::any_of(amount.begin(), amount.end(), [](int64_t v) { return v < 0; });
+  }
+  // How many copies of `request` fit in this vector (request slots equal to 0 are ignored).
+  // Returns `cap` when request is all zeros.
+  int64_t CopiesOf(const Resources& request, int64_t cap) const {
+    int64_t copies = cap;
+    for (int i = 0; i < kMaxResourceKinds; ++i) {
+      if (request.amount[i] <= 0) continue;
+      copies = std::min(copies, amount[i] < 0 ? 0 : amount[i] / request.amount[i]);
+    }
+    return copies;
+  }
+  // Component-wise scaling (a member request times the member count).
+  Resources Times(int64_t n) const {
+    Resources r;
+    for (int i = 0; i < kMaxResourceKinds; ++i) r.amount[i] = amount[i] * n;
+    return r;
+  }
+};
+
+// Names of the slots, e.g. {"cpu", "memory", "pods", "nvidia.com/gpu"}.
+struct ResourceNames {
+  std::vector<std::string> names = {"cpu", "memory", "pods"};
+
+  // Index of `name`, or -1. Linear: there are at most kMaxResourceKinds names.
+  int IndexOf(const std::string& name) const {
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == name) return static_cast<int>(i);
+    }
+    return -1;
+  }
+};
+
+}  // namespace onequeue::queue

@@ -1,0 +1,92 @@
+#include "queue/priority.h"
+
+#include <gtest/gtest.h>
+
+namespace onequeue::queue {
+namespace {
+
+QueueConfig TwoAccounts() {
+  QueueConfig c;
+  c.accounts = {{"a", "", 1}, {"b", "", 3}};
+  c.usage_half_life = 100;
+  return c;
+}
+
+TEST(FairShare, NoUsageGivesOne) {
+  auto f = ComputeFairShare(TwoAccounts(), {}, 0);
+  EXPECT_DOUBLE_EQ(f["a"], 1.0);
+  EXPECT_DOUBLE_EQ(f["b"], 1.0);
+}
+
+TEST(FairShare, ClassicFormulaWithHalfLife) {
+  UsageHistory h;
+  h.records = {{"a", 0, 100}, {"b", 100, 100}};
+  // At t=100: a's usage decayed to 50, b's is 100; U_a = 1/3, S_a = 1/4 -> 2^(-4/3).
+  auto f = ComputeFairShare(TwoAccounts(), h, 100);
+  EXPECT_NEAR(f["a"], std::exp2(-(1.0 / 3) / 0.25), 1e-12);
+  EXPECT_NEAR(f["b"], std::exp2(-(2.0 / 3) / 0.75), 1e-12);
+  EXPECT_DOUBLE_EQ(f["unknown"], 0.0);
+}
+
+TEST(FairShare, SubtreeUsageCountsForParent) {
+  QueueConfig c;
+  c.accounts = {{"dept", "", 1}, {"team", "dept", 1}, {"other", "", 1}};
+  UsageHistory h;
+  h.records = {{"team", 0, 10}};
+  auto f = ComputeFairShare(c, h, 0);
+  EXPECT_NEAR(f["dept"], std::exp2(-1.0 / 0.5), 1e-12);
+  EXPECT_NEAR(f["team"], std::exp2(-1.0 / 0.5), 1e-12);
+  EXPECT_DOUBLE_EQ(f["other"], 1.0);
+}
+
+TEST(Priority, FactorsAreNormalised) {
+  QueueConfig c = TwoAccounts();
+  c.qos = {{"low", 10}, {"high", 100}};
+  c.partitions = {{"batch", 1}, {"prio", 4}};
+  c.max_age = 1000;
+  Resources pool;
+  pool[kCpu] = 100000;
+  PriorityCalculator calc(c, {}, pool, 500);
+  PendingWorkload w;
+  w.id = "w";
+  w.account = "a";
+  w.qos = "low";
+  w.partition = "batch";
+  w.submit_time = 0;
+  w.members = 2;
+  w.per_member[kCpu] = 25000;
+  PriorityBreakdown b = calc.Compute(w);
+  EXPECT_DOUBLE_EQ(b.age, 0.5);
+  EXPECT_DOUBLE_EQ(b.fair_share, 1.0);
+  EXPECT_DOUBLE_EQ(b.job_size, 0.5);
+  EXPECT_DOUBLE_EQ(b.partition, 0.25);
+  EXPECT_DOUBLE_EQ(b.qos, 0.1);
+  EXPECT_DOUBLE_EQ(b.total, 1000 * 0.5 + 10000 * 1.0 + 1000 * 0.5 + 1000 * 0.25 + 10000 * 0.1);
+}
+
+TEST(Priority, PriorityClassMapsOntoQosFactor) {
+  QueueConfig c;
+  c.priority_class_max = 1000;
+  PriorityCalculator calc(c, {}, Resources{}, 0);
+  PendingWorkload w;
+  w.id = "p";
+  w.priority_class_value = 250;
+  EXPECT_DOUBLE_EQ(calc.Compute(w).qos, 0.25);
+  w.priority_class_value = 5000;  // clamped
+  EXPECT_DOUBLE_EQ(calc.Compute(w).qos, 1.0);
+}
+
+TEST(Priority, AgeSaturatesAndNeverNegative) {
+  QueueConfig c;
+  c.max_age = 10;
+  PriorityCalculator calc(c, {}, Resources{}, 100);
+  PendingWorkload w;
+  w.id = "x";
+  w.submit_time = 0;
+  EXPECT_DOUBLE_EQ(calc.Compute(w).age, 1.0);
+  w.submit_time = 200;  // clock skew: submitted "in the future"
+  EXPECT_DOUBLE_EQ(calc.Compute(w).age, 0.0);
+}
+
+}  // namespace
+}  // namespace onequeue::queue
