@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Stops the Slurm cluster that test/cluster/slurm-up.sh started in DIR: cancels every job and waits
+# for them to leave, stops slurmrestd, the slurmd's, slurmctld and munged by their recorded PIDs
+# (TERM, bounded wait, KILL), kills job processes of this cluster that outlived their slurmd, and
+# releases the cluster's ports. Idempotent; logs stay in DIR/logs.
+# Usage: test/cluster/slurm-down.sh DIR
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=slurm/lib.sh
+source "$HERE/slurm/lib.sh"
+
+# Started by the watchdog, this script carries the cluster's marker: keep it off our children.
+unset ONEQUEUE_SLURM_DIR ONEQUEUE_SLURM_WATCHDOG
+[ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
+[ -d "$1" ] || exit 0
+slurm_set_paths "$(cd "$1" && pwd)"
+CLUSTER_NAME=""
+# shellcheck disable=SC1090
+[ -f "$SLURM_PORTS_FILE" ] && source "$SLURM_PORTS_FILE"
+
+no_jobs_left() { [ -z "$(sl squeue -h -o %A 2>/dev/null)" ] && sl squeue -h >/dev/null 2>&1; }
+
+if [ -f "$SLURM_CONF_FILE" ] && slurmctld_up 2>/dev/null; then
+  jobs="$(sl squeue -h -o %A 2>/dev/null | sort -u | tr '\n' ' ')"
+  if [ -n "${jobs// /}" ]; then
+    # shellcheck disable=SC2086
+    sl scancel $jobs 2>/dev/null || true
+    wait_until 30 "jobs to leave the queue after scancel" no_jobs_left || log "jobs still listed; their processes are killed below"
+  fi
+fi
+
+# The watchdog runs this script itself when the test binary dies: never signal ourselves.
+if [ "$(read_pid watchdog)" != "$$" ]; then stop_pids watchdog; fi
+stop_pids slurmrestd
+slurmds=()
+for f in "$SLURM_PIDS"/slurmd-*.pid; do [ -f "$f" ] && slurmds+=("$(basename "$f" .pid)"); done
+[ ${#slurmds[@]} -gt 0 ] && stop_pids "${slurmds[@]}"
+stop_pids slurmctld
+stop_pids munged
+
+# Job processes and slurmstepd really run on the host and outlive their slurmd. Job processes
+# carry SLURM_CLUSTER_NAME of this cluster; slurmstepd overwrites its environment (process title)
+# but listens on a unix socket in this cluster's spool folder; the daemons carry the marker.
+leftovers() {
+  {
+    local patterns=(-e "ONEQUEUE_SLURM_DIR=$SLURM_DIR")
+    [ -n "$CLUSTER_NAME" ] && patterns+=(-e "SLURM_CLUSTER_NAME=$CLUSTER_NAME")
+    grep -lzxF "${patterns[@]}" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3
+    ss -Hxlp 2>/dev/null | grep -F " $SLURM_DIR/spool/" | grep -o 'pid=[0-9]*' | cut -d= -f2
+  } | sort -u | while read -r pid; do
+    [ "$pid" != "$$" ] && [ "$pid" != "$BASHPID" ] && pid_alive "$pid" && echo "$pid"
+  done
+}
+left="$(leftovers | tr '\n' ' ')"
+if [ -n "${left// /}" ]; then
+  log "killing leftover processes of this cluster: $left"
+  # shellcheck disable=SC2086
+  kill -KILL $left 2>/dev/null || true
+  no_leftovers() { [ -z "$(leftovers)" ]; }
+  wait_until 10 "leftover processes to exit" no_leftovers || log "still alive: $(leftovers | tr '\n' ' ')"
+fi
+
+rm -f "$SLURM_ENV_FILE" "$SLURM_DIR/rest/slurmrestd.socket"
+release_ports
+exit 0

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Starts a private Slurm 22.05 cluster under DIR, on free loopback ports:
+#   munged (own key and socket), slurmctld, N x `slurmd -N nK`, slurmrestd (JWT, TCP + unix socket).
+# Usage: test/cluster/slurm-up.sh DIR [--nodes N] [--owner-pid PID] [--token-lifespan SECONDS]
+#   --owner-pid PID: a watchdog runs slurm-down.sh DIR when PID exits, even by SIGKILL.
+# Returns when every node is idle and slurmrestd answers /slurm/v0.0.38/diag with the token.
+# Writes DIR/slurm.env (shell-sourceable). Needs root (mknod, daemons under their own users).
+# Stop with test/cluster/slurm-down.sh DIR. See docs/local-slurm.md.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=slurm/lib.sh
+source "$HERE/slurm/lib.sh"
+
+usage() { sed -n '2,8p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+
+[ $# -ge 1 ] || usage
+DIR_ARG="$1"
+shift
+NODES=8
+OWNER_PID=""
+TOKEN_LIFESPAN=$((30 * 24 * 3600))
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes) NODES="${2:?--nodes needs a number}"; shift 2 ;;
+    --owner-pid) OWNER_PID="${2:?--owner-pid needs a PID}"; shift 2 ;;
+    --token-lifespan) TOKEN_LIFESPAN="${2:?--token-lifespan needs seconds}"; shift 2 ;;
+    -h | --help) usage ;;
+    *) echo "slurm-up.sh: unknown argument: $1" >&2; usage ;;
+  esac
+done
+[[ "$NODES" =~ ^[0-9]+$ ]] && [ "$NODES" -ge 1 ] && [ "$NODES" -le 1000 ] || die "--nodes must be 1..1000, got '$NODES'"
+[ "$(id -u)" = 0 ] || die "slurm-up.sh must run as root (it makes device nodes with mknod and starts daemons as munge, slurm and nobody)"
+for cmd in munged slurmrestd scontrol sinfo setpriv ss curl flock mknod; do
+  command -v "$cmd" >/dev/null || [ -x "/usr/sbin/$cmd" ] || die "'$cmd' not found: run test/tools/install-deps.sh"
+done
+getent passwd slurm >/dev/null && getent passwd munge >/dev/null || die "users slurm and munge must exist (packages slurmctld, munge)"
+
+mkdir -p "$DIR_ARG"
+slurm_set_paths "$(cd "$DIR_ARG" && pwd)"
+if [ -d "$SLURM_PIDS" ]; then
+  for f in "$SLURM_PIDS"/*.pid; do
+    [ -f "$f" ] || continue
+    pid="$(cat "$f")"
+    if pid_alive "$pid" && pid_is_ours "$pid"; then
+      die "a cluster is already running in $SLURM_DIR ($(basename "$f" .pid), PID $pid): run test/cluster/slurm-down.sh $SLURM_DIR first"
+    fi
+  done
+fi
+
+# The daemons run as munge, slurm and nobody: every folder above DIR must let them through.
+d="$SLURM_DIR"
+while [ "$d" != / ]; do
+  d="$(dirname "$d")"
+  perms="$(stat -c %A "$d")"
+  [ "${perms:9:1}" = x ] || [ "${perms:9:1}" = t ] ||
+    die "$d is not searchable by other users ($perms): the daemons (users slurm, munge, nobody) cannot reach $SLURM_DIR; use a folder under /tmp"
+done
+
+started=0
+on_exit() {
+  local rc=$?
+  if [ "$rc" != 0 ] && [ "$started" = 1 ]; then
+    echo "slurm-up.sh: FAILED (exit $rc); log tails follow, then the cluster is stopped" >&2
+    show_log_tails
+    "$HERE/slurm-down.sh" "$SLURM_DIR" >&2 || true
+  fi
+}
+trap on_exit EXIT
+
+T0=$(date +%s.%N)
+rm -rf "$SLURM_DIR"/{state,spool,munge,rest,dev,bin,pids}
+mkdir -p "$SLURM_DIR"/{bin,pids,logs,state,spool,jobs,munge,rest,dev}
+chmod 755 "$SLURM_DIR"
+
+# Daemons under their own names: started as slurmd-wlm, slurmd silently drops its GPUs.
+resolve_daemon() {
+  local name="$1" target
+  if [ -x "/usr/sbin/$name-wlm" ]; then target="/usr/sbin/$name-wlm"; else target="$(readlink -f "/usr/sbin/$name")"; fi
+  case "$target" in *emulator*) die "/usr/sbin/$name points to the emulator build ($target): run update-alternatives --set $name /usr/sbin/$name-wlm" ;; esac
+  [ -x "$target" ] || die "no $name binary (looked at $target)"
+  ln -sfn "$target" "$SLURM_BIN_DIR/$name"
+}
+resolve_daemon slurmctld
+resolve_daemon slurmd
+ln -sfn /usr/sbin/slurmrestd "$SLURM_BIN_DIR/slurmrestd"
+for c in scontrol squeue sinfo sbatch scancel srun salloc sacct sprio sstat; do
+  [ -x "/usr/bin/$c" ] && ln -sfn "/usr/bin/$c" "$SLURM_BIN_DIR/$c"
+done
+
+# Keys: a private munge key and the JWT signing key, readable only by their daemon.
+dd if=/dev/urandom of="$SLURM_DIR/munge/munge.key" bs=1024 count=1 status=none
+chown -R munge:munge "$SLURM_DIR/munge"
+chmod 700 "$SLURM_DIR/munge"
+chmod 755 "$SLURM_DIR/munge" # slurm's daemons and root connect to the socket inside
+chmod 400 "$SLURM_DIR/munge/munge.key"
+dd if=/dev/urandom of="$SLURM_DIR/state/jwt_hs256.key" bs=32 count=1 status=none
+chmod 600 "$SLURM_DIR/state/jwt_hs256.key"
+
+# Two fake GPUs (character devices; same numbers as /dev/null) shared by every node.
+mknod "$SLURM_DIR/dev/gpu0" c 1 3
+mknod "$SLURM_DIR/dev/gpu1" c 1 3
+chmod 666 "$SLURM_DIR"/dev/gpu*
+
+# Ports: slurmctld, slurmrestd, then one per slurmd.
+claim_ports $((NODES + 2))
+started=1
+CTLD_PORT=$PORT_BASE
+REST_PORT=$((PORT_BASE + 1))
+FIRST_SLURMD_PORT=$((PORT_BASE + 2))
+CLUSTER_NAME="oq$CTLD_PORT"
+NODE_LIST=()
+for ((k = 1; k <= NODES; k++)); do NODE_LIST+=("n$k"); done
+NODE_RANGE="n[1-$NODES]"
+[ "$NODES" = 1 ] && NODE_RANGE=n1
+
+fill() {
+  sed -e "s|@DIR@|$SLURM_DIR|g" -e "s|@CLUSTER_NAME@|$CLUSTER_NAME|g" -e "s|@CTLD_PORT@|$CTLD_PORT|g" \
+    -e "s|@FIRST_SLURMD_PORT@|$FIRST_SLURMD_PORT|g" -e "s|@NODES@|$NODE_RANGE|g" "$1"
+}
+{
+  fill "$SLURM_TEMPLATES/slurm.conf.in"
+  echo
+  echo "# Nodes: 8 CPUs, 16000 MB, 2 GPUs each; racks of 4 nodes (features rack1, rack2, ...) for topology tests."
+  for ((k = 1; k <= NODES; k++)); do
+    echo "NodeName=n$k NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((FIRST_SLURMD_PORT + k - 1)) CPUs=8 Sockets=1 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=16000 Gres=gpu:2 Features=fast,ib,rack$(((k - 1) / 4 + 1)) State=UNKNOWN"
+  done
+  echo
+  echo "# batch: the shared partition. reclaim: same nodes, higher tier, never preempted: its jobs"
+  echo "# (onequeue's placeholders) requeue batch jobs on their nodes."
+  echo "PartitionName=batch Nodes=$NODE_RANGE Default=YES MaxTime=INFINITE State=UP PriorityTier=1 PriorityJobFactor=1"
+  echo "PartitionName=reclaim Nodes=$NODE_RANGE Default=NO MaxTime=INFINITE State=UP PriorityTier=10 PriorityJobFactor=10 PreemptMode=OFF"
+} >"$SLURM_CONF_FILE"
+fill "$SLURM_TEMPLATES/gres.conf.in" >"$SLURM_DIR/gres.conf"
+: >"$SLURM_DIR/plugstack.conf"
+chmod 644 "$SLURM_CONF_FILE" "$SLURM_DIR/gres.conf" "$SLURM_DIR/plugstack.conf"
+cat >"$SLURM_PORTS_FILE" <<ENV
+CTLD_PORT=$CTLD_PORT
+REST_PORT=$REST_PORT
+FIRST_SLURMD_PORT=$FIRST_SLURMD_PORT
+CLUSTER_NAME=$CLUSTER_NAME
+NODES="${NODE_LIST[*]}"
+ENV
+
+for ((k = 1; k <= NODES; k++)); do mkdir -p "$SLURM_DIR/spool/n$k"; done
+chown -R slurm:slurm "$SLURM_DIR"/{state,spool,logs,jobs}
+chown slurm:slurm "$SLURM_PIDS"
+chown nobody:nogroup "$SLURM_DIR/rest"
+ln -sfn rest/slurmrestd.socket "$SLURM_REST_SOCKET"
+
+log "starting munged, slurmctld (port $CTLD_PORT), $NODES slurmd (ports $FIRST_SLURMD_PORT-$((FIRST_SLURMD_PORT + NODES - 1))) in $SLURM_DIR"
+start_munged
+start_slurmctld
+for node in "${NODE_LIST[@]}"; do start_slurmd "$node"; done
+
+all_nodes_idle() {
+  local idle
+  idle="$(sl sinfo -h -N -p batch -o '%N %T' | awk '$2 == "idle"' | wc -l)"
+  [ "$idle" -eq "$NODES" ]
+}
+wait_until $((30 + NODES)) "all $NODES nodes idle (sinfo -N -p batch)" all_nodes_idle || {
+  sl sinfo -N -p batch -o '%N %T %E' >&2 || true
+  exit 1
+}
+
+# A token of SlurmUser (a Slurm admin) for slurmrestd's clients, readable by root only.
+token="$(sl scontrol token username="$SLURM_USER" lifespan="$TOKEN_LIFESPAN")" || die "scontrol token failed: $token"
+umask 077
+echo "${token#SLURM_JWT=}" >"$SLURM_JWT_FILE.tmp"
+mv "$SLURM_JWT_FILE.tmp" "$SLURM_JWT_FILE"
+umask 022
+
+log "starting slurmrestd on 127.0.0.1:$REST_PORT and $SLURM_REST_SOCKET"
+start_slurmrestd
+
+cat >"$SLURM_ENV_FILE.tmp" <<ENV
+# Local Slurm cluster started by test/cluster/slurm-up.sh; stop it with test/cluster/slurm-down.sh $SLURM_DIR
+SLURM_CONF=$SLURM_CONF_FILE
+SLURMRESTD_URL=http://127.0.0.1:$REST_PORT
+SLURMRESTD_SOCKET=$SLURM_REST_SOCKET
+SLURM_JWT_FILE=$SLURM_JWT_FILE
+SLURM_USER=$SLURM_USER
+SLURM_NODES="${NODE_LIST[*]}"
+SLURM_SHARED_PARTITION=batch
+SLURM_RECLAIM_PARTITION=reclaim
+SLURM_BIN=$SLURM_BIN_DIR
+SLURM_CLUSTER_NAME=$CLUSTER_NAME
+SLURM_JOBS_DIR=$SLURM_DIR/jobs
+ENV
+mv "$SLURM_ENV_FILE.tmp" "$SLURM_ENV_FILE"
+
+if [ -n "$OWNER_PID" ]; then
+  # Runs slurm-down.sh when the owner is gone, however it died (SIGKILL from a ctest timeout too).
+  setsid env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin ONEQUEUE_SLURM_DIR="$SLURM_DIR" ONEQUEUE_SLURM_WATCHDOG=1 \
+    bash -c 'while s="$(ps -o stat= -p "$0")" && [ "${s:0:1}" != Z ]; do sleep 1; done; exec "$1" "$2"' \
+    "$OWNER_PID" "$HERE/slurm-down.sh" "$SLURM_DIR" </dev/null >>"$SLURM_LOGS/watchdog.log" 2>&1 &
+  echo $! >"$SLURM_PIDS/watchdog.pid"
+fi
+
+T1=$(date +%s.%N)
+log "up in $(awk "BEGIN{printf \"%.2f\", $T1 - $T0}") s: source $SLURM_ENV_FILE"

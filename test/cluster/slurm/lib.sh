@@ -1,0 +1,221 @@
+# Shared functions of test/cluster/slurm-*.sh (sourced, not run). Everything here acts on ONE
+# cluster folder ($SLURM_DIR) and on the processes whose PIDs it recorded under $SLURM_DIR/pids.
+
+SLURM_TEMPLATES="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SLURM_PORT_CLAIMS="${ONEQUEUE_PORT_CLAIMS:-/tmp/onequeue-port-claims}"
+SLURM_USER=slurm
+# Ports are taken below the kernel's ephemeral range so no outgoing connection can hold them.
+SLURM_PORT_MIN=20000
+SLURM_PORT_MAX=32000
+
+log() { echo "[slurm $(date +%H:%M:%S)] $*" >&2; }
+
+die() {
+  echo "slurm: ERROR: $*" >&2
+  exit 1
+}
+
+# slurm_set_paths DIR: the layout of a cluster folder.
+slurm_set_paths() {
+  SLURM_DIR="$1"
+  SLURM_CONF_FILE="$SLURM_DIR/slurm.conf"
+  SLURM_PIDS="$SLURM_DIR/pids"
+  SLURM_LOGS="$SLURM_DIR/logs"
+  SLURM_BIN_DIR="$SLURM_DIR/bin"
+  SLURM_MUNGE_SOCKET="$SLURM_DIR/munge/munge.socket.2"
+  SLURM_REST_SOCKET="$SLURM_DIR/slurmrestd.socket"
+  SLURM_JWT_FILE="$SLURM_DIR/slurm.jwt"
+  SLURM_ENV_FILE="$SLURM_DIR/slurm.env"
+  SLURM_PORTS_FILE="$SLURM_DIR/ports.env"
+}
+
+# Client commands of this cluster (root is a Slurm admin; SLURM_CONF picks the cluster).
+sl() { SLURM_CONF="$SLURM_CONF_FILE" "$@"; }
+
+# A PID is alive if it exists and is not a zombie (our daemons are reparented to whatever PID 1
+# the machine has, which may be slow to reap them).
+pid_alive() {
+  local stat
+  [ -n "$1" ] && stat="$(ps -o stat= -p "$1" 2>/dev/null)" && [ -n "$stat" ] && [ "${stat:0:1}" != Z ]
+}
+
+# pid_is_ours PID: the process carries this cluster's marker (a stale pid file never makes us
+# signal an unrelated process that got the same PID).
+pid_is_ours() {
+  grep -qzxF "ONEQUEUE_SLURM_DIR=$SLURM_DIR" "/proc/$1/environ" 2>/dev/null
+}
+
+read_pid() { [ -f "$SLURM_PIDS/$1.pid" ] && cat "$SLURM_PIDS/$1.pid" 2>/dev/null; }
+
+# wait_until SECONDS DESCRIPTION COMMAND...: bounded polling every 0.1 s.
+wait_until() {
+  local timeout="$1" what="$2"
+  shift 2
+  local deadline=$((SECONDS + timeout))
+  while ! "$@" >/dev/null 2>&1; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      log "timed out after ${timeout}s waiting for: $what"
+      return 1
+    fi
+    sleep 0.1
+  done
+}
+
+show_log_tails() {
+  local f
+  for f in "$SLURM_LOGS"/*.log "$SLURM_DIR"/munge/munged.log; do
+    [ -s "$f" ] || continue
+    echo "----- tail of $f" >&2
+    tail -n 15 "$f" >&2
+  done
+}
+
+# --- Ports ------------------------------------------------------------------------------------
+# Several clusters may start at once (one per test binary). A cluster claims a block of ports in
+# $SLURM_PORT_CLAIMS under a lock and keeps it until slurm-down.sh, so a daemon that is stopped
+# for a while (restart tests) gets its port back. A claim whose folder is gone is stale.
+ports_in_use() {
+  ss -Hant 2>/dev/null | awk '{print $4}' | sed 's/.*://' | sort -un
+  local claim
+  for claim in "$SLURM_PORT_CLAIMS"/slurm-*; do
+    [ -f "$claim" ] || continue
+    local start end dir
+    read -r start end dir <"$claim" || continue
+    if [ ! -f "$dir/.port-claim" ]; then
+      rm -f "$claim"
+      continue
+    fi
+    seq "$start" "$end"
+  done
+}
+
+# claim_ports COUNT: sets PORT_BASE, the first of COUNT consecutive free ports.
+claim_ports() {
+  local count="$1"
+  mkdir -p "$SLURM_PORT_CLAIMS"
+  chmod 1777 "$SLURM_PORT_CLAIMS" 2>/dev/null || true
+  exec 9>>"$SLURM_PORT_CLAIMS/.lock"
+  flock -w 60 9 || die "could not lock $SLURM_PORT_CLAIMS/.lock within 60 s"
+  local used
+  used="$(ports_in_use | tr '\n' ' ')"
+  local try start p ok
+  for try in $(seq 1 500); do
+    start=$((SLURM_PORT_MIN + (RANDOM * 32768 + RANDOM) % (SLURM_PORT_MAX - SLURM_PORT_MIN - count)))
+    ok=1
+    for ((p = start; p < start + count; p++)); do
+      case " $used " in *" $p "*) ok=0; break ;; esac
+    done
+    if [ "$ok" = 1 ]; then
+      echo "$start $((start + count - 1)) $SLURM_DIR" >"$SLURM_PORT_CLAIMS/slurm-$start"
+      echo "$SLURM_PORT_CLAIMS/slurm-$start" >"$SLURM_DIR/.port-claim"
+      PORT_BASE="$start"
+      flock -u 9
+      exec 9>&-
+      return 0
+    fi
+  done
+  flock -u 9
+  exec 9>&-
+  die "no block of $count free ports between $SLURM_PORT_MIN and $SLURM_PORT_MAX"
+}
+
+release_ports() {
+  if [ -f "$SLURM_DIR/.port-claim" ]; then
+    rm -f "$(cat "$SLURM_DIR/.port-claim")" "$SLURM_DIR/.port-claim"
+  fi
+}
+
+# --- Starting daemons -------------------------------------------------------------------------
+# Every daemon runs in the foreground (-D / -F) in the background of this shell, so $! is its PID;
+# setpriv and env exec in place. env -i gives it a clean environment with a marker by which
+# slurm-down.sh recognises this cluster's slurmstepd processes.
+daemon_env() {
+  echo env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin ONEQUEUE_SLURM_DIR="$SLURM_DIR" SLURM_CONF="$SLURM_CONF_FILE"
+}
+
+# start_daemon NAME USER LOGFILE COMMAND...: starts it, records its PID in pids/NAME.pid.
+start_daemon() {
+  local name="$1" user="$2" logfile="$3"
+  shift 3
+  local as_user=()
+  if [ "$user" = nobody ]; then
+    as_user=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+  else
+    as_user=(setpriv --reuid="$user" --regid="$user" --init-groups)
+  fi
+  # The subshell execs, so $! is the daemon; its cwd is the cluster folder, not the caller's.
+  # shellcheck disable=SC2046
+  (cd "$SLURM_DIR" && exec setsid "${as_user[@]}" $(daemon_env) "$@" </dev/null >>"$logfile" 2>&1) &
+  echo $! >"$SLURM_PIDS/$name.pid"
+}
+
+munge_works() {
+  munge -n -S "$SLURM_MUNGE_SOCKET" | unmunge -S "$SLURM_MUNGE_SOCKET"
+}
+
+start_munged() {
+  start_daemon munged munge "$SLURM_DIR/munge/munged.stdout" \
+    /usr/sbin/munged -F --socket="$SLURM_MUNGE_SOCKET" \
+    --key-file="$SLURM_DIR/munge/munge.key" --pid-file="$SLURM_DIR/munge/munged.pid" \
+    --log-file="$SLURM_DIR/munge/munged.log" --seed-file="$SLURM_DIR/munge/munged.seed"
+  wait_until 20 "munged answering on $SLURM_MUNGE_SOCKET" munge_works
+}
+
+slurmctld_up() {
+  pid_alive "$(read_pid slurmctld)" && sl scontrol ping | grep -q 'is UP'
+}
+
+start_slurmctld() {
+  start_daemon slurmctld "$SLURM_USER" "$SLURM_LOGS/slurmctld.stdout" \
+    "$SLURM_BIN_DIR/slurmctld" -D -f "$SLURM_CONF_FILE"
+  wait_until 30 "slurmctld answering scontrol ping" slurmctld_up
+}
+
+start_slurmd() {
+  local node="$1"
+  start_daemon "slurmd-$node" "$SLURM_USER" "$SLURM_LOGS/slurmd-$node.stdout" \
+    "$SLURM_BIN_DIR/slurmd" -D -N "$node" -f "$SLURM_CONF_FILE"
+}
+
+rest_diag_ok() {
+  local token
+  token="$(cat "$SLURM_JWT_FILE")"
+  curl -sf -o /dev/null --max-time 5 -H "X-SLURM-USER-NAME: $SLURM_USER" -H "X-SLURM-USER-TOKEN: $token" \
+    "http://127.0.0.1:$REST_PORT/slurm/v0.0.38/diag" &&
+    curl -sf -o /dev/null --max-time 5 --unix-socket "$SLURM_REST_SOCKET" \
+      -H "X-SLURM-USER-NAME: $SLURM_USER" -H "X-SLURM-USER-TOKEN: $token" \
+      "http://localhost/slurm/v0.0.38/diag"
+}
+
+# slurmrestd refuses to run as root or as SlurmUser: it runs as nobody, with SLURM_JWT=daemon so it
+# talks to slurmctld with each client's own token. Its unix socket lives in a folder nobody owns,
+# linked from $SLURM_REST_SOCKET.
+start_slurmrestd() {
+  rm -f "$SLURM_DIR/rest/slurmrestd.socket"
+  start_daemon slurmrestd nobody "$SLURM_LOGS/slurmrestd.log" \
+    env SLURM_JWT=daemon "$SLURM_BIN_DIR/slurmrestd" -f "$SLURM_CONF_FILE" -a rest_auth/jwt \
+    -s openapi/v0.0.38,openapi/v0.0.37 "127.0.0.1:$REST_PORT" "unix:$SLURM_DIR/rest/slurmrestd.socket"
+  wait_until 30 "slurmrestd answering /slurm/v0.0.38/diag on 127.0.0.1:$REST_PORT and $SLURM_REST_SOCKET" rest_diag_ok
+}
+
+# --- Stopping daemons -------------------------------------------------------------------------
+# stop_pids NAME...: TERM, up to 10 s, then KILL; only the PIDs this cluster recorded.
+stop_pids() {
+  local name pid pids=()
+  for name in "$@"; do
+    pid="$(read_pid "$name")"
+    if pid_alive "$pid" && pid_is_ours "$pid"; then
+      kill -TERM "$pid" 2>/dev/null || true
+      pids+=("$pid")
+    fi
+  done
+  local deadline=$((SECONDS + 10))
+  for pid in "${pids[@]}"; do
+    while pid_alive "$pid" && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.05; done
+    if pid_alive "$pid"; then
+      log "PID $pid did not stop on TERM within 10 s: KILL"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+  for name in "$@"; do rm -f "$SLURM_PIDS/$name.pid"; done
+}
