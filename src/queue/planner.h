@@ -88,8 +88,10 @@ class QueuePlanner {
 
   const QueueConfig& config() const { return config_; }
 
- private:
+  // Opaque: what a cycle keeps for OnArrival (defined in planner.cc).
   struct State;
+
+ private:
   QueueConfig config_;
   const PreemptionPlanner* preemption_;
   std::unique_ptr<State> state_;

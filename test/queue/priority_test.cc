@@ -41,7 +41,7 @@ TEST(FairShare, SubtreeUsageCountsForParent) {
 
 TEST(Priority, FactorsAreNormalised) {
   QueueConfig c = TwoAccounts();
-  c.qos = {{"low", 10}, {"high", 100}};
+  c.qos = {QosPolicy{.name = "low", .priority = 10}, QosPolicy{.name = "high", .priority = 100}};
   c.partitions = {{"batch", 1}, {"prio", 4}};
   c.max_age = 1000;
   Resources pool;

@@ -1,0 +1,732 @@
+// The backfill planner. See planner.h for the contract and docs/queue.md "Backfill" for the
+// algorithm and its invariants.
+#include "queue/planner.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <set>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "queue/eligibility.h"
+#include "queue/priority.h"
+#include "queue/profile.h"
+
+namespace onequeue::queue {
+
+absl::Status ValidateConfig(const QueueConfig& c) {
+  if (c.reservation_depth < 0) {
+    return absl::InvalidArgumentError("reservation_depth must be >= 0 (0 = unlimited)");
+  }
+  if (c.resolution <= 0) return absl::InvalidArgumentError("resolution must be > 0 seconds");
+  if (c.window <= 0) return absl::InvalidArgumentError("window must be > 0 seconds");
+  if (c.max_age < 0) return absl::InvalidArgumentError("max_age must be >= 0");
+  if (c.usage_half_life < 0) return absl::InvalidArgumentError("usage_half_life must be >= 0");
+  if (c.max_estimates_per_cycle < 0) {
+    return absl::InvalidArgumentError("max_estimates_per_cycle must be >= 0 (0 = unlimited)");
+  }
+  absl::flat_hash_set<std::string> names;
+  for (const QosPolicy& q : c.qos) {
+    if (!names.insert(q.name).second) return absl::InvalidArgumentError("duplicate qos " + q.name);
+    if (q.priority < 0) return absl::InvalidArgumentError("qos " + q.name + ": priority < 0");
+    if (q.grace_time < 0) return absl::InvalidArgumentError("qos " + q.name + ": grace_time < 0");
+  }
+  for (const QosPolicy& q : c.qos) {
+    for (const std::string& v : q.can_preempt) {
+      if (!names.contains(v)) {
+        return absl::InvalidArgumentError("qos " + q.name + ": can_preempt names unknown qos " + v);
+      }
+    }
+  }
+  absl::flat_hash_map<std::string, std::string> parent;
+  for (const Account& a : c.accounts) {
+    if (a.name.empty()) return absl::InvalidArgumentError("account with an empty name");
+    if (!parent.emplace(a.name, a.parent).second) {
+      return absl::InvalidArgumentError("duplicate account " + a.name);
+    }
+    if (a.shares < 0) return absl::InvalidArgumentError("account " + a.name + ": shares < 0");
+  }
+  for (const Account& a : c.accounts) {
+    if (!a.parent.empty() && !parent.contains(a.parent)) {
+      return absl::InvalidArgumentError("account " + a.name + ": unknown parent " + a.parent);
+    }
+    // Walk up: a cycle never reaches the root.
+    std::string cur = a.parent;
+    for (size_t steps = 0; !cur.empty(); ++steps) {
+      if (steps > c.accounts.size()) {
+        return absl::InvalidArgumentError("account tree has a cycle through " + a.name);
+      }
+      cur = parent[cur];
+    }
+  }
+  absl::flat_hash_set<std::string> partitions;
+  for (const Partition& p : c.partitions) {
+    if (!partitions.insert(p.name).second) {
+      return absl::InvalidArgumentError("duplicate partition " + p.name);
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// What makes two workloads interchangeable for "does it fit now": same request, member count,
+// kind, topology packing and static eligibility. Capacity only shrinks during a cycle and the
+// queue is walked by descending priority, so once a shape failed to start now for a duration d,
+// every later workload of that shape with a duration >= d fails too (a Slurm-like "skip").
+struct ShapeKey {
+  Resources per_member;
+  int32_t members;
+  WorkloadKind kind;
+  bool pack;
+  std::string eligibility;  // signature; empty = no constraint
+
+  friend bool operator==(const ShapeKey&, const ShapeKey&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const ShapeKey& k) {
+    return H::combine(std::move(h), k.per_member.amount, k.members, k.kind, k.pack, k.eligibility);
+  }
+};
+
+std::string EligibilitySignature(const Eligibility& e) {
+  if (e.node_selector.empty() && e.required_affinity.empty() && e.tolerations.empty() &&
+      !e.allowed_nodes.has_value()) {
+    return "";
+  }
+  std::string s = "v1";
+  for (const auto& [k, v] : e.node_selector) absl::StrAppend(&s, "|s", k, "=", v);
+  for (const LabelRequirement& r : e.required_affinity) {
+    absl::StrAppend(&s, "|a", r.key, ":", static_cast<int>(r.op));
+    for (const std::string& v : r.values) absl::StrAppend(&s, ",", v);
+  }
+  for (const Toleration& t : e.tolerations) {
+    absl::StrAppend(&s, "|t", t.key, ":", static_cast<int>(t.op), ":", t.value, ":",
+                    t.effect.has_value() ? static_cast<int>(*t.effect) : -1);
+  }
+  if (e.allowed_nodes.has_value()) {
+    absl::StrAppend(&s, "|n");
+    for (const std::string& n : *e.allowed_nodes) absl::StrAppend(&s, ",", n);
+  }
+  return s;
+}
+
+Duration RunDuration(const PendingWorkload& w) {
+  return w.time_limit.has_value() ? std::max<Duration>(1, *w.time_limit) : kForever;
+}
+
+bool CanPreemptAnything(const QosPolicy* q) { return q != nullptr && !q->can_preempt.empty(); }
+
+}  // namespace
+
+// Everything one cycle builds and OnArrival reuses.
+struct QueuePlanner::State {
+  struct Entry {
+    double priority;
+    Time submit_time;
+    const PendingWorkload* workload;
+    QueueOrderKey Key() const { return {priority, submit_time, &workload->id}; }
+  };
+
+  std::shared_ptr<const Snapshot> snapshot;
+  Time now = 0;
+  std::unique_ptr<PriorityCalculator> priority;
+  std::unique_ptr<EligibilityChecker> checker;
+  std::unique_ptr<AvailabilityProfile> profile;
+  std::vector<Entry> order;
+  std::deque<PendingWorkload> arrivals;  // stable storage for workloads added by OnArrival
+
+  // Static eligibility (selector, affinity, taints, partition, schedulable) per signature.
+  struct EligibleSet {
+    std::vector<char> bits;
+    int32_t count = 0;
+  };
+  absl::flat_hash_map<std::string, EligibleSet> static_eligible;
+  std::vector<char> claimed;  // nodes promised to a preemptor this cycle
+  std::vector<std::string> victims;
+  // Nodes that may have room now (free cpu > 0 or an extended resource free); compacted lazily.
+  std::vector<NodeIndex> open_nodes;
+  absl::flat_hash_map<ShapeKey, Duration> failed_now;  // shape -> smallest duration that failed
+  // Estimation memo, valid for one profile version.
+  absl::flat_hash_map<std::pair<size_t, Duration>, Time> estimate_memo;
+  uint64_t estimate_memo_version = 0;
+
+  int32_t reservations = 0;
+  int32_t last_reservation_position = 0;  // 1-based; 0 = none
+  bool any_blocked = false;               // a higher-priority workload waits
+  int32_t estimates = 0;
+  Resources pool_total;
+  absl::flat_hash_map<std::string, double> reserved_for_priority;
+};
+
+namespace {
+
+// One planning pass over the queue, or the evaluation of one arrival, against a State.
+class CyclePass {
+ public:
+  CyclePass(const QueueConfig& config, const PreemptionPlanner* preemption,
+            QueuePlanner::State& state, Plan& plan)
+      : config_(config), preemption_(preemption), s_(state), plan_(plan) {}
+
+  // Plans the workload at 1-based `position`; appends to plan_.
+  void PlanOne(const PendingWorkload& w, double priority, int32_t position, Time now);
+
+ private:
+  struct Placement {
+    Time start = 0;
+    MemberNodes nodes;
+  };
+
+  const QueuePlanner::State::EligibleSet& StaticEligible(const PendingWorkload& w, const std::string& sig);
+  bool Usable(NodeIndex n, const PendingWorkload& w, double priority,
+              const std::vector<char>& eligible) const;
+  std::optional<MemberNodes> TryStartNow(const PendingWorkload& w, double priority,
+                                         const std::vector<char>& eligible, Time now);
+  std::optional<Placement> EarliestPlacement(const PendingWorkload& w, double priority,
+                                             const std::vector<char>& eligible, Time on_or_after);
+  MemberNodes ChooseNodes(const PendingWorkload& w,
+                          const std::vector<std::pair<NodeIndex, int64_t>>& candidates) const;
+  std::optional<PreemptDecision> TryPreempt(const PendingWorkload& w, double priority,
+                                            const std::vector<char>& eligible, Time now);
+  void Commit(const PendingWorkload& w, const MemberNodes& nodes, Time start, bool reservation);
+  void EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& nodes);
+  void Wait(const PendingWorkload& w, WaitReason reason, std::string message, int32_t position,
+            std::optional<Time> estimate, bool has_reservation);
+  bool FitsIgnoringReservations(const PendingWorkload& w, double priority,
+                                const std::vector<char>& eligible, Time now) const;
+
+  const QueueConfig& config_;
+  const PreemptionPlanner* preemption_;
+  QueuePlanner::State& s_;
+  Plan& plan_;
+};
+
+const QueuePlanner::State::EligibleSet& CyclePass::StaticEligible(const PendingWorkload& w,
+                                                                  const std::string& sig) {
+  auto it = s_.static_eligible.find(sig);
+  if (it != s_.static_eligible.end()) return it->second;
+  const Snapshot& snap = *s_.snapshot;
+  QueuePlanner::State::EligibleSet set;
+  std::vector<char>& bits = set.bits;
+  bits.assign(snap.nodes.size(), 0);
+  absl::flat_hash_set<std::string> allowed;
+  if (w.eligibility.allowed_nodes.has_value()) {
+    allowed.insert(w.eligibility.allowed_nodes->begin(), w.eligibility.allowed_nodes->end());
+  }
+  for (size_t i = 0; i < snap.nodes.size(); ++i) {
+    const Node& node = snap.nodes[i];
+    bits[i] = node.schedulable && MatchesSelectorAndAffinity(node, w.eligibility) &&
+              ToleratesTaints(node, w.eligibility.tolerations) &&
+              (!w.eligibility.allowed_nodes.has_value() || allowed.contains(node.name));
+    set.count += bits[i];
+  }
+  return s_.static_eligible.emplace(sig, std::move(set)).first->second;
+}
+
+// Dynamic part of eligibility: the owner (reserved(W) only for W or higher) and this cycle's
+// preemption claims.
+bool CyclePass::Usable(NodeIndex n, const PendingWorkload& w, double priority,
+                       const std::vector<char>& eligible) const {
+  if (!eligible[n] || s_.claimed[n]) return false;
+  const NodeOwner& owner = s_.snapshot->nodes[n].owner;
+  if (owner.kind != OwnerKind::kReserved || owner.reserved_for == w.id) return true;
+  auto it = s_.reserved_for_priority.find(owner.reserved_for);
+  return it != s_.reserved_for_priority.end() && priority > it->second;
+}
+
+MemberNodes CyclePass::ChooseNodes(
+    const PendingWorkload& w, const std::vector<std::pair<NodeIndex, int64_t>>& candidates) const {
+  // candidates: (node, copies) with sum(copies) >= members. Without packing: first fit.
+  MemberNodes out;
+  const int32_t members = std::max<int32_t>(1, w.members);
+  auto take = [&](const std::vector<std::pair<NodeIndex, int64_t>>& from) {
+    for (const auto& [n, copies] : from) {
+      for (int64_t c = 0; c < copies && static_cast<int32_t>(out.size()) < members; ++c) {
+        out.push_back(n);
+      }
+      if (static_cast<int32_t>(out.size()) == members) break;
+    }
+  };
+  if (!w.pack_topology || config_.topology_labels.empty() || members == 1) {
+    take(candidates);
+    return out;
+  }
+  // Fewest domains: at each level, finest first, the smallest single domain that holds the whole
+  // gang (best fit keeps big domains for big gangs); if no domain at any level holds it, fill
+  // the finest domains largest first (greedy, like Slurm's topology/tree fallback).
+  const Snapshot& snap = *s_.snapshot;
+  for (const std::string& label : config_.topology_labels) {
+    absl::flat_hash_map<std::string, int64_t> capacity;
+    for (const auto& [n, copies] : candidates) {
+      auto it = snap.nodes[n].labels.find(label);
+      if (it != snap.nodes[n].labels.end()) capacity[it->second] += copies;
+    }
+    const std::string* best = nullptr;
+    int64_t best_cap = std::numeric_limits<int64_t>::max();
+    for (const auto& [domain, cap] : capacity) {
+      if (cap >= members && (cap < best_cap || (cap == best_cap && domain < *best))) {
+        best = &domain;
+        best_cap = cap;
+      }
+    }
+    if (best != nullptr) {
+      std::vector<std::pair<NodeIndex, int64_t>> inside;
+      for (const auto& c : candidates) {
+        auto it = snap.nodes[c.first].labels.find(label);
+        if (it != snap.nodes[c.first].labels.end() && it->second == *best) inside.push_back(c);
+      }
+      take(inside);
+      return out;
+    }
+  }
+  const std::string& finest = config_.topology_labels.front();
+  absl::flat_hash_map<std::string, int64_t> capacity;
+  for (const auto& [n, copies] : candidates) {
+    auto it = snap.nodes[n].labels.find(finest);
+    capacity[it == snap.nodes[n].labels.end() ? std::string() : it->second] += copies;
+  }
+  std::vector<std::pair<NodeIndex, int64_t>> sorted = candidates;
+  auto domain_of = [&](NodeIndex n) {
+    auto it = snap.nodes[n].labels.find(finest);
+    return it == snap.nodes[n].labels.end() ? std::string() : it->second;
+  };
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) {
+    std::string da = domain_of(a.first), db = domain_of(b.first);
+    if (capacity[da] != capacity[db]) return capacity[da] > capacity[db];
+    return da < db;
+  });
+  take(sorted);
+  return out;
+}
+
+std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, double priority,
+                                                  const std::vector<char>& eligible, Time now) {
+  const int32_t members = std::max<int32_t>(1, w.members);
+  const Time end = SaturatingAdd(now, RunDuration(w));
+  const bool pack = w.pack_topology && !config_.topology_labels.empty() && members > 1;
+  std::vector<std::pair<NodeIndex, int64_t>> candidates;
+  int64_t found = 0;
+  const AvailabilityProfile& p = *s_.profile;
+  // Requests without cpu may fit on nodes whose cpu is exhausted: walk every node for those.
+  const bool walk_all = w.per_member[kCpu] <= 0;
+  auto consider = [&](NodeIndex n) {
+    if (!Usable(n, w, priority, eligible)) return;
+    int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, members - (pack ? 0 : found));
+    if (copies <= 0) return;
+    candidates.emplace_back(n, copies);
+    found += copies;
+  };
+  if (walk_all) {
+    for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()) && (pack || found < members); ++n) {
+      consider(n);
+    }
+  } else {
+    // Compact the open list as we go: a node with no free cpu now never has room now again in
+    // this cycle (capacity only shrinks).
+    size_t keep = 0;
+    size_t i = 0;
+    for (; i < s_.open_nodes.size() && (pack || found < members); ++i) {
+      NodeIndex n = s_.open_nodes[i];
+      if (p.FreeNow(n)[kCpu] <= 0) continue;
+      s_.open_nodes[keep++] = n;
+      consider(n);
+    }
+    for (; i < s_.open_nodes.size(); ++i) s_.open_nodes[keep++] = s_.open_nodes[i];
+    s_.open_nodes.resize(keep);
+  }
+  if (found < members) return std::nullopt;
+  return ChooseNodes(w, candidates);
+}
+
+std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWorkload& w,
+                                                                 double priority,
+                                                                 const std::vector<char>& eligible,
+                                                                 Time on_or_after) {
+  const AvailabilityProfile& p = *s_.profile;
+  const int32_t members = std::max<int32_t>(1, w.members);
+  const Duration duration = RunDuration(w);
+  // Per node: the earliest time one copy fits (Fluxion's avail_time_first per vertex).
+  std::vector<std::pair<Time, NodeIndex>> first;
+  for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) {
+    if (!Usable(n, w, priority, eligible)) continue;
+    Time t = p.AvailTimeFirst(n, on_or_after, duration, w.per_member, w.kind);
+    if (t < kForever) first.emplace_back(t, n);
+  }
+  std::sort(first.begin(), first.end());
+  // The gang starts at the first candidate time at which the nodes available by then hold all
+  // members over the whole duration (a node free earlier may be taken again later, so verify).
+  for (size_t i = 0; i < first.size();) {
+    Time t = first[i].first;
+    size_t j = i;
+    while (j < first.size() && first[j].first == t) ++j;
+    std::vector<std::pair<NodeIndex, int64_t>> candidates;
+    int64_t found = 0;
+    const Time end = SaturatingAdd(t, duration);
+    for (size_t k = 0; k < j && found < members; ++k) {
+      NodeIndex n = first[k].second;
+      int64_t copies = p.Copies(n, t, end, w.per_member, w.kind, members - found);
+      if (copies > 0) {
+        candidates.emplace_back(n, copies);
+        found += copies;
+      }
+    }
+    if (found >= members) {
+      if (w.pack_topology && !config_.topology_labels.empty() && members > 1) {
+        // Give the topology choice every node usable at t, not just the first that sufficed.
+        candidates.clear();
+        for (size_t k = 0; k < j; ++k) {
+          NodeIndex n = first[k].second;
+          int64_t copies = p.Copies(n, t, end, w.per_member, w.kind, members);
+          if (copies > 0) candidates.emplace_back(n, copies);
+        }
+      }
+      std::sort(candidates.begin(), candidates.end());
+      return Placement{t, ChooseNodes(w, candidates)};
+    }
+    i = j;
+  }
+  return std::nullopt;
+}
+
+bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, double priority,
+                                         const std::vector<char>& eligible, Time now) const {
+  const int32_t members = std::max<int32_t>(1, w.members);
+  const Time end = SaturatingAdd(now, RunDuration(w));
+  int64_t found = 0;
+  const AvailabilityProfile& p = *s_.profile;
+  auto consider = [&](NodeIndex n) {
+    if (Usable(n, w, priority, eligible)) {
+      found += p.Copies(n, now, end, w.per_member, w.kind, members - found, true);
+    }
+  };
+  if (w.per_member[kCpu] <= 0) {
+    for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()) && found < members; ++n) consider(n);
+  } else {
+    // Reservations start at or after now, so free cpu now (reservations included only when they
+    // start exactly now) bounds the nodes worth looking at.
+    for (size_t i = 0; i < s_.open_nodes.size() && found < members; ++i) consider(s_.open_nodes[i]);
+  }
+  return found >= members;
+}
+
+void CyclePass::Commit(const PendingWorkload& w, const MemberNodes& nodes, Time start,
+                       bool reservation) {
+  const Time end = SaturatingAdd(start, RunDuration(w));
+  // One block per node with the sum of the members placed there.
+  absl::flat_hash_map<NodeIndex, int64_t> per_node;
+  for (NodeIndex n : nodes) ++per_node[n];
+  std::vector<std::pair<NodeIndex, int64_t>> sorted(per_node.begin(), per_node.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (const auto& [n, count] : sorted) {
+    AvailabilityProfile::Block b;
+    b.start = start;
+    b.end = end;
+    b.used = w.per_member.Times(count);
+    b.kind = w.kind;
+    b.reservation = reservation;
+    s_.profile->Add(n, b);
+  }
+}
+
+void CyclePass::EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& nodes) {
+  const OwnerKind world =
+      w.kind == WorkloadKind::kPodGroup ? OwnerKind::kKubernetes : OwnerKind::kSlurm;
+  MemberNodes distinct = nodes;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  for (NodeIndex n : distinct) {
+    if (s_.snapshot->nodes[n].owner.kind != world) {
+      plan_.owner_changes.push_back(OwnerChange{n, world, w.id});
+    }
+  }
+}
+
+void CyclePass::Wait(const PendingWorkload& w, WaitReason reason, std::string message,
+                     int32_t position, std::optional<Time> estimate, bool has_reservation) {
+  plan_.waiting.push_back(WaitingStatus{w.id, reason, std::move(message), position, estimate,
+                                        has_reservation});
+}
+
+std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, double priority,
+                                                     const std::vector<char>& eligible, Time now) {
+  if (preemption_ == nullptr) return std::nullopt;
+  PreemptionInput in;
+  in.snapshot = s_.snapshot.get();
+  in.config = &config_;
+  in.preemptor = &w;
+  in.preemptor_priority = priority;
+  in.now = now;
+  for (NodeIndex n = 0; n < static_cast<NodeIndex>(eligible.size()); ++n) {
+    if (Usable(n, w, priority, eligible)) in.eligible_nodes.push_back(n);
+  }
+  std::vector<Resources> free_now(s_.profile->size());
+  for (size_t n = 0; n < free_now.size(); ++n) free_now[n] = s_.profile->FreeNow(n);
+  in.free_now = &free_now;
+  in.claimed = &s_.claimed;
+  in.already_victims = &s_.victims;
+  std::optional<PreemptDecision> d = preemption_->Plan(in);
+  if (!d.has_value()) return std::nullopt;
+  // Defence in depth: never act on a decision that breaks the queue's rules.
+  if (static_cast<int32_t>(d->member_nodes.size()) != std::max<int32_t>(1, w.members)) return std::nullopt;
+  for (NodeIndex n : d->member_nodes) {
+    if (n < 0 || n >= static_cast<NodeIndex>(eligible.size()) || !Usable(n, w, priority, eligible)) {
+      return std::nullopt;
+    }
+  }
+  for (const std::string& v : d->victims) {
+    auto it = std::find_if(s_.snapshot->running.begin(), s_.snapshot->running.end(),
+                           [&](const RunningWorkload& r) { return r.id == v; });
+    if (it == s_.snapshot->running.end() || it->priority >= priority || !it->preemptible) {
+      return std::nullopt;
+    }
+    if (std::find(s_.victims.begin(), s_.victims.end(), v) != s_.victims.end()) return std::nullopt;
+  }
+  d->preemptor = w.id;
+  return d;
+}
+
+void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t position, Time now) {
+  // 1. What the queue cannot fix by waiting for capacity.
+  if (w.admission_error == AdmissionError::kInvalidAnnotation) {
+    Wait(w, WaitReason::kInvalidAnnotation, w.admission_message, position, std::nullopt, false);
+    return;
+  }
+  if (w.admission_error == AdmissionError::kQosNotAllowed ||
+      w.admission_error == AdmissionError::kAccountNotAllowed) {
+    Wait(w, WaitReason::kQosNotAllowed, w.admission_message, position, std::nullopt, false);
+    return;
+  }
+  if (w.held) {
+    Wait(w, WaitReason::kHeld, "held by an administrator", position, std::nullopt, false);
+    return;
+  }
+  if (w.gang && w.members_present < w.members) {
+    Wait(w, WaitReason::kGangIncomplete,
+         absl::StrCat(w.members_present, " of ", w.members, " pods of the group exist"), position,
+         std::nullopt, false);
+    return;
+  }
+  std::string sig = EligibilitySignature(w.eligibility);
+  const QueuePlanner::State::EligibleSet& eligible_set = StaticEligible(w, sig);
+  const std::vector<char>& eligible = eligible_set.bits;
+  if (eligible_set.count == 0) {
+    // Never runs as things are: it must not hold anyone else back, even in strict order.
+    Wait(w, WaitReason::kPartitionNodesUnavailable,
+         "no node of the pool matches its partition, selector, affinity and tolerations",
+         position, std::nullopt, false);
+    return;
+  }
+  // 2. Strict order (no backfill): behind a blocked workload nothing starts.
+  const bool strict = config_.backfill == BackfillMode::kNone;
+  if (strict && s_.any_blocked) {
+    Wait(w, WaitReason::kPriority, "waiting behind higher-priority workloads (no backfill)",
+         position, std::nullopt, false);
+    return;
+  }
+  // 3. Start now if it fits without delaying any reservation (the profile holds them).
+  const Duration duration = RunDuration(w);
+  ShapeKey shape{w.per_member, std::max<int32_t>(1, w.members), w.kind, w.pack_topology, sig};
+  const bool memo_valid = now == s_.now;
+  auto failed = memo_valid ? s_.failed_now.find(shape) : s_.failed_now.end();
+  const bool known_to_fail = failed != s_.failed_now.end() && failed->second <= duration;
+  if (!known_to_fail) {
+    if (std::optional<MemberNodes> nodes = TryStartNow(w, priority, eligible, now)) {
+      Commit(w, *nodes, now, false);
+      EmitOwnerChanges(w, *nodes);
+      plan_.starts.push_back(StartDecision{w.id, std::move(*nodes), s_.any_blocked});
+      return;
+    }
+    if (memo_valid) {
+      auto [it, inserted] = s_.failed_now.emplace(shape, duration);
+      if (!inserted) it->second = std::min(it->second, duration);
+    }
+  }
+  // 4. Preempt, if its QOS may.
+  const QosPolicy* qos = s_.priority->FindQos(w.qos);
+  if (CanPreemptAnything(qos)) {
+    if (std::optional<PreemptDecision> d = TryPreempt(w, priority, eligible, now)) {
+      for (NodeIndex n : d->member_nodes) s_.claimed[n] = 1;
+      s_.victims.insert(s_.victims.end(), d->victims.begin(), d->victims.end());
+      std::string msg = absl::StrCat("preempting ", d->victims.size(), " lower-priority workload(s)");
+      Time start = d->earliest_start;
+      plan_.preemptions.push_back(std::move(*d));
+      Wait(w, WaitReason::kPreempting, std::move(msg), position, start, true);
+      s_.any_blocked = true;
+      return;
+    }
+  }
+  // 5. Blocked. Why: nothing eligible at all, reserved capacity, or not enough capacity.
+  const bool first_blocked = !s_.any_blocked;
+  s_.any_blocked = true;
+  WaitReason reason = first_blocked ? WaitReason::kResources : WaitReason::kPriority;
+  if (!first_blocked && FitsIgnoringReservations(w, priority, eligible, now)) {
+    reason = WaitReason::kReservedForHigherPriority;
+  }
+  const bool may_reserve = config_.reservation_depth == 0 || strict ||
+                           s_.reservations < config_.reservation_depth;
+  if (may_reserve) {
+    std::optional<Placement> at = EarliestPlacement(w, priority, eligible, now);
+    if (!at.has_value()) {
+      Wait(w, WaitReason::kBeyondWindow, "cannot start within the planning window", position,
+           std::nullopt, false);
+      return;
+    }
+    Commit(w, at->nodes, at->start, true);
+    ++s_.reservations;
+    s_.last_reservation_position = position;
+    std::string msg = absl::StrCat(WaitReasonName(reason), ": nodes reserved from t=", at->start);
+    plan_.reservations.push_back(ReserveDecision{w.id, at->nodes, at->start});
+    Wait(w, reason, std::move(msg), position, at->start, true);
+    return;
+  }
+  // 6. Beyond the reservation depth: an estimate from the profile, without reserving.
+  std::optional<Time> estimate;
+  const bool budget_left =
+      config_.max_estimates_per_cycle == 0 || s_.estimates < config_.max_estimates_per_cycle;
+  if (budget_left) {
+    if (s_.estimate_memo_version != s_.profile->version()) {
+      s_.estimate_memo.clear();
+      s_.estimate_memo_version = s_.profile->version();
+    }
+    auto key = std::make_pair(absl::HashOf(shape), duration);
+    auto it = s_.estimate_memo.find(key);
+    if (it != s_.estimate_memo.end()) {
+      if (it->second < kForever) estimate = it->second;
+    } else {
+      ++s_.estimates;
+      std::optional<Placement> at = EarliestPlacement(w, priority, eligible, now);
+      s_.estimate_memo[key] = at.has_value() ? at->start : kForever;
+      if (at.has_value()) estimate = at->start;
+    }
+  }
+  Wait(w, reason,
+       reason == WaitReason::kResources ? "waiting for resources"
+       : reason == WaitReason::kReservedForHigherPriority
+           ? "the capacity it fits in is reserved for higher-priority workloads"
+           : "waiting behind higher-priority workloads",
+       position, estimate, false);
+}
+
+}  // namespace
+
+QueuePlanner::QueuePlanner(QueueConfig config, const PreemptionPlanner* preemption)
+    : config_(std::move(config)), preemption_(preemption) {}
+
+QueuePlanner::~QueuePlanner() = default;
+
+Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now) {
+  auto st = std::make_unique<State>();
+  State& s = *st;
+  s.snapshot = std::move(snapshot);
+  s.now = now;
+  const Snapshot& snap = *s.snapshot;
+
+  std::vector<Resources> capacity;
+  capacity.reserve(snap.nodes.size());
+  for (const Node& n : snap.nodes) {
+    capacity.push_back(n.allocatable);
+    s.pool_total += n.allocatable;
+  }
+  s.profile = std::make_unique<AvailabilityProfile>(std::move(capacity), now, config_.window,
+                                                    config_.resolution, config_.shared_nodes);
+  // Running workloads occupy their nodes until their expected end (a workload past its end is
+  // assumed to end within one resolution step, like Slurm), or for good when it has none.
+  for (const RunningWorkload& r : snap.running) {
+    Time end = kForever;
+    if (r.expected_end.has_value()) end = std::max(*r.expected_end, now + config_.resolution);
+    for (const Allocation& a : r.allocations) {
+      if (a.node < 0 || a.node >= static_cast<NodeIndex>(snap.nodes.size())) continue;
+      s.profile->Add(a.node, AvailabilityProfile::Block{std::min(r.start_time, now), end, a.used,
+                                                        r.kind, false});
+    }
+  }
+  s.priority = std::make_unique<PriorityCalculator>(config_, snap.usage, s.pool_total, now);
+  s.claimed.assign(snap.nodes.size(), 0);
+  s.open_nodes.reserve(snap.nodes.size());
+  for (NodeIndex n = 0; n < static_cast<NodeIndex>(snap.nodes.size()); ++n) {
+    if (s.profile->FreeNow(n)[kCpu] > 0) s.open_nodes.push_back(n);
+  }
+
+  Plan plan;
+  plan.now = now;
+  plan.priorities.reserve(snap.pending.size());
+  s.order.reserve(snap.pending.size());
+  std::vector<PriorityBreakdown> breakdowns;
+  breakdowns.reserve(snap.pending.size());
+  for (const PendingWorkload& w : snap.pending) {
+    breakdowns.push_back(s.priority->Compute(w));
+    s.order.push_back(State::Entry{breakdowns.back().total, w.submit_time, &w});
+  }
+  // Priorities of the workloads that hold reserved(W) nodes (few), for the owner rule.
+  absl::flat_hash_set<std::string> holders;
+  for (const Node& n : snap.nodes) {
+    if (n.owner.kind == OwnerKind::kReserved) holders.insert(n.owner.reserved_for);
+  }
+  if (!holders.empty()) {
+    for (const State::Entry& e : s.order) {
+      if (holders.contains(e.workload->id)) s.reserved_for_priority[e.workload->id] = e.priority;
+    }
+  }
+  std::vector<int32_t> index(s.order.size());
+  for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<int32_t>(i);
+  std::sort(index.begin(), index.end(), [&](int32_t a, int32_t b) {
+    return ComesBefore(s.order[a].Key(), s.order[b].Key());
+  });
+  std::vector<State::Entry> sorted;
+  sorted.reserve(index.size());
+  plan.order.reserve(index.size());
+  for (int32_t i : index) {
+    sorted.push_back(s.order[i]);
+    plan.order.push_back(s.order[i].workload->id);
+    plan.priorities.push_back(breakdowns[i]);
+  }
+  s.order = std::move(sorted);
+
+  CyclePass pass(config_, preemption_, s, plan);
+  plan.waiting.reserve(s.order.size());
+  for (size_t i = 0; i < s.order.size(); ++i) {
+    pass.PlanOne(*s.order[i].workload, s.order[i].priority, static_cast<int32_t>(i + 1), now);
+  }
+  state_ = std::move(st);
+  return plan;
+}
+
+absl::StatusOr<PlanDelta> QueuePlanner::OnArrival(const PendingWorkload& workload, Time now) {
+  if (state_ == nullptr) {
+    return absl::FailedPreconditionError("OnArrival needs a previous PlanCycle");
+  }
+  State& s = *state_;
+  if (now < s.now) return absl::InvalidArgumentError("OnArrival: time went backwards");
+  PlanDelta delta;
+  // Priority on the cycle's clock, so it compares with the queue it joins.
+  const PendingWorkload& w = s.arrivals.emplace_back(workload);
+  const double priority = s.priority->Compute(w).total;
+  State::Entry entry{priority, w.submit_time, &w};
+  auto pos = std::lower_bound(s.order.begin(), s.order.end(), entry,
+                              [](const State::Entry& a, const State::Entry& b) {
+                                return ComesBefore(a.Key(), b.Key());
+                              });
+  const int32_t position = static_cast<int32_t>(pos - s.order.begin()) + 1;
+  const QosPolicy* qos = s.priority->FindQos(w.qos);
+  // Landing ahead of a reservation (or with preemption rights) changes what the workloads
+  // behind it get: only a full cycle answers that correctly.
+  if (position <= s.last_reservation_position || (CanPreemptAnything(qos) && preemption_)) {
+    s.arrivals.pop_back();
+    delta.needs_full_cycle = true;
+    return delta;
+  }
+  s.order.insert(pos, entry);
+  delta.positions_shifted_from = position;
+  Plan scratch;
+  CyclePass pass(config_, preemption_, s, scratch);
+  pass.PlanOne(w, priority, position, now);
+  delta.starts = std::move(scratch.starts);
+  delta.reservations = std::move(scratch.reservations);
+  delta.owner_changes = std::move(scratch.owner_changes);
+  if (!scratch.waiting.empty()) delta.waiting = std::move(scratch.waiting.front());
+  return delta;
+}
+
+}  // namespace onequeue::queue

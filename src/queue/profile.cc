@@ -1,0 +1,94 @@
+#include "queue/profile.h"
+
+#include <algorithm>
+
+namespace onequeue::queue {
+namespace {
+uint8_t KindBit(WorkloadKind k) { return k == WorkloadKind::kPodGroup ? 1 : 2; }
+}  // namespace
+
+AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time now,
+                                         Duration window, Duration resolution, bool shared_nodes)
+    : capacity_(std::move(capacity)),
+      blocks_(capacity_.size()),
+      free_now_(capacity_),
+      first_future_start_(capacity_.size(), kForever),
+      kinds_(capacity_.size(), 0),
+      now_(now),
+      horizon_(SaturatingAdd(now, std::max<Duration>(0, window))),
+      resolution_(std::max<Duration>(1, resolution)),
+      shared_nodes_(shared_nodes) {}
+
+Time AvailabilityProfile::RoundUp(Time t) const {
+  if (t <= now_) return now_;
+  if (t >= kForever) return kForever;
+  Duration offset = t - now_;
+  Duration slots = (offset + resolution_ - 1) / resolution_;
+  return now_ + slots * resolution_;
+}
+
+void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
+  blocks_[node].push_back(block);
+  if (block.start <= now_ && block.end > now_) free_now_[node] -= block.used;
+  if (block.start > now_) first_future_start_[node] = std::min(first_future_start_[node], block.start);
+  kinds_[node] |= KindBit(block.kind);
+  ++version_;
+}
+
+int64_t AvailabilityProfile::Copies(NodeIndex node, Time start, Time end,
+                                    const Resources& request, WorkloadKind kind, int64_t cap,
+                                    bool ignore_reservations) const {
+  if (start < now_) start = now_;
+  if (end <= start) return cap;
+  const bool kinds_ok = shared_nodes_ || (kinds_[node] & ~KindBit(kind)) == 0;
+  // Fast path: starting now and ending before any future block starts: the tightest moment is
+  // now (blocks active now only end later), so free_now answers it.
+  if (start == now_ && end <= first_future_start_[node] && kinds_ok && !ignore_reservations) {
+    return free_now_[node].CopiesOf(request, cap);
+  }
+  const std::vector<Block>& blocks = blocks_[node];
+  int64_t copies = cap;
+  // Sweep the moments where usage can rise: `start` and every block start inside the interval.
+  auto usage_at = [&](Time p, bool* conflict) {
+    Resources used;
+    for (const Block& b : blocks) {
+      if (ignore_reservations && b.reservation) continue;
+      if (b.start <= p && p < b.end) {
+        if (KindConflict(b, kind)) *conflict = true;
+        used += b.used;
+      }
+    }
+    return used;
+  };
+  bool conflict = false;
+  copies = std::min(copies, (capacity_[node] - usage_at(start, &conflict)).CopiesOf(request, cap));
+  for (const Block& b : blocks) {
+    if (copies == 0 || conflict) break;
+    if (ignore_reservations && b.reservation) continue;
+    if (b.start > start && b.start < end) {
+      copies = std::min(copies, (capacity_[node] - usage_at(b.start, &conflict)).CopiesOf(request, cap));
+    }
+  }
+  return conflict ? 0 : copies;
+}
+
+Time AvailabilityProfile::AvailTimeFirst(NodeIndex node, Time on_or_after, Duration duration,
+                                         const Resources& request, WorkloadKind kind) const {
+  // Candidates: on_or_after and every block end after it (usage only falls at block ends).
+  Time first = RoundUp(std::max(on_or_after, now_));
+  if (first > horizon_) return kForever;
+  if (Copies(node, first, SaturatingAdd(first, duration), request, kind, 1) > 0) return first;
+  std::vector<Time> candidates;
+  for (const Block& b : blocks_[node]) {
+    if (b.end > first && b.end <= horizon_) candidates.push_back(RoundUp(b.end));
+  }
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  for (Time t : candidates) {
+    if (t > horizon_) break;
+    if (Copies(node, t, SaturatingAdd(t, duration), request, kind, 1) > 0) return t;
+  }
+  return kForever;
+}
+
+}  // namespace onequeue::queue

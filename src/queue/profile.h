@@ -1,0 +1,86 @@
+#pragma once
+// Per-node availability in time, like Fluxion's planner (resource/planner/c/planner.h): each node
+// holds blocks [start, end) of used resources (running workloads, reservations, backfilled
+// starts); queries answer "how many copies of this request fit on node n over [start, end)" and
+// "the earliest time >= on_or_after at which one copy fits for `duration`".
+//
+// Contract of every query: times are absolute seconds; `end` may be kForever (a service, or a
+// running workload without an expected end); nothing is planned to start after horizon()
+// (now + window): AvailTimeFirst returns kForever instead. Start times that AvailTimeFirst
+// returns lie on the resolution grid now + k * resolution (like Slurm's bf_resolution), so one
+// reservation never lands a few seconds before another and fragments the profile.
+//
+// Per-node blocks stay few (the workloads on one node), so each query is a small sweep; the
+// planner keeps free_now and the first future block start per node for the common question
+// "does it fit right now, until its time limit?" in O(resources).
+#include <cstdint>
+#include <vector>
+
+#include "queue/model.h"
+
+namespace onequeue::queue {
+
+inline Time SaturatingAdd(Time t, Duration d) {
+  if (t >= kForever || d >= kForever - t) return kForever;
+  return t + d;
+}
+
+class AvailabilityProfile {
+ public:
+  struct Block {
+    Time start = 0;
+    Time end = kForever;
+    Resources used;
+    WorkloadKind kind = WorkloadKind::kPodGroup;
+    bool reservation = false;  // a reservation of a blocked workload (not yet running)
+  };
+
+  // capacity[n]: node n's allocatable. shared_nodes=false: pods and Slurm jobs never overlap
+  // on one node.
+  AvailabilityProfile(std::vector<Resources> capacity, Time now, Duration window,
+                      Duration resolution, bool shared_nodes);
+
+  void Add(NodeIndex node, const Block& block);
+
+  // Copies of `request` (0..cap) that fit on `node` throughout [start, end) for a workload of
+  // `kind`. ignore_reservations: as if no reservation existed (used to tell the reason
+  // ReservedForHigherPriority from Resources).
+  int64_t Copies(NodeIndex node, Time start, Time end, const Resources& request,
+                 WorkloadKind kind, int64_t cap, bool ignore_reservations = false) const;
+
+  // Earliest grid time t >= on_or_after, t <= horizon(), at which one copy of `request` fits on
+  // `node` over [t, t + duration); kForever when there is none.
+  Time AvailTimeFirst(NodeIndex node, Time on_or_after, Duration duration,
+                      const Resources& request, WorkloadKind kind) const;
+
+  // Rounds t up onto the grid now + k * resolution.
+  Time RoundUp(Time t) const;
+
+  const Resources& FreeNow(NodeIndex node) const { return free_now_[node]; }
+  const Resources& Capacity(NodeIndex node) const { return capacity_[node]; }
+  const std::vector<Block>& Blocks(NodeIndex node) const { return blocks_[node]; }
+  size_t size() const { return capacity_.size(); }
+  Time now() const { return now_; }
+  Time horizon() const { return horizon_; }
+  Duration resolution() const { return resolution_; }
+  // Bumped by every Add: memoised answers are valid while it is unchanged.
+  uint64_t version() const { return version_; }
+
+ private:
+  bool KindConflict(const Block& b, WorkloadKind kind) const {
+    return !shared_nodes_ && b.kind != kind;
+  }
+
+  std::vector<Resources> capacity_;
+  std::vector<std::vector<Block>> blocks_;
+  std::vector<Resources> free_now_;       // capacity minus blocks active at now_
+  std::vector<Time> first_future_start_;  // smallest block start > now_ (kForever: none)
+  std::vector<uint8_t> kinds_;            // bit per WorkloadKind present among the node's blocks
+  Time now_;
+  Time horizon_;
+  Duration resolution_;
+  bool shared_nodes_;
+  uint64_t version_ = 0;
+};
+
+}  // namespace onequeue::queue
