@@ -30,24 +30,23 @@ class MapReader {
   void Read(const std::string& key, T* out) {
     seen_.insert(key);
     if (!ok_ || !node_ || node_.IsNull()) return;
-    const YAML::Node v = node_[key];
-    if (!v) return;
+    const YAML::Node v = Get(key);
+    if (!v || v.IsNull()) return;
     try {
       *out = v.as<T>();
     } catch (const YAML::Exception&) {
-      Error(v, absl::StrCat("has the wrong type: expected ", TypeName<T>()));
+      KeyError(key, absl::StrCat("has the wrong type: expected ", TypeName<T>()));
     }
   }
 
   MapReader Child(const std::string& key) {
     seen_.insert(key);
-    YAML::Node v = (ok_ && node_ && node_.IsMap()) ? node_[key] : YAML::Node();
-    return MapReader(v, Join(key), errors_);
+    return MapReader(Get(key), Join(key), errors_);
   }
 
   YAML::Node Raw(const std::string& key) {
     seen_.insert(key);
-    return (ok_ && node_ && node_.IsMap()) ? node_[key] : YAML::Node();
+    return Get(key);
   }
 
   std::string Join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
@@ -69,11 +68,18 @@ class MapReader {
     errors_->push_back(absl::StrCat(Where(at), path_.empty() ? "document" : path_, " ", what));
   }
   void KeyError(const std::string& key, const std::string& what) {
-    const YAML::Node at = (node_ && node_.IsMap()) ? node_[key] : node_;
+    const YAML::Node at = Get(key);
     errors_->push_back(absl::StrCat(Where(at ? at : node_), Join(key), ": ", what));
   }
 
  private:
+  // Const access: operator[] on a non-const YAML::Node inserts the key, which would turn every
+  // absent optional section into a present null one.
+  YAML::Node Get(const std::string& key) const {
+    const YAML::Node& n = node_;
+    if (!ok_ || !n || !n.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    return n[key];
+  }
   static std::string Where(const YAML::Node& n) {
     if (!n || n.Mark().is_null()) return "";
     return absl::StrCat("line ", n.Mark().line + 1, ": ");

@@ -67,7 +67,7 @@ TEST(ConfigTest, UnknownKeyIsAnErrorWithItsPathAndLine) {
 TEST(ConfigTest, WrongTypeNamesTheExpectedType) {
   auto c = ParseConfig(std::string(kHeader) + "queue:\n  reservationDepth: many\n", "f.yaml");
   ASSERT_FALSE(c.ok());
-  EXPECT_THAT(c.status().message(), HasSubstr("line 4: queue.reservationDepth has the wrong type: expected an integer"));
+  EXPECT_THAT(c.status().message(), HasSubstr("line 4: queue.reservationDepth: has the wrong type: expected an integer"));
 }
 
 TEST(ConfigTest, AllErrorsAreReportedAtOnce) {
