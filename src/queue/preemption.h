@@ -1,0 +1,65 @@
+#pragma once
+// The preemption planner: for a pending workload whose QOS may preempt and that cannot start now,
+// the cheapest set of running workloads to evict so that all of its members fit, as ONE atomic
+// decision (docs/queue.md, "Preemption"; architecture.md, "The atomic preemption protocol").
+//
+// Rules, each enforced here and checked by test/queue/preemption_test.cc:
+//   * a victim has strictly lower priority than the preemptor (never equal or higher);
+//   * a victim is preemptible (RunningWorkload::preemptible), its QOS exists in the QOS table,
+//     is preemptible there, and is named in the preemptor's QOS `can_preempt` list;
+//   * gangs go whole: running workloads sharing a gang_id are evicted together or not at all
+//     (if one of them may not be preempted, none of the gang is a candidate);
+//   * disruption budgets: a victim set never takes more pods out of a budget group than
+//     Snapshot::disruptions_allowed allows (one pod per Allocation of a victim; a group missing
+//     from the map allows none);
+//   * exclusive nodes (QueueConfig::shared_nodes == false): a pod group may only use a node once
+//     every Slurm job on it is a victim, and the other way round;
+//   * the preemptor's members (identical, `per_member` each) all fit on eligible, unclaimed nodes
+//     in what is free now plus what the victims free; if they already fit without victims, or
+//     cannot fit even with every candidate evicted, there is no decision.
+//
+// Cost, compared in this order: fewest victims (running workloads evicted, a gang counts all of
+// its workloads), then the lowest highest-victim priority, then the least run time lost (the sum
+// over victims of now - start_time, in seconds); equal costs go to the set found first in a fixed
+// order (units sorted by priority, run time lost, size, smallest id), so the choice is
+// deterministic. The search is exact (branch and bound over victim units) while it stays within
+// a work budget, which covers every realistic single node or small gang case; past the budget it
+// returns the best set found so far, which is never worse than a greedy pass (lowest priority
+// first, then drop every victim that is not needed).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "queue/planner.h"
+
+namespace onequeue::queue {
+
+// What the planner chose and why; `decision` is what goes into the Plan.
+struct PreemptionChoice {
+  PreemptDecision decision;
+  // One sentence for events and `oq explain`, e.g. "preempts 2 workloads (a, b) of lower
+  // priority (highest 120.0 < 500.0) on nodes n1, n2; 300 s of run time lost".
+  std::string reason;
+  int32_t victim_count = 0;
+  double max_victim_priority = 0;
+  int64_t run_time_lost = 0;  // seconds, summed over victims
+  bool exact = true;          // false when the work budget ran out (best found so far)
+};
+
+class CheapestVictimsPlanner : public PreemptionPlanner {
+ public:
+  // `work_budget`: how many unit applications the exact search may try per call before it settles
+  // for the best set found so far. The default keeps one call well under a millisecond.
+  explicit CheapestVictimsPlanner(int64_t work_budget = 200000) : work_budget_(work_budget) {}
+
+  std::optional<PreemptDecision> Plan(const PreemptionInput& input) const override;
+
+  // The same, with the reason and the cost.
+  std::optional<PreemptionChoice> Choose(const PreemptionInput& input) const;
+
+ private:
+  int64_t work_budget_;
+};
+
+}  // namespace onequeue::queue

@@ -1,0 +1,482 @@
+// The preemption planner: table-driven cases (cheapest set, gangs whole, disruption budgets,
+// never equal or higher priority, QOS rules, exclusive nodes, no decision when preemption cannot
+// help), then a property test that compares it with brute force over random small clusters.
+#include "queue/preemption.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace onequeue::queue {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
+
+Resources Cpu(int64_t millicores) {
+  Resources r;
+  r[kCpu] = millicores;
+  return r;
+}
+
+// A small cluster described in a few lines; builds the snapshot, config and input.
+struct Scenario {
+  Snapshot snapshot;
+  QueueConfig config;
+  PendingWorkload preemptor;
+  double preemptor_priority = 100;
+  Time now = 1000;
+  std::vector<char> claimed;
+  std::vector<std::string> already_victims;
+  std::vector<Resources> free_now;
+  std::vector<NodeIndex> eligible;
+
+  Scenario(int nodes, int64_t cpu_per_node) {
+    for (int i = 0; i < nodes; ++i) {
+      Node n;
+      n.name = "n" + std::to_string(i);
+      n.allocatable = Cpu(cpu_per_node);
+      snapshot.nodes.push_back(n);
+      eligible.push_back(i);
+    }
+    config.qos = {
+        {"high", 100, /*preemptible=*/false, /*can_preempt=*/{"normal", "low"}, /*grace_time=*/30},
+        {"normal", 50, true, {}, 10},
+        {"low", 10, true, {}, 0},
+        {"pinned", 10, /*preemptible=*/false, {}, 0},
+    };
+    preemptor.id = "P";
+    preemptor.qos = "high";
+    preemptor.members = 1;
+    preemptor.per_member = Cpu(cpu_per_node);
+    claimed.assign(nodes, 0);
+  }
+
+  // A running workload holding `cpu` on each listed node.
+  RunningWorkload& Run(const std::string& id, std::vector<NodeIndex> nodes, int64_t cpu, double priority,
+                       Time start = 0, const std::string& qos = "low") {
+    RunningWorkload r;
+    r.id = id;
+    for (NodeIndex n : nodes) r.allocations.push_back({n, Cpu(cpu)});
+    r.priority = priority;
+    r.qos = qos;
+    r.start_time = start;
+    snapshot.running.push_back(r);
+    return snapshot.running.back();
+  }
+
+  PreemptionInput Input() {
+    free_now.clear();
+    for (const Node& n : snapshot.nodes) free_now.push_back(n.allocatable);
+    for (const RunningWorkload& r : snapshot.running) {
+      for (const Allocation& a : r.allocations) free_now[a.node] -= a.used;
+    }
+    PreemptionInput in;
+    in.snapshot = &snapshot;
+    in.config = &config;
+    in.preemptor = &preemptor;
+    in.preemptor_priority = preemptor_priority;
+    in.now = now;
+    in.eligible_nodes = eligible;
+    in.free_now = &free_now;
+    in.claimed = &claimed;
+    in.already_victims = &already_victims;
+    return in;
+  }
+
+  std::optional<PreemptionChoice> Choose() { return CheapestVictimsPlanner().Choose(Input()); }
+};
+
+TEST(Preemption, FewestVictimsFirst) {
+  Scenario s(2, 4000);
+  s.Run("a", {0}, 2000, 1);
+  s.Run("b", {0}, 2000, 1);
+  s.Run("c", {1}, 4000, 50);  // higher priority, but one victim beats two
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("c"));
+  EXPECT_THAT(c->decision.member_nodes, ElementsAre(1));
+  EXPECT_EQ(c->decision.preemptor, "P");
+  EXPECT_TRUE(c->exact);
+}
+
+TEST(Preemption, ThenLowestPriority) {
+  Scenario s(3, 4000);
+  s.Run("a", {0}, 4000, 20);
+  s.Run("b", {1}, 4000, 5);
+  s.Run("c", {2}, 4000, 30);
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("b"));
+  EXPECT_THAT(c->decision.member_nodes, ElementsAre(1));
+  EXPECT_DOUBLE_EQ(c->max_victim_priority, 5);
+}
+
+TEST(Preemption, ThenLeastRunTimeLost) {
+  Scenario s(2, 4000);
+  s.Run("old", {0}, 4000, 5, /*start=*/100);
+  s.Run("young", {1}, 4000, 5, /*start=*/900);
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("young"));
+  EXPECT_EQ(c->run_time_lost, 100);
+}
+
+TEST(Preemption, TheHighestVictimPriorityCountsNotTheSum) {
+  // Two victims either way: {a, b} has highest priority 9, {c, d} has 6.
+  Scenario s(2, 4000);
+  s.preemptor.per_member = Cpu(4000);
+  s.Run("a", {0}, 2000, 1);
+  s.Run("b", {0}, 2000, 9);
+  s.Run("c", {1}, 2000, 6);
+  s.Run("d", {1}, 2000, 6);
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("c", "d"));
+}
+
+TEST(Preemption, GangsGoWhole) {
+  Scenario s(3, 4000);
+  s.Run("g-0", {0}, 4000, 1).gang_id = "g";
+  s.Run("g-1", {1}, 4000, 1).gang_id = "g";
+  s.Run("solo", {2}, 4000, 60);
+  // One victim (solo, higher priority) beats a whole gang of two.
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("solo"));
+
+  // When only the gang can make room, both members go even though one node would do.
+  s.snapshot.running.pop_back();
+  s.Run("pinned", {2}, 4000, 1, 0, "pinned");
+  c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("g-0", "g-1"));
+  EXPECT_EQ(c->victim_count, 2);
+  ASSERT_EQ(c->decision.member_nodes.size(), 1u);
+  EXPECT_THAT(c->decision.member_nodes[0], ::testing::AnyOf(0, 1));
+}
+
+TEST(Preemption, AGangWithOneUntouchableMemberIsNoCandidate) {
+  Scenario s(2, 4000);
+  s.Run("g-0", {0}, 4000, 1).gang_id = "g";
+  s.Run("g-1", {1}, 4000, 200).gang_id = "g";  // higher priority than the preemptor
+  EXPECT_FALSE(s.Choose().has_value());
+}
+
+TEST(Preemption, DisruptionBudgetsAreRespected) {
+  Scenario s(2, 4000);
+  s.Run("a", {0}, 2000, 1).disruption_budget_group = "pdb";
+  s.Run("b", {0}, 2000, 1).disruption_budget_group = "pdb";
+  s.Run("c", {1}, 1000, 1);
+  s.Run("d", {1}, 1000, 1);
+  s.Run("e", {1}, 2000, 1);
+  s.snapshot.disruptions_allowed["pdb"] = 1;
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("c", "d", "e"));  // node 0 would break the budget
+
+  s.snapshot.disruptions_allowed["pdb"] = 2;
+  c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("a", "b"));
+
+  s.snapshot.disruptions_allowed.erase("pdb");  // a named group missing from the map allows none
+  c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("c", "d", "e"));
+}
+
+TEST(Preemption, AMultiNodeVictimCountsOnePodPerAllocationAgainstItsBudget) {
+  Scenario s(2, 4000);
+  s.preemptor.per_member = Cpu(2000);
+  s.Run("wide", {0, 1}, 2000, 1).disruption_budget_group = "pdb";
+  s.Run("x", {0}, 2000, 1);
+  s.snapshot.nodes[1].allocatable = Cpu(2000);  // node 1 is full with wide's pod
+  s.snapshot.disruptions_allowed["pdb"] = 1;
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("x"));
+}
+
+TEST(Preemption, NeverEqualOrHigherPriority) {
+  Scenario s(1, 4000);
+  s.Run("same", {0}, 4000, 100);
+  EXPECT_FALSE(s.Choose().has_value());
+  s.snapshot.running[0].priority = 150;
+  EXPECT_FALSE(s.Choose().has_value());
+  s.snapshot.running[0].priority = 99.5;
+  EXPECT_TRUE(s.Choose().has_value());
+}
+
+TEST(Preemption, OnlyPreemptibleQosNamedByThePreemptorsQos) {
+  Scenario s(1, 4000);
+  s.Run("v", {0}, 4000, 1, 0, "pinned");  // QOS not preemptible
+  EXPECT_FALSE(s.Choose().has_value());
+  s.snapshot.running[0].qos = "high";  // preemptible=false in the table
+  EXPECT_FALSE(s.Choose().has_value());
+  s.snapshot.running[0].qos = "mystery";  // unknown QOS: not a victim
+  EXPECT_FALSE(s.Choose().has_value());
+  s.snapshot.running[0].qos = "normal";
+  s.snapshot.running[0].preemptible = false;  // the workload itself says no
+  EXPECT_FALSE(s.Choose().has_value());
+  s.snapshot.running[0].preemptible = true;
+  EXPECT_TRUE(s.Choose().has_value());
+  s.preemptor.qos = "normal";  // a QOS that may preempt nothing
+  EXPECT_FALSE(s.Choose().has_value());
+}
+
+TEST(Preemption, NoDecisionWhenPreemptionCannotHelp) {
+  Scenario s(2, 4000);
+  s.Run("a", {0}, 4000, 1);
+  s.preemptor.per_member = Cpu(8000);  // bigger than any node
+  EXPECT_FALSE(s.Choose().has_value());
+  s.preemptor.per_member = Cpu(4000);  // node 1 is free: no victims needed
+  EXPECT_FALSE(s.Choose().has_value());
+  s.eligible = {0};  // only node 0 is eligible: evict a
+  EXPECT_TRUE(s.Choose().has_value());
+  s.claimed[0] = 1;  // promised to a higher priority earlier this cycle
+  EXPECT_FALSE(s.Choose().has_value());
+  s.claimed[0] = 0;
+  s.already_victims = {"a"};  // an earlier preemption of this cycle already takes it
+  EXPECT_FALSE(s.Choose().has_value());
+}
+
+TEST(Preemption, AGangPreemptorGetsAllItsMembersPlaced) {
+  Scenario s(4, 4000);
+  s.preemptor.members = 3;
+  s.preemptor.per_member = Cpu(3000);
+  s.Run("a", {0}, 2000, 3);
+  s.Run("b", {1}, 2000, 1);
+  s.Run("c", {2}, 2000, 2);
+  s.Run("d", {3}, 2000, 4);
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("a", "b", "c"));
+  EXPECT_THAT(c->decision.member_nodes, UnorderedElementsAre(0, 1, 2));
+}
+
+TEST(Preemption, ExclusiveNodesNeedEveryJobOfTheOtherWorldGone) {
+  Scenario s(1, 8000);
+  s.preemptor.per_member = Cpu(2000);  // fits in the free half of the node...
+  RunningWorkload& job = s.Run("slurm-1", {0}, 4000, 1);
+  job.kind = WorkloadKind::kSlurmJob;  // ...but a Slurm job runs there
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("slurm-1"));
+  s.config.shared_nodes = true;
+  EXPECT_FALSE(s.Choose().has_value());  // shared: it fits already
+}
+
+TEST(Preemption, TheDecisionIsOneAtomicStepWithItsReason) {
+  Scenario s(2, 4000);
+  s.Run("a", {1}, 4000, 7, 400, "normal");
+  s.Run("b", {0}, 4000, 70, 0, "low");
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->decision.preemptor, "P");
+  EXPECT_THAT(c->decision.victims, ElementsAre("a"));
+  EXPECT_THAT(c->decision.member_nodes, ElementsAre(1));
+  EXPECT_EQ(c->decision.earliest_start, 1000 + 10);  // normal's grace time
+  EXPECT_EQ(c->reason, "preempts 1 workload (a) of lower priority (highest 7.0 < 100.0) on node n1; "
+                       "600 s of run time lost");
+  auto plain = CheapestVictimsPlanner().Plan(s.Input());
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->victims, c->decision.victims);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Property test: random small clusters, checked against brute force over every victim subset.
+// ---------------------------------------------------------------------------------------------
+
+struct BruteCost {
+  int count;
+  double max_priority;
+  int64_t lost;
+  bool operator<(const BruteCost& o) const {
+    return std::tie(count, max_priority, lost) < std::tie(o.count, o.max_priority, o.lost);
+  }
+  bool operator==(const BruteCost& o) const {
+    return count == o.count && max_priority == o.max_priority && lost == o.lost;
+  }
+};
+
+// Independent of the planner: which running workloads a victim set of gang-closed units may hold,
+// and whether the preemptor's members fit once they are gone.
+class Brute {
+ public:
+  explicit Brute(const PreemptionInput& in) : in_(in) {}
+
+  bool Allowed(const RunningWorkload& r) const {
+    if (!(r.priority < in_.preemptor_priority) || !r.preemptible) return false;
+    const QosPolicy* mine = nullptr;
+    const QosPolicy* theirs = nullptr;
+    for (const auto& q : in_.config->qos) {
+      if (q.name == in_.preemptor->qos) mine = &q;
+      if (q.name == r.qos) theirs = &q;
+    }
+    if (!mine || !theirs || !theirs->preemptible) return false;
+    for (const auto& name : mine->can_preempt) {
+      if (name == r.qos) return true;
+    }
+    return false;
+  }
+
+  bool Fits(const std::set<std::string>& victims) const {
+    const Snapshot& s = *in_.snapshot;
+    std::map<std::string, int> disrupted;
+    for (const auto& r : s.running) {
+      if (victims.count(r.id) && !r.disruption_budget_group.empty()) {
+        disrupted[r.disruption_budget_group] += std::max<int>(1, r.allocations.size());
+      }
+    }
+    for (const auto& [group, pods] : disrupted) {
+      auto it = s.disruptions_allowed.find(group);
+      if (pods > (it == s.disruptions_allowed.end() ? 0 : it->second)) return false;
+    }
+    int64_t copies = 0;
+    for (NodeIndex n : in_.eligible_nodes) {
+      if ((*in_.claimed)[n]) continue;
+      Resources cap = s.nodes[n].allocatable;
+      bool blocked = false;
+      for (const auto& r : s.running) {
+        for (const auto& a : r.allocations) {
+          if (a.node != n || victims.count(r.id)) continue;
+          cap -= a.used;
+          if (!in_.config->shared_nodes && r.kind != in_.preemptor->kind) blocked = true;
+        }
+      }
+      if (!blocked) copies += cap.CopiesOf(in_.preemptor->per_member, in_.preemptor->members);
+    }
+    return copies >= in_.preemptor->members;
+  }
+
+  // The best cost over every gang-closed subset of allowed workloads; nullopt if none fits (or
+  // it fits with no victims at all).
+  std::optional<BruteCost> Best() const {
+    const Snapshot& s = *in_.snapshot;
+    if (Fits({})) return std::nullopt;
+    std::map<std::string, std::vector<int>> units;
+    for (size_t i = 0; i < s.running.size(); ++i) {
+      const auto& r = s.running[i];
+      units[r.gang_id.empty() ? "solo:" + r.id : "gang:" + r.gang_id].push_back(i);
+    }
+    std::vector<std::vector<int>> ok;
+    for (const auto& [key, members] : units) {
+      bool all = true;
+      for (int i : members) all = all && Allowed(s.running[i]);
+      if (all) ok.push_back(members);
+    }
+    std::optional<BruteCost> best;
+    for (uint32_t mask = 1; mask < (1u << ok.size()); ++mask) {
+      std::set<std::string> victims;
+      BruteCost cost{0, 0, 0};
+      for (size_t u = 0; u < ok.size(); ++u) {
+        if (!(mask & (1u << u))) continue;
+        for (int i : ok[u]) {
+          victims.insert(s.running[i].id);
+          cost.count++;
+          cost.max_priority = std::max(cost.max_priority, s.running[i].priority);
+          cost.lost += std::max<int64_t>(0, in_.now - s.running[i].start_time);
+        }
+      }
+      if ((!best || cost < *best) && Fits(victims)) best = cost;
+    }
+    return best;
+  }
+
+ private:
+  const PreemptionInput& in_;
+};
+
+TEST(PreemptionProperty, MatchesBruteForceAndKeepsEveryRuleOnRandomClusters) {
+  std::mt19937_64 rng(5);
+  int decisions = 0;
+  for (int round = 0; round < 1500; ++round) {
+    const int nodes = 2 + rng() % 4;
+    Scenario s(nodes, 4000);
+    s.config.shared_nodes = rng() % 4 == 0;
+    s.preemptor.members = 1 + rng() % 3;
+    s.preemptor.per_member = Cpu(1000 * (1 + rng() % 4));
+    s.preemptor.kind = rng() % 2 ? WorkloadKind::kPodGroup : WorkloadKind::kSlurmJob;
+    s.preemptor_priority = 50;
+    const char* qos_names[] = {"low", "normal", "pinned", "high"};
+    int id = 0;
+    for (int n = 0; n < nodes; ++n) {
+      int64_t left = 4000;
+      const int count = rng() % 3;
+      for (int k = 0; k < count && left >= 1000; ++k) {
+        const int64_t cpu = 1000 * (1 + rng() % (left / 1000));
+        left -= cpu;
+        std::vector<NodeIndex> where = {n};
+        RunningWorkload& r = s.Run("w" + std::to_string(id++), where, cpu,
+                                   /*priority=*/static_cast<double>(rng() % 70), /*start=*/rng() % 1000,
+                                   qos_names[rng() % 4 == 0 ? 1 + rng() % 3 : 0]);
+        r.kind = rng() % 3 == 0 ? WorkloadKind::kSlurmJob : WorkloadKind::kPodGroup;
+        if (rng() % 4 == 0) r.gang_id = "g" + std::to_string(rng() % 3);
+        if (rng() % 4 == 0) r.disruption_budget_group = "pdb" + std::to_string(rng() % 2);
+      }
+    }
+    for (const char* g : {"pdb0", "pdb1"}) {
+      if (rng() % 2) s.snapshot.disruptions_allowed[g] = rng() % 3;
+    }
+    s.eligible.clear();
+    for (int n = 0; n < nodes; ++n) {
+      if (rng() % 5 != 0) s.eligible.push_back(n);
+    }
+    if (rng() % 6 == 0) s.claimed[rng() % nodes] = 1;
+
+    const PreemptionInput in = s.Input();
+    const auto choice = CheapestVictimsPlanner().Choose(in);
+    const auto best = Brute(in).Best();
+    ASSERT_EQ(choice.has_value(), best.has_value()) << "round " << round;
+    if (!choice) continue;
+    ++decisions;
+    EXPECT_TRUE(choice->exact);
+    const BruteCost got{choice->victim_count, choice->max_victim_priority, choice->run_time_lost};
+    EXPECT_EQ(got, *best) << "round " << round << ": " << choice->reason;
+
+    // Every rule, checked on the decision itself.
+    std::set<std::string> victims(choice->decision.victims.begin(), choice->decision.victims.end());
+    EXPECT_EQ(victims.size(), choice->decision.victims.size()) << "a victim listed twice";
+    std::map<std::string, std::vector<std::string>> gangs;
+    for (const auto& r : s.snapshot.running) {
+      if (!r.gang_id.empty()) gangs[r.gang_id].push_back(r.id);
+      if (!victims.count(r.id)) continue;
+      EXPECT_LT(r.priority, s.preemptor_priority);
+      EXPECT_TRUE(Brute(in).Allowed(r)) << r.id;
+    }
+    for (const auto& [gang, members] : gangs) {
+      int in_set = 0;
+      for (const auto& m : members) in_set += victims.count(m);
+      EXPECT_TRUE(in_set == 0 || in_set == static_cast<int>(members.size())) << "gang " << gang << " split";
+    }
+    EXPECT_TRUE(Brute(in).Fits(victims));
+    // The member placement fits node by node once the victims are gone.
+    ASSERT_EQ(choice->decision.member_nodes.size(), static_cast<size_t>(s.preemptor.members));
+    std::map<NodeIndex, Resources> placed;
+    for (NodeIndex n : choice->decision.member_nodes) {
+      EXPECT_TRUE(std::find(s.eligible.begin(), s.eligible.end(), n) != s.eligible.end());
+      EXPECT_FALSE(s.claimed[n]);
+      placed[n] += s.preemptor.per_member;
+    }
+    for (const auto& [n, need] : placed) {
+      Resources cap = s.snapshot.nodes[n].allocatable;
+      for (const auto& r : s.snapshot.running) {
+        for (const auto& a : r.allocations) {
+          if (a.node == n && !victims.count(r.id)) cap -= a.used;
+        }
+      }
+      EXPECT_TRUE(cap.Covers(need)) << "node " << n << " overfilled in round " << round;
+    }
+  }
+  EXPECT_GT(decisions, 200);  // the generator must actually exercise preemption
+}
+
+}  // namespace
+}  // namespace onequeue::queue
