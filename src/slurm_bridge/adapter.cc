@@ -1,0 +1,286 @@
+#include "slurm_bridge/adapter.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "slurm_bridge/adapter_internal.h"
+#include "slurm_bridge/hostlist.h"
+#include "slurm_bridge/json_fields.h"
+
+namespace onequeue::slurm {
+namespace jf = json_fields;
+namespace {
+constexpr char kErrnoPayload[] = "onequeue.slurm/errno";
+}
+
+std::string VersionString(ApiVersion v) { return absl::StrCat("v0.0.", static_cast<int>(v)); }
+
+absl::StatusOr<ApiVersion> ParseApiVersion(const std::string& s) {
+  absl::string_view rest = s;
+  absl::ConsumePrefix(&rest, "v");
+  int minor = 0;
+  if (absl::ConsumePrefix(&rest, "0.0.") && absl::SimpleAtoi(rest, &minor) && minor >= 38 && minor <= 44)
+    return static_cast<ApiVersion>(minor);
+  return absl::InvalidArgumentError(
+      absl::StrCat("unsupported slurmrestd API version \"", s, "\": supported are v0.0.38 to v0.0.44"));
+}
+
+std::vector<ApiVersion> SupportedVersions() {
+  std::vector<ApiVersion> out;
+  for (int v = 44; v >= 38; --v) out.push_back(static_cast<ApiVersion>(v));
+  return out;
+}
+
+std::string VersionAdapter::Prefix() const { return absl::StrCat("/slurm/", VersionString(version()), "/"); }
+std::string VersionAdapter::JobsPath(std::optional<int64_t> update_time) const {
+  if (!update_time) return Prefix() + "jobs/";
+  return absl::StrCat(Prefix(), "jobs/?update_time=", *update_time);
+}
+std::string VersionAdapter::JobPath(uint32_t job_id) const { return absl::StrCat(Prefix(), "job/", job_id); }
+std::string VersionAdapter::NodesPath(std::optional<int64_t> update_time) const {
+  if (!update_time) return Prefix() + "nodes/";
+  return absl::StrCat(Prefix(), "nodes/?update_time=", *update_time);
+}
+std::string VersionAdapter::NodePath(const std::string& node) const { return Prefix() + "node/" + node; }
+std::string VersionAdapter::PartitionsPath() const { return Prefix() + "partitions/"; }
+std::string VersionAdapter::SubmitPath() const { return Prefix() + "job/submit"; }
+std::string VersionAdapter::PingPath() const { return Prefix() + "ping/"; }
+
+absl::StatusOr<SubmitResult> VersionAdapter::ParseSubmit(const nlohmann::json& body) const {
+  const jf::SlurmNumber id = jf::Number(body, "job_id");
+  if (!id.has_value() || id.value <= 0 || id.value > 0xFFFFFFFFll)
+    return absl::InternalError("job submit answer carries no job_id");
+  return SubmitResult{static_cast<uint32_t>(id.value)};
+}
+
+std::unique_ptr<VersionAdapter> MakeAdapter(ApiVersion v) {
+  if (v == ApiVersion::kV0038) return internal::MakeV0038Adapter();
+  return internal::MakeDataParserAdapter(v);
+}
+
+std::optional<int> SlurmErrorNumber(const absl::Status& s) {
+  absl::optional<absl::Cord> p = s.GetPayload(kErrnoPayload);
+  int n = 0;
+  if (!p || !absl::SimpleAtoi(std::string(*p), &n)) return std::nullopt;
+  return n;
+}
+
+absl::Status ResponseStatus(long http_status, const nlohmann::json& body, const std::string& what) {
+  // The first error of the array decides the code; all of them go into the message.
+  int first_errno = 0;
+  std::vector<std::string> messages;
+  for (const nlohmann::json& e : jf::Array(body, "errors")) {
+    // "error_number" in most answers, "error_code" in 22.05 submit answers, "errno" in older ones.
+    int number = static_cast<int>(jf::Number(e, "error_number")
+                                      .value_or(jf::Number(e, "error_code").value_or(jf::Number(e, "errno").value_or(0))));
+    if (number < 0) number = 0;  // 22.05 uses -1 for "no number"
+    if (first_errno == 0) first_errno = number;
+    std::string msg = jf::String(e, "error");
+    const std::string desc = jf::String(e, "description");
+    const std::string source = jf::String(e, "source");
+    if (!desc.empty()) msg = msg.empty() ? desc : absl::StrCat(msg, ": ", desc);
+    if (!source.empty()) absl::StrAppend(&msg, " (", source, ")");
+    if (number != 0) absl::StrAppend(&msg, " [slurm error ", number, "]");
+    messages.push_back(msg.empty() ? "unspecified error" : msg);
+  }
+  const bool http_ok = http_status >= 200 && http_status < 300;
+  if (http_ok && messages.empty()) return absl::OkStatus();
+  const std::string detail = messages.empty() ? "" : absl::StrCat(": ", absl::StrJoin(messages, "; "));
+  const std::string prefix = absl::StrCat(what, " failed (HTTP ", http_status, ")");
+  absl::Status st;
+  if (http_status == 401) {
+    st = absl::UnauthenticatedError(absl::StrCat(
+        prefix, ": slurmrestd rejected the credentials; check the user name and the token file (expired token?)",
+        detail));
+  } else if (http_status == 403 || first_errno == kSlurmErrorAccessDenied || first_errno == kSlurmErrorUserIdMissing) {
+    st = absl::PermissionDeniedError(absl::StrCat(
+        prefix, detail, ": the token's user may not do this (admin calls need a token of root or SlurmUser)"));
+  } else if (first_errno == kSlurmErrorInvalidJobId || first_errno == kSlurmErrorInvalidNodeName ||
+             (http_status == 404 && first_errno == 0)) {
+    st = absl::NotFoundError(absl::StrCat(prefix, detail));
+  } else if (first_errno == kSlurmErrorAlreadyDone) {
+    st = absl::FailedPreconditionError(absl::StrCat(prefix, detail));
+  } else if ((first_errno >= 1000 && first_errno < 1100) || http_status == 502 || http_status == 503 ||
+             http_status == 504) {
+    // SLURM_COMMUNICATIONS_*: slurmrestd is up but cannot reach slurmctld. Retry later.
+    st = absl::UnavailableError(absl::StrCat(prefix, ": slurmctld unreachable", detail));
+  } else if (http_status == 405 || http_status == 501) {
+    st = absl::UnimplementedError(absl::StrCat(prefix, ": this slurmrestd version has no such call", detail));
+  } else if (http_status == 500 && first_errno == 0 && absl::StrContains(detail, "Unspecified error")) {
+    // Slurm 22.05 gives exactly this answer both when slurmctld is down and when slurmctld rejects
+    // the JWT (checked live). Expired and malformed tokens are caught before sending (token_source);
+    // what is left is retryable from here: say both causes.
+    st = absl::UnavailableError(absl::StrCat(
+        prefix, detail, ": slurmrestd got no answer from slurmctld: either slurmctld is down or it rejected ",
+        "the token (Slurm 22.05 reports both the same way; check the token file and `scontrol ping`)"));
+  } else if (first_errno >= 9000 && first_errno < 9200) {
+    // ESLURM_DATA_* / REST parser errors: the request body was refused.
+    st = absl::InvalidArgumentError(absl::StrCat(prefix, ": slurmrestd refused the request", detail));
+  } else if (http_status >= 400 && http_status < 500) {
+    st = absl::InvalidArgumentError(absl::StrCat(prefix, detail));
+  } else {
+    st = absl::UnknownError(absl::StrCat(prefix, detail));
+  }
+  if (first_errno != 0) st.SetPayload(kErrnoPayload, absl::Cord(std::to_string(first_errno)));
+  return st;
+}
+
+namespace internal {
+
+std::map<std::string, int64_t> ParseTres(const std::string& s) {
+  std::map<std::string, int64_t> out;
+  for (absl::string_view item : absl::StrSplit(s, ',', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    std::string value(kv.second);
+    // Memory carries a unit; store MB.
+    double scale = 1;
+    if (!value.empty() && std::isalpha(static_cast<unsigned char>(value.back()))) {
+      switch (std::toupper(static_cast<unsigned char>(value.back()))) {
+        case 'K': scale = 1.0 / 1024; break;
+        case 'M': scale = 1; break;
+        case 'G': scale = 1024; break;
+        case 'T': scale = 1024.0 * 1024; break;
+        default: scale = 1;
+      }
+      value.pop_back();
+    }
+    double number = 0;
+    if (!absl::SimpleAtod(value, &number) || !(number >= 0 && number < 1e15)) continue;
+    out[std::string(kv.first)] = static_cast<int64_t>(number * scale + 0.5);
+  }
+  return out;
+}
+
+GresMap ParseGres(const std::string& s) {
+  GresMap out;
+  // Commas inside "(S:0-1)" or "(IDX:0,1)" are not separators: drop parenthesised parts first.
+  std::string flat;
+  int depth = 0;
+  for (char c : s) {
+    if (c == '(') ++depth;
+    if (depth == 0) flat.push_back(c);
+    if (c == ')' && depth > 0) --depth;
+  }
+  for (absl::string_view item : absl::StrSplit(flat, ',', absl::SkipEmpty())) {
+    absl::ConsumePrefix(&item, "gres:");
+    absl::ConsumePrefix(&item, "gres/");
+    std::vector<std::string> parts = absl::StrSplit(item, absl::ByAnyChar(":="), absl::SkipEmpty());
+    if (parts.empty() || parts[0] == "(null)") continue;
+    int64_t count = 1;  // "gpu" alone means one
+    if (parts.size() >= 2 && absl::SimpleAtoi(parts.back(), &count)) parts.pop_back();
+    if (count < 0) continue;
+    out[parts[0]] += count;
+    if (parts.size() >= 2) out[absl::StrCat(parts[0], ":", parts[1])] += count;
+  }
+  return out;
+}
+
+void SplitJobState(const std::vector<std::string>& tokens, JobState& state, std::set<std::string>& flags) {
+  state = JobState::kUnknown;
+  for (const std::string& t : tokens) {
+    JobState s = ParseJobState(t);
+    if (s != JobState::kUnknown && state == JobState::kUnknown)
+      state = s;
+    else
+      flags.insert(t);
+  }
+}
+
+void SplitNodeState(const std::vector<std::string>& tokens, NodeState& state, std::set<std::string>& flags) {
+  state = NodeState::kUnknown;
+  for (const std::string& t : tokens) {
+    NodeState s = ParseNodeState(t);
+    if (s != NodeState::kUnknown && state == NodeState::kUnknown)
+      state = s;
+    else if (t != "UNKNOWN")
+      flags.insert(t);
+  }
+}
+
+absl::Time EpochOrPast(int64_t seconds) {
+  if (seconds <= 0) return absl::InfinitePast();
+  return absl::FromUnixSeconds(seconds);
+}
+
+std::vector<std::string> ExpandOrEmpty(const std::string& hostlist) {
+  absl::StatusOr<std::vector<std::string>> names = ExpandHostlist(hostlist, 1 << 16);
+  if (!names.ok()) return {};
+  return *std::move(names);
+}
+
+}  // namespace internal
+}  // namespace onequeue::slurm
+
+namespace onequeue::slurm::internal {
+
+bool ReadJob(const nlohmann::json& j, SlurmJob& out) {
+  const jf::SlurmNumber id = jf::Number(j, "job_id");
+  if (!j.is_object() || !id.has_value() || id.value <= 0 || id.value > 0xFFFFFFFFll) return false;
+  out.job_id = static_cast<uint32_t>(id.value);
+  out.array_job_id = static_cast<uint32_t>(jf::Number(j, "array_job_id", true).value_or(0) & 0xFFFFFFFF);
+  const jf::SlurmNumber task = jf::Number(j, "array_task_id", true);
+  if (task.has_value() && task.value >= 0 && out.array_job_id != 0)
+    out.array_task_id = static_cast<uint32_t>(task.value & 0xFFFFFFFF);
+  out.name = jf::String(j, "name");
+  out.user = jf::String(j, "user_name");
+  out.account = jf::String(j, "account");
+  out.partition = jf::String(j, "partition");
+  out.qos = jf::String(j, "qos");
+  SplitJobState(jf::StateTokens(j, "job_state"), out.state, out.state_flags);
+  out.state_reason = jf::String(j, "state_reason");
+  out.priority = jf::Number(j, "priority").value_or(0);
+  out.submit_time = EpochOrPast(jf::Number(j, "submit_time").value_or(0));
+  const int64_t start = jf::Number(j, "start_time").value_or(0);
+  out.start_time = EpochOrPast(start);
+  out.end_time = EpochOrPast(jf::Number(j, "end_time").value_or(0));
+  if (out.state == JobState::kPending && start > 0) out.estimated_start = absl::FromUnixSeconds(start);
+  const jf::SlurmNumber limit = jf::Number(j, "time_limit", true);
+  if (limit.has_value() && limit.value >= 0) out.time_limit = absl::Minutes(limit.value);
+  out.node_count = static_cast<uint32_t>(jf::Number(j, "node_count", true).value_or(0) & 0xFFFFFFFF);
+  out.cpus = static_cast<uint32_t>(jf::Number(j, "cpus", true).value_or(0) & 0xFFFFFFFF);
+  out.memory_per_node_mb = std::max<int64_t>(0, jf::Number(j, "memory_per_node", true).value_or(0));
+  out.memory_per_cpu_mb = std::max<int64_t>(0, jf::Number(j, "memory_per_cpu", true).value_or(0));
+  out.gres_per_node = ParseGres(jf::String(j, "tres_per_node"));
+  out.tres_requested = ParseTres(jf::String(j, "tres_req_str"));
+  out.tres_allocated = ParseTres(jf::String(j, "tres_alloc_str"));
+  out.nodes = ExpandOrEmpty(jf::String(j, "nodes"));
+  for (const std::string& part : jf::StringList(j, "required_nodes"))
+    for (std::string& n : ExpandOrEmpty(part)) out.required_nodes.push_back(std::move(n));
+  out.requeue = jf::Bool(j, "requeue");
+  out.restart_count = static_cast<int>(std::clamp<int64_t>(jf::Number(j, "restart_cnt").value_or(0), 0, 1 << 30));
+  out.comment = jf::String(j, "comment");
+  return true;
+}
+
+bool ReadNode(const nlohmann::json& j, SlurmNode& out) {
+  out.name = jf::String(j, "name");
+  if (out.name.empty()) return false;
+  std::vector<std::string> tokens = jf::StateTokens(j, "state");
+  for (std::string& f : jf::StateTokens(j, "state_flags")) tokens.push_back(std::move(f));
+  SplitNodeState(tokens, out.state, out.state_flags);
+  auto u32 = [&](const char* key) {
+    return static_cast<uint32_t>(std::clamp<int64_t>(jf::Number(j, key).value_or(0), 0, 0xFFFFFFFF));
+  };
+  out.cpus = u32("cpus");
+  out.alloc_cpus = u32("alloc_cpus");
+  out.memory_mb = std::max<int64_t>(0, jf::Number(j, "real_memory").value_or(0));
+  out.alloc_memory_mb = std::max<int64_t>(0, jf::Number(j, "alloc_memory").value_or(0));
+  out.gres = ParseGres(jf::String(j, "gres"));
+  out.gres_used = ParseGres(jf::String(j, "gres_used"));
+  out.features = jf::StringList(j, "features");
+  out.partitions = jf::StringList(j, "partitions");
+  out.reason = jf::String(j, "reason");
+  out.reason_set_by_user = jf::String(j, "reason_set_by_user");
+  out.comment = jf::String(j, "comment");
+  return true;
+}
+
+}  // namespace onequeue::slurm::internal

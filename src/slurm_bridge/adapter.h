@@ -1,0 +1,71 @@
+// One interface over the slurmrestd REST API versions v0.0.38 (Slurm 22.05) .. v0.0.44 (25.11):
+// each adapter knows its paths, how to read its responses into the internal model, and how to
+// write the request bodies onequeue sends. Nothing above this layer sees a version difference.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "slurm_bridge/model.h"
+
+namespace onequeue::slurm {
+
+enum class ApiVersion { kV0038 = 38, kV0039, kV0040, kV0041, kV0042, kV0043, kV0044 };
+
+std::string VersionString(ApiVersion v);  // "v0.0.38"
+absl::StatusOr<ApiVersion> ParseApiVersion(const std::string& s);  // "v0.0.41" or "0.0.41"
+// Every supported version, highest first (the order version detection tries them in).
+std::vector<ApiVersion> SupportedVersions();
+
+class VersionAdapter {
+ public:
+  virtual ~VersionAdapter() = default;
+  virtual ApiVersion version() const = 0;
+
+  // Paths, relative to the server root, with the version prefix.
+  std::string Prefix() const;  // "/slurm/v0.0.38/"
+  std::string JobsPath(std::optional<int64_t> update_time) const;
+  std::string JobPath(uint32_t job_id) const;
+  std::string NodesPath(std::optional<int64_t> update_time) const;
+  std::string NodePath(const std::string& node) const;
+  std::string PartitionsPath() const;
+  std::string SubmitPath() const;
+  std::string PingPath() const;
+
+  virtual absl::StatusOr<JobListing> ParseJobs(const nlohmann::json& body) const = 0;
+  virtual absl::StatusOr<NodeListing> ParseNodes(const nlohmann::json& body) const = 0;
+  virtual absl::StatusOr<PartitionListing> ParsePartitions(const nlohmann::json& body) const = 0;
+  absl::StatusOr<SubmitResult> ParseSubmit(const nlohmann::json& body) const;
+
+  virtual nlohmann::json SubmitBody(const JobSubmission& job) const = 0;
+  // Job update that lets a requeued job start at once instead of waiting out BeginTime.
+  virtual nlohmann::json BeginNowBody(absl::Time now) const = 0;
+  virtual nlohmann::json HoldBody(bool hold) const = 0;
+  // Whether POST node/{name} exists (v0.0.39 and later); v0.0.38 needs scontrol.
+  virtual bool SupportsNodeUpdate() const = 0;
+  virtual nlohmann::json NodeUpdateBody(const NodeUpdate& update) const = 0;
+};
+
+std::unique_ptr<VersionAdapter> MakeAdapter(ApiVersion v);
+
+// Maps a slurmrestd answer to a status: HTTP status and the `errors` array together. `what`
+// names the call for the message ("GET /slurm/v0.0.38/jobs/"). 2xx without errors is OK.
+absl::Status ResponseStatus(long http_status, const nlohmann::json& body, const std::string& what);
+
+// Slurm error numbers onequeue reacts to (slurm_errno.h).
+inline constexpr int kSlurmErrorInvalidJobId = 2017;
+inline constexpr int kSlurmErrorInvalidNodeName = 2018;
+inline constexpr int kSlurmErrorAlreadyDone = 2021;
+inline constexpr int kSlurmErrorAccessDenied = 2002;
+inline constexpr int kSlurmErrorUserIdMissing = 2010;  // "Invalid user id"
+
+// The Slurm error number carried in a status produced by ResponseStatus, if any.
+std::optional<int> SlurmErrorNumber(const absl::Status& s);
+
+}  // namespace onequeue::slurm

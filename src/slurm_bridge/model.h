@@ -1,0 +1,164 @@
+// The internal model of what Slurm reports, independent of the REST API version that produced it.
+// Every versioned adapter (v0.0.38 .. v0.0.44) maps its JSON into these structs, so the poller,
+// the queue and the ownership code never see a version difference.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace onequeue::slurm {
+
+// Base job state (the low byte of Slurm's job_state); flags such as COMPLETING or REQUEUED are kept
+// apart in SlurmJob::state_flags.
+enum class JobState {
+  kUnknown,
+  kPending,
+  kRunning,
+  kSuspended,
+  kCompleted,
+  kCancelled,
+  kFailed,
+  kTimeout,
+  kNodeFail,
+  kPreempted,
+  kBootFail,
+  kDeadline,
+  kOutOfMemory,
+};
+const char* JobStateName(JobState s);
+// "RUNNING" / "running" -> kRunning; anything unknown -> kUnknown (never an error: a newer Slurm
+// may add states).
+JobState ParseJobState(const std::string& s);
+bool IsFinished(JobState s);
+
+// Base node state; DRAIN, COMPLETING, NOT_RESPONDING, ... are flags (SlurmNode::state_flags).
+enum class NodeState { kUnknown, kIdle, kAllocated, kMixed, kDown, kError, kFuture, kInvalid };
+const char* NodeStateName(NodeState s);
+NodeState ParseNodeState(const std::string& s);
+
+// Generic resources by name: "gpu" -> 2. Typed GRES ("gpu:a100:2") are counted under their name and
+// also under "name:type".
+using GresMap = std::map<std::string, int64_t>;
+
+struct SlurmJob {
+  uint32_t job_id = 0;
+  uint32_t array_job_id = 0;                // 0 when not part of an array
+  std::optional<uint32_t> array_task_id;    // set only for array tasks
+  std::string name;
+  std::string user;
+  std::string account;
+  std::string partition;
+  std::string qos;
+  JobState state = JobState::kUnknown;
+  std::set<std::string> state_flags;        // upper case: "REQUEUED", "COMPLETING", ...
+  std::string state_reason;                 // "None", "Resources", "BeginTime", ...
+  int64_t priority = 0;
+  absl::Time submit_time = absl::InfinitePast();
+  absl::Time start_time = absl::InfinitePast();  // real start when running
+  absl::Time end_time = absl::InfinitePast();
+  // Slurm's own estimate (from backfill) for a pending job; unset until backfill has looked at it.
+  std::optional<absl::Time> estimated_start;
+  std::optional<absl::Duration> time_limit;  // unset = unlimited
+  uint32_t node_count = 0;
+  uint32_t cpus = 0;
+  int64_t memory_per_node_mb = 0;            // 0 when unset
+  int64_t memory_per_cpu_mb = 0;             // 0 when unset
+  GresMap gres_per_node;                     // from tres_per_node ("gres:gpu:1" / "gres/gpu:1")
+  std::map<std::string, int64_t> tres_requested;  // "cpu" -> 4, "mem" -> MB, "node" -> 2, "gres/gpu" -> n
+  std::map<std::string, int64_t> tres_allocated;
+  std::vector<std::string> nodes;            // allocated nodes, expanded
+  std::vector<std::string> required_nodes;   // expanded
+  bool requeue = false;                      // may be requeued
+  int restart_count = 0;
+  std::string comment;
+  bool held() const { return state == JobState::kPending && priority == 0; }
+};
+
+struct SlurmNode {
+  std::string name;
+  NodeState state = NodeState::kUnknown;
+  std::set<std::string> state_flags;  // upper case: "DRAIN", "COMPLETING", "NOT_RESPONDING", ...
+  uint32_t cpus = 0;
+  uint32_t alloc_cpus = 0;
+  int64_t memory_mb = 0;
+  int64_t alloc_memory_mb = 0;
+  GresMap gres;
+  GresMap gres_used;
+  std::vector<std::string> features;
+  std::vector<std::string> partitions;
+  std::string reason;
+  std::string reason_set_by_user;
+  std::string comment;
+  bool drain() const { return state_flags.count("DRAIN") > 0; }
+  // DRAIN with nothing left running: the node is DRAINED, not DRAINING.
+  bool drained() const {
+    return drain() && (state == NodeState::kIdle || state == NodeState::kDown) &&
+           state_flags.count("COMPLETING") == 0;
+  }
+};
+
+struct SlurmPartition {
+  std::string name;
+  std::vector<std::string> nodes;  // expanded
+  uint32_t total_nodes = 0;
+  uint32_t total_cpus = 0;
+  int priority_tier = 0;
+  int priority_job_factor = 0;
+  std::string state;                       // "UP", "DOWN", "DRAIN", "INACTIVE"
+  std::optional<absl::Duration> max_time;  // unset = unlimited
+  std::optional<absl::Duration> default_time;
+  bool is_default = false;
+};
+
+// What one list call returned, with the server's own clock for the next incremental call.
+template <typename T>
+struct Listing {
+  std::vector<T> items;
+  // Slurm's last_update (epoch s), when the response has one; pass it back as ?update_time=.
+  std::optional<int64_t> last_update;
+  // The server said nothing changed since the update_time asked for (HTTP 304 / "no change"):
+  // `items` is empty and the caller's view stays as it is.
+  bool unchanged = false;
+};
+using JobListing = Listing<SlurmJob>;
+using NodeListing = Listing<SlurmNode>;
+using PartitionListing = Listing<SlurmPartition>;
+
+// What a submit returned.
+struct SubmitResult {
+  uint32_t job_id = 0;
+};
+
+// A batch job onequeue submits (placeholders; tests use it for ordinary jobs too).
+struct JobSubmission {
+  std::string name;
+  std::string script = "#!/bin/sh\nexec sleep 100000\n";
+  std::string partition;
+  std::string nodelist;   // pin to these nodes (placeholders); empty = anywhere
+  bool exclusive = false;
+  std::string comment;
+  uint32_t time_limit_minutes = 0;  // 0 = partition default
+  uint32_t node_count = 0;          // 0 = default (1)
+  uint32_t cpus = 0;                // tasks; 0 = default
+  int64_t memory_per_node_mb = 0;   // 0 = default
+  bool hold = false;
+  bool requeue = true;
+  std::string working_directory = "/tmp";
+  std::string standard_output = "/dev/null";
+  std::map<std::string, std::string> environment = {{"PATH", "/bin:/usr/bin"}};
+};
+
+// Drain / resume of one node.
+struct NodeUpdate {
+  enum class Kind { kDrain, kResume };
+  Kind kind = Kind::kDrain;
+  std::string reason;  // required by Slurm for a drain
+};
+
+}  // namespace onequeue::slurm

@@ -1,0 +1,211 @@
+#include "slurm_bridge/ownership.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace onequeue::slurm {
+
+std::string OwnerTag(const std::string& owner) { return absl::StrCat(kOwnerTagPrefix, owner); }
+
+std::optional<std::string> OwnerFromTag(const std::string& text) {
+  absl::string_view t = text;
+  if (!absl::ConsumePrefix(&t, kOwnerTagPrefix) || t.empty()) return std::nullopt;
+  return std::string(t);
+}
+
+const char* NodeHolderName(NodeHolder h) {
+  switch (h) {
+    case NodeHolder::kSlurm: return "slurm";
+    case NodeHolder::kOnequeue: return "onequeue";
+    case NodeHolder::kAdmin: return "admin";
+    case NodeHolder::kDown: return "down";
+  }
+  return "?";
+}
+
+namespace {
+
+absl::Status AdminRefusal(const std::string& node, const SlurmNode& n, const char* action) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "node ", node, " was drained by ", n.reason_set_by_user.empty() ? "an admin" : n.reason_set_by_user,
+      " (reason \"", n.reason, "\", not onequeue's): onequeue does not ", action, " it"));
+}
+
+// Drain status shared by both mechanisms: an untagged drain is an admin's.
+std::optional<OwnershipStatus> DrainStatus(const SlurmNode& n) {
+  if (!n.drain()) return std::nullopt;
+  OwnershipStatus s;
+  if (std::optional<std::string> owner = OwnerFromTag(n.reason)) {
+    s.holder = NodeHolder::kOnequeue;
+    s.owner = *owner;
+    s.ready = n.drained();
+  } else {
+    s.holder = NodeHolder::kAdmin;
+  }
+  s.detail = absl::StrCat("drained: ", n.reason);
+  return s;
+}
+
+class DrainOwnership : public NodeOwnership {
+ public:
+  explicit DrainOwnership(SlurmApi& api) : api_(api) {}
+  const char* mechanism() const override { return "drain"; }
+
+  absl::StatusOr<OwnershipStatus> Status(const std::string& node) override {
+    absl::StatusOr<SlurmNode> n = api_.GetNode(node);
+    if (!n.ok()) return n.status();
+    if (std::optional<OwnershipStatus> d = DrainStatus(*n)) return *d;
+    OwnershipStatus s;
+    s.holder = n->state == NodeState::kDown ? NodeHolder::kDown : NodeHolder::kSlurm;
+    s.detail = NodeStateName(n->state);
+    return s;
+  }
+
+  absl::Status Lend(const std::string& node) override {
+    absl::StatusOr<SlurmNode> n = api_.GetNode(node);
+    if (!n.ok()) return n.status();
+    std::optional<OwnershipStatus> d = DrainStatus(*n);
+    if (!d) return absl::OkStatus();  // already Slurm's
+    if (d->holder == NodeHolder::kAdmin) return AdminRefusal(node, *n, "resume");
+    return api_.UpdateNode(node, NodeUpdate{NodeUpdate::Kind::kResume, ""});
+  }
+
+  absl::Status Reclaim(const std::string& node, const std::string& owner) override {
+    absl::StatusOr<SlurmNode> n = api_.GetNode(node);
+    if (!n.ok()) return n.status();
+    if (std::optional<OwnershipStatus> d = DrainStatus(*n)) {
+      if (d->holder == NodeHolder::kAdmin) return AdminRefusal(node, *n, "take over");
+      if (d->owner == owner) return absl::OkStatus();
+      return absl::FailedPreconditionError(
+          absl::StrCat("node ", node, " is already held by onequeue for ", d->owner, "; lend it first"));
+    }
+    return api_.UpdateNode(node, NodeUpdate{NodeUpdate::Kind::kDrain, OwnerTag(owner)});
+  }
+
+ private:
+  SlurmApi& api_;
+};
+
+class PlaceholderOwnership : public NodeOwnership {
+ public:
+  PlaceholderOwnership(SlurmApi& api, PlaceholderOptions o, std::function<absl::Time()> now)
+      : api_(api), options_(std::move(o)), now_(std::move(now)) {}
+  const char* mechanism() const override { return "placeholder"; }
+
+  absl::StatusOr<OwnershipStatus> Status(const std::string& node) override {
+    absl::StatusOr<SlurmNode> n = api_.GetNode(node);
+    if (!n.ok()) return n.status();
+    if (std::optional<OwnershipStatus> d = DrainStatus(*n); d && d->holder == NodeHolder::kAdmin) return *d;
+    absl::StatusOr<std::vector<SlurmJob>> ph = Placeholders(node);
+    if (!ph.ok()) return ph.status();
+    OwnershipStatus s;
+    if (ph->empty()) {
+      s.holder = n->state == NodeState::kDown ? NodeHolder::kDown : NodeHolder::kSlurm;
+      s.detail = NodeStateName(n->state);
+      return s;
+    }
+    const SlurmJob& p = ph->front();
+    s.holder = NodeHolder::kOnequeue;
+    s.owner = OwnerFromTag(p.comment).value_or("");
+    s.placeholder_job = p.job_id;
+    s.ready = p.state == JobState::kRunning;
+    s.detail = absl::StrCat("placeholder job ", p.job_id, " ", JobStateName(p.state), " (", p.state_reason, ")");
+    return s;
+  }
+
+  absl::Status Reclaim(const std::string& node, const std::string& owner) override {
+    absl::StatusOr<SlurmNode> n = api_.GetNode(node);
+    if (!n.ok()) return n.status();
+    if (std::optional<OwnershipStatus> d = DrainStatus(*n); d && d->holder == NodeHolder::kAdmin)
+      return AdminRefusal(node, *n, "take over");
+    absl::StatusOr<std::vector<SlurmJob>> ph = Placeholders(node);
+    if (!ph.ok()) return ph.status();
+    for (const SlurmJob& p : *ph) {
+      if (OwnerFromTag(p.comment) == owner) return absl::OkStatus();
+      return absl::FailedPreconditionError(absl::StrCat("node ", node, " is already held by onequeue for ",
+                                                        OwnerFromTag(p.comment).value_or("?"), " (job ",
+                                                        p.job_id, "); lend it first"));
+    }
+    JobSubmission job;
+    job.name = PlaceholderName(node);
+    job.script = options_.script;
+    job.partition = options_.reclaim_partition;
+    job.nodelist = node;
+    job.exclusive = true;
+    job.comment = OwnerTag(owner);
+    job.time_limit_minutes = options_.time_limit_minutes;
+    job.working_directory = options_.working_directory;
+    job.requeue = false;
+    absl::StatusOr<SubmitResult> r = api_.Submit(job);
+    return r.ok() ? absl::OkStatus() : r.status();
+  }
+
+  absl::Status Lend(const std::string& node) override {
+    absl::StatusOr<SlurmNode> n = api_.GetNode(node);
+    if (!n.ok()) return n.status();
+    absl::StatusOr<JobListing> jobs = api_.ListJobs();
+    if (!jobs.ok()) return jobs.status();
+    bool cancelled = false;
+    for (const SlurmJob& j : jobs->items) {
+      if (!IsPlaceholder(j, node)) continue;
+      absl::Status st = api_.CancelJob(j.job_id);
+      if (!st.ok()) return st;
+      cancelled = true;
+    }
+    if (!cancelled) return absl::OkStatus();
+    // Jobs Slurm requeued to make room wait out a BeginTime (about 2 minutes) before they may
+    // start again; let the ones of this node's shared partitions go at once.
+    for (const SlurmJob& j : jobs->items) {
+      if (j.state != JobState::kPending || j.restart_count == 0 || j.state_reason != "BeginTime") continue;
+      if (j.partition == options_.reclaim_partition ||
+          std::find(n->partitions.begin(), n->partitions.end(), j.partition) == n->partitions.end())
+        continue;
+      absl::Status st = api_.StartNow(j.job_id, now_());
+      if (!st.ok() && !absl::IsNotFound(st)) return st;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  static std::string PlaceholderName(const std::string& node) { return "onequeue-placeholder-" + node; }
+
+  bool IsPlaceholder(const SlurmJob& j, const std::string& node) const {
+    if (IsFinished(j.state) || !OwnerFromTag(j.comment) || j.partition != options_.reclaim_partition) return false;
+    if (j.name != PlaceholderName(node)) return false;
+    return true;
+  }
+
+  absl::StatusOr<std::vector<SlurmJob>> Placeholders(const std::string& node) {
+    absl::StatusOr<JobListing> jobs = api_.ListJobs();
+    if (!jobs.ok()) return jobs.status();
+    std::vector<SlurmJob> out;
+    for (SlurmJob& j : jobs->items)
+      if (IsPlaceholder(j, node)) out.push_back(std::move(j));
+    return out;
+  }
+
+  SlurmApi& api_;
+  const PlaceholderOptions options_;
+  std::function<absl::Time()> now_;
+};
+
+}  // namespace
+
+std::unique_ptr<NodeOwnership> MakeDrainOwnership(SlurmApi& api) { return std::make_unique<DrainOwnership>(api); }
+
+std::unique_ptr<NodeOwnership> MakePlaceholderOwnership(SlurmApi& api, PlaceholderOptions options,
+                                                        std::function<absl::Time()> now) {
+  return std::make_unique<PlaceholderOwnership>(api, std::move(options), std::move(now));
+}
+
+absl::Status DrainBeforeEviction(SlurmApi& api, const std::string& node, const std::string& owner) {
+  absl::StatusOr<SlurmNode> n = api.GetNode(node);
+  if (!n.ok()) return n.status();
+  if (n->drain()) return absl::OkStatus();
+  return api.UpdateNode(node, NodeUpdate{NodeUpdate::Kind::kDrain, OwnerTag(owner)});
+}
+
+}  // namespace onequeue::slurm

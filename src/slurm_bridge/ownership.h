@@ -1,0 +1,75 @@
+// Moving a pool node between Slurm and onequeue, behind ONE interface with two mechanisms:
+//  - drain: Slurm drain with reason "onequeue:<owner>" (REST from v0.0.39, scontrol on 22.05);
+//    running jobs finish (or are requeued/cancelled by the preemption protocol), none start.
+//  - placeholder: REST only, every version: an exclusive job pinned to the node in a partition of
+//    a higher PriorityTier, comment "onequeue:<owner>". Slurm's own preemption
+//    (preempt/partition_prio, PreemptMode=REQUEUE) requeues the shared partition's jobs there.
+//    Lend cancels it and lets the requeued jobs start at once (begin_time now).
+// Every action is idempotent and tagged, so a restarted daemon finds its own drains and
+// placeholders from Slurm alone; a drain whose reason lacks the tag is an admin's and is never
+// changed: Lend and Reclaim refuse with kFailedPrecondition and say why.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "slurm_bridge/slurm_api.h"
+
+namespace onequeue::slurm {
+
+inline constexpr char kOwnerTagPrefix[] = "onequeue:";
+std::string OwnerTag(const std::string& owner);  // "onequeue:<owner>"
+// The owner named by a tag at the start of `text`, if it is one of onequeue's.
+std::optional<std::string> OwnerFromTag(const std::string& text);
+
+enum class NodeHolder {
+  kSlurm,      // lent: Slurm may run jobs there
+  kOnequeue,   // held by onequeue for `owner`
+  kAdmin,      // drained by someone else: hands off
+  kDown,       // down without a drain of ours; nothing to move
+};
+const char* NodeHolderName(NodeHolder h);
+
+struct OwnershipStatus {
+  NodeHolder holder = NodeHolder::kSlurm;
+  std::string owner;       // for kOnequeue
+  bool ready = false;      // kOnequeue and no Slurm job of the shared partitions runs there
+  std::string detail;      // human readable: reason, placeholder job id, ...
+  std::optional<uint32_t> placeholder_job;  // placeholder mechanism
+};
+
+class NodeOwnership {
+ public:
+  virtual ~NodeOwnership() = default;
+  virtual const char* mechanism() const = 0;
+  // Gives the node to Slurm. OK if it already is Slurm's.
+  virtual absl::Status Lend(const std::string& node) = 0;
+  // Takes the node from Slurm for `owner` (e.g. the preemptor's name). OK if already held for the
+  // same owner; kFailedPrecondition if held for another owner or drained by an admin.
+  virtual absl::Status Reclaim(const std::string& node, const std::string& owner) = 0;
+  virtual absl::StatusOr<OwnershipStatus> Status(const std::string& node) = 0;
+};
+
+std::unique_ptr<NodeOwnership> MakeDrainOwnership(SlurmApi& api);
+
+struct PlaceholderOptions {
+  std::string reclaim_partition = "reclaim";  // PriorityTier above the shared partitions
+  std::string working_directory = "/tmp";     // must exist on the node, writable by the token's user
+  uint32_t time_limit_minutes = 0;            // 0 = the partition's default
+  std::string script = "#!/bin/sh\nexec sleep 100000000\n";
+};
+// `now` is used for begin_time when releasing the requeued jobs.
+std::unique_ptr<NodeOwnership> MakePlaceholderOwnership(SlurmApi& api, PlaceholderOptions options,
+                                                        std::function<absl::Time()> now);
+
+// The hook the slurmd-pod mechanism needs: drain the Slurm node of a slurmd pod before the pod is
+// evicted. Already drained (by anyone) is fine and left as it is.
+absl::Status DrainBeforeEviction(SlurmApi& api, const std::string& node, const std::string& owner);
+
+}  // namespace onequeue::slurm

@@ -1,0 +1,130 @@
+#include "slurm_bridge/poller.h"
+
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+
+namespace onequeue::slurm {
+namespace {
+
+// The fields whose change matters to the queue (a new estimate alone does not wake it up).
+auto JobKey(const SlurmJob& j) {
+  return std::tie(j.state, j.state_flags, j.state_reason, j.priority, j.nodes, j.restart_count, j.partition,
+                  j.time_limit, j.node_count, j.cpus, j.comment);
+}
+auto NodeKey(const SlurmNode& n) {
+  return std::tie(n.state, n.state_flags, n.alloc_cpus, n.alloc_memory_mb, n.gres_used, n.reason, n.partitions,
+                  n.features);
+}
+
+}  // namespace
+
+SlurmPoller::SlurmPoller(SlurmApi& api, PollerOptions options)
+    : api_(api), options_(options), view_(std::make_shared<SlurmView>()) {}
+
+absl::StatusOr<PollChanges> SlurmPoller::PollOnce(absl::Time now) {
+  std::shared_ptr<const SlurmView> old = View();
+  auto next = std::make_shared<SlurmView>(*old);
+  PollChanges changes;
+  const bool full = !options_.incremental || now - last_full_ >= options_.full_refresh_interval;
+  const std::optional<int64_t> job_since = full ? std::nullopt : job_update_time_;
+  const std::optional<int64_t> node_since = full ? std::nullopt : node_update_time_;
+  const int64_t local_mark = absl::ToUnixSeconds(now - options_.clock_margin);
+
+  auto fail = [&](const absl::Status& st) -> absl::Status {
+    // The next poll is a full one: whatever happened meanwhile (a slurmctld restart, jobs that
+    // came and went) is picked up from scratch.
+    job_update_time_.reset();
+    node_update_time_.reset();
+    last_full_ = absl::InfinitePast();
+    absl::MutexLock lock(&mu_);
+    ++stats_.polls;
+    ++stats_.failures;
+    stats_.last_error = std::string(st.message());
+    return st;
+  };
+
+  absl::StatusOr<JobListing> jobs = api_.ListJobs(job_since);
+  if (!jobs.ok()) return fail(jobs.status());
+  absl::StatusOr<NodeListing> nodes = api_.ListNodes(node_since);
+  if (!nodes.ok()) return fail(nodes.status());
+  const bool want_partitions = now - last_partitions_ >= options_.partition_interval;
+  absl::StatusOr<PartitionListing> partitions;
+  if (want_partitions) {
+    partitions = api_.ListPartitions();
+    if (!partitions.ok()) return fail(partitions.status());
+  }
+
+  if (!jobs->unchanged) {
+    std::map<uint32_t, SlurmJob> fresh;
+    for (SlurmJob& j : jobs->items) {
+      auto it = old->jobs.find(j.job_id);
+      if (it == old->jobs.end()) ++changes.jobs_added;
+      else if (JobKey(it->second) != JobKey(j)) ++changes.jobs_changed;
+      const uint32_t id = j.job_id;
+      fresh.emplace(id, std::move(j));
+    }
+    for (const auto& [id, j] : old->jobs)
+      if (fresh.count(id) == 0) ++changes.jobs_removed;
+    next->jobs = std::move(fresh);
+  }
+  if (!nodes->unchanged) {
+    std::map<std::string, SlurmNode> fresh;
+    for (SlurmNode& n : nodes->items) {
+      auto it = old->nodes.find(n.name);
+      if (it == old->nodes.end() || NodeKey(it->second) != NodeKey(n)) ++changes.nodes_changed;
+      const std::string name = n.name;
+      fresh.emplace(name, std::move(n));
+    }
+    for (const auto& [name, n] : old->nodes)
+      if (fresh.count(name) == 0) ++changes.nodes_changed;
+    next->nodes = std::move(fresh);
+  }
+  if (want_partitions) {
+    std::map<std::string, SlurmPartition> fresh;
+    for (SlurmPartition& p : partitions->items) {
+      const std::string name = p.name;
+      fresh.emplace(name, std::move(p));
+    }
+    changes.partitions_changed = fresh.size() != old->partitions.size();
+    for (const auto& [name, p] : fresh) {
+      auto it = old->partitions.find(name);
+      if (it == old->partitions.end() || it->second.nodes != p.nodes || it->second.state != p.state ||
+          it->second.priority_tier != p.priority_tier)
+        changes.partitions_changed = true;
+    }
+    next->partitions = std::move(fresh);
+    last_partitions_ = now;
+  }
+  // The server's own clock when it gave one, else ours minus a margin.
+  if (!jobs->unchanged) job_update_time_ = jobs->last_update.value_or(local_mark);
+  if (!nodes->unchanged) node_update_time_ = nodes->last_update.value_or(local_mark);
+  if (full) last_full_ = now;
+  next->refreshed_at = now;
+
+  absl::MutexLock lock(&mu_);
+  view_ = std::move(next);
+  ++stats_.polls;
+  if (jobs->unchanged) ++stats_.unchanged_job_answers;
+  else ++stats_.full_job_fetches;
+  stats_.last_error.clear();
+  return changes;
+}
+
+std::shared_ptr<const SlurmView> SlurmPoller::View() const {
+  absl::MutexLock lock(&mu_);
+  return view_;
+}
+
+absl::Duration SlurmPoller::Staleness(absl::Time now) const {
+  absl::MutexLock lock(&mu_);
+  if (view_->refreshed_at == absl::InfinitePast()) return absl::InfiniteDuration();
+  return now - view_->refreshed_at;
+}
+
+PollerStats SlurmPoller::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+}  // namespace onequeue::slurm

@@ -1,0 +1,133 @@
+#include "slurm_bridge/scontrol.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+
+extern char** environ;
+
+namespace onequeue::slurm {
+namespace {
+
+class ProcessRunner : public CommandRunner {
+ public:
+  explicit ProcessRunner(ProcessRunnerOptions o) : options_(std::move(o)) {}
+
+  absl::StatusOr<std::string> Run(const std::vector<std::string>& argv) override {
+    if (argv.empty()) return absl::InvalidArgumentError("empty command");
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) {
+      absl::string_view kv(*e);
+      const std::string key(kv.substr(0, kv.find('=')));
+      if (options_.extra_env.count(key) == 0) env_strings.emplace_back(kv);
+    }
+    for (const auto& [k, v] : options_.extra_env) env_strings.push_back(absl::StrCat(k, "=", v));
+    std::vector<char*> envp, args;
+    for (std::string& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> argv_copy = argv;
+    for (std::string& s : argv_copy) args.push_back(s.data());
+    args.push_back(nullptr);
+
+    int out_pipe[2];
+    if (pipe2(out_pipe, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 2);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    close(out_pipe[1]);
+    if (rc != 0) {
+      close(out_pipe[0]);
+      return absl::FailedPreconditionError(absl::StrCat("cannot run ", argv[0], ": ", strerror(rc)));
+    }
+    std::string output;
+    const absl::Time deadline = absl::Now() + options_.timeout;
+    bool timed_out = false;
+    char buf[4096];
+    for (;;) {
+      const int64_t left_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+      if (left_ms <= 0) {
+        timed_out = true;
+        break;
+      }
+      pollfd p{out_pipe[0], POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(std::min<int64_t>(left_ms, 1000))) <= 0) continue;
+      const ssize_t n = read(out_pipe[0], buf, sizeof buf);
+      if (n <= 0) break;
+      output.append(buf, static_cast<size_t>(n));
+    }
+    close(out_pipe[0]);
+    if (timed_out) kill(pid, SIGKILL);  // only the child we started
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (timed_out)
+      return absl::DeadlineExceededError(absl::StrCat(absl::StrJoin(argv, " "), " did not finish in time"));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      return absl::UnknownError(absl::StrCat(absl::StrJoin(argv, " "), " failed: ", output));
+    return output;
+  }
+
+ private:
+  ProcessRunnerOptions options_;
+};
+
+class ScontrolImpl : public Scontrol {
+ public:
+  ScontrolImpl(std::string path, std::unique_ptr<CommandRunner> runner)
+      : path_(std::move(path)), runner_(std::move(runner)) {}
+
+  absl::Status DrainNode(const std::string& node, const std::string& reason) override {
+    return Call({path_, "update", absl::StrCat("nodename=", node), "state=drain", absl::StrCat("reason=", reason)});
+  }
+  absl::Status ResumeNode(const std::string& node) override {
+    return Call({path_, "update", absl::StrCat("nodename=", node), "state=resume"});
+  }
+  absl::Status RequeueJob(uint32_t job_id) override {
+    return Call({path_, "requeue", std::to_string(job_id)});
+  }
+
+ private:
+  absl::Status Call(const std::vector<std::string>& argv) {
+    absl::StatusOr<std::string> out = runner_->Run(argv);
+    if (out.ok()) return absl::OkStatus();
+    const std::string msg(out.status().message());
+    if (absl::StrContains(msg, "Invalid job id") || absl::StrContains(msg, "Invalid node name"))
+      return absl::NotFoundError(msg);
+    if (absl::StrContains(msg, "Unable to contact") || absl::StrContains(msg, "Socket timed out"))
+      return absl::UnavailableError(msg);
+    if (absl::StrContains(msg, "Access/permission denied") || absl::StrContains(msg, "Access denied"))
+      return absl::PermissionDeniedError(msg);
+    if (absl::StrContains(msg, "already completing or completed") || absl::StrContains(msg, "Job is pending"))
+      return absl::FailedPreconditionError(msg);
+    return out.status();
+  }
+
+  const std::string path_;
+  std::unique_ptr<CommandRunner> runner_;
+};
+
+}  // namespace
+
+std::unique_ptr<CommandRunner> MakeProcessRunner(ProcessRunnerOptions options) {
+  return std::make_unique<ProcessRunner>(std::move(options));
+}
+
+std::unique_ptr<Scontrol> MakeScontrol(std::string scontrol_path, std::unique_ptr<CommandRunner> runner) {
+  return std::make_unique<ScontrolImpl>(std::move(scontrol_path), std::move(runner));
+}
+
+}  // namespace onequeue::slurm

@@ -1,0 +1,42 @@
+// The few actions no REST version offers (requeue) or that v0.0.38 lacks (node drain/resume) go
+// through `scontrol`. Behind an interface so the REST-only deployments simply have none.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace onequeue::slurm {
+
+// Runs a command and returns its stdout; non-zero exit is an error carrying stderr.
+class CommandRunner {
+ public:
+  virtual ~CommandRunner() = default;
+  virtual absl::StatusOr<std::string> Run(const std::vector<std::string>& argv) = 0;
+};
+
+struct ProcessRunnerOptions {
+  std::map<std::string, std::string> extra_env;  // e.g. SLURM_CONF
+  absl::Duration timeout = absl::Seconds(30);
+};
+std::unique_ptr<CommandRunner> MakeProcessRunner(ProcessRunnerOptions options);
+
+class Scontrol {
+ public:
+  virtual ~Scontrol() = default;
+  virtual absl::Status DrainNode(const std::string& node, const std::string& reason) = 0;
+  virtual absl::Status ResumeNode(const std::string& node) = 0;
+  virtual absl::Status RequeueJob(uint32_t job_id) = 0;
+};
+
+// `scontrol_path` is the binary (e.g. /usr/bin/scontrol); its messages are mapped to codes:
+// "Invalid job id"/"Invalid node name" -> kNotFound, "Unable to contact" -> kUnavailable,
+// "Access/Permission denied" -> kPermissionDenied.
+std::unique_ptr<Scontrol> MakeScontrol(std::string scontrol_path, std::unique_ptr<CommandRunner> runner);
+
+}  // namespace onequeue::slurm

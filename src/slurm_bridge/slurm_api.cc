@@ -1,0 +1,185 @@
+#include "slurm_bridge/slurm_api.h"
+
+
+#include "absl/strings/str_cat.h"
+#include "slurm_bridge/json_fields.h"
+
+namespace onequeue::slurm {
+namespace {
+
+constexpr int kSlurmNoChangeInData = 1900;
+
+bool HasErrorNumber(const nlohmann::json& body, int number) {
+  for (const nlohmann::json& e : json_fields::Array(body, "errors"))
+    if (json_fields::Number(e, "error_number").value_or(0) == number) return true;
+  return false;
+}
+
+class RestSlurmApi : public SlurmApi {
+ public:
+  RestSlurmApi(std::shared_ptr<RestClient> client, ApiVersion v, std::unique_ptr<Scontrol> scontrol)
+      : client_(std::move(client)), adapter_(MakeAdapter(v)), scontrol_(std::move(scontrol)) {}
+
+  ApiVersion version() const override { return adapter_->version(); }
+
+  absl::StatusOr<JobListing> ListJobs(std::optional<int64_t> update_time) override {
+    return List<SlurmJob>(adapter_->JobsPath(update_time), [&](const nlohmann::json& b) { return adapter_->ParseJobs(b); });
+  }
+  absl::StatusOr<NodeListing> ListNodes(std::optional<int64_t> update_time) override {
+    return List<SlurmNode>(adapter_->NodesPath(update_time), [&](const nlohmann::json& b) { return adapter_->ParseNodes(b); });
+  }
+  absl::StatusOr<PartitionListing> ListPartitions() override {
+    return List<SlurmPartition>(adapter_->PartitionsPath(),
+                                [&](const nlohmann::json& b) { return adapter_->ParsePartitions(b); });
+  }
+
+  absl::StatusOr<SlurmJob> GetJob(uint32_t job_id) override {
+    absl::StatusOr<JobListing> l =
+        List<SlurmJob>(adapter_->JobPath(job_id), [&](const nlohmann::json& b) { return adapter_->ParseJobs(b); });
+    if (!l.ok()) return l.status();
+    for (SlurmJob& j : l->items)
+      if (j.job_id == job_id) return std::move(j);
+    return absl::NotFoundError(absl::StrCat("Slurm has no job ", job_id));
+  }
+
+  absl::StatusOr<SlurmNode> GetNode(const std::string& node) override {
+    absl::StatusOr<NodeListing> l =
+        List<SlurmNode>(adapter_->NodePath(node), [&](const nlohmann::json& b) { return adapter_->ParseNodes(b); });
+    if (!l.ok()) return l.status();
+    for (SlurmNode& n : l->items)
+      if (n.name == node) return std::move(n);
+    return absl::NotFoundError(absl::StrCat("Slurm has no node ", node));
+  }
+
+  absl::StatusOr<SubmitResult> Submit(const JobSubmission& job) override {
+    const nlohmann::json body = adapter_->SubmitBody(job);
+    const std::string path = adapter_->SubmitPath();
+    absl::StatusOr<RestResponse> r = client_->Call("POST", path, &body);
+    if (!r.ok()) return r.status();
+    // A job id means the job exists; "errors" beside it are notes such as 2042 "Job is in held
+    // state" (22.05 puts those in the errors array).
+    absl::StatusOr<SubmitResult> result = adapter_->ParseSubmit(r->body);
+    if (result.ok()) return result;
+    absl::Status st = ResponseStatus(r->http_status, r->body, "POST " + path);
+    return st.ok() ? result.status() : st;
+  }
+
+  absl::Status CancelJob(uint32_t job_id) override {
+    absl::Status st = Simple("DELETE", adapter_->JobPath(job_id), nullptr);
+    const std::optional<int> number = SlurmErrorNumber(st);
+    if (absl::IsNotFound(st) || (number && *number == kSlurmErrorAlreadyDone)) return absl::OkStatus();
+    return st;
+  }
+  absl::Status SignalJob(uint32_t job_id, const std::string& signal) override {
+    return Simple("DELETE", absl::StrCat(adapter_->JobPath(job_id), "?signal=", signal), nullptr);
+  }
+  absl::Status HoldJob(uint32_t job_id) override {
+    const nlohmann::json body = adapter_->HoldBody(true);
+    return Simple("POST", adapter_->JobPath(job_id), &body);
+  }
+  absl::Status ReleaseJob(uint32_t job_id) override {
+    const nlohmann::json body = adapter_->HoldBody(false);
+    return Simple("POST", adapter_->JobPath(job_id), &body);
+  }
+  absl::Status StartNow(uint32_t job_id, absl::Time now) override {
+    const nlohmann::json body = adapter_->BeginNowBody(now);
+    return Simple("POST", adapter_->JobPath(job_id), &body);
+  }
+  absl::Status RequeueJob(uint32_t job_id) override {
+    if (scontrol_ == nullptr)
+      return absl::UnimplementedError("requeue needs scontrol (no slurmrestd version can requeue a job)");
+    return scontrol_->RequeueJob(job_id);
+  }
+  absl::Status UpdateNode(const std::string& node, const NodeUpdate& update) override {
+    if (adapter_->SupportsNodeUpdate()) {
+      const nlohmann::json body = adapter_->NodeUpdateBody(update);
+      return Simple("POST", adapter_->NodePath(node), &body);
+    }
+    if (scontrol_ == nullptr)
+      return absl::UnimplementedError(absl::StrCat("slurmrestd ", VersionString(version()),
+                                                   " cannot update nodes and no scontrol is configured"));
+    return update.kind == NodeUpdate::Kind::kDrain ? scontrol_->DrainNode(node, update.reason)
+                                                   : scontrol_->ResumeNode(node);
+  }
+
+ private:
+  template <typename T, typename Parse>
+  absl::StatusOr<Listing<T>> List(const std::string& path, Parse parse) {
+    absl::StatusOr<RestResponse> r = client_->Call("GET", path);
+    if (!r.ok()) return r.status();
+    if (r->http_status == 304 || HasErrorNumber(r->body, kSlurmNoChangeInData)) {
+      Listing<T> unchanged;
+      unchanged.unchanged = true;
+      return unchanged;
+    }
+    absl::Status st = ResponseStatus(r->http_status, r->body, "GET " + path);
+    if (!st.ok()) return st;
+    return parse(r->body);
+  }
+
+  absl::Status Simple(const std::string& method, const std::string& path, const nlohmann::json* body) {
+    absl::StatusOr<RestResponse> r = client_->Call(method, path, body);
+    if (!r.ok()) return r.status();
+    return ResponseStatus(r->http_status, r->body, method + " " + path);
+  }
+
+  std::shared_ptr<RestClient> client_;
+  std::unique_ptr<VersionAdapter> adapter_;
+  std::unique_ptr<Scontrol> scontrol_;
+};
+
+}  // namespace
+
+std::unique_ptr<SlurmApi> MakeRestSlurmApi(std::shared_ptr<RestClient> client, ApiVersion version,
+                                           std::unique_ptr<Scontrol> scontrol) {
+  return std::make_unique<RestSlurmApi>(std::move(client), version, std::move(scontrol));
+}
+
+absl::StatusOr<ApiVersion> DetectVersion(RestClient& client) {
+  absl::StatusOr<RestResponse> spec = client.Call("GET", "/openapi/v3");
+  if (!spec.ok()) return spec.status();
+  if (spec->http_status == 401) return ResponseStatus(401, spec->body, "GET /openapi/v3");
+  if (spec->http_status == 200 && json_fields::Member(spec->body, "paths") != nullptr) {
+    const nlohmann::json& paths = spec->body["paths"];
+    if (paths.is_object()) {
+      for (ApiVersion v : SupportedVersions()) {  // highest first
+        const std::string prefix = absl::StrCat("/slurm/", VersionString(v), "/");
+        for (auto it = paths.begin(); it != paths.end(); ++it)
+          if (it.key().rfind(prefix, 0) == 0) return v;
+      }
+    }
+  }
+  // No usable spec: probe. Any answer other than 404 means the version is served.
+  for (ApiVersion v : SupportedVersions()) {
+    absl::StatusOr<RestResponse> r = client.Call("GET", absl::StrCat("/slurm/", VersionString(v), "/ping/"));
+    if (!r.ok()) return r.status();
+    if (r->http_status != 404 && r->http_status != 401) return v;
+  }
+  return absl::FailedPreconditionError(
+      "slurmrestd serves none of the supported API versions (v0.0.38 to v0.0.44); start it with "
+      "-s openapi/v0.0.38 (22.05) or a newer openapi plugin");
+}
+
+absl::StatusOr<std::unique_ptr<SlurmApi>> ConnectSlurmApi(const SlurmApiOptions& options) {
+  if (options.token_file.empty())
+    return absl::InvalidArgumentError("slurmrestd: token_file is required (JWT of the SlurmUser or root)");
+  auto client = std::make_shared<RestClient>(MakeCurlTransport(options.transport),
+                                             MakeTokenFileSource(options.user, options.token_file), options.retry);
+  ApiVersion version;
+  if (options.pinned_version) {
+    version = *options.pinned_version;
+  } else {
+    absl::StatusOr<ApiVersion> v = DetectVersion(*client);
+    if (!v.ok()) return v.status();
+    version = *v;
+  }
+  std::unique_ptr<Scontrol> scontrol;
+  if (!options.scontrol_path.empty()) {
+    ProcessRunnerOptions ro;
+    if (!options.slurm_conf.empty()) ro.extra_env["SLURM_CONF"] = options.slurm_conf;
+    scontrol = MakeScontrol(options.scontrol_path, MakeProcessRunner(ro));
+  }
+  return MakeRestSlurmApi(std::move(client), version, std::move(scontrol));
+}
+
+}  // namespace onequeue::slurm

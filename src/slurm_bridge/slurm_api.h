@@ -1,0 +1,69 @@
+// SlurmApi: what onequeue asks of Slurm, in the internal model, whatever the REST version.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "slurm_bridge/adapter.h"
+#include "slurm_bridge/model.h"
+#include "slurm_bridge/rest_client.h"
+#include "slurm_bridge/scontrol.h"
+
+namespace onequeue::slurm {
+
+// Error contract of every call: kUnavailable = slurmrestd or slurmctld unreachable, retry later;
+// kUnauthenticated / kPermissionDenied = fix the token first; kNotFound = no such job or node;
+// kFailedPrecondition = the object is not in a state that allows the action; kUnimplemented =
+// this deployment cannot do it (e.g. drain on 22.05 without scontrol).
+class SlurmApi {
+ public:
+  virtual ~SlurmApi() = default;
+  virtual ApiVersion version() const = 0;
+
+  // `update_time` (Slurm's clock, epoch s): when nothing changed since, the listing comes back
+  // with unchanged = true. Slurm answers all or nothing: any change returns the full table.
+  virtual absl::StatusOr<JobListing> ListJobs(std::optional<int64_t> update_time = std::nullopt) = 0;
+  virtual absl::StatusOr<NodeListing> ListNodes(std::optional<int64_t> update_time = std::nullopt) = 0;
+  virtual absl::StatusOr<PartitionListing> ListPartitions() = 0;
+  virtual absl::StatusOr<SlurmJob> GetJob(uint32_t job_id) = 0;
+  virtual absl::StatusOr<SlurmNode> GetNode(const std::string& node) = 0;
+
+  virtual absl::StatusOr<SubmitResult> Submit(const JobSubmission& job) = 0;
+  // Idempotent: cancelling a job that is gone or already finished is OK.
+  virtual absl::Status CancelJob(uint32_t job_id) = 0;
+  virtual absl::Status SignalJob(uint32_t job_id, const std::string& signal) = 0;  // "SIGUSR1" / "10"
+  virtual absl::Status HoldJob(uint32_t job_id) = 0;
+  virtual absl::Status ReleaseJob(uint32_t job_id) = 0;
+  // Lets a requeued job start at once instead of waiting out its BeginTime.
+  virtual absl::Status StartNow(uint32_t job_id, absl::Time now) = 0;
+  // scontrol only (no REST version can requeue).
+  virtual absl::Status RequeueJob(uint32_t job_id) = 0;
+  // Drain / resume: REST from v0.0.39, scontrol on v0.0.38.
+  virtual absl::Status UpdateNode(const std::string& node, const NodeUpdate& update) = 0;
+};
+
+struct SlurmApiOptions {
+  CurlTransportOptions transport;
+  std::string user = "slurm";
+  std::string token_file;
+  std::optional<ApiVersion> pinned_version;  // skip detection
+  RetryPolicy retry;
+  // scontrol binary and SLURM_CONF for the calls REST lacks; empty = REST only.
+  std::string scontrol_path;
+  std::string slurm_conf;
+};
+
+// Builds the client and detects the version: GET /openapi/v3 and pick the highest supported
+// version it lists; if that is refused, probe ping/ highest first.
+absl::StatusOr<std::unique_ptr<SlurmApi>> ConnectSlurmApi(const SlurmApiOptions& options);
+
+// For tests and for callers that bring their own pieces. `scontrol` may be null.
+std::unique_ptr<SlurmApi> MakeRestSlurmApi(std::shared_ptr<RestClient> client, ApiVersion version,
+                                           std::unique_ptr<Scontrol> scontrol);
+absl::StatusOr<ApiVersion> DetectVersion(RestClient& client);
+
+}  // namespace onequeue::slurm
