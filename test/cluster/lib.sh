@@ -54,7 +54,7 @@ oq_pid() {
   [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 0
   exe=$(head -n 1 "$dir/args/$name.args" 2>/dev/null || true)
   # /proc/PID/cmdline's first field is the program as it was exec'd (setsid execs it unchanged).
-  if [ -n "$exe" ] && [ "$(tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | head -n 1)" != "$exe" ]; then
+  if [ -n "$exe" ] && [ "$(tr '\0' '\n' 2>/dev/null < "/proc/$pid/cmdline" | head -n 1)" != "$exe" ]; then
     return 0
   fi
   echo "$pid"

@@ -236,7 +236,7 @@ if $want_kwok; then
     kwok_port=$(oq_free_port)
     oq_write_args "$DIR" kwok "$bin/kwok" --kubeconfig="$DIR/kwok.kubeconfig" \
       --manage-all-nodes=true --server-address="127.0.0.1:$kwok_port" \
-      --node-ip=127.0.0.1
+      --node-ip=127.0.0.1 --cidr=10.64.0.1/10
   }
   kwok_ready() { oq_listens "$DIR" kwok "$kwok_port" && curl -sS --max-time 3 "http://127.0.0.1:$kwok_port/healthz" | grep -q ok; }
   start_with_retry kwok choose_kwok kwok_ready 60
