@@ -33,7 +33,10 @@ fi
 if [ "$(read_pid watchdog)" != "$$" ]; then stop_pids watchdog; fi
 stop_pids slurmrestd
 slurmds=()
-for f in "$SLURM_PIDS"/slurmd-*.pid; do [ -f "$f" ] && slurmds+=("$(basename "$f" .pid)"); done
+for f in "$SLURM_PIDS"/slurmd-*.pid; do
+  case "$f" in *.daemon.pid) continue ;; esac
+  [ -f "$f" ] && slurmds+=("$(basename "$f" .pid)")
+done
 [ ${#slurmds[@]} -gt 0 ] && stop_pids "${slurmds[@]}"
 stop_pids slurmctld
 stop_pids munged
