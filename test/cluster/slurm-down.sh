@@ -41,6 +41,9 @@ done
 stop_pids slurmctld
 stop_pids munged
 
+# Our own subshells keep the environment bash started with (the watchdog's marker included): skip
+# our session (the daemons, slurmstepd and jobs each run in sessions of their own).
+MY_SESSION="$(ps -o sid= -p $$ | tr -d ' ')"
 # Job processes and slurmstepd really run on the host and outlive their slurmd. Job processes
 # carry SLURM_CLUSTER_NAME of this cluster; slurmstepd overwrites its environment (process title)
 # but listens on a unix socket in this cluster's spool folder; the daemons carry the marker.
@@ -51,7 +54,8 @@ leftovers() {
     grep -lzxF "${patterns[@]}" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3
     ss -Hxlp 2>/dev/null | grep -F " $SLURM_DIR/spool/" | grep -o 'pid=[0-9]*' | cut -d= -f2
   } | sort -u | while read -r pid; do
-    [ "$pid" != "$$" ] && [ "$pid" != "$BASHPID" ] && pid_alive "$pid" && echo "$pid"
+    [ "$pid" != "$$" ] && [ "$(ps -o sid= -p "$pid" 2>/dev/null | tr -d ' ')" != "$MY_SESSION" ] &&
+      pid_alive "$pid" && echo "$pid"
   done
 }
 left="$(leftovers | tr '\n' ' ')"
@@ -63,6 +67,6 @@ if [ -n "${left// /}" ]; then
   wait_until 10 "leftover processes to exit" no_leftovers || log "still alive: $(leftovers | tr '\n' ' ')"
 fi
 
-rm -f "$SLURM_ENV_FILE" "$SLURM_DIR/rest/slurmrestd.socket"
+rm -f "$SLURM_ENV_FILE" "$SLURM_DIR/rest/slurmrestd.socket" "$SLURM_PIDS/watchdog.pid"
 release_ports
 exit 0
