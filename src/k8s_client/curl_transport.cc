@@ -1,0 +1,433 @@
+// libcurl implementation of HttpTransport.
+//
+// Threading: one thread owns the CURLM handle and every CURL easy handle. Other threads only
+// push work into `incoming_` (under mu_) and wake the loop with curl_multi_wakeup; stream
+// cancellation is an atomic flag the loop checks each turn. Callbacks run on the loop thread.
+#include <curl/curl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "k8s_client/api_status.h"
+#include "k8s_client/http_transport.h"
+#include "spdlog/spdlog.h"
+
+namespace onequeue::k8s {
+
+absl::StatusOr<HttpResponse> HttpTransport::Send(HttpRequest request) {
+  absl::Notification done;
+  absl::StatusOr<HttpResponse> result;
+  SendAsync(std::move(request), [&](absl::StatusOr<HttpResponse> r) {
+    result = std::move(r);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return result;
+}
+
+namespace {
+
+// Reads the bearer token, re-reading a token file when its mtime or size changes (projected
+// service-account tokens rotate).
+class TokenSource {
+ public:
+  explicit TokenSource(const ClientConfig& c) : token_(c.bearer_token), file_(c.token_file) {}
+  std::string Get() {
+    if (file_.empty()) return token_;
+    struct stat st {};
+    if (::stat(file_.c_str(), &st) != 0) return token_;
+    if (st.st_mtim.tv_sec != mtime_.tv_sec || st.st_mtim.tv_nsec != mtime_.tv_nsec ||
+        st.st_size != size_) {
+      std::ifstream in(file_);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      token_ = std::string(absl::StripAsciiWhitespace(ss.str()));
+      mtime_ = st.st_mtim;
+      size_ = st.st_size;
+    }
+    return token_;
+  }
+
+ private:
+  std::string token_;
+  std::string file_;
+  timespec mtime_{};
+  off_t size_ = -1;
+};
+
+struct StreamState {
+  std::atomic<bool> cancelled{false};
+};
+
+struct Call {
+  HttpRequest request;
+  HttpTransport::ResponseCallback on_response;   // unary calls
+  HttpTransport::ChunkCallback on_chunk;         // streams
+  HttpTransport::StreamDoneCallback on_done;     // streams
+  std::shared_ptr<StreamState> stream;           // set for streams
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  std::string body;  // unary: the whole body; stream: the body of a non-2xx answer
+  std::optional<absl::Duration> retry_after;
+  char error[CURL_ERROR_SIZE] = {0};
+
+  ~Call() {
+    if (easy) curl_easy_cleanup(easy);
+    if (headers) curl_slist_free_all(headers);
+  }
+  long ResponseCode() const {
+    long code = 0;
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
+    return code;
+  }
+};
+
+size_t WriteCallback(char* data, size_t size, size_t nmemb, void* user) {
+  Call* call = static_cast<Call*>(user);
+  const size_t n = size * nmemb;
+  if (call->stream) {
+    if (call->stream->cancelled.load()) return 0;  // aborts the transfer
+    const long code = call->ResponseCode();
+    if (code >= 200 && code < 300) {
+      call->on_chunk(absl::string_view(data, n));
+      return n;
+    }
+  }
+  call->body.append(data, n);
+  return n;
+}
+
+size_t HeaderCallback(char* data, size_t size, size_t nmemb, void* user) {
+  Call* call = static_cast<Call*>(user);
+  const size_t n = size * nmemb;
+  absl::string_view line(data, n);
+  if (absl::StartsWithIgnoreCase(line, "retry-after:")) {
+    int64_t seconds = 0;
+    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(12)), &seconds) && seconds >= 0) {
+      call->retry_after = absl::Seconds(seconds);
+    }
+  }
+  return n;
+}
+
+absl::Status CurlError(CURLcode code, const Call& call, const std::string& url) {
+  const std::string detail =
+      absl::StrCat(curl_easy_strerror(code), call.error[0] ? ": " : "", call.error);
+  switch (code) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_ISSUER_ERROR:
+      return absl::FailedPreconditionError(
+          absl::StrCat("TLS verification of ", url, " failed: ", detail,
+                       " (check certificate-authority / client certificate in the config)"));
+    case CURLE_OPERATION_TIMEDOUT:
+      return absl::DeadlineExceededError(absl::StrCat(url, ": ", detail));
+    case CURLE_ABORTED_BY_CALLBACK:
+    case CURLE_WRITE_ERROR:
+      return absl::CancelledError(absl::StrCat(url, ": cancelled"));
+    default:
+      return absl::UnavailableError(absl::StrCat(url, ": ", detail));
+  }
+}
+
+class CurlStream : public HttpStream {
+ public:
+  CurlStream(std::shared_ptr<StreamState> state, CURLM* multi) : state_(std::move(state)), multi_(multi) {}
+  void Cancel() override {
+    state_->cancelled.store(true);
+    curl_multi_wakeup(multi_);
+  }
+
+ private:
+  std::shared_ptr<StreamState> state_;
+  CURLM* multi_;
+};
+
+class CurlTransport : public HttpTransport {
+ public:
+  explicit CurlTransport(ClientConfig config) : config_(std::move(config)), tokens_(config_) {
+    multi_ = curl_multi_init();
+    curl_multi_setopt(multi_, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(multi_, CURLMOPT_MAX_CONCURRENT_STREAMS, 250L);
+    // Beyond 250 streams per connection curl would open more connections; a few are plenty.
+    curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, 4L);
+    if (config_.insecure_skip_tls_verify) {
+      spdlog::warn("k8s client: TLS verification of {} is DISABLED (insecure-skip-tls-verify); "
+                   "anyone on the path can impersonate the API server",
+                   config_.server);
+    }
+    thread_ = std::thread([this] { Loop(); });
+  }
+
+  ~CurlTransport() override {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    curl_multi_wakeup(multi_);
+    thread_.join();
+    curl_multi_cleanup(multi_);
+  }
+
+  void SendAsync(HttpRequest request, ResponseCallback done) override {
+    auto call = std::make_unique<Call>();
+    call->request = std::move(request);
+    call->on_response = std::move(done);
+    Enqueue(std::move(call));
+  }
+
+  std::unique_ptr<HttpStream> OpenStream(HttpRequest request, ChunkCallback on_chunk,
+                                         StreamDoneCallback on_done) override {
+    auto call = std::make_unique<Call>();
+    call->request = std::move(request);
+    call->on_chunk = std::move(on_chunk);
+    call->on_done = std::move(on_done);
+    call->stream = std::make_shared<StreamState>();
+    auto handle = std::make_unique<CurlStream>(call->stream, multi_);
+    Enqueue(std::move(call));
+    return handle;
+  }
+
+ private:
+  void Enqueue(std::unique_ptr<Call> call) {
+    bool rejected = false;
+    {
+      absl::MutexLock lock(&mu_);
+      rejected = stopping_;
+      if (!rejected) incoming_.push_back(std::move(call));
+    }
+    if (rejected) {
+      Finish(std::move(call), absl::CancelledError("transport is shutting down"));
+      return;
+    }
+    curl_multi_wakeup(multi_);
+  }
+
+  void SetUp(Call& call) {
+    CURL* e = curl_easy_init();
+    call.easy = e;
+    const std::string url = config_.server + call.request.path;
+    curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, &call);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, call.error);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);  // wait to multiplex rather than open connections
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, config_.user_agent.c_str());
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, WriteCallback);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &call);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, HeaderCallback);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &call);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // gzip for large lists
+    if (call.request.timeout > absl::ZeroDuration()) {
+      curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(call.request.timeout)));
+    }
+    if (call.stream) {
+      // A dead peer on an idle watch: TCP keepalive notices it.
+      curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    }
+    const std::string& m = call.request.method;
+    if (m == "GET") {
+      curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else {
+      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m.c_str());
+      if (m != "DELETE" || !call.request.body.empty()) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(call.request.body.size()));
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, call.request.body.data());
+      }
+    }
+    // TLS: trust only the configured CA when one is given, like client-go.
+    if (config_.insecure_skip_tls_verify) {
+      curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (!config_.ca_pem.empty() || !config_.ca_file.empty()) {
+      curl_easy_setopt(e, CURLOPT_CAPATH, nullptr);
+      if (!config_.ca_pem.empty()) {
+        curl_blob blob{const_cast<char*>(config_.ca_pem.data()), config_.ca_pem.size(), CURL_BLOB_COPY};
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
+      } else {
+        curl_easy_setopt(e, CURLOPT_CAINFO, config_.ca_file.c_str());
+      }
+    }
+    if (!config_.client_cert_pem.empty()) {
+      curl_blob blob{const_cast<char*>(config_.client_cert_pem.data()), config_.client_cert_pem.size(), CURL_BLOB_COPY};
+      curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &blob);
+      curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+    } else if (!config_.client_cert_file.empty()) {
+      curl_easy_setopt(e, CURLOPT_SSLCERT, config_.client_cert_file.c_str());
+    }
+    if (!config_.client_key_pem.empty()) {
+      curl_blob blob{const_cast<char*>(config_.client_key_pem.data()), config_.client_key_pem.size(), CURL_BLOB_COPY};
+      curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &blob);
+      curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+    } else if (!config_.client_key_file.empty()) {
+      curl_easy_setopt(e, CURLOPT_SSLKEY, config_.client_key_file.c_str());
+    }
+    curl_slist* h = nullptr;
+    h = curl_slist_append(h, "Accept: application/json");
+    if (!call.request.body.empty() || m == "POST" || m == "PUT" || m == "PATCH") {
+      h = curl_slist_append(h, absl::StrCat("Content-Type: ", call.request.content_type).c_str());
+    }
+    if (const std::string token = tokens_.Get(); !token.empty()) {
+      h = curl_slist_append(h, absl::StrCat("Authorization: Bearer ", token).c_str());
+    }
+    call.headers = h;
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+  }
+
+  void Start(std::unique_ptr<Call> call) {
+    SetUp(*call);
+    CURL* easy = call->easy;
+    if (call->stream) streams_.push_back(easy);
+    curl_multi_add_handle(multi_, easy);
+    active_.emplace(easy, std::move(call));
+  }
+
+  static void Finish(std::unique_ptr<Call> call, absl::StatusOr<HttpResponse> result) {
+    if (call->stream) {
+      if (!result.ok()) {
+        call->on_done(result.status());
+      } else if (result->status >= 200 && result->status < 300) {
+        call->on_done(absl::OkStatus());
+      } else {
+        call->on_done(StatusFromHttp(result->status, result->body, result->retry_after));
+      }
+    } else {
+      call->on_response(std::move(result));
+    }
+  }
+
+  void Complete(CURL* easy, CURLcode code) {
+    curl_multi_remove_handle(multi_, easy);
+    auto it = active_.find(easy);
+    if (it == active_.end()) return;
+    std::unique_ptr<Call> call = std::move(it->second);
+    active_.erase(it);
+    if (call->stream) streams_.erase(std::remove(streams_.begin(), streams_.end(), easy), streams_.end());
+    if (call->stream && call->stream->cancelled.load()) {
+      Finish(std::move(call), absl::CancelledError("stream cancelled"));
+      return;
+    }
+    if (code != CURLE_OK) {
+      absl::Status s = CurlError(code, *call, config_.server + call->request.path);
+      Finish(std::move(call), s);
+      return;
+    }
+    HttpResponse r;
+    r.status = static_cast<int>(call->ResponseCode());
+    r.body = std::move(call->body);
+    r.retry_after = call->retry_after;
+    Finish(std::move(call), std::move(r));
+  }
+
+  // Starts queued and due delayed calls; returns how long until the next delayed one is due.
+  absl::Duration StartPending(bool* stopping) {
+    std::deque<std::unique_ptr<Call>> incoming;
+    {
+      absl::MutexLock lock(&mu_);
+      incoming.swap(incoming_);
+      *stopping = stopping_;
+    }
+    for (auto& c : incoming) delayed_.push_back(std::move(c));
+    const absl::Time now = absl::Now();
+    absl::Duration next = absl::Milliseconds(200);
+    std::vector<std::unique_ptr<Call>> keep;
+    for (auto& c : delayed_) {
+      if (c->request.not_before <= now) {
+        Start(std::move(c));
+      } else {
+        next = std::min(next, c->request.not_before - now);
+        keep.push_back(std::move(c));
+      }
+    }
+    delayed_.swap(keep);
+    return next;
+  }
+
+  void CancelStreams() {
+    std::vector<CURL*> cancelled;
+    for (CURL* e : streams_) {
+      if (active_.at(e)->stream->cancelled.load()) cancelled.push_back(e);
+    }
+    for (CURL* e : cancelled) Complete(e, CURLE_ABORTED_BY_CALLBACK);
+  }
+
+  void Loop() {
+    bool stopping = false;
+    while (true) {
+      const absl::Duration wait = StartPending(&stopping);
+      if (stopping) break;
+      CancelStreams();
+      int running = 0;
+      curl_multi_perform(multi_, &running);
+      int left = 0;
+      while (CURLMsg* msg = curl_multi_info_read(multi_, &left)) {
+        if (msg->msg == CURLMSG_DONE) Complete(msg->easy_handle, msg->data.result);
+      }
+      const int timeout_ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(wait));
+      curl_multi_poll(multi_, nullptr, 0, timeout_ms, nullptr);
+    }
+    // Shut down: everything still pending or running ends as Cancelled.
+    std::vector<CURL*> running;
+    for (auto& [e, c] : active_) running.push_back(e);
+    for (CURL* e : running) {
+      curl_multi_remove_handle(multi_, e);
+      std::unique_ptr<Call> call = std::move(active_[e]);
+      active_.erase(e);
+      Finish(std::move(call), absl::CancelledError("transport is shutting down"));
+    }
+    for (auto& c : delayed_) Finish(std::move(c), absl::CancelledError("transport is shutting down"));
+    delayed_.clear();
+    std::deque<std::unique_ptr<Call>> incoming;
+    {
+      absl::MutexLock lock(&mu_);
+      incoming.swap(incoming_);
+    }
+    for (auto& c : incoming) Finish(std::move(c), absl::CancelledError("transport is shutting down"));
+  }
+
+  const ClientConfig config_;
+  TokenSource tokens_;  // loop thread only
+  CURLM* multi_ = nullptr;
+  std::thread thread_;
+  absl::Mutex mu_;
+  std::deque<std::unique_ptr<Call>> incoming_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Loop thread only:
+  absl::flat_hash_map<CURL*, std::unique_ptr<Call>> active_;
+  std::vector<CURL*> streams_;
+  std::vector<std::unique_ptr<Call>> delayed_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(const ClientConfig& config) {
+  static const CURLcode init = curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (init != CURLE_OK) return absl::InternalError("curl_global_init failed");
+  if (!absl::StartsWith(config.server, "https://") && !absl::StartsWith(config.server, "http://")) {
+    return absl::InvalidArgumentError(absl::StrCat("server \"", config.server, "\" is not an http(s) URL"));
+  }
+  curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
+  if (!(info->features & CURL_VERSION_HTTP2)) {
+    spdlog::warn("k8s client: libcurl has no HTTP/2; falling back to HTTP/1.1 connections");
+  }
+  return std::unique_ptr<HttpTransport>(new CurlTransport(config));
+}
+
+}  // namespace onequeue::k8s

@@ -1,0 +1,66 @@
+// The HTTP layer under the REST client: one small interface, one libcurl implementation.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "k8s_client/config.h"
+
+namespace onequeue::k8s {
+
+struct HttpRequest {
+  std::string method = "GET";  // GET, POST, PUT, PATCH, DELETE
+  std::string path;            // "/api/v1/namespaces/ns/pods?limit=500" (server prefix added)
+  std::string body;
+  std::string content_type = "application/json";
+  absl::Duration timeout = absl::ZeroDuration();  // zero: no limit (watches)
+  absl::Time not_before = absl::InfinitePast();    // delayed start (async retries)
+};
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+  std::optional<absl::Duration> retry_after;  // Retry-After header, seconds form
+};
+
+// A running streaming request (a watch). Cancel() is thread-safe and prompt: the done callback
+// runs soon after with Cancelled.
+class HttpStream {
+ public:
+  virtual ~HttpStream() = default;
+  virtual void Cancel() = 0;
+};
+
+class HttpTransport {
+ public:
+  using ResponseCallback = std::function<void(absl::StatusOr<HttpResponse>)>;
+  // Called with each body chunk of a 2xx streaming answer, on the transport thread.
+  using ChunkCallback = std::function<void(absl::string_view)>;
+  // Called once when the stream ends: OK for a clean end, Cancelled, a transport error, or the
+  // error status of a non-2xx answer (with its body parsed as a Status object).
+  using StreamDoneCallback = std::function<void(absl::Status)>;
+
+  virtual ~HttpTransport() = default;
+
+  // Transport failures are errors: Unavailable (connection refused/reset: retry),
+  // DeadlineExceeded (timeout), FailedPrecondition (TLS verification failed: fix the config).
+  // Any HTTP answer, 2xx or not, is an HttpResponse. The callback runs on the transport thread
+  // and must not block.
+  virtual void SendAsync(HttpRequest request, ResponseCallback done) = 0;
+  absl::StatusOr<HttpResponse> Send(HttpRequest request);
+
+  virtual std::unique_ptr<HttpStream> OpenStream(HttpRequest request, ChunkCallback on_chunk,
+                                                 StreamDoneCallback on_done) = 0;
+};
+
+// libcurl multi on its own thread; HTTP/2 with multiplexing (many requests in flight over one
+// connection), TLS verified against the configured CA, bearer token (token files re-read when
+// they change), client certificates.
+absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(const ClientConfig& config);
+
+}  // namespace onequeue::k8s

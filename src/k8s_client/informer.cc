@@ -1,0 +1,235 @@
+#include "k8s_client/informer.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "k8s_client/api_status.h"
+
+namespace onequeue::k8s {
+
+InformerBase::InformerBase(RestClient* client, ResourceType type, InformerOptions options)
+    : client_(client), type_(std::move(type)), options_(std::move(options)) {}
+
+InformerBase::~InformerBase() {
+  // Derived classes call Stop() in their destructor (handlers must not run on a half-destroyed
+  // object); this is a safety net.
+  Stop();
+}
+
+void InformerBase::Start() {
+  absl::MutexLock lock(&mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void InformerBase::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    if (stream_) stream_->Cancel();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+bool InformerBase::Stopping() const {
+  absl::MutexLock lock(&mu_);
+  return stopping_;
+}
+
+void InformerBase::SleepUnlessStopped(absl::Duration d) {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&stopping_), d);
+}
+
+bool InformerBase::WaitForSync(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!synced_.load()) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
+}
+
+std::string InformerBase::LastResourceVersion() const {
+  absl::MutexLock lock(&mu_);
+  return resource_version_;
+}
+
+InformerStats InformerBase::Stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+absl::StatusOr<std::string> InformerBase::Fetch(const std::string& path) {
+  // A list page through the rate-limited, retrying client, waited for in a way Stop() can cut
+  // short: the result is dropped if we stop first.
+  struct Shared {
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    absl::StatusOr<std::string> result ABSL_GUARDED_BY(mu);
+  };
+  auto shared = std::make_shared<Shared>();
+  HttpRequest req;
+  req.path = path;
+  req.timeout = absl::Seconds(60);
+  client_->DoAsync(std::move(req), [shared](absl::StatusOr<std::string> r) {
+    absl::MutexLock lock(&shared->mu);
+    shared->result = std::move(r);
+    shared->done = true;
+  });
+  while (true) {
+    {
+      absl::MutexLock lock(&shared->mu);
+      if (shared->mu.AwaitWithTimeout(absl::Condition(&shared->done), absl::Milliseconds(50))) {
+        return std::move(shared->result);
+      }
+    }
+    if (Stopping()) return absl::CancelledError("informer stopped");
+  }
+}
+
+absl::Status InformerBase::ListAll() {
+  std::vector<nlohmann::json> items;
+  std::string continue_token;
+  std::string list_rv;
+  do {
+    ListOptions opts;
+    opts.label_selector = options_.label_selector;
+    opts.field_selector = options_.field_selector;
+    opts.limit = options_.page_size;
+    opts.continue_token = continue_token;
+    absl::StatusOr<std::string> body =
+        Fetch(CollectionPath(type_, options_.namespace_) + opts.ToQuery());
+    if (!body.ok()) return body.status();
+    nlohmann::json page = nlohmann::json::parse(body->begin(), body->end(), nullptr, false);
+    if (!page.is_object() || !page.contains("items") || !page["items"].is_array()) {
+      return absl::InternalError(absl::StrCat("list of ", type_.resource, ": not a list object"));
+    }
+    for (auto& item : page["items"]) items.push_back(std::move(item));
+    const nlohmann::json& meta = page["metadata"];
+    list_rv = meta.is_object() ? meta.value("resourceVersion", "") : "";
+    continue_token = meta.is_object() ? meta.value("continue", "") : "";
+  } while (!continue_token.empty());
+  const int skipped = Replace(std::move(items));
+  absl::MutexLock lock(&mu_);
+  resource_version_ = list_rv;
+  ++stats_.lists;
+  stats_.decode_errors += skipped;
+  return absl::OkStatus();
+}
+
+absl::Status InformerBase::WatchOnce() {
+  ListOptions opts;
+  opts.label_selector = options_.label_selector;
+  opts.field_selector = options_.field_selector;
+  opts.watch = true;
+  opts.allow_watch_bookmarks = true;
+  opts.resource_version = LastResourceVersion();
+  const double r = client_->env().rand01 ? client_->env().rand01() : 0.0;
+  opts.timeout_seconds = absl::ToInt64Seconds(options_.min_watch_timeout * (1.0 + r));
+
+  struct Shared {
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    absl::Status status ABSL_GUARDED_BY(mu);
+    // An ERROR event or a decode error: the watch must end with this status.
+    absl::Status error ABSL_GUARDED_BY(mu);
+    bool failed() ABSL_LOCKS_EXCLUDED(mu) {
+      absl::MutexLock lock(&mu);
+      return !error.ok();
+    }
+    void Fail(absl::Status s) ABSL_LOCKS_EXCLUDED(mu) {
+      absl::MutexLock lock(&mu);
+      if (error.ok()) error = std::move(s);
+    }
+  };
+  auto shared = std::make_shared<Shared>();
+  // Events are decoded and applied on the transport thread as chunks arrive.
+  auto decoder = std::make_shared<WatchDecoder>([this, shared](WatchEvent ev) {
+    if (shared->failed()) return;
+    if (ev.type == WatchEventType::kError) {
+      shared->Fail(WatchErrorStatus(ev));
+      return;
+    }
+    if (ev.type != WatchEventType::kBookmark) {
+      const bool ok = Apply(ev.type, std::move(ev.object));
+      absl::MutexLock lock(&mu_);
+      ++stats_.events;
+      if (!ok) ++stats_.decode_errors;
+    }
+    absl::MutexLock lock(&mu_);
+    if (ev.type == WatchEventType::kBookmark) ++stats_.bookmarks;
+    if (!ev.resource_version.empty()) resource_version_ = ev.resource_version;
+  });
+  std::unique_ptr<HttpStream> stream = client_->Stream(
+      CollectionPath(type_, options_.namespace_) + opts.ToQuery(),
+      [decoder, shared](absl::string_view chunk) {
+        if (shared->failed()) return;
+        absl::Status s = decoder->Feed(chunk);
+        if (!s.ok()) shared->Fail(std::move(s));
+      },
+      [shared](absl::Status s) {
+        absl::MutexLock lock(&shared->mu);
+        shared->status = std::move(s);
+        shared->done = true;
+      });
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.watches;
+    stream_ = stream.get();
+    if (stopping_) stream_->Cancel();
+  }
+  // An ERROR event does not end the HTTP stream by itself: cancel it ourselves.
+  absl::Status result;
+  while (true) {
+    absl::MutexLock lock(&shared->mu);
+    if (shared->mu.AwaitWithTimeout(absl::Condition(&shared->done), absl::Milliseconds(50))) {
+      result = shared->error.ok() ? shared->status : shared->error;
+      break;
+    }
+    if (!shared->error.ok()) stream->Cancel();
+  }
+  absl::MutexLock lock(&mu_);
+  stream_ = nullptr;
+  return result;
+}
+
+void InformerBase::Run() {
+  Backoff backoff(options_.initial_backoff, options_.max_backoff, client_->env().rand01);
+  bool need_list = true;
+  while (!Stopping()) {
+    if (need_list) {
+      absl::Status s = ListAll();
+      if (Stopping()) break;
+      if (!s.ok()) {
+        spdlog::warn("informer {}: list failed: {}", type_.resource, std::string(s.message()));
+        SleepUnlessStopped(backoff.Next());
+        continue;
+      }
+      need_list = false;
+      synced_.store(true);
+      backoff.Reset();
+    }
+    const absl::Time started = absl::Now();
+    absl::Status s = WatchOnce();
+    if (Stopping()) break;
+    if (IsResourceExpired(s)) {
+      spdlog::info("informer {}: {}; relisting", type_.resource, std::string(s.message()));
+      {
+        absl::MutexLock lock(&mu_);
+        ++stats_.expired;
+      }
+      need_list = true;
+      continue;
+    }
+    if (s.ok()) {
+      backoff.Reset();  // the server ended the watch (timeoutSeconds): re-watch at once
+      continue;
+    }
+    if (absl::Now() - started > absl::Seconds(30)) backoff.Reset();
+    spdlog::warn("informer {}: watch ended: {}", type_.resource, std::string(s.message()));
+    SleepUnlessStopped(backoff.Next());
+  }
+}
+
+}  // namespace onequeue::k8s

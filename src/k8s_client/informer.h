@@ -1,0 +1,200 @@
+// List+watch informers, like client-go's reflector + store + handlers.
+//
+// One thread per informer runs:   list (pages of `page_size`, limit/continue)
+//                                   -> replace the store (diffed: handlers fire only for changes)
+//                                   -> watch from the list's resourceVersion, with bookmarks
+//                                   -> on a clean end / connection error: re-watch from the last
+//                                      resourceVersion seen, after backoff with jitter
+//                                   -> on 410 Gone / Expired / "too old resource version": relist
+// Handlers run with no lock held, in event order (relists on the informer thread, watch events on
+// the transport thread as they are decoded); they must not block long.
+// Each change reaches the handlers once: a relist emits add/update/delete only for objects whose
+// resourceVersion differs from the store's.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "k8s_client/rest_client.h"
+#include "k8s_client/watch_decoder.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+
+namespace onequeue::k8s {
+
+struct InformerOptions {
+  std::string namespace_;  // empty: all namespaces
+  std::string label_selector, field_selector;
+  int64_t page_size = 500;
+  absl::Duration initial_backoff = absl::Milliseconds(200);
+  absl::Duration max_backoff = absl::Seconds(10);
+  // The server ends each watch after a random time in [min, 2*min), as client-go does.
+  absl::Duration min_watch_timeout = absl::Minutes(5);
+};
+
+struct InformerStats {
+  int64_t lists = 0;          // full lists (the first one and every relist)
+  int64_t watches = 0;        // watch requests opened
+  int64_t expired = 0;        // 410 Gone / Expired seen
+  int64_t events = 0;         // watch events applied (not counting bookmarks)
+  int64_t bookmarks = 0;
+  int64_t decode_errors = 0;  // objects that failed to parse (skipped)
+};
+
+// The list/watch loop, independent of the object type.
+class InformerBase {
+ public:
+  InformerBase(RestClient* client, ResourceType type, InformerOptions options);
+  virtual ~InformerBase();
+  InformerBase(const InformerBase&) = delete;
+  InformerBase& operator=(const InformerBase&) = delete;
+
+  void Start();
+  // Returns promptly: cancels the watch or list in flight and joins the thread.
+  void Stop();
+  bool HasSynced() const { return synced_.load(); }
+  bool WaitForSync(absl::Duration timeout);
+  std::string LastResourceVersion() const ABSL_LOCKS_EXCLUDED(mu_);
+  InformerStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ protected:
+  // Replaces the store with a full list; returns how many objects were skipped as unparseable.
+  virtual int Replace(std::vector<nlohmann::json> items) = 0;
+  // Applies one event; false when the object failed to parse.
+  virtual bool Apply(WatchEventType type, nlohmann::json object) = 0;
+
+ private:
+  void Run();
+  absl::Status ListAll();       // list pages, then Replace
+  absl::Status WatchOnce();     // one watch request until it ends
+  absl::StatusOr<std::string> Fetch(const std::string& path);  // cancellable GET
+  bool Stopping() const;
+  void SleepUnlessStopped(absl::Duration d);
+
+  RestClient* client_;
+  const ResourceType type_;
+  const InformerOptions options_;
+  std::atomic<bool> synced_{false};
+  std::thread thread_;
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::string resource_version_ ABSL_GUARDED_BY(mu_);
+  HttpStream* stream_ ABSL_GUARDED_BY(mu_) = nullptr;
+  InformerStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+template <typename T>
+struct InformerHandlers {
+  std::function<void(const T&)> on_add;
+  std::function<void(const T& old_obj, const T& new_obj)> on_update;
+  std::function<void(const T&)> on_delete;
+};
+
+// T has `ObjectMeta metadata` and `static absl::StatusOr<T> FromJson(const nlohmann::json&)`.
+template <typename T>
+class Informer : public InformerBase {
+ public:
+  Informer(RestClient* client, ResourceType type, InformerOptions options,
+           InformerHandlers<T> handlers = {})
+      : InformerBase(client, std::move(type), std::move(options)), handlers_(std::move(handlers)) {}
+  ~Informer() override { Stop(); }
+
+  std::optional<T> Get(const std::string& key) const {
+    absl::MutexLock lock(&store_mu_);
+    auto it = store_.find(key);
+    if (it == store_.end()) return std::nullopt;
+    return it->second;
+  }
+  std::vector<T> List() const {
+    absl::MutexLock lock(&store_mu_);
+    std::vector<T> out;
+    out.reserve(store_.size());
+    for (const auto& [k, v] : store_) out.push_back(v);
+    return out;
+  }
+  size_t Size() const {
+    absl::MutexLock lock(&store_mu_);
+    return store_.size();
+  }
+
+ protected:
+  int Replace(std::vector<nlohmann::json> items) override {
+    int skipped = 0;
+    absl::flat_hash_map<std::string, T> fresh;
+    for (const auto& item : items) {
+      absl::StatusOr<T> obj = T::FromJson(item);
+      if (!obj.ok()) {
+        spdlog::warn("informer: skipping an object that does not parse: {}", std::string(obj.status().message()));
+        ++skipped;
+        continue;
+      }
+      std::string key = obj->metadata.Key();
+      fresh.insert_or_assign(std::move(key), *std::move(obj));
+    }
+    std::vector<T> added, deleted;
+    std::vector<std::pair<T, T>> updated;
+    {
+      absl::MutexLock lock(&store_mu_);
+      for (const auto& [key, obj] : fresh) {
+        auto it = store_.find(key);
+        if (it == store_.end()) {
+          added.push_back(obj);
+        } else if (it->second.metadata.resource_version != obj.metadata.resource_version) {
+          updated.emplace_back(it->second, obj);
+        }
+      }
+      for (const auto& [key, obj] : store_) {
+        if (!fresh.contains(key)) deleted.push_back(obj);
+      }
+      store_ = std::move(fresh);
+    }
+    for (const T& o : added) if (handlers_.on_add) handlers_.on_add(o);
+    for (const auto& [o, n] : updated) if (handlers_.on_update) handlers_.on_update(o, n);
+    for (const T& o : deleted) if (handlers_.on_delete) handlers_.on_delete(o);
+    return skipped;
+  }
+
+  bool Apply(WatchEventType type, nlohmann::json object) override {
+    absl::StatusOr<T> obj = T::FromJson(object);
+    if (!obj.ok()) {
+      spdlog::warn("informer: skipping an event whose object does not parse: {}", std::string(obj.status().message()));
+      return false;
+    }
+    const std::string key = obj->metadata.Key();
+    std::optional<T> old;
+    {
+      absl::MutexLock lock(&store_mu_);
+      auto it = store_.find(key);
+      if (it != store_.end()) old = std::move(it->second);
+      if (type == WatchEventType::kDeleted) {
+        if (it != store_.end()) store_.erase(it);
+      } else {
+        store_.insert_or_assign(key, *obj);
+      }
+    }
+    if (type == WatchEventType::kDeleted) {
+      if (old && handlers_.on_delete) handlers_.on_delete(*obj);
+    } else if (old) {
+      if (handlers_.on_update) handlers_.on_update(*old, *obj);
+    } else if (handlers_.on_add) {
+      handlers_.on_add(*obj);
+    }
+    return true;
+  }
+
+ private:
+  const InformerHandlers<T> handlers_;
+  mutable absl::Mutex store_mu_;
+  absl::flat_hash_map<std::string, T> store_ ABSL_GUARDED_BY(store_mu_);
+};
+
+}  // namespace onequeue::k8s

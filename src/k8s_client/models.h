@@ -1,0 +1,163 @@
+// Typed models of the Kubernetes objects a scheduler reads and writes, parsed with nlohmann_json.
+// Only the fields the scheduler needs are kept; unknown fields are ignored, so newer API servers
+// keep working. A known field of the wrong JSON type, or a malformed quantity, is an
+// InvalidArgument error (never an exception or a crash).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "k8s_client/quantity.h"
+#include "nlohmann/json_fwd.hpp"
+
+namespace onequeue::k8s {
+
+using ResourceList = std::map<std::string, Quantity>;  // "cpu" -> 100m, "memory" -> 500Mi, ...
+using StringMap = std::map<std::string, std::string>;
+
+struct OwnerReference {
+  std::string api_version, kind, name, uid;
+  bool controller = false;
+};
+
+struct ObjectMeta {
+  std::string name, namespace_, uid, resource_version, generate_name;
+  std::string creation_timestamp, deletion_timestamp;  // RFC 3339, "" when absent
+  int64_t generation = 0;
+  StringMap labels, annotations;
+  std::vector<OwnerReference> owner_references;
+  // "namespace/name", or "name" for cluster-scoped objects: the informer's store key.
+  std::string Key() const { return namespace_.empty() ? name : namespace_ + "/" + name; }
+};
+
+struct LabelSelectorRequirement {
+  std::string key, op;  // op: In, NotIn, Exists, DoesNotExist (Gt, Lt for node selectors)
+  std::vector<std::string> values;
+};
+
+struct LabelSelector {
+  StringMap match_labels;
+  std::vector<LabelSelectorRequirement> match_expressions;
+};
+
+struct NodeSelectorTerm {
+  std::vector<LabelSelectorRequirement> match_expressions;
+  std::vector<LabelSelectorRequirement> match_fields;
+};
+
+struct Toleration {
+  std::string key, op, value, effect;  // op: Equal (default) or Exists
+  std::optional<int64_t> toleration_seconds;
+};
+
+struct Taint {
+  std::string key, value, effect;
+};
+
+struct Condition {
+  std::string type, status, reason, message, last_transition_time;
+};
+
+struct Container {
+  std::string name;
+  ResourceList requests, limits;
+  std::string restart_policy;  // "Always" on an init container makes it a sidecar
+};
+
+struct Pod {
+  ObjectMeta metadata;
+  // spec
+  std::string node_name, scheduler_name, priority_class_name, preemption_policy;
+  std::optional<int32_t> priority;
+  StringMap node_selector;
+  std::vector<NodeSelectorTerm> required_node_affinity;  // ORed terms
+  std::vector<Toleration> tolerations;
+  std::vector<Container> containers, init_containers;
+  ResourceList overhead;
+  ResourceList pod_level_requests;  // spec.resources.requests (PodLevelResources)
+  std::optional<int64_t> active_deadline_seconds;
+  // status
+  std::string phase, nominated_node_name;
+  std::vector<Condition> conditions;
+  // What the scheduler must reserve, summed as Kubernetes does (see ComputePodRequests).
+  ResourceList requests;
+
+  static absl::StatusOr<Pod> FromJson(const nlohmann::json& j);
+};
+
+// resourcehelper.PodRequests: max(sum(containers) + sum(sidecars), each init container plus the
+// sidecars started before it) + overhead; pod-level requests, when set, replace the aggregate
+// for the resources they name.
+ResourceList ComputePodRequests(const Pod& pod);
+
+struct Node {
+  ObjectMeta metadata;
+  ResourceList capacity, allocatable;
+  std::vector<Taint> taints;
+  bool unschedulable = false;
+  std::vector<Condition> conditions;
+
+  static absl::StatusOr<Node> FromJson(const nlohmann::json& j);
+};
+
+struct PriorityClass {
+  ObjectMeta metadata;
+  int32_t value = 0;
+  bool global_default = false;
+  std::string preemption_policy;
+
+  static absl::StatusOr<PriorityClass> FromJson(const nlohmann::json& j);
+};
+
+// An int or a percentage string ("50%"), as intstr.IntOrString.
+struct IntOrString {
+  bool is_string = false;
+  int32_t int_value = 0;
+  std::string string_value;
+};
+
+struct PodDisruptionBudget {
+  ObjectMeta metadata;
+  std::optional<IntOrString> min_available, max_unavailable;
+  std::optional<LabelSelector> selector;
+  int32_t disruptions_allowed = 0, current_healthy = 0, desired_healthy = 0, expected_pods = 0;
+
+  static absl::StatusOr<PodDisruptionBudget> FromJson(const nlohmann::json& j);
+};
+
+struct Lease {
+  ObjectMeta metadata;
+  std::string holder_identity;
+  std::optional<int32_t> lease_duration_seconds;
+  std::string acquire_time, renew_time;  // RFC 3339 with microseconds (MicroTime)
+  int32_t lease_transitions = 0;
+
+  static absl::StatusOr<Lease> FromJson(const nlohmann::json& j);
+  nlohmann::json ToJson() const;
+};
+
+struct ObjectReference {
+  std::string api_version, kind, namespace_, name, uid, resource_version, field_path;
+};
+
+// events.k8s.io/v1 Event.
+struct Event {
+  ObjectMeta metadata;
+  std::string event_time, reporting_controller, reporting_instance, action, reason, note, type;
+  ObjectReference regarding;
+  std::optional<ObjectReference> related;
+  int32_t series_count = 0;  // 0 when there is no series
+  std::string series_last_observed_time;
+
+  static absl::StatusOr<Event> FromJson(const nlohmann::json& j);
+  nlohmann::json ToJson() const;
+};
+
+// ObjectMeta parsing shared by the models (and by the informer for unknown kinds).
+absl::StatusOr<ObjectMeta> ParseObjectMeta(const nlohmann::json& j);
+
+}  // namespace onequeue::k8s

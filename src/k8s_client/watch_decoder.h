@@ -1,0 +1,52 @@
+// Incremental decoder of a watch stream (?watch=true, JSON): one event object per line,
+// {"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":{...}}. Bytes arrive in arbitrary
+// chunks (HTTP/2 DATA frames); the decoder keeps the partial line until its newline arrives.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "absl/strings/string_view.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace onequeue::k8s {
+
+enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError };
+
+struct WatchEvent {
+  WatchEventType type = WatchEventType::kAdded;
+  nlohmann::json object;           // the object (for kError: the Status object)
+  std::string resource_version;    // object.metadata.resourceVersion
+};
+
+// Parses one complete event line. Malformed input is InvalidArgument; never throws.
+absl::StatusOr<WatchEvent> ParseWatchEventLine(absl::string_view line);
+
+// For an ERROR event: the absl::Status it stands for (410 Expired -> OutOfRange, ...).
+absl::Status WatchErrorStatus(const WatchEvent& event);
+
+class WatchDecoder {
+ public:
+  using Handler = std::function<void(WatchEvent)>;
+  // A line longer than `max_line_bytes` is an error (a broken stream must not eat all memory).
+  explicit WatchDecoder(Handler handler, size_t max_line_bytes = 64 << 20)
+      : handler_(std::move(handler)), max_line_bytes_(max_line_bytes) {}
+
+  // Feeds a chunk; calls the handler for every complete event. Returns the first decode error;
+  // after an error the stream must be dropped (the decoder does not resynchronise).
+  absl::Status Feed(absl::string_view chunk);
+  // True when no partial line is pending (the stream ended on an event boundary).
+  bool AtBoundary() const { return partial_.find_first_not_of(" \r\n\t") == std::string::npos; }
+
+ private:
+  absl::Status HandleLine(absl::string_view line);
+  Handler handler_;
+  size_t max_line_bytes_;
+  std::string partial_;
+};
+
+}  // namespace onequeue::k8s
