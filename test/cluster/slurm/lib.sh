@@ -199,6 +199,12 @@ start_slurmrestd() {
 }
 
 # --- Stopping daemons -------------------------------------------------------------------------
+# alive_among PID...: those that still run (zombies count as gone), with one ps call.
+alive_among() {
+  [ $# -gt 0 ] || return 0
+  ps -o pid=,stat= -p "$(IFS=,; echo "$*")" 2>/dev/null | awk '$2 !~ /^Z/ {print $1}'
+}
+
 # stop_pids NAME...: TERM, up to 10 s, then KILL; only the PIDs this cluster recorded.
 stop_pids() {
   local name pid pids=()
@@ -209,13 +215,23 @@ stop_pids() {
       pids+=("$pid")
     fi
   done
-  local deadline=$((SECONDS + 10))
-  for pid in "${pids[@]}"; do
-    while pid_alive "$pid" && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.05; done
-    if pid_alive "$pid"; then
-      log "PID $pid did not stop on TERM within 10 s: KILL"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
+  local deadline=$((SECONDS + 10)) alive
+  alive="$(alive_among "${pids[@]}")"
+  while [ -n "$alive" ] && [ "$SECONDS" -lt "$deadline" ]; do
+    sleep 0.05
+    # shellcheck disable=SC2086
+    alive="$(alive_among $alive)"
   done
+  if [ -n "$alive" ]; then
+    log "PIDs $(echo $alive) did not stop on TERM within 10 s: KILL"
+    # shellcheck disable=SC2086
+    kill -KILL $alive 2>/dev/null || true
+    local kill_deadline=$((SECONDS + 5))
+    while [ -n "$alive" ] && [ "$SECONDS" -lt "$kill_deadline" ]; do
+      sleep 0.05
+      # shellcheck disable=SC2086
+      alive="$(alive_among $alive)"
+    done
+  fi
   for name in "$@"; do rm -f "$SLURM_PIDS/$name.pid"; done
 }
