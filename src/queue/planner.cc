@@ -309,8 +309,10 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, doub
   std::vector<std::pair<NodeIndex, int64_t>> candidates;
   int64_t found = 0;
   const AvailabilityProfile& p = *s_.profile;
-  // Requests without cpu may fit on nodes whose cpu is exhausted: walk every node for those.
-  const bool walk_all = w.per_member[kCpu] <= 0;
+  // Requests without cpu may fit on nodes whose cpu is exhausted, and the open list describes
+  // the profile's own now only (an arrival planned later may find nodes freed since): walk every
+  // node for those.
+  const bool walk_all = w.per_member[kCpu] <= 0 || now != p.now();
   auto consider = [&](NodeIndex n) {
     if (!Usable(n, w, priority, eligible)) return;
     int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, members - (pack ? 0 : found));
@@ -401,7 +403,7 @@ bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, double priori
       found += p.Copies(n, now, end, w.per_member, w.kind, members - found, true);
     }
   };
-  if (w.per_member[kCpu] <= 0) {
+  if (w.per_member[kCpu] <= 0 || now != p.now()) {
     for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()) && found < members; ++n) consider(n);
   } else {
     // Reservations start at or after now, so free cpu now (reservations included only when they

@@ -1,0 +1,240 @@
+// Scenario tests that read "workloads in -> start order / decisions out" (Slurm's
+// testsuite/slurm_unit/backfill and flux's t1003-qmanager-policy style).
+#include <gtest/gtest.h>
+
+#include "queue/planner.h"
+#include "testing_builders.h"
+
+namespace onequeue::queue {
+namespace {
+
+using namespace ::onequeue::queue::testing;  // NOLINT
+
+struct Expected {
+  std::vector<std::string> started;
+  std::vector<std::pair<std::string, Time>> reserved;  // workload -> reservation start
+};
+
+void ExpectPlan(const Plan& p, const Expected& e) {
+  EXPECT_EQ(StartedIds(p), e.started);
+  std::vector<std::pair<std::string, Time>> reserved;
+  for (const auto& r : p.reservations) reserved.emplace_back(r.workload, r.start);
+  EXPECT_EQ(reserved, e.reserved);
+}
+
+Plan RunWith(QueueConfig c, Snapshot s, Time now) {
+  auto snap = std::make_shared<Snapshot>(std::move(s));
+  QueuePlanner planner(c, nullptr);
+  Plan p = planner.PlanCycle(snap, now);
+  CheckPlanInvariants(*snap, c, p);
+  return p;
+}
+
+// The textbook difference between EASY and conservative backfill (Mu'alem & Feitelson 2001):
+// one 10-cpu node; R runs on 6 cpus until t=100.
+//   J1  8 cpus 100 s   blocked: every policy reserves it at t=100
+//   J2  9 cpus 100 s   blocked behind J1: conservative reserves t=200, EASY does not reserve
+//   J3  2 cpus 250 s   fits now; it would delay J2 (2 + 9 > 10 at t=200) but not J1:
+//                      EASY starts it, conservative reserves it after J2 (t=300)
+//   J4  2 cpus  50 s   fits now and ends before anything reserved: starts under every backfill
+Snapshot TextbookSnapshot() {
+  Snapshot s;
+  s.nodes = {MakeNode("n0", 10000)};
+  s.running = {MakeRunning("R", 0, Cpu(6000), 0, 100)};
+  s.pending = {PendingBuilder("J1", 8000).Limit(100).Submit(1),
+               PendingBuilder("J2", 9000).Limit(100).Submit(2),
+               PendingBuilder("J3", 2000).Limit(250).Submit(3),
+               PendingBuilder("J4", 2000).Limit(50).Submit(4)};
+  return s;
+}
+
+TEST(Scenario, TextbookEasy) {
+  QueueConfig c = SubmitOrderConfig();
+  c.reservation_depth = 1;
+  Plan p = RunWith(c, TextbookSnapshot(), 0);
+  ExpectPlan(p, {{"J3", "J4"}, {{"J1", 100}}});
+  EXPECT_TRUE(FindStart(p, "J3")->backfilled);
+  EXPECT_EQ(FindWaiting(p, "J1")->reason, WaitReason::kResources);
+  EXPECT_EQ(FindWaiting(p, "J2")->reason, WaitReason::kPriority);
+  EXPECT_FALSE(FindWaiting(p, "J2")->has_reservation);
+  // Estimated from the profile when J2 was examined (before J3 backfilled: EASY's known cost).
+  EXPECT_EQ(FindWaiting(p, "J2")->estimated_start, std::optional<Time>(200));
+}
+
+TEST(Scenario, TextbookConservative) {
+  QueueConfig c = SubmitOrderConfig();
+  c.reservation_depth = 0;
+  Plan p = RunWith(c, TextbookSnapshot(), 0);
+  ExpectPlan(p, {{"J4"}, {{"J1", 100}, {"J2", 200}, {"J3", 300}}});
+  EXPECT_EQ(FindWaiting(p, "J3")->estimated_start, std::optional<Time>(300));
+}
+
+TEST(Scenario, TextbookHybridDepthTwo) {
+  QueueConfig c = SubmitOrderConfig();
+  c.reservation_depth = 2;
+  Plan p = RunWith(c, TextbookSnapshot(), 0);
+  // J1 and J2 reserved; J3 is beyond the depth and would delay J2: it waits unreserved.
+  ExpectPlan(p, {{"J4"}, {{"J1", 100}, {"J2", 200}}});
+  EXPECT_EQ(FindWaiting(p, "J3")->estimated_start, std::optional<Time>(300));
+}
+
+TEST(Scenario, TextbookFcfs) {
+  QueueConfig c = SubmitOrderConfig();
+  c.backfill = BackfillMode::kNone;
+  Plan p = RunWith(c, TextbookSnapshot(), 0);
+  ExpectPlan(p, {{}, {{"J1", 100}}});
+  EXPECT_EQ(FindWaiting(p, "J4")->reason, WaitReason::kPriority);
+}
+
+// Slurm's bf_resolution: reservation starts are rounded up onto the grid now + k * resolution.
+TEST(Scenario, ResolutionRoundsReservationsUp) {
+  QueueConfig c = SubmitOrderConfig();
+  c.resolution = 60;
+  Plan p = RunWith(c, TextbookSnapshot(), 0);
+  ASSERT_NE(FindReservation(p, "J1"), nullptr);
+  EXPECT_EQ(FindReservation(p, "J1")->start, 120);
+}
+
+// bf_window: nothing is reserved beyond now + window.
+TEST(Scenario, BeyondTheWindowIsUnknown) {
+  QueueConfig c = SubmitOrderConfig();
+  c.window = 50;
+  Plan p = RunWith(c, TextbookSnapshot(), 0);
+  const WaitingStatus* w = FindWaiting(p, "J1");
+  EXPECT_EQ(w->reason, WaitReason::kBeyondWindow);
+  EXPECT_FALSE(w->estimated_start.has_value());
+}
+
+// Running services (no expected end) hold their nodes for the whole window.
+TEST(Scenario, RunningServiceHoldsItsNodeForever) {
+  Snapshot s;
+  s.nodes = {MakeNode("n0", 4000), MakeNode("n1", 4000)};
+  s.running = {MakeRunning("svc", 0, Cpu(4000), 0, std::nullopt),
+               MakeRunning("job", 1, Cpu(4000), 0, 70)};
+  s.pending = {PendingBuilder("J", 4000).Limit(10).Submit(0)};
+  Plan p = RunWith(SubmitOrderConfig(), s, 0);
+  ASSERT_NE(FindReservation(p, "J"), nullptr);
+  EXPECT_EQ(FindReservation(p, "J")->start, 70);
+  EXPECT_EQ(FindReservation(p, "J")->member_nodes, (MemberNodes{1}));
+}
+
+// Gangs pack into the fewest topology domains: rack r1 has room for 2 members, rack r2 for 3.
+TEST(Scenario, GangPacksIntoOneRackWhenAsked) {
+  Snapshot s;
+  s.nodes = {MakeNode("a0", 4000, 1 << 30, 0, {{"rack", "r1"}, {"block", "b1"}}),
+             MakeNode("a1", 4000, 1 << 30, 0, {{"rack", "r1"}, {"block", "b1"}}),
+             MakeNode("b0", 4000, 1 << 30, 0, {{"rack", "r2"}, {"block", "b1"}}),
+             MakeNode("b1", 4000, 1 << 30, 0, {{"rack", "r2"}, {"block", "b1"}}),
+             MakeNode("b2", 4000, 1 << 30, 0, {{"rack", "r2"}, {"block", "b1"}})};
+  s.pending = {PendingBuilder("packed", 4000, 3).Pack().Submit(0)};
+  QueueConfig c = SubmitOrderConfig();
+  c.topology_labels = {"rack", "block"};
+  Plan p = RunWith(c, s, 0);
+  ASSERT_NE(FindStart(p, "packed"), nullptr);
+  EXPECT_EQ(FindStart(p, "packed")->member_nodes, (MemberNodes{2, 3, 4}));
+
+  // Without packing: first fit over the node order.
+  s.pending = {PendingBuilder("spread", 4000, 3).Submit(0)};
+  p = RunWith(c, s, 0);
+  EXPECT_EQ(FindStart(p, "spread")->member_nodes, (MemberNodes{0, 1, 2}));
+}
+
+TEST(Scenario, GangPicksTheSmallestRackThatHoldsIt) {
+  Snapshot s;
+  s.nodes = {MakeNode("a0", 4000, 1 << 30, 0, {{"rack", "big"}}),
+             MakeNode("a1", 4000, 1 << 30, 0, {{"rack", "big"}}),
+             MakeNode("a2", 4000, 1 << 30, 0, {{"rack", "big"}}),
+             MakeNode("c0", 4000, 1 << 30, 0, {{"rack", "small"}}),
+             MakeNode("c1", 4000, 1 << 30, 0, {{"rack", "small"}})};
+  s.pending = {PendingBuilder("pair", 4000, 2).Pack().Submit(0)};
+  QueueConfig c = SubmitOrderConfig();
+  c.topology_labels = {"rack"};
+  Plan p = RunWith(c, s, 0);
+  EXPECT_EQ(FindStart(p, "pair")->member_nodes, (MemberNodes{3, 4}));
+}
+
+TEST(Scenario, ReservedForHigherPriorityReason) {
+  // J1 (top) is reserved on both nodes from t=100; "small" would fit now on n1 but runs too
+  // long: its reason is that the capacity is reserved.
+  Snapshot s;
+  s.nodes = {MakeNode("n0", 4000), MakeNode("n1", 4000)};
+  s.running = {MakeRunning("R", 0, Cpu(4000), 0, 100)};
+  s.pending = {PendingBuilder("J1", 4000, 2).Limit(100).Submit(1),
+               PendingBuilder("small", 1000).Limit(500).Submit(2)};
+  Plan p = RunWith(SubmitOrderConfig(), s, 0);
+  EXPECT_EQ(FindWaiting(p, "small")->reason, WaitReason::kReservedForHigherPriority);
+}
+
+TEST(Scenario, QosAndPriorityClassOrderTheQueue) {
+  Snapshot s;
+  s.nodes = {MakeNode("n0", 1000)};
+  PendingWorkload pod = PendingBuilder("pod-pc", 1000).Submit(5);
+  pod.priority_class_value = 500;
+  s.pending = {PendingBuilder("normal", 1000).Qos("normal").Submit(0), pod,
+               PendingBuilder("high", 1000).Qos("high").Submit(9)};
+  QueueConfig c = SubmitOrderConfig();
+  c.qos = {QosPolicy{.name = "normal", .priority = 1}, QosPolicy{.name = "high", .priority = 100}};
+  c.weights.qos = 1e6;
+  c.priority_class_max = 1000;  // 500 -> QOS factor 0.5, between normal (0.01) and high (1)
+  Plan p = RunWith(c, s, 10);
+  EXPECT_EQ(p.order, (std::vector<std::string>{"high", "pod-pc", "normal"}));
+  EXPECT_EQ(StartedIds(p), (std::vector<std::string>{"high"}));
+  EXPECT_DOUBLE_EQ(p.priorities[1].qos, 0.5);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Incremental arrivals
+// ---------------------------------------------------------------------------------------------
+
+TEST(Incremental, ArrivalBehindTheReservationsIsPlannedAlone) {
+  QueueConfig c = SubmitOrderConfig();
+  c.reservation_depth = 1;
+  QueuePlanner planner(c, nullptr);
+  Plan p = planner.PlanCycle(std::make_shared<Snapshot>(TextbookSnapshot()), 0);
+  ASSERT_EQ(p.starts.size(), 2u);  // J3, J4: 6 + 2 + 2 = 10 cpus used now
+  // A small late job: nothing free now -> waits, estimate from the profile.
+  auto d = planner.OnArrival(PendingBuilder("J5", 1000).Limit(10).Submit(5), 5);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE(d->needs_full_cycle);
+  EXPECT_TRUE(d->starts.empty());
+  ASSERT_TRUE(d->waiting.has_value());
+  EXPECT_EQ(d->waiting->queue_position, 5);
+  EXPECT_EQ(d->positions_shifted_from, 5);
+  EXPECT_EQ(d->waiting->estimated_start, std::optional<Time>(50));  // when J4 ends
+  // At t=60 J4 has ended in the profile: a 30 s job fits before J1's reservation at 100.
+  auto d2 = planner.OnArrival(PendingBuilder("J6", 2000).Limit(30).Submit(60), 60);
+  ASSERT_TRUE(d2.ok());
+  ASSERT_EQ(d2->starts.size(), 1u);
+  EXPECT_EQ(d2->starts[0].workload, "J6");
+  // ...but not a 50 s one (it would delay J1).
+  auto d3 = planner.OnArrival(PendingBuilder("J7", 2000).Limit(50).Submit(61), 61);
+  ASSERT_TRUE(d3.ok());
+  EXPECT_TRUE(d3->starts.empty());
+}
+
+TEST(Incremental, ArrivalAheadOfAReservationNeedsAFullCycle) {
+  QueueConfig c = SubmitOrderConfig();
+  QueuePlanner planner(c, nullptr);
+  EXPECT_EQ(planner.OnArrival(PendingBuilder("x", 1).Submit(0), 0).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  planner.PlanCycle(std::make_shared<Snapshot>(TextbookSnapshot()), 10);
+  auto d = planner.OnArrival(PendingBuilder("old", 1000).Submit(0), 10);  // older than J1
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->needs_full_cycle);
+}
+
+TEST(Config, ValidationNamesTheField) {
+  QueueConfig c;
+  c.reservation_depth = -1;
+  EXPECT_EQ(ValidateConfig(c).message(), "reservation_depth must be >= 0 (0 = unlimited)");
+  c = QueueConfig{};
+  c.accounts = {{"a", "b", 1}, {"b", "a", 1}};
+  EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c = QueueConfig{};
+  c.qos = {QosPolicy{.name = "x", .can_preempt = {"nope"}}};
+  EXPECT_EQ(ValidateConfig(c).message(), "qos x: can_preempt names unknown qos nope");
+  EXPECT_TRUE(ValidateConfig(QueueConfig{}).ok());
+}
+
+}  // namespace
+}  // namespace onequeue::queue
