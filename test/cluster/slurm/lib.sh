@@ -4,9 +4,11 @@
 SLURM_TEMPLATES="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SLURM_PORT_CLAIMS="${ONEQUEUE_PORT_CLAIMS:-/tmp/onequeue-port-claims}"
 SLURM_USER=slurm
-# Ports are taken below the kernel's ephemeral range so no outgoing connection can hold them.
-SLURM_PORT_MIN=20000
-SLURM_PORT_MAX=32000
+# Ports are taken below the kernel's ephemeral range (32768+), so no outgoing connection can hold
+# them, and below the 20000-32000 the Kubernetes scripts (test/cluster/lib.sh) pick from, so the two
+# never race for a port.
+SLURM_PORT_MIN=10000
+SLURM_PORT_MAX=20000
 
 log() { echo "[slurm $(date +%H:%M:%S)] $*" >&2; }
 
