@@ -2,7 +2,8 @@
 # Starts a private Slurm 22.05 cluster under DIR, on free loopback ports:
 #   munged (own key and socket), slurmctld, N x `slurmd -N nK`, slurmrestd (JWT, TCP + unix socket).
 # Usage: test/cluster/slurm-up.sh DIR [--nodes N] [--owner-pid PID] [--token-lifespan SECONDS]
-#   --owner-pid PID: a watchdog runs slurm-down.sh DIR when PID exits, even by SIGKILL.
+#   --owner-pid PID: a watchdog runs slurm-down.sh DIR when PID exits, even by SIGKILL
+#   (default: $ONEQUEUE_CLUSTER_OWNER_PID, as for test/cluster/up.sh).
 # Returns when every node is idle and slurmrestd answers /slurm/v0.0.38/diag with the token.
 # Writes DIR/slurm.env (shell-sourceable). Needs root (mknod, daemons under their own users).
 # Stop with test/cluster/slurm-down.sh DIR. See docs/local-slurm.md.
@@ -11,13 +12,15 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=slurm/lib.sh
 source "$HERE/slurm/lib.sh"
 
-usage() { sed -n '2,8p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
 [ $# -ge 1 ] || usage
+case "$1" in -h | --help | -*) usage ;; esac
 DIR_ARG="$1"
 shift
 NODES=8
-OWNER_PID=""
+# The Kubernetes scripts take the owner from this variable; --owner-pid wins.
+OWNER_PID="${ONEQUEUE_CLUSTER_OWNER_PID:-}"
 TOKEN_LIFESPAN=$((30 * 24 * 3600))
 while [ $# -gt 0 ]; do
   case "$1" in
