@@ -1,0 +1,298 @@
+// One typed suite, the same assertions over every version's fixture (v0.0.38 .. v0.0.44): the
+// adapters must map each version's shape into the same internal model.
+#include "slurm_bridge/adapter.h"
+
+#include <algorithm>
+#include <set>
+
+#include "fixture_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "slurm_bridge/adapter_internal.h"
+#include "slurm_bridge/json_fields.h"
+
+namespace onequeue::slurm {
+namespace {
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+using testing::ReadFixture;
+
+template <int N>
+struct V {
+  static constexpr ApiVersion kVersion = static_cast<ApiVersion>(N);
+};
+
+template <typename T>
+class AdapterTest : public ::testing::Test {
+ protected:
+  static constexpr ApiVersion kVersion = T::kVersion;
+  AdapterTest() : adapter_(MakeAdapter(kVersion)) {}
+  nlohmann::json Fixture(const std::string& kind) {
+    return ReadFixture(VersionString(kVersion) + "/" + kind + ".json");
+  }
+  std::unique_ptr<VersionAdapter> adapter_;
+};
+
+using Versions = ::testing::Types<V<38>, V<39>, V<40>, V<41>, V<42>, V<43>, V<44>>;
+TYPED_TEST_SUITE(AdapterTest, Versions);
+
+const SlurmJob& Job(const JobListing& l, uint32_t id) {
+  auto it = std::find_if(l.items.begin(), l.items.end(), [&](const SlurmJob& j) { return j.job_id == id; });
+  EXPECT_NE(it, l.items.end()) << "job " << id;
+  return *it;
+}
+const SlurmNode& Node(const NodeListing& l, const std::string& name) {
+  auto it = std::find_if(l.items.begin(), l.items.end(), [&](const SlurmNode& n) { return n.name == name; });
+  EXPECT_NE(it, l.items.end()) << name;
+  return *it;
+}
+
+TYPED_TEST(AdapterTest, Jobs) {
+  absl::StatusOr<JobListing> l = this->adapter_->ParseJobs(this->Fixture("jobs"));
+  ASSERT_TRUE(l.ok()) << l.status();
+  ASSERT_EQ(l->items.size(), 3u);
+  EXPECT_EQ(l->last_update.has_value(), this->kVersion >= ApiVersion::kV0039);
+
+  const SlurmJob& running = Job(*l, 1);
+  EXPECT_EQ(running.name, "cli1");
+  EXPECT_EQ(running.user, "root");
+  EXPECT_EQ(running.partition, "batch");
+  EXPECT_EQ(running.state, JobState::kRunning);
+  EXPECT_THAT(running.state_flags, IsEmpty());
+  EXPECT_EQ(running.state_reason, "None");
+  EXPECT_EQ(running.priority, 4294901759);
+  EXPECT_EQ(running.submit_time, absl::FromUnixSeconds(1795301662));
+  EXPECT_EQ(running.start_time, absl::FromUnixSeconds(1795301663));
+  EXPECT_EQ(running.end_time, absl::FromUnixSeconds(1795302263));
+  EXPECT_FALSE(running.estimated_start.has_value());
+  EXPECT_EQ(running.time_limit, absl::Minutes(10));
+  EXPECT_EQ(running.node_count, 2u);
+  EXPECT_EQ(running.cpus, 4u);
+  EXPECT_EQ(running.memory_per_node_mb, 1000);
+  EXPECT_EQ(running.memory_per_cpu_mb, 0);
+  EXPECT_THAT(running.gres_per_node, ElementsAre(Pair("gpu", 1)));
+  EXPECT_EQ(running.tres_requested.at("cpu"), 4);
+  EXPECT_EQ(running.tres_requested.at("mem"), 2000);
+  EXPECT_EQ(running.tres_requested.at("node"), 2);
+  EXPECT_EQ(running.tres_allocated.at("cpu"), 4);
+  EXPECT_THAT(running.nodes, ElementsAre("n1", "n2"));
+  EXPECT_TRUE(running.requeue);
+  EXPECT_EQ(running.restart_count, 0);
+  EXPECT_EQ(running.array_job_id, 0u);
+  EXPECT_FALSE(running.array_task_id.has_value());
+  EXPECT_FALSE(running.held());
+
+  const SlurmJob& big = Job(*l, 2);
+  EXPECT_EQ(big.user, "nobody");
+  EXPECT_EQ(big.state, JobState::kPending);
+  EXPECT_EQ(big.state_reason, "Resources");
+  EXPECT_EQ(big.node_count, 8u);
+  EXPECT_EQ(big.tres_requested.at("mem"), 125 * 1024);
+  EXPECT_THAT(big.nodes, IsEmpty());
+  EXPECT_EQ(big.time_limit, absl::Minutes(5));
+  EXPECT_EQ(big.memory_per_node_mb, 0);
+  EXPECT_FALSE(big.estimated_start.has_value());  // start_time 0: backfill has not looked yet
+
+  const SlurmJob& gpu = Job(*l, 3);
+  EXPECT_EQ(gpu.partition, "gpu");
+  EXPECT_THAT(gpu.gres_per_node, ElementsAre(Pair("gpu", 2)));
+  EXPECT_EQ(gpu.restart_count, 1);
+  EXPECT_EQ(gpu.comment, "onequeue:placeholder");
+  EXPECT_EQ(gpu.time_limit, absl::Minutes(30));
+}
+
+TYPED_TEST(AdapterTest, Nodes) {
+  absl::StatusOr<NodeListing> l = this->adapter_->ParseNodes(this->Fixture("nodes"));
+  ASSERT_TRUE(l.ok()) << l.status();
+  ASSERT_EQ(l->items.size(), 8u);
+  const SlurmNode& n1 = Node(*l, "n1");
+  EXPECT_EQ(n1.state, NodeState::kMixed);
+  EXPECT_THAT(n1.state_flags, IsEmpty());
+  EXPECT_EQ(n1.cpus, 8u);
+  EXPECT_EQ(n1.alloc_cpus, 3u);
+  EXPECT_EQ(n1.memory_mb, 16000);
+  EXPECT_EQ(n1.alloc_memory_mb, 1000);
+  EXPECT_THAT(n1.gres, ElementsAre(Pair("gpu", 2)));
+  EXPECT_THAT(n1.gres_used, ElementsAre(Pair("gpu", 1)));
+  EXPECT_THAT(n1.features, ElementsAre("fast", "ib"));
+  EXPECT_THAT(n1.partitions, ElementsAre("batch"));
+  EXPECT_FALSE(n1.drain());
+
+  const SlurmNode& n4 = Node(*l, "n4");
+  EXPECT_EQ(n4.state, NodeState::kIdle);
+  EXPECT_THAT(n4.state_flags, ElementsAre("DRAIN"));
+  EXPECT_TRUE(n4.drained());
+  EXPECT_EQ(n4.reason, "onequeue:pod-a");
+
+  const SlurmNode& n6 = Node(*l, "n6");
+  EXPECT_TRUE(n6.drain());
+  EXPECT_EQ(n6.reason, "disk replacement");
+  EXPECT_EQ(n6.reason_set_by_user, "root");
+  EXPECT_THAT(n6.partitions, ElementsAre("batch", "gpu"));
+  EXPECT_THAT(Node(*l, "n3").gres_used, ElementsAre(Pair("gpu", 0)));
+}
+
+TYPED_TEST(AdapterTest, Partitions) {
+  absl::StatusOr<PartitionListing> l = this->adapter_->ParsePartitions(this->Fixture("partitions"));
+  ASSERT_TRUE(l.ok()) << l.status();
+  ASSERT_EQ(l->items.size(), 2u);
+  const SlurmPartition& batch = l->items[0];
+  EXPECT_EQ(batch.name, "batch");
+  EXPECT_THAT(batch.nodes, ElementsAre("n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8"));
+  EXPECT_EQ(batch.total_nodes, 8u);
+  EXPECT_EQ(batch.total_cpus, 64u);
+  EXPECT_EQ(batch.priority_tier, 1);
+  EXPECT_EQ(batch.state, "UP");
+  EXPECT_FALSE(batch.max_time.has_value());
+  EXPECT_FALSE(batch.default_time.has_value());
+  const SlurmPartition& gpu = l->items[1];
+  EXPECT_EQ(gpu.name, "gpu");
+  EXPECT_THAT(gpu.nodes, ElementsAre("n5", "n6", "n7", "n8"));
+  EXPECT_EQ(gpu.max_time, absl::Minutes(1440));
+}
+
+// The bodies the adapter writes use only keys the version's spec allows (request_keys.json is
+// generated from the specs by fixtures/make_fixtures.py).
+TYPED_TEST(AdapterTest, RequestBodiesUseKeysOfTheSpec) {
+  const nlohmann::json keys = this->Fixture("request_keys");
+  auto allowed = [&](const char* kind) {
+    std::set<std::string> s;
+    for (const auto& k : keys[kind]) s.insert(k.get<std::string>());
+    return s;
+  };
+  JobSubmission job;
+  job.name = "onequeue-placeholder-n3";
+  job.partition = "reclaim";
+  job.nodelist = "n3";
+  job.exclusive = true;
+  job.comment = "onequeue:pod-a";
+  job.time_limit_minutes = 60;
+  job.node_count = 1;
+  job.cpus = 2;
+  job.memory_per_node_mb = 100;
+  job.hold = true;
+  const nlohmann::json body = this->adapter_->SubmitBody(job);
+  const std::set<std::string> submit = allowed("submit"), desc = allowed("job_desc");
+  for (auto it = body.begin(); it != body.end(); ++it) EXPECT_TRUE(submit.count(it.key())) << it.key();
+  for (auto it = body["job"].begin(); it != body["job"].end(); ++it) EXPECT_TRUE(desc.count(it.key())) << it.key();
+  for (const nlohmann::json& b : {this->adapter_->HoldBody(true), this->adapter_->BeginNowBody(absl::Now())})
+    for (auto it = b.begin(); it != b.end(); ++it) EXPECT_TRUE(desc.count(it.key())) << it.key();
+  if (this->adapter_->SupportsNodeUpdate()) {
+    const std::set<std::string> node = allowed("update_node");
+    const nlohmann::json drain = this->adapter_->NodeUpdateBody({NodeUpdate::Kind::kDrain, "onequeue:x"});
+    for (auto it = drain.begin(); it != drain.end(); ++it) EXPECT_TRUE(node.count(it.key())) << it.key();
+  } else {
+    EXPECT_EQ(this->kVersion, ApiVersion::kV0038);
+  }
+}
+
+TYPED_TEST(AdapterTest, PathsCarryTheVersion) {
+  const std::string v = VersionString(this->kVersion);
+  EXPECT_EQ(this->adapter_->JobsPath(std::nullopt), "/slurm/" + v + "/jobs/");
+  EXPECT_EQ(this->adapter_->JobsPath(17), "/slurm/" + v + "/jobs/?update_time=17");
+  EXPECT_EQ(this->adapter_->NodePath("n3"), "/slurm/" + v + "/node/n3");
+}
+
+TEST(AdapterV0038Test, RealResponsesFrom2205) {
+  auto a = MakeAdapter(ApiVersion::kV0038);
+  absl::StatusOr<JobListing> jobs = a->ParseJobs(ReadFixture("raw-22.05/jobs38.json"));
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->items.size(), 3u);
+  absl::StatusOr<NodeListing> nodes = a->ParseNodes(ReadFixture("raw-22.05/nodes38.json"));
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_EQ(nodes->items.size(), 8u);
+  absl::StatusOr<PartitionListing> parts = a->ParsePartitions(ReadFixture("raw-22.05/parts38.json"));
+  ASSERT_TRUE(parts.ok());
+  EXPECT_EQ(parts->items.size(), 2u);
+}
+
+TEST(AdapterV0038Test, PlaceholderBodyUsesTheKeysThatWorkOn2205) {
+  auto a = MakeAdapter(ApiVersion::kV0038);
+  JobSubmission job;
+  job.nodelist = "n3";
+  job.exclusive = true;
+  const nlohmann::json body = a->SubmitBody(job);
+  EXPECT_EQ(body["job"]["nodelist"], "n3");
+  EXPECT_FALSE(body["job"].contains("required_nodes"));  // "Disabled key" on 22.05
+  EXPECT_EQ(body["job"]["exclusive"], "exclusive");       // "true" is refused
+  EXPECT_EQ(a->BeginNowBody(absl::Now())["begin_time"], "now");  // epochs are refused
+}
+
+TEST(ResponseStatusTest, MapsTheErrorsArray) {
+  const nlohmann::json invalid_job = ReadFixture("v0.0.38/error_invalid_job.json");
+  absl::Status st = ResponseStatus(500, invalid_job, "GET /slurm/v0.0.38/job/999");
+  EXPECT_TRUE(absl::IsNotFound(st)) << st;
+  EXPECT_THAT(st.message(), HasSubstr("Invalid job id specified"));
+  EXPECT_EQ(SlurmErrorNumber(st), kSlurmErrorInvalidJobId);
+  EXPECT_TRUE(absl::IsNotFound(ResponseStatus(500, ReadFixture("v0.0.44/error_invalid_job.json"), "x")));
+
+  EXPECT_TRUE(ResponseStatus(200, ReadFixture("v0.0.41/jobs.json"), "x").ok());
+  EXPECT_TRUE(absl::IsUnauthenticated(ResponseStatus(401, nullptr, "x")));
+  EXPECT_TRUE(absl::IsUnimplemented(ResponseStatus(405, nullptr, "x")));
+  EXPECT_TRUE(absl::IsUnavailable(ResponseStatus(503, nullptr, "x")));
+  // 22.05: slurmctld down and a rejected token look the same; the message names both.
+  const nlohmann::json unspecified = {{"errors", {{{"error", "Unspecified error"}, {"error_number", -1},
+                                                   {"source", "slurm_load_jobs"}}}}};
+  st = ResponseStatus(500, unspecified, "GET jobs");
+  EXPECT_TRUE(absl::IsUnavailable(st));
+  EXPECT_THAT(st.message(), HasSubstr("token"));
+  const nlohmann::json denied = {{"errors", {{{"error", "Invalid user id"}, {"error_number", 2010}}}}};
+  EXPECT_TRUE(absl::IsPermissionDenied(ResponseStatus(500, denied, "x")));
+  // Errors in a 200 answer are still errors (22.05 returns parser failures that way).
+  const nlohmann::json parse = {{"errors", {{{"error", "Failure during parsing"}, {"error_number", 9001}}}}};
+  EXPECT_TRUE(absl::IsInvalidArgument(ResponseStatus(200, parse, "x")));
+  const nlohmann::json comms = {{"errors", {{{"error", "Unable to contact slurm controller"}, {"error_number", 1001}}}}};
+  EXPECT_TRUE(absl::IsUnavailable(ResponseStatus(500, comms, "x")));
+}
+
+TEST(ParseHelpersTest, TresAndGres) {
+  auto tres = internal::ParseTres("cpu=8,mem=62.50G,node=4,billing=32,gres/gpu=2");
+  EXPECT_EQ(tres["mem"], 64000);
+  EXPECT_EQ(tres["gres/gpu"], 2);
+  EXPECT_THAT(internal::ParseGres("gpu:a100:2(S:0-1),shard:4"),
+              UnorderedElementsAre(Pair("gpu", 2), Pair("gpu:a100", 2), Pair("shard", 4)));
+  EXPECT_THAT(internal::ParseGres("gpu:0(IDX:N/A)"), ElementsAre(Pair("gpu", 0)));
+  EXPECT_THAT(internal::ParseGres("(null)"), IsEmpty());
+  EXPECT_THAT(internal::ParseGres("gres/gpu=1,gres/gpu:tesla=1"),
+              UnorderedElementsAre(Pair("gpu", 2), Pair("gpu:tesla", 1)));
+}
+
+TEST(JsonFieldsTest, NumbersInEveryShape) {
+  namespace jf = json_fields;
+  const nlohmann::json j = {{"plain", 5},
+                            {"struct", {{"set", true}, {"infinite", false}, {"number", 7}}},
+                            {"unset", {{"set", false}, {"number", 9}}},
+                            {"inf", {{"set", false}, {"infinite", true}}},
+                            {"nullv", nullptr},
+                            {"text", "12"},
+                            {"big", 4294967295u},
+                            {"huge", 18446744073709551615u},
+                            {"float", 2.5}};
+  EXPECT_EQ(jf::Number(j, "plain").value, 5);
+  EXPECT_EQ(jf::Number(j, "struct").value, 7);
+  EXPECT_FALSE(jf::Number(j, "unset").has_value());
+  EXPECT_EQ(jf::Number(j, "inf").kind, jf::SlurmNumber::Kind::kInfinite);
+  EXPECT_FALSE(jf::Number(j, "nullv").has_value());
+  EXPECT_FALSE(jf::Number(j, "missing").has_value());
+  EXPECT_EQ(jf::Number(j, "text").value, 12);
+  EXPECT_EQ(jf::Number(j, "big", true).kind, jf::SlurmNumber::Kind::kInfinite);
+  EXPECT_EQ(jf::Number(j, "big", false).value, 4294967295);
+  EXPECT_EQ(jf::Number(j, "huge").kind, jf::SlurmNumber::Kind::kInfinite);
+  EXPECT_EQ(jf::Number(j, "float").value, 2);
+  EXPECT_FALSE(jf::Number(nlohmann::json::array(), "plain").has_value());
+}
+
+TEST(VersionTest, ParseAndOrder) {
+  EXPECT_EQ(*ParseApiVersion("v0.0.41"), ApiVersion::kV0041);
+  EXPECT_EQ(*ParseApiVersion("0.0.38"), ApiVersion::kV0038);
+  EXPECT_FALSE(ParseApiVersion("v0.0.37").ok());
+  EXPECT_FALSE(ParseApiVersion("v0.0.45").ok());
+  EXPECT_EQ(SupportedVersions().front(), ApiVersion::kV0044);
+  EXPECT_EQ(SupportedVersions().back(), ApiVersion::kV0038);
+}
+
+}  // namespace
+}  // namespace onequeue::slurm

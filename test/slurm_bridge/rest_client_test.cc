@@ -1,0 +1,160 @@
+#include "slurm_bridge/rest_client.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "slurm_bridge/slurm_api.h"
+
+namespace onequeue::slurm {
+namespace {
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::Pair;
+
+std::string Jwt(int64_t exp) {
+  return absl::StrCat(absl::WebSafeBase64Escape(R"({"alg":"HS256","typ":"JWT"})"), ".",
+                      absl::WebSafeBase64Escape(absl::StrCat(R"({"exp":)", exp, R"(,"sun":"slurm"})")), ".sig");
+}
+
+// Scripted transport: answers in order; an empty body with status 0 means "connection refused".
+class ScriptedTransport : public HttpTransport {
+ public:
+  std::vector<HttpResponse> answers;
+  std::vector<HttpRequest> seen;
+  absl::StatusOr<HttpResponse> Send(const HttpRequest& r) override {
+    seen.push_back(r);
+    if (answers.empty()) return absl::UnavailableError("cannot connect to slurmrestd (test)");
+    HttpResponse a = answers.front();
+    answers.erase(answers.begin());
+    if (a.status == 0) return absl::UnavailableError("cannot connect to slurmrestd (test)");
+    if (a.status == -1) return absl::DeadlineExceededError("timeout (test)");
+    return a;
+  }
+};
+
+class TempFile {
+ public:
+  TempFile() : path_(std::filesystem::temp_directory_path() / absl::StrCat("oq-token-", getpid(), "-", counter_++)) {}
+  ~TempFile() { std::filesystem::remove(path_); }
+  void Write(const std::string& s) {
+    std::ofstream(path_) << s;
+  }
+  std::string path() const { return path_.string(); }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
+TEST(RestClientTest, SendsJwtHeadersAndRetriesConnectionFailures) {
+  auto transport = std::make_unique<ScriptedTransport>();
+  ScriptedTransport* t = transport.get();
+  t->answers = {{0, ""}, {0, ""}, {200, R"({"errors":[],"jobs":[]})"}};
+  std::vector<absl::Duration> sleeps;
+  RestClient client(std::move(transport), MakeStaticCredentials({"slurm", "tok"}), RetryPolicy{},
+                    [&](absl::Duration d) { sleeps.push_back(d); });
+  absl::StatusOr<RestResponse> r = client.Call("GET", "/slurm/v0.0.38/jobs/");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->http_status, 200);
+  EXPECT_TRUE(r->body["jobs"].is_array());
+  ASSERT_EQ(t->seen.size(), 3u);
+  EXPECT_THAT(t->seen[0].headers, Contains(Pair("X-SLURM-USER-NAME", "slurm")));
+  EXPECT_THAT(t->seen[0].headers, Contains(Pair("X-SLURM-USER-TOKEN", "tok")));
+  EXPECT_EQ(sleeps, (std::vector<absl::Duration>{absl::Milliseconds(100), absl::Milliseconds(200)}));
+  EXPECT_EQ(client.counters().retries.load(), 2u);
+}
+
+TEST(RestClientTest, GivesUpWithUnavailable) {
+  auto transport = std::make_unique<ScriptedTransport>();
+  RestClient client(std::move(transport), MakeStaticCredentials({"slurm", "tok"}), RetryPolicy{.max_attempts = 3},
+                    [](absl::Duration) {});
+  absl::StatusOr<RestResponse> r = client.Call("GET", "/x");
+  EXPECT_TRUE(absl::IsUnavailable(r.status()));
+  EXPECT_THAT(r.status().message(), HasSubstr("cannot connect to slurmrestd"));
+}
+
+TEST(RestClientTest, TimeoutsAreRetriedOnlyForReads) {
+  auto transport = std::make_unique<ScriptedTransport>();
+  ScriptedTransport* t = transport.get();
+  t->answers = {{-1, ""}, {200, "{}"}};
+  RestClient client(std::move(transport), MakeStaticCredentials({"slurm", "tok"}), RetryPolicy{},
+                    [](absl::Duration) {});
+  const nlohmann::json body = {{"hold", true}};
+  EXPECT_TRUE(absl::IsDeadlineExceeded(client.Call("POST", "/x", &body).status()));
+  t->answers = {{-1, ""}, {200, "{}"}};
+  EXPECT_TRUE(client.Call("GET", "/x").ok());
+}
+
+TEST(RestClientTest, NonJsonBodyIsNullNotACrash) {
+  auto transport = std::make_unique<ScriptedTransport>();
+  transport->answers = {{401, "Authentication failure"}};
+  RestClient client(std::move(transport), MakeStaticCredentials({"slurm", "tok"}));
+  absl::StatusOr<RestResponse> r = client.Call("GET", "/x");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->http_status, 401);
+  EXPECT_TRUE(r->body.is_null());
+  EXPECT_TRUE(absl::IsUnauthenticated(ResponseStatus(r->http_status, r->body, "GET /x")));
+}
+
+TEST(TokenFileTest, RereadsWhenTheFileChanges) {
+  TempFile f;
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  f.Write("SLURM_JWT=" + Jwt(2000) + "\n");
+  auto src = MakeTokenFileSource("slurm", f.path(), [&] { return now; });
+  absl::StatusOr<Credentials> c = src->Get();
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->token, Jwt(2000));
+  EXPECT_EQ(c->user, "slurm");
+  f.Write(Jwt(3000) + "\n");  // different size: picked up even within the same mtime tick
+  c = src->Get();
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->token, Jwt(3000));
+}
+
+TEST(TokenFileTest, ExpiredMalformedAndMissingTokensAreClearErrors) {
+  TempFile f;
+  f.Write(Jwt(500));
+  auto src = MakeTokenFileSource("slurm", f.path(), [] { return absl::FromUnixSeconds(1000); });
+  absl::StatusOr<Credentials> c = src->Get();
+  EXPECT_TRUE(absl::IsUnauthenticated(c.status()));
+  EXPECT_THAT(c.status().message(), HasSubstr("expired"));
+  EXPECT_THAT(c.status().message(), Not(HasSubstr(Jwt(500))));  // never log the token
+
+  TempFile g;
+  g.Write("not-a-token");
+  c = MakeTokenFileSource("slurm", g.path())->Get();
+  EXPECT_TRUE(absl::IsUnauthenticated(c.status()));
+  EXPECT_THAT(c.status().message(), HasSubstr("not a JWT"));
+
+  c = MakeTokenFileSource("slurm", "/nonexistent/oq-token")->Get();
+  EXPECT_TRUE(absl::IsFailedPrecondition(c.status()));
+}
+
+TEST(DetectVersionTest, PicksTheHighestServedVersion) {
+  auto transport = std::make_unique<ScriptedTransport>();
+  transport->answers = {{200, R"({"paths":{"/slurm/v0.0.37/jobs/":{},"/slurm/v0.0.38/jobs/":{},"/slurmdb/v0.0.39/x":{}}})"}};
+  RestClient client(std::move(transport), MakeStaticCredentials({"slurm", "tok"}));
+  absl::StatusOr<ApiVersion> v = DetectVersion(client);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(*v, ApiVersion::kV0038);
+}
+
+TEST(DetectVersionTest, ProbesWhenThereIsNoSpec) {
+  auto transport = std::make_unique<ScriptedTransport>();
+  transport->answers = {{404, ""}, {404, ""}, {404, ""}, {200, R"({"errors":[]})"}};
+  RestClient client(std::move(transport), MakeStaticCredentials({"slurm", "tok"}));
+  absl::StatusOr<ApiVersion> v = DetectVersion(client);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(*v, ApiVersion::kV0042);  // 44, 43 -> 404; 42 answers
+}
+
+}  // namespace
+}  // namespace onequeue::slurm
