@@ -52,7 +52,12 @@ on_exit() {
 }
 trap on_exit EXIT
 
-bin=$(bash "$here/build-upstream.sh" | tail -n 1)
+# ONEQUEUE_UPSTREAM_BIN overrides the cached build (e.g. binaries built elsewhere).
+if [ -n "${ONEQUEUE_UPSTREAM_BIN:-}" ]; then
+  bin=$ONEQUEUE_UPSTREAM_BIN
+else
+  bin=$(bash "$here/build-upstream.sh" | tail -n 1)
+fi
 for b in kube-apiserver kubectl; do [ -x "$bin/$b" ] || oq_die "missing $bin/$b (see build-upstream.sh)"; done
 command -v etcd >/dev/null || oq_die "etcd is not installed (Debian package etcd-server)"
 ETCD=$(command -v etcd)
