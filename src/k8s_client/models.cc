@@ -1,5 +1,6 @@
 #include "k8s_client/models.h"
 
+#include <limits>
 #include <stdexcept>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +35,11 @@ std::optional<Int> OptInt(const json& j, const char* key) {
   const json& v = Field(j, key);
   if (v.is_null()) return std::nullopt;
   if (!v.is_number_integer()) throw ModelError(absl::StrCat("field ", key, " is not an integer"));
+  const bool fits = v.is_number_unsigned()
+                        ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<Int>::max())
+                        : v.get<int64_t>() >= std::numeric_limits<Int>::min() &&
+                              v.get<int64_t>() <= std::numeric_limits<Int>::max();
+  if (!fits) throw ModelError(absl::StrCat("field ", key, " is out of range"));
   return v.get<Int>();
 }
 
@@ -167,7 +173,7 @@ std::optional<IntOrString> ParseIntOrString(const json& j, const char* key) {
   if (v.is_null()) return std::nullopt;
   IntOrString out;
   if (v.is_number_integer()) {
-    out.int_value = v.get<int32_t>();
+    out.int_value = static_cast<int32_t>(v.get<int64_t>());
   } else if (v.is_string()) {
     out.is_string = true;
     out.string_value = v.get<std::string>();

@@ -1,0 +1,289 @@
+// Unit tests of the pure parts: kubeconfig/in-cluster config, watch decoding, rate limiting and
+// backoff, Status mapping, event series. No network.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "absl/strings/escaping.h"
+#include "k8s_client/api_status.h"
+#include "k8s_client/config.h"
+#include "k8s_client/rate_limit.h"
+#include "k8s_client/rest_client.h"
+#include "k8s_client/scheduler_api.h"
+#include "k8s_client/watch_decoder.h"
+
+namespace onequeue::k8s {
+namespace {
+
+const char* kKubeconfig = R"(
+apiVersion: v1
+kind: Config
+current-context: admin
+clusters:
+- name: local
+  cluster:
+    server: https://127.0.0.1:6443/
+    certificate-authority: pki/ca.crt
+- name: other
+  cluster:
+    server: https://10.0.0.1:443
+    certificate-authority-data: %CA%
+    insecure-skip-tls-verify: true
+users:
+- name: admin
+  user:
+    token: admin-token
+- name: sched
+  user:
+    tokenFile: tokens/sched
+    client-certificate-data: %CERT%
+    client-key: /abs/key.pem
+contexts:
+- name: admin
+  context: {cluster: local, user: admin}
+- name: sched
+  context: {cluster: other, user: sched, namespace: onequeue-system}
+- name: broken
+  context: {cluster: missing, user: admin}
+)";
+
+std::string Kubeconfig() {
+  std::string s = kKubeconfig;
+  s.replace(s.find("%CA%"), 4, absl::Base64Escape("CA PEM"));
+  s.replace(s.find("%CERT%"), 6, absl::Base64Escape("CERT PEM"));
+  return s;
+}
+
+TEST(ConfigTest, KubeconfigCurrentContext) {
+  absl::StatusOr<ClientConfig> c = ParseKubeconfig(Kubeconfig(), "/home/u/.kube");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "https://127.0.0.1:6443");
+  EXPECT_EQ(c->ca_file, "/home/u/.kube/pki/ca.crt");
+  EXPECT_EQ(c->bearer_token, "admin-token");
+  EXPECT_FALSE(c->insecure_skip_tls_verify);
+  EXPECT_EQ(c->default_namespace, "default");
+}
+
+TEST(ConfigTest, KubeconfigNamedContextWithDataFieldsAndFiles) {
+  absl::StatusOr<ClientConfig> c = ParseKubeconfig(Kubeconfig(), "/k", "sched");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ca_pem, "CA PEM");
+  EXPECT_TRUE(c->insecure_skip_tls_verify);
+  EXPECT_EQ(c->token_file, "/k/tokens/sched");
+  EXPECT_EQ(c->client_cert_pem, "CERT PEM");
+  EXPECT_EQ(c->client_key_file, "/abs/key.pem");
+  EXPECT_EQ(c->default_namespace, "onequeue-system");
+}
+
+TEST(ConfigTest, KubeconfigErrorsNameTheProblem) {
+  auto missing_ctx = ParseKubeconfig(Kubeconfig(), "", "nope");
+  EXPECT_EQ(missing_ctx.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(missing_ctx.status().message().find("context \"nope\" not found"), std::string::npos);
+  auto missing_cluster = ParseKubeconfig(Kubeconfig(), "", "broken");
+  EXPECT_NE(missing_cluster.status().message().find("cluster \"missing\""), std::string::npos);
+  EXPECT_FALSE(ParseKubeconfig("[unclosed", "").ok());
+  EXPECT_FALSE(ParseKubeconfig("just a string", "").ok());
+  EXPECT_EQ(LoadKubeconfig("/nonexistent/kubeconfig").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ConfigTest, InClusterUsesServiceAccountFiles) {
+  const std::string dir = ::testing::TempDir() + "/sa";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/token") << "tok\n";
+  std::ofstream(dir + "/namespace") << "team-a\n";
+  std::map<std::string, std::string> env = {{"KUBERNETES_SERVICE_HOST", "fd00::1"},
+                                            {"KUBERNETES_SERVICE_PORT", "443"}};
+  auto getenv = [&](const char* n) -> std::optional<std::string> {
+    auto it = env.find(n);
+    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  absl::StatusOr<ClientConfig> c = InClusterConfig(getenv, dir);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "https://[fd00::1]:443");
+  EXPECT_EQ(c->token_file, dir + "/token");
+  EXPECT_EQ(c->ca_file, dir + "/ca.crt");
+  EXPECT_EQ(c->default_namespace, "team-a");
+  env.clear();
+  EXPECT_EQ(InClusterConfig(getenv, dir).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+const std::string kStream =
+    R"({"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"a","resourceVersion":"10"}}})" "\n"
+    R"({"type":"MODIFIED","object":{"kind":"Pod","metadata":{"name":"a","resourceVersion":"11"},"note":"brace } in \"string\" {"}})" "\n"
+    R"({"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"12"}}})" "\n"
+    R"({"type":"DELETED","object":{"kind":"Pod","metadata":{"name":"a","resourceVersion":"13"}}})" "\n"
+    R"x({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old resource version: 1 (13)"}})x" "\n";
+
+TEST(WatchDecoderTest, EveryChunkingGivesTheSameEvents) {
+  for (size_t split1 = 0; split1 <= kStream.size(); split1 += 7) {
+    for (size_t split2 = split1; split2 <= kStream.size(); split2 += 13) {
+      std::vector<WatchEvent> got;
+      WatchDecoder d([&](WatchEvent e) { got.push_back(std::move(e)); });
+      ASSERT_TRUE(d.Feed(absl::string_view(kStream).substr(0, split1)).ok());
+      ASSERT_TRUE(d.Feed(absl::string_view(kStream).substr(split1, split2 - split1)).ok());
+      ASSERT_TRUE(d.Feed(absl::string_view(kStream).substr(split2)).ok());
+      ASSERT_EQ(got.size(), 5u);
+      EXPECT_TRUE(d.AtBoundary());
+      EXPECT_EQ(got[0].type, WatchEventType::kAdded);
+      EXPECT_EQ(got[1].resource_version, "11");
+      EXPECT_EQ(got[2].type, WatchEventType::kBookmark);
+      EXPECT_EQ(got[2].resource_version, "12");
+      EXPECT_EQ(got[3].type, WatchEventType::kDeleted);
+      absl::Status err = WatchErrorStatus(got[4]);
+      EXPECT_TRUE(IsResourceExpired(err)) << err;
+    }
+  }
+}
+
+TEST(WatchDecoderTest, ByteByByteAndMalformedInput) {
+  std::vector<WatchEvent> got;
+  WatchDecoder d([&](WatchEvent e) { got.push_back(std::move(e)); });
+  for (char c : kStream) ASSERT_TRUE(d.Feed(absl::string_view(&c, 1)).ok());
+  EXPECT_EQ(got.size(), 5u);
+  for (const char* bad : {"{not json}\n", "[1]\n", R"({"type":"ADDED"})" "\n",
+                          R"({"type":"WHAT","object":{"metadata":{}}})" "\n",
+                          R"({"type":"ADDED","object":{}})" "\n", R"({"type":1,"object":{}})" "\n"}) {
+    WatchDecoder bad_decoder([](WatchEvent) {});
+    EXPECT_FALSE(bad_decoder.Feed(bad).ok()) << bad;
+  }
+  WatchDecoder small([](WatchEvent) {}, 16);
+  EXPECT_EQ(small.Feed(std::string(100, 'x')).code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(TokenBucketTest, BurstThenQps) {
+  absl::Time t = absl::UnixEpoch();
+  TokenBucket b(10, 3, t);
+  EXPECT_EQ(b.Reserve(t), absl::ZeroDuration());
+  EXPECT_EQ(b.Reserve(t), absl::ZeroDuration());
+  EXPECT_EQ(b.Reserve(t), absl::ZeroDuration());
+  EXPECT_EQ(b.Reserve(t), absl::Milliseconds(100));  // 4th waits one token at 10 QPS
+  EXPECT_EQ(b.Reserve(t), absl::Milliseconds(200));  // queued behind it
+  t += absl::Seconds(1);                             // refills 10 tokens, capped at burst 3
+  EXPECT_EQ(b.Reserve(t), absl::ZeroDuration());
+  TokenBucket unlimited(0, 1, t);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(unlimited.Reserve(t), absl::ZeroDuration());
+}
+
+TEST(BackoffTest, ExponentialCappedWithInjectedJitter) {
+  double r = 0;
+  Backoff b(absl::Milliseconds(100), absl::Seconds(1), [&] { return r; }, 2.0, 0.5);
+  EXPECT_EQ(b.Next(), absl::Milliseconds(100));
+  EXPECT_EQ(b.Next(), absl::Milliseconds(200));
+  EXPECT_EQ(b.Next(), absl::Milliseconds(400));
+  EXPECT_EQ(b.Next(), absl::Milliseconds(800));
+  EXPECT_EQ(b.Next(), absl::Seconds(1));
+  r = 1.0;
+  EXPECT_EQ(b.Next(), absl::Milliseconds(1500));  // jitter up to +50%
+  b.Reset();
+  r = 0.5;
+  EXPECT_EQ(b.Next(), absl::Milliseconds(125));
+}
+
+TEST(ApiStatusTest, MapsCodesReasonsAndMessages) {
+  auto body = [](int code, const char* reason, const char* msg) {
+    return nlohmann::json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
+                          {"code", code}, {"reason", reason}, {"message", msg}}.dump();
+  };
+  struct Case {
+    int code;
+    const char* reason;
+    absl::StatusCode want;
+  } cases[] = {
+      {400, "BadRequest", absl::StatusCode::kInvalidArgument},
+      {401, "Unauthorized", absl::StatusCode::kUnauthenticated},
+      {403, "Forbidden", absl::StatusCode::kPermissionDenied},
+      {404, "NotFound", absl::StatusCode::kNotFound},
+      {409, "AlreadyExists", absl::StatusCode::kAlreadyExists},
+      {409, "Conflict", absl::StatusCode::kAborted},
+      {410, "Expired", absl::StatusCode::kOutOfRange},
+      {422, "Invalid", absl::StatusCode::kInvalidArgument},
+      {429, "TooManyRequests", absl::StatusCode::kResourceExhausted},
+      {500, "InternalError", absl::StatusCode::kUnavailable},
+      {503, "ServiceUnavailable", absl::StatusCode::kUnavailable},
+  };
+  for (const Case& c : cases) {
+    absl::Status s = StatusFromHttp(c.code, body(c.code, c.reason, "the message"));
+    EXPECT_EQ(s.code(), c.want) << c.code << " " << c.reason;
+    EXPECT_NE(s.message().find(std::to_string(c.code)), std::string::npos) << s;
+    EXPECT_NE(s.message().find(c.reason), std::string::npos) << s;
+    EXPECT_NE(s.message().find("the message"), std::string::npos) << s;
+    EXPECT_EQ(ReasonOf(s), c.reason);
+  }
+  absl::Status throttled = StatusFromHttp(429, body(429, "TooManyRequests", "slow down"), absl::Seconds(3));
+  EXPECT_TRUE(IsRetryable(throttled));
+  EXPECT_EQ(RetryAfterOf(throttled), absl::Seconds(3));
+  EXPECT_TRUE(IsResourceExpired(StatusFromHttp(410, body(410, "Gone", "gone"))));
+  EXPECT_FALSE(IsRetryable(StatusFromHttp(403, body(403, "Forbidden", "no"))));
+  // Not a Status object (a proxy's HTML page): the body is the message.
+  absl::Status html = StatusFromHttp(502, "<html>bad gateway</html>");
+  EXPECT_EQ(html.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(html.message().find("bad gateway"), std::string::npos);
+}
+
+TEST(ApiStatusTest, PdbRefusalIsItsOwnStatus) {
+  const std::string refusal = R"({"kind":"Status","apiVersion":"v1","status":"Failure",
+    "message":"Cannot evict pod as it would violate the pod's disruption budget.",
+    "reason":"TooManyRequests","code":429,
+    "details":{"causes":[{"reason":"DisruptionBudget","message":"The disruption budget web-pdb needs 1 healthy pods and has 1 currently"}]}})";
+  absl::Status s = StatusFromHttp(429, refusal);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("blocked by PodDisruptionBudget web-pdb"), std::string::npos) << s;
+  EXPECT_FALSE(IsRetryable(s));
+  const std::string multiple = R"({"kind":"Status","code":500,"reason":"InternalError",
+    "message":"This pod has more than one PodDisruptionBudget, which the eviction subresource does not support. The disruption budget db-pdb needs 2"})";
+  EXPECT_EQ(StatusFromHttp(500, multiple).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ListOptionsTest, BuildsEncodedQuery) {
+  ListOptions o;
+  o.label_selector = "app in (a,b),tier!=db";
+  o.field_selector = "spec.schedulerName=onequeue";
+  o.limit = 500;
+  o.watch = true;
+  o.allow_watch_bookmarks = true;
+  o.resource_version = "123";
+  EXPECT_EQ(o.ToQuery(),
+            "?labelSelector=app%20in%20%28a%2Cb%29%2Ctier%21%3Ddb&fieldSelector=spec.schedulerName%3Donequeue"
+            "&limit=500&resourceVersion=123&watch=true&allowWatchBookmarks=true");
+  EXPECT_EQ(ListOptions{}.ToQuery(), "");
+  EXPECT_EQ(ObjectPath(kPods, "ns", "p", "binding"), "/api/v1/namespaces/ns/pods/p/binding");
+  EXPECT_EQ(CollectionPath(kPods, ""), "/api/v1/pods");
+  EXPECT_EQ(CollectionPath(kNodes, "ignored"), "/api/v1/nodes");
+  EXPECT_EQ(ObjectPath(kLeases, "onequeue-system", "l"), "/apis/coordination.k8s.io/v1/namespaces/onequeue-system/leases/l");
+}
+
+TEST(EventSeriesTrackerTest, SameEventWithinWindowBecomesASeries) {
+  EventSeriesTracker t(absl::Minutes(6));
+  Event e;
+  e.regarding.kind = "Pod";
+  e.regarding.namespace_ = "ns";
+  e.regarding.name = "p";
+  e.reason = "FailedScheduling";
+  e.note = "0/3 nodes are available";
+  const absl::Time t0 = absl::UnixEpoch();
+  auto d1 = t.Observe(e, "p.1", t0);
+  EXPECT_TRUE(d1.create);
+  EXPECT_EQ(d1.name, "p.1");
+  auto d2 = t.Observe(e, "p.2", t0 + absl::Minutes(1));
+  EXPECT_FALSE(d2.create);
+  EXPECT_EQ(d2.name, "p.1");
+  EXPECT_EQ(d2.series_count, 2);
+  EXPECT_EQ(t.Observe(e, "p.3", t0 + absl::Minutes(2)).series_count, 3);
+  Event other = e;
+  other.note = "different";
+  EXPECT_TRUE(t.Observe(other, "p.4", t0 + absl::Minutes(2)).create);
+  auto late = t.Observe(e, "p.5", t0 + absl::Minutes(9));  // window passed since the last one
+  EXPECT_TRUE(late.create);
+  EXPECT_EQ(late.name, "p.5");
+}
+
+TEST(TimeFormatTest, MicroTime) {
+  const absl::Time t = absl::FromUnixMicros(1763769541123456);
+  EXPECT_EQ(FormatMicroTime(t), "2025-11-21T23:59:01.123456Z");
+  EXPECT_EQ(FormatRfc3339(t), "2025-11-21T23:59:01Z");
+}
+
+}  // namespace
+}  // namespace onequeue::k8s
