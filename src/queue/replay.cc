@@ -1,0 +1,372 @@
+#include "queue/replay.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <tuple>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "queue/plan.h"
+#include "queue/planner.h"
+
+namespace onequeue::queue {
+
+absl::StatusOr<ReplayPolicy> ParseReplayPolicy(std::string_view name) {
+  if (name == "fcfs") return ReplayPolicy::kFcfs;
+  if (name == "easy") return ReplayPolicy::kEasy;
+  if (name == "conservative") return ReplayPolicy::kConservative;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown policy '", std::string(name), "': expected fcfs, easy or conservative"));
+}
+
+const char* ReplayPolicyName(ReplayPolicy policy) {
+  switch (policy) {
+    case ReplayPolicy::kFcfs:
+      return "fcfs";
+    case ReplayPolicy::kEasy:
+      return "easy";
+    case ReplayPolicy::kConservative:
+      return "conservative";
+  }
+  return "?";
+}
+
+QueueConfig ReplayQueueConfig(ReplayPolicy policy) {
+  QueueConfig c;
+  // Submit order: every factor off, so the queue order falls back to submit time, then id.
+  c.weights = PriorityWeights{0, 0, 0, 0, 0};
+  c.resolution = 1;  // exact simulated times, no rounding of reservations
+  // Long enough that no reservation of a trace falls outside it (20 years of backlog).
+  c.window = Duration{20} * 365 * 24 * 3600;
+  switch (policy) {
+    case ReplayPolicy::kFcfs:
+      c.backfill = BackfillMode::kNone;
+      c.reservation_depth = 1;
+      break;
+    case ReplayPolicy::kEasy:
+      c.backfill = BackfillMode::kBackfill;
+      c.reservation_depth = 1;
+      break;
+    case ReplayPolicy::kConservative:
+      c.backfill = BackfillMode::kBackfill;
+      c.reservation_depth = 0;  // unlimited
+      break;
+  }
+  return c;
+}
+
+double JobOutcome::BoundedSlowdown(double tau) const {
+  const double run_d = static_cast<double>(run);
+  return std::max(1.0, (static_cast<double>(Wait()) + run_d) / std::max(run_d, tau));
+}
+
+ReplaySummary Summarise(const std::vector<JobOutcome>& outcomes, int64_t processors, double tau) {
+  ReplaySummary s;
+  s.processors = processors;
+  s.jobs = static_cast<int64_t>(outcomes.size());
+  if (outcomes.empty()) return s;
+  double wait_sum = 0;
+  double slowdown_sum = 0;
+  double used = 0;  // processor-seconds
+  Time first_submit = outcomes.front().submit;
+  Time last_end = outcomes.front().end;
+  for (const JobOutcome& j : outcomes) {
+    const double wait = static_cast<double>(j.Wait());
+    const double slowdown = j.BoundedSlowdown(tau);
+    wait_sum += wait;
+    slowdown_sum += slowdown;
+    s.max_wait = std::max(s.max_wait, wait);
+    s.max_bounded_slowdown = std::max(s.max_bounded_slowdown, slowdown);
+    used += static_cast<double>(j.processors) * static_cast<double>(j.run);
+    first_submit = std::min(first_submit, j.submit);
+    last_end = std::max(last_end, j.end);
+    s.backfilled += j.backfilled;
+    s.cut_at_limit += j.cut_at_limit;
+  }
+  s.average_wait = wait_sum / static_cast<double>(outcomes.size());
+  s.average_bounded_slowdown = slowdown_sum / static_cast<double>(outcomes.size());
+  s.makespan = last_end - first_submit;
+  if (s.makespan > 0 && processors > 0) {
+    s.utilisation = used / (static_cast<double>(processors) * static_cast<double>(s.makespan));
+  }
+  return s;
+}
+
+namespace {
+
+// A job as the replay runs it.
+struct ReplayJob {
+  int64_t job_number = 0;
+  int line = 0;
+  int64_t processors = 0;
+  Time submit = 0;
+  Duration limit = 0;
+  Duration run = 0;
+  bool cut = false;
+};
+
+std::string WorkloadId(int64_t job_number) {
+  // Zero-padded so that the id tie-break of the queue order is the job-number order.
+  return absl::StrFormat("job-%012d", job_number);
+}
+
+// The machine size and where it came from.
+absl::StatusOr<std::pair<int64_t, std::string>> MachineSize(const SwfTrace& trace,
+                                                             const ReplayOptions& options) {
+  if (options.processors.has_value()) {
+    if (*options.processors <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--processors must be positive; got ", *options.processors));
+    }
+    return std::make_pair(*options.processors, std::string("--processors"));
+  }
+  if (trace.header.max_procs.has_value()) return std::make_pair(*trace.header.max_procs, std::string("header MaxProcs"));
+  if (trace.header.max_nodes.has_value()) return std::make_pair(*trace.header.max_nodes, std::string("header MaxNodes"));
+  int64_t widest = 0;
+  for (const SwfJob& j : trace.jobs) widest = std::max(widest, j.Processors());
+  if (widest <= 0) {
+    return absl::InvalidArgumentError("the trace gives no machine size (MaxProcs/MaxNodes) and no job with a processor count");
+  }
+  return std::make_pair(widest, std::string("widest job"));
+}
+
+// Discrete-event simulation of one trace under one policy.
+class Simulator {
+ public:
+  Simulator(std::vector<ReplayJob> jobs, int64_t processors, const ReplayOptions& options)
+      : jobs_(std::move(jobs)),
+        processors_(processors),
+        planner_(ReplayQueueConfig(options.policy), /*preemption=*/nullptr),
+        outcomes_(jobs_.size()),
+        seen_(jobs_.size(), 0),
+        running_slot_(jobs_.size(), -1),
+        node_job_(processors, -1) {
+    snapshot_ = std::make_shared<Snapshot>();
+    snapshot_->nodes.reserve(processors);
+    for (int64_t i = 0; i < processors; ++i) {
+      Node n;
+      n.name = absl::StrCat("p", i);
+      n.allocatable[kCpu] = 1000;
+      n.owner.kind = OwnerKind::kSlurm;
+      snapshot_->nodes.push_back(std::move(n));
+    }
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      index_of_id_[WorkloadId(jobs_[i].job_number)] = static_cast<int>(i);
+      JobOutcome& o = outcomes_[i];
+      o.job_number = jobs_[i].job_number;
+      o.processors = jobs_[i].processors;
+      o.submit = jobs_[i].submit;
+      o.run = jobs_[i].run;
+      o.limit = jobs_[i].limit;
+      o.cut_at_limit = jobs_[i].cut;
+    }
+  }
+
+  absl::Status Run() {
+    while (next_arrival_ < jobs_.size() || !completions_.empty()) {
+      Time now = kForever;
+      if (next_arrival_ < jobs_.size()) now = jobs_[next_arrival_].submit;
+      if (!completions_.empty()) now = std::min(now, completions_.top().first);
+      ApplyEvents(now);
+      // The snapshot is this object's: the planner keeps it only for OnArrival, which the replay
+      // never calls, so it is updated in place between cycles instead of copied every cycle.
+      Plan plan = planner_.PlanCycle(snapshot_, now);
+      ++cycles_;
+      if (absl::Status s = ApplyPlan(plan, now); !s.ok()) return s;
+      if (next_arrival_ == jobs_.size() && completions_.empty() && !snapshot_->pending.empty()) {
+        const WaitingStatus* w = plan.waiting.empty() ? nullptr : &plan.waiting.front();
+        return absl::InternalError(absl::StrCat(
+            snapshot_->pending.size(), " job(s) can never start on an idle machine; first: ",
+            snapshot_->pending.front().id,
+            w ? absl::StrCat(" (", WaitReasonName(w->reason), ": ", w->message, ")") : ""));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::vector<JobOutcome> TakeOutcomes() { return std::move(outcomes_); }
+  int64_t cycles() const { return cycles_; }
+
+ private:
+  // Completions first (they free nodes), then every arrival at `now`.
+  void ApplyEvents(Time now) {
+    while (!completions_.empty() && completions_.top().first <= now) {
+      const int job = completions_.top().second;
+      completions_.pop();
+      if (running_slot_[job] >= 0) {
+        for (const Allocation& a : snapshot_->running[running_slot_[job]].allocations) node_job_[a.node] = -1;
+      }
+      RemoveRunning(job);
+    }
+    while (next_arrival_ < jobs_.size() && jobs_[next_arrival_].submit <= now) {
+      const ReplayJob& j = jobs_[next_arrival_++];
+      PendingWorkload w;
+      w.id = WorkloadId(j.job_number);
+      w.kind = WorkloadKind::kSlurmJob;
+      w.members = static_cast<int32_t>(j.processors);
+      w.members_present = w.members;
+      w.per_member[kCpu] = 1000;
+      w.gang = true;
+      w.time_limit = j.limit;
+      w.submit_time = j.submit;
+      snapshot_->pending.push_back(std::move(w));
+    }
+  }
+
+  void RemoveRunning(int job) {
+    std::vector<RunningWorkload>& running = snapshot_->running;
+    const int slot = running_slot_[job];
+    if (slot < 0) return;
+    if (slot != static_cast<int>(running.size()) - 1) {
+      running[slot] = std::move(running.back());
+      running_slot_[index_of_id_.at(running[slot].id)] = slot;
+    }
+    running.pop_back();
+    running_slot_[job] = -1;
+  }
+
+  absl::Status ApplyPlan(const Plan& plan, Time now) {
+    std::vector<char> started(jobs_.size(), 0);
+    for (const StartDecision& d : plan.starts) {
+      if (absl::Status s = Start(d, now); !s.ok()) return s;
+      started[index_of_id_.at(d.workload)] = 1;
+    }
+    if (!plan.starts.empty()) {
+      auto& pending = snapshot_->pending;
+      pending.erase(std::remove_if(pending.begin(), pending.end(),
+                                   [&](const PendingWorkload& w) { return started[index_of_id_.at(w.id)]; }),
+                    pending.end());
+    }
+    const WaitingStatus* head = nullptr;
+    for (const WaitingStatus& w : plan.waiting) {
+      auto it = index_of_id_.find(w.workload);
+      if (it == index_of_id_.end()) continue;
+      const int job = it->second;
+      if (!seen_[job]) {
+        seen_[job] = 1;
+        outcomes_[job].first_estimate = w.estimated_start;
+      }
+      if (head == nullptr || w.queue_position < head->queue_position) head = &w;
+    }
+    if (head != nullptr) {
+      JobOutcome& o = outcomes_[index_of_id_.at(head->workload)];
+      if (!o.was_head_waiting) {
+        o.was_head_waiting = true;
+        o.head_estimate = head->estimated_start;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Checks what the planner decided before acting on it: the replay is also a test of the planner.
+  absl::Status Start(const StartDecision& d, Time now) {
+    auto it = index_of_id_.find(d.workload);
+    if (it == index_of_id_.end()) return absl::InternalError("planner started an unknown workload " + d.workload);
+    const int job = it->second;
+    const ReplayJob& j = jobs_[job];
+    if (ever_started_[job]) {
+      return absl::InternalError("planner started " + d.workload + " twice");
+    }
+    if (static_cast<int64_t>(d.member_nodes.size()) != j.processors) {
+      return absl::InternalError(absl::StrCat("planner started ", d.workload, " on ", d.member_nodes.size(),
+                                              " processors; it needs ", j.processors));
+    }
+    RunningWorkload r;
+    r.id = d.workload;
+    r.kind = WorkloadKind::kSlurmJob;
+    r.start_time = now;
+    r.expected_end = now + j.limit;
+    r.allocations.reserve(d.member_nodes.size());
+    for (NodeIndex n : d.member_nodes) {
+      if (n < 0 || n >= processors_ || node_job_[n] >= 0) {
+        return absl::InternalError(absl::StrCat("planner put ", d.workload, " on processor ", n,
+                                                ", which is busy or does not exist"));
+      }
+      node_job_[n] = job;
+      Allocation a;
+      a.node = n;
+      a.used[kCpu] = 1000;
+      r.allocations.push_back(a);
+    }
+    ever_started_[job] = 1;
+    running_slot_[job] = static_cast<int>(snapshot_->running.size());
+    snapshot_->running.push_back(std::move(r));
+    JobOutcome& o = outcomes_[job];
+    o.start = now;
+    o.end = now + j.run;
+    o.backfilled = d.backfilled;
+    completions_.emplace(o.end, job);
+    return absl::OkStatus();
+  }
+
+  std::vector<ReplayJob> jobs_;  // submit order
+  int64_t processors_;
+  QueuePlanner planner_;
+  std::shared_ptr<Snapshot> snapshot_;
+  std::vector<JobOutcome> outcomes_;
+  std::vector<char> seen_;  // appeared in a plan's waiting list at least once
+  std::vector<int> running_slot_;  // job -> index in snapshot_->running, or -1
+  std::vector<int64_t> node_job_;  // processor -> running job, or -1
+  absl::flat_hash_map<std::string, int> index_of_id_;
+  std::vector<char> ever_started_ = std::vector<char>(jobs_.size(), 0);
+  std::priority_queue<std::pair<Time, int>, std::vector<std::pair<Time, int>>, std::greater<>> completions_;
+  size_t next_arrival_ = 0;
+  int64_t cycles_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<ReplayResult> ReplayTrace(const SwfTrace& trace, const ReplayOptions& options) {
+  if (!(options.tau > 0)) return absl::InvalidArgumentError("tau must be positive");
+  auto machine = MachineSize(trace, options);
+  if (!machine.ok()) return machine.status();
+  const int64_t processors = machine->first;
+  if (processors > 1000000) {
+    return absl::InvalidArgumentError(absl::StrCat("machine of ", processors,
+                                                   " processors: the replay models one node per processor and stops at 1,000,000"));
+  }
+  ReplayResult result;
+  result.policy = options.policy;
+  result.machine_source = machine->second;
+  std::vector<ReplayJob> jobs;
+  for (const SwfJob& s : trace.jobs) {
+    auto skip = [&](std::string why) { result.skipped.push_back({s.job_number, s.line, std::move(why)}); };
+    const int64_t procs = s.Processors();
+    if (procs <= 0) { skip("unknown processor count (fields 5 and 8 are -1)"); continue; }
+    if (procs > processors) {
+      skip(absl::StrCat("needs ", procs, " processors; the machine has ", processors));
+      continue;
+    }
+    if (s.run_time < 0) { skip("unknown run time (field 4 is -1)"); continue; }
+    if (s.submit_time < 0) { skip("unknown submit time (field 2 is -1)"); continue; }
+    ReplayJob j;
+    j.job_number = s.job_number;
+    j.line = s.line;
+    j.processors = procs;
+    j.submit = s.submit_time;
+    j.limit = s.requested_time >= 0 ? s.requested_time : s.run_time;
+    j.run = std::min(s.run_time, j.limit);
+    j.cut = s.run_time > j.limit;
+    jobs.push_back(j);
+  }
+  if (jobs.empty()) return absl::InvalidArgumentError("no job of the trace can be replayed");
+  std::stable_sort(jobs.begin(), jobs.end(), [](const ReplayJob& a, const ReplayJob& b) {
+    return std::tie(a.submit, a.job_number) < std::tie(b.submit, b.job_number);
+  });
+  Simulator sim(std::move(jobs), processors, options);
+  if (absl::Status s = sim.Run(); !s.ok()) return s;
+  result.jobs = sim.TakeOutcomes();
+  std::sort(result.jobs.begin(), result.jobs.end(),
+            [](const JobOutcome& a, const JobOutcome& b) { return a.job_number < b.job_number; });
+  result.summary = Summarise(result.jobs, processors, options.tau);
+  result.summary.skipped = static_cast<int64_t>(result.skipped.size());
+  result.summary.cycles = sim.cycles();
+  return result;
+}
+
+}  // namespace onequeue::queue

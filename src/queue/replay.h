@@ -1,0 +1,109 @@
+#pragma once
+// Trace replay: runs an SWF trace through the queue planner in simulated time, so an admin can
+// try a policy on their own history (docs/simulate.md).
+//
+// The model, decided once and written down in docs/simulate.md:
+//   * The machine: one node per processor (allocatable 1 cpu), as many as the header's MaxProcs
+//     (else MaxNodes, else the widest job), or ReplayOptions::processors when given.
+//   * A job of p processors is one gang of p members of 1 cpu each (a Slurm job, all-or-nothing).
+//   * Its time limit is the requested time (field 9), which is all the planner knows; it really
+//     runs min(run time (field 4), time limit): like Slurm, a job is stopped at its limit. A job
+//     without a requested time gets its run time as the limit (a perfect estimate).
+//   * Queue order is submit order (all priority weights 0, so ties go to submit time, then id).
+//   * Events: every arrival and every completion; all events at one instant are applied, then
+//     the planner runs one full cycle (PlanCycle) and everything it says to start starts then.
+//   * Jobs that cannot be replayed (unknown processors, run time or submit time, or wider than
+//     the machine) are skipped and counted, never silently.
+// Pure: no I/O, no clock; the same trace and options always give the same result.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "queue/model.h"
+#include "queue/swf.h"
+
+namespace onequeue::queue {
+
+enum class ReplayPolicy {
+  kFcfs,          // strict order: the first job that cannot start stops the pass
+  kEasy,          // backfill, reservation depth 1
+  kConservative,  // backfill, every blocked job gets a reservation
+};
+
+absl::StatusOr<ReplayPolicy> ParseReplayPolicy(std::string_view name);
+const char* ReplayPolicyName(ReplayPolicy policy);
+
+// The planner configuration a policy maps onto (exact times: resolution 1 s; a window long
+// enough for any reservation of the trace).
+QueueConfig ReplayQueueConfig(ReplayPolicy policy);
+
+struct ReplayOptions {
+  ReplayPolicy policy = ReplayPolicy::kEasy;
+  std::optional<int64_t> processors;  // overrides the header
+  double tau = 10;                    // bounded slowdown threshold, seconds
+};
+
+// One replayed job.
+struct JobOutcome {
+  int64_t job_number = 0;
+  int64_t processors = 0;
+  Time submit = 0;
+  Time start = 0;
+  Time end = 0;
+  Duration run = 0;         // what it ran in the replay: min(run time, limit)
+  Duration limit = 0;       // what the planner planned with
+  bool cut_at_limit = false;  // the trace's run time exceeded its requested time
+  bool backfilled = false;    // started ahead of a blocked higher-priority job
+  // The planner's estimated start in the first cycle after the job's submission (unknown if it
+  // gave none), and in the first cycle in which it was first in the queue while waiting.
+  std::optional<Time> first_estimate;
+  std::optional<Time> head_estimate;
+  bool was_head_waiting = false;
+
+  Duration Wait() const { return start - submit; }
+  // max(1, (wait + run) / max(run, tau))
+  double BoundedSlowdown(double tau) const;
+};
+
+struct SkippedJob {
+  int64_t job_number = 0;
+  int line = 0;
+  std::string why;
+};
+
+struct ReplaySummary {
+  int64_t jobs = 0;  // replayed
+  int64_t skipped = 0;
+  int64_t processors = 0;
+  double average_wait = 0;                // seconds
+  double max_wait = 0;                    // seconds
+  double average_bounded_slowdown = 0;
+  double max_bounded_slowdown = 0;
+  // used processor-seconds / (processors * makespan); makespan = last end - first submit.
+  double utilisation = 0;
+  Duration makespan = 0;
+  int64_t backfilled = 0;
+  int64_t cut_at_limit = 0;
+  int64_t cycles = 0;  // planner cycles run
+};
+
+// Metrics over any outcomes (also used by the tests on hand-built outcomes).
+ReplaySummary Summarise(const std::vector<JobOutcome>& outcomes, int64_t processors, double tau);
+
+struct ReplayResult {
+  ReplayPolicy policy = ReplayPolicy::kEasy;
+  std::string machine_source;  // "header MaxProcs", "header MaxNodes", "--processors", "widest job"
+  std::vector<JobOutcome> jobs;  // in job-number order
+  std::vector<SkippedJob> skipped;
+  ReplaySummary summary;
+};
+
+// kInvalidArgument: bad options or nothing to replay; kInternal: the planner broke a rule the
+// replay checks (overfilled a node, started a job twice or on a wrong number of processors) or
+// left jobs waiting forever.
+absl::StatusOr<ReplayResult> ReplayTrace(const SwfTrace& trace, const ReplayOptions& options);
+
+}  // namespace onequeue::queue
