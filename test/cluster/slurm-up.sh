@@ -50,6 +50,11 @@ if [ -d "$SLURM_PIDS" ]; then
   done
 fi
 
+# Unix socket paths are limited to 107 bytes; the longest is slurmstepd's
+# DIR/spool/nK/nK_<job id>.<step id> (about 40 bytes after DIR).
+[ ${#SLURM_DIR} -le 60 ] || die "$SLURM_DIR is too long (${#SLURM_DIR} > 60 characters) for the unix sockets under it; use a shorter folder such as /tmp/s1"
+case "$SLURM_DIR" in *[[:space:]]*) die "$SLURM_DIR contains whitespace" ;; esac
+
 # The daemons run as munge, slurm and nobody: every folder above DIR must let them through.
 d="$SLURM_DIR"
 while [ "$d" != / ]; do

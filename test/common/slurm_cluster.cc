@@ -52,6 +52,7 @@ struct ChildSpec {
   std::vector<std::string> argv;
   std::vector<std::string> extra_env;  // NAME=value, added to (or overriding) ours
   std::string cwd;                     // empty: ours
+  bool clean_env = false;              // only extra_env, not ours
   std::chrono::seconds timeout{60};
   bool merge_stderr = false;
 };
@@ -72,7 +73,7 @@ absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec) {
   for (const auto& a : spec.argv) c_argv.push_back(const_cast<char*>(a.c_str()));
   c_argv.push_back(nullptr);
   std::map<std::string, std::string> env_map;
-  for (char** e = environ; *e != nullptr; ++e) {
+  for (char** e = environ; !spec.clean_env && *e != nullptr; ++e) {
     std::string kv = *e;
     auto eq = kv.find('=');
     if (eq != std::string::npos) env_map[kv.substr(0, eq)] = kv;
@@ -255,8 +256,11 @@ absl::Status RunClusterScript(const SlurmClusterInfo& info, const std::vector<st
   return absl::OkStatus();
 }
 
+// A clean environment: sbatch hands the submitter's whole environment to the job (--export=ALL),
+// and ours (TMPDIR, SLURM_* of an enclosing job, ...) has no business there.
 std::vector<std::string> SlurmChildEnv(const SlurmClusterInfo& info) {
-  return {absl::StrCat("SLURM_CONF=", info.slurm_conf), "PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+  return {absl::StrCat("SLURM_CONF=", info.slurm_conf), "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8",
+          absl::StrCat("HOME=", info.jobs_dir), absl::StrCat("USER=", info.user)};
 }
 
 // The client commands run as info.user when we are root: sbatch'ed jobs run as their submitter,
@@ -269,6 +273,20 @@ std::vector<std::string> AsClusterUser(const SlurmClusterInfo& info, std::vector
   return wrapped;
 }
 
+// Where the cluster folder goes: $TMPDIR if the daemons' users (munge, slurm, nobody) can reach it
+// and its paths stay short enough for unix sockets, /tmp otherwise.
+std::string ClusterParentDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  if (tmp == nullptr || *tmp == '\0' || std::string(tmp).size() > 36) return "/tmp";
+  std::error_code ec;
+  for (fs::path p = fs::absolute(tmp, ec); !ec && !p.empty(); p = p.parent_path()) {
+    auto perms = fs::status(p, ec).permissions();
+    if (ec || (perms & fs::perms::others_exec) == fs::perms::none) return "/tmp";
+    if (p == p.root_path()) break;
+  }
+  return ec ? "/tmp" : std::string(tmp);
+}
+
 }  // namespace
 
 SlurmClusterEnvironment::SlurmClusterEnvironment(SlurmClusterOptions options) : options_(options) {}
@@ -278,8 +296,7 @@ const SlurmClusterInfo& SlurmClusterEnvironment::Info() { return State().info; }
 void SlurmClusterEnvironment::SetUp() {
   SlurmClusterState& s = State();
   ASSERT_FALSE(s.running) << "one SlurmClusterEnvironment per process";
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/onequeue-slurm-XXXXXX";
+  std::string templ = ClusterParentDir() + "/onequeue-slurm-XXXXXX";
   ASSERT_NE(mkdtemp(templ.data()), nullptr) << "mkdtemp " << templ << ": " << std::strerror(errno);
   s.dir = templ;
   s.down_script = ClusterScript("slurm-down.sh");
@@ -387,6 +404,7 @@ absl::StatusOr<std::string> SlurmCommand(const SlurmClusterInfo& info, const std
   ChildSpec spec;
   spec.argv = AsClusterUser(info, command);
   spec.extra_env = SlurmChildEnv(info);
+  spec.clean_env = true;
   spec.cwd = info.jobs_dir;
   spec.timeout = std::chrono::seconds(60);
   auto r = RunChild(spec);

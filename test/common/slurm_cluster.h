@@ -46,7 +46,8 @@ struct SlurmClusterOptions {
   int nodes = 8;
 };
 
-// Runs slurm-up.sh into a fresh temporary folder in SetUp and slurm-down.sh in TearDown. If
+// Runs slurm-up.sh into a fresh temporary folder ($TMPDIR/onequeue-slurm-XXXXXX if the daemons' users
+// can reach $TMPDIR and it is short, else /tmp/onequeue-slurm-XXXXXX) in SetUp and slurm-down.sh in TearDown. If
 // slurm-up.sh fails, SetUp fails fatally with its output (it is bounded: never hangs), so no test
 // runs against a missing cluster. The cluster is also stopped if the process ends another way: at
 // exit() (atexit), on SIGINT/SIGTERM/SIGHUP/SIGABRT/SIGSEGV/SIGBUS (a handler runs slurm-down.sh,
@@ -69,7 +70,8 @@ class SlurmClusterEnvironment : public ::testing::Environment {
 
 // Runs a Slurm client command (scontrol, squeue, sinfo, sbatch, scancel, ...; a bare name is taken
 // from info.bin_dir) with SLURM_CONF set, as info.user (so sbatch'ed jobs can run), in
-// info.jobs_dir. Returns stdout, or an error carrying stderr: kUnavailable on a non-zero exit,
+// info.jobs_dir, with a clean environment (SLURM_CONF, PATH, LANG, HOME, USER: sbatch would hand
+// ours to the job). Returns stdout, or an error carrying stderr: kUnavailable on a non-zero exit,
 // kDeadlineExceeded after 60 s.
 absl::StatusOr<std::string> SlurmCommand(const SlurmClusterInfo& info, const std::vector<std::string>& argv);
 
