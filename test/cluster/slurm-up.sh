@@ -65,15 +65,26 @@ while [ "$d" != / ]; do
 done
 
 started=0
+interrupted=0
+# The caller's stderr, for on_exit: a trap may run inside a call whose stderr goes to /dev/null.
+exec 8>&2
 on_exit() {
   local rc=$?
+  [ "$interrupted" = 0 ] || rc=$interrupted
   if [ "$rc" != 0 ] && [ "$started" = 1 ]; then
-    echo "slurm-up.sh: FAILED (exit $rc); log tails follow, then the cluster is stopped" >&2
-    show_log_tails
-    "$HERE/slurm-down.sh" "$SLURM_DIR" >&2 || true
+    {
+      echo "slurm-up.sh: FAILED (exit $rc); log tails follow, then the cluster is stopped"
+      show_log_tails
+      "$HERE/slurm-down.sh" "$SLURM_DIR" || true
+    } >&8 2>&8
   fi
+  exit "$rc"
 }
 trap on_exit EXIT
+# Interrupted (Ctrl-C, TERM): exit through on_exit, which stops what was started (the daemons run in
+# sessions of their own and would not get the signal).
+trap 'interrupted=130; exit 130' INT
+trap 'interrupted=143; exit 143' TERM HUP
 
 T0=$(date +%s.%N)
 rm -rf "$SLURM_DIR"/{state,spool,munge,rest,dev,bin,pids}
