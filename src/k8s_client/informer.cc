@@ -106,6 +106,10 @@ absl::Status InformerBase::ListAll() {
       return absl::InternalError(absl::StrCat("list of ", type_.resource, ": not a list object"));
     }
     for (auto& item : page["items"]) items.push_back(std::move(item));
+    {
+      absl::MutexLock lock(&mu_);
+      ++stats_.pages;
+    }
     const nlohmann::json& meta = page["metadata"];
     list_rv = meta.is_object() ? meta.value("resourceVersion", "") : "";
     continue_token = meta.is_object() ? meta.value("continue", "") : "";

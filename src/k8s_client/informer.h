@@ -43,6 +43,7 @@ struct InformerOptions {
 
 struct InformerStats {
   int64_t lists = 0;          // full lists (the first one and every relist)
+  int64_t pages = 0;          // list requests (pages) answered
   int64_t watches = 0;        // watch requests opened
   int64_t expired = 0;        // 410 Gone / Expired seen
   int64_t events = 0;         // watch events applied (not counting bookmarks)
