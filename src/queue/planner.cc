@@ -119,6 +119,53 @@ Duration RunDuration(const PendingWorkload& w) {
 
 bool CanPreemptAnything(const QosPolicy* q) { return q != nullptr && !q->can_preempt.empty(); }
 
+// Nodes by free cpu now, in whole-core buckets, so "which nodes could hold r millicores now" walks
+// only the nodes with at least that much free, smallest first (best fit, like Slurm's
+// cons_tres). Free capacity only shrinks during a cycle, so a node only moves to lower buckets;
+// stale entries are dropped lazily while walking.
+class FreeCpuIndex {
+ public:
+  void Build(const AvailabilityProfile& p) {
+    int64_t max_cores = 0;
+    for (size_t n = 0; n < p.size(); ++n) max_cores = std::max(max_cores, p.Capacity(n)[kCpu] / 1000);
+    buckets_.assign(static_cast<size_t>(std::min<int64_t>(max_cores, 4096)) + 1, {});
+    bucket_of_.assign(p.size(), -1);
+    for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) Update(n, p);
+  }
+  void Update(NodeIndex n, const AvailabilityProfile& p) {
+    int64_t free = p.FreeNow(n)[kCpu];
+    int32_t b = free <= 0 ? -1 : Bucket(free);
+    if (b == bucket_of_[n]) return;
+    bucket_of_[n] = b;
+    if (b >= 0) buckets_[b].push_back(n);
+  }
+  // Visits nodes with free cpu possibly >= millis, smallest bucket first; stops when `visit`
+  // returns false.
+  template <typename Visit>
+  void ForEachWithAtLeast(int64_t millis, Visit visit) {
+    for (size_t b = static_cast<size_t>(Bucket(std::max<int64_t>(0, millis))); b < buckets_.size(); ++b) {
+      std::vector<NodeIndex>& v = buckets_[b];
+      size_t keep = 0;
+      bool go_on = true;
+      for (size_t i = 0; i < v.size(); ++i) {
+        NodeIndex n = v[i];
+        if (bucket_of_[n] != static_cast<int32_t>(b)) continue;  // moved since: drop
+        v[keep++] = n;
+        if (go_on) go_on = visit(n);
+      }
+      v.resize(keep);
+      if (!go_on) return;
+    }
+  }
+
+ private:
+  int32_t Bucket(int64_t millis) const {
+    return static_cast<int32_t>(std::min<int64_t>(millis / 1000, static_cast<int64_t>(buckets_.size()) - 1));
+  }
+  std::vector<std::vector<NodeIndex>> buckets_;
+  std::vector<int32_t> bucket_of_;
+};
+
 }  // namespace
 
 // Everything one cycle builds and OnArrival reuses.
@@ -146,12 +193,14 @@ struct QueuePlanner::State {
   absl::flat_hash_map<std::string, EligibleSet> static_eligible;
   std::vector<char> claimed;  // nodes promised to a preemptor this cycle
   std::vector<std::string> victims;
-  // Nodes that may have room now (free cpu > 0 or an extended resource free); compacted lazily.
-  std::vector<NodeIndex> open_nodes;
+  FreeCpuIndex free_cpu;
   absl::flat_hash_map<ShapeKey, Duration> failed_now;  // shape -> smallest duration that failed
-  // Estimation memo, valid for one profile version.
+  // Same, for "would it fit now if no reservation existed" (the reason, not the decision).
+  absl::flat_hash_map<ShapeKey, Duration> failed_ignoring_reservations;
+  // Estimation memo per (shape, duration) for the whole cycle. Capacity only shrinks during a
+  // cycle, so a memoised estimate can be optimistic by the backfills planned after it was made:
+  // an estimate, not a promise (reservations are the promises).
   absl::flat_hash_map<std::pair<size_t, Duration>, Time> estimate_memo;
-  uint64_t estimate_memo_version = 0;
 
   int32_t reservations = 0;
   int32_t last_reservation_position = 0;  // 1-based; 0 = none
@@ -195,7 +244,7 @@ class CyclePass {
   void Wait(const PendingWorkload& w, WaitReason reason, std::string message, int32_t position,
             std::optional<Time> estimate, bool has_reservation);
   bool FitsIgnoringReservations(const PendingWorkload& w, double priority,
-                                const std::vector<char>& eligible, Time now) const;
+                                const std::vector<char>& eligible, Time now);
 
   const QueueConfig& config_;
   const PreemptionPlanner* preemption_;
@@ -309,10 +358,6 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, doub
   std::vector<std::pair<NodeIndex, int64_t>> candidates;
   int64_t found = 0;
   const AvailabilityProfile& p = *s_.profile;
-  // Requests without cpu may fit on nodes whose cpu is exhausted, and the open list describes
-  // the profile's own now only (an arrival planned later may find nodes freed since): walk every
-  // node for those.
-  const bool walk_all = w.per_member[kCpu] <= 0 || now != p.now();
   auto consider = [&](NodeIndex n) {
     if (!Usable(n, w, priority, eligible)) return;
     int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, members - (pack ? 0 : found));
@@ -320,24 +365,21 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, doub
     candidates.emplace_back(n, copies);
     found += copies;
   };
+  // Requests without cpu may fit on nodes whose cpu is exhausted, and the free-cpu index
+  // describes the profile's own now only (an arrival planned later may find nodes freed since):
+  // walk every node for those.
+  const bool walk_all = w.per_member[kCpu] <= 0 || now != p.now();
   if (walk_all) {
     for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()) && (pack || found < members); ++n) {
       consider(n);
     }
   } else {
-    // Compact the open list as we go: a node with no free cpu now never has room now again in
-    // this cycle (capacity only shrinks).
-    size_t keep = 0;
-    size_t i = 0;
-    for (; i < s_.open_nodes.size() && (pack || found < members); ++i) {
-      NodeIndex n = s_.open_nodes[i];
-      if (p.FreeNow(n)[kCpu] <= 0) continue;
-      s_.open_nodes[keep++] = n;
+    s_.free_cpu.ForEachWithAtLeast(w.per_member[kCpu], [&](NodeIndex n) {
       consider(n);
-    }
-    for (; i < s_.open_nodes.size(); ++i) s_.open_nodes[keep++] = s_.open_nodes[i];
-    s_.open_nodes.resize(keep);
+      return pack || found < members;
+    });
   }
+  std::sort(candidates.begin(), candidates.end());
   if (found < members) return std::nullopt;
   return ChooseNodes(w, candidates);
 }
@@ -346,54 +388,81 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
                                                                  double priority,
                                                                  const std::vector<char>& eligible,
                                                                  Time on_or_after) {
-  const AvailabilityProfile& p = *s_.profile;
+  // Fluxion's avail_time_first over a node set, driven by time: a node's availability can only
+  // rise when one of its own blocks ends, so the candidate start times are `on_or_after` and the
+  // block ends after it, visited in ascending order (one ordered list for the whole pool). At
+  // each candidate only the nodes whose block ended there are re-examined; once the nodes seen
+  // feasible add up to the gang, they are re-verified at that time (a node feasible earlier can
+  // be blocked later by a block that starts after its last check) and the first time that holds
+  // is the answer. A single-member workload stops at the first node that frees up for it.
+  AvailabilityProfile& p = *s_.profile;
   const int32_t members = std::max<int32_t>(1, w.members);
   const Duration duration = RunDuration(w);
-  // Per node: the earliest time one copy fits (Fluxion's avail_time_first per vertex).
-  std::vector<std::pair<Time, NodeIndex>> first;
-  for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) {
-    if (!Usable(n, w, priority, eligible)) continue;
-    Time t = p.AvailTimeFirst(n, on_or_after, duration, w.per_member, w.kind);
-    if (t < kForever) first.emplace_back(t, n);
-  }
-  std::sort(first.begin(), first.end());
-  // The gang starts at the first candidate time at which the nodes available by then hold all
-  // members over the whole duration (a node free earlier may be taken again later, so verify).
-  for (size_t i = 0; i < first.size();) {
-    Time t = first[i].first;
-    size_t j = i;
-    while (j < first.size() && first[j].first == t) ++j;
+  absl::flat_hash_map<NodeIndex, int64_t> feasible;
+  int64_t total = 0;
+  auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
+    if (!Usable(n, w, priority, eligible)) return 0;
+    return p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, members);
+  };
+  auto note = [&](NodeIndex n, int64_t c) {
+    if (c <= 0) return;
+    auto [it, inserted] = feasible.emplace(n, c);
+    if (!inserted) {
+      total -= it->second;
+      it->second = c;
+    }
+    total += c;
+  };
+  auto try_finish = [&](Time t) -> std::optional<Placement> {
+    if (total < members) return std::nullopt;
     std::vector<std::pair<NodeIndex, int64_t>> candidates;
-    int64_t found = 0;
-    const Time end = SaturatingAdd(t, duration);
-    for (size_t k = 0; k < j && found < members; ++k) {
-      NodeIndex n = first[k].second;
-      int64_t copies = p.Copies(n, t, end, w.per_member, w.kind, members - found);
-      if (copies > 0) {
-        candidates.emplace_back(n, copies);
-        found += copies;
+    total = 0;
+    for (auto it = feasible.begin(); it != feasible.end();) {
+      int64_t c = copies_at(it->first, t);
+      if (c <= 0) {
+        feasible.erase(it++);
+        continue;
       }
+      it->second = c;
+      total += c;
+      candidates.emplace_back(it->first, c);
+      ++it;
     }
-    if (found >= members) {
-      if (w.pack_topology && !config_.topology_labels.empty() && members > 1) {
-        // Give the topology choice every node usable at t, not just the first that sufficed.
-        candidates.clear();
-        for (size_t k = 0; k < j; ++k) {
-          NodeIndex n = first[k].second;
-          int64_t copies = p.Copies(n, t, end, w.per_member, w.kind, members);
-          if (copies > 0) candidates.emplace_back(n, copies);
-        }
-      }
-      std::sort(candidates.begin(), candidates.end());
-      return Placement{t, ChooseNodes(w, candidates)};
-    }
-    i = j;
+    if (total < members) return std::nullopt;
+    std::sort(candidates.begin(), candidates.end());
+    return Placement{t, ChooseNodes(w, candidates)};
+  };
+
+  const Time start = p.RoundUp(std::max(on_or_after, p.now()));
+  if (start > p.horizon()) return std::nullopt;
+  if (w.per_member[kCpu] <= 0 || start != p.now()) {
+    for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) note(n, copies_at(n, start));
+  } else {
+    s_.free_cpu.ForEachWithAtLeast(w.per_member[kCpu], [&](NodeIndex n) {
+      note(n, copies_at(n, start));
+      return true;
+    });
   }
-  return std::nullopt;
+  std::optional<Placement> result = try_finish(start);
+  if (result.has_value()) return result;
+  Time batch = -1;
+  p.ForEachEndAfter(start, [&](Time end, NodeIndex n) {
+    const Time t = p.RoundUp(end);
+    if (t > p.horizon()) return false;
+    if (batch >= 0 && t != batch) {
+      result = try_finish(batch);
+      if (result.has_value()) return false;
+    }
+    batch = t;
+    note(n, copies_at(n, t));
+    return true;
+  });
+  if (!result.has_value() && batch >= 0) result = try_finish(batch);
+  return result;
 }
 
 bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, double priority,
-                                         const std::vector<char>& eligible, Time now) const {
+                                         const std::vector<char>& eligible, Time now) {
   const int32_t members = std::max<int32_t>(1, w.members);
   const Time end = SaturatingAdd(now, RunDuration(w));
   int64_t found = 0;
@@ -408,7 +477,10 @@ bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, double priori
   } else {
     // Reservations start at or after now, so free cpu now (reservations included only when they
     // start exactly now) bounds the nodes worth looking at.
-    for (size_t i = 0; i < s_.open_nodes.size() && found < members; ++i) consider(s_.open_nodes[i]);
+    s_.free_cpu.ForEachWithAtLeast(w.per_member[kCpu], [&](NodeIndex n) {
+      consider(n);
+      return found < members;
+    });
   }
   return found >= members;
 }
@@ -429,6 +501,7 @@ void CyclePass::Commit(const PendingWorkload& w, const MemberNodes& nodes, Time 
     b.kind = w.kind;
     b.reservation = reservation;
     s_.profile->Add(n, b);
+    if (start <= s_.profile->now()) s_.free_cpu.Update(n, *s_.profile);
   }
 }
 
@@ -563,8 +636,17 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
   const bool first_blocked = !s_.any_blocked;
   s_.any_blocked = true;
   WaitReason reason = first_blocked ? WaitReason::kResources : WaitReason::kPriority;
-  if (!first_blocked && FitsIgnoringReservations(w, priority, eligible, now)) {
-    reason = WaitReason::kReservedForHigherPriority;
+  if (!first_blocked) {
+    auto known = memo_valid ? s_.failed_ignoring_reservations.find(shape)
+                            : s_.failed_ignoring_reservations.end();
+    if (known == s_.failed_ignoring_reservations.end() || known->second > duration) {
+      if (FitsIgnoringReservations(w, priority, eligible, now)) {
+        reason = WaitReason::kReservedForHigherPriority;
+      } else if (memo_valid) {
+        auto [it, inserted] = s_.failed_ignoring_reservations.emplace(shape, duration);
+        if (!inserted) it->second = std::min(it->second, duration);
+      }
+    }
   }
   const bool may_reserve = config_.reservation_depth == 0 || strict ||
                            s_.reservations < config_.reservation_depth;
@@ -588,10 +670,6 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
   const bool budget_left =
       config_.max_estimates_per_cycle == 0 || s_.estimates < config_.max_estimates_per_cycle;
   if (budget_left) {
-    if (s_.estimate_memo_version != s_.profile->version()) {
-      s_.estimate_memo.clear();
-      s_.estimate_memo_version = s_.profile->version();
-    }
     auto key = std::make_pair(absl::HashOf(shape), duration);
     auto it = s_.estimate_memo.find(key);
     if (it != s_.estimate_memo.end()) {
@@ -646,10 +724,8 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
   }
   s.priority = std::make_unique<PriorityCalculator>(config_, snap.usage, s.pool_total, now);
   s.claimed.assign(snap.nodes.size(), 0);
-  s.open_nodes.reserve(snap.nodes.size());
-  for (NodeIndex n = 0; n < static_cast<NodeIndex>(snap.nodes.size()); ++n) {
-    if (s.profile->FreeNow(n)[kCpu] > 0) s.open_nodes.push_back(n);
-  }
+  s.profile->SealBase();
+  s.free_cpu.Build(*s.profile);
 
   Plan plan;
   plan.now = now;

@@ -32,7 +32,19 @@ void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
   if (block.start <= now_ && block.end > now_) free_now_[node] -= block.used;
   if (block.start > now_) first_future_start_[node] = std::min(first_future_start_[node], block.start);
   kinds_[node] |= KindBit(block.kind);
+  if (block.end < kForever && block.end > now_) {
+    if (sealed_) {
+      added_ends_.emplace(block.end, node);
+    } else {
+      base_ends_.emplace_back(block.end, node);
+    }
+  }
   ++version_;
+}
+
+void AvailabilityProfile::SealBase() {
+  std::sort(base_ends_.begin(), base_ends_.end());
+  sealed_ = true;
 }
 
 int64_t AvailabilityProfile::Copies(NodeIndex node, Time start, Time end,

@@ -13,7 +13,11 @@
 // Per-node blocks stay few (the workloads on one node), so each query is a small sweep; the
 // planner keeps free_now and the first future block start per node for the common question
 // "does it fit right now, until its time limit?" in O(resources).
+#include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "queue/model.h"
@@ -53,6 +57,15 @@ class AvailabilityProfile {
   Time AvailTimeFirst(NodeIndex node, Time on_or_after, Duration duration,
                       const Resources& request, WorkloadKind kind) const;
 
+  // Block ends in (after, horizon()], ascending, as (end, node): the only moments at which a
+  // node's availability can rise. `visit` returns false to stop. Ends of the blocks added before
+  // SealBase() live in one sorted vector, later ones in a small ordered set.
+  template <typename Visit>
+  void ForEachEndAfter(Time after, Visit visit) const;
+
+  // Sorts the ends of the blocks added so far (the running workloads); call once before queries.
+  void SealBase();
+
   // Rounds t up onto the grid now + k * resolution.
   Time RoundUp(Time t) const;
 
@@ -81,6 +94,26 @@ class AvailabilityProfile {
   Duration resolution_;
   bool shared_nodes_;
   uint64_t version_ = 0;
+  bool sealed_ = false;
+  std::vector<std::pair<Time, NodeIndex>> base_ends_;
+  std::set<std::pair<Time, NodeIndex>> added_ends_;
 };
+
+template <typename Visit>
+void AvailabilityProfile::ForEachEndAfter(Time after, Visit visit) const {
+  auto a = std::upper_bound(base_ends_.begin(), base_ends_.end(),
+                            std::make_pair(after, std::numeric_limits<NodeIndex>::max()));
+  auto b = added_ends_.upper_bound(std::make_pair(after, std::numeric_limits<NodeIndex>::max()));
+  while (a != base_ends_.end() || b != added_ends_.end()) {
+    const std::pair<Time, NodeIndex>* next;
+    if (b == added_ends_.end() || (a != base_ends_.end() && *a < *b)) {
+      next = &*a++;
+    } else {
+      next = &*b++;
+    }
+    if (next->first > horizon_) return;
+    if (!visit(next->first, next->second)) return;
+  }
+}
 
 }  // namespace onequeue::queue
