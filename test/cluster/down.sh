@@ -15,19 +15,19 @@ DIR=$1
 if [ "$(cat "$DIR/pids/watchdog.pid" 2>/dev/null)" = "$$" ]; then
   rm -f "$DIR/pids/watchdog.pid"
 else
-  oq_stop "$DIR" watchdog 2
+  oq_stop "$DIR" watchdog 2 || true
 fi
 # Clients of the apiserver before it, etcd last, so that nothing logs errors about a missing server.
 for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
-  oq_stop "$DIR" "$name" 15
+  oq_stop "$DIR" "$name" 15 || true
 done
 # Anything else recorded (a component added later) goes too.
 for f in "$DIR"/pids/*.pid; do
   [ -e "$f" ] || continue
-  oq_stop "$DIR" "$(basename "$f" .pid)" 10
+  oq_stop "$DIR" "$(basename "$f" .pid)" 10 || true
 done
 
-left=$(ls "$DIR/pids" 2>/dev/null)
+left=$(ls "$DIR/pids" 2>/dev/null | tr '\n' ' ')
 if [ -n "$left" ]; then
   oq_log "could not stop: $left"
   exit 1

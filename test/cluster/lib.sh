@@ -78,7 +78,15 @@ oq_stop() {
     if [ -d "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; then
       oq_log "$name (pid $pid) ignored TERM for ${grace}s, killing it"
       kill -KILL "$pid" 2>/dev/null || true
-      for i in $(seq 1 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+      for i in $(seq 1 50); do
+        [ -d "/proc/$pid" ] || break
+        [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && break
+        sleep 0.1
+      done
+      if [ -d "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; then
+        oq_log "$name (pid $pid) survived KILL"
+        return 1  # keep its pid file: down.sh reports it
+      fi
     fi
   fi
   rm -f "$dir/pids/$name.pid"

@@ -178,6 +178,9 @@ choose_apiserver() {
     --secure-port="$apiserver_port" --cert-dir="$pki/apiserver" \
     --tls-cert-file="$pki/serving.crt" --tls-private-key-file="$pki/serving.key" \
     --client-ca-file="$pki/ca.crt" \
+    --requestheader-client-ca-file="$pki/ca.crt" --requestheader-allowed-names=onequeue-front-proxy \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
     --service-account-issuer=https://kubernetes.default.svc \
     --service-account-key-file="$pki/sa.key" --service-account-signing-key-file="$pki/sa.key" \
     --token-auth-file="$pki/tokens.csv" --authorization-mode=Node,RBAC \
