@@ -29,6 +29,10 @@
 namespace onequeue::k8s {
 
 absl::StatusOr<HttpResponse> HttpTransport::Send(HttpRequest request) {
+  if (OnTransportThread()) {
+    return absl::FailedPreconditionError(
+        "synchronous request from a transport callback (it would deadlock): use the async call");
+  }
   absl::Notification done;
   absl::StatusOr<HttpResponse> result;
   SendAsync(std::move(request), [&](absl::StatusOr<HttpResponse> r) {
@@ -190,6 +194,8 @@ class CurlTransport : public HttpTransport {
     call->on_response = std::move(done);
     Enqueue(std::move(call));
   }
+
+  bool OnTransportThread() const override { return std::this_thread::get_id() == thread_.get_id(); }
 
   std::unique_ptr<HttpStream> OpenStream(HttpRequest request, ChunkCallback on_chunk,
                                          StreamDoneCallback on_done) override {

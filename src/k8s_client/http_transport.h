@@ -56,6 +56,10 @@ class HttpTransport {
 
   virtual std::unique_ptr<HttpStream> OpenStream(HttpRequest request, ChunkCallback on_chunk,
                                                  StreamDoneCallback on_done) = 0;
+
+  // True on the thread that runs the callbacks: Send() from there would wait for itself, so it
+  // fails with FailedPrecondition instead of deadlocking.
+  virtual bool OnTransportThread() const { return false; }
 };
 
 // libcurl multi on its own thread; HTTP/2 with multiplexing (many requests in flight over one

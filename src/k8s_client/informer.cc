@@ -132,27 +132,22 @@ absl::Status InformerBase::WatchOnce() {
   const double r = client_->env().rand01 ? client_->env().rand01() : 0.0;
   opts.timeout_seconds = absl::ToInt64Seconds(options_.min_watch_timeout * (1.0 + r));
 
+  // The transport thread only queues the bytes; this (the informer's) thread decodes them and
+  // runs the handlers, so a handler may call the API synchronously without deadlocking the
+  // transport.
   struct Shared {
     absl::Mutex mu;
     bool done ABSL_GUARDED_BY(mu) = false;
     absl::Status status ABSL_GUARDED_BY(mu);
-    // An ERROR event or a decode error: the watch must end with this status.
-    absl::Status error ABSL_GUARDED_BY(mu);
-    bool failed() ABSL_LOCKS_EXCLUDED(mu) {
-      absl::MutexLock lock(&mu);
-      return !error.ok();
-    }
-    void Fail(absl::Status s) ABSL_LOCKS_EXCLUDED(mu) {
-      absl::MutexLock lock(&mu);
-      if (error.ok()) error = std::move(s);
-    }
+    std::string pending ABSL_GUARDED_BY(mu);
+    bool Ready() const ABSL_SHARED_LOCKS_REQUIRED(mu) { return done || !pending.empty(); }
   };
   auto shared = std::make_shared<Shared>();
-  // Events are decoded and applied on the transport thread as chunks arrive.
-  auto decoder = std::make_shared<WatchDecoder>([this, shared](WatchEvent ev) {
-    if (shared->failed()) return;
+  absl::Status error;  // an ERROR event or a decode error ends this watch with that status
+  WatchDecoder decoder([this, &error](WatchEvent ev) {
+    if (!error.ok()) return;
     if (ev.type == WatchEventType::kError) {
-      shared->Fail(WatchErrorStatus(ev));
+      error = WatchErrorStatus(ev);
       return;
     }
     if (ev.type != WatchEventType::kBookmark) {
@@ -167,10 +162,9 @@ absl::Status InformerBase::WatchOnce() {
   });
   std::unique_ptr<HttpStream> stream = client_->Stream(
       CollectionPath(type_, options_.namespace_) + opts.ToQuery(),
-      [decoder, shared](absl::string_view chunk) {
-        if (shared->failed()) return;
-        absl::Status s = decoder->Feed(chunk);
-        if (!s.ok()) shared->Fail(std::move(s));
+      [shared](absl::string_view chunk) {
+        absl::MutexLock lock(&shared->mu);
+        shared->pending.append(chunk.data(), chunk.size());
       },
       [shared](absl::Status s) {
         absl::MutexLock lock(&shared->mu);
@@ -183,19 +177,32 @@ absl::Status InformerBase::WatchOnce() {
     stream_ = stream.get();
     if (stopping_) stream_->Cancel();
   }
-  // An ERROR event does not end the HTTP stream by itself: cancel it ourselves.
   absl::Status result;
+  bool cancelled = false;
   while (true) {
-    absl::MutexLock lock(&shared->mu);
-    if (shared->mu.AwaitWithTimeout(absl::Condition(&shared->done), absl::Milliseconds(50))) {
-      result = shared->error.ok() ? shared->status : shared->error;
-      break;
+    std::string chunk;
+    bool done = false;
+    {
+      absl::MutexLock lock(&shared->mu);
+      shared->mu.AwaitWithTimeout(absl::Condition(shared.get(), &Shared::Ready), absl::Milliseconds(100));
+      chunk.swap(shared->pending);
+      done = shared->done;
+      if (done) result = shared->status;
     }
-    if (!shared->error.ok()) stream->Cancel();
+    if (!chunk.empty() && error.ok()) {
+      absl::Status s = decoder.Feed(chunk);
+      if (!s.ok()) error = s;
+    }
+    if (done) break;
+    // An ERROR event does not end the HTTP stream by itself: cancel it ourselves.
+    if (!error.ok() && !cancelled) {
+      stream->Cancel();
+      cancelled = true;
+    }
   }
   absl::MutexLock lock(&mu_);
   stream_ = nullptr;
-  return result;
+  return error.ok() ? result : error;
 }
 
 void InformerBase::Run() {

@@ -6,8 +6,8 @@
 //                                   -> on a clean end / connection error: re-watch from the last
 //                                      resourceVersion seen, after backoff with jitter
 //                                   -> on 410 Gone / Expired / "too old resource version": relist
-// Handlers run with no lock held, in event order (relists on the informer thread, watch events on
-// the transport thread as they are decoded); they must not block long.
+// Handlers run on the informer's thread, with no lock held, in event order; they may call the API
+// (synchronously) but should not block long: events queue up behind them.
 // Each change reaches the handlers once: a relist emits add/update/delete only for objects whose
 // resourceVersion differs from the store's.
 #pragma once
