@@ -229,6 +229,7 @@ bool ReadJob(const nlohmann::json& j, SlurmJob& out) {
   const jf::SlurmNumber task = jf::Number(j, "array_task_id", true);
   if (task.has_value() && task.value >= 0 && out.array_job_id != 0)
     out.array_task_id = static_cast<uint32_t>(task.value & 0xFFFFFFFF);
+  if (out.array_job_id != 0 && !out.array_task_id) out.array_tasks = jf::String(j, "array_task_string");
   out.name = jf::String(j, "name");
   out.user = jf::String(j, "user_name");
   out.account = jf::String(j, "account");

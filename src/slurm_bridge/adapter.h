@@ -44,8 +44,9 @@ class VersionAdapter {
   absl::StatusOr<SubmitResult> ParseSubmit(const nlohmann::json& body) const;
 
   virtual nlohmann::json SubmitBody(const JobSubmission& job) const = 0;
-  // Job update that lets a requeued job start at once instead of waiting out BeginTime.
-  virtual nlohmann::json BeginNowBody(absl::Time now) const = 0;
+  // Job update that lets a requeued job start at `at` (at or after `now`) instead of waiting out
+  // the BeginTime Slurm gave it.
+  virtual nlohmann::json BeginAtBody(absl::Time at, absl::Time now) const = 0;
   virtual nlohmann::json HoldBody(bool hold) const = 0;
   // Whether POST node/{name} exists (v0.0.39 and later); v0.0.38 needs scontrol.
   virtual bool SupportsNodeUpdate() const = 0;

@@ -83,8 +83,8 @@ class DataParserAdapter : public VersionAdapter {
     if (version_ <= ApiVersion::kV0040) body["script"] = s.script;  // top-level script until v0.0.40
     return body;
   }
-  Json BeginNowBody(absl::Time now) const override {
-    return Json{{"begin_time", SetNumber(absl::ToUnixSeconds(now))}};
+  Json BeginAtBody(absl::Time at, absl::Time now) const override {
+    return Json{{"begin_time", SetNumber(absl::ToUnixSeconds(std::max(at, now)))}};
   }
   Json HoldBody(bool hold) const override { return Json{{"hold", hold}}; }
   bool SupportsNodeUpdate() const override { return true; }

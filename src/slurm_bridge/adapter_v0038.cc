@@ -63,7 +63,11 @@ class V0038Adapter : public VersionAdapter {
     if (s.hold) job["hold"] = true;
     return Json{{"script", s.script}, {"job", job}};
   }
-  Json BeginNowBody(absl::Time) const override { return Json{{"begin_time", "now"}}; }
+  // 22.05 refuses epoch numbers here; Slurm's time syntax "now+N" (seconds) is accepted.
+  Json BeginAtBody(absl::Time at, absl::Time now) const override {
+    const int64_t delay = absl::ToInt64Seconds(absl::Ceil(at - now, absl::Seconds(1)));
+    return Json{{"begin_time", delay > 0 ? absl::StrCat("now+", delay) : std::string("now")}};
+  }
   Json HoldBody(bool hold) const override { return Json{{"hold", hold}}; }
   bool SupportsNodeUpdate() const override { return false; }
   Json NodeUpdateBody(const NodeUpdate&) const override { return Json::object(); }

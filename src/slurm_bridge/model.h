@@ -49,7 +49,10 @@ using GresMap = std::map<std::string, int64_t>;
 struct SlurmJob {
   uint32_t job_id = 0;
   uint32_t array_job_id = 0;                // 0 when not part of an array
-  std::optional<uint32_t> array_task_id;    // set only for array tasks
+  std::optional<uint32_t> array_task_id;    // set only for array tasks split off their record
+  // Tasks a pending array record still stands for ("1-3"); Slurm keeps them in one record until
+  // they start.
+  std::string array_tasks;
   std::string name;
   std::string user;
   std::string account;

@@ -149,21 +149,27 @@ class PlaceholderOwnership : public NodeOwnership {
     absl::StatusOr<JobListing> jobs = api_.ListJobs();
     if (!jobs.ok()) return jobs.status();
     bool cancelled = false;
+    absl::Time requeued_by = absl::InfinitePast();  // when the last placeholder started
     for (const SlurmJob& j : jobs->items) {
       if (!IsPlaceholder(j, node)) continue;
       absl::Status st = api_.CancelJob(j.job_id);
       if (!st.ok()) return st;
       cancelled = true;
+      requeued_by = std::max(requeued_by, j.start_time);
     }
     if (!cancelled) return absl::OkStatus();
     // Jobs Slurm requeued to make room wait out a BeginTime (about 2 minutes) before they may
-    // start again; let the ones of this node's shared partitions go at once.
+    // start again; let the ones of this node's shared partitions go now. Not sooner than 2 s after
+    // the requeue: slurmd refuses a launch credential issued in the second it revoked the old one
+    // ("Job credential revoked", the job then FAILS), seen live on 22.05.
+    const absl::Time now = now_();
+    const absl::Time at = std::max(now, requeued_by + absl::Seconds(2));
     for (const SlurmJob& j : jobs->items) {
       if (j.state != JobState::kPending || j.restart_count == 0 || j.state_reason != "BeginTime") continue;
       if (j.partition == options_.reclaim_partition ||
           std::find(n->partitions.begin(), n->partitions.end(), j.partition) == n->partitions.end())
         continue;
-      absl::Status st = api_.StartNow(j.job_id, now_());
+      absl::Status st = api_.StartAt(j.job_id, at, now);
       if (!st.ok() && !absl::IsNotFound(st)) return st;
     }
     return absl::OkStatus();

@@ -81,8 +81,8 @@ class RestSlurmApi : public SlurmApi {
     const nlohmann::json body = adapter_->HoldBody(false);
     return Simple("POST", adapter_->JobPath(job_id), &body);
   }
-  absl::Status StartNow(uint32_t job_id, absl::Time now) override {
-    const nlohmann::json body = adapter_->BeginNowBody(now);
+  absl::Status StartAt(uint32_t job_id, absl::Time at, absl::Time now) override {
+    const nlohmann::json body = adapter_->BeginAtBody(at, now);
     return Simple("POST", adapter_->JobPath(job_id), &body);
   }
   absl::Status RequeueJob(uint32_t job_id) override {

@@ -38,8 +38,8 @@ class SlurmApi {
   virtual absl::Status SignalJob(uint32_t job_id, const std::string& signal) = 0;  // "SIGUSR1" / "10"
   virtual absl::Status HoldJob(uint32_t job_id) = 0;
   virtual absl::Status ReleaseJob(uint32_t job_id) = 0;
-  // Lets a requeued job start at once instead of waiting out its BeginTime.
-  virtual absl::Status StartNow(uint32_t job_id, absl::Time now) = 0;
+  // Lets a requeued job start at `at` instead of waiting out the BeginTime Slurm gave it.
+  virtual absl::Status StartAt(uint32_t job_id, absl::Time at, absl::Time now) = 0;
   // scontrol only (no REST version can requeue).
   virtual absl::Status RequeueJob(uint32_t job_id) = 0;
   // Drain / resume: REST from v0.0.39, scontrol on v0.0.38.

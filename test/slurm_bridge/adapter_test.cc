@@ -178,7 +178,7 @@ TYPED_TEST(AdapterTest, RequestBodiesUseKeysOfTheSpec) {
   const std::set<std::string> submit = allowed("submit"), desc = allowed("job_desc");
   for (auto it = body.begin(); it != body.end(); ++it) EXPECT_TRUE(submit.count(it.key())) << it.key();
   for (auto it = body["job"].begin(); it != body["job"].end(); ++it) EXPECT_TRUE(desc.count(it.key())) << it.key();
-  for (const nlohmann::json& b : {this->adapter_->HoldBody(true), this->adapter_->BeginNowBody(absl::Now())})
+  for (const nlohmann::json& b : {this->adapter_->HoldBody(true), this->adapter_->BeginAtBody(absl::Now(), absl::Now())})
     for (auto it = b.begin(); it != b.end(); ++it) EXPECT_TRUE(desc.count(it.key())) << it.key();
   if (this->adapter_->SupportsNodeUpdate()) {
     const std::set<std::string> node = allowed("update_node");
@@ -218,7 +218,9 @@ TEST(AdapterV0038Test, PlaceholderBodyUsesTheKeysThatWorkOn2205) {
   EXPECT_EQ(body["job"]["nodelist"], "n3");
   EXPECT_FALSE(body["job"].contains("required_nodes"));  // "Disabled key" on 22.05
   EXPECT_EQ(body["job"]["exclusive"], "exclusive");       // "true" is refused
-  EXPECT_EQ(a->BeginNowBody(absl::Now())["begin_time"], "now");  // epochs are refused
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  EXPECT_EQ(a->BeginAtBody(now, now)["begin_time"], "now");  // epochs are refused
+  EXPECT_EQ(a->BeginAtBody(now + absl::Milliseconds(1500), now)["begin_time"], "now+2");
 }
 
 TEST(ResponseStatusTest, MapsTheErrorsArray) {

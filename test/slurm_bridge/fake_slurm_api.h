@@ -86,8 +86,8 @@ class FakeSlurmApi : public SlurmApi {
   absl::Status SignalJob(uint32_t id, const std::string& s) override { return absl::OkStatus(); }
   absl::Status HoldJob(uint32_t id) override { return absl::OkStatus(); }
   absl::Status ReleaseJob(uint32_t id) override { return absl::OkStatus(); }
-  absl::Status StartNow(uint32_t id, absl::Time) override {
-    calls.push_back(absl::StrCat("StartNow ", id));
+  absl::Status StartAt(uint32_t id, absl::Time, absl::Time) override {
+    calls.push_back(absl::StrCat("StartAt ", id));
     return absl::OkStatus();
   }
   absl::Status RequeueJob(uint32_t id) override { return absl::OkStatus(); }

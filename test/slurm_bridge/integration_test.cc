@@ -1,2 +1,439 @@
-// Placeholder until the local Slurm environment (test/common/slurm_cluster.h) lands.
+// slurm_bridge against a real local Slurm 22.05 (8 slurmd, slurmrestd with JWT, v0.0.38), started
+// once for this binary by the SlurmClusterEnvironment. No mock of slurmrestd anywhere.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "common/slurm_cluster.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "slurm_bridge/hostlist.h"
+#include "slurm_bridge/ownership.h"
+#include "slurm_bridge/poller.h"
+#include "slurm_bridge/slurm_api.h"
+
+namespace onequeue::slurm {
+namespace {
+using ::onequeue::testing::SlurmClusterEnvironment;
+using ::onequeue::testing::SlurmClusterInfo;
+using ::onequeue::testing::SlurmCommand;
+using ::testing::HasSubstr;
+
+const SlurmClusterInfo& Info() { return SlurmClusterEnvironment::Info(); }
+
+SlurmApiOptions Options(const std::string& token_file = "") {
+  SlurmApiOptions o;
+  o.transport.base_url = Info().rest_url;
+  o.user = Info().user;
+  o.token_file = token_file.empty() ? Info().token_file : token_file;
+  o.scontrol_path = Info().bin_dir + "/scontrol";
+  o.slurm_conf = Info().slurm_conf;
+  o.retry.max_attempts = 2;
+  o.retry.initial_backoff = absl::Milliseconds(50);
+  return o;
+}
+
+std::unique_ptr<SlurmApi> Connect(const SlurmApiOptions& o = Options()) {
+  absl::StatusOr<std::unique_ptr<SlurmApi>> api = ConnectSlurmApi(o);
+  EXPECT_TRUE(api.ok()) << api.status();
+  return api.ok() ? *std::move(api) : nullptr;
+}
+
+// Bounded polling: true once `cond` holds, false after `timeout`.
+bool WaitFor(const std::function<bool()>& cond, absl::Duration timeout = absl::Seconds(60)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (cond()) return true;
+    absl::SleepFor(absl::Milliseconds(250));
+  }
+  return cond();
+}
+
+std::string Slurm(const std::vector<std::string>& argv) {
+  absl::StatusOr<std::string> out = SlurmCommand(Info(), argv);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *out : "";
+}
+
+uint32_t Sbatch(const std::vector<std::string>& args, const std::string& script) {
+  std::vector<std::string> argv = {"sbatch", "--parsable", "-o", "/dev/null"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("--wrap=" + script);
+  const std::string out = Slurm(argv);
+  uint32_t id = 0;
+  const std::string first(absl::StripAsciiWhitespace(out.substr(0, out.find_first_of(";\n"))));
+  EXPECT_TRUE(absl::SimpleAtoi(first, &id)) << "sbatch said: " << out;
+  return id;
+}
+
+std::string SinfoState(const SlurmNode& n) {
+  if (n.drain()) return n.drained() ? "drained" : "draining";
+  return absl::AsciiStrToLower(NodeStateName(n.state));
+}
+
+class SlurmBridgeIntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_ = Connect();
+    ASSERT_NE(api_, nullptr);
+  }
+  void TearDown() override {
+    // Leave the cluster as we found it for the next test: no jobs, no drains.
+    (void)SlurmCommand(Info(), {"scancel", "--user", Info().user});
+    absl::StatusOr<NodeListing> nodes = api_->ListNodes();
+    if (nodes.ok())
+      for (const SlurmNode& n : nodes->items)
+        if (n.drain()) (void)SlurmCommand(Info(), {"scontrol", "update", "nodename=" + n.name, "state=resume"});
+    WaitFor([&] {
+      absl::StatusOr<JobListing> l = api_->ListJobs();
+      return l.ok() && std::none_of(l->items.begin(), l->items.end(),
+                                    [](const SlurmJob& j) { return !IsFinished(j.state); });
+    });
+  }
+  std::unique_ptr<SlurmApi> api_;
+};
+
+TEST_F(SlurmBridgeIntegrationTest, DetectsV0038OverTcpAndUnixSocket) {
+  EXPECT_EQ(api_->version(), ApiVersion::kV0038);
+  SlurmApiOptions o = Options();
+  o.transport.unix_socket = Info().rest_socket;
+  o.transport.base_url = "http://localhost";
+  std::unique_ptr<SlurmApi> via_socket = Connect(o);
+  ASSERT_NE(via_socket, nullptr);
+  absl::StatusOr<NodeListing> nodes = via_socket->ListNodes();
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  EXPECT_EQ(nodes->items.size(), Info().nodes.size());
+}
+
+TEST_F(SlurmBridgeIntegrationTest, JobsNodesAndPartitionsMatchSqueueAndSinfo) {
+  Sbatch({"-N", "2", "-n", "3", "--mem-per-cpu=500", "-J", "two-nodes"}, "sleep 300");
+  Sbatch({"--hold", "-J", "held"}, "sleep 1");
+  Sbatch({"--hold", "--array=1-3", "-J", "arr"}, "sleep 1");
+  Sbatch({"-N", "8", "--exclusive", "-J", "waits"}, "sleep 1");
+  ASSERT_TRUE(WaitFor([&] {
+    std::string q = Slurm({"squeue", "-h", "-n", "two-nodes", "-t", "R", "-o", "%A"});
+    return !q.empty();
+  }));
+
+  // squeue: one line per record, like REST (a pending array is one record "3_[1-3]").
+  const std::string squeue = Slurm({"squeue", "-h", "-o", "%A|%T|%P|%j|%D|%C|%N|%u|%F|%K|%r"});
+  absl::StatusOr<JobListing> jobs = api_->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  std::map<uint32_t, SlurmJob> by_id;
+  for (const SlurmJob& j : jobs->items) by_id[j.job_id] = j;
+  int compared = 0;
+  for (absl::string_view line : absl::StrSplit(squeue, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> f = absl::StrSplit(line, '|');
+    ASSERT_EQ(f.size(), 11u) << line;
+    uint32_t id = 0;
+    ASSERT_TRUE(absl::SimpleAtoi(f[0], &id));
+    ASSERT_TRUE(by_id.count(id)) << "REST lacks job " << id;
+    const SlurmJob& j = by_id[id];
+    SCOPED_TRACE(std::string(line));
+    EXPECT_EQ(JobStateName(j.state), f[1]);
+    EXPECT_EQ(j.partition, f[2]);
+    EXPECT_EQ(j.name, f[3]);
+    EXPECT_EQ(std::to_string(j.node_count), f[4]);
+    EXPECT_EQ(std::to_string(j.cpus), f[5]);
+    EXPECT_EQ(CompressHostlist(j.nodes), f[6]);
+    EXPECT_EQ(j.user, f[7]);
+    if (f[9] != "N/A") {  // array record
+      EXPECT_EQ(std::to_string(j.array_job_id), f[8]);
+      EXPECT_EQ(j.array_task_id.has_value() ? std::to_string(*j.array_task_id) : j.array_tasks, f[9]);
+    }
+    if (j.state == JobState::kPending) {
+      EXPECT_EQ(j.state_reason, f[10]);
+    }
+    if (j.name == "held") {
+      EXPECT_TRUE(j.held());
+    }
+    if (j.name == "two-nodes") {
+      EXPECT_EQ(j.memory_per_cpu_mb, 500);
+      EXPECT_EQ(j.nodes.size(), 2u);
+    }
+    ++compared;
+  }
+  // Every record squeue shows (pending/running) is in REST, and nothing more.
+  EXPECT_EQ(compared, std::count_if(jobs->items.begin(), jobs->items.end(),
+                                    [](const SlurmJob& j) { return !IsFinished(j.state); }));
+  EXPECT_GE(compared, 3);
+
+  // sinfo -N: one line per node and partition.
+  const std::string sinfo = Slurm({"sinfo", "-h", "-N", "-o", "%N|%T|%c|%m|%G|%f|%P"});
+  absl::StatusOr<NodeListing> nodes = api_->ListNodes();
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  std::map<std::string, SlurmNode> by_name;
+  for (const SlurmNode& n : nodes->items) by_name[n.name] = n;
+  EXPECT_EQ(by_name.size(), Info().nodes.size());
+  for (absl::string_view line : absl::StrSplit(sinfo, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> f = absl::StrSplit(line, '|');
+    ASSERT_EQ(f.size(), 7u);
+    ASSERT_TRUE(by_name.count(f[0])) << line;
+    const SlurmNode& n = by_name[f[0]];
+    SCOPED_TRACE(std::string(line));
+    EXPECT_EQ(SinfoState(n), f[1]);
+    EXPECT_EQ(std::to_string(n.cpus), f[2]);
+    EXPECT_EQ(std::to_string(n.memory_mb), f[3]);
+    EXPECT_EQ(absl::StrCat("gpu:", n.gres.at("gpu")), f[4]);
+    EXPECT_EQ(absl::StrJoin(n.features, ","), f[5]);
+    std::string partition(absl::StripSuffix(f[6], "*"));
+    EXPECT_NE(std::find(n.partitions.begin(), n.partitions.end(), partition), n.partitions.end());
+  }
+
+  const std::string parts = Slurm({"sinfo", "-h", "-s", "-o", "%R|%D|%N|%a|%l"});
+  absl::StatusOr<PartitionListing> partitions = api_->ListPartitions();
+  ASSERT_TRUE(partitions.ok()) << partitions.status();
+  std::map<std::string, SlurmPartition> by_part;
+  for (const SlurmPartition& p : partitions->items) by_part[p.name] = p;
+  int partition_lines = 0;
+  for (absl::string_view line : absl::StrSplit(parts, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> f = absl::StrSplit(line, '|');
+    ASSERT_EQ(f.size(), 5u);
+    ASSERT_TRUE(by_part.count(f[0])) << line;
+    const SlurmPartition& p = by_part[f[0]];
+    EXPECT_EQ(std::to_string(p.total_nodes), f[1]);
+    EXPECT_EQ(CompressHostlist(p.nodes), f[2]);
+    EXPECT_EQ(absl::AsciiStrToLower(p.state), f[3]);
+    if (f[4] == "infinite") {
+      EXPECT_FALSE(p.max_time.has_value());
+    }
+    ++partition_lines;
+  }
+  EXPECT_EQ(partition_lines, 2);
+  EXPECT_EQ(by_part[Info().shared_partition].priority_tier, 1);
+  EXPECT_EQ(by_part[Info().reclaim_partition].priority_tier, 10);
+}
+
+TEST_F(SlurmBridgeIntegrationTest, DrainAndResumeAreVisibleOverRest) {
+  auto own = MakeDrainOwnership(*api_);
+  const std::string node = Info().nodes.back();
+  ASSERT_TRUE(own->Reclaim(node, "pod-a").ok());
+  ASSERT_TRUE(own->Reclaim(node, "pod-a").ok());  // idempotent
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<SlurmNode> n = api_->GetNode(node);
+    return n.ok() && n->drained() && n->reason == "onequeue:pod-a";
+  }));
+  absl::StatusOr<OwnershipStatus> s = own->Status(node);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->holder, NodeHolder::kOnequeue);
+  EXPECT_EQ(s->owner, "pod-a");
+  EXPECT_TRUE(s->ready);
+  EXPECT_TRUE(absl::IsFailedPrecondition(own->Reclaim(node, "pod-b")));
+  // A restarted daemon (a fresh client) finds its own drain from Slurm alone.
+  std::unique_ptr<SlurmApi> fresh = Connect();
+  EXPECT_EQ(MakeDrainOwnership(*fresh)->Status(node)->owner, "pod-a");
+
+  ASSERT_TRUE(own->Lend(node).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<SlurmNode> n = api_->GetNode(node);
+    return n.ok() && !n->drain() && n->state == NodeState::kIdle;
+  }));
+  EXPECT_EQ(own->Status(node)->holder, NodeHolder::kSlurm);
+}
+
+TEST_F(SlurmBridgeIntegrationTest, AdminDrainSurvivesEverythingOnequeueDoes) {
+  const std::string node = Info().nodes[Info().nodes.size() - 2];
+  Slurm({"scontrol", "update", "nodename=" + node, "state=drain", "reason=admin maintenance"});
+  auto drain = MakeDrainOwnership(*api_);
+  auto placeholder = MakePlaceholderOwnership(
+      *api_, {.reclaim_partition = Info().reclaim_partition, .working_directory = Info().jobs_dir},
+      [] { return absl::Now(); });
+  for (NodeOwnership* own : {drain.get(), placeholder.get()}) {
+    SCOPED_TRACE(own->mechanism());
+    absl::Status reclaim = own->Reclaim(node, "pod-a");
+    EXPECT_TRUE(absl::IsFailedPrecondition(reclaim)) << reclaim;
+    EXPECT_THAT(reclaim.message(), HasSubstr("admin maintenance"));
+    absl::Status lend = own->Lend(node);
+    if (std::string(own->mechanism()) == "drain") {
+      EXPECT_TRUE(absl::IsFailedPrecondition(lend)) << lend;
+    }
+    absl::StatusOr<OwnershipStatus> s = own->Status(node);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->holder, NodeHolder::kAdmin);
+  }
+  EXPECT_TRUE(DrainBeforeEviction(*api_, node, "slurmd-pod").ok());
+  absl::StatusOr<SlurmNode> n = api_->GetNode(node);
+  ASSERT_TRUE(n.ok());
+  EXPECT_TRUE(n->drain());
+  EXPECT_EQ(n->reason, "admin maintenance");
+  // No placeholder was submitted for it.
+  absl::StatusOr<JobListing> jobs = api_->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  for (const SlurmJob& j : jobs->items) EXPECT_NE(j.partition, Info().reclaim_partition) << j.job_id;
+}
+
+TEST_F(SlurmBridgeIntegrationTest, PlaceholderRequeuesTheBatchJobWhichRunsAgainToCompletion) {
+  const std::string node = Info().nodes[2];
+  const uint32_t victim = Sbatch({"-w", node, "--requeue", "-J", "victim"}, "sleep 8");
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<SlurmJob> j = api_->GetJob(victim);
+    return j.ok() && j->state == JobState::kRunning;
+  }));
+  auto own = MakePlaceholderOwnership(
+      *api_, {.reclaim_partition = Info().reclaim_partition, .working_directory = Info().jobs_dir},
+      [] { return absl::Now(); });
+  ASSERT_TRUE(own->Reclaim(node, "pod-p").ok());
+  ASSERT_TRUE(own->Reclaim(node, "pod-p").ok());  // idempotent: still one placeholder
+  // Slurm's own preemption requeues the victim and starts the placeholder.
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<OwnershipStatus> s = own->Status(node);
+    return s.ok() && s->ready;
+  })) << own->Status(node)->detail;
+  absl::StatusOr<SlurmJob> j = api_->GetJob(victim);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ(j->state, JobState::kPending);
+  EXPECT_EQ(j->restart_count, 1);
+  absl::StatusOr<OwnershipStatus> s = own->Status(node);
+  EXPECT_EQ(s->owner, "pod-p");
+  absl::StatusOr<SlurmJob> ph = api_->GetJob(*s->placeholder_job);
+  ASSERT_TRUE(ph.ok());
+  EXPECT_EQ(ph->nodes, std::vector<std::string>{node});
+  EXPECT_EQ(ph->comment, "onequeue:pod-p");
+
+  // Give the node back: the placeholder goes, the victim starts at once (begin_time now), not
+  // after its ~2 minute BeginTime, and runs to completion.
+  ASSERT_TRUE(own->Lend(node).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<SlurmJob> v = api_->GetJob(victim);
+    return v.ok() && v->state == JobState::kCompleted;
+  }, absl::Seconds(60)));
+  j = api_->GetJob(victim);
+  EXPECT_EQ(j->restart_count, 1);
+  EXPECT_EQ(j->nodes, std::vector<std::string>{node});
+  EXPECT_EQ(own->Status(node)->holder, NodeHolder::kSlurm);
+}
+
+TEST_F(SlurmBridgeIntegrationTest, JobActions) {
+  const uint32_t id = Sbatch({"-J", "actions"}, "sleep 300");
+  ASSERT_TRUE(WaitFor([&] { return api_->GetJob(id).ok() && api_->GetJob(id)->state == JobState::kRunning; }));
+  EXPECT_TRUE(api_->SignalJob(id, "SIGCONT").ok());
+  ASSERT_TRUE(api_->RequeueJob(id).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<SlurmJob> j = api_->GetJob(id);
+    return j.ok() && j->state == JobState::kPending && j->restart_count == 1;
+  }));
+  ASSERT_TRUE(api_->HoldJob(id).ok());
+  EXPECT_TRUE(api_->GetJob(id)->held());
+  ASSERT_TRUE(api_->ReleaseJob(id).ok());
+  EXPECT_FALSE(api_->GetJob(id)->held());
+  ASSERT_TRUE(api_->StartAt(id, absl::Now(), absl::Now()).ok());
+  EXPECT_TRUE(WaitFor([&] { return api_->GetJob(id)->state == JobState::kRunning; }));
+  ASSERT_TRUE(api_->CancelJob(id).ok());
+  ASSERT_TRUE(api_->CancelJob(id).ok());  // idempotent
+  EXPECT_TRUE(api_->CancelJob(999999).ok());
+  EXPECT_TRUE(absl::IsNotFound(api_->GetJob(999999).status()));
+  EXPECT_TRUE(absl::IsNotFound(api_->RequeueJob(999999)));
+
+  // REST submission (what placeholders use), held so it does not run.
+  JobSubmission sub;
+  sub.name = "rest-held";
+  sub.partition = Info().shared_partition;
+  sub.hold = true;
+  sub.working_directory = Info().jobs_dir;
+  absl::StatusOr<SubmitResult> r = api_->Submit(sub);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(api_->GetJob(r->job_id)->held());
+}
+
+TEST_F(SlurmBridgeIntegrationTest, SlurmrestdDownGivesUnavailableAndThePollerRecovers) {
+  SlurmPoller poller(*api_);
+  ASSERT_TRUE(poller.PollOnce(absl::Now()).ok());
+  const absl::Time down_at = absl::Now();
+  ASSERT_TRUE(StopDaemon(Info(), "slurmrestd").ok());
+  absl::StatusOr<JobListing> jobs = api_->ListJobs();
+  EXPECT_TRUE(absl::IsUnavailable(jobs.status())) << jobs.status();
+  EXPECT_THAT(jobs.status().message(), HasSubstr("slurmrestd"));
+  EXPECT_TRUE(absl::IsUnavailable(api_->CancelJob(1)));
+  absl::StatusOr<PollChanges> c = poller.PollOnce(absl::Now());
+  EXPECT_TRUE(absl::IsUnavailable(c.status()));
+  EXPECT_GE(poller.Staleness(absl::Now()), absl::Now() - down_at);
+  // Work arrives while it is down: nothing may be lost.
+  const uint32_t during = Sbatch({"--hold", "-J", "during-outage"}, "sleep 1");
+  ASSERT_TRUE(StartDaemon(Info(), "slurmrestd").ok());
+  ASSERT_TRUE(WaitFor([&] { return poller.PollOnce(absl::Now()).ok(); }));
+  EXPECT_EQ(poller.View()->jobs.count(during), 1u);
+  EXPECT_LT(poller.Staleness(absl::Now()), absl::Seconds(5));
+}
+
+TEST_F(SlurmBridgeIntegrationTest, SlurmctldRestartLosesNothing) {
+  const uint32_t before = Sbatch({"--hold", "-J", "before-restart"}, "sleep 1");
+  SlurmPoller poller(*api_);
+  ASSERT_TRUE(poller.PollOnce(absl::Now()).ok());
+  ASSERT_TRUE(StopDaemon(Info(), "slurmctld").ok());
+  absl::StatusOr<PollChanges> c = poller.PollOnce(absl::Now());
+  EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
+  EXPECT_EQ(poller.View()->jobs.count(before), 1u);  // the old view is kept
+  ASSERT_TRUE(StartDaemon(Info(), "slurmctld").ok());
+  ASSERT_TRUE(WaitFor([&] { return poller.PollOnce(absl::Now()).ok(); }));
+  EXPECT_EQ(poller.View()->jobs.count(before), 1u);
+  EXPECT_EQ(poller.View()->nodes.size(), Info().nodes.size());
+}
+
+class TempTokenFile {
+ public:
+  explicit TempTokenFile(const std::string& token)
+      : path_(absl::StrCat(Info().dir, "/test-token-", getpid(), "-", counter_++)) {
+    std::ofstream(path_) << token << "\n";
+  }
+  ~TempTokenFile() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  static inline int counter_ = 0;
+  std::string path_;
+};
+
+TEST_F(SlurmBridgeIntegrationTest, WrongOrExpiredTokensGiveClearErrors) {
+  SlurmApiOptions pinned = Options();
+  pinned.pinned_version = ApiVersion::kV0038;
+
+  TempTokenFile garbage("garbage");
+  pinned.token_file = garbage.path();
+  std::unique_ptr<SlurmApi> api = Connect(pinned);
+  absl::StatusOr<JobListing> jobs = api->ListJobs();
+  EXPECT_TRUE(absl::IsUnauthenticated(jobs.status())) << jobs.status();
+  EXPECT_THAT(jobs.status().message(), HasSubstr("not a JWT"));
+
+  absl::StatusOr<std::string> short_lived = MintToken(Info(), Info().user, 1);
+  ASSERT_TRUE(short_lived.ok()) << short_lived.status();
+  TempTokenFile expired(*short_lived);
+  pinned.token_file = expired.path();
+  api = Connect(pinned);
+  ASSERT_TRUE(WaitFor([&] { return absl::IsUnauthenticated(api->ListJobs().status()); }, absl::Seconds(10)));
+  EXPECT_THAT(api->ListJobs().status().message(), HasSubstr("expired"));
+
+  // A well-formed JWT with a wrong signature reaches Slurm, which refuses it.
+  std::string token = *short_lived;
+  std::ifstream(Info().token_file) >> token;
+  char& c = token[token.size() - 6];  // inside the signature
+  c = c == 'A' ? 'B' : 'A';
+  TempTokenFile forged(token);
+  pinned.token_file = forged.path();
+  api = Connect(pinned);
+  jobs = api->ListJobs();
+  EXPECT_FALSE(jobs.ok());
+  EXPECT_THAT(jobs.status().message(), HasSubstr("token"));
+
+  // Without pinning, version detection reports the refusal instead of crashing.
+  SlurmApiOptions detect = Options(garbage.path());
+  absl::StatusOr<std::unique_ptr<SlurmApi>> none = ConnectSlurmApi(detect);
+  EXPECT_TRUE(absl::IsUnauthenticated(none.status())) << none.status();
+}
+
+}  // namespace
+}  // namespace onequeue::slurm
+
+ONEQUEUE_SLURM_CLUSTER_TEST_MAIN({.nodes = 8})

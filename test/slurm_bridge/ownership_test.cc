@@ -89,7 +89,7 @@ TEST_F(OwnershipTest, PlaceholderSubmitsOnceAndCancelsOnLend) {
   api_.jobs[7] = victim;
   ASSERT_TRUE(own->Lend("n3").ok());
   EXPECT_THAT(api_.calls, Contains("Cancel 1000"));
-  EXPECT_THAT(api_.calls, Contains("StartNow 7"));
+  EXPECT_THAT(api_.calls, Contains("StartAt 7"));
   EXPECT_EQ(own->Status("n3")->holder, NodeHolder::kSlurm);
 }
 
