@@ -68,5 +68,20 @@ if [ -n "${left// /}" ]; then
 fi
 
 rm -f "$SLURM_ENV_FILE" "$SLURM_DIR/rest/slurmrestd.socket" "$SLURM_PIDS/watchdog.pid"
+
+# Nothing may listen on the cluster's ports any more; checked before the claim is released, so no
+# other cluster can have taken one of them in between.
+rc=0
+if [ -f "$SLURM_DIR/.port-claim" ] && [ -f "$(cat "$SLURM_DIR/.port-claim")" ]; then
+  read -r first last _ <"$(cat "$SLURM_DIR/.port-claim")"
+  listening="$(ss -Hltn 2>/dev/null | awk '{print $4}' | sed 's/.*://' |
+    awk -v a="$first" -v b="$last" '$1 >= a && $1 <= b' | sort -un | tr '\n' ' ')"
+  listening="$(echo $listening)"
+  if [ -n "${listening// /}" ]; then
+    log "ERROR: ports of this cluster still listening after stop: $listening"
+    ss -Hltnp 2>/dev/null | grep -E ":(${listening// /|})\b" >&2 || true
+    rc=1
+  fi
+fi
 release_ports
-exit 0
+exit "$rc"

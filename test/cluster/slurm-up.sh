@@ -211,7 +211,7 @@ if [ -n "$OWNER_PID" ]; then
   # Runs slurm-down.sh when the owner is gone, however it died (SIGKILL from a ctest timeout too).
   setsid env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin ONEQUEUE_SLURM_DIR="$SLURM_DIR" ONEQUEUE_SLURM_WATCHDOG=1 \
     bash -c 'while s="$(ps -o stat= -p "$0")" && [ "${s:0:1}" != Z ]; do sleep 1; done; exec "$1" "$2"' \
-    "$OWNER_PID" "$HERE/slurm-down.sh" "$SLURM_DIR" </dev/null >>"$SLURM_LOGS/watchdog.log" 2>&1 &
+    "$OWNER_PID" "$HERE/slurm-down.sh" "$SLURM_DIR" </dev/null >>"$SLURM_LOGS/watchdog.log" 2>&1 8>&- &
   echo $! >"$SLURM_PIDS/watchdog.pid"
 fi
 

@@ -1,12 +1,9 @@
 #include "common/slurm_cluster.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -228,18 +225,6 @@ bool ProcessGone(int pid) {
   return paren != std::string::npos && paren + 2 < all.size() && all[paren + 2] == 'Z';
 }
 
-bool PortAcceptsConnections(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool connected = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  close(fd);
-  return connected;
-}
-
 absl::Status RunClusterScript(const SlurmClusterInfo& info, const std::vector<std::string>& args,
                               std::chrono::seconds timeout) {
   ChildSpec spec;
@@ -364,15 +349,10 @@ void SlurmClusterEnvironment::TearDown() {
     if (!ProcessGone(pid)) left.push_back(absl::StrCat(name, " (pid ", pid, ")"));
   }
   EXPECT_TRUE(left.empty()) << "still running after slurm-down.sh: " << absl::StrJoin(left, ", ");
-  std::vector<int> open_ports;
-  for (int port : s.ports) {
-    if (PortAcceptsConnections(port)) open_ports.push_back(port);
-  }
-  EXPECT_TRUE(open_ports.empty()) << "ports of the cluster still accept connections after slurm-down.sh: "
-                                  << absl::StrJoin(open_ports, ", ");
+  // slurm-down.sh fails if a port of the cluster still listens (checked before it releases them).
   std::cerr << "slurm cluster: stopped; " << (pids.size() - left.size()) << "/" << pids.size()
-            << " started processes verified gone, " << (s.ports.size() - open_ports.size()) << "/"
-            << s.ports.size() << " ports closed\n";
+            << " started processes verified gone, " << s.ports.size() << " ports "
+            << (down.ok() ? "verified closed" : "NOT verified") << "\n";
   const char* keep = std::getenv("ONEQUEUE_KEEP_CLUSTER");
   const bool passed = ::testing::UnitTest::GetInstance()->Passed() && down.ok() && left.empty();
   if (passed && (keep == nullptr || std::string(keep) != "1")) {

@@ -53,7 +53,7 @@ struct SlurmClusterOptions {
 // exit() (atexit), on SIGINT/SIGTERM/SIGHUP/SIGABRT/SIGSEGV/SIGBUS (a handler runs slurm-down.sh,
 // then hands the signal to the handler installed before it, or the default action), and on SIGKILL
 // (slurm-up.sh's watchdog notices that this process is gone and runs slurm-down.sh). TearDown checks
-// that every recorded process is gone and that no port of the cluster still accepts connections.
+// that every recorded process is gone; slurm-down.sh fails if a port of the cluster still listens.
 // The folder is removed after a fully passing run and kept otherwise (or always with
 // ONEQUEUE_KEEP_CLUSTER=1), for its logs.
 class SlurmClusterEnvironment : public ::testing::Environment {

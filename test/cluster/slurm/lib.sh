@@ -147,7 +147,9 @@ start_daemon() {
   fi
   # The subshell execs, so $! is the daemon; its cwd is the cluster folder, not the caller's.
   # shellcheck disable=SC2046
-  (cd "$SLURM_DIR" && exec setsid "${as_user[@]}" $(daemon_env) "$@" </dev/null >>"$logfile" 2>&1) &
+  # 8>&-: slurm-up.sh keeps its caller's stderr on fd 8; a daemon holding it would keep the caller's
+  # pipe open forever.
+  (cd "$SLURM_DIR" && exec setsid "${as_user[@]}" $(daemon_env) "$@" </dev/null >>"$logfile" 2>&1 8>&-) &
   echo $! >"$SLURM_PIDS/$name.pid"
 }
 
