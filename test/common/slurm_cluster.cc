@@ -90,6 +90,8 @@ absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec) {
     dup2(devnull, 0);
     dup2(out_pipe[1], 1);
     dup2(spec.merge_stderr ? out_pipe[1] : err_pipe[1], 2);
+    // The daemons a script starts must not hold any other descriptor of this process.
+    close_range(3, ~0U, 0);
     if (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0) _exit(126);
     execve(c_argv[0], c_argv.data(), c_env.data());
     _exit(127);
