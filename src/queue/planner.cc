@@ -3,6 +3,7 @@
 #include "queue/planner.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <limits>
 #include <set>
@@ -128,28 +129,36 @@ class FreeCpuIndex {
   void Build(const AvailabilityProfile& p) {
     int64_t max_cores = 0;
     for (size_t n = 0; n < p.size(); ++n) max_cores = std::max(max_cores, p.Capacity(n)[kCpu] / 1000);
-    buckets_.assign(static_cast<size_t>(std::min<int64_t>(max_cores, 4096)) + 1, {});
-    bucket_of_.assign(p.size(), -1);
+    for (PerKind& k : kinds_) {
+      k.buckets.assign(static_cast<size_t>(std::min<int64_t>(max_cores, 4096)) + 1, {});
+      k.bucket_of.assign(p.size(), -1);
+    }
     for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) Update(n, p);
   }
   void Update(NodeIndex n, const AvailabilityProfile& p) {
-    int64_t free = p.FreeNow(n)[kCpu];
-    int32_t b = free <= 0 ? -1 : Bucket(free);
-    if (b == bucket_of_[n]) return;
-    bucket_of_[n] = b;
-    if (b >= 0) buckets_[b].push_back(n);
+    for (int kind = 0; kind < 2; ++kind) {
+      PerKind& k = kinds_[kind];
+      int64_t free = p.FreeNow(n)[kCpu];
+      // A node running the other world's workload now cannot take this kind now.
+      bool blocked = p.OtherKindNow(n, static_cast<WorkloadKind>(kind));
+      int32_t b = free <= 0 || blocked ? -1 : Bucket(k, free);
+      if (b == k.bucket_of[n]) continue;
+      k.bucket_of[n] = b;
+      if (b >= 0) k.buckets[b].push_back(n);
+    }
   }
-  // Visits nodes with free cpu possibly >= millis, smallest bucket first; stops when `visit`
-  // returns false.
+  // Visits the nodes where a workload of `kind` might start now with `millis` cpu, smallest
+  // free bucket first; stops when `visit` returns false.
   template <typename Visit>
-  void ForEachWithAtLeast(int64_t millis, Visit visit) {
-    for (size_t b = static_cast<size_t>(Bucket(std::max<int64_t>(0, millis))); b < buckets_.size(); ++b) {
-      std::vector<NodeIndex>& v = buckets_[b];
+  void ForEachWithAtLeast(WorkloadKind kind, int64_t millis, Visit visit) {
+    PerKind& k = kinds_[static_cast<int>(kind)];
+    for (size_t b = static_cast<size_t>(Bucket(k, std::max<int64_t>(0, millis))); b < k.buckets.size(); ++b) {
+      std::vector<NodeIndex>& v = k.buckets[b];
       size_t keep = 0;
       bool go_on = true;
       for (size_t i = 0; i < v.size(); ++i) {
         NodeIndex n = v[i];
-        if (bucket_of_[n] != static_cast<int32_t>(b)) continue;  // moved since: drop
+        if (k.bucket_of[n] != static_cast<int32_t>(b)) continue;  // moved since: drop
         v[keep++] = n;
         if (go_on) go_on = visit(n);
       }
@@ -159,11 +168,14 @@ class FreeCpuIndex {
   }
 
  private:
-  int32_t Bucket(int64_t millis) const {
-    return static_cast<int32_t>(std::min<int64_t>(millis / 1000, static_cast<int64_t>(buckets_.size()) - 1));
+  struct PerKind {
+    std::vector<std::vector<NodeIndex>> buckets;
+    std::vector<int32_t> bucket_of;
+  };
+  static int32_t Bucket(const PerKind& k, int64_t millis) {
+    return static_cast<int32_t>(std::min<int64_t>(millis / 1000, static_cast<int64_t>(k.buckets.size()) - 1));
   }
-  std::vector<std::vector<NodeIndex>> buckets_;
-  std::vector<int32_t> bucket_of_;
+  std::array<PerKind, 2> kinds_;
 };
 
 }  // namespace
@@ -192,6 +204,10 @@ struct QueuePlanner::State {
   };
   absl::flat_hash_map<std::string, EligibleSet> static_eligible;
   std::vector<char> claimed;  // nodes promised to a preemptor this cycle
+  std::vector<char> reserved_owner;  // node owner is reserved(W) (compact: checked per node)
+  // Per topology label (finest first): the node's domain id (first seen in node order = 0), or
+  // -1 when the node lacks the label.
+  std::vector<std::vector<int32_t>> domains;
   std::vector<std::string> victims;
   FreeCpuIndex free_cpu;
   absl::flat_hash_map<ShapeKey, Duration> failed_now;  // shape -> smallest duration that failed
@@ -279,6 +295,7 @@ const QueuePlanner::State::EligibleSet& CyclePass::StaticEligible(const PendingW
 bool CyclePass::Usable(NodeIndex n, const PendingWorkload& w, double priority,
                        const std::vector<char>& eligible) const {
   if (!eligible[n] || s_.claimed[n]) return false;
+  if (!s_.reserved_owner[n]) return true;
   const NodeOwner& owner = s_.snapshot->nodes[n].owner;
   if (owner.kind != OwnerKind::kReserved || owner.reserved_for == w.id) return true;
   auto it = s_.reserved_for_priority.find(owner.reserved_for);
@@ -287,7 +304,7 @@ bool CyclePass::Usable(NodeIndex n, const PendingWorkload& w, double priority,
 
 MemberNodes CyclePass::ChooseNodes(
     const PendingWorkload& w, const std::vector<std::pair<NodeIndex, int64_t>>& candidates) const {
-  // candidates: (node, copies) with sum(copies) >= members. Without packing: first fit.
+  // candidates: (node, copies) with sum(copies) >= members. Without packing: in the given order.
   MemberNodes out;
   const int32_t members = std::max<int32_t>(1, w.members);
   auto take = [&](const std::vector<std::pair<NodeIndex, int64_t>>& from) {
@@ -298,51 +315,42 @@ MemberNodes CyclePass::ChooseNodes(
       if (static_cast<int32_t>(out.size()) == members) break;
     }
   };
-  if (!w.pack_topology || config_.topology_labels.empty() || members == 1) {
+  if (!w.pack_topology || s_.domains.empty() || members == 1) {
     take(candidates);
     return out;
   }
   // Fewest domains: at each level, finest first, the smallest single domain that holds the whole
-  // gang (best fit keeps big domains for big gangs); if no domain at any level holds it, fill
-  // the finest domains largest first (greedy, like Slurm's topology/tree fallback).
-  const Snapshot& snap = *s_.snapshot;
-  for (const std::string& label : config_.topology_labels) {
-    absl::flat_hash_map<std::string, int64_t> capacity;
+  // gang (best fit keeps big domains for big gangs; ties to the lowest domain id, i.e. the first
+  // seen in node order); if no domain at any level holds it, fill the finest domains largest
+  // first (greedy, like Slurm's topology/tree fallback). Domain ids are precomputed per cycle.
+  for (const std::vector<int32_t>& domain_of : s_.domains) {
+    absl::flat_hash_map<int32_t, int64_t> capacity;
     for (const auto& [n, copies] : candidates) {
-      auto it = snap.nodes[n].labels.find(label);
-      if (it != snap.nodes[n].labels.end()) capacity[it->second] += copies;
+      if (domain_of[n] >= 0) capacity[domain_of[n]] += copies;
     }
-    const std::string* best = nullptr;
+    int32_t best = -1;
     int64_t best_cap = std::numeric_limits<int64_t>::max();
     for (const auto& [domain, cap] : capacity) {
-      if (cap >= members && (cap < best_cap || (cap == best_cap && domain < *best))) {
-        best = &domain;
+      if (cap >= members && (cap < best_cap || (cap == best_cap && domain < best))) {
+        best = domain;
         best_cap = cap;
       }
     }
-    if (best != nullptr) {
+    if (best >= 0) {
       std::vector<std::pair<NodeIndex, int64_t>> inside;
       for (const auto& c : candidates) {
-        auto it = snap.nodes[c.first].labels.find(label);
-        if (it != snap.nodes[c.first].labels.end() && it->second == *best) inside.push_back(c);
+        if (domain_of[c.first] == best) inside.push_back(c);
       }
       take(inside);
       return out;
     }
   }
-  const std::string& finest = config_.topology_labels.front();
-  absl::flat_hash_map<std::string, int64_t> capacity;
-  for (const auto& [n, copies] : candidates) {
-    auto it = snap.nodes[n].labels.find(finest);
-    capacity[it == snap.nodes[n].labels.end() ? std::string() : it->second] += copies;
-  }
+  const std::vector<int32_t>& finest = s_.domains.front();
+  absl::flat_hash_map<int32_t, int64_t> capacity;
+  for (const auto& [n, copies] : candidates) capacity[finest[n]] += copies;
   std::vector<std::pair<NodeIndex, int64_t>> sorted = candidates;
-  auto domain_of = [&](NodeIndex n) {
-    auto it = snap.nodes[n].labels.find(finest);
-    return it == snap.nodes[n].labels.end() ? std::string() : it->second;
-  };
   std::stable_sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) {
-    std::string da = domain_of(a.first), db = domain_of(b.first);
+    int32_t da = finest[a.first], db = finest[b.first];
     if (capacity[da] != capacity[db]) return capacity[da] > capacity[db];
     return da < db;
   });
@@ -360,7 +368,7 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, doub
   const AvailabilityProfile& p = *s_.profile;
   auto consider = [&](NodeIndex n) {
     if (!Usable(n, w, priority, eligible)) return;
-    int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, members - (pack ? 0 : found));
+    int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, pack ? members : members - found);
     if (copies <= 0) return;
     candidates.emplace_back(n, copies);
     found += copies;
@@ -369,18 +377,25 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, doub
   // describes the profile's own now only (an arrival planned later may find nodes freed since):
   // walk every node for those.
   const bool walk_all = w.per_member[kCpu] <= 0 || now != p.now();
-  if (walk_all) {
-    for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()) && (pack || found < members); ++n) {
-      consider(n);
+  // Two passes for packing: first whether the gang fits at all (stops early, so the common
+  // failure is cheap), then every node with room, for the topology choice.
+  for (int pass = 0; pass < (pack ? 2 : 1); ++pass) {
+    const bool all = pass == 1;
+    candidates.clear();
+    found = 0;
+    if (walk_all) {
+      for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()) && (all || found < members); ++n) {
+        consider(n);
+      }
+    } else {
+      s_.free_cpu.ForEachWithAtLeast(w.kind, w.per_member[kCpu], [&](NodeIndex n) {
+        consider(n);
+        return all || found < members;
+      });
     }
-  } else {
-    s_.free_cpu.ForEachWithAtLeast(w.per_member[kCpu], [&](NodeIndex n) {
-      consider(n);
-      return pack || found < members;
-    });
+    if (found < members) return std::nullopt;
   }
   std::sort(candidates.begin(), candidates.end());
-  if (found < members) return std::nullopt;
   return ChooseNodes(w, candidates);
 }
 
@@ -438,7 +453,7 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   if (w.per_member[kCpu] <= 0 || start != p.now()) {
     for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) note(n, copies_at(n, start));
   } else {
-    s_.free_cpu.ForEachWithAtLeast(w.per_member[kCpu], [&](NodeIndex n) {
+    s_.free_cpu.ForEachWithAtLeast(w.kind, w.per_member[kCpu], [&](NodeIndex n) {
       note(n, copies_at(n, start));
       return true;
     });
@@ -477,7 +492,7 @@ bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, double priori
   } else {
     // Reservations start at or after now, so free cpu now (reservations included only when they
     // start exactly now) bounds the nodes worth looking at.
-    s_.free_cpu.ForEachWithAtLeast(w.per_member[kCpu], [&](NodeIndex n) {
+    s_.free_cpu.ForEachWithAtLeast(w.kind, w.per_member[kCpu], [&](NodeIndex n) {
       consider(n);
       return found < members;
     });
@@ -724,6 +739,19 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
   }
   s.priority = std::make_unique<PriorityCalculator>(config_, snap.usage, s.pool_total, now);
   s.claimed.assign(snap.nodes.size(), 0);
+  for (const std::string& label : config_.topology_labels) {
+    absl::flat_hash_map<std::string, int32_t> ids;
+    std::vector<int32_t>& of = s.domains.emplace_back(snap.nodes.size(), -1);
+    for (size_t n = 0; n < snap.nodes.size(); ++n) {
+      auto it = snap.nodes[n].labels.find(label);
+      if (it == snap.nodes[n].labels.end()) continue;
+      of[n] = ids.emplace(it->second, static_cast<int32_t>(ids.size())).first->second;
+    }
+  }
+  s.reserved_owner.assign(snap.nodes.size(), 0);
+  for (size_t n = 0; n < snap.nodes.size(); ++n) {
+    s.reserved_owner[n] = snap.nodes[n].owner.kind == OwnerKind::kReserved;
+  }
   s.profile->SealBase();
   s.free_cpu.Build(*s.profile);
 

@@ -3,10 +3,6 @@
 #include <algorithm>
 
 namespace onequeue::queue {
-namespace {
-uint8_t KindBit(WorkloadKind k) { return k == WorkloadKind::kPodGroup ? 1 : 2; }
-}  // namespace
-
 AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time now,
                                          Duration window, Duration resolution, bool shared_nodes)
     : capacity_(std::move(capacity)),
@@ -14,6 +10,7 @@ AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time n
       free_now_(capacity_),
       first_future_start_(capacity_.size(), kForever),
       kinds_(capacity_.size(), 0),
+      kinds_now_(capacity_.size(), 0),
       now_(now),
       horizon_(SaturatingAdd(now, std::max<Duration>(0, window))),
       resolution_(std::max<Duration>(1, resolution)),
@@ -29,7 +26,10 @@ Time AvailabilityProfile::RoundUp(Time t) const {
 
 void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
   blocks_[node].push_back(block);
-  if (block.start <= now_ && block.end > now_) free_now_[node] -= block.used;
+  if (block.start <= now_ && block.end > now_) {
+    free_now_[node] -= block.used;
+    kinds_now_[node] |= KindBit(block.kind);
+  }
   if (block.start > now_) first_future_start_[node] = std::min(first_future_start_[node], block.start);
   kinds_[node] |= KindBit(block.kind);
   if (block.end < kForever && block.end > now_) {

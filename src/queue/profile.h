@@ -70,6 +70,12 @@ class AvailabilityProfile {
   Time RoundUp(Time t) const;
 
   const Resources& FreeNow(NodeIndex node) const { return free_now_[node]; }
+  // True when a block of the other world is active at now on the node (exclusive nodes only):
+  // a workload of `kind` cannot start there now.
+  bool OtherKindNow(NodeIndex node, WorkloadKind kind) const {
+    return !shared_nodes_ && (kinds_now_[node] & ~KindBit(kind)) != 0;
+  }
+  static uint8_t KindBit(WorkloadKind k) { return k == WorkloadKind::kPodGroup ? 1 : 2; }
   const Resources& Capacity(NodeIndex node) const { return capacity_[node]; }
   const std::vector<Block>& Blocks(NodeIndex node) const { return blocks_[node]; }
   size_t size() const { return capacity_.size(); }
@@ -89,6 +95,7 @@ class AvailabilityProfile {
   std::vector<Resources> free_now_;       // capacity minus blocks active at now_
   std::vector<Time> first_future_start_;  // smallest block start > now_ (kForever: none)
   std::vector<uint8_t> kinds_;            // bit per WorkloadKind present among the node's blocks
+  std::vector<uint8_t> kinds_now_;        // same, for the blocks active at now_
   Time now_;
   Time horizon_;
   Duration resolution_;

@@ -156,6 +156,8 @@ void BM_FullCycle(benchmark::State& state) {
 }
 BENCHMARK(BM_FullCycle)
     ->ArgNames({"depth", "max_estimates"})
+    ->Args({100, 1})
+    ->Args({1, 1})
     ->Args({100, 1000})
     ->Args({1, 1000})
     ->Args({100, 0})
