@@ -43,6 +43,9 @@ QueueConfig ReplayQueueConfig(ReplayPolicy policy) {
   c.resolution = 1;  // exact simulated times, no rounding of reservations
   // Long enough that no reservation of a trace falls outside it (20 years of backlog).
   c.window = Duration{20} * 365 * 24 * 3600;
+  // Estimated starts of jobs without a reservation never change what starts; the replay only
+  // reads the reservations' starts, so it skips the per-job estimates (a profile query each).
+  c.max_estimates_per_cycle = 1;
   switch (policy) {
     case ReplayPolicy::kFcfs:
       c.backfill = BackfillMode::kNone;

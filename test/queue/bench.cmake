@@ -1,0 +1,6 @@
+# Included by test/queue/CMakeLists.txt when present (ask: `include(bench.cmake OPTIONAL)` beside
+# fuzz.cmake): the replay speed benchmark. Not run by ctest; see docs/simulate.md for the command.
+if(TARGET benchmark::benchmark)
+  add_executable(replay_bench ${CMAKE_CURRENT_LIST_DIR}/replay_bench.cc)
+  target_link_libraries(replay_bench PRIVATE onequeue_queue benchmark::benchmark)
+endif()
