@@ -146,6 +146,11 @@ TEST(SlurmSmokeTest, RestRefusesMissingAndWrongTokens) {
   auto with_fresh = SlurmRest(Cluster(), WithToken(Request("GET", "/slurm/v0.0.38/diag"), *fresh));
   ASSERT_TRUE(with_fresh.ok()) << with_fresh.status();
   EXPECT_EQ(with_fresh->http_status, 200) << with_fresh->body;
+
+  // slurmrestd also serves the previous data parser, openapi/v0.0.37.
+  auto older = SlurmRest(Cluster(), Request("GET", "/slurm/v0.0.37/diag"));
+  ASSERT_TRUE(older.ok()) << older.status();
+  EXPECT_EQ(older->http_status, 200) << older->body;
 }
 
 // The "placeholder" ownership mechanism of the design, on the partitions slurm-up.sh configures:
