@@ -29,9 +29,12 @@ struct PollerOptions {
   // Every this often the job and node lists are fetched in full even when incremental.
   absl::Duration full_refresh_interval = absl::Minutes(5);
   absl::Duration partition_interval = absl::Minutes(1);
-  // v0.0.38 answers carry no last_update: the next update_time is the local poll time minus this
-  // margin (Slurm compares it with its own clock; same host or NTP-synced hosts assumed).
-  absl::Duration clock_margin = absl::Seconds(2);
+  // v0.0.38 answers carry no last_update: the next update_time is the local time the poll
+  // started, minus this margin. Slurm answers "no change" iff update_time - 1 >= its last change,
+  // so with one clock (slurmrestd on the same host, or NTP) a zero margin misses nothing: the
+  // answer was made after the poll started. Raise it by the clock skew otherwise; every margin
+  // second turns each change into that many more full fetches (measured in the benchmark).
+  absl::Duration clock_margin = absl::ZeroDuration();
 };
 
 // What one poll changed, for event-driven queue cycles.
