@@ -35,16 +35,24 @@ slurm_set_paths() {
 sl() { SLURM_CONF="$SLURM_CONF_FILE" "$@"; }
 
 # A PID is alive if it exists and is not a zombie (our daemons are reparented to whatever PID 1
-# the machine has, which may be slow to reap them).
+# the machine has, which may be slow to reap them). Bash builtins only: stop_pids calls this for
+# every slurmd.
 pid_alive() {
-  local stat
-  [ -n "$1" ] && stat="$(ps -o stat= -p "$1" 2>/dev/null)" && [ -n "$stat" ] && [ "${stat:0:1}" != Z ]
+  local stat rest
+  [ -n "$1" ] || return 1
+  { IFS= read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
+  rest="${stat##*) }" # the command name may hold spaces and parentheses: the state follows the last ')'
+  [ "${rest%% *}" != Z ]
 }
 
 # pid_is_ours PID: the process carries this cluster's marker (a stale pid file never makes us
 # signal an unrelated process that got the same PID).
 pid_is_ours() {
-  grep -qzxF "ONEQUEUE_SLURM_DIR=$SLURM_DIR" "/proc/$1/environ" 2>/dev/null
+  local kv
+  while IFS= read -r -d '' kv; do
+    [ "$kv" = "ONEQUEUE_SLURM_DIR=$SLURM_DIR" ] && return 0
+  done 2>/dev/null <"/proc/$1/environ"
+  return 1
 }
 
 read_pid() { [ -f "$SLURM_PIDS/$1.pid" ] && cat "$SLURM_PIDS/$1.pid" 2>/dev/null; }
