@@ -47,10 +47,11 @@ pid_alive() {
 
 # pid_is_ours PID: the process carries this cluster's marker (a stale pid file never makes us
 # signal an unrelated process that got the same PID).
+# pid_is_ours PID [DIR]: the same for the cluster in DIR.
 pid_is_ours() {
-  local kv
+  local kv marker="ONEQUEUE_SLURM_DIR=${2:-$SLURM_DIR}"
   while IFS= read -r -d '' kv; do
-    [ "$kv" = "ONEQUEUE_SLURM_DIR=$SLURM_DIR" ] && return 0
+    [ "$kv" = "$marker" ] && return 0
   done 2>/dev/null <"/proc/$1/environ"
   return 1
 }
@@ -83,7 +84,7 @@ show_log_tails() {
 # --- Ports ------------------------------------------------------------------------------------
 # Several clusters may start at once (one per test binary). A cluster claims a block of ports in
 # $SLURM_PORT_CLAIMS under a lock and keeps it until slurm-down.sh, so a daemon that is stopped
-# for a while (restart tests) gets its port back. A claim whose folder is gone is stale.
+# for a while (restart tests) gets its port back.
 ports_in_use() {
   ss -Hant 2>/dev/null | awk '{print $4}' | sed 's/.*://' | sort -un
   local claim
@@ -91,12 +92,27 @@ ports_in_use() {
     [ -f "$claim" ] || continue
     local start end dir
     read -r start end dir <"$claim" || continue
-    if [ ! -f "$dir/.port-claim" ]; then
+    if claim_is_stale "$claim" "$dir"; then
       rm -f "$claim"
       continue
     fi
     seq "$start" "$end"
   done
+}
+
+# claim_is_stale CLAIM DIR: its folder is gone, or (a minute after the claim, so a cluster that is
+# still starting keeps it) none of the processes its folder records is alive: the cluster was killed
+# without slurm-down.sh.
+claim_is_stale() {
+  local claim="$1" dir="$2" f pid
+  [ -f "$dir/.port-claim" ] || return 0
+  [ $(($(date +%s) - $(stat -c %Y "$claim"))) -ge 60 ] || return 1
+  for f in "$dir"/pids/*.pid; do
+    [ -f "$f" ] || continue
+    pid="$(cat "$f" 2>/dev/null)"
+    pid_alive "$pid" && pid_is_ours "$pid" "$dir" && return 1
+  done
+  return 0
 }
 
 # claim_ports COUNT: sets PORT_BASE, the first of COUNT consecutive free ports.
