@@ -72,11 +72,13 @@ on_exit() {
   local rc=$?
   [ "$interrupted" = 0 ] || rc=$interrupted
   if [ "$rc" != 0 ] && [ "$started" = 1 ]; then
+    # A reader that went away (| head) must not stop us from stopping the cluster.
+    trap '' PIPE
     {
       echo "slurm-up.sh: FAILED (exit $rc); log tails follow, then the cluster is stopped"
       show_log_tails
-      "$HERE/slurm-down.sh" "$SLURM_DIR" || true
-    } >&8 2>&8
+    } >&8 2>&8 || true
+    "$HERE/slurm-down.sh" "$SLURM_DIR" >&8 2>&8 || true
   fi
   exit "$rc"
 }
@@ -85,6 +87,7 @@ trap on_exit EXIT
 # sessions of their own and would not get the signal).
 trap 'interrupted=130; exit 130' INT
 trap 'interrupted=143; exit 143' TERM HUP
+trap 'interrupted=141; exit 141' PIPE
 
 T0=$(date +%s.%N)
 rm -rf "$SLURM_DIR"/{state,spool,munge,rest,dev,bin,pids}
