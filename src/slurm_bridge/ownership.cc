@@ -1,6 +1,9 @@
 #include "slurm_bridge/ownership.h"
 
 #include <algorithm>
+#include <map>
+
+#include "absl/synchronization/mutex.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -140,7 +143,9 @@ class PlaceholderOwnership : public NodeOwnership {
     job.working_directory = options_.working_directory;
     job.requeue = false;
     absl::StatusOr<SubmitResult> r = api_.Submit(job);
-    return r.ok() ? absl::OkStatus() : r.status();
+    if (!r.ok()) return r.status();
+    Remember(node, r->job_id);
+    return absl::OkStatus();
   }
 
   absl::Status Lend(const std::string& node) override {
@@ -154,6 +159,7 @@ class PlaceholderOwnership : public NodeOwnership {
       if (!IsPlaceholder(j, node)) continue;
       absl::Status st = api_.CancelJob(j.job_id);
       if (!st.ok()) return st;
+      Remember(node, std::nullopt);
       cancelled = true;
       requeued_by = std::max(requeued_by, j.start_time);
     }
@@ -184,18 +190,40 @@ class PlaceholderOwnership : public NodeOwnership {
     return true;
   }
 
+  // The placeholders for `node`. The id of the last one seen is remembered, so the usual case is
+  // one GET job/{id}; the full job list (megabytes with 10,000 jobs) is read only when that id is
+  // unknown (first call, restarted daemon) or no longer a live placeholder.
   absl::StatusOr<std::vector<SlurmJob>> Placeholders(const std::string& node) {
+    std::optional<uint32_t> known;
+    {
+      absl::MutexLock lock(&mu_);
+      if (auto it = known_.find(node); it != known_.end()) known = it->second;
+    }
+    if (known) {
+      absl::StatusOr<SlurmJob> j = api_.GetJob(*known);
+      if (j.ok() && IsPlaceholder(*j, node)) return std::vector<SlurmJob>{*std::move(j)};
+      if (!j.ok() && !absl::IsNotFound(j.status())) return j.status();
+    }
     absl::StatusOr<JobListing> jobs = api_.ListJobs();
     if (!jobs.ok()) return jobs.status();
     std::vector<SlurmJob> out;
     for (SlurmJob& j : jobs->items)
       if (IsPlaceholder(j, node)) out.push_back(std::move(j));
+    Remember(node, out.empty() ? std::nullopt : std::optional<uint32_t>(out.front().job_id));
     return out;
+  }
+
+  void Remember(const std::string& node, std::optional<uint32_t> job) {
+    absl::MutexLock lock(&mu_);
+    if (job) known_[node] = *job;
+    else known_.erase(node);
   }
 
   SlurmApi& api_;
   const PlaceholderOptions options_;
   std::function<absl::Time()> now_;
+  absl::Mutex mu_;
+  std::map<std::string, uint32_t> known_ ABSL_GUARDED_BY(mu_);  // node -> placeholder job id
 };
 
 }  // namespace

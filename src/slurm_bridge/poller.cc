@@ -24,7 +24,7 @@ SlurmPoller::SlurmPoller(SlurmApi& api, PollerOptions options)
 
 absl::StatusOr<PollChanges> SlurmPoller::PollOnce(absl::Time now) {
   std::shared_ptr<const SlurmView> old = View();
-  auto next = std::make_shared<SlurmView>(*old);
+  auto next = std::make_shared<SlurmView>(*old);  // shares the tables; replaced below if changed
   PollChanges changes;
   const bool full = !options_.incremental || now - last_full_ >= options_.full_refresh_interval;
   const std::optional<int64_t> job_since = full ? std::nullopt : job_update_time_;
@@ -56,40 +56,40 @@ absl::StatusOr<PollChanges> SlurmPoller::PollOnce(absl::Time now) {
   }
 
   if (!jobs->unchanged) {
-    std::map<uint32_t, SlurmJob> fresh;
+    auto fresh = std::make_shared<SlurmView::Jobs>();
     for (SlurmJob& j : jobs->items) {
-      auto it = old->jobs.find(j.job_id);
-      if (it == old->jobs.end()) ++changes.jobs_added;
+      auto it = old->jobs->find(j.job_id);
+      if (it == old->jobs->end()) ++changes.jobs_added;
       else if (JobKey(it->second) != JobKey(j)) ++changes.jobs_changed;
       const uint32_t id = j.job_id;
-      fresh.emplace(id, std::move(j));
+      fresh->emplace(id, std::move(j));
     }
-    for (const auto& [id, j] : old->jobs)
-      if (fresh.count(id) == 0) ++changes.jobs_removed;
+    for (const auto& [id, j] : *old->jobs)
+      if (fresh->count(id) == 0) ++changes.jobs_removed;
     next->jobs = std::move(fresh);
   }
   if (!nodes->unchanged) {
-    std::map<std::string, SlurmNode> fresh;
+    auto fresh = std::make_shared<SlurmView::Nodes>();
     for (SlurmNode& n : nodes->items) {
-      auto it = old->nodes.find(n.name);
-      if (it == old->nodes.end() || NodeKey(it->second) != NodeKey(n)) ++changes.nodes_changed;
+      auto it = old->nodes->find(n.name);
+      if (it == old->nodes->end() || NodeKey(it->second) != NodeKey(n)) ++changes.nodes_changed;
       const std::string name = n.name;
-      fresh.emplace(name, std::move(n));
+      fresh->emplace(name, std::move(n));
     }
-    for (const auto& [name, n] : old->nodes)
-      if (fresh.count(name) == 0) ++changes.nodes_changed;
+    for (const auto& [name, n] : *old->nodes)
+      if (fresh->count(name) == 0) ++changes.nodes_changed;
     next->nodes = std::move(fresh);
   }
   if (want_partitions) {
-    std::map<std::string, SlurmPartition> fresh;
+    auto fresh = std::make_shared<SlurmView::Partitions>();
     for (SlurmPartition& p : partitions->items) {
       const std::string name = p.name;
-      fresh.emplace(name, std::move(p));
+      fresh->emplace(name, std::move(p));
     }
-    changes.partitions_changed = fresh.size() != old->partitions.size();
-    for (const auto& [name, p] : fresh) {
-      auto it = old->partitions.find(name);
-      if (it == old->partitions.end() || it->second.nodes != p.nodes || it->second.state != p.state ||
+    changes.partitions_changed = fresh->size() != old->partitions->size();
+    for (const auto& [name, p] : *fresh) {
+      auto it = old->partitions->find(name);
+      if (it == old->partitions->end() || it->second.nodes != p.nodes || it->second.state != p.state ||
           it->second.priority_tier != p.priority_tier)
         changes.partitions_changed = true;
     }

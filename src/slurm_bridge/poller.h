@@ -17,10 +17,15 @@
 
 namespace onequeue::slurm {
 
+// Immutable. The three tables are shared between successive views when they did not change, so
+// an unchanged poll of 10,000 jobs copies nothing.
 struct SlurmView {
-  std::map<uint32_t, SlurmJob> jobs;
-  std::map<std::string, SlurmNode> nodes;
-  std::map<std::string, SlurmPartition> partitions;
+  using Jobs = std::map<uint32_t, SlurmJob>;
+  using Nodes = std::map<std::string, SlurmNode>;
+  using Partitions = std::map<std::string, SlurmPartition>;
+  std::shared_ptr<const Jobs> jobs = std::make_shared<const Jobs>();
+  std::shared_ptr<const Nodes> nodes = std::make_shared<const Nodes>();
+  std::shared_ptr<const Partitions> partitions = std::make_shared<const Partitions>();
   absl::Time refreshed_at = absl::InfinitePast();  // time of the last fully successful poll
 };
 

@@ -364,7 +364,7 @@ TEST_F(SlurmBridgeIntegrationTest, SlurmrestdDownGivesUnavailableAndThePollerRec
   const uint32_t during = Sbatch({"--hold", "-J", "during-outage"}, "sleep 1");
   ASSERT_TRUE(StartDaemon(Info(), "slurmrestd").ok());
   ASSERT_TRUE(WaitFor([&] { return poller.PollOnce(absl::Now()).ok(); }));
-  EXPECT_EQ(poller.View()->jobs.count(during), 1u);
+  EXPECT_EQ(poller.View()->jobs->count(during), 1u);
   EXPECT_LT(poller.Staleness(absl::Now()), absl::Seconds(5));
 }
 
@@ -375,11 +375,11 @@ TEST_F(SlurmBridgeIntegrationTest, SlurmctldRestartLosesNothing) {
   ASSERT_TRUE(StopDaemon(Info(), "slurmctld").ok());
   absl::StatusOr<PollChanges> c = poller.PollOnce(absl::Now());
   EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
-  EXPECT_EQ(poller.View()->jobs.count(before), 1u);  // the old view is kept
+  EXPECT_EQ(poller.View()->jobs->count(before), 1u);  // the old view is kept
   ASSERT_TRUE(StartDaemon(Info(), "slurmctld").ok());
   ASSERT_TRUE(WaitFor([&] { return poller.PollOnce(absl::Now()).ok(); }));
-  EXPECT_EQ(poller.View()->jobs.count(before), 1u);
-  EXPECT_EQ(poller.View()->nodes.size(), Info().nodes.size());
+  EXPECT_EQ(poller.View()->jobs->count(before), 1u);
+  EXPECT_EQ(poller.View()->nodes->size(), Info().nodes.size());
 }
 
 class TempTokenFile {

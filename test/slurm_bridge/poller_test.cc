@@ -33,7 +33,7 @@ TEST_F(PollerTest, FirstPollIsFullThenIncremental) {
   absl::StatusOr<PollChanges> c = poller.PollOnce(t0_);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->jobs_added, 2);
-  EXPECT_EQ(poller.View()->jobs.size(), 2u);
+  EXPECT_EQ(poller.View()->jobs->size(), 2u);
   EXPECT_EQ(poller.Staleness(t0_ + absl::Seconds(3)), absl::Seconds(3));
 
   api_.calls.clear();
@@ -42,7 +42,7 @@ TEST_F(PollerTest, FirstPollIsFullThenIncremental) {
   EXPECT_FALSE(c->any());
   EXPECT_EQ(api_.calls.front(), "ListJobs@101");  // the server's last_update is passed back
   EXPECT_EQ(poller.stats().unchanged_job_answers, 1u);
-  EXPECT_EQ(poller.View()->jobs.size(), 2u);  // unchanged answer keeps the view
+  EXPECT_EQ(poller.View()->jobs->size(), 2u);  // unchanged answer keeps the view
 
   api_.jobs[2].state = JobState::kRunning;
   api_.jobs.erase(1);
@@ -53,7 +53,7 @@ TEST_F(PollerTest, FirstPollIsFullThenIncremental) {
   EXPECT_EQ(c->jobs_added, 1);
   EXPECT_EQ(c->jobs_changed, 1);
   EXPECT_EQ(c->jobs_removed, 1);
-  EXPECT_EQ(poller.View()->jobs.at(2).state, JobState::kRunning);
+  EXPECT_EQ(poller.View()->jobs->at(2).state, JobState::kRunning);
 }
 
 TEST_F(PollerTest, FailureKeepsTheViewGrowsStaleAndNextPollIsFull) {
@@ -62,7 +62,7 @@ TEST_F(PollerTest, FailureKeepsTheViewGrowsStaleAndNextPollIsFull) {
   api_.fail_with = absl::UnavailableError("cannot connect to slurmrestd");
   absl::StatusOr<PollChanges> c = poller.PollOnce(t0_ + absl::Seconds(30));
   EXPECT_TRUE(absl::IsUnavailable(c.status()));
-  EXPECT_EQ(poller.View()->jobs.size(), 2u);
+  EXPECT_EQ(poller.View()->jobs->size(), 2u);
   EXPECT_EQ(poller.Staleness(t0_ + absl::Seconds(30)), absl::Seconds(30));
   EXPECT_EQ(poller.stats().failures, 1u);
   EXPECT_EQ(poller.stats().last_error, "cannot connect to slurmrestd");

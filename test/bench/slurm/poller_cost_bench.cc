@@ -105,7 +105,7 @@ Result Measure(const SlurmClusterInfo& info, const std::string& mode, bool incre
   r.max_poll_ms = max_ms;
   r.full = poller.stats().full_job_fetches - s0.full_job_fetches;
   r.unchanged = poller.stats().unchanged_job_answers - s0.unchanged_job_answers;
-  r.jobs_in_view = poller.View()->jobs.size();
+  r.jobs_in_view = poller.View()->jobs->size();
   return r;
 }
 
