@@ -148,7 +148,9 @@ class Simulator {
         outcomes_(jobs_.size()),
         seen_(jobs_.size(), 0),
         running_slot_(jobs_.size(), -1),
-        node_job_(processors, -1) {
+        node_job_(processors, -1),
+        keep_reservations_(options.keep_reservations),
+        reservation_start_(jobs_.size(), kForever) {
     snapshot_ = std::make_shared<Snapshot>();
     snapshot_->nodes.reserve(processors);
     for (int64_t i = 0; i < processors; ++i) {
@@ -176,6 +178,7 @@ class Simulator {
       if (next_arrival_ < jobs_.size()) now = jobs_[next_arrival_].submit;
       if (!completions_.empty()) now = std::min(now, completions_.top().first);
       ApplyEvents(now);
+      if (keep_reservations_) OrderByReservation();
       // The snapshot is this object's: the planner keeps it only for OnArrival, which the replay
       // never calls, so it is updated in place between cycles instead of copied every cycle.
       Plan plan = planner_.PlanCycle(snapshot_, now);
@@ -221,6 +224,23 @@ class Simulator {
     }
   }
 
+  // Compression: the queue order becomes (reserved jobs by reservation start, then jobs without
+  // one), each in submit order. The order is handed to the planner through submit_time, which is
+  // all the queue order looks at when every priority weight is 0 (ReplayQueueConfig).
+  void OrderByReservation() {
+    std::vector<PendingWorkload>& pending = snapshot_->pending;
+    std::vector<std::pair<std::tuple<Time, Time, int64_t>, size_t>> keys;
+    keys.reserve(pending.size());
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const int job = index_of_id_.at(pending[i].id);
+      keys.push_back({{reservation_start_[job], jobs_[job].submit, jobs_[job].job_number}, i});
+    }
+    std::sort(keys.begin(), keys.end());
+    for (size_t rank = 0; rank < keys.size(); ++rank) {
+      pending[keys[rank].second].submit_time = static_cast<Time>(rank);
+    }
+  }
+
   void RemoveRunning(int job) {
     std::vector<RunningWorkload>& running = snapshot_->running;
     const int slot = running_slot_[job];
@@ -244,6 +264,10 @@ class Simulator {
       pending.erase(std::remove_if(pending.begin(), pending.end(),
                                    [&](const PendingWorkload& w) { return started[index_of_id_.at(w.id)]; }),
                     pending.end());
+    }
+    for (const ReserveDecision& r : plan.reservations) {
+      auto it = index_of_id_.find(r.workload);
+      if (it != index_of_id_.end()) reservation_start_[it->second] = r.start;
     }
     const WaitingStatus* head = nullptr;
     for (const WaitingStatus& w : plan.waiting) {
@@ -320,6 +344,8 @@ class Simulator {
   std::priority_queue<std::pair<Time, int>, std::vector<std::pair<Time, int>>, std::greater<>> completions_;
   size_t next_arrival_ = 0;
   int64_t cycles_ = 0;
+  bool keep_reservations_;
+  std::vector<Time> reservation_start_;  // job -> start of its latest reservation, or kForever
 };
 
 }  // namespace

@@ -42,6 +42,14 @@ QueueConfig ReplayQueueConfig(ReplayPolicy policy);
 
 struct ReplayOptions {
   ReplayPolicy policy = ReplayPolicy::kEasy;
+  // Classic conservative backfilling (Mu'alem and Feitelson 2001): a reservation, once made,
+  // never moves later. The planner itself re-plans from scratch every cycle, like Slurm, and
+  // then an early completion can let earlier jobs move into a new arrangement that pushes a
+  // later job's reservation back. With this option the replay orders the queue by each job's
+  // current reservation (new jobs last, in submit order) before every cycle, which is the
+  // "compression" step of the classic algorithm: every job then starts no later than the first
+  // start it was promised. Off by default: the default replays what the daemon would do.
+  bool keep_reservations = false;
   std::optional<int64_t> processors;  // overrides the header
   double tau = 10;                    // bounded slowdown threshold, seconds
 };

@@ -1,7 +1,7 @@
 // `oq simulate TRACE.swf --policy fcfs|easy|conservative [--per-job] [--json] [--processors N]
-// [--tau SECONDS]`: replays a Standard Workload Format trace through the queue planner in
-// simulated time and prints the summary (docs/simulate.md). Exit codes: 0 done, 1 the trace is
-// malformed or cannot be replayed, 2 bad arguments.
+// [--tau SECONDS] [--keep-reservations]`: replays a Standard Workload Format trace through the
+// queue planner in simulated time and prints the summary (docs/simulate.md). Exit codes: 0 done,
+// 1 the trace is malformed or cannot be replayed, 2 bad arguments.
 #include "scheduler/oq_simulate.h"
 
 #include <cinttypes>
@@ -22,14 +22,17 @@ namespace {
 
 constexpr const char* kSimulateUsage =
     "Usage: oq simulate TRACE.swf --policy fcfs|easy|conservative [--per-job] [--json]\n"
-    "                   [--processors N] [--tau SECONDS]\n"
+    "                   [--processors N] [--tau SECONDS] [--keep-reservations]\n"
     "  --policy       fcfs (strict order), easy (backfill, 1 reservation) or conservative\n"
     "                 (backfill, every waiting job reserved)\n"
     "  --per-job      also print one line per job (submit, start, end, wait, bounded slowdown)\n"
     "  --json         print JSON instead of text\n"
     "  --processors   machine size (default: the header's MaxProcs, else MaxNodes, else the\n"
     "                 widest job); one node per processor\n"
-    "  --tau          bounded slowdown threshold in seconds (default 10)\n";
+    "  --tau          bounded slowdown threshold in seconds (default 10)\n"
+    "  --keep-reservations\n"
+    "                 classic conservative backfilling: a reservation never moves later (the\n"
+    "                 default replays the daemon's planner, which re-plans from scratch)\n";
 
 struct SimulateArgs {
   std::string trace_path;
@@ -56,6 +59,8 @@ std::optional<std::string> ParseArgs(const std::vector<std::string>& args, Simul
       policy_given = true;
     } else if (a == "--per-job") {
       out->per_job = true;
+    } else if (a == "--keep-reservations") {
+      out->options.keep_reservations = true;
     } else if (a == "--json") {
       out->json = true;
     } else if (a == "--processors") {
@@ -116,7 +121,8 @@ std::string Number(double v) {
 void PrintText(const SimulateArgs& a, const queue::ReplayResult& r) {
   const queue::ReplaySummary& s = r.summary;
   std::printf("trace:        %s\n", a.trace_path.c_str());
-  std::printf("policy:       %s\n", queue::ReplayPolicyName(r.policy));
+  std::printf("policy:       %s%s\n", queue::ReplayPolicyName(r.policy),
+              a.options.keep_reservations ? " (reservations kept)" : "");
   std::printf("machine:      %" PRId64 " processors (%s), one node per processor\n", s.processors,
               r.machine_source.c_str());
   std::printf("jobs:         %" PRId64 " replayed, %" PRId64 " skipped, %" PRId64
@@ -147,6 +153,7 @@ void PrintJson(const SimulateArgs& a, const queue::ReplayResult& r) {
   std::string out = "{";
   out += "\"trace\":" + JsonString(a.trace_path);
   out += ",\"policy\":" + JsonString(queue::ReplayPolicyName(r.policy));
+  out += std::string(",\"keep_reservations\":") + (a.options.keep_reservations ? "true" : "false");
   out += ",\"machine\":{\"processors\":" + std::to_string(s.processors) +
          ",\"source\":" + JsonString(r.machine_source) + ",\"nodes_per_processor\":1}";
   out += ",\"summary\":{\"jobs\":" + std::to_string(s.jobs) + ",\"skipped\":" + std::to_string(s.skipped) +
