@@ -368,6 +368,23 @@ TEST_F(SlurmBridgeIntegrationTest, SlurmrestdDownGivesUnavailableAndThePollerRec
   EXPECT_LT(poller.Staleness(absl::Now()), absl::Seconds(5));
 }
 
+TEST_F(SlurmBridgeIntegrationTest, IncrementalPollingGets304UntilSomethingChanges) {
+  SlurmPoller poller(*api_);
+  ASSERT_TRUE(poller.PollOnce(absl::Now()).ok());
+  // Nothing happens on the cluster: slurmrestd answers 304 and the view stays.
+  ASSERT_TRUE(WaitFor([&] {
+    return poller.PollOnce(absl::Now()).ok() && poller.stats().unchanged_job_answers > 0;
+  }, absl::Seconds(20)));
+  const uint32_t id = Sbatch({"--hold", "-J", "new"}, "sleep 1");
+  int added = 0;
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<PollChanges> c = poller.PollOnce(absl::Now());
+    if (c.ok()) added += c->jobs_added;
+    return poller.View()->jobs->count(id) == 1;
+  }));
+  EXPECT_EQ(added, 1);
+}
+
 TEST_F(SlurmBridgeIntegrationTest, SlurmctldRestartLosesNothing) {
   const uint32_t before = Sbatch({"--hold", "-J", "before-restart"}, "sleep 1");
   SlurmPoller poller(*api_);
