@@ -205,6 +205,9 @@ struct QueuePlanner::State {
   absl::flat_hash_map<std::string, EligibleSet> static_eligible;
   std::vector<char> claimed;  // nodes promised to a preemptor this cycle
   std::vector<char> reserved_owner;  // node owner is reserved(W) (compact: checked per node)
+  // Per extended resource slot: the nodes whose allocatable has some of it (a GPU request only
+  // looks at GPU nodes).
+  std::array<std::vector<NodeIndex>, kMaxResourceKinds> nodes_with;
   // Per topology label (finest first): the node's domain id (first seen in node order = 0), or
   // -1 when the node lacks the label.
   std::vector<std::vector<int32_t>> domains;
@@ -377,6 +380,14 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, doub
   // describes the profile's own now only (an arrival planned later may find nodes freed since):
   // walk every node for those.
   const bool walk_all = w.per_member[kCpu] <= 0 || now != p.now();
+  // A request for an extended resource (GPUs) only walks the nodes that have it, when they are
+  // fewer than the nodes with enough free cpu would be.
+  const std::vector<NodeIndex>* scarce = nullptr;
+  for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
+    if (w.per_member[r] > 0 && (scarce == nullptr || s_.nodes_with[r].size() < scarce->size())) {
+      scarce = &s_.nodes_with[r];
+    }
+  }
   // Two passes for packing: first whether the gang fits at all (stops early, so the common
   // failure is cheap), then every node with room, for the topology choice.
   for (int pass = 0; pass < (pack ? 2 : 1); ++pass) {
@@ -387,6 +398,8 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, doub
       for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()) && (all || found < members); ++n) {
         consider(n);
       }
+    } else if (scarce != nullptr) {
+      for (size_t i = 0; i < scarce->size() && (all || found < members); ++i) consider((*scarce)[i]);
     } else {
       s_.free_cpu.ForEachWithAtLeast(w.kind, w.per_member[kCpu], [&](NodeIndex n) {
         consider(n);
@@ -739,6 +752,11 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
   }
   s.priority = std::make_unique<PriorityCalculator>(config_, snap.usage, s.pool_total, now);
   s.claimed.assign(snap.nodes.size(), 0);
+  for (NodeIndex n = 0; n < static_cast<NodeIndex>(snap.nodes.size()); ++n) {
+    for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
+      if (snap.nodes[n].allocatable[r] > 0) s.nodes_with[r].push_back(n);
+    }
+  }
   for (const std::string& label : config_.topology_labels) {
     absl::flat_hash_map<std::string, int32_t> ids;
     std::vector<int32_t>& of = s.domains.emplace_back(snap.nodes.size(), -1);

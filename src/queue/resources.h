@@ -49,6 +49,9 @@ struct Resources {
   // How many copies of `request` fit in this vector (request slots equal to 0 are ignored).
   // Returns `cap` when request is all zeros.
   int64_t CopiesOf(const Resources& request, int64_t cap) const {
+    // Most questions are "does one more copy fit": answer those without dividing.
+    if (!Covers(request)) return 0;
+    if (cap <= 1) return cap;
     int64_t copies = cap;
     for (int i = 0; i < kMaxResourceKinds; ++i) {
       if (request.amount[i] <= 0) continue;
