@@ -136,6 +136,7 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
   top.Read("poolLabel", &c.pool_label);
 
   MapReader k8s = top.Child("kubernetes");
+  k8s.Read("enabled", &c.kubernetes.enabled);
   k8s.Read("kubeconfig", &c.kubernetes.kubeconfig);
   k8s.Read("qps", &c.kubernetes.qps);
   k8s.Read("burst", &c.kubernetes.burst);

@@ -15,6 +15,8 @@ inline constexpr const char* kConfigApiVersion = "onequeue.io/v1alpha1";
 inline constexpr const char* kConfigKind = "SchedulerConfiguration";
 
 struct KubernetesConfig {
+  // false: no Kubernetes connection (gRPC only; for tests and Slurm-only trials).
+  bool enabled = true;
   std::string kubeconfig;  // empty: in-cluster config
   double qps = 50;
   int burst = 100;

@@ -5,10 +5,20 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <unistd.h>
 
+#include "absl/strings/str_cat.h"
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "k8s_client/config.h"
+#include "k8s_client/informer.h"
+#include "k8s_client/rest_client.h"
 #include "onequeue/version.h"
 #include "scheduler/config.h"
 #include "scheduler/grpc_service.h"
+#include "scheduler/kube_cluster.h"
+#include "scheduler/scheduling_loop.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -34,6 +44,131 @@ int Usage(const char* why) {
 }
 
 }  // namespace
+
+namespace onequeue::scheduler {
+
+// Wakes the loop when an informer sees a change; cycles are coalesced: many events between two
+// cycles cost one cycle.
+class CycleTrigger {
+ public:
+  void Fire() {
+    absl::MutexLock l(&mu_);
+    dirty_ = true;
+  }
+  // Waits until fired or `timeout` passes (the periodic full pass); returns false on stop.
+  bool Wait(absl::Duration timeout) {
+    absl::MutexLock l(&mu_);
+    auto ready = [this] { return dirty_ || stop_; };
+    mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+    dirty_ = false;
+    return !stop_;
+  }
+  void Stop() {
+    absl::MutexLock l(&mu_);
+    stop_ = true;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool dirty_ ABSL_GUARDED_BY(mu_) = true;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+absl::StatusOr<k8s::ClientConfig> KubeClientConfig(const Config& config) {
+  absl::StatusOr<k8s::ClientConfig> c = config.kubernetes.kubeconfig.empty()
+                                            ? k8s::InClusterConfig()
+                                            : k8s::LoadKubeconfig(config.kubernetes.kubeconfig);
+  if (!c.ok()) return c;
+  c->qps = config.kubernetes.qps;
+  c->burst = config.kubernetes.burst;
+  c->user_agent = absl::StrCat("onequeue-scheduler/", kVersion);
+  return c;
+}
+
+int RunDaemon(const Config& config) {
+  auto server = StartQueueServer(config.server.grpc_address, {});
+  if (!server.ok()) {
+    spdlog::error("{}", server.status().ToString());
+    return 1;
+  }
+  spdlog::info("onequeue-scheduler {} serving onequeue.v1.QueueService on port {}", kVersion, (*server)->port());
+
+  // Signals are handled by one thread that waits for them; every other thread blocks them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  std::unique_ptr<k8s::RestClient> client;
+  std::unique_ptr<k8s::Informer<k8s::Node>> nodes;
+  std::unique_ptr<k8s::Informer<k8s::Pod>> pods;
+  CycleTrigger trigger;
+  std::thread loop_thread;
+  if (config.kubernetes.enabled) {
+    auto kc = KubeClientConfig(config);
+    if (!kc.ok()) {
+      spdlog::error("kubernetes: {}", kc.status().ToString());
+      return 3;
+    }
+    auto created = k8s::RestClient::Create(*kc);
+    if (!created.ok()) {
+      spdlog::error("kubernetes: {}", created.status().ToString());
+      return 1;
+    }
+    client = std::move(*created);
+    k8s::InformerHandlers<k8s::Node> node_handlers{
+        [&](const k8s::Node&) { trigger.Fire(); },
+        [&](const k8s::Node&, const k8s::Node&) { trigger.Fire(); },
+        [&](const k8s::Node&) { trigger.Fire(); }};
+    k8s::InformerHandlers<k8s::Pod> pod_handlers{
+        [&](const k8s::Pod&) { trigger.Fire(); },
+        [&](const k8s::Pod&, const k8s::Pod&) { trigger.Fire(); },
+        [&](const k8s::Pod&) { trigger.Fire(); }};
+    nodes = std::make_unique<k8s::Informer<k8s::Node>>(client.get(), k8s::kNodes, k8s::InformerOptions{},
+                                                        node_handlers);
+    pods = std::make_unique<k8s::Informer<k8s::Pod>>(client.get(), k8s::kPods, k8s::InformerOptions{},
+                                                      pod_handlers);
+    nodes->Start();
+    pods->Start();
+    loop_thread = std::thread([&] {
+      while (!nodes->WaitForSync(absl::Seconds(1)) || !pods->WaitForSync(absl::Seconds(1))) {
+        if (!trigger.Wait(absl::ZeroDuration())) return;
+        spdlog::info("waiting for the pod and node informers to sync");
+      }
+      spdlog::info("informers synced: {} nodes, {} pods", nodes->Size(), pods->Size());
+      InformerClusterView view(nodes.get(), pods.get());
+      char host[256] = "onequeue";
+      gethostname(host, sizeof(host) - 1);
+      KubeClusterActions actions(client.get(), pods.get(), host);
+      SchedulingLoop loop(config, &view, &actions);
+      // Event-driven, coalesced, with a periodic full pass so estimates and ages stay fresh.
+      while (trigger.Wait(absl::Seconds(5))) {
+        const CycleStats s = loop.RunCycle(absl::ToUnixSeconds(absl::Now()));
+        if (s.bound || s.reported || s.preemptions_started || s.bind_errors) {
+          spdlog::info("cycle: {} pending, {} bound, {} waiting ({} reported), {} preemptions, {} evictions, {} bind errors",
+                       s.pending, s.bound, s.waiting, s.reported, s.preemptions_started, s.evictions,
+                       s.bind_errors);
+        }
+        absl::SleepFor(absl::Milliseconds(100));  // coalesce bursts of events into one cycle
+      }
+    });
+  } else {
+    spdlog::warn("kubernetes.enabled is false: serving the API only, scheduling nothing");
+  }
+
+  int sig = 0;
+  sigwait(&set, &sig);
+  spdlog::info("signal {}: shutting down", sig);
+  trigger.Stop();
+  if (loop_thread.joinable()) loop_thread.join();
+  if (pods) pods->Stop();
+  if (nodes) nodes->Stop();
+  (*server)->Shutdown();
+  return 0;
+}
+
+}  // namespace onequeue::scheduler
 
 int main(int argc, char** argv) {
   std::string config_path, grpc_address;
@@ -77,23 +212,5 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  auto server = onequeue::scheduler::StartQueueServer(config->server.grpc_address, {});
-  if (!server.ok()) {
-    spdlog::error("{}", server.status().ToString());
-    return 1;
-  }
-  spdlog::info("onequeue-scheduler {} serving onequeue.v1.QueueService on port {}", onequeue::kVersion,
-               (*server)->port());
-
-  // Stop cleanly on SIGTERM/SIGINT: block them here and wait for one in this thread.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  int sig = 0;
-  sigwait(&set, &sig);
-  spdlog::info("signal {}: shutting down", sig);
-  (*server)->Shutdown();
-  return 0;
+  return onequeue::scheduler::RunDaemon(*config);
 }

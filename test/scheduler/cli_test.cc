@@ -88,7 +88,8 @@ TEST(CliTest, OqTalksToTheDaemonOverGrpc) {
   const int port = 20000 + (getpid() % 20000);
   const std::string addr = "127.0.0.1:" + std::to_string(port);
   const std::string cfg = TempFile("run.yaml",
-      "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\nserver: {grpcAddress: \"" + addr + "\"}\n");
+      "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\nkubernetes: {enabled: false}\n"
+      "server: {grpcAddress: \"" + addr + "\"}\n");
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {

@@ -1,0 +1,96 @@
+#include "scheduler/kube_cluster.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "spdlog/spdlog.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+std::pair<std::string, std::string> SplitKey(const std::string& key) {
+  auto slash = key.find('/');
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+}  // namespace
+
+KubeClusterActions::KubeClusterActions(k8s::RestClient* client, const k8s::Informer<k8s::Pod>* pods,
+                                       std::string instance)
+    : client_(client), pods_(pods), api_(client), events_(client, "onequeue", std::move(instance)) {}
+
+void KubeClusterActions::RecordEvent(const std::string& pod_key, const std::string& type,
+                                     const std::string& reason, const std::string& action,
+                                     const std::string& note) {
+  auto [ns, name] = SplitKey(pod_key);
+  k8s::ObjectReference ref;
+  ref.api_version = "v1";
+  ref.kind = "Pod";
+  ref.namespace_ = ns;
+  ref.name = name;
+  if (auto pod = pods_->Get(pod_key)) ref.uid = pod->metadata.uid;
+  auto s = events_.Record(ref, type, reason, action, note, absl::Now());
+  // Events are best effort: a lost event must never stop scheduling.
+  if (!s.ok()) spdlog::warn("event {} for {}: {}", reason, pod_key, s.status().ToString());
+}
+
+absl::Status KubeClusterActions::Bind(const std::string& pod_key, const std::string& node,
+                                      const std::string& message) {
+  auto [ns, name] = SplitKey(pod_key);
+  std::string uid;
+  if (auto pod = pods_->Get(pod_key)) uid = pod->metadata.uid;
+  absl::Status s = api_.Bind(ns, name, node, uid);
+  if (!s.ok()) {
+    spdlog::warn("bind {} to {}: {}", pod_key, node, s.ToString());
+    return s;
+  }
+  RecordEvent(pod_key, "Normal", "Scheduled", "Binding", message);
+  return absl::OkStatus();
+}
+
+absl::Status KubeClusterActions::ReportWaiting(const std::string& pod_key, const WaitReport& report) {
+  auto [ns, name] = SplitKey(pod_key);
+  const std::string note = absl::StrCat(report.reason, ": ", report.message, " (queue position ",
+                                        report.queue_position, ")");
+  k8s::Condition cond;
+  cond.type = "PodScheduled";
+  cond.status = "False";
+  cond.reason = "Unschedulable";
+  cond.message = note;
+  absl::Status s = api_.PatchPodScheduling(ns, name, cond, std::nullopt, absl::Now());
+  if (!s.ok()) return s;
+  nlohmann::json annotations = {
+      {kQueuePositionAnnotation, std::to_string(report.queue_position)},
+      {kEstimatedStartAnnotation,
+       report.estimated_start ? k8s::FormatRfc3339(absl::FromUnixSeconds(*report.estimated_start))
+                              : std::string("unknown")}};
+  auto p = client_->Patch(k8s::ObjectPath(k8s::kPods, ns, name), {{"metadata", {{"annotations", annotations}}}},
+                          "application/merge-patch+json");
+  if (!p.ok()) return p.status();
+  RecordEvent(pod_key, "Warning", "FailedScheduling", "Scheduling", note);
+  return absl::OkStatus();
+}
+
+absl::Status KubeClusterActions::SetNodeOwner(const std::string& node, const std::string& value) {
+  nlohmann::json v = value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value);
+  auto p = client_->Patch(k8s::ObjectPath(k8s::kNodes, "", node),
+                          {{"metadata", {{"annotations", {{kOwnerAnnotation, v}}}}}},
+                          "application/merge-patch+json");
+  return p.status();
+}
+
+absl::Status KubeClusterActions::Nominate(const std::string& pod_key, const std::string& node) {
+  auto [ns, name] = SplitKey(pod_key);
+  auto p = client_->Patch(k8s::ObjectPath(k8s::kPods, ns, name, "status"),
+                          {{"status", {{"nominatedNodeName", node}}}}, "application/merge-patch+json");
+  return p.status();
+}
+
+absl::Status KubeClusterActions::Evict(const std::string& pod_key, const std::string& preemptor,
+                                       const std::string& message) {
+  auto [ns, name] = SplitKey(pod_key);
+  absl::Status s = api_.Evict(ns, name);
+  if (s.ok()) RecordEvent(pod_key, "Normal", "Preempted", "Preempting", message);
+  return s;
+}
+
+}  // namespace onequeue::scheduler

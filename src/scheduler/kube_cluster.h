@@ -1,0 +1,47 @@
+#pragma once
+// The scheduling loop's view and actions backed by the real Kubernetes API: informers for pods
+// and nodes, and the writes (binding, eviction, status, annotations, events) through k8s_client.
+#include <memory>
+#include <string>
+
+#include "k8s_client/informer.h"
+#include "k8s_client/rest_client.h"
+#include "k8s_client/scheduler_api.h"
+#include "scheduler/scheduling_loop.h"
+
+namespace onequeue::scheduler {
+
+class InformerClusterView : public ClusterView {
+ public:
+  InformerClusterView(const k8s::Informer<k8s::Node>* nodes, const k8s::Informer<k8s::Pod>* pods)
+      : nodes_(nodes), pods_(pods) {}
+  std::vector<k8s::Node> Nodes() const override { return nodes_->List(); }
+  std::vector<k8s::Pod> Pods() const override { return pods_->List(); }
+
+ private:
+  const k8s::Informer<k8s::Node>* nodes_;
+  const k8s::Informer<k8s::Pod>* pods_;
+};
+
+class KubeClusterActions : public ClusterActions {
+ public:
+  // `instance`: this replica's identity, shown as the events' reportingInstance.
+  KubeClusterActions(k8s::RestClient* client, const k8s::Informer<k8s::Pod>* pods, std::string instance);
+
+  absl::Status Bind(const std::string& pod_key, const std::string& node, const std::string& message) override;
+  absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override;
+  absl::Status SetNodeOwner(const std::string& node, const std::string& value) override;
+  absl::Status Nominate(const std::string& pod_key, const std::string& node) override;
+  absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
+
+ private:
+  void RecordEvent(const std::string& pod_key, const std::string& type, const std::string& reason,
+                   const std::string& action, const std::string& note);
+
+  k8s::RestClient* client_;
+  const k8s::Informer<k8s::Pod>* pods_;
+  k8s::SchedulerApi api_;
+  k8s::EventRecorder events_;
+};
+
+}  // namespace onequeue::scheduler

@@ -1,0 +1,273 @@
+#include "scheduler/snapshot_builder.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+using queue::Resources;
+
+bool IsPoolNode(const k8s::Node& node, const std::string& pool_label) {
+  const auto eq = pool_label.find('=');
+  const std::string key = pool_label.substr(0, eq);
+  auto it = node.metadata.labels.find(key);
+  if (it == node.metadata.labels.end()) return false;
+  return eq == std::string::npos || it->second == pool_label.substr(eq + 1);
+}
+
+bool IsReady(const k8s::Node& node) {
+  for (const auto& c : node.conditions) {
+    if (c.type == "Ready") return c.status == "True";
+  }
+  return false;  // a node that never reported Ready runs nothing new
+}
+
+queue::TaintEffect ToEffect(const std::string& effect) {
+  if (effect == "NoExecute") return queue::TaintEffect::kNoExecute;
+  if (effect == "PreferNoSchedule") return queue::TaintEffect::kPreferNoSchedule;
+  return queue::TaintEffect::kNoSchedule;
+}
+
+queue::NodeOwner ParseOwner(const k8s::StringMap& annotations) {
+  queue::NodeOwner owner;
+  owner.kind = queue::OwnerKind::kKubernetes;  // without Slurm every pool node is Kubernetes'
+  auto it = annotations.find(kOwnerAnnotation);
+  if (it == annotations.end()) return owner;
+  const std::string& v = it->second;
+  if (v == "slurm") owner.kind = queue::OwnerKind::kSlurm;
+  else if (v == "free") owner.kind = queue::OwnerKind::kFree;
+  else if (v.rfind("reserved/", 0) == 0) {
+    owner.kind = queue::OwnerKind::kReserved;
+    owner.reserved_for = v.substr(9);
+  }
+  return owner;
+}
+
+// Maps Kubernetes resource names onto the queue's fixed slots; extended resources take the next
+// free slot, and past kMaxResourceKinds they are ignored (documented limit).
+class ResourceMapper {
+ public:
+  explicit ResourceMapper(queue::ResourceNames* names) : names_(names) {}
+
+  Resources Map(const k8s::ResourceList& list) {
+    Resources r;
+    for (const auto& [name, q] : list) {
+      int slot = Slot(name);
+      if (slot < 0) continue;
+      r[slot] = slot == queue::kCpu ? q.MilliValue() : q.Value();
+    }
+    return r;
+  }
+
+ private:
+  int Slot(const std::string& name) {
+    if (name == "cpu") return queue::kCpu;
+    if (name == "memory") return queue::kMemory;
+    if (name == "pods") return queue::kPods;
+    // Only extended resources (domain-prefixed names) are scheduled; ephemeral-storage and
+    // hugepages are not part of the queue's model yet.
+    if (name.find('/') == std::string::npos) return -1;
+    int i = names_->IndexOf(name);
+    if (i >= 0) return i;
+    if (static_cast<int>(names_->names.size()) >= queue::kMaxResourceKinds) return -1;
+    names_->names.push_back(name);
+    return static_cast<int>(names_->names.size()) - 1;
+  }
+  queue::ResourceNames* names_;
+};
+
+queue::Eligibility ToEligibility(const k8s::Pod& pod) {
+  queue::Eligibility e;
+  e.node_selector.insert(pod.node_selector.begin(), pod.node_selector.end());
+  if (!pod.required_node_affinity.empty()) {
+    for (const auto& req : pod.required_node_affinity.front().match_expressions) {
+      queue::LabelRequirement r;
+      r.key = req.key;
+      r.values = req.values;
+      if (req.op == "NotIn") r.op = queue::LabelRequirement::Operator::kNotIn;
+      else if (req.op == "Exists") r.op = queue::LabelRequirement::Operator::kExists;
+      else if (req.op == "DoesNotExist") r.op = queue::LabelRequirement::Operator::kDoesNotExist;
+      e.required_affinity.push_back(std::move(r));
+    }
+  }
+  for (const auto& t : pod.tolerations) {
+    queue::Toleration q;
+    q.key = t.key;
+    q.value = t.value;
+    q.op = t.op == "Exists" ? queue::Toleration::Operator::kExists : queue::Toleration::Operator::kEqual;
+    if (!t.effect.empty()) q.effect = ToEffect(t.effect);
+    e.tolerations.push_back(std::move(q));
+  }
+  return e;
+}
+
+std::string Annotation(const k8s::Pod& pod, const char* key) {
+  auto it = pod.metadata.annotations.find(key);
+  return it == pod.metadata.annotations.end() ? std::string() : it->second;
+}
+
+std::string WorkloadId(const k8s::Pod& pod) {
+  const std::string group = Annotation(pod, kGroupAnnotation);
+  return group.empty() ? pod.metadata.namespace_ + "/" + pod.metadata.name
+                       : pod.metadata.namespace_ + "/group/" + group;
+}
+
+bool Terminal(const k8s::Pod& pod) { return pod.phase == "Succeeded" || pod.phase == "Failed"; }
+
+}  // namespace
+
+absl::StatusOr<queue::Duration> ParseTimeLimit(const std::string& text) {
+  int64_t seconds = 0;
+  if (absl::SimpleAtoi(text, &seconds)) {
+    if (seconds <= 0) return absl::InvalidArgumentError(absl::StrCat("time limit \"", text, "\" must be positive"));
+    return seconds;
+  }
+  absl::Duration d;
+  if (!absl::ParseDuration(text, &d) || d <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "time limit \"", text, "\" is not a positive duration like 90s, 30m, 2h or 1h30m"));
+  }
+  return absl::ToInt64Seconds(d);
+}
+
+queue::Time ParseTimestamp(const std::string& rfc3339) {
+  absl::Time t;
+  std::string err;
+  if (rfc3339.empty() || !absl::ParseTime(absl::RFC3339_full, rfc3339, &t, &err)) return 0;
+  return absl::ToUnixSeconds(t);
+}
+
+BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods,
+                            const SnapshotOptions& options, queue::Time now) {
+  BuiltSnapshot out;
+  out.snapshot = std::make_shared<queue::Snapshot>();
+  queue::Snapshot& snap = *out.snapshot;
+  ResourceMapper mapper(&snap.resource_names);
+
+  std::map<std::string, queue::NodeIndex> node_index;
+  for (const auto& n : nodes) {
+    if (!IsPoolNode(n, options.pool_label)) continue;
+    queue::Node qn;
+    qn.name = n.metadata.name;
+    qn.allocatable = mapper.Map(n.allocatable);
+    qn.labels.insert(n.metadata.labels.begin(), n.metadata.labels.end());
+    for (const auto& t : n.taints) qn.taints.push_back({t.key, t.value, ToEffect(t.effect)});
+    qn.owner = ParseOwner(n.metadata.annotations);
+    qn.schedulable = !n.unschedulable && IsReady(n) && n.metadata.deletion_timestamp.empty();
+    node_index[qn.name] = static_cast<queue::NodeIndex>(snap.nodes.size());
+    snap.nodes.push_back(std::move(qn));
+  }
+
+  // Running: every non-terminal pod on a pool node (whoever scheduled it), grouped by gang.
+  std::map<std::string, queue::RunningWorkload> running;
+  // Pending: this scheduler's unbound pods, grouped by gang.
+  std::map<std::string, std::vector<const k8s::Pod*>> pending_groups;
+  for (const auto& pod : pods) {
+    const std::string key = pod.metadata.Key();
+    std::string node = pod.node_name;
+    if (node.empty()) {
+      auto a = options.assumed_bindings.find(key);
+      if (a != options.assumed_bindings.end()) node = a->second;
+    }
+    if (!node.empty()) {
+      if (Terminal(pod)) continue;
+      auto ni = node_index.find(node);
+      if (ni == node_index.end()) continue;  // not a pool node: not ours to count
+      const std::string id = WorkloadId(pod);
+      queue::RunningWorkload& rw = running[id];
+      rw.id = id;
+      rw.qos = Annotation(pod, kQosAnnotation);
+      rw.account = Annotation(pod, kAccountAnnotation);
+      if (rw.account.empty()) rw.account = pod.metadata.namespace_;
+      rw.gang_id = Annotation(pod, kGroupAnnotation).empty() ? "" : id;
+      rw.priority = pod.priority.value_or(0);
+      const queue::Time start = ParseTimestamp(pod.metadata.creation_timestamp);
+      rw.start_time = rw.start_time == 0 ? start : std::min(rw.start_time, start);
+      Resources used = mapper.Map(k8s::ComputePodRequests(pod));
+      used[queue::kPods] = 1;
+      rw.allocations.push_back({ni->second, used});
+      if (auto tl = ParseTimeLimit(Annotation(pod, kTimeLimitAnnotation)); tl.ok()) {
+        rw.expected_end = rw.start_time + *tl;
+      } else if (pod.active_deadline_seconds) {
+        rw.expected_end = rw.start_time + *pod.active_deadline_seconds;
+      }
+      out.running_pods[id].pod_keys.push_back(key);
+      continue;
+    }
+    if (pod.scheduler_name != options.scheduler_name || Terminal(pod) ||
+        !pod.metadata.deletion_timestamp.empty()) {
+      continue;
+    }
+    pending_groups[WorkloadId(pod)].push_back(&pod);
+  }
+  for (auto& [id, rw] : running) snap.running.push_back(std::move(rw));
+
+  for (auto& [id, members] : pending_groups) {
+    std::sort(members.begin(), members.end(),
+              [](const k8s::Pod* a, const k8s::Pod* b) { return a->metadata.name < b->metadata.name; });
+    const k8s::Pod& first = *members.front();
+    queue::PendingWorkload w;
+    w.id = id;
+    w.kind = queue::WorkloadKind::kPodGroup;
+    w.members_present = static_cast<int32_t>(members.size());
+    w.members = w.members_present;
+    w.gang = true;
+    w.qos = Annotation(first, kQosAnnotation);
+    w.account = Annotation(first, kAccountAnnotation);
+    if (w.account.empty()) w.account = first.metadata.namespace_;
+    w.priority_class_value = first.priority;
+    w.eligibility = ToEligibility(first);
+    queue::Time submit = queue::kForever;
+    for (const k8s::Pod* p : members) {
+      // The group's request per member is the largest of its members', slot by slot.
+      Resources r = mapper.Map(k8s::ComputePodRequests(*p));
+      r[queue::kPods] = 1;
+      for (int i = 0; i < queue::kMaxResourceKinds; ++i) w.per_member[i] = std::max(w.per_member[i], r[i]);
+      submit = std::min(submit, ParseTimestamp(p->metadata.creation_timestamp));
+      out.pending_pods[id].pod_keys.push_back(p->metadata.Key());
+    }
+    w.submit_time = submit == queue::kForever ? now : submit;
+
+    // Annotations are user input: anything wrong leaves the workload pending with the reason.
+    auto fail = [&w](queue::AdmissionError e, std::string message) {
+      if (w.admission_error != queue::AdmissionError::kNone) return;
+      w.admission_error = e;
+      w.admission_message = std::move(message);
+    };
+    const std::string group_size = Annotation(first, kGroupSizeAnnotation);
+    if (!group_size.empty()) {
+      int32_t size = 0;
+      if (!absl::SimpleAtoi(group_size, &size) || size < 1 || size > 100000) {
+        fail(queue::AdmissionError::kInvalidAnnotation,
+             absl::StrCat(kGroupSizeAnnotation, "=\"", group_size, "\" is not a pod count from 1 to 100000"));
+      } else {
+        w.members = size;
+      }
+    }
+    const std::string tl = Annotation(first, kTimeLimitAnnotation);
+    if (!tl.empty()) {
+      auto d = ParseTimeLimit(tl);
+      if (d.ok()) w.time_limit = *d;
+      else fail(queue::AdmissionError::kInvalidAnnotation, absl::StrCat(kTimeLimitAnnotation, ": ", d.status().message()));
+    } else if (first.active_deadline_seconds) {
+      w.time_limit = *first.active_deadline_seconds;
+    }
+    if (!w.qos.empty() &&
+        std::find(options.known_qos.begin(), options.known_qos.end(), w.qos) == options.known_qos.end()) {
+      fail(queue::AdmissionError::kQosNotAllowed,
+           absl::StrCat("QOS \"", w.qos, "\" is not defined in onequeue's configuration"));
+    }
+    if (first.required_node_affinity.size() > 1) {
+      fail(queue::AdmissionError::kInvalidAnnotation,
+           "required node affinity with several nodeSelectorTerms is not supported yet");
+    }
+    snap.pending.push_back(std::move(w));
+  }
+  return out;
+}
+
+}  // namespace onequeue::scheduler

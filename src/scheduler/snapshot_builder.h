@@ -1,0 +1,63 @@
+#pragma once
+// Turns what the informers hold (Kubernetes Nodes and Pods) into the queue's immutable Snapshot,
+// and remembers which pods make up each workload so the executor can act on the plan. Pure: no
+// I/O, time is an argument.
+//
+// Pod annotations read here (the user-facing contract, docs/user-guide.md):
+//   onequeue.io/qos          QOS name from the configured table (else the PriorityClass maps onto QOS)
+//   onequeue.io/account      fair-share account (default: the pod's namespace)
+//   onequeue.io/time-limit   "90s", "30m", "2h", "1h30m" or seconds; else activeDeadlineSeconds;
+//                            none: a service
+//   onequeue.io/group        gang name (per namespace); onequeue.io/group-size: its pod count
+// Node annotation written by onequeue: onequeue.io/owner = kubernetes | slurm | free | reserved/<workload>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "k8s_client/models.h"
+#include "queue/model.h"
+
+namespace onequeue::scheduler {
+
+inline constexpr const char* kQosAnnotation = "onequeue.io/qos";
+inline constexpr const char* kAccountAnnotation = "onequeue.io/account";
+inline constexpr const char* kTimeLimitAnnotation = "onequeue.io/time-limit";
+inline constexpr const char* kGroupAnnotation = "onequeue.io/group";
+inline constexpr const char* kGroupSizeAnnotation = "onequeue.io/group-size";
+inline constexpr const char* kOwnerAnnotation = "onequeue.io/owner";
+inline constexpr const char* kEstimatedStartAnnotation = "onequeue.io/estimated-start";
+inline constexpr const char* kQueuePositionAnnotation = "onequeue.io/queue-position";
+
+struct SnapshotOptions {
+  std::string scheduler_name = "onequeue";
+  // "key" (any value) or "key=value": which Kubernetes nodes form the pool.
+  std::string pool_label = "onequeue.io/pool";
+  // QOS names pods may ask for; empty QOS in the pod: none asked.
+  std::vector<std::string> known_qos;
+  // Pods bound by this scheduler whose binding the informer has not shown yet (assumed), by
+  // "namespace/name" -> node name: counted as running there.
+  std::map<std::string, std::string> assumed_bindings;
+};
+
+// One workload's pods, in member order.
+struct WorkloadPods {
+  std::vector<std::string> pod_keys;  // "namespace/name"
+};
+
+struct BuiltSnapshot {
+  std::shared_ptr<queue::Snapshot> snapshot;
+  std::map<std::string, WorkloadPods> pending_pods;  // pending workload id -> its pods
+  std::map<std::string, WorkloadPods> running_pods;  // running workload id -> its pods
+};
+
+BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods,
+                            const SnapshotOptions& options, queue::Time now);
+
+// "90s", "30m", "2h", "1h30m", "3600" -> seconds; error message on anything else.
+absl::StatusOr<queue::Duration> ParseTimeLimit(const std::string& text);
+
+// RFC 3339 ("2026-11-21T23:40:00Z") -> Unix seconds; 0 when absent or unparsable.
+queue::Time ParseTimestamp(const std::string& rfc3339);
+
+}  // namespace onequeue::scheduler

@@ -1,0 +1,210 @@
+// Scenario tests of one scheduling cycle after another: workloads in -> decisions out. The
+// cluster here is a small in-memory world that behaves like the real one where it matters: a
+// bind sets nodeName, an eviction deletes the pod, and a "ReplicaSet" recreates every evicted
+// replica at once (the replacement that wins the node back under the default scheduler).
+#include "scheduler/scheduling_loop.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "nlohmann/json.hpp"
+
+namespace onequeue::scheduler {
+namespace {
+
+using nlohmann::json;
+
+class World : public ClusterView, public ClusterActions {
+ public:
+  std::vector<k8s::Node> Nodes() const override { return nodes_; }
+  std::vector<k8s::Pod> Pods() const override { return pods_; }
+
+  absl::Status Bind(const std::string& key, const std::string& node, const std::string& message) override {
+    k8s::Pod* p = Find(key);
+    if (!p) return absl::NotFoundError(key);
+    if (!p->node_name.empty()) return absl::AlreadyExistsError(key + " is already bound");
+    p->node_name = node;
+    p->phase = "Running";
+    binds.push_back(key + "->" + node);
+    bind_messages.push_back(message);
+    return absl::OkStatus();
+  }
+  absl::Status ReportWaiting(const std::string& key, const WaitReport& r) override {
+    reports[key].push_back(r);
+    return absl::OkStatus();
+  }
+  absl::Status SetNodeOwner(const std::string& node, const std::string& value) override {
+    for (auto& n : nodes_) {
+      if (n.metadata.name != node) continue;
+      if (value.empty()) n.metadata.annotations.erase(kOwnerAnnotation);
+      else n.metadata.annotations[kOwnerAnnotation] = value;
+      owner_changes.push_back(node + "=" + value);
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Nominate(const std::string& key, const std::string& node) override {
+    if (k8s::Pod* p = Find(key)) p->nominated_node_name = node;
+    return absl::OkStatus();
+  }
+  absl::Status Evict(const std::string& key, const std::string& preemptor, const std::string&) override {
+    k8s::Pod* p = Find(key);
+    if (!p) return absl::NotFoundError(key);
+    if (pdb_blocks.count(key)) return absl::FailedPreconditionError("blocked by PodDisruptionBudget");
+    evictions.push_back(key);
+    k8s::Pod gone = *p;
+    pods_.erase(pods_.begin() + (p - pods_.data()));
+    if (recreate_evicted) {  // the ReplicaSet makes a replacement at once, same spec, unbound
+      gone.metadata.name += "-r";
+      gone.node_name.clear();
+      gone.phase = "Pending";
+      pods_.push_back(gone);
+    }
+    return absl::OkStatus();
+  }
+
+  void AddNode(const std::string& name, const std::string& cpu = "4") {
+    json j = {{"metadata", {{"name", name}, {"labels", {{"onequeue.io/pool", "a"}}}}},
+              {"status", {{"allocatable", {{"cpu", cpu}, {"memory", "32Gi"}, {"pods", "110"}}},
+                          {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+    nodes_.push_back(*k8s::Node::FromJson(j));
+  }
+  void AddPod(const std::string& name, const std::string& cpu, const std::string& qos,
+              const std::string& node = "", const std::string& created = "2026-11-21T10:00:00Z") {
+    json j = {{"metadata", {{"name", name}, {"namespace", "ns"}, {"creationTimestamp", created},
+                            {"annotations", {{"onequeue.io/qos", qos}}}}},
+              {"spec", {{"schedulerName", "onequeue"},
+                        {"containers", json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", cpu}}}}}}})}}},
+              {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
+    if (!node.empty()) j["spec"]["nodeName"] = node;
+    pods_.push_back(*k8s::Pod::FromJson(j));
+  }
+  k8s::Pod* Find(const std::string& key) {
+    for (auto& p : pods_) if (p.metadata.Key() == key) return &p;
+    return nullptr;
+  }
+  std::string NodeOf(const std::string& key) { k8s::Pod* p = Find(key); return p ? p->node_name : "<gone>"; }
+
+  std::vector<std::string> binds, bind_messages, evictions, owner_changes;
+  std::map<std::string, std::vector<WaitReport>> reports;
+  std::set<std::string> pdb_blocks;
+  bool recreate_evicted = true;
+
+ private:
+  std::vector<k8s::Node> nodes_;
+  std::vector<k8s::Pod> pods_;
+};
+
+Config TestConfig() {
+  Config c;
+  c.queue.reservation_depth = 1;
+  c.queue.qos = {{"interactive", 1000, false, true, 0}, {"scavenger", 0, true, false, 0}};
+  return c;
+}
+
+constexpr queue::Time kNow = 1763722800;  // 2026-11-21T11:00:00Z
+
+TEST(SchedulingLoopTest, BindsWhatFitsAndNeverGivesCapacityAwayTwice) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("a", "3", "scavenger");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  CycleStats s = loop.RunCycle(kNow);
+  EXPECT_EQ(s.bound, 1);
+  EXPECT_THAT(w.binds, ::testing::ElementsAre("ns/a->n1"));
+  EXPECT_THAT(w.bind_messages[0], ::testing::HasSubstr("priority"));
+  // A second pod that does not fit beside the first waits, with a reason, reported once.
+  w.AddPod("b", "3", "scavenger");
+  loop.RunCycle(kNow + 1);
+  loop.RunCycle(kNow + 2);
+  EXPECT_EQ(w.binds.size(), 1u);
+  ASSERT_EQ(w.reports["ns/b"].size(), 1u);
+  EXPECT_FALSE(w.reports["ns/b"][0].reason.empty());
+  EXPECT_EQ(w.reports["ns/b"][0].queue_position, 1);
+}
+
+TEST(SchedulingLoopTest, PreemptionCannotLoopTheReplacementNeverWinsTheNodeBack) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "2", "interactive");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+
+  CycleStats s = loop.RunCycle(kNow);
+  EXPECT_EQ(s.preemptions_started, 1);
+  EXPECT_THAT(w.evictions, ::testing::ElementsAre("ns/batch"));
+  EXPECT_EQ(w.Find("ns/jupyter")->nominated_node_name, "n1");
+  EXPECT_EQ(loop.reservations().at("n1"), "ns/jupyter");
+
+  // The victim's replacement exists now. Cycles go on: the preemptor gets the node, the
+  // replacement never does, and the victim is evicted exactly once.
+  for (int i = 1; i <= 5; ++i) loop.RunCycle(kNow + i);
+  EXPECT_EQ(w.NodeOf("ns/jupyter"), "n1");
+  EXPECT_EQ(w.NodeOf("ns/batch-r"), "");
+  EXPECT_THAT(w.evictions, ::testing::ElementsAre("ns/batch"));
+  for (const auto& b : w.binds) EXPECT_NE(b, "ns/batch-r->n1");
+  // The reservation is released once the preemptor is bound.
+  EXPECT_TRUE(loop.reservations().empty());
+  EXPECT_EQ(w.Nodes()[0].metadata.annotations.count(kOwnerAnnotation), 0u);
+}
+
+TEST(SchedulingLoopTest, ReplacementWaitsWithReservedForHigherPriorityWhileVictimsLeave) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "4", "interactive");
+  w.recreate_evicted = true;
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  // Simulate a slow preemptor bind: a replica appears before the preemptor is bound. It must not
+  // take n1: n1 is reserved(jupyter) in the snapshot.
+  loop.RunCycle(kNow + 1);
+  EXPECT_EQ(w.NodeOf("ns/batch-r"), "");
+  EXPECT_EQ(w.NodeOf("ns/jupyter"), "n1");
+}
+
+TEST(SchedulingLoopTest, PdbRefusalRollsTheWholeStepBack) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "2", "interactive");
+  w.pdb_blocks.insert("ns/batch");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  CycleStats s = loop.RunCycle(kNow);
+  EXPECT_EQ(s.rollbacks, 1);
+  EXPECT_TRUE(w.evictions.empty());
+  EXPECT_TRUE(loop.reservations().empty());
+  EXPECT_EQ(w.Nodes()[0].metadata.annotations.count(kOwnerAnnotation), 0u)
+      << "no node stays reserved without a live preemption";
+  EXPECT_EQ(w.NodeOf("ns/batch"), "n1");
+}
+
+TEST(SchedulingLoopTest, ARestartedSchedulerRecoversReservationsFromNodeAnnotations) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddNode("n2", "4");
+  w.SetNodeOwner("n1", "reserved/ns/jupyter");
+  w.AddPod("jupyter", "2", "interactive");
+  w.AddPod("low", "2", "scavenger", "", "2026-11-21T08:00:00Z");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);  // a fresh process: nothing in memory
+  loop.RunCycle(kNow);
+  EXPECT_EQ(w.NodeOf("ns/low"), "n2") << "the low-priority pod must not take the reserved node";
+  EXPECT_EQ(w.NodeOf("ns/jupyter"), "n1");
+  loop.RunCycle(kNow + 1);
+  EXPECT_TRUE(loop.reservations().empty());
+}
+
+TEST(SchedulingLoopTest, QosMapsOntoQueueConfig) {
+  queue::QueueConfig q = ToQueueConfig(TestConfig());
+  ASSERT_EQ(q.qos.size(), 2u);
+  EXPECT_THAT(q.qos[0].can_preempt, ::testing::ElementsAre("scavenger"));
+  EXPECT_TRUE(q.qos[1].can_preempt.empty());
+  EXPECT_EQ(q.reservation_depth, 1);
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler

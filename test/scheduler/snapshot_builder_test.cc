@@ -1,0 +1,128 @@
+// Kubernetes objects in -> the queue's snapshot out: pool membership, resources, owners, gangs
+// and every annotation a user can get wrong.
+#include "scheduler/snapshot_builder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "nlohmann/json.hpp"
+
+namespace onequeue::scheduler {
+namespace {
+
+using nlohmann::json;
+
+k8s::Node MakeNode(const std::string& name, json labels = {{"onequeue.io/pool", "a"}},
+                   json annotations = json::object(), bool ready = true) {
+  json j = {{"metadata", {{"name", name}, {"labels", labels}, {"annotations", annotations}}},
+            {"status", {{"allocatable", {{"cpu", "4"}, {"memory", "32Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "2"}}},
+                        {"conditions", json::array({{{"type", "Ready"}, {"status", ready ? "True" : "False"}}})}}}};
+  return *k8s::Node::FromJson(j);
+}
+
+k8s::Pod MakePod(const std::string& name, json annotations = json::object(), std::string node = "",
+                 std::string cpu = "1", std::string scheduler = "onequeue") {
+  json j = {{"metadata", {{"name", name}, {"namespace", "ns"}, {"annotations", annotations},
+                          {"creationTimestamp", "2026-11-21T10:00:00Z"}}},
+            {"spec", {{"schedulerName", scheduler},
+                      {"containers", json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", cpu}, {"memory", "1Gi"}}}}}}})}}},
+            {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
+  if (!node.empty()) j["spec"]["nodeName"] = node;
+  return *k8s::Pod::FromJson(j);
+}
+
+SnapshotOptions Options() {
+  SnapshotOptions o;
+  o.known_qos = {"interactive", "batch"};
+  return o;
+}
+
+TEST(SnapshotBuilderTest, PoolNodesWithResourcesOwnersAndReadiness) {
+  auto built = BuildSnapshot({MakeNode("n1"), MakeNode("other", {{"role", "x"}}),
+                              MakeNode("n2", {{"onequeue.io/pool", "a"}}, {{"onequeue.io/owner", "reserved/ns/p"}}),
+                              MakeNode("n3", {{"onequeue.io/pool", "a"}}, json::object(), false)},
+                             {}, Options(), 0);
+  const auto& s = *built.snapshot;
+  ASSERT_EQ(s.nodes.size(), 3u);
+  EXPECT_EQ(s.nodes[0].name, "n1");
+  EXPECT_EQ(s.nodes[0].allocatable[queue::kCpu], 4000);
+  EXPECT_EQ(s.nodes[0].allocatable[queue::kMemory], 32LL << 30);
+  const int gpu = s.resource_names.IndexOf("nvidia.com/gpu");
+  ASSERT_GE(gpu, queue::kFirstExtended);
+  EXPECT_EQ(s.nodes[0].allocatable[gpu], 2);
+  EXPECT_EQ(s.nodes[0].owner.kind, queue::OwnerKind::kKubernetes);
+  EXPECT_EQ(s.nodes[1].owner.kind, queue::OwnerKind::kReserved);
+  EXPECT_EQ(s.nodes[1].owner.reserved_for, "ns/p");
+  EXPECT_FALSE(s.nodes[2].schedulable);
+}
+
+TEST(SnapshotBuilderTest, PoolLabelWithValueSelectsOnlyThatPool) {
+  SnapshotOptions o = Options();
+  o.pool_label = "onequeue.io/pool=b";
+  auto built = BuildSnapshot({MakeNode("n1"), MakeNode("n2", {{"onequeue.io/pool", "b"}})}, {}, o, 0);
+  ASSERT_EQ(built.snapshot->nodes.size(), 1u);
+  EXPECT_EQ(built.snapshot->nodes[0].name, "n2");
+}
+
+TEST(SnapshotBuilderTest, RunningAndPendingPodsAndOtherSchedulers) {
+  SnapshotOptions o = Options();
+  o.assumed_bindings["ns/assumed"] = "n1";
+  auto built = BuildSnapshot({MakeNode("n1")},
+                             {MakePod("runs", {}, "n1", "2"), MakePod("waits"), MakePod("assumed"),
+                              MakePod("default-sched", {}, "", "1", "default-scheduler"),
+                              MakePod("elsewhere", {}, "not-in-pool")},
+                             o, 0);
+  const auto& s = *built.snapshot;
+  ASSERT_EQ(s.running.size(), 2u);
+  EXPECT_EQ(s.running[1].id, "ns/runs");
+  EXPECT_EQ(s.running[1].allocations[0].used[queue::kCpu], 2000);
+  EXPECT_EQ(s.running[0].id, "ns/assumed");
+  ASSERT_EQ(s.pending.size(), 1u);
+  EXPECT_EQ(s.pending[0].id, "ns/waits");
+  EXPECT_EQ(s.pending[0].per_member[queue::kCpu], 1000);
+  EXPECT_EQ(s.pending[0].per_member[queue::kPods], 1);
+  EXPECT_EQ(s.pending[0].account, "ns");
+  EXPECT_FALSE(s.pending[0].time_limit.has_value());
+  EXPECT_EQ(s.pending[0].submit_time, 1795255200);  // 2026-11-21T10:00:00Z
+}
+
+TEST(SnapshotBuilderTest, GangMembersFormOneWorkload) {
+  json g = {{"onequeue.io/group", "train"}, {"onequeue.io/group-size", "3"}, {"onequeue.io/time-limit", "2h"}};
+  auto built = BuildSnapshot({MakeNode("n1")}, {MakePod("w-1", g), MakePod("w-0", g)}, Options(), 0);
+  const auto& s = *built.snapshot;
+  ASSERT_EQ(s.pending.size(), 1u);
+  EXPECT_EQ(s.pending[0].id, "ns/group/train");
+  EXPECT_EQ(s.pending[0].members, 3);
+  EXPECT_EQ(s.pending[0].members_present, 2);
+  EXPECT_EQ(s.pending[0].time_limit, 7200);
+  EXPECT_THAT(built.pending_pods["ns/group/train"].pod_keys, ::testing::ElementsAre("ns/w-0", "ns/w-1"));
+}
+
+TEST(SnapshotBuilderTest, BadAnnotationsBecomeAdmissionErrorsNotCrashes) {
+  auto built = BuildSnapshot({MakeNode("n1")},
+                             {MakePod("a", {{"onequeue.io/time-limit", "soon"}}),
+                              MakePod("b", {{"onequeue.io/qos", "platinum"}}),
+                              MakePod("c", {{"onequeue.io/group", "g"}, {"onequeue.io/group-size", "-4"}}),
+                              MakePod("d", {{"onequeue.io/qos", "interactive"}, {"onequeue.io/time-limit", "90"}})},
+                             Options(), 0);
+  std::map<std::string, const queue::PendingWorkload*> p;
+  for (const auto& w : built.snapshot->pending) p[w.id] = &w;
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_EQ(p["ns/a"]->admission_error, queue::AdmissionError::kInvalidAnnotation);
+  EXPECT_THAT(p["ns/a"]->admission_message, ::testing::HasSubstr("\"soon\" is not a positive duration"));
+  EXPECT_EQ(p["ns/b"]->admission_error, queue::AdmissionError::kQosNotAllowed);
+  EXPECT_EQ(p["ns/group/g"]->admission_error, queue::AdmissionError::kInvalidAnnotation);
+  EXPECT_EQ(p["ns/d"]->admission_error, queue::AdmissionError::kNone);
+  EXPECT_EQ(p["ns/d"]->time_limit, 90);
+}
+
+TEST(SnapshotBuilderTest, TimeLimitParsing) {
+  EXPECT_EQ(*ParseTimeLimit("1h30m"), 5400);
+  EXPECT_EQ(*ParseTimeLimit("45"), 45);
+  EXPECT_FALSE(ParseTimeLimit("0").ok());
+  EXPECT_FALSE(ParseTimeLimit("-5m").ok());
+  EXPECT_FALSE(ParseTimeLimit("").ok());
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
