@@ -127,8 +127,10 @@ TEST(K8sSmoke, SchedulerIdentityHasLeastPrivilegeAndNobodyIsForbidden) {
       {{"update", "leases.coordination.k8s.io", "-n", "onequeue-system"}, true},
       {{"list", "priorityclasses.scheduling.k8s.io"}, true},
       {{"list", "poddisruptionbudgets.policy"}, true},
+      {{"patch", "pods", "-n", "default"}, true},  // the waiting-reason annotations
       {{"create", "pods", "-n", "default"}, false},
       {{"update", "pods", "-n", "default"}, false},
+      {{"delete", "pods", "-n", "default"}, false},  // preemption goes through pods/eviction
       {{"delete", "nodes"}, false},
       {{"get", "secrets", "-n", "onequeue-system"}, false},
       {{"update", "leases.coordination.k8s.io", "-n", "kube-system"}, false},
