@@ -6,7 +6,7 @@
 // phase. Not a ctest test: run it by hand (docs/k8s_client.md).
 //
 // Environment knobs: ONEQUEUE_BENCH_NODES (5000), ONEQUEUE_BENCH_PODS (10000),
-// ONEQUEUE_BENCH_INFLIGHT (500 requests in flight), ONEQUEUE_BENCH_QPS (0 = no client limit).
+// ONEQUEUE_BENCH_INFLIGHT (64 requests in flight), ONEQUEUE_BENCH_QPS (0 = no client limit).
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -88,7 +88,7 @@ TEST(K8sBench, BindingThroughput) {
   const auto& info = ::onequeue::testing::K8sClusterEnvironment::Info();
   const int nodes = EnvInt("ONEQUEUE_BENCH_NODES", 5000);
   const int pods = EnvInt("ONEQUEUE_BENCH_PODS", 10000);
-  const int in_flight = EnvInt("ONEQUEUE_BENCH_INFLIGHT", 500);
+  const int in_flight = EnvInt("ONEQUEUE_BENCH_INFLIGHT", 64);
   const double qps = EnvInt("ONEQUEUE_BENCH_QPS", 0);
   std::unique_ptr<RestClient> admin = ClientFor(info.kubeconfig, 0);
   ASSERT_NE(admin, nullptr);
