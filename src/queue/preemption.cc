@@ -45,13 +45,12 @@ const QosPolicy* FindQos(const QueueConfig& config, const std::string& name) {
   return nullptr;
 }
 
-// Whether one running workload may be a victim of this preemptor (gang rules come later).
-bool MayBeVictim(const RunningWorkload& r, const QosPolicy& preemptor_qos, double preemptor_priority,
-                 const QueueConfig& config, const absl::flat_hash_set<std::string>& already) {
-  if (!(r.priority < preemptor_priority) || !r.preemptible || already.contains(r.id)) return false;
-  const QosPolicy* victim_qos = FindQos(config, r.qos);
-  if (victim_qos == nullptr || !victim_qos->preemptible) return false;
-  return std::find(preemptor_qos.can_preempt.begin(), preemptor_qos.can_preempt.end(), r.qos) !=
+// Whether a victim's QOS allows this preemptor to take it: known, preemptible, and named in the
+// preemptor QOS's can_preempt.
+bool QosAllows(const QueueConfig& config, const QosPolicy& preemptor_qos, const std::string& victim_qos) {
+  const QosPolicy* q = FindQos(config, victim_qos);
+  if (q == nullptr || !q->preemptible) return false;
+  return std::find(preemptor_qos.can_preempt.begin(), preemptor_qos.can_preempt.end(), victim_qos) !=
          preemptor_qos.can_preempt.end();
 }
 
@@ -126,8 +125,10 @@ class VictimSearch {
   void BuildUnits(const QosPolicy& preemptor_qos);
   FitState InitialState() const;
   void Greedy(FitState& state);
-  void Deepen(FitState& state);
-  void Search(FitState& state, size_t start, Cost cost, int32_t count_bound);
+  void PerNode(FitState& state);
+  void Deepen(FitState& state, const std::vector<int>& candidates);
+  void Search(FitState& state, const std::vector<int>& candidates, size_t start, Cost cost,
+              int32_t count_bound);
   PreemptionChoice MakeChoice(FitState& state) const;
 
   const PreemptionInput& in_;
@@ -189,18 +190,23 @@ void VictimSearch::BuildUnits(const QosPolicy& preemptor_qos) {
   }
 
   absl::flat_hash_map<std::string, int> budget_slot;
+  absl::flat_hash_map<std::string, bool> qos_allows;  // victim QOS name -> allowed (few names)
+  auto may_be_victim = [&](const RunningWorkload& r) {
+    if (!(r.priority < in_.preemptor_priority) || !r.preemptible) return false;
+    auto [it, inserted] = qos_allows.try_emplace(r.qos, false);
+    if (inserted) it->second = QosAllows(*in_.config, preemptor_qos, r.qos);
+    return it->second && (already.empty() || !already.contains(r.id));
+  };
   for (const std::vector<int>& group : groups) {
     bool all_may = true;
-    for (int i : group) {
-      all_may = all_may && MayBeVictim(snap.running[i], preemptor_qos, in_.preemptor_priority,
-                                       *in_.config, already);
-    }
+    for (int i : group) all_may = all_may && may_be_victim(snap.running[i]);
     if (!all_may) continue;  // a gang goes whole or not at all
     VictimUnit u;
     u.workloads = group;
     u.count = static_cast<int32_t>(group.size());
-    absl::flat_hash_map<int, Resources> freed;
-    absl::flat_hash_map<int, int> pods_by_budget;
+    // Units touch few nodes and budget groups: linear merging beats a hash map per unit.
+    std::vector<std::pair<int, Resources>>& freed = u.frees;
+    std::vector<std::pair<int, int>>& pods_by_budget = u.disruptions;
     for (int i : group) {
       const RunningWorkload& r = snap.running[i];
       u.max_priority = u.first_id.empty() ? r.priority : std::max(u.max_priority, r.priority);
@@ -210,7 +216,12 @@ void VictimSearch::BuildUnits(const QosPolicy& preemptor_qos) {
       for (const Allocation& a : r.allocations) {
         const int slot = a.node >= 0 && static_cast<size_t>(a.node) < slot_of_.size() ? slot_of_[a.node] : -1;
         if (slot < 0) continue;
-        freed[slot] += a.used;
+        auto f = std::find_if(freed.begin(), freed.end(), [&](const auto& e) { return e.first == slot; });
+        if (f == freed.end()) {
+          freed.emplace_back(slot, a.used);
+        } else {
+          f->second += a.used;
+        }
         if (!in_.config->shared_nodes && r.kind != in_.preemptor->kind && blocker_seen.insert(slot).second) {
           u.blockers_removed.push_back(slot);
         }
@@ -222,23 +233,37 @@ void VictimSearch::BuildUnits(const QosPolicy& preemptor_qos) {
           auto allowed = snap.disruptions_allowed.find(r.disruption_budget_group);
           initial_budget_.push_back(allowed == snap.disruptions_allowed.end() ? 0 : std::max(0, allowed->second));
         }
-        pods_by_budget[it->second] += std::max<int>(1, static_cast<int>(r.allocations.size()));
+        const int pods = std::max<int>(1, static_cast<int>(r.allocations.size()));
+        auto b = std::find_if(pods_by_budget.begin(), pods_by_budget.end(),
+                              [&](const auto& e) { return e.first == it->second; });
+        if (b == pods_by_budget.end()) {
+          pods_by_budget.emplace_back(it->second, pods);
+        } else {
+          b->second += pods;
+        }
       }
     }
     if (freed.empty()) continue;  // frees nothing the preemptor could use
-    u.frees.assign(freed.begin(), freed.end());
     std::sort(u.frees.begin(), u.frees.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    u.disruptions.assign(pods_by_budget.begin(), pods_by_budget.end());
     std::sort(u.disruptions.begin(), u.disruptions.end());
     bool over_budget = false;
     for (const auto& [slot, pods] : u.disruptions) over_budget = over_budget || pods > initial_budget_[slot];
     if (over_budget) continue;  // could never be taken whole
     units_.push_back(std::move(u));
   }
-  std::sort(units_.begin(), units_.end(), [](const VictimUnit& a, const VictimUnit& b) {
+  // Sort indices, then move each unit once (units are heavy to swap).
+  std::vector<int> order(units_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int x, int y) {
+    const VictimUnit& a = units_[x];
+    const VictimUnit& b = units_[y];
     return std::tie(a.max_priority, a.run_time_lost, a.count, a.first_id) <
            std::tie(b.max_priority, b.run_time_lost, b.count, b.first_id);
   });
+  std::vector<VictimUnit> sorted;
+  sorted.reserve(units_.size());
+  for (int i : order) sorted.push_back(std::move(units_[i]));
+  units_ = std::move(sorted);
 }
 
 FitState VictimSearch::InitialState() const {
@@ -297,18 +322,20 @@ void VictimSearch::Greedy(FitState& state) {
   for (int i : taken) state.Unapply(units_[i]);
 }
 
-// Iterative deepening on the victim count: the first count at which any set fits is the fewest;
-// within it, branch and bound on (highest priority, run time lost).
-void VictimSearch::Deepen(FitState& state) {
+// Iterative deepening on the victim count over `candidates` (unit indices, cheapest first): the
+// first count at which any set fits is the fewest; within it, branch and bound on (highest
+// priority, run time lost). Starts from best_cost_ (greedy, or an earlier search).
+void VictimSearch::Deepen(FitState& state, const std::vector<int>& candidates) {
   if (!best_cost_) return;
-  const int32_t greedy_count = best_cost_->count;
-  for (int32_t bound = 1; bound <= greedy_count && !exhausted_; ++bound) {
-    Search(state, 0, Cost{}, bound);
-    if (best_cost_->count <= bound) return;  // nothing with fewer victims exists
+  const int32_t best_count = best_cost_->count;
+  for (int32_t bound = 1; bound <= best_count && !exhausted_; ++bound) {
+    Search(state, candidates, 0, Cost{}, bound);
+    if (best_cost_->count <= bound) return;  // nothing with fewer victims exists here
   }
 }
 
-void VictimSearch::Search(FitState& state, size_t start, Cost cost, int32_t count_bound) {
+void VictimSearch::Search(FitState& state, const std::vector<int>& candidates, size_t start,
+                          Cost cost, int32_t count_bound) {
   if (state.Fits()) {
     if (cost < *best_cost_) {
       best_cost_ = cost;
@@ -316,21 +343,37 @@ void VictimSearch::Search(FitState& state, size_t start, Cost cost, int32_t coun
     }
     return;  // adding victims only costs more
   }
-  for (size_t i = start; i < units_.size() && !exhausted_; ++i) {
-    const VictimUnit& u = units_[i];
-    Cost next{cost.count + u.count, std::max(cost.max_priority, u.max_priority),
-              cost.run_time_lost + u.run_time_lost};
-    if (next.count > count_bound || !(next < *best_cost_) || !state.WithinBudget(u)) continue;
-    work_ += 1 + static_cast<int64_t>(u.frees.size());
-    if (work_ > work_budget_) {
+  for (size_t c = start; c < candidates.size() && !exhausted_; ++c) {
+    // Every step counts against the budget, pruned or not, so one call stays bounded.
+    if (++work_ > work_budget_) {
       exhausted_ = true;
       return;
     }
+    const VictimUnit& u = units_[candidates[c]];
+    Cost next{cost.count + u.count, std::max(cost.max_priority, u.max_priority),
+              cost.run_time_lost + u.run_time_lost};
+    if (next.count > count_bound || !(next < *best_cost_) || !state.WithinBudget(u)) continue;
+    work_ += static_cast<int64_t>(u.frees.size());
     state.Apply(u);
-    chosen_.push_back(static_cast<int>(i));
-    Search(state, i + 1, next, count_bound);
+    chosen_.push_back(candidates[c]);
+    Search(state, candidates, c + 1, next, count_bound);
     chosen_.pop_back();
     state.Unapply(u);
+  }
+}
+
+// Node by node: the cheapest set among the units that touch one node. When the preemptor is a
+// single member this is the whole answer: in a cheapest set every unit touches the node the
+// member lands on (any other unit could be dropped), so the best over all nodes is optimal.
+// For gangs it gives the global search a tight bound to start from.
+void VictimSearch::PerNode(FitState& state) {
+  std::vector<std::vector<int>> by_slot(usable_.size());
+  for (size_t i = 0; i < units_.size(); ++i) {
+    for (const auto& f : units_[i].frees) by_slot[f.first].push_back(static_cast<int>(i));
+  }
+  for (const std::vector<int>& candidates : by_slot) {
+    if (candidates.empty() || exhausted_) continue;
+    Deepen(state, candidates);
   }
 }
 
@@ -396,7 +439,12 @@ std::optional<PreemptionChoice> VictimSearch::Run() {
   if (state.Fits()) return std::nullopt;  // nothing to preempt: it fits already
   Greedy(state);
   if (!best_cost_) return std::nullopt;  // even every candidate together would not make room
-  Deepen(state);
+  PerNode(state);
+  if (p.members > 1) {
+    std::vector<int> all(units_.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    Deepen(state, all);
+  }
   return MakeChoice(state);
 }
 

@@ -49,9 +49,10 @@ struct PreemptionChoice {
 
 class CheapestVictimsPlanner : public PreemptionPlanner {
  public:
-  // `work_budget`: how many unit applications the exact search may try per call before it settles
-  // for the best set found so far. The default keeps one call well under a millisecond.
-  explicit CheapestVictimsPlanner(int64_t work_budget = 200000) : work_budget_(work_budget) {}
+  // `work_budget`: how many search steps (a candidate looked at, plus the nodes it touches when
+  // applied) one call may take before it settles for the best set found so far; the default
+  // bounds a call to a few milliseconds (docs/simulate.md has the measurements).
+  explicit CheapestVictimsPlanner(int64_t work_budget = 1000000) : work_budget_(work_budget) {}
 
   std::optional<PreemptDecision> Plan(const PreemptionInput& input) const override;
 
