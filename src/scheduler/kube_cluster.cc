@@ -1,6 +1,7 @@
 #include "scheduler/kube_cluster.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "spdlog/spdlog.h"
 
@@ -49,7 +50,11 @@ absl::Status KubeClusterActions::Bind(const std::string& pod_key, const std::str
 
 absl::Status KubeClusterActions::ReportWaiting(const std::string& pod_key, const WaitReport& report) {
   auto [ns, name] = SplitKey(pod_key);
-  const std::string note = absl::StrCat(report.reason, ": ", report.message, " (queue position ",
+  // The queue's messages may already start with the reason ("Resources: nodes reserved ..."):
+  // users read the code once.
+  absl::string_view message = report.message;
+  absl::ConsumePrefix(&message, absl::StrCat(report.reason, ": "));
+  const std::string note = absl::StrCat(report.reason, ": ", message, " (queue position ",
                                         report.queue_position, ")");
   k8s::Condition cond;
   cond.type = "PodScheduled";
@@ -80,8 +85,10 @@ absl::Status KubeClusterActions::SetNodeOwner(const std::string& node, const std
 
 absl::Status KubeClusterActions::Nominate(const std::string& pod_key, const std::string& node) {
   auto [ns, name] = SplitKey(pod_key);
+  // "" clears the nomination (null removes the field in a merge patch).
+  nlohmann::json value = node.empty() ? nlohmann::json(nullptr) : nlohmann::json(node);
   auto p = client_->Patch(k8s::ObjectPath(k8s::kPods, ns, name, "status"),
-                          {{"status", {{"nominatedNodeName", node}}}}, "application/merge-patch+json");
+                          {{"status", {{"nominatedNodeName", value}}}}, "application/merge-patch+json");
   return p.status();
 }
 

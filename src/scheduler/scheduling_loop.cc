@@ -10,6 +10,10 @@ namespace onequeue::scheduler {
 namespace {
 
 constexpr const char* kReservedPrefix = "reserved/";
+// After a refused eviction (PodDisruptionBudget), the same preemption is not tried again for this
+// long: the budget changes when pods become ready or leave, rarely within seconds, and every try
+// writes the reservation and calls the Eviction API.
+constexpr queue::Time kBlockedPreemptionRetrySeconds = 30;
 
 std::string DescribePriority(const queue::PriorityBreakdown& p) {
   return absl::StrFormat("priority %.1f (age %.2f, fair-share %.2f, size %.2f, partition %.2f, qos %.2f)",
@@ -78,12 +82,21 @@ void SchedulingLoop::ReleaseFinishedReservations(const BuiltSnapshot& built, Cyc
       ++it;
       continue;
     }
-    if (actions_->SetNodeOwner(it->first, "").ok()) it = reservations_.erase(it);
-    else ++it;
+    const std::string preemptor = it->second;
+    if (actions_->SetNodeOwner(it->first, "").ok()) {
+      it = reservations_.erase(it);
+      evicting_.erase(preemptor);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = blocked_.begin(); it != blocked_.end();) {
+    if (built.pending_pods.count(it->first)) ++it;
+    else it = blocked_.erase(it);
   }
 }
 
-void SchedulingLoop::RollBack(const std::string& preemptor, CycleStats* stats) {
+void SchedulingLoop::RollBack(const std::string& preemptor, const BuiltSnapshot& built, CycleStats* stats) {
   for (auto it = reservations_.begin(); it != reservations_.end();) {
     if (it->second == preemptor) {
       (void)actions_->SetNodeOwner(it->first, "");
@@ -92,23 +105,30 @@ void SchedulingLoop::RollBack(const std::string& preemptor, CycleStats* stats) {
       ++it;
     }
   }
+  // The nomination is part of step 1: a rolled-back preemptor is nominated nowhere.
+  if (auto pods = built.pending_pods.find(preemptor); pods != built.pending_pods.end()) {
+    for (const auto& key : pods->second.pod_keys) (void)actions_->Nominate(key, "");
+  }
+  evicting_.erase(preemptor);
   ++stats->rollbacks;
 }
 
 void SchedulingLoop::StartPreemption(const queue::PreemptDecision& d, const BuiltSnapshot& built,
+                                     const std::set<std::string>& terminating, queue::Time now,
                                      CycleStats* stats) {
-  for (const auto& [node, owner] : reservations_) {
-    if (owner == d.preemptor) return;  // already under way: each victim is evicted once
-  }
+  if (evicting_.count(d.preemptor)) return;  // already under way: each victim is evicted once
+  if (auto b = blocked_.find(d.preemptor); b != blocked_.end() && now < b->second.retry_at) return;
   const auto& nodes = built.snapshot->nodes;
   auto pods = built.pending_pods.find(d.preemptor);
   if (pods == built.pending_pods.end()) return;
-  // 1. Reserve, durably, before anything is evicted.
+  // 1. Reserve, durably, before anything is evicted. Written even when reservations_ already has
+  // it (recovered after a restart, or read back from a lagging informer after a rollback): the
+  // write is idempotent and the only proof that the mark is on the node.
   std::set<std::string> node_names;
   for (queue::NodeIndex n : d.member_nodes) node_names.insert(nodes[n].name);
   for (const auto& name : node_names) {
     if (!actions_->SetNodeOwner(name, kReservedPrefix + d.preemptor).ok()) {
-      RollBack(d.preemptor, stats);
+      RollBack(d.preemptor, built, stats);
       return;
     }
     reservations_[name] = d.preemptor;
@@ -122,18 +142,36 @@ void SchedulingLoop::StartPreemption(const queue::PreemptDecision& d, const Buil
     auto vp = built.running_pods.find(victim);
     if (vp == built.running_pods.end()) continue;
     for (const auto& pod_key : vp->second.pod_keys) {
-      if (evicted_.count(pod_key)) continue;
+      // Already leaving (evicted by a predecessor that crashed, or deleted): not evicted again.
+      if (evicted_.count(pod_key) || terminating.count(pod_key)) continue;
       absl::Status s = actions_->Evict(pod_key, d.preemptor,
                                        absl::StrCat("Preempted by ", d.preemptor, " (higher priority)"));
       if (!s.ok() && !absl::IsNotFound(s)) {
-        RollBack(d.preemptor, stats);
+        RollBack(d.preemptor, built, stats);
+        blocked_[d.preemptor] = {now + kBlockedPreemptionRetrySeconds,
+                                 absl::StrCat("preemption rolled back, eviction of ", pod_key, " refused: ",
+                                              s.message(), "; retrying in ", kBlockedPreemptionRetrySeconds, "s")};
         return;
       }
       evicted_.insert(pod_key);
       ++stats->evictions;
     }
   }
+  evicting_.insert(d.preemptor);
+  blocked_.erase(d.preemptor);
   // 3. Bind happens in a later cycle, when the victims are gone and the plan starts P there.
+}
+
+WaitReport SchedulingLoop::ReportFor(const queue::WaitingStatus& w) const {
+  WaitReport report{queue::WaitReasonName(w.reason), w.message, w.queue_position, w.estimated_start};
+  // A refused preemption: the plan still says "preempting", but what the user must know is
+  // that a budget refused it; the capacity is what is missing.
+  if (auto b = blocked_.find(w.workload); b != blocked_.end()) {
+    report.reason = queue::WaitReasonName(queue::WaitReason::kResources);
+    report.message = b->second.message;
+    report.estimated_start.reset();
+  }
+  return report;
 }
 
 CycleStats SchedulingLoop::RunCycle(queue::Time now) {
@@ -141,6 +179,10 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   const std::vector<k8s::Pod> pods = view_->Pods();
   const std::vector<k8s::Node> nodes = view_->Nodes();
   ForgetConfirmedAssumptions(pods);
+  std::set<std::string> terminating;
+  for (const auto& p : pods) {
+    if (!p.metadata.deletion_timestamp.empty()) terminating.insert(p.metadata.Key());
+  }
   // Reservations are recovered from what step 1 wrote, so a restarted or newly elected scheduler
   // finishes (or rolls back) what its predecessor began.
   for (const auto& n : nodes) {
@@ -184,13 +226,13 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
     }
   }
 
-  for (const auto& p : plan.preemptions) StartPreemption(p, built, &stats);
+  for (const auto& p : plan.preemptions) StartPreemption(p, built, terminating, now, &stats);
 
   for (const auto& w : plan.waiting) {
     auto pods_of = built.pending_pods.find(w.workload);
     if (pods_of == built.pending_pods.end()) continue;
     ++stats.waiting;
-    WaitReport report{queue::WaitReasonName(w.reason), w.message, w.queue_position, w.estimated_start};
+    const WaitReport report = ReportFor(w);
     const std::string fingerprint = absl::StrCat(report.reason, "|", report.message, "|", report.queue_position,
                                                  "|", report.estimated_start.value_or(-1));
     for (const auto& key : pods_of->second.pod_keys) {

@@ -48,6 +48,7 @@ class ClusterActions {
   virtual absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) = 0;
   // Records (value non-empty) or clears (empty) the node's onequeue.io/owner annotation.
   virtual absl::Status SetNodeOwner(const std::string& node, const std::string& value) = 0;
+  // Sets status.nominatedNodeName; "" clears it (a rolled-back preemption).
   virtual absl::Status Nominate(const std::string& pod_key, const std::string& node) = 0;
   // Eviction API; a PodDisruptionBudget refusal is kFailedPrecondition.
   virtual absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) = 0;
@@ -76,10 +77,19 @@ class SchedulingLoop {
   const std::map<std::string, std::string>& reservations() const { return reservations_; }
 
  private:
+  // A preemption whose eviction was refused (PodDisruptionBudget): not tried again before
+  // `retry_at`, and the preemptor's waiting report says why.
+  struct BlockedPreemption {
+    queue::Time retry_at = 0;
+    std::string message;
+  };
+
   void ForgetConfirmedAssumptions(const std::vector<k8s::Pod>& pods);
   void ReleaseFinishedReservations(const BuiltSnapshot& built, CycleStats* stats);
-  void StartPreemption(const queue::PreemptDecision& d, const BuiltSnapshot& built, CycleStats* stats);
-  void RollBack(const std::string& preemptor, CycleStats* stats);
+  void StartPreemption(const queue::PreemptDecision& d, const BuiltSnapshot& built,
+                       const std::set<std::string>& terminating, queue::Time now, CycleStats* stats);
+  void RollBack(const std::string& preemptor, const BuiltSnapshot& built, CycleStats* stats);
+  WaitReport ReportFor(const queue::WaitingStatus& w) const;
 
   const Config& config_;
   const ClusterView* view_;
@@ -89,6 +99,11 @@ class SchedulingLoop {
   std::map<std::string, std::string> assumed_;        // pod key -> node (bound, not yet seen)
   std::map<std::string, std::string> reservations_;   // node -> preemptor workload id
   std::set<std::string> evicted_;                     // pod keys evicted (each victim once)
+  // Preemptors whose victims this process has asked to evict. A reservation recovered from a
+  // node annotation is not in it: the step may have stopped before its evictions (crash), so the
+  // new process evicts whatever victim is not already leaving.
+  std::set<std::string> evicting_;
+  std::map<std::string, BlockedPreemption> blocked_;  // preemptor -> refusal
   std::map<std::string, std::string> last_report_;    // pod key -> reason|message|position
 };
 

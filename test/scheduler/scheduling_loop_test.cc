@@ -49,6 +49,7 @@ class World : public ClusterView, public ClusterActions {
   absl::Status Evict(const std::string& key, const std::string& preemptor, const std::string&) override {
     k8s::Pod* p = Find(key);
     if (!p) return absl::NotFoundError(key);
+    ++evict_attempts;
     if (pdb_blocks.count(key)) return absl::FailedPreconditionError("blocked by PodDisruptionBudget");
     evictions.push_back(key);
     k8s::Pod gone = *p;
@@ -88,6 +89,7 @@ class World : public ClusterView, public ClusterActions {
   std::map<std::string, std::vector<WaitReport>> reports;
   std::set<std::string> pdb_blocks;
   bool recreate_evicted = true;
+  int evict_attempts = 0;
 
  private:
   std::vector<k8s::Node> nodes_;
@@ -196,6 +198,75 @@ TEST(SchedulingLoopTest, ARestartedSchedulerRecoversReservationsFromNodeAnnotati
   EXPECT_EQ(w.NodeOf("ns/jupyter"), "n1");
   loop.RunCycle(kNow + 1);
   EXPECT_TRUE(loop.reservations().empty());
+}
+
+// Found end to end (test/e2e/preemption_e2e_test.cc): after a refusal the preemptor was retried
+// every cycle (a reservation written and an eviction refused several times a second), its
+// nomination stayed, and its report said only "preempting".
+TEST(SchedulingLoopTest, PdbRefusalIsReportedClearsTheNominationAndBacksOff) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "2", "interactive");
+  w.pdb_blocks.insert("ns/batch");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  EXPECT_EQ(w.evict_attempts, 1);
+  EXPECT_EQ(w.Find("ns/jupyter")->nominated_node_name, "");
+  ASSERT_FALSE(w.reports["ns/jupyter"].empty());
+  const WaitReport& r = w.reports["ns/jupyter"].back();
+  EXPECT_EQ(r.reason, "Resources");
+  EXPECT_THAT(r.message, ::testing::HasSubstr("PodDisruptionBudget"));
+  EXPECT_THAT(r.message, ::testing::HasSubstr("ns/batch"));
+  for (int i = 1; i < 30; ++i) loop.RunCycle(kNow + i);
+  EXPECT_EQ(w.evict_attempts, 1) << "a refused preemption is not retried every cycle";
+  EXPECT_EQ(w.reports["ns/jupyter"].size(), 1u) << "the same refusal is reported once";
+  loop.RunCycle(kNow + 31);
+  EXPECT_EQ(w.evict_attempts, 2) << "retried once the back-off has passed";
+  w.pdb_blocks.clear();
+  loop.RunCycle(kNow + 62);
+  EXPECT_THAT(w.evictions, ::testing::ElementsAre("ns/batch"));
+}
+
+// Found end to end: a scheduler that crashed after writing the reservation but before evicting
+// left a reservation its successor recovered and then waited on for ever (it never evicted).
+TEST(SchedulingLoopTest, ASuccessorFinishesAStepThatCrashedBeforeItsEvictions) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "2", "interactive");
+  w.SetNodeOwner("n1", "reserved/ns/jupyter");
+  w.Nominate("ns/jupyter", "n1");
+  w.recreate_evicted = true;
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);  // the successor: nothing in memory
+  loop.RunCycle(kNow);
+  EXPECT_THAT(w.evictions, ::testing::ElementsAre("ns/batch"));
+  for (int i = 1; i < 4; ++i) loop.RunCycle(kNow + i);
+  EXPECT_THAT(w.evictions, ::testing::ElementsAre("ns/batch")) << "each victim once";
+  EXPECT_EQ(w.NodeOf("ns/jupyter"), "n1");
+  EXPECT_EQ(w.NodeOf("ns/batch-r"), "");
+  EXPECT_TRUE(loop.reservations().empty());
+  EXPECT_EQ(w.Nodes()[0].metadata.annotations.count(kOwnerAnnotation), 0u);
+}
+
+// A successor that finds the victim already leaving (its predecessor evicted it) does not evict
+// it a second time.
+TEST(SchedulingLoopTest, ASuccessorDoesNotEvictAVictimThatIsAlreadyLeaving) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.Find("ns/batch")->metadata.deletion_timestamp = "2026-11-21T10:59:59Z";
+  w.AddPod("jupyter", "2", "interactive");
+  w.SetNodeOwner("n1", "reserved/ns/jupyter");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  loop.RunCycle(kNow + 1);
+  EXPECT_EQ(w.evict_attempts, 0);
+  EXPECT_EQ(w.NodeOf("ns/jupyter"), "");
+  EXPECT_FALSE(loop.reservations().empty()) << "the reservation holds while the victim leaves";
 }
 
 TEST(SchedulingLoopTest, QosMapsOntoQueueConfig) {

@@ -1,0 +1,314 @@
+#include "e2e/e2e_support.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "k8s_client/config.h"
+
+extern char** environ;
+
+namespace onequeue::e2e {
+namespace {
+
+// Waits for `pid` up to `timeout`; returns its wait status, or nullopt if it still runs.
+std::optional<int> WaitPid(pid_t pid, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    int status = 0;
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0 && errno != EINTR) return 0;  // not our child any more
+    if (absl::Now() > deadline) return std::nullopt;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
+// fork+exec with stdout and stderr in `out_path`; returns the child's PID.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path,
+            const std::vector<std::string>& extra_env, bool own_process_group) {
+  std::vector<char*> c_argv;
+  for (const auto& a : argv) c_argv.push_back(const_cast<char*>(a.c_str()));
+  c_argv.push_back(nullptr);
+  std::vector<std::string> env_strings(extra_env);
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  std::vector<char*> c_env;
+  for (auto& e : env_strings) c_env.push_back(e.data());
+  c_env.push_back(nullptr);
+  int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (own_process_group) setpgid(0, 0);
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execve(c_argv[0], c_argv.data(), c_env.data());
+    _exit(127);
+  }
+  close(fd);
+  return pid;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+bool Eventually(absl::Duration timeout, const std::function<bool()>& condition, absl::Duration interval) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    if (condition()) return true;
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(interval);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<k8s::RestClient>> AdminClient(const testing::K8sClusterInfo& info) {
+  auto config = k8s::LoadKubeconfig(info.kubeconfig);
+  if (!config.ok()) return config.status();
+  config->qps = 200;
+  config->burst = 400;
+  config->user_agent = "onequeue-e2e";
+  return k8s::RestClient::Create(*config);
+}
+
+CommandResult RunCommand(const std::vector<std::string>& argv, absl::Duration timeout,
+                         const std::vector<std::string>& extra_env) {
+  char path[] = "/tmp/onequeue-e2e-cmd.XXXXXX";
+  int fd = mkstemp(path);
+  CommandResult result;
+  if (fd < 0) {
+    result.output = absl::StrCat("mkstemp: ", std::strerror(errno));
+    return result;
+  }
+  close(fd);
+  pid_t pid = Spawn(argv, path, extra_env, /*own_process_group=*/true);
+  if (pid < 0) {
+    result.output = absl::StrCat("cannot start ", argv[0]);
+    unlink(path);
+    return result;
+  }
+  std::optional<int> status = WaitPid(pid, timeout);
+  if (!status) {
+    kill(-pid, SIGKILL);
+    status = WaitPid(pid, absl::Seconds(10));
+  }
+  result.output = ReadFile(path);
+  unlink(path);
+  if (status && WIFEXITED(*status)) result.exit_code = WEXITSTATUS(*status);
+  return result;
+}
+
+SchedulerProcess::~SchedulerProcess() { Stop(); }
+
+absl::Status SchedulerProcess::Start(const std::string& config_yaml) {
+  if (pid_ > 0) return absl::FailedPreconditionError("already running");
+  const std::string config_path = dir_ + "/" + name_ + ".yaml";
+  {
+    std::ofstream out(config_path);
+    out << config_yaml;
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", config_path));
+  }
+  pid_ = Spawn({ONEQUEUE_SCHEDULER_BIN, "--config", config_path}, log_path(), {}, /*own_process_group=*/false);
+  if (pid_ < 0) return absl::InternalError("fork failed");
+  // A configuration or connection error ends the daemon within a moment: report it with its log.
+  if (auto status = WaitPid(pid_, absl::Milliseconds(300))) {
+    pid_ = -1;
+    return absl::InternalError(absl::StrCat("onequeue-scheduler exited at once (status ", *status, "):\n", Log()));
+  }
+  return absl::OkStatus();
+}
+
+void SchedulerProcess::Crash() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  WaitPid(pid_, absl::Seconds(10));
+  pid_ = -1;
+}
+
+int SchedulerProcess::Stop() {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  std::optional<int> status = WaitPid(pid_, absl::Seconds(10));
+  if (!status) {
+    kill(pid_, SIGKILL);
+    status = WaitPid(pid_, absl::Seconds(10));
+  }
+  pid_ = -1;
+  return status && WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
+}
+
+std::string SchedulerProcess::Log() const { return ReadFile(log_path()); }
+
+std::string SchedulerConfigYaml(const testing::K8sClusterInfo& info, const std::string& pool_label) {
+  return absl::StrCat(R"(apiVersion: onequeue.io/v1alpha1
+kind: SchedulerConfiguration
+schedulerName: onequeue
+poolLabel: ")", pool_label, R"("
+kubernetes: {kubeconfig: ")", info.scheduler_kubeconfig, R"(", qps: 100, burst: 200}
+queue:
+  reservationDepth: 10
+  resolutionSeconds: 60
+  qos:
+    - {name: interactive, priority: 1000, canPreempt: true, preemptible: false}
+    - {name: normal, priority: 100}
+    - {name: batch, priority: 10}
+    - {name: scavenger, priority: 0}
+server: {grpcAddress: "127.0.0.1:0", metricsAddress: "127.0.0.1:0"}
+leaderElection: {enabled: false}
+)");
+}
+
+json PoolNode(const std::string& name, const std::string& pool, const std::string& cpu) {
+  json resources = {{"cpu", cpu}, {"memory", "16Gi"}, {"pods", "110"}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata",
+           {{"name", name},
+            {"labels", {{"onequeue.io/pool", pool}, {"kubernetes.io/hostname", name}, {"type", "kwok"}}},
+            {"annotations", {{"kwok.x-k8s.io/node", "fake"}}}}},
+          {"status", {{"allocatable", resources}, {"capacity", resources}}}};
+}
+
+json PodSpec(const PodOptions& o) {
+  return {{"schedulerName", o.scheduler_name},
+          {"terminationGracePeriodSeconds", o.grace_seconds},
+          {"containers",
+           json::array({{{"name", "main"},
+                         {"image", "busybox"},
+                         {"resources", {{"requests", {{"cpu", o.cpu}, {"memory", "100Mi"}}}}}}})}};
+}
+
+json PodMetadata(const std::string& name, const std::string& ns, const PodOptions& o) {
+  json annotations = o.extra_annotations;
+  if (!o.qos.empty()) annotations["onequeue.io/qos"] = o.qos;
+  if (!o.time_limit.empty()) annotations["onequeue.io/time-limit"] = o.time_limit;
+  if (!o.group.empty()) annotations["onequeue.io/group"] = o.group;
+  if (!o.group_size.empty()) annotations["onequeue.io/group-size"] = o.group_size;
+  json meta = {{"annotations", annotations}, {"labels", o.labels}};
+  if (!name.empty()) meta["name"] = name;
+  if (!ns.empty()) meta["namespace"] = ns;
+  return meta;
+}
+
+json MakePod(const std::string& name, const std::string& ns, const PodOptions& o) {
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", PodMetadata(name, ns, o)}, {"spec", PodSpec(o)}};
+}
+
+absl::Status Create(k8s::RestClient* client, const k8s::ResourceType& type, const std::string& ns,
+                    const json& object) {
+  auto r = client->Post(k8s::CollectionPath(type, ns), object);
+  if (r.ok() || absl::IsAlreadyExists(r.status())) return absl::OkStatus();
+  return r.status();
+}
+
+absl::Status CreateNamespace(k8s::RestClient* client, const std::string& ns) {
+  static const k8s::ResourceType kNamespaces{"/api/v1", "namespaces", false};
+  return Create(client, kNamespaces, "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+}
+
+const k8s::ResourceType& Deployments() {
+  static const k8s::ResourceType t{"/apis/apps/v1", "deployments", true};
+  return t;
+}
+const k8s::ResourceType& ReplicaSets() {
+  static const k8s::ResourceType t{"/apis/apps/v1", "replicasets", true};
+  return t;
+}
+const k8s::ResourceType& CoreEvents() {
+  static const k8s::ResourceType t{"/api/v1", "events", true};
+  return t;
+}
+
+absl::StatusOr<k8s::Pod> GetPod(k8s::RestClient* client, const std::string& ns, const std::string& name) {
+  auto j = client->Get(k8s::ObjectPath(k8s::kPods, ns, name));
+  if (!j.ok()) return j.status();
+  return k8s::Pod::FromJson(*j);
+}
+
+absl::StatusOr<k8s::Node> GetNode(k8s::RestClient* client, const std::string& name) {
+  auto j = client->Get(k8s::ObjectPath(k8s::kNodes, "", name));
+  if (!j.ok()) return j.status();
+  return k8s::Node::FromJson(*j);
+}
+
+absl::StatusOr<std::vector<k8s::Pod>> ListPods(k8s::RestClient* client, const std::string& ns,
+                                               const std::string& label_selector) {
+  k8s::ListOptions options;
+  options.label_selector = label_selector;
+  auto j = client->Get(k8s::CollectionPath(k8s::kPods, ns) + options.ToQuery());
+  if (!j.ok()) return j.status();
+  std::vector<k8s::Pod> pods;
+  for (const auto& item : j->value("items", json::array())) {
+    auto p = k8s::Pod::FromJson(item);
+    if (!p.ok()) return p.status();
+    pods.push_back(*std::move(p));
+  }
+  return pods;
+}
+
+std::optional<k8s::Condition> PodScheduled(const k8s::Pod& pod) {
+  for (const auto& c : pod.conditions) {
+    if (c.type == "PodScheduled") return c;
+  }
+  return std::nullopt;
+}
+
+std::vector<SeenEvent> EventsAbout(k8s::RestClient* client, const std::string& ns, const std::string& name) {
+  // Namespaces are small in these tests: list them all and filter here.
+  std::vector<SeenEvent> out;
+  auto j = client->Get(k8s::CollectionPath(k8s::kEvents, ns));
+  if (!j.ok()) return out;
+  for (const auto& item : j->value("items", json::array())) {
+    auto e = k8s::Event::FromJson(item);
+    if (!e.ok() || e->regarding.name != name) continue;
+    SeenEvent s;
+    s.reason = e->reason;
+    s.note = e->note;
+    s.type = e->type;
+    s.reporting_controller = e->reporting_controller;
+    s.count = std::max(1, e->series_count);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<SeenEvent> EventsWithReason(k8s::RestClient* client, const std::string& ns,
+                                        const std::string& name, const std::string& reason) {
+  std::vector<SeenEvent> out;
+  for (auto& e : EventsAbout(client, ns, name)) {
+    if (e.reason == reason) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+int CountEvents(const std::vector<SeenEvent>& events) {
+  int n = 0;
+  for (const auto& e : events) n += e.count;
+  return n;
+}
+
+std::string Describe(const std::vector<SeenEvent>& events) {
+  std::vector<std::string> lines;
+  for (const auto& e : events) {
+    lines.push_back(absl::StrCat(e.type, " ", e.reason, " x", e.count, " (", e.reporting_controller, "): ", e.note));
+  }
+  return absl::StrJoin(lines, "\n");
+}
+
+}  // namespace onequeue::e2e

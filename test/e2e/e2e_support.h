@@ -1,0 +1,201 @@
+// Shared pieces of the end-to-end tests: the onequeue-scheduler daemon run as a child process
+// against the local cluster (test/common/k8s_cluster.h), an admin API client, objects built as
+// JSON, bounded polling, and the events a user reads in kubectl describe.
+//
+// Every wait here is bounded polling of a condition; nothing sleeps to make an assertion true.
+#ifndef ONEQUEUE_TEST_E2E_E2E_SUPPORT_H_
+#define ONEQUEUE_TEST_E2E_E2E_SUPPORT_H_
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+
+#include <iostream>
+#include <set>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/k8s_cluster.h"
+#include "k8s_client/models.h"
+#include "k8s_client/rest_client.h"
+#include "nlohmann/json.hpp"
+
+namespace onequeue::e2e {
+
+using nlohmann::json;
+
+// Polls `condition` every `interval` until it holds or `timeout` passes; returns its last value.
+bool Eventually(absl::Duration timeout, const std::function<bool()>& condition,
+                absl::Duration interval = absl::Milliseconds(200));
+
+// A REST client as the cluster's admin (system:masters), for the tests' own reads and writes.
+absl::StatusOr<std::unique_ptr<k8s::RestClient>> AdminClient(const testing::K8sClusterInfo& info);
+
+// Runs argv (no shell), stdout and stderr merged, killed after `timeout`.
+struct CommandResult {
+  int exit_code = -1;  // -1: killed by a signal or the timeout
+  std::string output;
+};
+CommandResult RunCommand(const std::vector<std::string>& argv, absl::Duration timeout = absl::Seconds(120),
+                         const std::vector<std::string>& extra_env = {});
+
+// The daemon under test, started with a configuration file in `dir`, output in dir/<name>.log.
+// Stopped (SIGTERM, then SIGKILL) by its own PID when destroyed.
+class SchedulerProcess {
+ public:
+  SchedulerProcess(std::string dir, std::string name) : dir_(std::move(dir)), name_(std::move(name)) {}
+  ~SchedulerProcess();
+  SchedulerProcess(const SchedulerProcess&) = delete;
+  SchedulerProcess& operator=(const SchedulerProcess&) = delete;
+
+  // Writes the configuration and starts the binary; fails if it exits at once.
+  absl::Status Start(const std::string& config_yaml);
+  // SIGKILL: a crash, nothing is cleaned up.
+  void Crash();
+  // SIGTERM and wait (SIGKILL after 10 s); returns the exit status (-1 if killed).
+  int Stop();
+  bool Running() const { return pid_ > 0; }
+  std::string Log() const;
+  std::string log_path() const { return dir_ + "/" + name_ + ".log"; }
+
+ private:
+  std::string dir_, name_;
+  pid_t pid_ = -1;
+};
+
+// A SchedulerConfiguration for the local cluster: the scheduler's own least-privilege identity,
+// the pool `pool_label`, QOS interactive (canPreempt) > normal > batch > scavenger, no leader
+// election, gRPC on a free port.
+std::string SchedulerConfigYaml(const testing::K8sClusterInfo& info, const std::string& pool_label);
+
+// A pool node kwok will run: labels onequeue.io/pool=<pool>, `cpu` CPUs, 16Gi, 110 pods.
+json PoolNode(const std::string& name, const std::string& pool, const std::string& cpu);
+
+struct PodOptions {
+  std::string cpu = "1";
+  std::string qos;         // onequeue.io/qos, none if empty
+  std::string time_limit = "1h";
+  std::string scheduler_name = "onequeue";
+  std::string group;       // onequeue.io/group
+  std::string group_size;  // onequeue.io/group-size
+  json extra_annotations = json::object();
+  json labels = json::object();
+  int64_t grace_seconds = 0;  // terminationGracePeriodSeconds: kwok deletes evicted pods at once
+};
+// A pod spec (a Pod's "spec", also used in Deployment templates).
+json PodSpec(const PodOptions& o);
+json PodMetadata(const std::string& name, const std::string& ns, const PodOptions& o);
+json MakePod(const std::string& name, const std::string& ns, const PodOptions& o);
+
+// Create helpers; AlreadyExists is success (tests may be re-run against a kept cluster).
+absl::Status Create(k8s::RestClient* client, const k8s::ResourceType& type, const std::string& ns,
+                    const json& object);
+absl::Status CreateNamespace(k8s::RestClient* client, const std::string& ns);
+const k8s::ResourceType& Deployments();
+const k8s::ResourceType& ReplicaSets();
+const k8s::ResourceType& CoreEvents();
+
+absl::StatusOr<k8s::Pod> GetPod(k8s::RestClient* client, const std::string& ns, const std::string& name);
+absl::StatusOr<k8s::Node> GetNode(k8s::RestClient* client, const std::string& name);
+absl::StatusOr<std::vector<k8s::Pod>> ListPods(k8s::RestClient* client, const std::string& ns,
+                                               const std::string& label_selector = "");
+// The PodScheduled condition, if the pod has one.
+std::optional<k8s::Condition> PodScheduled(const k8s::Pod& pod);
+
+// events.k8s.io/v1 events about one object (series folded in: count >= 1).
+struct SeenEvent {
+  std::string reason, note, type, reporting_controller;
+  int count = 1;
+};
+std::vector<SeenEvent> EventsAbout(k8s::RestClient* client, const std::string& ns, const std::string& name);
+std::vector<SeenEvent> EventsWithReason(k8s::RestClient* client, const std::string& ns,
+                                        const std::string& name, const std::string& reason);
+int CountEvents(const std::vector<SeenEvent>& events);
+std::string Describe(const std::vector<SeenEvent>& events);
+
+// The fixture of every e2e test: its own namespace e2e-<test name>, pool nodes labelled
+// onequeue.io/pool=<namespace>, and the daemon scheduling exactly that pool.
+inline constexpr absl::Duration kBindTimeout = absl::Seconds(60);
+
+class E2ETest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = absl::AsciiStrToLower(test->name());
+    if (name.size() > 40) name.resize(40);
+    ns_ = "e2e-" + name;
+    dir_ = absl::StrCat(testing::K8sClusterEnvironment::Info().dir, "/", ns_);
+    mkdir(dir_.c_str(), 0755);
+    auto client = AdminClient(testing::K8sClusterEnvironment::Info());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(*client);
+    ASSERT_TRUE(CreateNamespace(client_.get(), ns_).ok());
+  }
+
+  void TearDown() override {
+    if (scheduler_ && HasFailure()) std::cerr << "--- scheduler log ---\n" << scheduler_->Log();
+  }
+
+  // Pool nodes named <ns>-<i>, labelled onequeue.io/pool=<ns>, Ready (kwok).
+  void AddPool(int nodes, const std::string& cpu) {
+    for (int i = 1; i <= nodes; ++i) {
+      const std::string name = absl::StrCat(ns_, "-", i);
+      ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", PoolNode(name, ns_, cpu)).ok());
+      ASSERT_TRUE(Eventually(absl::Seconds(60), [&] {
+        auto n = GetNode(client_.get(), name);
+        if (!n.ok()) return false;
+        for (const auto& c : n->conditions) if (c.type == "Ready") return c.status == "True";
+        return false;
+      })) << name << " never became Ready (is kwok running?)";
+    }
+  }
+
+  void StartScheduler() {
+    scheduler_ = std::make_unique<SchedulerProcess>(dir_, "onequeue-scheduler");
+    auto s = scheduler_->Start(SchedulerConfigYaml(testing::K8sClusterEnvironment::Info(), "onequeue.io/pool=" + ns_));
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  void CreatePod(const std::string& name, const PodOptions& o) {
+    auto s = Create(client_.get(), k8s::kPods, ns_, MakePod(name, ns_, o));
+    ASSERT_TRUE(s.ok()) << name << ": " << s;
+  }
+
+  k8s::Pod Pod(const std::string& name) {
+    auto p = GetPod(client_.get(), ns_, name);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? *p : k8s::Pod{};
+  }
+
+  bool IsRunningOnPool(const std::string& name) {
+    auto p = GetPod(client_.get(), ns_, name);
+    return p.ok() && p->phase == "Running" && absl::StartsWith(p->node_name, ns_ + "-");
+  }
+
+  // Waits for a FailedScheduling event about `pod` whose note starts with `reason`.
+  bool WaitForFailedScheduling(const std::string& pod, const std::string& reason) {
+    return Eventually(kBindTimeout, [&] {
+      for (const auto& e : EventsWithReason(client_.get(), ns_, pod, "FailedScheduling")) {
+        if (absl::StartsWith(e.note, reason + ":")) return true;
+      }
+      return false;
+    });
+  }
+
+  std::string ns_, dir_;
+  std::unique_ptr<k8s::RestClient> client_;
+  std::unique_ptr<SchedulerProcess> scheduler_;
+};
+
+}  // namespace onequeue::e2e
+
+#endif  // ONEQUEUE_TEST_E2E_E2E_SUPPORT_H_

@@ -1,0 +1,259 @@
+// End to end, the Helm chart (deploy/helm/onequeue) as an admin uses it: helm lint, helm template
+// (least-privilege RBAC: no wildcard, the verbs the daemon needs and no more), and helm install
+// against the local cluster with kube-controller-manager (the Deployment's ReplicaSet),
+// kube-scheduler (binds the daemon's own pods) and kwok (runs them): 2 replicas created and
+// Running, every object of the chart present, the ConfigMap's config.yaml accepted by
+// onequeue-scheduler --check-config, kubectl auth can-i as the chart's ServiceAccount, and helm
+// uninstall removing it all. A slurm.enabled=true install without slurm.url fails clearly.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "e2e/e2e_support.h"
+#include "yaml-cpp/yaml.h"
+
+namespace onequeue::e2e {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::K8sClusterEnvironment;
+
+constexpr const char* kNamespace = "onequeue-system";
+constexpr const char* kServiceAccount = "system:serviceaccount:onequeue-system:onequeue";
+
+std::string Chart() { return std::string(ONEQUEUE_SOURCE_DIR) + "/deploy/helm/onequeue"; }
+
+class HelmE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {}
+
+  void SetUp() override {
+    const auto& info = K8sClusterEnvironment::Info();
+    helm_ = info.upstream_bin + "/helm";
+    ASSERT_EQ(access(helm_.c_str(), X_OK), 0)
+        << helm_ << " is missing: test/cluster/build-upstream.sh builds it (the last of the upstream tools)";
+    home_ = info.dir + "/helm";
+    mkdir(home_.c_str(), 0755);
+    auto client = AdminClient(info);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(*client);
+  }
+
+  // helm with its own cache/config/data folders and the cluster's admin kubeconfig.
+  CommandResult Helm(std::vector<std::string> args) {
+    args.insert(args.begin(), helm_);
+    return RunCommand(args, absl::Seconds(180),
+                      {"HELM_CACHE_HOME=" + home_ + "/cache", "HELM_CONFIG_HOME=" + home_ + "/config",
+                       "HELM_DATA_HOME=" + home_ + "/data",
+                       "KUBECONFIG=" + K8sClusterEnvironment::Info().kubeconfig});
+  }
+
+  // kubectl auth can-i as the chart's ServiceAccount (impersonated by the admin).
+  bool CanI(std::vector<std::string> args) {
+    args.insert(args.begin(), {"auth", "can-i"});
+    args.push_back(absl::StrCat("--as=", kServiceAccount));
+    return testing::Kubectl(K8sClusterEnvironment::Info(), args).ok();  // "no" exits 1
+  }
+
+  bool Exists(const std::vector<std::string>& kind_and_name, bool namespaced = true) {
+    std::vector<std::string> args = {"get"};
+    args.insert(args.end(), kind_and_name.begin(), kind_and_name.end());
+    if (namespaced) args.insert(args.end(), {"-n", kNamespace});
+    args.insert(args.end(), {"-o", "name"});
+    return testing::Kubectl(K8sClusterEnvironment::Info(), args).ok();
+  }
+
+  std::string helm_, home_;
+  std::unique_ptr<k8s::RestClient> client_;
+};
+
+// "group/resource" -> verbs, from a ClusterRole's rules.
+std::map<std::string, std::set<std::string>> Grants(const YAML::Node& role) {
+  std::map<std::string, std::set<std::string>> out;
+  for (const auto& rule : role["rules"]) {
+    for (const auto& g : rule["apiGroups"]) {
+      for (const auto& r : rule["resources"]) {
+        for (const auto& v : rule["verbs"]) {
+          out[g.as<std::string>() + "/" + r.as<std::string>()].insert(v.as<std::string>());
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
+  const CommandResult lint = Helm({"lint", Chart()});
+  EXPECT_EQ(lint.exit_code, 0) << lint.output;
+
+  const CommandResult rendered = Helm({"template", "onequeue", Chart(), "-n", kNamespace});
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.output;
+  std::map<std::string, YAML::Node> by_kind;
+  for (const YAML::Node& doc : YAML::LoadAll(rendered.output)) {
+    if (doc && doc["kind"]) by_kind[doc["kind"].as<std::string>()] = doc;
+  }
+  for (const char* kind : {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap",
+                           "Service", "Deployment", "PodDisruptionBudget"}) {
+    EXPECT_TRUE(by_kind.count(kind)) << kind << " missing from helm template";
+  }
+  ASSERT_TRUE(by_kind.count("ClusterRole"));
+  const auto grants = Grants(by_kind["ClusterRole"]);
+  for (const auto& [resource, verbs] : grants) {
+    EXPECT_FALSE(absl::StrContains(resource, "*")) << "wildcard in " << resource;
+    EXPECT_FALSE(verbs.count("*")) << "wildcard verb on " << resource;
+  }
+  // Exactly what onequeue-scheduler does (src/scheduler/kube_cluster.cc, main.cc): watch pods and
+  // nodes; bind; evict; PodScheduled and nominatedNodeName (pods/status); the queue-position and
+  // estimated-start annotations (pods patch); reservations on nodes (nodes patch); events.
+  const std::map<std::string, std::set<std::string>> needed = {
+      {"/pods", {"get", "list", "watch", "patch"}},
+      {"/pods/binding", {"create"}},
+      {"/pods/eviction", {"create"}},
+      {"/pods/status", {"patch"}},
+      {"/nodes", {"get", "list", "watch", "patch"}},
+      {"events.k8s.io/events", {"create", "patch"}},
+  };
+  for (const auto& [resource, verbs] : needed) {
+    auto it = grants.find(resource);
+    ASSERT_NE(it, grants.end()) << resource << " not granted";
+    for (const auto& v : verbs) EXPECT_TRUE(it->second.count(v)) << resource << " lacks " << v;
+  }
+  // Reads the design adds next (priority classes, PDBs, namespaces) and update of what it patches
+  // are allowed; nothing that creates, rewrites or deletes workloads, and no secrets.
+  const std::set<std::string> read_only = {"/namespaces", "scheduling.k8s.io/priorityclasses",
+                                           "policy/poddisruptionbudgets"};
+  for (const auto& [resource, verbs] : grants) {
+    if (needed.count(resource)) {
+      for (const auto& v : verbs) {
+        EXPECT_TRUE(needed.at(resource).count(v) || v == "update")
+            << resource << " grants " << v << ", which the daemon never does";
+      }
+    } else if (resource == "/events") {
+      EXPECT_TRUE(std::includes(needed.at("events.k8s.io/events").begin(), needed.at("events.k8s.io/events").end(),
+                                verbs.begin(), verbs.end()) ||
+                  verbs == std::set<std::string>{"create", "patch", "update"});
+    } else {
+      EXPECT_TRUE(read_only.count(resource)) << resource << " should not be granted";
+      for (const auto& v : verbs) EXPECT_TRUE(v == "get" || v == "list" || v == "watch") << resource << " " << v;
+    }
+    EXPECT_FALSE(verbs.count("delete")) << resource;
+  }
+  EXPECT_FALSE(grants.count("/secrets"));
+
+  // The chart's config.yaml is one the daemon accepts.
+  const std::string config = by_kind["ConfigMap"]["data"]["config.yaml"].as<std::string>();
+  const std::string path = home_ + "/config.yaml";
+  std::ofstream(path) << config;
+  const CommandResult check = RunCommand({ONEQUEUE_SCHEDULER_BIN, "--check-config", "--config", path});
+  EXPECT_EQ(check.exit_code, 0) << check.output << "\n" << config;
+
+  // slurm.enabled=true without slurm.url: the chart's own message, nothing rendered.
+  const CommandResult no_url = Helm({"template", "onequeue", Chart(), "--set", "slurm.enabled=true"});
+  EXPECT_NE(no_url.exit_code, 0);
+  EXPECT_THAT(no_url.output, HasSubstr("slurm.url is empty"));
+}
+
+TEST_F(HelmE2E, InstallRunsTwoReplicasWithLeastPrivilegeAndUninstallRemovesIt) {
+  const auto& info = K8sClusterEnvironment::Info();
+  // up.sh applied test/cluster/scheduler-rbac.yaml, whose ServiceAccount onequeue-system/onequeue
+  // has the chart's name: remove those objects so the chart creates (and owns) its own, and so
+  // can-i below checks the chart's rules alone.
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"delete", "clusterrolebinding", "onequeue-scheduler", "--ignore-not-found"},
+           {"delete", "clusterrole", "onequeue-scheduler", "--ignore-not-found"},
+           {"delete", "-n", kNamespace, "rolebinding,role", "onequeue-scheduler", "--ignore-not-found"},
+           {"delete", "-n", kNamespace, "serviceaccount", "onequeue", "--ignore-not-found"}}) {
+    auto r = testing::Kubectl(info, args);
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  // A node for the daemon's own pods (kube-scheduler binds them, kwok runs them).
+  json node = PoolNode("helm-node", "none", "8");
+  node["metadata"]["labels"].erase("onequeue.io/pool");
+  ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", node).ok());
+
+  // The daemon's slurm.enabled=true without slurm.url is refused before anything is created.
+  const CommandResult refused =
+      Helm({"install", "onequeue-slurm", Chart(), "-n", kNamespace, "--create-namespace", "--set", "slurm.enabled=true"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.output, HasSubstr("slurm.url is empty"));
+
+  const CommandResult install = Helm({"install", "onequeue", Chart(), "-n", kNamespace, "--create-namespace"});
+  ASSERT_EQ(install.exit_code, 0) << install.output;
+
+  // Two replicas created, bound by kube-scheduler and Running under kwok.
+  std::vector<k8s::Pod> pods;
+  EXPECT_TRUE(Eventually(absl::Seconds(120), [&] {
+    auto listed = ListPods(client_.get(), kNamespace, "app.kubernetes.io/name=onequeue");
+    if (!listed.ok()) return false;
+    pods = *listed;
+    int running = 0;
+    for (const auto& p : pods) running += p.phase == "Running" ? 1 : 0;
+    return running == 2;
+  })) << pods.size() << " pods; "
+      << (testing::Kubectl(info, {"get", "pods,rs,deploy", "-n", kNamespace, "-o", "wide"}).value_or("?"));
+  for (const auto& p : pods) EXPECT_EQ(p.node_name, "helm-node");
+
+  for (const auto& kind_and_name : std::vector<std::vector<std::string>>{{"serviceaccount", "onequeue"},
+                                                                         {"role", "onequeue-leader-election"},
+                                                                         {"rolebinding", "onequeue-leader-election"},
+                                                                         {"configmap", "onequeue-config"},
+                                                                         {"service", "onequeue"},
+                                                                         {"poddisruptionbudget", "onequeue"},
+                                                                         {"deployment", "onequeue"}}) {
+    EXPECT_TRUE(Exists(kind_and_name)) << absl::StrJoin(kind_and_name, " ");
+  }
+  EXPECT_TRUE(Exists({"clusterrole", "onequeue"}, false));
+  EXPECT_TRUE(Exists({"clusterrolebinding", "onequeue"}, false));
+
+  // The installed configuration passes the daemon's own check.
+  auto config = testing::Kubectl(info, {"get", "configmap", "onequeue-config", "-n", kNamespace, "-o",
+                                        "jsonpath={.data.config\\.yaml}"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  const std::string path = home_ + "/installed-config.yaml";
+  std::ofstream(path) << *config;
+  const CommandResult check = RunCommand({ONEQUEUE_SCHEDULER_BIN, "--check-config", "--config", path});
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+
+  // Least privilege, as the chart's ServiceAccount.
+  EXPECT_TRUE(CanI({"create", "pods", "--subresource=binding", "-n", "default"}));
+  EXPECT_TRUE(CanI({"create", "pods", "--subresource=eviction", "-n", "default"}));
+  EXPECT_TRUE(CanI({"patch", "pods", "--subresource=status", "-n", "default"}));
+  EXPECT_TRUE(CanI({"patch", "pods", "-n", "default"}));
+  EXPECT_TRUE(CanI({"patch", "nodes"}));
+  EXPECT_TRUE(CanI({"watch", "pods", "--all-namespaces"}));
+  EXPECT_TRUE(CanI({"create", "events.events.k8s.io", "-n", "default"}));
+  EXPECT_TRUE(CanI({"create", "leases.coordination.k8s.io", "-n", kNamespace}));
+  EXPECT_TRUE(CanI({"update", "leases.coordination.k8s.io/onequeue", "-n", kNamespace}));
+  EXPECT_FALSE(CanI({"update", "leases.coordination.k8s.io/other", "-n", kNamespace}));
+  EXPECT_FALSE(CanI({"create", "pods", "-n", "default"}));
+  EXPECT_FALSE(CanI({"delete", "pods", "-n", "default"}));
+  EXPECT_FALSE(CanI({"get", "secrets", "-n", kNamespace}));
+  EXPECT_FALSE(CanI({"update", "deployments.apps", "-n", "default"}));
+  EXPECT_FALSE(CanI({"delete", "nodes"}));
+
+  const CommandResult uninstall = Helm({"uninstall", "onequeue", "-n", kNamespace, "--wait", "--timeout", "120s"});
+  EXPECT_EQ(uninstall.exit_code, 0) << uninstall.output;
+  EXPECT_TRUE(Eventually(absl::Seconds(60), [&] {
+    return !Exists({"deployment", "onequeue"}) && !Exists({"configmap", "onequeue-config"}) &&
+           !Exists({"serviceaccount", "onequeue"}) && !Exists({"clusterrole", "onequeue"}, false) &&
+           !Exists({"clusterrolebinding", "onequeue"}, false);
+  }));
+  EXPECT_FALSE(CanI({"create", "pods", "--subresource=binding", "-n", "default"}));
+  const CommandResult list = Helm({"list", "-n", kNamespace, "-q"});
+  EXPECT_EQ(list.exit_code, 0);
+  EXPECT_THAT(list.output, ::testing::Not(HasSubstr("onequeue")));
+}
+
+}  // namespace
+}  // namespace onequeue::e2e
+
+ONEQUEUE_K8S_CLUSTER_TEST_MAIN({.controller_manager = true, .kwok = true, .kube_scheduler = true})

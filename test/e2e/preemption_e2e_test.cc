@@ -1,0 +1,373 @@
+// End to end, the atomic preemption protocol (architecture.md) against the real
+// kube-controller-manager, whose ReplicaSet controller recreates every evicted pod at once: the
+// replacement that wins the node back under the default scheduler. Checked while it happens,
+// through watches of the namespace's pods and the pool's nodes:
+//   * the preemptor ends Running, its nominatedNodeName was set, the reservation was written on
+//     the node (onequeue.io/owner=reserved/<preemptor>) and no node keeps it afterwards;
+//   * each victim was evicted exactly once (one Preempted event, one deletion);
+//   * no replacement ever binds to the node reserved for the preemptor; no pod is bound twice;
+//   * a PodDisruptionBudget that refuses the eviction rolls the step back: no node stays
+//     reserved, the victim still runs, the preemptor stays Pending with the reason;
+//   * a scheduler killed after writing the reservation, started again, finishes the step.
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "e2e/e2e_support.h"
+#include "k8s_client/informer.h"
+
+namespace onequeue::e2e {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr const char* kOwner = "onequeue.io/owner";
+
+// Everything the watches saw, in order.
+class Recorder {
+ public:
+  struct Binding {
+    std::string pod, uid, node;
+    absl::Time at;
+  };
+
+  void OnPod(const k8s::Pod* old_pod, const k8s::Pod& pod) {
+    absl::MutexLock l(&mu_);
+    if (!pod.node_name.empty() && (old_pod == nullptr || old_pod->node_name.empty())) {
+      bindings_.push_back({pod.metadata.name, pod.metadata.uid, pod.node_name, absl::Now()});
+    }
+    if (!pod.nominated_node_name.empty()) nominated_[pod.metadata.name] = pod.nominated_node_name;
+    if (pod.phase == "Running" && !running_at_.count(pod.metadata.name)) running_at_[pod.metadata.name] = absl::Now();
+  }
+  void OnPodDeleted(const k8s::Pod& pod) {
+    absl::MutexLock l(&mu_);
+    deleted_.push_back(pod.metadata.name);
+  }
+  void OnNode(const k8s::Node& node) {
+    absl::MutexLock l(&mu_);
+    auto it = node.metadata.annotations.find(kOwner);
+    const std::string value = it == node.metadata.annotations.end() ? "" : it->second;
+    auto& history = owners_[node.metadata.name];
+    if (history.empty() || history.back() != value) history.push_back(value);
+  }
+
+  std::vector<Binding> bindings() const {
+    absl::MutexLock l(&mu_);
+    return bindings_;
+  }
+  std::vector<std::string> deleted() const {
+    absl::MutexLock l(&mu_);
+    return deleted_;
+  }
+  std::string nominated(const std::string& pod) const {
+    absl::MutexLock l(&mu_);
+    auto it = nominated_.find(pod);
+    return it == nominated_.end() ? "" : it->second;
+  }
+  std::optional<absl::Time> running_at(const std::string& pod) const {
+    absl::MutexLock l(&mu_);
+    auto it = running_at_.find(pod);
+    if (it == running_at_.end()) return std::nullopt;
+    return it->second;
+  }
+  // The onequeue.io/owner values a node went through ("" = none).
+  std::vector<std::string> owners(const std::string& node) const {
+    absl::MutexLock l(&mu_);
+    auto it = owners_.find(node);
+    return it == owners_.end() ? std::vector<std::string>{} : it->second;
+  }
+  bool AnyReserved() const {
+    absl::MutexLock l(&mu_);
+    for (const auto& [node, history] : owners_) {
+      if (!history.empty() && absl::StartsWith(history.back(), "reserved/")) return true;
+    }
+    return false;
+  }
+  bool EverReserved() const {
+    absl::MutexLock l(&mu_);
+    for (const auto& [node, history] : owners_) {
+      for (const auto& v : history) {
+        if (absl::StartsWith(v, "reserved/")) return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::vector<Binding> bindings_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> deleted_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> nominated_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, absl::Time> running_at_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<std::string>> owners_ ABSL_GUARDED_BY(mu_);
+};
+
+class PreemptionE2E : public E2ETest {
+ protected:
+  void TearDown() override {
+    if (pods_) pods_->Stop();
+    if (nodes_) nodes_->Stop();
+    E2ETest::TearDown();
+  }
+
+  // Watches the namespace's pods and the pool's nodes from now on.
+  void Watch() {
+    k8s::InformerOptions pod_options;
+    pod_options.namespace_ = ns_;
+    pods_ = std::make_unique<k8s::Informer<k8s::Pod>>(
+        client_.get(), k8s::kPods, pod_options,
+        k8s::InformerHandlers<k8s::Pod>{[this](const k8s::Pod& p) { recorder_.OnPod(nullptr, p); },
+                                        [this](const k8s::Pod& o, const k8s::Pod& p) { recorder_.OnPod(&o, p); },
+                                        [this](const k8s::Pod& p) { recorder_.OnPodDeleted(p); }});
+    k8s::InformerOptions node_options;
+    node_options.label_selector = "onequeue.io/pool=" + ns_;
+    nodes_ = std::make_unique<k8s::Informer<k8s::Node>>(
+        client_.get(), k8s::kNodes, node_options,
+        k8s::InformerHandlers<k8s::Node>{[this](const k8s::Node& n) { recorder_.OnNode(n); },
+                                         [this](const k8s::Node&, const k8s::Node& n) { recorder_.OnNode(n); },
+                                         nullptr});
+    pods_->Start();
+    nodes_->Start();
+    ASSERT_TRUE(pods_->WaitForSync(absl::Seconds(30)));
+    ASSERT_TRUE(nodes_->WaitForSync(absl::Seconds(30)));
+  }
+
+  // A Deployment of `replicas` preemptible pods (QOS scavenger) labelled app=<name>.
+  void CreateDeployment(const std::string& name, int replicas, const std::string& cpu, int64_t grace_seconds = 0) {
+    PodOptions o;
+    o.cpu = cpu;
+    o.qos = "scavenger";
+    o.time_limit = "4h";
+    o.labels = {{"app", name}};
+    o.grace_seconds = grace_seconds;
+    json d = {{"apiVersion", "apps/v1"},
+              {"kind", "Deployment"},
+              {"metadata", {{"name", name}, {"namespace", ns_}}},
+              {"spec",
+               {{"replicas", replicas},
+                {"selector", {{"matchLabels", {{"app", name}}}}},
+                {"template", {{"metadata", PodMetadata("", "", o)}, {"spec", PodSpec(o)}}}}}};
+    auto s = Create(client_.get(), Deployments(), ns_, d);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  std::vector<k8s::Pod> PodsOf(const std::string& app) {
+    auto pods = ListPods(client_.get(), ns_, "app=" + app);
+    return pods.ok() ? *pods : std::vector<k8s::Pod>{};
+  }
+
+  // Waits until `n` pods of the app run on pool nodes; returns their names.
+  std::set<std::string> WaitRunning(const std::string& app, int n) {
+    std::set<std::string> names;
+    EXPECT_TRUE(Eventually(kBindTimeout, [&] {
+      names.clear();
+      for (const auto& p : PodsOf(app)) {
+        if (p.phase == "Running" && p.metadata.deletion_timestamp.empty()) names.insert(p.metadata.name);
+      }
+      return static_cast<int>(names.size()) == n;
+    })) << app << ": " << names.size() << " of " << n << " running";
+    return names;
+  }
+
+  bool NoNodeReserved() {
+    for (int i = 1; i <= 3; ++i) {
+      auto n = GetNode(client_.get(), absl::StrCat(ns_, "-", i));
+      if (!n.ok()) continue;
+      auto it = n->metadata.annotations.find(kOwner);
+      if (it != n->metadata.annotations.end() && absl::StartsWith(it->second, "reserved/")) return false;
+    }
+    return true;
+  }
+
+  PodOptions Interactive(const std::string& cpu) {
+    PodOptions o;
+    o.cpu = cpu;
+    o.qos = "interactive";
+    return o;
+  }
+
+  // The invariants every preemption keeps; `preemptor` ended on `node`.
+  void ExpectAtomicPreemption(const std::string& preemptor, const std::string& node,
+                              const std::set<std::string>& originals, int expected_victims) {
+    // Each victim evicted once: one Preempted event naming the preemptor, and one deletion.
+    int victims = 0;
+    for (const auto& name : originals) {
+      const auto preempted = EventsWithReason(client_.get(), ns_, name, "Preempted");
+      if (preempted.empty()) continue;
+      ++victims;
+      EXPECT_EQ(CountEvents(preempted), 1) << name << ":\n" << Describe(preempted);
+      EXPECT_THAT(preempted[0].note, HasSubstr(preemptor));
+    }
+    EXPECT_EQ(victims, expected_victims);
+    std::map<std::string, int> deletions;
+    for (const auto& d : recorder_.deleted()) ++deletions[d];
+    for (const auto& [name, count] : deletions) EXPECT_EQ(count, 1) << name;
+
+    // No replacement ever bound to the preemptor's node; no pod bound twice.
+    std::map<std::string, int> binds_per_uid;
+    for (const auto& b : recorder_.bindings()) {
+      ++binds_per_uid[b.uid];
+      if (b.node == node && !originals.count(b.pod)) {
+        EXPECT_EQ(b.pod, preemptor) << "a replacement (" << b.pod << ") was bound to the node reserved for " << preemptor;
+      }
+    }
+    for (const auto& [uid, count] : binds_per_uid) EXPECT_EQ(count, 1) << "pod uid " << uid << " bound twice";
+
+    // The reservation was durable (written on the node) and is released once the preemptor runs.
+    const auto history = recorder_.owners(node);
+    EXPECT_TRUE(std::any_of(history.begin(), history.end(),
+                            [&](const std::string& v) { return v == "reserved/" + ns_ + "/" + preemptor; }))
+        << "owner annotations seen on " << node << ": " << absl::StrJoin(history, ", ");
+    EXPECT_TRUE(Eventually(absl::Seconds(20), [&] { return NoNodeReserved(); })) << "a node stayed reserved";
+    EXPECT_EQ(recorder_.nominated(preemptor), node);
+  }
+
+  Recorder recorder_;
+  std::unique_ptr<k8s::Informer<k8s::Pod>> pods_;
+  std::unique_ptr<k8s::Informer<k8s::Node>> nodes_;
+};
+
+TEST_F(PreemptionE2E, PreemptsAtomicallyAndTheReplacementsNeverWinTheNodeBack) {
+  AddPool(2, "4");
+  Watch();
+  StartScheduler();
+  // Four 2-CPU batch pods fill both nodes.
+  CreateDeployment("batch", 4, "2");
+  const std::set<std::string> originals = WaitRunning("batch", 4);
+  ASSERT_EQ(originals.size(), 4u);
+
+  // A 4-CPU interactive pod needs a whole node now: two victims on one node.
+  CreatePod("jupyter", Interactive("4"));
+  const absl::Time created = absl::Now();
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool("jupyter"); }))
+      << Describe(EventsAbout(client_.get(), ns_, "jupyter"));
+  const auto running = recorder_.running_at("jupyter");
+  std::cout << "[ measure ] preemptor created -> Running: "
+            << absl::FormatDuration((running ? *running : absl::Now()) - created) << "\n";
+  const std::string node = Pod("jupyter").node_name;
+
+  // The ReplicaSet recreated both victims; they wait (the pool is full), they are never bound.
+  std::vector<k8s::Pod> replacements;
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+    replacements.clear();
+    for (const auto& p : PodsOf("batch")) {
+      if (!originals.count(p.metadata.name)) replacements.push_back(p);
+    }
+    return replacements.size() == 2;
+  }));
+  for (const auto& r : replacements) {
+    EXPECT_TRUE(WaitForFailedScheduling(r.metadata.name, "Resources") ||
+                WaitForFailedScheduling(r.metadata.name, "Priority") ||
+                WaitForFailedScheduling(r.metadata.name, "ReservedForHigherPriority"))
+        << Describe(EventsAbout(client_.get(), ns_, r.metadata.name));
+    EXPECT_TRUE(Pod(r.metadata.name).node_name.empty());
+  }
+  ExpectAtomicPreemption("jupyter", node, originals, 2);
+}
+
+TEST_F(PreemptionE2E, DisruptionBudgetRefusalRollsTheStepBack) {
+  AddPool(1, "4");
+  Watch();
+  CreateDeployment("guarded", 1, "4");
+  json pdb = {{"apiVersion", "policy/v1"},
+              {"kind", "PodDisruptionBudget"},
+              {"metadata", {{"name", "guarded"}, {"namespace", ns_}}},
+              {"spec", {{"minAvailable", 1}, {"selector", {{"matchLabels", {{"app", "guarded"}}}}}}}};
+  ASSERT_TRUE(Create(client_.get(), k8s::kPodDisruptionBudgets, ns_, pdb).ok());
+  StartScheduler();
+  const std::set<std::string> originals = WaitRunning("guarded", 1);
+  ASSERT_EQ(originals.size(), 1u);
+  const std::string victim = *originals.begin();
+  const std::string victim_uid = Pod(victim).metadata.uid;
+  // The disruption controller has counted the pod: the budget allows no disruption.
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+    auto j = client_->Get(k8s::ObjectPath(k8s::kPodDisruptionBudgets, ns_, "guarded"));
+    return j.ok() && j->contains("status") && (*j)["status"].value("currentHealthy", 0) == 1;
+  }));
+
+  CreatePod("urgent", Interactive("2"));
+  // The preemptor says why it waits: the budget refused the eviction.
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] {
+    for (const auto& e : EventsWithReason(client_.get(), ns_, "urgent", "FailedScheduling")) {
+      if (absl::StrContains(e.note, "PodDisruptionBudget")) return true;
+    }
+    return false;
+  })) << Describe(EventsAbout(client_.get(), ns_, "urgent")) << "\nowner annotations: "
+      << absl::StrJoin(recorder_.owners(ns_ + "-1"), ", ");
+  // Rolled back: the node is not reserved, the victim runs (same pod), no Preempted event, the
+  // nomination is cleared, and the preemptor is Pending.
+  EXPECT_TRUE(Eventually(absl::Seconds(20), [&] { return NoNodeReserved(); }));
+  const k8s::Pod still = Pod(victim);
+  EXPECT_EQ(still.metadata.uid, victim_uid);
+  EXPECT_EQ(still.phase, "Running");
+  EXPECT_TRUE(still.metadata.deletion_timestamp.empty());
+  EXPECT_TRUE(EventsWithReason(client_.get(), ns_, victim, "Preempted").empty());
+  const k8s::Pod urgent = Pod("urgent");
+  EXPECT_TRUE(urgent.node_name.empty());
+  EXPECT_TRUE(Eventually(absl::Seconds(20), [&] { return Pod("urgent").nominated_node_name.empty(); }));
+  auto cond = PodScheduled(Pod("urgent"));
+  ASSERT_TRUE(cond.has_value());
+  EXPECT_EQ(cond->status, "False");
+  EXPECT_THAT(cond->message, HasSubstr("PodDisruptionBudget"));
+}
+
+// A crash between step 1 (reserve) and step 2 (evict), reproduced exactly: the node annotation
+// and the nomination a crashed scheduler wrote, and no scheduler running. The next one finishes.
+TEST_F(PreemptionE2E, ASchedulerStartedAfterACrashFinishesTheReservedStep) {
+  AddPool(1, "4");
+  Watch();
+  StartScheduler();
+  CreateDeployment("batch", 1, "4");
+  const std::set<std::string> originals = WaitRunning("batch", 1);
+  ASSERT_EQ(originals.size(), 1u);
+  scheduler_->Stop();
+
+  const std::string node = ns_ + "-1";
+  CreatePod("urgent", Interactive("2"));
+  ASSERT_TRUE(client_
+                  ->Patch(k8s::ObjectPath(k8s::kNodes, "", node),
+                          {{"metadata", {{"annotations", {{kOwner, "reserved/" + ns_ + "/urgent"}}}}}},
+                          "application/merge-patch+json")
+                  .ok());
+  ASSERT_TRUE(client_
+                  ->Patch(k8s::ObjectPath(k8s::kPods, ns_, "urgent", "status"),
+                          {{"status", {{"nominatedNodeName", node}}}}, "application/merge-patch+json")
+                  .ok());
+  StartScheduler();
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool("urgent"); }))
+      << Describe(EventsAbout(client_.get(), ns_, "urgent"));
+  ExpectAtomicPreemption("urgent", node, originals, 1);
+}
+
+// A real crash (SIGKILL) as soon as the reservation is on the node; a new scheduler finishes the
+// step. Evicted victims take up to 3 s to go (terminationGracePeriodSeconds), so the crash lands
+// while the step is under way.
+TEST_F(PreemptionE2E, ASchedulerKilledMidPreemptionIsReplacedAndTheStepFinishes) {
+  AddPool(2, "4");
+  Watch();
+  StartScheduler();
+  CreateDeployment("batch", 2, "4", /*grace_seconds=*/3);
+  const std::set<std::string> originals = WaitRunning("batch", 2);
+  ASSERT_EQ(originals.size(), 2u);
+
+  CreatePod("urgent", Interactive("4"));
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return recorder_.EverReserved(); }, absl::Milliseconds(10)));
+  scheduler_->Crash();
+  StartScheduler();
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool("urgent"); }))
+      << Describe(EventsAbout(client_.get(), ns_, "urgent"));
+  ExpectAtomicPreemption("urgent", Pod("urgent").node_name, originals, 1);
+}
+
+}  // namespace
+}  // namespace onequeue::e2e
+
+ONEQUEUE_K8S_CLUSTER_TEST_MAIN({.controller_manager = true, .kwok = true})

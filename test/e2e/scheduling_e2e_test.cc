@@ -1,0 +1,179 @@
+// End to end, scheduling basics: onequeue-scheduler (the real daemon, under its own
+// least-privilege identity) against a real kube-apiserver, with kwok playing the kubelets of the
+// pool nodes. What users see: pods bound and Running, the Scheduled event naming the node and the
+// priority factors; a pod that cannot start now stays Pending with FailedScheduling (a reason
+// code), PodScheduled=False and the onequeue.io/queue-position and estimated-start annotations;
+// bad annotations leave the pod Pending with the reason; other schedulers' pods are not touched;
+// a gang waits whole and binds whole.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "e2e/e2e_support.h"
+
+namespace onequeue::e2e {
+namespace {
+
+using ::testing::HasSubstr;
+
+using SchedulingE2E = E2ETest;
+
+TEST_F(SchedulingE2E, BindsWhatFitsReportsWhatWaitsAndLeavesOtherSchedulersAlone) {
+  AddPool(2, "4");
+  // Created before the scheduler starts: its first cycle sees them all at once.
+  PodOptions other;
+  other.scheduler_name = "some-other-scheduler";
+  CreatePod("other", other);
+  for (const char* name : {"a", "b", "c"}) {
+    PodOptions o;
+    o.cpu = name[0] == 'c' ? "3" : "2";
+    o.qos = "normal";
+    CreatePod(name, o);
+  }
+  StartScheduler();
+  for (const char* name : {"a", "b", "c"}) {
+    ASSERT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool(name); }))
+        << name << " was not bound and Running";
+  }
+  // The Scheduled event names the node and the priority factors.
+  for (const char* name : {"a", "b", "c"}) {
+    const std::string node = Pod(name).node_name;
+    std::vector<SeenEvent> scheduled;
+    ASSERT_TRUE(Eventually(absl::Seconds(20), [&] {
+      scheduled = EventsWithReason(client_.get(), ns_, name, "Scheduled");
+      return !scheduled.empty();
+    })) << Describe(EventsAbout(client_.get(), ns_, name));
+    EXPECT_EQ(CountEvents(scheduled), 1) << Describe(scheduled);
+    EXPECT_THAT(scheduled[0].note, HasSubstr(node));
+    EXPECT_THAT(scheduled[0].note, HasSubstr("priority"));
+    EXPECT_THAT(scheduled[0].note, HasSubstr("qos"));
+  }
+
+  // 7 of 8 CPUs are taken: a 3-CPU pod waits until a running pod's time limit (1h) ends.
+  PodOptions big;
+  big.cpu = "3";
+  big.qos = "normal";
+  CreatePod("waits", big);
+  const absl::Time created = absl::Now();
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] {
+    for (const auto& e : EventsWithReason(client_.get(), ns_, "waits", "FailedScheduling")) {
+      for (const char* code : {"Resources:", "Priority:"}) {
+        if (absl::StartsWith(e.note, code)) return true;
+      }
+    }
+    return false;
+  })) << Describe(EventsAbout(client_.get(), ns_, "waits"));
+  ASSERT_TRUE(Eventually(absl::Seconds(20), [&] {
+    const k8s::Pod p = Pod("waits");
+    return p.metadata.annotations.count("onequeue.io/queue-position") &&
+           p.metadata.annotations.count("onequeue.io/estimated-start") && PodScheduled(p).has_value();
+  }));
+  const k8s::Pod waiting = Pod("waits");
+  EXPECT_TRUE(waiting.node_name.empty());
+  EXPECT_EQ(waiting.phase, "Pending");
+  auto cond = PodScheduled(waiting);
+  ASSERT_TRUE(cond.has_value());
+  EXPECT_EQ(cond->status, "False");
+  EXPECT_EQ(cond->reason, "Unschedulable");
+  EXPECT_TRUE(absl::StartsWith(cond->message, "Resources:") || absl::StartsWith(cond->message, "Priority:"))
+      << cond->message;
+  int position = 0;
+  EXPECT_TRUE(absl::SimpleAtoi(waiting.metadata.annotations.at("onequeue.io/queue-position"), &position));
+  EXPECT_GE(position, 1);
+  const std::string estimate = waiting.metadata.annotations.at("onequeue.io/estimated-start");
+  absl::Time start;
+  std::string err;
+  ASSERT_TRUE(absl::ParseTime(absl::RFC3339_full, estimate, &start, &err)) << estimate << ": " << err;
+  // The running pods' time limit is 1h: the estimate is about then (queue resolution: 60 s).
+  EXPECT_GT(start, created + absl::Minutes(50)) << estimate;
+  EXPECT_LT(start, created + absl::Minutes(75)) << estimate;
+
+  // The other scheduler's pod: not bound, no condition, no annotation, no event from onequeue.
+  const k8s::Pod untouched = Pod("other");
+  EXPECT_TRUE(untouched.node_name.empty());
+  EXPECT_FALSE(PodScheduled(untouched).has_value());
+  EXPECT_EQ(untouched.metadata.annotations.count("onequeue.io/queue-position"), 0u);
+  EXPECT_EQ(untouched.metadata.annotations.count("onequeue.io/estimated-start"), 0u);
+  EXPECT_TRUE(EventsAbout(client_.get(), ns_, "other").empty())
+      << Describe(EventsAbout(client_.get(), ns_, "other"));
+}
+
+TEST_F(SchedulingE2E, InvalidAnnotationsStayPendingWithTheReason) {
+  AddPool(1, "8");
+  PodOptions bad_limit;
+  bad_limit.time_limit = "forever";
+  CreatePod("bad-time-limit", bad_limit);
+  PodOptions bad_qos;
+  bad_qos.qos = "platinum";  // not in the configuration: a tenant cannot invent a QOS
+  CreatePod("unknown-qos", bad_qos);
+  StartScheduler();
+  EXPECT_TRUE(WaitForFailedScheduling("bad-time-limit", "InvalidAnnotation"))
+      << Describe(EventsAbout(client_.get(), ns_, "bad-time-limit"));
+  EXPECT_TRUE(WaitForFailedScheduling("unknown-qos", "QOSNotAllowed"))
+      << Describe(EventsAbout(client_.get(), ns_, "unknown-qos"));
+  // A good pod created afterwards is bound: the scheduler has run cycles since, and the two
+  // pods with bad annotations are still Pending although the node has room for them.
+  PodOptions good;
+  good.qos = "normal";
+  CreatePod("good", good);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool("good"); }));
+  for (const char* name : {"bad-time-limit", "unknown-qos"}) {
+    const k8s::Pod p = Pod(name);
+    EXPECT_TRUE(p.node_name.empty()) << name;
+    auto cond = PodScheduled(p);
+    ASSERT_TRUE(cond.has_value()) << name;
+    EXPECT_EQ(cond->status, "False");
+  }
+  EXPECT_THAT(PodScheduled(Pod("bad-time-limit"))->message, HasSubstr("forever"));
+  EXPECT_THAT(PodScheduled(Pod("unknown-qos"))->message, HasSubstr("platinum"));
+  // Reported once, not once per cycle (events are deduplicated).
+  EXPECT_LE(CountEvents(EventsWithReason(client_.get(), ns_, "unknown-qos", "FailedScheduling")), 2);
+}
+
+TEST_F(SchedulingE2E, GangWaitsWholeAndBindsWhole) {
+  AddPool(2, "4");
+  StartScheduler();
+  auto member = [] {
+    PodOptions o;
+    o.cpu = "3";
+    o.qos = "batch";
+    o.group = "train";
+    o.group_size = "3";
+    return o;
+  };
+  CreatePod("train-0", member());
+  CreatePod("train-1", member());
+  for (const char* name : {"train-0", "train-1"}) {
+    EXPECT_TRUE(WaitForFailedScheduling(name, "GangIncomplete")) << Describe(EventsAbout(client_.get(), ns_, name));
+  }
+  for (const char* name : {"train-0", "train-1"}) EXPECT_TRUE(Pod(name).node_name.empty()) << name;
+
+  // The pool has 2 nodes of 4 CPUs: three 3-CPU members cannot all fit, so a third member makes
+  // the gang complete but it still waits whole (never 2 of 3 bound).
+  CreatePod("train-2", member());
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] {
+    for (const auto& e : EventsWithReason(client_.get(), ns_, "train-2", "FailedScheduling")) {
+      if (!absl::StartsWith(e.note, "GangIncomplete:")) return true;
+    }
+    return false;
+  })) << Describe(EventsAbout(client_.get(), ns_, "train-2"));
+  for (const char* name : {"train-0", "train-1", "train-2"}) EXPECT_TRUE(Pod(name).node_name.empty()) << name;
+
+  // A third node: now the whole gang fits, and all of it binds.
+  const std::string third = ns_ + "-3";
+  ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", PoolNode(third, ns_, "4")).ok());
+  for (const char* name : {"train-0", "train-1", "train-2"}) {
+    EXPECT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool(name); })) << name;
+  }
+  std::set<std::string> nodes;
+  for (const char* name : {"train-0", "train-1", "train-2"}) nodes.insert(Pod(name).node_name);
+  EXPECT_EQ(nodes.size(), 3u);
+}
+
+}  // namespace
+}  // namespace onequeue::e2e
+
+ONEQUEUE_K8S_CLUSTER_TEST_MAIN({.kwok = true})
