@@ -605,6 +605,11 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
     Wait(w, WaitReason::kHeld, "held by an administrator", position, std::nullopt, false);
     return;
   }
+  if (!w.qos.empty() && !config_.qos.empty() && s_.priority->FindQos(w.qos) == nullptr) {
+    Wait(w, WaitReason::kQosNotAllowed, absl::StrCat("QOS ", w.qos, " is not in the QOS table"),
+         position, std::nullopt, false);
+    return;
+  }
   if (w.gang && w.members_present < w.members) {
     Wait(w, WaitReason::kGangIncomplete,
          absl::StrCat(w.members_present, " of ", w.members, " pods of the group exist"), position,

@@ -182,6 +182,19 @@ TEST(Scenario, QosAndPriorityClassOrderTheQueue) {
   EXPECT_DOUBLE_EQ(p.priorities[1].qos, 0.5);
 }
 
+TEST(Scenario, UnknownQosWaitsWithQosNotAllowed) {
+  Snapshot s;
+  s.nodes = {MakeNode("n0", 4000)};
+  s.pending = {PendingBuilder("typo", 1000).Qos("hihg").Submit(0),
+               PendingBuilder("fine", 1000).Qos("normal").Submit(1)};
+  QueueConfig c = SubmitOrderConfig();
+  c.qos = {QosPolicy{.name = "normal", .priority = 1}};
+  Plan p = RunWith(c, s, 10);
+  EXPECT_EQ(StartedIds(p), (std::vector<std::string>{"fine"}));
+  EXPECT_EQ(FindWaiting(p, "typo")->reason, WaitReason::kQosNotAllowed);
+  EXPECT_EQ(FindWaiting(p, "typo")->message, "QOS hihg is not in the QOS table");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Incremental arrivals
 // ---------------------------------------------------------------------------------------------

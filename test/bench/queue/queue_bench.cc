@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <random>
+#include <unordered_map>
 
 #include "queue/planner.h"
 
@@ -126,6 +127,69 @@ const std::shared_ptr<Snapshot>& SharedSnapshot() {
   static const auto* snap = new std::shared_ptr<Snapshot>(BuildSnapshot(42, kPending));
   return *snap;
 }
+
+// The steady state: the cycle after the one above, with its starts running and the queue topped
+// up to 100,000 again. This is what the daemon's periodic full pass sees most of the time.
+const std::shared_ptr<Snapshot>& SteadySnapshot() {
+  static const auto* snap = [] {
+    const auto& first = SharedSnapshot();
+    QueuePlanner planner(BenchConfig(100), nullptr);
+    Plan p = planner.PlanCycle(first, kNow);
+    auto s = std::make_shared<Snapshot>(*first);
+    std::unordered_map<std::string, const StartDecision*> started;
+    for (const StartDecision& d : p.starts) started[d.workload] = &d;
+    std::vector<PendingWorkload> still;
+    for (PendingWorkload& w : s->pending) {
+      auto it = started.find(w.id);
+      if (it == started.end()) {
+        still.push_back(std::move(w));
+        continue;
+      }
+      RunningWorkload r;
+      r.id = w.id;
+      r.kind = w.kind;
+      r.start_time = kNow;
+      if (w.time_limit.has_value()) r.expected_end = kNow + *w.time_limit;
+      for (NodeIndex n : it->second->member_nodes) r.allocations.push_back(Allocation{n, w.per_member});
+      s->running.push_back(std::move(r));
+    }
+    std::mt19937_64 rng(4242);
+    for (int i = static_cast<int>(still.size()); i < kPending; ++i) {
+      still.push_back(RandomPending(rng, 1'000'000 + i, kNow, kNow));
+    }
+    s->pending = std::move(still);
+    return new std::shared_ptr<Snapshot>(std::move(s));
+  }();
+  return *snap;
+}
+
+void BM_SteadyCycle(benchmark::State& state) {
+  const auto& snap = SteadySnapshot();
+  QueueConfig c = BenchConfig(static_cast<int32_t>(state.range(0)));
+  c.max_estimates_per_cycle = static_cast<int32_t>(state.range(1));
+  Plan last;
+  for (auto _ : state) {
+    QueuePlanner planner(c, nullptr);
+    Plan p = planner.PlanCycle(snap, kNow + 60);
+    benchmark::DoNotOptimize(p);
+    state.PauseTiming();
+    last = std::move(p);
+    state.ResumeTiming();
+  }
+  int64_t estimated = 0;
+  for (const auto& w : last.waiting) estimated += w.estimated_start.has_value();
+  state.counters["starts"] = static_cast<double>(last.starts.size());
+  state.counters["reservations"] = static_cast<double>(last.reservations.size());
+  state.counters["estimated"] = static_cast<double>(estimated);
+  state.counters["pending"] = static_cast<double>(snap->pending.size());
+}
+BENCHMARK(BM_SteadyCycle)
+    ->ArgNames({"depth", "max_estimates"})
+    ->Args({100, 1})
+    ->Args({1, 1})
+    ->Args({100, 1000})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
 
 void ReportPlan(benchmark::State& state, const Plan& p) {
   state.counters["starts"] = static_cast<double>(p.starts.size());
