@@ -1,5 +1,8 @@
-// onequeue-scheduler: the daemon. Today it validates its configuration and serves the gRPC
-// QueueService; the informers, the Slurm poller and the queue cycle are wired in as they land.
+// onequeue-scheduler: the daemon. Validates its configuration, serves the gRPC QueueService, and
+// (kubernetes.enabled) watches pods and nodes and runs event-driven, coalesced queue cycles, under
+// leader election when configured; the Slurm poller is wired in as it lands.
+#include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -10,10 +13,12 @@
 #include "absl/strings/str_cat.h"
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "k8s_client/config.h"
 #include "k8s_client/informer.h"
 #include "k8s_client/rest_client.h"
+#include "k8s_client/scheduler_api.h"
 #include "onequeue/version.h"
 #include "scheduler/config.h"
 #include "scheduler/grpc_service.h"
@@ -85,6 +90,38 @@ absl::StatusOr<k8s::ClientConfig> KubeClientConfig(const Config& config) {
   return c;
 }
 
+// Acquires and renews the Lease until `stop`. Leadership that cannot be renewed within two thirds
+// of the lease duration is lost: the process stops (SIGTERM to itself, exit code 1), like
+// kube-scheduler, because a former leader's memory (assumed bindings, evictions under way) must
+// not meet a new leader's decisions; the Deployment restarts it as a standby.
+void KeepLease(LeaderElector* elector, absl::Notification* stop, std::atomic<bool>* leading,
+               std::atomic<bool>* lost, CycleTrigger* trigger) {
+  const absl::Duration duration = elector->options().lease_duration;
+  const absl::Duration retry = std::max(absl::Milliseconds(200), duration / 7);
+  const absl::Duration renew_deadline = duration * 2 / 3;
+  absl::Time renewed = absl::InfinitePast();
+  spdlog::info("leader election: {} waits for lease {}/{}", elector->options().identity,
+               elector->options().namespace_, elector->options().name);
+  do {
+    const absl::Time now = absl::Now();
+    if (elector->TryAcquireOrRenew(now)) {
+      renewed = now;
+      if (!leading->exchange(true)) {
+        spdlog::info("leader election: leading");
+        trigger->Fire();
+      }
+    } else if (*leading && absl::Now() - renewed > renew_deadline) {
+      spdlog::error("leader election: lease not renewed for {}: leadership lost, stopping",
+                    absl::FormatDuration(absl::Now() - renewed));
+      *leading = false;
+      *lost = true;
+      kill(getpid(), SIGTERM);
+      return;
+    }
+  } while (!stop->WaitForNotificationWithTimeout(retry));
+  if (*leading) elector->Release(absl::Now());
+}
+
 int RunDaemon(const Config& config) {
   auto server = StartQueueServer(config.server.grpc_address, {});
   if (!server.ok()) {
@@ -103,8 +140,15 @@ int RunDaemon(const Config& config) {
   std::unique_ptr<k8s::RestClient> client;
   std::unique_ptr<k8s::Informer<k8s::Node>> nodes;
   std::unique_ptr<k8s::Informer<k8s::Pod>> pods;
+  std::unique_ptr<k8s::SchedulerApi> lease_api;
+  std::unique_ptr<LeaderElector> elector;
   CycleTrigger trigger;
-  std::thread loop_thread;
+  std::thread loop_thread, lease_thread;
+  absl::Notification stop_lease;
+  std::atomic<bool> leading{true};
+  std::atomic<bool> lost_leadership{false};
+  char host[256] = "onequeue";
+  gethostname(host, sizeof(host) - 1);
   if (config.kubernetes.enabled) {
     auto kc = KubeClientConfig(config);
     if (!kc.ok()) {
@@ -131,6 +175,16 @@ int RunDaemon(const Config& config) {
                                                       pod_handlers);
     nodes->Start();
     pods->Start();
+    if (config.leader_election.enabled) {
+      leading = false;
+      lease_api = std::make_unique<k8s::SchedulerApi>(client.get());
+      elector = std::make_unique<LeaderElector>(
+          lease_api.get(),
+          LeaderElector::Options{config.leader_election.namespace_, config.leader_election.lease_name,
+                                 absl::StrCat(host, "_", getpid()),
+                                 absl::Seconds(config.leader_election.lease_duration_seconds)});
+      lease_thread = std::thread([&] { KeepLease(elector.get(), &stop_lease, &leading, &lost_leadership, &trigger); });
+    }
     loop_thread = std::thread([&] {
       while (!nodes->WaitForSync(absl::Seconds(1)) || !pods->WaitForSync(absl::Seconds(1))) {
         if (!trigger.Wait(absl::ZeroDuration())) return;
@@ -138,12 +192,12 @@ int RunDaemon(const Config& config) {
       }
       spdlog::info("informers synced: {} nodes, {} pods", nodes->Size(), pods->Size());
       InformerClusterView view(nodes.get(), pods.get());
-      char host[256] = "onequeue";
-      gethostname(host, sizeof(host) - 1);
       KubeClusterActions actions(client.get(), pods.get(), host);
       SchedulingLoop loop(config, &view, &actions);
       // Event-driven, coalesced, with a periodic full pass so estimates and ages stay fresh.
+      // A standby replica keeps its informers warm and runs no cycle until it leads.
       while (trigger.Wait(absl::Seconds(5))) {
+        if (!leading) continue;
         const CycleStats s = loop.RunCycle(absl::ToUnixSeconds(absl::Now()));
         if (s.bound || s.reported || s.preemptions_started || s.bind_errors) {
           spdlog::info("cycle: {} pending, {} bound, {} waiting ({} reported), {} preemptions, {} evictions, {} bind errors",
@@ -162,10 +216,12 @@ int RunDaemon(const Config& config) {
   spdlog::info("signal {}: shutting down", sig);
   trigger.Stop();
   if (loop_thread.joinable()) loop_thread.join();
+  stop_lease.Notify();  // after the loop: no cycle runs once the Lease is given up
+  if (lease_thread.joinable()) lease_thread.join();
   if (pods) pods->Stop();
   if (nodes) nodes->Stop();
   (*server)->Shutdown();
-  return 0;
+  return lost_leadership ? 1 : 0;
 }
 
 }  // namespace onequeue::scheduler

@@ -155,7 +155,8 @@ int SchedulerProcess::Stop() {
 
 std::string SchedulerProcess::Log() const { return ReadFile(log_path()); }
 
-std::string SchedulerConfigYaml(const testing::K8sClusterInfo& info, const std::string& pool_label) {
+std::string SchedulerConfigYaml(const testing::K8sClusterInfo& info, const std::string& pool_label,
+                                const std::string& leader_election) {
   return absl::StrCat(R"(apiVersion: onequeue.io/v1alpha1
 kind: SchedulerConfiguration
 schedulerName: onequeue
@@ -170,8 +171,7 @@ queue:
     - {name: batch, priority: 10}
     - {name: scavenger, priority: 0}
 server: {grpcAddress: "127.0.0.1:0", metricsAddress: "127.0.0.1:0"}
-leaderElection: {enabled: false}
-)");
+leaderElection: )", leader_election, "\n");
 }
 
 json PoolNode(const std::string& name, const std::string& pool, const std::string& cpu) {

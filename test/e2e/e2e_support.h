@@ -64,6 +64,7 @@ class SchedulerProcess {
   // SIGTERM and wait (SIGKILL after 10 s); returns the exit status (-1 if killed).
   int Stop();
   bool Running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   std::string Log() const;
   std::string log_path() const { return dir_ + "/" + name_ + ".log"; }
 
@@ -74,8 +75,10 @@ class SchedulerProcess {
 
 // A SchedulerConfiguration for the local cluster: the scheduler's own least-privilege identity,
 // the pool `pool_label`, QOS interactive (canPreempt) > normal > batch > scavenger, no leader
-// election, gRPC on a free port.
-std::string SchedulerConfigYaml(const testing::K8sClusterInfo& info, const std::string& pool_label);
+// election unless asked, gRPC on a free port.
+// `leader_election`: the leaderElection block as flow YAML.
+std::string SchedulerConfigYaml(const testing::K8sClusterInfo& info, const std::string& pool_label,
+                                const std::string& leader_election = "{enabled: false}");
 
 // A pool node kwok will run: labels onequeue.io/pool=<pool>, `cpu` CPUs, 16Gi, 110 pods.
 json PoolNode(const std::string& name, const std::string& pool, const std::string& cpu);

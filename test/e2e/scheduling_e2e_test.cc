@@ -27,19 +27,21 @@ TEST_F(SchedulingE2E, BindsWhatFitsReportsWhatWaitsAndLeavesOtherSchedulersAlone
   PodOptions other;
   other.scheduler_name = "some-other-scheduler";
   CreatePod("other", other);
-  for (const char* name : {"a", "b", "c"}) {
+  // Four 2-CPU pods fill the two 4-CPU nodes whatever the packing.
+  const std::vector<std::string> fill = {"a", "b", "c", "d"};
+  for (const auto& name : fill) {
     PodOptions o;
-    o.cpu = name[0] == 'c' ? "3" : "2";
+    o.cpu = "2";
     o.qos = "normal";
     CreatePod(name, o);
   }
   StartScheduler();
-  for (const char* name : {"a", "b", "c"}) {
+  for (const auto& name : fill) {
     ASSERT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool(name); }))
         << name << " was not bound and Running";
   }
   // The Scheduled event names the node and the priority factors.
-  for (const char* name : {"a", "b", "c"}) {
+  for (const auto& name : fill) {
     const std::string node = Pod(name).node_name;
     std::vector<SeenEvent> scheduled;
     ASSERT_TRUE(Eventually(absl::Seconds(20), [&] {
@@ -52,9 +54,9 @@ TEST_F(SchedulingE2E, BindsWhatFitsReportsWhatWaitsAndLeavesOtherSchedulersAlone
     EXPECT_THAT(scheduled[0].note, HasSubstr("qos"));
   }
 
-  // 7 of 8 CPUs are taken: a 3-CPU pod waits until a running pod's time limit (1h) ends.
+  // The pool is full: one more pod waits until a running pod's time limit (1h) ends.
   PodOptions big;
-  big.cpu = "3";
+  big.cpu = "1";
   big.qos = "normal";
   CreatePod("waits", big);
   const absl::Time created = absl::Now();
@@ -171,6 +173,45 @@ TEST_F(SchedulingE2E, GangWaitsWholeAndBindsWhole) {
   std::set<std::string> nodes;
   for (const char* name : {"train-0", "train-1", "train-2"}) nodes.insert(Pod(name).node_name);
   EXPECT_EQ(nodes.size(), 3u);
+}
+
+// Two replicas with leader election (the chart's default): one schedules, the other waits; when
+// the leader is killed, the standby takes the Lease over and schedules; a replica stopped with
+// SIGTERM gives the Lease up.
+TEST_F(SchedulingE2E, OnlyTheLeaderSchedulesAndAStandbyTakesOver) {
+  AddPool(1, "8");
+  const std::string election =
+      absl::StrCat("{enabled: true, namespace: onequeue-system, leaseName: ", ns_, ", leaseDurationSeconds: 6}");
+  const std::string config =
+      SchedulerConfigYaml(testing::K8sClusterEnvironment::Info(), "onequeue.io/pool=" + ns_, election);
+  auto holder = [&]() -> std::string {
+    auto j = client_->Get(k8s::ObjectPath(k8s::kLeases, "onequeue-system", ns_));
+    if (!j.ok()) return "<" + std::string(j.status().message()) + ">";
+    return (*j)["spec"].value("holderIdentity", "");
+  };
+  SchedulerProcess first(dir_, "first"), second(dir_, "second");
+  ASSERT_TRUE(first.Start(config).ok());
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] { return absl::EndsWith(holder(), absl::StrCat("_", first.pid())); }))
+      << holder() << "\n" << first.Log();
+  ASSERT_TRUE(second.Start(config).ok());
+  const pid_t second_pid = second.pid();
+  PodOptions o;
+  o.qos = "normal";
+  CreatePod("p1", o);
+  EXPECT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool("p1"); })) << first.Log();
+  EXPECT_TRUE(absl::EndsWith(holder(), absl::StrCat("_", first.pid())));
+  EXPECT_THAT(second.Log(), ::testing::Not(HasSubstr("leader election: leading"))) << second.Log();
+
+  first.Crash();  // no release: the standby must wait out the lease (6 s) on its own clock
+  const absl::Time crashed = absl::Now();
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] { return absl::EndsWith(holder(), absl::StrCat("_", second_pid)); }))
+      << holder() << "\n" << second.Log();
+  std::cout << "[ measure ] leader killed -> standby holds the lease: " << absl::FormatDuration(absl::Now() - crashed)
+            << "\n";
+  CreatePod("p2", o);
+  EXPECT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool("p2"); })) << second.Log();
+  EXPECT_EQ(second.Stop(), 0);
+  EXPECT_EQ(holder(), "") << "a replica stopping cleanly gives the Lease up";
 }
 
 }  // namespace
