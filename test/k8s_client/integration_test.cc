@@ -439,6 +439,33 @@ TEST(K8sClientIntegration, SchedulerWritesUnderItsOwnIdentity) {
   EXPECT_EQ(nobody->Get(CollectionPath(kPods, ns)).status().code(), absl::StatusCode::kPermissionDenied);
 }
 
+TEST(K8sClientIntegration, TokenFileIsReReadWhenItRotates) {
+  absl::StatusOr<ClientConfig> cfg = LoadKubeconfig(Cluster().kubeconfig);
+  ASSERT_TRUE(cfg.ok());
+  cfg->bearer_token.clear();
+  cfg->client_cert_pem.clear();
+  cfg->client_key_pem.clear();
+  cfg->client_cert_file.clear();
+  cfg->client_key_file.clear();
+  cfg->token_file = ::testing::TempDir() + "/k8s_client_rotating_token";
+  auto write_token = [&](const std::string& token) {
+    std::FILE* f = std::fopen(cfg->token_file.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs((token + "\n").c_str(), f);
+    std::fclose(f);
+  };
+  write_token(Cluster().scheduler_token);
+  auto client = RestClient::Create(*cfg);
+  ASSERT_TRUE(client.ok());
+  const std::string ns = "writes";
+  CreateNamespace(ns);
+  auto as_scheduler = (*client)->Post(CollectionPath(kPods, ns), PodJson(ns, "rotated"));
+  EXPECT_EQ(as_scheduler.status().code(), absl::StatusCode::kPermissionDenied) << as_scheduler.status();
+  write_token(Cluster().admin_token);  // the file rotates: the next request uses the new token
+  auto as_admin = (*client)->Post(CollectionPath(kPods, ns), PodJson(ns, "rotated"));
+  EXPECT_TRUE(as_admin.ok()) << as_admin.status();
+}
+
 TEST(K8sClientIntegration, WrongCaFailsTlsVerification) {
   absl::StatusOr<ClientConfig> cfg = LoadKubeconfig(Cluster().kubeconfig);
   ASSERT_TRUE(cfg.ok());
