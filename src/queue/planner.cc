@@ -214,6 +214,8 @@ struct QueuePlanner::State {
   std::vector<std::string> victims;
   FreeCpuIndex free_cpu;
   absl::flat_hash_map<ShapeKey, Duration> failed_now;  // shape -> smallest duration that failed
+  // Shape -> smallest time limit for which no placement exists within the window.
+  absl::flat_hash_map<ShapeKey, Duration> beyond_window;
   // Same, for "would it fit now if no reservation existed" (the reason, not the decision).
   absl::flat_hash_map<ShapeKey, Duration> failed_ignoring_reservations;
   // Estimation memo per (shape, duration) for the whole cycle. Capacity only shrinks during a
@@ -247,6 +249,11 @@ class CyclePass {
     MemberNodes nodes;
   };
 
+  // Visits every node where a member of `w` might have room at time t >= the profile's now: the
+  // free-cpu index (room at the profile's now) plus the nodes where a block ended in
+  // (profile now, t]; every node for requests without cpu. Stops when `visit` returns false.
+  template <typename Visit>
+  void ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit visit);
   const QueuePlanner::State::EligibleSet& StaticEligible(const PendingWorkload& w, const std::string& sig);
   bool Usable(NodeIndex n, const PendingWorkload& w, double priority,
               const std::vector<char>& eligible) const;
@@ -270,6 +277,34 @@ class CyclePass {
   QueuePlanner::State& s_;
   Plan& plan_;
 };
+
+template <typename Visit>
+void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit visit) {
+  const AvailabilityProfile& p = *s_.profile;
+  if (w.per_member[kCpu] <= 0) {
+    for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) {
+      if (!visit(n)) return;
+    }
+    return;
+  }
+  std::vector<NodeIndex> freed;
+  if (t > p.now()) {
+    p.ForEachEndAfter(p.now(), [&](Time end, NodeIndex n) {
+      if (end > t) return false;
+      freed.push_back(n);
+      return true;
+    });
+    std::sort(freed.begin(), freed.end());
+    freed.erase(std::unique(freed.begin(), freed.end()), freed.end());
+  }
+  bool go_on = true;
+  s_.free_cpu.ForEachWithAtLeast(w.kind, w.per_member[kCpu], [&](NodeIndex n) {
+    if (std::binary_search(freed.begin(), freed.end(), n)) return true;  // visited below
+    go_on = visit(n);
+    return go_on;
+  });
+  for (size_t i = 0; go_on && i < freed.size(); ++i) go_on = visit(freed[i]);
+}
 
 const QueuePlanner::State::EligibleSet& CyclePass::StaticEligible(const PendingWorkload& w,
                                                                   const std::string& sig) {
@@ -376,10 +411,6 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, doub
     candidates.emplace_back(n, copies);
     found += copies;
   };
-  // Requests without cpu may fit on nodes whose cpu is exhausted, and the free-cpu index
-  // describes the profile's own now only (an arrival planned later may find nodes freed since):
-  // walk every node for those.
-  const bool walk_all = w.per_member[kCpu] <= 0 || now != p.now();
   // A request for an extended resource (GPUs) only walks the nodes that have it, when they are
   // fewer than the nodes with enough free cpu would be.
   const std::vector<NodeIndex>* scarce = nullptr;
@@ -394,14 +425,10 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, doub
     const bool all = pass == 1;
     candidates.clear();
     found = 0;
-    if (walk_all) {
-      for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()) && (all || found < members); ++n) {
-        consider(n);
-      }
-    } else if (scarce != nullptr) {
+    if (scarce != nullptr) {
       for (size_t i = 0; i < scarce->size() && (all || found < members); ++i) consider((*scarce)[i]);
     } else {
-      s_.free_cpu.ForEachWithAtLeast(w.kind, w.per_member[kCpu], [&](NodeIndex n) {
+      ForEachNodeWithRoomAt(w, now, [&](NodeIndex n) {
         consider(n);
         return all || found < members;
       });
@@ -463,14 +490,10 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
 
   const Time start = p.RoundUp(std::max(on_or_after, p.now()));
   if (start > p.horizon()) return std::nullopt;
-  if (w.per_member[kCpu] <= 0 || start != p.now()) {
-    for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) note(n, copies_at(n, start));
-  } else {
-    s_.free_cpu.ForEachWithAtLeast(w.kind, w.per_member[kCpu], [&](NodeIndex n) {
-      note(n, copies_at(n, start));
-      return true;
-    });
-  }
+  ForEachNodeWithRoomAt(w, start, [&](NodeIndex n) {
+    note(n, copies_at(n, start));
+    return true;
+  });
   std::optional<Placement> result = try_finish(start);
   if (result.has_value()) return result;
   Time batch = -1;
@@ -500,16 +523,12 @@ bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, double priori
       found += p.Copies(n, now, end, w.per_member, w.kind, members - found, true);
     }
   };
-  if (w.per_member[kCpu] <= 0 || now != p.now()) {
-    for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()) && found < members; ++n) consider(n);
-  } else {
-    // Reservations start at or after now, so free cpu now (reservations included only when they
-    // start exactly now) bounds the nodes worth looking at.
-    s_.free_cpu.ForEachWithAtLeast(w.kind, w.per_member[kCpu], [&](NodeIndex n) {
-      consider(n);
-      return found < members;
-    });
-  }
+  // Reservations start at or after the profile's now, so the nodes with room then (reservations
+  // included only when they start exactly then) bound the nodes worth looking at.
+  ForEachNodeWithRoomAt(w, now, [&](NodeIndex n) {
+    consider(n);
+    return found < members;
+  });
   return found >= members;
 }
 
@@ -683,8 +702,21 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
   }
   const bool may_reserve = config_.reservation_depth == 0 || strict ||
                            s_.reservations < config_.reservation_depth;
-  if (may_reserve) {
+  // Capacity only shrinks within a cycle: a shape with no placement in the window for a time
+  // limit d has none for any limit >= d either.
+  auto beyond = memo_valid ? s_.beyond_window.find(shape) : s_.beyond_window.end();
+  const bool known_beyond = beyond != s_.beyond_window.end() && beyond->second <= duration;
+  auto earliest = [&]() -> std::optional<Placement> {
+    if (known_beyond) return std::nullopt;
     std::optional<Placement> at = EarliestPlacement(w, priority, eligible, now);
+    if (!at.has_value() && memo_valid) {
+      auto [it, inserted] = s_.beyond_window.emplace(shape, duration);
+      if (!inserted) it->second = std::min(it->second, duration);
+    }
+    return at;
+  };
+  if (may_reserve) {
+    std::optional<Placement> at = earliest();
     if (!at.has_value()) {
       Wait(w, WaitReason::kBeyondWindow, "cannot start within the planning window", position,
            std::nullopt, false);
@@ -707,9 +739,9 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
     auto it = s_.estimate_memo.find(key);
     if (it != s_.estimate_memo.end()) {
       if (it->second < kForever) estimate = it->second;
-    } else {
+    } else if (!known_beyond) {
       ++s_.estimates;
-      std::optional<Placement> at = EarliestPlacement(w, priority, eligible, now);
+      std::optional<Placement> at = earliest();
       s_.estimate_memo[key] = at.has_value() ? at->start : kForever;
       if (at.has_value()) estimate = at->start;
     }
