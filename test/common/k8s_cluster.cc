@@ -90,24 +90,32 @@ absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv, c
     in_fd = -1;
   }
   const auto deadline = Clock::now() + timeout;
-  auto drain = [](int fd, std::string& sink) {
+  // Reads what is there; at EOF closes the fd and sets it to -1, which poll() then ignores (a
+  // closed pipe would otherwise report POLLHUP at once, forever).
+  auto drain = [](int& fd, std::string& sink) {
     char buf[65536];
-    while (true) {
+    while (fd >= 0) {
       ssize_t n = read(fd, buf, sizeof buf);
       if (n > 0) {
         sink.append(buf, static_cast<size_t>(n));
         continue;
       }
-      return;  // 0 (EOF), EAGAIN or an error: nothing more now
+      if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        close(fd);
+        fd = -1;
+      }
+      return;
     }
   };
+  int out_fd = out_pipe[0];
+  int err_fd = err_pipe[0];
   int status = 0;
   bool exited = false;
   while (!exited) {
-    pollfd fds[3] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}, {in_fd, POLLOUT, 0}};
-    poll(fds, in_fd >= 0 ? 3 : 2, 100);
-    drain(out_pipe[0], result.out);
-    drain(err_pipe[0], result.err);
+    pollfd fds[3] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {in_fd, POLLOUT, 0}};
+    poll(fds, 3, 100);
+    drain(out_fd, result.out);
+    drain(err_fd, result.err);
     if (in_fd >= 0 && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP)) != 0) {
       ssize_t n = write(in_fd, stdin_text.data() + written, stdin_text.size() - written);
       if (n > 0) written += static_cast<size_t>(n);
@@ -126,11 +134,11 @@ absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv, c
       exited = true;
     }
   }
-  drain(out_pipe[0], result.out);
-  drain(err_pipe[0], result.err);
+  drain(out_fd, result.out);
+  drain(err_fd, result.err);
   if (in_fd >= 0) close(in_fd);
-  close(out_pipe[0]);
-  close(err_pipe[0]);
+  if (out_fd >= 0) close(out_fd);
+  if (err_fd >= 0) close(err_fd);
   result.exit_code = (!result.timed_out && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
   return result;
 }
