@@ -40,7 +40,15 @@ oq_start() {
   mapfile -t argv < "$dir/args/$name.args"
   mkdir -p "$dir/pids" "$dir/logs"
   echo "=== $(date -u +%FT%TZ) start: ${argv[*]}" >> "$dir/logs/$name.log"
-  setsid "${argv[@]}" >> "$dir/logs/$name.log" 2>&1 < /dev/null &
+  # The subshell closes every inherited descriptor above 2 (a caller's pipe held open by a daemon
+  # would keep that caller waiting for EOF forever), then execs setsid, so $! is still the PID.
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-"
+    done
+    exec setsid "${argv[@]}" >> "$dir/logs/$name.log" 2>&1 < /dev/null
+  ) &
   pid=$!
   echo "$pid" > "$dir/pids/$name.pid"
 }
