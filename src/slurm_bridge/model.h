@@ -116,7 +116,6 @@ struct SlurmPartition {
   std::string state;                       // "UP", "DOWN", "DRAIN", "INACTIVE"
   std::optional<absl::Duration> max_time;  // unset = unlimited
   std::optional<absl::Duration> default_time;
-  bool is_default = false;
 };
 
 // What one list call returned, with the server's own clock for the next incremental call.
