@@ -21,6 +21,18 @@ absl::Duration TokenBucket::Reserve(absl::Time now) {
   return absl::Seconds(-tokens_ / qps_);
 }
 
+bool TokenBucket::TryTake(absl::Time now) {
+  if (qps_ <= 0) return true;
+  absl::MutexLock lock(&mu_);
+  if (now > last_) {
+    tokens_ = std::min(burst_, tokens_ + absl::ToDoubleSeconds(now - last_) * qps_);
+    last_ = now;
+  }
+  if (tokens_ < 1) return false;
+  tokens_ -= 1;
+  return true;
+}
+
 Backoff::Backoff(absl::Duration initial, absl::Duration max, std::function<double()> rand01,
                  double factor, double jitter)
     : initial_(initial), max_(max), rand01_(std::move(rand01)), factor_(factor), jitter_(jitter) {}

@@ -18,6 +18,8 @@ class TokenBucket {
   // Takes one token and returns how long the caller must wait before sending (zero when a token
   // was available). Tokens may go negative: callers queue up in order, each waiting its turn.
   absl::Duration Reserve(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes a token only if one is available now (for dropping, not delaying, what exceeds it).
+  bool TryTake(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   const double qps_;

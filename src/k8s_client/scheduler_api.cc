@@ -144,9 +144,26 @@ void EventSeriesTracker::Forget(const Event& event) {
   series_.erase(KeyOf(event));
 }
 
+bool EventSpamFilter::Allow(const ObjectReference& regarding, absl::Time now) {
+  const std::string key = absl::StrCat(regarding.kind, "\x1f", regarding.namespace_, "\x1f",
+                                       regarding.name, "\x1f", regarding.uid);
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(key);
+  if (it == buckets_.end()) {
+    if (buckets_.size() > 16384) buckets_.clear();  // bounded memory; forgetting is harmless
+    it = buckets_.emplace(key, std::make_unique<TokenBucket>(qps_, burst_, now)).first;
+  }
+  return it->second->TryTake(now);
+}
+
 absl::StatusOr<Event> EventRecorder::Record(const ObjectReference& regarding, const std::string& type,
                                             const std::string& reason, const std::string& action,
                                             const std::string& note, absl::Time now) {
+  if (!filter_->Allow(regarding, now)) {
+    return absl::ResourceExhaustedError(absl::StrCat("event ", reason, " about ", regarding.kind, " ",
+                                                     regarding.namespace_, "/", regarding.name,
+                                                     " dropped by the per-object spam filter"));
+  }
   Event e;
   e.metadata.namespace_ = regarding.namespace_.empty() ? "default" : regarding.namespace_;
   e.event_time = FormatMicroTime(now);

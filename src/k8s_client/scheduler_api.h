@@ -9,6 +9,7 @@
 //   Leases        get/create/update with resourceVersion: a lost race is Aborted (409 Conflict)
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "k8s_client/models.h"
+#include "k8s_client/rate_limit.h"
 #include "k8s_client/rest_client.h"
 
 namespace onequeue::k8s {
@@ -84,15 +86,30 @@ class EventSeriesTracker {
   absl::flat_hash_map<std::string, Series> series_ ABSL_GUARDED_BY(mu_);
 };
 
-// Records events.k8s.io/v1 Events with series deduplication.
+// Rate limit per regarding object, like client-go's EventSourceObjectSpamFilter: a bucket of
+// `burst` events refilled at `qps` (default 25, then one per 5 minutes); the rest is dropped.
+class EventSpamFilter {
+ public:
+  explicit EventSpamFilter(double qps = 1.0 / 300, int burst = 25) : qps_(qps), burst_(burst) {}
+  bool Allow(const ObjectReference& regarding, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  const double qps_;
+  const int burst_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<TokenBucket>> buckets_ ABSL_GUARDED_BY(mu_);
+};
+
+// Records events.k8s.io/v1 Events with series deduplication and a per-object spam filter.
 class EventRecorder {
  public:
   EventRecorder(RestClient* client, std::string controller, std::string instance,
-                absl::Duration window = absl::Minutes(6))
+                absl::Duration window = absl::Minutes(6), EventSpamFilter* filter = nullptr)
       : client_(client), controller_(std::move(controller)), instance_(std::move(instance)),
-        tracker_(window) {}
+        tracker_(window), filter_(filter ? filter : &own_filter_) {}
 
-  // type: "Normal" or "Warning". Returns the Event object as stored.
+  // type: "Normal" or "Warning". Returns the Event object as stored, or ResourceExhausted when
+  // the spam filter dropped it.
   absl::StatusOr<Event> Record(const ObjectReference& regarding, const std::string& type,
                                const std::string& reason, const std::string& action,
                                const std::string& note, absl::Time now);
@@ -101,6 +118,8 @@ class EventRecorder {
   RestClient* client_;
   const std::string controller_, instance_;
   EventSeriesTracker tracker_;
+  EventSpamFilter own_filter_;
+  EventSpamFilter* filter_;
 };
 
 }  // namespace onequeue::k8s

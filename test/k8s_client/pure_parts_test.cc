@@ -287,3 +287,24 @@ TEST(TimeFormatTest, MicroTime) {
 
 }  // namespace
 }  // namespace onequeue::k8s
+
+namespace onequeue::k8s {
+namespace {
+
+TEST(EventSpamFilterTest, BurstPerObjectThenRefill) {
+  EventSpamFilter filter(/*qps=*/1.0 / 300, /*burst=*/3);
+  ObjectReference a{"v1", "Pod", "ns", "a", "u1", "", ""};
+  ObjectReference b{"v1", "Pod", "ns", "b", "u2", "", ""};
+  const absl::Time t0 = absl::UnixEpoch();
+  EXPECT_TRUE(filter.Allow(a, t0));
+  EXPECT_TRUE(filter.Allow(a, t0));
+  EXPECT_TRUE(filter.Allow(a, t0));
+  EXPECT_FALSE(filter.Allow(a, t0));  // a's burst is spent
+  EXPECT_TRUE(filter.Allow(b, t0));   // b has its own bucket
+  EXPECT_FALSE(filter.Allow(a, t0 + absl::Minutes(4)));
+  EXPECT_TRUE(filter.Allow(a, t0 + absl::Minutes(6)));  // one token per 5 minutes
+  EXPECT_FALSE(filter.Allow(a, t0 + absl::Minutes(6)));
+}
+
+}  // namespace
+}  // namespace onequeue::k8s
