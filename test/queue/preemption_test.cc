@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -288,6 +289,58 @@ TEST(Preemption, TheDecisionIsOneAtomicStepWithItsReason) {
   auto plain = CheapestVictimsPlanner().Plan(s.Input());
   ASSERT_TRUE(plain.has_value());
   EXPECT_EQ(plain->victims, c->decision.victims);
+}
+
+// Through the queue planner: the hook is called for a preempting QOS, the decision lands in the
+// Plan as one PreemptDecision, and the claimed nodes are off limits for the rest of the cycle.
+TEST(Preemption, ThroughTheQueuePlannerTheDecisionIsOneAtomicStep) {
+  auto snapshot = std::make_shared<Snapshot>();
+  for (int i = 0; i < 2; ++i) {
+    Node n;
+    n.name = "n" + std::to_string(i);
+    n.allocatable = Cpu(4000);
+    snapshot->nodes.push_back(n);
+  }
+  RunningWorkload low;
+  low.id = "low-0";
+  low.allocations = {{0, Cpu(4000)}};
+  low.priority = 5;
+  low.qos = "low";
+  low.expected_end = 100000;
+  snapshot->running.push_back(low);
+  low.id = "low-1";
+  low.allocations = {{1, Cpu(4000)}};
+  low.priority = 7;
+  snapshot->running.push_back(low);
+  PendingWorkload p;
+  p.id = "urgent";
+  p.qos = "high";
+  p.per_member = Cpu(4000);
+  p.time_limit = 600;
+  snapshot->pending.push_back(p);
+  PendingWorkload small = p;
+  small.id = "small";
+  small.qos = "low";
+  small.per_member = Cpu(1000);
+  snapshot->pending.push_back(small);
+
+  QueueConfig config;
+  config.qos = {{"high", 100, false, {"low"}, 30}, {"low", 1, true, {}, 0}};
+  CheapestVictimsPlanner victims;
+  QueuePlanner planner(config, &victims);
+  Plan plan = planner.PlanCycle(snapshot, 1000);
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  const PreemptDecision& d = plan.preemptions[0];
+  EXPECT_EQ(d.preemptor, "urgent");
+  EXPECT_THAT(d.victims, ElementsAre("low-0"));  // the lower of the two priorities
+  EXPECT_THAT(d.member_nodes, ElementsAre(0));
+  EXPECT_EQ(d.earliest_start, 1000);  // the victims' QOS has no grace time
+  EXPECT_TRUE(plan.starts.empty());
+  bool preempting = false;
+  for (const WaitingStatus& w : plan.waiting) {
+    if (w.workload == "urgent") preempting = w.reason == WaitReason::kPreempting;
+  }
+  EXPECT_TRUE(preempting);
 }
 
 // ---------------------------------------------------------------------------------------------
