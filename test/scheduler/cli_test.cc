@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -115,6 +116,31 @@ TEST(CliTest, OqTalksToTheDaemonOverGrpc) {
   r = RunCommand(kOq + " --server " + addr + " health");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("cannot reach onequeue-scheduler"));
+}
+
+}  // namespace
+
+namespace {
+
+std::string Trace() { return std::string(std::getenv("ONEQUEUE_SOURCE_DIR")) + "/test/queue/traces/backfill32.swf"; }
+
+TEST(CliTest, OqSimulateReplaysATraceUnderEachPolicy) {
+  for (const std::string policy : {"fcfs", "easy", "conservative"}) {
+    Result r = RunCommand(kOq + " simulate " + Trace() + " --policy " + policy);
+    EXPECT_EQ(r.exit_code, 0) << policy << ": " << r.output;
+    EXPECT_THAT(r.output, ::testing::HasSubstr("utilisation")) << policy;
+  }
+}
+
+TEST(CliTest, OqSimulateRefusesBadInputClearly) {
+  const std::string bad = TempFile("bad.swf", "1 0 0 10 4 -1 -1 4 20 -1 1 1 1 1 1 1 -1 -1\n2 5 0 ten 4\n");
+  Result r = RunCommand(kOq + " simulate " + bad + " --policy easy");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("line 2"));
+  r = RunCommand(kOq + " simulate " + Trace() + " --policy sjf");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = RunCommand(kOq + " simulate /nonexistent.swf --policy easy");
+  EXPECT_NE(r.exit_code, 0);
 }
 
 }  // namespace
