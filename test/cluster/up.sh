@@ -173,6 +173,8 @@ choose_apiserver() {
   if $bench; then
     extra+=(--max-requests-inflight=0 --max-mutating-requests-inflight=0 --enable-priority-and-fairness=false)
   fi
+  # --endpoint-reconciler-type=none: the "kubernetes" Service cannot point at a loopback address
+  # (the reconciler would log a validation error every 10 s); nothing here runs in a pod.
   oq_write_args "$DIR" kube-apiserver "$bin/kube-apiserver" \
     --etcd-servers="$etcd_url" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 \
     --secure-port="$apiserver_port" --cert-dir="$pki/apiserver" \
@@ -184,7 +186,8 @@ choose_apiserver() {
     --service-account-issuer=https://kubernetes.default.svc \
     --service-account-key-file="$pki/sa.key" --service-account-signing-key-file="$pki/sa.key" \
     --token-auth-file="$pki/tokens.csv" --authorization-mode=Node,RBAC \
-    --service-cluster-ip-range=10.0.0.0/24 "${extra[@]}"
+    --service-cluster-ip-range=10.0.0.0/24 \
+    --endpoint-reconciler-type=none "${extra[@]}"
 }
 apiserver_ready() {
   oq_https_ok "$pki/ca.crt" "https://127.0.0.1:$apiserver_port/readyz" "$admin_token"
