@@ -176,6 +176,9 @@ struct ClusterState {
   std::string bash = "/bin/bash";
   std::string down_script;
   std::string dir;
+  // The process that started the cluster: a forked child (a gtest death test) that exits or dies
+  // must not stop its parent's cluster.
+  pid_t owner = 0;
 };
 ClusterState& State() {
   static ClusterState* state = new ClusterState();  // never destroyed: used from atexit/signals
@@ -201,7 +204,7 @@ void StopClusterFromSignal() {
 }
 
 void OnFatalSignal(int sig) {
-  if (g_stopping == 0 && State().running) {
+  if (g_stopping == 0 && State().running && getpid() == State().owner) {
     g_stopping = 1;
     static const char msg[] = "\nk8s cluster: signal received, stopping the local cluster (down.sh)\n";
     (void)!write(2, msg, sizeof msg - 1);
@@ -212,7 +215,7 @@ void OnFatalSignal(int sig) {
 }
 
 void OnExit() {
-  if (State().running && g_stopping == 0) {
+  if (State().running && g_stopping == 0 && getpid() == State().owner) {
     g_stopping = 1;
     std::cerr << "k8s cluster: process exiting without TearDown, stopping " << State().dir << "\n";
     StopClusterFromSignal();
@@ -269,6 +272,7 @@ void K8sClusterEnvironment::SetUp() {
   s.info = K8sClusterInfo{};
   s.info.dir = s.dir;
   // Hooks first: an interrupted up.sh has already started processes that must be stopped.
+  s.owner = getpid();
   s.running = true;
   InstallCleanupHooks();
 
