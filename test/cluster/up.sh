@@ -224,6 +224,11 @@ if $want_kcm; then
   }
   kcm_ready() { oq_https_ok "$pki/ca.crt" "https://127.0.0.1:$kcm_port/healthz"; }
   start_with_retry kube-controller-manager choose_kcm kcm_ready 60
+  # With the ServiceAccount admission plugin on, a pod is refused until its namespace's "default"
+  # ServiceAccount exists: wait for the controllers to have created it in "default".
+  default_sa() { kubectl get serviceaccount default -n default; }
+  oq_wait_for "$DIR" kube-controller-manager 60 default_sa ||
+    { oq_tail_log "$DIR" kube-controller-manager; oq_die "no default ServiceAccount after 60 s"; }
 fi
 
 if $want_sched; then
