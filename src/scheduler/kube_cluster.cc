@@ -45,6 +45,7 @@ absl::Status KubeClusterActions::Bind(const std::string& pod_key, const std::str
     return s;
   }
   RecordEvent(pod_key, "Normal", "Scheduled", "Binding", message);
+  last_event_note_.erase(pod_key);
   return absl::OkStatus();
 }
 
@@ -71,7 +72,14 @@ absl::Status KubeClusterActions::ReportWaiting(const std::string& pod_key, const
   auto p = client_->Patch(k8s::ObjectPath(k8s::kPods, ns, name), {{"metadata", {{"annotations", annotations}}}},
                           "application/merge-patch+json");
   if (!p.ok()) return p.status();
-  RecordEvent(pod_key, "Warning", "FailedScheduling", "Scheduling", note);
+  // The event says why; the position moves with every arrival and departure, so it lives in the
+  // annotation and the condition only: a new event only when the reason or its words change.
+  std::string event_note = absl::StrCat(report.reason, ": ", message);
+  auto& last = last_event_note_[pod_key];
+  if (last != event_note) {
+    RecordEvent(pod_key, "Warning", "FailedScheduling", "Scheduling", event_note);
+    last = std::move(event_note);
+  }
   return absl::OkStatus();
 }
 

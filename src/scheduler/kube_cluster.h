@@ -1,6 +1,7 @@
 #pragma once
 // The scheduling loop's view and actions backed by the real Kubernetes API: informers for pods
 // and nodes, and the writes (binding, eviction, status, annotations, events) through k8s_client.
+#include <map>
 #include <memory>
 #include <string>
 
@@ -42,6 +43,8 @@ class KubeClusterActions : public ClusterActions {
   const k8s::Informer<k8s::Pod>* pods_;
   k8s::SchedulerApi api_;
   k8s::EventRecorder events_;
+  // The last FailedScheduling note per waiting pod (the loop calls from one thread).
+  std::map<std::string, std::string> last_event_note_;
 };
 
 // Leader election over a coordination.k8s.io/v1 Lease, as client-go's leaderelection does: the

@@ -127,7 +127,10 @@ std::string Describe(const std::vector<SeenEvent>& events);
 
 // The fixture of every e2e test: its own namespace e2e-<test name>, pool nodes labelled
 // onequeue.io/pool=<namespace>, and the daemon scheduling exactly that pool.
-inline constexpr absl::Duration kBindTimeout = absl::Seconds(60);
+// Generous: on a loaded 2-core machine kwok's watches fall behind for tens of seconds (it relists
+// after "RequestWatchProgress is disabled"), and bound pods turn Running only then.
+inline constexpr absl::Duration kBindTimeout = absl::Seconds(90);
+inline constexpr absl::Duration kRunningTimeout = absl::Seconds(150);
 
 class E2ETest : public ::testing::Test {
  protected:
@@ -146,6 +149,11 @@ class E2ETest : public ::testing::Test {
 
   void TearDown() override {
     if (scheduler_ && HasFailure()) std::cerr << "--- scheduler log ---\n" << scheduler_->Log();
+    scheduler_.reset();
+    // The next test's daemon sees every onequeue pod of the cluster: leave none pending.
+    (void)testing::Kubectl(testing::K8sClusterEnvironment::Info(),
+                           {"delete", "deployments,pods", "--all", "-n", ns_, "--grace-period=0", "--force",
+                            "--wait=false"});
   }
 
   // Pool nodes named <ns>-<i>, labelled onequeue.io/pool=<ns>, Ready (kwok).
@@ -177,6 +185,11 @@ class E2ETest : public ::testing::Test {
     auto p = GetPod(client_.get(), ns_, name);
     EXPECT_TRUE(p.ok()) << p.status();
     return p.ok() ? *p : k8s::Pod{};
+  }
+
+  bool IsBoundToPool(const std::string& name) {
+    auto p = GetPod(client_.get(), ns_, name);
+    return p.ok() && absl::StartsWith(p->node_name, ns_ + "-");
   }
 
   bool IsRunningOnPool(const std::string& name) {

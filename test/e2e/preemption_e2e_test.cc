@@ -169,7 +169,7 @@ class PreemptionE2E : public E2ETest {
   // Waits until `n` pods of the app run on pool nodes; returns their names.
   std::set<std::string> WaitRunning(const std::string& app, int n) {
     std::set<std::string> names;
-    EXPECT_TRUE(Eventually(kBindTimeout, [&] {
+    EXPECT_TRUE(Eventually(kRunningTimeout, [&] {
       names.clear();
       for (const auto& p : PodsOf(app)) {
         if (p.phase == "Running" && p.metadata.deletion_timestamp.empty()) names.insert(p.metadata.name);
@@ -249,7 +249,7 @@ TEST_F(PreemptionE2E, PreemptsAtomicallyAndTheReplacementsNeverWinTheNodeBack) {
   // A 4-CPU interactive pod needs a whole node now: two victims on one node.
   CreatePod("jupyter", Interactive("4"));
   const absl::Time created = absl::Now();
-  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool("jupyter"); }))
+  ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool("jupyter"); }))
       << Describe(EventsAbout(client_.get(), ns_, "jupyter"));
   const auto running = recorder_.running_at("jupyter");
   std::cout << "[ measure ] preemptor created -> Running: "
@@ -344,7 +344,7 @@ TEST_F(PreemptionE2E, ASchedulerStartedAfterACrashFinishesTheReservedStep) {
                           {{"status", {{"nominatedNodeName", node}}}}, "application/merge-patch+json")
                   .ok());
   StartScheduler();
-  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool("urgent"); }))
+  ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool("urgent"); }))
       << Describe(EventsAbout(client_.get(), ns_, "urgent"));
   ExpectAtomicPreemption("urgent", node, originals, 1);
 }
@@ -364,7 +364,7 @@ TEST_F(PreemptionE2E, ASchedulerKilledMidPreemptionIsReplacedAndTheStepFinishes)
   ASSERT_TRUE(Eventually(kBindTimeout, [&] { return recorder_.EverReserved(); }, absl::Milliseconds(10)));
   scheduler_->Crash();
   StartScheduler();
-  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool("urgent"); }))
+  ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool("urgent"); }))
       << Describe(EventsAbout(client_.get(), ns_, "urgent"));
   ExpectAtomicPreemption("urgent", Pod("urgent").node_name, originals, 1);
 }

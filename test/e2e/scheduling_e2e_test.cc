@@ -37,7 +37,7 @@ TEST_F(SchedulingE2E, BindsWhatFitsReportsWhatWaitsAndLeavesOtherSchedulersAlone
   }
   StartScheduler();
   for (const auto& name : fill) {
-    ASSERT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool(name); }))
+    ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool(name); }))
         << name << " was not bound and Running";
   }
   // The Scheduled event names the node and the priority factors.
@@ -121,7 +121,7 @@ TEST_F(SchedulingE2E, InvalidAnnotationsStayPendingWithTheReason) {
   PodOptions good;
   good.qos = "normal";
   CreatePod("good", good);
-  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool("good"); }));
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return IsBoundToPool("good"); }));
   for (const char* name : {"bad-time-limit", "unknown-qos"}) {
     const k8s::Pod p = Pod(name);
     EXPECT_TRUE(p.node_name.empty()) << name;
@@ -168,7 +168,7 @@ TEST_F(SchedulingE2E, GangWaitsWholeAndBindsWhole) {
   const std::string third = ns_ + "-3";
   ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", PoolNode(third, ns_, "4")).ok());
   for (const char* name : {"train-0", "train-1", "train-2"}) {
-    EXPECT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool(name); })) << name;
+    EXPECT_TRUE(Eventually(kBindTimeout, [&] { return IsBoundToPool(name); })) << name;
   }
   std::set<std::string> nodes;
   for (const char* name : {"train-0", "train-1", "train-2"}) nodes.insert(Pod(name).node_name);
@@ -198,7 +198,7 @@ TEST_F(SchedulingE2E, OnlyTheLeaderSchedulesAndAStandbyTakesOver) {
   PodOptions o;
   o.qos = "normal";
   CreatePod("p1", o);
-  EXPECT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool("p1"); })) << first.Log();
+  EXPECT_TRUE(Eventually(kBindTimeout, [&] { return IsBoundToPool("p1"); })) << first.Log();
   EXPECT_TRUE(absl::EndsWith(holder(), absl::StrCat("_", first.pid())));
   EXPECT_THAT(second.Log(), ::testing::Not(HasSubstr("leader election: leading"))) << second.Log();
 
@@ -209,7 +209,7 @@ TEST_F(SchedulingE2E, OnlyTheLeaderSchedulesAndAStandbyTakesOver) {
   std::cout << "[ measure ] leader killed -> standby holds the lease: " << absl::FormatDuration(absl::Now() - crashed)
             << "\n";
   CreatePod("p2", o);
-  EXPECT_TRUE(Eventually(kBindTimeout, [&] { return IsRunningOnPool("p2"); })) << second.Log();
+  EXPECT_TRUE(Eventually(kBindTimeout, [&] { return IsBoundToPool("p2"); })) << second.Log();
   EXPECT_EQ(second.Stop(), 0);
   EXPECT_EQ(holder(), "") << "a replica stopping cleanly gives the Lease up";
 }
