@@ -260,23 +260,30 @@ BENCHMARK(BM_Arrival)->ArgNames({"depth", "later_s"})->Args({100, 0})->Args({100
 
 // Memory: heap bytes per pending workload held by the snapshot (the input) and by the planner
 // between cycles plus the plan (the output), measured with mallinfo2 deltas.
+// Heap in use: small blocks (uordblks) plus mmapped large blocks (hblkhd), e.g. big vectors.
+double HeapInUse() {
+  struct mallinfo2 m = mallinfo2();
+  return static_cast<double>(m.uordblks) + static_cast<double>(m.hblkhd);
+}
+
 void BM_MemoryPerPending(benchmark::State& state) {
   for (auto _ : state) {
-    size_t before = mallinfo2().uordblks;
-    auto snap = BuildSnapshot(7, kPending);
-    size_t with_snapshot = mallinfo2().uordblks;
+    double before = HeapInUse();
     auto empty = BuildSnapshot(7, 0);
-    size_t with_empty = mallinfo2().uordblks;
-    const double input = static_cast<double>(with_snapshot - before) -
-                         static_cast<double>(with_empty - with_snapshot);
+    double with_empty = HeapInUse();
+    auto snap = BuildSnapshot(7, kPending);
+    double with_snapshot = HeapInUse();
+    // The pending part of the input: the full snapshot minus one without pending workloads.
+    const double input = (with_snapshot - with_empty) - (with_empty - before);
     empty.reset();
-    size_t base = mallinfo2().uordblks;
+    double base = HeapInUse();
     auto planner = std::make_unique<QueuePlanner>(BenchConfig(100), nullptr);
     Plan p = planner->PlanCycle(snap, kNow);
-    size_t after = mallinfo2().uordblks;
+    double after = HeapInUse();
+    state.counters["sizeof_PendingWorkload"] = sizeof(PendingWorkload);
     state.counters["input_bytes_per_pending"] = input / kPending;
     state.counters["planner_and_plan_bytes_per_pending"] =
-        static_cast<double>(after - base) / kPending;
+        (after - base) / kPending;
     benchmark::DoNotOptimize(p);
   }
 }
