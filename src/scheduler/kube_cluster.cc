@@ -45,7 +45,7 @@ absl::Status KubeClusterActions::Bind(const std::string& pod_key, const std::str
     return s;
   }
   RecordEvent(pod_key, "Normal", "Scheduled", "Binding", message);
-  last_event_note_.erase(pod_key);
+  last_event_.erase(pod_key);
   return absl::OkStatus();
 }
 
@@ -73,12 +73,14 @@ absl::Status KubeClusterActions::ReportWaiting(const std::string& pod_key, const
                           "application/merge-patch+json");
   if (!p.ok()) return p.status();
   // The event says why; the position moves with every arrival and departure, so it lives in the
-  // annotation and the condition only: a new event only when the reason or its words change.
+  // annotation and the condition only. A new event when the reason changes at once; when only the
+  // words change (estimates move with time) at most once a minute.
   std::string event_note = absl::StrCat(report.reason, ": ", message);
-  auto& last = last_event_note_[pod_key];
-  if (last != event_note) {
+  const absl::Time now = absl::Now();
+  LastEvent& last = last_event_[pod_key];
+  if (last.reason != report.reason || (last.note != event_note && now - last.at >= absl::Minutes(1))) {
     RecordEvent(pod_key, "Warning", "FailedScheduling", "Scheduling", event_note);
-    last = std::move(event_note);
+    last = {report.reason, std::move(event_note), now};
   }
   return absl::OkStatus();
 }

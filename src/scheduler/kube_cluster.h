@@ -43,8 +43,12 @@ class KubeClusterActions : public ClusterActions {
   const k8s::Informer<k8s::Pod>* pods_;
   k8s::SchedulerApi api_;
   k8s::EventRecorder events_;
-  // The last FailedScheduling note per waiting pod (the loop calls from one thread).
-  std::map<std::string, std::string> last_event_note_;
+  // The last FailedScheduling event per waiting pod (the loop calls from one thread).
+  struct LastEvent {
+    std::string reason, note;
+    absl::Time at = absl::InfinitePast();
+  };
+  std::map<std::string, LastEvent> last_event_;
 };
 
 // Leader election over a coordination.k8s.io/v1 Lease, as client-go's leaderelection does: the
