@@ -51,6 +51,15 @@ oq_start() {
   ) &
   pid=$!
   echo "$pid" > "$dir/pids/$name.pid"
+  # Until the child has closed its descriptors and exec'd (bash -> setsid -> the program), its
+  # cmdline is not the program's, and oq_pid would call it gone (seen under load: "exited during
+  # start" with an empty log). Wait, bounded, for the exec.
+  local i
+  for i in $(seq 1 200); do
+    [ -d "/proc/$pid" ] || break
+    [ "$(tr '\0' '\n' 2>/dev/null < "/proc/$pid/cmdline" | head -n 1)" = "${argv[0]}" ] && break
+    sleep 0.05
+  done
 }
 
 # oq_pid DIR NAME: the recorded PID of NAME if that process still runs the recorded program
