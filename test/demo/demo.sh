@@ -93,7 +93,7 @@ kind: Pod
 metadata:
   name: $1
   namespace: research
-  annotations: {onequeue.io/qos: "$2", onequeue.io/time-limit: "2h"$4}
+  annotations: {onequeue.io/qos: "$2", onequeue.io/time-limit: "2h"${4:-}}
 spec:
   schedulerName: onequeue
   tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]
@@ -149,7 +149,9 @@ run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" -n research describe pod typo
 run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" -n research describe pod jupyter | sed -n '/^Events/,$p'
 
 say "Slurm's side of the pool, read over slurmrestd with a JWT"
-run curl -s -H "X-SLURM-USER-NAME: $SLURM_USER" -H "X-SLURM-USER-TOKEN: $(cat "$SLURM_JWT_FILE")" \
+# The token is a credential: shown as <JWT>, never printed.
+printf '$ curl -H "X-SLURM-USER-NAME: %s" -H "X-SLURM-USER-TOKEN: <JWT>" %s\n' "$SLURM_USER" "$SLURMRESTD_URL/slurm/v0.0.38/nodes"
+curl -s -H "X-SLURM-USER-NAME: $SLURM_USER" -H "X-SLURM-USER-TOKEN: $(cat "$SLURM_JWT_FILE")" \
   "$SLURMRESTD_URL/slurm/v0.0.38/nodes" -o "$demo/nodes.json"
 python3 -c "import json,sys; [print(n['name'], n['state'], n['cpus'], 'cpus') for n in json.load(open('$demo/nodes.json'))['nodes']]"
 
