@@ -38,7 +38,12 @@ absl::Status KubeClusterActions::Bind(const std::string& pod_key, const std::str
                                       const std::string& message) {
   auto [ns, name] = SplitKey(pod_key);
   std::string uid;
-  if (auto pod = pods_->Get(pod_key)) uid = pod->metadata.uid;
+  bool has_wait_annotations = false;
+  if (auto pod = pods_->Get(pod_key)) {
+    uid = pod->metadata.uid;
+    has_wait_annotations = pod->metadata.annotations.count(kQueuePositionAnnotation) ||
+                           pod->metadata.annotations.count(kEstimatedStartAnnotation);
+  }
   absl::Status s = api_.Bind(ns, name, node, uid);
   if (!s.ok()) {
     spdlog::warn("bind {} to {}: {}", pod_key, node, s.ToString());
@@ -46,6 +51,15 @@ absl::Status KubeClusterActions::Bind(const std::string& pod_key, const std::str
   }
   RecordEvent(pod_key, "Normal", "Scheduled", "Binding", message);
   last_event_.erase(pod_key);
+  if (has_wait_annotations) {
+    // A bound pod no longer waits: its last queue position and estimated start would mislead
+    // whoever reads kubectl describe. Best effort, like events.
+    auto p = client_->Patch(k8s::ObjectPath(k8s::kPods, ns, name),
+                            {{"metadata", {{"annotations", {{kQueuePositionAnnotation, nullptr},
+                                                            {kEstimatedStartAnnotation, nullptr}}}}}},
+                            "application/merge-patch+json");
+    if (!p.ok()) spdlog::warn("clearing wait annotations of {}: {}", pod_key, p.status().ToString());
+  }
   return absl::OkStatus();
 }
 

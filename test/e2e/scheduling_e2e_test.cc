@@ -173,6 +173,13 @@ TEST_F(SchedulingE2E, GangWaitsWholeAndBindsWhole) {
   std::set<std::string> nodes;
   for (const char* name : {"train-0", "train-1", "train-2"}) nodes.insert(Pod(name).node_name);
   EXPECT_EQ(nodes.size(), 3u);
+  // Once bound, a pod no longer shows a queue position or an estimated start.
+  for (const char* name : {"train-0", "train-1"}) {
+    EXPECT_TRUE(Eventually(kBindTimeout, [&] {
+      const auto& a = Pod(name).metadata.annotations;
+      return !a.count("onequeue.io/queue-position") && !a.count("onequeue.io/estimated-start");
+    })) << name << " keeps its waiting annotations after binding";
+  }
 }
 
 // Two replicas with leader election (the chart's default): one schedules, the other waits; when
