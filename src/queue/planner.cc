@@ -92,6 +92,48 @@ struct ShapeKey {
   }
 };
 
+// Requests that failed one question of this cycle ("start now?", "fit now if no reservation
+// existed?", "any placement inside the window?"), per workload kind and eligibility signature.
+// Within a cycle capacity only shrinks and the queue is walked by descending priority (so the
+// nodes a workload may use only shrink too): a request that asks at least as much per member,
+// for at least as many members and at least as long as one that failed fails too. One check
+// against a few remembered failures then replaces a walk over thousands of nodes. Only minimal
+// failures are kept (a Pareto frontier), at most kMaxPerGroup per group: it is a memo, and
+// forgetting costs only time.
+class FailureMemo {
+ public:
+  bool KnownToFail(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
+                   int32_t members, Duration duration) const {
+    auto it = groups_.find(GroupKey{kind, eligibility});
+    if (it == groups_.end()) return false;
+    for (const Failure& f : it->second) {
+      if (f.members <= members && f.duration <= duration && per_member.Covers(f.per_member)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  void Failed(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
+              int32_t members, Duration duration) {
+    std::vector<Failure>& group = groups_[GroupKey{kind, eligibility}];
+    // The new failure is minimal (it was not known): drop the ones it dominates.
+    std::erase_if(group, [&](const Failure& f) {
+      return members <= f.members && duration <= f.duration && f.per_member.Covers(per_member);
+    });
+    if (group.size() < kMaxPerGroup) group.push_back(Failure{per_member, members, duration});
+  }
+
+ private:
+  static constexpr size_t kMaxPerGroup = 64;
+  struct Failure {
+    Resources per_member;
+    int32_t members;
+    Duration duration;
+  };
+  using GroupKey = std::pair<WorkloadKind, std::string>;
+  absl::flat_hash_map<GroupKey, std::vector<Failure>> groups_;
+};
+
 std::string EligibilitySignature(const Eligibility& e) {
   if (e.node_selector.empty() && e.required_affinity.empty() && e.tolerations.empty() &&
       !e.allowed_nodes.has_value()) {
@@ -213,11 +255,10 @@ struct QueuePlanner::State {
   std::vector<std::vector<int32_t>> domains;
   std::vector<std::string> victims;
   FreeCpuIndex free_cpu;
-  absl::flat_hash_map<ShapeKey, Duration> failed_now;  // shape -> smallest duration that failed
-  // Shape -> smallest time limit for which no placement exists within the window.
-  absl::flat_hash_map<ShapeKey, Duration> beyond_window;
-  // Same, for "would it fit now if no reservation existed" (the reason, not the decision).
-  absl::flat_hash_map<ShapeKey, Duration> failed_ignoring_reservations;
+  FailureMemo failed_now;     // could not start now
+  FailureMemo beyond_window;  // no placement within the window
+  // Would not fit now even if no reservation existed (the reason, not the decision).
+  FailureMemo failed_ignoring_reservations;
   // Estimation memo per (shape, duration) for the whole cycle. Capacity only shrinks during a
   // cycle, so a memoised estimate can be optimistic by the backfills planned after it was made:
   // an estimate, not a promise (reservations are the promises).
@@ -236,9 +277,10 @@ namespace {
 // One planning pass over the queue, or the evaluation of one arrival, against a State.
 class CyclePass {
  public:
+  // in_cycle: a full cycle's walk in queue order (false: one arrival evaluated afterwards).
   CyclePass(const QueueConfig& config, const PreemptionPlanner* preemption,
-            QueuePlanner::State& state, Plan& plan)
-      : config_(config), preemption_(preemption), s_(state), plan_(plan) {}
+            QueuePlanner::State& state, Plan& plan, bool in_cycle)
+      : config_(config), preemption_(preemption), s_(state), plan_(plan), in_cycle_(in_cycle) {}
 
   // Plans the workload at 1-based `position`; appends to plan_.
   void PlanOne(const PendingWorkload& w, double priority, int32_t position, Time now);
@@ -276,6 +318,7 @@ class CyclePass {
   const PreemptionPlanner* preemption_;
   QueuePlanner::State& s_;
   Plan& plan_;
+  const bool in_cycle_;
 };
 
 template <typename Visit>
@@ -655,9 +698,18 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
   // 3. Start now if it fits without delaying any reservation (the profile holds them).
   const Duration duration = RunDuration(w);
   ShapeKey shape{w.per_member, std::max<int32_t>(1, w.members), w.kind, w.pack_topology, sig};
-  const bool memo_valid = now == s_.now;
-  auto failed = memo_valid ? s_.failed_now.find(shape) : s_.failed_now.end();
-  const bool known_to_fail = failed != s_.failed_now.end() && failed->second <= duration;
+  // The failure memos assume the walk by descending priority of a full cycle; an arrival
+  // evaluated later sits between them, which matters only where a node is reserved(W) for a
+  // pending workload (usable only by higher priorities), or when time moved on.
+  const bool memo_valid = now == s_.now && (in_cycle_ || s_.reserved_for_priority.empty());
+  const int32_t members = std::max<int32_t>(1, w.members);
+  auto known = [&](const FailureMemo& memo) {
+    return memo_valid && memo.KnownToFail(w.kind, sig, w.per_member, members, duration);
+  };
+  auto remember = [&](FailureMemo& memo) {
+    if (memo_valid) memo.Failed(w.kind, sig, w.per_member, members, duration);
+  };
+  const bool known_to_fail = known(s_.failed_now);
   if (!known_to_fail) {
     if (std::optional<MemberNodes> nodes = TryStartNow(w, priority, eligible, now)) {
       Commit(w, *nodes, now, false);
@@ -665,10 +717,7 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
       plan_.starts.push_back(StartDecision{w.id, std::move(*nodes), s_.any_blocked});
       return;
     }
-    if (memo_valid) {
-      auto [it, inserted] = s_.failed_now.emplace(shape, duration);
-      if (!inserted) it->second = std::min(it->second, duration);
-    }
+    remember(s_.failed_now);
   }
   // 4. Preempt, if its QOS may.
   const QosPolicy* qos = s_.priority->FindQos(w.qos);
@@ -689,14 +738,11 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
   s_.any_blocked = true;
   WaitReason reason = first_blocked ? WaitReason::kResources : WaitReason::kPriority;
   if (!first_blocked) {
-    auto known = memo_valid ? s_.failed_ignoring_reservations.find(shape)
-                            : s_.failed_ignoring_reservations.end();
-    if (known == s_.failed_ignoring_reservations.end() || known->second > duration) {
+    if (!known(s_.failed_ignoring_reservations)) {
       if (FitsIgnoringReservations(w, priority, eligible, now)) {
         reason = WaitReason::kReservedForHigherPriority;
-      } else if (memo_valid) {
-        auto [it, inserted] = s_.failed_ignoring_reservations.emplace(shape, duration);
-        if (!inserted) it->second = std::min(it->second, duration);
+      } else {
+        remember(s_.failed_ignoring_reservations);
       }
     }
   }
@@ -704,15 +750,11 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
                            s_.reservations < config_.reservation_depth;
   // Capacity only shrinks within a cycle: a shape with no placement in the window for a time
   // limit d has none for any limit >= d either.
-  auto beyond = memo_valid ? s_.beyond_window.find(shape) : s_.beyond_window.end();
-  const bool known_beyond = beyond != s_.beyond_window.end() && beyond->second <= duration;
+  const bool known_beyond = known(s_.beyond_window);
   auto earliest = [&]() -> std::optional<Placement> {
     if (known_beyond) return std::nullopt;
     std::optional<Placement> at = EarliestPlacement(w, priority, eligible, now);
-    if (!at.has_value() && memo_valid) {
-      auto [it, inserted] = s_.beyond_window.emplace(shape, duration);
-      if (!inserted) it->second = std::min(it->second, duration);
-    }
+    if (!at.has_value()) remember(s_.beyond_window);
     return at;
   };
   if (may_reserve) {
@@ -845,7 +887,7 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
   }
   s.order = std::move(sorted);
 
-  CyclePass pass(config_, preemption_, s, plan);
+  CyclePass pass(config_, preemption_, s, plan, /*in_cycle=*/true);
   plan.waiting.reserve(s.order.size());
   for (size_t i = 0; i < s.order.size(); ++i) {
     pass.PlanOne(*s.order[i].workload, s.order[i].priority, static_cast<int32_t>(i + 1), now);
@@ -881,7 +923,7 @@ absl::StatusOr<PlanDelta> QueuePlanner::OnArrival(const PendingWorkload& workloa
   s.order.insert(pos, entry);
   delta.positions_shifted_from = position;
   Plan scratch;
-  CyclePass pass(config_, preemption_, s, scratch);
+  CyclePass pass(config_, preemption_, s, scratch, /*in_cycle=*/false);
   pass.PlanOne(w, priority, position, now);
   delta.starts = std::move(scratch.starts);
   delta.reservations = std::move(scratch.reservations);

@@ -9,6 +9,9 @@ AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time n
       blocks_(capacity_.size()),
       free_now_(capacity_),
       first_future_start_(capacity_.size(), kForever),
+      reserved_now_(capacity_.size()),
+      first_future_nonreserved_start_(capacity_.size(), kForever),
+      kinds_nonreserved_(capacity_.size(), 0),
       kinds_(capacity_.size(), 0),
       kinds_now_(capacity_.size(), 0),
       now_(now),
@@ -32,6 +35,15 @@ void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
   }
   if (block.start > now_) first_future_start_[node] = std::min(first_future_start_[node], block.start);
   kinds_[node] |= KindBit(block.kind);
+  if (block.reservation) {
+    if (block.start <= now_ && block.end > now_) reserved_now_[node] += block.used;
+  } else {
+    kinds_nonreserved_[node] |= KindBit(block.kind);
+    if (block.start > now_) {
+      first_future_nonreserved_start_[node] =
+          std::min(first_future_nonreserved_start_[node], block.start);
+    }
+  }
   if (block.end < kForever && block.end > now_) {
     if (sealed_) {
       added_ends_.emplace(block.end, node);
@@ -57,6 +69,11 @@ int64_t AvailabilityProfile::Copies(NodeIndex node, Time start, Time end,
   // now (blocks active now only end later), so free_now answers it.
   if (start == now_ && end <= first_future_start_[node] && kinds_ok && !ignore_reservations) {
     return free_now_[node].CopiesOf(request, cap);
+  }
+  // The same without reservations: the other blocks active at now only end later either.
+  if (ignore_reservations && start == now_ && end <= first_future_nonreserved_start_[node] &&
+      (shared_nodes_ || (kinds_nonreserved_[node] & ~KindBit(kind)) == 0)) {
+    return (free_now_[node] + reserved_now_[node]).CopiesOf(request, cap);
   }
   const std::vector<Block>& blocks = blocks_[node];
   int64_t copies = cap;

@@ -94,6 +94,11 @@ class AvailabilityProfile {
   std::vector<std::vector<Block>> blocks_;
   std::vector<Resources> free_now_;       // capacity minus blocks active at now_
   std::vector<Time> first_future_start_;  // smallest block start > now_ (kForever: none)
+  // The same two, leaving reservations out (for ignore_reservations): reservations active at
+  // now_ summed, and the smallest start > now_ of a block that is not a reservation.
+  std::vector<Resources> reserved_now_;
+  std::vector<Time> first_future_nonreserved_start_;
+  std::vector<uint8_t> kinds_nonreserved_;  // kinds_ without reservations
   std::vector<uint8_t> kinds_;            // bit per WorkloadKind present among the node's blocks
   std::vector<uint8_t> kinds_now_;        // same, for the blocks active at now_
   Time now_;
