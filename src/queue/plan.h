@@ -1,5 +1,6 @@
 #pragma once
 // The queue's output: what one cycle decides, and why every other workload waits.
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,9 +87,24 @@ struct Plan {
   std::vector<PreemptDecision> preemptions;
   std::vector<OwnerChange> owner_changes;
   std::vector<WaitingStatus> waiting;
-  // Priority of every pending workload, in queue order (index i = position i + 1).
-  std::vector<std::string> order;
+  // The snapshot the plan was made from: node and pending indices below refer to it.
+  std::shared_ptr<const Snapshot> snapshot;
+  // Queue order: indices into snapshot->pending, highest priority first (position i + 1).
+  // Indices, not ids: copying 100,000 ids out of randomly placed workloads costs a cache miss each.
+  std::vector<int32_t> order;
+  // Priority of every pending workload, indexed like snapshot->pending (not by position).
   std::vector<PriorityBreakdown> priorities;
+
+  // Id of the workload at 0-based queue index i, and its priority.
+  const std::string& IdAt(size_t i) const { return snapshot->pending[order[i]].id; }
+  const PriorityBreakdown& PriorityAt(size_t i) const { return priorities[order[i]]; }
+  // The ids in queue order (a copy: for tests and small queues).
+  std::vector<std::string> OrderIds() const {
+    std::vector<std::string> ids;
+    ids.reserve(order.size());
+    for (size_t i = 0; i < order.size(); ++i) ids.push_back(IdAt(i));
+    return ids;
+  }
 };
 
 }  // namespace onequeue::queue

@@ -162,17 +162,21 @@ Duration RunDuration(const PendingWorkload& w) {
 
 bool CanPreemptAnything(const QosPolicy* q) { return q != nullptr && !q->can_preempt.empty(); }
 
-// Nodes by free cpu now, in whole-core buckets, so "which nodes could hold r millicores now" walks
-// only the nodes with at least that much free, smallest first (best fit, like Slurm's
-// cons_tres). Free capacity only shrinks during a cycle, so a node only moves to lower buckets;
-// stale entries are dropped lazily while walking.
-class FreeCpuIndex {
+// Nodes by the free amount of one resource now (cpu in whole cores, a GPU-like extended resource
+// in units), in buckets, so "which nodes could hold r of it now" walks only the nodes with at
+// least that much free, smallest first (best fit, like Slurm's cons_tres). Free capacity only
+// shrinks during a cycle, so a node only moves to lower buckets; stale entries are dropped
+// lazily while walking.
+class FreeIndex {
  public:
-  void Build(const AvailabilityProfile& p) {
-    int64_t max_cores = 0;
-    for (size_t n = 0; n < p.size(); ++n) max_cores = std::max(max_cores, p.Capacity(n)[kCpu] / 1000);
+  // slot: the resource; unit: the amount one bucket stands for (1000 millicores for cpu).
+  void Build(const AvailabilityProfile& p, int slot, int64_t unit) {
+    slot_ = slot;
+    unit_ = std::max<int64_t>(1, unit);
+    int64_t max_units = 0;
+    for (size_t n = 0; n < p.size(); ++n) max_units = std::max(max_units, p.Capacity(n)[slot_] / unit_);
     for (PerKind& k : kinds_) {
-      k.buckets.assign(static_cast<size_t>(std::min<int64_t>(max_cores, 4096)) + 1, {});
+      k.buckets.assign(static_cast<size_t>(std::min<int64_t>(max_units, 4096)) + 1, {});
       k.bucket_of.assign(p.size(), -1);
     }
     for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) Update(n, p);
@@ -180,7 +184,7 @@ class FreeCpuIndex {
   void Update(NodeIndex n, const AvailabilityProfile& p) {
     for (int kind = 0; kind < 2; ++kind) {
       PerKind& k = kinds_[kind];
-      int64_t free = p.FreeNow(n)[kCpu];
+      int64_t free = p.FreeNow(n)[slot_];
       // A node running the other world's workload now cannot take this kind now.
       bool blocked = p.OtherKindNow(n, static_cast<WorkloadKind>(kind));
       int32_t b = free <= 0 || blocked ? -1 : Bucket(k, free);
@@ -189,12 +193,12 @@ class FreeCpuIndex {
       if (b >= 0) k.buckets[b].push_back(n);
     }
   }
-  // Visits the nodes where a workload of `kind` might start now with `millis` cpu, smallest
-  // free bucket first; stops when `visit` returns false.
+  // Visits the nodes where a workload of `kind` might start now with `amount` of the resource,
+  // smallest free bucket first; stops when `visit` returns false.
   template <typename Visit>
-  void ForEachWithAtLeast(WorkloadKind kind, int64_t millis, Visit visit) {
+  void ForEachWithAtLeast(WorkloadKind kind, int64_t amount, Visit visit) {
     PerKind& k = kinds_[static_cast<int>(kind)];
-    for (size_t b = static_cast<size_t>(Bucket(k, std::max<int64_t>(0, millis))); b < k.buckets.size(); ++b) {
+    for (size_t b = static_cast<size_t>(Bucket(k, std::max<int64_t>(0, amount))); b < k.buckets.size(); ++b) {
       std::vector<NodeIndex>& v = k.buckets[b];
       size_t keep = 0;
       bool go_on = true;
@@ -214,9 +218,11 @@ class FreeCpuIndex {
     std::vector<std::vector<NodeIndex>> buckets;
     std::vector<int32_t> bucket_of;
   };
-  static int32_t Bucket(const PerKind& k, int64_t millis) {
-    return static_cast<int32_t>(std::min<int64_t>(millis / 1000, static_cast<int64_t>(k.buckets.size()) - 1));
+  int32_t Bucket(const PerKind& k, int64_t amount) const {
+    return static_cast<int32_t>(std::min<int64_t>(amount / unit_, static_cast<int64_t>(k.buckets.size()) - 1));
   }
+  int slot_ = kCpu;
+  int64_t unit_ = 1000;
   std::array<PerKind, 2> kinds_;
 };
 
@@ -250,11 +256,12 @@ struct QueuePlanner::State {
   // Per extended resource slot: the nodes whose allocatable has some of it (a GPU request only
   // looks at GPU nodes).
   std::array<std::vector<NodeIndex>, kMaxResourceKinds> nodes_with;
+  // Free-capacity indexes: cpu, and each extended resource that some node has (GPUs).
+  std::array<std::unique_ptr<FreeIndex>, kMaxResourceKinds> free_index;
   // Per topology label (finest first): the node's domain id (first seen in node order = 0), or
   // -1 when the node lacks the label.
   std::vector<std::vector<int32_t>> domains;
   std::vector<std::string> victims;
-  FreeCpuIndex free_cpu;
   FailureMemo failed_now;     // could not start now
   FailureMemo beyond_window;  // no placement within the window
   // Would not fit now even if no reservation existed (the reason, not the decision).
@@ -296,8 +303,9 @@ class CyclePass {
   };
 
   // Visits every node where a member of `w` might have room at time t >= the profile's now: the
-  // free-cpu index (room at the profile's now) plus the nodes where a block ended in
-  // (profile now, t]; every node for requests without cpu. Stops when `visit` returns false.
+  // free index of the scarcest resource it asks for (room at the profile's now) plus the nodes
+  // where a block ended in (profile now, t]; every node for requests of neither cpu nor an
+  // extended resource. Stops when `visit` returns false.
   template <typename Visit>
   void ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit visit);
   const QueuePlanner::State::EligibleSet& StaticEligible(const PendingWorkload& w, const std::string& sig);
@@ -328,7 +336,16 @@ class CyclePass {
 template <typename Visit>
 void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit visit) {
   const AvailabilityProfile& p = *s_.profile;
-  if (w.per_member[kCpu] <= 0) {
+  // Walk the index of the scarcest resource the request asks for (GPUs before cpu).
+  int slot = -1;
+  for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
+    if (w.per_member[r] > 0 && s_.free_index[r] != nullptr &&
+        (slot < 0 || s_.nodes_with[r].size() < s_.nodes_with[slot].size())) {
+      slot = r;
+    }
+  }
+  if (slot < 0 && w.per_member[kCpu] > 0) slot = kCpu;
+  if (slot < 0) {
     for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) {
       if (!visit(n)) return;
     }
@@ -345,7 +362,7 @@ void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit vi
     freed.erase(std::unique(freed.begin(), freed.end()), freed.end());
   }
   bool go_on = true;
-  s_.free_cpu.ForEachWithAtLeast(w.kind, w.per_member[kCpu], [&](NodeIndex n) {
+  s_.free_index[slot]->ForEachWithAtLeast(w.kind, w.per_member[slot], [&](NodeIndex n) {
     if (std::binary_search(freed.begin(), freed.end(), n)) return true;  // visited below
     go_on = visit(n);
     return go_on;
@@ -458,28 +475,16 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, doub
     candidates.emplace_back(n, copies);
     found += copies;
   };
-  // A request for an extended resource (GPUs) only walks the nodes that have it, when they are
-  // fewer than the nodes with enough free cpu would be.
-  const std::vector<NodeIndex>* scarce = nullptr;
-  for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
-    if (w.per_member[r] > 0 && (scarce == nullptr || s_.nodes_with[r].size() < scarce->size())) {
-      scarce = &s_.nodes_with[r];
-    }
-  }
   // Two passes for packing: first whether the gang fits at all (stops early, so the common
   // failure is cheap), then every node with room, for the topology choice.
   for (int pass = 0; pass < (pack ? 2 : 1); ++pass) {
     const bool all = pass == 1;
     candidates.clear();
     found = 0;
-    if (scarce != nullptr) {
-      for (size_t i = 0; i < scarce->size() && (all || found < members); ++i) consider((*scarce)[i]);
-    } else {
-      ForEachNodeWithRoomAt(w, now, [&](NodeIndex n) {
-        consider(n);
-        return all || found < members;
-      });
-    }
+    ForEachNodeWithRoomAt(w, now, [&](NodeIndex n) {
+      consider(n);
+      return all || found < members;
+    });
     if (found < members) return std::nullopt;
   }
   std::sort(candidates.begin(), candidates.end());
@@ -596,7 +601,11 @@ void CyclePass::Commit(const PendingWorkload& w, const MemberNodes& nodes, Time 
     b.kind = w.kind;
     b.reservation = reservation;
     s_.profile->Add(n, b);
-    if (start <= s_.profile->now()) s_.free_cpu.Update(n, *s_.profile);
+    if (start <= s_.profile->now()) {
+      for (const auto& index : s_.free_index) {
+        if (index != nullptr) index->Update(n, *s_.profile);
+      }
+    }
   }
 }
 
@@ -860,17 +869,22 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
     s.reserved_owner[n] = snap.nodes[n].owner.kind == OwnerKind::kReserved;
   }
   s.profile->SealBase();
-  s.free_cpu.Build(*s.profile);
+  s.free_index[kCpu] = std::make_unique<FreeIndex>();
+  s.free_index[kCpu]->Build(*s.profile, kCpu, 1000);
+  for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
+    if (s.nodes_with[r].empty()) continue;
+    s.free_index[r] = std::make_unique<FreeIndex>();
+    s.free_index[r]->Build(*s.profile, r, 1);
+  }
 
   Plan plan;
   plan.now = now;
+  plan.snapshot = s.snapshot;
   plan.priorities.reserve(snap.pending.size());
   s.order.reserve(snap.pending.size());
-  std::vector<PriorityBreakdown> breakdowns;
-  breakdowns.reserve(snap.pending.size());
   for (const PendingWorkload& w : snap.pending) {
-    breakdowns.push_back(s.priority->Compute(w));
-    s.order.push_back(State::Entry{breakdowns.back().total, w.submit_time, &w});
+    plan.priorities.push_back(s.priority->Compute(w));
+    s.order.push_back(State::Entry{plan.priorities.back().total, w.submit_time, &w});
   }
   // Priorities of the workloads that hold reserved(W) nodes (few), for the owner rule.
   absl::flat_hash_set<std::string> holders;
@@ -901,16 +915,23 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
   sorted.reserve(keys.size());
   plan.order.reserve(keys.size());
   for (const SortKey& k : keys) {
-    const int32_t i = k.index;
-    sorted.push_back(s.order[i]);
-    plan.order.push_back(s.order[i].workload->id);
-    plan.priorities.push_back(breakdowns[i]);
+    sorted.push_back(State::Entry{k.priority, k.submit_time, &snap.pending[k.index]});
+    plan.order.push_back(k.index);
   }
   s.order = std::move(sorted);
 
   CyclePass pass(config_, preemption_, s, plan, /*in_cycle=*/true);
   plan.waiting.reserve(s.order.size());
+  // The workloads are visited in priority order, i.e. at random places in memory: fetch the
+  // ones a few steps ahead while planning this one (each spans several cache lines).
+  constexpr size_t kPrefetchAhead = 4;
   for (size_t i = 0; i < s.order.size(); ++i) {
+    if (i + kPrefetchAhead < s.order.size()) {
+      const char* ahead = reinterpret_cast<const char*>(s.order[i + kPrefetchAhead].workload);
+      for (size_t line = 0; line < sizeof(PendingWorkload); line += 64) {
+        __builtin_prefetch(ahead + line);
+      }
+    }
     pass.PlanOne(*s.order[i].workload, s.order[i].priority, static_cast<int32_t>(i + 1), now);
   }
   state_ = std::move(st);

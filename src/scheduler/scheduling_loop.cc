@@ -202,15 +202,15 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   ReleaseFinishedReservations(built, &stats);
 
   const queue::Plan plan = planner_.PlanCycle(built.snapshot, now);
-  std::map<std::string, size_t> position;
-  for (size_t i = 0; i < plan.order.size(); ++i) position[plan.order[i]] = i;
+  std::map<std::string, size_t> pending_index;
+  for (size_t i = 0; i < built.snapshot->pending.size(); ++i) pending_index[built.snapshot->pending[i].id] = i;
 
   for (const auto& start : plan.starts) {
     auto pods_of = built.pending_pods.find(start.workload);
     if (pods_of == built.pending_pods.end()) continue;
     const auto& keys = pods_of->second.pod_keys;
-    auto pos = position.find(start.workload);
-    const std::string why = pos == position.end() ? "" : DescribePriority(plan.priorities[pos->second]);
+    auto index = pending_index.find(start.workload);
+    const std::string why = index == pending_index.end() ? "" : DescribePriority(plan.priorities[index->second]);
     for (size_t i = 0; i < keys.size() && i < start.member_nodes.size(); ++i) {
       const std::string& node = built.snapshot->nodes[start.member_nodes[i]].name;
       absl::Status s = actions_->Bind(keys[i], node,

@@ -78,7 +78,7 @@ TYPED_TEST(QueuePolicyTest, EverythingThatFitsStartsInPriorityOrder) {
                PendingBuilder("mid", 1000).Submit(20)};
   Plan p = this->Run(s, 100);
   EXPECT_EQ(StartedIds(p), (std::vector<std::string>{"early", "mid", "late"}));
-  EXPECT_EQ(p.order, (std::vector<std::string>{"early", "mid", "late"}));
+  EXPECT_EQ(p.OrderIds(), (std::vector<std::string>{"early", "mid", "late"}));
 }
 
 TYPED_TEST(QueuePolicyTest, GangNeverStartsPartially) {
@@ -384,12 +384,12 @@ TYPED_TEST(QueuePolicyTest, RandomWorkloadsKeepEveryInvariant) {
     if (c.backfill == BackfillMode::kNone) {
       bool blocked = false;
       for (size_t i = 0; i < p.order.size(); ++i) {
-        const WaitingStatus* w = FindWaiting(p, p.order[i]);
+        const WaitingStatus* w = FindWaiting(p, p.IdAt(i));
         if (w != nullptr && (w->reason == WaitReason::kResources || w->has_reservation ||
                              w->reason == WaitReason::kBeyondWindow)) {
           blocked = true;
         }
-        if (blocked) EXPECT_EQ(FindStart(p, p.order[i]), nullptr) << p.order[i];
+        if (blocked) EXPECT_EQ(FindStart(p, p.IdAt(i)), nullptr) << p.IdAt(i);
       }
     }
     // Depth bounds the number of reservations.
@@ -436,7 +436,7 @@ TYPED_TEST(QueuePolicyTest, ReplayNeverDelaysTheTopReservation) {
       CheckPlanInvariants(*snap, c, p);
       if (::testing::Test::HasFatalFailure()) return;
       // The top blocked workload: the first in order that waits with a reservation.
-      for (const std::string& id : p.order) {
+      for (const std::string& id : p.OrderIds()) {
         const WaitingStatus* w = FindWaiting(p, id);
         if (w == nullptr) continue;
         if (w->has_reservation && w->estimated_start.has_value() && !promised.count(id)) {

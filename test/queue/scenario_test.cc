@@ -177,9 +177,9 @@ TEST(Scenario, QosAndPriorityClassOrderTheQueue) {
   c.weights.qos = 1e6;
   c.priority_class_max = 1000;  // 500 -> QOS factor 0.5, between normal (0.01) and high (1)
   Plan p = RunWith(c, s, 10);
-  EXPECT_EQ(p.order, (std::vector<std::string>{"high", "pod-pc", "normal"}));
+  EXPECT_EQ(p.OrderIds(), (std::vector<std::string>{"high", "pod-pc", "normal"}));
   EXPECT_EQ(StartedIds(p), (std::vector<std::string>{"high"}));
-  EXPECT_DOUBLE_EQ(p.priorities[1].qos, 0.5);
+  EXPECT_DOUBLE_EQ(p.PriorityAt(1).qos, 0.5);
 }
 
 TEST(Scenario, UnknownQosWaitsWithQosNotAllowed) {

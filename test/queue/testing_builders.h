@@ -132,7 +132,7 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
   std::map<std::string, const PendingWorkload*> pending;
   for (const PendingWorkload& w : snap.pending) pending[w.id] = &w;
   std::map<std::string, double> priority;
-  for (size_t i = 0; i < plan.order.size(); ++i) priority[plan.order[i]] = plan.priorities[i].total;
+  for (size_t i = 0; i < plan.order.size(); ++i) priority[plan.IdAt(i)] = plan.PriorityAt(i).total;
   EligibilityChecker checker(snap, {});
   auto place = [&](const std::string& id, const MemberNodes& nodes, Time start) {
     ASSERT_TRUE(pending.count(id)) << id;
