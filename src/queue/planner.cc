@@ -261,6 +261,7 @@ struct QueuePlanner::State {
   // Per topology label (finest first): the node's domain id (first seen in node order = 0), or
   // -1 when the node lacks the label.
   std::vector<std::vector<int32_t>> domains;
+  std::vector<int32_t> domain_count;  // per topology label: how many domains
   std::vector<std::string> victims;
   FailureMemo failed_now;     // could not start now
   FailureMemo beyond_window;  // no placement within the window
@@ -425,36 +426,41 @@ MemberNodes CyclePass::ChooseNodes(
   // gang (best fit keeps big domains for big gangs; ties to the lowest domain id, i.e. the first
   // seen in node order); if no domain at any level holds it, fill the finest domains largest
   // first (greedy, like Slurm's topology/tree fallback). Domain ids are precomputed per cycle.
-  for (const std::vector<int32_t>& domain_of : s_.domains) {
-    absl::flat_hash_map<int32_t, int64_t> capacity;
+  // Capacities per domain in a vector indexed by domain id (ids are dense per level): a gang
+  // that packs looks at every node with room, thousands of them.
+  std::vector<int64_t> capacity;
+  for (size_t level = 0; level < s_.domains.size(); ++level) {
+    const std::vector<int32_t>& domain_of = s_.domains[level];
+    capacity.assign(s_.domain_count[level], 0);
     for (const auto& [n, copies] : candidates) {
       if (domain_of[n] >= 0) capacity[domain_of[n]] += copies;
     }
     int32_t best = -1;
-    int64_t best_cap = std::numeric_limits<int64_t>::max();
-    for (const auto& [domain, cap] : capacity) {
-      if (cap >= members && (cap < best_cap || (cap == best_cap && domain < best))) {
-        best = domain;
-        best_cap = cap;
-      }
+    for (int32_t d = 0; d < static_cast<int32_t>(capacity.size()); ++d) {
+      if (capacity[d] >= members && (best < 0 || capacity[d] < capacity[best])) best = d;
     }
     if (best >= 0) {
       std::vector<std::pair<NodeIndex, int64_t>> inside;
       for (const auto& c : candidates) {
         if (domain_of[c.first] == best) inside.push_back(c);
       }
+      std::sort(inside.begin(), inside.end());
       take(inside);
       return out;
     }
   }
   const std::vector<int32_t>& finest = s_.domains.front();
-  absl::flat_hash_map<int32_t, int64_t> capacity;
-  for (const auto& [n, copies] : candidates) capacity[finest[n]] += copies;
+  capacity.assign(s_.domain_count.front(), 0);
+  for (const auto& [n, copies] : candidates) {
+    if (finest[n] >= 0) capacity[finest[n]] += copies;
+  }
+  auto cap_of = [&](NodeIndex n) { return finest[n] >= 0 ? capacity[finest[n]] : 0; };
   std::vector<std::pair<NodeIndex, int64_t>> sorted = candidates;
-  std::stable_sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) {
-    int32_t da = finest[a.first], db = finest[b.first];
-    if (capacity[da] != capacity[db]) return capacity[da] > capacity[db];
-    return da < db;
+  std::sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) {
+    const int64_t ca = cap_of(a.first), cb = cap_of(b.first);
+    if (ca != cb) return ca > cb;
+    if (finest[a.first] != finest[b.first]) return finest[a.first] < finest[b.first];
+    return a.first < b.first;
   });
   take(sorted);
   return out;
@@ -487,7 +493,7 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, doub
     });
     if (found < members) return std::nullopt;
   }
-  std::sort(candidates.begin(), candidates.end());
+  if (!pack) std::sort(candidates.begin(), candidates.end());  // packing sorts what it takes
   return ChooseNodes(w, candidates);
 }
 
@@ -863,6 +869,7 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
       if (it == snap.nodes[n].labels.end()) continue;
       of[n] = ids.emplace(it->second, static_cast<int32_t>(ids.size())).first->second;
     }
+    s.domain_count.push_back(static_cast<int32_t>(ids.size()));
   }
   s.reserved_owner.assign(snap.nodes.size(), 0);
   for (size_t n = 0; n < snap.nodes.size(); ++n) {
