@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "queue/model.h"
@@ -74,10 +75,17 @@ struct PriorityBreakdown {
 struct WaitingStatus {
   std::string workload;
   WaitReason reason = WaitReason::kPriority;
+  // Why it waits, in words: read it with Message(). The common texts are constants, so 100,000
+  // waiting workloads cost no allocation for them; a text made for this workload is in `message`.
+  const char* fixed_message = "";
   std::string message;
   int32_t queue_position = 0;  // 1-based position among pending workloads, by priority
   std::optional<Time> estimated_start;  // empty: unknown (beyond the window or not estimated)
   bool has_reservation = false;
+
+  std::string_view Message() const {
+    return message.empty() ? std::string_view(fixed_message) : std::string_view(message);
+  }
 };
 
 struct Plan {

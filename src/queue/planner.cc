@@ -324,6 +324,9 @@ class CyclePass {
   void EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& nodes);
   void Wait(const PendingWorkload& w, WaitReason reason, std::string message, int32_t position,
             std::optional<Time> estimate, bool has_reservation);
+  // The same with a constant text (no allocation).
+  void Wait(const PendingWorkload& w, WaitReason reason, const char* fixed_message,
+            int32_t position, std::optional<Time> estimate, bool has_reservation);
   bool FitsIgnoringReservations(const PendingWorkload& w, double priority,
                                 const std::vector<char>& eligible, Time now);
 
@@ -630,7 +633,13 @@ void CyclePass::EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& no
 
 void CyclePass::Wait(const PendingWorkload& w, WaitReason reason, std::string message,
                      int32_t position, std::optional<Time> estimate, bool has_reservation) {
-  plan_.waiting.push_back(WaitingStatus{w.id, reason, std::move(message), position, estimate,
+  plan_.waiting.push_back(WaitingStatus{w.id, reason, "", std::move(message), position, estimate,
+                                        has_reservation});
+}
+
+void CyclePass::Wait(const PendingWorkload& w, WaitReason reason, const char* fixed_message,
+                     int32_t position, std::optional<Time> estimate, bool has_reservation) {
+  plan_.waiting.push_back(WaitingStatus{w.id, reason, fixed_message, {}, position, estimate,
                                         has_reservation});
 }
 
@@ -792,9 +801,11 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
     Commit(w, at->nodes, at->start, true);
     ++s_.reservations;
     s_.last_reservation_position = position;
-    std::string msg = absl::StrCat(WaitReasonName(reason), ": nodes reserved from t=", at->start);
     plan_.reservations.push_back(ReserveDecision{w.id, at->nodes, at->start});
-    Wait(w, reason, std::move(msg), position, at->start, true);
+    // The time is in estimated_start: a message without it stays the same from cycle to cycle
+    // (the daemon patches a pod's status only when what it shows changes).
+    Wait(w, reason, "nodes are reserved for it from its estimated start", position, at->start,
+         true);
     return;
   }
   // 6. Beyond the reservation depth: an estimate from the profile, without reserving.

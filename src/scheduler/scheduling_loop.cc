@@ -163,7 +163,8 @@ void SchedulingLoop::StartPreemption(const queue::PreemptDecision& d, const Buil
 }
 
 WaitReport SchedulingLoop::ReportFor(const queue::WaitingStatus& w) const {
-  WaitReport report{queue::WaitReasonName(w.reason), w.message, w.queue_position, w.estimated_start};
+  WaitReport report{queue::WaitReasonName(w.reason), std::string(w.Message()), w.queue_position,
+                    w.estimated_start};
   // A refused preemption: the plan still says "preempting", but what the user must know is
   // that a budget refused it; the capacity is what is missing.
   if (auto b = blocked_.find(w.workload); b != blocked_.end()) {

@@ -111,7 +111,7 @@ TYPED_TEST(QueuePolicyTest, IncompleteGangWaitsWithItsReason) {
   Plan p = this->Run(s);
   EXPECT_TRUE(p.starts.empty());
   EXPECT_EQ(FindWaiting(p, "g")->reason, WaitReason::kGangIncomplete);
-  EXPECT_EQ(FindWaiting(p, "g")->message, "2 of 4 pods of the group exist");
+  EXPECT_EQ(FindWaiting(p, "g")->Message(), "2 of 4 pods of the group exist");
 }
 
 TYPED_TEST(QueuePolicyTest, AdmissionErrorsAndHoldsNeverStartAndNeverBlockOthers) {
@@ -129,7 +129,7 @@ TYPED_TEST(QueuePolicyTest, AdmissionErrorsAndHoldsNeverStartAndNeverBlockOthers
   Plan p = this->Run(s, 10);
   EXPECT_EQ(StartedIds(p), (std::vector<std::string>{"ok"}));
   EXPECT_EQ(FindWaiting(p, "bad")->reason, WaitReason::kInvalidAnnotation);
-  EXPECT_EQ(FindWaiting(p, "bad")->message, "onequeue.io/time-limit: not a duration");
+  EXPECT_EQ(FindWaiting(p, "bad")->Message(), "onequeue.io/time-limit: not a duration");
   EXPECT_EQ(FindWaiting(p, "qos")->reason, WaitReason::kQosNotAllowed);
   EXPECT_EQ(FindWaiting(p, "held")->reason, WaitReason::kHeld);
   EXPECT_EQ(FindWaiting(p, "nowhere")->reason, WaitReason::kPartitionNodesUnavailable);
