@@ -76,6 +76,14 @@ int64_t AvailabilityProfile::Copies(NodeIndex node, Time start, Time end,
     return (free_now_[node] + reserved_now_[node]).CopiesOf(request, cap);
   }
   const std::vector<Block>& blocks = blocks_[node];
+  // Exclusive nodes: a block of the other world anywhere in [start, end) rules the node out;
+  // find that before summing anything.
+  if (!kinds_ok) {
+    for (const Block& b : blocks) {
+      if (ignore_reservations && b.reservation) continue;
+      if (KindConflict(b, kind) && b.start < end && start < b.end) return 0;
+    }
+  }
   int64_t copies = cap;
   // Sweep the moments where usage can rise: `start` and every block start inside the interval.
   auto usage_at = [&](Time p, bool* conflict) {

@@ -1,0 +1,122 @@
+// The two innermost pieces of the planner, checked against plain reference computations:
+// Resources::CopiesOf (which avoids divisions) and AvailabilityProfile::Copies (whose fast paths
+// answer from per-node summaries instead of sweeping the node's blocks).
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <random>
+
+#include "queue/profile.h"
+#include "queue/resources.h"
+
+namespace onequeue::queue {
+namespace {
+
+int64_t ReferenceCopies(const Resources& free, const Resources& request, int64_t cap) {
+  // As Covers(): a slot overcommitted below what is asked (even 0 of it) fits nothing.
+  for (int i = 0; i < kMaxResourceKinds; ++i) {
+    if (request[i] > free[i]) return 0;
+  }
+  int64_t copies = cap;
+  for (int i = 0; i < kMaxResourceKinds; ++i) {
+    if (request[i] <= 0) continue;
+    copies = std::min(copies, free[i] < 0 ? 0 : free[i] / request[i]);
+  }
+  return std::max<int64_t>(0, copies);
+}
+
+TEST(Resources, CopiesOfMatchesDivisionEverywhere) {
+  std::mt19937_64 rng(7);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 200'000; ++trial) {
+    Resources free, request;
+    for (int i = 0; i < 4; ++i) {
+      free[i] = pick(-5, 1) < 0 ? pick(-100, 100) : pick(0, 1'000'000);
+      request[i] = pick(0, 3) == 0 ? 0 : pick(1, 200'000);
+    }
+    const int64_t cap = pick(0, 3) == 0 ? pick(0, 2) : pick(1, 100);
+    ASSERT_EQ(free.CopiesOf(request, cap), ReferenceCopies(free, request, cap))
+        << "trial " << trial << " cap " << cap;
+  }
+}
+
+TEST(Resources, CopiesOfDoesNotOverflowOnHugeAmounts) {
+  Resources free, request;
+  free[kMemory] = std::numeric_limits<int64_t>::max();
+  request[kMemory] = int64_t{1} << 40;
+  EXPECT_EQ(free.CopiesOf(request, std::numeric_limits<int64_t>::max()),
+            std::numeric_limits<int64_t>::max() / (int64_t{1} << 40));
+  EXPECT_EQ(free.CopiesOf(request, 1'000'000), 1'000'000);
+}
+
+// Copies by brute force: the minimum of free capacity over every second of [start, end).
+int64_t BruteCopies(const Resources& capacity,
+                    const std::vector<AvailabilityProfile::Block>& blocks, Time start, Time end,
+                    const Resources& request, WorkloadKind kind, int64_t cap, bool shared,
+                    bool ignore_reservations) {
+  int64_t copies = cap;
+  for (Time t = start; t < end; ++t) {
+    Resources used;
+    for (const auto& b : blocks) {
+      if (ignore_reservations && b.reservation) continue;
+      if (b.start <= t && t < b.end) {
+        if (!shared && b.kind != kind) return 0;
+        used += b.used;
+      }
+    }
+    copies = std::min(copies, (capacity - used).CopiesOf(request, cap));
+  }
+  return copies;
+}
+
+TEST(AvailabilityProfile, CopiesMatchesBruteForceOnRandomNodes) {
+  std::mt19937_64 rng(11);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  constexpr Time kNow = 1000;
+  for (int trial = 0; trial < 3'000; ++trial) {
+    const bool shared = pick(0, 1) == 0;
+    Resources capacity;
+    capacity[kCpu] = 16'000;
+    capacity[kMemory] = 64;
+    capacity[kPods] = 10;
+    AvailabilityProfile profile({capacity}, kNow, /*window=*/200, /*resolution=*/1, shared);
+    std::vector<AvailabilityProfile::Block> blocks;
+    Resources at_now;
+    const int n = static_cast<int>(pick(0, 6));
+    for (int i = 0; i < n; ++i) {
+      AvailabilityProfile::Block b;
+      b.reservation = pick(0, 2) == 0;
+      b.start = b.reservation ? kNow + pick(0, 60) : kNow - pick(0, 50);
+      b.end = pick(0, 9) == 0 ? kForever : std::max(b.start, kNow) + pick(1, 80);
+      b.kind = pick(0, 3) == 0 ? WorkloadKind::kSlurmJob : WorkloadKind::kPodGroup;
+      b.used[kCpu] = pick(0, 4) * 1000;
+      b.used[kMemory] = pick(0, 16);
+      b.used[kPods] = pick(0, 2);
+      // Keep every moment within capacity, as the planner does.
+      Resources peak = b.used;
+      for (const auto& o : blocks) peak += o.used;
+      if (peak.AnyNegative() || !capacity.Covers(peak)) continue;
+      blocks.push_back(b);
+      profile.Add(0, b);
+    }
+    profile.SealBase();
+    for (int q = 0; q < 20; ++q) {
+      Resources request;
+      request[kCpu] = pick(0, 8) * 500;
+      request[kMemory] = pick(0, 8);
+      request[kPods] = pick(0, 1);
+      const Time start = pick(0, 2) == 0 ? kNow : kNow + pick(0, 100);
+      const Time end = start + pick(1, 120);
+      const WorkloadKind kind = pick(0, 1) ? WorkloadKind::kPodGroup : WorkloadKind::kSlurmJob;
+      const int64_t cap = pick(1, 8);
+      const bool ignore = pick(0, 1) == 0;
+      ASSERT_EQ(profile.Copies(0, start, end, request, kind, cap, ignore),
+                BruteCopies(capacity, blocks, start, end, request, kind, cap, shared, ignore))
+          << "trial " << trial << " query " << q << " start " << start << " end " << end
+          << " ignore_reservations " << ignore;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onequeue::queue
