@@ -103,11 +103,14 @@ struct ShapeKey {
 class FailureMemo {
  public:
   bool KnownToFail(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
-                   int32_t members, Duration duration) const {
-    auto it = groups_.find(GroupKey{kind, eligibility});
-    if (it == groups_.end()) return false;
-    for (const Failure& f : it->second) {
+                   int32_t members, Duration duration) {
+    std::vector<Failure>* group = Find(kind, eligibility);
+    if (group == nullptr) return false;
+    for (size_t i = 0; i < group->size(); ++i) {
+      const Failure& f = (*group)[i];
       if (f.members <= members && f.duration <= duration && per_member.Covers(f.per_member)) {
+        // Neighbours in the queue tend to hit the same failure: move it one step to the front.
+        if (i > 0) std::swap((*group)[i], (*group)[i - 1]);
         return true;
       }
     }
@@ -115,7 +118,7 @@ class FailureMemo {
   }
   void Failed(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
               int32_t members, Duration duration) {
-    std::vector<Failure>& group = groups_[GroupKey{kind, eligibility}];
+    std::vector<Failure>& group = FindOrAdd(kind, eligibility);
     // The new failure is minimal (it was not known): drop the ones it dominates.
     std::erase_if(group, [&](const Failure& f) {
       return members <= f.members && duration <= f.duration && f.per_member.Covers(per_member);
@@ -130,8 +133,71 @@ class FailureMemo {
     int32_t members;
     Duration duration;
   };
-  using GroupKey = std::pair<WorkloadKind, std::string>;
-  absl::flat_hash_map<GroupKey, std::vector<Failure>> groups_;
+  // Most workloads have no placement constraint: their groups need no hashing.
+  std::vector<Failure>* Find(WorkloadKind kind, const std::string& eligibility) {
+    if (eligibility.empty()) return &unconstrained_[static_cast<int>(kind)];
+    auto it = groups_.find(std::make_pair(kind, eligibility));
+    return it == groups_.end() ? nullptr : &it->second;
+  }
+  std::vector<Failure>& FindOrAdd(WorkloadKind kind, const std::string& eligibility) {
+    if (eligibility.empty()) return unconstrained_[static_cast<int>(kind)];
+    return groups_[std::make_pair(kind, eligibility)];
+  }
+  std::array<std::vector<Failure>, 2> unconstrained_;
+  absl::flat_hash_map<std::pair<WorkloadKind, std::string>, std::vector<Failure>> groups_;
+};
+
+// The converse for one question, "would it fit now if no reservation existed": a request that
+// fitted on some nodes (its witnesses), and every request asking no more per member, for no
+// more members and no longer, still fits as long as nothing started on (or claimed) one of those
+// nodes since: starts and claims are the only things that shrink what this question looks at.
+// The caller bumps a node's sequence number at each start or claim on it.
+class FitsMemo {
+ public:
+  bool KnownToFit(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
+                  int32_t members, Duration duration, const std::vector<int64_t>& node_seq) {
+    std::vector<Fit>* group = Find(kind, eligibility);
+    if (group == nullptr) return false;
+    for (size_t i = 0; i < group->size();) {
+      const Fit& f = (*group)[i];
+      const bool intact = std::all_of(f.witnesses.begin(), f.witnesses.end(),
+                                      [&](NodeIndex n) { return node_seq[n] <= f.seq; });
+      if (!intact) {
+        group->erase(group->begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      if (members <= f.members && duration <= f.duration && f.per_member.Covers(per_member)) return true;
+      ++i;
+    }
+    return false;
+  }
+  void Fitted(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
+              int32_t members, Duration duration, int64_t seq, std::vector<NodeIndex> witnesses) {
+    std::vector<Fit>& group = FindOrAdd(kind, eligibility);
+    if (group.size() >= kMaxPerGroup) group.erase(group.begin());
+    group.push_back(Fit{per_member, members, duration, seq, std::move(witnesses)});
+  }
+
+ private:
+  static constexpr size_t kMaxPerGroup = 16;
+  struct Fit {
+    Resources per_member;
+    int32_t members;
+    Duration duration;
+    int64_t seq;  // the sequence number when it fitted
+    std::vector<NodeIndex> witnesses;
+  };
+  std::vector<Fit>* Find(WorkloadKind kind, const std::string& eligibility) {
+    if (eligibility.empty()) return &unconstrained_[static_cast<int>(kind)];
+    auto it = groups_.find(std::make_pair(kind, eligibility));
+    return it == groups_.end() ? nullptr : &it->second;
+  }
+  std::vector<Fit>& FindOrAdd(WorkloadKind kind, const std::string& eligibility) {
+    if (eligibility.empty()) return unconstrained_[static_cast<int>(kind)];
+    return groups_[std::make_pair(kind, eligibility)];
+  }
+  std::array<std::vector<Fit>, 2> unconstrained_;
+  absl::flat_hash_map<std::pair<WorkloadKind, std::string>, std::vector<Fit>> groups_;
 };
 
 std::string EligibilitySignature(const Eligibility& e) {
@@ -251,6 +317,7 @@ struct QueuePlanner::State {
     int32_t count = 0;
   };
   absl::flat_hash_map<std::string, EligibleSet> static_eligible;
+  std::unique_ptr<EligibleSet> unconstrained_eligible;  // the common case, without a lookup
   std::vector<char> claimed;  // nodes promised to a preemptor this cycle
   std::vector<char> reserved_owner;  // node owner is reserved(W) (compact: checked per node)
   // Per extended resource slot: the nodes whose allocatable has some of it (a GPU request only
@@ -271,10 +338,10 @@ struct QueuePlanner::State {
   // cycle, so a memoised estimate can be optimistic by the backfills planned after it was made:
   // an estimate, not a promise (reservations are the promises).
   absl::flat_hash_map<std::pair<ShapeKey, Duration>, Time> estimate_memo;
-  // (shape, duration) -> value of `starts` when it last fitted if no reservation existed: still
-  // true while nothing started since (reservations do not count for that question).
-  absl::flat_hash_map<std::pair<ShapeKey, Duration>, int64_t> fits_ignoring_reservations;
-  int64_t starts = 0;  // workloads committed to start now in this cycle
+  FitsMemo fits_ignoring_reservations;
+  // Per node: the sequence number of the last start or preemption claim on it (FitsMemo).
+  std::vector<int64_t> node_seq;
+  int64_t seq = 0;
 
   int32_t reservations = 0;
   int32_t last_reservation_position = 0;  // 1-based; 0 = none
@@ -327,8 +394,10 @@ class CyclePass {
   // The same with a constant text (no allocation).
   void Wait(const PendingWorkload& w, WaitReason reason, const char* fixed_message,
             int32_t position, std::optional<Time> estimate, bool has_reservation);
+  // witnesses: the nodes that made it fit.
   bool FitsIgnoringReservations(const PendingWorkload& w, double priority,
-                                const std::vector<char>& eligible, Time now);
+                                const std::vector<char>& eligible, Time now,
+                                std::vector<NodeIndex>* witnesses);
 
   const QueueConfig& config_;
   const PreemptionPlanner* preemption_;
@@ -376,6 +445,7 @@ void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit vi
 
 const QueuePlanner::State::EligibleSet& CyclePass::StaticEligible(const PendingWorkload& w,
                                                                   const std::string& sig) {
+  if (sig.empty() && s_.unconstrained_eligible != nullptr) return *s_.unconstrained_eligible;
   auto it = s_.static_eligible.find(sig);
   if (it != s_.static_eligible.end()) return it->second;
   const Snapshot& snap = *s_.snapshot;
@@ -392,6 +462,10 @@ const QueuePlanner::State::EligibleSet& CyclePass::StaticEligible(const PendingW
               ToleratesTaints(node, w.eligibility.tolerations) &&
               (!w.eligibility.allowed_nodes.has_value() || allowed.contains(node.name));
     set.count += bits[i];
+  }
+  if (sig.empty()) {
+    s_.unconstrained_eligible = std::make_unique<QueuePlanner::State::EligibleSet>(std::move(set));
+    return *s_.unconstrained_eligible;
   }
   return s_.static_eligible.emplace(sig, std::move(set)).first->second;
 }
@@ -574,14 +648,17 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
 }
 
 bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, double priority,
-                                         const std::vector<char>& eligible, Time now) {
+                                         const std::vector<char>& eligible, Time now,
+                                         std::vector<NodeIndex>* witnesses) {
   const int32_t members = std::max<int32_t>(1, w.members);
   const Time end = SaturatingAdd(now, RunDuration(w));
   int64_t found = 0;
   const AvailabilityProfile& p = *s_.profile;
   auto consider = [&](NodeIndex n) {
     if (Usable(n, w, priority, eligible)) {
-      found += p.Copies(n, now, end, w.per_member, w.kind, members - found, true);
+      const int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, members - found, true);
+      if (copies > 0) witnesses->push_back(n);
+      found += copies;
     }
   };
   // Reservations start at or after the profile's now, so the nodes with room then (reservations
@@ -596,7 +673,6 @@ bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, double priori
 void CyclePass::Commit(const PendingWorkload& w, const MemberNodes& nodes, Time start,
                        bool reservation) {
   const Time end = SaturatingAdd(start, RunDuration(w));
-  if (!reservation) ++s_.starts;
   // One block per node with the sum of the members placed there.
   absl::flat_hash_map<NodeIndex, int64_t> per_node;
   for (NodeIndex n : nodes) ++per_node[n];
@@ -610,6 +686,7 @@ void CyclePass::Commit(const PendingWorkload& w, const MemberNodes& nodes, Time 
     b.kind = w.kind;
     b.reservation = reservation;
     s_.profile->Add(n, b);
+    if (!reservation) s_.node_seq[n] = ++s_.seq;
     if (start <= s_.profile->now()) {
       for (const auto& index : s_.free_index) {
         if (index != nullptr) index->Update(n, *s_.profile);
@@ -726,13 +803,12 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
   }
   // 3. Start now if it fits without delaying any reservation (the profile holds them).
   const Duration duration = RunDuration(w);
-  ShapeKey shape{w.per_member, std::max<int32_t>(1, w.members), w.kind, w.pack_topology, sig};
   // The failure memos assume the walk by descending priority of a full cycle; an arrival
   // evaluated later sits between them, which matters only where a node is reserved(W) for a
   // pending workload (usable only by higher priorities), or when time moved on.
   const bool memo_valid = now == s_.now && (in_cycle_ || s_.reserved_for_priority.empty());
   const int32_t members = std::max<int32_t>(1, w.members);
-  auto known = [&](const FailureMemo& memo) {
+  auto known = [&](FailureMemo& memo) {
     return memo_valid && memo.KnownToFail(w.kind, sig, w.per_member, members, duration);
   };
   auto remember = [&](FailureMemo& memo) {
@@ -752,7 +828,10 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
   const QosPolicy* qos = s_.priority->FindQos(w.qos);
   if (CanPreemptAnything(qos)) {
     if (std::optional<PreemptDecision> d = TryPreempt(w, priority, eligible, now)) {
-      for (NodeIndex n : d->member_nodes) s_.claimed[n] = 1;
+      for (NodeIndex n : d->member_nodes) {
+        s_.claimed[n] = 1;
+        s_.node_seq[n] = ++s_.seq;
+      }
       s_.victims.insert(s_.victims.end(), d->victims.begin(), d->victims.end());
       std::string msg = absl::StrCat("preempting ", d->victims.size(), " lower-priority workload(s)");
       Time start = d->earliest_start;
@@ -767,14 +846,20 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
   s_.any_blocked = true;
   WaitReason reason = first_blocked ? WaitReason::kResources : WaitReason::kPriority;
   if (!first_blocked) {
-    auto fits_key = std::make_pair(shape, duration);
-    auto fitted = s_.fits_ignoring_reservations.find(fits_key);
-    if (memo_valid && fitted != s_.fits_ignoring_reservations.end() && fitted->second == s_.starts) {
+    // A success stays true only while the nodes it used stay usable: not so for a lower
+    // priority where a node is reserved(W) for a pending workload.
+    const bool fits_memo_valid = memo_valid && s_.reserved_for_priority.empty();
+    std::vector<NodeIndex> witnesses;
+    if (fits_memo_valid && s_.fits_ignoring_reservations.KnownToFit(w.kind, sig, w.per_member,
+                                                                    members, duration, s_.node_seq)) {
       reason = WaitReason::kReservedForHigherPriority;
     } else if (!known(s_.failed_ignoring_reservations)) {
-      if (FitsIgnoringReservations(w, priority, eligible, now)) {
+      if (FitsIgnoringReservations(w, priority, eligible, now, &witnesses)) {
         reason = WaitReason::kReservedForHigherPriority;
-        if (memo_valid) s_.fits_ignoring_reservations[fits_key] = s_.starts;
+        if (fits_memo_valid) {
+          s_.fits_ignoring_reservations.Fitted(w.kind, sig, w.per_member, members, duration,
+                                               s_.seq, std::move(witnesses));
+        }
       } else {
         remember(s_.failed_ignoring_reservations);
       }
@@ -813,7 +898,9 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
   const bool budget_left =
       config_.max_estimates_per_cycle == 0 || s_.estimates < config_.max_estimates_per_cycle;
   if (budget_left) {
-    auto key = std::make_pair(shape, duration);
+    auto key = std::make_pair(
+        ShapeKey{w.per_member, std::max<int32_t>(1, w.members), w.kind, w.pack_topology, sig},
+        duration);
     auto it = s_.estimate_memo.find(key);
     if (it != s_.estimate_memo.end()) {
       if (it->second < kForever) estimate = it->second;
@@ -867,6 +954,7 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
   }
   s.priority = std::make_unique<PriorityCalculator>(config_, snap.usage, s.pool_total, now);
   s.claimed.assign(snap.nodes.size(), 0);
+  s.node_seq.assign(snap.nodes.size(), 0);
   for (NodeIndex n = 0; n < static_cast<NodeIndex>(snap.nodes.size()); ++n) {
     for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
       if (snap.nodes[n].allocatable[r] > 0) s.nodes_with[r].push_back(n);
