@@ -160,14 +160,14 @@ class FitsMemo {
     if (group == nullptr) return false;
     for (size_t i = 0; i < group->size();) {
       const Fit& f = (*group)[i];
-      const bool intact = std::all_of(f.witnesses.begin(), f.witnesses.end(),
-                                      [&](NodeIndex n) { return node_seq[n] <= f.seq; });
-      if (!intact) {
-        group->erase(group->begin() + static_cast<std::ptrdiff_t>(i));
+      if (!(members <= f.members && duration <= f.duration && f.per_member.Covers(per_member))) {
+        ++i;
         continue;
       }
-      if (members <= f.members && duration <= f.duration && f.per_member.Covers(per_member)) return true;
-      ++i;
+      const bool intact = std::all_of(f.witnesses.begin(), f.witnesses.end(),
+                                      [&](NodeIndex n) { return node_seq[n] <= f.seq; });
+      if (intact) return true;
+      group->erase(group->begin() + static_cast<std::ptrdiff_t>(i));
     }
     return false;
   }
@@ -320,6 +320,7 @@ struct QueuePlanner::State {
   std::unique_ptr<EligibleSet> unconstrained_eligible;  // the common case, without a lookup
   std::vector<char> claimed;  // nodes promised to a preemptor this cycle
   std::vector<char> reserved_owner;  // node owner is reserved(W) (compact: checked per node)
+  std::vector<OwnerKind> owner_kind;  // per node, compact (Node is large and scattered)
   // Per extended resource slot: the nodes whose allocatable has some of it (a GPU request only
   // looks at GPU nodes).
   std::array<std::vector<NodeIndex>, kMaxResourceKinds> nodes_with;
@@ -673,12 +674,15 @@ bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, double priori
 void CyclePass::Commit(const PendingWorkload& w, const MemberNodes& nodes, Time start,
                        bool reservation) {
   const Time end = SaturatingAdd(start, RunDuration(w));
-  // One block per node with the sum of the members placed there.
-  absl::flat_hash_map<NodeIndex, int64_t> per_node;
-  for (NodeIndex n : nodes) ++per_node[n];
-  std::vector<std::pair<NodeIndex, int64_t>> sorted(per_node.begin(), per_node.end());
-  std::sort(sorted.begin(), sorted.end());
-  for (const auto& [n, count] : sorted) {
+  // One block per node with the sum of the members placed there (runs of a sorted copy).
+  MemberNodes sorted_nodes = nodes;
+  std::sort(sorted_nodes.begin(), sorted_nodes.end());
+  for (size_t i = 0; i < sorted_nodes.size();) {
+    const NodeIndex n = sorted_nodes[i];
+    size_t j = i;
+    while (j < sorted_nodes.size() && sorted_nodes[j] == n) ++j;
+    const int64_t count = static_cast<int64_t>(j - i);
+    i = j;
     AvailabilityProfile::Block b;
     b.start = start;
     b.end = end;
@@ -698,13 +702,15 @@ void CyclePass::Commit(const PendingWorkload& w, const MemberNodes& nodes, Time 
 void CyclePass::EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& nodes) {
   const OwnerKind world =
       w.kind == WorkloadKind::kPodGroup ? OwnerKind::kKubernetes : OwnerKind::kSlurm;
+  // Most starts land on nodes their world already owns: check that before copying anything.
+  if (std::all_of(nodes.begin(), nodes.end(), [&](NodeIndex n) { return s_.owner_kind[n] == world; })) {
+    return;
+  }
   MemberNodes distinct = nodes;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   for (NodeIndex n : distinct) {
-    if (s_.snapshot->nodes[n].owner.kind != world) {
-      plan_.owner_changes.push_back(OwnerChange{n, world, w.id});
-    }
+    if (s_.owner_kind[n] != world) plan_.owner_changes.push_back(OwnerChange{n, world, w.id});
   }
 }
 
@@ -971,8 +977,10 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
     s.domain_count.push_back(static_cast<int32_t>(ids.size()));
   }
   s.reserved_owner.assign(snap.nodes.size(), 0);
+  s.owner_kind.resize(snap.nodes.size());
   for (size_t n = 0; n < snap.nodes.size(); ++n) {
     s.reserved_owner[n] = snap.nodes[n].owner.kind == OwnerKind::kReserved;
+    s.owner_kind[n] = snap.nodes[n].owner.kind;
   }
   s.profile->SealBase();
   s.free_index[kCpu] = std::make_unique<FreeIndex>();
