@@ -1010,27 +1010,15 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
       if (holders.contains(e.workload->id)) s.reserved_for_priority[e.workload->id] = e.priority;
     }
   }
-  // Sort compact keys rather than indices into the entries: 100,000 of them, cache-friendly.
-  struct SortKey {
-    double priority;
-    Time submit_time;
-    int32_t index;
-  };
-  std::vector<SortKey> keys(s.order.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    keys[i] = SortKey{s.order[i].priority, s.order[i].submit_time, static_cast<int32_t>(i)};
-  }
-  std::sort(keys.begin(), keys.end(), [&](const SortKey& a, const SortKey& b) {
-    if (a.priority != b.priority) return a.priority > b.priority;
-    if (a.submit_time != b.submit_time) return a.submit_time < b.submit_time;
-    return s.order[a.index].workload->id < s.order[b.index].workload->id;  // as ComesBefore
-  });
+  std::vector<QueueOrderKey> keys;
+  keys.reserve(s.order.size());
+  for (const State::Entry& e : s.order) keys.push_back(e.Key());
   std::vector<State::Entry> sorted;
   sorted.reserve(keys.size());
   plan.order.reserve(keys.size());
-  for (const SortKey& k : keys) {
-    sorted.push_back(State::Entry{k.priority, k.submit_time, &snap.pending[k.index]});
+  for (const SortedQueueKey& k : SortByQueueOrder(keys)) {
     plan.order.push_back(k.index);
+    sorted.push_back(State::Entry{k.priority, k.submit_time, &snap.pending[k.index]});
   }
   s.order = std::move(sorted);
 

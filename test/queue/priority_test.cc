@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
 namespace onequeue::queue {
 namespace {
 
@@ -86,6 +91,47 @@ TEST(Priority, AgeSaturatesAndNeverNegative) {
   EXPECT_DOUBLE_EQ(calc.Compute(w).age, 1.0);
   w.submit_time = 200;  // clock skew: submitted "in the future"
   EXPECT_DOUBLE_EQ(calc.Compute(w).age, 0.0);
+}
+
+}  // namespace
+}  // namespace onequeue::queue
+
+namespace onequeue::queue {
+namespace {
+
+// The radix sort of the queue order against the comparator it replaces, with many exact ties
+// (equal priority and submit time: ids decide), negative and zero priorities, and large times.
+TEST(SortByQueueOrder, MatchesComesBefore) {
+  std::mt19937_64 rng(3);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = static_cast<int>(pick(0, 2000));
+    std::vector<std::string> ids(n);
+    std::vector<QueueOrderKey> keys(n);
+    for (int i = 0; i < n; ++i) {
+      ids[i] = "w" + std::to_string(pick(0, 1'000'000));
+      const int64_t p = pick(0, 9);
+      keys[i].priority = p == 0 ? 0.0 : p == 1 ? -0.0 : p == 2 ? -static_cast<double>(pick(1, 5))
+                         : static_cast<double>(pick(0, 50)) / 7.0 * (p == 3 ? 1e9 : 1);
+      keys[i].submit_time = pick(0, 2) == 0 ? pick(-5, 5) : 1'800'000'000 + pick(0, 30);
+      keys[i].id = &ids[i];
+    }
+    std::vector<int32_t> expected(n);
+    for (int i = 0; i < n; ++i) expected[i] = i;
+    std::stable_sort(expected.begin(), expected.end(),
+                     [&](int32_t a, int32_t b) { return ComesBefore(keys[a], keys[b]); });
+    std::vector<SortedQueueKey> got = SortByQueueOrder(keys);
+    ASSERT_EQ(got.size(), expected.size());
+    for (int i = 0; i < n; ++i) {
+      // The keys come back unchanged (-0 as 0) beside their index.
+      ASSERT_EQ(got[i].priority, keys[got[i].index].priority);
+      ASSERT_EQ(got[i].submit_time, keys[got[i].index].submit_time);
+      // Equal ids with equal keys may come in any order: compare the keys at each position.
+      const QueueOrderKey& g = keys[got[i].index];
+      const QueueOrderKey& e = keys[expected[i]];
+      ASSERT_TRUE(!ComesBefore(g, e) && !ComesBefore(e, g)) << "trial " << trial << " position " << i;
+    }
+  }
 }
 
 }  // namespace
