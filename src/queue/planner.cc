@@ -779,7 +779,8 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
     Wait(w, WaitReason::kHeld, "held by an administrator", position, std::nullopt, false);
     return;
   }
-  if (!w.qos.empty() && !config_.qos.empty() && s_.priority->FindQos(w.qos) == nullptr) {
+  const QosPolicy* qos = w.qos.empty() ? nullptr : s_.priority->FindQos(w.qos);
+  if (!w.qos.empty() && !config_.qos.empty() && qos == nullptr) {
     Wait(w, WaitReason::kQosNotAllowed, absl::StrCat("QOS ", w.qos, " is not in the QOS table"),
          position, std::nullopt, false);
     return;
@@ -831,7 +832,6 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
     remember(s_.failed_now);
   }
   // 4. Preempt, if its QOS may.
-  const QosPolicy* qos = s_.priority->FindQos(w.qos);
   if (CanPreemptAnything(qos)) {
     if (std::optional<PreemptDecision> d = TryPreempt(w, priority, eligible, now)) {
       for (NodeIndex n : d->member_nodes) {
@@ -1025,14 +1025,14 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
   CyclePass pass(config_, preemption_, s, plan, /*in_cycle=*/true);
   plan.waiting.reserve(s.order.size());
   // The workloads are visited in priority order, i.e. at random places in memory: fetch the
-  // ones a few steps ahead while planning this one (each spans several cache lines).
+  // ones a few steps ahead while planning this one: the fields PlanOne reads for nearly every
+  // workload, up to the eligibility (see the field order of PendingWorkload).
   constexpr size_t kPrefetchAhead = 4;
+  constexpr size_t kHotBytes = 5 * 64;  // id .. eligibility (about 300 bytes)
   for (size_t i = 0; i < s.order.size(); ++i) {
     if (i + kPrefetchAhead < s.order.size()) {
       const char* ahead = reinterpret_cast<const char*>(s.order[i + kPrefetchAhead].workload);
-      for (size_t line = 0; line < sizeof(PendingWorkload); line += 64) {
-        __builtin_prefetch(ahead + line);
-      }
+      for (size_t line = 0; line < kHotBytes; line += 64) __builtin_prefetch(ahead + line);
     }
     pass.PlanOne(*s.order[i].workload, s.order[i].priority, static_cast<int32_t>(i + 1), now);
   }

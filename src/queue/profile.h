@@ -70,6 +70,7 @@ class AvailabilityProfile {
   Time RoundUp(Time t) const;
 
   const Resources& FreeNow(NodeIndex node) const { return free_now_[node]; }
+  Time FirstFutureStart(NodeIndex node) const { return first_future_start_[node]; }
   // True when a block of the other world is active at now on the node (exclusive nodes only):
   // a workload of `kind` cannot start there now.
   bool OtherKindNow(NodeIndex node, WorkloadKind kind) const {

@@ -389,7 +389,9 @@ TYPED_TEST(QueuePolicyTest, RandomWorkloadsKeepEveryInvariant) {
                              w->reason == WaitReason::kBeyondWindow)) {
           blocked = true;
         }
-        if (blocked) EXPECT_EQ(FindStart(p, p.IdAt(i)), nullptr) << p.IdAt(i);
+        if (blocked) {
+          EXPECT_EQ(FindStart(p, p.IdAt(i)), nullptr) << p.IdAt(i);
+        }
       }
     }
     // Depth bounds the number of reservations.
