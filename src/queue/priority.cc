@@ -83,6 +83,11 @@ PriorityCalculator::PriorityCalculator(const QueueConfig& config, const UsageHis
                                        const Resources& pool_total, Time now)
     : config_(config), pool_total_(pool_total), now_(now),
       fair_share_(ComputeFairShare(config, usage, now)) {
+  for (int i = 0; i < kMaxResourceKinds; ++i) {
+    if (i != kPods && pool_total_[i] > 0) {
+      inverse_pool_total_.emplace_back(i, 1.0 / static_cast<double>(pool_total_[i]));
+    }
+  }
   for (const QosPolicy& q : config.qos) {
     qos_[q.name] = &q;
     max_qos_priority_ = std::max(max_qos_priority_, static_cast<double>(q.priority));
@@ -108,11 +113,10 @@ PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w) const {
   if (auto it = fair_share_.find(w.account); it != fair_share_.end()) b.fair_share = it->second;
   // Job size: the dominant share of the pool the whole workload asks for (favours large
   // workloads, like Slurm's default PriorityFavorSmall=NO).
-  Resources total = w.per_member.Times(std::max<int32_t>(1, w.members));
+  const double members = static_cast<double>(std::max<int32_t>(1, w.members));
   double dominant = 0;
-  for (int i = 0; i < kMaxResourceKinds; ++i) {
-    if (i == kPods || pool_total_[i] <= 0) continue;
-    dominant = std::max(dominant, static_cast<double>(total[i]) / static_cast<double>(pool_total_[i]));
+  for (const auto& [slot, inverse] : inverse_pool_total_) {
+    dominant = std::max(dominant, static_cast<double>(w.per_member[slot]) * members * inverse);
   }
   b.job_size = Clamp01(dominant);
   // Partition: PriorityTier / largest tier.

@@ -2,6 +2,8 @@
 // Multifactor priority, like Slurm's priority/multifactor: a weighted sum of factors, each
 // normalised to [0, 1]. See docs/queue.md "Priority" for each factor's definition.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "queue/model.h"
@@ -31,6 +33,8 @@ class PriorityCalculator {
  private:
   const QueueConfig& config_;
   Resources pool_total_;
+  // (slot, 1 / pool total) for the slots the size factor looks at (not pods, not empty ones).
+  std::vector<std::pair<int, double>> inverse_pool_total_;
   Time now_;
   absl::flat_hash_map<std::string, double> fair_share_;
   absl::flat_hash_map<std::string, const QosPolicy*> qos_;
