@@ -147,6 +147,60 @@ class FailureMemo {
   absl::flat_hash_map<std::pair<WorkloadKind, std::string>, std::vector<Failure>> groups_;
 };
 
+// The earliest placement of a request only moves later during a cycle (capacity only shrinks):
+// after a request found its earliest start at t (or none inside the window: kForever), every
+// request asking at least as much per member, for at least as many members and at least as
+// long, cannot start before t. The search for it then starts at t instead of now, which skips
+// most of the profile once thousands of reservations exist (conservative backfill).
+class NotBeforeMemo {
+ public:
+  // The latest known lower bound on the start of this request; `now` when nothing is known.
+  Time NotBefore(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
+                 int32_t members, Duration duration, Time now) const {
+    const std::vector<Bound>* group = Find(kind, eligibility);
+    Time bound = now;
+    if (group == nullptr) return bound;
+    for (const Bound& b : *group) {
+      if (b.not_before > bound && b.members <= members && b.duration <= duration &&
+          per_member.Covers(b.per_member)) {
+        bound = b.not_before;
+      }
+    }
+    return bound;
+  }
+  void Found(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
+             int32_t members, Duration duration, Time not_before) {
+    std::vector<Bound>& group = FindOrAdd(kind, eligibility);
+    // Drop the bounds this one makes useless: they apply to fewer requests and say less.
+    std::erase_if(group, [&](const Bound& b) {
+      return members <= b.members && duration <= b.duration && b.per_member.Covers(per_member) &&
+             b.not_before <= not_before;
+    });
+    if (group.size() >= kMaxPerGroup) group.erase(group.begin());
+    group.push_back(Bound{per_member, members, duration, not_before});
+  }
+
+ private:
+  static constexpr size_t kMaxPerGroup = 64;
+  struct Bound {
+    Resources per_member;
+    int32_t members;
+    Duration duration;
+    Time not_before;
+  };
+  const std::vector<Bound>* Find(WorkloadKind kind, const std::string& eligibility) const {
+    if (eligibility.empty()) return &unconstrained_[static_cast<int>(kind)];
+    auto it = groups_.find(std::make_pair(kind, eligibility));
+    return it == groups_.end() ? nullptr : &it->second;
+  }
+  std::vector<Bound>& FindOrAdd(WorkloadKind kind, const std::string& eligibility) {
+    if (eligibility.empty()) return unconstrained_[static_cast<int>(kind)];
+    return groups_[std::make_pair(kind, eligibility)];
+  }
+  std::array<std::vector<Bound>, 2> unconstrained_;
+  absl::flat_hash_map<std::pair<WorkloadKind, std::string>, std::vector<Bound>> groups_;
+};
+
 // The converse for one question, "would it fit now if no reservation existed": a request that
 // fitted on some nodes (its witnesses), and every request asking no more per member, for no
 // more members and no longer, still fits as long as nothing started on (or claimed) one of those
@@ -332,7 +386,7 @@ struct QueuePlanner::State {
   std::vector<int32_t> domain_count;  // per topology label: how many domains
   std::vector<std::string> victims;
   FailureMemo failed_now;     // could not start now
-  FailureMemo beyond_window;  // no placement within the window
+  NotBeforeMemo not_before;  // earliest possible starts (kForever: none inside the window)
   // Would not fit now even if no reservation existed (the reason, not the decision).
   FailureMemo failed_ignoring_reservations;
   // Estimation memo per (shape, duration) for the whole cycle. Capacity only shrinks during a
@@ -875,11 +929,16 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
                            s_.reservations < config_.reservation_depth;
   // Capacity only shrinks within a cycle: a shape with no placement in the window for a time
   // limit d has none for any limit >= d either.
-  const bool known_beyond = known(s_.beyond_window);
+  const Time not_before =
+      memo_valid ? s_.not_before.NotBefore(w.kind, sig, w.per_member, members, duration, now) : now;
+  const bool known_beyond = not_before >= kForever;
   auto earliest = [&]() -> std::optional<Placement> {
     if (known_beyond) return std::nullopt;
-    std::optional<Placement> at = EarliestPlacement(w, priority, eligible, now);
-    if (!at.has_value()) remember(s_.beyond_window);
+    std::optional<Placement> at = EarliestPlacement(w, priority, eligible, not_before);
+    if (memo_valid) {
+      s_.not_before.Found(w.kind, sig, w.per_member, members, duration,
+                          at.has_value() ? at->start : kForever);
+    }
     return at;
   };
   if (may_reserve) {
