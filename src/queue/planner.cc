@@ -396,6 +396,9 @@ struct QueuePlanner::State {
   FitsMemo fits_ignoring_reservations;
   // Per node: the sequence number of the last start or preemption claim on it (FitsMemo).
   std::vector<int64_t> node_seq;
+  // Per node: the stamp of the last ForEachNodeWithRoomAt that listed it as freed.
+  std::vector<uint32_t> node_stamp;
+  uint32_t stamp = 0;
   int64_t seq = 0;
 
   int32_t reservations = 0;
@@ -479,19 +482,23 @@ void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit vi
     }
     return;
   }
+  // Nodes with a block ending in (now, t], each once: marked with this call's stamp rather than
+  // sorted (late times gather thousands of them).
   std::vector<NodeIndex> freed;
+  const uint32_t stamp = ++s_.stamp;
   if (t > p.now()) {
     p.ForEachEndAfter(p.now(), [&](Time end, NodeIndex n) {
       if (end > t) return false;
-      freed.push_back(n);
+      if (s_.node_stamp[n] != stamp) {
+        s_.node_stamp[n] = stamp;
+        freed.push_back(n);
+      }
       return true;
     });
-    std::sort(freed.begin(), freed.end());
-    freed.erase(std::unique(freed.begin(), freed.end()), freed.end());
   }
   bool go_on = true;
   s_.free_index[slot]->ForEachWithAtLeast(w.kind, w.per_member[slot], [&](NodeIndex n) {
-    if (std::binary_search(freed.begin(), freed.end(), n)) return true;  // visited below
+    if (s_.node_stamp[n] == stamp) return true;  // visited below
     go_on = visit(n);
     return go_on;
   });
@@ -1020,6 +1027,7 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
   s.priority = std::make_unique<PriorityCalculator>(config_, snap.usage, s.pool_total, now);
   s.claimed.assign(snap.nodes.size(), 0);
   s.node_seq.assign(snap.nodes.size(), 0);
+  s.node_stamp.assign(snap.nodes.size(), 0);
   for (NodeIndex n = 0; n < static_cast<NodeIndex>(snap.nodes.size()); ++n) {
     for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
       if (snap.nodes[n].allocatable[r] > 0) s.nodes_with[r].push_back(n);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/container/inlined_vector.h"
+
 namespace onequeue::queue {
 AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time now,
                                          Duration window, Duration resolution, bool shared_nodes)
@@ -76,37 +78,30 @@ int64_t AvailabilityProfile::Copies(NodeIndex node, Time start, Time end,
     return (free_now_[node] + reserved_now_[node]).CopiesOf(request, cap);
   }
   const std::vector<Block>& blocks = blocks_[node];
-  // Exclusive nodes: a block of the other world anywhere in [start, end) rules the node out;
-  // find that before summing anything.
-  if (!kinds_ok) {
-    for (const Block& b : blocks) {
-      if (ignore_reservations && b.reservation) continue;
-      if (KindConflict(b, kind) && b.start < end && start < b.end) return 0;
-    }
-  }
-  int64_t copies = cap;
-  // Sweep the moments where usage can rise: `start` and every block start inside the interval.
-  auto usage_at = [&](Time p, bool* conflict) {
-    Resources used;
-    for (const Block& b : blocks) {
-      if (ignore_reservations && b.reservation) continue;
-      if (b.start <= p && p < b.end) {
-        if (KindConflict(b, kind)) *conflict = true;
-        used += b.used;
-      }
-    }
-    return used;
-  };
-  bool conflict = false;
-  copies = std::min(copies, (capacity_[node] - usage_at(start, &conflict)).CopiesOf(request, cap));
+  // Only the blocks overlapping [start, end) matter: gather them once (a node may hold many
+  // reservations spread over the window), then sweep the moments where usage can rise: `start`
+  // and every block start inside the interval.
+  absl::InlinedVector<const Block*, 16> overlapping;
   for (const Block& b : blocks) {
-    if (copies == 0 || conflict) break;
     if (ignore_reservations && b.reservation) continue;
-    if (b.start > start && b.start < end) {
-      copies = std::min(copies, (capacity_[node] - usage_at(b.start, &conflict)).CopiesOf(request, cap));
+    if (b.start < end && start < b.end) {
+      if (KindConflict(b, kind)) return 0;
+      overlapping.push_back(&b);
     }
   }
-  return conflict ? 0 : copies;
+  auto free_at = [&](Time p) {
+    Resources free = capacity_[node];
+    for (const Block* b : overlapping) {
+      if (b->start <= p && p < b->end) free -= b->used;
+    }
+    return free;
+  };
+  int64_t copies = free_at(start).CopiesOf(request, cap);
+  for (const Block* b : overlapping) {
+    if (copies == 0) break;
+    if (b->start > start) copies = std::min(copies, free_at(b->start).CopiesOf(request, cap));
+  }
+  return copies;
 }
 
 Time AvailabilityProfile::AvailTimeFirst(NodeIndex node, Time on_or_after, Duration duration,
