@@ -936,12 +936,14 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
                            s_.reservations < config_.reservation_depth;
   // Capacity only shrinks within a cycle: a shape with no placement in the window for a time
   // limit d has none for any limit >= d either.
-  const Time not_before =
-      memo_valid ? s_.not_before.NotBefore(w.kind, sig, w.per_member, members, duration, now) : now;
-  const bool known_beyond = not_before >= kForever;
-  auto earliest = [&]() -> std::optional<Placement> {
-    if (known_beyond) return std::nullopt;
-    std::optional<Placement> at = EarliestPlacement(w, priority, eligible, not_before);
+  // Asked only when a placement is searched (most blocked workloads need none).
+  auto not_before = [&]() {
+    return memo_valid ? s_.not_before.NotBefore(w.kind, sig, w.per_member, members, duration, now)
+                      : now;
+  };
+  auto earliest = [&](Time bound) -> std::optional<Placement> {
+    if (bound >= kForever) return std::nullopt;
+    std::optional<Placement> at = EarliestPlacement(w, priority, eligible, bound);
     if (memo_valid) {
       s_.not_before.Found(w.kind, sig, w.per_member, members, duration,
                           at.has_value() ? at->start : kForever);
@@ -949,7 +951,7 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
     return at;
   };
   if (may_reserve) {
-    std::optional<Placement> at = earliest();
+    std::optional<Placement> at = earliest(not_before());
     if (!at.has_value()) {
       Wait(w, WaitReason::kBeyondWindow, "cannot start within the planning window", position,
            std::nullopt, false);
@@ -976,9 +978,9 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
     auto it = s_.estimate_memo.find(key);
     if (it != s_.estimate_memo.end()) {
       if (it->second < kForever) estimate = it->second;
-    } else if (!known_beyond) {
-      ++s_.estimates;
-      std::optional<Placement> at = earliest();
+    } else if (const Time bound = not_before(); bound < kForever) {
+      ++s_.estimates;  // the budget counts searches, not what memos answer
+      std::optional<Placement> at = earliest(bound);
       s_.estimate_memo[key] = at.has_value() ? at->start : kForever;
       if (at.has_value()) estimate = at->start;
     }
