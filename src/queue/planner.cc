@@ -208,8 +208,10 @@ class NotBeforeMemo {
 // The caller bumps a node's sequence number at each start or claim on it.
 class FitsMemo {
  public:
+  // `seq`: the current sequence number (the highest in node_seq).
   bool KnownToFit(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
-                  int32_t members, Duration duration, const std::vector<int64_t>& node_seq) {
+                  int32_t members, Duration duration, const std::vector<int64_t>& node_seq,
+                  int64_t seq) {
     std::vector<Fit>* group = Find(kind, eligibility);
     if (group == nullptr) return false;
     for (size_t i = 0; i < group->size();) {
@@ -218,9 +220,14 @@ class FitsMemo {
         ++i;
         continue;
       }
+      // Verified at the current sequence number: nothing started anywhere since.
+      if (f.verified == seq) return true;
       const bool intact = std::all_of(f.witnesses.begin(), f.witnesses.end(),
                                       [&](NodeIndex n) { return node_seq[n] <= f.seq; });
-      if (intact) return true;
+      if (intact) {
+        (*group)[i].verified = seq;
+        return true;
+      }
       group->erase(group->begin() + static_cast<std::ptrdiff_t>(i));
     }
     return false;
@@ -229,7 +236,7 @@ class FitsMemo {
               int32_t members, Duration duration, int64_t seq, std::vector<NodeIndex> witnesses) {
     std::vector<Fit>& group = FindOrAdd(kind, eligibility);
     if (group.size() >= kMaxPerGroup) group.erase(group.begin());
-    group.push_back(Fit{per_member, members, duration, seq, std::move(witnesses)});
+    group.push_back(Fit{per_member, members, duration, seq, seq, std::move(witnesses)});
   }
 
  private:
@@ -238,7 +245,8 @@ class FitsMemo {
     Resources per_member;
     int32_t members;
     Duration duration;
-    int64_t seq;  // the sequence number when it fitted
+    int64_t seq;       // the sequence number when it fitted
+    int64_t verified;  // the last sequence number at which its witnesses were checked
     std::vector<NodeIndex> witnesses;
   };
   std::vector<Fit>* Find(WorkloadKind kind, const std::string& eligibility) {
@@ -918,7 +926,8 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
     const bool fits_memo_valid = memo_valid && s_.reserved_for_priority.empty();
     std::vector<NodeIndex> witnesses;
     if (fits_memo_valid && s_.fits_ignoring_reservations.KnownToFit(w.kind, sig, w.per_member,
-                                                                    members, duration, s_.node_seq)) {
+                                                                    members, duration, s_.node_seq,
+                                                                    s_.seq)) {
       reason = WaitReason::kReservedForHigherPriority;
     } else if (!known(s_.failed_ignoring_reservations)) {
       if (FitsIgnoringReservations(w, priority, eligible, now, &witnesses)) {
