@@ -305,6 +305,7 @@ class FreeIndex {
     for (size_t n = 0; n < p.size(); ++n) max_units = std::max(max_units, p.Capacity(n)[slot_] / unit_);
     for (PerKind& k : kinds_) {
       k.buckets.assign(static_cast<size_t>(std::min<int64_t>(max_units, 4096)) + 1, {});
+      k.live.assign(k.buckets.size(), 0);
       k.bucket_of.assign(p.size(), -1);
     }
     for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) Update(n, p);
@@ -317,9 +318,22 @@ class FreeIndex {
       bool blocked = p.OtherKindNow(n, static_cast<WorkloadKind>(kind));
       int32_t b = free <= 0 || blocked ? -1 : Bucket(k, free);
       if (b == k.bucket_of[n]) continue;
+      if (k.bucket_of[n] >= 0) --k.live[k.bucket_of[n]];
       k.bucket_of[n] = b;
-      if (b >= 0) k.buckets[b].push_back(n);
+      if (b >= 0) {
+        k.buckets[b].push_back(n);
+        ++k.live[b];
+      }
     }
+  }
+  // How many nodes ForEachWithAtLeast would visit (to pick the shortest walk).
+  int64_t CountWithAtLeast(WorkloadKind kind, int64_t amount) const {
+    const PerKind& k = kinds_[static_cast<int>(kind)];
+    int64_t count = 0;
+    for (size_t b = static_cast<size_t>(Bucket(k, std::max<int64_t>(0, amount))); b < k.live.size(); ++b) {
+      count += k.live[b];
+    }
+    return count;
   }
   // Visits the nodes where a workload of `kind` might start now with `amount` of the resource,
   // smallest free bucket first; stops when `visit` returns false.
@@ -344,6 +358,7 @@ class FreeIndex {
  private:
   struct PerKind {
     std::vector<std::vector<NodeIndex>> buckets;
+    std::vector<int32_t> live;  // nodes currently in each bucket (the lists also hold stale ones)
     std::vector<int32_t> bucket_of;
   };
   int32_t Bucket(const PerKind& k, int64_t amount) const {
@@ -475,15 +490,18 @@ class CyclePass {
 template <typename Visit>
 void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit visit) {
   const AvailabilityProfile& p = *s_.profile;
-  // Walk the index of the scarcest resource the request asks for (GPUs before cpu).
+  // Walk the index that lists the fewest nodes with enough of what the request asks for (the GPU
+  // index for a GPU request when GPUs are scarce, the cpu index when cpu is).
   int slot = -1;
-  for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
-    if (w.per_member[r] > 0 && s_.free_index[r] != nullptr &&
-        (slot < 0 || s_.nodes_with[r].size() < s_.nodes_with[slot].size())) {
+  int64_t shortest = 0;
+  for (int r = 0; r < kMaxResourceKinds; ++r) {
+    if (w.per_member[r] <= 0 || s_.free_index[r] == nullptr) continue;
+    const int64_t count = s_.free_index[r]->CountWithAtLeast(w.kind, w.per_member[r]);
+    if (slot < 0 || count < shortest) {
       slot = r;
+      shortest = count;
     }
   }
-  if (slot < 0 && w.per_member[kCpu] > 0) slot = kCpu;
   if (slot < 0) {
     for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) {
       if (!visit(n)) return;
