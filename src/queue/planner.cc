@@ -761,9 +761,14 @@ bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, double priori
 void CyclePass::Commit(const PendingWorkload& w, const MemberNodes& nodes, Time start,
                        bool reservation) {
   const Time end = SaturatingAdd(start, RunDuration(w));
-  // One block per node with the sum of the members placed there (runs of a sorted copy).
-  MemberNodes sorted_nodes = nodes;
-  std::sort(sorted_nodes.begin(), sorted_nodes.end());
+  // One block per node with the sum of the members placed there (runs of a sorted copy; one
+  // member, the common case, needs no copy).
+  MemberNodes copy;
+  if (nodes.size() > 1) {
+    copy = nodes;
+    std::sort(copy.begin(), copy.end());
+  }
+  const MemberNodes& sorted_nodes = nodes.size() > 1 ? copy : nodes;
   for (size_t i = 0; i < sorted_nodes.size();) {
     const NodeIndex n = sorted_nodes[i];
     size_t j = i;
