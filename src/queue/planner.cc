@@ -92,23 +92,53 @@ struct ShapeKey {
   }
 };
 
+// What the memos below compare: how much a request asks.
+struct RequestSize {
+  Resources per_member;
+  int32_t members;
+  Duration duration;
+
+  // True when this asks at least as much as `other` per member, for at least as many members
+  // and at least as long.
+  bool AtLeast(const RequestSize& other) const {
+    return members >= other.members && duration >= other.duration &&
+           per_member.Covers(other.per_member);
+  }
+};
+
+// Memo groups per workload kind and eligibility signature. Most workloads have no placement
+// constraint: their two groups need no hashing.
+template <typename Group>
+class PerEligibility {
+ public:
+  Group* Find(WorkloadKind kind, const std::string& eligibility) {
+    if (eligibility.empty()) return &unconstrained_[static_cast<int>(kind)];
+    auto it = groups_.find(std::make_pair(kind, eligibility));
+    return it == groups_.end() ? nullptr : &it->second;
+  }
+  Group& FindOrAdd(WorkloadKind kind, const std::string& eligibility) {
+    if (eligibility.empty()) return unconstrained_[static_cast<int>(kind)];
+    return groups_[std::make_pair(kind, eligibility)];
+  }
+
+ private:
+  std::array<Group, 2> unconstrained_;
+  absl::flat_hash_map<std::pair<WorkloadKind, std::string>, Group> groups_;
+};
+
 // Requests that failed one question of this cycle ("start now?", "fit now if no reservation
-// existed?", "any placement inside the window?"), per workload kind and eligibility signature.
-// Within a cycle capacity only shrinks and the queue is walked by descending priority (so the
-// nodes a workload may use only shrink too): a request that asks at least as much per member,
-// for at least as many members and at least as long as one that failed fails too. One check
-// against a few remembered failures then replaces a walk over thousands of nodes. Only minimal
-// failures are kept (a Pareto frontier), at most kMaxPerGroup per group: it is a memo, and
-// forgetting costs only time.
+// existed?"). Within a cycle capacity only shrinks and the queue is walked by descending
+// priority (so the nodes a workload may use only shrink too): a request that asks at least as
+// much as one that failed fails too. One check against a few remembered failures then replaces
+// a walk over thousands of nodes. Only minimal failures are kept (a Pareto frontier), at most
+// kMaxPerGroup per group: it is a memo, and forgetting costs only time.
 class FailureMemo {
  public:
-  bool KnownToFail(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
-                   int32_t members, Duration duration) {
-    std::vector<Failure>* group = Find(kind, eligibility);
+  bool KnownToFail(WorkloadKind kind, const std::string& eligibility, const RequestSize& r) {
+    std::vector<RequestSize>* group = groups_.Find(kind, eligibility);
     if (group == nullptr) return false;
     for (size_t i = 0; i < group->size(); ++i) {
-      const Failure& f = (*group)[i];
-      if (f.members <= members && f.duration <= duration && per_member.Covers(f.per_member)) {
+      if (r.AtLeast((*group)[i])) {
         // Neighbours in the queue tend to hit the same failure: move it one step to the front.
         if (i > 0) std::swap((*group)[i], (*group)[i - 1]);
         return true;
@@ -116,107 +146,71 @@ class FailureMemo {
     }
     return false;
   }
-  void Failed(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
-              int32_t members, Duration duration) {
-    std::vector<Failure>& group = FindOrAdd(kind, eligibility);
+  void Failed(WorkloadKind kind, const std::string& eligibility, const RequestSize& r) {
+    std::vector<RequestSize>& group = groups_.FindOrAdd(kind, eligibility);
     // The new failure is minimal (it was not known): drop the ones it dominates.
-    std::erase_if(group, [&](const Failure& f) {
-      return members <= f.members && duration <= f.duration && f.per_member.Covers(per_member);
-    });
-    if (group.size() < kMaxPerGroup) group.push_back(Failure{per_member, members, duration});
+    std::erase_if(group, [&](const RequestSize& f) { return f.AtLeast(r); });
+    if (group.size() < kMaxPerGroup) group.push_back(r);
   }
 
  private:
   static constexpr size_t kMaxPerGroup = 64;
-  struct Failure {
-    Resources per_member;
-    int32_t members;
-    Duration duration;
-  };
-  // Most workloads have no placement constraint: their groups need no hashing.
-  std::vector<Failure>* Find(WorkloadKind kind, const std::string& eligibility) {
-    if (eligibility.empty()) return &unconstrained_[static_cast<int>(kind)];
-    auto it = groups_.find(std::make_pair(kind, eligibility));
-    return it == groups_.end() ? nullptr : &it->second;
-  }
-  std::vector<Failure>& FindOrAdd(WorkloadKind kind, const std::string& eligibility) {
-    if (eligibility.empty()) return unconstrained_[static_cast<int>(kind)];
-    return groups_[std::make_pair(kind, eligibility)];
-  }
-  std::array<std::vector<Failure>, 2> unconstrained_;
-  absl::flat_hash_map<std::pair<WorkloadKind, std::string>, std::vector<Failure>> groups_;
+  PerEligibility<std::vector<RequestSize>> groups_;
 };
 
 // The earliest placement of a request only moves later during a cycle (capacity only shrinks):
 // after a request found its earliest start at t (or none inside the window: kForever), every
-// request asking at least as much per member, for at least as many members and at least as
-// long, cannot start before t. The search for it then starts at t instead of now, which skips
-// most of the profile once thousands of reservations exist (conservative backfill).
+// request asking at least as much cannot start before t. The search for it then starts at t
+// instead of now, which skips most of the profile once thousands of reservations exist
+// (conservative backfill).
 class NotBeforeMemo {
  public:
   // The latest known lower bound on the start of this request; `now` when nothing is known.
-  Time NotBefore(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
-                 int32_t members, Duration duration, Time now) const {
-    const std::vector<Bound>* group = Find(kind, eligibility);
+  Time NotBefore(WorkloadKind kind, const std::string& eligibility, const RequestSize& r,
+                 Time now) {
+    const std::vector<Bound>* group = groups_.Find(kind, eligibility);
     Time bound = now;
     if (group == nullptr) return bound;
     for (const Bound& b : *group) {
-      if (b.not_before > bound && b.members <= members && b.duration <= duration &&
-          per_member.Covers(b.per_member)) {
-        bound = b.not_before;
-      }
+      if (b.not_before > bound && r.AtLeast(b.size)) bound = b.not_before;
     }
     return bound;
   }
-  void Found(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
-             int32_t members, Duration duration, Time not_before) {
-    std::vector<Bound>& group = FindOrAdd(kind, eligibility);
+  void Found(WorkloadKind kind, const std::string& eligibility, const RequestSize& r,
+             Time not_before) {
+    std::vector<Bound>& group = groups_.FindOrAdd(kind, eligibility);
     // Drop the bounds this one makes useless: they apply to fewer requests and say less.
     std::erase_if(group, [&](const Bound& b) {
-      return members <= b.members && duration <= b.duration && b.per_member.Covers(per_member) &&
-             b.not_before <= not_before;
+      return b.size.AtLeast(r) && b.not_before <= not_before;
     });
     if (group.size() >= kMaxPerGroup) group.erase(group.begin());
-    group.push_back(Bound{per_member, members, duration, not_before});
+    group.push_back(Bound{r, not_before});
   }
 
  private:
   static constexpr size_t kMaxPerGroup = 64;
   struct Bound {
-    Resources per_member;
-    int32_t members;
-    Duration duration;
+    RequestSize size;
     Time not_before;
   };
-  const std::vector<Bound>* Find(WorkloadKind kind, const std::string& eligibility) const {
-    if (eligibility.empty()) return &unconstrained_[static_cast<int>(kind)];
-    auto it = groups_.find(std::make_pair(kind, eligibility));
-    return it == groups_.end() ? nullptr : &it->second;
-  }
-  std::vector<Bound>& FindOrAdd(WorkloadKind kind, const std::string& eligibility) {
-    if (eligibility.empty()) return unconstrained_[static_cast<int>(kind)];
-    return groups_[std::make_pair(kind, eligibility)];
-  }
-  std::array<std::vector<Bound>, 2> unconstrained_;
-  absl::flat_hash_map<std::pair<WorkloadKind, std::string>, std::vector<Bound>> groups_;
+  PerEligibility<std::vector<Bound>> groups_;
 };
 
 // The converse for one question, "would it fit now if no reservation existed": a request that
-// fitted on some nodes (its witnesses), and every request asking no more per member, for no
-// more members and no longer, still fits as long as nothing started on (or claimed) one of those
-// nodes since: starts and claims are the only things that shrink what this question looks at.
-// The caller bumps a node's sequence number at each start or claim on it.
+// fitted on some nodes (its witnesses), and every request asking no more, still fits as long as
+// nothing started on (or claimed) one of those nodes since: starts and claims are the only
+// things that shrink what this question looks at. The caller bumps a node's sequence number at
+// each start or claim on it.
 class FitsMemo {
  public:
   // `seq`: the current sequence number (the highest in node_seq).
-  bool KnownToFit(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
-                  int32_t members, Duration duration, const std::vector<int64_t>& node_seq,
-                  int64_t seq) {
-    std::vector<Fit>* group = Find(kind, eligibility);
+  bool KnownToFit(WorkloadKind kind, const std::string& eligibility, const RequestSize& r,
+                  const std::vector<int64_t>& node_seq, int64_t seq) {
+    std::vector<Fit>* group = groups_.Find(kind, eligibility);
     if (group == nullptr) return false;
     for (size_t i = 0; i < group->size();) {
-      const Fit& f = (*group)[i];
-      if (!(members <= f.members && duration <= f.duration && f.per_member.Covers(per_member))) {
+      Fit& f = (*group)[i];
+      if (!f.size.AtLeast(r)) {
         ++i;
         continue;
       }
@@ -225,41 +219,29 @@ class FitsMemo {
       const bool intact = std::all_of(f.witnesses.begin(), f.witnesses.end(),
                                       [&](NodeIndex n) { return node_seq[n] <= f.seq; });
       if (intact) {
-        (*group)[i].verified = seq;
+        f.verified = seq;
         return true;
       }
       group->erase(group->begin() + static_cast<std::ptrdiff_t>(i));
     }
     return false;
   }
-  void Fitted(WorkloadKind kind, const std::string& eligibility, const Resources& per_member,
-              int32_t members, Duration duration, int64_t seq, std::vector<NodeIndex> witnesses) {
-    std::vector<Fit>& group = FindOrAdd(kind, eligibility);
+  void Fitted(WorkloadKind kind, const std::string& eligibility, const RequestSize& r,
+              int64_t seq, std::vector<NodeIndex> witnesses) {
+    std::vector<Fit>& group = groups_.FindOrAdd(kind, eligibility);
     if (group.size() >= kMaxPerGroup) group.erase(group.begin());
-    group.push_back(Fit{per_member, members, duration, seq, seq, std::move(witnesses)});
+    group.push_back(Fit{r, seq, seq, std::move(witnesses)});
   }
 
  private:
   static constexpr size_t kMaxPerGroup = 16;
   struct Fit {
-    Resources per_member;
-    int32_t members;
-    Duration duration;
+    RequestSize size;
     int64_t seq;       // the sequence number when it fitted
     int64_t verified;  // the last sequence number at which its witnesses were checked
     std::vector<NodeIndex> witnesses;
   };
-  std::vector<Fit>* Find(WorkloadKind kind, const std::string& eligibility) {
-    if (eligibility.empty()) return &unconstrained_[static_cast<int>(kind)];
-    auto it = groups_.find(std::make_pair(kind, eligibility));
-    return it == groups_.end() ? nullptr : &it->second;
-  }
-  std::vector<Fit>& FindOrAdd(WorkloadKind kind, const std::string& eligibility) {
-    if (eligibility.empty()) return unconstrained_[static_cast<int>(kind)];
-    return groups_[std::make_pair(kind, eligibility)];
-  }
-  std::array<std::vector<Fit>, 2> unconstrained_;
-  absl::flat_hash_map<std::pair<WorkloadKind, std::string>, std::vector<Fit>> groups_;
+  PerEligibility<std::vector<Fit>> groups_;
 };
 
 std::string EligibilitySignature(const Eligibility& e) {
@@ -906,12 +888,12 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
   // evaluated later sits between them, which matters only where a node is reserved(W) for a
   // pending workload (usable only by higher priorities), or when time moved on.
   const bool memo_valid = now == s_.now && (in_cycle_ || s_.reserved_for_priority.empty());
-  const int32_t members = std::max<int32_t>(1, w.members);
+  const RequestSize size{w.per_member, std::max<int32_t>(1, w.members), duration};
   auto known = [&](FailureMemo& memo) {
-    return memo_valid && memo.KnownToFail(w.kind, sig, w.per_member, members, duration);
+    return memo_valid && memo.KnownToFail(w.kind, sig, size);
   };
   auto remember = [&](FailureMemo& memo) {
-    if (memo_valid) memo.Failed(w.kind, sig, w.per_member, members, duration);
+    if (memo_valid) memo.Failed(w.kind, sig, size);
   };
   const bool known_to_fail = known(s_.failed_now);
   if (!known_to_fail) {
@@ -948,16 +930,14 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
     // priority where a node is reserved(W) for a pending workload.
     const bool fits_memo_valid = memo_valid && s_.reserved_for_priority.empty();
     std::vector<NodeIndex> witnesses;
-    if (fits_memo_valid && s_.fits_ignoring_reservations.KnownToFit(w.kind, sig, w.per_member,
-                                                                    members, duration, s_.node_seq,
-                                                                    s_.seq)) {
+    if (fits_memo_valid &&
+        s_.fits_ignoring_reservations.KnownToFit(w.kind, sig, size, s_.node_seq, s_.seq)) {
       reason = WaitReason::kReservedForHigherPriority;
     } else if (!known(s_.failed_ignoring_reservations)) {
       if (FitsIgnoringReservations(w, priority, eligible, now, &witnesses)) {
         reason = WaitReason::kReservedForHigherPriority;
         if (fits_memo_valid) {
-          s_.fits_ignoring_reservations.Fitted(w.kind, sig, w.per_member, members, duration,
-                                               s_.seq, std::move(witnesses));
+          s_.fits_ignoring_reservations.Fitted(w.kind, sig, size, s_.seq, std::move(witnesses));
         }
       } else {
         remember(s_.failed_ignoring_reservations);
@@ -970,15 +950,13 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
   // limit d has none for any limit >= d either.
   // Asked only when a placement is searched (most blocked workloads need none).
   auto not_before = [&]() {
-    return memo_valid ? s_.not_before.NotBefore(w.kind, sig, w.per_member, members, duration, now)
-                      : now;
+    return memo_valid ? s_.not_before.NotBefore(w.kind, sig, size, now) : now;
   };
   auto earliest = [&](Time bound) -> std::optional<Placement> {
     if (bound >= kForever) return std::nullopt;
     std::optional<Placement> at = EarliestPlacement(w, priority, eligible, bound);
     if (memo_valid) {
-      s_.not_before.Found(w.kind, sig, w.per_member, members, duration,
-                          at.has_value() ? at->start : kForever);
+      s_.not_before.Found(w.kind, sig, size, at.has_value() ? at->start : kForever);
     }
     return at;
   };
