@@ -165,6 +165,23 @@ const std::shared_ptr<Snapshot>& SteadySnapshot() {
   return *snap;
 }
 
+// A fingerprint of the decisions (starts and their nodes, reservations, every waiting reason and
+// estimate), so an optimisation can show it changed no decision: compare it across builds.
+double PlanFingerprint(const Plan& p) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  auto mix_str = [&](const std::string& str) { for (char c : str) mix(static_cast<unsigned char>(c)); };
+  for (const auto& d : p.starts) { mix_str(d.workload); for (auto n : d.member_nodes) mix(n); }
+  for (const auto& r : p.reservations) { mix_str(r.workload); mix(r.start); for (auto n : r.member_nodes) mix(n); }
+  for (const auto& w : p.waiting) {
+    mix_str(w.workload);
+    mix(static_cast<uint64_t>(w.reason));
+    mix(static_cast<uint64_t>(w.queue_position));
+    mix(static_cast<uint64_t>(w.estimated_start.value_or(-1)));
+  }
+  return static_cast<double>(h % 1'000'000'007ull);
+}
+
 void BM_SteadyCycle(benchmark::State& state) {
   const auto& snap = SteadySnapshot();
   QueueConfig c = BenchConfig(static_cast<int32_t>(state.range(0)));
@@ -184,6 +201,7 @@ void BM_SteadyCycle(benchmark::State& state) {
   state.counters["reservations"] = static_cast<double>(last.reservations.size());
   state.counters["estimated"] = static_cast<double>(estimated);
   state.counters["pending"] = static_cast<double>(snap->pending.size());
+  state.counters["fingerprint"] = PlanFingerprint(last);
 }
 BENCHMARK(BM_SteadyCycle)
     ->ArgNames({"depth", "max_estimates"})
@@ -192,23 +210,6 @@ BENCHMARK(BM_SteadyCycle)
     ->Args({100, 1000})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(5);
-
-// A fingerprint of the decisions (starts and their nodes, reservations, every waiting reason and
-// estimate), so an optimisation can show it changed no decision: compare it across builds.
-double PlanFingerprint(const Plan& p) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-  auto mix_str = [&](const std::string& str) { for (char c : str) mix(static_cast<unsigned char>(c)); };
-  for (const auto& d : p.starts) { mix_str(d.workload); for (auto n : d.member_nodes) mix(n); }
-  for (const auto& r : p.reservations) { mix_str(r.workload); mix(r.start); for (auto n : r.member_nodes) mix(n); }
-  for (const auto& w : p.waiting) {
-    mix_str(w.workload);
-    mix(static_cast<uint64_t>(w.reason));
-    mix(static_cast<uint64_t>(w.queue_position));
-    mix(static_cast<uint64_t>(w.estimated_start.value_or(-1)));
-  }
-  return static_cast<double>(h % 1'000'000'007ull);
-}
 
 void ReportPlan(benchmark::State& state, const Plan& p) {
   state.counters["fingerprint"] = PlanFingerprint(p);
