@@ -182,6 +182,15 @@ double PlanFingerprint(const Plan& p) {
   return static_cast<double>(h % 1'000'000'007ull);
 }
 
+void ReportPlan(benchmark::State& state, const Plan& p) {
+  state.counters["fingerprint"] = PlanFingerprint(p);
+  state.counters["starts"] = static_cast<double>(p.starts.size());
+  state.counters["reservations"] = static_cast<double>(p.reservations.size());
+  int64_t estimated = 0;
+  for (const auto& w : p.waiting) estimated += w.estimated_start.has_value();
+  state.counters["estimated"] = static_cast<double>(estimated);
+}
+
 void BM_SteadyCycle(benchmark::State& state) {
   const auto& snap = SteadySnapshot();
   QueueConfig c = BenchConfig(static_cast<int32_t>(state.range(0)));
@@ -195,13 +204,8 @@ void BM_SteadyCycle(benchmark::State& state) {
     last = std::move(p);
     state.ResumeTiming();
   }
-  int64_t estimated = 0;
-  for (const auto& w : last.waiting) estimated += w.estimated_start.has_value();
-  state.counters["starts"] = static_cast<double>(last.starts.size());
-  state.counters["reservations"] = static_cast<double>(last.reservations.size());
-  state.counters["estimated"] = static_cast<double>(estimated);
+  ReportPlan(state, last);
   state.counters["pending"] = static_cast<double>(snap->pending.size());
-  state.counters["fingerprint"] = PlanFingerprint(last);
 }
 BENCHMARK(BM_SteadyCycle)
     ->ArgNames({"depth", "max_estimates"})
@@ -211,14 +215,6 @@ BENCHMARK(BM_SteadyCycle)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(5);
 
-void ReportPlan(benchmark::State& state, const Plan& p) {
-  state.counters["fingerprint"] = PlanFingerprint(p);
-  state.counters["starts"] = static_cast<double>(p.starts.size());
-  state.counters["reservations"] = static_cast<double>(p.reservations.size());
-  int64_t estimated = 0;
-  for (const auto& w : p.waiting) estimated += w.estimated_start.has_value();
-  state.counters["estimated"] = static_cast<double>(estimated);
-}
 
 // Full cycle: arg 0 = reservation depth (1 = EASY, 100 = hybrid, 0 = conservative),
 // arg 1 = max_estimates_per_cycle (0 = estimate every waiting workload).
