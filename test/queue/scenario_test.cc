@@ -225,6 +225,52 @@ TEST(Incremental, ArrivalBehindTheReservationsIsPlannedAlone) {
   EXPECT_TRUE(d3->starts.empty());
 }
 
+// The failure memos assume the walk by falling priority. An arrival planned afterwards may have a
+// higher priority than workloads whose failures were remembered: where a node is reserved(P)
+// for a pending workload, it may use that node when they could not.
+//   n0: 4 cpus, reserved(P);  n1: 8 cpus, busy until t=100
+//   R (oldest) 8 cpus: reserved on n1 at t=100.  P: 16 cpus, never fits.
+//   L (after P) 1 cpu: may not use n0 (lower than P), n1 is full: fails, and is remembered.
+//   A arrives between R and P, 1 cpu: it may use n0, so it starts there.
+TEST(Incremental, ArrivalAboveAReservedNodesHolderIgnoresFailuresOfLowerPriorities) {
+  QueueConfig c = SubmitOrderConfig();
+  c.reservation_depth = 1;
+  Snapshot s;
+  s.nodes = {MakeNode("n0", 4000), MakeNode("n1", 8000)};
+  s.nodes[0].owner.kind = OwnerKind::kReserved;
+  s.nodes[0].owner.reserved_for = "P";
+  s.running = {MakeRunning("X", 1, Cpu(8000), 0, 100)};
+  s.pending = {PendingBuilder("R", 8000).Submit(0), PendingBuilder("P", 16000).Submit(5),
+               PendingBuilder("L", 1000).Limit(10).Submit(10)};
+  QueuePlanner planner(c, nullptr);
+  Plan p = planner.PlanCycle(std::make_shared<Snapshot>(std::move(s)), 20);
+  ASSERT_EQ(p.reservations.size(), 1u);
+  EXPECT_EQ(p.reservations[0].workload, "R");
+  EXPECT_EQ(FindStart(p, "L"), nullptr);
+  auto d = planner.OnArrival(PendingBuilder("A", 1000).Limit(10).Submit(3), 20);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_FALSE(d->needs_full_cycle);
+  ASSERT_EQ(d->starts.size(), 1u);
+  EXPECT_EQ(d->starts[0].member_nodes, (MemberNodes{0}));
+}
+
+// A reservation's text does not carry its start (estimated_start does): the daemon patches a
+// pod's status only when what it shows changes, and the start moves with every cycle's grid.
+TEST(Scenario, ReservationMessageStaysTheSameFromCycleToCycle) {
+  QueueConfig c = SubmitOrderConfig();
+  c.reservation_depth = 1;
+  c.resolution = 60;
+  Plan first = RunWith(c, TextbookSnapshot(), 0);
+  Plan later = RunWith(c, TextbookSnapshot(), 30);
+  const WaitingStatus* a = FindWaiting(first, "J1");
+  const WaitingStatus* b = FindWaiting(later, "J1");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(a->has_reservation && b->has_reservation);
+  EXPECT_NE(a->estimated_start, b->estimated_start);  // 120 vs 150: the grid moved
+  EXPECT_EQ(a->Message(), b->Message());
+}
+
 TEST(Incremental, ArrivalAheadOfAReservationNeedsAFullCycle) {
   QueueConfig c = SubmitOrderConfig();
   QueuePlanner planner(c, nullptr);
