@@ -73,7 +73,10 @@ struct PriorityBreakdown {
 };
 
 struct WaitingStatus {
-  std::string workload;
+  // The workload's id: a view of the id in Plan::snapshot, which the plan keeps alive (no copy:
+  // a plan lists 100,000 of these). In a PlanDelta, of the planner's copy of the arrival, valid
+  // until its next PlanCycle. Copy it to keep it longer.
+  std::string_view workload;
   WaitReason reason = WaitReason::kPriority;
   // Why it waits, in words: read it with Message(). The common texts are constants, so 100,000
   // waiting workloads cost no allocation for them; a text made for this workload is in `message`.

@@ -83,7 +83,7 @@ struct ShapeKey {
   int32_t members;
   WorkloadKind kind;
   bool pack;
-  std::string eligibility;  // signature; empty = no constraint
+  int32_t eligibility;  // eligibility class (kUnconstrained = no constraint)
 
   friend bool operator==(const ShapeKey&, const ShapeKey&) = default;
   template <typename H>
@@ -106,24 +106,31 @@ struct RequestSize {
   }
 };
 
-// Memo groups per workload kind and eligibility signature. Most workloads have no placement
-// constraint: their two groups need no hashing.
+// Workloads with the same static eligibility (selector, affinity, tolerations, partition nodes)
+// share a class id, numbered per cycle from kUnconstrained = 0 (no constraint, most workloads).
+// The id is found once per workload in the priority pass, so the planning pass neither builds
+// nor hashes a signature.
+constexpr int32_t kUnconstrained = 0;
+
+// Memo groups per workload kind and eligibility class: a vector indexed by class id.
 template <typename Group>
 class PerEligibility {
  public:
-  Group* Find(WorkloadKind kind, const std::string& eligibility) {
-    if (eligibility.empty()) return &unconstrained_[static_cast<int>(kind)];
-    auto it = groups_.find(std::make_pair(kind, eligibility));
-    return it == groups_.end() ? nullptr : &it->second;
+  Group* Find(WorkloadKind kind, int32_t eligibility) {
+    const size_t i = Index(kind, eligibility);
+    return i < groups_.size() ? &groups_[i] : nullptr;
   }
-  Group& FindOrAdd(WorkloadKind kind, const std::string& eligibility) {
-    if (eligibility.empty()) return unconstrained_[static_cast<int>(kind)];
-    return groups_[std::make_pair(kind, eligibility)];
+  Group& FindOrAdd(WorkloadKind kind, int32_t eligibility) {
+    const size_t i = Index(kind, eligibility);
+    if (i >= groups_.size()) groups_.resize(i + 1);
+    return groups_[i];
   }
 
  private:
-  std::array<Group, 2> unconstrained_;
-  absl::flat_hash_map<std::pair<WorkloadKind, std::string>, Group> groups_;
+  static size_t Index(WorkloadKind kind, int32_t eligibility) {
+    return static_cast<size_t>(eligibility) * 2 + static_cast<size_t>(kind);
+  }
+  std::vector<Group> groups_;
 };
 
 // Requests that failed one question of this cycle ("start now?", "fit now if no reservation
@@ -134,7 +141,7 @@ class PerEligibility {
 // kMaxPerGroup per group: it is a memo, and forgetting costs only time.
 class FailureMemo {
  public:
-  bool KnownToFail(WorkloadKind kind, const std::string& eligibility, const RequestSize& r) {
+  bool KnownToFail(WorkloadKind kind, int32_t eligibility, const RequestSize& r) {
     std::vector<RequestSize>* group = groups_.Find(kind, eligibility);
     if (group == nullptr) return false;
     for (size_t i = 0; i < group->size(); ++i) {
@@ -146,7 +153,7 @@ class FailureMemo {
     }
     return false;
   }
-  void Failed(WorkloadKind kind, const std::string& eligibility, const RequestSize& r) {
+  void Failed(WorkloadKind kind, int32_t eligibility, const RequestSize& r) {
     std::vector<RequestSize>& group = groups_.FindOrAdd(kind, eligibility);
     // The new failure is minimal (it was not known): drop the ones it dominates.
     std::erase_if(group, [&](const RequestSize& f) { return f.AtLeast(r); });
@@ -166,7 +173,7 @@ class FailureMemo {
 class NotBeforeMemo {
  public:
   // The latest known lower bound on the start of this request; `now` when nothing is known.
-  Time NotBefore(WorkloadKind kind, const std::string& eligibility, const RequestSize& r,
+  Time NotBefore(WorkloadKind kind, int32_t eligibility, const RequestSize& r,
                  Time now) {
     const std::vector<Bound>* group = groups_.Find(kind, eligibility);
     Time bound = now;
@@ -176,7 +183,7 @@ class NotBeforeMemo {
     }
     return bound;
   }
-  void Found(WorkloadKind kind, const std::string& eligibility, const RequestSize& r,
+  void Found(WorkloadKind kind, int32_t eligibility, const RequestSize& r,
              Time not_before) {
     std::vector<Bound>& group = groups_.FindOrAdd(kind, eligibility);
     // Drop the bounds this one makes useless: they apply to fewer requests and say less.
@@ -204,7 +211,7 @@ class NotBeforeMemo {
 class FitsMemo {
  public:
   // `seq`: the current sequence number (the highest in node_seq).
-  bool KnownToFit(WorkloadKind kind, const std::string& eligibility, const RequestSize& r,
+  bool KnownToFit(WorkloadKind kind, int32_t eligibility, const RequestSize& r,
                   const std::vector<int64_t>& node_seq, int64_t seq) {
     std::vector<Fit>* group = groups_.Find(kind, eligibility);
     if (group == nullptr) return false;
@@ -226,7 +233,7 @@ class FitsMemo {
     }
     return false;
   }
-  void Fitted(WorkloadKind kind, const std::string& eligibility, const RequestSize& r,
+  void Fitted(WorkloadKind kind, int32_t eligibility, const RequestSize& r,
               int64_t seq, std::vector<NodeIndex> witnesses) {
     std::vector<Fit>& group = groups_.FindOrAdd(kind, eligibility);
     if (group.size() >= kMaxPerGroup) group.erase(group.begin());
@@ -288,6 +295,7 @@ class FreeIndex {
     for (PerKind& k : kinds_) {
       k.buckets.assign(static_cast<size_t>(std::min<int64_t>(max_units, 4096)) + 1, {});
       k.live.assign(k.buckets.size(), 0);
+      k.stale.assign(k.buckets.size(), 0);
       k.bucket_of.assign(p.size(), -1);
     }
     for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) Update(n, p);
@@ -300,7 +308,10 @@ class FreeIndex {
       bool blocked = p.OtherKindNow(n, static_cast<WorkloadKind>(kind));
       int32_t b = free <= 0 || blocked ? -1 : Bucket(k, free);
       if (b == k.bucket_of[n]) continue;
-      if (k.bucket_of[n] >= 0) --k.live[k.bucket_of[n]];
+      if (k.bucket_of[n] >= 0) {
+        --k.live[k.bucket_of[n]];
+        ++k.stale[k.bucket_of[n]];
+      }
       k.bucket_of[n] = b;
       if (b >= 0) {
         k.buckets[b].push_back(n);
@@ -324,23 +335,25 @@ class FreeIndex {
     PerKind& k = kinds_[static_cast<int>(kind)];
     for (size_t b = static_cast<size_t>(Bucket(k, std::max<int64_t>(0, amount))); b < k.buckets.size(); ++b) {
       std::vector<NodeIndex>& v = k.buckets[b];
-      size_t keep = 0;
-      bool go_on = true;
-      for (size_t i = 0; i < v.size(); ++i) {
-        NodeIndex n = v[i];
-        if (k.bucket_of[n] != static_cast<int32_t>(b)) continue;  // moved since: drop
-        v[keep++] = n;
-        if (go_on) go_on = visit(n);
+      // Entries of nodes that moved to a lower bucket since are skipped, and dropped once they
+      // are half of the list: a walk that stops at its first node must not pay for the whole
+      // bucket (thousands of nearly full nodes share the low ones).
+      if (k.stale[b] > 16 && 2 * static_cast<size_t>(k.stale[b]) > v.size()) {
+        std::erase_if(v, [&](NodeIndex n) { return k.bucket_of[n] != static_cast<int32_t>(b); });
+        k.stale[b] = 0;
       }
-      v.resize(keep);
-      if (!go_on) return;
+      for (NodeIndex n : v) {
+        if (k.bucket_of[n] != static_cast<int32_t>(b)) continue;  // moved since
+        if (!visit(n)) return;
+      }
     }
   }
 
  private:
   struct PerKind {
     std::vector<std::vector<NodeIndex>> buckets;
-    std::vector<int32_t> live;  // nodes currently in each bucket (the lists also hold stale ones)
+    std::vector<int32_t> live;   // nodes currently in each bucket (the lists also hold stale ones)
+    std::vector<int32_t> stale;  // entries of each bucket's list whose node moved since
     std::vector<int32_t> bucket_of;
   };
   int32_t Bucket(const PerKind& k, int64_t amount) const {
@@ -355,11 +368,22 @@ class FreeIndex {
 
 // Everything one cycle builds and OnArrival reuses.
 struct QueuePlanner::State {
-  struct Entry {
-    double priority;
-    Time submit_time;
-    const PendingWorkload* workload;
-    QueueOrderKey Key() const { return {priority, submit_time, &workload->id}; }
+  // What the priority pass learns about a workload for the planning pass, which then reads only
+  // the workload's first two cache lines (id .. per_member): it visits 100,000 workloads in
+  // priority order, at random places in memory, and that pass is bound by memory.
+  // A workload that waits for a known reason (most of them) is planned from these alone: one
+  // cache line.
+  struct alignas(64) Facts {
+    std::string_view id;  // the workload's id (in the snapshot, or in `arrivals`)
+    const QosPolicy* qos = nullptr;
+    Duration duration = 0;
+    int32_t shape = 0;                     // per-member request: shapes[shape]
+    int32_t members = 1;                   // >= 1
+    int32_t eligibility = kUnconstrained;  // class id
+    WorkloadKind kind = WorkloadKind::kPodGroup;
+    bool qos_unknown = false;  // names a QOS the (non-empty) table lacks
+    // No admission error, not held, no missing gang member: the planner may place it.
+    bool placeable = true;
   };
 
   std::shared_ptr<const Snapshot> snapshot;
@@ -367,16 +391,55 @@ struct QueuePlanner::State {
   std::unique_ptr<PriorityCalculator> priority;
   std::unique_ptr<EligibilityChecker> checker;
   std::unique_ptr<AvailabilityProfile> profile;
-  std::vector<Entry> order;
+  // Workload numbers: 0 .. pending-1 are snapshot->pending, the next ones `arrivals`.
   std::deque<PendingWorkload> arrivals;  // stable storage for workloads added by OnArrival
+  std::vector<Facts> facts;              // per workload number
+  std::vector<SortedQueueKey> order;     // the queue: workload numbers by ComesBefore
+  // Distinct per-member requests (a few hundred in a queue of 100,000), so Facts stays small.
+  std::vector<Resources> shapes;
+  absl::flat_hash_map<Resources, int32_t> shape_of;
 
-  // Static eligibility (selector, affinity, taints, partition, schedulable) per signature.
+  const PendingWorkload& Workload(int32_t number) const {
+    const size_t pending = snapshot->pending.size();
+    const size_t n = static_cast<size_t>(number);
+    return n < pending ? snapshot->pending[n] : arrivals[n - pending];
+  }
+  QueueOrderKey KeyOf(const SortedQueueKey& k) const {
+    return {k.priority, k.submit_time, &Workload(k.index).id};
+  }
+
+  // Static eligibility (selector, affinity, taints, partition, schedulable) per eligibility
+  // class, built when the first workload of the class is planned (null until then).
   struct EligibleSet {
     std::vector<char> bits;
     int32_t count = 0;
   };
-  absl::flat_hash_map<std::string, EligibleSet> static_eligible;
-  std::unique_ptr<EligibleSet> unconstrained_eligible;  // the common case, without a lookup
+  std::vector<std::unique_ptr<EligibleSet>> eligible_by_class{1};
+  absl::flat_hash_map<std::string, int32_t> class_of_signature;  // constrained classes only
+
+  Facts FactsOf(const PendingWorkload& w, const QosPolicy* qos, const QueueConfig& config) {
+    Facts f;
+    f.id = w.id;
+    auto [shape, added_shape] = shape_of.try_emplace(w.per_member, static_cast<int32_t>(shapes.size()));
+    if (added_shape) shapes.push_back(w.per_member);
+    f.shape = shape->second;
+    f.members = std::max<int32_t>(1, w.members);
+    f.kind = w.kind;
+    f.placeable = w.admission_error == AdmissionError::kNone && !w.held &&
+                  !(w.gang && w.members_present < w.members);
+    f.qos = qos;
+    f.qos_unknown = !w.qos.empty() && !config.qos.empty() && qos == nullptr;
+    f.duration = RunDuration(w);
+    const Eligibility& e = w.eligibility;
+    if (!e.node_selector.empty() || !e.required_affinity.empty() || !e.tolerations.empty() ||
+        e.allowed_nodes.has_value()) {
+      auto [it, added] = class_of_signature.try_emplace(EligibilitySignature(e),
+                                                        static_cast<int32_t>(eligible_by_class.size()));
+      if (added) eligible_by_class.emplace_back();
+      f.eligibility = it->second;
+    }
+    return f;
+  }
   std::vector<char> claimed;  // nodes promised to a preemptor this cycle
   std::vector<char> reserved_owner;  // node owner is reserved(W) (compact: checked per node)
   std::vector<OwnerKind> owner_kind;  // per node, compact (Node is large and scattered)
@@ -425,7 +488,8 @@ class CyclePass {
       : config_(config), preemption_(preemption), s_(state), plan_(plan), in_cycle_(in_cycle) {}
 
   // Plans the workload at 1-based `position`; appends to plan_.
-  void PlanOne(const PendingWorkload& w, double priority, int32_t position, Time now);
+  void PlanOne(const PendingWorkload& w, const QueuePlanner::State::Facts& facts, double priority,
+               int32_t position, Time now);
 
  private:
   struct Placement {
@@ -439,26 +503,28 @@ class CyclePass {
   // extended resource. Stops when `visit` returns false.
   template <typename Visit>
   void ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit visit);
-  const QueuePlanner::State::EligibleSet& StaticEligible(const PendingWorkload& w, const std::string& sig);
+  const QueuePlanner::State::EligibleSet& StaticEligible(const PendingWorkload& w, int32_t eclass);
   bool Usable(NodeIndex n, const PendingWorkload& w, double priority,
               const std::vector<char>& eligible) const;
-  std::optional<MemberNodes> TryStartNow(const PendingWorkload& w, double priority,
+  // duration: the workload's run time (RunDuration, from its Facts).
+  std::optional<MemberNodes> TryStartNow(const PendingWorkload& w, Duration duration, double priority,
                                          const std::vector<char>& eligible, Time now);
-  std::optional<Placement> EarliestPlacement(const PendingWorkload& w, double priority,
+  std::optional<Placement> EarliestPlacement(const PendingWorkload& w, Duration duration, double priority,
                                              const std::vector<char>& eligible, Time on_or_after);
   MemberNodes ChooseNodes(const PendingWorkload& w,
                           const std::vector<std::pair<NodeIndex, int64_t>>& candidates) const;
   std::optional<PreemptDecision> TryPreempt(const PendingWorkload& w, double priority,
                                             const std::vector<char>& eligible, Time now);
-  void Commit(const PendingWorkload& w, const MemberNodes& nodes, Time start, bool reservation);
+  void Commit(const PendingWorkload& w, Duration duration, const MemberNodes& nodes, Time start,
+              bool reservation);
   void EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& nodes);
-  void Wait(const PendingWorkload& w, WaitReason reason, std::string message, int32_t position,
+  void Wait(std::string_view id, WaitReason reason, std::string message, int32_t position,
             std::optional<Time> estimate, bool has_reservation);
   // The same with a constant text (no allocation).
-  void Wait(const PendingWorkload& w, WaitReason reason, const char* fixed_message,
+  void Wait(std::string_view id, WaitReason reason, const char* fixed_message,
             int32_t position, std::optional<Time> estimate, bool has_reservation);
   // witnesses: the nodes that made it fit.
-  bool FitsIgnoringReservations(const PendingWorkload& w, double priority,
+  bool FitsIgnoringReservations(const PendingWorkload& w, Duration duration, double priority,
                                 const std::vector<char>& eligible, Time now,
                                 std::vector<NodeIndex>* witnesses);
 
@@ -514,12 +580,12 @@ void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit vi
 }
 
 const QueuePlanner::State::EligibleSet& CyclePass::StaticEligible(const PendingWorkload& w,
-                                                                  const std::string& sig) {
-  if (sig.empty() && s_.unconstrained_eligible != nullptr) return *s_.unconstrained_eligible;
-  auto it = s_.static_eligible.find(sig);
-  if (it != s_.static_eligible.end()) return it->second;
+                                                                  int32_t eclass) {
+  std::unique_ptr<QueuePlanner::State::EligibleSet>& slot = s_.eligible_by_class[eclass];
+  if (slot != nullptr) return *slot;
   const Snapshot& snap = *s_.snapshot;
-  QueuePlanner::State::EligibleSet set;
+  slot = std::make_unique<QueuePlanner::State::EligibleSet>();
+  QueuePlanner::State::EligibleSet& set = *slot;
   std::vector<char>& bits = set.bits;
   bits.assign(snap.nodes.size(), 0);
   absl::flat_hash_set<std::string> allowed;
@@ -533,11 +599,7 @@ const QueuePlanner::State::EligibleSet& CyclePass::StaticEligible(const PendingW
               (!w.eligibility.allowed_nodes.has_value() || allowed.contains(node.name));
     set.count += bits[i];
   }
-  if (sig.empty()) {
-    s_.unconstrained_eligible = std::make_unique<QueuePlanner::State::EligibleSet>(std::move(set));
-    return *s_.unconstrained_eligible;
-  }
-  return s_.static_eligible.emplace(sig, std::move(set)).first->second;
+  return set;
 }
 
 // Dynamic part of eligibility: the owner (reserved(W) only for W or higher) and this cycle's
@@ -613,10 +675,11 @@ MemberNodes CyclePass::ChooseNodes(
   return out;
 }
 
-std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, double priority,
+std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Duration duration,
+                                                  double priority,
                                                   const std::vector<char>& eligible, Time now) {
   const int32_t members = std::max<int32_t>(1, w.members);
-  const Time end = SaturatingAdd(now, RunDuration(w));
+  const Time end = SaturatingAdd(now, duration);
   const bool pack = w.pack_topology && !config_.topology_labels.empty() && members > 1;
   std::vector<std::pair<NodeIndex, int64_t>> candidates;
   int64_t found = 0;
@@ -645,6 +708,7 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, doub
 }
 
 std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWorkload& w,
+                                                                 Duration duration,
                                                                  double priority,
                                                                  const std::vector<char>& eligible,
                                                                  Time on_or_after) {
@@ -657,7 +721,6 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   // is the answer. A single-member workload stops at the first node that frees up for it.
   AvailabilityProfile& p = *s_.profile;
   const int32_t members = std::max<int32_t>(1, w.members);
-  const Duration duration = RunDuration(w);
   absl::flat_hash_map<NodeIndex, int64_t> feasible;
   int64_t total = 0;
   auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
@@ -717,11 +780,12 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   return result;
 }
 
-bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, double priority,
+bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, Duration duration,
+                                         double priority,
                                          const std::vector<char>& eligible, Time now,
                                          std::vector<NodeIndex>* witnesses) {
   const int32_t members = std::max<int32_t>(1, w.members);
-  const Time end = SaturatingAdd(now, RunDuration(w));
+  const Time end = SaturatingAdd(now, duration);
   int64_t found = 0;
   const AvailabilityProfile& p = *s_.profile;
   auto consider = [&](NodeIndex n) {
@@ -740,9 +804,10 @@ bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, double priori
   return found >= members;
 }
 
-void CyclePass::Commit(const PendingWorkload& w, const MemberNodes& nodes, Time start,
+void CyclePass::Commit(const PendingWorkload& w, Duration duration, const MemberNodes& nodes,
+                       Time start,
                        bool reservation) {
-  const Time end = SaturatingAdd(start, RunDuration(w));
+  const Time end = SaturatingAdd(start, duration);
   // One block per node with the sum of the members placed there (runs of a sorted copy; one
   // member, the common case, needs no copy).
   MemberNodes copy;
@@ -788,15 +853,15 @@ void CyclePass::EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& no
   }
 }
 
-void CyclePass::Wait(const PendingWorkload& w, WaitReason reason, std::string message,
+void CyclePass::Wait(std::string_view id, WaitReason reason, std::string message,
                      int32_t position, std::optional<Time> estimate, bool has_reservation) {
-  plan_.waiting.push_back(WaitingStatus{w.id, reason, "", std::move(message), position, estimate,
+  plan_.waiting.push_back(WaitingStatus{id, reason, "", std::move(message), position, estimate,
                                         has_reservation});
 }
 
-void CyclePass::Wait(const PendingWorkload& w, WaitReason reason, const char* fixed_message,
+void CyclePass::Wait(std::string_view id, WaitReason reason, const char* fixed_message,
                      int32_t position, std::optional<Time> estimate, bool has_reservation) {
-  plan_.waiting.push_back(WaitingStatus{w.id, reason, fixed_message, {}, position, estimate,
+  plan_.waiting.push_back(WaitingStatus{id, reason, fixed_message, {}, position, estimate,
                                         has_reservation});
 }
 
@@ -838,39 +903,44 @@ std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, d
   return d;
 }
 
-void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t position, Time now) {
+void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Facts& facts,
+                        double priority, int32_t position, Time now) {
+  // A workload that waits reads only `facts` (not `w`): see State::Facts.
+  const std::string_view id = facts.id;
   // 1. What the queue cannot fix by waiting for capacity.
-  if (w.admission_error == AdmissionError::kInvalidAnnotation) {
-    Wait(w, WaitReason::kInvalidAnnotation, w.admission_message, position, std::nullopt, false);
-    return;
+  if (!facts.placeable) {
+    if (w.admission_error == AdmissionError::kInvalidAnnotation) {
+      Wait(id, WaitReason::kInvalidAnnotation, w.admission_message, position, std::nullopt, false);
+      return;
+    }
+    if (w.admission_error == AdmissionError::kQosNotAllowed ||
+        w.admission_error == AdmissionError::kAccountNotAllowed) {
+      Wait(id, WaitReason::kQosNotAllowed, w.admission_message, position, std::nullopt, false);
+      return;
+    }
+    if (w.held) {
+      Wait(id, WaitReason::kHeld, "held by an administrator", position, std::nullopt, false);
+      return;
+    }
   }
-  if (w.admission_error == AdmissionError::kQosNotAllowed ||
-      w.admission_error == AdmissionError::kAccountNotAllowed) {
-    Wait(w, WaitReason::kQosNotAllowed, w.admission_message, position, std::nullopt, false);
-    return;
-  }
-  if (w.held) {
-    Wait(w, WaitReason::kHeld, "held by an administrator", position, std::nullopt, false);
-    return;
-  }
-  const QosPolicy* qos = w.qos.empty() ? nullptr : s_.priority->FindQos(w.qos);
-  if (!w.qos.empty() && !config_.qos.empty() && qos == nullptr) {
-    Wait(w, WaitReason::kQosNotAllowed, absl::StrCat("QOS ", w.qos, " is not in the QOS table"),
+  const QosPolicy* qos = facts.qos;
+  if (facts.qos_unknown) {
+    Wait(id, WaitReason::kQosNotAllowed, absl::StrCat("QOS ", w.qos, " is not in the QOS table"),
          position, std::nullopt, false);
     return;
   }
-  if (w.gang && w.members_present < w.members) {
-    Wait(w, WaitReason::kGangIncomplete,
+  if (!facts.placeable) {  // what is left: members of the gang are missing
+    Wait(id, WaitReason::kGangIncomplete,
          absl::StrCat(w.members_present, " of ", w.members, " pods of the group exist"), position,
          std::nullopt, false);
     return;
   }
-  std::string sig = EligibilitySignature(w.eligibility);
+  const int32_t sig = facts.eligibility;
   const QueuePlanner::State::EligibleSet& eligible_set = StaticEligible(w, sig);
   const std::vector<char>& eligible = eligible_set.bits;
   if (eligible_set.count == 0) {
     // Never runs as things are: it must not hold anyone else back, even in strict order.
-    Wait(w, WaitReason::kPartitionNodesUnavailable,
+    Wait(id, WaitReason::kPartitionNodesUnavailable,
          "no node of the pool matches its partition, selector, affinity and tolerations",
          position, std::nullopt, false);
     return;
@@ -878,27 +948,27 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
   // 2. Strict order (no backfill): behind a blocked workload nothing starts.
   const bool strict = config_.backfill == BackfillMode::kNone;
   if (strict && s_.any_blocked) {
-    Wait(w, WaitReason::kPriority, "waiting behind higher-priority workloads (no backfill)",
+    Wait(id, WaitReason::kPriority, "waiting behind higher-priority workloads (no backfill)",
          position, std::nullopt, false);
     return;
   }
   // 3. Start now if it fits without delaying any reservation (the profile holds them).
-  const Duration duration = RunDuration(w);
+  const Duration duration = facts.duration;
   // The failure memos assume the walk by descending priority of a full cycle; an arrival
   // evaluated later sits between them, which matters only where a node is reserved(W) for a
   // pending workload (usable only by higher priorities), or when time moved on.
   const bool memo_valid = now == s_.now && (in_cycle_ || s_.reserved_for_priority.empty());
-  const RequestSize size{w.per_member, std::max<int32_t>(1, w.members), duration};
+  const RequestSize size{s_.shapes[facts.shape], facts.members, duration};
   auto known = [&](FailureMemo& memo) {
-    return memo_valid && memo.KnownToFail(w.kind, sig, size);
+    return memo_valid && memo.KnownToFail(facts.kind, sig, size);
   };
   auto remember = [&](FailureMemo& memo) {
-    if (memo_valid) memo.Failed(w.kind, sig, size);
+    if (memo_valid) memo.Failed(facts.kind, sig, size);
   };
   const bool known_to_fail = known(s_.failed_now);
   if (!known_to_fail) {
-    if (std::optional<MemberNodes> nodes = TryStartNow(w, priority, eligible, now)) {
-      Commit(w, *nodes, now, false);
+    if (std::optional<MemberNodes> nodes = TryStartNow(w, duration, priority, eligible, now)) {
+      Commit(w, duration, *nodes, now, false);
       EmitOwnerChanges(w, *nodes);
       plan_.starts.push_back(StartDecision{w.id, std::move(*nodes), s_.any_blocked});
       return;
@@ -916,7 +986,7 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
       std::string msg = absl::StrCat("preempting ", d->victims.size(), " lower-priority workload(s)");
       Time start = d->earliest_start;
       plan_.preemptions.push_back(std::move(*d));
-      Wait(w, WaitReason::kPreempting, std::move(msg), position, start, true);
+      Wait(id, WaitReason::kPreempting, std::move(msg), position, start, true);
       s_.any_blocked = true;
       return;
     }
@@ -931,13 +1001,13 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
     const bool fits_memo_valid = memo_valid && s_.reserved_for_priority.empty();
     std::vector<NodeIndex> witnesses;
     if (fits_memo_valid &&
-        s_.fits_ignoring_reservations.KnownToFit(w.kind, sig, size, s_.node_seq, s_.seq)) {
+        s_.fits_ignoring_reservations.KnownToFit(facts.kind, sig, size, s_.node_seq, s_.seq)) {
       reason = WaitReason::kReservedForHigherPriority;
     } else if (!known(s_.failed_ignoring_reservations)) {
-      if (FitsIgnoringReservations(w, priority, eligible, now, &witnesses)) {
+      if (FitsIgnoringReservations(w, duration, priority, eligible, now, &witnesses)) {
         reason = WaitReason::kReservedForHigherPriority;
         if (fits_memo_valid) {
-          s_.fits_ignoring_reservations.Fitted(w.kind, sig, size, s_.seq, std::move(witnesses));
+          s_.fits_ignoring_reservations.Fitted(facts.kind, sig, size, s_.seq, std::move(witnesses));
         }
       } else {
         remember(s_.failed_ignoring_reservations);
@@ -950,30 +1020,30 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
   // limit d has none for any limit >= d either.
   // Asked only when a placement is searched (most blocked workloads need none).
   auto not_before = [&]() {
-    return memo_valid ? s_.not_before.NotBefore(w.kind, sig, size, now) : now;
+    return memo_valid ? s_.not_before.NotBefore(facts.kind, sig, size, now) : now;
   };
   auto earliest = [&](Time bound) -> std::optional<Placement> {
     if (bound >= kForever) return std::nullopt;
-    std::optional<Placement> at = EarliestPlacement(w, priority, eligible, bound);
+    std::optional<Placement> at = EarliestPlacement(w, duration, priority, eligible, bound);
     if (memo_valid) {
-      s_.not_before.Found(w.kind, sig, size, at.has_value() ? at->start : kForever);
+      s_.not_before.Found(facts.kind, sig, size, at.has_value() ? at->start : kForever);
     }
     return at;
   };
   if (may_reserve) {
     std::optional<Placement> at = earliest(not_before());
     if (!at.has_value()) {
-      Wait(w, WaitReason::kBeyondWindow, "cannot start within the planning window", position,
+      Wait(id, WaitReason::kBeyondWindow, "cannot start within the planning window", position,
            std::nullopt, false);
       return;
     }
-    Commit(w, at->nodes, at->start, true);
+    Commit(w, duration, at->nodes, at->start, true);
     ++s_.reservations;
     s_.last_reservation_position = position;
     plan_.reservations.push_back(ReserveDecision{w.id, at->nodes, at->start});
     // The time is in estimated_start: a message without it stays the same from cycle to cycle
     // (the daemon patches a pod's status only when what it shows changes).
-    Wait(w, reason, "nodes are reserved for it from its estimated start", position, at->start,
+    Wait(id, reason, "nodes are reserved for it from its estimated start", position, at->start,
          true);
     return;
   }
@@ -995,7 +1065,7 @@ void CyclePass::PlanOne(const PendingWorkload& w, double priority, int32_t posit
       if (at.has_value()) estimate = at->start;
     }
   }
-  Wait(w, reason,
+  Wait(id, reason,
        reason == WaitReason::kResources ? "waiting for resources"
        : reason == WaitReason::kReservedForHigherPriority
            ? "the capacity it fits in is reserved for higher-priority workloads"
@@ -1073,11 +1143,17 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
   Plan plan;
   plan.now = now;
   plan.snapshot = s.snapshot;
-  plan.priorities.reserve(snap.pending.size());
-  s.order.reserve(snap.pending.size());
+  const size_t pending = snap.pending.size();
+  plan.priorities.reserve(pending);
+  // One sequential pass over the workloads: priority, sort key and what the planning pass needs.
+  s.facts.reserve(pending);
+  std::vector<QueueOrderKey> keys;
+  keys.reserve(pending);
   for (const PendingWorkload& w : snap.pending) {
-    plan.priorities.push_back(s.priority->Compute(w));
-    s.order.push_back(State::Entry{plan.priorities.back().total, w.submit_time, &w});
+    const QosPolicy* qos = nullptr;
+    const PriorityBreakdown& b = plan.priorities.emplace_back(s.priority->Compute(w, &qos));
+    keys.push_back(QueueOrderKey{b.total, w.submit_time, &w.id});
+    s.facts.push_back(s.FactsOf(w, qos, config_));
   }
   // Priorities of the workloads that hold reserved(W) nodes (few), for the owner rule.
   absl::flat_hash_set<std::string> holders;
@@ -1085,35 +1161,25 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
     if (n.owner.kind == OwnerKind::kReserved) holders.insert(n.owner.reserved_for);
   }
   if (!holders.empty()) {
-    for (const State::Entry& e : s.order) {
-      if (holders.contains(e.workload->id)) s.reserved_for_priority[e.workload->id] = e.priority;
+    for (size_t i = 0; i < pending; ++i) {
+      if (holders.contains(snap.pending[i].id)) {
+        s.reserved_for_priority[snap.pending[i].id] = plan.priorities[i].total;
+      }
     }
   }
-  std::vector<QueueOrderKey> keys;
-  keys.reserve(s.order.size());
-  for (const State::Entry& e : s.order) keys.push_back(e.Key());
-  std::vector<State::Entry> sorted;
-  sorted.reserve(keys.size());
-  plan.order.reserve(keys.size());
-  for (const SortedQueueKey& k : SortByQueueOrder(keys)) {
-    plan.order.push_back(k.index);
-    sorted.push_back(State::Entry{k.priority, k.submit_time, &snap.pending[k.index]});
-  }
-  s.order = std::move(sorted);
+  s.order = SortByQueueOrder(keys);
+  plan.order.reserve(pending);
+  for (const SortedQueueKey& k : s.order) plan.order.push_back(k.index);
 
   CyclePass pass(config_, preemption_, s, plan, /*in_cycle=*/true);
-  plan.waiting.reserve(s.order.size());
-  // The workloads are visited in priority order, i.e. at random places in memory: fetch the
-  // ones a few steps ahead while planning this one: the fields PlanOne reads for nearly every
-  // workload, up to the eligibility (see the field order of PendingWorkload).
-  constexpr size_t kPrefetchAhead = 4;
-  constexpr size_t kHotBytes = 5 * 64;  // id .. eligibility (about 300 bytes)
+  plan.waiting.reserve(pending);
+  // The queue order visits the facts at random places: fetch the ones a few steps ahead.
+  // The workload itself is read only by those that start or search for a placement.
+  constexpr size_t kPrefetchAhead = 8;
   for (size_t i = 0; i < s.order.size(); ++i) {
-    if (i + kPrefetchAhead < s.order.size()) {
-      const char* ahead = reinterpret_cast<const char*>(s.order[i + kPrefetchAhead].workload);
-      for (size_t line = 0; line < kHotBytes; line += 64) __builtin_prefetch(ahead + line);
-    }
-    pass.PlanOne(*s.order[i].workload, s.order[i].priority, static_cast<int32_t>(i + 1), now);
+    if (i + kPrefetchAhead < s.order.size()) __builtin_prefetch(&s.facts[s.order[i + kPrefetchAhead].index]);
+    const SortedQueueKey& k = s.order[i];
+    pass.PlanOne(snap.pending[k.index], s.facts[k.index], k.priority, static_cast<int32_t>(i + 1), now);
   }
   state_ = std::move(st);
   return plan;
@@ -1128,18 +1194,20 @@ absl::StatusOr<PlanDelta> QueuePlanner::OnArrival(const PendingWorkload& workloa
   PlanDelta delta;
   // Priority on the cycle's clock, so it compares with the queue it joins.
   const PendingWorkload& w = s.arrivals.emplace_back(workload);
-  const double priority = s.priority->Compute(w).total;
-  State::Entry entry{priority, w.submit_time, &w};
+  const QosPolicy* qos = nullptr;
+  const double priority = s.priority->Compute(w, &qos).total;
+  const SortedQueueKey entry{priority, w.submit_time, static_cast<int32_t>(s.facts.size())};
+  s.facts.push_back(s.FactsOf(w, qos, config_));
   auto pos = std::lower_bound(s.order.begin(), s.order.end(), entry,
-                              [](const State::Entry& a, const State::Entry& b) {
-                                return ComesBefore(a.Key(), b.Key());
+                              [&](const SortedQueueKey& a, const SortedQueueKey& b) {
+                                return ComesBefore(s.KeyOf(a), s.KeyOf(b));
                               });
   const int32_t position = static_cast<int32_t>(pos - s.order.begin()) + 1;
-  const QosPolicy* qos = s.priority->FindQos(w.qos);
   // Landing ahead of a reservation (or with preemption rights) changes what the workloads
   // behind it get: only a full cycle answers that correctly.
   if (position <= s.last_reservation_position || (CanPreemptAnything(qos) && preemption_)) {
     s.arrivals.pop_back();
+    s.facts.pop_back();
     delta.needs_full_cycle = true;
     return delta;
   }
@@ -1147,7 +1215,7 @@ absl::StatusOr<PlanDelta> QueuePlanner::OnArrival(const PendingWorkload& workloa
   delta.positions_shifted_from = position;
   Plan scratch;
   CyclePass pass(config_, preemption_, s, scratch, /*in_cycle=*/false);
-  pass.PlanOne(w, priority, position, now);
+  pass.PlanOne(w, s.facts[entry.index], priority, position, now);
   delta.starts = std::move(scratch.starts);
   delta.reservations = std::move(scratch.reservations);
   delta.owner_changes = std::move(scratch.owner_changes);

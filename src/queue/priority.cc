@@ -103,7 +103,7 @@ const QosPolicy* PriorityCalculator::FindQos(const std::string& name) const {
   return it == qos_.end() ? nullptr : it->second;
 }
 
-PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w) const {
+PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w, const QosPolicy** qos) const {
   PriorityBreakdown b;
   // Age: time waited, saturating at max_age (Slurm's PriorityMaxAge).
   if (config_.max_age > 0) {
@@ -127,7 +127,9 @@ PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w) const {
   }
   // QOS: the QOS priority / largest QOS priority; a pod without a QOS but with a PriorityClass
   // maps its value onto the same scale: clamp(value / priority_class_max).
-  if (const QosPolicy* q = FindQos(w.qos); q != nullptr && max_qos_priority_ > 0) {
+  const QosPolicy* q = w.qos.empty() ? nullptr : FindQos(w.qos);
+  if (qos != nullptr) *qos = q;
+  if (q != nullptr && max_qos_priority_ > 0) {
     b.qos = Clamp01(static_cast<double>(q->priority) / max_qos_priority_);
   } else if (w.qos.empty() && w.priority_class_value.has_value() && config_.priority_class_max > 0) {
     b.qos = Clamp01(static_cast<double>(*w.priority_class_value) / config_.priority_class_max);

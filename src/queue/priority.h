@@ -25,7 +25,9 @@ class PriorityCalculator {
   PriorityCalculator(const QueueConfig& config, const UsageHistory& usage,
                      const Resources& pool_total, Time now);
 
-  PriorityBreakdown Compute(const PendingWorkload& workload) const;
+  // qos (optional): set to the workload's QOS policy (null when none or unknown), which the
+  // planner needs too and this looks up anyway.
+  PriorityBreakdown Compute(const PendingWorkload& workload, const QosPolicy** qos = nullptr) const;
 
   // QOS lookups shared with the planner.
   const QosPolicy* FindQos(const std::string& name) const;

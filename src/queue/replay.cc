@@ -270,18 +270,22 @@ class Simulator {
       if (it != index_of_id_.end()) reservation_start_[it->second] = r.start;
     }
     const WaitingStatus* head = nullptr;
+    int head_job = -1;
     for (const WaitingStatus& w : plan.waiting) {
-      auto it = index_of_id_.find(w.workload);
+      auto it = index_of_id_.find(absl::string_view(w.workload.data(), w.workload.size()));
       if (it == index_of_id_.end()) continue;
       const int job = it->second;
       if (!seen_[job]) {
         seen_[job] = 1;
         outcomes_[job].first_estimate = w.estimated_start;
       }
-      if (head == nullptr || w.queue_position < head->queue_position) head = &w;
+      if (head == nullptr || w.queue_position < head->queue_position) {
+        head = &w;
+        head_job = job;
+      }
     }
     if (head != nullptr) {
-      JobOutcome& o = outcomes_[index_of_id_.at(head->workload)];
+      JobOutcome& o = outcomes_[head_job];
       if (!o.was_head_waiting) {
         o.was_head_waiting = true;
         o.head_estimate = head->estimated_start;

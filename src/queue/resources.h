@@ -35,6 +35,10 @@ struct Resources {
   friend Resources operator+(Resources a, const Resources& b) { return a += b; }
   friend Resources operator-(Resources a, const Resources& b) { return a -= b; }
   friend bool operator==(const Resources&, const Resources&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const Resources& r) {
+    return H::combine_contiguous(std::move(h), r.amount.data(), r.amount.size());
+  }
 
   // True when every slot of `request` is <= the same slot here.
   bool Covers(const Resources& request) const {

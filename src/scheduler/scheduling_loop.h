@@ -103,7 +103,7 @@ class SchedulingLoop {
   // node annotation is not in it: the step may have stopped before its evictions (crash), so the
   // new process evicts whatever victim is not already leaving.
   std::set<std::string> evicting_;
-  std::map<std::string, BlockedPreemption> blocked_;  // preemptor -> refusal
+  std::map<std::string, BlockedPreemption, std::less<>> blocked_;  // preemptor -> refusal
   std::map<std::string, std::string> last_report_;    // pod key -> reason|message|position
 };
 

@@ -47,8 +47,8 @@ struct WorkloadPods {
 
 struct BuiltSnapshot {
   std::shared_ptr<queue::Snapshot> snapshot;
-  std::map<std::string, WorkloadPods> pending_pods;  // pending workload id -> its pods
-  std::map<std::string, WorkloadPods> running_pods;  // running workload id -> its pods
+  std::map<std::string, WorkloadPods, std::less<>> pending_pods;  // pending workload id -> its pods
+  std::map<std::string, WorkloadPods, std::less<>> running_pods;  // running workload id -> its pods
 };
 
 BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods,

@@ -170,7 +170,7 @@ const std::shared_ptr<Snapshot>& SteadySnapshot() {
 double PlanFingerprint(const Plan& p) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-  auto mix_str = [&](const std::string& str) { for (char c : str) mix(static_cast<unsigned char>(c)); };
+  auto mix_str = [&](std::string_view str) { for (char c : str) mix(static_cast<unsigned char>(c)); };
   for (const auto& d : p.starts) { mix_str(d.workload); for (auto n : d.member_nodes) mix(n); }
   for (const auto& r : p.reservations) { mix_str(r.workload); mix(r.start); for (auto n : r.member_nodes) mix(n); }
   for (const auto& w : p.waiting) {
