@@ -81,26 +81,26 @@ absl::flat_hash_map<std::string, double> ComputeFairShare(const QueueConfig& con
 
 PriorityCalculator::PriorityCalculator(const QueueConfig& config, const UsageHistory& usage,
                                        const Resources& pool_total, Time now)
-    : config_(config), pool_total_(pool_total), now_(now),
-      fair_share_(ComputeFairShare(config, usage, now)) {
+    : config_(config), pool_total_(pool_total), now_(now) {
+  for (const auto& [account, factor] : ComputeFairShare(config, usage, now)) fair_share_.Set(account, factor);
   for (int i = 0; i < kMaxResourceKinds; ++i) {
     if (i != kPods && pool_total_[i] > 0) {
       inverse_pool_total_.emplace_back(i, 1.0 / static_cast<double>(pool_total_[i]));
     }
   }
   for (const QosPolicy& q : config.qos) {
-    qos_[q.name] = &q;
+    qos_.Set(q.name, &q);
     max_qos_priority_ = std::max(max_qos_priority_, static_cast<double>(q.priority));
   }
   for (const Partition& p : config.partitions) {
-    partition_tier_[p.name] = p.tier;
+    partition_tier_.Set(p.name, p.tier);
     max_partition_tier_ = std::max(max_partition_tier_, static_cast<double>(p.tier));
   }
 }
 
 const QosPolicy* PriorityCalculator::FindQos(const std::string& name) const {
-  auto it = qos_.find(name);
-  return it == qos_.end() ? nullptr : it->second;
+  const QosPolicy* const* q = qos_.Find(name);
+  return q == nullptr ? nullptr : *q;
 }
 
 PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w, const QosPolicy** qos) const {
@@ -110,7 +110,7 @@ PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w, const Qo
     b.age = Clamp01(static_cast<double>(now_ - w.submit_time) / static_cast<double>(config_.max_age));
   }
   // Fair-share: 2^(-U/S) of the workload's account (0 when the account is unknown).
-  if (auto it = fair_share_.find(w.account); it != fair_share_.end()) b.fair_share = it->second;
+  if (const double* f = fair_share_.Find(w.account)) b.fair_share = *f;
   // Job size: the dominant share of the pool the whole workload asks for (favours large
   // workloads, like Slurm's default PriorityFavorSmall=NO).
   const double members = static_cast<double>(std::max<int32_t>(1, w.members));
@@ -121,8 +121,8 @@ PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w, const Qo
   b.job_size = Clamp01(dominant);
   // Partition: PriorityTier / largest tier.
   if (max_partition_tier_ > 0) {
-    if (auto it = partition_tier_.find(w.partition); it != partition_tier_.end()) {
-      b.partition = Clamp01(static_cast<double>(it->second) / max_partition_tier_);
+    if (const int64_t* tier = partition_tier_.Find(w.partition)) {
+      b.partition = Clamp01(static_cast<double>(*tier) / max_partition_tier_);
     }
   }
   // QOS: the QOS priority / largest QOS priority; a pod without a QOS but with a PriorityClass

@@ -2,6 +2,7 @@
 // Multifactor priority, like Slurm's priority/multifactor: a weighted sum of factors, each
 // normalised to [0, 1]. See docs/queue.md "Priority" for each factor's definition.
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,6 +19,44 @@ namespace onequeue::queue {
 // tree and `now` give the same factors (records are summed in a fixed order).
 absl::flat_hash_map<std::string, double> ComputeFairShare(const QueueConfig& config,
                                                           const UsageHistory& usage, Time now);
+
+// Name -> value for the small tables of a config (QOS, partitions, accounts), looked up once or
+// twice per pending workload per cycle (100,000 of them): up to kLinear names are compared in a
+// row (length first), which costs a fraction of hashing the name; larger tables hash.
+template <typename T>
+class NameTable {
+ public:
+  void Set(const std::string& name, T value) {
+    for (auto& [n, v] : small_) {
+      if (n == name) {
+        v = value;
+        return;
+      }
+    }
+    if (small_.size() < kLinear && large_.empty()) {
+      small_.emplace_back(name, value);
+      return;
+    }
+    if (large_.empty()) large_.insert(small_.begin(), small_.end());
+    small_.clear();
+    large_[name] = value;
+  }
+  const T* Find(std::string_view name) const {
+    for (const auto& [n, v] : small_) {
+      if (n.size() == name.size() && std::char_traits<char>::compare(n.data(), name.data(), n.size()) == 0) {
+        return &v;
+      }
+    }
+    if (large_.empty()) return nullptr;
+    auto it = large_.find(absl::string_view(name.data(), name.size()));
+    return it == large_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  static constexpr size_t kLinear = 8;
+  std::vector<std::pair<std::string, T>> small_;
+  absl::flat_hash_map<std::string, T> large_;
+};
 
 class PriorityCalculator {
  public:
@@ -38,9 +77,9 @@ class PriorityCalculator {
   // (slot, 1 / pool total) for the slots the size factor looks at (not pods, not empty ones).
   std::vector<std::pair<int, double>> inverse_pool_total_;
   Time now_;
-  absl::flat_hash_map<std::string, double> fair_share_;
-  absl::flat_hash_map<std::string, const QosPolicy*> qos_;
-  absl::flat_hash_map<std::string, int64_t> partition_tier_;
+  NameTable<double> fair_share_;
+  NameTable<const QosPolicy*> qos_;
+  NameTable<int64_t> partition_tier_;
   double max_qos_priority_ = 0;
   double max_partition_tier_ = 0;
 };
