@@ -540,14 +540,22 @@ void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit vi
   const AvailabilityProfile& p = *s_.profile;
   // Walk the index that lists the fewest nodes with enough of what the request asks for (the GPU
   // index for a GPU request when GPUs are scarce, the cpu index when cpu is).
-  int slot = -1;
-  int64_t shortest = 0;
+  // Counting is skipped when a single index applies (most requests ask for no GPU).
+  std::array<int, kMaxResourceKinds> indexed;
+  int candidates = 0;
   for (int r = 0; r < kMaxResourceKinds; ++r) {
-    if (w.per_member[r] <= 0 || s_.free_index[r] == nullptr) continue;
-    const int64_t count = s_.free_index[r]->CountWithAtLeast(w.kind, w.per_member[r]);
-    if (slot < 0 || count < shortest) {
-      slot = r;
-      shortest = count;
+    if (w.per_member[r] > 0 && s_.free_index[r] != nullptr) indexed[candidates++] = r;
+  }
+  int slot = candidates > 0 ? indexed[0] : -1;
+  if (candidates > 1) {
+    int64_t shortest = s_.free_index[slot]->CountWithAtLeast(w.kind, w.per_member[slot]);
+    for (int i = 1; i < candidates; ++i) {
+      const int r = indexed[i];
+      const int64_t count = s_.free_index[r]->CountWithAtLeast(w.kind, w.per_member[r]);
+      if (count < shortest) {
+        slot = r;
+        shortest = count;
+      }
     }
   }
   if (slot < 0) {

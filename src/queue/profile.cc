@@ -61,9 +61,9 @@ void AvailabilityProfile::SealBase() {
   sealed_ = true;
 }
 
-int64_t AvailabilityProfile::Copies(NodeIndex node, Time start, Time end,
-                                    const Resources& request, WorkloadKind kind, int64_t cap,
-                                    bool ignore_reservations) const {
+int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
+                                        const Resources& request, WorkloadKind kind, int64_t cap,
+                                        bool ignore_reservations) const {
   if (start < now_) start = now_;
   if (end <= start) return cap;
   const bool kinds_ok = shared_nodes_ || (kinds_[node] & ~KindBit(kind)) == 0;

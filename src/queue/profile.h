@@ -50,7 +50,16 @@ class AvailabilityProfile {
   // `kind`. ignore_reservations: as if no reservation existed (used to tell the reason
   // ReservedForHigherPriority from Resources).
   int64_t Copies(NodeIndex node, Time start, Time end, const Resources& request,
-                 WorkloadKind kind, int64_t cap, bool ignore_reservations = false) const;
+                 WorkloadKind kind, int64_t cap, bool ignore_reservations = false) const {
+    // Fast path, inline (the planner asks this of ~200,000 nodes per cycle): starting now and
+    // ending before any future block starts, the tightest moment is now (blocks active now only
+    // end later), so free_now answers it.
+    if (start <= now_ && end <= first_future_start_[node] && !ignore_reservations && end > now_ &&
+        (shared_nodes_ || (kinds_[node] & ~KindBit(kind)) == 0)) {
+      return free_now_[node].CopiesOf(request, cap);
+    }
+    return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations);
+  }
 
   // Earliest grid time t >= on_or_after, t <= horizon(), at which one copy of `request` fits on
   // `node` over [t, t + duration); kForever when there is none.
@@ -87,6 +96,8 @@ class AvailabilityProfile {
   uint64_t version() const { return version_; }
 
  private:
+  int64_t CopiesSlow(NodeIndex node, Time start, Time end, const Resources& request,
+                     WorkloadKind kind, int64_t cap, bool ignore_reservations) const;
   bool KindConflict(const Block& b, WorkloadKind kind) const {
     return !shared_nodes_ && b.kind != kind;
   }
