@@ -397,7 +397,7 @@ struct QueuePlanner::State {
   std::vector<SortedQueueKey> order;     // the queue: workload numbers by ComesBefore
   // Distinct per-member requests (a few hundred in a queue of 100,000), so Facts stays small.
   std::vector<Resources> shapes;
-  absl::flat_hash_map<Resources, int32_t> shape_of;
+  absl::flat_hash_map<Resources, int32_t, ResourcesHash, ResourcesEq> shape_of;
 
   const PendingWorkload& Workload(int32_t number) const {
     const size_t pending = snapshot->pending.size();

@@ -141,9 +141,11 @@ PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w, const Qo
 }
 
 std::vector<SortedQueueKey> SortByQueueOrder(const std::vector<QueueOrderKey>& keys) {
+  // Radix sort on the upper 32 bits of the priority's order-preserving integer image (three
+  // passes instead of six for all 64), then runs with equal upper bits (few and short: they
+  // agree to ~7 significant digits) are finished by the full comparison.
   struct Record {
-    uint64_t key;  // priority, mapped so that unsigned ascending = priority descending
-    Time submit_time;
+    uint32_t key;  // upper bits of the priority image: unsigned ascending = priority descending
     int32_t index;
   };
   const size_t n = keys.size();
@@ -154,15 +156,15 @@ std::vector<SortedQueueKey> SortByQueueOrder(const std::vector<QueueOrderKey>& k
     // IEEE 754: flip every bit of a negative number, only the sign of a positive one; that
     // orders doubles as unsigned integers. Then invert for descending.
     const uint64_t ascending = (bits >> 63) != 0 ? ~bits : bits | (uint64_t{1} << 63);
-    a[i] = Record{~ascending, keys[i].submit_time, static_cast<int32_t>(i)};
+    a[i] = Record{static_cast<uint32_t>(~ascending >> 32), static_cast<int32_t>(i)};
   }
-  // Least significant digit first: six stable counting passes of 11 bits (2,048 buckets keep
-  // the scatter cache-friendly); a digit equal in every record is skipped.
+  // Least significant digit first: stable counting passes of 11 bits (2,048 buckets keep the
+  // scatter cache-friendly); a digit equal in every record is skipped.
   constexpr int kBits = 11;
   constexpr uint32_t kBuckets = 1u << kBits;
   std::vector<uint32_t> count(kBuckets + 1);
-  for (int shift = 0; shift < 64 && n > 1; shift += kBits) {
-    auto digit = [&](const Record& r) { return static_cast<uint32_t>((r.key >> shift) & (kBuckets - 1)); };
+  for (int shift = 0; shift < 32 && n > 1; shift += kBits) {
+    auto digit = [&](const Record& r) { return (r.key >> shift) & (kBuckets - 1); };
     std::fill(count.begin(), count.end(), 0);
     for (const Record& r : a) ++count[digit(r) + 1];
     if (count[digit(a[0]) + 1] == n) continue;
@@ -170,24 +172,19 @@ std::vector<SortedQueueKey> SortByQueueOrder(const std::vector<QueueOrderKey>& k
     for (const Record& r : a) b[count[digit(r)]++] = r;
     a.swap(b);
   }
-  // Equal priorities: earlier submit first, then id, as ComesBefore (rare: short runs).
   for (size_t i = 0; i < n;) {
     size_t j = i + 1;
     while (j < n && a[j].key == a[i].key) ++j;
     if (j - i > 1) {
       std::sort(a.begin() + static_cast<std::ptrdiff_t>(i), a.begin() + static_cast<std::ptrdiff_t>(j),
-                [&](const Record& x, const Record& y) {
-                  if (x.submit_time != y.submit_time) return x.submit_time < y.submit_time;
-                  return *keys[x.index].id < *keys[y.index].id;
-                });
+                [&](const Record& x, const Record& y) { return ComesBefore(keys[x.index], keys[y.index]); });
     }
     i = j;
   }
   std::vector<SortedQueueKey> order(n);
   for (size_t i = 0; i < n; ++i) {
-    const uint64_t ascending = ~a[i].key;
-    const uint64_t bits = (ascending >> 63) != 0 ? ascending & ~(uint64_t{1} << 63) : ~ascending;
-    order[i] = SortedQueueKey{std::bit_cast<double>(bits), a[i].submit_time, a[i].index};
+    const QueueOrderKey& k = keys[a[i].index];
+    order[i] = SortedQueueKey{k.priority, k.submit_time, a[i].index};
   }
   return order;
 }
