@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -110,9 +111,11 @@ TEST(SortByQueueOrder, MatchesComesBefore) {
     std::vector<QueueOrderKey> keys(n);
     for (int i = 0; i < n; ++i) {
       ids[i] = "w" + std::to_string(pick(0, 1'000'000));
-      const int64_t p = pick(0, 9);
+      const int64_t p = pick(0, 10);
+      // p == 10: priorities equal in their upper 32 bits, apart in the lower ones only.
       keys[i].priority = p == 0 ? 0.0 : p == 1 ? -0.0 : p == 2 ? -static_cast<double>(pick(1, 5))
-                         : static_cast<double>(pick(0, 50)) / 7.0 * (p == 3 ? 1e9 : 1);
+                         : p == 10 ? 1000.0 + static_cast<double>(pick(0, 50)) * 1e-10
+                                   : static_cast<double>(pick(0, 50)) / 7.0 * (p == 3 ? 1e9 : 1);
       keys[i].submit_time = pick(0, 2) == 0 ? pick(-5, 5) : 1'800'000'000 + pick(0, 30);
       keys[i].id = &ids[i];
     }
@@ -130,6 +133,44 @@ TEST(SortByQueueOrder, MatchesComesBefore) {
       const QueueOrderKey& g = keys[got[i].index];
       const QueueOrderKey& e = keys[expected[i]];
       ASSERT_TRUE(!ComesBefore(g, e) && !ComesBefore(e, g)) << "trial " << trial << " position " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onequeue::queue
+
+namespace onequeue::queue {
+namespace {
+
+// NameTable against a std::map: short and long names, shared 8-byte prefixes, the empty name,
+// and tables on both sides of the linear/hashed switch.
+TEST(NameTable, FindsWhatAMapFinds) {
+  for (int size : {0, 1, 7, 32, 33, 100}) {
+    NameTable<int> table;
+    std::map<std::string, int> expected;
+    std::vector<std::string> probes = {"", "a", "acct", "acct0", "acct00", "prefix-1", "prefix-12",
+                                       "prefix-123456789", "prefix-123456780"};
+    for (int i = 0; i < size; ++i) {
+      std::string name = i % 3 == 0 ? "prefix-" + std::to_string(i * 1111) : "acct" + std::to_string(i);
+      if (i == 5) name = "";
+      table.Set(name, i);
+      expected[name] = i;
+      probes.push_back(name);
+      probes.push_back(name + "x");
+    }
+    table.Set("acct1", -1);  // overwrite
+    expected["acct1"] = -1;
+    probes.push_back("acct1");
+    for (const std::string& probe : probes) {
+      const int* got = table.Find(probe);
+      auto it = expected.find(probe);
+      if (it == expected.end()) {
+        EXPECT_EQ(got, nullptr) << "size " << size << " probe '" << probe << "'";
+      } else {
+        ASSERT_NE(got, nullptr) << "size " << size << " probe '" << probe << "'";
+        EXPECT_EQ(*got, it->second) << "size " << size << " probe '" << probe << "'";
+      }
     }
   }
 }
