@@ -19,7 +19,11 @@ AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time n
       now_(now),
       horizon_(SaturatingAdd(now, std::max<Duration>(0, window))),
       resolution_(std::max<Duration>(1, resolution)),
-      shared_nodes_(shared_nodes) {}
+      shared_nodes_(shared_nodes) {
+  // A node holds a few running workloads and gains a few blocks per cycle: one allocation for
+  // the common case instead of a vector growing 1, 2, 4, 8 (~25,000 reallocations per cycle).
+  for (std::vector<Block>& b : blocks_) b.reserve(4);
+}
 
 Time AvailabilityProfile::RoundUp(Time t) const {
   if (t <= now_) return now_;
