@@ -88,19 +88,29 @@ PriorityCalculator::PriorityCalculator(const QueueConfig& config, const UsageHis
       inverse_pool_total_.emplace_back(i, 1.0 / static_cast<double>(pool_total_[i]));
     }
   }
+  // The QOS and partition factors are per table entry: computed here once, not per workload.
   for (const QosPolicy& q : config.qos) {
-    qos_.Set(q.name, &q);
     max_qos_priority_ = std::max(max_qos_priority_, static_cast<double>(q.priority));
   }
+  for (const QosPolicy& q : config.qos) {
+    qos_.Set(q.name, QosEntry{&q, max_qos_priority_ > 0
+                                      ? Clamp01(static_cast<double>(q.priority) / max_qos_priority_)
+                                      : 0.0});
+  }
+  double max_partition_tier = 0;
   for (const Partition& p : config.partitions) {
-    partition_tier_.Set(p.name, p.tier);
-    max_partition_tier_ = std::max(max_partition_tier_, static_cast<double>(p.tier));
+    max_partition_tier = std::max(max_partition_tier, static_cast<double>(p.tier));
+  }
+  for (const Partition& p : config.partitions) {
+    partition_factor_.Set(p.name, max_partition_tier > 0
+                                      ? Clamp01(static_cast<double>(p.tier) / max_partition_tier)
+                                      : 0.0);
   }
 }
 
 const QosPolicy* PriorityCalculator::FindQos(const std::string& name) const {
-  const QosPolicy* const* q = qos_.Find(name);
-  return q == nullptr ? nullptr : *q;
+  const QosEntry* q = qos_.Find(name);
+  return q == nullptr ? nullptr : q->policy;
 }
 
 PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w, const QosPolicy** qos) const {
@@ -120,17 +130,13 @@ PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w, const Qo
   }
   b.job_size = Clamp01(dominant);
   // Partition: PriorityTier / largest tier.
-  if (max_partition_tier_ > 0) {
-    if (const int64_t* tier = partition_tier_.Find(w.partition)) {
-      b.partition = Clamp01(static_cast<double>(*tier) / max_partition_tier_);
-    }
-  }
+  if (const double* factor = partition_factor_.Find(w.partition)) b.partition = *factor;
   // QOS: the QOS priority / largest QOS priority; a pod without a QOS but with a PriorityClass
   // maps its value onto the same scale: clamp(value / priority_class_max).
-  const QosPolicy* q = w.qos.empty() ? nullptr : FindQos(w.qos);
-  if (qos != nullptr) *qos = q;
+  const QosEntry* q = w.qos.empty() ? nullptr : qos_.Find(w.qos);
+  if (qos != nullptr) *qos = q == nullptr ? nullptr : q->policy;
   if (q != nullptr && max_qos_priority_ > 0) {
-    b.qos = Clamp01(static_cast<double>(q->priority) / max_qos_priority_);
+    b.qos = q->factor;
   } else if (w.qos.empty() && w.priority_class_value.has_value() && config_.priority_class_max > 0) {
     b.qos = Clamp01(static_cast<double>(*w.priority_class_value) / config_.priority_class_max);
   }

@@ -110,10 +110,13 @@ class PriorityCalculator {
   std::vector<std::pair<int, double>> inverse_pool_total_;
   Time now_;
   NameTable<double> fair_share_;
-  NameTable<const QosPolicy*> qos_;
-  NameTable<int64_t> partition_tier_;
+  struct QosEntry {
+    const QosPolicy* policy;
+    double factor;  // priority / the largest QOS priority
+  };
+  NameTable<QosEntry> qos_;
+  NameTable<double> partition_factor_;  // PriorityTier / the largest tier
   double max_qos_priority_ = 0;
-  double max_partition_tier_ = 0;
 };
 
 // Strict queue order: higher priority first, then earlier submit, then id (total order, so the

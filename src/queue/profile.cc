@@ -61,7 +61,35 @@ void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
 }
 
 void AvailabilityProfile::SealBase() {
-  std::sort(base_ends_.begin(), base_ends_.end());
+  // LSD radix sort of (end - now, node) packed in 64 bits: ~25,000 running blocks per cycle,
+  // where std::sort took ~5 % of a cycle. Digits equal in every key (the high bits) are skipped.
+  std::vector<uint64_t> keys(base_ends_.size()), scratch(base_ends_.size());
+  bool packable = true;
+  for (size_t i = 0; i < base_ends_.size(); ++i) {
+    const auto& [end, node] = base_ends_[i];
+    const uint64_t offset = static_cast<uint64_t>(end - now_);  // > 0: only ends after now are kept
+    if (offset >= (uint64_t{1} << 32) || node < 0) packable = false;
+    keys[i] = (offset << 32) | static_cast<uint32_t>(node);
+  }
+  if (!packable) {
+    std::sort(base_ends_.begin(), base_ends_.end());
+  } else {
+    constexpr int kBits = 11;
+    constexpr uint32_t kBuckets = 1u << kBits;
+    std::vector<uint32_t> count(kBuckets + 1);
+    for (int shift = 0; shift < 64 && keys.size() > 1; shift += kBits) {
+      auto digit = [&](uint64_t k) { return static_cast<uint32_t>((k >> shift) & (kBuckets - 1)); };
+      std::fill(count.begin(), count.end(), 0);
+      for (uint64_t k : keys) ++count[digit(k) + 1];
+      if (count[digit(keys[0]) + 1] == keys.size()) continue;
+      for (size_t d = 0; d < kBuckets; ++d) count[d + 1] += count[d];
+      for (uint64_t k : keys) scratch[count[digit(k)]++] = k;
+      keys.swap(scratch);
+    }
+    for (size_t i = 0; i < keys.size(); ++i) {
+      base_ends_[i] = {now_ + static_cast<Time>(keys[i] >> 32), static_cast<NodeIndex>(keys[i] & 0xffffffffu)};
+    }
+  }
   sealed_ = true;
 }
 

@@ -3,8 +3,10 @@
 // answer from per-node summaries instead of sweeping the node's blocks).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "queue/profile.h"
 #include "queue/resources.h"
@@ -115,6 +117,56 @@ TEST(AvailabilityProfile, CopiesMatchesBruteForceOnRandomNodes) {
           << "trial " << trial << " query " << q << " start " << start << " end " << end
           << " ignore_reservations " << ignore;
     }
+  }
+}
+
+// The block ends, as ForEachEndAfter lists them (ends of the blocks added before SealBase,
+// radix-sorted, merged with those added after), against a plain sort: every end after `after`
+// up to the horizon, ascending by (end, node), and nothing else.
+// (The order is what matters: the planner visits freed nodes in it, which picks the nodes.)
+TEST(AvailabilityProfile, EndsComeInTimeThenNodeOrder) {
+  std::mt19937_64 rng(12);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  constexpr Time kNow = 1'800'000'000;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int nodes = static_cast<int>(pick(1, 3000));
+    const Duration window = pick(1, 3) == 1 ? 100 : 86'400;
+    Resources capacity;
+    capacity[kCpu] = 1'000'000;
+    AvailabilityProfile profile(std::vector<Resources>(nodes, capacity), kNow, window, 1, true);
+    std::vector<std::pair<Time, NodeIndex>> expected;
+    auto add = [&](bool before_seal) {
+      AvailabilityProfile::Block b;
+      b.start = before_seal ? kNow - pick(0, 100) : kNow + pick(0, 100);
+      // Ends: past, now, soon, equal ends on several nodes, beyond the horizon, never.
+      const int64_t kind = pick(0, 5);
+      b.end = kind == 0 ? kNow - pick(0, 5) : kind == 1 ? kForever : kind == 2 ? kNow + 50
+              : std::max(b.start, kNow) + pick(1, 2 * window);
+      b.used[kCpu] = 1;
+      const NodeIndex n = static_cast<NodeIndex>(pick(0, nodes - 1));
+      profile.Add(n, b);
+      if (b.end > kNow && b.end < kForever) expected.emplace_back(b.end, n);
+    };
+    const int base = static_cast<int>(pick(0, 5000));
+    for (int i = 0; i < base; ++i) add(true);
+    profile.SealBase();
+    const int added = static_cast<int>(pick(0, 500));
+    for (int i = 0; i < added; ++i) add(false);
+    std::sort(expected.begin(), expected.end());
+    const Time after = pick(0, 1) == 0 ? kNow : kNow + pick(0, window);
+    std::vector<std::pair<Time, NodeIndex>> want;
+    for (const auto& e : expected) {
+      if (e.first > after && e.first <= profile.horizon()) want.push_back(e);
+    }
+    std::vector<std::pair<Time, NodeIndex>> got;
+    profile.ForEachEndAfter(after, [&](Time end, NodeIndex n) {
+      got.emplace_back(end, n);
+      return true;
+    });
+    // The same (end, node) twice says nothing new (the added ends are a set): compare distinct.
+    got.erase(std::unique(got.begin(), got.end()), got.end());
+    want.erase(std::unique(want.begin(), want.end()), want.end());
+    ASSERT_EQ(got, want) << "trial " << trial;
   }
 }
 
