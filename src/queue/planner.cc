@@ -222,11 +222,14 @@ class FitsMemo {
         continue;
       }
       // Verified at the current sequence number: nothing started anywhere since.
-      if (f.verified == seq) return true;
-      const bool intact = std::all_of(f.witnesses.begin(), f.witnesses.end(),
+      const bool intact = f.verified == seq ||
+                          std::all_of(f.witnesses.begin(), f.witnesses.end(),
                                       [&](NodeIndex n) { return node_seq[n] <= f.seq; });
       if (intact) {
         f.verified = seq;
+        // Neighbours in the queue ask alike: move it one step to the front (the answer does not
+        // depend on the order; only broken fits, which never hold again, are dropped).
+        if (i > 0) std::swap((*group)[i], (*group)[i - 1]);
         return true;
       }
       group->erase(group->begin() + static_cast<std::ptrdiff_t>(i));
@@ -453,6 +456,10 @@ struct QueuePlanner::State {
   std::vector<std::vector<int32_t>> domains;
   std::vector<int32_t> domain_count;  // per topology label: how many domains
   std::vector<std::string> victims;
+  // Scratch buffers of TryStartNow and ChooseNodes, kept to save ~30,000 allocations per cycle.
+  std::vector<std::pair<NodeIndex, int64_t>> scratch_candidates;
+  std::vector<std::pair<NodeIndex, int64_t>> scratch_inside;
+  std::vector<int64_t> scratch_capacity;
   FailureMemo failed_now;     // could not start now
   NotBeforeMemo not_before;  // earliest possible starts (kForever: none inside the window)
   // Would not fit now even if no reservation existed (the reason, not the decision).
@@ -512,7 +519,7 @@ class CyclePass {
   std::optional<Placement> EarliestPlacement(const PendingWorkload& w, Duration duration, double priority,
                                              const std::vector<char>& eligible, Time on_or_after);
   MemberNodes ChooseNodes(const PendingWorkload& w,
-                          const std::vector<std::pair<NodeIndex, int64_t>>& candidates) const;
+                          const std::vector<std::pair<NodeIndex, int64_t>>& candidates);
   std::optional<PreemptDecision> TryPreempt(const PendingWorkload& w, double priority,
                                             const std::vector<char>& eligible, Time now);
   void Commit(const PendingWorkload& w, Duration duration, const MemberNodes& nodes, Time start,
@@ -623,7 +630,7 @@ bool CyclePass::Usable(NodeIndex n, const PendingWorkload& w, double priority,
 }
 
 MemberNodes CyclePass::ChooseNodes(
-    const PendingWorkload& w, const std::vector<std::pair<NodeIndex, int64_t>>& candidates) const {
+    const PendingWorkload& w, const std::vector<std::pair<NodeIndex, int64_t>>& candidates) {
   // candidates: (node, copies) with sum(copies) >= members. Without packing: in the given order.
   MemberNodes out;
   const int32_t members = std::max<int32_t>(1, w.members);
@@ -645,7 +652,7 @@ MemberNodes CyclePass::ChooseNodes(
   // first (greedy, like Slurm's topology/tree fallback). Domain ids are precomputed per cycle.
   // Capacities per domain in a vector indexed by domain id (ids are dense per level): a gang
   // that packs looks at every node with room, thousands of them.
-  std::vector<int64_t> capacity;
+  std::vector<int64_t>& capacity = s_.scratch_capacity;
   for (size_t level = 0; level < s_.domains.size(); ++level) {
     const std::vector<int32_t>& domain_of = s_.domains[level];
     capacity.assign(s_.domain_count[level], 0);
@@ -657,7 +664,8 @@ MemberNodes CyclePass::ChooseNodes(
       if (capacity[d] >= members && (best < 0 || capacity[d] < capacity[best])) best = d;
     }
     if (best >= 0) {
-      std::vector<std::pair<NodeIndex, int64_t>> inside;
+      std::vector<std::pair<NodeIndex, int64_t>>& inside = s_.scratch_inside;
+      inside.clear();
       for (const auto& c : candidates) {
         if (domain_of[c.first] == best) inside.push_back(c);
       }
@@ -689,7 +697,7 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
   const int32_t members = std::max<int32_t>(1, w.members);
   const Time end = SaturatingAdd(now, duration);
   const bool pack = w.pack_topology && !config_.topology_labels.empty() && members > 1;
-  std::vector<std::pair<NodeIndex, int64_t>> candidates;
+  std::vector<std::pair<NodeIndex, int64_t>>& candidates = s_.scratch_candidates;
   int64_t found = 0;
   const AvailabilityProfile& p = *s_.profile;
   auto consider = [&](NodeIndex n) {
@@ -863,14 +871,20 @@ void CyclePass::EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& no
 
 void CyclePass::Wait(std::string_view id, WaitReason reason, std::string message,
                      int32_t position, std::optional<Time> estimate, bool has_reservation) {
-  plan_.waiting.push_back(WaitingStatus{id, reason, "", std::move(message), position, estimate,
-                                        has_reservation});
+  Wait(id, reason, "", position, estimate, has_reservation);
+  plan_.waiting.back().message = std::move(message);
 }
 
 void CyclePass::Wait(std::string_view id, WaitReason reason, const char* fixed_message,
                      int32_t position, std::optional<Time> estimate, bool has_reservation) {
-  plan_.waiting.push_back(WaitingStatus{id, reason, fixed_message, {}, position, estimate,
-                                        has_reservation});
+  // Built in place: 85,000 of these per cycle.
+  WaitingStatus& status = plan_.waiting.emplace_back();
+  status.workload = id;
+  status.reason = reason;
+  status.fixed_message = fixed_message;
+  status.queue_position = position;
+  status.estimated_start = estimate;
+  status.has_reservation = has_reservation;
 }
 
 std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, double priority,

@@ -52,7 +52,9 @@ void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
   }
   if (block.end < kForever && block.end > now_) {
     if (sealed_) {
-      added_ends_.emplace(block.end, node);
+      EndGroup& group = added_ends_[block.end];
+      if (group.sorted == group.nodes.size()) dirty_ends_.push_back(block.end);
+      group.nodes.push_back(node);
     } else {
       base_ends_.emplace_back(block.end, node);
     }
@@ -91,6 +93,18 @@ void AvailabilityProfile::SealBase() {
     }
   }
   sealed_ = true;
+}
+
+void AvailabilityProfile::SortAddedEnds() const {
+  for (Time end : dirty_ends_) {
+    EndGroup& group = added_ends_.find(end)->second;
+    auto middle = group.nodes.begin() + static_cast<std::ptrdiff_t>(group.sorted);
+    std::sort(middle, group.nodes.end());
+    std::inplace_merge(group.nodes.begin(), middle, group.nodes.end());
+    group.nodes.erase(std::unique(group.nodes.begin(), group.nodes.end()), group.nodes.end());
+    group.sorted = group.nodes.size();
+  }
+  dirty_ends_.clear();
 }
 
 int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,

@@ -16,9 +16,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include "absl/container/btree_set.h"
 #include <utility>
 #include <vector>
+
+#include "absl/container/btree_map.h"
 
 #include "queue/model.h"
 
@@ -120,23 +121,40 @@ class AvailabilityProfile {
   uint64_t version_ = 0;
   bool sealed_ = false;
   std::vector<std::pair<Time, NodeIndex>> base_ends_;
-  absl::btree_set<std::pair<Time, NodeIndex>> added_ends_;  // B-tree: thousands of inserts per cycle
+  // Ends of the blocks added after SealBase (thousands per cycle), grouped by time: most share
+  // a few values (now + a common time limit), so an insert is an append; each group's nodes are
+  // sorted (and made distinct) lazily, before the next ForEachEndAfter, for the groups touched
+  // since (`dirty_ends_`).
+  struct EndGroup {
+    std::vector<NodeIndex> nodes;
+    size_t sorted = 0;  // nodes[0, sorted) are sorted and distinct
+  };
+  mutable absl::btree_map<Time, EndGroup> added_ends_;
+  mutable std::vector<Time> dirty_ends_;
+  void SortAddedEnds() const;
 };
 
 template <typename Visit>
 void AvailabilityProfile::ForEachEndAfter(Time after, Visit visit) const {
+  SortAddedEnds();
   auto a = std::upper_bound(base_ends_.begin(), base_ends_.end(),
                             std::make_pair(after, std::numeric_limits<NodeIndex>::max()));
-  auto b = added_ends_.upper_bound(std::make_pair(after, std::numeric_limits<NodeIndex>::max()));
-  while (a != base_ends_.end() || b != added_ends_.end()) {
-    const std::pair<Time, NodeIndex>* next;
-    if (b == added_ends_.end() || (a != base_ends_.end() && *a < *b)) {
-      next = &*a++;
+  auto g = added_ends_.upper_bound(after);
+  size_t j = 0;  // position in g's nodes
+  while (a != base_ends_.end() || g != added_ends_.end()) {
+    std::pair<Time, NodeIndex> next;
+    if (g == added_ends_.end() ||
+        (a != base_ends_.end() && *a < std::make_pair(g->first, g->second.nodes[j]))) {
+      next = *a++;
     } else {
-      next = &*b++;
+      next = {g->first, g->second.nodes[j]};
+      if (++j == g->second.nodes.size()) {
+        ++g;
+        j = 0;
+      }
     }
-    if (next->first > horizon_) return;
-    if (!visit(next->first, next->second)) return;
+    if (next.first > horizon_) return;
+    if (!visit(next.first, next.second)) return;
   }
 }
 
