@@ -227,9 +227,6 @@ class FitsMemo {
                                       [&](NodeIndex n) { return node_seq[n] <= f.seq; });
       if (intact) {
         f.verified = seq;
-        // Neighbours in the queue ask alike: move it one step to the front (the answer does not
-        // depend on the order; only broken fits, which never hold again, are dropped).
-        if (i > 0) std::swap((*group)[i], (*group)[i - 1]);
         return true;
       }
       group->erase(group->begin() + static_cast<std::ptrdiff_t>(i));
@@ -634,6 +631,7 @@ MemberNodes CyclePass::ChooseNodes(
   // candidates: (node, copies) with sum(copies) >= members. Without packing: in the given order.
   MemberNodes out;
   const int32_t members = std::max<int32_t>(1, w.members);
+  out.reserve(static_cast<size_t>(members));
   auto take = [&](const std::vector<std::pair<NodeIndex, int64_t>>& from) {
     for (const auto& [n, copies] : from) {
       for (int64_t c = 0; c < copies && static_cast<int32_t>(out.size()) < members; ++c) {
