@@ -93,9 +93,60 @@ struct ShapeKey {
   }
 };
 
-// What the memos below compare: how much a request asks.
+// The distinct per-member requests of a cycle, numbered by first appearance (a few hundred
+// among 100,000 workloads): open addressing with the hash kept beside each request, so a
+// lookup costs a hash and usually one comparison (absl::flat_hash_map: ~2x the instructions).
+class ShapeTable {
+ public:
+  int32_t Intern(const Resources& r) {
+    if (2 * (shapes_.size() + 1) > slots_.size()) Grow();
+    const size_t h = ResourcesHash()(r);
+    const size_t mask = slots_.size() - 1;
+    size_t s = (h >> 7) & mask;
+    for (; slots_[s] >= 0; s = (s + 1) & mask) {
+      const int32_t i = slots_[s];
+      if (hashes_[i] == h && ResourcesEq()(shapes_[i], r)) return i;
+    }
+    const int32_t i = static_cast<int32_t>(shapes_.size());
+    slots_[s] = i;
+    shapes_.push_back(r);
+    hashes_.push_back(h);
+    return i;
+  }
+  const Resources& operator[](int32_t i) const { return shapes_[i]; }
+  // Whether request `a` asks at least as much as request `b` in every resource. The memos ask
+  // this ~100 times per workload; the answers for the first kCached requests are kept.
+  bool Covers(int32_t a, int32_t b) {
+    if (a == b) return true;
+    if (a >= kCached || b >= kCached) return shapes_[a].Covers(shapes_[b]);
+    if (covers_.empty()) covers_.assign(kCached * kCached, 0);
+    uint8_t& known = covers_[static_cast<size_t>(a) * kCached + static_cast<size_t>(b)];
+    if (known == 0) known = shapes_[a].Covers(shapes_[b]) ? 2 : 1;
+    return known == 2;
+  }
+
+ private:
+  void Grow() {
+    slots_.assign(std::bit_ceil(std::max<size_t>(64, 4 * (shapes_.size() + 1))), -1);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = 0; i < shapes_.size(); ++i) {
+      size_t s = (hashes_[i] >> 7) & mask;
+      while (slots_[s] >= 0) s = (s + 1) & mask;
+      slots_[s] = static_cast<int32_t>(i);
+    }
+  }
+  std::vector<Resources> shapes_;
+  std::vector<size_t> hashes_;
+  std::vector<int32_t> slots_;  // power of two, at most half full; -1 = empty
+  static constexpr size_t kCached = 256;
+  std::vector<uint8_t> covers_;  // kCached x kCached: 0 unknown, 1 no, 2 yes
+};
+
+// What the memos below compare: how much a request asks (its per-member request by number in
+// the cycle's ShapeTable).
 struct RequestSize {
-  Resources per_member;
+  ShapeTable* shapes;
+  int32_t shape;
   int32_t members;
   Duration duration;
 
@@ -103,7 +154,7 @@ struct RequestSize {
   // and at least as long.
   bool AtLeast(const RequestSize& other) const {
     return members >= other.members && duration >= other.duration &&
-           per_member.Covers(other.per_member);
+           shapes->Covers(shape, other.shape);
   }
 };
 
@@ -279,43 +330,6 @@ Duration RunDuration(const PendingWorkload& w) {
 }
 
 bool CanPreemptAnything(const QosPolicy* q) { return q != nullptr && !q->can_preempt.empty(); }
-
-// The distinct per-member requests of a cycle, numbered by first appearance (a few hundred
-// among 100,000 workloads): open addressing with the hash kept beside each request, so a
-// lookup costs a hash and usually one comparison (absl::flat_hash_map: ~2x the instructions).
-class ShapeTable {
- public:
-  int32_t Intern(const Resources& r) {
-    if (2 * (shapes_.size() + 1) > slots_.size()) Grow();
-    const size_t h = ResourcesHash()(r);
-    const size_t mask = slots_.size() - 1;
-    size_t s = (h >> 7) & mask;
-    for (; slots_[s] >= 0; s = (s + 1) & mask) {
-      const int32_t i = slots_[s];
-      if (hashes_[i] == h && ResourcesEq()(shapes_[i], r)) return i;
-    }
-    const int32_t i = static_cast<int32_t>(shapes_.size());
-    slots_[s] = i;
-    shapes_.push_back(r);
-    hashes_.push_back(h);
-    return i;
-  }
-  const Resources& operator[](int32_t i) const { return shapes_[i]; }
-
- private:
-  void Grow() {
-    slots_.assign(std::bit_ceil(std::max<size_t>(64, 4 * (shapes_.size() + 1))), -1);
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = 0; i < shapes_.size(); ++i) {
-      size_t s = (hashes_[i] >> 7) & mask;
-      while (slots_[s] >= 0) s = (s + 1) & mask;
-      slots_[s] = static_cast<int32_t>(i);
-    }
-  }
-  std::vector<Resources> shapes_;
-  std::vector<size_t> hashes_;
-  std::vector<int32_t> slots_;  // power of two, at most half full; -1 = empty
-};
 
 // Nodes by the free amount of one resource now (cpu in whole cores, a GPU-like extended resource
 // in units), in buckets, so "which nodes could hold r of it now" walks only the nodes with at
@@ -1013,7 +1027,7 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
   // evaluated later sits between them, which matters only where a node is reserved(W) for a
   // pending workload (usable only by higher priorities), or when time moved on.
   const bool memo_valid = now == s_.now && (in_cycle_ || s_.reserved_for_priority.empty());
-  const RequestSize size{s_.shapes[facts.shape], facts.members, duration};
+  const RequestSize size{&s_.shapes, facts.shape, facts.members, duration};
   auto known = [&](FailureMemo& memo) {
     return memo_valid && memo.KnownToFail(facts.kind, sig, size);
   };

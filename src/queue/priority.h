@@ -41,6 +41,7 @@ class NameTable {
     heads_.push_back(Head(name));
     if (2 * names_.size() > slots_.size()) {
       slots_.assign(std::bit_ceil(std::max<size_t>(8, 4 * names_.size())), -1);
+      shift_ = 64 - std::countr_zero(slots_.size());
       for (size_t i = 0; i < names_.size(); ++i) Place(static_cast<int32_t>(i));
     } else {
       Place(static_cast<int32_t>(names_.size() - 1));
@@ -73,8 +74,11 @@ class NameTable {
     return {v, n};
   }
   size_t Slot(const Key& k) const {
-    const uint64_t h = (k.prefix ^ (k.size * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
-    return static_cast<size_t>(h >> 32) & (slots_.size() - 1);
+    // Fibonacci hashing on the top bits; the fold first brings the prefix's top bytes down
+    // (names often differ in their last byte only), which a multiplication never carries down.
+    uint64_t h = k.prefix + k.size;
+    h ^= h >> 32;
+    return static_cast<size_t>((h * 0x9E3779B97F4A7C15ull) >> shift_);
   }
   void Place(int32_t i) {
     size_t s = Slot(heads_[i]);
@@ -96,6 +100,7 @@ class NameTable {
   std::vector<T> values_;
   std::vector<Key> heads_;
   std::vector<int32_t> slots_;  // power of two, at most half full; -1 = empty
+  int shift_ = 64;              // 64 - log2(slots_.size())
 };
 
 class PriorityCalculator {
