@@ -114,16 +114,6 @@ class ShapeTable {
     return i;
   }
   const Resources& operator[](int32_t i) const { return shapes_[i]; }
-  // Whether request `a` asks at least as much as request `b` in every resource. The memos ask
-  // this ~100 times per workload; the answers for the first kCached requests are kept.
-  bool Covers(int32_t a, int32_t b) {
-    if (a == b) return true;
-    if (a >= kCached || b >= kCached) return shapes_[a].Covers(shapes_[b]);
-    if (covers_.empty()) covers_.assign(kCached * kCached, 0);
-    uint8_t& known = covers_[static_cast<size_t>(a) * kCached + static_cast<size_t>(b)];
-    if (known == 0) known = shapes_[a].Covers(shapes_[b]) ? 2 : 1;
-    return known == 2;
-  }
 
  private:
   void Grow() {
@@ -138,15 +128,12 @@ class ShapeTable {
   std::vector<Resources> shapes_;
   std::vector<size_t> hashes_;
   std::vector<int32_t> slots_;  // power of two, at most half full; -1 = empty
-  static constexpr size_t kCached = 256;
-  std::vector<uint8_t> covers_;  // kCached x kCached: 0 unknown, 1 no, 2 yes
 };
 
-// What the memos below compare: how much a request asks (its per-member request by number in
-// the cycle's ShapeTable).
+// What the memos below compare: how much a request asks. (Comparing requests by number through
+// a cached matrix instead of Covers was tried: more instructions, not fewer.)
 struct RequestSize {
-  ShapeTable* shapes;
-  int32_t shape;
+  Resources per_member;
   int32_t members;
   Duration duration;
 
@@ -154,7 +141,7 @@ struct RequestSize {
   // and at least as long.
   bool AtLeast(const RequestSize& other) const {
     return members >= other.members && duration >= other.duration &&
-           shapes->Covers(shape, other.shape);
+           per_member.Covers(other.per_member);
   }
 };
 
@@ -1027,7 +1014,7 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
   // evaluated later sits between them, which matters only where a node is reserved(W) for a
   // pending workload (usable only by higher priorities), or when time moved on.
   const bool memo_valid = now == s_.now && (in_cycle_ || s_.reserved_for_priority.empty());
-  const RequestSize size{&s_.shapes, facts.shape, facts.members, duration};
+  const RequestSize size{s_.shapes[facts.shape], facts.members, duration};
   auto known = [&](FailureMemo& memo) {
     return memo_valid && memo.KnownToFail(facts.kind, sig, size);
   };
