@@ -741,18 +741,15 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
     candidates.emplace_back(n, copies);
     found += copies;
   };
-  // Two passes for packing: first whether the gang fits at all (stops early, so the common
-  // failure is cheap), then every node with room, for the topology choice.
-  for (int pass = 0; pass < (pack ? 2 : 1); ++pass) {
-    const bool all = pass == 1;
-    candidates.clear();
-    found = 0;
-    ForEachNodeWithRoomAt(w, now, [&](NodeIndex n) {
-      consider(n);
-      return all || found < members;
-    });
-    if (found < members) return std::nullopt;
-  }
+  // Packing looks at every node with room (for the topology choice); otherwise the walk stops
+  // once the members are placed. (A packing gang that does not fit walks every node either way,
+  // so a first pass that stops early only added work to those that fit.)
+  candidates.clear();
+  ForEachNodeWithRoomAt(w, now, [&](NodeIndex n) {
+    consider(n);
+    return pack || found < members;
+  });
+  if (found < members) return std::nullopt;
   if (!pack) std::sort(candidates.begin(), candidates.end());  // packing sorts what it takes
   return ChooseNodes(w, candidates);
 }
