@@ -121,9 +121,10 @@ struct Eligibility {
 enum class AdmissionError { kNone, kInvalidAnnotation, kQosNotAllowed, kAccountNotAllowed };
 
 struct PendingWorkload {
-  // Field order matters for speed: the planner visits 100,000 of these in priority order (at
-  // random places in memory) and reads the fields up to `qos` for nearly every one, the rest only
-  // for a few. Keep what it reads first, in the first three cache lines.
+  // Field order matters for speed: the planner's priority pass reads every field once, in
+  // order; the planning pass then works from a compact copy of what it needs (planner.cc, Facts)
+  // and reads a workload itself only to start it or search a placement for it: id .. per_member,
+  // the first two cache lines. Keep those fields first.
   std::string id;
   WorkloadKind kind = WorkloadKind::kPodGroup;
   int32_t members = 1;          // pods in the group, or 1 for a Slurm job (see per-member request)
