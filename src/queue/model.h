@@ -72,7 +72,7 @@ struct Node {
 // Workloads
 // ---------------------------------------------------------------------------------------------
 
-enum class WorkloadKind { kPodGroup, kSlurmJob };
+enum class WorkloadKind : uint8_t { kPodGroup, kSlurmJob };
 
 // What a running workload holds on one node.
 struct Allocation {

@@ -93,43 +93,6 @@ struct ShapeKey {
   }
 };
 
-// The distinct per-member requests of a cycle, numbered by first appearance (a few hundred
-// among 100,000 workloads): open addressing with the hash kept beside each request, so a
-// lookup costs a hash and usually one comparison (absl::flat_hash_map: ~2x the instructions).
-class ShapeTable {
- public:
-  int32_t Intern(const Resources& r) {
-    if (2 * (shapes_.size() + 1) > slots_.size()) Grow();
-    const size_t h = ResourcesHash()(r);
-    const size_t mask = slots_.size() - 1;
-    size_t s = (h >> 7) & mask;
-    for (; slots_[s] >= 0; s = (s + 1) & mask) {
-      const int32_t i = slots_[s];
-      if (hashes_[i] == h && ResourcesEq()(shapes_[i], r)) return i;
-    }
-    const int32_t i = static_cast<int32_t>(shapes_.size());
-    slots_[s] = i;
-    shapes_.push_back(r);
-    hashes_.push_back(h);
-    return i;
-  }
-  const Resources& operator[](int32_t i) const { return shapes_[i]; }
-
- private:
-  void Grow() {
-    slots_.assign(std::bit_ceil(std::max<size_t>(64, 4 * (shapes_.size() + 1))), -1);
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = 0; i < shapes_.size(); ++i) {
-      size_t s = (hashes_[i] >> 7) & mask;
-      while (slots_[s] >= 0) s = (s + 1) & mask;
-      slots_[s] = static_cast<int32_t>(i);
-    }
-  }
-  std::vector<Resources> shapes_;
-  std::vector<size_t> hashes_;
-  std::vector<int32_t> slots_;  // power of two, at most half full; -1 = empty
-};
-
 // What the memos below compare: how much a request asks. (Comparing requests by number through
 // a cached matrix instead of Covers was tried: more instructions, not fewer.)
 struct RequestSize {
@@ -435,7 +398,7 @@ struct QueuePlanner::State {
   std::vector<Facts> facts;              // per workload number
   std::vector<SortedQueueKey> order;     // the queue: workload numbers by ComesBefore
   // Distinct per-member requests (a few hundred in a queue of 100,000), so Facts stays small.
-  ShapeTable shapes;
+  ResourcesTable shapes;
 
   const PendingWorkload& Workload(int32_t number) const {
     const size_t pending = snapshot->pending.size();

@@ -22,7 +22,7 @@ AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time n
       shared_nodes_(shared_nodes) {
   // A node holds a few running workloads and gains a few blocks per cycle: one allocation for
   // the common case instead of a vector growing 1, 2, 4, 8 (~25,000 reallocations per cycle).
-  for (std::vector<Block>& b : blocks_) b.reserve(4);
+  for (std::vector<StoredBlock>& b : blocks_) b.reserve(4);
 }
 
 Time AvailabilityProfile::RoundUp(Time t) const {
@@ -34,7 +34,8 @@ Time AvailabilityProfile::RoundUp(Time t) const {
 }
 
 void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
-  blocks_[node].push_back(block);
+  blocks_[node].push_back(
+      StoredBlock{block.start, block.end, usages_.Intern(block.used), block.kind, block.reservation});
   if (block.start <= now_ && block.end > now_) {
     free_now_[node] -= block.used;
     kinds_now_[node] |= KindBit(block.kind);
@@ -123,12 +124,12 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
       (shared_nodes_ || (kinds_nonreserved_[node] & ~KindBit(kind)) == 0)) {
     return (free_now_[node] + reserved_now_[node]).CopiesOf(request, cap);
   }
-  const std::vector<Block>& blocks = blocks_[node];
+  const std::vector<StoredBlock>& blocks = blocks_[node];
   // Only the blocks overlapping [start, end) matter: gather them once (a node may hold many
   // reservations spread over the window), then sweep the moments where usage can rise: `start`
   // and every block start inside the interval.
-  absl::InlinedVector<const Block*, 16> overlapping;
-  for (const Block& b : blocks) {
+  absl::InlinedVector<const StoredBlock*, 16> overlapping;
+  for (const StoredBlock& b : blocks) {
     if (ignore_reservations && b.reservation) continue;
     if (b.start < end && start < b.end) {
       if (KindConflict(b, kind)) return 0;
@@ -137,13 +138,13 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
   }
   auto free_at = [&](Time p) {
     Resources free = capacity_[node];
-    for (const Block* b : overlapping) {
-      if (b->start <= p && p < b->end) free -= b->used;
+    for (const StoredBlock* b : overlapping) {
+      if (b->start <= p && p < b->end) free -= usages_[b->used];
     }
     return free;
   };
   int64_t copies = free_at(start).CopiesOf(request, cap);
-  for (const Block* b : overlapping) {
+  for (const StoredBlock* b : overlapping) {
     if (copies == 0) break;
     if (b->start > start) copies = std::min(copies, free_at(b->start).CopiesOf(request, cap));
   }
@@ -157,7 +158,7 @@ Time AvailabilityProfile::AvailTimeFirst(NodeIndex node, Time on_or_after, Durat
   if (first > horizon_) return kForever;
   if (Copies(node, first, SaturatingAdd(first, duration), request, kind, 1) > 0) return first;
   std::vector<Time> candidates;
-  for (const Block& b : blocks_[node]) {
+  for (const StoredBlock& b : blocks_[node]) {
     if (b.end > first && b.end <= horizon_) candidates.push_back(RoundUp(b.end));
   }
   std::sort(candidates.begin(), candidates.end());
