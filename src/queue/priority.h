@@ -32,8 +32,8 @@ template <typename T>
 class NameTable {
  public:
   void Set(const std::string& name, T value) {
-    if (T* existing = Lookup(name)) {
-      *existing = value;
+    if (const T* existing = Find(name)) {
+      values_[static_cast<size_t>(existing - values_.data())] = value;
       return;
     }
     names_.push_back(name);
@@ -47,7 +47,17 @@ class NameTable {
       Place(static_cast<int32_t>(names_.size() - 1));
     }
   }
-  const T* Find(std::string_view name) const { return const_cast<NameTable*>(this)->Lookup(name); }
+  const T* Find(std::string_view name) const {
+    if (slots_.empty()) return nullptr;
+    const Key k = Head(name);
+    for (size_t s = Slot(k);; s = (s + 1) & (slots_.size() - 1)) {
+      const int32_t i = slots_[s];
+      if (i < 0) return nullptr;
+      if (heads_[i] == k && (k.size <= 8 || name.substr(8) == std::string_view(names_[i]).substr(8))) {
+        return &values_[i];
+      }
+    }
+  }
 
  private:
   struct Key {
@@ -84,17 +94,6 @@ class NameTable {
     size_t s = Slot(heads_[i]);
     while (slots_[s] >= 0) s = (s + 1) & (slots_.size() - 1);
     slots_[s] = i;
-  }
-  T* Lookup(std::string_view name) {
-    if (slots_.empty()) return nullptr;
-    const Key k = Head(name);
-    for (size_t s = Slot(k);; s = (s + 1) & (slots_.size() - 1)) {
-      const int32_t i = slots_[s];
-      if (i < 0) return nullptr;
-      if (heads_[i] == k && (k.size <= 8 || name.substr(8) == std::string_view(names_[i]).substr(8))) {
-        return &values_[i];
-      }
-    }
   }
   std::vector<std::string> names_;
   std::vector<T> values_;

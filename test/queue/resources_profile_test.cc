@@ -170,5 +170,30 @@ TEST(AvailabilityProfile, EndsComeInTimeThenNodeOrder) {
   }
 }
 
+// ResourcesTable numbers distinct vectors by first appearance and finds each again, across the
+// table's growth (it starts at 64 slots) and with vectors that differ in one slot only.
+TEST(ResourcesTable, SameVectorSameNumberAcrossGrowth) {
+  std::mt19937_64 rng(13);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  ResourcesTable table;
+  std::vector<Resources> distinct;
+  for (int i = 0; i < 5'000; ++i) {
+    Resources r;
+    if (distinct.empty() || pick(0, 2) == 0) {
+      for (int slot = 0; slot < kMaxResourceKinds; ++slot) r[slot] = pick(0, 3) == 0 ? pick(-2, 1'000) : 0;
+    } else {
+      r = distinct[static_cast<size_t>(pick(0, static_cast<int64_t>(distinct.size()) - 1))];
+      if (pick(0, 1) == 0) r[static_cast<int>(pick(0, kMaxResourceKinds - 1))] += 1;  // a neighbour
+    }
+    auto known = std::find(distinct.begin(), distinct.end(), r);
+    const int32_t expected = known == distinct.end() ? static_cast<int32_t>(distinct.size())
+                                                      : static_cast<int32_t>(known - distinct.begin());
+    if (known == distinct.end()) distinct.push_back(r);
+    ASSERT_EQ(table.Intern(r), expected) << "step " << i;
+    ASSERT_EQ(table[expected], r);
+  }
+  for (size_t i = 0; i < distinct.size(); ++i) EXPECT_EQ(table.Intern(distinct[i]), static_cast<int32_t>(i));
+}
+
 }  // namespace
 }  // namespace onequeue::queue

@@ -48,6 +48,25 @@ Snapshot TextbookSnapshot() {
   return s;
 }
 
+// A waiting status names its workload by a view of the id in the plan's snapshot, which the plan
+// keeps alive: it stays valid after the planner and every other reference to the snapshot are
+// gone (ids longer than the small-string buffer, as real namespace/name ids are).
+TEST(Scenario, WaitingIdsViewThePlansSnapshot) {
+  Snapshot s = TextbookSnapshot();
+  for (auto& w : s.pending) w.id = "some-namespace/a-rather-long-pod-group-name-" + w.id;
+  Plan p = RunWith(SubmitOrderConfig(), std::move(s), 0);  // planner and caller's pointer gone
+  ASSERT_NE(p.snapshot, nullptr);
+  ASSERT_FALSE(p.waiting.empty());
+  for (const WaitingStatus& w : p.waiting) {
+    bool inside = false;
+    for (const PendingWorkload& pending : p.snapshot->pending) {
+      inside |= w.workload.data() == pending.id.data() && w.workload == pending.id;
+    }
+    EXPECT_TRUE(inside) << w.workload;
+  }
+  EXPECT_NE(FindWaiting(p, "some-namespace/a-rather-long-pod-group-name-J1"), nullptr);
+}
+
 TEST(Scenario, TextbookEasy) {
   QueueConfig c = SubmitOrderConfig();
   c.reservation_depth = 1;

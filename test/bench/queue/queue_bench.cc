@@ -191,14 +191,15 @@ void ReportPlan(benchmark::State& state, const Plan& p) {
   state.counters["estimated"] = static_cast<double>(estimated);
 }
 
-void BM_SteadyCycle(benchmark::State& state) {
-  const auto& snap = SteadySnapshot();
+// Times full cycles of a fresh planner on `snap` (arg 0 = reservation depth, arg 1 =
+// max_estimates_per_cycle) and reports the last plan. Freeing the previous plan is not timed.
+void TimeCycles(benchmark::State& state, const std::shared_ptr<Snapshot>& snap, Time now) {
   QueueConfig c = BenchConfig(static_cast<int32_t>(state.range(0)));
   c.max_estimates_per_cycle = static_cast<int32_t>(state.range(1));
   Plan last;
   for (auto _ : state) {
     QueuePlanner planner(c, nullptr);
-    Plan p = planner.PlanCycle(snap, kNow + 60);
+    Plan p = planner.PlanCycle(snap, now);
     benchmark::DoNotOptimize(p);
     state.PauseTiming();
     last = std::move(p);
@@ -207,6 +208,8 @@ void BM_SteadyCycle(benchmark::State& state) {
   ReportPlan(state, last);
   state.counters["pending"] = static_cast<double>(snap->pending.size());
 }
+
+void BM_SteadyCycle(benchmark::State& state) { TimeCycles(state, SteadySnapshot(), kNow + 60); }
 BENCHMARK(BM_SteadyCycle)
     ->ArgNames({"depth", "max_estimates"})
     ->Args({100, 1})
@@ -219,20 +222,7 @@ BENCHMARK(BM_SteadyCycle)
 // Full cycle: arg 0 = reservation depth (1 = EASY, 100 = hybrid, 0 = conservative),
 // arg 1 = max_estimates_per_cycle (0 = estimate every waiting workload).
 void BM_FullCycle(benchmark::State& state) {
-  const auto& snap = SharedSnapshot();
-  QueueConfig c = BenchConfig(static_cast<int32_t>(state.range(0)));
-  c.max_estimates_per_cycle = static_cast<int32_t>(state.range(1));
-  Plan last;
-  for (auto _ : state) {
-    QueuePlanner planner(c, nullptr);
-    Plan p = planner.PlanCycle(snap, kNow);
-    benchmark::DoNotOptimize(p);
-    state.PauseTiming();
-    last = std::move(p);
-    state.ResumeTiming();
-  }
-  ReportPlan(state, last);
-  state.counters["pending"] = kPending;
+  TimeCycles(state, SharedSnapshot(), kNow);
   state.counters["nodes"] = kNodes;
 }
 BENCHMARK(BM_FullCycle)
