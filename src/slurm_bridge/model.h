@@ -156,6 +156,22 @@ struct JobSubmission {
   std::map<std::string, std::string> environment = {{"PATH", "/bin:/usr/bin"}};
 };
 
+// A change to one pending job, as one request where the REST version allows it. Unset fields are
+// left as they are. The daemon uses it to keep the shared partitions' pending jobs held with its
+// reason in their comment, and to start the job it chose on the nodes it chose.
+struct JobUpdate {
+  std::optional<std::string> comment;
+  // true: hold (priority 0, an admin hold with the SlurmUser's token); false: release.
+  std::optional<bool> hold;
+  // An explicit priority (admin only); it also releases a hold. onequeue sets a high one on the
+  // job it starts so that no job Slurm sees first can take the lent nodes before it.
+  std::optional<uint32_t> priority;
+  // ReqNodeList: the job may run only on these nodes (expanded names). An empty vector clears it.
+  std::optional<std::vector<std::string>> required_nodes;
+  // Let a requeued job start now instead of waiting out the BeginTime Slurm gave it.
+  bool begin_now = false;
+};
+
 // Drain / resume of one node.
 struct NodeUpdate {
   enum class Kind { kDrain, kResume };

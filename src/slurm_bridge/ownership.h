@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "slurm_bridge/poller.h"
 #include "slurm_bridge/slurm_api.h"
 
 namespace onequeue::slurm {
@@ -54,7 +56,20 @@ class NodeOwnership {
   // same owner; kFailedPrecondition if held for another owner or drained by an admin.
   virtual absl::Status Reclaim(const std::string& node, const std::string& owner) = 0;
   virtual absl::StatusOr<OwnershipStatus> Status(const std::string& node) = 0;
+  // The node stays held by onequeue, now for `owner` (e.g. "reserved/<P>" -> "kubernetes" once P
+  // is bound): drain -> the drain reason is rewritten, placeholder -> its comment is; the node is
+  // never given back to Slurm in between. Not held yet: same as Reclaim. An admin's drain:
+  // kFailedPrecondition.
+  virtual absl::Status Retag(const std::string& node, const std::string& owner) = 0;
 };
+
+// Who holds every node, read from one poll's view alone (no request): the answer Status() gives,
+// for all nodes at once, so the daemon can check every pool node every cycle for free. For the
+// placeholder mechanism a placeholder is a live (pending or running) job of `reclaim_partition`
+// named onequeue-placeholder-<node> with an onequeue tag in its comment. `mechanism`: "drain" or
+// "placeholder". Nodes absent from the view are absent from the map.
+std::map<std::string, OwnershipStatus> OwnershipFromView(const SlurmView& view, const std::string& mechanism,
+                                                         const std::string& reclaim_partition);
 
 std::unique_ptr<NodeOwnership> MakeDrainOwnership(SlurmApi& api);
 

@@ -38,6 +38,9 @@ class SlurmApi {
   virtual absl::Status SignalJob(uint32_t job_id, const std::string& signal) = 0;  // "SIGUSR1" / "10"
   virtual absl::Status HoldJob(uint32_t job_id) = 0;
   virtual absl::Status ReleaseJob(uint32_t job_id) = 0;
+  // Applies every set field of `update` to a pending job (REST where the version can, scontrol for
+  // what it cannot, e.g. ReqNodeList on v0.0.38 if REST refuses it). kNotFound: no such job.
+  virtual absl::Status UpdateJob(uint32_t job_id, const JobUpdate& update) = 0;
   // Lets a requeued job start at `at` instead of waiting out the BeginTime Slurm gave it.
   virtual absl::Status StartAt(uint32_t job_id, absl::Time at, absl::Time now) = 0;
   // scontrol only (no REST version can requeue).
