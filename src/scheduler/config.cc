@@ -92,6 +92,7 @@ class MapReader {
     if constexpr (std::is_same_v<T, std::string>) return "a string";
     if constexpr (std::is_same_v<T, std::vector<std::string>>) return "a list of strings";
     if constexpr (std::is_same_v<T, std::map<std::string, double>>) return "a mapping of names to numbers";
+    if constexpr (std::is_same_v<T, std::map<std::string, std::string>>) return "a mapping of names to names";
     return "another type";
   }
 
@@ -152,6 +153,22 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
   slurm.Read("apiVersion", &c.slurm.api_version);
   slurm.Read("lendMechanism", &c.slurm.lend_mechanism);
   slurm.Read("sharedPartitions", &c.slurm.shared_partitions);
+  slurm.Read("nodeLabel", &c.slurm.node_label);
+  slurm.Read("lendAfterSeconds", &c.slurm.lend_after_seconds);
+  slurm.Read("returnAfterSeconds", &c.slurm.return_after_seconds);
+  slurm.Read("headroomNodes", &c.slurm.headroom_nodes);
+  slurm.Read("pollIntervalSeconds", &c.slurm.poll_interval_seconds);
+  slurm.Read("qosMap", &c.slurm.qos_map);
+  slurm.Read("defaultQos", &c.slurm.default_qos);
+  slurm.Read("gresResources", &c.slurm.gres_resources);
+  slurm.Read("reclaimPartition", &c.slurm.reclaim_partition);
+  slurm.Read("scontrolPath", &c.slurm.scontrol_path);
+  slurm.Read("slurmConf", &c.slurm.slurm_conf);
+  if (c.slurm.lend_after_seconds < 0) slurm.KeyError("lendAfterSeconds", "must be 0 or more");
+  if (c.slurm.return_after_seconds < 0) slurm.KeyError("returnAfterSeconds", "must be 0 or more");
+  if (c.slurm.headroom_nodes < 0) slurm.KeyError("headroomNodes", "must be 0 or more");
+  if (c.slurm.poll_interval_seconds < 0.1 || c.slurm.poll_interval_seconds > 3600)
+    slurm.KeyError("pollIntervalSeconds", "must be from 0.1 to 3600");
   static const std::set<std::string> kApiVersions = {"auto", "v0.0.38", "v0.0.39", "v0.0.40",
                                                      "v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44"};
   if (!kApiVersions.count(c.slurm.api_version))
@@ -167,6 +184,13 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
              c.slurm.url.rfind("unix://", 0) != 0)
       slurm.KeyError("url", absl::StrCat("is \"", c.slurm.url, "\"; expected http://, https:// or unix://"));
     if (c.slurm.token_file.empty()) slurm.KeyError("tokenFile", "is required when slurm.enabled is true");
+    if (c.slurm.shared_partitions.empty())
+      slurm.KeyError("sharedPartitions", "must name at least one partition when slurm.enabled is true");
+    if (c.slurm.lend_mechanism == "slurmd-pod")
+      slurm.KeyError("lendMechanism", "slurmd-pod is not implemented by the daemon yet; use drain or placeholder");
+    if (c.slurm.lend_mechanism == "drain" && c.slurm.scontrol_path.empty())
+      slurm.KeyError("scontrolPath", "is required with lendMechanism drain (no slurmrestd version can requeue a "
+                                     "job, and v0.0.38 cannot drain a node)");
   }
   slurm.RefuseUnknown();
 

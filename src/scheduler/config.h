@@ -30,6 +30,27 @@ struct SlurmConfig {
   std::string api_version = "auto";  // auto | v0.0.38 .. v0.0.44
   std::string lend_mechanism = "placeholder";  // drain | placeholder | slurmd-pod
   std::vector<std::string> shared_partitions;
+  // Pool node <-> Slurm node: the Kubernetes node label whose value is the Slurm node's name;
+  // empty: the same name on both sides.
+  std::string node_label;
+  // A Kubernetes-owned pool node is lent only after this long without a pod (hysteresis), and a
+  // lent node with no Slurm job is given back (Returned) after return_after_seconds.
+  int64_t lend_after_seconds = 60;
+  int64_t return_after_seconds = 60;
+  // Idle Kubernetes-owned pool nodes never lent, kept warm for interactive pods.
+  int headroom_nodes = 0;
+  double poll_interval_seconds = 2;
+  // Slurm QOS name -> onequeue QOS name; a Slurm QOS not listed keeps its name if onequeue's
+  // table has it, else default_qos.
+  std::map<std::string, std::string> qos_map;
+  std::string default_qos = "batch";
+  // Slurm GRES name -> Kubernetes extended resource (gres "gpu:4" asks nvidia.com/gpu: 4).
+  std::map<std::string, std::string> gres_resources = {{"gpu", "nvidia.com/gpu"}};
+  // placeholder mechanism: the partition of higher PriorityTier over the same nodes.
+  std::string reclaim_partition = "reclaim";
+  // scontrol for what slurmrestd cannot do (requeue; drain/resume on v0.0.38); empty: REST only.
+  std::string scontrol_path;
+  std::string slurm_conf;  // SLURM_CONF for scontrol
 };
 
 struct QosConfig {

@@ -100,11 +100,48 @@ absl::Status KubeClusterActions::ReportWaiting(const std::string& pod_key, const
 }
 
 absl::Status KubeClusterActions::SetNodeOwner(const std::string& node, const std::string& value) {
-  nlohmann::json v = value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value);
-  auto p = client_->Patch(k8s::ObjectPath(k8s::kNodes, "", node),
-                          {{"metadata", {{"annotations", {{kOwnerAnnotation, v}}}}}},
-                          "application/merge-patch+json");
+  // Label: what kubectl get nodes -L onequeue.io/owner shows (a label value has no '/').
+  nlohmann::json label = nullptr;
+  if (!value.empty()) label = value.substr(0, value.find('/'));
+  const bool tainted = !value.empty() && value != "kubernetes";
+  // The taint list is replaced whole by a merge patch: read the node, change only our taint, and
+  // write with its resourceVersion so a concurrent change of another taint is not lost (409: the
+  // loop tries again next cycle).
+  const std::string path = k8s::ObjectPath(k8s::kNodes, "", node);
+  absl::StatusOr<nlohmann::json> current = client_->Get(path);
+  if (!current.ok()) return current.status();
+  nlohmann::json taints = nlohmann::json::array();
+  bool had = false;
+  if (current->contains("spec") && (*current)["spec"].contains("taints")) {
+    for (const auto& t : (*current)["spec"]["taints"]) {
+      if (t.value("key", "") == kOwnerTaintKey) {
+        had = true;
+        continue;
+      }
+      taints.push_back(t);
+    }
+  }
+  nlohmann::json patch = {{"metadata",
+                           {{"annotations", {{kOwnerAnnotation, value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value)}}},
+                            {"labels", {{kOwnerLabel, label}}}}}};
+  if (tainted || had) {
+    if (tainted) taints.push_back({{"key", kOwnerTaintKey}, {"value", label}, {"effect", "NoSchedule"}});
+    patch["spec"] = {{"taints", taints}};
+    patch["metadata"]["resourceVersion"] = (*current)["metadata"].value("resourceVersion", "");
+  }
+  auto p = client_->Patch(path, patch, "application/merge-patch+json");
   return p.status();
+}
+
+void KubeClusterActions::NodeEvent(const std::string& node, const std::string& reason, const std::string& note) {
+  k8s::ObjectReference ref;
+  ref.api_version = "v1";
+  ref.kind = "Node";
+  ref.name = node;
+  // kubectl describe node matches events by the node's name as uid (what the kubelet does).
+  ref.uid = node;
+  auto s = events_.Record(ref, "Normal", reason, "Scheduling", note, absl::Now());
+  if (!s.ok()) spdlog::warn("event {} for node {}: {}", reason, node, s.status().ToString());
 }
 
 absl::Status KubeClusterActions::Nominate(const std::string& pod_key, const std::string& node) {

@@ -9,19 +9,29 @@
 #include "k8s_client/rest_client.h"
 #include "k8s_client/scheduler_api.h"
 #include "scheduler/scheduling_loop.h"
+#include "slurm_bridge/poller.h"
 
 namespace onequeue::scheduler {
 
 class InformerClusterView : public ClusterView {
  public:
-  InformerClusterView(const k8s::Informer<k8s::Node>* nodes, const k8s::Informer<k8s::Pod>* pods)
-      : nodes_(nodes), pods_(pods) {}
+  // `slurm` may be null (Slurm disabled).
+  InformerClusterView(const k8s::Informer<k8s::Node>* nodes, const k8s::Informer<k8s::Pod>* pods,
+                      const slurm::SlurmPoller* slurm = nullptr)
+      : nodes_(nodes), pods_(pods), slurm_(slurm) {}
   std::vector<k8s::Node> Nodes() const override { return nodes_->List(); }
   std::vector<k8s::Pod> Pods() const override { return pods_->List(); }
+  std::shared_ptr<const slurm::SlurmView> Slurm() const override {
+    if (slurm_ == nullptr) return nullptr;
+    auto v = slurm_->View();
+    // Before the first successful poll the view is empty, not "no jobs": plan nothing for Slurm.
+    return v->refreshed_at == absl::InfinitePast() ? nullptr : v;
+  }
 
  private:
   const k8s::Informer<k8s::Node>* nodes_;
   const k8s::Informer<k8s::Pod>* pods_;
+  const slurm::SlurmPoller* slurm_;
 };
 
 class KubeClusterActions : public ClusterActions {
@@ -32,6 +42,7 @@ class KubeClusterActions : public ClusterActions {
   absl::Status Bind(const std::string& pod_key, const std::string& node, const std::string& message) override;
   absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override;
   absl::Status SetNodeOwner(const std::string& node, const std::string& value) override;
+  void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override;
   absl::Status Nominate(const std::string& pod_key, const std::string& node) override;
   absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
 

@@ -11,6 +11,10 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include <cstdlib>
+#include <set>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -24,6 +28,10 @@
 #include "scheduler/grpc_service.h"
 #include "scheduler/kube_cluster.h"
 #include "scheduler/scheduling_loop.h"
+#include "scheduler/slurm_cluster.h"
+#include "slurm_bridge/ownership.h"
+#include "slurm_bridge/poller.h"
+#include "slurm_bridge/slurm_api.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -122,6 +130,61 @@ void KeepLease(LeaderElector* elector, absl::Notification* stop, std::atomic<boo
   if (*leading) elector->Release(absl::Now());
 }
 
+// ONEQUEUE_FAILPOINTS=name[,name]: the daemon stops dead (SIGKILL, nothing cleaned up) when the
+// loop reaches a named step. For the crash-recovery tests only; unset in every real deployment.
+Failpoint FailpointsFromEnvironment() {
+  const char* env = std::getenv("ONEQUEUE_FAILPOINTS");
+  if (env == nullptr || *env == '\0') return nullptr;
+  std::set<std::string> names = absl::StrSplit(env, ',', absl::SkipEmpty());
+  spdlog::warn("failpoints armed (tests only): {}", env);
+  return [names](const char* name) {
+    if (!names.count(name)) return;
+    spdlog::critical("failpoint {}: stopping dead", name);
+    spdlog::default_logger()->flush();
+    kill(getpid(), SIGKILL);
+  };
+}
+
+struct SlurmSide {
+  std::unique_ptr<slurm::SlurmApi> api;
+  std::unique_ptr<slurm::NodeOwnership> ownership;
+  std::unique_ptr<slurm::SlurmPoller> poller;
+  std::unique_ptr<SlurmBridgeActions> actions;
+};
+
+absl::StatusOr<SlurmSide> ConnectSlurm(const SlurmConfig& c) {
+  slurm::SlurmApiOptions o;
+  if (c.url.rfind("unix://", 0) == 0) {
+    o.transport.unix_socket = c.url.substr(7);
+    o.transport.base_url = "http://localhost";
+  } else {
+    o.transport.base_url = c.url;
+  }
+  o.user = c.user;
+  o.token_file = c.token_file;
+  if (c.api_version != "auto") {
+    auto v = slurm::ParseApiVersion(c.api_version);
+    if (!v.ok()) return v.status();
+    o.pinned_version = *v;
+  }
+  o.scontrol_path = c.scontrol_path;
+  o.slurm_conf = c.slurm_conf;
+  SlurmSide side;
+  auto api = slurm::ConnectSlurmApi(o);
+  if (!api.ok()) return api.status();
+  side.api = std::move(*api);
+  if (c.lend_mechanism == "drain") {
+    side.ownership = slurm::MakeDrainOwnership(*side.api);
+  } else {
+    slurm::PlaceholderOptions po;
+    po.reclaim_partition = c.reclaim_partition;
+    side.ownership = slurm::MakePlaceholderOwnership(*side.api, po, [] { return absl::Now(); });
+  }
+  side.poller = std::make_unique<slurm::SlurmPoller>(*side.api);
+  side.actions = std::make_unique<SlurmBridgeActions>(side.api.get(), side.ownership.get());
+  return side;
+}
+
 int RunDaemon(const Config& config) {
   auto server = StartQueueServer(config.server.grpc_address, {});
   if (!server.ok()) {
@@ -149,6 +212,29 @@ int RunDaemon(const Config& config) {
   std::atomic<bool> lost_leadership{false};
   char host[256] = "onequeue";
   gethostname(host, sizeof(host) - 1);
+  SlurmSide slurm_side;
+  std::thread poll_thread;
+  absl::Notification stop_poll;
+  if (config.slurm.enabled && config.kubernetes.enabled) {
+    auto side = ConnectSlurm(config.slurm);
+    if (!side.ok()) {
+      spdlog::error("slurm: {}", side.status().ToString());
+      return 1;
+    }
+    slurm_side = std::move(*side);
+    spdlog::info("slurm: slurmrestd {} ({}), lending by {}, shared partitions {}", config.slurm.url,
+                 slurm::VersionString(slurm_side.api->version()), slurm_side.ownership->mechanism(),
+                 absl::StrJoin(config.slurm.shared_partitions, ","));
+    // The poller runs beside the loop: a change Slurm reports wakes a cycle, like an informer event.
+    poll_thread = std::thread([&] {
+      const absl::Duration every = absl::Seconds(config.slurm.poll_interval_seconds);
+      do {
+        auto changes = slurm_side.poller->PollOnce(absl::Now());
+        if (!changes.ok()) spdlog::warn("slurm poll: {}", changes.status().ToString());
+        else if (changes->any()) trigger.Fire();
+      } while (!stop_poll.WaitForNotificationWithTimeout(every));
+    });
+  }
   if (config.kubernetes.enabled) {
     auto kc = KubeClientConfig(config);
     if (!kc.ok()) {
@@ -191,17 +277,21 @@ int RunDaemon(const Config& config) {
         spdlog::info("waiting for the pod and node informers to sync");
       }
       spdlog::info("informers synced: {} nodes, {} pods", nodes->Size(), pods->Size());
-      InformerClusterView view(nodes.get(), pods.get());
+      InformerClusterView view(nodes.get(), pods.get(), slurm_side.poller.get());
       KubeClusterActions actions(client.get(), pods.get(), host);
-      SchedulingLoop loop(config, &view, &actions);
+      SchedulingLoop loop(config, &view, &actions, slurm_side.actions.get(), FailpointsFromEnvironment());
       // Event-driven, coalesced, with a periodic full pass so estimates and ages stay fresh.
       // A standby replica keeps its informers warm and runs no cycle until it leads.
       while (trigger.Wait(absl::Seconds(5))) {
         if (!leading) continue;
         const CycleStats s = loop.RunCycle(absl::ToUnixSeconds(absl::Now()));
-        if (s.bound || s.reported || s.preemptions_started || s.bind_errors) {
-          spdlog::info("cycle: {} pending, {} bound, {} waiting ({} reported), {} preemptions, {} evictions, {} bind errors",
-                       s.pending, s.bound, s.waiting, s.reported, s.preemptions_started, s.evictions,
+        if (s.bound || s.reported || s.preemptions_started || s.bind_errors || s.slurm_started || s.lent ||
+            s.reclaimed || s.returned || s.slurm_held) {
+          spdlog::info("cycle: {} pending ({} Slurm), {} bound, {} Slurm jobs started, {} waiting ({} reported, "
+                       "{} Slurm held), {} preemptions, {} evictions, {} requeued, {} lent, {} reclaimed, "
+                       "{} returned, {} bind errors",
+                       s.pending, s.slurm_pending, s.bound, s.slurm_started, s.waiting, s.reported, s.slurm_held,
+                       s.preemptions_started, s.evictions, s.requeued, s.lent, s.reclaimed, s.returned,
                        s.bind_errors);
         }
         absl::SleepFor(absl::Milliseconds(100));  // coalesce bursts of events into one cycle
@@ -210,12 +300,17 @@ int RunDaemon(const Config& config) {
   } else {
     spdlog::warn("kubernetes.enabled is false: serving the API only, scheduling nothing");
   }
+  if (config.slurm.enabled && !config.kubernetes.enabled) {
+    spdlog::warn("slurm.enabled without kubernetes.enabled: Slurm is not polled (nothing to share it with)");
+  }
 
   int sig = 0;
   sigwait(&set, &sig);
   spdlog::info("signal {}: shutting down", sig);
   trigger.Stop();
   if (loop_thread.joinable()) loop_thread.join();
+  stop_poll.Notify();
+  if (poll_thread.joinable()) poll_thread.join();
   stop_lease.Notify();  // after the loop: no cycle runs once the Lease is given up
   if (lease_thread.joinable()) lease_thread.join();
   if (pods) pods->Stop();

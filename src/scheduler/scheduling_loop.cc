@@ -2,14 +2,26 @@
 
 #include <algorithm>
 
+#include "spdlog/spdlog.h"
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "slurm_bridge/ownership.h"
 
 namespace onequeue::scheduler {
 namespace {
 
 constexpr const char* kReservedPrefix = "reserved/";
+// An owner value we wrote is trusted over the informer's copy for this long (the watch lags).
+constexpr queue::Time kOwnerWriteTrustSeconds = 30;
+// A job onequeue started that Slurm has not shown running after this long is planned again.
+constexpr queue::Time kAssumedStartSeconds = 120;
+// The same fence is not asked for twice within this long (the poller shows it a poll later).
+constexpr queue::Time kFenceRetrySeconds = 10;
+bool IsKubernetesOwner(const std::string& v) { return v.empty() || v == kOwnerKubernetes; }
+bool IsSlurmOwner(const std::string& v) { return v == kOwnerSlurm || absl::StartsWith(v, "slurm/"); }
 // After a refused eviction (PodDisruptionBudget), the same preemption is not tried again for this
 // long: the budget changes when pods become ready or leave, rarely within seconds, and every try
 // writes the reservation and calls the Eviction API.
@@ -57,10 +69,37 @@ queue::QueueConfig ToQueueConfig(const Config& config) {
   return q;
 }
 
-SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, ClusterActions* actions)
-    : config_(config), view_(view), actions_(actions), planner_(ToQueueConfig(config), &preemption_) {}
+SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, ClusterActions* actions,
+                               SlurmActions* slurm, Failpoint failpoint)
+    : config_(config),
+      queue_config_(ToQueueConfig(config)),
+      view_(view),
+      actions_(actions),
+      slurm_(slurm),
+      failpoint_(std::move(failpoint)),
+      planner_(queue_config_, &preemption_) {}
 
-void SchedulingLoop::ForgetConfirmedAssumptions(const std::vector<k8s::Pod>& pods) {
+absl::Status SchedulingLoop::SetOwner(const std::string& node, const std::string& value, queue::Time now) {
+  absl::Status s = actions_->SetNodeOwner(node, value);
+  if (s.ok()) {
+    owner_written_[node] = {value, now};
+    node_owner_[node] = value;
+  }
+  return s;
+}
+
+std::string SchedulingLoop::OwnerValueOf(const std::string& node) const {
+  auto it = node_owner_.find(node);
+  return it == node_owner_.end() ? std::string() : it->second;
+}
+
+bool SchedulingLoop::IsPending(const BuiltSnapshot& built, std::string_view workload) const {
+  return built.pending_pods.find(workload) != built.pending_pods.end() ||
+         slurm_records_.pending.find(workload) != slurm_records_.pending.end();
+}
+
+void SchedulingLoop::ForgetConfirmedAssumptions(const std::vector<k8s::Pod>& pods,
+                                                const slurm::SlurmView* slurm_view, queue::Time now) {
   std::map<std::string, const k8s::Pod*> by_key;
   for (const auto& p : pods) by_key[p.metadata.Key()] = &p;
   for (auto it = assumed_.begin(); it != assumed_.end();) {
@@ -70,36 +109,70 @@ void SchedulingLoop::ForgetConfirmedAssumptions(const std::vector<k8s::Pod>& pod
     else ++it;
   }
   for (auto it = evicted_.begin(); it != evicted_.end();) {
-    if (!by_key.count(*it)) it = evicted_.erase(it);
+    // A Slurm victim is forgotten once its preemption is over (see ReleaseFinishedReservations).
+    if (!SlurmJobOf(*it) && !by_key.count(*it)) it = evicted_.erase(it);
     else ++it;
+  }
+  if (slurm_view != nullptr) {
+    for (auto it = assumed_jobs_.begin(); it != assumed_jobs_.end();) {
+      auto job = slurm_view->jobs->find(it->first);
+      // Seen running (or ended, or gone): confirmed. Still pending past its time: Slurm did not
+      // start it, and the next plan decides again.
+      const bool confirmed = job == slurm_view->jobs->end() || job->second.state != slurm::JobState::kPending;
+      if (confirmed || now > it->second.until) it = assumed_jobs_.erase(it);
+      else ++it;
+    }
   }
 }
 
-void SchedulingLoop::ReleaseFinishedReservations(const BuiltSnapshot& built, CycleStats* stats) {
+void SchedulingLoop::ReleaseFinishedReservations(const BuiltSnapshot& built, queue::Time now, CycleStats* stats) {
   for (auto it = reservations_.begin(); it != reservations_.end();) {
-    // The preemptor no longer waits (bound, or deleted): the reservation has done its job.
-    if (built.pending_pods.count(it->second)) {
+    // The preemptor no longer waits (bound, started, or deleted): the reservation has done its job.
+    if (IsPending(built, it->second)) {
       ++it;
       continue;
     }
     const std::string preemptor = it->second;
-    if (actions_->SetNodeOwner(it->first, "").ok()) {
+    // A start may have moved the node on already (TakeNodeFor, StartSlurmJob).
+    if (OwnerValueOf(it->first) != kReservedPrefix + preemptor) {
+      owner_before_reserve_.erase(it->first);
+      it = reservations_.erase(it);
+      evicting_.erase(preemptor);
+      continue;
+    }
+    // A node Slurm shares goes back to Kubernetes (the reconcile pass re-tags its fence); a node
+    // Slurm does not know simply loses the mark.
+    const std::string back = slurm_records_.nodes.count(it->first) ? kOwnerKubernetes : "";
+    if (SetOwner(it->first, back, now).ok()) {
+      owner_before_reserve_.erase(it->first);
       it = reservations_.erase(it);
       evicting_.erase(preemptor);
     } else {
       ++it;
     }
   }
+  for (auto it = evicted_.begin(); it != evicted_.end();) {
+    bool in_use = false;
+    for (const auto& [node, p] : reservations_) in_use = in_use || evicting_.count(p);
+    if (SlurmJobOf(*it) && !in_use) it = evicted_.erase(it);
+    else ++it;
+  }
   for (auto it = blocked_.begin(); it != blocked_.end();) {
-    if (built.pending_pods.count(it->first)) ++it;
+    if (IsPending(built, it->first)) ++it;
     else it = blocked_.erase(it);
   }
 }
 
-void SchedulingLoop::RollBack(const std::string& preemptor, const BuiltSnapshot& built, CycleStats* stats) {
+void SchedulingLoop::RollBack(const std::string& preemptor, const BuiltSnapshot& built, queue::Time now,
+                              CycleStats* stats) {
   for (auto it = reservations_.begin(); it != reservations_.end();) {
     if (it->second == preemptor) {
-      (void)actions_->SetNodeOwner(it->first, "");
+      // Back to the owner it had; the reconcile pass puts the Slurm side right (fence or lend).
+      auto before = owner_before_reserve_.find(it->first);
+      std::string value = before == owner_before_reserve_.end() ? "" : before->second;
+      if (absl::StartsWith(value, kReservedPrefix)) value = "";
+      (void)SetOwner(it->first, value, now);
+      owner_before_reserve_.erase(it->first);
       it = reservations_.erase(it);
     } else {
       ++it;
@@ -115,29 +188,69 @@ void SchedulingLoop::RollBack(const std::string& preemptor, const BuiltSnapshot&
 
 void SchedulingLoop::StartPreemption(const queue::PreemptDecision& d, const BuiltSnapshot& built,
                                      const std::set<std::string>& terminating, queue::Time now,
-                                     CycleStats* stats) {
+                                     std::set<std::string>* touched, CycleStats* stats) {
   if (evicting_.count(d.preemptor)) return;  // already under way: each victim is evicted once
   if (auto b = blocked_.find(d.preemptor); b != blocked_.end() && now < b->second.retry_at) return;
   const auto& nodes = built.snapshot->nodes;
   auto pods = built.pending_pods.find(d.preemptor);
-  if (pods == built.pending_pods.end()) return;
-  // 1. Reserve, durably, before anything is evicted. Written even when reservations_ already has
-  // it (recovered after a restart, or read back from a lagging informer after a rollback): the
-  // write is idempotent and the only proof that the mark is on the node.
+  const bool slurm_preemptor = SlurmJobOf(d.preemptor).has_value();
+  if (pods == built.pending_pods.end() && !slurm_preemptor) return;
+  if (slurm_preemptor && (slurm_ == nullptr || !slurm_records_.pending.count(d.preemptor))) return;
+  // 1. Reserve, durably, before anything is evicted: the node annotation, then (on a node Slurm
+  // shares) a fence tagged for the preemptor. Written even when reservations_ already has it
+  // (recovered after a restart, or read back from a lagging informer after a rollback): the write
+  // is idempotent and the only proof that the mark is on the node.
   std::set<std::string> node_names;
   for (queue::NodeIndex n : d.member_nodes) node_names.insert(nodes[n].name);
   for (const auto& name : node_names) {
-    if (!actions_->SetNodeOwner(name, kReservedPrefix + d.preemptor).ok()) {
-      RollBack(d.preemptor, built, stats);
+    const std::string before = OwnerValueOf(name);
+    if (!absl::StartsWith(before, kReservedPrefix)) owner_before_reserve_[name] = before;
+    if (!SetOwner(name, kReservedPrefix + d.preemptor, now).ok()) {
+      RollBack(d.preemptor, built, now, stats);
       return;
     }
     reservations_[name] = d.preemptor;
+    touched->insert(name);
   }
-  for (size_t i = 0; i < pods->second.pod_keys.size() && i < d.member_nodes.size(); ++i) {
-    (void)actions_->Nominate(pods->second.pod_keys[i], nodes[d.member_nodes[i]].name);
+  if (slurm_ != nullptr) {
+    for (const auto& name : node_names) {
+      auto joined = slurm_records_.nodes.find(name);
+      if (joined == slurm_records_.nodes.end()) continue;
+      absl::Status s = slurm_->Fence(joined->second.slurm_name, kReservedPrefix + d.preemptor);
+      if (!s.ok()) {
+        spdlog::warn("preemption for {}: fencing Slurm node {} failed: {}; rolled back", d.preemptor,
+                     joined->second.slurm_name, s.ToString());
+        RollBack(d.preemptor, built, now, stats);
+        return;
+      }
+      last_fence_[name] = {kReservedPrefix + d.preemptor, now};
+    }
+  }
+  Fail("reclaim-after-reserve");
+  if (pods != built.pending_pods.end()) {
+    for (size_t i = 0; i < pods->second.pod_keys.size() && i < d.member_nodes.size(); ++i) {
+      (void)actions_->Nominate(pods->second.pod_keys[i], nodes[d.member_nodes[i]].name);
+    }
   }
   ++stats->preemptions_started;
-  // 2. Evict each victim once. A refusal (PDB) aborts the whole step.
+  // 2. Evict each victim once: Slurm jobs are requeued (or cancelled when they may not be), pods
+  // go through the Eviction API. A refused eviction (PDB) aborts the whole step.
+  bool slurm_victims = false;
+  for (const auto& victim : d.victims) {
+    const std::optional<uint32_t> job_id = SlurmJobOf(victim);
+    if (!job_id) continue;
+    slurm_victims = true;
+    if (evicted_.count(victim) || slurm_ == nullptr) continue;
+    auto job = slurm_records_.running.find(victim);
+    if (job == slurm_records_.running.end()) continue;  // already left
+    absl::Status s;
+    if (!job->second->requeue) s = slurm_->Cancel(*job_id);
+    else if (!slurm_->FenceRequeues()) s = slurm_->Requeue(*job_id);
+    if (!s.ok()) spdlog::warn("preemption for {}: requeue of Slurm job {}: {}", d.preemptor, *job_id, s.ToString());
+    evicted_.insert(victim);
+    ++stats->requeued;
+  }
+  if (slurm_victims) Fail("reclaim-after-requeue");
   for (const auto& victim : d.victims) {
     auto vp = built.running_pods.find(victim);
     if (vp == built.running_pods.end()) continue;
@@ -147,7 +260,7 @@ void SchedulingLoop::StartPreemption(const queue::PreemptDecision& d, const Buil
       absl::Status s = actions_->Evict(pod_key, d.preemptor,
                                        absl::StrCat("Preempted by ", d.preemptor, " (higher priority)"));
       if (!s.ok() && !absl::IsNotFound(s)) {
-        RollBack(d.preemptor, built, stats);
+        RollBack(d.preemptor, built, now, stats);
         blocked_[d.preemptor] = {now + kBlockedPreemptionRetrySeconds,
                                  absl::StrCat("preemption rolled back, eviction of ", pod_key, " refused: ",
                                               s.message(), "; retrying in ", kBlockedPreemptionRetrySeconds, "s")};
@@ -159,10 +272,215 @@ void SchedulingLoop::StartPreemption(const queue::PreemptDecision& d, const Buil
   }
   evicting_.insert(d.preemptor);
   blocked_.erase(d.preemptor);
-  // 3. Bind happens in a later cycle, when the victims are gone and the plan starts P there.
+  // 3. The start happens in a later cycle, when the victims are gone and the plan starts P there.
 }
 
-WaitReport SchedulingLoop::ReportFor(const queue::WaitingStatus& w) const {
+SlurmWorldOptions SchedulingLoop::SlurmOptions(const BuiltSnapshot& built, queue::Time now) {
+  SlurmWorldOptions o;
+  o.shared_partitions = config_.slurm.shared_partitions;
+  o.node_label = config_.slurm.node_label;
+  o.mechanism = config_.slurm.lend_mechanism;
+  o.reclaim_partition = config_.slurm.reclaim_partition;
+  o.qos_map = config_.slurm.qos_map;
+  o.default_qos = config_.slurm.default_qos;
+  for (const auto& q : config_.queue.qos) {
+    o.known_qos.push_back(q.name);
+    if (q.preemptible) o.preemptible_qos.insert(q.name);
+  }
+  o.gres_resources = config_.slurm.gres_resources;
+  for (const auto& [job, a] : assumed_jobs_) o.assumed_starts[job] = a.nodes;
+  // Hysteresis: a node pods used lately is not lent, nor is the headroom kept for interactive pods.
+  const queue::Snapshot& snap = *built.snapshot;
+  std::vector<char> has_pod(snap.nodes.size(), 0);
+  for (const auto& r : snap.running) {
+    if (r.kind != queue::WorkloadKind::kPodGroup) continue;
+    for (const auto& a : r.allocations) has_pod[a.node] = 1;
+  }
+  std::vector<std::string> idle_kubernetes;
+  for (size_t i = 0; i < snap.nodes.size(); ++i) {
+    const std::string& name = snap.nodes[i].name;
+    auto [seen, first_sight] = last_pod_seen_.try_emplace(name, now);
+    if (has_pod[i] || !IsKubernetesOwner(OwnerValueOf(name))) seen->second = now;
+    else idle_kubernetes.push_back(name);
+    if (now - seen->second < config_.slurm.lend_after_seconds) o.not_lendable.insert(name);
+  }
+  for (int i = 0; i < config_.slurm.headroom_nodes && i < static_cast<int>(idle_kubernetes.size()); ++i) {
+    o.not_lendable.insert(idle_kubernetes[i]);
+  }
+  return o;
+}
+
+bool SchedulingLoop::TakeNodeFor(const std::string& node, const std::string& workload, queue::Time now,
+                                 CycleStats* stats) {
+  auto joined = slurm_records_.nodes.find(node);
+  const std::string owner = OwnerValueOf(node);
+  if (slurm_ == nullptr || joined == slurm_records_.nodes.end() || owner == kOwnerKubernetes) return true;
+  if (owner.empty() && joined->second.holder.holder != slurm::NodeHolder::kSlurm) return true;
+  // Slurm's side first: fenced for Kubernetes and nothing of Slurm's left running there, asked of
+  // Slurm itself (the poller's view may be a poll old). Only then the node changes hands.
+  const std::string& slurm_name = joined->second.slurm_name;
+  absl::Status fenced = slurm_->Fence(slurm_name, kOwnerKubernetes);
+  if (!fenced.ok()) {
+    spdlog::warn("taking {} for {}: fencing Slurm node {}: {}", node, workload, slurm_name, fenced.ToString());
+    return false;
+  }
+  last_fence_[node] = {kOwnerKubernetes, now};
+  absl::StatusOr<bool> ready = slurm_->Ready(slurm_name);
+  if (!ready.ok() || !*ready) return false;  // a Slurm job is still leaving: next cycle
+  if (!SetOwner(node, kOwnerKubernetes, now).ok()) return false;
+  reservations_.erase(node);
+  owner_before_reserve_.erase(node);
+  actions_->NodeEvent(node, "Reclaimed", absl::StrCat("Reclaimed from Slurm for ", workload));
+  ++stats->reclaimed;
+  return true;
+}
+
+void SchedulingLoop::StartSlurmJob(const queue::StartDecision& start, const BuiltSnapshot& built, queue::Time now,
+                                   std::set<std::string>* touched, CycleStats* stats) {
+  const std::optional<uint32_t> job = SlurmJobOf(start.workload);
+  if (!job || slurm_ == nullptr) return;
+  std::vector<std::string> k8s_nodes, slurm_nodes;
+  for (queue::NodeIndex n : start.member_nodes) {
+    const std::string& name = built.snapshot->nodes[n].name;
+    if (std::find(k8s_nodes.begin(), k8s_nodes.end(), name) != k8s_nodes.end()) continue;
+    auto joined = slurm_records_.nodes.find(name);
+    if (joined == slurm_records_.nodes.end()) return;  // cannot happen: only joined nodes are lendable
+    k8s_nodes.push_back(name);
+    slurm_nodes.push_back(joined->second.slurm_name);
+  }
+  // 1. Kubernetes' side first (durable, and the taint keeps other schedulers off).
+  for (const std::string& name : k8s_nodes) {
+    if (IsSlurmOwner(OwnerValueOf(name))) continue;
+    if (!SetOwner(name, absl::StrCat(kOwnerSlurm, "/", *job), now).ok()) return;
+    reservations_.erase(name);
+    owner_before_reserve_.erase(name);
+    actions_->NodeEvent(name, "Lent", absl::StrCat("Lent to Slurm for job ", *job));
+    ++stats->lent;
+  }
+  Fail("lend-after-annotate");
+  // 2. The job onequeue chose, and only it, may start there: pinned to the nodes, released with a
+  // priority above anything else, then the fence goes.
+  absl::Status s = slurm_->StartOn(*job, slurm_nodes,
+                                   absl::StrCat(slurm::kOwnerTagPrefix, " started by onequeue on ",
+                                                absl::StrJoin(slurm_nodes, ","),
+                                                start.backfilled ? " (backfilled)" : ""));
+  if (!s.ok()) {
+    spdlog::warn("starting Slurm job {}: {}", *job, s.ToString());
+    return;
+  }
+  for (size_t i = 0; i < k8s_nodes.size(); ++i) {
+    auto joined = slurm_records_.nodes.find(k8s_nodes[i]);
+    if (joined->second.holder.holder == slurm::NodeHolder::kOnequeue ||
+        (last_fence_.count(k8s_nodes[i]) && now - last_fence_[k8s_nodes[i]].second < kFenceRetrySeconds)) {
+      absl::Status u = slurm_->Unfence(slurm_nodes[i]);
+      if (!u.ok()) spdlog::warn("lending {}: {}", slurm_nodes[i], u.ToString());
+    }
+    last_fence_.erase(k8s_nodes[i]);
+    touched->insert(k8s_nodes[i]);
+  }
+  assumed_jobs_[*job] = {k8s_nodes, now + kAssumedStartSeconds};
+  last_hold_.erase(*job);
+  ++stats->slurm_started;
+}
+
+void SchedulingLoop::FenceOnce(const JoinedNode& node, const std::string& owner, queue::Time now) {
+  auto last = last_fence_.find(node.k8s_name);
+  if (last != last_fence_.end() && last->second.first == owner && now - last->second.second < kFenceRetrySeconds) {
+    return;
+  }
+  absl::Status s = owner.empty() ? slurm_->Unfence(node.slurm_name) : slurm_->Fence(node.slurm_name, owner);
+  if (!s.ok()) spdlog::warn("Slurm node {}: {} failed: {}", node.slurm_name, owner.empty() ? "lend" : "fence " + owner,
+                            s.ToString());
+  last_fence_[node.k8s_name] = {owner, now};
+}
+
+void SchedulingLoop::ReconcileSlurmNodes(const std::set<std::string>& touched, queue::Time now, CycleStats* stats) {
+  std::set<std::string> assumed_nodes;
+  for (const auto& [job, a] : assumed_jobs_) assumed_nodes.insert(a.nodes.begin(), a.nodes.end());
+  for (const auto& [name, node] : slurm_records_.nodes) {
+    if (touched.count(name)) continue;
+    const slurm::NodeHolder holder = node.holder.holder;
+    if (holder == slurm::NodeHolder::kAdmin || holder == slurm::NodeHolder::kDown) continue;  // hands off
+    const std::string owner = OwnerValueOf(name);
+    const bool fenced = holder == slurm::NodeHolder::kOnequeue;
+    if (absl::StartsWith(owner, kReservedPrefix)) {
+      const std::string want = owner;
+      if (!fenced || node.holder.owner != want) FenceOnce(node, want, now);
+      continue;
+    }
+    if (IsSlurmOwner(owner)) {
+      if (!node.running_jobs.empty() || assumed_nodes.count(name)) {
+        lent_idle_since_.erase(name);
+        if (fenced) FenceOnce(node, "", now);
+        continue;
+      }
+      auto [since, inserted] = lent_idle_since_.try_emplace(name, now);
+      if (now - since->second >= config_.slurm.return_after_seconds) {
+        // No Slurm job has used the node for a while and none is planned there: it comes back,
+        // fenced first so nothing of Slurm's starts as it does.
+        if (!slurm_->Fence(node.slurm_name, kOwnerKubernetes).ok()) continue;
+        last_fence_[name] = {kOwnerKubernetes, now};
+        if (!SetOwner(name, kOwnerKubernetes, now).ok()) continue;
+        lent_idle_since_.erase(name);
+        actions_->NodeEvent(name, "Returned", absl::StrCat("Returned by Slurm: no Slurm job for ",
+                                                            now - since->second, "s"));
+        ++stats->returned;
+      } else if (fenced) {
+        FenceOnce(node, "", now);
+      }
+      continue;
+    }
+    lent_idle_since_.erase(name);
+    // Kubernetes' node. One Slurm already runs jobs on, never marked by onequeue, was Slurm's
+    // before onequeue came: adopt it as lent rather than fence jobs out from under their users.
+    if (owner.empty() && !node.running_jobs.empty() && !fenced) {
+      if (SetOwner(name, kOwnerSlurm, now).ok()) {
+        actions_->NodeEvent(name, "Lent", absl::StrCat("Adopted as lent: Slurm job ", node.running_jobs.front(),
+                                                        " runs here"));
+        ++stats->lent;
+      }
+      continue;
+    }
+    if (!fenced || node.holder.owner != kOwnerKubernetes) FenceOnce(node, kOwnerKubernetes, now);
+    if (owner.empty() && fenced && node.holder.owner == kOwnerKubernetes) (void)SetOwner(name, kOwnerKubernetes, now);
+  }
+}
+
+void SchedulingLoop::HoldWaitingJobs(const queue::Plan& plan, CycleStats* stats) {
+  for (const auto& w : plan.waiting) {
+    const std::optional<uint32_t> id = SlurmJobOf(w.workload);
+    if (!id) continue;
+    auto job = slurm_records_.pending.find(w.workload);
+    if (job == slurm_records_.pending.end()) continue;
+    ++stats->slurm_pending;
+    if (w.reason == queue::WaitReason::kHeld) continue;  // Slurm's own hold, dependency or begin time
+    // The position moves with every arrival: the comment carries only the reason, like the pod's event.
+    std::string message(w.Message());
+    const std::string reason = queue::WaitReasonName(w.reason);
+    if (absl::StartsWith(message, reason + ": ")) message = message.substr(reason.size() + 2);
+    const std::string comment = absl::StrCat(slurm::kOwnerTagPrefix, " ", reason, ": ", message);
+    if (HeldByOnequeue(*job->second) && job->second->comment == comment) {
+      last_hold_[*id] = comment;
+      continue;
+    }
+    auto last = last_hold_.find(*id);
+    if (last != last_hold_.end() && last->second == comment) continue;  // asked; the poll lags
+    absl::Status s = slurm_->Hold(*id, comment);
+    if (s.ok() || absl::IsNotFound(s)) {
+      last_hold_[*id] = comment;
+      ++stats->slurm_held;
+    } else {
+      spdlog::warn("holding Slurm job {}: {}", *id, s.ToString());
+    }
+  }
+  for (auto it = last_hold_.begin(); it != last_hold_.end();) {
+    if (!slurm_records_.pending.count(SlurmWorkloadId(it->first))) it = last_hold_.erase(it);
+    else ++it;
+  }
+}
+
+WaitReport SchedulingLoop::ReportFor(const queue::WaitingStatus& w, const queue::Plan& plan,
+                                     const BuiltSnapshot& built) const {
   WaitReport report{queue::WaitReasonName(w.reason), std::string(w.Message()), w.queue_position,
                     w.estimated_start};
   // A refused preemption: the plan still says "preempting", but what the user must know is
@@ -171,7 +489,36 @@ WaitReport SchedulingLoop::ReportFor(const queue::WaitingStatus& w) const {
     report.reason = queue::WaitReasonName(queue::WaitReason::kResources);
     report.message = b->second.message;
     report.estimated_start.reset();
+    return report;
   }
+  if (slurm_records_.running.empty() && slurm_records_.pending.empty()) return report;
+  // Waiting behind the Slurm world: name the jobs, as users of both worlds ask "behind what?".
+  std::set<queue::NodeIndex> nodes;
+  for (const auto& r : plan.reservations) {
+    if (r.workload == w.workload) nodes.insert(r.member_nodes.begin(), r.member_nodes.end());
+  }
+  for (const auto& p : plan.preemptions) {
+    if (p.preemptor == w.workload) nodes.insert(p.member_nodes.begin(), p.member_nodes.end());
+  }
+  std::vector<std::string> jobs;
+  for (const auto& r : built.snapshot->running) {
+    if (r.kind != queue::WorkloadKind::kSlurmJob) continue;
+    for (const auto& a : r.allocations) {
+      if (!nodes.count(a.node)) continue;
+      jobs.push_back(absl::StrCat("Slurm job ", r.id.substr(std::string_view(kSlurmIdPrefix).size()), " on ",
+                                  built.snapshot->nodes[a.node].name));
+      break;
+    }
+  }
+  for (queue::NodeIndex n : nodes) {
+    const queue::NodeOwner& owner = built.snapshot->nodes[n].owner;
+    if (owner.kind == queue::OwnerKind::kReserved && owner.reserved_for != w.workload &&
+        SlurmJobOf(owner.reserved_for)) {
+      jobs.push_back(absl::StrCat("Slurm job ", owner.reserved_for.substr(std::string_view(kSlurmIdPrefix).size()),
+                                  " holds ", built.snapshot->nodes[n].name));
+    }
+  }
+  if (!jobs.empty()) absl::StrAppend(&report.message, "; behind ", absl::StrJoin(jobs, ", "));
   return report;
 }
 
@@ -179,17 +526,26 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   CycleStats stats;
   const std::vector<k8s::Pod> pods = view_->Pods();
   const std::vector<k8s::Node> nodes = view_->Nodes();
-  ForgetConfirmedAssumptions(pods);
+  const std::shared_ptr<const slurm::SlurmView> slurm_view = slurm_ != nullptr ? view_->Slurm() : nullptr;
+  ForgetConfirmedAssumptions(pods, slurm_view.get(), now);
   std::set<std::string> terminating;
   for (const auto& p : pods) {
     if (!p.metadata.deletion_timestamp.empty()) terminating.insert(p.metadata.Key());
   }
-  // Reservations are recovered from what step 1 wrote, so a restarted or newly elected scheduler
-  // finishes (or rolls back) what its predecessor began.
+  // Owners as the informer shows them, except where this process wrote a newer value the watch
+  // has not shown yet. Reservations are recovered from what step 1 wrote, so a restarted or newly
+  // elected scheduler finishes (or rolls back) what its predecessor began.
+  node_owner_.clear();
   for (const auto& n : nodes) {
     auto it = n.metadata.annotations.find(kOwnerAnnotation);
-    if (it != n.metadata.annotations.end() && it->second.rfind(kReservedPrefix, 0) == 0) {
-      reservations_[n.metadata.name] = it->second.substr(std::string(kReservedPrefix).size());
+    std::string value = it == n.metadata.annotations.end() ? "" : it->second;
+    if (auto w = owner_written_.find(n.metadata.name); w != owner_written_.end()) {
+      if (w->second.first == value || now - w->second.second > kOwnerWriteTrustSeconds) owner_written_.erase(w);
+      else value = w->second.first;
+    }
+    node_owner_[n.metadata.name] = value;
+    if (absl::StartsWith(value, kReservedPrefix)) {
+      reservations_[n.metadata.name] = value.substr(std::string(kReservedPrefix).size());
     }
   }
 
@@ -198,17 +554,40 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   options.pool_label = config_.pool_label;
   for (const auto& q : config_.queue.qos) options.known_qos.push_back(q.name);
   options.assumed_bindings = assumed_;
+  for (const auto& [node, value] : owner_written_) options.owner_overrides[node] = value.first;
   BuiltSnapshot built = BuildSnapshot(nodes, pods, options, now);
+  slurm_records_ = SlurmRecords{};
+  if (slurm_view != nullptr) {
+    slurm_records_ = AddSlurmWorld(slurm_view, SlurmOptions(built, now), queue_config_, &built, now);
+  }
   stats.pending = static_cast<int>(built.snapshot->pending.size());
-  ReleaseFinishedReservations(built, &stats);
+  ReleaseFinishedReservations(built, now, &stats);
 
   const queue::Plan plan = planner_.PlanCycle(built.snapshot, now);
   std::map<std::string, size_t> pending_index;
   for (size_t i = 0; i < built.snapshot->pending.size(); ++i) pending_index[built.snapshot->pending[i].id] = i;
+  std::map<std::string, std::vector<std::string>> owner_changes;  // workload -> nodes changing hands
+  for (const auto& c : plan.owner_changes) {
+    owner_changes[c.for_workload].push_back(built.snapshot->nodes[c.node].name);
+  }
+  std::set<std::string> touched;
 
   for (const auto& start : plan.starts) {
+    if (SlurmJobOf(start.workload)) {
+      StartSlurmJob(start, built, now, &touched, &stats);
+      continue;
+    }
     auto pods_of = built.pending_pods.find(start.workload);
     if (pods_of == built.pending_pods.end()) continue;
+    // Nodes taken from Slurm change hands first; if one cannot yet, the pods wait a cycle.
+    bool nodes_ready = true;
+    if (auto c = owner_changes.find(start.workload); c != owner_changes.end()) {
+      for (const std::string& node : c->second) {
+        touched.insert(node);
+        nodes_ready = TakeNodeFor(node, start.workload, now, &stats) && nodes_ready;
+      }
+    }
+    if (!nodes_ready) continue;
     const auto& keys = pods_of->second.pod_keys;
     auto index = pending_index.find(start.workload);
     const std::string why = index == pending_index.end() ? "" : DescribePriority(plan.priorities[index->second]);
@@ -227,13 +606,13 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
     }
   }
 
-  for (const auto& p : plan.preemptions) StartPreemption(p, built, terminating, now, &stats);
+  for (const auto& p : plan.preemptions) StartPreemption(p, built, terminating, now, &touched, &stats);
 
   for (const auto& w : plan.waiting) {
     auto pods_of = built.pending_pods.find(w.workload);
     if (pods_of == built.pending_pods.end()) continue;
     ++stats.waiting;
-    const WaitReport report = ReportFor(w);
+    const WaitReport report = ReportFor(w, plan, built);
     const std::string fingerprint = absl::StrCat(report.reason, "|", report.message, "|", report.queue_position,
                                                  "|", report.estimated_start.value_or(-1));
     for (const auto& key : pods_of->second.pod_keys) {
@@ -244,6 +623,10 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
         ++stats.reported;
       }
     }
+  }
+  if (slurm_ != nullptr && slurm_view != nullptr) {
+    HoldWaitingJobs(plan, &stats);
+    ReconcileSlurmNodes(touched, now, &stats);
   }
   return stats;
 }

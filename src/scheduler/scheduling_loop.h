@@ -10,6 +10,7 @@
 //     When P is bound the mark is released; when an eviction is refused (PDB) it is rolled back;
 //   * reporting: waiting reasons are reported only when they change (events are deduplicated).
 // The loop owns no threads and reads no clock: the daemon calls RunCycle(now).
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -20,7 +21,9 @@
 #include "queue/planner.h"
 #include "queue/preemption.h"
 #include "scheduler/config.h"
+#include "scheduler/slurm_world.h"
 #include "scheduler/snapshot_builder.h"
+#include "slurm_bridge/poller.h"
 
 namespace onequeue::scheduler {
 
@@ -30,6 +33,8 @@ class ClusterView {
   virtual ~ClusterView() = default;
   virtual std::vector<k8s::Node> Nodes() const = 0;
   virtual std::vector<k8s::Pod> Pods() const = 0;
+  // The Slurm poller's latest view; null without Slurm (or before its first poll).
+  virtual std::shared_ptr<const slurm::SlurmView> Slurm() const { return nullptr; }
 };
 
 // Why a pod waits, as users read it in kubectl describe and the pod's annotations.
@@ -46,13 +51,47 @@ class ClusterActions {
   virtual ~ClusterActions() = default;
   virtual absl::Status Bind(const std::string& pod_key, const std::string& node, const std::string& message) = 0;
   virtual absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) = 0;
-  // Records (value non-empty) or clears (empty) the node's onequeue.io/owner annotation.
+  // Records (value non-empty) or clears (empty) the node's onequeue.io/owner annotation. The
+  // label onequeue.io/owner follows it (kubernetes | slurm | reserved, for kubectl get nodes -L),
+  // and a node lent to Slurm or reserved carries the NoSchedule taint onequeue.io/owner so that
+  // other schedulers stay off it.
   virtual absl::Status SetNodeOwner(const std::string& node, const std::string& value) = 0;
+  // An event about a node (Lent, Reclaimed, Returned). Best effort.
+  virtual void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) {}
   // Sets status.nominatedNodeName; "" clears it (a rolled-back preemption).
   virtual absl::Status Nominate(const std::string& pod_key, const std::string& node) = 0;
   // Eviction API; a PodDisruptionBudget refusal is kFailedPrecondition.
   virtual absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) = 0;
 };
+
+// What the loop does to Slurm (slurm_cluster.h implements it over slurmrestd). Every call is
+// idempotent and tagged "onequeue:", so a successor finds what it left.
+class SlurmActions {
+ public:
+  virtual ~SlurmActions() = default;
+  // Keeps Slurm off the node for `owner` ("kubernetes" or "reserved/<P>"): a drain or placeholder
+  // tagged onequeue:<owner>; re-tags a node onequeue holds already for another owner.
+  virtual absl::Status Fence(const std::string& slurm_node, const std::string& owner) = 0;
+  // Gives the node to Slurm (lend): the fence goes.
+  virtual absl::Status Unfence(const std::string& slurm_node) = 0;
+  // Holds a pending job of a shared partition, onequeue's reason in its comment.
+  virtual absl::Status Hold(uint32_t job, const std::string& comment) = 0;
+  // Starts the job onequeue chose, on these Slurm nodes only (ReqNodeList, released, begin now).
+  virtual absl::Status StartOn(uint32_t job, const std::vector<std::string>& slurm_nodes,
+                               const std::string& comment) = 0;
+  // A victim: requeued (may run again later) or cancelled.
+  virtual absl::Status Requeue(uint32_t job) = 0;
+  virtual absl::Status Cancel(uint32_t job) = 0;
+  // True when fencing a node already makes Slurm requeue its shared-partition jobs (placeholder:
+  // Slurm's partition preemption does it); false when onequeue must requeue them (drain).
+  virtual bool FenceRequeues() const = 0;
+  // Asked of Slurm now (not of the poller's view): is the node held by onequeue with nothing of
+  // Slurm's left running there? A pod is bound to a node taken from Slurm only then.
+  virtual absl::StatusOr<bool> Ready(const std::string& slurm_node) = 0;
+};
+
+inline constexpr const char* kOwnerKubernetes = "kubernetes";
+inline constexpr const char* kOwnerSlurm = "slurm";
 
 struct CycleStats {
   int pending = 0;
@@ -63,14 +102,27 @@ struct CycleStats {
   int preemptions_started = 0;
   int evictions = 0;
   int rollbacks = 0;
+  int slurm_pending = 0;
+  int slurm_started = 0;
+  int slurm_held = 0;
+  int requeued = 0;
+  int lent = 0;
+  int reclaimed = 0;
+  int returned = 0;
 };
+
+// Test hooks: the daemon stops dead (SIGKILL) at a named step when the environment asks for it,
+// so the crash-recovery tests can stop it exactly between two steps of the protocol.
+using Failpoint = std::function<void(const char* name)>;
 
 // Maps the daemon's configuration onto the queue's.
 queue::QueueConfig ToQueueConfig(const Config& config);
 
 class SchedulingLoop {
  public:
-  SchedulingLoop(const Config& config, const ClusterView* view, ClusterActions* actions);
+  // `slurm` may be null: pods only.
+  SchedulingLoop(const Config& config, const ClusterView* view, ClusterActions* actions,
+                 SlurmActions* slurm = nullptr, Failpoint failpoint = nullptr);
   CycleStats RunCycle(queue::Time now);
 
   // Nodes currently reserved for a preemptor (node -> workload), for status and tests.
@@ -84,16 +136,37 @@ class SchedulingLoop {
     std::string message;
   };
 
-  void ForgetConfirmedAssumptions(const std::vector<k8s::Pod>& pods);
-  void ReleaseFinishedReservations(const BuiltSnapshot& built, CycleStats* stats);
+  void ForgetConfirmedAssumptions(const std::vector<k8s::Pod>& pods, const slurm::SlurmView* slurm_view,
+                                  queue::Time now);
+  SlurmWorldOptions SlurmOptions(const BuiltSnapshot& built, queue::Time now);
+  // Moves a joined node to `world` before a start there: false if it cannot be done now.
+  bool TakeNodeFor(const std::string& node, const std::string& workload, queue::Time now, CycleStats* stats);
+  void StartSlurmJob(const queue::StartDecision& start, const BuiltSnapshot& built, queue::Time now,
+                     std::set<std::string>* touched, CycleStats* stats);
+  void ReconcileSlurmNodes(const std::set<std::string>& touched, queue::Time now, CycleStats* stats);
+  void FenceOnce(const JoinedNode& node, const std::string& owner, queue::Time now);
+  void HoldWaitingJobs(const queue::Plan& plan, CycleStats* stats);
+  std::string OwnerValueOf(const std::string& node) const;
+  void Fail(const char* name) {
+    if (failpoint_) failpoint_(name);
+  }
+  void ReleaseFinishedReservations(const BuiltSnapshot& built, queue::Time now, CycleStats* stats);
   void StartPreemption(const queue::PreemptDecision& d, const BuiltSnapshot& built,
-                       const std::set<std::string>& terminating, queue::Time now, CycleStats* stats);
-  void RollBack(const std::string& preemptor, const BuiltSnapshot& built, CycleStats* stats);
-  WaitReport ReportFor(const queue::WaitingStatus& w) const;
+                       const std::set<std::string>& terminating, queue::Time now, std::set<std::string>* touched,
+                       CycleStats* stats);
+  void RollBack(const std::string& preemptor, const BuiltSnapshot& built, queue::Time now, CycleStats* stats);
+  // Writes the node's owner and remembers it: the informer shows the write a little later, and
+  // until it does the loop must not act on the value it replaced.
+  absl::Status SetOwner(const std::string& node, const std::string& value, queue::Time now);
+  bool IsPending(const BuiltSnapshot& built, std::string_view workload) const;
+  WaitReport ReportFor(const queue::WaitingStatus& w, const queue::Plan& plan, const BuiltSnapshot& built) const;
 
   const Config& config_;
+  const queue::QueueConfig queue_config_;
   const ClusterView* view_;
   ClusterActions* actions_;
+  SlurmActions* slurm_;
+  Failpoint failpoint_;
   queue::CheapestVictimsPlanner preemption_;
   queue::QueuePlanner planner_;
   std::map<std::string, std::string> assumed_;        // pod key -> node (bound, not yet seen)
@@ -105,6 +178,22 @@ class SchedulingLoop {
   std::set<std::string> evicting_;
   std::map<std::string, BlockedPreemption, std::less<>> blocked_;  // preemptor -> refusal
   std::map<std::string, std::string> last_report_;    // pod key -> reason|message|position
+
+  // The Slurm side. Jobs onequeue started that the poller does not show running yet (assume):
+  // job id -> Kubernetes nodes and the time the assumption lapses.
+  struct AssumedStart {
+    std::vector<std::string> nodes;
+    queue::Time until = 0;
+  };
+  std::map<uint32_t, AssumedStart> assumed_jobs_;
+  std::map<std::string, std::string> node_owner_;      // node -> owner annotation as read this cycle
+  std::map<std::string, std::pair<std::string, queue::Time>> owner_written_;  // node -> (value, when)
+  std::map<std::string, std::string> owner_before_reserve_;  // node -> owner value a reservation replaced
+  std::map<std::string, queue::Time> last_pod_seen_;   // node -> last cycle a pod ran there
+  std::map<std::string, queue::Time> lent_idle_since_;  // lent node -> since when no Slurm job runs there
+  std::map<std::string, std::pair<std::string, queue::Time>> last_fence_;  // node -> (wanted, when asked)
+  std::map<uint32_t, std::string> last_hold_;          // job -> comment last written
+  SlurmRecords slurm_records_;
 };
 
 }  // namespace onequeue::scheduler

@@ -32,13 +32,10 @@ queue::TaintEffect ToEffect(const std::string& effect) {
   return queue::TaintEffect::kNoSchedule;
 }
 
-queue::NodeOwner ParseOwner(const k8s::StringMap& annotations) {
+queue::NodeOwner ParseOwner(const std::string& v) {
   queue::NodeOwner owner;
-  owner.kind = queue::OwnerKind::kKubernetes;  // without Slurm every pool node is Kubernetes'
-  auto it = annotations.find(kOwnerAnnotation);
-  if (it == annotations.end()) return owner;
-  const std::string& v = it->second;
-  if (v == "slurm") owner.kind = queue::OwnerKind::kSlurm;
+  owner.kind = queue::OwnerKind::kKubernetes;  // unmarked pool nodes are Kubernetes'
+  if (v == "slurm" || v.rfind("slurm/", 0) == 0) owner.kind = queue::OwnerKind::kSlurm;
   else if (v == "free") owner.kind = queue::OwnerKind::kFree;
   else if (v.rfind("reserved/", 0) == 0) {
     owner.kind = queue::OwnerKind::kReserved;
@@ -155,8 +152,16 @@ BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vect
     qn.name = n.metadata.name;
     qn.allocatable = mapper.Map(n.allocatable);
     qn.labels.insert(n.metadata.labels.begin(), n.metadata.labels.end());
-    for (const auto& t : n.taints) qn.taints.push_back({t.key, t.value, ToEffect(t.effect)});
-    qn.owner = ParseOwner(n.metadata.annotations);
+    for (const auto& t : n.taints) {
+      if (t.key == kOwnerTaintKey) continue;  // onequeue's own mark, for other schedulers
+      qn.taints.push_back({t.key, t.value, ToEffect(t.effect)});
+    }
+    auto owner = n.metadata.annotations.find(kOwnerAnnotation);
+    std::string owner_value = owner == n.metadata.annotations.end() ? "" : owner->second;
+    if (auto o = options.owner_overrides.find(n.metadata.name); o != options.owner_overrides.end()) {
+      owner_value = o->second;
+    }
+    qn.owner = ParseOwner(owner_value);
     qn.schedulable = !n.unschedulable && IsReady(n) && n.metadata.deletion_timestamp.empty();
     node_index[qn.name] = static_cast<queue::NodeIndex>(snap.nodes.size());
     snap.nodes.push_back(std::move(qn));

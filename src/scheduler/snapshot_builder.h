@@ -26,6 +26,11 @@ inline constexpr const char* kTimeLimitAnnotation = "onequeue.io/time-limit";
 inline constexpr const char* kGroupAnnotation = "onequeue.io/group";
 inline constexpr const char* kGroupSizeAnnotation = "onequeue.io/group-size";
 inline constexpr const char* kOwnerAnnotation = "onequeue.io/owner";
+// Label (kubernetes | slurm | reserved) and NoSchedule taint onequeue sets on the pool nodes it
+// manages; the taint keeps other schedulers off nodes lent to Slurm or reserved, and onequeue's
+// own placement ignores it.
+inline constexpr const char* kOwnerLabel = "onequeue.io/owner";
+inline constexpr const char* kOwnerTaintKey = "onequeue.io/owner";
 inline constexpr const char* kEstimatedStartAnnotation = "onequeue.io/estimated-start";
 inline constexpr const char* kQueuePositionAnnotation = "onequeue.io/queue-position";
 
@@ -38,6 +43,8 @@ struct SnapshotOptions {
   // Pods bound by this scheduler whose binding the informer has not shown yet (assumed), by
   // "namespace/name" -> node name: counted as running there.
   std::map<std::string, std::string> assumed_bindings;
+  // Owner values this scheduler wrote that the informer does not show yet: node -> value.
+  std::map<std::string, std::string> owner_overrides;
 };
 
 // One workload's pods, in member order.

@@ -1,0 +1,42 @@
+#include "scheduler/slurm_cluster.h"
+
+#include <cstring>
+
+namespace onequeue::scheduler {
+
+absl::Status SlurmBridgeActions::Fence(const std::string& slurm_node, const std::string& owner) {
+  return ownership_->Retag(slurm_node, owner);
+}
+
+absl::Status SlurmBridgeActions::Unfence(const std::string& slurm_node) { return ownership_->Lend(slurm_node); }
+
+absl::Status SlurmBridgeActions::Hold(uint32_t job, const std::string& comment) {
+  slurm::JobUpdate u;
+  u.hold = true;
+  u.comment = comment;
+  return api_->UpdateJob(job, u);
+}
+
+absl::Status SlurmBridgeActions::StartOn(uint32_t job, const std::vector<std::string>& slurm_nodes,
+                                         const std::string& comment) {
+  slurm::JobUpdate u;
+  u.comment = comment;
+  u.priority = kStartedJobPriority;
+  u.required_nodes = slurm_nodes;
+  u.begin_now = true;
+  return api_->UpdateJob(job, u);
+}
+
+absl::Status SlurmBridgeActions::Requeue(uint32_t job) { return api_->RequeueJob(job); }
+
+absl::Status SlurmBridgeActions::Cancel(uint32_t job) { return api_->CancelJob(job); }
+
+bool SlurmBridgeActions::FenceRequeues() const { return std::strcmp(ownership_->mechanism(), "placeholder") == 0; }
+
+absl::StatusOr<bool> SlurmBridgeActions::Ready(const std::string& slurm_node) {
+  absl::StatusOr<slurm::OwnershipStatus> s = ownership_->Status(slurm_node);
+  if (!s.ok()) return s.status();
+  return s->holder == slurm::NodeHolder::kOnequeue && s->ready;
+}
+
+}  // namespace onequeue::scheduler

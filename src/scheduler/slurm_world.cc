@@ -1,0 +1,247 @@
+#include "scheduler/slurm_world.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "queue/priority.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+using queue::Resources;
+
+constexpr int64_t kMiB = 1024 * 1024;
+
+// The shared partition a job is queued in ("batch" or, for a job submitted to several
+// partitions, the first of its list that is shared); empty when none is.
+std::string SharedPartitionOf(const slurm::SlurmJob& job, const std::vector<std::string>& shared) {
+  for (absl::string_view p : absl::StrSplit(job.partition, ',')) {
+    if (std::find(shared.begin(), shared.end(), p) != shared.end()) return std::string(p);
+  }
+  return "";
+}
+
+int SlotOf(queue::ResourceNames* names, const std::string& resource) {
+  int i = names->IndexOf(resource);
+  if (i >= 0) return i;
+  if (static_cast<int>(names->names.size()) >= queue::kMaxResourceKinds) return -1;
+  names->names.push_back(resource);
+  return static_cast<int>(names->names.size()) - 1;
+}
+
+uint32_t NodeCount(const slurm::SlurmJob& job) {
+  if (job.node_count > 0) return job.node_count;
+  if (auto it = job.tres_requested.find("node"); it != job.tres_requested.end() && it->second > 0)
+    return static_cast<uint32_t>(it->second);
+  if (!job.nodes.empty()) return static_cast<uint32_t>(job.nodes.size());
+  return 1;
+}
+
+// What the job asks of each of its nodes, in the queue's units (millicores, bytes, GPUs).
+Resources PerNodeRequest(const slurm::SlurmJob& job, const SlurmWorldOptions& options, queue::ResourceNames* names) {
+  Resources r;
+  const int64_t nodes = NodeCount(job);
+  int64_t cpus = job.cpus;
+  if (cpus == 0) {
+    if (auto it = job.tres_requested.find("cpu"); it != job.tres_requested.end()) cpus = it->second;
+  }
+  const int64_t cpus_per_node = std::max<int64_t>(1, (cpus + nodes - 1) / nodes);
+  r[queue::kCpu] = cpus_per_node * 1000;
+  int64_t mem_mb = job.memory_per_node_mb;
+  if (mem_mb == 0 && job.memory_per_cpu_mb > 0) mem_mb = job.memory_per_cpu_mb * cpus_per_node;
+  if (mem_mb == 0) {
+    if (auto it = job.tres_requested.find("mem"); it != job.tres_requested.end()) mem_mb = (it->second + nodes - 1) / nodes;
+  }
+  r[queue::kMemory] = mem_mb * kMiB;
+  for (const auto& [gres, resource] : options.gres_resources) {
+    auto it = job.gres_per_node.find(gres);
+    if (it == job.gres_per_node.end() || it->second <= 0) continue;
+    const int slot = SlotOf(names, resource);
+    if (slot >= 0) r[slot] = it->second;
+  }
+  return r;
+}
+
+std::string MappedQos(const slurm::SlurmJob& job, const SlurmWorldOptions& options) {
+  if (auto it = options.qos_map.find(job.qos); it != options.qos_map.end()) return it->second;
+  if (!job.qos.empty() &&
+      std::find(options.known_qos.begin(), options.known_qos.end(), job.qos) != options.known_qos.end())
+    return job.qos;
+  return options.default_qos;
+}
+
+bool IsRunning(const slurm::SlurmJob& job) {
+  return job.state == slurm::JobState::kRunning || job.state == slurm::JobState::kSuspended;
+}
+
+bool SlurmNodeUsable(const slurm::SlurmNode& n, const slurm::OwnershipStatus& holder) {
+  if (holder.holder == slurm::NodeHolder::kAdmin || holder.holder == slurm::NodeHolder::kDown) return false;
+  switch (n.state) {
+    case slurm::NodeState::kDown:
+    case slurm::NodeState::kError:
+    case slurm::NodeState::kFuture:
+    case slurm::NodeState::kInvalid:
+    case slurm::NodeState::kUnknown:
+      return false;
+    default:
+      break;
+  }
+  return n.state_flags.count("NOT_RESPONDING") == 0;
+}
+
+// Why a job waits for something other than capacity (Slurm keeps it pending on its own):
+// a user's or an admin's hold, a dependency, a begin time the user asked for.
+bool WaitsForSlurmReason(const slurm::SlurmJob& job) {
+  if (job.priority == 0 && !HeldByOnequeue(job)) return true;
+  static const char* const kReasons[] = {"Dependency", "DependencyNeverSatisfied", "JobHeldUser", "JobHeldAdmin"};
+  for (const char* r : kReasons) {
+    if (job.state_reason == r && !HeldByOnequeue(job)) return true;
+  }
+  // A requeued job waits out a BeginTime Slurm set; onequeue lets it go when it starts it. A
+  // begin time the user asked for (never started) is the user's.
+  return job.state_reason == "BeginTime" && job.restart_count == 0;
+}
+
+}  // namespace
+
+std::optional<uint32_t> SlurmJobOf(std::string_view workload_id) {
+  const absl::string_view w(workload_id.data(), workload_id.size());
+  if (!absl::StartsWith(w, kSlurmIdPrefix)) return std::nullopt;
+  uint32_t id = 0;
+  if (!absl::SimpleAtoi(w.substr(absl::string_view(kSlurmIdPrefix).size()), &id)) return std::nullopt;
+  return id;
+}
+
+std::string SlurmWorkloadId(uint32_t job_id) { return absl::StrCat(kSlurmIdPrefix, job_id); }
+
+bool IsPlaceholderJob(const slurm::SlurmJob& job, const std::string& reclaim_partition) {
+  return job.partition == reclaim_partition && slurm::OwnerFromTag(job.comment).has_value() &&
+         absl::StartsWith(job.name, "onequeue-placeholder-");
+}
+
+bool HeldByOnequeue(const slurm::SlurmJob& job) {
+  return job.state == slurm::JobState::kPending && job.priority == 0 &&
+         absl::StartsWith(job.comment, slurm::kOwnerTagPrefix);
+}
+
+SlurmRecords AddSlurmWorld(std::shared_ptr<const slurm::SlurmView> view, const SlurmWorldOptions& options,
+                           const queue::QueueConfig& queue_config, BuiltSnapshot* built, queue::Time now) {
+  SlurmRecords out;
+  out.view = view;
+  if (view == nullptr) return out;
+  queue::Snapshot& snap = *built->snapshot;
+
+  // Join pool nodes to Slurm nodes.
+  const std::map<std::string, slurm::OwnershipStatus> holders =
+      slurm::OwnershipFromView(*view, options.mechanism, options.reclaim_partition);
+  std::map<std::string, queue::NodeIndex> index_of;  // Kubernetes name -> index
+  for (size_t i = 0; i < snap.nodes.size(); ++i) {
+    queue::Node& node = snap.nodes[i];
+    index_of[node.name] = static_cast<queue::NodeIndex>(i);
+    std::string slurm_name = node.name;
+    if (!options.node_label.empty()) {
+      auto l = node.labels.find(options.node_label);
+      if (l == node.labels.end()) continue;
+      slurm_name = l->second;
+    }
+    auto sn = view->nodes->find(slurm_name);
+    if (sn == view->nodes->end()) continue;
+    JoinedNode joined;
+    joined.k8s_name = node.name;
+    joined.slurm_name = slurm_name;
+    if (auto h = holders.find(slurm_name); h != holders.end()) joined.holder = h->second;
+    joined.slurm_usable = SlurmNodeUsable(sn->second, joined.holder);
+    for (const std::string& p : sn->second.partitions) {
+      if (std::find(options.shared_partitions.begin(), options.shared_partitions.end(), p) !=
+          options.shared_partitions.end()) {
+        node.labels[absl::StrCat(kPartitionLabelPrefix, p)] = "true";
+      }
+    }
+    const bool lendable = joined.slurm_usable && (node.owner.kind != queue::OwnerKind::kKubernetes ||
+                                                  !options.not_lendable.count(node.name));
+    if (lendable) node.labels[kLendableLabel] = "true";
+    out.k8s_of_slurm[slurm_name] = node.name;
+    out.nodes.emplace(node.name, std::move(joined));
+  }
+
+  Resources pool_total;
+  for (const queue::Node& n : snap.nodes) pool_total += n.allocatable;
+  const queue::PriorityCalculator priority(queue_config, snap.usage, pool_total, now);
+
+  auto base_workload = [&](const slurm::SlurmJob& job, const std::string& partition) {
+    queue::PendingWorkload w;
+    w.id = SlurmWorkloadId(job.job_id);
+    w.kind = queue::WorkloadKind::kSlurmJob;
+    w.members = static_cast<int32_t>(NodeCount(job));
+    w.members_present = w.members;
+    w.gang = w.members > 1;
+    w.per_member = PerNodeRequest(job, options, &snap.resource_names);
+    if (job.time_limit) w.time_limit = absl::ToInt64Seconds(*job.time_limit);
+    w.qos = MappedQos(job, options);
+    w.account = job.account.empty() ? "slurm" : job.account;
+    w.partition = partition;
+    w.submit_time = job.submit_time == absl::InfinitePast() ? now : absl::ToUnixSeconds(job.submit_time);
+    return w;
+  };
+
+  auto add_running = [&](const slurm::SlurmJob& job, const std::vector<std::string>& k8s_nodes) {
+    const std::string partition = SharedPartitionOf(job, options.shared_partitions);
+    queue::PendingWorkload as_pending = base_workload(job, partition.empty() ? job.partition : partition);
+    queue::RunningWorkload r;
+    r.id = as_pending.id;
+    r.kind = queue::WorkloadKind::kSlurmJob;
+    r.qos = as_pending.qos;
+    r.account = as_pending.account;
+    r.priority = priority.Compute(as_pending).total;
+    r.start_time = job.start_time == absl::InfinitePast() ? now : absl::ToUnixSeconds(job.start_time);
+    if (as_pending.time_limit) r.expected_end = r.start_time + *as_pending.time_limit;
+    // Jobs of partitions onequeue does not share are Slurm's alone: load, never victims.
+    r.preemptible = !partition.empty() && options.preemptible_qos.count(r.qos) > 0;
+    for (const std::string& k : k8s_nodes) {
+      r.allocations.push_back({index_of[k], as_pending.per_member});
+      out.nodes[k].running_jobs.push_back(job.job_id);
+    }
+    snap.running.push_back(std::move(r));
+  };
+
+  for (const auto& [id, job] : *view->jobs) {
+    if (IsPlaceholderJob(job, options.reclaim_partition)) continue;
+    const std::string wid = SlurmWorkloadId(id);
+    if (IsRunning(job) || job.state_flags.count("COMPLETING")) {
+      std::vector<std::string> on_pool;
+      for (const std::string& n : job.nodes) {
+        if (auto k = out.k8s_of_slurm.find(n); k != out.k8s_of_slurm.end()) on_pool.push_back(k->second);
+      }
+      if (on_pool.empty()) continue;  // outside the pool: Slurm's alone, not our capacity
+      add_running(job, on_pool);
+      out.running[wid] = &job;
+      continue;
+    }
+    if (job.state != slurm::JobState::kPending) continue;
+    const std::string partition = SharedPartitionOf(job, options.shared_partitions);
+    if (partition.empty()) continue;
+    if (auto a = options.assumed_starts.find(id); a != options.assumed_starts.end()) {
+      // Started by onequeue, not yet seen running: it holds the nodes it was given.
+      add_running(job, a->second);
+      out.running[wid] = &job;
+      continue;
+    }
+    queue::PendingWorkload w = base_workload(job, partition);
+    w.held = WaitsForSlurmReason(job);
+    w.eligibility.node_selector[absl::StrCat(kPartitionLabelPrefix, partition)] = "true";
+    w.eligibility.node_selector[kLendableLabel] = "true";
+    if (std::find(options.known_qos.begin(), options.known_qos.end(), w.qos) == options.known_qos.end()) {
+      w.admission_error = queue::AdmissionError::kQosNotAllowed;
+      w.admission_message = absl::StrCat("Slurm QOS \"", job.qos, "\" maps to \"", w.qos,
+                                         "\", which is not in onequeue's QOS table");
+    }
+    out.pending[w.id] = &job;
+    snap.pending.push_back(std::move(w));
+  }
+  return out;
+}
+
+}  // namespace onequeue::scheduler

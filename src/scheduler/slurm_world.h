@@ -1,0 +1,90 @@
+#pragma once
+// The Slurm world's records in the one queue: joins the poller's view (jobs, nodes, partitions)
+// with the Kubernetes pool nodes of a snapshot and adds Slurm's running and pending jobs to it.
+// Pure: no I/O, time is an argument.
+//
+//   * A pool node is joined to the Slurm node of the same name, or of the name in its
+//     `node_label` label. Only joined nodes can run Slurm jobs; a joined node carries synthetic
+//     labels (never written to the Node) that Slurm workloads select on:
+//       slurm.onequeue.io/partition.<p>=true  the node is in shared partition p
+//       slurm.onequeue.io/lendable=true       Slurm may use it now (the Slurm node is up, not
+//                                             drained by an admin, and the node is lent already
+//                                             or has been free of pods for lendAfterSeconds and
+//                                             is not part of the headroom)
+//   * Running Slurm jobs on pool nodes are running workloads "slurm/<id>" (kind kSlurmJob): their
+//     time limit gives their end; jobs of the shared partitions are preemptible per their QOS,
+//     jobs of other partitions are Slurm's alone (load, never victims). onequeue's placeholders
+//     are its own fence, not workloads.
+//   * Pending jobs of the shared partitions are pending workloads "slurm/<id>" with the same
+//     multifactor priority as pods: age from submit time, fair-share from the Slurm account,
+//     size, partition, QOS mapped from the Slurm QOS.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "queue/model.h"
+#include "scheduler/snapshot_builder.h"
+#include "slurm_bridge/ownership.h"
+#include "slurm_bridge/poller.h"
+
+namespace onequeue::scheduler {
+
+inline constexpr const char* kSlurmIdPrefix = "slurm/";
+inline constexpr const char* kLendableLabel = "slurm.onequeue.io/lendable";
+inline constexpr const char* kPartitionLabelPrefix = "slurm.onequeue.io/partition.";
+
+// "slurm/123" -> 123; nullopt for a pod workload id.
+std::optional<uint32_t> SlurmJobOf(std::string_view workload_id);
+std::string SlurmWorkloadId(uint32_t job_id);
+
+struct SlurmWorldOptions {
+  std::vector<std::string> shared_partitions;
+  std::string node_label;          // empty: join by name
+  std::string mechanism = "placeholder";
+  std::string reclaim_partition = "reclaim";
+  std::map<std::string, std::string> qos_map;
+  std::string default_qos = "batch";
+  std::vector<std::string> known_qos;  // onequeue's QOS table
+  std::set<std::string> preemptible_qos;
+  std::map<std::string, std::string> gres_resources = {{"gpu", "nvidia.com/gpu"}};
+  // Pool nodes (Kubernetes names) Slurm may not take now although idle: pods left them less than
+  // lendAfterSeconds ago, or they are the headroom.
+  std::set<std::string> not_lendable;
+  // Jobs onequeue started whose start the view does not show yet: job id -> Kubernetes node names.
+  // Counted as running there (assume), never as pending.
+  std::map<uint32_t, std::vector<std::string>> assumed_starts;
+};
+
+// One pool node joined to its Slurm node.
+struct JoinedNode {
+  std::string k8s_name;
+  std::string slurm_name;
+  slurm::OwnershipStatus holder;  // who holds the Slurm side (from the view)
+  bool slurm_usable = false;      // up, not drained by an admin, responding
+  std::vector<uint32_t> running_jobs;  // shared-partition and other jobs running there (not placeholders)
+};
+
+struct SlurmRecords {
+  std::map<std::string, JoinedNode> nodes;                // by Kubernetes name
+  std::map<std::string, std::string> k8s_of_slurm;         // Slurm name -> Kubernetes name
+  std::map<std::string, const slurm::SlurmJob*, std::less<>> pending;  // workload id -> job
+  std::map<std::string, const slurm::SlurmJob*, std::less<>> running;  // workload id -> job (pool nodes)
+  std::shared_ptr<const slurm::SlurmView> view;           // keeps the jobs above alive
+};
+
+// True when the job is one of onequeue's placeholders (the fence of the placeholder mechanism).
+bool IsPlaceholderJob(const slurm::SlurmJob& job, const std::string& reclaim_partition);
+// onequeue's own hold: priority 0 with onequeue's tag in the comment (else an admin's or user's).
+bool HeldByOnequeue(const slurm::SlurmJob& job);
+
+// Adds Slurm's records to `built` (whose nodes are the pool). `view` may be null (no poll yet):
+// then nothing is added and no node is joined. `queue_config` gives running jobs their
+// multifactor priority (the scale preemptors are compared on).
+SlurmRecords AddSlurmWorld(std::shared_ptr<const slurm::SlurmView> view, const SlurmWorldOptions& options,
+                           const queue::QueueConfig& queue_config, BuiltSnapshot* built, queue::Time now);
+
+}  // namespace onequeue::scheduler
