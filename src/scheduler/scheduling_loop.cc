@@ -501,6 +501,15 @@ WaitReport SchedulingLoop::ReportFor(const queue::WaitingStatus& w, const queue:
     if (p.preemptor == w.workload) nodes.insert(p.member_nodes.begin(), p.member_nodes.end());
   }
   std::vector<std::string> jobs;
+  for (const auto& start : plan.starts) {  // started in this very cycle: not running yet
+    if (!SlurmJobOf(start.workload)) continue;
+    for (queue::NodeIndex n : start.member_nodes) {
+      if (!nodes.count(n)) continue;
+      jobs.push_back(absl::StrCat("Slurm job ", start.workload.substr(std::string_view(kSlurmIdPrefix).size()),
+                                  " on ", built.snapshot->nodes[n].name));
+      break;
+    }
+  }
   for (const auto& r : built.snapshot->running) {
     if (r.kind != queue::WorkloadKind::kSlurmJob) continue;
     for (const auto& a : r.allocations) {

@@ -116,7 +116,7 @@ CommandResult RunCommand(const std::vector<std::string>& argv, absl::Duration ti
 
 SchedulerProcess::~SchedulerProcess() { Stop(); }
 
-absl::Status SchedulerProcess::Start(const std::string& config_yaml) {
+absl::Status SchedulerProcess::Start(const std::string& config_yaml, const std::vector<std::string>& extra_env) {
   if (pid_ > 0) return absl::FailedPreconditionError("already running");
   const std::string config_path = dir_ + "/" + name_ + ".yaml";
   {
@@ -124,7 +124,7 @@ absl::Status SchedulerProcess::Start(const std::string& config_yaml) {
     out << config_yaml;
     if (!out) return absl::InternalError(absl::StrCat("cannot write ", config_path));
   }
-  pid_ = Spawn({ONEQUEUE_SCHEDULER_BIN, "--config", config_path}, log_path(), {}, /*own_process_group=*/false);
+  pid_ = Spawn({ONEQUEUE_SCHEDULER_BIN, "--config", config_path}, log_path(), extra_env, /*own_process_group=*/false);
   if (pid_ < 0) return absl::InternalError("fork failed");
   // A configuration or connection error ends the daemon within a moment: report it with its log.
   if (auto status = WaitPid(pid_, absl::Milliseconds(300))) {
@@ -132,6 +132,13 @@ absl::Status SchedulerProcess::Start(const std::string& config_yaml) {
     return absl::InternalError(absl::StrCat("onequeue-scheduler exited at once (status ", *status, "):\n", Log()));
   }
   return absl::OkStatus();
+}
+
+bool SchedulerProcess::WaitForExit(absl::Duration timeout) {
+  if (pid_ <= 0) return true;
+  if (!WaitPid(pid_, timeout)) return false;
+  pid_ = -1;
+  return true;
 }
 
 void SchedulerProcess::Crash() {

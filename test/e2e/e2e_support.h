@@ -57,8 +57,11 @@ class SchedulerProcess {
   SchedulerProcess(const SchedulerProcess&) = delete;
   SchedulerProcess& operator=(const SchedulerProcess&) = delete;
 
-  // Writes the configuration and starts the binary; fails if it exits at once.
-  absl::Status Start(const std::string& config_yaml);
+  // Writes the configuration and starts the binary; fails if it exits at once. `extra_env`:
+  // NAME=value entries added to its environment (e.g. ONEQUEUE_FAILPOINTS).
+  absl::Status Start(const std::string& config_yaml, const std::vector<std::string>& extra_env = {});
+  // Waits up to `timeout` for the process to end by itself (a failpoint); true if it did.
+  bool WaitForExit(absl::Duration timeout);
   // SIGKILL: a crash, nothing is cleaned up.
   void Crash();
   // SIGTERM and wait (SIGKILL after 10 s); returns the exit status (-1 if killed).

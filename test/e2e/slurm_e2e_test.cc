@@ -1,0 +1,399 @@
+// The one queue, end to end: the real kube-apiserver, kube-controller-manager, kube-scheduler and
+// kwok AND the local Slurm 22.05, with the daemon lending pool nodes to Slurm and taking them back.
+// Every test runs once per lending mechanism (drain, placeholder).
+//
+// Each test makes a Slurm partition "pool" over the Slurm nodes its kwok nodes stand for (label
+// onequeue.io/slurm-node=nK), so its jobs can run only there; TearDown cancels every job and
+// resumes every node, so tests share the Slurm cluster without seeing each other.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/slurm_cluster.h"
+#include "e2e/e2e_support.h"
+
+namespace onequeue::e2e {
+namespace {
+
+using testing::K8sClusterEnvironment;
+using testing::SlurmClusterEnvironment;
+using testing::SlurmCommand;
+
+constexpr const char* kSlurmNodeLabel = "onequeue.io/slurm-node";
+constexpr absl::Duration kSlurmTimeout = absl::Seconds(120);
+
+// `scontrol show job -o` as key -> value.
+std::map<std::string, std::string> ShowJob(uint32_t id) {
+  std::map<std::string, std::string> fields;
+  auto out = SlurmCommand(SlurmClusterEnvironment::Info(), {"scontrol", "show", "job", "-o", absl::StrCat(id)});
+  if (!out.ok()) return fields;
+  for (absl::string_view kv : absl::StrSplit(absl::StripAsciiWhitespace(*out), ' ', absl::SkipEmpty())) {
+    const size_t eq = kv.find('=');
+    if (eq != absl::string_view::npos) fields[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+  }
+  return fields;
+}
+
+class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = absl::AsciiStrToLower(absl::StrCat(GetParam(), "-", test->name()));
+    name = name.substr(0, name.find('/'));
+    if (name.size() > 40) name.resize(40);
+    ns_ = "s-" + name;
+    dir_ = absl::StrCat(K8sClusterEnvironment::Info().dir, "/", ns_);
+    mkdir(dir_.c_str(), 0755);
+    auto client = AdminClient(K8sClusterEnvironment::Info());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(*client);
+    ASSERT_TRUE(CreateNamespace(client_.get(), ns_).ok());
+  }
+
+  void TearDown() override {
+    if (scheduler_ && HasFailure()) std::cerr << "--- scheduler log ---\n" << scheduler_->Log();
+    if (HasFailure()) {
+      auto q = SlurmCommand(Slurm(), {"squeue", "-a", "-o", "%i %P %T %r %N %k"});
+      auto s = SlurmCommand(Slurm(), {"sinfo", "-N", "-o", "%N %P %T %E"});
+      std::cerr << "--- squeue ---\n" << q.value_or("?") << "--- sinfo ---\n" << s.value_or("?");
+    }
+    scheduler_.reset();
+    // Leave Slurm as the next test expects it: no job, every node up, no pool partition.
+    (void)SlurmCommand(Slurm(), {"scancel", "--full", "-u", Slurm().user});
+    Eventually(absl::Seconds(30), [&] {
+      auto q = SlurmCommand(Slurm(), {"squeue", "-h", "-a"});
+      return q.ok() && absl::StripAsciiWhitespace(*q).empty();
+    });
+    (void)SlurmCommand(Slurm(), {"scontrol", "update", absl::StrCat("nodename=", absl::StrJoin(Slurm().nodes, ",")),
+                                 "state=resume"});
+    (void)SlurmCommand(Slurm(), {"scontrol", "delete", "partition=pool"});
+    (void)testing::Kubectl(K8sClusterEnvironment::Info(),
+                           {"delete", "pods", "--all", "-n", ns_, "--grace-period=0", "--force", "--wait=false"});
+  }
+
+  static const testing::SlurmClusterInfo& Slurm() { return SlurmClusterEnvironment::Info(); }
+
+  // Kubernetes pool nodes <ns>-1..N standing for Slurm nodes n1..nN, and the partition "pool"
+  // over those Slurm nodes only.
+  void AddPool(int count) {
+    std::vector<std::string> slurm_nodes;
+    for (int i = 1; i <= count; ++i) {
+      const std::string name = absl::StrCat(ns_, "-", i);
+      const std::string slurm_node = Slurm().nodes[i - 1];
+      slurm_nodes.push_back(slurm_node);
+      json node = PoolNode(name, ns_, "8");
+      node["metadata"]["labels"][kSlurmNodeLabel] = slurm_node;
+      ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", node).ok());
+      ASSERT_TRUE(Eventually(absl::Seconds(60), [&] {
+        auto n = GetNode(client_.get(), name);
+        if (!n.ok()) return false;
+        for (const auto& c : n->conditions) if (c.type == "Ready") return c.status == "True";
+        return false;
+      })) << name << " never became Ready (is kwok running?)";
+    }
+    auto made = SlurmCommand(Slurm(), {"scontrol", "create", "PartitionName=pool",
+                                       absl::StrCat("Nodes=", absl::StrJoin(slurm_nodes, ",")), "PriorityTier=1",
+                                       "MaxTime=INFINITE", "State=UP"});
+    ASSERT_TRUE(made.ok()) << made.status();
+  }
+
+  std::string K8sNode(int i) const { return absl::StrCat(ns_, "-", i); }
+
+  void StartScheduler(int64_t lend_after, const std::string& default_qos = "batch",
+                      const std::vector<std::string>& env = {}) {
+    if (!scheduler_) scheduler_ = std::make_unique<SchedulerProcess>(dir_, "onequeue-scheduler");
+    const std::string yaml = absl::StrCat(
+        SchedulerConfigYaml(K8sClusterEnvironment::Info(), "onequeue.io/pool=" + ns_), "slurm:\n",
+        "  enabled: true\n", "  url: \"", Slurm().rest_url, "\"\n", "  tokenFile: \"", Slurm().token_file, "\"\n",
+        "  user: ", Slurm().user, "\n", "  apiVersion: v0.0.38\n", "  lendMechanism: ", GetParam(), "\n",
+        "  sharedPartitions: [pool]\n", "  nodeLabel: ", kSlurmNodeLabel, "\n", "  lendAfterSeconds: ", lend_after,
+        "\n", "  returnAfterSeconds: 600\n", "  pollIntervalSeconds: 0.5\n", "  defaultQos: ", default_qos, "\n",
+        "  reclaimPartition: ", Slurm().reclaim_partition, "\n", "  scontrolPath: \"", Slurm().bin_dir,
+        "/scontrol\"\n", "  slurmConf: \"", Slurm().slurm_conf, "\"\n");
+    auto s = scheduler_->Start(yaml, env);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  // sbatch into the pool partition; returns the job id.
+  uint32_t Submit(const std::vector<std::string>& extra, const std::string& seconds = "20") {
+    std::vector<std::string> argv = {"sbatch", "--parsable", "-p", "pool", "-N1", "-c8", "-t", "5", "--requeue",
+                                     "-o", "/dev/null"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.push_back(absl::StrCat("--wrap=sleep ", seconds));
+    auto out = SlurmCommand(Slurm(), argv);
+    EXPECT_TRUE(out.ok()) << out.status();
+    uint32_t id = 0;
+    EXPECT_TRUE(out.ok() && absl::SimpleAtoi(absl::StripAsciiWhitespace(*out), &id)) << out.value_or("");
+    return id;
+  }
+
+  std::string NodeLabel(const std::string& node, const std::string& key) {
+    auto n = GetNode(client_.get(), node);
+    if (!n.ok()) return "";
+    auto it = n->metadata.labels.find(key);
+    return it == n->metadata.labels.end() ? "" : it->second;
+  }
+  bool HasOwnerTaint(const std::string& node) {
+    auto n = GetNode(client_.get(), node);
+    if (!n.ok()) return false;
+    for (const auto& t : n->taints) if (t.key == "onequeue.io/owner") return true;
+    return false;
+  }
+  // Every pool node marked, Kubernetes' nodes fenced on the Slurm side.
+  bool PoolFenced(int count) {
+    for (int i = 1; i <= count; ++i) {
+      if (NodeLabel(K8sNode(i), "onequeue.io/owner") != "kubernetes") return false;
+    }
+    return true;
+  }
+  void CreatePod(const std::string& name, const PodOptions& o) {
+    auto s = Create(client_.get(), k8s::kPods, ns_, MakePod(name, ns_, o));
+    ASSERT_TRUE(s.ok()) << name << ": " << s;
+  }
+  std::string PodNode(const std::string& name) {
+    auto p = GetPod(client_.get(), ns_, name);
+    return p.ok() ? p->node_name : "";
+  }
+
+  // No reservation left anywhere: no reserved/ annotation or label, no Slurm fence tagged for a
+  // reservation, no node fenced while lent, no taint on a node Kubernetes owns.
+  void ExpectNothingLeftOfTheStep(int count) {
+    for (int i = 1; i <= count; ++i) {
+      auto n = GetNode(client_.get(), K8sNode(i));
+      ASSERT_TRUE(n.ok());
+      const std::string owner = n->metadata.annotations.count("onequeue.io/owner")
+                                    ? n->metadata.annotations.at("onequeue.io/owner")
+                                    : "";
+      EXPECT_FALSE(absl::StartsWith(owner, "reserved/")) << K8sNode(i) << " " << owner;
+      if (owner == "kubernetes") EXPECT_FALSE(HasOwnerTaint(K8sNode(i))) << K8sNode(i);
+    }
+    auto drains = SlurmCommand(Slurm(), {"sinfo", "-h", "-N", "-o", "%N %E"});
+    ASSERT_TRUE(drains.ok());
+    EXPECT_FALSE(absl::StrContains(*drains, "onequeue:reserved/")) << *drains;
+    auto jobs = SlurmCommand(Slurm(), {"squeue", "-h", "-a", "-o", "%i %k"});
+    ASSERT_TRUE(jobs.ok());
+    EXPECT_FALSE(absl::StrContains(*jobs, "onequeue:reserved/")) << *jobs;
+  }
+
+  std::string ns_, dir_;
+  std::unique_ptr<k8s::RestClient> client_;
+  std::unique_ptr<SchedulerProcess> scheduler_;
+};
+
+// 1. An idle pool: Slurm batch jobs start on lent nodes (squeue shows them RUNNING there); the
+// Kubernetes nodes say owner slurm and carry the taint; kube-scheduler's pod never lands there.
+TEST_P(SlurmE2ETest, IdlePoolIsLentToSlurmJobs) {
+  AddPool(2);
+  StartScheduler(/*lend_after=*/2);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); })) << "the pool was never fenced for Kubernetes";
+  const uint32_t a = Submit({}, "60"), b = Submit({}, "60");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
+    return ShowJob(a)["JobState"] == "RUNNING" && ShowJob(b)["JobState"] == "RUNNING";
+  })) << "jobs " << a << ", " << b << " never ran";
+  std::set<std::string> ran_on = {ShowJob(a)["NodeList"], ShowJob(b)["NodeList"]};
+  EXPECT_EQ(ran_on, (std::set<std::string>{Slurm().nodes[0], Slurm().nodes[1]}));
+  auto squeue = SlurmCommand(Slurm(), {"squeue", "-h", "-p", "pool", "-t", "R", "-o", "%i %N"});
+  ASSERT_TRUE(squeue.ok());
+  EXPECT_TRUE(absl::StrContains(*squeue, absl::StrCat(a))) << *squeue;
+  for (int i = 1; i <= 2; ++i) {
+    EXPECT_TRUE(Eventually(absl::Seconds(30), [&] { return NodeLabel(K8sNode(i), "onequeue.io/owner") == "slurm"; }));
+    EXPECT_TRUE(HasOwnerTaint(K8sNode(i)));
+    EXPECT_FALSE(EventsWithReason(client_.get(), "default", K8sNode(i), "Lent").empty()) << K8sNode(i);
+  }
+  // kube-scheduler's pod may only go to this pool: it must stay Pending while the pool is lent.
+  PodOptions peer;
+  peer.scheduler_name = "default-scheduler";
+  json pod = MakePod("peer", ns_, peer);
+  pod["spec"]["nodeSelector"] = {{"onequeue.io/pool", ns_}};
+  ASSERT_TRUE(Create(client_.get(), k8s::kPods, ns_, pod).ok());
+  EXPECT_FALSE(Eventually(absl::Seconds(10), [&] { return !PodNode("peer").empty(); }))
+      << "kube-scheduler bound a pod to a lent node: " << PodNode("peer");
+}
+
+// 2. An interactive pod needs a lent node: the job there is requeued exactly once, the pod is
+// bound there, the job runs again elsewhere and COMPLETES, never back on the reserved node.
+TEST_P(SlurmE2ETest, InteractivePodReclaimsALentNodeAndTheJobRunsAgainElsewhere) {
+  AddPool(2);
+  StartScheduler(/*lend_after=*/2);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); }));
+  const uint32_t job = Submit({}, "15");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }));
+  const std::string first_node = ShowJob(job)["NodeList"];
+  const int lent = first_node == Slurm().nodes[0] ? 1 : 2;
+  // The other node is busy with a pod, so the interactive pod needs the lent one.
+  PodOptions filler;
+  filler.cpu = "8";
+  filler.qos = "interactive";  // not preemptible: the lent node is the only way
+  CreatePod("filler", filler);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("filler") == K8sNode(3 - lent); }))
+      << "filler on " << PodNode("filler");
+  PodOptions interactive;
+  interactive.cpu = "4";
+  interactive.qos = "interactive";
+  CreatePod("jupyter", interactive);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("jupyter") == K8sNode(lent); }))
+      << "jupyter on '" << PodNode("jupyter") << "'";
+  EXPECT_EQ(ShowJob(job)["Restarts"], "1");
+  EXPECT_FALSE(EventsWithReason(client_.get(), "default", K8sNode(lent), "Reclaimed").empty());
+  // Free the other node: the requeued job runs there, to completion, never on the pod's node.
+  ASSERT_TRUE(testing::Kubectl(K8sClusterEnvironment::Info(),
+                               {"delete", "pod", "filler", "-n", ns_, "--grace-period=0", "--force"})
+                  .ok());
+  bool completed = Eventually(absl::Seconds(180), [&] {
+    auto j = ShowJob(job);
+    if (j["JobState"] == "RUNNING") {
+      EXPECT_NE(j["NodeList"], first_node) << "the requeued job came back onto the reserved node";
+    }
+    return j["JobState"] == "COMPLETED";
+  }, absl::Milliseconds(500));
+  EXPECT_TRUE(completed) << "job " << job << ": " << ShowJob(job)["JobState"];
+  EXPECT_EQ(ShowJob(job)["Restarts"], "1");
+  EXPECT_EQ(PodNode("jupyter"), K8sNode(lent));
+  ExpectNothingLeftOfTheStep(2);
+}
+
+// 3 and 6. One free node, a pending pod and a pending Slurm job: the higher onequeue priority gets
+// it, whichever world it is from; the pod left behind says which Slurm job it waits for.
+TEST_P(SlurmE2ETest, HigherPriorityGetsTheNodeWhicheverWorld) {
+  AddPool(1);
+  // The job is submitted held with onequeue's tag, as the daemon holds pending jobs, so neither
+  // world can take the node before the daemon sees both.
+  const uint32_t job = Submit({"--hold", "--comment=onequeue: held by the test"}, "60");
+  PodOptions pod;
+  pod.cpu = "4";
+  pod.qos = "batch";
+  CreatePod("web", pod);
+  // Round 1: the Slurm job's QOS (normal) is above the pod's (batch).
+  StartScheduler(/*lend_after=*/0, /*default_qos=*/"normal");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }))
+      << "job " << ShowJob(job)["JobState"] << " " << ShowJob(job)["Reason"];
+  EXPECT_EQ(ShowJob(job)["NodeList"], Slurm().nodes[0]);
+  EXPECT_EQ(PodNode("web"), "");
+  // 6. kubectl describe names the job.
+  const std::string id = absl::StrCat(job);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] {
+    auto d = testing::Kubectl(K8sClusterEnvironment::Info(), {"describe", "pod", "web", "-n", ns_});
+    return d.ok() && absl::StrContains(*d, "Slurm job " + id);
+  })) << testing::Kubectl(K8sClusterEnvironment::Info(), {"describe", "pod", "web", "-n", ns_}).value_or("");
+  scheduler_->Stop();
+  (void)SlurmCommand(Slurm(), {"scancel", id});
+
+  // Round 2, swapped: the pod's QOS (normal) is above the job's (batch).
+  const uint32_t job2 = Submit({"--hold", "--comment=onequeue: held by the test"}, "60");
+  PodOptions pod2;
+  pod2.cpu = "4";
+  pod2.qos = "normal";
+  ASSERT_TRUE(testing::Kubectl(K8sClusterEnvironment::Info(),
+                               {"delete", "pod", "web", "-n", ns_, "--grace-period=0", "--force"})
+                  .ok());
+  CreatePod("web2", pod2);
+  StartScheduler(/*lend_after=*/0, /*default_qos=*/"batch");
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("web2") == K8sNode(1); }));
+  // The job waits, held by onequeue with its reason in the comment (squeue %k).
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+    auto j = ShowJob(job2);
+    return j["JobState"] == "PENDING" && absl::StartsWith(j["Comment"], "onequeue:") &&
+           !absl::StrContains(j["Comment"], "held by the test");
+  })) << ShowJob(job2)["Comment"];
+}
+
+// 4. kill -9 after the reclaim is reserved but before the requeue, then after the requeue but
+// before the bind: each new daemon finishes the step; nothing of it is left afterwards.
+TEST_P(SlurmE2ETest, ACrashedReclaimIsFinishedBySuccessors) {
+  AddPool(2);
+  StartScheduler(/*lend_after=*/2, "batch", {"ONEQUEUE_FAILPOINTS=reclaim-after-reserve"});
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); }));
+  const uint32_t job = Submit({}, "15");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }));
+  const int lent = ShowJob(job)["NodeList"] == Slurm().nodes[0] ? 1 : 2;
+  PodOptions filler;
+  filler.cpu = "8";
+  filler.qos = "interactive";  // not preemptible: the lent node is the only way
+  CreatePod("filler", filler);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("filler") == K8sNode(3 - lent); }));
+  PodOptions interactive;
+  interactive.cpu = "4";
+  interactive.qos = "interactive";
+  CreatePod("jupyter", interactive);
+  ASSERT_TRUE(scheduler_->WaitForExit(kBindTimeout)) << "failpoint reclaim-after-reserve never fired";
+  EXPECT_TRUE(absl::StrContains(scheduler_->Log(), "failpoint reclaim-after-reserve"));
+  {
+    auto n = GetNode(client_.get(), K8sNode(lent));
+    ASSERT_TRUE(n.ok());
+    EXPECT_TRUE(absl::StartsWith(n->metadata.annotations["onequeue.io/owner"], "reserved/"));
+  }
+  // The second daemon resumes the step and dies right after the requeue. (With placeholders the
+  // fence itself made Slurm requeue the job before the first crash: then there is no requeue
+  // step left, and the second daemon binds the pod.)
+  StartScheduler(/*lend_after=*/2, "batch", {"ONEQUEUE_FAILPOINTS=reclaim-after-requeue"});
+  if (GetParam() == "drain") {
+    ASSERT_TRUE(scheduler_->WaitForExit(kBindTimeout)) << "failpoint reclaim-after-requeue never fired";
+    EXPECT_EQ(PodNode("jupyter"), "");
+  } else {
+    Eventually(absl::Seconds(30),
+               [&] { return scheduler_->WaitForExit(absl::ZeroDuration()) || !PodNode("jupyter").empty(); });
+    scheduler_->Stop();
+  }
+  // The third finishes it.
+  StartScheduler(/*lend_after=*/2);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("jupyter") == K8sNode(lent); }));
+  EXPECT_TRUE(Eventually(absl::Seconds(30), [&] { return ShowJob(job)["Restarts"] == "1"; }))
+      << "restarts " << ShowJob(job)["Restarts"];
+  EXPECT_TRUE(Eventually(absl::Seconds(30), [&] {
+    return NodeLabel(K8sNode(lent), "onequeue.io/owner") == "kubernetes";
+  }));
+  ExpectNothingLeftOfTheStep(2);
+  EXPECT_EQ(ShowJob(job)["Restarts"], "1");
+}
+
+// 5. A node returns to Slurm lendAfterSeconds after its last pod ends, and a waiting job starts.
+TEST_P(SlurmE2ETest, ANodeIsLentAgainAfterItsLastPodEnds) {
+  AddPool(1);
+  StartScheduler(/*lend_after=*/5);
+  PodOptions pod;
+  pod.cpu = "4";
+  pod.qos = "normal";
+  CreatePod("web", pod);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("web") == K8sNode(1); }));
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(1); }));
+  const uint32_t job = Submit({}, "20");
+  // Held by onequeue, its reason in the comment, while the pod runs.
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+    auto j = ShowJob(job);
+    return j["JobState"] == "PENDING" && absl::StartsWith(j["Comment"], "onequeue:");
+  })) << ShowJob(job)["Comment"];
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_EQ(ShowJob(job)["JobState"], "PENDING");
+  const absl::Time deleted = absl::Now();
+  ASSERT_TRUE(testing::Kubectl(K8sClusterEnvironment::Info(),
+                               {"delete", "pod", "web", "-n", ns_, "--grace-period=0", "--force"})
+                  .ok());
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }));
+  // Not lent at once: the node waits lendAfterSeconds (5) from the last cycle that saw the pod,
+  // which may have run a moment before the deletion.
+  EXPECT_GE(absl::Now() - deleted, absl::Seconds(3)) << "lent before lendAfterSeconds";
+  EXPECT_EQ(ShowJob(job)["NodeList"], Slurm().nodes[0]);
+  EXPECT_EQ(NodeLabel(K8sNode(1), "onequeue.io/owner"), "slurm");
+}
+
+INSTANTIATE_TEST_SUITE_P(Mechanisms, SlurmE2ETest, ::testing::Values("drain", "placeholder"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+}  // namespace
+}  // namespace onequeue::e2e
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new onequeue::testing::K8sClusterEnvironment(
+      {.controller_manager = true, .kwok = true, .kube_scheduler = true}));
+  ::testing::AddGlobalTestEnvironment(new onequeue::testing::SlurmClusterEnvironment({.nodes = 4}));
+  return RUN_ALL_TESTS();
+}
