@@ -4,6 +4,8 @@
 // replica at once (the replacement that wins the node back under the default scheduler).
 #include "scheduler/scheduling_loop.h"
 
+#include "fake_world.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -13,97 +15,6 @@ namespace onequeue::scheduler {
 namespace {
 
 using nlohmann::json;
-
-class World : public ClusterView, public ClusterActions {
- public:
-  std::vector<k8s::Node> Nodes() const override { return nodes_; }
-  std::vector<k8s::Pod> Pods() const override { return pods_; }
-
-  absl::Status Bind(const std::string& key, const std::string& node, const std::string& message) override {
-    k8s::Pod* p = Find(key);
-    if (!p) return absl::NotFoundError(key);
-    if (!p->node_name.empty()) return absl::AlreadyExistsError(key + " is already bound");
-    p->node_name = node;
-    p->phase = "Running";
-    binds.push_back(key + "->" + node);
-    bind_messages.push_back(message);
-    return absl::OkStatus();
-  }
-  absl::Status ReportWaiting(const std::string& key, const WaitReport& r) override {
-    reports[key].push_back(r);
-    return absl::OkStatus();
-  }
-  absl::Status SetNodeOwner(const std::string& node, const std::string& value) override {
-    for (auto& n : nodes_) {
-      if (n.metadata.name != node) continue;
-      if (value.empty()) n.metadata.annotations.erase(kOwnerAnnotation);
-      else n.metadata.annotations[kOwnerAnnotation] = value;
-      owner_changes.push_back(node + "=" + value);
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Nominate(const std::string& key, const std::string& node) override {
-    if (k8s::Pod* p = Find(key)) p->nominated_node_name = node;
-    return absl::OkStatus();
-  }
-  absl::Status Evict(const std::string& key, const std::string& preemptor, const std::string&) override {
-    k8s::Pod* p = Find(key);
-    if (!p) return absl::NotFoundError(key);
-    ++evict_attempts;
-    if (pdb_blocks.count(key)) return absl::FailedPreconditionError("blocked by PodDisruptionBudget");
-    evictions.push_back(key);
-    k8s::Pod gone = *p;
-    pods_.erase(pods_.begin() + (p - pods_.data()));
-    if (recreate_evicted) {  // the ReplicaSet makes a replacement at once, same spec, unbound
-      gone.metadata.name += "-r";
-      gone.node_name.clear();
-      gone.phase = "Pending";
-      pods_.push_back(gone);
-    }
-    return absl::OkStatus();
-  }
-
-  void AddNode(const std::string& name, const std::string& cpu = "4") {
-    json j = {{"metadata", {{"name", name}, {"labels", {{"onequeue.io/pool", "a"}}}}},
-              {"status", {{"allocatable", {{"cpu", cpu}, {"memory", "32Gi"}, {"pods", "110"}}},
-                          {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
-    nodes_.push_back(*k8s::Node::FromJson(j));
-  }
-  void AddPod(const std::string& name, const std::string& cpu, const std::string& qos,
-              const std::string& node = "", const std::string& created = "2026-11-21T10:00:00Z") {
-    json j = {{"metadata", {{"name", name}, {"namespace", "ns"}, {"creationTimestamp", created},
-                            {"annotations", {{"onequeue.io/qos", qos}}}}},
-              {"spec", {{"schedulerName", "onequeue"},
-                        {"containers", json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", cpu}}}}}}})}}},
-              {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
-    if (!node.empty()) j["spec"]["nodeName"] = node;
-    pods_.push_back(*k8s::Pod::FromJson(j));
-  }
-  k8s::Pod* Find(const std::string& key) {
-    for (auto& p : pods_) if (p.metadata.Key() == key) return &p;
-    return nullptr;
-  }
-  std::string NodeOf(const std::string& key) { k8s::Pod* p = Find(key); return p ? p->node_name : "<gone>"; }
-
-  std::vector<std::string> binds, bind_messages, evictions, owner_changes;
-  std::map<std::string, std::vector<WaitReport>> reports;
-  std::set<std::string> pdb_blocks;
-  bool recreate_evicted = true;
-  int evict_attempts = 0;
-
- private:
-  std::vector<k8s::Node> nodes_;
-  std::vector<k8s::Pod> pods_;
-};
-
-Config TestConfig() {
-  Config c;
-  c.queue.reservation_depth = 1;
-  c.queue.qos = {{"interactive", 1000, false, true, 0}, {"scavenger", 0, true, false, 0}};
-  return c;
-}
-
-constexpr queue::Time kNow = 1763722800;  // 2026-11-21T11:00:00Z
 
 TEST(SchedulingLoopTest, BindsWhatFitsAndNeverGivesCapacityAwayTwice) {
   World w;

@@ -1,0 +1,285 @@
+// The in-memory cluster of the loop's scenario tests: it behaves like the real one where it
+// matters (a bind sets nodeName, an eviction deletes the pod, a "ReplicaSet" recreates evicted
+// replicas at once), and an in-memory Slurm whose jobs start, requeue and hold as slurmctld's do
+// when the loop asks.
+#ifndef ONEQUEUE_TEST_SCHEDULER_FAKE_WORLD_H_
+#define ONEQUEUE_TEST_SCHEDULER_FAKE_WORLD_H_
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "scheduler/scheduling_loop.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+using nlohmann::json;
+
+// slurmctld in miniature: what the loop's Slurm actions do to jobs and nodes, and the poller's
+// view of the result. Nodes are fenced by drain, or by placeholder (which requeues the shared
+// jobs there, as Slurm's partition preemption does).
+class FakeSlurm : public SlurmActions {
+ public:
+  bool placeholder = false;
+  queue::Time now = 0;
+  std::vector<std::string> calls;
+  std::map<uint32_t, int> requeues;
+  std::map<uint32_t, std::vector<std::string>> ran_on;  // every node list a job started on
+
+  void AddNode(const std::string& name) {
+    slurm::SlurmNode n;
+    n.name = name;
+    n.state = slurm::NodeState::kIdle;
+    n.cpus = 8;
+    n.partitions = {"pool", "reclaim"};
+    nodes_[name] = n;
+  }
+  slurm::SlurmJob& Submit(uint32_t id, uint32_t cpus = 4) {
+    slurm::SlurmJob j;
+    j.job_id = id;
+    j.state = slurm::JobState::kPending;
+    j.partition = "pool";
+    j.account = "physics";
+    j.qos = "";
+    j.priority = 1;
+    j.node_count = 1;
+    j.cpus = cpus;
+    j.requeue = true;
+    j.time_limit = absl::Minutes(30);
+    j.submit_time = absl::FromUnixSeconds(now - 60);
+    return jobs_[id] = j;
+  }
+  void Run(uint32_t id, const std::string& node) {
+    slurm::SlurmJob& j = jobs_[id];
+    j.state = slurm::JobState::kRunning;
+    j.nodes = {node};
+    j.start_time = absl::FromUnixSeconds(now);
+    ran_on[id].push_back(node);
+  }
+  slurm::SlurmJob& Job(uint32_t id) { return jobs_[id]; }
+  bool Fenced(const std::string& node) const { return !fence_.count(node) ? false : true; }
+  std::string FenceOwner(const std::string& node) const {
+    auto it = fence_.find(node);
+    return it == fence_.end() ? "" : it->second;
+  }
+
+  std::shared_ptr<const slurm::SlurmView> View() const {
+    auto v = std::make_shared<slurm::SlurmView>();
+    slurm::SlurmView::Nodes nodes = nodes_;
+    slurm::SlurmView::Jobs jobs = jobs_;
+    for (auto& [name, n] : nodes) {
+      const bool busy = std::any_of(jobs_.begin(), jobs_.end(), [&](const auto& j) {
+        return j.second.state == slurm::JobState::kRunning &&
+               std::find(j.second.nodes.begin(), j.second.nodes.end(), name) != j.second.nodes.end();
+      });
+      n.state = busy ? slurm::NodeState::kAllocated : slurm::NodeState::kIdle;
+      auto f = fence_.find(name);
+      if (f == fence_.end()) continue;
+      if (!placeholder) {
+        n.state_flags = {"DRAIN"};
+        n.reason = "onequeue:" + f->second;
+      } else {
+        slurm::SlurmJob ph;
+        ph.job_id = 900000 + static_cast<uint32_t>(jobs.size());
+        ph.name = "onequeue-placeholder-" + name;
+        ph.partition = "reclaim";
+        ph.comment = "onequeue:" + f->second;
+        ph.state = slurm::JobState::kRunning;
+        ph.nodes = {name};
+        jobs[ph.job_id] = ph;
+      }
+    }
+    v->nodes = std::make_shared<const slurm::SlurmView::Nodes>(std::move(nodes));
+    v->jobs = std::make_shared<const slurm::SlurmView::Jobs>(std::move(jobs));
+    v->refreshed_at = absl::FromUnixSeconds(now);
+    return v;
+  }
+
+  absl::Status Fence(const std::string& node, const std::string& owner) override {
+    calls.push_back("fence " + node + " " + owner);
+    fence_[node] = owner;
+    if (placeholder) {
+      for (auto& [id, j] : jobs_) {
+        if (j.state == slurm::JobState::kRunning && j.nodes == std::vector<std::string>{node}) Requeue(id);
+      }
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Unfence(const std::string& node) override {
+    calls.push_back("lend " + node);
+    fence_.erase(node);
+    // slurmctld starts what it may: the released jobs pinned to this node.
+    for (auto& [id, j] : jobs_) {
+      if (j.state == slurm::JobState::kPending && j.priority > 0 && j.required_nodes == std::vector<std::string>{node}) {
+        Run(id, node);
+      }
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Hold(uint32_t job, const std::string& comment) override {
+    calls.push_back("hold " + std::to_string(job));
+    jobs_[job].priority = 0;
+    jobs_[job].comment = comment;
+    jobs_[job].state_reason = "JobHeldAdmin";
+    return absl::OkStatus();
+  }
+  absl::Status StartOn(uint32_t job, const std::vector<std::string>& nodes, const std::string& comment) override {
+    calls.push_back("start " + std::to_string(job));
+    slurm::SlurmJob& j = jobs_[job];
+    j.priority = 4000000000u;
+    j.comment = comment;
+    j.required_nodes = nodes;
+    if (nodes.size() == 1 && !fence_.count(nodes[0])) Run(job, nodes[0]);
+    return absl::OkStatus();
+  }
+  absl::Status Requeue(uint32_t job) override {
+    calls.push_back("requeue " + std::to_string(job));
+    slurm::SlurmJob& j = jobs_[job];
+    if (j.state != slurm::JobState::kRunning) return absl::FailedPreconditionError("not running");
+    j.state = slurm::JobState::kPending;
+    j.state_reason = "BeginTime";
+    j.nodes.clear();
+    ++j.restart_count;
+    ++requeues[job];
+    return absl::OkStatus();
+  }
+  absl::Status Cancel(uint32_t job) override {
+    calls.push_back("cancel " + std::to_string(job));
+    jobs_[job].state = slurm::JobState::kCancelled;
+    return absl::OkStatus();
+  }
+  bool FenceRequeues() const override { return placeholder; }
+  absl::StatusOr<bool> Ready(const std::string& node) override {
+    if (!fence_.count(node)) return false;
+    for (const auto& [id, j] : jobs_) {
+      if (j.state == slurm::JobState::kRunning &&
+          std::find(j.nodes.begin(), j.nodes.end(), node) != j.nodes.end()) return false;
+    }
+    return true;
+  }
+
+ private:
+  slurm::SlurmView::Nodes nodes_;
+  slurm::SlurmView::Jobs jobs_;
+  std::map<std::string, std::string> fence_;  // node -> owner tag
+};
+
+class World : public ClusterView, public ClusterActions {
+ public:
+  std::vector<k8s::Node> Nodes() const override { return nodes_; }
+  std::vector<k8s::Pod> Pods() const override { return pods_; }
+  std::shared_ptr<const slurm::SlurmView> Slurm() const override {
+    return slurm == nullptr ? nullptr : slurm->View();
+  }
+  void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override {
+    node_events.push_back(node + " " + reason);
+  }
+  void DeletePod(const std::string& key) {
+    if (k8s::Pod* p = Find(key)) pods_.erase(pods_.begin() + (p - pods_.data()));
+  }
+  std::string OwnerOf(const std::string& node) const {
+    for (const auto& n : nodes_) {
+      if (n.metadata.name != node) continue;
+      auto it = n.metadata.annotations.find(kOwnerAnnotation);
+      return it == n.metadata.annotations.end() ? "" : it->second;
+    }
+    return "<no node>";
+  }
+  FakeSlurm* slurm = nullptr;
+  std::vector<std::string> node_events;
+
+  absl::Status Bind(const std::string& key, const std::string& node, const std::string& message) override {
+    k8s::Pod* p = Find(key);
+    if (!p) return absl::NotFoundError(key);
+    if (!p->node_name.empty()) return absl::AlreadyExistsError(key + " is already bound");
+    p->node_name = node;
+    p->phase = "Running";
+    binds.push_back(key + "->" + node);
+    bind_messages.push_back(message);
+    return absl::OkStatus();
+  }
+  absl::Status ReportWaiting(const std::string& key, const WaitReport& r) override {
+    reports[key].push_back(r);
+    return absl::OkStatus();
+  }
+  absl::Status SetNodeOwner(const std::string& node, const std::string& value) override {
+    for (auto& n : nodes_) {
+      if (n.metadata.name != node) continue;
+      if (value.empty()) n.metadata.annotations.erase(kOwnerAnnotation);
+      else n.metadata.annotations[kOwnerAnnotation] = value;
+      owner_changes.push_back(node + "=" + value);
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Nominate(const std::string& key, const std::string& node) override {
+    if (k8s::Pod* p = Find(key)) p->nominated_node_name = node;
+    return absl::OkStatus();
+  }
+  absl::Status Evict(const std::string& key, const std::string& preemptor, const std::string&) override {
+    k8s::Pod* p = Find(key);
+    if (!p) return absl::NotFoundError(key);
+    ++evict_attempts;
+    if (pdb_blocks.count(key)) return absl::FailedPreconditionError("blocked by PodDisruptionBudget");
+    evictions.push_back(key);
+    k8s::Pod gone = *p;
+    pods_.erase(pods_.begin() + (p - pods_.data()));
+    if (recreate_evicted) {  // the ReplicaSet makes a replacement at once, same spec, unbound
+      gone.metadata.name += "-r";
+      gone.node_name.clear();
+      gone.phase = "Pending";
+      pods_.push_back(gone);
+    }
+    return absl::OkStatus();
+  }
+
+  void AddNode(const std::string& name, const std::string& cpu = "4") {
+    json j = {{"metadata", {{"name", name}, {"labels", {{"onequeue.io/pool", "a"}}}}},
+              {"status", {{"allocatable", {{"cpu", cpu}, {"memory", "32Gi"}, {"pods", "110"}}},
+                          {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+    nodes_.push_back(*k8s::Node::FromJson(j));
+  }
+  void AddPod(const std::string& name, const std::string& cpu, const std::string& qos,
+              const std::string& node = "", const std::string& created = "2026-11-21T10:00:00Z") {
+    json j = {{"metadata", {{"name", name}, {"namespace", "ns"}, {"creationTimestamp", created},
+                            {"annotations", {{"onequeue.io/qos", qos}}}}},
+              {"spec", {{"schedulerName", "onequeue"},
+                        {"containers", json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", cpu}}}}}}})}}},
+              {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
+    if (!node.empty()) j["spec"]["nodeName"] = node;
+    pods_.push_back(*k8s::Pod::FromJson(j));
+  }
+  k8s::Pod* Find(const std::string& key) {
+    for (auto& p : pods_) if (p.metadata.Key() == key) return &p;
+    return nullptr;
+  }
+  std::string NodeOf(const std::string& key) { k8s::Pod* p = Find(key); return p ? p->node_name : "<gone>"; }
+
+  std::vector<std::string> binds, bind_messages, evictions, owner_changes;
+  std::map<std::string, std::vector<WaitReport>> reports;
+  std::set<std::string> pdb_blocks;
+  bool recreate_evicted = true;
+  int evict_attempts = 0;
+
+ private:
+  std::vector<k8s::Node> nodes_;
+  std::vector<k8s::Pod> pods_;
+};
+
+Config TestConfig() {
+  Config c;
+  c.queue.reservation_depth = 1;
+  c.queue.qos = {{"interactive", 1000, false, true, 0}, {"scavenger", 0, true, false, 0}};
+  return c;
+}
+
+constexpr queue::Time kNow = 1763722800;  // 2026-11-21T11:00:00Z
+
+
+}  // namespace
+}  // namespace onequeue::scheduler
+
+#endif  // ONEQUEUE_TEST_SCHEDULER_FAKE_WORLD_H_

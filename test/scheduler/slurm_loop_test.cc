@@ -1,0 +1,197 @@
+// Scenario tests of the one queue across both worlds, cycle after cycle: pods and Slurm jobs in ->
+// binds, lends, reclaims, requeues and holds out (the in-memory cluster of fake_world.h).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fake_world.h"
+#include "scheduler/scheduling_loop.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+constexpr queue::Time kT0 = 1763722800;
+
+Config SlurmConfig(const std::string& mechanism = "drain") {
+  Config c;
+  c.queue.reservation_depth = 10;
+  c.queue.qos = {{"interactive", 1000, false, true, 0},
+                 {"normal", 100, true, false, 0},
+                 {"batch", 10, true, false, 0}};
+  c.slurm.enabled = true;
+  c.slurm.shared_partitions = {"pool"};
+  c.slurm.lend_mechanism = mechanism;
+  c.slurm.lend_after_seconds = 60;
+  c.slurm.return_after_seconds = 600;
+  c.slurm.default_qos = "batch";
+  return c;
+}
+
+struct Cluster {
+  World k8s;
+  FakeSlurm slurm;
+  explicit Cluster(int nodes) {
+    k8s.slurm = &slurm;
+    slurm.now = kT0;
+    for (int i = 1; i <= nodes; ++i) {
+      k8s.AddNode("n" + std::to_string(i), "8");
+      slurm.AddNode("n" + std::to_string(i));
+    }
+  }
+  CycleStats Cycle(SchedulingLoop& loop, queue::Time t) {
+    slurm.now = t;
+    return loop.RunCycle(t);
+  }
+};
+
+TEST(SlurmLoopTest, AnIdlePoolIsFencedThenLentAfterLendAfterToTheJobOnequeueChose) {
+  Cluster c(1);
+  c.slurm.Submit(7);
+  Config cfg = SlurmConfig();
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  CycleStats s = c.Cycle(loop, kT0);
+  // Kubernetes' node is fenced on the Slurm side; the job waits, held, with onequeue's reason.
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "kubernetes");
+  EXPECT_EQ(c.slurm.Job(7).priority, 0);
+  EXPECT_THAT(c.slurm.Job(7).comment, HasSubstr("onequeue:"));
+  EXPECT_EQ(s.slurm_pending, 1);
+  c.Cycle(loop, kT0 + 1);
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "kubernetes");
+  // lendAfterSeconds later the node goes to the job, and only to it.
+  s = c.Cycle(loop, kT0 + 61);
+  EXPECT_EQ(s.slurm_started, 1);
+  EXPECT_EQ(s.lent, 1);
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "slurm/7");
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "");
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(7).required_nodes, std::vector<std::string>{"n1"});
+  EXPECT_THAT(c.k8s.node_events, Contains("n1 Lent"));
+  // Running, not started twice.
+  c.Cycle(loop, kT0 + 62);
+  EXPECT_EQ(std::count(c.slurm.calls.begin(), c.slurm.calls.end(), "start 7"), 1);
+}
+
+class ReclaimTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ReclaimTest, AnInteractivePodTakesALentNodeTheJobIsRequeuedOnceAndNeverComesBack) {
+  Cluster c(1);
+  c.k8s.SetNodeOwner("n1", "slurm/7");
+  c.slurm.placeholder = GetParam() == "placeholder";
+  c.slurm.Submit(7);
+  c.slurm.Run(7, "n1");
+  c.k8s.AddPod("jupyter", "2", "interactive");
+  Config cfg = SlurmConfig(GetParam());
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  // 1. Reserved on both sides before anything else; 2. the job requeued, once.
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "reserved/ns/jupyter");
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "reserved/ns/jupyter");
+  EXPECT_EQ(c.slurm.requeues[7], 1);
+  // 3. The pod is bound once Slurm's side is clear; the node is Kubernetes'.
+  for (int t = 1; t <= 5; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "n1");
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "kubernetes");
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "kubernetes");
+  EXPECT_THAT(c.k8s.node_events, Contains("n1 Reclaimed"));
+  // The requeued job waits, held, while the pod runs: never back onto n1.
+  for (int t = 6; t <= 200; t += 10) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.requeues[7], 1);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kPending);
+  EXPECT_EQ(c.slurm.ran_on[7], std::vector<std::string>{"n1"});
+  EXPECT_EQ(c.slurm.Job(7).priority, 0);
+  EXPECT_TRUE(loop.reservations().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Mechanisms, ReclaimTest, ::testing::Values("drain", "placeholder"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+struct Crash {
+  std::string at;
+};
+
+TEST(SlurmLoopTest, SuccessorsFinishAReclaimThatCrashedAfterTheReservationAndAfterTheRequeue) {
+  Cluster c(1);
+  c.k8s.SetNodeOwner("n1", "slurm/7");
+  c.slurm.Submit(7);
+  c.slurm.Run(7, "n1");
+  c.k8s.AddPod("jupyter", "2", "interactive");
+  Config cfg = SlurmConfig("drain");
+  auto crash_at = [](const char* armed) {
+    return [armed = std::string(armed)](const char* name) {
+      if (armed == name) throw Crash{name};
+    };
+  };
+  {
+    SchedulingLoop first(cfg, &c.k8s, &c.k8s, &c.slurm, crash_at("reclaim-after-reserve"));
+    EXPECT_THROW(c.Cycle(first, kT0), Crash);
+  }
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "reserved/ns/jupyter");
+  EXPECT_EQ(c.slurm.requeues[7], 0);
+  {
+    SchedulingLoop second(cfg, &c.k8s, &c.k8s, &c.slurm, crash_at("reclaim-after-requeue"));
+    EXPECT_THROW(c.Cycle(second, kT0 + 1), Crash);
+  }
+  EXPECT_EQ(c.slurm.requeues[7], 1);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "");
+  SchedulingLoop third(cfg, &c.k8s, &c.k8s, &c.slurm);
+  for (int t = 2; t <= 6; ++t) c.Cycle(third, kT0 + t);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "n1");
+  EXPECT_EQ(c.slurm.requeues[7], 1);
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "kubernetes");
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "kubernetes");
+}
+
+TEST(SlurmLoopTest, TheHigherPriorityGetsTheFreeNodeWhicheverWorldItIsFrom) {
+  for (const bool job_first : {true, false}) {
+    SCOPED_TRACE(job_first ? "job above pod" : "pod above job");
+    Cluster c(1);
+    c.slurm.Submit(7);
+    c.k8s.AddPod("web", "4", job_first ? "batch" : "normal");
+    Config cfg = SlurmConfig();
+    cfg.slurm.lend_after_seconds = 0;
+    cfg.slurm.default_qos = job_first ? "normal" : "batch";
+    SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+    for (int t = 0; t < 3; ++t) c.Cycle(loop, kT0 + t);
+    if (job_first) {
+      EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+      EXPECT_EQ(c.k8s.NodeOf("ns/web"), "");
+      ASSERT_FALSE(c.k8s.reports["ns/web"].empty());
+      EXPECT_THAT(c.k8s.reports["ns/web"].back().message, HasSubstr("Slurm job 7"));
+    } else {
+      EXPECT_EQ(c.k8s.NodeOf("ns/web"), "n1");
+      EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kPending);
+      EXPECT_EQ(c.slurm.Job(7).priority, 0);
+    }
+  }
+}
+
+TEST(SlurmLoopTest, ANodeIsLentAgainLendAfterSecondsAfterItsLastPodAndReturnedWhenIdle) {
+  Cluster c(1);
+  c.k8s.AddPod("web", "4", "normal", "n1");
+  Config cfg = SlurmConfig();
+  cfg.slurm.lend_after_seconds = 30;
+  cfg.slurm.return_after_seconds = 20;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  c.slurm.Submit(7);
+  c.Cycle(loop, kT0 + 10);
+  c.k8s.DeletePod("ns/web");
+  c.Cycle(loop, kT0 + 20);
+  c.Cycle(loop, kT0 + 39);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kPending) << "lent before lendAfterSeconds";
+  c.Cycle(loop, kT0 + 41);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  // The job ends; with no Slurm work left the node comes back after returnAfterSeconds.
+  c.slurm.Job(7).state = slurm::JobState::kCompleted;
+  c.Cycle(loop, kT0 + 50);
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "slurm/7");
+  c.Cycle(loop, kT0 + 71);
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "kubernetes");
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "kubernetes");
+  EXPECT_THAT(c.k8s.node_events, Contains("n1 Returned"));
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler

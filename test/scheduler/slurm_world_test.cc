@@ -1,0 +1,220 @@
+// The Slurm world's records in the one queue: a poller's view + the pool in -> workloads, running
+// jobs and joined nodes out.
+#include "scheduler/slurm_world.h"
+
+#include <gtest/gtest.h>
+
+#include "nlohmann/json.hpp"
+
+namespace onequeue::scheduler {
+namespace {
+
+using nlohmann::json;
+using slurm::JobState;
+using slurm::NodeState;
+using slurm::SlurmJob;
+using slurm::SlurmNode;
+using slurm::SlurmView;
+
+constexpr queue::Time kNow = 1763722800;
+
+k8s::Node PoolNode(const std::string& name, const std::string& slurm_label = "") {
+  json labels = {{"onequeue.io/pool", "a"}};
+  if (!slurm_label.empty()) labels["onequeue.io/slurm-node"] = slurm_label;
+  json j = {{"metadata", {{"name", name}, {"labels", labels}}},
+            {"status", {{"allocatable", {{"cpu", "8"}, {"memory", "16Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "4"}}},
+                        {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+  return *k8s::Node::FromJson(j);
+}
+
+SlurmNode Node(const std::string& name, std::vector<std::string> partitions = {"pool", "reclaim"}) {
+  SlurmNode n;
+  n.name = name;
+  n.state = NodeState::kIdle;
+  n.cpus = 8;
+  n.partitions = std::move(partitions);
+  return n;
+}
+
+SlurmJob Job(uint32_t id, JobState state, const std::string& partition = "pool") {
+  SlurmJob j;
+  j.job_id = id;
+  j.state = state;
+  j.partition = partition;
+  j.account = "physics";
+  j.qos = "normal";
+  j.priority = 100;
+  j.node_count = 1;
+  j.cpus = 4;
+  j.memory_per_node_mb = 1000;
+  j.gres_per_node = {{"gpu", 2}};
+  j.time_limit = absl::Minutes(30);
+  j.submit_time = absl::FromUnixSeconds(kNow - 600);
+  return j;
+}
+
+struct Fixture {
+  SlurmView::Jobs jobs;
+  SlurmView::Nodes nodes;
+  std::vector<k8s::Node> k8s_nodes;
+  SlurmWorldOptions options;
+  queue::QueueConfig queue_config;
+
+  Fixture() {
+    options.shared_partitions = {"pool"};
+    options.known_qos = {"interactive", "normal", "batch"};
+    options.preemptible_qos = {"normal", "batch"};
+    queue_config.qos = {{"interactive", 1000, false, {"normal", "batch"}, 0}, {"normal", 100}, {"batch", 10}};
+  }
+  std::pair<BuiltSnapshot, SlurmRecords> Build() {
+    auto view = std::make_shared<SlurmView>();
+    view->jobs = std::make_shared<const SlurmView::Jobs>(jobs);
+    view->nodes = std::make_shared<const SlurmView::Nodes>(nodes);
+    view->refreshed_at = absl::FromUnixSeconds(kNow);
+    SnapshotOptions so;
+    BuiltSnapshot built = BuildSnapshot(k8s_nodes, {}, so, kNow);
+    SlurmRecords records = AddSlurmWorld(view, options, queue_config, &built, kNow);
+    return {std::move(built), std::move(records)};
+  }
+};
+
+TEST(SlurmWorldTest, PendingJobsOfSharedPartitionsAreWorkloadsWithTheirRequestPerNode) {
+  Fixture f;
+  f.k8s_nodes = {PoolNode("n1")};
+  f.nodes["n1"] = Node("n1");
+  f.jobs[7] = Job(7, JobState::kPending);
+  f.jobs[8] = Job(8, JobState::kPending, "private");  // not shared: Slurm's alone
+  auto [built, records] = f.Build();
+  ASSERT_EQ(built.snapshot->pending.size(), 1u);
+  const queue::PendingWorkload& w = built.snapshot->pending[0];
+  EXPECT_EQ(w.id, "slurm/7");
+  EXPECT_EQ(w.kind, queue::WorkloadKind::kSlurmJob);
+  EXPECT_EQ(w.per_member[queue::kCpu], 4000);
+  EXPECT_EQ(w.per_member[queue::kMemory], 1000LL * 1024 * 1024);
+  const int gpu = built.snapshot->resource_names.IndexOf("nvidia.com/gpu");
+  ASSERT_GE(gpu, 0);
+  EXPECT_EQ(w.per_member[gpu], 2);
+  EXPECT_EQ(w.time_limit, 1800);
+  EXPECT_EQ(w.account, "physics");
+  EXPECT_EQ(w.qos, "normal");
+  EXPECT_EQ(w.submit_time, kNow - 600);
+  EXPECT_EQ(w.eligibility.node_selector.at("slurm.onequeue.io/partition.pool"), "true");
+  EXPECT_EQ(w.eligibility.node_selector.at("slurm.onequeue.io/lendable"), "true");
+  EXPECT_TRUE(records.pending.count("slurm/7"));
+  EXPECT_EQ(records.nodes.at("n1").slurm_name, "n1");
+  EXPECT_EQ(built.snapshot->nodes[0].labels.at("slurm.onequeue.io/lendable"), "true");
+}
+
+TEST(SlurmWorldTest, NodesJoinByLabelAndOnlyJoinedUsableNodesAreLendable) {
+  Fixture f;
+  f.options.node_label = "onequeue.io/slurm-node";
+  f.k8s_nodes = {PoolNode("gpu-a", "n1"), PoolNode("gpu-b", "n2"), PoolNode("gpu-c", "n3"), PoolNode("gpu-d")};
+  f.nodes["n1"] = Node("n1");
+  f.nodes["n2"] = Node("n2");
+  f.nodes["n2"].state_flags = {"DRAIN"};
+  f.nodes["n2"].reason = "bad DIMM";  // an admin's drain: hands off
+  f.nodes["n3"] = Node("n3");
+  f.options.not_lendable = {"gpu-c"};  // a pod left it a moment ago
+  auto [built, records] = f.Build();
+  ASSERT_EQ(records.nodes.size(), 3u);
+  EXPECT_EQ(records.nodes.at("gpu-a").slurm_name, "n1");
+  EXPECT_EQ(records.k8s_of_slurm.at("n2"), "gpu-b");
+  EXPECT_EQ(records.nodes.at("gpu-b").holder.holder, slurm::NodeHolder::kAdmin);
+  auto lendable = [&](int i) { return built.snapshot->nodes[i].labels.count("slurm.onequeue.io/lendable") > 0; };
+  EXPECT_TRUE(lendable(0));
+  EXPECT_FALSE(lendable(1));
+  EXPECT_FALSE(lendable(2));
+  EXPECT_FALSE(lendable(3));  // no Slurm node: never Slurm's
+}
+
+TEST(SlurmWorldTest, RunningJobsOnPoolNodesHoldThemAndOnlySharedOnesArePreemptible) {
+  Fixture f;
+  f.k8s_nodes = {PoolNode("n1"), PoolNode("n2")};
+  f.nodes["n1"] = Node("n1");
+  f.nodes["n2"] = Node("n2", {"private", "pool"});
+  SlurmJob shared = Job(1, JobState::kRunning);
+  shared.nodes = {"n1"};
+  shared.start_time = absl::FromUnixSeconds(kNow - 60);
+  SlurmJob other = Job(2, JobState::kRunning, "private");
+  other.nodes = {"n2"};
+  other.start_time = absl::FromUnixSeconds(kNow - 60);
+  SlurmJob elsewhere = Job(3, JobState::kRunning);
+  elsewhere.nodes = {"n9"};  // outside the pool
+  f.jobs = {{1, shared}, {2, other}, {3, elsewhere}};
+  auto [built, records] = f.Build();
+  ASSERT_EQ(built.snapshot->running.size(), 2u);
+  const auto& r1 = built.snapshot->running[0];
+  EXPECT_EQ(r1.id, "slurm/1");
+  EXPECT_EQ(r1.kind, queue::WorkloadKind::kSlurmJob);
+  EXPECT_TRUE(r1.preemptible);
+  EXPECT_EQ(r1.expected_end, kNow - 60 + 1800);
+  EXPECT_GT(r1.priority, 0);
+  ASSERT_EQ(r1.allocations.size(), 1u);
+  EXPECT_EQ(r1.allocations[0].node, 0);
+  EXPECT_FALSE(built.snapshot->running[1].preemptible);  // partition "private" is Slurm's alone
+  EXPECT_EQ(records.nodes.at("n1").running_jobs, std::vector<uint32_t>{1});
+}
+
+TEST(SlurmWorldTest, HoldsOfUsersAndDependenciesAreKeptButOnequeuesOwnHoldIsNot) {
+  Fixture f;
+  f.k8s_nodes = {PoolNode("n1")};
+  f.nodes["n1"] = Node("n1");
+  SlurmJob user_held = Job(1, JobState::kPending);
+  user_held.priority = 0;
+  user_held.state_reason = "JobHeldUser";
+  SlurmJob ours = Job(2, JobState::kPending);
+  ours.priority = 0;
+  ours.state_reason = "JobHeldAdmin";
+  ours.comment = "onequeue: Priority: waiting";
+  SlurmJob dependent = Job(3, JobState::kPending);
+  dependent.state_reason = "Dependency";
+  SlurmJob requeued = Job(4, JobState::kPending);
+  requeued.state_reason = "BeginTime";
+  requeued.restart_count = 1;
+  f.jobs = {{1, user_held}, {2, ours}, {3, dependent}, {4, requeued}};
+  auto [built, records] = f.Build();
+  std::map<std::string, bool> held;
+  for (const auto& w : built.snapshot->pending) held[w.id] = w.held;
+  EXPECT_TRUE(held.at("slurm/1"));
+  EXPECT_FALSE(held.at("slurm/2"));
+  EXPECT_TRUE(held.at("slurm/3"));
+  EXPECT_FALSE(held.at("slurm/4"));
+}
+
+TEST(SlurmWorldTest, AJobOnequeueStartedCountsAsRunningUntilSlurmShowsIt) {
+  Fixture f;
+  f.k8s_nodes = {PoolNode("n1")};
+  f.nodes["n1"] = Node("n1");
+  f.jobs[5] = Job(5, JobState::kPending);
+  f.options.assumed_starts[5] = {"n1"};
+  auto [built, records] = f.Build();
+  EXPECT_TRUE(built.snapshot->pending.empty());
+  ASSERT_EQ(built.snapshot->running.size(), 1u);
+  EXPECT_EQ(built.snapshot->running[0].id, "slurm/5");
+}
+
+TEST(SlurmWorldTest, PlaceholdersAreTheFenceNotWorkloads) {
+  Fixture f;
+  f.options.mechanism = "placeholder";
+  f.k8s_nodes = {PoolNode("n1")};
+  f.nodes["n1"] = Node("n1");
+  SlurmJob ph = Job(9, JobState::kRunning, "reclaim");
+  ph.name = "onequeue-placeholder-n1";
+  ph.comment = "onequeue:kubernetes";
+  ph.nodes = {"n1"};
+  f.jobs[9] = ph;
+  auto [built, records] = f.Build();
+  EXPECT_TRUE(built.snapshot->running.empty());
+  EXPECT_EQ(records.nodes.at("n1").holder.holder, slurm::NodeHolder::kOnequeue);
+  EXPECT_EQ(records.nodes.at("n1").holder.owner, "kubernetes");
+}
+
+TEST(SlurmWorldTest, WorkloadIds) {
+  EXPECT_EQ(SlurmJobOf("slurm/42"), 42u);
+  EXPECT_EQ(SlurmJobOf("ns/pod"), std::nullopt);
+  EXPECT_EQ(SlurmJobOf("slurm/x"), std::nullopt);
+  EXPECT_EQ(SlurmWorkloadId(42), "slurm/42");
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
