@@ -106,7 +106,8 @@ absl::Status ResponseStatus(long http_status, const nlohmann::json& body, const 
   } else if (first_errno == kSlurmErrorInvalidJobId || first_errno == kSlurmErrorInvalidNodeName ||
              (http_status == 404 && first_errno == 0)) {
     st = absl::NotFoundError(absl::StrCat(prefix, detail));
-  } else if (first_errno == kSlurmErrorAlreadyDone) {
+  } else if (first_errno == kSlurmErrorAlreadyDone || first_errno == kSlurmErrorJobNotPending ||
+             first_errno == kSlurmErrorJobFinished) {
     st = absl::FailedPreconditionError(absl::StrCat(prefix, detail));
   } else if ((first_errno >= 1000 && first_errno < 1100) || http_status == 502 || http_status == 503 ||
              http_status == 504) {

@@ -48,6 +48,11 @@ class VersionAdapter {
   // the BeginTime Slurm gave it.
   virtual nlohmann::json BeginAtBody(absl::Time at, absl::Time now) const = 0;
   virtual nlohmann::json HoldBody(bool hold) const = 0;
+  // One job update request carrying every set field of `update` in this version's names and
+  // shapes; begin_now is begin_time `now`. Slurm keeps a hold as priority 0 in the job's one
+  // priority field, so a body with both hold and priority means whatever the server parses last:
+  // RestSlurmApi::UpdateJob never asks for both in one body.
+  virtual nlohmann::json JobUpdateBody(const JobUpdate& update, absl::Time now) const = 0;
   // Whether POST node/{name} exists (v0.0.39 and later); v0.0.38 needs scontrol.
   virtual bool SupportsNodeUpdate() const = 0;
   virtual nlohmann::json NodeUpdateBody(const NodeUpdate& update) const = 0;
@@ -63,6 +68,8 @@ absl::Status ResponseStatus(long http_status, const nlohmann::json& body, const 
 inline constexpr int kSlurmErrorInvalidJobId = 2017;
 inline constexpr int kSlurmErrorInvalidNodeName = 2018;
 inline constexpr int kSlurmErrorAlreadyDone = 2021;
+inline constexpr int kSlurmErrorJobNotPending = 2073;  // e.g. begin_time on a running job
+inline constexpr int kSlurmErrorJobFinished = 2084;    // updating a finished job
 inline constexpr int kSlurmErrorAccessDenied = 2002;
 inline constexpr int kSlurmErrorUserIdMissing = 2010;  // "Invalid user id"
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "slurm_bridge/adapter_internal.h"
 #include "slurm_bridge/json_fields.h"
 
@@ -87,6 +88,20 @@ class DataParserAdapter : public VersionAdapter {
     return Json{{"begin_time", SetNumber(absl::ToUnixSeconds(std::max(at, now)))}};
   }
   Json HoldBody(bool hold) const override { return Json{{"hold", hold}}; }
+  // job_desc_msg, as for a submit: priority is a uint32 no-val object, required_nodes a csv
+  // string (an array from v0.0.40, a plain string in 23.02's v0.0.39).
+  Json JobUpdateBody(const JobUpdate& u, absl::Time now) const override {
+    Json body = Json::object();
+    if (u.comment) body["comment"] = *u.comment;
+    if (u.hold) body["hold"] = *u.hold;
+    if (u.priority) body["priority"] = SetNumber(*u.priority);
+    if (u.required_nodes) {
+      body["required_nodes"] = version_ >= ApiVersion::kV0040 ? Json(*u.required_nodes)
+                                                               : Json(absl::StrJoin(*u.required_nodes, ","));
+    }
+    if (u.begin_now) body.update(BeginAtBody(now, now));
+    return body;
+  }
   bool SupportsNodeUpdate() const override { return true; }
   Json NodeUpdateBody(const NodeUpdate& u) const override {
     const bool arrays = version_ >= ApiVersion::kV0040;

@@ -2,10 +2,12 @@
 // sentinels, string states, no node update call. The request keys below were verified against a
 // live 22.05.8 slurmrestd (see shared/reference/slurm-local-cluster.md): the parser refuses
 // "required_nodes" (use "nodelist"), accepts "exclusive":"exclusive" but not "true", and wants
-// begin_time as a time string ("now"), not an epoch number.
+// begin_time as a time string ("now"), not an epoch number. Job updates (POST job/{id}) take the
+// same keys: "nodelist" sets ReqNodeList ("" clears it), "priority" a plain number.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "slurm_bridge/adapter_internal.h"
 #include "slurm_bridge/json_fields.h"
 
@@ -69,6 +71,15 @@ class V0038Adapter : public VersionAdapter {
     return Json{{"begin_time", delay > 0 ? absl::StrCat("now+", delay) : std::string("now")}};
   }
   Json HoldBody(bool hold) const override { return Json{{"hold", hold}}; }
+  Json JobUpdateBody(const JobUpdate& u, absl::Time now) const override {
+    Json body = Json::object();
+    if (u.comment) body["comment"] = *u.comment;
+    if (u.hold) body["hold"] = *u.hold;
+    if (u.priority) body["priority"] = *u.priority;
+    if (u.required_nodes) body["nodelist"] = absl::StrJoin(*u.required_nodes, ",");
+    if (u.begin_now) body.update(BeginAtBody(now, now));
+    return body;
+  }
   bool SupportsNodeUpdate() const override { return false; }
   Json NodeUpdateBody(const NodeUpdate&) const override { return Json::object(); }
 };

@@ -52,7 +52,58 @@ std::optional<OwnershipStatus> DrainStatus(const SlurmNode& n) {
   return s;
 }
 
-class DrainOwnership : public NodeOwnership {
+bool AdminDrained(const SlurmNode& n) {
+  std::optional<OwnershipStatus> d = DrainStatus(n);
+  return d && d->holder == NodeHolder::kAdmin;
+}
+
+constexpr char kPlaceholderPrefix[] = "onequeue-placeholder-";
+std::string PlaceholderName(const std::string& node) { return kPlaceholderPrefix + node; }
+
+// A live placeholder of `node`: found by name, partition and tag, so a restarted daemon finds it.
+bool IsPlaceholder(const SlurmJob& j, const std::string& node, const std::string& reclaim_partition) {
+  return !IsFinished(j.state) && OwnerFromTag(j.comment) && j.partition == reclaim_partition &&
+         j.name == PlaceholderName(node);
+}
+
+// The one answer to "who holds this node", for Status() and OwnershipFromView() alike.
+// `placeholder`: the node's live placeholder (placeholder mechanism), or null.
+OwnershipStatus HolderOf(const SlurmNode& n, const SlurmJob* placeholder) {
+  std::optional<OwnershipStatus> drain = DrainStatus(n);
+  if (drain && drain->holder == NodeHolder::kAdmin) return *drain;
+  if (placeholder != nullptr) {
+    OwnershipStatus s;
+    s.holder = NodeHolder::kOnequeue;
+    s.owner = OwnerFromTag(placeholder->comment).value_or("");
+    s.placeholder_job = placeholder->job_id;
+    s.ready = placeholder->state == JobState::kRunning;
+    s.detail = absl::StrCat("placeholder job ", placeholder->job_id, " ", JobStateName(placeholder->state), " (",
+                            placeholder->state_reason, ")");
+    return s;
+  }
+  if (drain) return *drain;  // ours (e.g. DrainBeforeEviction's under the placeholder mechanism)
+  OwnershipStatus s;
+  s.holder = n.state == NodeState::kDown ? NodeHolder::kDown : NodeHolder::kSlurm;
+  s.detail = NodeStateName(n.state);
+  return s;
+}
+
+// Reclaim and Retag differ only in what they do with a node held for another owner: Reclaim
+// refuses, Retag moves the hold to the new owner.
+class TaggingOwnership : public NodeOwnership {
+ public:
+  absl::Status Reclaim(const std::string& node, const std::string& owner) final {
+    return Hold(node, owner, /*retag=*/false);
+  }
+  absl::Status Retag(const std::string& node, const std::string& owner) final {
+    return Hold(node, owner, /*retag=*/true);
+  }
+
+ protected:
+  virtual absl::Status Hold(const std::string& node, const std::string& owner, bool retag) = 0;
+};
+
+class DrainOwnership : public TaggingOwnership {
  public:
   explicit DrainOwnership(SlurmApi& api) : api_(api) {}
   const char* mechanism() const override { return "drain"; }
@@ -60,11 +111,7 @@ class DrainOwnership : public NodeOwnership {
   absl::StatusOr<OwnershipStatus> Status(const std::string& node) override {
     absl::StatusOr<SlurmNode> n = api_.GetNode(node);
     if (!n.ok()) return n.status();
-    if (std::optional<OwnershipStatus> d = DrainStatus(*n)) return *d;
-    OwnershipStatus s;
-    s.holder = n->state == NodeState::kDown ? NodeHolder::kDown : NodeHolder::kSlurm;
-    s.detail = NodeStateName(n->state);
-    return s;
+    return HolderOf(*n, nullptr);
   }
 
   absl::Status Lend(const std::string& node) override {
@@ -76,23 +123,27 @@ class DrainOwnership : public NodeOwnership {
     return api_.UpdateNode(node, NodeUpdate{NodeUpdate::Kind::kResume, ""});
   }
 
-  absl::Status Reclaim(const std::string& node, const std::string& owner) override {
+ private:
+  // Drains `node` for `owner`. Held for another owner: kFailedPrecondition, or with `retag` a
+  // drain with the new reason: on a drained node that only replaces the reason, DRAIN stays set
+  // (checked live on 22.05 through scontrol), so Slurm never gets the node in between.
+  absl::Status Hold(const std::string& node, const std::string& owner, bool retag) override {
     absl::StatusOr<SlurmNode> n = api_.GetNode(node);
     if (!n.ok()) return n.status();
     if (std::optional<OwnershipStatus> d = DrainStatus(*n)) {
-      if (d->holder == NodeHolder::kAdmin) return AdminRefusal(node, *n, "take over");
+      if (d->holder == NodeHolder::kAdmin) return AdminRefusal(node, *n, retag ? "retag" : "take over");
       if (d->owner == owner) return absl::OkStatus();
-      return absl::FailedPreconditionError(
-          absl::StrCat("node ", node, " is already held by onequeue for ", d->owner, "; lend it first"));
+      if (!retag)
+        return absl::FailedPreconditionError(
+            absl::StrCat("node ", node, " is already held by onequeue for ", d->owner, "; lend it first"));
     }
     return api_.UpdateNode(node, NodeUpdate{NodeUpdate::Kind::kDrain, OwnerTag(owner)});
   }
 
- private:
   SlurmApi& api_;
 };
 
-class PlaceholderOwnership : public NodeOwnership {
+class PlaceholderOwnership : public TaggingOwnership {
  public:
   PlaceholderOwnership(SlurmApi& api, PlaceholderOptions o, std::function<absl::Time()> now)
       : api_(api), options_(std::move(o)), now_(std::move(now)) {}
@@ -101,51 +152,10 @@ class PlaceholderOwnership : public NodeOwnership {
   absl::StatusOr<OwnershipStatus> Status(const std::string& node) override {
     absl::StatusOr<SlurmNode> n = api_.GetNode(node);
     if (!n.ok()) return n.status();
-    if (std::optional<OwnershipStatus> d = DrainStatus(*n); d && d->holder == NodeHolder::kAdmin) return *d;
+    if (AdminDrained(*n)) return HolderOf(*n, nullptr);  // no job list needed
     absl::StatusOr<std::vector<SlurmJob>> ph = Placeholders(node);
     if (!ph.ok()) return ph.status();
-    OwnershipStatus s;
-    if (ph->empty()) {
-      s.holder = n->state == NodeState::kDown ? NodeHolder::kDown : NodeHolder::kSlurm;
-      s.detail = NodeStateName(n->state);
-      return s;
-    }
-    const SlurmJob& p = ph->front();
-    s.holder = NodeHolder::kOnequeue;
-    s.owner = OwnerFromTag(p.comment).value_or("");
-    s.placeholder_job = p.job_id;
-    s.ready = p.state == JobState::kRunning;
-    s.detail = absl::StrCat("placeholder job ", p.job_id, " ", JobStateName(p.state), " (", p.state_reason, ")");
-    return s;
-  }
-
-  absl::Status Reclaim(const std::string& node, const std::string& owner) override {
-    absl::StatusOr<SlurmNode> n = api_.GetNode(node);
-    if (!n.ok()) return n.status();
-    if (std::optional<OwnershipStatus> d = DrainStatus(*n); d && d->holder == NodeHolder::kAdmin)
-      return AdminRefusal(node, *n, "take over");
-    absl::StatusOr<std::vector<SlurmJob>> ph = Placeholders(node);
-    if (!ph.ok()) return ph.status();
-    for (const SlurmJob& p : *ph) {
-      if (OwnerFromTag(p.comment) == owner) return absl::OkStatus();
-      return absl::FailedPreconditionError(absl::StrCat("node ", node, " is already held by onequeue for ",
-                                                        OwnerFromTag(p.comment).value_or("?"), " (job ",
-                                                        p.job_id, "); lend it first"));
-    }
-    JobSubmission job;
-    job.name = PlaceholderName(node);
-    job.script = options_.script;
-    job.partition = options_.reclaim_partition;
-    job.nodelist = node;
-    job.exclusive = true;
-    job.comment = OwnerTag(owner);
-    job.time_limit_minutes = options_.time_limit_minutes;
-    job.working_directory = options_.working_directory;
-    job.requeue = false;
-    absl::StatusOr<SubmitResult> r = api_.Submit(job);
-    if (!r.ok()) return r.status();
-    Remember(node, r->job_id);
-    return absl::OkStatus();
+    return HolderOf(*n, ph->empty() ? nullptr : &ph->front());
   }
 
   absl::Status Lend(const std::string& node) override {
@@ -156,7 +166,7 @@ class PlaceholderOwnership : public NodeOwnership {
     bool cancelled = false;
     absl::Time requeued_by = absl::InfinitePast();  // when the last placeholder started
     for (const SlurmJob& j : jobs->items) {
-      if (!IsPlaceholder(j, node)) continue;
+      if (!IsPlaceholder(j, node, options_.reclaim_partition)) continue;
       absl::Status st = api_.CancelJob(j.job_id);
       if (!st.ok()) return st;
       Remember(node, std::nullopt);
@@ -182,12 +192,45 @@ class PlaceholderOwnership : public NodeOwnership {
   }
 
  private:
-  static std::string PlaceholderName(const std::string& node) { return "onequeue-placeholder-" + node; }
+  // Submits a placeholder for `owner` unless the node has one. Held for another owner:
+  // kFailedPrecondition, or with `retag` the placeholder's comment is rewritten; the placeholder
+  // keeps running, so Slurm never gets the node in between.
+  absl::Status Hold(const std::string& node, const std::string& owner, bool retag) override {
+    absl::StatusOr<SlurmNode> n = api_.GetNode(node);
+    if (!n.ok()) return n.status();
+    if (AdminDrained(*n)) return AdminRefusal(node, *n, retag ? "retag" : "take over");
+    absl::StatusOr<std::vector<SlurmJob>> ph = Placeholders(node);
+    if (!ph.ok()) return ph.status();
+    if (ph->empty()) return SubmitPlaceholder(node, owner);
+    for (const SlurmJob& p : *ph) {
+      const std::optional<std::string> held_for = OwnerFromTag(p.comment);
+      if (held_for == owner) continue;
+      if (!retag)
+        return absl::FailedPreconditionError(absl::StrCat("node ", node, " is already held by onequeue for ",
+                                                          held_for.value_or("?"), " (job ", p.job_id,
+                                                          "); lend it first"));
+      JobUpdate update;
+      update.comment = OwnerTag(owner);
+      if (absl::Status st = api_.UpdateJob(p.job_id, update); !st.ok()) return st;
+    }
+    return absl::OkStatus();
+  }
 
-  bool IsPlaceholder(const SlurmJob& j, const std::string& node) const {
-    if (IsFinished(j.state) || !OwnerFromTag(j.comment) || j.partition != options_.reclaim_partition) return false;
-    if (j.name != PlaceholderName(node)) return false;
-    return true;
+  absl::Status SubmitPlaceholder(const std::string& node, const std::string& owner) {
+    JobSubmission job;
+    job.name = PlaceholderName(node);
+    job.script = options_.script;
+    job.partition = options_.reclaim_partition;
+    job.nodelist = node;
+    job.exclusive = true;
+    job.comment = OwnerTag(owner);
+    job.time_limit_minutes = options_.time_limit_minutes;
+    job.working_directory = options_.working_directory;
+    job.requeue = false;
+    absl::StatusOr<SubmitResult> r = api_.Submit(job);
+    if (!r.ok()) return r.status();
+    Remember(node, r->job_id);
+    return absl::OkStatus();
   }
 
   // The placeholders for `node`. The id of the last one seen is remembered, so the usual case is
@@ -201,14 +244,14 @@ class PlaceholderOwnership : public NodeOwnership {
     }
     if (known) {
       absl::StatusOr<SlurmJob> j = api_.GetJob(*known);
-      if (j.ok() && IsPlaceholder(*j, node)) return std::vector<SlurmJob>{*std::move(j)};
+      if (j.ok() && IsPlaceholder(*j, node, options_.reclaim_partition)) return std::vector<SlurmJob>{*std::move(j)};
       if (!j.ok() && !absl::IsNotFound(j.status())) return j.status();
     }
     absl::StatusOr<JobListing> jobs = api_.ListJobs();
     if (!jobs.ok()) return jobs.status();
     std::vector<SlurmJob> out;
     for (SlurmJob& j : jobs->items)
-      if (IsPlaceholder(j, node)) out.push_back(std::move(j));
+      if (IsPlaceholder(j, node, options_.reclaim_partition)) out.push_back(std::move(j));
     Remember(node, out.empty() ? std::nullopt : std::optional<uint32_t>(out.front().job_id));
     return out;
   }
@@ -227,6 +270,25 @@ class PlaceholderOwnership : public NodeOwnership {
 };
 
 }  // namespace
+
+std::map<std::string, OwnershipStatus> OwnershipFromView(const SlurmView& view, const std::string& mechanism,
+                                                         const std::string& reclaim_partition) {
+  // The first live placeholder of each node, in job id order (one pass over the jobs).
+  std::map<std::string, const SlurmJob*> placeholders;
+  if (mechanism == "placeholder") {
+    for (const auto& [id, j] : *view.jobs) {
+      absl::string_view node = j.name;
+      if (!absl::ConsumePrefix(&node, kPlaceholderPrefix)) continue;
+      if (IsPlaceholder(j, std::string(node), reclaim_partition)) placeholders.emplace(std::string(node), &j);
+    }
+  }
+  std::map<std::string, OwnershipStatus> out;
+  for (const auto& [name, n] : *view.nodes) {
+    auto it = placeholders.find(name);
+    out.emplace(name, HolderOf(n, it == placeholders.end() ? nullptr : it->second));
+  }
+  return out;
+}
 
 std::unique_ptr<NodeOwnership> MakeDrainOwnership(SlurmApi& api) { return std::make_unique<DrainOwnership>(api); }
 

@@ -67,7 +67,7 @@ class NodeOwnership {
 // for all nodes at once, so the daemon can check every pool node every cycle for free. For the
 // placeholder mechanism a placeholder is a live (pending or running) job of `reclaim_partition`
 // named onequeue-placeholder-<node> with an onequeue tag in its comment. `mechanism`: "drain" or
-// "placeholder". Nodes absent from the view are absent from the map.
+// "placeholder" (anything else reads as "drain"). Nodes absent from the view are absent from the map.
 std::map<std::string, OwnershipStatus> OwnershipFromView(const SlurmView& view, const std::string& mechanism,
                                                          const std::string& reclaim_partition);
 

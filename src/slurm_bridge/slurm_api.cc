@@ -1,13 +1,19 @@
 #include "slurm_bridge/slurm_api.h"
 
-
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "slurm_bridge/json_fields.h"
 
 namespace onequeue::slurm {
 namespace {
 
 constexpr int kSlurmNoChangeInData = 1900;
+// 0 is a hold and 0xFFFFFFFE/0xFFFFFFFF are Slurm's NO_VAL/INFINITE; 22.05 refuses them as a
+// priority ("Priority must be >0", "Priority too large").
+constexpr uint32_t kMaxExplicitPriority = 0xFFFFFFFD;
+// How far UpdateJob moves a job's begin time while it releases it before giving it its priority.
+// If the second request never comes, the job still starts after this, on the nodes it was given.
+constexpr absl::Duration kStartGate = absl::Minutes(1);
 
 bool HasErrorNumber(const nlohmann::json& body, int number) {
   for (const nlohmann::json& e : json_fields::Array(body, "errors"))
@@ -87,6 +93,40 @@ class RestSlurmApi : public SlurmApi {
   absl::Status ReleaseJob(uint32_t job_id) override {
     const nlohmann::json body = adapter_->HoldBody(false);
     return Simple("POST", adapter_->JobPath(job_id), &body);
+  }
+  absl::Status UpdateJob(uint32_t job_id, const JobUpdate& update) override {
+    if (update.priority && (*update.priority == 0 || *update.priority > kMaxExplicitPriority))
+      return absl::InvalidArgumentError(absl::StrCat("job ", job_id, ": priority ", *update.priority,
+                                                     " is not an explicit priority (1 to ", kMaxExplicitPriority, ")"));
+    if (update.priority && update.hold.value_or(false))
+      return absl::InvalidArgumentError(
+          absl::StrCat("job ", job_id, ": hold and priority exclude each other (a hold is priority 0 in Slurm)"));
+    // Only for begin_time on v0.0.39+, which takes an epoch: slurmctld raises a past begin time to
+    // its own now, so only a local clock ahead of slurmctld's delays the job (by the skew).
+    const absl::Time now = absl::Now();
+    const std::string path = adapter_->JobPath(job_id);
+    if (!update.priority) {
+      const nlohmann::json body = adapter_->JobUpdateBody(update, now);
+      return body.empty() ? absl::OkStatus() : Simple("POST", path, &body);
+    }
+    // Slurm keeps a hold as priority 0 in the one priority field: an explicit priority on a held
+    // job is refused (2042 "Job is in held state"), and a body with both hold:false and a
+    // priority releases the job with its computed priority (both seen live on 22.05). So release
+    // and apply the rest first, then the priority. With begin_now the first request also moves the
+    // begin time ahead, so the released job cannot start before the second request gives it its
+    // priority and lets it begin at once: no other job can overtake it in between.
+    JobUpdate rest = update;
+    rest.priority.reset();
+    rest.hold = false;
+    rest.begin_now = false;
+    nlohmann::json body = adapter_->JobUpdateBody(rest, now);
+    if (update.begin_now) body.update(adapter_->BeginAtBody(now + kStartGate, now));
+    if (absl::Status st = Simple("POST", path, &body); !st.ok()) return st;
+    JobUpdate priority;
+    priority.priority = update.priority;
+    priority.begin_now = update.begin_now;
+    body = adapter_->JobUpdateBody(priority, now);
+    return Simple("POST", path, &body);
   }
   absl::Status StartAt(uint32_t job_id, absl::Time at, absl::Time now) override {
     const nlohmann::json body = adapter_->BeginAtBody(at, now);

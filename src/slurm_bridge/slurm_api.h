@@ -38,8 +38,12 @@ class SlurmApi {
   virtual absl::Status SignalJob(uint32_t job_id, const std::string& signal) = 0;  // "SIGUSR1" / "10"
   virtual absl::Status HoldJob(uint32_t job_id) = 0;
   virtual absl::Status ReleaseJob(uint32_t job_id) = 0;
-  // Applies every set field of `update` to a pending job (REST where the version can, scontrol for
-  // what it cannot, e.g. ReqNodeList on v0.0.38 if REST refuses it). kNotFound: no such job.
+  // Applies every set field of `update` to a pending job over REST (every version carries every
+  // field; v0.0.38 as "nodelist", checked live). One request, or two when a priority is set: Slurm
+  // refuses a priority on a held job, so the job is released first (see slurm_api.cc).
+  // kNotFound: no such job; kFailedPrecondition: the job finished or no longer pends;
+  // kInvalidArgument: hold together with priority, or priority 0 / a sentinel. A failed request
+  // may have applied part of its body (22.05 applies the fields it processed before the error).
   virtual absl::Status UpdateJob(uint32_t job_id, const JobUpdate& update) = 0;
   // Lets a requeued job start at `at` instead of waiting out the BeginTime Slurm gave it.
   virtual absl::Status StartAt(uint32_t job_id, absl::Time at, absl::Time now) = 0;

@@ -154,6 +154,17 @@ TYPED_TEST(AdapterTest, Partitions) {
   EXPECT_EQ(gpu.max_time, absl::Minutes(1440));
 }
 
+// Hold and priority together only to see both keys; UpdateJob never sends them in one body.
+JobUpdate EveryJobUpdateField() {
+  JobUpdate u;
+  u.comment = "onequeue: waiting for pod-a";
+  u.hold = true;
+  u.priority = 1000000;
+  u.required_nodes = std::vector<std::string>{"n1", "n2"};
+  u.begin_now = true;
+  return u;
+}
+
 // The bodies the adapter writes use only keys the version's spec allows (request_keys.json is
 // generated from the specs by fixtures/make_fixtures.py).
 TYPED_TEST(AdapterTest, RequestBodiesUseKeysOfTheSpec) {
@@ -178,7 +189,8 @@ TYPED_TEST(AdapterTest, RequestBodiesUseKeysOfTheSpec) {
   const std::set<std::string> submit = allowed("submit"), desc = allowed("job_desc");
   for (auto it = body.begin(); it != body.end(); ++it) EXPECT_TRUE(submit.count(it.key())) << it.key();
   for (auto it = body["job"].begin(); it != body["job"].end(); ++it) EXPECT_TRUE(desc.count(it.key())) << it.key();
-  for (const nlohmann::json& b : {this->adapter_->HoldBody(true), this->adapter_->BeginAtBody(absl::Now(), absl::Now())})
+  for (const nlohmann::json& b : {this->adapter_->HoldBody(true), this->adapter_->BeginAtBody(absl::Now(), absl::Now()),
+                                  this->adapter_->JobUpdateBody(EveryJobUpdateField(), absl::Now())})
     for (auto it = b.begin(); it != b.end(); ++it) EXPECT_TRUE(desc.count(it.key())) << it.key();
   if (this->adapter_->SupportsNodeUpdate()) {
     const std::set<std::string> node = allowed("update_node");
@@ -186,6 +198,42 @@ TYPED_TEST(AdapterTest, RequestBodiesUseKeysOfTheSpec) {
     for (auto it = drain.begin(); it != drain.end(); ++it) EXPECT_TRUE(node.count(it.key())) << it.key();
   } else {
     EXPECT_EQ(this->kVersion, ApiVersion::kV0038);
+  }
+}
+
+// Job updates: names and number shapes per version, read back by the same tolerant readers.
+TYPED_TEST(AdapterTest, JobUpdateBodyFollowsTheVersionsShapes) {
+  const bool v38 = this->kVersion == ApiVersion::kV0038;
+  const absl::Time now = absl::FromUnixSeconds(1795301662);
+  const nlohmann::json b = this->adapter_->JobUpdateBody(EveryJobUpdateField(), now);
+  EXPECT_EQ(b.size(), 5u) << b;
+  EXPECT_EQ(b["comment"], "onequeue: waiting for pod-a");
+  EXPECT_EQ(b["hold"], true);
+  EXPECT_EQ(json_fields::Number(b, "priority").value_or(-1), 1000000);
+  if (v38) {
+    EXPECT_EQ(b["priority"], 1000000);  // a plain number (the spec says string; both work live)
+    EXPECT_EQ(b["nodelist"], "n1,n2");  // "required_nodes" is a "Disabled key" on 22.05
+    EXPECT_EQ(b["begin_time"], "now");  // epochs are refused
+  } else {
+    EXPECT_EQ(b["priority"], (nlohmann::json{{"set", true}, {"infinite", false}, {"number", 1000000}}));
+    EXPECT_EQ(b["begin_time"], (nlohmann::json{{"set", true}, {"infinite", false}, {"number", 1795301662}}));
+    if (this->kVersion >= ApiVersion::kV0040) {
+      EXPECT_EQ(b["required_nodes"], nlohmann::json::array({"n1", "n2"}));  // csv_string is an array
+    } else {
+      EXPECT_EQ(b["required_nodes"], "n1,n2");
+    }
+  }
+  EXPECT_TRUE(this->adapter_->JobUpdateBody(JobUpdate{}, now).empty());  // unset = left as it is
+  JobUpdate release;
+  release.hold = false;
+  EXPECT_EQ(this->adapter_->JobUpdateBody(release, now), this->adapter_->HoldBody(false));
+  JobUpdate clear;
+  clear.required_nodes = std::vector<std::string>{};
+  const nlohmann::json cleared = this->adapter_->JobUpdateBody(clear, now);
+  if (v38) {
+    EXPECT_EQ(cleared, (nlohmann::json{{"nodelist", ""}}));  // clears ReqNodeList (live)
+  } else {
+    EXPECT_EQ(cleared.size(), 1u);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "slurm_bridge/slurm_api.h"
 
 namespace onequeue::slurm::testing {
@@ -19,6 +20,7 @@ class FakeSlurmApi : public SlurmApi {
   int64_t last_job_update = 100;  // Slurm's clock of the last job table change
   absl::Status fail_with;         // when not OK, every call returns it
   std::vector<std::string> calls;
+  std::vector<std::pair<uint32_t, JobUpdate>> job_updates;  // every UpdateJob, in order
   uint32_t next_job_id = 1000;
 
   ApiVersion version() const override { return ApiVersion::kV0041; }
@@ -86,6 +88,27 @@ class FakeSlurmApi : public SlurmApi {
   absl::Status SignalJob(uint32_t id, const std::string& s) override { return absl::OkStatus(); }
   absl::Status HoldJob(uint32_t id) override { return absl::OkStatus(); }
   absl::Status ReleaseJob(uint32_t id) override { return absl::OkStatus(); }
+  // Applies the update like slurmctld would to a pending job: a hold is priority 0.
+  absl::Status UpdateJob(uint32_t id, const JobUpdate& u) override {
+    std::string call = absl::StrCat("UpdateJob ", id);
+    if (u.comment) absl::StrAppend(&call, " comment=", *u.comment);
+    if (u.hold) absl::StrAppend(&call, " hold=", *u.hold);
+    if (u.priority) absl::StrAppend(&call, " priority=", *u.priority);
+    if (u.required_nodes) absl::StrAppend(&call, " nodes=", absl::StrJoin(*u.required_nodes, ","));
+    if (u.begin_now) absl::StrAppend(&call, " begin_now");
+    calls.push_back(call);
+    job_updates.emplace_back(id, u);
+    if (!fail_with.ok()) return fail_with;
+    auto it = jobs.find(id);
+    if (it == jobs.end()) return absl::NotFoundError("no job");
+    SlurmJob& j = it->second;
+    if (u.comment) j.comment = *u.comment;
+    if (u.hold) j.priority = *u.hold ? 0 : 1;
+    if (u.priority) j.priority = *u.priority;
+    if (u.required_nodes) j.required_nodes = *u.required_nodes;
+    ++last_job_update;
+    return absl::OkStatus();
+  }
   absl::Status StartAt(uint32_t id, absl::Time, absl::Time) override {
     calls.push_back(absl::StrCat("StartAt ", id));
     return absl::OkStatus();

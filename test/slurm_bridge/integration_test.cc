@@ -256,6 +256,8 @@ TEST_F(SlurmBridgeIntegrationTest, AdminDrainSurvivesEverythingOnequeueDoes) {
     absl::Status reclaim = own->Reclaim(node, "pod-a");
     EXPECT_TRUE(absl::IsFailedPrecondition(reclaim)) << reclaim;
     EXPECT_THAT(reclaim.message(), HasSubstr("admin maintenance"));
+    absl::Status retag = own->Retag(node, "pod-a");
+    EXPECT_TRUE(absl::IsFailedPrecondition(retag)) << retag;
     absl::Status lend = own->Lend(node);
     if (std::string(own->mechanism()) == "drain") {
       EXPECT_TRUE(absl::IsFailedPrecondition(lend)) << lend;
@@ -269,10 +271,11 @@ TEST_F(SlurmBridgeIntegrationTest, AdminDrainSurvivesEverythingOnequeueDoes) {
   ASSERT_TRUE(n.ok());
   EXPECT_TRUE(n->drain());
   EXPECT_EQ(n->reason, "admin maintenance");
-  // No placeholder was submitted for it.
+  // No placeholder was submitted for it (finished ones of earlier tests stay listed for MinJobAge).
   absl::StatusOr<JobListing> jobs = api_->ListJobs();
   ASSERT_TRUE(jobs.ok());
-  for (const SlurmJob& j : jobs->items) EXPECT_NE(j.partition, Info().reclaim_partition) << j.job_id;
+  for (const SlurmJob& j : jobs->items)
+    if (!IsFinished(j.state)) EXPECT_NE(j.partition, Info().reclaim_partition) << j.job_id;
 }
 
 TEST_F(SlurmBridgeIntegrationTest, PlaceholderRequeuesTheBatchJobWhichRunsAgainToCompletion) {
@@ -346,6 +349,134 @@ TEST_F(SlurmBridgeIntegrationTest, JobActions) {
   absl::StatusOr<SubmitResult> r = api_->Submit(sub);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(api_->GetJob(r->job_id)->held());
+}
+
+// `scontrol show job` as key -> value (first occurrence; values with spaces are cut at the first
+// one): ReqNodeList and the exact priority are not in squeue's formats.
+std::map<std::string, std::string> ShowJob(uint32_t id) {
+  std::map<std::string, std::string> out;
+  const std::string text = Slurm({"scontrol", "show", "job", std::to_string(id)});
+  for (absl::string_view word : absl::StrSplit(text, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(word, absl::MaxSplits('=', 1));
+    if (!out.count(kv.first)) out[kv.first] = kv.second;
+  }
+  return out;
+}
+
+std::string Squeue(uint32_t id, const std::string& format) {
+  return std::string(absl::StripAsciiWhitespace(Slurm({"squeue", "-h", "-j", std::to_string(id), "-o", format})));
+}
+
+TEST_F(SlurmBridgeIntegrationTest, UpdateJobHoldsWithACommentVisibleInSqueue) {
+  const uint32_t id = Sbatch({"--begin=now+600", "-J", "waiting"}, "sleep 1");
+  JobUpdate hold;
+  hold.hold = true;
+  hold.comment = "onequeue: waiting for pod-a on n3";
+  ASSERT_TRUE(api_->UpdateJob(id, hold).ok());
+  EXPECT_EQ(Squeue(id, "%T|%r|%Q|%k"), "PENDING|JobHeldAdmin|0|onequeue: waiting for pod-a on n3");
+  absl::StatusOr<SlurmJob> j = api_->GetJob(id);
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_TRUE(j->held());
+  EXPECT_EQ(j->comment, "onequeue: waiting for pod-a on n3");
+  EXPECT_TRUE(absl::IsNotFound(api_->UpdateJob(999999, hold)));
+}
+
+// The daemon's start: a requeued job it holds gets the chosen node, a high priority and begin
+// now, and Slurm runs it there (and nowhere else) once the node is free, without the ~2 minute
+// BeginTime of a requeue.
+TEST_F(SlurmBridgeIntegrationTest, StartOnNodesRunsAHeldRequeuedJobOnTheRequiredNode) {
+  const std::string node = Info().nodes[4];
+  const uint32_t blocker = Sbatch({"-w", node, "--exclusive", "-J", "blocker"}, "sleep 300");
+  const uint32_t chosen = Sbatch({"--requeue", "-J", "chosen"}, "sleep 300");
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<SlurmJob> b = api_->GetJob(blocker), c = api_->GetJob(chosen);
+    return b.ok() && c.ok() && b->state == JobState::kRunning && c->state == JobState::kRunning;
+  }));
+  ASSERT_TRUE(api_->RequeueJob(chosen).ok());
+  JobUpdate hold;
+  hold.hold = true;
+  hold.comment = "onequeue: waiting";
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<SlurmJob> c = api_->GetJob(chosen);
+    return c.ok() && c->state == JobState::kPending && api_->UpdateJob(chosen, hold).ok();
+  }));
+  ASSERT_TRUE(api_->GetJob(chosen)->held());
+  absl::SleepFor(absl::Seconds(2));  // a launch in the requeue's second is refused (docs)
+
+  JobUpdate start;
+  start.required_nodes = std::vector<std::string>{node};
+  start.priority = 1000000;
+  start.begin_now = true;
+  start.comment = "onequeue: started for pod-a";
+  ASSERT_TRUE(api_->UpdateJob(chosen, start).ok());
+  std::map<std::string, std::string> shown = ShowJob(chosen);
+  EXPECT_EQ(shown["ReqNodeList"], node);
+  EXPECT_EQ(shown["Priority"], "1000000");
+  EXPECT_EQ(Squeue(chosen, "%k"), "onequeue: started for pod-a");
+  // Other nodes are free, but it waits for its own.
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_EQ(Squeue(chosen, "%T"), "PENDING");
+  ASSERT_TRUE(api_->CancelJob(blocker).ok());
+  ASSERT_TRUE(WaitFor([&] { return Squeue(chosen, "%T|%N") == "RUNNING|" + node; }, absl::Seconds(30)))
+      << Squeue(chosen, "%T|%r|%N");
+  EXPECT_EQ(api_->GetJob(chosen)->restart_count, 1);
+}
+
+TEST_F(SlurmBridgeIntegrationTest, DrainRetagKeepsTheNodeDrained) {
+  const std::string node = Info().nodes[5];
+  auto own = MakeDrainOwnership(*api_);
+  ASSERT_TRUE(own->Reclaim(node, "reserved/pod-a").ok());
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<SlurmNode> n = api_->GetNode(node);
+    return n.ok() && n->drained();
+  }));
+  // A job that would start the moment the node were Slurm's again.
+  const uint32_t watcher = Sbatch({"-w", node, "-J", "watcher"}, "sleep 300");
+  ASSERT_TRUE(own->Retag(node, "kubernetes").ok());
+  ASSERT_TRUE(own->Retag(node, "kubernetes").ok());
+  EXPECT_EQ(absl::StripAsciiWhitespace(Slurm({"sinfo", "-h", "-n", node, "-o", "%T|%E", "-p",
+                                              Info().shared_partition})),
+            "drained|onequeue:kubernetes");
+  absl::StatusOr<OwnershipStatus> s = own->Status(node);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->owner, "kubernetes");
+  EXPECT_TRUE(s->ready);
+  absl::SleepFor(absl::Seconds(2));
+  EXPECT_EQ(Squeue(watcher, "%T"), "PENDING");
+  SlurmPoller poller(*api_);
+  ASSERT_TRUE(poller.PollOnce(absl::Now()).ok());
+  EXPECT_EQ(OwnershipFromView(*poller.View(), "drain", Info().reclaim_partition).at(node).owner, "kubernetes");
+}
+
+TEST_F(SlurmBridgeIntegrationTest, PlaceholderRetagKeepsThePlaceholderRunning) {
+  const std::string node = Info().nodes[3];
+  auto own = MakePlaceholderOwnership(
+      *api_, {.reclaim_partition = Info().reclaim_partition, .working_directory = Info().jobs_dir},
+      [] { return absl::Now(); });
+  ASSERT_TRUE(own->Reclaim(node, "reserved/pod-a").ok());
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<OwnershipStatus> s = own->Status(node);
+    return s.ok() && s->ready;
+  }));
+  const uint32_t placeholder = *own->Status(node)->placeholder_job;
+  const uint32_t watcher = Sbatch({"-w", node, "-J", "watcher"}, "sleep 300");
+  ASSERT_TRUE(own->Retag(node, "kubernetes").ok());
+  EXPECT_EQ(Squeue(placeholder, "%T|%N|%k"), "RUNNING|" + node + "|onequeue:kubernetes");
+  absl::StatusOr<OwnershipStatus> s = own->Status(node);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->owner, "kubernetes");
+  EXPECT_EQ(s->placeholder_job, placeholder);
+  EXPECT_TRUE(s->ready);
+  EXPECT_EQ(Squeue(watcher, "%T"), "PENDING");
+  // A restarted daemon reads the same from one poll.
+  SlurmPoller poller(*api_);
+  ASSERT_TRUE(poller.PollOnce(absl::Now()).ok());
+  const OwnershipStatus v =
+      OwnershipFromView(*poller.View(), "placeholder", Info().reclaim_partition).at(node);
+  EXPECT_EQ(v.holder, NodeHolder::kOnequeue);
+  EXPECT_EQ(v.owner, "kubernetes");
+  EXPECT_EQ(v.placeholder_job, placeholder);
+  EXPECT_TRUE(v.ready);
 }
 
 TEST_F(SlurmBridgeIntegrationTest, SlurmrestdDownGivesUnavailableAndThePollerRecovers) {

@@ -1,5 +1,8 @@
 #include "slurm_bridge/ownership.h"
 
+#include <set>
+
+#include "absl/strings/str_cat.h"
 #include "fake_slurm_api.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -63,6 +66,9 @@ TEST_F(OwnershipTest, AdminDrainIsNeverTouched) {
     }
     EXPECT_TRUE(absl::IsFailedPrecondition(reclaim)) << reclaim;
     EXPECT_THAT(reclaim.message(), HasSubstr("root"));
+    absl::Status retag = own->Retag("n2", "kubernetes");
+    EXPECT_TRUE(absl::IsFailedPrecondition(retag)) << retag;
+    EXPECT_THAT(retag.message(), HasSubstr("bad DIMM"));
     EXPECT_EQ(own->Status("n2")->holder, NodeHolder::kAdmin);
   }
   EXPECT_EQ(api_.nodes["n2"].reason, "bad DIMM");
@@ -91,6 +97,146 @@ TEST_F(OwnershipTest, PlaceholderSubmitsOnceAndCancelsOnLend) {
   EXPECT_THAT(api_.calls, Contains("Cancel 1000"));
   EXPECT_THAT(api_.calls, Contains("StartAt 7"));
   EXPECT_EQ(own->Status("n3")->holder, NodeHolder::kSlurm);
+}
+
+TEST_F(OwnershipTest, DrainRetagRewritesTheReasonWithoutResuming) {
+  auto own = MakeDrainOwnership(api_);
+  ASSERT_TRUE(own->Reclaim("n1", "reserved/pod-a").ok());
+  ASSERT_TRUE(own->Retag("n1", "kubernetes").ok());
+  ASSERT_TRUE(own->Retag("n1", "kubernetes").ok());  // idempotent
+  EXPECT_THAT(api_.calls, ::testing::ElementsAre("Drain n1 onequeue:reserved/pod-a", "Drain n1 onequeue:kubernetes"));
+  absl::StatusOr<OwnershipStatus> s = own->Status("n1");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->holder, NodeHolder::kOnequeue);
+  EXPECT_EQ(s->owner, "kubernetes");
+  // Not held yet: the same as Reclaim.
+  ASSERT_TRUE(own->Retag("n3", "kubernetes").ok());
+  EXPECT_EQ(api_.nodes["n3"].reason, "onequeue:kubernetes");
+}
+
+TEST_F(OwnershipTest, PlaceholderRetagRewritesTheCommentOfTheSamePlaceholder) {
+  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim"}, [] { return absl::Now(); });
+  ASSERT_TRUE(own->Reclaim("n3", "reserved/pod-a").ok());
+  ASSERT_TRUE(own->Retag("n3", "kubernetes").ok());
+  ASSERT_TRUE(own->Retag("n3", "kubernetes").ok());  // idempotent
+  // One comment update of the same job: never cancelled, never submitted again.
+  EXPECT_THAT(api_.calls, ::testing::ElementsAre("ListJobs", "Submit onequeue-placeholder-n3 reclaim n3 onequeue:reserved/pod-a",
+                                                 "UpdateJob 1000 comment=onequeue:kubernetes"));
+  absl::StatusOr<OwnershipStatus> s = own->Status("n3");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->owner, "kubernetes");
+  EXPECT_EQ(s->placeholder_job, 1000u);
+  // Reclaim for yet another owner still refuses.
+  EXPECT_TRUE(absl::IsFailedPrecondition(own->Reclaim("n3", "pod-b")));
+  // Not held yet: the same as Reclaim.
+  ASSERT_TRUE(own->Retag("n1", "kubernetes").ok());
+  EXPECT_THAT(api_.calls, Contains("Submit onequeue-placeholder-n1 reclaim n1 onequeue:kubernetes"));
+}
+
+TEST_F(OwnershipTest, PlaceholderRetagPassesOnUpdateErrors) {
+  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim"}, [] { return absl::Now(); });
+  ASSERT_TRUE(own->Reclaim("n3", "pod-a").ok());
+  api_.fail_with = absl::UnavailableError("slurmrestd down");
+  EXPECT_TRUE(absl::IsUnavailable(own->Retag("n3", "kubernetes")));
+}
+
+// Every case OwnershipFromView tells apart, checked against Status() over the same Slurm state.
+class OwnershipFromViewTest : public ::testing::Test {
+ protected:
+  OwnershipFromViewTest() {
+    auto node = [&](const std::string& name, NodeState state, std::set<std::string> flags, std::string reason) {
+      SlurmNode& n = api_.nodes[name];
+      n.name = name;
+      n.state = state;
+      n.state_flags = std::move(flags);
+      n.reason = std::move(reason);
+      n.partitions = {"batch", "reclaim"};
+    };
+    node("idle", NodeState::kIdle, {}, "");
+    node("admin", NodeState::kIdle, {"DRAIN"}, "bad DIMM");
+    node("drained", NodeState::kIdle, {"DRAIN"}, "onequeue:pod-a");
+    node("draining", NodeState::kMixed, {"DRAIN"}, "onequeue:pod-b");
+    node("down", NodeState::kDown, {}, "Not responding");
+    node("down-ours", NodeState::kDown, {"DRAIN"}, "onequeue:pod-c");
+    node("ph-running", NodeState::kAllocated, {}, "");
+    node("ph-pending", NodeState::kMixed, {}, "");
+    node("admin-ph", NodeState::kAllocated, {"DRAIN"}, "maintenance");
+    node("not-ph", NodeState::kIdle, {}, "");
+    auto job = [&](uint32_t id, const std::string& name, const std::string& partition, JobState state,
+                   const std::string& comment) {
+      SlurmJob& j = api_.jobs[id];
+      j.job_id = id;
+      j.name = name;
+      j.partition = partition;
+      j.state = state;
+      j.comment = comment;
+    };
+    job(1, "onequeue-placeholder-ph-running", "reclaim", JobState::kRunning, "onequeue:pod-d");
+    job(2, "onequeue-placeholder-ph-pending", "reclaim", JobState::kPending, "onequeue:pod-e");
+    job(3, "onequeue-placeholder-admin-ph", "reclaim", JobState::kRunning, "onequeue:pod-f");
+    // None of these is a placeholder: finished, wrong partition, no tag, other name.
+    job(4, "onequeue-placeholder-not-ph", "reclaim", JobState::kCancelled, "onequeue:pod-g");
+    job(5, "onequeue-placeholder-not-ph", "batch", JobState::kRunning, "onequeue:pod-g");
+    job(6, "onequeue-placeholder-not-ph", "reclaim", JobState::kRunning, "waiting");
+    job(7, "onequeue-placeholder-idle-x", "reclaim", JobState::kRunning, "onequeue:pod-g");
+    view_.nodes = std::make_shared<const SlurmView::Nodes>(api_.nodes);
+    view_.jobs = std::make_shared<const SlurmView::Jobs>(api_.jobs);
+  }
+  FakeSlurmApi api_;
+  SlurmView view_;
+};
+
+TEST_F(OwnershipFromViewTest, DrainMechanism) {
+  const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, "drain", "reclaim");
+  ASSERT_EQ(m.size(), api_.nodes.size());
+  EXPECT_EQ(m.at("idle").holder, NodeHolder::kSlurm);
+  EXPECT_EQ(m.at("admin").holder, NodeHolder::kAdmin);
+  EXPECT_EQ(m.at("drained").holder, NodeHolder::kOnequeue);
+  EXPECT_EQ(m.at("drained").owner, "pod-a");
+  EXPECT_TRUE(m.at("drained").ready);
+  EXPECT_EQ(m.at("draining").owner, "pod-b");
+  EXPECT_FALSE(m.at("draining").ready);  // a job still runs there
+  EXPECT_EQ(m.at("down").holder, NodeHolder::kDown);
+  EXPECT_EQ(m.at("down-ours").holder, NodeHolder::kOnequeue);
+  EXPECT_TRUE(m.at("down-ours").ready);
+  EXPECT_EQ(m.at("ph-running").holder, NodeHolder::kSlurm);  // placeholders mean nothing here
+}
+
+TEST_F(OwnershipFromViewTest, PlaceholderMechanism) {
+  const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, "placeholder", "reclaim");
+  ASSERT_EQ(m.size(), api_.nodes.size());
+  EXPECT_EQ(m.at("ph-running").holder, NodeHolder::kOnequeue);
+  EXPECT_EQ(m.at("ph-running").owner, "pod-d");
+  EXPECT_TRUE(m.at("ph-running").ready);
+  EXPECT_EQ(m.at("ph-running").placeholder_job, 1u);
+  EXPECT_EQ(m.at("ph-pending").owner, "pod-e");
+  EXPECT_FALSE(m.at("ph-pending").ready);
+  EXPECT_EQ(m.at("ph-pending").placeholder_job, 2u);
+  EXPECT_EQ(m.at("admin-ph").holder, NodeHolder::kAdmin);  // an admin drain wins over anything
+  EXPECT_EQ(m.at("not-ph").holder, NodeHolder::kSlurm);
+  EXPECT_EQ(m.at("idle").holder, NodeHolder::kSlurm);
+  EXPECT_EQ(m.at("drained").owner, "pod-a");  // our drain, e.g. DrainBeforeEviction's
+  EXPECT_EQ(m.at("down").holder, NodeHolder::kDown);
+  EXPECT_TRUE(OwnershipFromView(SlurmView{}, "placeholder", "reclaim").empty());
+}
+
+TEST_F(OwnershipFromViewTest, SameAnswerAsStatus) {
+  std::vector<std::unique_ptr<NodeOwnership>> mechanisms;
+  mechanisms.push_back(MakeDrainOwnership(api_));
+  mechanisms.push_back(MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim"}, [] { return absl::Now(); }));
+  for (auto& own : mechanisms) {
+    const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, own->mechanism(), "reclaim");
+    for (const auto& [name, node] : api_.nodes) {
+      SCOPED_TRACE(absl::StrCat(own->mechanism(), " ", name));
+      absl::StatusOr<OwnershipStatus> s = own->Status(name);
+      ASSERT_TRUE(s.ok()) << s.status();
+      EXPECT_EQ(m.at(name).holder, s->holder);
+      EXPECT_EQ(m.at(name).owner, s->owner);
+      EXPECT_EQ(m.at(name).ready, s->ready);
+      EXPECT_EQ(m.at(name).placeholder_job, s->placeholder_job);
+      EXPECT_EQ(m.at(name).detail, s->detail);
+    }
+  }
 }
 
 TEST_F(OwnershipTest, DrainBeforeEvictionLeavesExistingDrains) {

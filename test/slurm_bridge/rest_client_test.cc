@@ -156,5 +156,102 @@ TEST(DetectVersionTest, ProbesWhenThereIsNoSpec) {
   EXPECT_EQ(*v, ApiVersion::kV0042);  // 44, 43 -> 404; 42 answers
 }
 
+// UpdateJob over a scripted slurmrestd: which requests, in which order, with which bodies.
+class UpdateJobTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<SlurmApi> Api(ApiVersion v) {
+    auto transport = std::make_unique<ScriptedTransport>();
+    t_ = transport.get();
+    auto client = std::make_shared<RestClient>(std::move(transport), MakeStaticCredentials({"slurm", "tok"}),
+                                               RetryPolicy{.max_attempts = 1}, [](absl::Duration) {});
+    return MakeRestSlurmApi(std::move(client), v, nullptr);
+  }
+  std::vector<nlohmann::json> Bodies() const {
+    std::vector<nlohmann::json> out;
+    for (const HttpRequest& r : t_->seen) {
+      EXPECT_EQ(r.method, "POST");
+      EXPECT_EQ(r.path, "/slurm/v0.0.38/job/42");
+      out.push_back(nlohmann::json::parse(r.body));
+    }
+    return out;
+  }
+  static JobUpdate Start() {
+    JobUpdate u;
+    u.comment = "onequeue: started for pod-a";
+    u.required_nodes = std::vector<std::string>{"n3"};
+    u.priority = 1000000;
+    u.begin_now = true;
+    return u;
+  }
+  ScriptedTransport* t_ = nullptr;
+  const HttpResponse ok_ = {200, R"({"errors":[]})"};
+};
+
+TEST_F(UpdateJobTest, HoldWithCommentIsOneRequest) {
+  auto api = Api(ApiVersion::kV0038);
+  t_->answers = {ok_};
+  JobUpdate u;
+  u.hold = true;
+  u.comment = "onequeue: waiting for n3";
+  ASSERT_TRUE(api->UpdateJob(42, u).ok());
+  EXPECT_EQ(Bodies(), (std::vector<nlohmann::json>{{{"hold", true}, {"comment", "onequeue: waiting for n3"}}}));
+}
+
+// Slurm refuses a priority on a held job (2042) and ignores it beside hold:false, so the start is
+// release + the rest with the begin time held back, then priority + begin now.
+TEST_F(UpdateJobTest, StartReleasesFirstThenGivesThePriority) {
+  auto api = Api(ApiVersion::kV0038);
+  t_->answers = {ok_, ok_};
+  ASSERT_TRUE(api->UpdateJob(42, Start()).ok());
+  const std::vector<nlohmann::json> bodies = Bodies();
+  ASSERT_EQ(bodies.size(), 2u);
+  EXPECT_EQ(bodies[0], (nlohmann::json{{"comment", "onequeue: started for pod-a"},
+                                       {"hold", false},
+                                       {"nodelist", "n3"},
+                                       {"begin_time", "now+60"}}));
+  EXPECT_EQ(bodies[1], (nlohmann::json{{"priority", 1000000}, {"begin_time", "now"}}));
+}
+
+TEST_F(UpdateJobTest, AFailedFirstRequestStopsThere) {
+  auto api = Api(ApiVersion::kV0038);
+  t_->answers = {{500, R"({"errors":[{"error":"Job has already finished","error_number":2084}]})"}, ok_};
+  absl::Status st = api->UpdateJob(42, Start());
+  EXPECT_TRUE(absl::IsFailedPrecondition(st)) << st;
+  EXPECT_EQ(t_->seen.size(), 1u);
+  t_->answers = {{500, R"({"errors":[{"error":"Invalid job id specified","error_number":2017}]})"}};
+  EXPECT_TRUE(absl::IsNotFound(api->UpdateJob(42, JobUpdate{.comment = "x"})));
+}
+
+TEST_F(UpdateJobTest, RefusesWhatSlurmCannotMeanWithoutSendingAnything) {
+  auto api = Api(ApiVersion::kV0038);
+  JobUpdate both = Start();
+  both.hold = true;
+  EXPECT_TRUE(absl::IsInvalidArgument(api->UpdateJob(42, both)));
+  JobUpdate zero;
+  zero.priority = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(api->UpdateJob(42, zero)));
+  JobUpdate infinite;
+  infinite.priority = 0xFFFFFFFF;
+  EXPECT_TRUE(absl::IsInvalidArgument(api->UpdateJob(42, infinite)));
+  EXPECT_TRUE(api->UpdateJob(42, JobUpdate{}).ok());  // nothing to change
+  EXPECT_TRUE(t_->seen.empty());
+}
+
+TEST_F(UpdateJobTest, DataParserVersionsUseTheirShapes) {
+  auto api = Api(ApiVersion::kV0044);
+  t_->answers = {ok_, ok_};
+  ASSERT_TRUE(api->UpdateJob(42, Start()).ok());
+  ASSERT_EQ(t_->seen.size(), 2u);
+  EXPECT_EQ(t_->seen[0].path, "/slurm/v0.0.44/job/42");
+  const nlohmann::json first = nlohmann::json::parse(t_->seen[0].body);
+  const nlohmann::json second = nlohmann::json::parse(t_->seen[1].body);
+  EXPECT_EQ(first["required_nodes"], nlohmann::json::array({"n3"}));
+  EXPECT_EQ(first["hold"], false);
+  EXPECT_FALSE(first.contains("priority"));
+  EXPECT_EQ(second["priority"]["number"], 1000000);
+  // The first begin time lies a minute after the second (both epochs from the same clock).
+  EXPECT_EQ(first["begin_time"]["number"].get<int64_t>() - second["begin_time"]["number"].get<int64_t>(), 60);
+}
+
 }  // namespace
 }  // namespace onequeue::slurm
