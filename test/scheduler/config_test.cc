@@ -32,6 +32,16 @@ slurm:
   apiVersion: v0.0.38
   lendMechanism: drain
   sharedPartitions: [batch]
+  nodeLabel: onequeue.io/slurm-node
+  lendAfterSeconds: 30
+  returnAfterSeconds: 90
+  headroomNodes: 2
+  pollIntervalSeconds: 0.5
+  defaultQos: batch
+  qosMap: {normal: batch, high: interactive}
+  gresResources: {gpu: nvidia.com/gpu}
+  scontrolPath: /usr/bin/scontrol
+  slurmConf: /etc/slurm/slurm.conf
 queue:
   reservationDepth: 1
   resolutionSeconds: 30
@@ -48,12 +58,38 @@ leaderElection: {enabled: false}
   EXPECT_EQ(c->kubernetes.qps, 200);
   EXPECT_EQ(c->slurm.lend_mechanism, "drain");
   EXPECT_EQ(c->slurm.shared_partitions, std::vector<std::string>{"batch"});
+  EXPECT_EQ(c->slurm.node_label, "onequeue.io/slurm-node");
+  EXPECT_EQ(c->slurm.lend_after_seconds, 30);
+  EXPECT_EQ(c->slurm.return_after_seconds, 90);
+  EXPECT_EQ(c->slurm.headroom_nodes, 2);
+  EXPECT_EQ(c->slurm.poll_interval_seconds, 0.5);
+  EXPECT_EQ(c->slurm.qos_map.at("high"), "interactive");
+  EXPECT_EQ(c->slurm.scontrol_path, "/usr/bin/scontrol");
   EXPECT_EQ(c->queue.reservation_depth, 1);
   ASSERT_EQ(c->queue.qos.size(), 2u);
   EXPECT_TRUE(c->queue.qos[0].can_preempt);
   EXPECT_EQ(c->queue.qos[1].grace_seconds, 30);
   EXPECT_EQ(c->queue.weights.at("qos"), 10000);
   EXPECT_FALSE(c->leader_election.enabled);
+}
+
+TEST(ConfigTest, LendingThatCannotWorkIsRefusedWithTheReason) {
+  const std::string slurm = std::string(kHeader) +
+                            "slurm: {enabled: true, url: http://127.0.0.1:6820, tokenFile: /t, sharedPartitions: [b], ";
+  auto drain = ParseConfig(slurm + "lendMechanism: drain}\n", "f.yaml");
+  ASSERT_FALSE(drain.ok());
+  EXPECT_THAT(drain.status().message(), HasSubstr("slurm.scontrolPath: is required with lendMechanism drain"));
+  auto pod = ParseConfig(slurm + "lendMechanism: slurmd-pod}\n", "f.yaml");
+  ASSERT_FALSE(pod.ok());
+  EXPECT_THAT(pod.status().message(), HasSubstr("slurmd-pod is not implemented by the daemon yet"));
+  auto no_partitions = ParseConfig(std::string(kHeader) +
+                                       "slurm: {enabled: true, url: http://127.0.0.1:6820, tokenFile: /t}\n",
+                                   "f.yaml");
+  ASSERT_FALSE(no_partitions.ok());
+  EXPECT_THAT(no_partitions.status().message(), HasSubstr("slurm.sharedPartitions: must name at least one"));
+  auto negative = ParseConfig(slurm + "lendAfterSeconds: -1}\n", "f.yaml");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_THAT(negative.status().message(), HasSubstr("slurm.lendAfterSeconds: must be 0 or more"));
 }
 
 TEST(ConfigTest, UnknownKeyIsAnErrorWithItsPathAndLine) {
