@@ -2,9 +2,11 @@
 # make demo: a local Kubernetes control plane (kube-apiserver, etcd, kube-controller-manager, kwok)
 # and a local Slurm 22.05 (munge, slurmctld, 4 slurmd, slurmrestd with JWT); onequeue-scheduler runs
 # against them under its own least-privilege identity, and the demo shows what users see:
-# a batch queue filling the pool, a Jupyter pod (QOS interactive) that preempts a batch pod and
-# starts at once without the victim's replacement winning the node back, a gang that waits
-# whole, a pod with a bad annotation, kubectl describe, and oq. Stops everything it started.
+# Slurm batch jobs running on pool nodes onequeue lent to Slurm, a Jupyter pod (QOS interactive)
+# taking one back (the job there requeued once and run again later), then a batch queue of pods
+# filling the pool, a Jupyter pod that preempts a batch pod and starts at once without the
+# victim's replacement winning the node back, a gang that waits whole, a pod with a bad
+# annotation, kubectl describe, and oq. Stops everything it started.
 #   test/demo/demo.sh [BUILD_DIR]        (ONEQUEUE_DEMO_KEEP=1 leaves the clusters running)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,14 +45,14 @@ bash "$root/test/cluster/slurm-up.sh" "$demo/slurm" --nodes 4 >"$demo/slurm-up.l
 source "$demo/slurm/slurm.env"
 run env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/sinfo"
 
-say "A pool of 4 nodes (4 CPUs each), labelled onequeue.io/pool=demo; kwok plays their kubelets"
+say "A pool of 4 nodes (4 CPUs each), labelled onequeue.io/pool=demo, each the Kubernetes face of Slurm node nK; kwok plays their kubelets"
 for i in 1 2 3 4; do
   cat <<YAML
 apiVersion: v1
 kind: Node
 metadata:
   name: pool-$i
-  labels: {onequeue.io/pool: demo, kubernetes.io/hostname: pool-$i, type: kwok}
+  labels: {onequeue.io/pool: demo, onequeue.io/slurm-node: n$i, kubernetes.io/hostname: pool-$i, type: kwok}
   annotations: {kwok.x-k8s.io/node: fake}
 spec:
   taints: [{key: kwok.x-k8s.io/node, value: fake, effect: NoSchedule}]
@@ -75,6 +77,21 @@ queue:
   qos:
     - {name: interactive, priority: 1000, canPreempt: true, preemptible: false}
     - {name: batch, priority: 10}
+slurm:
+  enabled: true
+  url: "$SLURMRESTD_URL"
+  tokenFile: "$SLURM_JWT_FILE"
+  user: $SLURM_USER
+  apiVersion: v0.0.38
+  lendMechanism: drain
+  sharedPartitions: [batch]
+  nodeLabel: onequeue.io/slurm-node
+  lendAfterSeconds: 3
+  returnAfterSeconds: 20
+  pollIntervalSeconds: 1
+  defaultQos: batch
+  scontrolPath: "$SLURM_BIN/scontrol"
+  slurmConf: "$SLURM_CONF"
 server: {grpcAddress: "127.0.0.1:0"}
 leaderElection: {enabled: false}
 YAML
@@ -102,6 +119,56 @@ spec:
 YAML
 }
 k create namespace research >/dev/null
+S() { run env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/$@"; }
+owners() { run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" get nodes -l onequeue.io/pool=demo -L onequeue.io/owner,onequeue.io/slurm-node; }
+for _ in $(seq 60); do
+  [ "$(k get nodes -l onequeue.io/owner=kubernetes -o name | wc -l)" -ge 4 ] && break
+  sleep 0.5
+done
+say "An idle pool: onequeue owns it for Kubernetes and fences it on the Slurm side (drain tagged onequeue:kubernetes)"
+owners
+S sinfo -N -o "%N %P %T %E"
+
+say "Slurm users submit 4 batch jobs (4 CPUs each): onequeue orders them in its queue and lends idle nodes to them"
+for i in 1 2 3 4; do
+  runuser -u "$SLURM_USER" -- env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/sbatch" -p batch -N1 -c4 -t 5 --requeue \
+    -o /dev/null -D "$SLURM_JOBS_DIR" --wrap="sleep $((30 + 5 * i))" >/dev/null
+done
+for _ in $(seq 120); do
+  [ "$(env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/squeue" -h -t R -p batch | wc -l)" -ge 4 ] && break
+  sleep 0.5
+done
+S squeue -p batch -o "%.6i %.9P %.8T %.10M %.8N %k"
+owners
+
+say "A researcher's Jupyter pod (QOS interactive) needs a node now: onequeue reclaims one from Slurm"
+echo "(reserve the node on both sides, requeue the Slurm job there once, bind the pod)"
+pod jupyter-slurm interactive 2 | k apply -f - >/dev/null
+for _ in $(seq 120); do
+  [ -n "$(k -n research get pod jupyter-slurm -o jsonpath='{.spec.nodeName}')" ] && break
+  sleep 0.5
+done
+run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" -n research get pod jupyter-slurm -o wide
+owners
+S squeue -p batch -o "%.6i %.9P %.8T %.10r %.8N %k"
+requeued=$(env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/squeue" -h -t PD -p batch -o %i | head -1)
+[ -n "$requeued" ] && S scontrol show job "$requeued" | grep -E "JobState|Restarts|Comment" || true
+run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" get events -A --field-selector involvedObject.kind=Node \
+  -o custom-columns=NODE:.involvedObject.name,REASON:.reason,MESSAGE:.message
+
+say "When a Slurm job ends, its node goes to the requeued job (held by onequeue until then; never the reserved node)"
+if [ -n "$requeued" ]; then
+  for _ in $(seq 120); do
+    [ "$(env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/squeue" -h -j "$requeued" -o %T 2>/dev/null)" = RUNNING ] && break
+    sleep 0.5
+  done
+  S squeue -p batch -o "%.6i %.9P %.8T %.10M %.8N %k"
+fi
+
+say "Slurm's jobs are cancelled; the pool returns to Kubernetes for the pod story"
+k -n research delete pod jupyter-slurm --grace-period=0 --force >/dev/null 2>&1 || true
+env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/scancel" -u "$SLURM_USER" >/dev/null 2>&1 || true
+
 say "A batch queue: a Deployment of 4 batch pods (4 CPUs each) fills the pool"
 cat <<YAML | k apply -f - >/dev/null
 apiVersion: apps/v1
