@@ -232,6 +232,33 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
       }
     }
   }
+  queue.Read("usageHalfLifeSeconds", &c.queue.usage_half_life_seconds);
+  if (c.queue.usage_half_life_seconds < 1) queue.KeyError("usageHalfLifeSeconds", "must be at least 1");
+  YAML::Node account_list = queue.Raw("accounts");
+  if (account_list) {
+    if (!account_list.IsSequence()) {
+      queue.KeyError("accounts", "must be a list");
+    } else {
+      std::set<std::string> names;
+      for (size_t i = 0; i < account_list.size(); ++i) {
+        MapReader a(account_list[i], absl::StrCat(queue.Join("accounts"), "[", i, "]"), &errors);
+        AccountConfig ac;
+        a.Read("name", &ac.name);
+        a.Read("parent", &ac.parent);
+        a.Read("shares", &ac.shares);
+        if (ac.name.empty()) a.KeyError("name", "is required");
+        else if (!names.insert(ac.name).second) a.KeyError("name", absl::StrCat("\"", ac.name, "\" is defined twice"));
+        if (ac.shares < 0) a.KeyError("shares", "must not be negative");
+        a.RefuseUnknown();
+        c.queue.accounts.push_back(ac);
+      }
+      for (const AccountConfig& ac : c.queue.accounts) {
+        if (!ac.parent.empty() && !names.count(ac.parent))
+          queue.KeyError("accounts", absl::StrCat("account \"", ac.name, "\" has parent \"", ac.parent,
+                                                  "\", which is not in the list"));
+      }
+    }
+  }
   queue.RefuseUnknown();
 
   MapReader server = top.Child("server");

@@ -61,12 +61,25 @@ struct QosConfig {
   int64_t grace_seconds = 0;
 };
 
+// One account of the fair-share tree (Slurm's associations): a namespace or a Slurm account.
+struct AccountConfig {
+  std::string name;
+  std::string parent;  // empty: under the root
+  double shares = 1;
+};
+
 struct QueueConfig {
   int reservation_depth = 100;  // 1 = EASY, 0 = unlimited (conservative)
   int64_t resolution_seconds = 60;
   int64_t window_seconds = 86400;
   std::map<std::string, double> weights;  // age, fairShare, size, partition, qos
   std::vector<QosConfig> qos;
+  // The fair-share tree. Empty: every account the daemon sees (a namespace, a Slurm account) is
+  // one leaf under the root with one share, so usage alone orders them. Listed: only these
+  // accounts have shares (an unlisted account's fair-share factor is 0, like a Slurm user
+  // without an association).
+  std::vector<AccountConfig> accounts;
+  int64_t usage_half_life_seconds = 7 * 24 * 3600;  // PriorityDecayHalfLife
 };
 
 struct ServerConfig {

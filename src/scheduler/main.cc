@@ -277,6 +277,18 @@ int RunDaemon(const Config& config) {
         spdlog::info("waiting for the pod and node informers to sync");
       }
       spdlog::info("informers synced: {} nodes, {} pods", nodes->Size(), pods->Size());
+      // Likewise the first Slurm poll: a cycle without it would not know which lent nodes run
+      // Slurm jobs, nor which jobs wait. Bounded: a slurmrestd that does not answer does not stop
+      // the pods (the loop then keeps them off nodes lent to Slurm).
+      if (slurm_side.poller) {
+        const absl::Time give_up = absl::Now() + absl::Seconds(30);
+        while (slurm_side.poller->View()->refreshed_at == absl::InfinitePast() && absl::Now() < give_up) {
+          if (!trigger.Wait(absl::Milliseconds(200))) return;
+        }
+        if (slurm_side.poller->View()->refreshed_at == absl::InfinitePast()) {
+          spdlog::warn("slurm: no successful poll after 30 s; scheduling pods, keeping them off lent nodes");
+        }
+      }
       InformerClusterView view(nodes.get(), pods.get(), slurm_side.poller.get());
       KubeClusterActions actions(client.get(), pods.get(), host);
       SchedulingLoop loop(config, &view, &actions, slurm_side.actions.get(), FailpointsFromEnvironment());

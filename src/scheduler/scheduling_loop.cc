@@ -63,6 +63,8 @@ queue::QueueConfig ToQueueConfig(const Config& config) {
     }
     q.qos.push_back(std::move(p));
   }
+  for (const auto& a : config.queue.accounts) q.accounts.push_back({a.name, a.parent, a.shares});
+  q.usage_half_life = config.queue.usage_half_life_seconds;
   q.reservation_depth = config.queue.reservation_depth;
   q.resolution = config.queue.resolution_seconds;
   q.window = config.queue.window_seconds;
@@ -77,7 +79,68 @@ SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, Cl
       actions_(actions),
       slurm_(slurm),
       failpoint_(std::move(failpoint)),
-      planner_(queue_config_, &preemption_) {}
+      planner_(std::make_unique<queue::QueuePlanner>(queue_config_, &preemption_)) {}
+
+void SchedulingLoop::ChargeUsage(const BuiltSnapshot& built, const slurm::SlurmView* slurm_view, queue::Time now) {
+  // Pods: charged when they stop running (cpu-seconds, like Slurm's TRES billing of cpus).
+  std::set<std::string> seen;
+  for (const auto& r : built.snapshot->running) {
+    if (r.kind != queue::WorkloadKind::kPodGroup) continue;
+    double cores = 0;
+    for (const auto& a : r.allocations) cores += static_cast<double>(a.used[queue::kCpu]) / 1000.0;
+    running_charges_[r.id] = {r.account, r.start_time, cores};
+    seen.insert(r.id);
+  }
+  for (auto it = running_charges_.begin(); it != running_charges_.end();) {
+    if (seen.count(it->first)) {
+      ++it;
+      continue;
+    }
+    const double seconds = static_cast<double>(std::max<queue::Time>(0, now - it->second.start));
+    if (seconds > 0 && it->second.cores > 0) usage_.records.push_back({it->second.account, now, seconds * it->second.cores});
+    it = running_charges_.erase(it);
+  }
+  // Slurm jobs: charged once, when the poll shows them finished (cpus x run time).
+  if (slurm_view != nullptr) {
+    std::set<uint32_t> still_listed;
+    for (const auto& [id, job] : *slurm_view->jobs) {
+      if (!slurm::IsFinished(job.state) || job.start_time == absl::InfinitePast() ||
+          job.end_time == absl::InfinitePast() || IsPlaceholderJob(job, config_.slurm.reclaim_partition)) {
+        continue;
+      }
+      still_listed.insert(id);
+      if (!charged_jobs_.insert(id).second) continue;
+      const double seconds = absl::ToDoubleSeconds(job.end_time - job.start_time);
+      if (seconds > 0 && job.cpus > 0) {
+        usage_.records.push_back({job.account.empty() ? "slurm" : job.account, absl::ToUnixSeconds(job.end_time),
+                                  seconds * job.cpus});
+      }
+    }
+    // Slurm forgets finished jobs after MinJobAge: so does the set.
+    for (auto it = charged_jobs_.begin(); it != charged_jobs_.end();) {
+      if (still_listed.count(*it)) ++it;
+      else it = charged_jobs_.erase(it);
+    }
+  }
+  // Records older than ten half-lives weigh less than 0.1 %: dropped.
+  const queue::Time horizon = now - 10 * queue_config_.usage_half_life;
+  std::erase_if(usage_.records, [&](const queue::UsageRecord& r) { return r.time < horizon; });
+}
+
+void SchedulingLoop::LearnAccounts(const queue::Snapshot& snapshot) {
+  if (!config_.queue.accounts.empty()) return;
+  bool grew = false;
+  auto learn = [&](const std::string& account) {
+    if (!account.empty() && learned_accounts_.insert(account).second) grew = true;
+  };
+  for (const auto& w : snapshot.pending) learn(w.account);
+  for (const auto& r : snapshot.running) learn(r.account);
+  for (const auto& u : usage_.records) learn(u.account);
+  if (!grew) return;
+  queue_config_.accounts.clear();
+  for (const std::string& a : learned_accounts_) queue_config_.accounts.push_back({a, "", 1});
+  planner_ = std::make_unique<queue::QueuePlanner>(queue_config_, &preemption_);
+}
 
 absl::Status SchedulingLoop::SetOwner(const std::string& node, const std::string& value, queue::Time now) {
   absl::Status s = actions_->SetNodeOwner(node, value);
@@ -565,14 +628,23 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   options.assumed_bindings = assumed_;
   for (const auto& [node, value] : owner_written_) options.owner_overrides[node] = value.first;
   BuiltSnapshot built = BuildSnapshot(nodes, pods, options, now);
+  ChargeUsage(built, slurm_view.get(), now);
+  built.snapshot->usage = usage_;
   slurm_records_ = SlurmRecords{};
   if (slurm_view != nullptr) {
     slurm_records_ = AddSlurmWorld(slurm_view, SlurmOptions(built, now), queue_config_, &built, now);
+  } else if (slurm_ != nullptr) {
+    // Slurm shares the pool but has not answered yet: what runs on the nodes lent to it is
+    // unknown, so no pod goes there.
+    for (queue::Node& n : built.snapshot->nodes) {
+      if (n.owner.kind == queue::OwnerKind::kSlurm) n.schedulable = false;
+    }
   }
   stats.pending = static_cast<int>(built.snapshot->pending.size());
   ReleaseFinishedReservations(built, now, &stats);
+  LearnAccounts(*built.snapshot);
 
-  const queue::Plan plan = planner_.PlanCycle(built.snapshot, now);
+  const queue::Plan plan = planner_->PlanCycle(built.snapshot, now);
   std::map<std::string, size_t> pending_index;
   for (size_t i = 0; i < built.snapshot->pending.size(); ++i) pending_index[built.snapshot->pending[i].id] = i;
   std::map<std::string, std::vector<std::string>> owner_changes;  // workload -> nodes changing hands

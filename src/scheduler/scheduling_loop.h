@@ -12,6 +12,7 @@
 // The loop owns no threads and reads no clock: the daemon calls RunCycle(now).
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -162,13 +163,13 @@ class SchedulingLoop {
   WaitReport ReportFor(const queue::WaitingStatus& w, const queue::Plan& plan, const BuiltSnapshot& built) const;
 
   const Config& config_;
-  const queue::QueueConfig queue_config_;
+  queue::QueueConfig queue_config_;
   const ClusterView* view_;
   ClusterActions* actions_;
   SlurmActions* slurm_;
   Failpoint failpoint_;
   queue::CheapestVictimsPlanner preemption_;
-  queue::QueuePlanner planner_;
+  std::unique_ptr<queue::QueuePlanner> planner_;
   std::map<std::string, std::string> assumed_;        // pod key -> node (bound, not yet seen)
   std::map<std::string, std::string> reservations_;   // node -> preemptor workload id
   std::set<std::string> evicted_;                     // pod keys evicted (each victim once)
@@ -194,6 +195,21 @@ class SchedulingLoop {
   std::map<std::string, std::pair<std::string, queue::Time>> last_fence_;  // node -> (wanted, when asked)
   std::map<uint32_t, std::string> last_hold_;          // job -> comment last written
   SlurmRecords slurm_records_;
+
+  // Fair-share input: usage of finished pods and Slurm jobs, charged to their accounts.
+  void ChargeUsage(const BuiltSnapshot& built, const slurm::SlurmView* slurm_view, queue::Time now);
+  // Without a configured account tree every account seen is a leaf with one share; the planner
+  // is remade when a new one appears (rare: a new namespace or Slurm account).
+  void LearnAccounts(const queue::Snapshot& snapshot);
+  struct RunningCharge {
+    std::string account;
+    queue::Time start = 0;
+    double cores = 0;
+  };
+  std::map<std::string, RunningCharge> running_charges_;  // running pod workload -> what it uses
+  std::set<uint32_t> charged_jobs_;                        // finished Slurm jobs already charged
+  queue::UsageHistory usage_;
+  std::set<std::string> learned_accounts_;
 };
 
 }  // namespace onequeue::scheduler

@@ -30,6 +30,12 @@ using testing::SlurmCommand;
 constexpr const char* kSlurmNodeLabel = "onequeue.io/slurm-node";
 constexpr absl::Duration kSlurmTimeout = absl::Seconds(120);
 
+int CountSubstr(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // `scontrol show job -o` as key -> value.
 std::map<std::string, std::string> ShowJob(uint32_t id) {
   std::map<std::string, std::string> fields;
@@ -118,8 +124,13 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
         "\n", "  returnAfterSeconds: 600\n", "  pollIntervalSeconds: 0.5\n", "  defaultQos: ", default_qos, "\n",
         "  reclaimPartition: ", Slurm().reclaim_partition, "\n", "  scontrolPath: \"", Slurm().bin_dir,
         "/scontrol\"\n", "  slurmConf: \"", Slurm().slurm_conf, "\"\n");
+    auto stops = [&] { return CountSubstr(scheduler_->Log(), "stopping dead"); };
+    const int stops_before = stops();
     auto s = scheduler_->Start(yaml, env);
-    ASSERT_TRUE(s.ok()) << s;
+    // A daemon armed with a failpoint may reach it within moments of starting (a successor
+    // resumes the step at once): that is the stop the test asked for, not a start failure.
+    const bool stopped_at_failpoint = !env.empty() && stops() > stops_before;
+    ASSERT_TRUE(s.ok() || stopped_at_failpoint) << s;
   }
 
   // sbatch into the pool partition; returns the job id.

@@ -12,7 +12,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
-constexpr queue::Time kT0 = 1763722800;
+constexpr queue::Time kT0 = 1763722800;  // 2025-11-21T11:00:00Z
 
 Config SlurmConfig(const std::string& mechanism = "drain") {
   Config c;
@@ -191,6 +191,45 @@ TEST(SlurmLoopTest, ANodeIsLentAgainLendAfterSecondsAfterItsLastPodAndReturnedWh
   EXPECT_EQ(c.k8s.OwnerOf("n1"), "kubernetes");
   EXPECT_EQ(c.slurm.FenceOwner("n1"), "kubernetes");
   EXPECT_THAT(c.k8s.node_events, Contains("n1 Returned"));
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
+
+namespace onequeue::scheduler {
+namespace {
+
+// Fair-share from real usage: what finished pods and Slurm jobs used is charged to their accounts
+// (namespace, Slurm account), so the account that used less comes first among equals.
+TEST(SlurmLoopTest, FinishedPodsAndJobsAreChargedToTheirAccountsAndOrderTheQueue) {
+  for (const bool pods_used_more : {true, false}) {
+    SCOPED_TRACE(pods_used_more ? "namespace ns used more" : "Slurm account physics used more");
+    Cluster c(1);
+    Config cfg = SlurmConfig();
+    cfg.queue.weights = {{"age", 0}, {"fairShare", 10000}, {"size", 0}, {"partition", 0}, {"qos", 0}};
+    cfg.slurm.lend_after_seconds = 0;
+    SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+    // Yesterday's work: a pod of namespace "ns" and a Slurm job of account "physics".
+    c.k8s.AddPod("old", "8", "normal", "n1", "2025-11-21T08:00:00Z");  // three hours before kT0
+    c.Cycle(loop, kT0);
+    c.k8s.DeletePod("ns/old");
+    slurm::SlurmJob& done = c.slurm.Submit(1, 8);
+    done.state = slurm::JobState::kCompleted;
+    done.start_time = absl::FromUnixSeconds(kT0 - (pods_used_more ? 600 : 3 * 3600 * 4));
+    done.end_time = absl::FromUnixSeconds(kT0);
+    c.Cycle(loop, kT0 + 1);
+    // Now one pod and one job want the whole node, alike but for their accounts.
+    c.k8s.AddPod("new", "8", "batch");
+    c.slurm.Submit(2, 8);
+    for (int t = 2; t < 5; ++t) c.Cycle(loop, kT0 + t);
+    if (pods_used_more) {
+      EXPECT_EQ(c.slurm.Job(2).state, slurm::JobState::kRunning) << c.slurm.Job(2).comment;
+      EXPECT_EQ(c.k8s.NodeOf("ns/new"), "") << (c.k8s.bind_messages.empty() ? "" : c.k8s.bind_messages.back());
+    } else {
+      EXPECT_EQ(c.k8s.NodeOf("ns/new"), "n1");
+      EXPECT_EQ(c.slurm.Job(2).state, slurm::JobState::kPending);
+    }
+  }
 }
 
 }  // namespace
