@@ -521,6 +521,18 @@ void SchedulingLoop::HoldWaitingJobs(const queue::Plan& plan, CycleStats* stats)
     std::string message(w.Message());
     const std::string reason = queue::WaitReasonName(w.reason);
     if (absl::StartsWith(message, reason + ": ")) message = message.substr(reason.size() + 2);
+    if (w.reason == queue::WaitReason::kPartitionNodesUnavailable) {
+      // The queue sees only lendable nodes for Slurm jobs; say why the partition's pool nodes
+      // are not (in use by pods, lately, or kept as headroom) rather than "no node matches".
+      const std::string& partition = job->second->partition;
+      const bool pool_nodes = std::any_of(slurm_records_.nodes.begin(), slurm_records_.nodes.end(), [&](const auto& n) {
+        return std::find(n.second.partitions.begin(), n.second.partitions.end(), partition) != n.second.partitions.end();
+      });
+      if (pool_nodes) {
+        message = absl::StrCat("the pool nodes of partition ", partition, " are Kubernetes' now (pods ran there less than ",
+                               config_.slurm.lend_after_seconds, "s ago, or they are kept as headroom)");
+      }
+    }
     const std::string comment = absl::StrCat(slurm::kOwnerTagPrefix, " ", reason, ": ", message);
     if (HeldByOnequeue(*job->second) && job->second->comment == comment) {
       last_hold_[*id] = comment;

@@ -154,6 +154,7 @@ SlurmRecords AddSlurmWorld(std::shared_ptr<const slurm::SlurmView> view, const S
     joined.slurm_name = slurm_name;
     if (auto h = holders.find(slurm_name); h != holders.end()) joined.holder = h->second;
     joined.slurm_usable = SlurmNodeUsable(sn->second, joined.holder);
+    joined.partitions = sn->second.partitions;
     for (const std::string& p : sn->second.partitions) {
       if (std::find(options.shared_partitions.begin(), options.shared_partitions.end(), p) !=
           options.shared_partitions.end()) {

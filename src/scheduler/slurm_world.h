@@ -66,6 +66,7 @@ struct JoinedNode {
   slurm::OwnershipStatus holder;  // who holds the Slurm side (from the view)
   bool slurm_usable = false;      // up, not drained by an admin, responding
   std::vector<uint32_t> running_jobs;  // shared-partition and other jobs running there (not placeholders)
+  std::vector<std::string> partitions;  // the Slurm node's partitions
 };
 
 struct SlurmRecords {

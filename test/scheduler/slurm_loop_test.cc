@@ -234,3 +234,31 @@ TEST(SlurmLoopTest, FinishedPodsAndJobsAreChargedToTheirAccountsAndOrderTheQueue
 
 }  // namespace
 }  // namespace onequeue::scheduler
+
+namespace onequeue::scheduler {
+namespace {
+
+// The other direction: a Slurm job whose QOS may preempt takes a node from a preemptible pod
+// through the same protocol: reserve, evict the pod once, then lend the node and start the job.
+TEST(SlurmLoopTest, ASlurmJobOfHigherPriorityPreemptsAPodThroughTheSameProtocol) {
+  Cluster c(1);
+  c.k8s.recreate_evicted = true;  // the pod's ReplicaSet makes a replacement at once
+  c.k8s.AddPod("batch", "8", "batch", "n1", "2025-11-21T10:00:00Z");
+  c.slurm.Submit(7, 8);
+  Config cfg = SlurmConfig();
+  cfg.slurm.lend_after_seconds = 0;
+  cfg.slurm.qos_map = {{"", "interactive"}};  // the job's (empty) Slurm QOS maps to interactive
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "reserved/slurm/7");
+  EXPECT_THAT(c.k8s.evictions, ::testing::ElementsAre("ns/batch"));
+  for (int t = 1; t <= 5; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(7).nodes, std::vector<std::string>{"n1"});
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "slurm/7");
+  EXPECT_EQ(c.k8s.NodeOf("ns/batch-r"), "") << "the replacement never wins the node back";
+  EXPECT_EQ(c.k8s.evictions.size(), 1u);
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
