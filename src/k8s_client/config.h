@@ -11,24 +11,16 @@
 #include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "k8s_client/http_transport.h"
 
 namespace onequeue::k8s {
 
-struct ClientConfig {
-  std::string server;  // "https://127.0.0.1:6443"
-  // TLS trust: PEM bytes (from certificate-authority-data) or a file. Both empty = system CAs.
-  std::string ca_pem, ca_file;
-  bool insecure_skip_tls_verify = false;
-  std::string tls_server_name;
-  // Authentication: bearer token (inline or a file re-read when it changes) and/or client cert.
-  std::string bearer_token, token_file;
-  std::string client_cert_pem, client_cert_file, client_key_pem, client_key_file;
+// The transport's part (server, TLS, credentials, timeouts) is shared with slurm_bridge.
+struct ClientConfig : TransportConfig {
   std::string default_namespace = "default";
   // Client-side limits (kube-scheduler's defaults are QPS 50, burst 100).
   double qps = 50;
   int burst = 100;
-  absl::Duration request_timeout = absl::Seconds(30);
-  std::string user_agent = "onequeue";
 };
 
 // Parses kubeconfig YAML. Relative file paths are resolved against `base_dir`. `context` empty

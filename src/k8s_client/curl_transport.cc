@@ -4,14 +4,11 @@
 // push work into `incoming_` (under mu_) and wake the loop with curl_multi_wakeup; stream
 // cancellation is an atomic flag the loop checks each turn. Callbacks run on the loop thread.
 #include <curl/curl.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <deque>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -24,6 +21,7 @@
 #include "absl/synchronization/notification.h"
 #include "k8s_client/api_status.h"
 #include "k8s_client/http_transport.h"
+#include "k8s_client/token_file.h"
 #include "spdlog/spdlog.h"
 
 namespace onequeue::k8s {
@@ -44,34 +42,6 @@ absl::StatusOr<HttpResponse> HttpTransport::Send(HttpRequest request) {
 }
 
 namespace {
-
-// Reads the bearer token, re-reading a token file when its mtime or size changes (projected
-// service-account tokens rotate).
-class TokenSource {
- public:
-  explicit TokenSource(const ClientConfig& c) : token_(c.bearer_token), file_(c.token_file) {}
-  std::string Get() {
-    if (file_.empty()) return token_;
-    struct stat st {};
-    if (::stat(file_.c_str(), &st) != 0) return token_;
-    if (st.st_mtim.tv_sec != mtime_.tv_sec || st.st_mtim.tv_nsec != mtime_.tv_nsec ||
-        st.st_size != size_) {
-      std::ifstream in(file_);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      token_ = std::string(absl::StripAsciiWhitespace(ss.str()));
-      mtime_ = st.st_mtim;
-      size_ = st.st_size;
-    }
-    return token_;
-  }
-
- private:
-  std::string token_;
-  std::string file_;
-  timespec mtime_{};
-  off_t size_ = -1;
-};
 
 struct StreamState {
   std::atomic<bool> cancelled{false};
@@ -128,6 +98,7 @@ size_t HeaderCallback(char* data, size_t size, size_t nmemb, void* user) {
   return n;
 }
 
+// `url` is the request's URL, with the peer's name and the unix socket when the config has them.
 absl::Status CurlError(CURLcode code, const Call& call, const std::string& url) {
   const std::string detail =
       absl::StrCat(curl_easy_strerror(code), call.error[0] ? ": " : "", call.error);
@@ -164,14 +135,15 @@ class CurlStream : public HttpStream {
 
 class CurlTransport : public HttpTransport {
  public:
-  explicit CurlTransport(ClientConfig config) : config_(std::move(config)), tokens_(config_) {
+  explicit CurlTransport(TransportConfig config) : config_(std::move(config)), token_(config_.bearer_token) {
+    if (!config_.token_file.empty()) token_file_.emplace(config_.token_file);
     multi_ = curl_multi_init();
     curl_multi_setopt(multi_, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
     curl_multi_setopt(multi_, CURLMOPT_MAX_CONCURRENT_STREAMS, 250L);
     // Beyond 250 streams per connection curl would open more connections; a few are plenty.
     curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, 4L);
     if (config_.insecure_skip_tls_verify) {
-      spdlog::warn("k8s client: TLS verification of {} is DISABLED (insecure-skip-tls-verify); "
+      spdlog::warn("http client: TLS verification of {} is DISABLED (insecure-skip-tls-verify); "
                    "anyone on the path can impersonate the API server",
                    config_.server);
     }
@@ -234,15 +206,19 @@ class CurlTransport : public HttpTransport {
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);  // wait to multiplex rather than open connections
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(config_.connect_timeout)));
+    if (!config_.unix_socket.empty()) curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, config_.unix_socket.c_str());
     curl_easy_setopt(e, CURLOPT_USERAGENT, config_.user_agent.c_str());
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, WriteCallback);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &call);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, HeaderCallback);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, &call);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // gzip for large lists
-    if (call.request.timeout > absl::ZeroDuration()) {
-      curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(call.request.timeout)));
+    const absl::Duration timeout = call.request.timeout > absl::ZeroDuration() ? call.request.timeout
+                                   : call.stream                              ? absl::ZeroDuration()
+                                                                              : config_.request_timeout;
+    if (timeout > absl::ZeroDuration()) {
+      curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(timeout)));
     }
     if (call.stream) {
       // A dead peer on an idle watch: TCP keepalive notices it.
@@ -290,11 +266,25 @@ class CurlTransport : public HttpTransport {
     if (!call.request.body.empty() || m == "POST" || m == "PUT" || m == "PATCH") {
       h = curl_slist_append(h, absl::StrCat("Content-Type: ", call.request.content_type).c_str());
     }
-    if (const std::string token = tokens_.Get(); !token.empty()) {
+    if (const std::string& token = BearerToken(); !token.empty()) {
       h = curl_slist_append(h, absl::StrCat("Authorization: Bearer ", token).c_str());
     }
+    for (const auto& [name, value] : call.request.headers) {
+      h = curl_slist_append(h, absl::StrCat(name, ": ", value).c_str());
+    }
+    // No "Expect: 100-continue" on HTTP/1.1 POSTs (slurmrestd): it would cost a round trip.
+    h = curl_slist_append(h, "Expect:");
     call.headers = h;
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+  }
+
+  // The inline token, or the token file's current content; a file that cannot be read keeps
+  // the last token (the server's 401 then says what is wrong).
+  const std::string& BearerToken() {
+    if (token_file_) {
+      if (absl::StatusOr<std::string> t = token_file_->Read(); t.ok()) token_ = *std::move(t);
+    }
+    return token_;
   }
 
   void Start(std::unique_ptr<Call> call) {
@@ -331,7 +321,7 @@ class CurlTransport : public HttpTransport {
       return;
     }
     if (code != CURLE_OK) {
-      absl::Status s = CurlError(code, *call, config_.server + call->request.path);
+      absl::Status s = CurlError(code, *call, Where(call->request));
       Finish(std::move(call), s);
       return;
     }
@@ -340,6 +330,12 @@ class CurlTransport : public HttpTransport {
     r.body = std::move(call->body);
     r.retry_after = call->retry_after;
     Finish(std::move(call), std::move(r));
+  }
+
+  std::string Where(const HttpRequest& request) const {
+    std::string where = config_.server + request.path;
+    if (!config_.unix_socket.empty()) absl::StrAppend(&where, " (unix socket ", config_.unix_socket, ")");
+    return config_.peer_name.empty() ? where : absl::StrCat(config_.peer_name, " at ", where);
   }
 
   // Starts queued and due delayed calls; returns how long until the next delayed one is due.
@@ -408,8 +404,9 @@ class CurlTransport : public HttpTransport {
     for (auto& c : incoming) Finish(std::move(c), absl::CancelledError("transport is shutting down"));
   }
 
-  const ClientConfig config_;
-  TokenSource tokens_;  // loop thread only
+  const TransportConfig config_;
+  std::optional<TokenFile> token_file_;
+  std::string token_;  // loop thread only
   CURLM* multi_ = nullptr;
   std::thread thread_;
   absl::Mutex mu_;
@@ -423,7 +420,7 @@ class CurlTransport : public HttpTransport {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(const ClientConfig& config) {
+absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(const TransportConfig& config) {
   static const CURLcode init = curl_global_init(CURL_GLOBAL_DEFAULT);
   if (init != CURLE_OK) return absl::InternalError("curl_global_init failed");
   if (!absl::StartsWith(config.server, "https://") && !absl::StartsWith(config.server, "http://")) {
@@ -431,7 +428,7 @@ absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(const ClientConf
   }
   curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
   if (!(info->features & CURL_VERSION_HTTP2)) {
-    spdlog::warn("k8s client: libcurl has no HTTP/2; falling back to HTTP/1.1 connections");
+    spdlog::warn("http client: libcurl has no HTTP/2; falling back to HTTP/1.1 connections");
   }
   return std::unique_ptr<HttpTransport>(new CurlTransport(config));
 }

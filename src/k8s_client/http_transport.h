@@ -1,17 +1,39 @@
-// The HTTP layer under the REST client: one small interface, one libcurl implementation.
+// The HTTP layer under both REST clients (Kubernetes and slurmrestd): one small interface, one
+// libcurl implementation, one request/response type.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "k8s_client/config.h"
 
 namespace onequeue::k8s {
+
+// Where a server is and how to reach it. ClientConfig (config.h) extends it with what only the
+// Kubernetes client needs; slurm_bridge fills it from its own options.
+struct TransportConfig {
+  std::string server;       // "https://127.0.0.1:6443"; with unix_socket it only names the host
+  std::string unix_socket;  // when set, connect to this socket instead of TCP (slurmrestd)
+  // TLS trust: PEM bytes (from certificate-authority-data) or a file. Both empty = system CAs.
+  std::string ca_pem, ca_file;
+  bool insecure_skip_tls_verify = false;
+  std::string tls_server_name;
+  // Authentication: bearer token (inline or a file re-read when it changes) and/or client cert.
+  std::string bearer_token, token_file;
+  std::string client_cert_pem, client_cert_file, client_key_pem, client_key_file;
+  absl::Duration connect_timeout = absl::Seconds(10);
+  // For a request that sets no timeout of its own (streams never time out).
+  absl::Duration request_timeout = absl::Seconds(30);
+  std::string user_agent = "onequeue";
+  // Named in transport errors ("slurmrestd at http://..."); empty: the URL alone.
+  std::string peer_name;
+};
 
 struct HttpRequest {
   std::string method = "GET";  // GET, POST, PUT, PATCH, DELETE
@@ -20,12 +42,13 @@ struct HttpRequest {
   std::string content_type = "application/json";
   absl::Duration timeout = absl::ZeroDuration();  // zero: no limit (watches)
   absl::Time not_before = absl::InfinitePast();    // delayed start (async retries)
+  std::vector<std::pair<std::string, std::string>> headers;  // extra headers (Slurm's JWT)
 };
 
 struct HttpResponse {
   int status = 0;
   std::string body;
-  std::optional<absl::Duration> retry_after;  // Retry-After header, seconds form
+  std::optional<absl::Duration> retry_after = std::nullopt;  // Retry-After header, seconds form
 };
 
 // A running streaming request (a watch). Cancel() is thread-safe and prompt: the done callback
@@ -64,7 +87,7 @@ class HttpTransport {
 
 // libcurl multi on its own thread; HTTP/2 with multiplexing (many requests in flight over one
 // connection), TLS verified against the configured CA, bearer token (token files re-read when
-// they change), client certificates.
-absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(const ClientConfig& config);
+// they change), client certificates, TCP or a unix socket.
+absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(const TransportConfig& config);
 
 }  // namespace onequeue::k8s

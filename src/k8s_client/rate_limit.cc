@@ -4,6 +4,9 @@
 #include <memory>
 #include <random>
 
+#include "absl/strings/str_cat.h"
+#include "k8s_client/api_status.h"
+
 namespace onequeue::k8s {
 
 TokenBucket::TokenBucket(double qps, int burst, absl::Time now)
@@ -41,6 +44,26 @@ absl::Duration Backoff::Next() {
   current_ = current_ == absl::ZeroDuration() ? initial_ : std::min(max_, current_ * factor_);
   const double r = rand01_ ? rand01_() : 0.0;
   return current_ * (1.0 + jitter_ * r);
+}
+
+Retrier::Retrier(const RetryPolicy& policy, std::function<double()> rand01)
+    : policy_(policy),
+      backoff_(policy.initial_backoff, policy.max_backoff, std::move(rand01), 2.0, policy.jitter) {}
+
+std::optional<absl::Duration> Retrier::NextDelay(const absl::Status& error, absl::string_view method) {
+  if (!IsRetryable(error) || attempts_ >= policy_.max_attempts) return std::nullopt;
+  if (absl::IsDeadlineExceeded(error) && method != "GET" && !policy_.retry_timed_out_writes) {
+    return std::nullopt;
+  }
+  ++attempts_;
+  absl::Duration delay = backoff_.Next();
+  if (std::optional<absl::Duration> after = RetryAfterOf(error)) delay = std::max(delay, *after);
+  return delay;
+}
+
+absl::Status Retrier::GiveUp(const absl::Status& error) const {
+  if (error.ok() || attempts_ == 1) return error;
+  return absl::Status(error.code(), absl::StrCat(error.message(), " (after ", attempts_, " attempts)"));
 }
 
 std::function<double()> DefaultRandom() {

@@ -1,11 +1,15 @@
 // Client-side flow control: a token-bucket rate limiter (QPS + burst, like client-go's
-// flowcontrol.NewTokenBucketRateLimiter) and exponential backoff with jitter. Time and randomness
-// are passed in, so tests are deterministic.
+// flowcontrol.NewTokenBucketRateLimiter), exponential backoff with jitter, and the retry policy
+// both REST clients (Kubernetes and slurmrestd) follow. Time and randomness are passed in, so
+// tests are deterministic.
 #pragma once
 
 #include <functional>
+#include <optional>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -42,6 +46,37 @@ class Backoff {
   std::function<double()> rand01_;
   double factor_, jitter_;
   absl::Duration current_;
+};
+
+// The one retry policy. Retried: Unavailable (connection refused/reset, 5xx), ResourceExhausted
+// (429, Retry-After honoured) and DeadlineExceeded. Each client sets the numbers: Kubernetes 5
+// attempts up to 10 s with jitter (many clients share one apiserver); slurmrestd 4 attempts up
+// to 2 s without jitter (one client) and no retry of a timed-out write (see slurm_bridge).
+struct RetryPolicy {
+  int max_attempts = 5;  // 1 = no retry
+  absl::Duration initial_backoff = absl::Milliseconds(100);
+  absl::Duration max_backoff = absl::Seconds(10);
+  double jitter = 0.5;  // each delay is stretched by rand01 * jitter of itself
+  // A write that timed out may have been acted on. Retry it only when the caller checks the
+  // result (the scheduler's Kubernetes writes do; a Slurm job submitted twice would run twice).
+  bool retry_timed_out_writes = true;
+};
+
+// One request's way through a RetryPolicy.
+class Retrier {
+ public:
+  Retrier(const RetryPolicy& policy, std::function<double()> rand01);
+  // After a failed attempt of a `method` request: the delay before the next attempt (the backoff,
+  // never shorter than the error's Retry-After), or nullopt when `error` is final.
+  std::optional<absl::Duration> NextDelay(const absl::Status& error, absl::string_view method);
+  // The error to return when giving up: it says how many attempts were made.
+  absl::Status GiveUp(const absl::Status& error) const;
+  int attempts() const { return attempts_; }
+
+ private:
+  RetryPolicy policy_;
+  Backoff backoff_;
+  int attempts_ = 1;
 };
 
 // A thread-safe uniform [0, 1) source seeded from the OS, for production use.

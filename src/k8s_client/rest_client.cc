@@ -76,27 +76,16 @@ absl::StatusOr<std::string> RestClient::ToResult(absl::StatusOr<HttpResponse> re
   return StatusFromHttp(response->status, response->body, response->retry_after);
 }
 
-absl::Duration RestClient::RetryDelay(Backoff& backoff, const absl::Status& status) const {
-  absl::Duration delay = backoff.Next();
-  if (std::optional<absl::Duration> after = RetryAfterOf(status)) delay = std::max(delay, *after);
-  return delay;
-}
-
 absl::StatusOr<std::string> RestClient::Do(HttpRequest request) {
   if (request.timeout == absl::ZeroDuration()) request.timeout = config_.request_timeout;
-  Backoff backoff(retry_.initial_backoff, retry_.max_backoff, env_.rand01);
-  absl::Status last;
-  for (int attempt = 1;; ++attempt) {
+  Retrier retrier(retry_, env_.rand01);
+  while (true) {
     if (absl::Duration wait = limiter_.Reserve(env_.now()); wait > absl::ZeroDuration()) env_.sleep(wait);
     absl::StatusOr<std::string> result = ToResult(transport_->Send(request));
-    if (result.ok() || !IsRetryable(result.status()) || attempt >= retry_.max_attempts) {
-      if (!result.ok() && attempt > 1) {
-        return absl::Status(result.status().code(),
-                            absl::StrCat(result.status().message(), " (after ", attempt, " attempts)"));
-      }
-      return result;
-    }
-    env_.sleep(RetryDelay(backoff, result.status()));
+    if (result.ok()) return result;
+    std::optional<absl::Duration> delay = retrier.NextDelay(result.status(), request.method);
+    if (!delay) return retrier.GiveUp(result.status());
+    env_.sleep(*delay);
   }
 }
 
@@ -106,26 +95,27 @@ void RestClient::DoAsync(HttpRequest request, std::function<void(absl::StatusOr<
     RestClient* client;
     HttpRequest request;
     std::function<void(absl::StatusOr<std::string>)> done;
-    Backoff backoff;
-    int attempt = 0;
+    Retrier retrier;
   };
   auto state = std::make_shared<Attempt>(Attempt{this, std::move(request), std::move(done),
-                                                  Backoff(retry_.initial_backoff, retry_.max_backoff, env_.rand01)});
+                                                  Retrier(retry_, env_.rand01)});
   // Each attempt re-sends a copy of the request, delayed by the rate limiter (and the backoff).
   auto send = std::make_shared<std::function<void(absl::Duration)>>();
   *send = [state, send_weak = std::weak_ptr<std::function<void(absl::Duration)>>(send)](absl::Duration delay) {
     RestClient* self = state->client;
-    ++state->attempt;
     HttpRequest req = state->request;
     const absl::Time now = self->env_.now();
     req.not_before = now + delay + self->limiter_.Reserve(now);
     auto again = send_weak.lock();
     self->transport_->SendAsync(std::move(req), [state, again](absl::StatusOr<HttpResponse> r) {
       absl::StatusOr<std::string> result = ToResult(std::move(r));
-      if (!result.ok() && IsRetryable(result.status()) &&
-          state->attempt < state->client->retry_.max_attempts && again) {
-        (*again)(state->client->RetryDelay(state->backoff, result.status()));
-        return;
+      if (!result.ok()) {
+        std::optional<absl::Duration> delay = state->retrier.NextDelay(result.status(), state->request.method);
+        if (delay && again) {
+          (*again)(*delay);
+          return;
+        }
+        result = state->retrier.GiveUp(result.status());
       }
       state->done(std::move(result));
     });

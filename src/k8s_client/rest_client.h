@@ -57,12 +57,6 @@ struct ListOptions {
 
 std::string UrlEncode(absl::string_view s);
 
-struct RetryPolicy {
-  int max_attempts = 5;
-  absl::Duration initial_backoff = absl::Milliseconds(100);
-  absl::Duration max_backoff = absl::Seconds(10);
-};
-
 // Time and randomness for the client, injectable for tests.
 struct ClientEnv {
   std::function<absl::Time()> now = [] { return absl::Now(); };
@@ -102,7 +96,6 @@ class RestClient {
   const ClientEnv& env() const { return env_; }
 
  private:
-  absl::Duration RetryDelay(Backoff& backoff, const absl::Status& status) const;
   static absl::StatusOr<std::string> ToResult(absl::StatusOr<HttpResponse> response);
 
   const ClientConfig config_;
