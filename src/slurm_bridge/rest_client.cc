@@ -1,11 +1,45 @@
 #include "slurm_bridge/rest_client.h"
 
-#include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace onequeue::slurm {
+namespace {
+
+// Answers every request with the error that kept the real transport from being made.
+class RefusedTransport : public HttpTransport {
+ public:
+  explicit RefusedTransport(absl::Status why) : why_(std::move(why)) {}
+  void SendAsync(HttpRequest, ResponseCallback done) override { done(why_); }
+  std::unique_ptr<k8s::HttpStream> OpenStream(HttpRequest, ChunkCallback, StreamDoneCallback done) override {
+    done(why_);
+    return nullptr;
+  }
+
+ private:
+  const absl::Status why_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HttpTransport>> NewSlurmTransport(const CurlTransportOptions& options) {
+  k8s::TransportConfig config;
+  config.server = options.base_url;
+  config.unix_socket = options.unix_socket;
+  config.ca_file = options.ca_file;
+  config.connect_timeout = options.connect_timeout;
+  config.request_timeout = options.request_timeout;
+  config.peer_name = "slurmrestd";
+  return k8s::NewCurlTransport(config);
+}
+
+std::unique_ptr<HttpTransport> MakeCurlTransport(const CurlTransportOptions& options) {
+  absl::StatusOr<std::unique_ptr<HttpTransport>> transport = NewSlurmTransport(options);
+  if (!transport.ok()) return std::make_unique<RefusedTransport>(transport.status());
+  return *std::move(transport);
+}
 
 RestClient::RestClient(std::unique_ptr<HttpTransport> transport, std::unique_ptr<CredentialSource> credentials,
                        RetryPolicy retry, std::function<void(absl::Duration)> sleep)
@@ -22,27 +56,22 @@ absl::StatusOr<RestResponse> RestClient::Call(const std::string& method, const s
   req.method = method;
   req.path = path;
   if (body != nullptr) req.body = body->dump();
-  req.headers = {{"X-SLURM-USER-NAME", creds->user},
-                 {"X-SLURM-USER-TOKEN", creds->token},
-                 {"Accept", "application/json"}};
-  if (body != nullptr) req.headers.emplace_back("Content-Type", "application/json");
+  req.headers = {{"X-SLURM-USER-NAME", creds->user}, {"X-SLURM-USER-TOKEN", creds->token}};
 
-  absl::Duration backoff = retry_.initial_backoff;
+  // HTTP answers are never retried here: a Slurm 500 may mean "unknown job" (ResponseStatus
+  // decides). Only transport errors reach the retry policy.
+  k8s::Retrier retrier(retry_, rand01_);
   absl::StatusOr<HttpResponse> resp;
-  for (int attempt = 1;; ++attempt) {
+  while (true) {
     counters_.requests.fetch_add(1, std::memory_order_relaxed);
     counters_.bytes_sent.fetch_add(req.body.size(), std::memory_order_relaxed);
     resp = transport_->Send(req);
-    // Connection failures never reached slurmrestd: safe to retry for every method. A timeout
-    // may have reached it: retry only reads.
-    const bool retryable = !resp.ok() && (absl::IsUnavailable(resp.status()) ||
-                                          (absl::IsDeadlineExceeded(resp.status()) && method == "GET"));
-    if (!retryable || attempt >= retry_.max_attempts) break;
+    if (resp.ok()) break;
+    std::optional<absl::Duration> delay = retrier.NextDelay(resp.status(), method);
+    if (!delay) return retrier.GiveUp(resp.status());
     counters_.retries.fetch_add(1, std::memory_order_relaxed);
-    sleep_(backoff);
-    backoff = std::min(backoff * 2, retry_.max_backoff);
+    sleep_(*delay);
   }
-  if (!resp.ok()) return resp.status();
   counters_.bytes_received.fetch_add(resp->body.size(), std::memory_order_relaxed);
   RestResponse out;
   out.http_status = resp->status;

@@ -1,6 +1,7 @@
-// HTTP to slurmrestd: a transport interface (libcurl in production), JWT credentials from a token
-// file, and a client that adds the auth headers, retries connection failures with backoff and
-// turns answers into absl::Status via the `errors` array.
+// HTTP to slurmrestd over the shared HTTP stack of k8s_client (transport, request/response
+// types, retry policy, token-file reader): JWT credentials from a token file, and a client that
+// adds the auth headers, retries connection failures with backoff and counts the traffic.
+// Turning answers into absl::Status (the `errors` array) is adapter.h's.
 #pragma once
 
 #include <atomic>
@@ -8,44 +9,34 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "k8s_client/http_transport.h"
+#include "k8s_client/rate_limit.h"
 #include "nlohmann/json.hpp"
 
 namespace onequeue::slurm {
 
-struct HttpRequest {
-  std::string method;  // GET, POST, DELETE
-  std::string path;    // with query, e.g. "/slurm/v0.0.38/jobs/?update_time=1"
-  std::string body;    // JSON for POST
-  std::vector<std::pair<std::string, std::string>> headers;
-};
+using k8s::HttpRequest;
+using k8s::HttpResponse;
+using k8s::HttpTransport;
+using k8s::RetryPolicy;
 
-struct HttpResponse {
-  long status = 0;
-  std::string body;
-};
-
-// Sends one request. Errors: kUnavailable when no connection could be made (nothing reached the
-// server, safe to retry any method), kDeadlineExceeded on a timeout (the server may have acted).
-class HttpTransport {
- public:
-  virtual ~HttpTransport() = default;
-  virtual absl::StatusOr<HttpResponse> Send(const HttpRequest& request) = 0;
-};
-
+// Where slurmrestd listens. Transport errors: kUnavailable when no connection could be made,
+// kDeadlineExceeded on a timeout (the server may have acted), kFailedPrecondition when TLS
+// verification fails; the messages name slurmrestd.
 struct CurlTransportOptions {
   std::string base_url = "http://127.0.0.1:6820";  // https:// for TLS
   std::string unix_socket;  // when set, connect here (base_url still gives the Host header)
-  std::string ca_file;      // TLS: CA bundle for the server certificate; empty = system default
+  std::string ca_file;      // TLS: the only CA trusted for the server certificate; empty = system CAs
   absl::Duration connect_timeout = absl::Seconds(5);
   absl::Duration request_timeout = absl::Seconds(60);
 };
+// k8s::NewCurlTransport for slurmrestd. InvalidArgument when base_url is not http(s)://.
+absl::StatusOr<std::unique_ptr<HttpTransport>> NewSlurmTransport(const CurlTransportOptions& options);
+// The same for callers that cannot take an error here: a refused base_url fails every request.
 std::unique_ptr<HttpTransport> MakeCurlTransport(const CurlTransportOptions& options);
 
 struct Credentials {
@@ -68,11 +59,9 @@ std::unique_ptr<CredentialSource> MakeTokenFileSource(std::string user, std::str
                                                       std::function<absl::Time()> now = nullptr);
 std::unique_ptr<CredentialSource> MakeStaticCredentials(Credentials c);
 
-struct RetryPolicy {
-  int max_attempts = 4;  // 1 = no retry
-  absl::Duration initial_backoff = absl::Milliseconds(100);
-  absl::Duration max_backoff = absl::Seconds(2);
-};
+// slurmrestd's numbers for the shared policy: 4 attempts, 100 ms doubling to 2 s, no jitter (one
+// client), and a timed-out write is not retried (a submit or a cancel may have happened).
+inline constexpr RetryPolicy kSlurmRetryPolicy{4, absl::Milliseconds(100), absl::Seconds(2), 0.0, false};
 
 // Request/byte counters, for the poller's cost measurement and for metrics.
 struct TransportCounters {
@@ -91,7 +80,7 @@ class RestClient {
  public:
   // `sleep` is injected so tests of the retry policy need no wall clock.
   RestClient(std::unique_ptr<HttpTransport> transport, std::unique_ptr<CredentialSource> credentials,
-             RetryPolicy retry = {}, std::function<void(absl::Duration)> sleep = nullptr);
+             RetryPolicy retry = kSlurmRetryPolicy, std::function<void(absl::Duration)> sleep = nullptr);
 
   // Sends the request; the status covers transport and credential errors only. Interpreting the
   // HTTP status and the `errors` array is the caller's (ResponseStatus in adapter.h), because some
@@ -106,6 +95,7 @@ class RestClient {
   std::unique_ptr<CredentialSource> credentials_;
   RetryPolicy retry_;
   std::function<void(absl::Duration)> sleep_;
+  const std::function<double()> rand01_ = k8s::DefaultRandom();  // jitter, when the policy has any
   TransportCounters counters_;
 };
 

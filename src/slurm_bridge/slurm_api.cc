@@ -210,7 +210,9 @@ absl::StatusOr<ApiVersion> DetectVersion(RestClient& client) {
 absl::StatusOr<std::unique_ptr<SlurmApi>> ConnectSlurmApi(const SlurmApiOptions& options) {
   if (options.token_file.empty())
     return absl::InvalidArgumentError("slurmrestd: token_file is required (JWT of the SlurmUser or root)");
-  auto client = std::make_shared<RestClient>(MakeCurlTransport(options.transport),
+  absl::StatusOr<std::unique_ptr<HttpTransport>> transport = NewSlurmTransport(options.transport);
+  if (!transport.ok()) return transport.status();
+  auto client = std::make_shared<RestClient>(*std::move(transport),
                                              MakeTokenFileSource(options.user, options.token_file), options.retry);
   ApiVersion version;
   if (options.pinned_version) {

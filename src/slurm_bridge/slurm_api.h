@@ -58,7 +58,7 @@ struct SlurmApiOptions {
   std::string user = "slurm";
   std::string token_file;
   std::optional<ApiVersion> pinned_version;  // skip detection
-  RetryPolicy retry;
+  RetryPolicy retry = kSlurmRetryPolicy;
   // scontrol binary and SLURM_CONF for the calls REST lacks; empty = REST only.
   std::string scontrol_path;
   std::string slurm_conf;

@@ -1,19 +1,15 @@
-#include <sys/stat.h>
-
-#include <fstream>
 #include <functional>
 #include <optional>
-#include <sstream>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
-#include "absl/strings/str_split.h"
-#include "absl/time/clock.h"
-#include "nlohmann/json.hpp"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "k8s_client/token_file.h"
+#include "nlohmann/json.hpp"
 #include "slurm_bridge/rest_client.h"
 
 namespace onequeue::slurm {
@@ -34,38 +30,31 @@ absl::StatusOr<std::optional<absl::Time>> JwtExpiry(absl::string_view token) {
   return std::optional<absl::Time>(absl::FromUnixSeconds(exp->get<int64_t>()));
 }
 
+// The shared TokenFile does the reading and the re-reading on change; this adds Slurm's format
+// ("SLURM_JWT=" prefix) and the local JWT checks, decoded once per new token.
 class TokenFileSource : public CredentialSource {
  public:
   TokenFileSource(std::string user, std::string path, std::function<absl::Time()> now)
-      : user_(std::move(user)), path_(std::move(path)), now_(std::move(now)) {}
+      : user_(std::move(user)), file_(std::move(path)), now_(std::move(now)) {}
 
   absl::StatusOr<Credentials> Get() override {
-    struct stat st {};
-    if (::stat(path_.c_str(), &st) != 0)
-      return absl::FailedPreconditionError(absl::StrCat("slurmrestd token file ", path_, " cannot be read"));
+    absl::StatusOr<std::string> text = file_.Read();
+    if (!text.ok()) return absl::FailedPreconditionError(absl::StrCat("slurmrestd ", text.status().message()));
+    absl::string_view t = *text;
+    absl::ConsumePrefix(&t, "SLURM_JWT=");
+    if (t.empty() || absl::StrContains(t, '\n'))
+      return absl::FailedPreconditionError(
+          absl::StrCat("slurmrestd token file ", file_.path(), " holds no token (expected one line)"));
     absl::MutexLock lock(&mu_);
-    const bool changed = st.st_mtim.tv_sec != mtime_.tv_sec || st.st_mtim.tv_nsec != mtime_.tv_nsec ||
-                         st.st_size != size_ || token_.empty();
-    if (changed) {
-      std::ifstream in(path_);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      std::string text = ss.str();
-      absl::string_view t = absl::StripAsciiWhitespace(text);
-      absl::ConsumePrefix(&t, "SLURM_JWT=");
-      if (t.empty() || absl::StrContains(t, '\n'))
-        return absl::FailedPreconditionError(
-            absl::StrCat("slurmrestd token file ", path_, " holds no token (expected one line)"));
+    if (t != token_) {
       absl::StatusOr<std::optional<absl::Time>> expiry = JwtExpiry(t);
       if (!expiry.ok())
-        return absl::UnauthenticatedError(absl::StrCat(expiry.status().message(), " (file ", path_, ")"));
+        return absl::UnauthenticatedError(absl::StrCat(expiry.status().message(), " (file ", file_.path(), ")"));
       token_ = std::string(t);
       expiry_ = *expiry;
-      mtime_ = st.st_mtim;
-      size_ = st.st_size;
     }
     if (expiry_ && *expiry_ <= now_())
-      return absl::UnauthenticatedError(absl::StrCat("the slurmrestd token in ", path_, " expired at ",
+      return absl::UnauthenticatedError(absl::StrCat("the slurmrestd token in ", file_.path(), " expired at ",
                                                      absl::FormatTime(*expiry_, absl::UTCTimeZone()),
                                                      "; mint a new one (scontrol token) and write it there"));
     return Credentials{user_, token_};
@@ -73,13 +62,11 @@ class TokenFileSource : public CredentialSource {
 
  private:
   const std::string user_;
-  const std::string path_;
+  k8s::TokenFile file_;
   const std::function<absl::Time()> now_;
   absl::Mutex mu_;
   std::optional<absl::Time> expiry_ ABSL_GUARDED_BY(mu_);
   std::string token_ ABSL_GUARDED_BY(mu_);
-  timespec mtime_ ABSL_GUARDED_BY(mu_){};
-  off_t size_ ABSL_GUARDED_BY(mu_) = -1;
 };
 
 class StaticCredentials : public CredentialSource {

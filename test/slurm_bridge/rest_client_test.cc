@@ -29,8 +29,15 @@ class ScriptedTransport : public HttpTransport {
  public:
   std::vector<HttpResponse> answers;
   std::vector<HttpRequest> seen;
-  absl::StatusOr<HttpResponse> Send(const HttpRequest& r) override {
-    seen.push_back(r);
+  void SendAsync(HttpRequest r, ResponseCallback done) override { done(Answer(std::move(r))); }
+  std::unique_ptr<k8s::HttpStream> OpenStream(HttpRequest, ChunkCallback, StreamDoneCallback done) override {
+    done(absl::UnimplementedError("no streams"));
+    return nullptr;
+  }
+
+ private:
+  absl::StatusOr<HttpResponse> Answer(HttpRequest r) {
+    seen.push_back(std::move(r));
     if (answers.empty()) return absl::UnavailableError("cannot connect to slurmrestd (test)");
     HttpResponse a = answers.front();
     answers.erase(answers.begin());
@@ -59,7 +66,7 @@ TEST(RestClientTest, SendsJwtHeadersAndRetriesConnectionFailures) {
   ScriptedTransport* t = transport.get();
   t->answers = {{0, ""}, {0, ""}, {200, R"({"errors":[],"jobs":[]})"}};
   std::vector<absl::Duration> sleeps;
-  RestClient client(std::move(transport), MakeStaticCredentials({"slurm", "tok"}), RetryPolicy{},
+  RestClient client(std::move(transport), MakeStaticCredentials({"slurm", "tok"}), kSlurmRetryPolicy,
                     [&](absl::Duration d) { sleeps.push_back(d); });
   absl::StatusOr<RestResponse> r = client.Call("GET", "/slurm/v0.0.38/jobs/");
   ASSERT_TRUE(r.ok()) << r.status();
@@ -85,7 +92,7 @@ TEST(RestClientTest, TimeoutsAreRetriedOnlyForReads) {
   auto transport = std::make_unique<ScriptedTransport>();
   ScriptedTransport* t = transport.get();
   t->answers = {{-1, ""}, {200, "{}"}};
-  RestClient client(std::move(transport), MakeStaticCredentials({"slurm", "tok"}), RetryPolicy{},
+  RestClient client(std::move(transport), MakeStaticCredentials({"slurm", "tok"}), kSlurmRetryPolicy,
                     [](absl::Duration) {});
   const nlohmann::json body = {{"hold", true}};
   EXPECT_TRUE(absl::IsDeadlineExceeded(client.Call("POST", "/x", &body).status()));
