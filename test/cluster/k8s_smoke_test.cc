@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -20,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/k8s_cluster.h"
+#include "common/process.h"
 
 namespace onequeue::testing {
 namespace {
@@ -43,17 +43,6 @@ std::string PinnedKubernetesVersion() {
     if (absl::ConsumePrefix(&rest, "KUBERNETES_VERSION=")) return std::string(rest);
   }
   return "unknown";
-}
-
-std::string RunShell(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  pclose(pipe);
-  return out;
 }
 
 std::string Jsonpath(const std::string& kind, const std::string& name, const std::string& path,
@@ -154,7 +143,10 @@ TEST(K8sSmoke, SchedulerIdentityHasLeastPrivilegeAndNobodyIsForbidden) {
 TEST(K8sSmoke, NothingListensOutsideLoopback) {
   const auto pids = ClusterPids(Cluster());
   ASSERT_FALSE(pids.empty());
-  const std::string ss = RunShell("ss -Hltunp");
+  auto listed = RunProcess({.argv = {"/usr/bin/ss", "-Hltunp"}, .timeout = std::chrono::seconds(30)});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->exit_code, 0) << listed->err;
+  const std::string& ss = listed->out;
   ASSERT_FALSE(ss.empty());
   int sockets = 0;
   bool apiserver_found = false;

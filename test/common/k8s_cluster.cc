@@ -1,10 +1,7 @@
 #include "common/k8s_cluster.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,8 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-
-extern char** environ;
+#include "common/process.h"
 
 namespace onequeue::testing {
 namespace {
@@ -37,111 +33,6 @@ std::string SourceDir() {
 }
 
 std::string ClusterScript(const std::string& name) { return SourceDir() + "/test/cluster/" + name; }
-
-struct ProcessResult {
-  int exit_code = -1;  // -1: killed by a signal or by the timeout
-  bool timed_out = false;
-  std::string out;
-  std::string err;  // empty when stderr was merged into out
-};
-
-// Runs argv (no shell) with stdin_text on its stdin and collects stdout/stderr, killing its whole
-// process group after `timeout`. Stops reading once the child has exited, not at EOF: a daemon the
-// child started must never keep the caller waiting on an inherited pipe.
-absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv, const std::string& stdin_text,
-                                         std::chrono::seconds timeout, bool merge_stderr,
-                                         const std::vector<std::string>& extra_env = {}) {
-  int in_pipe[2], out_pipe[2], err_pipe[2];
-  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
-    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
-  }
-  // Everything the child needs is built before fork(): only async-signal-safe calls after it.
-  std::vector<char*> c_argv;
-  for (const auto& a : argv) c_argv.push_back(const_cast<char*>(a.c_str()));
-  c_argv.push_back(nullptr);
-  std::vector<std::string> env_strings(extra_env);
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-  std::vector<char*> c_env;
-  for (auto& e : env_strings) c_env.push_back(e.data());
-  c_env.push_back(nullptr);
-
-  pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(in_pipe[0], 0);
-    dup2(out_pipe[1], 1);
-    dup2(merge_stderr ? out_pipe[1] : err_pipe[1], 2);
-    execve(c_argv[0], c_argv.data(), c_env.data());
-    _exit(127);
-  }
-  close(in_pipe[0]);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  fcntl(in_pipe[1], F_SETFL, O_NONBLOCK);
-  fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
-  fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
-
-  ProcessResult result;
-  size_t written = 0;
-  int in_fd = in_pipe[1];
-  if (stdin_text.empty()) {
-    close(in_fd);
-    in_fd = -1;
-  }
-  const auto deadline = Clock::now() + timeout;
-  // Reads what is there; at EOF closes the fd and sets it to -1, which poll() then ignores (a
-  // closed pipe would otherwise report POLLHUP at once, forever).
-  auto drain = [](int& fd, std::string& sink) {
-    char buf[65536];
-    while (fd >= 0) {
-      ssize_t n = read(fd, buf, sizeof buf);
-      if (n > 0) {
-        sink.append(buf, static_cast<size_t>(n));
-        continue;
-      }
-      if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        close(fd);
-        fd = -1;
-      }
-      return;
-    }
-  };
-  int out_fd = out_pipe[0];
-  int err_fd = err_pipe[0];
-  int status = 0;
-  bool exited = false;
-  while (!exited) {
-    pollfd fds[3] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {in_fd, POLLOUT, 0}};
-    poll(fds, 3, 100);
-    drain(out_fd, result.out);
-    drain(err_fd, result.err);
-    if (in_fd >= 0 && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP)) != 0) {
-      ssize_t n = write(in_fd, stdin_text.data() + written, stdin_text.size() - written);
-      if (n > 0) written += static_cast<size_t>(n);
-      if (n < 0 && errno != EAGAIN) written = stdin_text.size();  // the child closed its stdin
-      if (written == stdin_text.size()) {
-        close(in_fd);
-        in_fd = -1;
-      }
-    }
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      exited = true;
-    } else if (Clock::now() > deadline) {
-      result.timed_out = true;
-      kill(-pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      exited = true;
-    }
-  }
-  drain(out_fd, result.out);
-  drain(err_fd, result.err);
-  if (in_fd >= 0) close(in_fd);
-  if (out_fd >= 0) close(out_fd);
-  if (err_fd >= 0) close(err_fd);
-  result.exit_code = (!result.timed_out && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 // Maps kubectl's "Error from server (Reason)" to the status a test can check without parsing text.
 absl::Status KubectlError(const std::vector<std::string>& argv, const ProcessResult& r) {
@@ -191,16 +82,7 @@ constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGABRT, SIGSEGV, SIGBUS, SIGHU
 void StopClusterFromSignal() {
   ClusterState& s = State();
   char* argv[] = {s.bash.data(), s.down_script.data(), s.dir.data(), nullptr};
-  pid_t pid = fork();
-  if (pid == 0) {
-    execve(argv[0], argv, environ);
-    _exit(127);
-  }
-  if (pid > 0) {
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  RunFromSignalHandler(argv);
 }
 
 void OnFatalSignal(int sig) {
@@ -236,17 +118,9 @@ void InstallCleanupHooks() {
   }
 }
 
-bool ProcessGone(int pid) {
-  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string pid_field, comm, state;
-  stat >> pid_field >> comm >> state;
-  return state == "Z";  // exited, waiting for its parent to reap it
-}
-
 absl::Status RunClusterScript(const std::string& script, const K8sClusterInfo& info,
                               std::chrono::seconds timeout) {
-  auto r = RunProcess({"/bin/bash", ClusterScript(script), info.dir}, "", timeout, /*merge_stderr=*/true);
+  auto r = RunProcess({.argv = {"/bin/bash", ClusterScript(script), info.dir}, .merge_stderr = true, .timeout = timeout});
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
     return absl::UnavailableError(absl::StrCat(script, " ", info.dir,
@@ -284,8 +158,10 @@ void K8sClusterEnvironment::SetUp() {
   // Generous: on a fresh machine up.sh may first wait for the upstream build's lock.
   const auto timeout = std::chrono::seconds(600);
   const auto started = Clock::now();
-  auto r = RunProcess(argv, "", timeout, /*merge_stderr=*/true,
-                      {absl::StrCat("ONEQUEUE_CLUSTER_OWNER_PID=", getpid())});
+  auto r = RunProcess({.argv = argv,
+                       .env = {absl::StrCat("ONEQUEUE_CLUSTER_OWNER_PID=", getpid())},
+                       .merge_stderr = true,
+                       .timeout = timeout});
   ASSERT_TRUE(r.ok()) << r.status();
   if (r->exit_code != 0) {
     StopClusterFromSignal();  // whatever a timed-out up.sh left behind
@@ -363,7 +239,7 @@ absl::StatusOr<std::string> KubectlAs(const K8sClusterInfo& info, const std::str
   if (info.kubectl.empty()) return absl::FailedPreconditionError("the local cluster is not running");
   std::vector<std::string> argv = {info.kubectl, "--kubeconfig=" + kubeconfig};
   argv.insert(argv.end(), args.begin(), args.end());
-  auto r = RunProcess(argv, stdin_text, std::chrono::seconds(120), /*merge_stderr=*/false);
+  auto r = RunProcess({.argv = argv, .stdin_text = stdin_text, .timeout = std::chrono::seconds(120)});
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return KubectlError(argv, *r);
   return std::move(r->out);

@@ -1,10 +1,7 @@
 #include "common/slurm_cluster.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,8 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-
-extern char** environ;
+#include "common/process.h"
 
 namespace onequeue::testing {
 namespace {
@@ -37,101 +33,6 @@ std::string SourceDir() {
 }
 
 std::string ClusterScript(const std::string& name) { return SourceDir() + "/test/cluster/" + name; }
-
-struct ChildResult {
-  int exit_code = -1;  // -1: killed by a signal or by the timeout
-  bool timed_out = false;
-  std::string out;
-  std::string err;  // empty when stderr was merged into out
-};
-
-struct ChildSpec {
-  std::vector<std::string> argv;
-  std::vector<std::string> extra_env;  // NAME=value, added to (or overriding) ours
-  std::string cwd;                     // empty: ours
-  bool clean_env = false;              // only extra_env, not ours
-  std::chrono::seconds timeout{60};
-  bool merge_stderr = false;
-};
-
-// Runs argv (no shell), collects stdout/stderr, kills its process group after the timeout. Stops
-// reading once the child has exited, not at EOF: a daemon it started must never keep us waiting
-// on an inherited pipe.
-absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec) {
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
-  }
-  // Everything the child needs is built before fork(): only async-signal-safe calls after it.
-  std::vector<char*> c_argv;
-  for (const auto& a : spec.argv) c_argv.push_back(const_cast<char*>(a.c_str()));
-  c_argv.push_back(nullptr);
-  std::map<std::string, std::string> env_map;
-  for (char** e = environ; !spec.clean_env && *e != nullptr; ++e) {
-    std::string kv = *e;
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) env_map[kv.substr(0, eq)] = kv;
-  }
-  for (const auto& kv : spec.extra_env) env_map[kv.substr(0, kv.find('='))] = kv;
-  std::vector<std::string> env_strings;
-  for (auto& [k, kv] : env_map) env_strings.push_back(kv);
-  std::vector<char*> c_env;
-  for (auto& s : env_strings) c_env.push_back(s.data());
-  c_env.push_back(nullptr);
-
-  pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  if (pid == 0) {
-    setpgid(0, 0);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
-    dup2(out_pipe[1], 1);
-    dup2(spec.merge_stderr ? out_pipe[1] : err_pipe[1], 2);
-    // The daemons a script starts must not hold any other descriptor of this process.
-    close_range(3, ~0U, 0);
-    if (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0) _exit(126);
-    execve(c_argv[0], c_argv.data(), c_env.data());
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  ChildResult result;
-  const auto deadline = Clock::now() + spec.timeout;
-  bool exited = false;
-  int status = 0;
-  auto drain = [](int fd, std::string& sink) {
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) sink.append(buf, static_cast<size_t>(n));
-  };
-  fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
-  fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
-  while (!exited) {
-    struct pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-    poll(fds, 2, 50);
-    drain(out_pipe[0], result.out);
-    drain(err_pipe[0], result.err);
-    pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) {
-      exited = true;
-    } else if (Clock::now() > deadline) {
-      result.timed_out = true;
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      exited = true;
-    }
-  }
-  drain(out_pipe[0], result.out);
-  drain(err_pipe[0], result.err);
-  close(out_pipe[0]);
-  close(err_pipe[0]);
-  if (!result.timed_out && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  return result;
-}
 
 std::map<std::string, std::string> ReadEnvFile(const std::string& path) {
   std::map<std::string, std::string> env;
@@ -171,16 +72,7 @@ struct sigaction g_previous_actions[NSIG];
 void StopClusterFromSignal() {
   SlurmClusterState& s = State();
   char* argv[] = {s.bash.data(), s.down_script.data(), s.dir.data(), nullptr};
-  pid_t pid = fork();
-  if (pid == 0) {
-    execve(argv[0], argv, environ);
-    _exit(127);
-  }
-  if (pid > 0) {
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  RunFromSignalHandler(argv);
 }
 
 // Stops the cluster, then lets the handler that was there before ours (another test environment's,
@@ -218,23 +110,11 @@ void InstallCleanupHooks() {
   }
 }
 
-bool ProcessGone(int pid) {
-  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
-  // The comm field may hold spaces ("slurmstepd: [1.batch]"): the state follows the last ')'.
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string all((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  auto paren = all.rfind(')');
-  return paren != std::string::npos && paren + 2 < all.size() && all[paren + 2] == 'Z';
-}
-
 absl::Status RunClusterScript(const SlurmClusterInfo& info, const std::vector<std::string>& args,
                               std::chrono::seconds timeout) {
-  ChildSpec spec;
-  spec.argv = {"/bin/bash"};
-  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-  spec.timeout = timeout;
-  spec.merge_stderr = true;
-  auto r = RunChild(spec);
+  std::vector<std::string> argv = {"/bin/bash"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = RunProcess({.argv = argv, .merge_stderr = true, .timeout = timeout});
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
     return absl::UnavailableError(absl::StrCat(absl::StrJoin(args, " "),
@@ -248,16 +128,6 @@ absl::Status RunClusterScript(const SlurmClusterInfo& info, const std::vector<st
 std::vector<std::string> SlurmChildEnv(const SlurmClusterInfo& info) {
   return {absl::StrCat("SLURM_CONF=", info.slurm_conf), "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8",
           absl::StrCat("HOME=", info.jobs_dir), absl::StrCat("USER=", info.user)};
-}
-
-// The client commands run as info.user when we are root: sbatch'ed jobs run as their submitter,
-// and slurmd (running as slurm) can only start jobs of slurm.
-std::vector<std::string> AsClusterUser(const SlurmClusterInfo& info, std::vector<std::string> argv) {
-  if (geteuid() != 0) return argv;
-  std::vector<std::string> wrapped = {"/usr/bin/setpriv", absl::StrCat("--reuid=", info.user),
-                                      absl::StrCat("--regid=", info.user), "--init-groups", "--"};
-  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
-  return wrapped;
 }
 
 // Where the cluster folder goes: $TMPDIR if the daemons' users (munge, slurm, nobody) can reach it
@@ -293,19 +163,16 @@ void SlurmClusterEnvironment::SetUp() {
   s.running = true;
   InstallCleanupHooks();
 
-  ChildSpec spec;
-  spec.argv = {"/bin/bash", ClusterScript("slurm-up.sh"), s.dir, "--nodes", std::to_string(options_.nodes),
-               "--owner-pid", std::to_string(getpid())};
-  // slurm-up.sh's own waits are bounded (about 1 minute for 64 nodes); this is the last resort.
-  spec.timeout = std::chrono::seconds(180);
-  spec.merge_stderr = true;
+  const std::vector<std::string> argv = {"/bin/bash", ClusterScript("slurm-up.sh"), s.dir, "--nodes",
+                                         std::to_string(options_.nodes), "--owner-pid", std::to_string(getpid())};
   const auto started = Clock::now();
-  auto r = RunChild(spec);
+  // slurm-up.sh's own waits are bounded (about 1 minute for 64 nodes); this is the last resort.
+  auto r = RunProcess({.argv = argv, .merge_stderr = true, .timeout = std::chrono::seconds(180)});
   ASSERT_TRUE(r.ok()) << r.status();
   if (r->exit_code != 0) {
     StopClusterFromSignal();  // whatever a timed-out slurm-up.sh left behind
     s.running = false;
-    GTEST_FAIL() << "local Slurm did not start: " << absl::StrJoin(spec.argv, " ")
+    GTEST_FAIL() << "local Slurm did not start: " << absl::StrJoin(argv, " ")
                  << (r->timed_out ? " timed out" : absl::StrCat(" exited ", r->exit_code))
                  << " (logs kept in " << s.dir << "/logs). Output:\n"
                  << r->out;
@@ -383,13 +250,14 @@ absl::StatusOr<std::string> SlurmCommand(const SlurmClusterInfo& info, const std
   if (argv.empty()) return absl::InvalidArgumentError("SlurmCommand: empty argv");
   std::vector<std::string> command = argv;
   if (command[0].find('/') == std::string::npos) command[0] = info.bin_dir + "/" + command[0];
-  ChildSpec spec;
-  spec.argv = AsClusterUser(info, command);
-  spec.extra_env = SlurmChildEnv(info);
-  spec.clean_env = true;
-  spec.cwd = info.jobs_dir;
-  spec.timeout = std::chrono::seconds(60);
-  auto r = RunChild(spec);
+  // As info.user when we are root: sbatch'ed jobs run as their submitter, and slurmd (running as
+  // slurm) can only start jobs of slurm.
+  auto r = RunProcess({.argv = command,
+                       .env = SlurmChildEnv(info),
+                       .inherit_env = false,
+                       .cwd = info.jobs_dir,
+                       .user = geteuid() == 0 ? info.user : "",
+                       .timeout = std::chrono::seconds(60)});
   if (!r.ok()) return r.status();
   if (r->timed_out) {
     return absl::DeadlineExceededError(absl::StrCat(absl::StrJoin(argv, " "), " ran longer than 60 s: ", r->err));
@@ -447,10 +315,7 @@ absl::StatusOr<SlurmRestResponse> SlurmRest(const SlurmClusterInfo& info, const 
   } else {
     argv.push_back(info.rest_url + request.path);
   }
-  ChildSpec spec;
-  spec.argv = argv;
-  spec.timeout = std::chrono::seconds(40);
-  auto r = RunChild(spec);
+  auto r = RunProcess({.argv = argv, .timeout = std::chrono::seconds(40)});
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
     return absl::UnavailableError(absl::StrCat("curl ", request.method, " ", request.path, " exited ", r->exit_code,

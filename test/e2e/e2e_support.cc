@@ -1,64 +1,19 @@
 #include "e2e/e2e_support.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/process.h"
 #include "k8s_client/config.h"
-
-extern char** environ;
 
 namespace onequeue::e2e {
 namespace {
-
-// Waits for `pid` up to `timeout`; returns its wait status, or nullopt if it still runs.
-std::optional<int> WaitPid(pid_t pid, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (true) {
-    int status = 0;
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return status;
-    if (r < 0 && errno != EINTR) return 0;  // not our child any more
-    if (absl::Now() > deadline) return std::nullopt;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-}
-
-// fork+exec with stdout and stderr in `out_path`; returns the child's PID.
-pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path,
-            const std::vector<std::string>& extra_env, bool own_process_group) {
-  std::vector<char*> c_argv;
-  for (const auto& a : argv) c_argv.push_back(const_cast<char*>(a.c_str()));
-  c_argv.push_back(nullptr);
-  std::vector<std::string> env_strings(extra_env);
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-  std::vector<char*> c_env;
-  for (auto& e : env_strings) c_env.push_back(e.data());
-  c_env.push_back(nullptr);
-  int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (own_process_group) setpgid(0, 0);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    execve(c_argv[0], c_argv.data(), c_env.data());
-    _exit(127);
-  }
-  close(fd);
-  return pid;
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -89,28 +44,15 @@ absl::StatusOr<std::unique_ptr<k8s::RestClient>> AdminClient(const testing::K8sC
 
 CommandResult RunCommand(const std::vector<std::string>& argv, absl::Duration timeout,
                          const std::vector<std::string>& extra_env) {
-  char path[] = "/tmp/onequeue-e2e-cmd.XXXXXX";
-  int fd = mkstemp(path);
   CommandResult result;
-  if (fd < 0) {
-    result.output = absl::StrCat("mkstemp: ", std::strerror(errno));
+  auto r = testing::RunProcess(
+      {.argv = argv, .env = extra_env, .merge_stderr = true, .timeout = absl::ToChronoMilliseconds(timeout)});
+  if (!r.ok()) {
+    result.output = r.status().ToString();
     return result;
   }
-  close(fd);
-  pid_t pid = Spawn(argv, path, extra_env, /*own_process_group=*/true);
-  if (pid < 0) {
-    result.output = absl::StrCat("cannot start ", argv[0]);
-    unlink(path);
-    return result;
-  }
-  std::optional<int> status = WaitPid(pid, timeout);
-  if (!status) {
-    kill(-pid, SIGKILL);
-    status = WaitPid(pid, absl::Seconds(10));
-  }
-  result.output = ReadFile(path);
-  unlink(path);
-  if (status && WIFEXITED(*status)) result.exit_code = WEXITSTATUS(*status);
+  result.exit_code = r->exit_code;
+  result.output = std::move(r->out);
   return result;
 }
 
@@ -124,10 +66,16 @@ absl::Status SchedulerProcess::Start(const std::string& config_yaml, const std::
     out << config_yaml;
     if (!out) return absl::InternalError(absl::StrCat("cannot write ", config_path));
   }
-  pid_ = Spawn({ONEQUEUE_SCHEDULER_BIN, "--config", config_path}, log_path(), extra_env, /*own_process_group=*/false);
-  if (pid_ < 0) return absl::InternalError("fork failed");
+  // In the test's process group: whatever kills the test's group kills its daemons too.
+  auto pid = testing::SpawnProcess({.argv = {ONEQUEUE_SCHEDULER_BIN, "--config", config_path},
+                                    .env = extra_env,
+                                    .output_file = log_path(),
+                                    .merge_stderr = true,
+                                    .new_process_group = false});
+  if (!pid.ok()) return pid.status();
+  pid_ = *pid;
   // A configuration or connection error ends the daemon within a moment: report it with its log.
-  if (auto status = WaitPid(pid_, absl::Milliseconds(300))) {
+  if (auto status = testing::WaitPid(pid_, std::chrono::milliseconds(300))) {
     pid_ = -1;
     return absl::InternalError(absl::StrCat("onequeue-scheduler exited at once (status ", *status, "):\n", Log()));
   }
@@ -136,28 +84,22 @@ absl::Status SchedulerProcess::Start(const std::string& config_yaml, const std::
 
 bool SchedulerProcess::WaitForExit(absl::Duration timeout) {
   if (pid_ <= 0) return true;
-  if (!WaitPid(pid_, timeout)) return false;
+  if (!testing::WaitPid(pid_, absl::ToChronoMilliseconds(timeout))) return false;
   pid_ = -1;
   return true;
 }
 
 void SchedulerProcess::Crash() {
   if (pid_ <= 0) return;
-  kill(pid_, SIGKILL);
-  WaitPid(pid_, absl::Seconds(10));
+  testing::StopProcess(pid_, SIGKILL);
   pid_ = -1;
 }
 
 int SchedulerProcess::Stop() {
   if (pid_ <= 0) return -1;
-  kill(pid_, SIGTERM);
-  std::optional<int> status = WaitPid(pid_, absl::Seconds(10));
-  if (!status) {
-    kill(pid_, SIGKILL);
-    status = WaitPid(pid_, absl::Seconds(10));
-  }
+  const int code = testing::ExitCode(testing::StopProcess(pid_, SIGTERM, std::chrono::seconds(10)));
   pid_ = -1;
-  return status && WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
+  return code;
 }
 
 std::string SchedulerProcess::Log() const { return ReadFile(log_path()); }

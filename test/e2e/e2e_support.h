@@ -40,7 +40,8 @@ bool Eventually(absl::Duration timeout, const std::function<bool()>& condition,
 // A REST client as the cluster's admin (system:masters), for the tests' own reads and writes.
 absl::StatusOr<std::unique_ptr<k8s::RestClient>> AdminClient(const testing::K8sClusterInfo& info);
 
-// Runs argv (no shell), stdout and stderr merged, killed after `timeout`.
+// Runs argv (no shell; testing::RunProcess), stdout and stderr merged, its process group killed
+// after `timeout`. `extra_env`: NAME=value entries ahead of (and overriding) the inherited ones.
 struct CommandResult {
   int exit_code = -1;  // -1: killed by a signal or the timeout
   std::string output;
