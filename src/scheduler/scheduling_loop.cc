@@ -529,8 +529,9 @@ void SchedulingLoop::HoldWaitingJobs(const queue::Plan& plan, CycleStats* stats)
         return std::find(n.second.partitions.begin(), n.second.partitions.end(), partition) != n.second.partitions.end();
       });
       if (pool_nodes) {
-        message = absl::StrCat("the pool nodes of partition ", partition, " are Kubernetes' now (pods ran there less than ",
-                               config_.slurm.lend_after_seconds, "s ago, or they are kept as headroom)");
+        message = absl::StrCat("no pool node of partition ", partition,
+                               " can be lent now (pods used them less than ", config_.slurm.lend_after_seconds,
+                               "s ago, they are kept as headroom, or they are not ready)");
       }
     }
     const std::string comment = absl::StrCat(slurm::kOwnerTagPrefix, " ", reason, ": ", message);

@@ -234,6 +234,9 @@ SlurmRecords AddSlurmWorld(std::shared_ptr<const slurm::SlurmView> view, const S
     w.held = WaitsForSlurmReason(job);
     w.eligibility.node_selector[absl::StrCat(kPartitionLabelPrefix, partition)] = "true";
     w.eligibility.node_selector[kLendableLabel] = "true";
+    // Taints keep pods off a node; a Slurm job is no pod (whether Slurm may run there is the
+    // Slurm node's state and the lendable rule).
+    w.eligibility.tolerations.push_back({"", queue::Toleration::Operator::kExists, "", std::nullopt});
     if (std::find(options.known_qos.begin(), options.known_qos.end(), w.qos) == options.known_qos.end()) {
       w.admission_error = queue::AdmissionError::kQosNotAllowed;
       w.admission_message = absl::StrCat("Slurm QOS \"", job.qos, "\" maps to \"", w.qos,

@@ -220,8 +220,13 @@ if $want_kcm; then
       --tls-cert-file="$pki/serving.crt" --tls-private-key-file="$pki/serving.key" \
       --leader-elect=false --use-service-account-credentials=true \
       --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
-      --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key"
+      --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
+      --node-monitor-grace-period=10m
   }
+  # --node-monitor-grace-period: kwok v0.7.0 here posts a node's status only when something about
+  # the node changes (its watches keep ending, docs/e2e.md), so with the default 50 s every kwok
+  # node of a quiet cluster turned NotReady a minute after it was made (seen in make demo), and
+  # back when that change woke kwok. A simulated kubelet never dies: a long grace costs nothing.
   kcm_ready() { oq_https_ok "$pki/ca.crt" "https://127.0.0.1:$kcm_port/healthz"; }
   start_with_retry kube-controller-manager choose_kcm kcm_ready 60
   # With the ServiceAccount admission plugin on, a pod is refused until its namespace's "default"

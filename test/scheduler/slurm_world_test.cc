@@ -100,6 +100,8 @@ TEST(SlurmWorldTest, PendingJobsOfSharedPartitionsAreWorkloadsWithTheirRequestPe
   EXPECT_EQ(w.submit_time, kNow - 600);
   EXPECT_EQ(w.eligibility.node_selector.at("slurm.onequeue.io/partition.pool"), "true");
   EXPECT_EQ(w.eligibility.node_selector.at("slurm.onequeue.io/lendable"), "true");
+  ASSERT_EQ(w.eligibility.tolerations.size(), 1u);  // Kubernetes taints are for pods
+  EXPECT_EQ(w.eligibility.tolerations[0].op, queue::Toleration::Operator::kExists);
   EXPECT_TRUE(records.pending.count("slurm/7"));
   EXPECT_EQ(records.nodes.at("n1").slurm_name, "n1");
   EXPECT_EQ(built.snapshot->nodes[0].labels.at("slurm.onequeue.io/lendable"), "true");
