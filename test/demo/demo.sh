@@ -183,6 +183,7 @@ spec:
       annotations: {onequeue.io/qos: batch, onequeue.io/time-limit: "4h"}
     spec:
       schedulerName: onequeue
+      terminationGracePeriodSeconds: 5  # the preempted pod leaves in seconds, not the default 30
       tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]
       containers: [{name: main, image: busybox, resources: {requests: {cpu: "4", memory: 1Gi}}}]
 YAML
