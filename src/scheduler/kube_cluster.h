@@ -8,6 +8,7 @@
 #include "k8s_client/informer.h"
 #include "k8s_client/rest_client.h"
 #include "k8s_client/scheduler_api.h"
+#include "scheduler/kube_source.h"
 #include "scheduler/scheduling_loop.h"
 #include "slurm_bridge/poller.h"
 
@@ -15,12 +16,13 @@ namespace onequeue::scheduler {
 
 class InformerClusterView : public ClusterView {
  public:
-  // `slurm` may be null (Slurm disabled).
+  // `source`: the records the informers' handlers keep; `slurm` may be null (Slurm disabled).
   InformerClusterView(const k8s::Informer<k8s::Node>* nodes, const k8s::Informer<k8s::Pod>* pods,
-                      const slurm::SlurmPoller* slurm = nullptr)
-      : nodes_(nodes), pods_(pods), slurm_(slurm) {}
+                      const KubeSource* source, const slurm::SlurmPoller* slurm = nullptr)
+      : nodes_(nodes), pods_(pods), source_(source), slurm_(slurm) {}
   std::vector<k8s::Node> Nodes() const override { return nodes_->List(); }
   std::vector<k8s::Pod> Pods() const override { return pods_->List(); }
+  std::shared_ptr<const KubeState> State() const override { return source_->State(); }
   std::shared_ptr<const slurm::SlurmView> Slurm() const override {
     if (slurm_ == nullptr) return nullptr;
     auto v = slurm_->View();
@@ -31,6 +33,7 @@ class InformerClusterView : public ClusterView {
  private:
   const k8s::Informer<k8s::Node>* nodes_;
   const k8s::Informer<k8s::Pod>* pods_;
+  const KubeSource* source_;
   const slurm::SlurmPoller* slurm_;
 };
 

@@ -206,6 +206,7 @@ int RunDaemon(const Config& config) {
   std::unique_ptr<k8s::SchedulerApi> lease_api;
   std::unique_ptr<LeaderElector> elector;
   CycleTrigger trigger;
+  KubeSource kube_source;
   std::thread loop_thread, lease_thread;
   absl::Notification stop_lease;
   std::atomic<bool> leading{true};
@@ -247,14 +248,16 @@ int RunDaemon(const Config& config) {
       return 1;
     }
     client = std::move(*created);
+    // The handlers keep the Kubernetes source's records current (parsed once per change) and
+    // wake a cycle.
     k8s::InformerHandlers<k8s::Node> node_handlers{
-        [&](const k8s::Node&) { trigger.Fire(); },
-        [&](const k8s::Node&, const k8s::Node&) { trigger.Fire(); },
-        [&](const k8s::Node&) { trigger.Fire(); }};
+        [&](const k8s::Node& n) { kube_source.UpsertNode(n); trigger.Fire(); },
+        [&](const k8s::Node&, const k8s::Node& n) { kube_source.UpsertNode(n); trigger.Fire(); },
+        [&](const k8s::Node& n) { kube_source.DeleteNode(n); trigger.Fire(); }};
     k8s::InformerHandlers<k8s::Pod> pod_handlers{
-        [&](const k8s::Pod&) { trigger.Fire(); },
-        [&](const k8s::Pod&, const k8s::Pod&) { trigger.Fire(); },
-        [&](const k8s::Pod&) { trigger.Fire(); }};
+        [&](const k8s::Pod& p) { kube_source.UpsertPod(p); trigger.Fire(); },
+        [&](const k8s::Pod&, const k8s::Pod& p) { kube_source.UpsertPod(p); trigger.Fire(); },
+        [&](const k8s::Pod& p) { kube_source.DeletePod(p); trigger.Fire(); }};
     nodes = std::make_unique<k8s::Informer<k8s::Node>>(client.get(), k8s::kNodes, k8s::InformerOptions{},
                                                         node_handlers);
     pods = std::make_unique<k8s::Informer<k8s::Pod>>(client.get(), k8s::kPods, k8s::InformerOptions{},
@@ -289,7 +292,7 @@ int RunDaemon(const Config& config) {
           spdlog::warn("slurm: no successful poll after 30 s; scheduling pods, keeping them off lent nodes");
         }
       }
-      InformerClusterView view(nodes.get(), pods.get(), slurm_side.poller.get());
+      InformerClusterView view(nodes.get(), pods.get(), &kube_source, slurm_side.poller.get());
       KubeClusterActions actions(client.get(), pods.get(), host);
       SchedulingLoop loop(config, &view, &actions, slurm_side.actions.get(), FailpointsFromEnvironment());
       // Event-driven, coalesced, with a periodic full pass so estimates and ages stay fresh.

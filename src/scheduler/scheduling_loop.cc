@@ -161,10 +161,10 @@ bool SchedulingLoop::IsPending(const BuiltSnapshot& built, std::string_view work
          slurm_records_.pending.find(workload) != slurm_records_.pending.end();
 }
 
-void SchedulingLoop::ForgetConfirmedAssumptions(const std::vector<k8s::Pod>& pods,
-                                                const slurm::SlurmView* slurm_view, queue::Time now) {
-  std::map<std::string, const k8s::Pod*> by_key;
-  for (const auto& p : pods) by_key[p.metadata.Key()] = &p;
+void SchedulingLoop::ForgetConfirmedAssumptions(const KubeState& state, const slurm::SlurmView* slurm_view,
+                                                queue::Time now) {
+  std::map<std::string_view, const PodRecord*> by_key;
+  for (const auto& p : state.pods) by_key[p->key] = p.get();
   for (auto it = assumed_.begin(); it != assumed_.end();) {
     auto p = by_key.find(it->first);
     // Confirmed (the informer shows the binding) or gone: the assumption has done its job.
@@ -181,7 +181,8 @@ void SchedulingLoop::ForgetConfirmedAssumptions(const std::vector<k8s::Pod>& pod
       auto job = slurm_view->jobs->find(it->first);
       // Seen running (or ended, or gone): confirmed. Still pending past its time: Slurm did not
       // start it, and the next plan decides again.
-      const bool confirmed = job == slurm_view->jobs->end() || job->second.state != slurm::JobState::kPending;
+      const bool confirmed = job == slurm_view->jobs->end() || job->second.state != slurm::JobState::kPending ||
+                             job->second.restart_count > it->second.restarts;
       if (confirmed || now > it->second.until) it = assumed_jobs_.erase(it);
       else ++it;
     }
@@ -304,6 +305,8 @@ void SchedulingLoop::StartPreemption(const queue::PreemptDecision& d, const Buil
     if (!job_id) continue;
     slurm_victims = true;
     if (evicted_.count(victim) || slurm_ == nullptr) continue;
+    // A victim onequeue started a moment ago may still be assumed running: it is leaving now.
+    assumed_jobs_.erase(*job_id);
     auto job = slurm_records_.running.find(victim);
     if (job == slurm_records_.running.end()) continue;  // already left
     absl::Status s;
@@ -441,7 +444,9 @@ void SchedulingLoop::StartSlurmJob(const queue::StartDecision& start, const Buil
     last_fence_.erase(k8s_nodes[i]);
     touched->insert(k8s_nodes[i]);
   }
-  assumed_jobs_[*job] = {k8s_nodes, now + kAssumedStartSeconds};
+  const auto pending = slurm_records_.pending.find(start.workload);
+  assumed_jobs_[*job] = {k8s_nodes, now + kAssumedStartSeconds,
+                         pending == slurm_records_.pending.end() ? 0 : pending->second->restart_count};
   last_hold_.erase(*job);
   ++stats->slurm_started;
 }
@@ -609,28 +614,26 @@ WaitReport SchedulingLoop::ReportFor(const queue::WaitingStatus& w, const queue:
 
 CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   CycleStats stats;
-  const std::vector<k8s::Pod> pods = view_->Pods();
-  const std::vector<k8s::Node> nodes = view_->Nodes();
+  const std::shared_ptr<const KubeState> state = view_->State();
   const std::shared_ptr<const slurm::SlurmView> slurm_view = slurm_ != nullptr ? view_->Slurm() : nullptr;
-  ForgetConfirmedAssumptions(pods, slurm_view.get(), now);
+  ForgetConfirmedAssumptions(*state, slurm_view.get(), now);
   std::set<std::string> terminating;
-  for (const auto& p : pods) {
-    if (!p.metadata.deletion_timestamp.empty()) terminating.insert(p.metadata.Key());
+  for (const auto& p : state->pods) {
+    if (p->deleting) terminating.insert(p->key);
   }
   // Owners as the informer shows them, except where this process wrote a newer value the watch
   // has not shown yet. Reservations are recovered from what step 1 wrote, so a restarted or newly
   // elected scheduler finishes (or rolls back) what its predecessor began.
   node_owner_.clear();
-  for (const auto& n : nodes) {
-    auto it = n.metadata.annotations.find(kOwnerAnnotation);
-    std::string value = it == n.metadata.annotations.end() ? "" : it->second;
-    if (auto w = owner_written_.find(n.metadata.name); w != owner_written_.end()) {
+  for (const auto& n : state->nodes) {
+    std::string value = n->owner;
+    if (auto w = owner_written_.find(n->name); w != owner_written_.end()) {
       if (w->second.first == value || now - w->second.second > kOwnerWriteTrustSeconds) owner_written_.erase(w);
       else value = w->second.first;
     }
-    node_owner_[n.metadata.name] = value;
+    node_owner_[n->name] = value;
     if (absl::StartsWith(value, kReservedPrefix)) {
-      reservations_[n.metadata.name] = value.substr(std::string(kReservedPrefix).size());
+      reservations_[n->name] = value.substr(std::string(kReservedPrefix).size());
     }
   }
 
@@ -640,7 +643,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   for (const auto& q : config_.queue.qos) options.known_qos.push_back(q.name);
   options.assumed_bindings = assumed_;
   for (const auto& [node, value] : owner_written_) options.owner_overrides[node] = value.first;
-  BuiltSnapshot built = BuildSnapshot(nodes, pods, options, now);
+  BuiltSnapshot built = BuildSnapshot(*state, options, now);
   ChargeUsage(built, slurm_view.get(), now);
   built.snapshot->usage = usage_;
   slurm_records_ = SlurmRecords{};

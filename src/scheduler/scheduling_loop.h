@@ -34,6 +34,11 @@ class ClusterView {
   virtual ~ClusterView() = default;
   virtual std::vector<k8s::Node> Nodes() const = 0;
   virtual std::vector<k8s::Pod> Pods() const = 0;
+  // The Kubernetes world as parsed records. The informer-backed view keeps them up to date as
+  // events arrive (KubeSource); this default parses Nodes() and Pods() again (tests, tools).
+  virtual std::shared_ptr<const KubeState> State() const {
+    return std::make_shared<const KubeState>(ToKubeState(Nodes(), Pods()));
+  }
   // The Slurm poller's latest view; null without Slurm (or before its first poll).
   virtual std::shared_ptr<const slurm::SlurmView> Slurm() const { return nullptr; }
 };
@@ -137,8 +142,7 @@ class SchedulingLoop {
     std::string message;
   };
 
-  void ForgetConfirmedAssumptions(const std::vector<k8s::Pod>& pods, const slurm::SlurmView* slurm_view,
-                                  queue::Time now);
+  void ForgetConfirmedAssumptions(const KubeState& state, const slurm::SlurmView* slurm_view, queue::Time now);
   SlurmWorldOptions SlurmOptions(const BuiltSnapshot& built, queue::Time now);
   // Moves a joined node to `world` before a start there: false if it cannot be done now.
   bool TakeNodeFor(const std::string& node, const std::string& workload, queue::Time now, CycleStats* stats);
@@ -185,6 +189,7 @@ class SchedulingLoop {
   struct AssumedStart {
     std::vector<std::string> nodes;
     queue::Time until = 0;
+    int restarts = 0;  // the job's restart count when started: a higher one means it was requeued
   };
   std::map<uint32_t, AssumedStart> assumed_jobs_;
   std::map<std::string, std::string> node_owner_;      // node -> owner annotation as read this cycle

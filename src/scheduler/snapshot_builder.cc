@@ -11,11 +11,11 @@ namespace {
 
 using queue::Resources;
 
-bool IsPoolNode(const k8s::Node& node, const std::string& pool_label) {
+bool IsPoolNode(const NodeRecord& node, const std::string& pool_label) {
   const auto eq = pool_label.find('=');
   const std::string key = pool_label.substr(0, eq);
-  auto it = node.metadata.labels.find(key);
-  if (it == node.metadata.labels.end()) return false;
+  auto it = node.labels.find(key);
+  if (it == node.labels.end()) return false;
   return eq == std::string::npos || it->second == pool_label.substr(eq + 1);
 }
 
@@ -107,13 +107,9 @@ std::string Annotation(const k8s::Pod& pod, const char* key) {
   return it == pod.metadata.annotations.end() ? std::string() : it->second;
 }
 
-std::string WorkloadId(const k8s::Pod& pod) {
-  const std::string group = Annotation(pod, kGroupAnnotation);
-  return group.empty() ? pod.metadata.namespace_ + "/" + pod.metadata.name
-                       : pod.metadata.namespace_ + "/group/" + group;
+std::string WorkloadId(const PodRecord& pod) {
+  return pod.group.empty() ? pod.key : pod.namespace_ + "/group/" + pod.group;
 }
-
-bool Terminal(const k8s::Pod& pod) { return pod.phase == "Succeeded" || pod.phase == "Failed"; }
 
 }  // namespace
 
@@ -138,31 +134,77 @@ queue::Time ParseTimestamp(const std::string& rfc3339) {
   return absl::ToUnixSeconds(t);
 }
 
+PodRecord PodRecord::From(const k8s::Pod& pod) {
+  PodRecord r;
+  r.key = pod.metadata.Key();
+  r.namespace_ = pod.metadata.namespace_;
+  r.name = pod.metadata.name;
+  r.uid = pod.metadata.uid;
+  r.node_name = pod.node_name;
+  r.scheduler_name = pod.scheduler_name;
+  r.terminal = pod.phase == "Succeeded" || pod.phase == "Failed";
+  r.deleting = !pod.metadata.deletion_timestamp.empty();
+  for (const auto& o : pod.metadata.owner_references) r.daemon = r.daemon || (o.controller && o.kind == "DaemonSet");
+  r.qos = Annotation(pod, kQosAnnotation);
+  r.account = Annotation(pod, kAccountAnnotation);
+  r.time_limit = Annotation(pod, kTimeLimitAnnotation);
+  r.group = Annotation(pod, kGroupAnnotation);
+  r.group_size = Annotation(pod, kGroupSizeAnnotation);
+  r.priority = pod.priority;
+  r.created = ParseTimestamp(pod.metadata.creation_timestamp);
+  r.active_deadline_seconds = pod.active_deadline_seconds;
+  r.requests = k8s::ComputePodRequests(pod);
+  r.eligibility = ToEligibility(pod);
+  r.node_affinity_terms = pod.required_node_affinity.size();
+  return r;
+}
+
+NodeRecord NodeRecord::From(const k8s::Node& n) {
+  NodeRecord r;
+  r.name = n.metadata.name;
+  r.labels.insert(n.metadata.labels.begin(), n.metadata.labels.end());
+  for (const auto& t : n.taints) {
+    if (t.key == kOwnerTaintKey) continue;  // onequeue's own mark, for other schedulers
+    r.taints.push_back({t.key, t.value, ToEffect(t.effect)});
+  }
+  r.allocatable = n.allocatable;
+  auto owner = n.metadata.annotations.find(kOwnerAnnotation);
+  r.owner = owner == n.metadata.annotations.end() ? "" : owner->second;
+  r.schedulable = !n.unschedulable && IsReady(n) && n.metadata.deletion_timestamp.empty();
+  return r;
+}
+
+KubeState ToKubeState(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods) {
+  KubeState state;
+  for (const auto& n : nodes) state.nodes.push_back(std::make_shared<const NodeRecord>(NodeRecord::From(n)));
+  for (const auto& p : pods) state.pods.push_back(std::make_shared<const PodRecord>(PodRecord::From(p)));
+  return state;
+}
+
 BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods,
                             const SnapshotOptions& options, queue::Time now) {
+  return BuildSnapshot(ToKubeState(nodes, pods), options, now);
+}
+
+BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& options, queue::Time now) {
   BuiltSnapshot out;
   out.snapshot = std::make_shared<queue::Snapshot>();
   queue::Snapshot& snap = *out.snapshot;
   ResourceMapper mapper(&snap.resource_names);
 
   std::map<std::string, queue::NodeIndex> node_index;
-  for (const auto& n : nodes) {
+  for (const auto& record : state.nodes) {
+    const NodeRecord& n = *record;
     if (!IsPoolNode(n, options.pool_label)) continue;
     queue::Node qn;
-    qn.name = n.metadata.name;
+    qn.name = n.name;
     qn.allocatable = mapper.Map(n.allocatable);
-    qn.labels.insert(n.metadata.labels.begin(), n.metadata.labels.end());
-    for (const auto& t : n.taints) {
-      if (t.key == kOwnerTaintKey) continue;  // onequeue's own mark, for other schedulers
-      qn.taints.push_back({t.key, t.value, ToEffect(t.effect)});
-    }
-    auto owner = n.metadata.annotations.find(kOwnerAnnotation);
-    std::string owner_value = owner == n.metadata.annotations.end() ? "" : owner->second;
-    if (auto o = options.owner_overrides.find(n.metadata.name); o != options.owner_overrides.end()) {
-      owner_value = o->second;
-    }
+    qn.labels = n.labels;
+    qn.taints = n.taints;
+    std::string owner_value = n.owner;
+    if (auto o = options.owner_overrides.find(n.name); o != options.owner_overrides.end()) owner_value = o->second;
     qn.owner = ParseOwner(owner_value);
-    qn.schedulable = !n.unschedulable && IsReady(n) && n.metadata.deletion_timestamp.empty();
+    qn.schedulable = n.schedulable;
     node_index[qn.name] = static_cast<queue::NodeIndex>(snap.nodes.size());
     snap.nodes.push_back(std::move(qn));
   }
@@ -170,32 +212,39 @@ BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vect
   // Running: every non-terminal pod on a pool node (whoever scheduled it), grouped by gang.
   std::map<std::string, queue::RunningWorkload> running;
   // Pending: this scheduler's unbound pods, grouped by gang.
-  std::map<std::string, std::vector<const k8s::Pod*>> pending_groups;
-  for (const auto& pod : pods) {
-    const std::string key = pod.metadata.Key();
+  std::map<std::string, std::vector<const PodRecord*>> pending_groups;
+  for (const auto& record : state.pods) {
+    const PodRecord& pod = *record;
+    const std::string& key = pod.key;
     std::string node = pod.node_name;
     if (node.empty()) {
       auto a = options.assumed_bindings.find(key);
       if (a != options.assumed_bindings.end()) node = a->second;
     }
     if (!node.empty()) {
-      if (Terminal(pod)) continue;
+      if (pod.terminal) continue;
       auto ni = node_index.find(node);
       if (ni == node_index.end()) continue;  // not a pool node: not ours to count
+      if (pod.daemon) {
+        Resources used = mapper.Map(pod.requests);
+        used[queue::kPods] = 1;
+        queue::Resources& capacity = snap.nodes[ni->second].allocatable;
+        for (int i = 0; i < queue::kMaxResourceKinds; ++i) capacity[i] = std::max<int64_t>(0, capacity[i] - used[i]);
+        continue;
+      }
       const std::string id = WorkloadId(pod);
       queue::RunningWorkload& rw = running[id];
       rw.id = id;
-      rw.qos = Annotation(pod, kQosAnnotation);
-      rw.account = Annotation(pod, kAccountAnnotation);
-      if (rw.account.empty()) rw.account = pod.metadata.namespace_;
-      rw.gang_id = Annotation(pod, kGroupAnnotation).empty() ? "" : id;
+      rw.qos = pod.qos;
+      rw.account = pod.account.empty() ? pod.namespace_ : pod.account;
+      rw.gang_id = pod.group.empty() ? "" : id;
       rw.priority = pod.priority.value_or(0);
-      const queue::Time start = ParseTimestamp(pod.metadata.creation_timestamp);
+      const queue::Time start = pod.created;
       rw.start_time = rw.start_time == 0 ? start : std::min(rw.start_time, start);
-      Resources used = mapper.Map(k8s::ComputePodRequests(pod));
+      Resources used = mapper.Map(pod.requests);
       used[queue::kPods] = 1;
       rw.allocations.push_back({ni->second, used});
-      if (auto tl = ParseTimeLimit(Annotation(pod, kTimeLimitAnnotation)); tl.ok()) {
+      if (auto tl = ParseTimeLimit(pod.time_limit); tl.ok()) {
         rw.expected_end = rw.start_time + *tl;
       } else if (pod.active_deadline_seconds) {
         rw.expected_end = rw.start_time + *pod.active_deadline_seconds;
@@ -203,8 +252,7 @@ BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vect
       out.running_pods[id].pod_keys.push_back(key);
       continue;
     }
-    if (pod.scheduler_name != options.scheduler_name || Terminal(pod) ||
-        !pod.metadata.deletion_timestamp.empty()) {
+    if (pod.scheduler_name != options.scheduler_name || pod.terminal || pod.deleting) {
       continue;
     }
     pending_groups[WorkloadId(pod)].push_back(&pod);
@@ -213,27 +261,26 @@ BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vect
 
   for (auto& [id, members] : pending_groups) {
     std::sort(members.begin(), members.end(),
-              [](const k8s::Pod* a, const k8s::Pod* b) { return a->metadata.name < b->metadata.name; });
-    const k8s::Pod& first = *members.front();
+              [](const PodRecord* a, const PodRecord* b) { return a->name < b->name; });
+    const PodRecord& first = *members.front();
     queue::PendingWorkload w;
     w.id = id;
     w.kind = queue::WorkloadKind::kPodGroup;
     w.members_present = static_cast<int32_t>(members.size());
     w.members = w.members_present;
     w.gang = true;
-    w.qos = Annotation(first, kQosAnnotation);
-    w.account = Annotation(first, kAccountAnnotation);
-    if (w.account.empty()) w.account = first.metadata.namespace_;
+    w.qos = first.qos;
+    w.account = first.account.empty() ? first.namespace_ : first.account;
     w.priority_class_value = first.priority;
-    w.eligibility = ToEligibility(first);
+    w.eligibility = first.eligibility;
     queue::Time submit = queue::kForever;
-    for (const k8s::Pod* p : members) {
+    for (const PodRecord* p : members) {
       // The group's request per member is the largest of its members', slot by slot.
-      Resources r = mapper.Map(k8s::ComputePodRequests(*p));
+      Resources r = mapper.Map(p->requests);
       r[queue::kPods] = 1;
       for (int i = 0; i < queue::kMaxResourceKinds; ++i) w.per_member[i] = std::max(w.per_member[i], r[i]);
-      submit = std::min(submit, ParseTimestamp(p->metadata.creation_timestamp));
-      out.pending_pods[id].pod_keys.push_back(p->metadata.Key());
+      submit = std::min(submit, p->created);
+      out.pending_pods[id].pod_keys.push_back(p->key);
     }
     w.submit_time = submit == queue::kForever ? now : submit;
 
@@ -243,7 +290,7 @@ BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vect
       w.admission_error = e;
       w.admission_message = std::move(message);
     };
-    const std::string group_size = Annotation(first, kGroupSizeAnnotation);
+    const std::string& group_size = first.group_size;
     if (!group_size.empty()) {
       int32_t size = 0;
       if (!absl::SimpleAtoi(group_size, &size) || size < 1 || size > 100000) {
@@ -253,7 +300,7 @@ BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vect
         w.members = size;
       }
     }
-    const std::string tl = Annotation(first, kTimeLimitAnnotation);
+    const std::string& tl = first.time_limit;
     if (!tl.empty()) {
       auto d = ParseTimeLimit(tl);
       if (d.ok()) w.time_limit = *d;
@@ -266,7 +313,7 @@ BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vect
       fail(queue::AdmissionError::kQosNotAllowed,
            absl::StrCat("QOS \"", w.qos, "\" is not defined in onequeue's configuration"));
     }
-    if (first.required_node_affinity.size() > 1) {
+    if (first.node_affinity_terms > 1) {
       fail(queue::AdmissionError::kInvalidAnnotation,
            "required node affinity with several nodeSelectorTerms is not supported yet");
     }

@@ -47,6 +47,50 @@ struct SnapshotOptions {
   std::map<std::string, std::string> owner_overrides;
 };
 
+// What the snapshot needs of one pod, parsed once when the informer delivers it (not every
+// cycle): annotations, requests, eligibility, times. `generation` moves with every change.
+struct PodRecord {
+  std::string key, namespace_, name, uid;
+  std::string node_name;  // bound to
+  std::string scheduler_name;
+  bool terminal = false;   // Succeeded or Failed
+  bool deleting = false;   // deletionTimestamp set
+  // Run by a DaemonSet: one on every node, part of the node rather than a tenant's workload. Its
+  // requests reduce the node's capacity; it never makes a node Kubernetes' (nor blocks lending).
+  bool daemon = false;
+  // Annotations as written (onequeue.io/qos, account, time-limit, group, group-size).
+  std::string qos, account, time_limit, group, group_size;
+  std::optional<int32_t> priority;
+  queue::Time created = 0;
+  std::optional<int64_t> active_deadline_seconds;
+  k8s::ResourceList requests;  // ComputePodRequests
+  queue::Eligibility eligibility;
+  size_t node_affinity_terms = 0;
+  uint64_t generation = 0;
+
+  static PodRecord From(const k8s::Pod& pod);
+};
+
+// What the snapshot needs of one node.
+struct NodeRecord {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  std::vector<queue::Taint> taints;  // without onequeue's own owner taint
+  k8s::ResourceList allocatable;
+  std::string owner;  // the onequeue.io/owner annotation
+  bool schedulable = false;  // Ready, not cordoned, not being deleted
+  uint64_t generation = 0;
+
+  static NodeRecord From(const k8s::Node& node);
+};
+
+// The Kubernetes world as records, immutable: a cycle reads one of these.
+struct KubeState {
+  std::vector<std::shared_ptr<const NodeRecord>> nodes;
+  std::vector<std::shared_ptr<const PodRecord>> pods;
+  uint64_t generation = 0;  // the highest record generation in it
+};
+
 // One workload's pods, in member order.
 struct WorkloadPods {
   std::vector<std::string> pod_keys;  // "namespace/name"
@@ -58,8 +102,11 @@ struct BuiltSnapshot {
   std::map<std::string, WorkloadPods, std::less<>> running_pods;  // running workload id -> its pods
 };
 
+BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& options, queue::Time now);
+// The same from Kubernetes objects (parsed here): for tests and one-off callers.
 BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods,
                             const SnapshotOptions& options, queue::Time now);
+KubeState ToKubeState(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods);
 
 // "90s", "30m", "2h", "1h30m", "3600" -> seconds; error message on anything else.
 absl::StatusOr<queue::Duration> ParseTimeLimit(const std::string& text);

@@ -25,6 +25,8 @@ using nlohmann::json;
 class FakeSlurm : public SlurmActions {
  public:
   bool placeholder = false;
+  bool start_lag = false;  // StartOn only releases the job; the test starts it (Run) when it likes
+  std::shared_ptr<const slurm::SlurmView> frozen_view;  // set: the poller lags, View() returns this
   queue::Time now = 0;
   std::vector<std::string> calls;
   std::map<uint32_t, int> requeues;
@@ -68,6 +70,7 @@ class FakeSlurm : public SlurmActions {
   }
 
   std::shared_ptr<const slurm::SlurmView> View() const {
+    if (frozen_view != nullptr) return frozen_view;
     auto v = std::make_shared<slurm::SlurmView>();
     slurm::SlurmView::Nodes nodes = nodes_;
     slurm::SlurmView::Jobs jobs = jobs_;
@@ -133,7 +136,7 @@ class FakeSlurm : public SlurmActions {
     j.priority = 4000000000u;
     j.comment = comment;
     j.required_nodes = nodes;
-    if (nodes.size() == 1 && !fence_.count(nodes[0])) Run(job, nodes[0]);
+    if (!start_lag && nodes.size() == 1 && !fence_.count(nodes[0])) Run(job, nodes[0]);
     return absl::OkStatus();
   }
   absl::Status Requeue(uint32_t job) override {

@@ -262,3 +262,33 @@ TEST(SlurmLoopTest, ASlurmJobOfHigherPriorityPreemptsAPodThroughTheSameProtocol)
 
 }  // namespace
 }  // namespace onequeue::scheduler
+
+namespace onequeue::scheduler {
+namespace {
+
+// Found end to end: a job onequeue had just started was requeued for a pod before any cycle saw
+// it running; its start assumption outlived the requeue, so the job still "held" the node and
+// the pod waited until the assumption lapsed.
+TEST(SlurmLoopTest, AJobRequeuedBeforeItsStartWasSeenNoLongerHoldsTheNode) {
+  Cluster c(1);
+  c.slurm.Submit(7);
+  c.slurm.start_lag = true;
+  Config cfg = SlurmConfig();
+  cfg.slurm.lend_after_seconds = 0;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  ASSERT_THAT(c.slurm.calls, Contains("start 7"));
+  // Slurm starts it, but the poll still shows it pending when an interactive pod arrives.
+  c.slurm.frozen_view = c.slurm.View();
+  c.slurm.Run(7, "n1");
+  c.k8s.AddPod("jupyter", "2", "interactive");
+  c.Cycle(loop, kT0 + 1);
+  EXPECT_EQ(c.slurm.requeues[7], 1);
+  c.slurm.frozen_view = nullptr;
+  for (int t = 2; t <= 6; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "n1");
+  EXPECT_EQ(c.slurm.requeues[7], 1);
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler

@@ -56,6 +56,35 @@ TEST(SnapshotBuilderTest, PoolNodesWithResourcesOwnersAndReadiness) {
   EXPECT_FALSE(s.nodes[2].schedulable);
 }
 
+// A DaemonSet pod runs on every node: it takes capacity but is no tenant's workload, so it never
+// makes a node Kubernetes' (a node running only node-exporter is still free to lend).
+TEST(SnapshotBuilderTest, DaemonSetPodsReduceCapacityButAreNoWorkload) {
+  k8s::Pod daemon = MakePod("exporter-x", json::object(), "n1", "500m", "default-scheduler");
+  daemon.metadata.owner_references.push_back({"apps/v1", "DaemonSet", "exporter", "uid-1", true});
+  const BuiltSnapshot b = BuildSnapshot({MakeNode("n1")}, {daemon}, Options(), 0);
+  EXPECT_TRUE(b.snapshot->running.empty());
+  EXPECT_EQ(b.snapshot->nodes[0].allocatable[queue::kCpu], 3500);
+  EXPECT_EQ(b.snapshot->nodes[0].allocatable[queue::kPods], 109);
+}
+
+// The records a cycle reads are the same whether parsed now or when the informer delivered them.
+TEST(SnapshotBuilderTest, RecordsParsedOnceGiveTheSameSnapshot) {
+  std::vector<k8s::Node> nodes = {MakeNode("n1"), MakeNode("n2")};
+  std::vector<k8s::Pod> pods = {MakePod("a", {{"onequeue.io/qos", "batch"}}), MakePod("b", json::object(), "n1"),
+                                MakePod("g0", {{"onequeue.io/group", "g"}, {"onequeue.io/group-size", "2"}})};
+  const BuiltSnapshot direct = BuildSnapshot(nodes, pods, Options(), 0);
+  const KubeState state = ToKubeState(nodes, pods);
+  const BuiltSnapshot from_records = BuildSnapshot(state, Options(), 0);
+  ASSERT_EQ(direct.snapshot->pending.size(), from_records.snapshot->pending.size());
+  for (size_t i = 0; i < direct.snapshot->pending.size(); ++i) {
+    EXPECT_EQ(direct.snapshot->pending[i].id, from_records.snapshot->pending[i].id);
+    EXPECT_EQ(direct.snapshot->pending[i].per_member, from_records.snapshot->pending[i].per_member);
+    EXPECT_EQ(direct.snapshot->pending[i].members, from_records.snapshot->pending[i].members);
+  }
+  ASSERT_EQ(direct.snapshot->running.size(), from_records.snapshot->running.size());
+  EXPECT_EQ(direct.snapshot->running[0].id, from_records.snapshot->running[0].id);
+}
+
 TEST(SnapshotBuilderTest, PoolLabelWithValueSelectsOnlyThatPool) {
   SnapshotOptions o = Options();
   o.pool_label = "onequeue.io/pool=b";

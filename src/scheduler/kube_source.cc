@@ -1,0 +1,47 @@
+#include "scheduler/kube_source.h"
+
+namespace onequeue::scheduler {
+
+void KubeSource::UpsertPod(const k8s::Pod& pod) {
+  auto record = std::make_shared<PodRecord>(PodRecord::From(pod));  // parsed outside the lock
+  absl::MutexLock lock(&mu_);
+  record->generation = ++generation_;
+  pods_[record->key] = std::move(record);
+}
+
+void KubeSource::DeletePod(const k8s::Pod& pod) {
+  absl::MutexLock lock(&mu_);
+  if (pods_.erase(pod.metadata.Key()) > 0) ++generation_;
+}
+
+void KubeSource::UpsertNode(const k8s::Node& node) {
+  auto record = std::make_shared<NodeRecord>(NodeRecord::From(node));
+  absl::MutexLock lock(&mu_);
+  record->generation = ++generation_;
+  nodes_[record->name] = std::move(record);
+}
+
+void KubeSource::DeleteNode(const k8s::Node& node) {
+  absl::MutexLock lock(&mu_);
+  if (nodes_.erase(node.metadata.name) > 0) ++generation_;
+}
+
+std::shared_ptr<const KubeState> KubeSource::State() const {
+  absl::MutexLock lock(&mu_);
+  if (state_ != nullptr && state_->generation == generation_) return state_;
+  auto state = std::make_shared<KubeState>();
+  state->generation = generation_;
+  state->nodes.reserve(nodes_.size());
+  for (const auto& [name, n] : nodes_) state->nodes.push_back(n);
+  state->pods.reserve(pods_.size());
+  for (const auto& [key, p] : pods_) state->pods.push_back(p);
+  state_ = std::move(state);
+  return state_;
+}
+
+uint64_t KubeSource::generation() const {
+  absl::MutexLock lock(&mu_);
+  return generation_;
+}
+
+}  // namespace onequeue::scheduler

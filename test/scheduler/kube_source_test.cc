@@ -1,0 +1,54 @@
+// The Kubernetes source: records parsed once per change, a state rebuilt only when a generation
+// moved, unchanged records shared between states.
+#include "scheduler/kube_source.h"
+
+#include <gtest/gtest.h>
+
+#include "nlohmann/json.hpp"
+
+namespace onequeue::scheduler {
+namespace {
+
+using nlohmann::json;
+
+k8s::Pod Pod(const std::string& name, const std::string& node = "") {
+  json j = {{"metadata", {{"name", name}, {"namespace", "ns"}, {"resourceVersion", "1"}}},
+            {"spec", {{"schedulerName", "onequeue"},
+                      {"containers", json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}})}}},
+            {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
+  if (!node.empty()) j["spec"]["nodeName"] = node;
+  return *k8s::Pod::FromJson(j);
+}
+
+k8s::Node Node(const std::string& name) {
+  json j = {{"metadata", {{"name", name}, {"labels", {{"onequeue.io/pool", "a"}}}}},
+            {"status", {{"allocatable", {{"cpu", "4"}}}, {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+  return *k8s::Node::FromJson(j);
+}
+
+TEST(KubeSourceTest, AStateIsRebuiltOnlyWhenSomethingChangedAndSharesUnchangedRecords) {
+  KubeSource source;
+  source.UpsertNode(Node("n1"));
+  source.UpsertPod(Pod("a"));
+  source.UpsertPod(Pod("b"));
+  auto first = source.State();
+  ASSERT_EQ(first->pods.size(), 2u);
+  EXPECT_EQ(source.State(), first) << "nothing changed: the same state";
+  source.UpsertPod(Pod("b", "n1"));  // b is bound
+  auto second = source.State();
+  ASSERT_NE(second, first);
+  EXPECT_GT(second->generation, first->generation);
+  EXPECT_EQ(second->pods[0], first->pods[0]) << "a did not change: its record is shared";
+  EXPECT_EQ(second->pods[1]->node_name, "n1");
+  EXPECT_GT(second->pods[1]->generation, first->pods[1]->generation);
+  source.DeletePod(Pod("a"));
+  EXPECT_EQ(source.State()->pods.size(), 1u);
+  source.DeleteNode(Node("n1"));
+  EXPECT_TRUE(source.State()->nodes.empty());
+  // The first state is immutable: still what it was.
+  EXPECT_EQ(first->pods.size(), 2u);
+  EXPECT_EQ(first->pods[1]->node_name, "");
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
