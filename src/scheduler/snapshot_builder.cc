@@ -152,6 +152,12 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
   r.group_size = Annotation(pod, kGroupSizeAnnotation);
   r.priority = pod.priority;
   r.created = ParseTimestamp(pod.metadata.creation_timestamp);
+  r.bound = r.created;
+  for (const auto& c : pod.conditions) {
+    if (c.type == "PodScheduled" && c.status == "True") {
+      if (const queue::Time t = ParseTimestamp(c.last_transition_time); t > 0) r.bound = t;
+    }
+  }
   r.active_deadline_seconds = pod.active_deadline_seconds;
   r.requests = k8s::ComputePodRequests(pod);
   r.eligibility = ToEligibility(pod);
@@ -239,7 +245,7 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
       rw.account = pod.account.empty() ? pod.namespace_ : pod.account;
       rw.gang_id = pod.group.empty() ? "" : id;
       rw.priority = pod.priority.value_or(0);
-      const queue::Time start = pod.created;
+      const queue::Time start = pod.bound;
       rw.start_time = rw.start_time == 0 ? start : std::min(rw.start_time, start);
       Resources used = mapper.Map(pod.requests);
       used[queue::kPods] = 1;

@@ -62,6 +62,9 @@ struct PodRecord {
   std::string qos, account, time_limit, group, group_size;
   std::optional<int32_t> priority;
   queue::Time created = 0;
+  // When it was bound (PodScheduled=True's transition), else `created`: a running pod's time limit
+  // counts from here, not from when it was made (it may have waited days).
+  queue::Time bound = 0;
   std::optional<int64_t> active_deadline_seconds;
   k8s::ResourceList requests;  // ComputePodRequests
   queue::Eligibility eligibility;

@@ -67,6 +67,17 @@ TEST(SnapshotBuilderTest, DaemonSetPodsReduceCapacityButAreNoWorkload) {
   EXPECT_EQ(b.snapshot->nodes[0].allocatable[queue::kPods], 109);
 }
 
+// A pod that waited long before it was bound runs its time limit from the binding, not from its
+// creation (found by the one-queue benchmark: such pods looked overdue).
+TEST(SnapshotBuilderTest, ARunningPodsTimeLimitCountsFromItsBinding) {
+  k8s::Pod p = MakePod("late", {{"onequeue.io/time-limit", "1h"}}, "n1");
+  p.conditions.push_back({"PodScheduled", "True", "", "", "2026-11-23T10:00:00Z"});  // a day after creation
+  const BuiltSnapshot b = BuildSnapshot({MakeNode("n1")}, {p}, Options(), 0);
+  ASSERT_EQ(b.snapshot->running.size(), 1u);
+  EXPECT_EQ(b.snapshot->running[0].start_time, ParseTimestamp("2026-11-23T10:00:00Z"));
+  EXPECT_EQ(b.snapshot->running[0].expected_end, ParseTimestamp("2026-11-23T11:00:00Z"));
+}
+
 // The records a cycle reads are the same whether parsed now or when the informer delivered them.
 TEST(SnapshotBuilderTest, RecordsParsedOnceGiveTheSameSnapshot) {
   std::vector<k8s::Node> nodes = {MakeNode("n1"), MakeNode("n2")};
