@@ -482,6 +482,27 @@ struct QueuePlanner::State {
 
 namespace {
 
+// A reservation's candidate nodes (node -> {copies, freed}), best first: the node whose last
+// block ended latest before the reservation's start first (ties by node), the nodes free since
+// the search began last. The reservation then leaves the nodes that are free now, and the nodes
+// that free early, to backfilled starts: with one node per processor its spare nodes are exactly
+// textbook EASY's extra processors (test/queue/easy_reference_test.cc), where taking the free
+// ones first let a shorter job behind start instead of the one that fitted beside it.
+template <typename FeasibleMap>
+std::vector<std::pair<NodeIndex, int64_t>> PreferLatestFreed(const FeasibleMap& feasible) {
+  std::vector<std::tuple<Time, NodeIndex, int64_t>> ranked;
+  ranked.reserve(feasible.size());
+  for (const auto& [n, f] : feasible) ranked.emplace_back(f.freed, n, f.copies);
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) > std::get<0>(b);
+    return std::get<1>(a) < std::get<1>(b);
+  });
+  std::vector<std::pair<NodeIndex, int64_t>> best_first;
+  best_first.reserve(ranked.size());
+  for (const auto& [freed, n, copies] : ranked) best_first.emplace_back(n, copies);
+  return best_first;
+}
+
 // One planning pass over the queue, or the evaluation of one arrival, against a State.
 class CyclePass {
  public:
@@ -514,8 +535,11 @@ class CyclePass {
                                          const std::vector<char>& eligible, Time now);
   std::optional<Placement> EarliestPlacement(const PendingWorkload& w, Duration duration, double priority,
                                              const std::vector<char>& eligible, Time on_or_after);
+  // preference_order: the candidates come best first (a reservation's, see EarliestPlacement)
+  // and packing keeps that order inside a domain; otherwise packing orders by node.
   MemberNodes ChooseNodes(const PendingWorkload& w,
-                          const std::vector<std::pair<NodeIndex, int64_t>>& candidates);
+                          const std::vector<std::pair<NodeIndex, int64_t>>& candidates,
+                          bool preference_order = false);
   std::optional<PreemptDecision> TryPreempt(const PendingWorkload& w, double priority,
                                             const std::vector<char>& eligible, Time now);
   void Commit(const PendingWorkload& w, Duration duration, const MemberNodes& nodes, Time start,
@@ -626,7 +650,8 @@ bool CyclePass::Usable(NodeIndex n, const PendingWorkload& w, double priority,
 }
 
 MemberNodes CyclePass::ChooseNodes(
-    const PendingWorkload& w, const std::vector<std::pair<NodeIndex, int64_t>>& candidates) {
+    const PendingWorkload& w, const std::vector<std::pair<NodeIndex, int64_t>>& candidates,
+    bool preference_order) {
   // candidates: (node, copies) with sum(copies) >= members. Without packing: in the given order.
   MemberNodes out;
   const int32_t members = std::max<int32_t>(1, w.members);
@@ -666,7 +691,7 @@ MemberNodes CyclePass::ChooseNodes(
       for (const auto& c : candidates) {
         if (domain_of[c.first] == best) inside.push_back(c);
       }
-      std::sort(inside.begin(), inside.end());
+      if (!preference_order) std::sort(inside.begin(), inside.end());
       take(inside);
       return out;
     }
@@ -678,11 +703,11 @@ MemberNodes CyclePass::ChooseNodes(
   }
   auto cap_of = [&](NodeIndex n) { return finest[n] >= 0 ? capacity[finest[n]] : 0; };
   std::vector<std::pair<NodeIndex, int64_t>> sorted = candidates;
-  std::sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) {
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) {
     const int64_t ca = cap_of(a.first), cb = cap_of(b.first);
     if (ca != cb) return ca > cb;
     if (finest[a.first] != finest[b.first]) return finest[a.first] < finest[b.first];
-    return a.first < b.first;
+    return !preference_order && a.first < b.first;
   });
   take(sorted);
   return out;
@@ -729,26 +754,33 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   // feasible add up to the gang, they are re-verified at that time (a node feasible earlier can
   // be blocked later by a block that starts after its last check) and the first time that holds
   // is the answer. A single-member workload stops at the first node that frees up for it.
+  //
+  // Node choice (PreferLatestFreed): among the nodes with room at that time, those whose last
+  // block ended latest before it come first, the nodes free since the search began last, so the
+  // reservation leaves the nodes free now to backfill (textbook EASY's extra processors).
   AvailabilityProfile& p = *s_.profile;
   const int32_t members = std::max<int32_t>(1, w.members);
-  absl::flat_hash_map<NodeIndex, int64_t> feasible;
+  struct Feasible {
+    int64_t copies;
+    Time freed;  // the latest block end at which the node was examined (the search's start: none)
+  };
+  absl::flat_hash_map<NodeIndex, Feasible> feasible;
   int64_t total = 0;
   auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
     if (!Usable(n, w, priority, eligible)) return 0;
     return p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, members);
   };
-  auto note = [&](NodeIndex n, int64_t c) {
+  auto note = [&](NodeIndex n, int64_t c, Time freed) {
     if (c <= 0) return;
-    auto [it, inserted] = feasible.emplace(n, c);
+    auto [it, inserted] = feasible.emplace(n, Feasible{c, freed});
     if (!inserted) {
-      total -= it->second;
-      it->second = c;
+      total -= it->second.copies;
+      it->second = Feasible{c, freed};
     }
     total += c;
   };
   auto try_finish = [&](Time t) -> std::optional<Placement> {
     if (total < members) return std::nullopt;
-    std::vector<std::pair<NodeIndex, int64_t>> candidates;
     total = 0;
     for (auto it = feasible.begin(); it != feasible.end();) {
       int64_t c = copies_at(it->first, t);
@@ -756,20 +788,18 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
         feasible.erase(it++);
         continue;
       }
-      it->second = c;
+      it->second.copies = c;
       total += c;
-      candidates.emplace_back(it->first, c);
       ++it;
     }
     if (total < members) return std::nullopt;
-    std::sort(candidates.begin(), candidates.end());
-    return Placement{t, ChooseNodes(w, candidates)};
+    return Placement{t, ChooseNodes(w, PreferLatestFreed(feasible), /*preference_order=*/true)};
   };
 
   const Time start = p.RoundUp(std::max(on_or_after, p.now()));
   if (start > p.horizon()) return std::nullopt;
   ForEachNodeWithRoomAt(w, start, [&](NodeIndex n) {
-    note(n, copies_at(n, start));
+    note(n, copies_at(n, start), start);
     return true;
   });
   std::optional<Placement> result = try_finish(start);
@@ -783,7 +813,7 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
       if (result.has_value()) return false;
     }
     batch = t;
-    note(n, copies_at(n, t));
+    note(n, copies_at(n, t), end);
     return true;
   });
   if (!result.has_value() && batch >= 0) result = try_finish(batch);

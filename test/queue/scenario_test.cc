@@ -2,6 +2,9 @@
 // testsuite/slurm_unit/backfill and flux's t1003-qmanager-policy style).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include "queue/planner.h"
 #include "testing_builders.h"
 
@@ -122,6 +125,72 @@ TEST(Scenario, BeyondTheWindowIsUnknown) {
   const WaitingStatus* w = FindWaiting(p, "J1");
   EXPECT_EQ(w->reason, WaitReason::kBeyondWindow);
   EXPECT_FALSE(w->estimated_start.has_value());
+}
+
+// Issue 15, part 1: the instant at which oq simulate's EASY diverged from textbook EASY on an
+// archive trace. One node per processor, 100 of them: p0..p9 are free, R80 holds p10..p89 until
+// T = 100, R10 holds p90..p99 until 500.
+//   H  80 processors, 100 s   blocked: reserved at T = 100, when 90 processors are free
+//   A  10 processors, 300 s   ends after T, but fits in the 10 processors H leaves spare at T:
+//                             textbook EASY starts it now (it delays nobody)
+//   B   5 processors,  50 s   ends before T; once A runs nothing is free: it waits
+// The reservation must take the 80 processors that are busy now (R80's), not the 10 free ones:
+// reserving p0..p9 plus 70 of R80's let B start instead of A.
+Snapshot SpareProcessorsSnapshot() {
+  Snapshot s;
+  for (int i = 0; i < 100; ++i) s.nodes.push_back(MakeNode("p" + std::to_string(i), 1000));
+  auto job = [](std::string id, NodeIndex first, NodeIndex last, Time end) {
+    RunningWorkload r = MakeRunning(std::move(id), first, Cpu(1000), 0, end);
+    for (NodeIndex n = first + 1; n <= last; ++n) r.allocations.push_back(Allocation{n, Cpu(1000)});
+    return r;
+  };
+  s.running = {job("R80", 10, 89, 100), job("R10", 90, 99, 500)};
+  s.pending = {PendingBuilder("H", 1000, 80).Limit(100).Submit(1),
+               PendingBuilder("A", 1000, 10).Limit(300).Submit(2),
+               PendingBuilder("B", 1000, 5).Limit(50).Submit(3)};
+  for (PendingWorkload& w : s.pending) w.gang = true;
+  return s;
+}
+
+TEST(Scenario, EasyBackfillsIntoTheReservationsSpareNodes) {
+  QueueConfig c = SubmitOrderConfig();
+  c.reservation_depth = 1;
+  Plan p = RunWith(c, SpareProcessorsSnapshot(), 0);
+  ExpectPlan(p, {{"A"}, {{"H", 100}}});
+  MemberNodes busy_now;
+  for (NodeIndex n = 10; n < 90; ++n) busy_now.push_back(n);
+  ASSERT_NE(FindReservation(p, "H"), nullptr);
+  MemberNodes reserved = FindReservation(p, "H")->member_nodes;
+  std::sort(reserved.begin(), reserved.end());
+  EXPECT_EQ(reserved, busy_now);
+  ASSERT_NE(FindStart(p, "A"), nullptr);
+  EXPECT_TRUE(FindStart(p, "A")->backfilled);
+  EXPECT_EQ(FindWaiting(p, "B")->reason, WaitReason::kPriority);
+}
+
+// Among the nodes free at the reservation's start, the reservation takes those whose current
+// holders end latest: n0 is free, n1 frees at 10, n2 at 20, R3 holds n3..n5 until 30. H (4 nodes)
+// is reserved at 30 on n3..n5 and n2 (20 beats 10 and free-now), so the one-node job L, which runs
+// past 30, still starts now on n0 (textbook EASY: 6 free at 30, 2 spare, 1 free now).
+TEST(Scenario, ReservationTakesTheNodesWhoseHoldersEndLatest) {
+  Snapshot s;
+  for (int i = 0; i < 6; ++i) s.nodes.push_back(MakeNode("n" + std::to_string(i), 1000));
+  RunningWorkload r3 = MakeRunning("R3", 3, Cpu(1000), 0, 30);
+  r3.allocations.push_back(Allocation{4, Cpu(1000)});
+  r3.allocations.push_back(Allocation{5, Cpu(1000)});
+  s.running = {MakeRunning("R1", 1, Cpu(1000), 0, 10), MakeRunning("R2", 2, Cpu(1000), 0, 20), r3};
+  s.pending = {PendingBuilder("H", 1000, 4).Limit(100).Submit(1),
+               PendingBuilder("L", 1000).Limit(1000).Submit(2)};
+  QueueConfig c = SubmitOrderConfig();
+  c.reservation_depth = 1;
+  Plan p = RunWith(c, s, 0);
+  ExpectPlan(p, {{"L"}, {{"H", 30}}});
+  ASSERT_NE(FindReservation(p, "H"), nullptr);
+  ASSERT_NE(FindStart(p, "L"), nullptr);
+  MemberNodes reserved = FindReservation(p, "H")->member_nodes;
+  std::sort(reserved.begin(), reserved.end());
+  EXPECT_EQ(reserved, (MemberNodes{2, 3, 4, 5}));
+  EXPECT_EQ(FindStart(p, "L")->member_nodes, (MemberNodes{0}));
 }
 
 // Running services (no expected end) hold their nodes for the whole window.
