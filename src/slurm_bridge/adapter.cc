@@ -19,7 +19,26 @@ namespace onequeue::slurm {
 namespace jf = json_fields;
 namespace {
 constexpr char kErrnoPayload[] = "onequeue.slurm/errno";
+
+// An entry's Slurm error number: "error_number" in most answers, "error_code" in 22.05 submit
+// answers, "errno" in older ones, {"error":{"code":N}} in the `status` entries of a v0.0.40+
+// cancel. 0 when there is none (22.05 uses -1 for "no number").
+int ErrorNumberOf(const nlohmann::json& e) {
+  int64_t n = jf::Number(e, "error_number")
+                  .value_or(jf::Number(e, "error_code").value_or(jf::Number(e, "errno").value_or(0)));
+  if (n == 0) {
+    const nlohmann::json* inner = jf::Member(e, "error");
+    if (inner != nullptr && inner->is_object()) n = jf::Number(*inner, "code").value_or(0);
+  }
+  return n > 0 && n < (1 << 30) ? static_cast<int>(n) : 0;
 }
+
+bool AnyErrorNumber(const nlohmann::json& body, const char* array, int number) {
+  for (const nlohmann::json& e : jf::Array(body, array))
+    if (ErrorNumberOf(e) == number) return true;
+  return false;
+}
+}  // namespace
 
 std::string VersionString(ApiVersion v) { return absl::StrCat("v0.0.", static_cast<int>(v)); }
 
@@ -54,6 +73,25 @@ std::string VersionAdapter::PartitionsPath() const { return Prefix() + "partitio
 std::string VersionAdapter::SubmitPath() const { return Prefix() + "job/submit"; }
 std::string VersionAdapter::PingPath() const { return Prefix() + "ping/"; }
 
+bool VersionAdapter::IsUnchangedAnswer(long http_status, const nlohmann::json& body, const char* list_key,
+                                       bool carried_update_time) const {
+  if (http_status == 304) return true;
+  if (AnyErrorNumber(body, "errors", kSlurmErrorNoChangeInData) ||
+      AnyErrorNumber(body, "warnings", kSlurmErrorNoChangeInData))
+    return true;
+  if (!carried_update_time || version() < ApiVersion::kV0039) return false;
+  if (http_status < 200 || http_status >= 300 || !jf::Array(body, "errors").empty()) return false;
+  const nlohmann::json* list = jf::Member(body, list_key);
+  if (list == nullptr || !list->is_array() || !list->empty()) return false;
+  for (const nlohmann::json& w : jf::Array(body, "warnings")) {
+    const std::string text = jf::String(w, "description");
+    if (absl::StrContains(text, "changes since update_time")) return true;
+  }
+  // A real listing carries the time slurmctld made it; the "unchanged" answer carries 0.
+  const nlohmann::json* last_update = jf::Member(body, "last_update");
+  return last_update == nullptr || jf::NumberValue(*last_update).value_or(0) <= 0;
+}
+
 absl::StatusOr<SubmitResult> VersionAdapter::ParseSubmit(const nlohmann::json& body) const {
   const jf::SlurmNumber id = jf::Number(body, "job_id");
   if (!id.has_value() || id.value <= 0 || id.value > 0xFFFFFFFFll)
@@ -77,20 +115,16 @@ absl::Status ResponseStatus(long http_status, const nlohmann::json& body, const 
   // The first error of the array decides the code; all of them go into the message.
   int first_errno = 0;
   std::vector<std::string> messages;
-  for (const nlohmann::json& e : jf::Array(body, "errors")) {
-    // "error_number" in most answers, "error_code" in 22.05 submit answers, "errno" in older ones.
-    int number = static_cast<int>(jf::Number(e, "error_number")
-                                      .value_or(jf::Number(e, "error_code").value_or(jf::Number(e, "errno").value_or(0))));
-    if (number < 0) number = 0;  // 22.05 uses -1 for "no number"
+  auto add = [&](int number, std::string msg, const nlohmann::json& e) {
     if (first_errno == 0) first_errno = number;
-    std::string msg = jf::String(e, "error");
     const std::string desc = jf::String(e, "description");
     const std::string source = jf::String(e, "source");
     if (!desc.empty()) msg = msg.empty() ? desc : absl::StrCat(msg, ": ", desc);
     if (!source.empty()) absl::StrAppend(&msg, " (", source, ")");
     if (number != 0) absl::StrAppend(&msg, " [slurm error ", number, "]");
     messages.push_back(msg.empty() ? "unspecified error" : msg);
-  }
+  };
+  for (const nlohmann::json& e : jf::Array(body, "errors")) add(ErrorNumberOf(e), jf::String(e, "error"), e);
   const bool http_ok = http_status >= 200 && http_status < 300;
   if (http_ok && messages.empty()) return absl::OkStatus();
   const std::string detail = messages.empty() ? "" : absl::StrCat(": ", absl::StrJoin(messages, "; "));

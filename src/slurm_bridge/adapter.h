@@ -38,6 +38,16 @@ class VersionAdapter {
   std::string SubmitPath() const;
   std::string PingPath() const;
 
+  // Whether a list answer (`list_key`: "jobs", "nodes") means "nothing changed since the
+  // update_time the request carried" rather than a listing. Every version: HTTP 304 (22.05's jobs,
+  // 25.11's nodes) or error number 1900 (SLURM_NO_CHANGE_IN_DATA) in `errors` or `warnings`.
+  // Data-parser versions (v0.0.39+) also answer a 2xx without errors whose list is empty and
+  // which either warns "No job changes since update_time[T]" or carries no last_update (0, unset):
+  // what 25.11.7 does for jobs (fixtures/slurm-25.11/jobs-unchanged.json). Read as a listing, that
+  // answer would say every job is gone. Without `carried_update_time` only 304 and 1900 count.
+  bool IsUnchangedAnswer(long http_status, const nlohmann::json& body, const char* list_key,
+                         bool carried_update_time) const;
+
   virtual absl::StatusOr<JobListing> ParseJobs(const nlohmann::json& body) const = 0;
   virtual absl::StatusOr<NodeListing> ParseNodes(const nlohmann::json& body) const = 0;
   virtual absl::StatusOr<PartitionListing> ParsePartitions(const nlohmann::json& body) const = 0;
@@ -71,6 +81,8 @@ inline constexpr int kSlurmErrorAlreadyDone = 2021;
 inline constexpr int kSlurmErrorJobNotPending = 2073;  // e.g. begin_time on a running job
 inline constexpr int kSlurmErrorJobFinished = 2084;    // updating a finished job
 inline constexpr int kSlurmErrorAccessDenied = 2002;
+inline constexpr int kSlurmErrorProtocolAuth = 1007;     // 25.11: rejected token (HTTP 511)
+inline constexpr int kSlurmErrorNoChangeInData = 1900;   // SLURM_NO_CHANGE_IN_DATA
 inline constexpr int kSlurmErrorUserIdMissing = 2010;  // "Invalid user id"
 
 // The Slurm error number carried in a status produced by ResponseStatus, if any.

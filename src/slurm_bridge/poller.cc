@@ -1,5 +1,6 @@
 #include "slurm_bridge/poller.h"
 
+#include <set>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,30 @@ auto JobKey(const SlurmJob& j) {
 auto NodeKey(const SlurmNode& n) {
   return std::tie(n.state, n.state_flags, n.alloc_cpus, n.alloc_memory_mb, n.gres_used, n.reason, n.partitions,
                   n.features);
+}
+
+// Whether `items` lacks any entry of `view`.
+template <typename Map, typename Item, typename KeyOf>
+bool LacksAny(const Map& view, const std::vector<Item>& items, KeyOf key) {
+  if (view.empty()) return false;
+  std::set<typename Map::key_type> seen;
+  for (const Item& i : items) seen.insert(key(i));
+  for (const auto& [k, v] : view)
+    if (seen.count(k) == 0) return true;
+  return false;
+}
+
+// One list call of the poll. The safety net of the poller: an answer to a request that carried
+// update_time is only trusted to add and change entries; when it lacks one the view has (an
+// "unchanged" answer in a form not recognised, a server that sends a delta), the full listing
+// is asked for at once and that one is the answer.
+template <typename Map, typename ListFn, typename KeyOf>
+auto ListConfirmed(ListFn list, std::optional<int64_t> since, const Map& view, KeyOf key, uint64_t& confirmations)
+    -> decltype(list(since)) {
+  auto answer = list(since);
+  if (!since || !answer.ok() || answer->unchanged || !LacksAny(view, answer->items, key)) return answer;
+  ++confirmations;
+  return list(std::nullopt);
 }
 
 }  // namespace
@@ -44,9 +69,14 @@ absl::StatusOr<PollChanges> SlurmPoller::PollOnce(absl::Time now) {
     return st;
   };
 
-  absl::StatusOr<JobListing> jobs = api_.ListJobs(job_since);
+  uint64_t confirmations = 0;
+  absl::StatusOr<JobListing> jobs = ListConfirmed(
+      [&](std::optional<int64_t> since) { return api_.ListJobs(since); }, job_since, *old->jobs,
+      [](const SlurmJob& j) { return j.job_id; }, confirmations);
   if (!jobs.ok()) return fail(jobs.status());
-  absl::StatusOr<NodeListing> nodes = api_.ListNodes(node_since);
+  absl::StatusOr<NodeListing> nodes = ListConfirmed(
+      [&](std::optional<int64_t> since) { return api_.ListNodes(since); }, node_since, *old->nodes,
+      [](const SlurmNode& n) { return n.name; }, confirmations);
   if (!nodes.ok()) return fail(nodes.status());
   const bool want_partitions = now - last_partitions_ >= options_.partition_interval;
   absl::StatusOr<PartitionListing> partitions;
@@ -105,6 +135,7 @@ absl::StatusOr<PollChanges> SlurmPoller::PollOnce(absl::Time now) {
   absl::MutexLock lock(&mu_);
   view_ = std::move(next);
   ++stats_.polls;
+  stats_.confirming_fetches += confirmations;
   if (jobs->unchanged) ++stats_.unchanged_job_answers;
   else ++stats_.full_job_fetches;
   stats_.last_error.clear();

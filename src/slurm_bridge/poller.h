@@ -1,7 +1,10 @@
 // The Slurm poller: keeps an immutable view of jobs, nodes and partitions, refreshed by PollOnce.
-// Incremental through ?update_time= (Slurm answers 304 when nothing changed, else the full table),
-// a periodic full fetch to bound any drift, and after any failure the next poll is a full one, so
-// slurmrestd or slurmctld restarts lose nothing. Time is an argument: no clock inside.
+// Incremental through ?update_time= (Slurm answers "unchanged" when nothing changed, in one of
+// three forms (VersionAdapter::IsUnchangedAnswer), else the full table), a periodic full fetch to
+// bound any drift, and after any failure the next poll is a full one, so slurmrestd or slurmctld
+// restarts lose nothing. An incremental answer never removes a job or node by itself: when it
+// lacks any the view has, a full listing (no update_time) is fetched in the same poll and decides.
+// Time is an argument: no clock inside.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +62,8 @@ struct PollerStats {
   uint64_t failures = 0;
   uint64_t full_job_fetches = 0;
   uint64_t unchanged_job_answers = 0;
+  // Full listings fetched because an incremental answer lacked jobs or nodes of the view.
+  uint64_t confirming_fetches = 0;
   std::string last_error;
 };
 

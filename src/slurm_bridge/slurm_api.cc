@@ -7,19 +7,12 @@
 namespace onequeue::slurm {
 namespace {
 
-constexpr int kSlurmNoChangeInData = 1900;
 // 0 is a hold and 0xFFFFFFFE/0xFFFFFFFF are Slurm's NO_VAL/INFINITE; 22.05 refuses them as a
 // priority ("Priority must be >0", "Priority too large").
 constexpr uint32_t kMaxExplicitPriority = 0xFFFFFFFD;
 // How far UpdateJob moves a job's begin time while it releases it before giving it its priority.
 // If the second request never comes, the job still starts after this, on the nodes it was given.
 constexpr absl::Duration kStartGate = absl::Minutes(1);
-
-bool HasErrorNumber(const nlohmann::json& body, int number) {
-  for (const nlohmann::json& e : json_fields::Array(body, "errors"))
-    if (json_fields::Number(e, "error_number").value_or(0) == number) return true;
-  return false;
-}
 
 class RestSlurmApi : public SlurmApi {
  public:
@@ -29,11 +22,13 @@ class RestSlurmApi : public SlurmApi {
   ApiVersion version() const override { return adapter_->version(); }
 
   absl::StatusOr<JobListing> ListJobs(std::optional<int64_t> update_time) override {
-    return List<SlurmJob>(adapter_->JobsPath(update_time), [&](const nlohmann::json& b) { return adapter_->ParseJobs(b); });
+    return List<SlurmJob>(adapter_->JobsPath(update_time), [&](const nlohmann::json& b) { return adapter_->ParseJobs(b); },
+                          "jobs", update_time.has_value());
   }
   absl::StatusOr<NodeListing> ListNodes(std::optional<int64_t> update_time) override {
     auto parse = [&](const nlohmann::json& b) { return adapter_->ParseNodes(b); };
-    absl::StatusOr<NodeListing> l = List<SlurmNode>(adapter_->NodesPath(update_time), parse);
+    absl::StatusOr<NodeListing> l =
+        List<SlurmNode>(adapter_->NodesPath(update_time), parse, "nodes", update_time.has_value());
     // slurmrestd 22.05 loads nodes and partitions with the same update_time: when the nodes
     // changed and the partitions did not, it fails with HTTP 500 "Unspecified error" (seen live
     // under the 10,000-job benchmark). Fall back to a full node list, which is small.
@@ -150,11 +145,14 @@ class RestSlurmApi : public SlurmApi {
   }
 
  private:
+  // `list_key` and `since` only for the calls that may answer "unchanged" (jobs and nodes with
+  // ?update_time=): see VersionAdapter::IsUnchangedAnswer.
   template <typename T, typename Parse>
-  absl::StatusOr<Listing<T>> List(const std::string& path, Parse parse) {
+  absl::StatusOr<Listing<T>> List(const std::string& path, Parse parse, const char* list_key = "",
+                                  bool since = false) {
     absl::StatusOr<RestResponse> r = client_->Call("GET", path);
     if (!r.ok()) return r.status();
-    if (r->http_status == 304 || HasErrorNumber(r->body, kSlurmNoChangeInData)) {
+    if (adapter_->IsUnchangedAnswer(r->http_status, r->body, list_key, since)) {
       Listing<T> unchanged;
       unchanged.unchanged = true;
       return unchanged;

@@ -244,6 +244,38 @@ TYPED_TEST(AdapterTest, PathsCarryTheVersion) {
   EXPECT_EQ(this->adapter_->NodePath("n3"), "/slurm/" + v + "/node/n3");
 }
 
+// "Nothing changed since update_time", in each form a server gives it: HTTP 304 (22.05's jobs,
+// 25.11's nodes), error 1900, and 25.11's HTTP 200 with an empty list, last_update 0 and a warning
+// (recorded, fixtures/slurm-25.11/jobs-unchanged.json). Never a listing that merely is empty, nor
+// an error answer that happens to have an empty list (a rejected token on 25.11).
+TYPED_TEST(AdapterTest, UnchangedAnswersInEveryForm) {
+  const VersionAdapter& a = *this->adapter_;
+  const bool data_parser = this->kVersion >= ApiVersion::kV0039;
+  for (const char* key : {"jobs", "nodes"}) {
+    EXPECT_TRUE(a.IsUnchangedAnswer(304, nullptr, key, true)) << key;
+    EXPECT_TRUE(a.IsUnchangedAnswer(304, nullptr, key, false)) << key;
+  }
+  const nlohmann::json no_change = {{"jobs", nlohmann::json::array()},
+                                    {"errors", {{{"error", "Data has not changed since time specified"},
+                                                 {"error_number", kSlurmErrorNoChangeInData}}}}};
+  EXPECT_TRUE(a.IsUnchangedAnswer(200, no_change, "jobs", true));
+  EXPECT_TRUE(a.IsUnchangedAnswer(500, no_change, "jobs", true));
+
+  const nlohmann::json unchanged2511 = ReadFixture("slurm-25.11/jobs-unchanged.json");
+  EXPECT_EQ(a.IsUnchangedAnswer(200, unchanged2511, "jobs", true), data_parser);
+  EXPECT_FALSE(a.IsUnchangedAnswer(200, unchanged2511, "jobs", false));  // a full listing asked for
+  nlohmann::json without_warning = unchanged2511;
+  without_warning["warnings"] = nlohmann::json::array();
+  EXPECT_EQ(a.IsUnchangedAnswer(200, without_warning, "jobs", true), data_parser);  // last_update 0
+  nlohmann::json really_empty = without_warning;
+  really_empty["last_update"]["number"] = 1795368399;
+  EXPECT_FALSE(a.IsUnchangedAnswer(200, really_empty, "jobs", true));
+
+  EXPECT_FALSE(a.IsUnchangedAnswer(511, ReadFixture("slurm-25.11/bad-token.json"), "jobs", true));
+  EXPECT_FALSE(a.IsUnchangedAnswer(200, this->Fixture("jobs"), "jobs", true));
+  EXPECT_FALSE(a.IsUnchangedAnswer(200, this->Fixture("nodes"), "nodes", true));
+}
+
 TEST(AdapterV0038Test, RealResponsesFrom2205) {
   auto a = MakeAdapter(ApiVersion::kV0038);
   absl::StatusOr<JobListing> jobs = a->ParseJobs(ReadFixture("raw-22.05/jobs38.json"));

@@ -1,12 +1,17 @@
 #include "slurm_bridge/poller.h"
 
+#include "absl/strings/str_cat.h"
+
 #include "fake_slurm_api.h"
+#include "scripted_transport.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace onequeue::slurm {
 namespace {
 using testing::FakeSlurmApi;
+using testing::Recorded;
+using testing::ScriptedTransport;
 using ::testing::ElementsAre;
 
 SlurmJob MakeJob(uint32_t id, JobState s) {
@@ -87,6 +92,135 @@ TEST_F(PollerTest, PeriodicFullRefresh) {
   api_.calls.clear();
   ASSERT_TRUE(poller.PollOnce(t0_ + absl::Seconds(61)).ok());
   EXPECT_EQ(api_.calls.front(), "ListJobs");
+}
+
+// The safety net over the in-memory Slurm: an incremental answer that lacks a job the view has is
+// checked with a full listing in the same poll; a job really gone is removed by that listing.
+TEST_F(PollerTest, AJobMissingFromAnIncrementalAnswerIsRemovedOnlyByAFullListing) {
+  SlurmPoller poller(api_);
+  ASSERT_TRUE(poller.PollOnce(t0_).ok());
+  api_.jobs.erase(1);
+  api_.last_job_update = 200;
+  api_.calls.clear();
+  absl::StatusOr<PollChanges> c = poller.PollOnce(t0_ + absl::Seconds(5));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(api_.calls, ElementsAre("ListJobs@101", "ListJobs", "ListNodes"));
+  EXPECT_EQ(c->jobs_removed, 1);
+  EXPECT_EQ(poller.View()->jobs->count(1), 0u);
+  EXPECT_EQ(poller.stats().confirming_fetches, 1u);
+}
+
+// The poller over RestSlurmApi and a scripted slurmrestd that answers with recorded answers of a
+// real server: first poll full (jobs, nodes, partitions), later polls incremental.
+class PollerOverRecordedAnswersTest : public ::testing::Test {
+ protected:
+  // A RestSlurmApi of `v` over a scripted slurmrestd, its poller, and the first (full) poll
+  // answered with `first` (jobs, nodes, partitions).
+  void Start(ApiVersion v, std::vector<HttpResponse> first) {
+    api_ = testing::ScriptedSlurmApi(v, t_);
+    poller_ = std::make_unique<SlurmPoller>(*api_);
+    t_->answers = std::move(first);
+    ASSERT_TRUE(poller_->PollOnce(t0_).ok());
+  }
+  // The job ids of the view.
+  std::vector<uint32_t> ViewJobs(const SlurmPoller& p) const {
+    std::vector<uint32_t> ids;
+    for (const auto& [id, j] : *p.View()->jobs) ids.push_back(id);
+    return ids;
+  }
+  std::string LastJobsPath() const {
+    for (auto it = t_->seen.rbegin(); it != t_->seen.rend(); ++it)
+      if (it->path.find("/jobs/") != std::string::npos) return it->path;
+    return "";
+  }
+  // The first poll's answers: jobs, nodes, partitions, recorded on 25.11.7.
+  static std::vector<HttpResponse> Full2511() {
+    return {Recorded(200, "slurm-25.11/jobs.json"), Recorded(200, "slurm-25.11/nodes.json"),
+            Recorded(200, "slurm-25.11/partitions.json")};
+  }
+  // Polls once more with `answers` (jobs, then nodes) at t0 + `seconds`.
+  absl::StatusOr<PollChanges> PollAgain(std::vector<HttpResponse> answers, int seconds) {
+    t_->answers = std::move(answers);
+    return poller_->PollOnce(t0_ + absl::Seconds(seconds));
+  }
+  std::unique_ptr<SlurmApi> api_;
+  std::unique_ptr<SlurmPoller> poller_;
+  ScriptedTransport* t_ = nullptr;
+  const absl::Time t0_ = absl::FromUnixSeconds(1795368330);
+};
+
+// Slurm 22.05 (v0.0.38): "unchanged" is HTTP 304 with an empty body (raw-22.05 fixtures are its
+// real answers). It has no last_update: the next update_time is the poll's local start.
+TEST_F(PollerOverRecordedAnswersTest, UnchangedAnswersOf2205KeepTheView) {
+  Start(ApiVersion::kV0038, {Recorded(200, "raw-22.05/jobs38.json"), Recorded(200, "raw-22.05/nodes38.json"),
+                             Recorded(200, "raw-22.05/parts38.json")});
+  const std::vector<uint32_t> all = ViewJobs(*poller_);
+  ASSERT_EQ(all.size(), 3u);
+  for (int i = 1; i <= 3; ++i) {
+    absl::StatusOr<PollChanges> c = PollAgain({Recorded(304, ""), Recorded(304, "")}, 5 * i);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_FALSE(c->any());
+    EXPECT_EQ(LastJobsPath(), absl::StrCat("/slurm/v0.0.38/jobs/?update_time=", absl::ToUnixSeconds(t0_)));
+    EXPECT_EQ(ViewJobs(*poller_), all);
+    EXPECT_EQ(poller_->View()->nodes->size(), 8u);
+  }
+  EXPECT_EQ(poller_->stats().unchanged_job_answers, 3u);
+  EXPECT_EQ(poller_->stats().confirming_fetches, 0u);
+}
+
+// Slurm 25.11 (v0.0.44): jobs answer "unchanged" with HTTP 200, an empty list, last_update 0
+// and a warning (jobs-unchanged.json); nodes with 304. Recorded from a real 25.11.7.
+TEST_F(PollerOverRecordedAnswersTest, UnchangedAnswersOf2511KeepTheView) {
+  Start(ApiVersion::kV0044, Full2511());
+  EXPECT_EQ(ViewJobs(*poller_), (std::vector<uint32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(poller_->View()->nodes->size(), 4u);
+  absl::StatusOr<PollChanges> c =
+      PollAgain({Recorded(200, "slurm-25.11/jobs-unchanged.json"), Recorded(304, "")}, 5);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->any());
+  // The server's last_update of the full answer is what the incremental request carries.
+  EXPECT_EQ(LastJobsPath(), "/slurm/v0.0.44/jobs/?update_time=1795368320");
+  EXPECT_EQ(poller_->stats().unchanged_job_answers, 1u);
+  EXPECT_EQ(poller_->View()->nodes->size(), 4u);
+}
+
+// Issue 16: read as a listing, 25.11's "unchanged" answer emptied the view every other poll and
+// the daemon saw every Slurm job vanish. Fed poll after poll, it loses no job, asks no full
+// listing, and keeps asking from the same update_time.
+TEST_F(PollerOverRecordedAnswersTest, The2511EmptyListAnswerLosesNoJob) {
+  Start(ApiVersion::kV0044, Full2511());
+  const std::shared_ptr<const SlurmView::Jobs> first = poller_->View()->jobs;
+  ASSERT_EQ(first->size(), 9u);
+  for (int i = 1; i <= 6; ++i) {
+    const size_t requests = t_->seen.size();
+    absl::StatusOr<PollChanges> c =
+        PollAgain({Recorded(200, "slurm-25.11/jobs-unchanged.json"), Recorded(304, "")}, 5 * i);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->jobs_removed, 0) << "poll " << i;
+    EXPECT_EQ(poller_->View()->jobs, first) << "poll " << i;  // the same table, not a copy
+    EXPECT_EQ(t_->seen.size() - requests, 2u) << "poll " << i;  // jobs + nodes, no full listing
+    EXPECT_EQ(LastJobsPath(), "/slurm/v0.0.44/jobs/?update_time=1795368320");
+  }
+  EXPECT_EQ(poller_->stats().unchanged_job_answers, 6u);
+  EXPECT_EQ(poller_->stats().confirming_fetches, 0u);
+}
+
+// The safety net over real answers: an empty answer the adapter does not take for "unchanged"
+// (here: 25.11's answer with a last_update and without the warning) removes nothing by itself;
+// the full listing fetched at once keeps every job.
+TEST_F(PollerOverRecordedAnswersTest, AnUnrecognisedEmptyAnswerIsCheckedWithAFullListing) {
+  Start(ApiVersion::kV0044, Full2511());
+  nlohmann::json odd = testing::ReadFixture("slurm-25.11/jobs-unchanged.json");
+  odd["last_update"]["number"] = 1795368399;
+  odd["warnings"] = nlohmann::json::array();
+  absl::StatusOr<PollChanges> c =
+      PollAgain({{200, odd.dump()}, Recorded(200, "slurm-25.11/jobs.json"), Recorded(304, "")}, 5);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->jobs_removed, 0);
+  EXPECT_EQ(poller_->View()->jobs->size(), 9u);
+  EXPECT_EQ(poller_->stats().confirming_fetches, 1u);
+  ASSERT_EQ(t_->seen.size(), 3u + 3u);
+  EXPECT_EQ(t_->seen[4].path, "/slurm/v0.0.44/jobs/");  // the full listing
 }
 
 }  // namespace

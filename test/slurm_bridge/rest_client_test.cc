@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scripted_transport.h"
 #include "slurm_bridge/slurm_api.h"
 
 namespace onequeue::slurm {
@@ -18,34 +19,12 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::Pair;
+using testing::ScriptedTransport;
 
 std::string Jwt(int64_t exp) {
   return absl::StrCat(absl::WebSafeBase64Escape(R"({"alg":"HS256","typ":"JWT"})"), ".",
                       absl::WebSafeBase64Escape(absl::StrCat(R"({"exp":)", exp, R"(,"sun":"slurm"})")), ".sig");
 }
-
-// Scripted transport: answers in order; an empty body with status 0 means "connection refused".
-class ScriptedTransport : public HttpTransport {
- public:
-  std::vector<HttpResponse> answers;
-  std::vector<HttpRequest> seen;
-  void SendAsync(HttpRequest r, ResponseCallback done) override { done(Answer(std::move(r))); }
-  std::unique_ptr<k8s::HttpStream> OpenStream(HttpRequest, ChunkCallback, StreamDoneCallback done) override {
-    done(absl::UnimplementedError("no streams"));
-    return nullptr;
-  }
-
- private:
-  absl::StatusOr<HttpResponse> Answer(HttpRequest r) {
-    seen.push_back(std::move(r));
-    if (answers.empty()) return absl::UnavailableError("cannot connect to slurmrestd (test)");
-    HttpResponse a = answers.front();
-    answers.erase(answers.begin());
-    if (a.status == 0) return absl::UnavailableError("cannot connect to slurmrestd (test)");
-    if (a.status == -1) return absl::DeadlineExceededError("timeout (test)");
-    return a;
-  }
-};
 
 class TempFile {
  public:
@@ -166,13 +145,7 @@ TEST(DetectVersionTest, ProbesWhenThereIsNoSpec) {
 // UpdateJob over a scripted slurmrestd: which requests, in which order, with which bodies.
 class UpdateJobTest : public ::testing::Test {
  protected:
-  std::unique_ptr<SlurmApi> Api(ApiVersion v) {
-    auto transport = std::make_unique<ScriptedTransport>();
-    t_ = transport.get();
-    auto client = std::make_shared<RestClient>(std::move(transport), MakeStaticCredentials({"slurm", "tok"}),
-                                               RetryPolicy{.max_attempts = 1}, [](absl::Duration) {});
-    return MakeRestSlurmApi(std::move(client), v, nullptr);
-  }
+  std::unique_ptr<SlurmApi> Api(ApiVersion v) { return testing::ScriptedSlurmApi(v, t_); }
   std::vector<nlohmann::json> Bodies() const {
     std::vector<nlohmann::json> out;
     for (const HttpRequest& r : t_->seen) {
