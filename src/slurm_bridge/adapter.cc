@@ -125,15 +125,24 @@ absl::Status ResponseStatus(long http_status, const nlohmann::json& body, const 
     messages.push_back(msg.empty() ? "unspecified error" : msg);
   };
   for (const nlohmann::json& e : jf::Array(body, "errors")) add(ErrorNumberOf(e), jf::String(e, "error"), e);
+  // v0.0.40+ cancels answer HTTP 200 with one `status` entry per job; a failed one carries
+  // {"error":{"code":2017,"string":"Invalid job id specified",...}} (25.11, job-delete-unknown.json).
+  for (const nlohmann::json& e : jf::Array(body, "status")) {
+    const int number = ErrorNumberOf(e);
+    const nlohmann::json* inner = jf::Member(e, "error");
+    if (number != 0 && inner != nullptr) add(number, jf::String(*inner, "string"), nlohmann::json::object());
+  }
   const bool http_ok = http_status >= 200 && http_status < 300;
   if (http_ok && messages.empty()) return absl::OkStatus();
   const std::string detail = messages.empty() ? "" : absl::StrCat(": ", absl::StrJoin(messages, "; "));
   const std::string prefix = absl::StrCat(what, " failed (HTTP ", http_status, ")");
   absl::Status st;
-  if (http_status == 401) {
+  if (http_status == 401 || http_status == 511 || first_errno == kSlurmErrorProtocolAuth) {
+    // 401: no credentials (every version). 511 with 1007 "Protocol authentication error": a token
+    // slurmctld rejected (25.11; 22.05 says HTTP 500 "Unspecified error" instead, see below).
     st = absl::UnauthenticatedError(absl::StrCat(
-        prefix, ": slurmrestd rejected the credentials; check the user name and the token file (expired token?)",
-        detail));
+        prefix, ": the token was rejected by slurmrestd; check the user name and the token file (expired? ",
+        "signed with another key?)", detail));
   } else if (http_status == 403 || first_errno == kSlurmErrorAccessDenied || first_errno == kSlurmErrorUserIdMissing) {
     st = absl::PermissionDeniedError(absl::StrCat(
         prefix, detail, ": the token's user may not do this (admin calls need a token of root or SlurmUser)"));

@@ -175,11 +175,12 @@ class PlaceholderOwnership : public TaggingOwnership {
     }
     if (!cancelled) return absl::OkStatus();
     // Jobs Slurm requeued to make room wait out a BeginTime (about 2 minutes) before they may
-    // start again; let the ones of this node's shared partitions go now. Not sooner than 2 s after
-    // the requeue: slurmd refuses a launch credential issued in the second it revoked the old one
-    // ("Job credential revoked", the job then FAILS), seen live on 22.05.
+    // start again; let the ones of this node's shared partitions go now. Not sooner than
+    // kRelaunchMargin after the requeue (Slurm requeued them when the placeholder started, so the
+    // bridge's own gate does not know them): slurmd refuses a launch credential issued in the
+    // second it revoked the old one ("Job credential revoked", the job then FAILS), seen live on 22.05.
     const absl::Time now = now_();
-    const absl::Time at = std::max(now, requeued_by + absl::Seconds(2));
+    const absl::Time at = std::max(now, requeued_by + kRelaunchMargin);
     for (const SlurmJob& j : jobs->items) {
       if (j.state != JobState::kPending || j.restart_count == 0 || j.state_reason != "BeginTime") continue;
       if (j.partition == options_.reclaim_partition ||

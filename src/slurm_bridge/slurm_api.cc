@@ -1,6 +1,10 @@
 #include "slurm_bridge/slurm_api.h"
 
+#include <algorithm>
+#include <map>
+
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "slurm_bridge/json_fields.h"
 
@@ -100,8 +104,14 @@ class RestSlurmApi : public SlurmApi {
     // its own now, so only a local clock ahead of slurmctld's delays the job (by the skew).
     const absl::Time now = absl::Now();
     const std::string path = adapter_->JobPath(job_id);
+    // begin_now on a job this bridge just requeued: not before the relaunch gate.
+    const absl::Time begin = RelaunchGate(job_id, now);
+    auto gated = [&](nlohmann::json body, const JobUpdate& u) {
+      if (u.begin_now && begin > now) body.update(adapter_->BeginAtBody(begin, now));
+      return body;
+    };
     if (!update.priority) {
-      const nlohmann::json body = adapter_->JobUpdateBody(update, now);
+      const nlohmann::json body = gated(adapter_->JobUpdateBody(update, now), update);
       return body.empty() ? absl::OkStatus() : Simple("POST", path, &body);
     }
     // Slurm keeps a hold as priority 0 in the one priority field: an explicit priority on a held
@@ -115,22 +125,27 @@ class RestSlurmApi : public SlurmApi {
     rest.hold = false;
     rest.begin_now = false;
     nlohmann::json body = adapter_->JobUpdateBody(rest, now);
-    if (update.begin_now) body.update(adapter_->BeginAtBody(now + kStartGate, now));
+    if (update.begin_now) body.update(adapter_->BeginAtBody(std::max(begin, now + kStartGate), now));
     if (absl::Status st = Simple("POST", path, &body); !st.ok()) return st;
     JobUpdate priority;
     priority.priority = update.priority;
     priority.begin_now = update.begin_now;
-    body = adapter_->JobUpdateBody(priority, now);
+    body = gated(adapter_->JobUpdateBody(priority, now), priority);
     return Simple("POST", path, &body);
   }
   absl::Status StartAt(uint32_t job_id, absl::Time at, absl::Time now) override {
-    const nlohmann::json body = adapter_->BeginAtBody(at, now);
+    const nlohmann::json body = adapter_->BeginAtBody(std::max(at, RelaunchGate(job_id, now)), now);
     return Simple("POST", adapter_->JobPath(job_id), &body);
   }
   absl::Status RequeueJob(uint32_t job_id) override {
     if (scontrol_ == nullptr)
       return absl::UnimplementedError("requeue needs scontrol (no slurmrestd version can requeue a job)");
-    return scontrol_->RequeueJob(job_id);
+    absl::Status st = scontrol_->RequeueJob(job_id);
+    if (st.ok()) {
+      absl::MutexLock lock(&mu_);
+      relaunch_gates_[job_id] = absl::Now() + kRelaunchMargin;
+    }
+    return st;
   }
   absl::Status UpdateNode(const std::string& node, const NodeUpdate& update) override {
     if (adapter_->SupportsNodeUpdate()) {
@@ -168,9 +183,22 @@ class RestSlurmApi : public SlurmApi {
     return ResponseStatus(r->http_status, r->body, method + " " + path);
   }
 
+  // The earliest begin time for `job_id`: `now`, or later while the job's relaunch gate (set by
+  // RequeueJob) is ahead. Gates that have passed are dropped.
+  absl::Time RelaunchGate(uint32_t job_id, absl::Time now) {
+    absl::MutexLock lock(&mu_);
+    const absl::Time wall = absl::Now();
+    for (auto it = relaunch_gates_.begin(); it != relaunch_gates_.end();)
+      it = it->second < wall ? relaunch_gates_.erase(it) : std::next(it);
+    auto it = relaunch_gates_.find(job_id);
+    return it == relaunch_gates_.end() ? now : std::max(now, it->second);
+  }
+
   std::shared_ptr<RestClient> client_;
   std::unique_ptr<VersionAdapter> adapter_;
   std::unique_ptr<Scontrol> scontrol_;
+  absl::Mutex mu_;
+  std::map<uint32_t, absl::Time> relaunch_gates_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -45,13 +45,23 @@ class SlurmApi {
   // kInvalidArgument: hold together with priority, or priority 0 / a sentinel. A failed request
   // may have applied part of its body (22.05 applies the fields it processed before the error).
   virtual absl::Status UpdateJob(uint32_t job_id, const JobUpdate& update) = 0;
-  // Lets a requeued job start at `at` instead of waiting out the BeginTime Slurm gave it.
+  // Lets a requeued job start at `at` instead of waiting out the BeginTime Slurm gave it (not
+  // sooner than kRelaunchMargin after a RequeueJob of the job).
   virtual absl::Status StartAt(uint32_t job_id, absl::Time at, absl::Time now) = 0;
   // scontrol only (no REST version can requeue).
   virtual absl::Status RequeueJob(uint32_t job_id) = 0;
   // Drain / resume: REST from v0.0.39, scontrol on v0.0.38.
   virtual absl::Status UpdateNode(const std::string& node, const NodeUpdate& update) = 0;
 };
+
+// How long after a requeue Slurm may be asked to start the job again. slurmd revokes the old
+// launch credential with a one-second resolution and refuses a launch in that second ("Job
+// credential revoked": the job FAILS on 22.05, seen live; JobActions stayed pending on 25.11).
+// The bridge keeps every begin time it sets (StartAt, UpdateJob's begin_now) at least this long
+// after a requeue it made itself (RequeueJob), so callers need no margin of their own; for jobs
+// Slurm requeued (a placeholder's preemption) NodeOwnership::Lend uses it from the placeholder's
+// start.
+inline constexpr absl::Duration kRelaunchMargin = absl::Seconds(2);
 
 struct SlurmApiOptions {
   CurlTransportOptions transport;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "fixture_util.h"
+#include "scripted_transport.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "slurm_bridge/adapter_internal.h"
@@ -274,6 +275,98 @@ TYPED_TEST(AdapterTest, UnchangedAnswersInEveryForm) {
   EXPECT_FALSE(a.IsUnchangedAnswer(511, ReadFixture("slurm-25.11/bad-token.json"), "jobs", true));
   EXPECT_FALSE(a.IsUnchangedAnswer(200, this->Fixture("jobs"), "jobs", true));
   EXPECT_FALSE(a.IsUnchangedAnswer(200, this->Fixture("nodes"), "nodes", true));
+}
+
+// The error contract on answers real servers gave, through RestSlurmApi, in every version: v0.0.38
+// with 22.05.8's (raw-22.05, v0.0.38/error_invalid_job.json, and the bad-token answer
+// docs/slurm_bridge.md records), the data-parser versions with 25.11.7's (slurm-25.11/): the error
+// and status shapes are the same from v0.0.40 to v0.0.44 in the specs (v0.0.39 has no `status` in
+// its cancel answer, which only matters if 23.02 puts one there).
+TYPED_TEST(AdapterTest, RecordedErrorAnswersKeepTheContract) {
+  using testing::Recorded;
+  const bool v38 = this->kVersion == ApiVersion::kV0038;
+  testing::ScriptedTransport* t = nullptr;
+  std::unique_ptr<SlurmApi> api = testing::ScriptedSlurmApi(this->kVersion, t);
+  const HttpResponse unknown_get =
+      v38 ? Recorded(500, "v0.0.38/error_invalid_job.json") : Recorded(404, "slurm-25.11/job-unknown.json");
+  // 22.05: 500 + 2017 for every call on an unknown job; 25.11: a cancel answers 200 with 2017 in
+  // `status`.
+  const HttpResponse unknown_delete =
+      v38 ? Recorded(500, "v0.0.38/error_invalid_job.json") : Recorded(200, "slurm-25.11/job-delete-unknown.json");
+  const HttpResponse done = v38 ? HttpResponse{200, R"({"meta":{},"errors":[]})"} : Recorded(200, "slurm-25.11/job-delete.json");
+  const nlohmann::json unspecified = {
+      {"errors", {{{"error", "Unspecified error"}, {"error_number", -1}, {"source", "slurm_load_jobs"}}}}};
+  const HttpResponse bad_token =
+      v38 ? HttpResponse{500, unspecified.dump()} : Recorded(511, "slurm-25.11/bad-token.json");
+  t->answers = {unknown_get, unknown_delete, unknown_delete, done, bad_token, bad_token, {401, "Authentication failure"}};
+
+  absl::Status st = api->GetJob(999999).status();
+  EXPECT_TRUE(absl::IsNotFound(st)) << st;
+  EXPECT_EQ(SlurmErrorNumber(st), kSlurmErrorInvalidJobId);
+  EXPECT_TRUE(api->CancelJob(999999).ok());  // idempotent: gone is done
+  st = api->SignalJob(999999, "SIGUSR1");
+  EXPECT_TRUE(absl::IsNotFound(st)) << st;
+  EXPECT_THAT(st.message(), HasSubstr("Invalid job id specified"));
+  EXPECT_TRUE(api->CancelJob(3).ok());
+  // A rejected token: 25.11 says so (511, 1007), 22.05 cannot be told from a stopped slurmctld.
+  for (std::optional<int64_t> since : {std::optional<int64_t>(), std::optional<int64_t>(1795368320)}) {
+    st = api->ListJobs(since).status();
+    if (v38) {
+      EXPECT_TRUE(absl::IsUnavailable(st)) << st;
+      EXPECT_THAT(st.message(), HasSubstr("rejected the token"));
+    } else {
+      EXPECT_TRUE(absl::IsUnauthenticated(st)) << st;  // an error, never "unchanged"
+      EXPECT_THAT(st.message(), HasSubstr("token was rejected by slurmrestd"));
+      EXPECT_EQ(SlurmErrorNumber(st), kSlurmErrorProtocolAuth);
+    }
+  }
+  st = api->ListPartitions().status();  // no credentials: 401 in every version
+  EXPECT_TRUE(absl::IsUnauthenticated(st)) << st;
+  EXPECT_THAT(st.message(), HasSubstr("token was rejected by slurmrestd"));
+}
+
+// 25.11's successful answers to the calls onequeue makes (recorded): updates, a drain and a held
+// submit whose warnings do not make it an error.
+TEST(RecordedAnswers2511Test, SuccessfulCallsAreOk) {
+  using testing::Recorded;
+  testing::ScriptedTransport* t = nullptr;
+  std::unique_ptr<SlurmApi> api = testing::ScriptedSlurmApi(ApiVersion::kV0044, t);
+  t->answers = {Recorded(200, "slurm-25.11/job-update-hold.json"), Recorded(200, "slurm-25.11/job-update-comment.json"),
+                Recorded(200, "slurm-25.11/node-update-drain.json"), Recorded(200, "slurm-25.11/job-submit.json"),
+                Recorded(200, "slurm-25.11/job-1.json")};
+  EXPECT_TRUE(api->HoldJob(3).ok());
+  JobUpdate comment;
+  comment.comment = "onequeue: waiting";
+  EXPECT_TRUE(api->UpdateJob(3, comment).ok());
+  EXPECT_TRUE(api->UpdateNode("n4", {NodeUpdate::Kind::kDrain, "onequeue:pod-p"}).ok());
+  JobSubmission held;
+  held.hold = true;
+  absl::StatusOr<SubmitResult> r = api->Submit(held);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->job_id, 10u);
+  absl::StatusOr<SlurmJob> job = api->GetJob(1);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(job->held());
+}
+
+TEST(AdapterV2511Test, RealListingsFrom2511) {
+  auto a = MakeAdapter(ApiVersion::kV0044);
+  absl::StatusOr<JobListing> jobs = a->ParseJobs(ReadFixture("slurm-25.11/jobs.json"));
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->items.size(), 9u);
+  EXPECT_EQ(jobs->last_update, 1795368320);
+  EXPECT_EQ(Job(*jobs, 5).state, JobState::kRunning);
+  EXPECT_THAT(Job(*jobs, 5).nodes, ElementsAre("n1", "n2"));
+  EXPECT_TRUE(Job(*jobs, 1).held());
+  EXPECT_EQ(Job(*jobs, 8).state_reason, "PartitionNodeLimit");
+  EXPECT_EQ(Job(*jobs, 7).array_tasks, "1-3");
+  absl::StatusOr<NodeListing> nodes = a->ParseNodes(ReadFixture("slurm-25.11/nodes.json"));
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  EXPECT_EQ(nodes->items.size(), 4u);
+  EXPECT_EQ(Node(*nodes, "n1").state, NodeState::kMixed);
+  absl::StatusOr<PartitionListing> parts = a->ParsePartitions(ReadFixture("slurm-25.11/partitions.json"));
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  ASSERT_EQ(parts->items.size(), 2u);
 }
 
 TEST(AdapterV0038Test, RealResponsesFrom2205) {

@@ -401,7 +401,8 @@ TEST_F(SlurmBridgeIntegrationTest, StartOnNodesRunsAHeldRequeuedJobOnTheRequired
     return c.ok() && c->state == JobState::kPending && api_->UpdateJob(chosen, hold).ok();
   }));
   ASSERT_TRUE(api_->GetJob(chosen)->held());
-  absl::SleepFor(absl::Seconds(2));  // a launch in the requeue's second is refused (docs)
+  // No wait here: a launch in the requeue's second is refused, and the bridge keeps the begin time
+  // kRelaunchMargin after its own RequeueJob (the caller needs no margin).
 
   JobUpdate start;
   start.required_nodes = std::vector<std::string>{node};

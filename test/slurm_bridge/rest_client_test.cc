@@ -145,7 +145,10 @@ TEST(DetectVersionTest, ProbesWhenThereIsNoSpec) {
 // UpdateJob over a scripted slurmrestd: which requests, in which order, with which bodies.
 class UpdateJobTest : public ::testing::Test {
  protected:
-  std::unique_ptr<SlurmApi> Api(ApiVersion v) { return testing::ScriptedSlurmApi(v, t_); }
+  std::unique_ptr<SlurmApi> Api(ApiVersion v) {
+    return testing::ScriptedSlurmApi(v, t_, std::make_unique<testing::RecordingScontrol>(&scontrol_calls_));
+  }
+  std::vector<std::string> scontrol_calls_;
   std::vector<nlohmann::json> Bodies() const {
     std::vector<nlohmann::json> out;
     for (const HttpRequest& r : t_->seen) {
@@ -231,6 +234,39 @@ TEST_F(UpdateJobTest, DataParserVersionsUseTheirShapes) {
   EXPECT_EQ(second["priority"]["number"], 1000000);
   // The first begin time lies a minute after the second (both epochs from the same clock).
   EXPECT_EQ(first["begin_time"]["number"].get<int64_t>() - second["begin_time"]["number"].get<int64_t>(), 60);
+}
+
+// The same-second release race (issue 16): a begin time set right after the bridge requeued the
+// job lies kRelaunchMargin after the requeue, whatever the caller asked; other jobs are not held
+// back. 22.05 takes "now+N", the data-parser versions an epoch.
+TEST_F(UpdateJobTest, BeginTimesRightAfterARequeueWaitTheRelaunchMargin) {
+  auto api = Api(ApiVersion::kV0038);
+  ASSERT_TRUE(api->RequeueJob(42).ok());
+  EXPECT_EQ(scontrol_calls_, std::vector<std::string>{"requeue 42"});
+  t_->answers = {ok_, ok_, ok_, ok_};
+  ASSERT_TRUE(api->StartAt(42, absl::Now(), absl::Now()).ok());
+  JobUpdate go;
+  go.comment = "go";
+  go.begin_now = true;
+  ASSERT_TRUE(api->UpdateJob(42, go).ok());
+  const absl::Time now = absl::Now();
+  ASSERT_TRUE(api->StartAt(43, now, now).ok());  // not requeued: at once
+  std::vector<nlohmann::json> bodies;
+  for (const HttpRequest& r : t_->seen) bodies.push_back(nlohmann::json::parse(r.body));
+  ASSERT_EQ(bodies.size(), 3u);
+  EXPECT_EQ(bodies[0], (nlohmann::json{{"begin_time", "now+2"}}));
+  EXPECT_EQ(bodies[1], (nlohmann::json{{"comment", "go"}, {"begin_time", "now+2"}}));
+  EXPECT_EQ(bodies[2], (nlohmann::json{{"begin_time", "now"}}));
+
+  auto v44 = Api(ApiVersion::kV0044);
+  const absl::Time requeued = absl::Now();
+  ASSERT_TRUE(v44->RequeueJob(42).ok());
+  t_->answers = {ok_, ok_};
+  ASSERT_TRUE(v44->UpdateJob(42, Start()).ok());  // release + gate, then priority + begin
+  ASSERT_EQ(t_->seen.size(), 2u);
+  const int64_t begin = nlohmann::json::parse(t_->seen[1].body)["begin_time"]["number"].get<int64_t>();
+  EXPECT_GE(begin, absl::ToUnixSeconds(requeued + kRelaunchMargin));
+  EXPECT_LE(begin, absl::ToUnixSeconds(absl::Now() + kRelaunchMargin));
 }
 
 }  // namespace

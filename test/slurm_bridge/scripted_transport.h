@@ -36,13 +36,30 @@ class ScriptedTransport : public HttpTransport {
 };
 
 // A RestSlurmApi of `version` over a ScriptedTransport (one attempt per call, no sleeping).
-inline std::unique_ptr<SlurmApi> ScriptedSlurmApi(ApiVersion version, ScriptedTransport*& transport) {
+inline std::unique_ptr<SlurmApi> ScriptedSlurmApi(ApiVersion version, ScriptedTransport*& transport,
+                                                  std::unique_ptr<Scontrol> scontrol = nullptr) {
   auto t = std::make_unique<ScriptedTransport>();
   transport = t.get();
   auto client = std::make_shared<RestClient>(std::move(t), MakeStaticCredentials({"slurm", "tok"}),
                                              RetryPolicy{.max_attempts = 1}, [](absl::Duration) {});
-  return MakeRestSlurmApi(std::move(client), version, nullptr);
+  return MakeRestSlurmApi(std::move(client), version, std::move(scontrol));
 }
+
+// scontrol that does what it is told and remembers it.
+class RecordingScontrol : public Scontrol {
+ public:
+  explicit RecordingScontrol(std::vector<std::string>* calls) : calls_(calls) {}
+  absl::Status DrainNode(const std::string& node, const std::string&) override { return Record("drain " + node); }
+  absl::Status ResumeNode(const std::string& node) override { return Record("resume " + node); }
+  absl::Status RequeueJob(uint32_t job_id) override { return Record("requeue " + std::to_string(job_id)); }
+
+ private:
+  absl::Status Record(std::string call) {
+    calls_->push_back(std::move(call));
+    return absl::OkStatus();
+  }
+  std::vector<std::string>* calls_;
+};
 
 // A recorded answer: `status` with the fixture file's text as body ("" for an empty body).
 inline HttpResponse Recorded(int status, const std::string& fixture) {
