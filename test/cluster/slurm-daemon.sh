@@ -14,6 +14,8 @@ source "$HERE/slurm/lib.sh"
 slurm_set_paths "$(cd "$1" && pwd)"
 # shellcheck disable=SC1090
 source "$SLURM_PORTS_FILE"
+# Clusters started before slurm-up.sh took --slurm ran Debian's 22.05 with these.
+: "${REST_PLUGINS:=openapi/v0.0.38,openapi/v0.0.37}" "${REST_API:=v0.0.38}"
 VERB="$2"
 DAEMON="$3"
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Starts a private Slurm 22.05 cluster under DIR, on free loopback ports:
+# Starts a private Slurm cluster under DIR, on free loopback ports:
 #   munged (own key and socket), slurmctld, N x `slurmd -N nK`, slurmrestd (JWT, TCP + unix socket).
-# Usage: test/cluster/slurm-up.sh DIR [--nodes N] [--owner-pid PID] [--token-lifespan SECONDS]
+# Usage: test/cluster/slurm-up.sh DIR [--nodes N] [--owner-pid PID] [--token-lifespan SECONDS] [--slurm PREFIX]
 #   --owner-pid PID: a watchdog runs slurm-down.sh DIR when PID exits, even by SIGKILL
 #   (default: $ONEQUEUE_CLUSTER_OWNER_PID, as for test/cluster/up.sh).
-# Returns when every node is idle and slurmrestd answers /slurm/v0.0.38/diag with the token.
+#   --slurm PREFIX: the Slurm installation to run (PREFIX/sbin/slurmctld, PREFIX/bin/scontrol, its
+#   slurmrestd plugins); default $ONEQUEUE_SLURM_PREFIX, else /usr (Debian's Slurm 22.05).
+# Returns when every node is idle and slurmrestd answers /slurm/vX/diag with the token (vX: the
+# highest REST version of v0.0.38..v0.0.44 the installation serves).
 # Writes DIR/slurm.env (shell-sourceable). Needs root (mknod, daemons under their own users).
 # Stop with test/cluster/slurm-down.sh DIR. See docs/local-slurm.md.
 set -euo pipefail
@@ -12,7 +15,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=slurm/lib.sh
 source "$HERE/slurm/lib.sh"
 
-usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
 [ $# -ge 1 ] || usage
 case "$1" in -h | --help | -*) usage ;; esac
@@ -22,8 +25,10 @@ NODES=8
 # The Kubernetes scripts take the owner from this variable; --owner-pid wins.
 OWNER_PID="${ONEQUEUE_CLUSTER_OWNER_PID:-}"
 TOKEN_LIFESPAN=$((30 * 24 * 3600))
+SLURM_PREFIX="${ONEQUEUE_SLURM_PREFIX:-/usr}"
 while [ $# -gt 0 ]; do
   case "$1" in
+    --slurm) SLURM_PREFIX="${2:?--slurm needs the prefix of a Slurm installation}"; shift 2 ;;
     --nodes) NODES="${2:?--nodes needs a number}"; shift 2 ;;
     --owner-pid) OWNER_PID="${2:?--owner-pid needs a PID}"; shift 2 ;;
     --token-lifespan) TOKEN_LIFESPAN="${2:?--token-lifespan needs seconds}"; shift 2 ;;
@@ -33,9 +38,14 @@ while [ $# -gt 0 ]; do
 done
 [[ "$NODES" =~ ^[0-9]+$ ]] && [ "$NODES" -ge 1 ] && [ "$NODES" -le 1000 ] || die "--nodes must be 1..1000, got '$NODES'"
 [ "$(id -u)" = 0 ] || die "slurm-up.sh must run as root (it makes device nodes with mknod and starts daemons as munge, slurm and nobody)"
-for cmd in munged slurmrestd scontrol sinfo setpriv ss curl flock mknod; do
+for cmd in munged munge unmunge setpriv ss curl flock mknod; do
   command -v "$cmd" >/dev/null || [ -x "/usr/sbin/$cmd" ] || die "'$cmd' not found: run test/tools/install-deps.sh"
 done
+SLURM_PREFIX="$(cd "$SLURM_PREFIX" 2>/dev/null && pwd)" || die "--slurm / ONEQUEUE_SLURM_PREFIX: no such folder"
+for cmd in sbin/slurmctld sbin/slurmd sbin/slurmrestd bin/scontrol bin/sinfo bin/squeue; do
+  [ -x "$SLURM_PREFIX/$cmd" ] || die "$SLURM_PREFIX/$cmd not found: $SLURM_PREFIX is not a Slurm installation with slurmrestd (the default /usr needs test/tools/install-deps.sh)"
+done
+slurm_detect "$SLURM_PREFIX"
 getent passwd slurm >/dev/null && getent passwd munge >/dev/null || die "users slurm and munge must exist (packages slurmctld, munge)"
 
 mkdir -p "$DIR_ARG"
@@ -96,17 +106,17 @@ chmod 755 "$SLURM_DIR"
 
 # Daemons under their own names: started as slurmd-wlm, slurmd silently drops its GPUs.
 resolve_daemon() {
-  local name="$1" target
-  if [ -x "/usr/sbin/$name-wlm" ]; then target="/usr/sbin/$name-wlm"; else target="$(readlink -f "/usr/sbin/$name")"; fi
-  case "$target" in *emulator*) die "/usr/sbin/$name points to the emulator build ($target): run update-alternatives --set $name /usr/sbin/$name-wlm" ;; esac
+  local name="$1" sbin="$SLURM_PREFIX/sbin" target
+  if [ -x "$sbin/$name-wlm" ]; then target="$sbin/$name-wlm"; else target="$(readlink -f "$sbin/$name")"; fi
+  case "$target" in *emulator*) die "$sbin/$name points to the emulator build ($target): run update-alternatives --set $name $sbin/$name-wlm" ;; esac
   [ -x "$target" ] || die "no $name binary (looked at $target)"
   ln -sfn "$target" "$SLURM_BIN_DIR/$name"
 }
 resolve_daemon slurmctld
 resolve_daemon slurmd
-ln -sfn /usr/sbin/slurmrestd "$SLURM_BIN_DIR/slurmrestd"
+ln -sfn "$SLURM_PREFIX/sbin/slurmrestd" "$SLURM_BIN_DIR/slurmrestd"
 for c in scontrol squeue sinfo sbatch scancel srun salloc sacct sprio sstat; do
-  [ -x "/usr/bin/$c" ] && ln -sfn "/usr/bin/$c" "$SLURM_BIN_DIR/$c"
+  if [ -x "$SLURM_PREFIX/bin/$c" ]; then ln -sfn "$SLURM_PREFIX/bin/$c" "$SLURM_BIN_DIR/$c"; fi
 done
 
 # Keys: a private munge key and the JWT signing key, readable only by their daemon.
@@ -161,6 +171,10 @@ REST_PORT=$REST_PORT
 FIRST_SLURMD_PORT=$FIRST_SLURMD_PORT
 CLUSTER_NAME=$CLUSTER_NAME
 NODES="${NODE_LIST[*]}"
+SLURM_PREFIX=$SLURM_PREFIX
+SLURM_RELEASE=$SLURM_RELEASE
+REST_PLUGINS=$REST_PLUGINS
+REST_API=$REST_API
 ENV
 
 for ((k = 1; k <= NODES; k++)); do mkdir -p "$SLURM_DIR/spool/n$k"; done
@@ -169,6 +183,7 @@ chown slurm:slurm "$SLURM_PIDS"
 chown nobody:nogroup "$SLURM_DIR/rest"
 ln -sfn rest/slurmrestd.socket "$SLURM_REST_SOCKET"
 
+log "Slurm $SLURM_RELEASE from $SLURM_PREFIX; slurmrestd -s $REST_PLUGINS, checked on $REST_API"
 log "starting munged, slurmctld (port $CTLD_PORT), $NODES slurmd (ports $FIRST_SLURMD_PORT-$((FIRST_SLURMD_PORT + NODES - 1))) in $SLURM_DIR"
 start_munged
 start_slurmctld
@@ -207,6 +222,9 @@ SLURM_RECLAIM_PARTITION=reclaim
 SLURM_BIN=$SLURM_BIN_DIR
 SLURM_CLUSTER_NAME=$CLUSTER_NAME
 SLURM_JOBS_DIR=$SLURM_DIR/jobs
+SLURM_PREFIX=$SLURM_PREFIX
+SLURM_RELEASE=$SLURM_RELEASE
+SLURMRESTD_API=$REST_API
 ENV
 mv "$SLURM_ENV_FILE.tmp" "$SLURM_ENV_FILE"
 

@@ -31,8 +31,48 @@ slurm_set_paths() {
   SLURM_PORTS_FILE="$SLURM_DIR/ports.env"
 }
 
-# Client commands of this cluster (root is a Slurm admin; SLURM_CONF picks the cluster).
-sl() { SLURM_CONF="$SLURM_CONF_FILE" "$@"; }
+# Client commands of this cluster (root is a Slurm admin; SLURM_CONF picks the cluster), from the
+# installation the cluster runs (DIR/bin links to it): a 22.05 scontrol cannot talk to a 25.11
+# slurmctld. Before DIR/bin exists, from PATH.
+sl() {
+  local cmd="$1"
+  shift
+  [ -x "$SLURM_BIN_DIR/$cmd" ] && cmd="$SLURM_BIN_DIR/$cmd"
+  SLURM_CONF="$SLURM_CONF_FILE" "$cmd" "$@"
+}
+
+# slurm_detect PREFIX: what the Slurm installation under PREFIX is and serves over REST. Sets
+#   SLURM_RELEASE  e.g. 22.05.8 (slurmctld -V)
+#   REST_PLUGINS   slurmrestd's -s list: openapi/slurmctld where it exists (23.02 and later: one
+#                  plugin for every data_parser installed), else every openapi/v0.0.NN (NN >= 37)
+#   REST_API       the highest REST version onequeue supports (v0.0.38 .. v0.0.44) it serves
+slurm_detect() {
+  local prefix="$1" d f n plugdir="" best=0 old=()
+  SLURM_RELEASE="$("$prefix/sbin/slurmctld" -V 2>/dev/null | awk '{print $2}')"
+  [ -n "$SLURM_RELEASE" ] || die "$prefix/sbin/slurmctld -V printed no version: is $prefix a Slurm installation?"
+  # Debian: PREFIX/lib/<triplet>/slurm-wlm; a source build: PREFIX/lib/slurm or PREFIX/lib64/slurm.
+  for d in "$prefix"/lib/*/slurm-wlm "$prefix"/lib/slurm-wlm "$prefix"/lib/slurm "$prefix"/lib64/slurm "$prefix"/lib/*/slurm; do
+    if compgen -G "$d/openapi_*.so" >/dev/null; then plugdir="$d"; break; fi
+  done
+  [ -n "$plugdir" ] || die "no slurmrestd plugins (openapi_*.so) under $prefix/lib*: was Slurm $SLURM_RELEASE built with slurmrestd?"
+  if [ -f "$plugdir/openapi_slurmctld.so" ]; then
+    REST_PLUGINS=openapi/slurmctld
+    for f in "$plugdir"/data_parser_v0_0_*.so; do
+      n="${f##*_v0_0_}"; n="${n%.so}"
+      [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -le 44 ] && [ "$n" -gt "$best" ] && best="$n"
+    done
+  else
+    for f in "$plugdir"/openapi_v0_0_*.so; do
+      n="${f##*_v0_0_}"; n="${n%.so}"
+      [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 37 ] || continue
+      old+=("$n")
+      [ "$n" -le 44 ] && [ "$n" -gt "$best" ] && best="$n"
+    done
+    REST_PLUGINS="$(printf 'openapi/v0.0.%s\n' "${old[@]}" | sort -t. -k3,3nr | paste -sd,)"
+  fi
+  [ "$best" -ge 38 ] || die "slurmrestd of Slurm $SLURM_RELEASE ($plugdir) serves no REST version onequeue supports (v0.0.38 to v0.0.44)"
+  REST_API="v0.0.$best"
+}
 
 # A PID is alive if it exists and is not a zombie (our daemons are reparented to whatever PID 1
 # the machine has, which may be slow to reap them). Bash builtins only: stop_pids calls this for
@@ -209,21 +249,22 @@ rest_diag_ok() {
   local token
   token="$(cat "$SLURM_JWT_FILE")"
   curl -sf -o /dev/null --max-time 5 -H "X-SLURM-USER-NAME: $SLURM_USER" -H "X-SLURM-USER-TOKEN: $token" \
-    "http://127.0.0.1:$REST_PORT/slurm/v0.0.38/diag" &&
+    "http://127.0.0.1:$REST_PORT/slurm/$REST_API/diag" &&
     curl -sf -o /dev/null --max-time 5 --unix-socket "$SLURM_REST_SOCKET" \
       -H "X-SLURM-USER-NAME: $SLURM_USER" -H "X-SLURM-USER-TOKEN: $token" \
-      "http://localhost/slurm/v0.0.38/diag"
+      "http://localhost/slurm/$REST_API/diag"
 }
 
 # slurmrestd refuses to run as root or as SlurmUser: it runs as nobody, with SLURM_JWT=daemon so it
 # talks to slurmctld with each client's own token. Its unix socket lives in a folder nobody owns,
-# linked from $SLURM_REST_SOCKET.
+# linked from $SLURM_REST_SOCKET. Its plugins ($REST_PLUGINS) and the version it is checked on
+# ($REST_API) come from slurm_detect (slurm-up.sh) or DIR/ports.env (slurm-daemon.sh).
 start_slurmrestd() {
   rm -f "$SLURM_DIR/rest/slurmrestd.socket"
   start_daemon slurmrestd nobody "$SLURM_LOGS/slurmrestd.log" \
     env SLURM_JWT=daemon "$SLURM_BIN_DIR/slurmrestd" -f "$SLURM_CONF_FILE" -a rest_auth/jwt \
-    -s openapi/v0.0.38,openapi/v0.0.37 "127.0.0.1:$REST_PORT" "unix:$SLURM_DIR/rest/slurmrestd.socket"
-  wait_until 30 "slurmrestd answering /slurm/v0.0.38/diag on 127.0.0.1:$REST_PORT and $SLURM_REST_SOCKET" rest_diag_ok
+    -s "$REST_PLUGINS" "127.0.0.1:$REST_PORT" "unix:$SLURM_DIR/rest/slurmrestd.socket"
+  wait_until 30 "slurmrestd answering /slurm/$REST_API/diag on 127.0.0.1:$REST_PORT and $SLURM_REST_SOCKET" rest_diag_ok
 }
 
 # --- Stopping daemons -------------------------------------------------------------------------
