@@ -276,8 +276,11 @@ TEST_P(SlurmE2ETest, InteractivePodReclaimsALentNodeAndTheJobRunsAgainElsewhere)
 TEST_P(SlurmE2ETest, HigherPriorityGetsTheNodeWhicheverWorld) {
   AddPool(1);
   // The job is submitted held with onequeue's tag, as the daemon holds pending jobs, so neither
-  // world can take the node before the daemon sees both.
-  const uint32_t job = Submit({"--hold", "--comment=onequeue: held by the test"}, "60");
+  // world can take the node before the daemon sees both. It is charged to the pod's account (the
+  // namespace): fair-share then weighs both alike, and the QOS decides (the earlier tests' jobs
+  // are usage of other accounts).
+  const std::string account = "--account=" + ns_;
+  const uint32_t job = Submit({"--hold", "--comment=onequeue: held by the test", account}, "60");
   PodOptions pod;
   pod.cpu = "4";
   pod.qos = "batch";
@@ -298,7 +301,7 @@ TEST_P(SlurmE2ETest, HigherPriorityGetsTheNodeWhicheverWorld) {
   (void)SlurmCommand(Slurm(), {"scancel", id});
 
   // Round 2, swapped: the pod's QOS (normal) is above the job's (batch).
-  const uint32_t job2 = Submit({"--hold", "--comment=onequeue: held by the test"}, "60");
+  const uint32_t job2 = Submit({"--hold", "--comment=onequeue: held by the test", account}, "60");
   PodOptions pod2;
   pod2.cpu = "4";
   pod2.qos = "normal";
