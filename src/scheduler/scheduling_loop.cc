@@ -342,18 +342,7 @@ void SchedulingLoop::StartPreemption(const queue::PreemptDecision& d, const Buil
 }
 
 SlurmWorldOptions SchedulingLoop::SlurmOptions(const BuiltSnapshot& built, queue::Time now) {
-  SlurmWorldOptions o;
-  o.shared_partitions = config_.slurm.shared_partitions;
-  o.node_label = config_.slurm.node_label;
-  o.mechanism = config_.slurm.lend_mechanism;
-  o.reclaim_partition = config_.slurm.reclaim_partition;
-  o.qos_map = config_.slurm.qos_map;
-  o.default_qos = config_.slurm.default_qos;
-  for (const auto& q : config_.queue.qos) {
-    o.known_qos.push_back(q.name);
-    if (q.preemptible) o.preemptible_qos.insert(q.name);
-  }
-  o.gres_resources = config_.slurm.gres_resources;
+  SlurmWorldOptions o = SlurmWorldOptionsOf(config_);
   for (const auto& [job, a] : assumed_jobs_) o.assumed_starts[job] = a.nodes;
   // Hysteresis: a node pods used lately is not lent, nor is the headroom kept for interactive pods.
   const queue::Snapshot& snap = *built.snapshot;

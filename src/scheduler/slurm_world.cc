@@ -117,6 +117,22 @@ std::optional<uint32_t> SlurmJobOf(std::string_view workload_id) {
 
 std::string SlurmWorkloadId(uint32_t job_id) { return absl::StrCat(kSlurmIdPrefix, job_id); }
 
+SlurmWorldOptions SlurmWorldOptionsOf(const Config& config) {
+  SlurmWorldOptions o;
+  o.shared_partitions = config.slurm.shared_partitions;
+  o.node_label = config.slurm.node_label;
+  o.mechanism = config.slurm.lend_mechanism;
+  o.reclaim_partition = config.slurm.reclaim_partition;
+  o.qos_map = config.slurm.qos_map;
+  o.default_qos = config.slurm.default_qos;
+  for (const auto& q : config.queue.qos) {
+    o.known_qos.push_back(q.name);
+    if (q.preemptible) o.preemptible_qos.insert(q.name);
+  }
+  o.gres_resources = config.slurm.gres_resources;
+  return o;
+}
+
 bool IsPlaceholderJob(const slurm::SlurmJob& job, const std::string& reclaim_partition) {
   return job.partition == reclaim_partition && slurm::OwnerFromTag(job.comment).has_value() &&
          absl::StartsWith(job.name, "onequeue-placeholder-");

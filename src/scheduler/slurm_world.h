@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "queue/model.h"
+#include "scheduler/config.h"
 #include "scheduler/snapshot_builder.h"
 #include "slurm_bridge/ownership.h"
 #include "slurm_bridge/poller.h"
@@ -58,6 +59,10 @@ struct SlurmWorldOptions {
   // Counted as running there (assume), never as pending.
   std::map<uint32_t, std::vector<std::string>> assumed_starts;
 };
+
+// The part of the options the configuration decides (the loop adds what its state knows:
+// not_lendable, assumed_starts).
+SlurmWorldOptions SlurmWorldOptionsOf(const Config& config);
 
 // One pool node joined to its Slurm node.
 struct JoinedNode {

@@ -93,18 +93,7 @@ SnapshotOptions SnapshotOptionsOf(const Config& c) {
 // every idle Kubernetes node has been idle for longer than lendAfterSeconds. Same containers and
 // same inserts, so the cost is the daemon's.
 SlurmWorldOptions OptionsLikeTheDaemon(const Config& c, const BuiltSnapshot& built) {
-  SlurmWorldOptions o;
-  o.shared_partitions = c.slurm.shared_partitions;
-  o.node_label = c.slurm.node_label;
-  o.mechanism = c.slurm.lend_mechanism;
-  o.reclaim_partition = c.slurm.reclaim_partition;
-  o.qos_map = c.slurm.qos_map;
-  o.default_qos = c.slurm.default_qos;
-  for (const auto& q : c.queue.qos) {
-    o.known_qos.push_back(q.name);
-    if (q.preemptible) o.preemptible_qos.insert(q.name);
-  }
-  o.gres_resources = c.slurm.gres_resources;
+  SlurmWorldOptions o = SlurmWorldOptionsOf(c);
   const queue::Snapshot& snap = *built.snapshot;
   std::vector<char> has_pod(snap.nodes.size(), 0);
   for (const auto& r : snap.running) {
