@@ -346,11 +346,7 @@ SlurmWorldOptions SchedulingLoop::SlurmOptions(const BuiltSnapshot& built, queue
   for (const auto& [job, a] : assumed_jobs_) o.assumed_starts[job] = a.nodes;
   // Hysteresis: a node pods used lately is not lent, nor is the headroom kept for interactive pods.
   const queue::Snapshot& snap = *built.snapshot;
-  std::vector<char> has_pod(snap.nodes.size(), 0);
-  for (const auto& r : snap.running) {
-    if (r.kind != queue::WorkloadKind::kPodGroup) continue;
-    for (const auto& a : r.allocations) has_pod[a.node] = 1;
-  }
+  const std::vector<char> has_pod = NodesWithPods(snap);
   std::vector<std::string> idle_kubernetes;
   for (size_t i = 0; i < snap.nodes.size(); ++i) {
     const std::string& name = snap.nodes[i].name;

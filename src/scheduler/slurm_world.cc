@@ -117,6 +117,15 @@ std::optional<uint32_t> SlurmJobOf(std::string_view workload_id) {
 
 std::string SlurmWorkloadId(uint32_t job_id) { return absl::StrCat(kSlurmIdPrefix, job_id); }
 
+std::vector<char> NodesWithPods(const queue::Snapshot& snapshot) {
+  std::vector<char> has_pod(snapshot.nodes.size(), 0);
+  for (const auto& r : snapshot.running) {
+    if (r.kind != queue::WorkloadKind::kPodGroup) continue;
+    for (const auto& a : r.allocations) has_pod[a.node] = 1;
+  }
+  return has_pod;
+}
+
 SlurmWorldOptions SlurmWorldOptionsOf(const Config& config) {
   SlurmWorldOptions o;
   o.shared_partitions = config.slurm.shared_partitions;

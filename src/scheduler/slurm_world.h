@@ -60,6 +60,10 @@ struct SlurmWorldOptions {
   std::map<uint32_t, std::vector<std::string>> assumed_starts;
 };
 
+// Per snapshot node: 1 if a pod workload runs there (a Kubernetes tenant's; DaemonSet pods are
+// part of the node). Such a node is not lendable.
+std::vector<char> NodesWithPods(const queue::Snapshot& snapshot);
+
 // The part of the options the configuration decides (the loop adds what its state knows:
 // not_lendable, assumed_starts).
 SlurmWorldOptions SlurmWorldOptionsOf(const Config& config);

@@ -237,6 +237,15 @@ std::vector<SeenEvent> EventsAbout(k8s::RestClient* client, const std::string& n
   return out;
 }
 
+bool WaitForNodeReady(k8s::RestClient* client, const std::string& name) {
+  return Eventually(absl::Seconds(60), [&] {
+    auto n = GetNode(client, name);
+    if (!n.ok()) return false;
+    for (const auto& c : n->conditions) if (c.type == "Ready") return c.status == "True";
+    return false;
+  });
+}
+
 std::vector<SeenEvent> EventsWithReason(k8s::RestClient* client, const std::string& ns,
                                         const std::string& name, const std::string& reason) {
   std::vector<SeenEvent> out;

@@ -118,6 +118,9 @@ absl::StatusOr<std::vector<k8s::Pod>> ListPods(k8s::RestClient* client, const st
 // The PodScheduled condition, if the pod has one.
 std::optional<k8s::Condition> PodScheduled(const k8s::Pod& pod);
 
+// Waits up to a minute for the node's Ready condition (kwok marks its nodes Ready).
+bool WaitForNodeReady(k8s::RestClient* client, const std::string& name);
+
 // events.k8s.io/v1 events about one object (series folded in: count >= 1).
 struct SeenEvent {
   std::string reason, note, type, reporting_controller;
@@ -165,12 +168,7 @@ class E2ETest : public ::testing::Test {
     for (int i = 1; i <= nodes; ++i) {
       const std::string name = absl::StrCat(ns_, "-", i);
       ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", PoolNode(name, ns_, cpu)).ok());
-      ASSERT_TRUE(Eventually(absl::Seconds(60), [&] {
-        auto n = GetNode(client_.get(), name);
-        if (!n.ok()) return false;
-        for (const auto& c : n->conditions) if (c.type == "Ready") return c.status == "True";
-        return false;
-      })) << name << " never became Ready (is kwok running?)";
+      ASSERT_TRUE(WaitForNodeReady(client_.get(), name)) << name << " never became Ready (is kwok running?)";
     }
   }
 

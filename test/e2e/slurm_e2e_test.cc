@@ -98,12 +98,7 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
       json node = PoolNode(name, ns_, "8");
       node["metadata"]["labels"][kSlurmNodeLabel] = slurm_node;
       ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", node).ok());
-      ASSERT_TRUE(Eventually(absl::Seconds(60), [&] {
-        auto n = GetNode(client_.get(), name);
-        if (!n.ok()) return false;
-        for (const auto& c : n->conditions) if (c.type == "Ready") return c.status == "True";
-        return false;
-      })) << name << " never became Ready (is kwok running?)";
+      ASSERT_TRUE(WaitForNodeReady(client_.get(), name)) << name << " never became Ready (is kwok running?)";
     }
     auto made = SlurmCommand(Slurm(), {"scontrol", "create", "PartitionName=pool",
                                        absl::StrCat("Nodes=", absl::StrJoin(slurm_nodes, ",")), "PriorityTier=1",
