@@ -675,12 +675,12 @@ void BM_AddSlurmWorld(benchmark::State& state) {
 }
 BENCHMARK(BM_AddSlurmWorld)->Apply(Cases);
 
-// (c) The plan, by one planner kept across cycles as the daemon keeps it.
-void BM_PlanCycle(benchmark::State& state) {
+// (c) The plan, by one planner kept across cycles as the daemon keeps it, with or without a
+// preemption planner.
+void TimePlanCycles(benchmark::State& state, const queue::PreemptionPlanner* preemption) {
   const Case k(state);
   const BuiltSnapshot& joined = Joined(k.steady, k.mechanism);
-  const queue::CheapestVictimsPlanner preemption;
-  queue::QueuePlanner planner(ToQueueConfig(k.config), &preemption);
+  queue::QueuePlanner planner(ToQueueConfig(k.config), preemption);
   queue::Plan last;
   for (auto _ : state) {
     queue::Plan p = planner.PlanCycle(joined.snapshot, k.now);
@@ -692,27 +692,17 @@ void BM_PlanCycle(benchmark::State& state) {
   ReportSnapshot(state, *joined.snapshot);
   ReportPlan(state, last);
   state.SetLabel(k.Label());
+}
+
+void BM_PlanCycle(benchmark::State& state) {
+  const queue::CheapestVictimsPlanner preemption;
+  TimePlanCycles(state, &preemption);
 }
 BENCHMARK(BM_PlanCycle)->Apply(Cases);
 
 // (c) without the preemption planner (QueuePlanner's preemption argument null), to tell the
 // queue's own cost from the victim searches': not what the daemon runs.
-void BM_PlanCycleWithoutPreemption(benchmark::State& state) {
-  const Case k(state);
-  const BuiltSnapshot& joined = Joined(k.steady, k.mechanism);
-  queue::QueuePlanner planner(ToQueueConfig(k.config), nullptr);
-  queue::Plan last;
-  for (auto _ : state) {
-    queue::Plan p = planner.PlanCycle(joined.snapshot, k.now);
-    benchmark::DoNotOptimize(p.starts.data());
-    state.PauseTiming();
-    last = std::move(p);
-    state.ResumeTiming();
-  }
-  ReportSnapshot(state, *joined.snapshot);
-  ReportPlan(state, last);
-  state.SetLabel(k.Label());
-}
+void BM_PlanCycleWithoutPreemption(benchmark::State& state) { TimePlanCycles(state, nullptr); }
 BENCHMARK(BM_PlanCycleWithoutPreemption)
     ->ArgNames({"placeholder", "steady"})->Args({1, 0})->Args({1, 1})->Unit(benchmark::kMillisecond);
 
