@@ -645,7 +645,9 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   ReleaseFinishedReservations(built, now, &stats);
   LearnAccounts(*built.snapshot);
 
-  const queue::Plan plan = planner_->PlanCycle(built.snapshot, now);
+  // Shared: the published status keeps it (and its snapshot) after the cycle.
+  const auto planned = std::make_shared<const queue::Plan>(planner_->PlanCycle(built.snapshot, now));
+  const queue::Plan& plan = *planned;
   std::map<std::string, size_t> pending_index;
   for (size_t i = 0; i < built.snapshot->pending.size(); ++i) pending_index[built.snapshot->pending[i].id] = i;
   std::map<std::string, std::vector<std::string>> owner_changes;  // workload -> nodes changing hands
@@ -690,11 +692,13 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
 
   for (const auto& p : plan.preemptions) StartPreemption(p, built, terminating, now, &touched, &stats);
 
+  std::map<std::string, WaitReport, std::less<>> reports;  // for the published status
   for (const auto& w : plan.waiting) {
     auto pods_of = built.pending_pods.find(w.workload);
     if (pods_of == built.pending_pods.end()) continue;
     ++stats.waiting;
     const WaitReport report = ReportFor(w, plan, built);
+    if (board_ != nullptr) reports.emplace(std::string(w.workload), report);
     const std::string fingerprint = absl::StrCat(report.reason, "|", report.message, "|", report.queue_position,
                                                  "|", report.estimated_start.value_or(-1));
     for (const auto& key : pods_of->second.pod_keys) {
@@ -710,7 +714,23 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
     HoldWaitingJobs(plan, &stats);
     ReconcileSlurmNodes(touched, now, &stats);
   }
+  if (board_ != nullptr) PublishStatus(planned, std::move(built), std::move(reports), now);
   return stats;
+}
+
+void SchedulingLoop::PublishStatus(std::shared_ptr<const queue::Plan> plan, BuiltSnapshot built,
+                                   std::map<std::string, WaitReport, std::less<>> reports, queue::Time now) {
+  auto status = std::make_shared<CycleStatus>();
+  status->now = now;
+  status->plan = std::move(plan);
+  status->pending_pods = std::move(built.pending_pods);
+  status->running_pods = std::move(built.running_pods);
+  status->slurm = slurm_records_;
+  status->reports = std::move(reports);
+  status->node_owner = node_owner_;
+  status->lent_idle_since = lent_idle_since_;
+  status->return_after_seconds = config_.slurm.return_after_seconds;
+  board_->Publish(std::move(status));
 }
 
 }  // namespace onequeue::scheduler

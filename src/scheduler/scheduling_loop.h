@@ -22,6 +22,7 @@
 #include "queue/planner.h"
 #include "queue/preemption.h"
 #include "scheduler/config.h"
+#include "scheduler/cycle_status.h"
 #include "scheduler/slurm_world.h"
 #include "scheduler/snapshot_builder.h"
 #include "slurm_bridge/poller.h"
@@ -41,14 +42,6 @@ class ClusterView {
   }
   // The Slurm poller's latest view; null without Slurm (or before its first poll).
   virtual std::shared_ptr<const slurm::SlurmView> Slurm() const { return nullptr; }
-};
-
-// Why a pod waits, as users read it in kubectl describe and the pod's annotations.
-struct WaitReport {
-  std::string reason;   // a WaitReason name: Priority, Resources, ReservedForHigherPriority, ...
-  std::string message;  // plain words
-  int32_t queue_position = 0;
-  std::optional<queue::Time> estimated_start;
 };
 
 // What the loop does to the cluster. Every call is idempotent.
@@ -131,6 +124,9 @@ class SchedulingLoop {
                  SlurmActions* slurm = nullptr, Failpoint failpoint = nullptr);
   CycleStats RunCycle(queue::Time now);
 
+  // After each cycle, what it saw and decided goes to `board` (for the gRPC QueueService); null: not kept.
+  void PublishTo(StatusBoard* board) { board_ = board; }
+
   // Nodes currently reserved for a preemptor (node -> workload), for status and tests.
   const std::map<std::string, std::string>& reservations() const { return reservations_; }
 
@@ -165,6 +161,8 @@ class SchedulingLoop {
   absl::Status SetOwner(const std::string& node, const std::string& value, queue::Time now);
   bool IsPending(const BuiltSnapshot& built, std::string_view workload) const;
   WaitReport ReportFor(const queue::WaitingStatus& w, const queue::Plan& plan, const BuiltSnapshot& built) const;
+  void PublishStatus(std::shared_ptr<const queue::Plan> plan, BuiltSnapshot built,
+                     std::map<std::string, WaitReport, std::less<>> reports, queue::Time now);
 
   const Config& config_;
   queue::QueueConfig queue_config_;
@@ -172,6 +170,7 @@ class SchedulingLoop {
   ClusterActions* actions_;
   SlurmActions* slurm_;
   Failpoint failpoint_;
+  StatusBoard* board_ = nullptr;
   queue::CheapestVictimsPlanner preemption_;
   std::unique_ptr<queue::QueuePlanner> planner_;
   std::map<std::string, std::string> assumed_;        // pod key -> node (bound, not yet seen)
