@@ -102,6 +102,12 @@ struct Config {
   QueueConfig queue;
   ServerConfig server;
   LeaderElectionConfig leader_election;
+  // Tests only, never read from the YAML: set by ONEQUEUE_TEST_WITHOUT_RESERVATIONS=1 (main.cc).
+  // A preemption then evicts without writing the reservation (no reserved/<P> mark on the node,
+  // no reservation-tagged Slurm fence), so a test can show that the mark, not luck, keeps the
+  // victims' replacements off the node (the control runs of test/scheduler/scheduling_loop_test.cc
+  // and test/e2e/preemption_e2e_test.cc).
+  bool test_without_reservations = false;
 };
 
 // Parses and validates a configuration document. `source` names it in error messages.

@@ -371,6 +371,11 @@ int main(int argc, char** argv) {
     return 3;
   }
   if (!grpc_address.empty()) config->server.grpc_address = grpc_address;
+  // Tests only (the control runs of the reservation tests); unset in every real deployment.
+  if (const char* off = std::getenv("ONEQUEUE_TEST_WITHOUT_RESERVATIONS"); off != nullptr && std::string(off) == "1") {
+    config->test_without_reservations = true;
+    spdlog::warn("ONEQUEUE_TEST_WITHOUT_RESERVATIONS=1 (tests only): preemptions write no reservation");
+  }
   if (check_only) {
     std::printf("%s: valid (schedulerName %s, slurm %s, reservationDepth %d)\n", config_path.c_str(),
                 config->scheduler_name.c_str(), config->slurm.enabled ? "enabled" : "disabled",

@@ -265,7 +265,9 @@ void SchedulingLoop::StartPreemption(const queue::PreemptDecision& d, const Buil
   // (recovered after a restart, or read back from a lagging informer after a rollback): the write
   // is idempotent and the only proof that the mark is on the node.
   std::set<std::string> node_names;
-  for (queue::NodeIndex n : d.member_nodes) node_names.insert(nodes[n].name);
+  if (!config_.test_without_reservations) {  // tests only: see Config::test_without_reservations
+    for (queue::NodeIndex n : d.member_nodes) node_names.insert(nodes[n].name);
+  }
   for (const auto& name : node_names) {
     const std::string before = OwnerValueOf(name);
     if (!absl::StartsWith(before, kReservedPrefix)) owner_before_reserve_[name] = before;

@@ -62,20 +62,63 @@ TEST(SchedulingLoopTest, PreemptionCannotLoopTheReplacementNeverWinsTheNodeBack)
   EXPECT_EQ(w.Nodes()[0].metadata.annotations.count(kOwnerAnnotation), 0u);
 }
 
-TEST(SchedulingLoopTest, ReplacementWaitsWithReservedForHigherPriorityWhileVictimsLeave) {
+// Scenarios where ONLY the reservation protects the node: in the cycles between the eviction
+// and the preemptor's start, the queue itself does not keep the node for the preemptor (no start,
+// no preemption claim, no reservation of its own plan), so without the reserved(P) mark the
+// replacement wins the node. Each runs twice: with the mark (the replacement is never bound
+// there, over the whole binding history) and with it switched off (Config::
+// test_without_reservations: the replacement IS bound there, so the scenario can fail).
+struct ReservationOnlyRun {
+  std::vector<std::string> binds;  // the whole binding history, in order
+  std::vector<std::string> replacement_reasons;  // every reason reported for the replacement
+  std::vector<std::string> owner_changes;
+};
+
+// A gang preemptor (2 x 2 CPU, interactive) evicts the 4-CPU batch pod from n1; then one of its
+// members is deleted (its controller makes it again a few cycles later). While the gang is
+// incomplete the queue cannot place it: nothing but the mark keeps n1 from the batch pod's
+// replacement, which fits exactly in what the victim freed.
+ReservationOnlyRun GangWithAMissingMember(bool without_reservations) {
   World w;
   w.AddNode("n1", "4");
   w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
-  w.AddPod("jupyter", "4", "interactive");
-  w.recreate_evicted = true;
+  for (const char* member : {"train-0", "train-1"}) {
+    w.AddPod(member, "2", "interactive");
+    w.Find(std::string("ns/") + member)->metadata.annotations[kGroupAnnotation] = "train";
+    w.Find(std::string("ns/") + member)->metadata.annotations[kGroupSizeAnnotation] = "2";
+  }
   Config cfg = TestConfig();
+  cfg.test_without_reservations = without_reservations;
   SchedulingLoop loop(cfg, &w, &w);
-  loop.RunCycle(kNow);
-  // Simulate a slow preemptor bind: a replica appears before the preemptor is bound. It must not
-  // take n1: n1 is reserved(jupyter) in the snapshot.
-  loop.RunCycle(kNow + 1);
-  EXPECT_EQ(w.NodeOf("ns/batch-r"), "");
-  EXPECT_EQ(w.NodeOf("ns/jupyter"), "n1");
+  CycleStats first = loop.RunCycle(kNow);
+  EXPECT_EQ(first.preemptions_started, 1);
+  EXPECT_THAT(w.evictions, ::testing::ElementsAre("ns/batch"));
+  k8s::Pod member = *w.Find("ns/train-1");
+  w.DeletePod("ns/train-1");
+  for (int i = 1; i <= 4; ++i) loop.RunCycle(kNow + i);
+  w.AddPod("train-1", "2", "interactive");  // recreated by its controller
+  *w.Find("ns/train-1") = member;
+  for (int i = 5; i <= 8; ++i) loop.RunCycle(kNow + i);
+  ReservationOnlyRun run;
+  run.binds = w.binds;
+  for (const auto& r : w.reports["ns/batch-r"]) run.replacement_reasons.push_back(r.reason);
+  run.owner_changes = w.owner_changes;
+  return run;
+}
+
+TEST(SchedulingLoopTest, OnlyTheReservationKeepsTheReplacementOffWhileTheGangPreemptorIsIncomplete) {
+  const ReservationOnlyRun on = GangWithAMissingMember(/*without_reservations=*/false);
+  EXPECT_THAT(on.owner_changes, ::testing::Contains("n1=reserved/ns/group/train"));
+  for (const auto& b : on.binds) EXPECT_NE(b, "ns/batch-r->n1") << "the replacement won the reserved node";
+  EXPECT_THAT(on.binds, ::testing::UnorderedElementsAre("ns/train-0->n1", "ns/train-1->n1"));
+  ASSERT_FALSE(on.replacement_reasons.empty());
+
+  // Control: the same scenario without the mark. The replacement takes n1 while the gang is
+  // incomplete, and the gang is left without its node: the test above can fail.
+  const ReservationOnlyRun off = GangWithAMissingMember(/*without_reservations=*/true);
+  EXPECT_THAT(off.owner_changes, ::testing::Not(::testing::Contains(::testing::HasSubstr("reserved/"))));
+  EXPECT_THAT(off.binds, ::testing::Contains("ns/batch-r->n1"));
+  EXPECT_THAT(off.binds, ::testing::Not(::testing::Contains("ns/train-0->n1")));
 }
 
 TEST(SchedulingLoopTest, PdbRefusalRollsTheWholeStepBack) {
