@@ -1,5 +1,6 @@
 #include "k8s_client/models.h"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -133,6 +134,24 @@ std::vector<LabelSelectorRequirement> Requirements(const json& j, const char* ke
   return out;
 }
 
+std::vector<PodAffinityTerm> PodAffinityTerms(const json& affinity) {
+  std::vector<PodAffinityTerm> out;
+  for (const json& t : Array(affinity, "requiredDuringSchedulingIgnoredDuringExecution")) {
+    PodAffinityTerm term;
+    const json& sel = Field(t, "labelSelector");
+    term.has_selector = sel.is_object();
+    term.selector = LabelSelector{StrMap(sel, "matchLabels"), Requirements(sel, "matchExpressions")};
+    for (const json& n : Array(t, "namespaces")) {
+      if (!n.is_string()) throw ModelError("namespaces entry is not a string");
+      term.namespaces.push_back(n.get<std::string>());
+    }
+    term.has_namespace_selector = Field(t, "namespaceSelector").is_object();
+    term.topology_key = Str(t, "topologyKey");
+    out.push_back(std::move(term));
+  }
+  return out;
+}
+
 std::vector<Condition> Conditions(const json& status) {
   std::vector<Condition> out;
   for (const json& c : Array(status, "conditions")) {
@@ -239,6 +258,24 @@ ResourceList ComputePodRequests(const Pod& pod) {
   return reqs;
 }
 
+bool SelectorMatches(const LabelSelector& selector, const StringMap& labels) {
+  for (const auto& [key, value] : selector.match_labels) {
+    auto it = labels.find(key);
+    if (it == labels.end() || it->second != value) return false;
+  }
+  for (const auto& r : selector.match_expressions) {
+    auto it = labels.find(r.key);
+    const bool has = it != labels.end();
+    const bool in = has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
+    if (r.op == "In" && !in) return false;
+    if (r.op == "NotIn" && in) return false;
+    if (r.op == "Exists" && !has) return false;
+    if (r.op == "DoesNotExist" && has) return false;
+    if (r.op != "In" && r.op != "NotIn" && r.op != "Exists" && r.op != "DoesNotExist") return false;
+  }
+  return true;
+}
+
 absl::StatusOr<Pod> Pod::FromJson(const json& j) {
   return Guarded<Pod>("Pod", j, [&] {
     Pod p;
@@ -257,6 +294,9 @@ absl::StatusOr<Pod> Pod::FromJson(const json& j) {
       p.required_node_affinity.push_back(
           {Requirements(term, "matchExpressions"), Requirements(term, "matchFields")});
     }
+    const json& affinity = Field(spec, "affinity");
+    p.required_pod_affinity = PodAffinityTerms(Field(affinity, "podAffinity"));
+    p.required_pod_anti_affinity = PodAffinityTerms(Field(affinity, "podAntiAffinity"));
     for (const json& t : Array(spec, "tolerations")) {
       p.tolerations.push_back({Str(t, "key"), Str(t, "operator"), Str(t, "value"), Str(t, "effect"),
                                OptInt<int64_t>(t, "tolerationSeconds")});

@@ -44,6 +44,20 @@ struct LabelSelector {
   std::vector<LabelSelectorRequirement> match_expressions;
 };
 
+// LabelSelector semantics (metav1.LabelSelectorAsSelector): every matchLabels pair and every
+// requirement (In, NotIn, Exists, DoesNotExist) holds. An unknown operator matches nothing.
+bool SelectorMatches(const LabelSelector& selector, const StringMap& labels);
+
+// One required inter-pod (anti-)affinity term (PodAffinityTerm): pods matched by `selector` in
+// `namespaces` (empty: the pod's own) on the same `topology_key` domain.
+struct PodAffinityTerm {
+  LabelSelector selector;
+  bool has_selector = false;            // no labelSelector matches no pod
+  std::vector<std::string> namespaces;
+  bool has_namespace_selector = false;  // namespaceSelector: not modelled by onequeue
+  std::string topology_key;
+};
+
 struct NodeSelectorTerm {
   std::vector<LabelSelectorRequirement> match_expressions;
   std::vector<LabelSelectorRequirement> match_fields;
@@ -76,6 +90,8 @@ struct Pod {
   StringMap node_selector;
   std::vector<NodeSelectorTerm> required_node_affinity;  // ORed terms
   std::vector<Toleration> tolerations;
+  // requiredDuringSchedulingIgnoredDuringExecution of podAffinity / podAntiAffinity.
+  std::vector<PodAffinityTerm> required_pod_affinity, required_pod_anti_affinity;
   std::vector<Container> containers, init_containers;
   ResourceList overhead;
   ResourceList pod_level_requests;  // spec.resources.requests (PodLevelResources)

@@ -1,6 +1,7 @@
 #include "scheduler/snapshot_builder.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -107,6 +108,47 @@ std::string Annotation(const k8s::Pod& pod, const char* key) {
   return it == pod.metadata.annotations.end() ? std::string() : it->second;
 }
 
+// The pods bound (or assumed bound) to each pool node, by node index, not finished.
+std::vector<std::vector<const PodRecord*>> BoundPodsByNode(
+    const KubeState& state, const std::map<std::string, queue::NodeIndex>& node_index,
+    const std::map<std::string, std::string>& assumed_bindings) {
+  std::vector<std::vector<const PodRecord*>> out(node_index.size());
+  for (const auto& record : state.pods) {
+    if (record->terminal) continue;
+    const std::string* node = &record->node_name;
+    if (node->empty()) {
+      auto a = assumed_bindings.find(record->key);
+      if (a == assumed_bindings.end()) continue;
+      node = &a->second;
+    }
+    if (auto ni = node_index.find(*node); ni != node_index.end()) out[ni->second].push_back(record.get());
+  }
+  return out;
+}
+
+// The pool nodes where none of `pod`'s required anti-affinity terms (hostname topology) matches a
+// pod bound there. The rule is read against this cycle's snapshot: two pods placed in the same
+// cycle are not checked against each other.
+std::vector<std::string> NodesWithoutMatchingPods(const PodRecord& pod, const std::vector<queue::Node>& nodes,
+                                                  const std::vector<std::vector<const PodRecord*>>& bound) {
+  std::vector<std::string> allowed;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    bool conflict = false;
+    for (const PodRecord* other : bound[i]) {
+      for (const auto& term : pod.anti_affinity) {
+        const bool in_namespace =
+            term.namespaces.empty()
+                ? other->namespace_ == pod.namespace_
+                : std::find(term.namespaces.begin(), term.namespaces.end(), other->namespace_) != term.namespaces.end();
+        if (in_namespace && k8s::SelectorMatches(term.selector, other->labels)) conflict = true;
+      }
+      if (conflict) break;
+    }
+    if (!conflict) allowed.push_back(nodes[i].name);
+  }
+  return allowed;
+}
+
 std::string WorkloadId(const PodRecord& pod) {
   return pod.group.empty() ? pod.key : pod.namespace_ + "/group/" + pod.group;
 }
@@ -162,6 +204,20 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
   r.requests = k8s::ComputePodRequests(pod);
   r.eligibility = ToEligibility(pod);
   r.node_affinity_terms = pod.required_node_affinity.size();
+  r.labels = pod.metadata.labels;
+  if (!pod.required_pod_affinity.empty()) {
+    r.unsupported_pod_affinity = "required podAffinity is not supported yet";
+  }
+  for (const auto& term : pod.required_pod_anti_affinity) {
+    if (term.topology_key != kHostnameLabel) {
+      r.unsupported_pod_affinity = absl::StrCat("required podAntiAffinity with topologyKey \"", term.topology_key,
+                                                "\" is not supported yet (only ", kHostnameLabel, ")");
+    } else if (term.has_namespace_selector) {
+      r.unsupported_pod_affinity = "required podAntiAffinity with a namespaceSelector is not supported yet";
+    } else if (term.has_selector) {
+      r.anti_affinity.push_back(term);
+    }
+  }
   return r;
 }
 
@@ -265,6 +321,8 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
   }
   for (auto& [id, rw] : running) snap.running.push_back(std::move(rw));
 
+  // Built once, and only if some pending pod has an anti-affinity rule.
+  std::optional<std::vector<std::vector<const PodRecord*>>> bound_pods_by_node;
   for (auto& [id, members] : pending_groups) {
     std::sort(members.begin(), members.end(),
               [](const PodRecord* a, const PodRecord* b) { return a->name < b->name; });
@@ -318,6 +376,12 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
         std::find(options.known_qos.begin(), options.known_qos.end(), w.qos) == options.known_qos.end()) {
       fail(queue::AdmissionError::kQosNotAllowed,
            absl::StrCat("QOS \"", w.qos, "\" is not defined in onequeue's configuration"));
+    }
+    if (!first.unsupported_pod_affinity.empty()) {
+      fail(queue::AdmissionError::kInvalidAnnotation, first.unsupported_pod_affinity);
+    } else if (!first.anti_affinity.empty()) {
+      if (!bound_pods_by_node) bound_pods_by_node = BoundPodsByNode(state, node_index, options.assumed_bindings);
+      w.eligibility.allowed_nodes = NodesWithoutMatchingPods(first, snap.nodes, *bound_pods_by_node);
     }
     if (first.node_affinity_terms > 1) {
       fail(queue::AdmissionError::kInvalidAnnotation,

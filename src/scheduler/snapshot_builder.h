@@ -26,6 +26,8 @@ inline constexpr const char* kTimeLimitAnnotation = "onequeue.io/time-limit";
 inline constexpr const char* kGroupAnnotation = "onequeue.io/group";
 inline constexpr const char* kGroupSizeAnnotation = "onequeue.io/group-size";
 inline constexpr const char* kOwnerAnnotation = "onequeue.io/owner";
+// The only topologyKey of inter-pod anti-affinity onequeue models (one domain per node).
+inline constexpr const char* kHostnameLabel = "kubernetes.io/hostname";
 // Label (kubernetes | slurm | reserved) and NoSchedule taint onequeue sets on the pool nodes it
 // manages; the taint keeps other schedulers off nodes lent to Slurm or reserved, and onequeue's
 // own placement ignores it.
@@ -69,6 +71,12 @@ struct PodRecord {
   k8s::ResourceList requests;  // ComputePodRequests
   queue::Eligibility eligibility;
   size_t node_affinity_terms = 0;
+  // Inter-pod rules: onequeue enforces a pending pod's own required podAntiAffinity per node
+  // (topologyKey kubernetes.io/hostname); any other required inter-pod term keeps it pending
+  // with the reason in `unsupported_pod_affinity` rather than being ignored.
+  k8s::StringMap labels;
+  std::vector<k8s::PodAffinityTerm> anti_affinity;
+  std::string unsupported_pod_affinity;
   uint64_t generation = 0;
 
   static PodRecord From(const k8s::Pod& pod);

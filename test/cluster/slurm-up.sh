@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts a private Slurm cluster under DIR, on free loopback ports:
 #   munged (own key and socket), slurmctld, N x `slurmd -N nK`, slurmrestd (JWT, TCP + unix socket).
-# Usage: test/cluster/slurm-up.sh DIR [--nodes N] [--owner-pid PID] [--token-lifespan SECONDS] [--slurm PREFIX]
+# Usage: test/cluster/slurm-up.sh DIR [--nodes N] [--gpus G] [--owner-pid PID] [--token-lifespan SECONDS] [--slurm PREFIX]
+#   --gpus G: GPUs per node (Gres=gpu:G, default 2), each a character device under DIR/dev.
 #   --owner-pid PID: a watchdog runs slurm-down.sh DIR when PID exits, even by SIGKILL
 #   (default: $ONEQUEUE_CLUSTER_OWNER_PID, as for test/cluster/up.sh).
 #   --slurm PREFIX: the Slurm installation to run (PREFIX/sbin/slurmctld, PREFIX/bin/scontrol, its
@@ -22,6 +23,7 @@ case "$1" in -h | --help | -*) usage ;; esac
 DIR_ARG="$1"
 shift
 NODES=8
+GPUS=2
 # The Kubernetes scripts take the owner from this variable; --owner-pid wins.
 OWNER_PID="${ONEQUEUE_CLUSTER_OWNER_PID:-}"
 TOKEN_LIFESPAN=$((30 * 24 * 3600))
@@ -30,6 +32,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --slurm) SLURM_PREFIX="${2:?--slurm needs the prefix of a Slurm installation}"; shift 2 ;;
     --nodes) NODES="${2:?--nodes needs a number}"; shift 2 ;;
+    --gpus) GPUS="${2:?--gpus needs a number}"; shift 2 ;;
     --owner-pid) OWNER_PID="${2:?--owner-pid needs a PID}"; shift 2 ;;
     --token-lifespan) TOKEN_LIFESPAN="${2:?--token-lifespan needs seconds}"; shift 2 ;;
     -h | --help) usage ;;
@@ -37,6 +40,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ "$NODES" =~ ^[0-9]+$ ]] && [ "$NODES" -ge 1 ] && [ "$NODES" -le 1000 ] || die "--nodes must be 1..1000, got '$NODES'"
+[[ "$GPUS" =~ ^[0-9]+$ ]] && [ "$GPUS" -ge 1 ] && [ "$GPUS" -le 16 ] || die "--gpus must be 1..16, got '$GPUS'"
 [ "$(id -u)" = 0 ] || die "slurm-up.sh must run as root (it makes device nodes with mknod and starts daemons as munge, slurm and nobody)"
 for cmd in munged munge unmunge setpriv ss curl flock mknod; do
   command -v "$cmd" >/dev/null || [ -x "/usr/sbin/$cmd" ] || die "'$cmd' not found: run test/tools/install-deps.sh"
@@ -128,9 +132,8 @@ chmod 400 "$SLURM_DIR/munge/munge.key"
 dd if=/dev/urandom of="$SLURM_DIR/state/jwt_hs256.key" bs=32 count=1 status=none
 chmod 600 "$SLURM_DIR/state/jwt_hs256.key"
 
-# Two fake GPUs (character devices; same numbers as /dev/null) shared by every node.
-mknod "$SLURM_DIR/dev/gpu0" c 1 3
-mknod "$SLURM_DIR/dev/gpu1" c 1 3
+# GPUS fake GPUs (character devices; same numbers as /dev/null) shared by every node.
+for ((g = 0; g < GPUS; g++)); do mknod "$SLURM_DIR/dev/gpu$g" c 1 3; done
 chmod 666 "$SLURM_DIR"/dev/gpu*
 
 # Ports: slurmctld, slurmrestd, then one per slurmd.
@@ -147,14 +150,15 @@ NODE_RANGE="n[1-$NODES]"
 
 fill() {
   sed -e "s|@DIR@|$SLURM_DIR|g" -e "s|@CLUSTER_NAME@|$CLUSTER_NAME|g" -e "s|@CTLD_PORT@|$CTLD_PORT|g" \
-    -e "s|@FIRST_SLURMD_PORT@|$FIRST_SLURMD_PORT|g" -e "s|@NODES@|$NODE_RANGE|g" "$1"
+    -e "s|@FIRST_SLURMD_PORT@|$FIRST_SLURMD_PORT|g" -e "s|@NODES@|$NODE_RANGE|g" \
+    -e "s|@LAST_GPU@|$((GPUS - 1))|g" "$1"
 }
 {
   fill "$SLURM_TEMPLATES/slurm.conf.in"
   echo
-  echo "# Nodes: 8 CPUs, 16000 MB, 2 GPUs each; racks of 4 nodes (features rack1, rack2, ...) for topology tests."
+  echo "# Nodes: 8 CPUs, 16000 MB, $GPUS GPUs each; racks of 4 nodes (features rack1, rack2, ...) for topology tests."
   for ((k = 1; k <= NODES; k++)); do
-    echo "NodeName=n$k NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((FIRST_SLURMD_PORT + k - 1)) CPUs=8 Sockets=1 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=16000 Gres=gpu:2 Features=fast,ib,rack$(((k - 1) / 4 + 1)) State=UNKNOWN"
+    echo "NodeName=n$k NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((FIRST_SLURMD_PORT + k - 1)) CPUs=8 Sockets=1 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=16000 Gres=gpu:$GPUS Features=fast,ib,rack$(((k - 1) / 4 + 1)) State=UNKNOWN"
   done
   echo
   echo "# batch: the shared partition. reclaim: same nodes, higher tier, never preempted: its jobs"

@@ -164,7 +164,8 @@ void SlurmClusterEnvironment::SetUp() {
   InstallCleanupHooks();
 
   const std::vector<std::string> argv = {"/bin/bash", ClusterScript("slurm-up.sh"), s.dir, "--nodes",
-                                         std::to_string(options_.nodes), "--owner-pid", std::to_string(getpid())};
+                                         std::to_string(options_.nodes), "--gpus", std::to_string(options_.gpus),
+                                         "--owner-pid", std::to_string(getpid())};
   const auto started = Clock::now();
   // slurm-up.sh's own waits are bounded (about 1 minute for 64 nodes); this is the last resort.
   auto r = RunProcess({.argv = argv, .merge_stderr = true, .timeout = std::chrono::seconds(180)});

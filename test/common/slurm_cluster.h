@@ -44,6 +44,7 @@ struct SlurmClusterInfo {
 
 struct SlurmClusterOptions {
   int nodes = 8;
+  int gpus = 2;  // per node: Gres=gpu:<gpus>
 };
 
 // Runs slurm-up.sh into a fresh temporary folder ($TMPDIR/onequeue-slurm-XXXXXX if the daemons' users

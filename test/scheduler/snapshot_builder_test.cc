@@ -156,6 +156,43 @@ TEST(SnapshotBuilderTest, BadAnnotationsBecomeAdmissionErrorsNotCrashes) {
   EXPECT_EQ(p["ns/d"]->time_limit, 90);
 }
 
+// A Slinky-style worker keeps off nodes where an interactive app runs (required podAntiAffinity,
+// hostname topology): those nodes leave its allowed set. Other inter-pod rules are refused with a
+// reason, never silently ignored.
+TEST(SnapshotBuilderTest, RequiredPodAntiAffinityKeepsThePodOffNodesWithMatchingPods) {
+  auto labelled = [](k8s::Pod p, json labels, std::string ns = "ns") {
+    p.metadata.labels = labels.get<k8s::StringMap>();
+    p.metadata.namespace_ = ns;
+    return p;
+  };
+  json anti = {{"podAntiAffinity",
+                {{"requiredDuringSchedulingIgnoredDuringExecution",
+                  json::array({{{"labelSelector", {{"matchExpressions", json::array({{{"key", "app"},
+                                                                                     {"operator", "In"},
+                                                                                     {"values", {"jupyter"}}}})}}},
+                                {"topologyKey", "kubernetes.io/hostname"}}})}}}};
+  json wj = {{"metadata", {{"name", "worker"}, {"namespace", "ns"}, {"creationTimestamp", "2026-11-21T10:00:00Z"}}},
+             {"spec", {{"schedulerName", "onequeue"}, {"affinity", anti}, {"containers", json::array({{{"name", "c"}}})}}}};
+  k8s::Pod worker = *k8s::Pod::FromJson(wj);
+  auto built = BuildSnapshot({MakeNode("n1"), MakeNode("n2"), MakeNode("n3")},
+                             {worker, labelled(MakePod("app", {}, "n1"), {{"app", "jupyter"}}),
+                              labelled(MakePod("other", {}, "n2"), {{"app", "web"}}),
+                              labelled(MakePod("elsewhere", {}, "n3"), {{"app", "jupyter"}}, "other-ns")},
+                             Options(), 0);
+  ASSERT_EQ(built.snapshot->pending.size(), 1u);
+  const auto& w = built.snapshot->pending[0];
+  EXPECT_EQ(w.admission_error, queue::AdmissionError::kNone);
+  ASSERT_TRUE(w.eligibility.allowed_nodes.has_value());
+  EXPECT_THAT(*w.eligibility.allowed_nodes, ::testing::ElementsAre("n2", "n3"));
+
+  wj["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"] =
+      "topology.kubernetes.io/zone";
+  built = BuildSnapshot({MakeNode("n1")}, {*k8s::Pod::FromJson(wj)}, Options(), 0);
+  ASSERT_EQ(built.snapshot->pending.size(), 1u);
+  EXPECT_EQ(built.snapshot->pending[0].admission_error, queue::AdmissionError::kInvalidAnnotation);
+  EXPECT_THAT(built.snapshot->pending[0].admission_message, ::testing::HasSubstr("topology.kubernetes.io/zone"));
+}
+
 TEST(SnapshotBuilderTest, TimeLimitParsing) {
   EXPECT_EQ(*ParseTimeLimit("1h30m"), 5400);
   EXPECT_EQ(*ParseTimeLimit("45"), 45);
