@@ -4,12 +4,18 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "queue/model.h"
+#include "scheduler/cycle_status.h"
 
 namespace onequeue::scheduler {
 
 struct ServiceInfo {
   std::string kubernetes_server_version;
   std::string slurm_api_version;
+  // The last cycle's status (read calls answer from it); null: the read calls are UNAVAILABLE.
+  const StatusBoard* status = nullptr;
+  // The priority weights, for `oq priority`.
+  queue::PriorityWeights weights;
 };
 
 // A running QueueService; stops (and waits for in-flight calls) when destroyed.

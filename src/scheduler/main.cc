@@ -186,7 +186,12 @@ absl::StatusOr<SlurmSide> ConnectSlurm(const SlurmConfig& c) {
 }
 
 int RunDaemon(const Config& config) {
-  auto server = StartQueueServer(config.server.grpc_address, {});
+  // The last cycle's status, read by the gRPC QueueService (oq queue/nodes/priority/explain).
+  StatusBoard status_board;
+  ServiceInfo service_info;
+  service_info.status = &status_board;
+  service_info.weights = ToQueueConfig(config).weights;
+  auto server = StartQueueServer(config.server.grpc_address, service_info);
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
     return 1;
@@ -295,6 +300,7 @@ int RunDaemon(const Config& config) {
       InformerClusterView view(nodes.get(), pods.get(), &kube_source, slurm_side.poller.get());
       KubeClusterActions actions(client.get(), pods.get(), host);
       SchedulingLoop loop(config, &view, &actions, slurm_side.actions.get(), FailpointsFromEnvironment());
+      loop.PublishTo(&status_board);
       // Event-driven, coalesced, with a periodic full pass so estimates and ages stay fresh.
       // A standby replica keeps its informers warm and runs no cycle until it leads.
       while (trigger.Wait(absl::Seconds(5))) {

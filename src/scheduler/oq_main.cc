@@ -9,6 +9,7 @@
 #include "onequeue/v1/queue.grpc.pb.h"
 #include "onequeue/version.h"
 #include "scheduler/oq_simulate.h"
+#include "scheduler/oq_status.h"
 
 namespace {
 
@@ -17,7 +18,7 @@ constexpr const char* kUsage = R"(Usage: oq [--server HOST:PORT] COMMAND [args]
 Commands:
   version            print oq's version and, with --server, the daemon's
   health             ask the daemon whether it is serving
-  simulate TRACE.swf --policy fcfs|easy|conservative
+%s  simulate TRACE.swf --policy fcfs|easy|conservative
                      replay a Standard Workload Format trace through the queue offline
 
 Options:
@@ -25,6 +26,8 @@ Options:
   --version          print oq's version and exit
   --help             print this help and exit
 )";
+
+void PrintUsage(FILE* out) { std::fprintf(out, kUsage, onequeue::cli::StatusUsage()); }
 
 std::unique_ptr<onequeue::v1::QueueService::Stub> Connect(const std::string& server) {
   return onequeue::v1::QueueService::NewStub(
@@ -46,7 +49,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> rest;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
-      std::fputs(kUsage, stdout);
+      PrintUsage(stdout);
       return 0;
     } else if (args[i] == "--version") {
       std::printf("oq %s\n", onequeue::kVersion);
@@ -63,11 +66,13 @@ int main(int argc, char** argv) {
     }
   }
   if (rest.empty()) {
-    std::fprintf(stderr, "oq: no command given\n\n%s", kUsage);
+    std::fprintf(stderr, "oq: no command given\n\n");
+    PrintUsage(stderr);
     return 2;
   }
   const std::string& cmd = rest[0];
   if (cmd == "simulate") return onequeue::cli::RunSimulate({rest.begin() + 1, rest.end()});
+  if (onequeue::cli::IsStatusCommand(cmd)) return onequeue::cli::RunStatusCommand(server, cmd, {rest.begin() + 1, rest.end()});
   if (cmd == "version") {
     std::printf("oq %s\n", onequeue::kVersion);
     if (!server_given) return 0;
@@ -94,6 +99,7 @@ int main(int argc, char** argv) {
     std::printf("%s\n", onequeue::v1::HealthResponse::Status_Name(resp.status()).c_str());
     return resp.status() == onequeue::v1::HealthResponse::SERVING ? 0 : 1;
   }
-  std::fprintf(stderr, "oq: unknown command \"%s\"\n\n%s", cmd.c_str(), kUsage);
+  std::fprintf(stderr, "oq: unknown command \"%s\"\n\n", cmd.c_str());
+  PrintUsage(stderr);
   return 2;
 }

@@ -1,0 +1,235 @@
+// End to end, the oq CLI against the daemon: `oq queue`, `oq queue --start`, `oq nodes`,
+// `oq priority` and `oq explain` over onequeue.v1.QueueService, with the real daemon scheduling a
+// kwok pool. Each command's output is asserted as a user reads it, and --format json parses with
+// the values the table shows. The outputs are printed, so the log shows what users see.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "e2e/e2e_support.h"
+
+namespace onequeue::e2e {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class OqE2E : public E2ETest {
+ protected:
+  // The port the daemon chose (grpcAddress 127.0.0.1:0), from its log.
+  std::string Server() {
+    std::string server;
+    Eventually(absl::Seconds(10), [&] {
+      std::smatch m;
+      const std::string log = scheduler_->Log();
+      if (!std::regex_search(log, m, std::regex("QueueService on port ([0-9]+)"))) return false;
+      server = absl::StrCat("127.0.0.1:", m[1].str());
+      return true;
+    });
+    return server;
+  }
+
+  CommandResult Oq(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {OQ_BIN, "--server", server_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    CommandResult r = RunCommand(argv, absl::Seconds(30));
+    std::cout << "$ oq " << absl::StrJoin(args, " ") << "\n" << r.output << std::flush;
+    return r;
+  }
+
+  json OqJson(std::vector<std::string> args) {
+    args.push_back("--format");
+    args.push_back("json");
+    CommandResult r = Oq(args);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+  }
+
+  // The output line that mentions `what` (empty if none).
+  static std::string LineWith(const std::string& output, const std::string& what) {
+    for (absl::string_view line : absl::StrSplit(output, '\n')) {
+      if (absl::StrContains(line, what)) return std::string(line);
+    }
+    return "";
+  }
+
+  std::string server_;
+};
+
+TEST_F(OqE2E, QueueNodesPriorityAndExplainShowWhatTheDaemonDecided) {
+  AddPool(2, "4");
+  // Four 2-CPU pods fill the two 4-CPU nodes; two more wait: a 4-CPU batch pod and a 1-CPU normal one.
+  for (const std::string name : {"a", "b", "c", "d"}) {
+    PodOptions o;
+    o.cpu = "2";
+    o.qos = "normal";
+    CreatePod(name, o);
+  }
+  StartScheduler();
+  server_ = Server();
+  ASSERT_FALSE(server_.empty()) << scheduler_->Log();
+  for (const std::string name : {"a", "b", "c", "d"}) {
+    ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool(name); })) << name;
+  }
+  PodOptions big;
+  big.cpu = "4";
+  big.qos = "batch";
+  CreatePod("big", big);
+  PodOptions small;
+  small.cpu = "1";
+  small.qos = "normal";
+  CreatePod("small", small);
+  ASSERT_TRUE(WaitForFailedScheduling("big", "Priority") || WaitForFailedScheduling("big", "Resources"));
+  ASSERT_TRUE(WaitForFailedScheduling("small", "Resources") || WaitForFailedScheduling("small", "Priority"));
+
+  // oq queue: the running pods with their nodes, the waiting ones with position and reason.
+  CommandResult queue;
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+    queue = Oq({"queue", "-n", ns_});
+    return queue.exit_code == 0 && absl::StrContains(LineWith(queue.output, ns_ + "/a "), "RUNNING") &&
+           absl::StrContains(LineWith(queue.output, ns_ + "/d "), "RUNNING") &&
+           absl::StrContains(LineWith(queue.output, ns_ + "/big "), "PENDING");
+  })) << queue.output;
+  EXPECT_THAT(queue.output, HasSubstr("WORLD"));
+  EXPECT_THAT(queue.output, HasSubstr("NODELIST(REASON)"));
+  for (const std::string name : {"a", "b", "c", "d"}) {
+    const std::string line = LineWith(queue.output, ns_ + "/" + name + " ");
+    EXPECT_THAT(line, HasSubstr("kubernetes")) << line;
+    EXPECT_THAT(line, HasSubstr("normal")) << line;
+    EXPECT_THAT(line, HasSubstr(Pod(name).node_name)) << line;
+  }
+  // Both wait for a running pod's 1 h time limit; the normal pod is ahead of the batch one.
+  const std::string small_line = LineWith(queue.output, ns_ + "/small ");
+  const std::string big_line = LineWith(queue.output, ns_ + "/big ");
+  EXPECT_THAT(small_line, HasSubstr("PENDING"));
+  EXPECT_THAT(big_line, HasSubstr("batch"));
+  EXPECT_THAT(big_line, ::testing::ContainsRegex("\\((Priority|Resources)\\)"));
+
+  // --start: pending only, each with an estimated start.
+  CommandResult start = Oq({"queue", "--start", "-n", ns_});
+  ASSERT_EQ(start.exit_code, 0) << start.output;
+  EXPECT_THAT(start.output, HasSubstr("START_TIME"));
+  EXPECT_THAT(start.output, Not(HasSubstr(ns_ + "/a ")));
+  EXPECT_THAT(LineWith(start.output, ns_ + "/big "), ::testing::ContainsRegex("20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T"));
+
+  // --format json parses, and says the same.
+  json q = OqJson({"queue", "-n", ns_});
+  ASSERT_TRUE(q.is_object()) << "not JSON";
+  ASSERT_EQ(q["workloads"].size(), 6u) << q.dump(2);
+  int running = 0, pending = 0;
+  int small_pos = 0, big_pos = 0;
+  for (const auto& w : q["workloads"]) {
+    EXPECT_EQ(w["namespace"], ns_);
+    EXPECT_EQ(w["world"], "kubernetes");
+    if (w["state"] == "RUNNING") {
+      ++running;
+      EXPECT_EQ(w["nodes"].size(), 1u);
+      EXPECT_EQ(w["cpus"], "2");
+    }
+    if (w["state"] == "PENDING") {
+      ++pending;
+      EXPECT_GT(std::stoll(w["estimated_start"].get<std::string>()), 0) << w.dump();
+      if (w["name"] == "small") small_pos = w["position"];
+      if (w["name"] == "big") big_pos = w["position"];
+    }
+  }
+  EXPECT_EQ(running, 4);
+  EXPECT_EQ(pending, 2);
+  EXPECT_GT(small_pos, 0);
+  EXPECT_LT(small_pos, big_pos) << "normal QOS is ahead of batch";
+  // -u matches a pod's namespace (its account by default); another user sees none of them.
+  EXPECT_EQ(OqJson({"queue", "-u", ns_})["workloads"].size(), 6u);
+  EXPECT_EQ(OqJson({"queue", "-u", "nobody-here"})["workloads"].size(), 0u);
+
+  // oq nodes: both pool nodes full (4/4 CPUs), Kubernetes', with the pods running there.
+  CommandResult nodes = Oq({"nodes"});
+  ASSERT_EQ(nodes.exit_code, 0) << nodes.output;
+  for (int i = 1; i <= 2; ++i) {
+    const std::string line = LineWith(nodes.output, absl::StrCat(ns_, "-", i, " "));
+    EXPECT_THAT(line, HasSubstr("4/4")) << line;
+    EXPECT_THAT(line, HasSubstr("up")) << line;
+    EXPECT_THAT(line, HasSubstr("not a Slurm node")) << line;
+  }
+  json n = OqJson({"nodes"});
+  ASSERT_TRUE(n.is_object());
+  int pool_nodes = 0;
+  for (const auto& node : n["nodes"]) {
+    if (!absl::StartsWith(node["name"].get<std::string>(), ns_ + "-")) continue;
+    ++pool_nodes;
+    EXPECT_EQ(node["workloads"].size(), 2u) << node.dump();
+    for (const auto& r : node["resources"]) {
+      if (r["name"] == "cpu") {
+        EXPECT_EQ(r["allocatable"], "4000");
+        EXPECT_EQ(r["used"], "4000");
+      }
+    }
+  }
+  EXPECT_EQ(pool_nodes, 2);
+
+  // oq priority: the weights and each pending workload's factors, summing to its total.
+  CommandResult prio = Oq({"priority", "-n", ns_});
+  ASSERT_EQ(prio.exit_code, 0) << prio.output;
+  EXPECT_THAT(prio.output, HasSubstr("Weights"));
+  EXPECT_THAT(prio.output, HasSubstr(ns_ + "/small"));
+  EXPECT_THAT(prio.output, HasSubstr(ns_ + "/big"));
+  json p = OqJson({"priority", "-n", ns_});
+  ASSERT_TRUE(p.is_object());
+  ASSERT_EQ(p["workloads"].size(), 2u) << p.dump(2);
+  for (const auto& w : p["workloads"]) {
+    const double sum = w["age"].get<double>() + w["fair_share"].get<double>() + w["job_size"].get<double>() +
+                       w["partition"].get<double>() + w["qos_factor"].get<double>();
+    EXPECT_NEAR(sum, w["total"].get<double>(), 1e-6 * std::max(1.0, sum)) << w.dump();
+  }
+  EXPECT_GT(p["weights"]["qos"].get<double>(), 0);
+
+  // oq explain: per node, the capacity that fails; the workload ahead of it.
+  CommandResult explain = Oq({"explain", ns_ + "/big"});
+  ASSERT_EQ(explain.exit_code, 0) << explain.output;
+  EXPECT_THAT(explain.output, HasSubstr(ns_ + "/big (kubernetes): PENDING"));
+  EXPECT_THAT(explain.output, HasSubstr("Nodes:"));
+  EXPECT_THAT(LineWith(explain.output, "  " + ns_ + "-1 "), HasSubstr("insufficient cpu: needs 4, 0 free of 4"));
+  EXPECT_THAT(LineWith(explain.output, "  " + ns_ + "-2 "), HasSubstr("insufficient cpu: needs 4, 0 free of 4"));
+  EXPECT_THAT(explain.output, HasSubstr("Ahead of it:"));
+  EXPECT_THAT(explain.output, HasSubstr(ns_ + "/small"));
+  json e = OqJson({"explain", ns_ + "/big"});
+  ASSERT_TRUE(e.is_object());
+  EXPECT_EQ(e["workload"]["state"], "PENDING");
+  int pool_verdicts = 0;
+  for (const auto& v : e["nodes"]) {
+    if (!absl::StartsWith(v["node"].get<std::string>(), ns_ + "-")) continue;
+    ++pool_verdicts;
+    EXPECT_FALSE(v["fits"].get<bool>());
+  }
+  EXPECT_EQ(pool_verdicts, 2);
+  bool small_ahead = false;
+  for (const auto& a : e["ahead"]) small_ahead = small_ahead || a["id"] == ns_ + "/small";
+  EXPECT_TRUE(small_ahead) << e.dump(2);
+  // A running pod: where and since when. An unknown one: exit 1 and what ids look like.
+  CommandResult ran = Oq({"explain", ns_ + "/a"});
+  EXPECT_EQ(ran.exit_code, 0);
+  EXPECT_THAT(ran.output, HasSubstr("RUNNING"));
+  EXPECT_THAT(ran.output, HasSubstr(Pod("a").node_name));
+  CommandResult unknown = Oq({"explain", ns_ + "/nope"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.output, HasSubstr("neither pending nor running"));
+}
+
+TEST_F(OqE2E, WithoutADaemonOqSaysWhereItLooked) {
+  server_ = "127.0.0.1:1";
+  CommandResult r = Oq({"queue"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("127.0.0.1:1"));
+}
+
+}  // namespace
+}  // namespace onequeue::e2e
+
+ONEQUEUE_K8S_CLUSTER_TEST_MAIN({.kwok = true})
