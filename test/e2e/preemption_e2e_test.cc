@@ -232,6 +232,47 @@ class PreemptionE2E : public E2ETest {
     EXPECT_EQ(recorder_.nominated(preemptor), node);
   }
 
+  // The daemon with ONEQUEUE_TEST_WITHOUT_RESERVATIONS=1 (the control runs): preemptions evict
+  // without writing reserved/<P> on the node.
+  void StartSchedulerWithoutReservations() {
+    scheduler_ = std::make_unique<SchedulerProcess>(dir_, "onequeue-scheduler");
+    auto s = scheduler_->Start(SchedulerConfigYaml(testing::K8sClusterEnvironment::Info(), "onequeue.io/pool=" + ns_),
+                               {"ONEQUEUE_TEST_WITHOUT_RESERVATIONS=1"});
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  // A scenario where only the reservation keeps the node for the preemptor (see
+  // OnlyTheReservationKeepsTheReplacementOff...): a gang of two 2-CPU interactive pods preempts
+  // the 4-CPU batch pod of the only node; as soon as the victim is evicted (it takes 3 s to go)
+  // one gang member is deleted, so the queue cannot place the gang (GangIncomplete) and makes no
+  // claim of its own on the node; the victim's replacement (4 CPU, made by the ReplicaSet at
+  // once) fits exactly in what the victim frees. Returns the replacement's name; the member is
+  // recreated by the caller.
+  std::string GangLosesAMemberWhileItsVictimLeaves(const std::set<std::string>& originals) {
+    PodOptions member = Interactive("2");
+    member.group = "train";
+    member.group_size = "2";
+    CreatePod("train-0", member);
+    CreatePod("train-1", member);
+    const std::string victim = *originals.begin();
+    EXPECT_TRUE(Eventually(kBindTimeout, [&] {
+      auto p = GetPod(client_.get(), ns_, victim);
+      return !p.ok() || !p->metadata.deletion_timestamp.empty();
+    }, absl::Milliseconds(20))) << "the victim was never evicted";
+    auto deleted = client_->Delete(k8s::ObjectPath(k8s::kPods, ns_, "train-1"));
+    EXPECT_TRUE(deleted.ok()) << deleted.status();
+    std::string replacement;
+    EXPECT_TRUE(Eventually(absl::Seconds(30), [&] {
+      for (const auto& p : PodsOf("batch")) {
+        if (!originals.count(p.metadata.name)) replacement = p.metadata.name;
+      }
+      return !replacement.empty();
+    }));
+    // The victim has gone: its node is free for whoever the scheduler gives it to.
+    EXPECT_TRUE(Eventually(kRunningTimeout, [&] { return !GetPod(client_.get(), ns_, victim).ok(); }));
+    return replacement;
+  }
+
   Recorder recorder_;
   std::unique_ptr<k8s::Informer<k8s::Pod>> pods_;
   std::unique_ptr<k8s::Informer<k8s::Node>> nodes_;
@@ -275,6 +316,67 @@ TEST_F(PreemptionE2E, PreemptsAtomicallyAndTheReplacementsNeverWinTheNodeBack) {
   ExpectAtomicPreemption("jupyter", node, originals, 2);
 }
 
+// Only the reservation keeps the node: the replacement is never bound to it over the whole
+// binding history (watched), although it waits while the node is free; the gang, complete again,
+// gets the node. The control run below is the same scenario without the mark.
+TEST_F(PreemptionE2E, OnlyTheReservationKeepsTheReplacementOffWhileTheGangPreemptorIsIncomplete) {
+  AddPool(1, "4");
+  Watch();
+  StartScheduler();
+  CreateDeployment("batch", 1, "4", /*grace_seconds=*/3);
+  const std::set<std::string> originals = WaitRunning("batch", 1);
+  ASSERT_EQ(originals.size(), 1u);
+  const std::string node = ns_ + "-1";
+  const std::string replacement = GangLosesAMemberWhileItsVictimLeaves(originals);
+  ASSERT_FALSE(replacement.empty());
+  // The daemon has planned the replacement while the node was free and the gang incomplete.
+  const absl::Time freed = absl::Now();
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] {
+    return !EventsWithReason(client_.get(), ns_, replacement, "FailedScheduling").empty() &&
+           absl::Now() - freed > absl::Seconds(5);
+  })) << Describe(EventsAbout(client_.get(), ns_, replacement));
+  EXPECT_TRUE(Pod(replacement).node_name.empty());
+  std::cout << "[ measure ] replacement waiting: "
+            << Describe(EventsWithReason(client_.get(), ns_, replacement, "FailedScheduling")) << "\n";
+
+  PodOptions member = Interactive("2");
+  member.group = "train";
+  member.group_size = "2";
+  CreatePod("train-1", member);  // its controller made it again
+  for (const char* name : {"train-0", "train-1"}) {
+    EXPECT_TRUE(Eventually(kBindTimeout, [&] { return IsBoundToPool(name); })) << name;
+    EXPECT_EQ(Pod(name).node_name, node);
+  }
+  for (const auto& b : recorder_.bindings()) {
+    EXPECT_FALSE(b.pod == replacement && b.node == node) << "the replacement was bound to the reserved node";
+  }
+  const auto history = recorder_.owners(node);
+  EXPECT_THAT(history, ::testing::Contains("reserved/" + ns_ + "/group/train")) << absl::StrJoin(history, ", ");
+  EXPECT_TRUE(Eventually(absl::Seconds(20), [&] { return NoNodeReserved(); })) << "a node stayed reserved";
+}
+
+// The control run: the same scenario with the reservation switched off (test-only switch). The
+// replacement IS bound to the node, so the test above can fail.
+TEST_F(PreemptionE2E, ControlWithoutTheReservationTheReplacementWinsTheNode) {
+  AddPool(1, "4");
+  Watch();
+  StartSchedulerWithoutReservations();
+  CreateDeployment("batch", 1, "4", /*grace_seconds=*/3);
+  const std::set<std::string> originals = WaitRunning("batch", 1);
+  ASSERT_EQ(originals.size(), 1u);
+  const std::string node = ns_ + "-1";
+  const std::string replacement = GangLosesAMemberWhileItsVictimLeaves(originals);
+  ASSERT_FALSE(replacement.empty());
+  EXPECT_TRUE(Eventually(kBindTimeout, [&] {
+    for (const auto& b : recorder_.bindings()) {
+      if (b.pod == replacement && b.node == node) return true;
+    }
+    return false;
+  })) << "without the reservation the replacement should win the node; "
+      << Describe(EventsAbout(client_.get(), ns_, replacement));
+  EXPECT_FALSE(recorder_.EverReserved()) << "the switch left a reservation";
+}
+
 TEST_F(PreemptionE2E, DisruptionBudgetRefusalRollsTheStepBack) {
   AddPool(1, "4");
   Watch();
@@ -304,9 +406,17 @@ TEST_F(PreemptionE2E, DisruptionBudgetRefusalRollsTheStepBack) {
     return false;
   })) << Describe(EventsAbout(client_.get(), ns_, "urgent")) << "\nowner annotations: "
       << absl::StrJoin(recorder_.owners(ns_ + "-1"), ", ");
+  // Step 1 ran before the refused eviction: the reservation was written on the node (the
+  // watch saw it), then rolled back.
+  const auto history = recorder_.owners(ns_ + "-1");
+  EXPECT_THAT(history, ::testing::Contains("reserved/" + ns_ + "/urgent")) << absl::StrJoin(history, ", ");
   // Rolled back: the node is not reserved, the victim runs (same pod), no Preempted event, the
   // nomination is cleared, and the preemptor is Pending.
   EXPECT_TRUE(Eventually(absl::Seconds(20), [&] { return NoNodeReserved(); }));
+  EXPECT_TRUE(Eventually(absl::Seconds(20), [&] {
+    const auto h = recorder_.owners(ns_ + "-1");
+    return !h.empty() && !absl::StartsWith(h.back(), "reserved/");
+  })) << "the watch never saw the reservation removed";
   const k8s::Pod still = Pod(victim);
   EXPECT_EQ(still.metadata.uid, victim_uid);
   EXPECT_EQ(still.phase, "Running");
