@@ -118,4 +118,21 @@ struct Plan {
   }
 };
 
+// A reservation an earlier cycle made, handed to the next one (QueuePlanner::PlanCycle's
+// `promised`): the slot exactly as it was promised, so that a holder which changed its own request
+// since cannot take more than it was promised from the others.
+struct PromisedReservation {
+  std::string workload;
+  MemberNodes member_nodes;  // indices into the snapshot of the cycle it is handed to
+  Time start = 0;
+  Time end = 0;              // start + the time limit it was promised with
+  Resources per_member;      // the request it was promised with
+};
+
+// The reservations of `previous` as promises for the next cycle's
+// QueuePlanner::PlanCycle(next, now, promised): node indices of `previous`'s snapshot become
+// indices into `next` (matched by node name: the pool may have changed in between). A reservation
+// with a node no longer in the pool is dropped (its promise cannot be kept).
+std::vector<PromisedReservation> CarryReservations(const Plan& previous, const Snapshot& next);
+
 }  // namespace onequeue::queue

@@ -284,8 +284,9 @@ bool CanPreemptAnything(const QosPolicy* q) { return q != nullptr && !q->can_pre
 // Nodes by the free amount of one resource now (cpu in whole cores, a GPU-like extended resource
 // in units), in buckets, so "which nodes could hold r of it now" walks only the nodes with at
 // least that much free, smallest first (best fit, like Slurm's cons_tres). Free capacity only
-// shrinks during a cycle, so a node only moves to lower buckets; stale entries are dropped
-// lazily while walking.
+// shrinks during a cycle (but for the placeholders of promised reservations, taken back at their
+// holder's turn), so a node mostly moves to lower buckets; stale entries are dropped lazily while
+// walking.
 class FreeIndex {
  public:
   // slot: the resource; unit: the amount one bucket stands for (1000 millicores for cpu).
@@ -313,6 +314,13 @@ class FreeIndex {
       if (k.bucket_of[n] >= 0) {
         --k.live[k.bucket_of[n]];
         ++k.stale[k.bucket_of[n]];
+      }
+      if (b > k.bucket_of[n] && b >= 0) {
+        // Free capacity grew (a promise's placeholder was taken back): the node may have left
+        // this bucket before, and its stale entry there would come alive twice.
+        const size_t before = k.buckets[b].size();
+        std::erase(k.buckets[b], n);
+        k.stale[b] -= static_cast<int32_t>(before - k.buckets[b].size());
       }
       k.bucket_of[n] = b;
       if (b >= 0) {
@@ -474,6 +482,11 @@ struct QueuePlanner::State {
 
   int32_t reservations = 0;
   int32_t last_reservation_position = 0;  // 1-based; 0 = none
+  // The holders of last cycle's reservations lead the queue (PlanCycle's `promised`): order[0,
+  // promised_count). While they are planned (promise_phase) capacity can grow, as each takes back
+  // its placeholder, so the memos (which assume it only shrinks) are neither read nor written.
+  int32_t promised_count = 0;
+  bool promise_phase = false;
   bool any_blocked = false;               // a higher-priority workload waits
   int32_t estimates = 0;
   Resources pool_total;
@@ -506,14 +519,31 @@ std::vector<std::pair<NodeIndex, int64_t>> PreferLatestFreed(const FeasibleMap& 
 // One planning pass over the queue, or the evaluation of one arrival, against a State.
 class CyclePass {
  public:
+  // A reservation the previous cycle made (PlanCycle's `promised`), as this cycle holds it.
+  struct Promise {
+    MemberNodes nodes;
+    Time start = 0;             // max(promised start, now)
+    Time end = 0;               // the promised end
+    Resources per_member;       // the promised request
+    bool placeholder = false;   // its slot was still free and is held in the profile
+  };
+
   // in_cycle: a full cycle's walk in queue order (false: one arrival evaluated afterwards).
   CyclePass(const QueueConfig& config, const PreemptionPlanner* preemption,
             QueuePlanner::State& state, Plan& plan, bool in_cycle)
       : config_(config), preemption_(preemption), s_(state), plan_(plan), in_cycle_(in_cycle) {}
 
   // Plans the workload at 1-based `position`; appends to plan_.
+  // promise: the workload held a reservation last cycle (its placeholder already taken back).
   void PlanOne(const PendingWorkload& w, const QueuePlanner::State::Facts& facts, double priority,
-               int32_t position, Time now);
+               int32_t position, Time now, const Promise* promise = nullptr);
+
+  // Holds a promise's slot in the profile until its holder's turn, when the slot still fits
+  // there (the nodes exist, are usable by the holder, and have the promised room from
+  // promise.start to promise.end).
+  bool AddPlaceholder(const PendingWorkload& w, const QueuePlanner::State::Facts& facts,
+                      double priority, const Promise& promise);
+  void RemovePlaceholder(const PendingWorkload& w, const Promise& promise);
 
  private:
   struct Placement {
@@ -544,6 +574,9 @@ class CyclePass {
                                             const std::vector<char>& eligible, Time now);
   void Commit(const PendingWorkload& w, Duration duration, const MemberNodes& nodes, Time start,
               bool reservation);
+  // Every member of `w` fits on `nodes` (member i on nodes[i]) over [start, start + duration).
+  bool SlotFits(const PendingWorkload& w, Duration duration, double priority,
+                const std::vector<char>& eligible, const MemberNodes& nodes, Time start);
   void EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& nodes);
   void Wait(std::string_view id, WaitReason reason, std::string message, int32_t position,
             std::optional<Time> estimate, bool has_reservation);
@@ -878,6 +911,68 @@ void CyclePass::Commit(const PendingWorkload& w, Duration duration, const Member
   }
 }
 
+namespace {
+// Calls visit(node, members on it) for each distinct node of `nodes`.
+template <typename Visit>
+void ForEachNodeCount(const MemberNodes& nodes, Visit visit) {
+  MemberNodes sorted_nodes = nodes;
+  std::sort(sorted_nodes.begin(), sorted_nodes.end());
+  for (size_t i = 0; i < sorted_nodes.size();) {
+    size_t j = i;
+    while (j < sorted_nodes.size() && sorted_nodes[j] == sorted_nodes[i]) ++j;
+    visit(sorted_nodes[i], static_cast<int64_t>(j - i));
+    i = j;
+  }
+}
+}  // namespace
+
+bool CyclePass::SlotFits(const PendingWorkload& w, Duration duration, double priority,
+                         const std::vector<char>& eligible, const MemberNodes& nodes, Time start) {
+  if (static_cast<int32_t>(nodes.size()) != std::max<int32_t>(1, w.members)) return false;
+  const AvailabilityProfile& p = *s_.profile;
+  bool fits = true;
+  ForEachNodeCount(nodes, [&](NodeIndex n, int64_t count) {
+    fits = fits && n >= 0 && n < static_cast<NodeIndex>(p.size()) && Usable(n, w, priority, eligible) &&
+           p.Copies(n, start, SaturatingAdd(start, duration), w.per_member, w.kind, count) >= count;
+  });
+  return fits;
+}
+
+bool CyclePass::AddPlaceholder(const PendingWorkload& w, const QueuePlanner::State::Facts& facts,
+                               double priority, const Promise& promise) {
+  if (!facts.placeable || facts.qos_unknown || promise.end <= promise.start) return false;
+  const std::vector<char>& eligible = StaticEligible(w, facts.eligibility).bits;
+  AvailabilityProfile& p = *s_.profile;
+  bool fits = !promise.nodes.empty();
+  ForEachNodeCount(promise.nodes, [&](NodeIndex n, int64_t count) {
+    if (!fits) return;
+    fits = n >= 0 && n < static_cast<NodeIndex>(p.size()) && Usable(n, w, priority, eligible) &&
+           p.Copies(n, promise.start, promise.end, promise.per_member, w.kind, count) >= count;
+  });
+  if (!fits) return false;
+  ForEachNodeCount(promise.nodes, [&](NodeIndex n, int64_t count) {
+    p.Add(n, AvailabilityProfile::Block{promise.start, promise.end, promise.per_member.Times(count), w.kind, true});
+    if (promise.start <= p.now()) {
+      for (const auto& index : s_.free_index) {
+        if (index != nullptr) index->Update(n, p);
+      }
+    }
+  });
+  return true;
+}
+
+void CyclePass::RemovePlaceholder(const PendingWorkload& w, const Promise& promise) {
+  AvailabilityProfile& p = *s_.profile;
+  ForEachNodeCount(promise.nodes, [&](NodeIndex n, int64_t count) {
+    p.Remove(n, AvailabilityProfile::Block{promise.start, promise.end, promise.per_member.Times(count), w.kind, true});
+    if (promise.start <= p.now()) {
+      for (const auto& index : s_.free_index) {
+        if (index != nullptr) index->Update(n, p);
+      }
+    }
+  });
+}
+
 void CyclePass::EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& nodes) {
   const OwnerKind world =
       w.kind == WorkloadKind::kPodGroup ? OwnerKind::kKubernetes : OwnerKind::kSlurm;
@@ -950,7 +1045,7 @@ std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, d
 }
 
 void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Facts& facts,
-                        double priority, int32_t position, Time now) {
+                        double priority, int32_t position, Time now, const Promise* promise) {
   // A workload that waits reads only `facts` (not `w`): see State::Facts.
   const std::string_view id = facts.id;
   // 1. What the queue cannot fix by waiting for capacity.
@@ -1003,7 +1098,8 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
   // The failure memos assume the walk by descending priority of a full cycle; an arrival
   // evaluated later sits between them, which matters only where a node is reserved(W) for a
   // pending workload (usable only by higher priorities), or when time moved on.
-  const bool memo_valid = now == s_.now && (in_cycle_ || s_.reserved_for_priority.empty());
+  const bool memo_valid =
+      now == s_.now && (in_cycle_ || s_.reserved_for_priority.empty()) && !s_.promise_phase;
   const RequestSize size{s_.shapes[facts.shape], facts.members, duration};
   auto known = [&](FailureMemo& memo) {
     return memo_valid && memo.KnownToFail(facts.kind, sig, size);
@@ -1060,8 +1156,9 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
       }
     }
   }
+  // A promise is kept even past the depth (the depth may have been lowered since).
   const bool may_reserve = config_.reservation_depth == 0 || strict ||
-                           s_.reservations < config_.reservation_depth;
+                           s_.reservations < config_.reservation_depth || promise != nullptr;
   // Capacity only shrinks within a cycle: a shape with no placement in the window for a time
   // limit d has none for any limit >= d either.
   // Asked only when a placement is searched (most blocked workloads need none).
@@ -1078,6 +1175,13 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
   };
   if (may_reserve) {
     std::optional<Placement> at = earliest(not_before());
+    // The promised slot, when the search finds nothing earlier: it is free by construction (held
+    // by a placeholder until now), and the search may miss it when it lies off this cycle's
+    // resolution grid (the grid starts at each cycle's now).
+    if (promise != nullptr && promise->placeholder && (!at.has_value() || at->start > promise->start) &&
+        SlotFits(w, duration, priority, eligible, promise->nodes, promise->start)) {
+      at = Placement{promise->start, promise->nodes};
+    }
     if (!at.has_value()) {
       Wait(id, WaitReason::kBeyondWindow, "cannot start within the planning window", position,
            std::nullopt, false);
@@ -1127,6 +1231,11 @@ QueuePlanner::QueuePlanner(QueueConfig config, const PreemptionPlanner* preempti
 QueuePlanner::~QueuePlanner() = default;
 
 Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now) {
+  return PlanCycle(std::move(snapshot), now, {});
+}
+
+Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now,
+                             const std::vector<PromisedReservation>& promised) {
   auto st = std::make_unique<State>();
   State& s = *st;
   s.snapshot = std::move(snapshot);
@@ -1145,7 +1254,9 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
   // assumed to end within one resolution step, like Slurm), or for good when it has none.
   for (const RunningWorkload& r : snap.running) {
     Time end = kForever;
-    if (r.expected_end.has_value()) end = std::max(*r.expected_end, now + config_.resolution);
+    // Only past its end: one ending within the next step ends when it says (a promise made
+    // before may start right then).
+    if (r.expected_end.has_value()) end = *r.expected_end > now ? *r.expected_end : now + config_.resolution;
     for (const Allocation& a : r.allocations) {
       if (a.node < 0 || a.node >= static_cast<NodeIndex>(snap.nodes.size())) continue;
       s.profile->Add(a.node, AvailabilityProfile::Block{std::min(r.start_time, now), end, a.used,
@@ -1214,15 +1325,64 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now)
     }
   }
   s.order = SortByQueueOrder(keys);
+
+  // Last cycle's reservations (docs/queue.md "Promises"): their holders lead the queue, in the
+  // order of their promised starts, and each promised slot is held by a placeholder until its
+  // holder's turn. Whatever is planned before a holder (an earlier holder moving earlier, a start
+  // now) avoids its slot, so the holder finds that slot or an earlier one: a reservation never
+  // moves later. Only a change of its own (request, time limit, eligibility, hold) or of the
+  // world under the slot (a node gone, a running workload past its end) drops a promise.
+  CyclePass pass(config_, preemption_, s, plan, /*in_cycle=*/true);
+  std::vector<std::pair<int32_t, CyclePass::Promise>> promises;  // (queue rank, promise)
+  if (!promised.empty()) {
+    absl::flat_hash_map<std::string_view, const PromisedReservation*> by_id;
+    for (const PromisedReservation& r : promised) by_id.emplace(r.workload, &r);
+    std::vector<int32_t> rank_of(pending, -1);  // queue position of the holders
+    for (size_t i = 0; i < s.order.size(); ++i) rank_of[s.order[i].index] = static_cast<int32_t>(i);
+    std::vector<std::tuple<Time, int32_t, int32_t>> holders;  // (promised start, rank, number)
+    for (size_t i = 0; i < pending; ++i) {
+      auto it = by_id.find(std::string_view(snap.pending[i].id));
+      if (it == by_id.end()) continue;
+      holders.emplace_back(it->second->start, rank_of[i], static_cast<int32_t>(i));
+    }
+    std::sort(holders.begin(), holders.end());
+    std::vector<char> is_holder(pending, 0);
+    for (const auto& [start, rank, number] : holders) {
+      is_holder[number] = 1;
+      const PromisedReservation& r = *by_id.at(std::string_view(snap.pending[number].id));
+      // What is left of the slot from now on (a holder not started at its promised start, e.g.
+      // a cycle that came late, is held from now).
+      CyclePass::Promise promise{r.member_nodes, std::max(r.start, now), r.end, r.per_member, false};
+      const SortedQueueKey& key = s.order[rank];
+      promise.placeholder = pass.AddPlaceholder(snap.pending[number], s.facts[number], key.priority, promise);
+      promises.emplace_back(rank, std::move(promise));
+    }
+    std::vector<SortedQueueKey> order;
+    order.reserve(s.order.size());
+    for (const auto& [rank, promise] : promises) order.push_back(s.order[rank]);
+    for (const SortedQueueKey& k : s.order) {
+      if (!is_holder[k.index]) order.push_back(k);
+    }
+    s.order = std::move(order);
+    s.promised_count = static_cast<int32_t>(promises.size());
+  }
   plan.order.reserve(pending);
   for (const SortedQueueKey& k : s.order) plan.order.push_back(k.index);
 
-  CyclePass pass(config_, preemption_, s, plan, /*in_cycle=*/true);
   plan.waiting.reserve(pending);
+  s.promise_phase = true;
+  for (size_t i = 0; i < promises.size(); ++i) {
+    const SortedQueueKey& k = s.order[i];
+    const CyclePass::Promise& promise = promises[i].second;
+    if (promise.placeholder) pass.RemovePlaceholder(snap.pending[k.index], promise);
+    pass.PlanOne(snap.pending[k.index], s.facts[k.index], k.priority, static_cast<int32_t>(i + 1), now,
+                 &promise);
+  }
+  s.promise_phase = false;
   // The queue order visits the facts at random places: fetch the ones a few steps ahead.
   // The workload itself is read only by those that start or search for a placement.
   constexpr size_t kPrefetchAhead = 8;
-  for (size_t i = 0; i < s.order.size(); ++i) {
+  for (size_t i = promises.size(); i < s.order.size(); ++i) {
     if (i + kPrefetchAhead < s.order.size()) __builtin_prefetch(&s.facts[s.order[i + kPrefetchAhead].index]);
     const SortedQueueKey& k = s.order[i];
     pass.PlanOne(snap.pending[k.index], s.facts[k.index], k.priority, static_cast<int32_t>(i + 1), now);
@@ -1244,7 +1404,8 @@ absl::StatusOr<PlanDelta> QueuePlanner::OnArrival(const PendingWorkload& workloa
   const double priority = s.priority->Compute(w, &qos).total;
   const SortedQueueKey entry{priority, w.submit_time, static_cast<int32_t>(s.facts.size())};
   s.facts.push_back(s.FactsOf(w, qos, config_));
-  auto pos = std::lower_bound(s.order.begin(), s.order.end(), entry,
+  // Never among the holders of last cycle's reservations, which lead the queue.
+  auto pos = std::lower_bound(s.order.begin() + s.promised_count, s.order.end(), entry,
                               [&](const SortedQueueKey& a, const SortedQueueKey& b) {
                                 return ComesBefore(s.KeyOf(a), s.KeyOf(b));
                               });

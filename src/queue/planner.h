@@ -80,6 +80,13 @@ class QueuePlanner {
 
   // A full cycle. Keeps the sorted queue and the availability profile for OnArrival.
   Plan PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now);
+  // A full cycle that keeps last cycle's reservations (`promised`, see CarryReservations): their holders lead the queue in the order of their
+  // promised starts, and each still pending holder starts now or gets a reservation no later than
+  // max(promised start, now), unless its own request, time limit, eligibility or hold changed, or
+  // a promised node is gone or still busy (a running workload past its expected end). The estimated start
+  // a user reads then becomes a promise. docs/queue.md "Promises".
+  Plan PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now,
+                 const std::vector<PromisedReservation>& promised);
 
   // One new pending workload since the last PlanCycle (same nodes and running workloads;
   // now >= the cycle's now). Costs one profile query when the arrival sorts after the last

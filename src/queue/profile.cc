@@ -33,24 +33,28 @@ Time AvailabilityProfile::RoundUp(Time t) const {
   return now_ + slots * resolution_;
 }
 
-void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
-  blocks_[node].push_back(
-      StoredBlock{block.start, block.end, usages_.Intern(block.used), block.kind, block.reservation});
-  if (block.start <= now_ && block.end > now_) {
-    free_now_[node] -= block.used;
-    kinds_now_[node] |= KindBit(block.kind);
+void AvailabilityProfile::Summarise(NodeIndex node, const StoredBlock& b) {
+  const Resources& used = usages_[b.used];
+  if (b.start <= now_ && b.end > now_) {
+    free_now_[node] -= used;
+    kinds_now_[node] |= KindBit(b.kind);
   }
-  if (block.start > now_) first_future_start_[node] = std::min(first_future_start_[node], block.start);
-  kinds_[node] |= KindBit(block.kind);
-  if (block.reservation) {
-    if (block.start <= now_ && block.end > now_) reserved_now_[node] += block.used;
+  if (b.start > now_) first_future_start_[node] = std::min(first_future_start_[node], b.start);
+  kinds_[node] |= KindBit(b.kind);
+  if (b.reservation) {
+    if (b.start <= now_ && b.end > now_) reserved_now_[node] += used;
   } else {
-    kinds_nonreserved_[node] |= KindBit(block.kind);
-    if (block.start > now_) {
-      first_future_nonreserved_start_[node] =
-          std::min(first_future_nonreserved_start_[node], block.start);
+    kinds_nonreserved_[node] |= KindBit(b.kind);
+    if (b.start > now_) {
+      first_future_nonreserved_start_[node] = std::min(first_future_nonreserved_start_[node], b.start);
     }
   }
+}
+
+void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
+  const StoredBlock stored{block.start, block.end, usages_.Intern(block.used), block.kind, block.reservation};
+  blocks_[node].push_back(stored);
+  Summarise(node, stored);
   if (block.end < kForever && block.end > now_) {
     if (sealed_) {
       EndGroup& group = added_ends_[block.end];
@@ -61,6 +65,43 @@ void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
     }
   }
   ++version_;
+}
+
+bool AvailabilityProfile::Remove(NodeIndex node, const Block& block) {
+  std::vector<StoredBlock>& blocks = blocks_[node];
+  auto it = std::find_if(blocks.begin(), blocks.end(), [&](const StoredBlock& b) {
+    return b.start == block.start && b.end == block.end && b.kind == block.kind &&
+           b.reservation == block.reservation && usages_[b.used] == block.used;
+  });
+  if (it == blocks.end()) return false;
+  blocks.erase(it);
+  // The node's summaries, again from its remaining blocks (a node holds a few).
+  free_now_[node] = capacity_[node];
+  reserved_now_[node] = Resources{};
+  first_future_start_[node] = kForever;
+  first_future_nonreserved_start_[node] = kForever;
+  kinds_[node] = kinds_now_[node] = kinds_nonreserved_[node] = 0;
+  for (const StoredBlock& b : blocks) Summarise(node, b);
+  // Its end stops being a moment at which the node frees, unless another block ends then too.
+  const bool end_still_there = std::any_of(blocks.begin(), blocks.end(),
+                                           [&](const StoredBlock& b) { return b.end == block.end; });
+  if (block.end < kForever && block.end > now_ && !end_still_there) {
+    if (sealed_) {
+      auto g = added_ends_.find(block.end);
+      if (g != added_ends_.end()) {
+        std::vector<NodeIndex>& nodes = g->second.nodes;
+        const auto sorted_end = nodes.begin() + static_cast<std::ptrdiff_t>(g->second.sorted);
+        const size_t erased_sorted = static_cast<size_t>(std::count(nodes.begin(), sorted_end, node));
+        std::erase(nodes, node);
+        g->second.sorted -= erased_sorted;
+        if (nodes.empty()) added_ends_.erase(g);  // a stale dirty_ends_ entry is skipped
+      }
+    } else {
+      std::erase(base_ends_, std::make_pair(block.end, node));
+    }
+  }
+  ++version_;
+  return true;
 }
 
 void AvailabilityProfile::SealBase() {
@@ -98,7 +139,9 @@ void AvailabilityProfile::SealBase() {
 
 void AvailabilityProfile::SortAddedEnds() const {
   for (Time end : dirty_ends_) {
-    EndGroup& group = added_ends_.find(end)->second;
+    auto found = added_ends_.find(end);
+    if (found == added_ends_.end()) continue;  // emptied by Remove
+    EndGroup& group = found->second;
     auto middle = group.nodes.begin() + static_cast<std::ptrdiff_t>(group.sorted);
     std::sort(middle, group.nodes.end());
     std::inplace_merge(group.nodes.begin(), middle, group.nodes.end());

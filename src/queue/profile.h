@@ -46,6 +46,9 @@ class AvailabilityProfile {
                       Duration resolution, bool shared_nodes);
 
   void Add(NodeIndex node, const Block& block);
+  // Takes back one block equal to `block` that Add put on `node` (a promised reservation's
+  // placeholder, planner.cc): its capacity is free again. False when the node has no such block.
+  bool Remove(NodeIndex node, const Block& block);
 
   // Copies of `request` (0..cap) that fit on `node` throughout [start, end) for a workload of
   // `kind`. ignore_reservations: as if no reservation existed (used to tell the reason
@@ -108,6 +111,8 @@ class AvailabilityProfile {
     bool reservation;
   };
   static_assert(sizeof(StoredBlock) == 24);
+  // Folds one block into the node's summaries (free_now_, first future starts, kinds).
+  void Summarise(NodeIndex node, const StoredBlock& b);
   bool KindConflict(const StoredBlock& b, WorkloadKind kind) const {
     return !shared_nodes_ && b.kind != kind;
   }
