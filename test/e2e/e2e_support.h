@@ -71,6 +71,9 @@ class SchedulerProcess {
   pid_t pid() const { return pid_; }
   std::string Log() const;
   std::string log_path() const { return dir_ + "/" + name_ + ".log"; }
+  // "127.0.0.1:PORT" of its gRPC QueueService (grpcAddress 127.0.0.1:0 picks the port; the log
+  // names it), waiting up to 10 s for the line; empty if it never came.
+  std::string GrpcAddress() const;
 
  private:
   std::string dir_, name_;

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -24,19 +23,6 @@ using ::testing::Not;
 
 class OqE2E : public E2ETest {
  protected:
-  // The port the daemon chose (grpcAddress 127.0.0.1:0), from its log.
-  std::string Server() {
-    std::string server;
-    Eventually(absl::Seconds(10), [&] {
-      std::smatch m;
-      const std::string log = scheduler_->Log();
-      if (!std::regex_search(log, m, std::regex("QueueService on port ([0-9]+)"))) return false;
-      server = absl::StrCat("127.0.0.1:", m[1].str());
-      return true;
-    });
-    return server;
-  }
-
   CommandResult Oq(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {OQ_BIN, "--server", server_};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -74,7 +60,7 @@ TEST_F(OqE2E, QueueNodesPriorityAndExplainShowWhatTheDaemonDecided) {
     CreatePod(name, o);
   }
   StartScheduler();
-  server_ = Server();
+  server_ = scheduler_->GrpcAddress();
   ASSERT_FALSE(server_.empty()) << scheduler_->Log();
   for (const std::string name : {"a", "b", "c", "d"}) {
     ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool(name); })) << name;

@@ -5,6 +5,7 @@
 // Each test makes a Slurm partition "pool" over the Slurm nodes its kwok nodes stand for (label
 // onequeue.io/slurm-node=nK), so its jobs can run only there; TearDown cancels every job and
 // resumes every node, so tests share the Slurm cluster without seeing each other.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -391,6 +392,88 @@ TEST_P(SlurmE2ETest, ANodeIsLentAgainAfterItsLastPodEnds) {
   EXPECT_GE(absl::Now() - deleted, absl::Seconds(3)) << "lent before lendAfterSeconds";
   EXPECT_EQ(ShowJob(job)["NodeList"], Slurm().nodes[0]);
   EXPECT_EQ(NodeLabel(K8sNode(1), "onequeue.io/owner"), "slurm");
+}
+
+// 7. oq shows both worlds from the daemon's last cycle: Slurm jobs running on lent nodes and one
+// waiting beside a waiting pod in `oq queue`, the lent nodes in `oq nodes`, and why the waiting job
+// fits nowhere in `oq explain slurm/<id>`; --format json parses.
+TEST_P(SlurmE2ETest, OqShowsSlurmJobsAndPodsInOneQueue) {
+  AddPool(2);
+  StartScheduler(/*lend_after=*/2);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); }));
+  const uint32_t a = Submit({}, "120"), b = Submit({}, "120");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
+    return ShowJob(a)["JobState"] == "RUNNING" && ShowJob(b)["JobState"] == "RUNNING";
+  }));
+  const uint32_t waiting = Submit({}, "60");
+  PodOptions web;
+  web.cpu = "1";
+  web.qos = "batch";
+  CreatePod("web", web);
+  const std::string server = scheduler_->GrpcAddress();
+  ASSERT_FALSE(server.empty());
+  auto oq = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {OQ_BIN, "--server", server};
+    argv.insert(argv.end(), args.begin(), args.end());
+    CommandResult r = RunCommand(argv, absl::Seconds(30));
+    std::cout << "$ oq " << absl::StrJoin(args, " ") << "\n" << r.output << std::flush;
+    return r;
+  };
+  auto line_with = [](const std::string& out, const std::string& what) {
+    for (absl::string_view line : absl::StrSplit(out, '\n')) {
+      if (absl::StrContains(line, what)) return std::string(line);
+    }
+    return std::string();
+  };
+  const std::string wid = absl::StrCat("slurm/", waiting);
+  CommandResult queue;
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] {
+    queue = oq({"queue"});
+    return absl::StrContains(line_with(queue.output, absl::StrCat("slurm/", a, " ")), "RUNNING") &&
+           absl::StrContains(line_with(queue.output, absl::StrCat("slurm/", b, " ")), "RUNNING") &&
+           absl::StrContains(line_with(queue.output, wid + " "), "PENDING") &&
+           absl::StrContains(line_with(queue.output, ns_ + "/web "), "PENDING");
+  })) << queue.output;
+  const std::string running_a = line_with(queue.output, absl::StrCat("slurm/", a, " "));
+  EXPECT_THAT(running_a, ::testing::StartsWith("slurm "));
+  EXPECT_THAT(running_a, ::testing::ContainsRegex(ns_ + "-[12]"));
+  EXPECT_THAT(line_with(queue.output, ns_ + "/web "), ::testing::StartsWith("kubernetes "));
+
+  json q = json::parse(oq({"queue", "--world", "slurm", "--format", "json"}).output, nullptr, false);
+  ASSERT_TRUE(q.is_object());
+  int slurm_jobs = 0;
+  for (const auto& w : q["workloads"]) {
+    EXPECT_EQ(w["world"], "slurm");
+    const std::string id = w["id"];
+    if (id != absl::StrCat("slurm/", a) && id != absl::StrCat("slurm/", b) && id != wid) continue;
+    ++slurm_jobs;
+    EXPECT_EQ(w["user"], Slurm().user);
+    EXPECT_EQ(w["partition"], "pool");
+    EXPECT_EQ(w["state"], id == wid ? "PENDING" : "RUNNING") << w.dump();
+  }
+  EXPECT_EQ(slurm_jobs, 3);
+
+  // The lent nodes: owner slurm, the Slurm node beside them, the job running there.
+  CommandResult nodes = oq({"nodes"});
+  for (int i = 1; i <= 2; ++i) {
+    const std::string line = line_with(nodes.output, K8sNode(i) + " ");
+    EXPECT_THAT(line, ::testing::HasSubstr("slurm")) << nodes.output;
+    EXPECT_THAT(line, ::testing::HasSubstr(Slurm().nodes[i - 1])) << line;
+    EXPECT_THAT(line, ::testing::HasSubstr("lent to Slurm: job ")) << line;
+    EXPECT_THAT(line, ::testing::HasSubstr("8/8")) << line;
+  }
+  // Why the waiting job runs nowhere: each node is full.
+  CommandResult explain = oq({"explain", wid});
+  EXPECT_EQ(explain.exit_code, 0);
+  EXPECT_THAT(explain.output, ::testing::HasSubstr(wid + " (slurm): PENDING"));
+  for (int i = 1; i <= 2; ++i) {
+    EXPECT_THAT(line_with(explain.output, "  " + K8sNode(i) + " "),
+                ::testing::HasSubstr("insufficient cpu: needs 8, 0 free of 8"))
+        << explain.output;
+  }
+  CommandResult prio = oq({"priority"});
+  EXPECT_THAT(prio.output, ::testing::HasSubstr(wid));
+  EXPECT_THAT(prio.output, ::testing::HasSubstr(ns_ + "/web"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Mechanisms, SlurmE2ETest, ::testing::Values("drain", "placeholder"),
