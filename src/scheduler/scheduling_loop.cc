@@ -648,7 +648,13 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   LearnAccounts(*built.snapshot);
 
   // Shared: the published status keeps it (and its snapshot) after the cycle.
-  const auto planned = std::make_shared<const queue::Plan>(planner_->PlanCycle(built.snapshot, now));
+  // Last cycle's reservations are promises: each holder keeps its start or gets an earlier one
+  // (docs/queue.md "Promises"), so the estimated start a user reads does not slip.
+  const auto planned = std::make_shared<const queue::Plan>(planner_->PlanCycle(
+      built.snapshot, now,
+      last_plan_ != nullptr ? queue::CarryReservations(*last_plan_, *built.snapshot)
+                            : std::vector<queue::PromisedReservation>{}));
+  last_plan_ = planned;
   const queue::Plan& plan = *planned;
   std::map<std::string, size_t> pending_index;
   for (size_t i = 0; i < built.snapshot->pending.size(); ++i) pending_index[built.snapshot->pending[i].id] = i;

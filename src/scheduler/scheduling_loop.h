@@ -173,6 +173,7 @@ class SchedulingLoop {
   StatusBoard* board_ = nullptr;
   queue::CheapestVictimsPlanner preemption_;
   std::unique_ptr<queue::QueuePlanner> planner_;
+  std::shared_ptr<const queue::Plan> last_plan_;  // its reservations are the next cycle's promises
   std::map<std::string, std::string> assumed_;        // pod key -> node (bound, not yet seen)
   std::map<std::string, std::string> reservations_;   // node -> preemptor workload id
   std::set<std::string> evicted_;                     // pod keys evicted (each victim once)
