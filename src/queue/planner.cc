@@ -449,6 +449,7 @@ struct QueuePlanner::State {
   }
   std::vector<char> claimed;  // nodes promised to a preemptor this cycle
   std::vector<char> reserved_owner;  // node owner is reserved(W) (compact: checked per node)
+  bool any_reserved_owner = false;   // some node is reserved(W): a preemption is under way
   std::vector<OwnerKind> owner_kind;  // per node, compact (Node is large and scattered)
   // Per extended resource slot: the nodes whose allocatable has some of it (a GPU request only
   // looks at GPU nodes).
@@ -587,6 +588,10 @@ class CyclePass {
   bool FitsIgnoringReservations(const PendingWorkload& w, Duration duration, double priority,
                                 const std::vector<char>& eligible, Time now,
                                 std::vector<NodeIndex>* witnesses);
+  // Would start now if the nodes reserved(W) for others (a preemption under way) were usable:
+  // then the mark, not capacity, is why it waits (kReservedForHigherPriority).
+  bool FitsNowButForReservedNodes(const PendingWorkload& w, Duration duration, double priority,
+                                  const std::vector<char>& eligible, Time now);
 
   const QueueConfig& config_;
   const PreemptionPlanner* preemption_;
@@ -877,6 +882,24 @@ bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, Duration dura
   return found >= members;
 }
 
+bool CyclePass::FitsNowButForReservedNodes(const PendingWorkload& w, Duration duration,
+                                           double priority, const std::vector<char>& eligible,
+                                           Time now) {
+  const int32_t members = std::max<int32_t>(1, w.members);
+  const Time end = SaturatingAdd(now, duration);
+  int64_t found = 0;
+  bool needs_a_reserved_node = false;
+  const AvailabilityProfile& p = *s_.profile;
+  ForEachNodeWithRoomAt(w, now, [&](NodeIndex n) {
+    if (!eligible[n] || s_.claimed[n]) return true;
+    const int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, members - found);
+    if (copies > 0 && !Usable(n, w, priority, eligible)) needs_a_reserved_node = true;
+    found += copies;
+    return found < members;
+  });
+  return found >= members && needs_a_reserved_node;
+}
+
 void CyclePass::Commit(const PendingWorkload& w, Duration duration, const MemberNodes& nodes,
                        Time start,
                        bool reservation) {
@@ -1156,6 +1179,12 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
       }
     }
   }
+  // A node reserved(W) for a higher-priority workload (its preemption under way) is the reason
+  // when it alone stands in the way; checked only while some node carries such a mark (rare).
+  if (reason != WaitReason::kReservedForHigherPriority && s_.any_reserved_owner &&
+      FitsNowButForReservedNodes(w, duration, priority, eligible, now)) {
+    reason = WaitReason::kReservedForHigherPriority;
+  }
   // A promise is kept even past the depth (the depth may have been lowered since).
   const bool may_reserve = config_.reservation_depth == 0 || strict ||
                            s_.reservations < config_.reservation_depth || promise != nullptr;
@@ -1183,6 +1212,11 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
       at = Placement{promise->start, promise->nodes};
     }
     if (!at.has_value()) {
+      if (reason == WaitReason::kReservedForHigherPriority) {  // the mark holds the node past the window
+        Wait(id, reason, "the capacity it fits in is reserved for higher-priority workloads", position,
+             std::nullopt, false);
+        return;
+      }
       Wait(id, WaitReason::kBeyondWindow, "cannot start within the planning window", position,
            std::nullopt, false);
       return;
@@ -1286,6 +1320,7 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now,
   s.owner_kind.resize(snap.nodes.size());
   for (size_t n = 0; n < snap.nodes.size(); ++n) {
     s.reserved_owner[n] = snap.nodes[n].owner.kind == OwnerKind::kReserved;
+    s.any_reserved_owner = s.any_reserved_owner || s.reserved_owner[n];
     s.owner_kind[n] = snap.nodes[n].owner.kind;
   }
   s.profile->SealBase();

@@ -216,3 +216,42 @@ TEST(GangRecheck, AGangThatCannotFitWithinTheWindowWaitsWholeAndReservesNothing)
 
 }  // namespace
 }  // namespace onequeue::queue
+
+namespace onequeue::queue {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The reason a workload gives when only a reserved(P) mark keeps it off a node
+// ---------------------------------------------------------------------------------------------
+
+// n0 is marked reserved(P) (a preemption under way) and free; P, a gang, cannot be placed this
+// cycle (a member is missing), so the queue makes no decision for it. R would fit on n0: the
+// mark alone stops it, and R says so.
+TEST(ReservedMark, AWorkloadKeptOffOnlyByTheMarkWaitsWithReservedForHigherPriority) {
+  for (bool p_blocked_first : {false, true}) {
+    auto snap = std::make_shared<Snapshot>();
+    snap->nodes.push_back(MakeNode("n0", 4000));
+    snap->nodes[0].owner.kind = OwnerKind::kReserved;
+    snap->nodes[0].owner.reserved_for = "P";
+    PendingWorkload p = PendingBuilder("P", 2000, 2).Submit(1);
+    p.members_present = 1;
+    snap->pending.push_back(p);
+    if (p_blocked_first) {  // R is then not the first blocked workload of the queue
+      snap->pending.push_back(PendingBuilder("huge", 64000).Submit(2));
+    }
+    snap->pending.push_back(PendingBuilder("R", 4000).Limit(std::nullopt).Submit(3));
+    QueueConfig config = testing::SubmitOrderConfig();
+    QueuePlanner planner(config, nullptr);
+    const Plan plan = planner.PlanCycle(snap, kNow);
+    CheckPlanInvariants(*snap, config, plan);
+    EXPECT_TRUE(plan.starts.empty());
+    ASSERT_NE(FindWaiting(plan, "P"), nullptr);
+    EXPECT_EQ(FindWaiting(plan, "P")->reason, WaitReason::kGangIncomplete);
+    ASSERT_NE(FindWaiting(plan, "R"), nullptr);
+    EXPECT_EQ(FindWaiting(plan, "R")->reason, WaitReason::kReservedForHigherPriority)
+        << WaitReasonName(FindWaiting(plan, "R")->reason) << ": " << FindWaiting(plan, "R")->Message();
+  }
+}
+
+}  // namespace
+}  // namespace onequeue::queue

@@ -70,7 +70,7 @@ TEST(SchedulingLoopTest, PreemptionCannotLoopTheReplacementNeverWinsTheNodeBack)
 // test_without_reservations: the replacement IS bound there, so the scenario can fail).
 struct ReservationOnlyRun {
   std::vector<std::string> binds;  // the whole binding history, in order
-  std::vector<std::string> replacement_reasons;  // every reason reported for the replacement
+  std::vector<std::string> replacement_reasons;  // reported for the replacement while the gang is incomplete
   std::vector<std::string> owner_changes;
 };
 
@@ -96,12 +96,12 @@ ReservationOnlyRun GangWithAMissingMember(bool without_reservations) {
   k8s::Pod member = *w.Find("ns/train-1");
   w.DeletePod("ns/train-1");
   for (int i = 1; i <= 4; ++i) loop.RunCycle(kNow + i);
+  ReservationOnlyRun run;
+  for (const auto& r : w.reports["ns/batch-r"]) run.replacement_reasons.push_back(r.reason);
   w.AddPod("train-1", "2", "interactive");  // recreated by its controller
   *w.Find("ns/train-1") = member;
   for (int i = 5; i <= 8; ++i) loop.RunCycle(kNow + i);
-  ReservationOnlyRun run;
   run.binds = w.binds;
-  for (const auto& r : w.reports["ns/batch-r"]) run.replacement_reasons.push_back(r.reason);
   run.owner_changes = w.owner_changes;
   return run;
 }
@@ -112,6 +112,7 @@ TEST(SchedulingLoopTest, OnlyTheReservationKeepsTheReplacementOffWhileTheGangPre
   for (const auto& b : on.binds) EXPECT_NE(b, "ns/batch-r->n1") << "the replacement won the reserved node";
   EXPECT_THAT(on.binds, ::testing::UnorderedElementsAre("ns/train-0->n1", "ns/train-1->n1"));
   ASSERT_FALSE(on.replacement_reasons.empty());
+  EXPECT_THAT(on.replacement_reasons, ::testing::Each("ReservedForHigherPriority"));
 
   // Control: the same scenario without the mark. The replacement takes n1 while the gang is
   // incomplete, and the gang is left without its node: the test above can fail.
