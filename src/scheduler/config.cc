@@ -264,6 +264,7 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
   MapReader server = top.Child("server");
   server.Read("grpcAddress", &c.server.grpc_address);
   server.Read("metricsAddress", &c.server.metrics_address);
+  server.Read("adminTokenFile", &c.server.admin_token_file);
   server.RefuseUnknown();
 
   MapReader le = top.Child("leaderElection");

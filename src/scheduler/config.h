@@ -85,6 +85,9 @@ struct QueueConfig {
 struct ServerConfig {
   std::string grpc_address = "127.0.0.1:50051";
   std::string metrics_address = "127.0.0.1:9090";
+  // A file holding the bearer token that admin calls (oq hold/release/drain/resume) must present;
+  // re-read on every call (a rotated Secret takes effect at once). Empty: admin calls are refused.
+  std::string admin_token_file;
 };
 
 struct LeaderElectionConfig {

@@ -3,12 +3,16 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "spdlog/spdlog.h"
 #include "onequeue/v1/queue.grpc.pb.h"
 #include "onequeue/version.h"
 #include "queue/eligibility.h"
@@ -445,7 +449,99 @@ class QueueServiceImpl final : public onequeue::v1::QueueService::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status Hold(grpc::ServerContext* ctx, const v1::HoldRequest* req, v1::AdminResponse* out) override {
+    return SetHold(ctx, req->workload(), req->reason().empty() ? "held with oq hold" : req->reason(), true, out);
+  }
+  grpc::Status Release(grpc::ServerContext* ctx, const v1::ReleaseRequest* req, v1::AdminResponse* out) override {
+    return SetHold(ctx, req->workload(), "", false, out);
+  }
+  grpc::Status DrainNode(grpc::ServerContext* ctx, const v1::DrainNodeRequest* req, v1::AdminResponse* out) override {
+    return SetDrained(ctx, req->node(), req->reason(), true, out);
+  }
+  grpc::Status ResumeNode(grpc::ServerContext* ctx, const v1::ResumeNodeRequest* req, v1::AdminResponse* out) override {
+    return SetDrained(ctx, req->node(), "", false, out);
+  }
+
  private:
+  static grpc::Status FromAbsl(const absl::Status& s) {
+    if (s.ok()) return grpc::Status::OK;
+    grpc::StatusCode code = grpc::StatusCode::INTERNAL;
+    if (absl::IsNotFound(s)) code = grpc::StatusCode::NOT_FOUND;
+    else if (absl::IsUnavailable(s)) code = grpc::StatusCode::UNAVAILABLE;
+    else if (absl::IsInvalidArgument(s)) code = grpc::StatusCode::INVALID_ARGUMENT;
+    else if (absl::IsPermissionDenied(s)) code = grpc::StatusCode::PERMISSION_DENIED;
+    return grpc::Status(code, std::string(s.message()));
+  }
+
+  // Admin calls present "authorization: Bearer <token>" with the token in server.adminTokenFile,
+  // read on every call so that a rotated Secret takes effect at once.
+  grpc::Status Authorize(grpc::ServerContext* ctx) const {
+    if (info_.admin == nullptr || info_.admin_token_file.empty()) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "admin calls are disabled: the daemon has no server.adminTokenFile");
+    }
+    std::ifstream in(info_.admin_token_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string token(absl::StripAsciiWhitespace(text.str()));
+    if (!in || token.empty()) {
+      spdlog::warn("admin call refused: cannot read a token from {}", info_.admin_token_file);
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the daemon cannot read its admin token file");
+    }
+    const auto& md = ctx->client_metadata();
+    auto it = md.find("authorization");
+    const std::string presented = it == md.end() ? "" : std::string(it->second.data(), it->second.size());
+    const std::string expected = "Bearer " + token;
+    // Compared in constant time: the time taken says nothing about how much of the token matched.
+    unsigned diff = presented.size() != expected.size();
+    for (size_t i = 0; i < expected.size(); ++i) diff |= expected[i] ^ (i < presented.size() ? presented[i] : 0);
+    if (diff != 0) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          it == md.end() ? "admin calls need a bearer token (oq --token-file FILE)"
+                                         : "the bearer token was not accepted");
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status SetHold(grpc::ServerContext* ctx, const std::string& id, const std::string& reason, bool hold,
+                       v1::AdminResponse* out) {
+    if (grpc::Status s = Authorize(ctx); !s.ok()) return s;
+    const char* verb = hold ? "held" : "released";
+    if (auto job = SlurmJobOf(id)) {
+      if (grpc::Status s = FromAbsl(info_.admin->SetSlurmJobHold(*job, reason, hold)); !s.ok()) return s;
+      out->set_message(absl::StrCat("Slurm job ", *job, " ", verb));
+      spdlog::info("admin: Slurm job {} {}", *job, verb);
+      return grpc::Status::OK;
+    }
+    std::vector<std::string> pods;
+    if (std::shared_ptr<const CycleStatus> st = info_.status ? info_.status->Latest() : nullptr) {
+      if (auto p = st->pending_pods.find(id); p != st->pending_pods.end()) pods = p->second.pod_keys;
+      if (auto r = st->running_pods.find(id); r != st->running_pods.end()) pods = r->second.pod_keys;
+    }
+    if (pods.empty()) {
+      if (id.find('/') == std::string::npos || absl::StrContains(id, "/group/")) {
+        return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat(id, " is not a workload of the last cycle"));
+      }
+      pods.push_back(id);  // a single pod the loop has not seen yet
+    }
+    for (const auto& pod : pods) {
+      if (grpc::Status s = FromAbsl(info_.admin->SetPodHold(pod, reason)); !s.ok()) return s;
+    }
+    out->set_message(absl::StrCat(id, " ", verb, " (", absl::StrJoin(pods, ", "), ")"));
+    spdlog::info("admin: {} {}", id, verb);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status SetDrained(grpc::ServerContext* ctx, const std::string& node, const std::string& reason, bool drained,
+                          v1::AdminResponse* out) {
+    if (grpc::Status s = Authorize(ctx); !s.ok()) return s;
+    if (grpc::Status s = FromAbsl(info_.admin->SetNodeDrained(node, drained, reason)); !s.ok()) return s;
+    out->set_message(absl::StrCat("node ", node, drained ? " drained: nothing new starts there"
+                                                         : " resumed: open to new work"));
+    spdlog::info("admin: node {} {}", node, drained ? "drained" : "resumed");
+    return grpc::Status::OK;
+  }
+
   grpc::Status Latest(std::shared_ptr<const CycleStatus>* out) const {
     if (info_.status != nullptr) *out = info_.status->Latest();
     if (*out == nullptr || (*out)->plan == nullptr) {

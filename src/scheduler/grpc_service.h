@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "queue/model.h"
+#include "scheduler/admin_actions.h"
 #include "scheduler/cycle_status.h"
 
 namespace onequeue::scheduler {
@@ -16,6 +17,10 @@ struct ServiceInfo {
   const StatusBoard* status = nullptr;
   // The priority weights, for `oq priority`.
   queue::PriorityWeights weights;
+  // Admin calls (hold, release, drain, resume): what they do, and the file with the bearer token
+  // they must present. Either empty: they are refused.
+  AdminActions* admin = nullptr;
+  std::string admin_token_file;
 };
 
 // A running QueueService; stops (and waits for in-flight calls) when destroyed.

@@ -191,6 +191,9 @@ int RunDaemon(const Config& config) {
   ServiceInfo service_info;
   service_info.status = &status_board;
   service_info.weights = ToQueueConfig(config).weights;
+  DaemonAdminActions admin;
+  service_info.admin = &admin;
+  service_info.admin_token_file = config.server.admin_token_file;
   auto server = StartQueueServer(config.server.grpc_address, service_info);
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
@@ -228,6 +231,7 @@ int RunDaemon(const Config& config) {
       return 1;
     }
     slurm_side = std::move(*side);
+    admin.ConnectSlurm(slurm_side.api.get());
     spdlog::info("slurm: slurmrestd {} ({}), lending by {}, shared partitions {}", config.slurm.url,
                  slurm::VersionString(slurm_side.api->version()), slurm_side.ownership->mechanism(),
                  absl::StrJoin(config.slurm.shared_partitions, ","));
@@ -253,6 +257,7 @@ int RunDaemon(const Config& config) {
       return 1;
     }
     client = std::move(*created);
+    admin.ConnectKubernetes(client.get());
     // The handlers keep the Kubernetes source's records current (parsed once per change) and
     // wake a cycle.
     k8s::InformerHandlers<k8s::Node> node_handlers{

@@ -6,10 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "onequeue/v1/queue.grpc.pb.h"
 
@@ -27,6 +31,11 @@ constexpr const char* kStatusUsage = R"(  queue [--start] [-u USER] [-n NAMESPAC
                      each priority factor (weighted) and the total of every pending workload
   explain NAMESPACE/POD | NAMESPACE/group/NAME | slurm/JOBID [--format json]
                      why it is not running: per node, its reservation, the workloads ahead
+  hold WORKLOAD [--reason TEXT] | release WORKLOAD
+                     (admin) keep a workload waiting (reason Held) / let it go again
+  drain NODE [--reason TEXT] | resume NODE
+                     (admin) nothing new starts on the node (cordon) / open it again
+                     admin calls send the bearer token of --token-file FILE (or $ONEQUEUE_TOKEN_FILE)
 )";
 
 // A table with columns as wide as their widest cell, two spaces apart (squeue's look).
@@ -110,7 +119,7 @@ int Failed(const std::string& server, const grpc::Status& s) {
 struct Flags {
   bool json = false;
   bool start = false;
-  std::string user, ns, world;
+  std::string user, ns, world, reason, token_file;
   std::vector<std::string> positional;
 };
 
@@ -143,6 +152,10 @@ bool ParseFlags(const std::vector<std::string>& args, Flags* f) {
       if (!value(&f->ns)) return false;
     } else if (a == "--world") {
       if (!value(&f->world)) return false;
+    } else if (a == "--reason") {
+      if (!value(&f->reason)) return false;
+    } else if (a == "--token-file") {
+      if (!value(&f->token_file)) return false;
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "oq: unknown option %s\n", a.c_str());
       return false;
@@ -243,7 +256,7 @@ int Priority(v1::QueueService::Stub* stub, const std::string& server, const Flag
     PrintJson(resp);
     return 0;
   }
-  Table t({"WORLD", "ID", "ACCOUNT", "QOS", "POS", "PRIORITY", "AGE", "FAIRSHARE", "JOBSIZE", "PARTITION", "QOS"});
+  Table t({"WORLD", "ID", "ACCOUNT", "QOS_NAME", "POS", "PRIORITY", "AGE", "FAIRSHARE", "JOBSIZE", "PARTITION", "QOS"});
   const auto& w = resp.weights();
   auto weight = [&](const char* k) { return w.count(k) ? Fixed(w.at(k)) : std::string("-"); };
   t.Add({"", "Weights", "", "", "", "", weight("age"), weight("fairShare"), weight("size"), weight("partition"),
@@ -314,10 +327,71 @@ int Explain(v1::QueueService::Stub* stub, const std::string& server, const Flags
   return 0;
 }
 
+bool ReadToken(const Flags& f, std::string* token) {
+  std::string path = f.token_file;
+  if (path.empty()) {
+    const char* env = std::getenv("ONEQUEUE_TOKEN_FILE");
+    if (env != nullptr) path = env;
+  }
+  if (path.empty()) {
+    std::fprintf(stderr, "oq: admin calls need a token: --token-file FILE or $ONEQUEUE_TOKEN_FILE\n");
+    return false;
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  *token = std::string(absl::StripAsciiWhitespace(text.str()));
+  if (!in || token->empty()) {
+    std::fprintf(stderr, "oq: cannot read a token from %s\n", path.c_str());
+    return false;
+  }
+  return true;
+}
+
+int Admin(v1::QueueService::Stub* stub, const std::string& server, const std::string& command, const Flags& f) {
+  if (f.positional.size() != 1) {
+    std::fprintf(stderr, "oq: %s needs one %s\n", command.c_str(),
+                 command == "drain" || command == "resume" ? "node" : "workload");
+    return 2;
+  }
+  std::string token;
+  if (!ReadToken(f, &token)) return 2;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  ctx.AddMetadata("authorization", "Bearer " + token);
+  v1::AdminResponse resp;
+  grpc::Status s;
+  const std::string& target = f.positional[0];
+  if (command == "hold") {
+    v1::HoldRequest req;
+    req.set_workload(target);
+    req.set_reason(f.reason);
+    s = stub->Hold(&ctx, req, &resp);
+  } else if (command == "release") {
+    v1::ReleaseRequest req;
+    req.set_workload(target);
+    s = stub->Release(&ctx, req, &resp);
+  } else if (command == "drain") {
+    v1::DrainNodeRequest req;
+    req.set_node(target);
+    req.set_reason(f.reason);
+    s = stub->DrainNode(&ctx, req, &resp);
+  } else {
+    v1::ResumeNodeRequest req;
+    req.set_node(target);
+    s = stub->ResumeNode(&ctx, req, &resp);
+  }
+  if (!s.ok()) return Failed(server, s);
+  if (f.json) PrintJson(resp);
+  else std::printf("%s\n", resp.message().c_str());
+  return 0;
+}
+
 }  // namespace
 
 bool IsStatusCommand(const std::string& command) {
-  return command == "queue" || command == "nodes" || command == "priority" || command == "explain";
+  return command == "queue" || command == "nodes" || command == "priority" || command == "explain" ||
+         command == "hold" || command == "release" || command == "drain" || command == "resume";
 }
 
 const char* StatusUsage() { return kStatusUsage; }
@@ -325,7 +399,8 @@ const char* StatusUsage() { return kStatusUsage; }
 int RunStatusCommand(const std::string& server, const std::string& command, const std::vector<std::string>& args) {
   Flags f;
   if (!ParseFlags(args, &f)) return 2;
-  if (command != "explain" && !f.positional.empty()) {
+  const bool takes_argument = command != "queue" && command != "nodes" && command != "priority";
+  if (!takes_argument && !f.positional.empty()) {
     std::fprintf(stderr, "oq: %s takes no argument \"%s\"\n", command.c_str(), f.positional[0].c_str());
     return 2;
   }
@@ -333,6 +408,7 @@ int RunStatusCommand(const std::string& server, const std::string& command, cons
   if (command == "queue") return Queue(stub.get(), server, f);
   if (command == "nodes") return Nodes(stub.get(), server, f);
   if (command == "priority") return Priority(stub.get(), server, f);
+  if (command != "explain") return Admin(stub.get(), server, command, f);
   return Explain(stub.get(), server, f);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// oq's read commands over onequeue.v1.QueueService: queue (like squeue), nodes (like sinfo),
-// priority (like sprio), explain (why a workload is not running). Tables for people, --format json
+// oq's commands over onequeue.v1.QueueService: queue (like squeue), nodes (like sinfo),
+// priority (like sprio), explain (why a workload is not running), and the admin calls hold,
+// release, drain, resume (with a bearer token). Tables for people, --format json
 // (the service's messages as proto JSON) for scripts.
 #include <string>
 #include <vector>

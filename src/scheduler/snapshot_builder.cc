@@ -188,6 +188,7 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
   r.deleting = !pod.metadata.deletion_timestamp.empty();
   for (const auto& o : pod.metadata.owner_references) r.daemon = r.daemon || (o.controller && o.kind == "DaemonSet");
   r.qos = Annotation(pod, kQosAnnotation);
+  r.hold = Annotation(pod, kHoldAnnotation);
   r.account = Annotation(pod, kAccountAnnotation);
   r.time_limit = Annotation(pod, kTimeLimitAnnotation);
   r.group = Annotation(pod, kGroupAnnotation);
@@ -337,6 +338,7 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
     w.account = first.account.empty() ? first.namespace_ : first.account;
     w.priority_class_value = first.priority;
     w.eligibility = first.eligibility;
+    for (const PodRecord* p : members) w.held = w.held || !p->hold.empty();
     queue::Time submit = queue::kForever;
     for (const PodRecord* p : members) {
       // The group's request per member is the largest of its members', slot by slot.

@@ -26,6 +26,8 @@ inline constexpr const char* kTimeLimitAnnotation = "onequeue.io/time-limit";
 inline constexpr const char* kGroupAnnotation = "onequeue.io/group";
 inline constexpr const char* kGroupSizeAnnotation = "onequeue.io/group-size";
 inline constexpr const char* kOwnerAnnotation = "onequeue.io/owner";
+// Written by `oq hold` (the reason; removed by `oq release`): the workload waits, reason Held.
+inline constexpr const char* kHoldAnnotation = "onequeue.io/hold";
 // The only topologyKey of inter-pod anti-affinity onequeue models (one domain per node).
 inline constexpr const char* kHostnameLabel = "kubernetes.io/hostname";
 // Label (kubernetes | slurm | reserved) and NoSchedule taint onequeue sets on the pool nodes it
@@ -62,6 +64,7 @@ struct PodRecord {
   bool daemon = false;
   // Annotations as written (onequeue.io/qos, account, time-limit, group, group-size).
   std::string qos, account, time_limit, group, group_size;
+  std::string hold;  // onequeue.io/hold: held by an administrator when non-empty
   std::optional<int32_t> priority;
   queue::Time created = 0;
   // When it was bound (PodScheduled=True's transition), else `created`: a running pod's time limit

@@ -203,9 +203,81 @@ TEST_F(OqE2E, QueueNodesPriorityAndExplainShowWhatTheDaemonDecided) {
   EXPECT_EQ(ran.exit_code, 0);
   EXPECT_THAT(ran.output, HasSubstr("RUNNING"));
   EXPECT_THAT(ran.output, HasSubstr(Pod("a").node_name));
+  // This daemon has no adminTokenFile: admin calls are refused whatever the token.
+  const std::string any_token = dir_ + "/any-token";
+  std::ofstream(any_token) << "whatever\n";
+  CommandResult refused = Oq({"hold", ns_ + "/big", "--token-file", any_token});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.output, HasSubstr("admin calls are disabled"));
   CommandResult unknown = Oq({"explain", ns_ + "/nope"});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_THAT(unknown.output, HasSubstr("neither pending nor running"));
+}
+
+// Admin calls: refused without the token or with a wrong one, then drain (cordon: a new pod
+// waits, explain says why), hold (the pod waits Held even on an open node), resume and release
+// (it binds). Read calls need no token.
+TEST_F(OqE2E, AdminCallsNeedTheTokenThenDrainHoldResumeAndReleaseWork) {
+  AddPool(1, "4");
+  const std::string token_file = dir_ + "/admin-token", wrong_file = dir_ + "/wrong-token";
+  std::ofstream(token_file) << "s3cret-admin-token\n";
+  std::ofstream(wrong_file) << "guess\n";
+  scheduler_ = std::make_unique<SchedulerProcess>(dir_, "onequeue-scheduler");
+  std::string yaml = SchedulerConfigYaml(testing::K8sClusterEnvironment::Info(), "onequeue.io/pool=" + ns_);
+  const std::string server_line = "metricsAddress: \"127.0.0.1:0\"}";
+  ASSERT_NE(yaml.find(server_line), std::string::npos);
+  yaml.replace(yaml.find(server_line), server_line.size(),
+               absl::StrCat("metricsAddress: \"127.0.0.1:0\", adminTokenFile: \"", token_file, "\"}"));
+  ASSERT_TRUE(scheduler_->Start(yaml).ok());
+  server_ = scheduler_->GrpcAddress();
+  ASSERT_FALSE(server_.empty());
+  const std::string node = ns_ + "-1";
+
+  CommandResult no_token = Oq({"drain", node});
+  EXPECT_EQ(no_token.exit_code, 2);
+  EXPECT_THAT(no_token.output, HasSubstr("--token-file"));
+  CommandResult wrong = Oq({"drain", node, "--token-file", wrong_file});
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_THAT(wrong.output, HasSubstr("not accepted"));
+  auto unschedulable = [&] {
+    auto n = GetNode(client_.get(), node);
+    return n.ok() && n->unschedulable;
+  };
+  EXPECT_FALSE(unschedulable());
+
+  CommandResult drain = Oq({"drain", node, "--reason", "disk swap", "--token-file", token_file});
+  ASSERT_EQ(drain.exit_code, 0) << drain.output;
+  EXPECT_THAT(drain.output, HasSubstr("drained"));
+  ASSERT_TRUE(Eventually(absl::Seconds(10), unschedulable));
+  PodOptions o;
+  o.cpu = "1";
+  CreatePod("p1", o);
+  CommandResult explain;
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] {
+    explain = Oq({"explain", ns_ + "/p1"});
+    return absl::StrContains(LineWith(explain.output, "  " + node + " "), "not schedulable");
+  })) << explain.output;
+
+  CommandResult hold = Oq({"hold", ns_ + "/p1", "--reason", "maintenance", "--token-file", token_file});
+  ASSERT_EQ(hold.exit_code, 0) << hold.output;
+  ASSERT_TRUE(Eventually(absl::Seconds(10), [&] {
+    auto p = GetPod(client_.get(), ns_, "p1");
+    return p.ok() && p->metadata.annotations.count("onequeue.io/hold") &&
+           p->metadata.annotations.at("onequeue.io/hold") == "maintenance";
+  }));
+  CommandResult resume = Oq({"resume", node, "--token-file", token_file});
+  ASSERT_EQ(resume.exit_code, 0) << resume.output;
+  ASSERT_TRUE(Eventually(absl::Seconds(10), [&] { return !unschedulable(); }));
+  CommandResult queue;
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+    queue = Oq({"queue", "-n", ns_});  // a read call: no token
+    return absl::StrContains(LineWith(queue.output, ns_ + "/p1 "), "(Held)");
+  })) << queue.output;
+  EXPECT_FALSE(IsBoundToPool("p1")) << "a held pod was bound";
+
+  CommandResult release = Oq({"release", ns_ + "/p1", "--token-file", token_file});
+  ASSERT_EQ(release.exit_code, 0) << release.output;
+  EXPECT_TRUE(Eventually(kBindTimeout, [&] { return IsBoundToPool("p1"); })) << scheduler_->Log();
 }
 
 TEST_F(OqE2E, WithoutADaemonOqSaysWhereItLooked) {
