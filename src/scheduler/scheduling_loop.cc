@@ -299,6 +299,7 @@ void SchedulingLoop::StartPreemption(const queue::PreemptDecision& d, const Buil
     }
   }
   ++stats->preemptions_started;
+  stats->preemption_victims.push_back(static_cast<int>(d.victims.size()));
   // 2. Evict each victim once: Slurm jobs are requeued (or cancelled when they may not be), pods
   // go through the Eviction API. A refused eviction (PDB) aborts the whole step.
   bool slurm_victims = false;
@@ -647,6 +648,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   ReleaseFinishedReservations(built, now, &stats);
   LearnAccounts(*built.snapshot);
 
+  MarkPhase("snapshot");
   // Shared: the published status keeps it (and its snapshot) after the cycle.
   // Last cycle's reservations are promises: each holder keeps its start or gets an earlier one
   // (docs/queue.md "Promises"), so the estimated start a user reads does not slip.
@@ -656,6 +658,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
                             : std::vector<queue::PromisedReservation>{}));
   last_plan_ = planned;
   const queue::Plan& plan = *planned;
+  MarkPhase("plan");
   std::map<std::string, size_t> pending_index;
   for (size_t i = 0; i < built.snapshot->pending.size(); ++i) pending_index[built.snapshot->pending[i].id] = i;
   std::map<std::string, std::vector<std::string>> owner_changes;  // workload -> nodes changing hands
@@ -722,6 +725,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
     HoldWaitingJobs(plan, &stats);
     ReconcileSlurmNodes(touched, now, &stats);
   }
+  MarkPhase("act");
   if (board_ != nullptr) PublishStatus(planned, std::move(built), std::move(reports), now);
   return stats;
 }

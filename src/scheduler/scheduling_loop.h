@@ -108,6 +108,7 @@ struct CycleStats {
   int lent = 0;
   int reclaimed = 0;
   int returned = 0;
+  std::vector<int> preemption_victims;  // victims of each preemption started (for metrics)
 };
 
 // Test hooks: the daemon stops dead (SIGKILL) at a named step when the environment asks for it,
@@ -126,6 +127,9 @@ class SchedulingLoop {
 
   // After each cycle, what it saw and decided goes to `board` (for the gRPC QueueService); null: not kept.
   void PublishTo(StatusBoard* board) { board_ = board; }
+  // Called as each phase of a cycle ends ("snapshot", "plan", "act"): the daemon times them for
+  // its metrics (the loop itself reads no clock). Null: not called.
+  void MarkPhasesWith(std::function<void(const char* phase)> mark) { mark_phase_ = std::move(mark); }
 
   // Nodes currently reserved for a preemptor (node -> workload), for status and tests.
   const std::map<std::string, std::string>& reservations() const { return reservations_; }
@@ -171,6 +175,10 @@ class SchedulingLoop {
   SlurmActions* slurm_;
   Failpoint failpoint_;
   StatusBoard* board_ = nullptr;
+  std::function<void(const char* phase)> mark_phase_;
+  void MarkPhase(const char* phase) {
+    if (mark_phase_) mark_phase_(phase);
+  }
   queue::CheapestVictimsPlanner preemption_;
   std::unique_ptr<queue::QueuePlanner> planner_;
   std::shared_ptr<const queue::Plan> last_plan_;  // its reservations are the next cycle's promises
