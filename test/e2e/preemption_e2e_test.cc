@@ -329,12 +329,10 @@ TEST_F(PreemptionE2E, OnlyTheReservationKeepsTheReplacementOffWhileTheGangPreemp
   const std::string node = ns_ + "-1";
   const std::string replacement = GangLosesAMemberWhileItsVictimLeaves(originals);
   ASSERT_FALSE(replacement.empty());
-  // The daemon has planned the replacement while the node was free and the gang incomplete.
-  const absl::Time freed = absl::Now();
-  ASSERT_TRUE(Eventually(kBindTimeout, [&] {
-    return !EventsWithReason(client_.get(), ns_, replacement, "FailedScheduling").empty() &&
-           absl::Now() - freed > absl::Seconds(5);
-  })) << Describe(EventsAbout(client_.get(), ns_, replacement));
+  // The daemon has planned the replacement while the node was free and the gang incomplete: it
+  // waits, and says that the node is reserved for a higher priority.
+  ASSERT_TRUE(WaitForFailedScheduling(replacement, "ReservedForHigherPriority"))
+      << Describe(EventsAbout(client_.get(), ns_, replacement));
   EXPECT_TRUE(Pod(replacement).node_name.empty());
   std::cout << "[ measure ] replacement waiting: "
             << Describe(EventsWithReason(client_.get(), ns_, replacement, "FailedScheduling")) << "\n";

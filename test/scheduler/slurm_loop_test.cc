@@ -107,6 +107,49 @@ TEST_P(ReclaimTest, AnInteractivePodTakesALentNodeTheJobIsRequeuedOnceAndNeverCo
 INSTANTIATE_TEST_SUITE_P(Mechanisms, ReclaimTest, ::testing::Values("drain", "placeholder"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
+// Only the reservation keeps a requeued job off its node: a pod gang (2 x 4 CPU, interactive)
+// takes n1 from Slurm job 7, which is requeued; then a gang member is deleted (its controller
+// makes it again later), so the queue cannot place the gang and makes no decision of its own for
+// n1. The reserved(P) mark (and the fence tagged with it) is all that stops job 7 from starting
+// on n1 again. With the mark switched off (Config::test_without_reservations) it does restart
+// there: the control that shows the test can fail. Returns every node list job 7 ran on.
+std::vector<std::string> RequeuedJobWhileTheGangIsIncomplete(const std::string& mechanism,
+                                                             bool without_reservations) {
+  Cluster c(1);
+  c.k8s.SetNodeOwner("n1", "slurm/7");
+  c.slurm.placeholder = mechanism == "placeholder";
+  c.slurm.Submit(7);
+  c.slurm.Run(7, "n1");
+  for (const char* member : {"train-0", "train-1"}) {
+    c.k8s.AddPod(member, "4", "interactive");
+    c.k8s.Find(std::string("ns/") + member)->metadata.annotations[kGroupAnnotation] = "train";
+    c.k8s.Find(std::string("ns/") + member)->metadata.annotations[kGroupSizeAnnotation] = "2";
+  }
+  Config cfg = SlurmConfig(mechanism);
+  cfg.test_without_reservations = without_reservations;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  EXPECT_EQ(c.slurm.requeues[7], 1);
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), without_reservations ? "slurm/7" : "reserved/ns/group/train");
+  c.k8s.DeletePod("ns/train-1");
+  for (int t = 1; t <= 200; t += 10) c.Cycle(loop, kT0 + t);
+  return c.slurm.ran_on[7];
+}
+
+TEST(SlurmLoopTest, OnlyTheReservationKeepsARequeuedJobOffTheNodeWhileTheGangPreemptorIsIncomplete) {
+  for (const std::string mechanism : {"drain", "placeholder"}) {
+    SCOPED_TRACE(mechanism);
+    EXPECT_THAT(RequeuedJobWhileTheGangIsIncomplete(mechanism, /*without_reservations=*/false),
+                ::testing::ElementsAre("n1"))
+        << "the requeued job started again on the node reserved for the gang";
+  }
+  // Control: without the mark, the requeued job is started on n1 again. Drain only: with
+  // placeholders the fence tagged reserved/<P> is what requeues the job (Slurm's partition
+  // preemption), so without it the job is never requeued and there is nothing to compare.
+  EXPECT_THAT(RequeuedJobWhileTheGangIsIncomplete("drain", /*without_reservations=*/true),
+              ::testing::ElementsAre("n1", "n1"));
+}
+
 struct Crash {
   std::string at;
 };
