@@ -11,8 +11,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "e2e/e2e_support.h"
+#include "k8s_client/informer.h"
 
 namespace onequeue::e2e {
 namespace {
@@ -137,6 +139,23 @@ TEST_F(SchedulingE2E, InvalidAnnotationsStayPendingWithTheReason) {
 
 TEST_F(SchedulingE2E, GangWaitsWholeAndBindsWhole) {
   AddPool(2, "4");
+  // Every binding of the namespace's pods, from a watch: "never part of the gang bound" is
+  // checked over the whole history, not on a snapshot taken at the end.
+  absl::Mutex mu;
+  std::vector<std::pair<std::string, absl::Time>> bindings;  // pod, when the watch saw it bound
+  auto on_pod = [&](const k8s::Pod* old_pod, const k8s::Pod& pod) {
+    if (pod.node_name.empty() || (old_pod != nullptr && !old_pod->node_name.empty())) return;
+    absl::MutexLock l(&mu);
+    bindings.emplace_back(pod.metadata.name, absl::Now());
+  };
+  k8s::InformerOptions watch_options;
+  watch_options.namespace_ = ns_;
+  k8s::Informer<k8s::Pod> watch(client_.get(), k8s::kPods, watch_options,
+                                k8s::InformerHandlers<k8s::Pod>{
+                                    [&](const k8s::Pod& p) { on_pod(nullptr, p); },
+                                    [&](const k8s::Pod& o, const k8s::Pod& p) { on_pod(&o, p); }, nullptr});
+  watch.Start();
+  ASSERT_TRUE(watch.WaitForSync(absl::Seconds(30)));
   StartScheduler();
   auto member = [] {
     PodOptions o;
@@ -165,6 +184,7 @@ TEST_F(SchedulingE2E, GangWaitsWholeAndBindsWhole) {
   for (const char* name : {"train-0", "train-1", "train-2"}) EXPECT_TRUE(Pod(name).node_name.empty()) << name;
 
   // A third node: now the whole gang fits, and all of it binds.
+  const absl::Time third_added = absl::Now();
   const std::string third = ns_ + "-3";
   ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", PoolNode(third, ns_, "4")).ok());
   for (const char* name : {"train-0", "train-1", "train-2"}) {
@@ -173,6 +193,16 @@ TEST_F(SchedulingE2E, GangWaitsWholeAndBindsWhole) {
   std::set<std::string> nodes;
   for (const char* name : {"train-0", "train-1", "train-2"}) nodes.insert(Pod(name).node_name);
   EXPECT_EQ(nodes.size(), 3u);
+  watch.Stop();
+  {
+    absl::MutexLock l(&mu);
+    std::set<std::string> bound;
+    for (const auto& [pod, at] : bindings) {
+      EXPECT_GE(at, third_added) << pod << " was bound while the gang could not fit whole";
+      EXPECT_TRUE(bound.insert(pod).second) << pod << " bound twice";
+    }
+    EXPECT_EQ(bound, (std::set<std::string>{"train-0", "train-1", "train-2"}));
+  }
   // Once bound, a pod no longer shows a queue position or an estimated start.
   for (const char* name : {"train-0", "train-1"}) {
     EXPECT_TRUE(Eventually(kBindTimeout, [&] {
