@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Starts a local Kubernetes control plane on loopback, without containers:
-#   test/cluster/up.sh DIR [--controller-manager] [--kwok] [--scheduler] [--bench]
+#   test/cluster/up.sh DIR [--controller-manager] [--kwok] [--kwok-graceful] [--scheduler] [--bench]
 # etcd and kube-apiserver always; --controller-manager: kube-controller-manager; --kwok: kwok (fake
-# kubelets: nodes turn Ready, bound pods Running); --scheduler: kube-scheduler as a peer scheduler;
+# kubelets: nodes turn Ready, bound pods Running; a deleted pod goes at once); --kwok-graceful: kwok
+# whose deleted pods keep their node for their grace period, as with a kubelet; --scheduler: kube-scheduler as a peer scheduler;
 # --bench: lifts the apiserver's request limits (no max-inflight, no priority and fairness), as
 # kwokctl and scheduler_perf do, for benchmarks only.
 # Every port is a free loopback port chosen at start, so several clusters can run at once.
@@ -16,15 +17,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
 source "$here/lib.sh"
 
-usage() { echo "usage: $0 DIR [--controller-manager] [--kwok] [--scheduler] [--bench]" >&2; exit 2; }
+usage() { echo "usage: $0 DIR [--controller-manager] [--kwok] [--kwok-graceful] [--scheduler] [--bench]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 DIR=$1
 shift
-want_kcm=false want_kwok=false want_sched=false bench=false
+want_kcm=false want_kwok=false want_sched=false bench=false kwok_graceful=false
 for a in "$@"; do
   case $a in
     --controller-manager) want_kcm=true ;;
     --kwok) want_kwok=true ;;
+    --kwok-graceful) want_kwok=true kwok_graceful=true ;;
     --scheduler) want_sched=true ;;
     --bench) bench=true ;;
     *) usage ;;
@@ -257,7 +259,8 @@ if $want_kwok; then
     kwok_port=$(oq_free_port)
     oq_write_args "$DIR" kwok "$bin/kwok" --kubeconfig="$DIR/kwok.kubeconfig" \
       --manage-all-nodes=true --server-address="127.0.0.1:$kwok_port" \
-      --node-ip=127.0.0.1 --cidr=10.64.0.1/10
+      --node-ip=127.0.0.1 --cidr=10.64.0.1/10 \
+      $($kwok_graceful && echo "--config=$here/kwok/graceful-pod-stages.yaml")
   }
   kwok_ready() { oq_listens "$DIR" kwok "$kwok_port" && curl -sS --max-time 3 "http://127.0.0.1:$kwok_port/healthz" | grep -q ok; }
   # kwok's client-go streams lists over watches (WatchListClient); etcd 3.4 cannot answer the

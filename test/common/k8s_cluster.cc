@@ -152,7 +152,7 @@ void K8sClusterEnvironment::SetUp() {
 
   std::vector<std::string> argv = {"/bin/bash", ClusterScript("up.sh"), s.dir};
   if (options_.controller_manager) argv.push_back("--controller-manager");
-  if (options_.kwok) argv.push_back("--kwok");
+  if (options_.kwok) argv.push_back(options_.kwok_graceful ? "--kwok-graceful" : "--kwok");
   if (options_.kube_scheduler) argv.push_back("--scheduler");
   if (options_.bench) argv.push_back("--bench");
   // Generous: on a fresh machine up.sh may first wait for the upstream build's lock.

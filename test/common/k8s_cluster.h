@@ -40,6 +40,7 @@ struct K8sClusterInfo {
 struct K8sClusterOptions {
   bool controller_manager = false;
   bool kwok = false;
+  bool kwok_graceful = false;  // with kwok: a deleted pod keeps its node for its grace period
   bool kube_scheduler = false;  // the peer scheduler, for pods with schedulerName default-scheduler
   bool bench = false;           // no max-inflight limits, no API priority and fairness
 };
