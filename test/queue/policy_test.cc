@@ -6,6 +6,7 @@
 #include <random>
 
 #include "queue/planner.h"
+#include "queue/preemption.h"
 #include "testing_builders.h"
 
 namespace onequeue::queue {
@@ -314,6 +315,13 @@ Snapshot RandomSnapshot(std::mt19937_64& rng, Time now) {
                       {{"rack", "r" + std::to_string(i % 3)}, {"zone", i % 2 ? "a" : "b"}});
     n.owner.kind = pick(0, 1) ? OwnerKind::kKubernetes : OwnerKind::kSlurm;
     if (pick(0, 15) == 0) n.taints = {Taint{"dedicated", "x", TaintEffect::kNoSchedule}};
+    // More taints: other values and effects (PreferNoSchedule never excludes a node).
+    if (pick(0, 6) == 0) {
+      const TaintEffect effects[] = {TaintEffect::kNoSchedule, TaintEffect::kPreferNoSchedule,
+                                     TaintEffect::kNoExecute};
+      n.taints.push_back(Taint{pick(0, 1) ? "dedicated" : "spot", pick(0, 1) ? "x" : "y", effects[pick(0, 2)]});
+    }
+    if (pick(0, 2) == 0) n.labels["type"] = pick(0, 1) ? "gpu" : "cpu";
     if (pick(0, 25) == 0) n.schedulable = false;
     s.nodes.push_back(std::move(n));
   }
@@ -332,9 +340,12 @@ Snapshot RandomSnapshot(std::mt19937_64& rng, Time now) {
     kind_on[node] = static_cast<int>(kind);
     std::optional<Time> end;
     if (pick(0, 5) != 0) end = now + pick(1, 2000);
+    // Priority 0 (below every pending workload of SubmitOrderConfig): a possible victim.
     RunningWorkload r = MakeRunning("run" + std::to_string(i), node, used, now - pick(0, 500), end,
-                                    static_cast<double>(pick(0, 100)));
+                                    pick(0, 2) == 0 ? 0.0 : static_cast<double>(pick(0, 100)));
     r.kind = kind;
+    const char* running_qos[] = {"low", "normal", "high", ""};
+    r.qos = running_qos[pick(0, 3)];
     s.running.push_back(std::move(r));
   }
   const int pending = static_cast<int>(pick(1, 40));
@@ -350,6 +361,27 @@ Snapshot RandomSnapshot(std::mt19937_64& rng, Time now) {
     if (pick(0, 4) == 0) b.Pack();
     if (pick(0, 30) == 0) b.w.members_present = 0;
     if (pick(0, 40) == 0) b.w.admission_error = AdmissionError::kInvalidAnnotation;
+    // QOS (a table is set by the tests that want one; "gold" is never in it), holds, tolerations
+    // and every node affinity operator.
+    const char* qos[] = {"", "low", "normal", "high", "gold"};
+    b.w.qos = qos[pick(0, 9) < 5 ? 0 : pick(1, 4)];
+    if (pick(0, 30) == 0) b.w.held = true;
+    if (pick(0, 4) == 0) {
+      const Toleration::Operator ops[] = {Toleration::Operator::kEqual, Toleration::Operator::kExists};
+      Toleration t{pick(0, 3) == 0 ? "" : (pick(0, 1) ? "dedicated" : "spot"), ops[pick(0, 1)],
+                   pick(0, 1) ? "x" : "y", std::nullopt};
+      if (pick(0, 2) == 0) t.effect = pick(0, 1) ? TaintEffect::kNoSchedule : TaintEffect::kNoExecute;
+      b.w.eligibility.tolerations.push_back(t);
+    }
+    if (pick(0, 6) == 0) {
+      using Op = LabelRequirement::Operator;
+      const Op ops[] = {Op::kIn, Op::kNotIn, Op::kExists, Op::kDoesNotExist};
+      const Op op = ops[pick(0, 3)];
+      std::vector<std::string> values;
+      if (op == Op::kIn || op == Op::kNotIn) values = pick(0, 1) ? std::vector<std::string>{"gpu"}
+                                                                 : std::vector<std::string>{"gpu", "cpu"};
+      b.w.eligibility.required_affinity.push_back({"type", op, values});
+    }
     s.pending.push_back(b);
   }
   // Some nodes reserved for a pending workload (an ongoing preemption).
@@ -362,7 +394,8 @@ Snapshot RandomSnapshot(std::mt19937_64& rng, Time now) {
 
 TYPED_TEST(QueuePolicyTest, RandomWorkloadsKeepEveryInvariant) {
   std::mt19937_64 rng(20261121);
-  int64_t workloads = 0, started = 0, reserved = 0;
+  int64_t workloads = 0, started = 0, reserved = 0, preempted = 0, held = 0, qos_refused = 0, tolerating = 0,
+          with_affinity = 0;
   for (int round = 0; round < 300; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     Time now = 100000;
@@ -373,13 +406,28 @@ TYPED_TEST(QueuePolicyTest, RandomWorkloadsKeepEveryInvariant) {
     c.window = 1000 + static_cast<Duration>(rng() % 5000);
     c.topology_labels = {"rack", "zone"};
     c.shared_nodes = rng() % 4 == 0;
+    // Half the rounds with a QOS table and the daemon's preemption planner.
+    const bool preemption = rng() % 2 == 0;
+    if (preemption) {
+      c.qos = {{"high", 100, false, {"normal", "low"}, 0}, {"normal", 50, true, {"low"}, 30}, {"low", 10, true, {}, 0}};
+    }
     auto snap = std::make_shared<Snapshot>(std::move(s));
-    QueuePlanner planner(c, nullptr);
+    CheapestVictimsPlanner victims;
+    QueuePlanner planner(c, preemption ? &victims : nullptr);
     Plan p = planner.PlanCycle(snap, now);
     CheckPlanInvariants(*snap, c, p);
     if (::testing::Test::HasFatalFailure()) return;
     started += static_cast<int64_t>(p.starts.size());
     reserved += static_cast<int64_t>(p.reservations.size());
+    preempted += static_cast<int64_t>(p.preemptions.size());
+    for (const WaitingStatus& w : p.waiting) {
+      held += w.reason == WaitReason::kHeld;
+      qos_refused += w.reason == WaitReason::kQosNotAllowed;
+    }
+    for (const PendingWorkload& w : snap->pending) {
+      tolerating += !w.eligibility.tolerations.empty();
+      with_affinity += !w.eligibility.required_affinity.empty();
+    }
     // Strict order: nothing starts behind a workload that is blocked for capacity.
     if (c.backfill == BackfillMode::kNone) {
       bool blocked = false;
@@ -402,6 +450,12 @@ TYPED_TEST(QueuePolicyTest, RandomWorkloadsKeepEveryInvariant) {
   EXPECT_GE(workloads, 3000);
   EXPECT_GT(started, 0);
   EXPECT_GT(reserved, 0);
+  // The generator must actually produce what it is meant to.
+  if (TypeParam::Config().backfill != BackfillMode::kNone) EXPECT_GT(preempted, 10);
+  EXPECT_GT(held, 0);
+  EXPECT_GT(qos_refused, 0);
+  EXPECT_GT(tolerating, 100);
+  EXPECT_GT(with_affinity, 100);
 }
 
 // Replay in time: every workload runs exactly its time limit, no arrivals. The highest-priority

@@ -5,11 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "queue/eligibility.h"
 #include "queue/model.h"
 #include "queue/plan.h"
 #include "queue/planner.h"
@@ -107,13 +108,90 @@ inline std::vector<std::string> StartedIds(const Plan& p) {
   return ids;
 }
 
-// Replays the plan in time and checks the invariants every policy must keep:
-//  - every start and reservation places all members (gangs never partial) on eligible nodes;
+// ---------------------------------------------------------------------------------------------
+// The plan checker. Independent of the planner: its own label, affinity and taint matching, its
+// own priority factors and queue order, its own sweep of capacity in time (no
+// AvailabilityProfile, no EligibilityChecker), so a bug in any of them cannot hide itself.
+// ---------------------------------------------------------------------------------------------
+namespace checker {
+
+// nodeSelector and required node affinity, as Kubernetes defines them.
+inline bool NodeMatches(const Node& node, const Eligibility& e) {
+  for (const auto& [key, value] : e.node_selector) {
+    auto it = node.labels.find(key);
+    if (it == node.labels.end() || it->second != value) return false;
+  }
+  for (const LabelRequirement& r : e.required_affinity) {
+    auto it = node.labels.find(r.key);
+    const bool present = it != node.labels.end();
+    bool listed = false;
+    for (const std::string& v : r.values) listed = listed || (present && it->second == v);
+    bool ok = false;
+    switch (r.op) {
+      case LabelRequirement::Operator::kIn: ok = listed; break;
+      case LabelRequirement::Operator::kNotIn: ok = !listed; break;  // absent label: matches
+      case LabelRequirement::Operator::kExists: ok = present; break;
+      case LabelRequirement::Operator::kDoesNotExist: ok = !present; break;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Every NoSchedule / NoExecute taint tolerated (PreferNoSchedule never excludes a node). An
+// empty key needs operator Exists and then tolerates every taint (of the effect, if given).
+inline bool TaintsTolerated(const Node& node, const std::vector<Toleration>& tolerations) {
+  for (const Taint& taint : node.taints) {
+    if (taint.effect == TaintEffect::kPreferNoSchedule) continue;
+    bool tolerated = false;
+    for (const Toleration& t : tolerations) {
+      if (t.effect.has_value() && *t.effect != taint.effect) continue;
+      if (t.key.empty()) {
+        tolerated = tolerated || t.op == Toleration::Operator::kExists;
+      } else if (t.key == taint.key) {
+        tolerated = tolerated || t.op == Toleration::Operator::kExists || t.value == taint.value;
+      }
+    }
+    if (!tolerated) return false;
+  }
+  return true;
+}
+
+inline bool StaticallyEligible(const Node& node, const PendingWorkload& w) {
+  if (!node.schedulable || !NodeMatches(node, w.eligibility) ||
+      !TaintsTolerated(node, w.eligibility.tolerations)) {
+    return false;
+  }
+  if (!w.eligibility.allowed_nodes.has_value()) return true;
+  for (const std::string& name : *w.eligibility.allowed_nodes) {
+    if (name == node.name) return true;
+  }
+  return false;
+}
+
+inline Duration RunTime(const PendingWorkload& w) {
+  return w.time_limit.has_value() ? std::max<Duration>(1, *w.time_limit) : kForever;
+}
+
+}  // namespace checker
+
+// Checks the plan of one cycle made WITHOUT promises (PlanCycle(snapshot, now)):
+//  - every pending workload is accounted for exactly once, by id: started or waiting; a
+//    reservation's holder waits with has_reservation, a preemptor waits kPreempting; nothing
+//    else appears;
+//  - the priority factors the checker can compute (age, job size, QOS, partition) are the
+//    plan's, every total is the weighted sum of its factors, and the queue order is the order
+//    of those totals (then submit time, then id), sorted here;
+//  - every start and reservation places all members (gangs never partial) on nodes the workload
+//    may use (its own matching; a node reserved(W) only for W or a higher priority);
 //  - per node and per resource, running + started + reserved never exceed allocatable at any
-//    moment (so no backfilled start delays a reservation: the reservation's capacity is there);
-//  - pods and Slurm jobs never overlap on a node unless shared_nodes;
-//  - no workload is both started and reserved, and nothing with an admission error, held or an
-//    incomplete gang starts.
+//    moment (so no backfilled start delays a reservation); pods and Slurm jobs never overlap on a
+//    node unless shared_nodes;
+//  - no workload is decided twice, and nothing with an admission error, held or an incomplete
+//    gang starts;
+//  - backfill modes: whatever fits now starts. A placeable workload that waits does not fit now
+//    beside what the workloads ahead of it in the queue were given (starts, reservations,
+//    preemption claims): otherwise the plan left it waiting for nothing.
 inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config, const Plan& plan) {
   struct Interval {
     Time start, end;
@@ -121,60 +199,140 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
     WorkloadKind kind;
     std::string who;
   };
+  const size_t pending_count = snap.pending.size();
+  std::map<std::string, size_t> index_of;
+  for (size_t i = 0; i < pending_count; ++i) {
+    EXPECT_TRUE(index_of.emplace(snap.pending[i].id, i).second) << "duplicate pending id " << snap.pending[i].id;
+  }
+
+  // 1. Priorities and queue order.
+  ASSERT_EQ(plan.priorities.size(), pending_count);
+  ASSERT_EQ(plan.order.size(), pending_count);
+  Resources pool;
+  for (const Node& n : snap.nodes) pool += n.allocatable;
+  int64_t max_qos = 0;
+  for (const QosPolicy& q : config.qos) max_qos = std::max(max_qos, q.priority);
+  int64_t max_tier = 0;
+  for (const Partition& p : config.partitions) max_tier = std::max(max_tier, p.tier);
+  auto clamp01 = [](double x) { return std::min(1.0, std::max(0.0, x)); };
+  auto near = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); };
+  const PriorityWeights& wt = config.weights;
+  for (size_t i = 0; i < pending_count; ++i) {
+    const PendingWorkload& w = snap.pending[i];
+    const PriorityBreakdown& b = plan.priorities[i];
+    const double age = config.max_age > 0 ? clamp01(static_cast<double>(plan.now - w.submit_time) /
+                                                    static_cast<double>(config.max_age))
+                                          : 0.0;
+    double size = 0;
+    for (int r = 0; r < kMaxResourceKinds; ++r) {
+      if (r == kPods || pool[r] <= 0) continue;
+      size = std::max(size, static_cast<double>(w.per_member[r]) * std::max(1, w.members) / static_cast<double>(pool[r]));
+    }
+    double qos = 0;
+    for (const QosPolicy& q : config.qos) {
+      if (q.name == w.qos && !w.qos.empty() && max_qos > 0) qos = clamp01(static_cast<double>(q.priority) / max_qos);
+    }
+    if (w.qos.empty() && w.priority_class_value.has_value() && config.priority_class_max > 0) {
+      qos = clamp01(static_cast<double>(*w.priority_class_value) / config.priority_class_max);
+    }
+    double partition = 0;
+    for (const Partition& p : config.partitions) {
+      if (p.name == w.partition && max_tier > 0) partition = clamp01(static_cast<double>(p.tier) / max_tier);
+    }
+    EXPECT_TRUE(near(b.age, age)) << w.id << " age " << b.age << " != " << age;
+    EXPECT_TRUE(near(b.job_size, clamp01(size))) << w.id << " size " << b.job_size << " != " << size;
+    EXPECT_TRUE(near(b.qos, qos)) << w.id << " qos " << b.qos << " != " << qos;
+    EXPECT_TRUE(near(b.partition, partition)) << w.id << " partition " << b.partition << " != " << partition;
+    EXPECT_GE(b.fair_share, 0.0) << w.id;
+    EXPECT_LE(b.fair_share, 1.0) << w.id;
+    const double sum = wt.age * b.age + wt.fair_share * b.fair_share + wt.job_size * b.job_size +
+                       wt.partition * b.partition + wt.qos * b.qos;
+    EXPECT_TRUE(near(b.total, sum)) << w.id << " total " << b.total << " != " << sum;
+  }
+  std::vector<size_t> expected_order(pending_count);
+  for (size_t i = 0; i < pending_count; ++i) expected_order[i] = i;
+  std::sort(expected_order.begin(), expected_order.end(), [&](size_t a, size_t b) {
+    const PendingWorkload& x = snap.pending[a];
+    const PendingWorkload& y = snap.pending[b];
+    const double px = plan.priorities[a].total, py = plan.priorities[b].total;
+    if (px != py) return px > py;
+    if (x.submit_time != y.submit_time) return x.submit_time < y.submit_time;
+    return x.id < y.id;
+  });
+  std::vector<size_t> position(pending_count);  // 0-based place in the queue
+  for (size_t i = 0; i < pending_count; ++i) {
+    EXPECT_EQ(static_cast<size_t>(plan.order[i]), expected_order[i])
+        << "queue position " << i + 1 << ": the plan has " << snap.pending[plan.order[i]].id << ", the checker "
+        << snap.pending[expected_order[i]].id;
+    position[expected_order[i]] = i;
+  }
+  auto priority_of = [&](const std::string& id) -> double {
+    auto it = index_of.find(id);
+    return it == index_of.end() ? std::numeric_limits<double>::infinity() : plan.priorities[it->second].total;
+  };
+
+  // 2. Every pending workload, by id, exactly once.
+  std::map<std::string, int> started, waiting, reserved, preempting;
+  for (const StartDecision& d : plan.starts) ++started[d.workload];
+  std::map<std::string, const WaitingStatus*> wait_of;
+  for (const WaitingStatus& w : plan.waiting) {
+    ++waiting[std::string(w.workload)];
+    wait_of[std::string(w.workload)] = &w;
+  }
+  for (const ReserveDecision& r : plan.reservations) ++reserved[r.workload];
+  for (const PreemptDecision& p : plan.preemptions) ++preempting[p.preemptor];
+  for (const PendingWorkload& w : snap.pending) {
+    EXPECT_EQ(started[w.id] + waiting[w.id], 1) << w.id << ": started " << started[w.id] << ", waiting " << waiting[w.id];
+    EXPECT_LE(reserved[w.id] + preempting[w.id] + started[w.id], 1) << w.id << " decided twice";
+    if (reserved[w.id] > 0) {
+      EXPECT_TRUE(wait_of.count(w.id) && wait_of[w.id]->has_reservation) << w.id << " reserved but not waiting with it";
+    }
+    if (preempting[w.id] > 0) {
+      EXPECT_TRUE(wait_of.count(w.id) && wait_of[w.id]->reason == WaitReason::kPreempting) << w.id;
+    }
+  }
+  for (const auto& m : {started, waiting, reserved, preempting}) {
+    for (const auto& [id, count] : m) EXPECT_TRUE(index_of.count(id)) << id << " is not a pending workload";
+  }
+
+  // 3. Placements: whole, on nodes the workload may use.
   std::vector<std::vector<Interval>> per_node(snap.nodes.size());
   for (const RunningWorkload& r : snap.running) {
-    Time end = r.expected_end.has_value() ? std::max(*r.expected_end, plan.now + config.resolution)
-                                          : kForever;
+    Time end = kForever;
+    if (r.expected_end.has_value()) end = *r.expected_end > plan.now ? *r.expected_end : plan.now + config.resolution;
     for (const Allocation& a : r.allocations) {
       per_node[a.node].push_back({std::min(r.start_time, plan.now), end, a.used, r.kind, r.id});
     }
   }
-  std::map<std::string, const PendingWorkload*> pending;
-  for (const PendingWorkload& w : snap.pending) pending[w.id] = &w;
-  std::map<std::string, double> priority;
-  for (size_t i = 0; i < plan.order.size(); ++i) priority[plan.IdAt(i)] = plan.PriorityAt(i).total;
-  EligibilityChecker checker(snap, {});
+  auto may_use = [&](NodeIndex n, const PendingWorkload& w) {
+    const Node& node = snap.nodes[n];
+    if (!checker::StaticallyEligible(node, w)) return false;
+    if (node.owner.kind != OwnerKind::kReserved || node.owner.reserved_for == w.id) return true;
+    return priority_of(w.id) > priority_of(node.owner.reserved_for);
+  };
   auto place = [&](const std::string& id, const MemberNodes& nodes, Time start) {
-    ASSERT_TRUE(pending.count(id)) << id;
-    const PendingWorkload& w = *pending[id];
+    ASSERT_TRUE(index_of.count(id)) << id;
+    const PendingWorkload& w = snap.pending[index_of[id]];
     ASSERT_EQ(static_cast<int32_t>(nodes.size()), std::max(1, w.members)) << id << " partial";
     EXPECT_EQ(w.admission_error, AdmissionError::kNone) << id;
     EXPECT_FALSE(w.held) << id;
     EXPECT_GE(w.members_present, w.members) << id;
-    Time end = SaturatingAdd(start, w.time_limit.has_value() ? std::max<Duration>(1, *w.time_limit)
-                                                            : kForever);
+    const Time end = SaturatingAdd(start, checker::RunTime(w));
     for (NodeIndex n : nodes) {
       ASSERT_GE(n, 0);
       ASSERT_LT(n, static_cast<NodeIndex>(snap.nodes.size()));
-      const Node& node = snap.nodes[n];
-      EXPECT_TRUE(node.schedulable) << id;
-      EXPECT_TRUE(MatchesSelectorAndAffinity(node, w.eligibility)) << id << " on " << node.name;
-      EXPECT_TRUE(ToleratesTaints(node, w.eligibility.tolerations)) << id << " on " << node.name;
-      if (w.eligibility.allowed_nodes.has_value()) {
-        const auto& a = *w.eligibility.allowed_nodes;
-        EXPECT_NE(std::find(a.begin(), a.end(), node.name), a.end()) << id << " on " << node.name;
-      }
-      if (node.owner.kind == OwnerKind::kReserved && node.owner.reserved_for != id) {
-        auto holder = priority.find(node.owner.reserved_for);
-        ASSERT_NE(holder, priority.end()) << id << " used a node reserved for an unknown workload";
-        EXPECT_GT(priority[id], holder->second) << id << " used " << node.name;
-      }
+      EXPECT_TRUE(may_use(n, w)) << id << " may not use " << snap.nodes[n].name;
       per_node[n].push_back({start, end, w.per_member, w.kind, id});
     }
   };
-  std::map<std::string, int> decided;
-  for (const StartDecision& s : plan.starts) {
-    place(s.workload, s.member_nodes, plan.now);
-    ++decided[s.workload];
-  }
+  for (const StartDecision& s : plan.starts) place(s.workload, s.member_nodes, plan.now);
   for (const ReserveDecision& r : plan.reservations) {
     EXPECT_GE(r.start, plan.now);
     EXPECT_LE(r.start, plan.now + config.window);
     place(r.workload, r.member_nodes, r.start);
-    ++decided[r.workload];
   }
-  for (const auto& [id, count] : decided) EXPECT_EQ(count, 1) << id << " decided twice";
 
+  // 4. Capacity in time.
   for (size_t n = 0; n < per_node.size(); ++n) {
     const auto& iv = per_node[n];
     for (const Interval& at : iv) {
@@ -194,8 +352,75 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
           << " starts)";
     }
   }
-  // Every pending workload is accounted for exactly once: started or waiting.
-  EXPECT_EQ(plan.starts.size() + plan.waiting.size(), snap.pending.size());
+
+  // 5. Backfill modes: whatever fits now starts.
+  if (config.backfill == BackfillMode::kNone) return;
+  std::map<std::string, std::vector<std::pair<NodeIndex, Interval>>> given;  // workload -> its blocks
+  std::map<std::string, std::vector<NodeIndex>> claims;                      // preemptor -> nodes
+  auto record = [&](const std::string& id, const MemberNodes& nodes, Time start) {
+    const PendingWorkload& w = snap.pending[index_of[id]];
+    for (NodeIndex n : nodes) {
+      given[id].push_back({n, Interval{start, SaturatingAdd(start, checker::RunTime(w)), w.per_member, w.kind, id}});
+    }
+  };
+  for (const StartDecision& s : plan.starts) record(s.workload, s.member_nodes, plan.now);
+  for (const ReserveDecision& r : plan.reservations) record(r.workload, r.member_nodes, r.start);
+  for (const PreemptDecision& p : plan.preemptions) claims[p.preemptor] = p.member_nodes;
+  for (const WaitingStatus& ws : plan.waiting) {
+    const std::string id(ws.workload);
+    const PendingWorkload& w = snap.pending[index_of[id]];
+    if (w.admission_error != AdmissionError::kNone || w.held || w.members_present < w.members) continue;
+    bool qos_known = w.qos.empty() || config.qos.empty();
+    for (const QosPolicy& q : config.qos) qos_known = qos_known || q.name == w.qos;
+    if (!qos_known) continue;
+    // What the workloads ahead of it hold, node by node, from now to its end.
+    const Time now = plan.now;
+    const Time end = SaturatingAdd(now, checker::RunTime(w));
+    std::vector<std::vector<Interval>> held(snap.nodes.size());
+    for (size_t n = 0; n < per_node.size(); ++n) {
+      for (const Interval& i : per_node[n]) {
+        if (!index_of.count(i.who)) held[n].push_back(i);  // running
+      }
+    }
+    std::vector<char> claimed(snap.nodes.size(), 0);
+    for (const auto& [other, blocks] : given) {
+      if (position[index_of[other]] >= position[index_of[id]]) continue;
+      for (const auto& [n, i] : blocks) held[n].push_back(i);
+    }
+    for (const auto& [other, nodes] : claims) {
+      if (position[index_of[other]] >= position[index_of[id]]) continue;
+      for (NodeIndex n : nodes) claimed[n] = 1;
+    }
+    int64_t copies = 0;
+    const int64_t members = std::max(1, w.members);
+    for (NodeIndex n = 0; n < static_cast<NodeIndex>(snap.nodes.size()) && copies < members; ++n) {
+      if (claimed[n] || !may_use(n, w)) continue;
+      // The tightest moment in [now, end): now, or when a block that overlaps the span starts.
+      std::vector<Time> moments = {now};
+      bool other_world = false;
+      for (const Interval& i : held[n]) {
+        if (i.start < end && i.end > now) {
+          if (i.start > now) moments.push_back(i.start);
+          other_world = other_world || i.kind != w.kind;
+        }
+      }
+      if (other_world && !config.shared_nodes) continue;
+      int64_t fit = members;
+      for (Time t : moments) {
+        Resources free = snap.nodes[n].allocatable;
+        for (const Interval& i : held[n]) {
+          if (i.start <= t && t < i.end) free -= i.used;
+        }
+        for (int r = 0; r < kMaxResourceKinds; ++r) {
+          if (w.per_member[r] <= 0) continue;
+          fit = std::min(fit, std::max<int64_t>(0, free[r]) / w.per_member[r]);
+        }
+      }
+      copies += fit;
+    }
+    EXPECT_LT(copies, members) << id << " waits (" << WaitReasonName(ws.reason) << ": " << ws.Message()
+                               << ") although it fits now beside everything ahead of it";
+  }
 }
 
 }  // namespace onequeue::queue::testing
