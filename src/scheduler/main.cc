@@ -27,6 +27,8 @@
 #include "scheduler/config.h"
 #include "scheduler/grpc_service.h"
 #include "scheduler/kube_cluster.h"
+#include "scheduler/metrics.h"
+#include "prometheus/exposer.h"
 #include "scheduler/scheduling_loop.h"
 #include "scheduler/slurm_cluster.h"
 #include "slurm_bridge/ownership.h"
@@ -200,6 +202,17 @@ int RunDaemon(const Config& config) {
     return 1;
   }
   spdlog::info("onequeue-scheduler {} serving onequeue.v1.QueueService on port {}", kVersion, (*server)->port());
+  SchedulerMetrics metrics;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(config.server.metrics_address);
+  } catch (const std::exception& e) {  // civetweb cannot listen (the port is taken)
+    spdlog::error("cannot serve /metrics on {}: {}", config.server.metrics_address, e.what());
+    return 1;
+  }
+  exposer->RegisterCollectable(metrics.registry());
+  const std::vector<int> metrics_ports = exposer->GetListeningPorts();
+  spdlog::info("serving Prometheus /metrics on port {}", metrics_ports.empty() ? 0 : metrics_ports.front());
 
   // Signals are handled by one thread that waits for them; every other thread blocks them.
   sigset_t set;
@@ -239,7 +252,9 @@ int RunDaemon(const Config& config) {
     poll_thread = std::thread([&] {
       const absl::Duration every = absl::Seconds(config.slurm.poll_interval_seconds);
       do {
-        auto changes = slurm_side.poller->PollOnce(absl::Now());
+        const absl::Time poll_start = absl::Now();
+        auto changes = slurm_side.poller->PollOnce(poll_start);
+        metrics.ObserveSlurmPoll(absl::ToDoubleSeconds(absl::Now() - poll_start), changes.ok());
         if (!changes.ok()) spdlog::warn("slurm poll: {}", changes.status().ToString());
         else if (changes->any()) trigger.Fire();
       } while (!stop_poll.WaitForNotificationWithTimeout(every));
@@ -304,13 +319,23 @@ int RunDaemon(const Config& config) {
       }
       InformerClusterView view(nodes.get(), pods.get(), &kube_source, slurm_side.poller.get());
       KubeClusterActions actions(client.get(), pods.get(), host);
-      SchedulingLoop loop(config, &view, &actions, slurm_side.actions.get(), FailpointsFromEnvironment());
+      TimedClusterActions timed_actions(&actions, &metrics);
+      SchedulingLoop loop(config, &view, &timed_actions, slurm_side.actions.get(), FailpointsFromEnvironment());
+      absl::Time phase_start;
+      loop.MarkPhasesWith([&](const char* phase) {
+        const absl::Time now = absl::Now();
+        metrics.ObservePhase(phase, absl::ToDoubleSeconds(now - phase_start));
+        phase_start = now;
+      });
       loop.PublishTo(&status_board);
       // Event-driven, coalesced, with a periodic full pass so estimates and ages stay fresh.
       // A standby replica keeps its informers warm and runs no cycle until it leads.
       while (trigger.Wait(absl::Seconds(5))) {
+        metrics.SetLeader(leading);
         if (!leading) continue;
-        const CycleStats s = loop.RunCycle(absl::ToUnixSeconds(absl::Now()));
+        const absl::Time cycle_start = phase_start = absl::Now();
+        const CycleStats s = loop.RunCycle(absl::ToUnixSeconds(cycle_start));
+        metrics.ObserveCycle(s, status_board.Latest().get(), absl::ToDoubleSeconds(absl::Now() - cycle_start));
         if (s.bound || s.reported || s.preemptions_started || s.bind_errors || s.slurm_started || s.lent ||
             s.reclaimed || s.returned || s.slurm_held) {
           spdlog::info("cycle: {} pending ({} Slurm), {} bound, {} Slurm jobs started, {} waiting ({} reported, "

@@ -104,20 +104,25 @@ int SchedulerProcess::Stop() {
 
 std::string SchedulerProcess::Log() const { return ReadFile(log_path()); }
 
-std::string SchedulerProcess::GrpcAddress() const {
-  const std::string kServing = "onequeue.v1.QueueService on port ";
+namespace {
+// "127.0.0.1:PORT" from the first log line with `prefix` followed by the port.
+std::string PortFromLog(const SchedulerProcess& p, const std::string& prefix) {
   std::string address;
   Eventually(absl::Seconds(10), [&] {
-    const std::string log = Log();
-    const size_t at = log.find(kServing);
+    const std::string log = p.Log();
+    const size_t at = log.find(prefix);
     if (at == std::string::npos) return false;
-    const size_t from = at + kServing.size();
+    const size_t from = at + prefix.size();
     const size_t end = log.find_first_not_of("0123456789", from);
     address = absl::StrCat("127.0.0.1:", log.substr(from, end - from));
     return true;
   });
   return address;
 }
+}  // namespace
+
+std::string SchedulerProcess::GrpcAddress() const { return PortFromLog(*this, "onequeue.v1.QueueService on port "); }
+std::string SchedulerProcess::MetricsAddress() const { return PortFromLog(*this, "Prometheus /metrics on port "); }
 
 std::string SchedulerConfigYaml(const testing::K8sClusterInfo& info, const std::string& pool_label,
                                 const std::string& leader_election) {

@@ -74,6 +74,8 @@ class SchedulerProcess {
   // "127.0.0.1:PORT" of its gRPC QueueService (grpcAddress 127.0.0.1:0 picks the port; the log
   // names it), waiting up to 10 s for the line; empty if it never came.
   std::string GrpcAddress() const;
+  // The same for its Prometheus /metrics (metricsAddress 127.0.0.1:0).
+  std::string MetricsAddress() const;
 
  private:
   std::string dir_, name_;

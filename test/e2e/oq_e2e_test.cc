@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -49,6 +50,93 @@ class OqE2E : public E2ETest {
 
   std::string server_;
 };
+
+// The value of the first series of `name` whose labels include every `labels` entry, from a
+// Prometheus text exposition; nullopt when there is none.
+std::optional<double> Metric(const std::string& text, const std::string& name,
+                             const std::vector<std::string>& labels = {}) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::StartsWith(line, name)) continue;
+    const absl::string_view rest = line.substr(name.size());
+    if (rest.empty() || (rest[0] != ' ' && rest[0] != '{')) continue;  // a longer name
+    bool all = true;
+    for (const auto& l : labels) all = all && absl::StrContains(rest, l);
+    if (!all) continue;
+    double v = 0;
+    if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) return v;
+  }
+  return std::nullopt;
+}
+
+// /metrics during a scenario: four pods bound, one preemption of one victim for an interactive
+// pod, one pod left waiting. The counters and gauges say exactly that.
+TEST_F(OqE2E, MetricsCountWhatHappened) {
+  AddPool(2, "4");
+  for (const std::string name : {"s1", "s2", "s3", "s4"}) {
+    PodOptions o;
+    o.cpu = "2";
+    o.qos = "scavenger";
+    CreatePod(name, o);
+  }
+  StartScheduler();
+  const std::string metrics_address = scheduler_->MetricsAddress();
+  ASSERT_FALSE(metrics_address.empty()) << scheduler_->Log();
+  auto scrape = [&] {
+    CommandResult r = RunCommand({"/usr/bin/curl", "-s", "--max-time", "10", "http://" + metrics_address + "/metrics"});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.output;
+  };
+  for (const std::string name : {"s1", "s2", "s3", "s4"}) {
+    ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool(name); })) << name;
+  }
+  std::string text = scrape();
+  EXPECT_EQ(Metric(text, "scheduler_schedule_attempts_total", {"result=\"scheduled\""}), 4) << text;
+  EXPECT_EQ(Metric(text, "onequeue_leader"), 1);
+  EXPECT_EQ(Metric(text, "scheduler_framework_extension_point_duration_seconds_count",
+                   {"extension_point=\"Bind\"", "status=\"Success\""}),
+            4);
+
+  PodOptions interactive;
+  interactive.cpu = "2";
+  interactive.qos = "interactive";
+  CreatePod("jupyter", interactive);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return IsBoundToPool("jupyter"); })) << scheduler_->Log();
+  PodOptions late;
+  late.cpu = "4";
+  late.qos = "batch";
+  CreatePod("late", late);
+  ASSERT_TRUE(WaitForFailedScheduling("late", "Priority") || WaitForFailedScheduling("late", "Resources"));
+
+  // The gauges follow the cycle after the report; counters only grow.
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+    text = scrape();
+    return Metric(text, "scheduler_pending_pods", {"queue=\"unschedulable\""}) == 1 &&
+           Metric(text, "onequeue_nodes", {"owner=\"reserved\""}) == 0;
+  })) << text;
+  std::cout << text.substr(text.find("# HELP scheduler_pending_pods")) << "\n";
+  EXPECT_EQ(Metric(text, "scheduler_schedule_attempts_total", {"result=\"scheduled\""}), 5);
+  EXPECT_EQ(Metric(text, "scheduler_schedule_attempts_total", {"result=\"error\""}), 0);
+  EXPECT_GE(Metric(text, "scheduler_schedule_attempts_total", {"result=\"unschedulable\""}).value_or(0), 1);
+  EXPECT_EQ(Metric(text, "scheduler_preemption_attempts_total"), 1);
+  EXPECT_EQ(Metric(text, "scheduler_preemption_victims_count"), 1);
+  EXPECT_EQ(Metric(text, "scheduler_preemption_victims_sum"), 1) << "one 2-CPU victim frees room for 2 CPUs";
+  EXPECT_EQ(Metric(text, "scheduler_pending_pods", {"queue=\"active\""}), 0);
+  EXPECT_EQ(Metric(text, "scheduler_pending_pods", {"queue=\"gated\""}), 0);
+  EXPECT_EQ(Metric(text, "onequeue_pending_workloads", {"world=\"kubernetes\""}), 1);
+  EXPECT_EQ(Metric(text, "onequeue_pending_workloads", {"world=\"slurm\""}), 0);
+  double pool_nodes = 0;
+  for (const char* owner : {"kubernetes", "slurm", "reserved", "free"}) {
+    pool_nodes += Metric(text, "onequeue_nodes", {absl::StrCat("owner=\"", owner, "\"")}).value_or(0);
+  }
+  EXPECT_EQ(pool_nodes, 2);
+  EXPECT_GT(Metric(text, "onequeue_cycles_total").value_or(0), 2);
+  for (const char* phase : {"snapshot", "plan", "act", "total"}) {
+    EXPECT_EQ(Metric(text, "onequeue_cycle_duration_seconds_count", {absl::StrCat("phase=\"", phase, "\"")}),
+              Metric(text, "onequeue_cycles_total"))
+        << phase;
+  }
+  EXPECT_EQ(Metric(text, "onequeue_slurm_polls_total", {"result=\"success\""}), 0) << "no Slurm here";
+}
 
 TEST_F(OqE2E, QueueNodesPriorityAndExplainShowWhatTheDaemonDecided) {
   AddPool(2, "4");

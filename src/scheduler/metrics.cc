@@ -1,0 +1,278 @@
+#include "scheduler/metrics.h"
+
+#include <set>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "queue/plan.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+constexpr const char* kProfile = "onequeue";
+
+// kube-scheduler's buckets for attempt and extension point durations (exponential from 1 ms).
+prometheus::Histogram::BucketBoundaries LatencyBuckets() {
+  return {0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192, 16.384};
+}
+// Lend and reclaim durations: seconds to hours.
+prometheus::Histogram::BucketBoundaries SlowBuckets() {
+  return {1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400};
+}
+
+const char* OwnerLabel(queue::OwnerKind k) {
+  switch (k) {
+    case queue::OwnerKind::kKubernetes: return "kubernetes";
+    case queue::OwnerKind::kSlurm: return "slurm";
+    case queue::OwnerKind::kFree: return "free";
+    case queue::OwnerKind::kReserved: return "reserved";
+  }
+  return "free";
+}
+
+bool IsLent(const std::string& owner) { return owner == "slurm" || absl::StartsWith(owner, "slurm/"); }
+
+}  // namespace
+
+SchedulerMetrics::SchedulerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  auto& r = *registry_;
+  pending_pods_ = &prometheus::BuildGauge()
+                       .Name("scheduler_pending_pods")
+                       .Help("Number of pending pods, by the queue type. 'active' means pods being bound in the "
+                             "last cycle; 'unschedulable' means pods that wait for capacity or priority; 'gated' "
+                             "means pods held by an administrator or whose gang is incomplete.")
+                       .Register(r);
+  attempts_ = &prometheus::BuildCounter()
+                   .Name("scheduler_schedule_attempts_total")
+                   .Help("Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could "
+                         "not be scheduled (counted when its waiting reason is written: once per change), "
+                         "while 'error' means a binding failed.")
+                   .Register(r);
+  attempt_duration_ = &prometheus::BuildHistogram()
+                           .Name("scheduler_scheduling_attempt_duration_seconds")
+                           .Help("Scheduling attempt latency in seconds (the cycle that made the attempt: "
+                                 "snapshot, queue plan and actions)")
+                           .Register(r);
+  preemption_attempts_ = &prometheus::BuildCounter()
+                              .Name("scheduler_preemption_attempts_total")
+                              .Help("Total preemption attempts in the cluster till now")
+                              .Register(r)
+                              .Add({});
+  preemption_victims_ = &prometheus::BuildHistogram()
+                             .Name("scheduler_preemption_victims")
+                             .Help("Number of selected preemption victims (pods and Slurm jobs)")
+                             .Register(r)
+                             .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64});
+  extension_point_duration_ = &prometheus::BuildHistogram()
+                                   .Name("scheduler_framework_extension_point_duration_seconds")
+                                   .Help("Latency for running the extension point (Bind: the binding call to "
+                                         "the API server)")
+                                   .Register(r);
+  pending_workloads_ = &prometheus::BuildGauge()
+                            .Name("onequeue_pending_workloads")
+                            .Help("Workloads waiting in the one queue after the last cycle, by world (kubernetes: "
+                                  "pod groups; slurm: jobs) and Slurm partition (empty for pods)")
+                            .Register(r);
+  nodes_ = &prometheus::BuildGauge()
+                .Name("onequeue_nodes")
+                .Help("Pool nodes by owner: kubernetes, slurm (lent), reserved (for a preemptor), free")
+                .Register(r);
+  lends_ = &prometheus::BuildCounter()
+                .Name("onequeue_lends_total")
+                .Help("Pool nodes lent to Slurm (or adopted as lent)")
+                .Register(r)
+                .Add({});
+  reclaims_ = &prometheus::BuildCounter()
+                   .Name("onequeue_reclaims_total")
+                   .Help("Lent nodes taken back from Slurm for a pod")
+                   .Register(r)
+                   .Add({});
+  returns_ = &prometheus::BuildCounter()
+                  .Name("onequeue_returns_total")
+                  .Help("Lent nodes given back to Kubernetes after Slurm left them idle (returnAfterSeconds)")
+                  .Register(r)
+                  .Add({});
+  slurm_requeues_ = &prometheus::BuildCounter()
+                         .Name("onequeue_slurm_victims_total")
+                         .Help("Slurm jobs requeued or cancelled as preemption victims")
+                         .Register(r)
+                         .Add({});
+  slurm_started_ = &prometheus::BuildCounter()
+                        .Name("onequeue_slurm_jobs_started_total")
+                        .Help("Slurm jobs onequeue started on lent nodes")
+                        .Register(r)
+                        .Add({});
+  lend_duration_ = &prometheus::BuildHistogram()
+                        .Name("onequeue_lend_duration_seconds")
+                        .Help("How long a node stayed lent to Slurm, observed when it came back")
+                        .Register(r)
+                        .Add({}, SlowBuckets());
+  reclaim_duration_ = &prometheus::BuildHistogram()
+                           .Name("onequeue_reclaim_duration_seconds")
+                           .Help("From a lent node's reservation for a pod to Kubernetes owning it again (the "
+                                 "Slurm job requeued and gone)")
+                           .Register(r)
+                           .Add({}, SlowBuckets());
+  slurm_poll_duration_ = &prometheus::BuildHistogram()
+                              .Name("onequeue_slurm_poll_duration_seconds")
+                              .Help("One poll of slurmrestd (jobs, nodes, partitions as due), by result")
+                              .Register(r);
+  slurm_polls_ = &prometheus::BuildCounter()
+                      .Name("onequeue_slurm_polls_total")
+                      .Help("Polls of slurmrestd, by result")
+                      .Register(r);
+  cycle_duration_ = &prometheus::BuildHistogram()
+                         .Name("onequeue_cycle_duration_seconds")
+                         .Help("Scheduling cycle latency by phase: snapshot (both worlds' state), plan (the "
+                               "queue), act (bindings, preemptions, lending, reports), total")
+                         .Register(r);
+  cycles_ = &prometheus::BuildCounter().Name("onequeue_cycles_total").Help("Scheduling cycles run").Register(r).Add({});
+  leader_ = &prometheus::BuildGauge()
+                 .Name("onequeue_leader")
+                 .Help("1 while this replica holds the leader Lease and schedules, else 0")
+                 .Register(r)
+                 .Add({});
+  // The series users alert on exist from the start, at zero.
+  for (const char* result : {"scheduled", "unschedulable", "error"}) {
+    attempts_->Add({{"result", result}, {"profile", kProfile}});
+  }
+  for (const char* result : {"success", "error"}) slurm_polls_->Add({{"result", result}});
+}
+
+void SchedulerMetrics::ObserveCycle(const CycleStats& stats, const CycleStatus* status, double seconds) {
+  cycles_->Increment();
+  cycle_duration_->Add({{"phase", "total"}}, LatencyBuckets()).Observe(seconds);
+  auto& scheduled = attempts_->Add({{"result", "scheduled"}, {"profile", kProfile}});
+  auto& unschedulable = attempts_->Add({{"result", "unschedulable"}, {"profile", kProfile}});
+  auto& error = attempts_->Add({{"result", "error"}, {"profile", kProfile}});
+  scheduled.Increment(stats.bound);
+  unschedulable.Increment(stats.reported);
+  error.Increment(stats.bind_errors);
+  auto observe = [&](const char* result, int n) {
+    auto& h = attempt_duration_->Add({{"result", result}, {"profile", kProfile}}, LatencyBuckets());
+    for (int i = 0; i < n; ++i) h.Observe(seconds);
+  };
+  observe("scheduled", stats.bound);
+  observe("unschedulable", stats.reported);
+  observe("error", stats.bind_errors);
+  preemption_attempts_->Increment(stats.preemptions_started);
+  for (int v : stats.preemption_victims) preemption_victims_->Observe(v);
+  lends_->Increment(stats.lent);
+  reclaims_->Increment(stats.reclaimed);
+  returns_->Increment(stats.returned);
+  slurm_requeues_->Increment(stats.requeued);
+  slurm_started_->Increment(stats.slurm_started);
+  if (status != nullptr && status->plan != nullptr) ObserveStatus(*status);
+}
+
+void SchedulerMetrics::SetGauges(
+    prometheus::Family<prometheus::Gauge>& family, std::map<std::string, prometheus::Gauge*>* current,
+    const std::map<std::string, std::pair<std::map<std::string, std::string>, double>>& values) {
+  for (auto it = current->begin(); it != current->end();) {
+    if (values.count(it->first)) {
+      ++it;
+    } else {
+      family.Remove(it->second);  // a partition or owner no longer seen: its series goes
+      it = current->erase(it);
+    }
+  }
+  for (const auto& [key, v] : values) {
+    prometheus::Gauge*& g = (*current)[key];
+    if (g == nullptr) g = &family.Add(v.first);
+    g->Set(v.second);
+  }
+}
+
+void SchedulerMetrics::ObserveStatus(const CycleStatus& st) {
+  const queue::Plan& plan = *st.plan;
+  const queue::Snapshot& s = *plan.snapshot;
+  std::set<std::string_view> started;
+  for (const auto& d : plan.starts) started.insert(d.workload);
+  absl::flat_hash_map<std::string_view, queue::WaitReason> reasons;
+  for (const auto& w : plan.waiting) {
+    if (w.reason == queue::WaitReason::kHeld || w.reason == queue::WaitReason::kGangIncomplete) {
+      reasons[w.workload] = w.reason;
+    }
+  }
+  double active = 0, unschedulable = 0, gated = 0;
+  std::map<std::string, std::pair<std::map<std::string, std::string>, double>> pending;
+  for (const auto& w : s.pending) {
+    const bool pod = w.kind == queue::WorkloadKind::kPodGroup;
+    if (pod) {
+      auto pods = st.pending_pods.find(w.id);
+      const double n = pods == st.pending_pods.end() ? 1 : static_cast<double>(pods->second.pod_keys.size());
+      if (started.count(w.id)) active += n;
+      else if (reasons.count(w.id)) gated += n;
+      else unschedulable += n;
+    }
+    if (started.count(w.id)) continue;
+    const std::string world = pod ? "kubernetes" : "slurm";
+    auto& entry = pending[absl::StrCat(world, "|", w.partition)];
+    entry.first = {{"world", world}, {"partition", w.partition}};
+    entry.second += 1;
+  }
+  for (const char* world : {"kubernetes", "slurm"}) {
+    // The series of each world exist even when nothing waits (at zero): a partition-less one.
+    auto& entry = pending[absl::StrCat(world, "|")];
+    entry.first = {{"world", world}, {"partition", ""}};
+  }
+  SetGauges(*pending_workloads_, &pending_workload_series_, pending);
+  SetGauges(*pending_pods_, &pending_pods_series_,
+            {{"active", {{{"queue", "active"}}, active}},
+             {"unschedulable", {{{"queue", "unschedulable"}}, unschedulable}},
+             {"gated", {{{"queue", "gated"}}, gated}}});
+  std::map<std::string, std::pair<std::map<std::string, std::string>, double>> owners;
+  for (const char* o : {"kubernetes", "slurm", "reserved", "free"}) owners[o] = {{{"owner", o}}, 0};
+  for (const auto& n : s.nodes) owners[OwnerLabel(n.owner.kind)].second += 1;
+  SetGauges(*nodes_, &node_series_, owners);
+
+  // Lend and reclaim durations, from the owner each cycle read or wrote.
+  for (const auto& [node, owner] : st.node_owner) {
+    if (IsLent(owner)) {
+      lent_since_.try_emplace(node, st.now);
+      continue;
+    }
+    if (auto lent = lent_since_.find(node); lent != lent_since_.end()) {
+      lend_duration_->Observe(static_cast<double>(st.now - lent->second));
+      lent_since_.erase(lent);
+      // Taken for a preemptor: the reclaim begins now.
+      if (absl::StartsWith(owner, "reserved/")) reclaim_since_[node] = st.now;
+      continue;
+    }
+    if (auto r = reclaim_since_.find(node); r != reclaim_since_.end() && !absl::StartsWith(owner, "reserved/")) {
+      if (owner == "kubernetes") reclaim_duration_->Observe(static_cast<double>(st.now - r->second));
+      reclaim_since_.erase(r);
+    }
+  }
+  std::erase_if(lent_since_, [&](const auto& e) { return !st.node_owner.count(e.first); });
+  std::erase_if(reclaim_since_, [&](const auto& e) { return !st.node_owner.count(e.first); });
+}
+
+void SchedulerMetrics::ObservePhase(const std::string& phase, double seconds) {
+  cycle_duration_->Add({{"phase", phase}}, LatencyBuckets()).Observe(seconds);
+}
+
+void SchedulerMetrics::ObserveBind(double seconds, bool ok) {
+  extension_point_duration_
+      ->Add({{"extension_point", "Bind"}, {"status", ok ? "Success" : "Error"}, {"profile", kProfile}},
+            LatencyBuckets())
+      .Observe(seconds);
+}
+
+void SchedulerMetrics::ObserveSlurmPoll(double seconds, bool ok) {
+  const char* result = ok ? "success" : "error";
+  slurm_polls_->Add({{"result", result}}).Increment();
+  slurm_poll_duration_->Add({{"result", result}}, LatencyBuckets()).Observe(seconds);
+}
+
+absl::Status TimedClusterActions::Bind(const std::string& pod_key, const std::string& node,
+                                       const std::string& message) {
+  const absl::Time start = absl::Now();
+  absl::Status s = inner_->Bind(pod_key, node, message);
+  metrics_->ObserveBind(absl::ToDoubleSeconds(absl::Now() - start), s.ok());
+  return s;
+}
+
+}  // namespace onequeue::scheduler

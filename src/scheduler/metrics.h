@@ -1,0 +1,98 @@
+#pragma once
+// The daemon's Prometheus metrics (prometheus-cpp; served on server.metricsAddress at /metrics).
+// kube-scheduler's names where the meaning is the same, so dashboards and alerts written for it
+// read onequeue too; onequeue's own (prefix onequeue_) for the two worlds, lending and the cycle.
+// docs/user-guide.md lists every series and what it counts.
+#include <map>
+#include <memory>
+#include <string>
+
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "scheduler/cycle_status.h"
+#include "scheduler/scheduling_loop.h"
+
+namespace onequeue::scheduler {
+
+class SchedulerMetrics {
+ public:
+  SchedulerMetrics();
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  // After each cycle: its counts, its length, and what it saw (null status: counts only). Called
+  // from the loop's thread only.
+  void ObserveCycle(const CycleStats& stats, const CycleStatus* status, double seconds);
+  // A phase of the cycle ended after `seconds` (snapshot, plan, act).
+  void ObservePhase(const std::string& phase, double seconds);
+  // One binding call to the API server.
+  void ObserveBind(double seconds, bool ok);
+  // One poll of slurmrestd.
+  void ObserveSlurmPoll(double seconds, bool ok);
+  void SetLeader(bool leading) { leader_->Set(leading ? 1 : 0); }
+
+ private:
+  void ObserveStatus(const CycleStatus& status);
+  void SetGauges(prometheus::Family<prometheus::Gauge>& family, std::map<std::string, prometheus::Gauge*>* current,
+                 const std::map<std::string, std::pair<std::map<std::string, std::string>, double>>& values);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  // kube-scheduler's
+  prometheus::Family<prometheus::Gauge>* pending_pods_;
+  prometheus::Family<prometheus::Counter>* attempts_;
+  prometheus::Family<prometheus::Histogram>* attempt_duration_;
+  prometheus::Counter* preemption_attempts_;
+  prometheus::Histogram* preemption_victims_;
+  prometheus::Family<prometheus::Histogram>* extension_point_duration_;
+  // onequeue's
+  prometheus::Family<prometheus::Gauge>* pending_workloads_;
+  prometheus::Family<prometheus::Gauge>* nodes_;
+  prometheus::Counter* lends_;
+  prometheus::Counter* reclaims_;
+  prometheus::Counter* returns_;
+  prometheus::Counter* slurm_requeues_;
+  prometheus::Counter* slurm_started_;
+  prometheus::Histogram* lend_duration_;
+  prometheus::Histogram* reclaim_duration_;
+  prometheus::Family<prometheus::Histogram>* slurm_poll_duration_;
+  prometheus::Family<prometheus::Counter>* slurm_polls_;
+  prometheus::Family<prometheus::Histogram>* cycle_duration_;
+  prometheus::Counter* cycles_;
+  prometheus::Gauge* leader_;
+
+  std::map<std::string, prometheus::Gauge*> pending_pods_series_, pending_workload_series_, node_series_;
+  // Across cycles (loop thread only): when each node was lent, and when each lent node was
+  // reserved for a preemptor (the reclaim began).
+  std::map<std::string, int64_t> lent_since_, reclaim_since_;
+};
+
+// Times the bindings of the wrapped actions (scheduler_framework_extension_point_duration_seconds
+// {extension_point="Bind"}); everything else passes through.
+class TimedClusterActions final : public ClusterActions {
+ public:
+  TimedClusterActions(ClusterActions* inner, SchedulerMetrics* metrics) : inner_(inner), metrics_(metrics) {}
+  absl::Status Bind(const std::string& pod_key, const std::string& node, const std::string& message) override;
+  absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override {
+    return inner_->ReportWaiting(pod_key, report);
+  }
+  absl::Status SetNodeOwner(const std::string& node, const std::string& value) override {
+    return inner_->SetNodeOwner(node, value);
+  }
+  void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override {
+    inner_->NodeEvent(node, reason, note);
+  }
+  absl::Status Nominate(const std::string& pod_key, const std::string& node) override {
+    return inner_->Nominate(pod_key, node);
+  }
+  absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override {
+    return inner_->Evict(pod_key, preemptor, message);
+  }
+
+ private:
+  ClusterActions* inner_;
+  SchedulerMetrics* metrics_;
+};
+
+}  // namespace onequeue::scheduler
