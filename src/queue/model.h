@@ -217,6 +217,11 @@ struct QueueConfig {
   // (conservative). With BackfillMode::kNone the first blocked workload gets one and the pass
   // stops.
   int32_t reservation_depth = 1;
+  // Shortest-job-backfilled-first (Tsafrir, Etsion and Feitelson 2007, "SJBF"): once
+  // `reservation_depth` reservations are made, the workloads after the last one try to start now
+  // shortest time limit first, instead of in queue order. Reservations still go by priority, and
+  // no start delays one, so only the choice among backfill candidates changes.
+  bool backfill_shortest_first = false;
   Duration resolution = 60;         // bf_resolution: reservation start times are rounded up to it
   Duration window = 24 * 3600;      // bf_window: nothing is planned beyond now + window
   // Node label keys of the topology, finest first, e.g. {"topology.onequeue.io/rack",

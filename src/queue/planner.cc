@@ -488,6 +488,9 @@ struct QueuePlanner::State {
   // its placeholder, so the memos (which assume it only shrinks) are neither read nor written.
   int32_t promised_count = 0;
   bool promise_phase = false;
+  // The walk left priority order (backfill_shortest_first): where a node is reserved(W) usability
+  // depends on priority, and the memos assume it only falls.
+  bool out_of_priority_order = false;
   bool any_blocked = false;               // a higher-priority workload waits
   int32_t estimates = 0;
   Resources pool_total;
@@ -1121,8 +1124,9 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
   // The failure memos assume the walk by descending priority of a full cycle; an arrival
   // evaluated later sits between them, which matters only where a node is reserved(W) for a
   // pending workload (usable only by higher priorities), or when time moved on.
-  const bool memo_valid =
-      now == s_.now && (in_cycle_ || s_.reserved_for_priority.empty()) && !s_.promise_phase;
+  const bool memo_valid = now == s_.now &&
+                          ((in_cycle_ && !s_.out_of_priority_order) || s_.reserved_for_priority.empty()) &&
+                          !s_.promise_phase;
   const RequestSize size{s_.shapes[facts.shape], facts.members, duration};
   auto known = [&](FailureMemo& memo) {
     return memo_valid && memo.KnownToFail(facts.kind, sig, size);
@@ -1417,10 +1421,27 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now,
   // The queue order visits the facts at random places: fetch the ones a few steps ahead.
   // The workload itself is read only by those that start or search for a placement.
   constexpr size_t kPrefetchAhead = 8;
+  const bool shortest_first = config_.backfill_shortest_first && config_.backfill == BackfillMode::kBackfill &&
+                              config_.reservation_depth > 0;
   for (size_t i = promises.size(); i < s.order.size(); ++i) {
     if (i + kPrefetchAhead < s.order.size()) __builtin_prefetch(&s.facts[s.order[i + kPrefetchAhead].index]);
     const SortedQueueKey& k = s.order[i];
     pass.PlanOne(snap.pending[k.index], s.facts[k.index], k.priority, static_cast<int32_t>(i + 1), now);
+    if (shortest_first && s.reservations >= config_.reservation_depth && i + 1 < s.order.size()) {
+      // Every reservation is made: the rest are backfill candidates, shortest first (ties in
+      // queue order); each keeps its queue position.
+      std::vector<int32_t> rest(s.order.size() - i - 1);
+      for (size_t r = 0; r < rest.size(); ++r) rest[r] = static_cast<int32_t>(i + 1 + r);
+      std::stable_sort(rest.begin(), rest.end(), [&](int32_t a, int32_t b) {
+        return s.facts[s.order[a].index].duration < s.facts[s.order[b].index].duration;
+      });
+      s.out_of_priority_order = true;
+      for (int32_t r : rest) {
+        const SortedQueueKey& key = s.order[r];
+        pass.PlanOne(snap.pending[key.index], s.facts[key.index], key.priority, r + 1, now);
+      }
+      break;
+    }
   }
   state_ = std::move(st);
   return plan;

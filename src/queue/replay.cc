@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <queue>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -105,6 +106,8 @@ namespace {
 // A job as the replay runs it.
 struct ReplayJob {
   int64_t job_number = 0;
+  std::string account;    // with ReplayOptions::config: from the SWF user (or group)
+  std::string partition;  // with ReplayOptions::config: from the SWF queue
   int line = 0;
   int64_t processors = 0;
   Time submit = 0;
@@ -141,16 +144,18 @@ absl::StatusOr<std::pair<int64_t, std::string>> MachineSize(const SwfTrace& trac
 // Discrete-event simulation of one trace under one policy.
 class Simulator {
  public:
-  Simulator(std::vector<ReplayJob> jobs, int64_t processors, const ReplayOptions& options)
+  Simulator(std::vector<ReplayJob> jobs, int64_t processors, const ReplayOptions& options,
+            QueueConfig config)
       : jobs_(std::move(jobs)),
         processors_(processors),
-        planner_(ReplayQueueConfig(options.policy), /*preemption=*/nullptr),
+        planner_(std::move(config), /*preemption=*/nullptr),
+        daemon_(options.config.has_value()),
+        qos_(options.qos),
         outcomes_(jobs_.size()),
         seen_(jobs_.size(), 0),
         running_slot_(jobs_.size(), -1),
         node_job_(processors, -1),
-        keep_reservations_(options.keep_reservations),
-        reservation_start_(jobs_.size(), kForever) {
+        keep_reservations_(options.keep_reservations || options.config.has_value()) {
     snapshot_ = std::make_shared<Snapshot>();
     snapshot_->nodes.reserve(processors);
     for (int64_t i = 0; i < processors; ++i) {
@@ -178,10 +183,10 @@ class Simulator {
       if (next_arrival_ < jobs_.size()) now = jobs_[next_arrival_].submit;
       if (!completions_.empty()) now = std::min(now, completions_.top().first);
       ApplyEvents(now);
-      if (keep_reservations_) OrderByReservation();
       // The snapshot is this object's: the planner keeps it only for OnArrival, which the replay
       // never calls, so it is updated in place between cycles instead of copied every cycle.
-      Plan plan = planner_.PlanCycle(snapshot_, now);
+      Plan plan = keep_reservations_ ? planner_.PlanCycle(snapshot_, now, promises_)
+                                     : planner_.PlanCycle(snapshot_, now);
       ++cycles_;
       if (absl::Status s = ApplyPlan(plan, now); !s.ok()) return s;
       if (next_arrival_ == jobs_.size() && completions_.empty() && !snapshot_->pending.empty()) {
@@ -208,6 +213,11 @@ class Simulator {
         for (const Allocation& a : snapshot_->running[running_slot_[job]].allocations) node_job_[a.node] = -1;
       }
       RemoveRunning(job);
+      if (daemon_) {  // fair-share input, as the daemon charges a finished Slurm job
+        snapshot_->usage.records.push_back(UsageRecord{
+            jobs_[job].account, now,
+            static_cast<double>(jobs_[job].processors) * static_cast<double>(jobs_[job].run)});
+      }
     }
     while (next_arrival_ < jobs_.size() && jobs_[next_arrival_].submit <= now) {
       const ReplayJob& j = jobs_[next_arrival_++];
@@ -220,24 +230,20 @@ class Simulator {
       w.gang = true;
       w.time_limit = j.limit;
       w.submit_time = j.submit;
+      if (daemon_) {
+        w.account = j.account;
+        w.partition = j.partition;
+        w.qos = qos_;
+      }
       snapshot_->pending.push_back(std::move(w));
     }
-  }
-
-  // Compression: the queue order becomes (reserved jobs by reservation start, then jobs without
-  // one), each in submit order. The order is handed to the planner through submit_time, which is
-  // all the queue order looks at when every priority weight is 0 (ReplayQueueConfig).
-  void OrderByReservation() {
-    std::vector<PendingWorkload>& pending = snapshot_->pending;
-    std::vector<std::pair<std::tuple<Time, Time, int64_t>, size_t>> keys;
-    keys.reserve(pending.size());
-    for (size_t i = 0; i < pending.size(); ++i) {
-      const int job = index_of_id_.at(pending[i].id);
-      keys.push_back({{reservation_start_[job], jobs_[job].submit, jobs_[job].job_number}, i});
-    }
-    std::sort(keys.begin(), keys.end());
-    for (size_t rank = 0; rank < keys.size(); ++rank) {
-      pending[keys[rank].second].submit_time = static_cast<Time>(rank);
+    if (daemon_ && !snapshot_->usage.records.empty()) {
+      // Records older than ten half-lives weigh less than 0.1 %: dropped, as the daemon does.
+      const Time horizon = now - 10 * planner_.config().usage_half_life;
+      std::vector<UsageRecord>& records = snapshot_->usage.records;
+      if (records.front().time < horizon) {
+        std::erase_if(records, [&](const UsageRecord& r) { return r.time < horizon; });
+      }
     }
   }
 
@@ -265,9 +271,20 @@ class Simulator {
                                    [&](const PendingWorkload& w) { return started[index_of_id_.at(w.id)]; }),
                     pending.end());
     }
-    for (const ReserveDecision& r : plan.reservations) {
-      auto it = index_of_id_.find(r.workload);
-      if (it != index_of_id_.end()) reservation_start_[it->second] = r.start;
+    if (keep_reservations_) {
+      // The promises of the next cycle: node indices stay (the machine never changes).
+      promises_.clear();
+      for (const ReserveDecision& r : plan.reservations) {
+        auto it = index_of_id_.find(r.workload);
+        if (it == index_of_id_.end()) continue;
+        const ReplayJob& j = jobs_[it->second];
+        PromisedReservation& p = promises_.emplace_back();
+        p.workload = r.workload;
+        p.member_nodes = r.member_nodes;
+        p.start = r.start;
+        p.end = r.start + std::max<Duration>(1, j.limit);
+        p.per_member[kCpu] = 1000;
+      }
     }
     const WaitingStatus* head = nullptr;
     int head_job = -1;
@@ -348,9 +365,26 @@ class Simulator {
   std::priority_queue<std::pair<Time, int>, std::vector<std::pair<Time, int>>, std::greater<>> completions_;
   size_t next_arrival_ = 0;
   int64_t cycles_ = 0;
+  bool daemon_;      // ReplayOptions::config: accounts, partitions, QOS and usage as the daemon
+  std::string qos_;
   bool keep_reservations_;
-  std::vector<Time> reservation_start_;  // job -> start of its latest reservation, or kForever
+  std::vector<PromisedReservation> promises_;  // the last plan's reservations
 };
+
+// The SWF user's account ("user-N"), or its group's ("group-N") when the configuration lists
+// accounts, names the group and not the user (shares per group).
+std::string AccountOf(const SwfJob& s, const QueueConfig& config) {
+  const std::string user = s.user_id >= 0 ? absl::StrCat("user-", s.user_id) : "user-unknown";
+  if (config.accounts.empty() || s.group_id < 0) return user;
+  const std::string group = absl::StrCat("group-", s.group_id);
+  bool user_listed = false;
+  bool group_listed = false;
+  for (const Account& a : config.accounts) {
+    user_listed = user_listed || a.name == user;
+    group_listed = group_listed || a.name == group;
+  }
+  return !user_listed && group_listed ? group : user;
+}
 
 }  // namespace
 
@@ -385,13 +419,30 @@ absl::StatusOr<ReplayResult> ReplayTrace(const SwfTrace& trace, const ReplayOpti
     j.limit = s.requested_time >= 0 ? s.requested_time : s.run_time;
     j.run = std::min(s.run_time, j.limit);
     j.cut = s.run_time > j.limit;
-    jobs.push_back(j);
+    if (options.config.has_value()) {
+      j.account = AccountOf(s, *options.config);
+      j.partition = s.queue >= 0 ? absl::StrCat("queue-", s.queue) : "";
+    }
+    jobs.push_back(std::move(j));
   }
   if (jobs.empty()) return absl::InvalidArgumentError("no job of the trace can be replayed");
   std::stable_sort(jobs.begin(), jobs.end(), [](const ReplayJob& a, const ReplayJob& b) {
     return std::tie(a.submit, a.job_number) < std::tie(b.submit, b.job_number);
   });
-  Simulator sim(std::move(jobs), processors, options);
+  QueueConfig config = ReplayQueueConfig(options.policy);
+  if (options.config.has_value()) {
+    config = *options.config;
+    // Estimated starts of jobs without a reservation never change what starts (see above).
+    config.max_estimates_per_cycle = 1;
+    if (config.accounts.empty()) {
+      // The daemon's learnt tree: every account seen, one share each, under the root.
+      std::set<std::string> seen;
+      for (const ReplayJob& j : jobs) seen.insert(j.account);
+      for (const std::string& a : seen) config.accounts.push_back(Account{a, "", 1});
+    }
+    if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+  }
+  Simulator sim(std::move(jobs), processors, options, std::move(config));
   if (absl::Status s = sim.Run(); !s.ok()) return s;
   result.jobs = sim.TakeOutcomes();
   std::sort(result.jobs.begin(), result.jobs.end(),

@@ -50,6 +50,16 @@ struct ReplayOptions {
   // "compression" step of the classic algorithm: every job then starts no later than the first
   // start it was promised. Off by default: the default replays what the daemon would do.
   bool keep_reservations = false;
+  // The daemon's own policy (`oq simulate --config`): this planner configuration replaces the
+  // policy's (weights, QOS, accounts, reservation depth, resolution and window as given), and the
+  // replay then runs as the daemon does: last cycle's reservations are promises (as with
+  // keep_reservations), each job's account is its SWF user ("user-N"; "group-N" when the
+  // configuration lists the group's account and not the user's), its partition its SWF queue
+  // ("queue-N"), its QOS `qos`, and a finished job's processors x run time is charged to its
+  // account for fair-share. Without accounts in the configuration every user is a leaf of one
+  // share under the root (the daemon's learnt tree).
+  std::optional<QueueConfig> config;
+  std::string qos;  // every job's QOS with `config` (empty: none)
   std::optional<int64_t> processors;  // overrides the header
   double tau = 10;                    // bounded slowdown threshold, seconds
 };

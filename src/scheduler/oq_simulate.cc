@@ -1,5 +1,5 @@
-// `oq simulate TRACE.swf --policy fcfs|easy|conservative [--per-job] [--json] [--processors N]
-// [--tau SECONDS] [--keep-reservations]`: replays a Standard Workload Format trace through the
+// `oq simulate TRACE.swf --policy fcfs|easy|conservative | --config onequeue.yaml [--qos NAME]
+// [--per-job] [--json] [--processors N] [--tau SECONDS] [--keep-reservations]`: replays a Standard Workload Format trace through the
 // queue planner in simulated time and prints the summary (docs/simulate.md). Exit codes: 0 done,
 // 1 the trace is malformed or cannot be replayed, 2 bad arguments.
 #include "scheduler/oq_simulate.h"
@@ -16,15 +16,23 @@
 #include "absl/strings/numbers.h"
 #include "queue/replay.h"
 #include "queue/swf.h"
+#include "scheduler/config.h"
+#include "scheduler/scheduling_loop.h"
 
 namespace onequeue::cli {
 namespace {
 
 constexpr const char* kSimulateUsage =
-    "Usage: oq simulate TRACE.swf --policy fcfs|easy|conservative [--per-job] [--json]\n"
-    "                   [--processors N] [--tau SECONDS] [--keep-reservations]\n"
+    "Usage: oq simulate TRACE.swf (--policy fcfs|easy|conservative | --config FILE [--qos NAME])\n"
+    "                   [--per-job] [--json] [--processors N] [--tau SECONDS] [--keep-reservations]\n"
     "  --policy       fcfs (strict order), easy (backfill, 1 reservation) or conservative\n"
     "                 (backfill, every waiting job reserved)\n"
+    "  --config       the daemon's configuration file (onequeue.yaml): replay with its policy\n"
+    "                 (priority weights, QOS, accounts, reservation depth, resolution, window),\n"
+    "                 reservations kept as the daemon keeps them; SWF user -> account user-N,\n"
+    "                 queue -> partition queue-N\n"
+    "  --qos          every job's QOS with --config (default: slurm.defaultQos when the QOS\n"
+    "                 table has it, else none)\n"
     "  --per-job      also print one line per job (submit, start, end, wait, bounded slowdown)\n"
     "  --json         print JSON instead of text\n"
     "  --processors   machine size (default: the header's MaxProcs, else MaxNodes, else the\n"
@@ -36,6 +44,8 @@ constexpr const char* kSimulateUsage =
 
 struct SimulateArgs {
   std::string trace_path;
+  std::string config_path;
+  std::optional<std::string> qos;
   queue::ReplayOptions options;
   bool per_job = false;
   bool json = false;
@@ -57,6 +67,14 @@ std::optional<std::string> ParseArgs(const std::vector<std::string>& args, Simul
       if (!p.ok()) return "--policy: " + std::string(p.status().message());
       out->options.policy = *p;
       policy_given = true;
+    } else if (a == "--config") {
+      auto v = value();
+      if (!v) return "--config needs a file";
+      out->config_path = *v;
+    } else if (a == "--qos") {
+      auto v = value();
+      if (!v) return "--qos needs a QOS name";
+      out->qos = *v;
     } else if (a == "--per-job") {
       out->per_job = true;
     } else if (a == "--keep-reservations") {
@@ -86,7 +104,13 @@ std::optional<std::string> ParseArgs(const std::vector<std::string>& args, Simul
     }
   }
   if (out->trace_path.empty()) return "no trace given";
-  if (!policy_given) return "--policy is required: fcfs, easy or conservative";
+  if (policy_given && !out->config_path.empty()) {
+    return "give --policy or --config, not both (--config replays the configuration's own policy)";
+  }
+  if (!policy_given && out->config_path.empty()) {
+    return "--policy (fcfs, easy or conservative) or --config is required";
+  }
+  if (out->qos.has_value() && out->config_path.empty()) return "--qos needs --config";
   return std::nullopt;
 }
 
@@ -121,8 +145,15 @@ std::string Number(double v) {
 void PrintText(const SimulateArgs& a, const queue::ReplayResult& r) {
   const queue::ReplaySummary& s = r.summary;
   std::printf("trace:        %s\n", a.trace_path.c_str());
-  std::printf("policy:       %s%s\n", queue::ReplayPolicyName(r.policy),
-              a.options.keep_reservations ? " (reservations kept)" : "");
+  if (a.options.config.has_value()) {
+    const queue::QueueConfig& c = *a.options.config;
+    std::printf("policy:       %s (reservation depth %d, resolution %lld s, QOS %s)\n",
+                a.config_path.c_str(), c.reservation_depth, static_cast<long long>(c.resolution),
+                a.options.qos.empty() ? "none" : a.options.qos.c_str());
+  } else {
+    std::printf("policy:       %s%s\n", queue::ReplayPolicyName(r.policy),
+                a.options.keep_reservations ? " (reservations kept)" : "");
+  }
   std::printf("machine:      %" PRId64 " processors (%s), one node per processor\n", s.processors,
               r.machine_source.c_str());
   std::printf("jobs:         %" PRId64 " replayed, %" PRId64 " skipped, %" PRId64
@@ -152,7 +183,8 @@ void PrintJson(const SimulateArgs& a, const queue::ReplayResult& r) {
   const queue::ReplaySummary& s = r.summary;
   std::string out = "{";
   out += "\"trace\":" + JsonString(a.trace_path);
-  out += ",\"policy\":" + JsonString(queue::ReplayPolicyName(r.policy));
+  out += ",\"policy\":" + JsonString(a.options.config.has_value() ? "config" : queue::ReplayPolicyName(r.policy));
+  if (a.options.config.has_value()) out += ",\"config\":" + JsonString(a.config_path);
   out += std::string(",\"keep_reservations\":") + (a.options.keep_reservations ? "true" : "false");
   out += ",\"machine\":{\"processors\":" + std::to_string(s.processors) +
          ",\"source\":" + JsonString(r.machine_source) + ",\"nodes_per_processor\":1}";
@@ -198,6 +230,30 @@ int RunSimulate(const std::vector<std::string>& args) {
   if (auto problem = ParseArgs(args, &a)) {
     std::fprintf(stderr, "oq simulate: %s\n\n%s", problem->c_str(), kSimulateUsage);
     return 2;
+  }
+  if (!a.config_path.empty()) {
+    auto config = scheduler::LoadConfigFile(a.config_path);
+    if (!config.ok()) {
+      std::fprintf(stderr, "oq simulate: %s\n", std::string(config.status().message()).c_str());
+      return 1;
+    }
+    a.options.config = scheduler::ToQueueConfig(*config);
+    if (a.qos.has_value()) {
+      a.options.qos = *a.qos;
+    } else {
+      for (const queue::QosPolicy& q : a.options.config->qos) {
+        if (q.name == config->slurm.default_qos) a.options.qos = q.name;
+      }
+    }
+    if (!a.options.qos.empty() && !a.options.config->qos.empty()) {
+      bool known = false;
+      for (const queue::QosPolicy& q : a.options.config->qos) known = known || q.name == a.options.qos;
+      if (!known) {
+        std::fprintf(stderr, "oq simulate: --qos %s is not in %s's QOS table\n", a.options.qos.c_str(),
+                     a.config_path.c_str());
+        return 2;
+      }
+    }
   }
   std::ifstream in(a.trace_path, std::ios::binary);
   if (!in) {

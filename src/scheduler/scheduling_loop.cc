@@ -66,6 +66,7 @@ queue::QueueConfig ToQueueConfig(const Config& config) {
   for (const auto& a : config.queue.accounts) q.accounts.push_back({a.name, a.parent, a.shares});
   q.usage_half_life = config.queue.usage_half_life_seconds;
   q.reservation_depth = config.queue.reservation_depth;
+  q.backfill_shortest_first = config.queue.backfill_shortest_first;
   q.resolution = config.queue.resolution_seconds;
   q.window = config.queue.window_seconds;
   return q;

@@ -16,7 +16,12 @@ TEST(ConfigTest, MinimalDocumentGetsDefaults) {
   auto c = ParseConfig(kHeader, "mem");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->scheduler_name, "onequeue");
-  EXPECT_EQ(c->queue.reservation_depth, 100);
+  // The default policy (docs/simulate.md "The default policy").
+  EXPECT_EQ(c->queue.reservation_depth, 1);
+  EXPECT_EQ(c->queue.resolution_seconds, 1);
+  EXPECT_EQ(c->queue.window_seconds, 7 * 86400);
+  EXPECT_TRUE(c->queue.backfill_shortest_first);
+  EXPECT_EQ(c->queue.usage_half_life_seconds, 86400);
   EXPECT_FALSE(c->slurm.enabled);
   EXPECT_EQ(c->server.grpc_address, "127.0.0.1:50051");
 }

@@ -1,0 +1,99 @@
+// Replay speed on a 100,000-job trace (issue 15 part 3: EASY must replay more than 10,000 jobs/s).
+// `oq simulate --policy easy` (ReplayTrace) over a synthetic SDSC-SP2-sized workload generated
+// here with a fixed seed: 128 processors, 30 % one-processor jobs, power-of-two sizes, run times
+// log-uniform 30 s - 12 h, limits 1-5x the run time rounded up to 5 minutes, Poisson arrivals at
+// 70 % offered load (the generator of test/queue/replay_bench.cc, at 50x the jobs). items/s =
+// jobs replayed per CPU second. Figures and command: docs/simulate.md "Speed".
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "queue/replay.h"
+
+namespace onequeue::queue {
+namespace {
+
+SwfTrace SyntheticTrace(uint64_t seed, int jobs, int64_t processors, double load) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  SwfTrace t;
+  t.header.max_procs = processors;
+  struct Draft {
+    int64_t procs, run, limit;
+  };
+  std::vector<Draft> drafts;
+  double work = 0;
+  for (int i = 0; i < jobs; ++i) {
+    int64_t procs;
+    const double u = unit(rng);
+    if (u < 0.3) {
+      procs = 1;
+    } else if (u < 0.8) {
+      procs = int64_t{1} << static_cast<int>(unit(rng) * std::log2(static_cast<double>(processors)));
+    } else {
+      procs = 1 + static_cast<int64_t>(unit(rng) * static_cast<double>(processors - 1));
+    }
+    const int64_t run =
+        static_cast<int64_t>(std::exp(std::log(30.0) + unit(rng) * (std::log(43200.0) - std::log(30.0))));
+    const int64_t asked = static_cast<int64_t>(static_cast<double>(run) * (1.0 + 4.0 * unit(rng)));
+    drafts.push_back({procs, run, ((asked + 299) / 300) * 300});
+    work += static_cast<double>(procs) * static_cast<double>(run);
+  }
+  const double span = work / (static_cast<double>(processors) * load);
+  std::exponential_distribution<double> gap(static_cast<double>(jobs) / span);
+  double now = 0;
+  for (int i = 0; i < jobs; ++i) {
+    now += gap(rng);
+    SwfJob j;
+    j.job_number = i + 1;
+    j.submit_time = static_cast<int64_t>(now);
+    j.run_time = drafts[i].run;
+    j.requested_procs = drafts[i].procs;
+    j.allocated_procs = drafts[i].procs;
+    j.requested_time = drafts[i].limit;
+    j.status = 1;
+    t.jobs.push_back(j);
+  }
+  return t;
+}
+
+// Args: policy (0 fcfs, 1 easy, 2 conservative), jobs, processors, load in percent.
+void BM_ReplaySpeed(benchmark::State& state) {
+  const auto policy = static_cast<ReplayPolicy>(state.range(0));
+  const int jobs = static_cast<int>(state.range(1));
+  const int64_t processors = state.range(2);
+  const SwfTrace trace = SyntheticTrace(42, jobs, processors, static_cast<double>(state.range(3)) / 100.0);
+  ReplayOptions options;
+  options.policy = policy;
+  ReplaySummary last;
+  for (auto _ : state) {
+    auto r = ReplayTrace(trace, options);
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+    last = r->summary;
+    benchmark::DoNotOptimize(last);
+  }
+  state.SetLabel(ReplayPolicyName(policy));
+  state.SetItemsProcessed(state.iterations() * jobs);
+  state.counters["cycles"] = static_cast<double>(last.cycles);
+  state.counters["avg_bsld"] = last.average_bounded_slowdown;
+  state.counters["util"] = last.utilisation;
+}
+
+BENCHMARK(BM_ReplaySpeed)
+    ->ArgNames({"policy", "jobs", "procs", "load"})
+    ->Args({1, 100000, 128, 70})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    // CPU time of the process: the machine is shared, wall time is noise.
+    ->MeasureProcessCPUTime();
+
+}  // namespace
+}  // namespace onequeue::queue
+
+BENCHMARK_MAIN();

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Generates the four workload shapes of issue 15 part 3 (docs/simulate.md "The default policy").
+
+Each shape is an SWF trace of 3,000 jobs on 128 processors (one node per processor), written
+with a fixed seed so the committed files can be re-made byte for byte:
+
+  shape_bursty.swf         bursts of 40-150 jobs every few hours on top of a light stream
+  shape_many_small.swf     85 % of the jobs ask 1-4 processors for minutes
+  shape_few_huge.swf       3 % of the jobs ask 64-128 processors for hours; the rest is mixed
+  shape_overestimated.swf  heavy over-estimation: users ask 5-50x the run time, 30 % ask the
+                           24 h maximum, 15 % of the jobs fail within two minutes
+
+Every job: field 4 run time, field 9 requested time (>= run time: nobody is cut at the limit),
+fields 12-13 user and group (40 users in 8 groups; each user keeps habits: typical size, run time
+and over-estimation factor), field 15 queue (1-3). Offered load is 80-95 %: waiting matters.
+
+Usage: generate_shapes.py [OUTPUT_DIR]   (default: this file's directory)
+"""
+import math
+import os
+import random
+import sys
+
+PROCS = 128
+JOBS = 3000
+USERS = 40
+GROUPS = 8
+
+
+def log_uniform(rng, lo, hi):
+    return math.exp(rng.uniform(math.log(lo), math.log(hi)))
+
+
+def round_request(seconds):
+    """Users ask round numbers: up to the next 5 minutes (at least 5 minutes)."""
+    return max(300, int(math.ceil(seconds / 300.0)) * 300)
+
+
+class User:
+    def __init__(self, rng, uid):
+        self.uid = uid
+        self.gid = 1 + (uid - 1) % GROUPS
+        self.size_exp = rng.randint(0, 5)          # typical size 2^k
+        self.run_scale = log_uniform(rng, 120, 4 * 3600)  # typical run time
+        self.overestimate = rng.uniform(1.2, 4.0)  # requested / run, roughly
+        self.queue = rng.randint(1, 3)
+
+
+def job_line(number, submit, run, procs, req, user):
+    return "%6d %10d -1 %7d %4d -1 -1 %4d %7d -1 1 %3d %2d -1 %d -1 -1 -1" % (
+        number, submit, run, procs, procs, req, user.uid, user.gid, user.queue)
+
+
+def header(name, note):
+    return [
+        "; Version: 2.2",
+        "; Computer: onequeue generated workload '%s' (test/queue/traces/generate_shapes.py)" % name,
+        "; Note: %s" % note,
+        "; Note: 128 processors, one node each; requested time (field 9) >= run time (field 4).",
+        "; MaxJobs: %d" % JOBS,
+        "; MaxRecords: %d" % JOBS,
+        "; MaxNodes: %d" % PROCS,
+        "; MaxProcs: %d" % PROCS,
+        ";",
+    ]
+
+
+def stream(rng, users, load, size_fn, run_fn, req_fn, arrivals_fn=None):
+    """Jobs with sizes/run times/requests from the functions, Poisson arrivals at `load`."""
+    jobs = []
+    for _ in range(JOBS):
+        u = rng.choice(users)
+        procs = size_fn(rng, u)
+        run = run_fn(rng, u)
+        req = req_fn(rng, u, run)
+        jobs.append([procs, run, req, u])
+    work = sum(p * r for p, r, _, _ in jobs)
+    mean_gap = work / (load * PROCS * JOBS)
+    out = []
+    t = 0
+    times = arrivals_fn(rng, mean_gap) if arrivals_fn else None
+    for i, (procs, run, req, u) in enumerate(jobs):
+        if times is not None:
+            t = times[i]
+        else:
+            t += int(rng.expovariate(1.0 / mean_gap))
+        out.append((t, run, procs, req, u))
+    out.sort(key=lambda j: j[0])
+    return [job_line(i + 1, t, run, procs, req, u) for i, (t, run, procs, req, u) in enumerate(out)]
+
+
+def habit_size(rng, u):
+    k = min(7, max(0, u.size_exp + rng.choice([-1, 0, 0, 1])))
+    procs = 2 ** k
+    if rng.random() < 0.3:
+        procs = max(1, procs - rng.randint(0, procs // 2))
+    return min(PROCS, procs)
+
+
+def habit_run(rng, u):
+    return max(10, int(u.run_scale * log_uniform(rng, 0.1, 3.0)))
+
+
+def habit_request(rng, u, run):
+    return round_request(run * u.overestimate * rng.uniform(0.9, 1.5))
+
+
+def bursty(rng, users):
+    def arrivals(rng, mean_gap):
+        # 60 % of the jobs arrive in bursts of 40-150 at one instant-ish (a few seconds apart),
+        # the rest as a light Poisson stream; bursts every few hours.
+        span = int(mean_gap * JOBS)
+        times = []
+        left = int(JOBS * 0.6)
+        while left > 0:
+            n = min(left, rng.randint(40, 150))
+            at = rng.randint(0, span)
+            times += [at + rng.randint(0, 60) for _ in range(n)]
+            left -= n
+        times += [rng.randint(0, span) for _ in range(JOBS - len(times))]
+        return sorted(times)
+    return stream(rng, users, 0.85, habit_size, habit_run, habit_request, arrivals)
+
+
+def many_small(rng, users):
+    def size(rng, u):
+        return rng.randint(1, 4) if rng.random() < 0.85 else habit_size(rng, u)
+
+    def run(rng, u):
+        return int(log_uniform(rng, 30, 1800)) if rng.random() < 0.85 else habit_run(rng, u)
+    return stream(rng, users, 0.9, size, run, habit_request)
+
+
+def few_huge(rng, users):
+    def size(rng, u):
+        return rng.randint(64, PROCS) if rng.random() < 0.03 else habit_size(rng, u)
+
+    def run(rng, u):
+        return habit_run(rng, u)
+
+    def size_and_run_request(rng, u, run):
+        return habit_request(rng, u, run)
+    return stream(rng, users, 0.85, size, run, size_and_run_request)
+
+
+def overestimated(rng, users):
+    def run(rng, u):
+        if rng.random() < 0.15:
+            return rng.randint(5, 120)  # failed at start
+        return habit_run(rng, u)
+
+    def request(rng, u, run):
+        if rng.random() < 0.3:
+            return 24 * 3600
+        return min(24 * 3600, max(run, round_request(run * rng.uniform(5, 50))))
+    return stream(rng, users, 0.9, habit_size, run, request)
+
+
+SHAPES = [
+    ("bursty", bursty, "bursts of 40-150 jobs at a few instants, a light stream between, 85 % load"),
+    ("many_small", many_small, "85 % of the jobs ask 1-4 processors for 30 s - 30 min, 90 % load"),
+    ("few_huge", few_huge, "3 % of the jobs ask 64-128 processors, the rest mixed, 85 % load"),
+    ("overestimated", overestimated,
+     "requests 5-50x the run time, 30 % ask the 24 h maximum, 15 % fail within 2 min, 90 % load"),
+]
+
+
+def main():
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    for i, (name, fn, note) in enumerate(SHAPES):
+        rng = random.Random(1500 + i)
+        users = [User(rng, uid) for uid in range(1, USERS + 1)]
+        lines = header(name, note) + fn(rng, users)
+        with open(os.path.join(out_dir, "shape_%s.swf" % name), "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
