@@ -13,12 +13,15 @@
 
 #include <fstream>
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "e2e/e2e_support.h"
 #include "yaml-cpp/yaml.h"
 
@@ -161,6 +164,158 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
   const CommandResult no_url = Helm({"template", "onequeue", Chart(), "--set", "slurm.enabled=true"});
   EXPECT_NE(no_url.exit_code, 0);
   EXPECT_THAT(no_url.output, HasSubstr("slurm.url is empty"));
+}
+
+// Every value in values.yaml reaches the daemon: for each leaf, helm template with a different
+// value, the rendered config.yaml passes --check-config and holds the new value at the same key
+// (or, for what is not configuration, the manifests carry it). A value added to values.yaml without
+// a rule here fails the test: say where it goes.
+void Leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::pair<std::string, YAML::Node>>* out) {
+  if (node.IsMap() && node.size() > 0) {
+    for (const auto& kv : node) {
+      const std::string key = kv.first.as<std::string>();
+      Leaves(kv.second, prefix.empty() ? key : prefix + "." + key, out);
+    }
+    return;
+  }
+  out->push_back({prefix, node});
+}
+
+// YAML as JSON with every scalar a string (helm's toJson and YAML differ in number and bool forms).
+json Normal(const YAML::Node& n) {
+  if (n.IsMap()) {
+    json o = json::object();
+    for (const auto& kv : n) o[kv.first.as<std::string>()] = Normal(kv.second);
+    return o;
+  }
+  if (n.IsSequence()) {
+    json a = json::array();
+    for (const auto& e : n) a.push_back(Normal(e));
+    return a;
+  }
+  if (n.IsNull()) return "";
+  return n.as<std::string>();
+}
+json Normal(const json& j) {
+  if (j.is_object()) {
+    json o = json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) o[it.key()] = Normal(it.value());
+    return o;
+  }
+  if (j.is_array()) {
+    json a = json::array();
+    for (const auto& e : j) a.push_back(Normal(e));
+    return a;
+  }
+  if (j.is_string()) return j;
+  if (j.is_null()) return "";
+  return j.dump();
+}
+
+TEST_F(HelmE2E, EveryValueInValuesYamlReachesTheDaemon) {
+  const YAML::Node values = YAML::LoadFile(Chart() + "/values.yaml");
+  std::vector<std::pair<std::string, YAML::Node>> leaves;
+  Leaves(values, "", &leaves);
+  ASSERT_GT(leaves.size(), 40u);
+  // Values that are not the daemon's configuration: where the manifests show them.
+  const std::set<std::string> manifest_only = {
+      "replicaCount", "image.repository", "image.tag", "image.pullPolicy", "resources.requests.cpu",
+      "resources.requests.memory", "resources.limits.memory", "nodeSelector", "tolerations", "affinity",
+      "priorityClassName", "slurm.tokenSecret.name", "admin.tokenSecret.name"};
+  // Values whose key in config.yaml differs, and what it holds for a value v.
+  const std::map<std::string, std::pair<std::string, std::function<std::string(const std::string&)>>> renamed = {
+      {"service.grpcPort", {"server.grpcAddress", [](const std::string& v) { return "0.0.0.0:" + v; }}},
+      {"service.metricsPort", {"server.metricsAddress", [](const std::string& v) { return "0.0.0.0:" + v; }}},
+      {"slurm.tokenSecret.key", {"slurm.tokenFile", [](const std::string& v) { return "/var/run/onequeue/slurm/" + v; }}},
+      {"admin.tokenSecret.key", {"server.adminTokenFile", [](const std::string& v) { return "/var/run/onequeue/admin/" + v; }}},
+  };
+  // Settings a changed value needs to render at all.
+  const std::map<std::string, std::vector<std::string>> needs = {
+      {"slurm.enabled", {"slurm.url=http://127.0.0.1:6820"}},
+      {"slurm.tokenSecret.name", {"slurm.enabled=true", "slurm.url=http://127.0.0.1:6820"}},
+      {"admin.tokenSecret.key", {"admin.tokenSecret.name=onequeue-admin-token"}},
+      {"leaderElection.enabled", {"replicaCount=1"}},
+  };
+  // A different, valid value for each kind of leaf.
+  const std::map<std::string, json> chosen = {
+      {"slurm.url", "http://127.0.0.1:6999"},   {"slurm.apiVersion", "v0.0.40"},
+      {"slurm.lendMechanism", "drain"},         {"image.pullPolicy", "Always"},
+      {"resources.requests.cpu", "321m"},       {"resources.requests.memory", "321Mi"},
+      {"resources.limits.memory", "3210Mi"},    {"slurm.qosMap", {{"x-slurm-qos", "normal"}}},
+      {"nodeSelector", {{"x-test-label", "yes"}}},
+      {"tolerations", json::array({{{"key", "x-test-taint"}, {"operator", "Exists"}}})},
+      {"affinity", {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution",
+                                       {{"nodeSelectorTerms", json::array({{{"matchExpressions",
+                                         json::array({{{"key", "x-test-affinity"}, {"operator", "Exists"}}})}}})}}}}}}},
+      {"queue.accounts", json::array({{{"name", "x-test"}, {"parent", ""}, {"shares", 2}}})},
+  };
+  const std::string dir = home_ + "/values-walk";
+  mkdir(dir.c_str(), 0755);
+  int checked = 0;
+  for (const auto& [path, original] : leaves) {
+    SCOPED_TRACE(path);
+    json v;
+    if (auto c = chosen.find(path); c != chosen.end()) {
+      v = c->second;
+    } else if (original.IsSequence()) {
+      v = Normal(original);
+      if (path == "queue.qos") v.push_back({{"name", "x-test"}, {"priority", 5}});
+      else v.push_back("x-test");
+    } else if (original.IsScalar() && (original.Scalar() == "true" || original.Scalar() == "false")) {
+      v = original.Scalar() != "true";
+    } else if (original.IsScalar() && !original.Scalar().empty() &&
+               original.Scalar().find_first_not_of("0123456789.") == std::string::npos) {
+      v = std::stod(original.Scalar()) + 7;
+      if (v.get<double>() == std::floor(v.get<double>())) v = static_cast<int64_t>(v.get<double>());
+    } else if (original.IsScalar() || original.IsNull()) {
+      const std::string s = original.IsNull() ? "" : original.Scalar();
+      v = s.empty() ? std::string("x-test") : s + "-x";
+    } else {
+      ADD_FAILURE() << path << ": no rule for this kind of value";
+      continue;
+    }
+    std::vector<std::string> args = {"template", "onequeue", Chart(), "-n", kNamespace, "--set-json",
+                                     path + "=" + v.dump()};
+    if (auto n = needs.find(path); n != needs.end()) {
+      for (const auto& extra : n->second) args.insert(args.end(), {"--set", extra});
+    }
+    const CommandResult rendered = Helm(args);
+    ASSERT_EQ(rendered.exit_code, 0) << absl::StrJoin(args, " ") << "\n" << rendered.output;
+    YAML::Node configmap;
+    for (const YAML::Node& doc : YAML::LoadAll(rendered.output)) {
+      if (doc && doc["kind"] && doc["kind"].as<std::string>() == "ConfigMap") configmap = doc;
+    }
+    ASSERT_TRUE(configmap) << rendered.output;
+    const std::string config_text = configmap["data"]["config.yaml"].as<std::string>();
+    const std::string config_path = dir + "/config.yaml";
+    std::ofstream(config_path) << config_text;
+    const CommandResult check = RunCommand({ONEQUEUE_SCHEDULER_BIN, "--check-config", "--config", config_path});
+    EXPECT_EQ(check.exit_code, 0) << check.output << "\n" << config_text;
+
+    const std::string plain = v.is_string() ? v.get<std::string>() : v.dump();
+    if (manifest_only.count(path)) {
+      // The value's text (or, for a map or list, its first key's) appears in the manifests.
+      std::string needle = plain;
+      if (v.is_object() || v.is_array()) needle = "x-test";
+      EXPECT_THAT(rendered.output, HasSubstr(needle)) << path;
+      ++checked;
+      continue;
+    }
+    std::string config_key = path;
+    json expected = Normal(v);
+    if (auto r = renamed.find(path); r != renamed.end()) {
+      config_key = r->second.first;
+      expected = r->second.second(plain);
+    }
+    YAML::Node at = YAML::Load(config_text);
+    for (absl::string_view part : absl::StrSplit(config_key, '.')) {
+      ASSERT_TRUE(at.IsMap() && at[std::string(part)]) << config_key << " not in config.yaml:\n" << config_text;
+      at = at[std::string(part)];
+    }
+    EXPECT_EQ(Normal(at), expected) << config_key << " in config.yaml:\n" << config_text;
+    ++checked;
+  }
+  std::cout << "[ measure ] values.yaml leaves checked: " << checked << "\n";
 }
 
 TEST_F(HelmE2E, InstallRunsTwoReplicasWithLeastPrivilegeAndUninstallRemovesIt) {
