@@ -77,6 +77,9 @@ std::string Duration(int64_t seconds) {
   return buf;
 }
 
+// Run time so far (squeue's TIME): 0:00:00 for a job that started in the cycle shown.
+std::string Elapsed(int64_t seconds) { return seconds <= 0 ? "0:00:00" : Duration(seconds); }
+
 std::string Or(const std::string& v, const char* dash = "-") { return v.empty() ? dash : v; }
 
 std::string Fixed(double v) {
@@ -203,7 +206,7 @@ int Queue(v1::QueueService::Stub* stub, const std::string& server, const Flags& 
                                           : absl::StrJoin(w.nodes().begin(), w.nodes().end(), ",");
     t.Add({w.world(), w.id(), Or(w.name()), Or(w.account()), Or(w.qos()), w.state(),
            w.position() > 0 ? absl::StrCat(w.position()) : "-",
-           running ? Duration(resp.cycle().cycle_time() - w.start_time()) : "0:00:00",
+           running ? Elapsed(resp.cycle().cycle_time() - w.start_time()) : "0:00:00",
            Duration(w.time_limit_seconds()), Members(w),
            running ? Time(w.start_time()) : Time(w.estimated_start()), where});
   }
