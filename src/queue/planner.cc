@@ -806,6 +806,8 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     Time freed;  // the latest block end at which the node was examined (the search's start: none)
   };
   absl::flat_hash_map<NodeIndex, Feasible> feasible;
+  // Sized once: growing it node by node was a tenth of an EASY replay.
+  feasible.reserve(std::min<size_t>(p.size(), 2 * static_cast<size_t>(members) + 16));
   int64_t total = 0;
   auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
     if (!Usable(n, w, priority, eligible)) return 0;

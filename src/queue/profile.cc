@@ -105,6 +105,13 @@ bool AvailabilityProfile::Remove(NodeIndex node, const Block& block) {
 }
 
 void AvailabilityProfile::SealBase() {
+  // A few hundred ends (a trace replay's 128 processors) sort faster than the radix passes below
+  // clear their 2,048 counters.
+  if (base_ends_.size() < 512) {
+    std::sort(base_ends_.begin(), base_ends_.end());
+    sealed_ = true;
+    return;
+  }
   // LSD radix sort of (end - now, node) packed in 64 bits: ~25,000 running blocks per cycle,
   // where std::sort took ~5 % of a cycle. Digits equal in every key (the high bits) are skipped.
   std::vector<uint64_t> keys(base_ends_.size()), scratch(base_ends_.size());
