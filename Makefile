@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 
-.PHONY: all deps upstream build test unit demo fuzz clean
+.PHONY: all deps upstream build test unit demo image fuzz clean
 
 all: build
 
@@ -29,6 +29,11 @@ unit: build
 
 demo: upstream build
 	bash test/demo/demo.sh $(BUILD_DIR)
+
+# The container image the chart runs, without a Docker engine (mmdebstrap + umoci; needs root):
+# $(BUILD_DIR)/image/oci and $(BUILD_DIR)/image/onequeue-scheduler-<appVersion>.oci.tar.
+image: build
+	bash deploy/image/build-image.sh $(BUILD_DIR)
 
 # libFuzzer builds of the fuzz targets (clang), in their own build folder.
 fuzz: deps

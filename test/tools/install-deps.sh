@@ -13,6 +13,8 @@ packages=(
   # the local cluster: etcd, Slurm with slurmrestd and JWT, munge; tools the scripts use
   etcd-server etcd-client munge slurmctld slurmd slurmrestd slurm-client slurm-wlm-jwt-plugin
   openssl curl procps iproute2 util-linux jq
+  # make image (and its test): the root file system and the OCI image, without a Docker engine
+  mmdebstrap umoci
 )
 missing=()
 for p in "${packages[@]}"; do
