@@ -143,4 +143,27 @@ TEST(CliTest, OqSimulateRefusesBadInputClearly) {
   EXPECT_NE(r.exit_code, 0);
 }
 
+// Issue 15 part 3: the daemon's own configuration file drives the replay.
+TEST(CliTest, OqSimulateReplaysWithTheDaemonsConfiguration) {
+  const std::string header = "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n";
+  const std::string config = TempFile("onequeue.yaml", header + "queue:\n  reservationDepth: 3\n  qos:\n"
+                                                                "    - {name: batch, priority: 10}\n");
+  Result r = RunCommand(kOq + " simulate " + Trace() + " --config " + config + " --qos batch");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("reservation depth 3, resolution 1 s, QOS batch"));
+  r = RunCommand(kOq + " simulate " + Trace() + " --config " + config + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"policy\":\"config\""));
+  // Wrong combinations and files are refused clearly.
+  r = RunCommand(kOq + " simulate " + Trace() + " --config " + config + " --policy easy");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = RunCommand(kOq + " simulate " + Trace() + " --config " + config + " --qos gold");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("not in"));
+  const std::string broken = TempFile("broken.yaml", header + "queue:\n  reservationDepht: 3\n");
+  r = RunCommand(kOq + " simulate " + Trace() + " --config " + broken);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("reservationDepht"));
+}
+
 }  // namespace
