@@ -6,7 +6,7 @@
 //
 // test/bench/scenario/stackhpc.sh runs this binary with longer windows and every way, and plots.
 // Parameters (environment): ONEQUEUE_SCENARIO_{NODES, INTERACTIVE, INTERVAL_SECONDS,
-// BOUND_SECONDS, SETTLE_SECONDS, JOB_SECONDS, WAYS, OUT}.
+// BOUND_SECONDS, SETTLE_SECONDS, JOB_SECONDS, WAYS, OUT, WORKER_CONTROLLER (statefulset|deployment)}.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -38,6 +38,7 @@ ScenarioOptions OptionsFromEnv() {
   o.settle = absl::Seconds(EnvInt("ONEQUEUE_SCENARIO_SETTLE_SECONDS", absl::ToInt64Seconds(o.settle)));
   o.job_seconds = EnvInt("ONEQUEUE_SCENARIO_JOB_SECONDS", o.job_seconds);
   if (const char* out = std::getenv("ONEQUEUE_SCENARIO_OUT")) o.output_dir = out;
+  if (const char* c = std::getenv("ONEQUEUE_SCENARIO_WORKER_CONTROLLER")) o.worker_controller = c;
   return o;
 }
 

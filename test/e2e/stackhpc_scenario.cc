@@ -81,8 +81,12 @@ json GpuRequests(int gpus) {
 class Run {
  public:
   Run(Way way, const ScenarioOptions& options, const Clusters& clusters)
-      : way_(way), o_(options), c_(clusters), ns_("sh-" + WayName(way)) {
+      : way_(way),
+        o_(options),
+        c_(clusters),
+        ns_("sh-" + WayName(way) + (options.worker_controller == "deployment" ? "-d" : "")) {
     result_.way = WayName(way);
+    if (HasWorkerPods(way) && options.worker_controller == "deployment") result_.way += "-deployment";
   }
   ~Run() { TearDown(); }
 
@@ -252,19 +256,26 @@ class Run {
                      {"affinity", anti},
                      {"containers", json::array({{{"name", "slurmd"}, {"image", "slinky/slurmd"},
                                                   {"resources", GpuRequests(o_.gpus)}}})}};
+    json pod_template = {{"metadata", {{"labels", {{"app", "slurm-worker"}}}, {"annotations", {{"onequeue.io/qos", "batch"}}}}},
+                     {"spec", pod_spec}};
+    json spec = {{"replicas", o_.nodes}, {"selector", {{"matchLabels", {{"app", "slurm-worker"}}}}}, {"template", pod_template}};
+    if (o_.worker_controller == "deployment") {
+      json deployment = {{"apiVersion", "apps/v1"},
+                         {"kind", "Deployment"},
+                         {"metadata", {{"name", "slurm-worker"}, {"namespace", ns_}}},
+                         {"spec", spec}};
+      return Create(client_.get(), Deployments(), ns_, deployment);
+    }
+    if (o_.worker_controller != "statefulset") {
+      return absl::InvalidArgumentError("worker controller must be statefulset or deployment, not " +
+                                        o_.worker_controller);
+    }
+    spec["podManagementPolicy"] = "Parallel";
+    spec["serviceName"] = "slurm-worker";
     json sts = {{"apiVersion", "apps/v1"},
                 {"kind", "StatefulSet"},
                 {"metadata", {{"name", "slurm-worker"}, {"namespace", ns_}}},
-                {"spec",
-                 {{"replicas", o_.nodes},
-                  {"podManagementPolicy", "Parallel"},
-                  {"serviceName", "slurm-worker"},
-                  {"selector", {{"matchLabels", {{"app", "slurm-worker"}}}}},
-                  {"template",
-                   {{"metadata",
-                     {{"labels", {{"app", "slurm-worker"}}},
-                      {"annotations", {{"onequeue.io/qos", "batch"}}}}},
-                    {"spec", pod_spec}}}}}};
+                {"spec", spec}};
     return Create(client_.get(), kStatefulSets, ns_, sts);
   }
 
@@ -297,6 +308,7 @@ class Run {
     uint32_t id = 0;
     if (out.ok() && absl::SimpleAtoi(absl::StripAsciiWhitespace(*out), &id)) {
       ++result_.jobs_submitted;
+      submitted_.insert(id);
     } else {
       std::cerr << "stackhpc: sbatch failed: " << (out.ok() ? *out : out.status().ToString()) << "\n";
     }
@@ -374,7 +386,11 @@ class Run {
       }
     }
     if (jobs) {
-      jobs_ = ShowJobs(*c_.slurm);
+      // Only this run's jobs: scontrol keeps earlier runs' finished jobs for MinJobAge.
+      jobs_.clear();
+      for (auto& [id, job] : ShowJobs(*c_.slurm)) {
+        if (submitted_.count(id)) jobs_[id] = std::move(job);
+      }
       if (way_ == Way::kOnequeueLending) {
         for (const auto& [id, job] : jobs_) {
           if (job.restarts == 0 || job.state != "RUNNING") continue;
@@ -487,7 +503,7 @@ class Run {
       worker_scheduler_pid_ = -1;
     }
     if (!client_) return;
-    (void)testing::Kubectl(*c_.k8s, {"delete", "statefulsets,pods", "--all", "-n", ns_, "--grace-period=0",
+    (void)testing::Kubectl(*c_.k8s, {"delete", "statefulsets,deployments,pods", "--all", "-n", ns_, "--grace-period=0",
                                      "--force", "--wait=false"});
     (void)testing::SlurmCommand(*c_.slurm, {"scancel", "--full", "-u", c_.slurm->user});
     Eventually(absl::Seconds(30), [&] {
@@ -521,7 +537,8 @@ class Run {
   std::set<std::string> needed_;  // nodes a worker was evicted from for a waiting interactive pod
   std::map<std::string, int> evictions_of_worker_;  // by worker name (StatefulSet ordinal)
   std::map<int, bool> slurm_up_;
-  std::map<uint32_t, SlurmJob> jobs_;
+  std::set<uint32_t> submitted_;
+  std::map<uint32_t, SlurmJob> jobs_;  // of `submitted_`, as last seen
   std::set<uint32_t> back_on_reserved_;
 };
 

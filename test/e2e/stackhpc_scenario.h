@@ -48,6 +48,10 @@ struct ScenarioOptions {
   absl::Duration settle = absl::Seconds(240);  // Slurm 22.05 delays a requeued job's start by 120 s
   int job_seconds = 15;  // each Slurm batch job sleeps this long
   std::string lend_mechanism = "drain";  // onequeue-lending: slurm.lendMechanism
+  // The worker pods' controller: "statefulset" (Slinky's NodeSet keeps one pod per ordinal: the
+  // replacement is created only once the victim is gone) or "deployment" (a ReplicaSet creates the
+  // replacement as soon as the victim starts terminating).
+  std::string worker_controller = "statefulset";
   std::string output_dir;  // non-empty: <way>.timeline.csv and <way>.summary.json written there
 };
 

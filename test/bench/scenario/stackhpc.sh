@@ -2,9 +2,10 @@
 # The StackHPC scenario, every way, longer than CI's run, with the table and the plot of
 # docs/stackhpc-scenario.md. Run by hand on a quiet machine (nothing else compiling or testing):
 #   test/bench/scenario/stackhpc.sh [OUT_DIR]
-# Environment (defaults in brackets): NODES [8] GPU nodes, INTERACTIVE [6] pods one every
-# INTERVAL [10] s, BOUND [180] s measured window, SETTLE [240] s for requeued jobs, JOB_SECONDS [30],
-# BUILD_DIR [build]. Writes OUT_DIR/<way>.timeline.csv, <way>.summary.json, table.md, stackhpc.png.
+# Environment (defaults in brackets): NODES [6] GPU nodes, INTERACTIVE [4] pods one every
+# INTERVAL [10] s, BOUND [120] s measured window, SETTLE [300] s for requeued jobs, JOB_SECONDS [30],
+# BUILD_DIR [build]. Runs the four ways with StatefulSet workers, then two-schedulers again with
+# Deployment workers. Writes OUT_DIR/<way>.timeline.csv, <way>.summary.json, table.md, stackhpc.png.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
@@ -19,22 +20,26 @@ if ! command -v gnuplot >/dev/null; then
 fi
 make -C "$root" upstream build >/dev/null
 
-export ONEQUEUE_SCENARIO_NODES="${NODES:-8}"
-export ONEQUEUE_SCENARIO_INTERACTIVE="${INTERACTIVE:-6}"
+export ONEQUEUE_SCENARIO_NODES="${NODES:-6}"
+export ONEQUEUE_SCENARIO_INTERACTIVE="${INTERACTIVE:-4}"
 export ONEQUEUE_SCENARIO_INTERVAL_SECONDS="${INTERVAL:-10}"
-export ONEQUEUE_SCENARIO_BOUND_SECONDS="${BOUND:-180}"
-export ONEQUEUE_SCENARIO_SETTLE_SECONDS="${SETTLE:-240}"
+export ONEQUEUE_SCENARIO_BOUND_SECONDS="${BOUND:-120}"
+export ONEQUEUE_SCENARIO_SETTLE_SECONDS="${SETTLE:-300}"
 export ONEQUEUE_SCENARIO_JOB_SECONDS="${JOB_SECONDS:-30}"
 export ONEQUEUE_SCENARIO_WAYS=kube-scheduler,two-schedulers,onequeue-workers,onequeue-lending
 export ONEQUEUE_SCENARIO_OUT="$out"
 echo "stackhpc.sh: $ONEQUEUE_SCENARIO_NODES nodes, $ONEQUEUE_SCENARIO_INTERACTIVE interactive pods every" \
   "${ONEQUEUE_SCENARIO_INTERVAL_SECONDS} s, window ${ONEQUEUE_SCENARIO_BOUND_SECONDS} s; output in $out" >&2
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/load.txt" >&2
 "$build/test/e2e/stackhpc_e2e_test" --gtest_color=no 2>&1 | tee "$out/run.log" | grep -E "SCENARIO |OK|FAILED" || true
+ONEQUEUE_SCENARIO_WAYS=two-schedulers ONEQUEUE_SCENARIO_WORKER_CONTROLLER=deployment \
+  "$build/test/e2e/stackhpc_e2e_test" --gtest_color=no 2>&1 | tee "$out/run-deployment.log" | grep -E "SCENARIO |OK|FAILED" || true
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/load.txt" >&2
 
 python3 - "$out" <<'PY'
 import json, sys, os
 out = sys.argv[1]
-ways = ["kube-scheduler", "two-schedulers", "onequeue-workers", "onequeue-lending"]
+ways = ["kube-scheduler", "two-schedulers", "two-schedulers-deployment", "onequeue-workers", "onequeue-lending"]
 rows = [json.load(open(f"{out}/{w}.summary.json")) for w in ways if os.path.exists(f"{out}/{w}.summary.json")]
 cols = [("way", "way"), ("interactive bound / created", None), ("never bound", "interactive_never_bound"),
         ("bind p50 s", "bind_p50_seconds"), ("bind p99 s", "bind_p99_seconds"),
@@ -56,14 +61,13 @@ PY
 
 plot_lines() {  # column of the timeline CSVs
   local col=$1 sep="" w
-  for w in kube-scheduler two-schedulers onequeue-workers onequeue-lending; do
+  for w in kube-scheduler two-schedulers two-schedulers-deployment onequeue-workers onequeue-lending; do
     [ -f "$out/$w.timeline.csv" ] || continue
     printf '%s"%s" using 1:%s with steps lw 2 title "%s"' "$sep" "$out/$w.timeline.csv" "$col" "$w"
     sep=", "
   done
 }
 gnuplot <<GP
-set terminal pngcairo size 1000,700 noenhanced 2>/dev/null
 set terminal png size 1000,700 noenhanced
 set output "$out/stackhpc.png"
 set datafile separator ","
