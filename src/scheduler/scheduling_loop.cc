@@ -510,7 +510,12 @@ void SchedulingLoop::HoldWaitingJobs(const queue::Plan& plan, CycleStats* stats)
     auto job = slurm_records_.pending.find(w.workload);
     if (job == slurm_records_.pending.end()) continue;
     ++stats->slurm_pending;
-    if (w.reason == queue::WaitReason::kHeld) continue;  // Slurm's own hold, dependency or begin time
+    if (w.reason == queue::WaitReason::kHeld) {
+      // Slurm's own hold, dependency or begin time (or an admin's oq hold): not onequeue's to
+      // write. Once it is lifted the job needs onequeue's hold again, so forget the last one asked.
+      last_hold_.erase(*id);
+      continue;
+    }
     // The position moves with every arrival: the comment carries only the reason, like the pod's event.
     std::string message(w.Message());
     const std::string reason = queue::WaitReasonName(w.reason);

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -112,8 +113,14 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
   void StartScheduler(int64_t lend_after, const std::string& default_qos = "batch",
                       const std::vector<std::string>& env = {}) {
     if (!scheduler_) scheduler_ = std::make_unique<SchedulerProcess>(dir_, "onequeue-scheduler");
+    std::string base = SchedulerConfigYaml(K8sClusterEnvironment::Info(), "onequeue.io/pool=" + ns_);
+    if (!admin_token_file_.empty()) {  // oq's admin calls accepted with this file's token
+      const std::string server_end = "metricsAddress: \"127.0.0.1:0\"}";
+      base.replace(base.find(server_end), server_end.size(),
+                   absl::StrCat("metricsAddress: \"127.0.0.1:0\", adminTokenFile: \"", admin_token_file_, "\"}"));
+    }
     const std::string yaml = absl::StrCat(
-        SchedulerConfigYaml(K8sClusterEnvironment::Info(), "onequeue.io/pool=" + ns_), "slurm:\n",
+        base, "slurm:\n",
         "  enabled: true\n", "  url: \"", Slurm().rest_url, "\"\n", "  tokenFile: \"", Slurm().token_file, "\"\n",
         "  user: ", Slurm().user, "\n", "  apiVersion: v0.0.38\n", "  lendMechanism: ", GetParam(), "\n",
         "  sharedPartitions: [pool]\n", "  nodeLabel: ", kSlurmNodeLabel, "\n", "  lendAfterSeconds: ", lend_after,
@@ -191,6 +198,7 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
   }
 
   std::string ns_, dir_;
+  std::string admin_token_file_;  // non-empty: the daemon accepts admin calls with this token
   std::unique_ptr<k8s::RestClient> client_;
   std::unique_ptr<SchedulerProcess> scheduler_;
 };
@@ -399,6 +407,8 @@ TEST_P(SlurmE2ETest, ANodeIsLentAgainAfterItsLastPodEnds) {
 // fits nowhere in `oq explain slurm/<id>`; --format json parses.
 TEST_P(SlurmE2ETest, OqShowsSlurmJobsAndPodsInOneQueue) {
   AddPool(2);
+  admin_token_file_ = dir_ + "/admin-token";
+  std::ofstream(admin_token_file_) << "slurm-e2e-admin\n";
   StartScheduler(/*lend_after=*/2);
   ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); }));
   const uint32_t a = Submit({}, "120"), b = Submit({}, "120");
@@ -474,6 +484,29 @@ TEST_P(SlurmE2ETest, OqShowsSlurmJobsAndPodsInOneQueue) {
   CommandResult prio = oq({"priority"});
   EXPECT_THAT(prio.output, ::testing::HasSubstr(wid));
   EXPECT_THAT(prio.output, ::testing::HasSubstr(ns_ + "/web"));
+
+  // oq hold on a Slurm job: an admin hold (priority 0, the reason in the comment, no onequeue
+  // tag); the queue says Held. oq release: the hold goes and onequeue takes the job back: held
+  // again with its own reason while it waits for a node, or started by onequeue once one frees.
+  CommandResult hold = oq({"hold", wid, "--reason", "license server down", "--token-file", admin_token_file_});
+  ASSERT_EQ(hold.exit_code, 0) << hold.output;
+  auto comment = [&] {
+    auto out = SlurmCommand(Slurm(), {"squeue", "-h", "-j", absl::StrCat(waiting), "-o", "%k"});
+    return out.ok() ? std::string(absl::StripAsciiWhitespace(*out)) : std::string();
+  };
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
+    return ShowJob(waiting)["Priority"] == "0" &&
+           comment() == "held by an administrator (oq hold): license server down";
+  })) << comment();
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] {
+    return absl::StrContains(line_with(oq({"queue"}).output, wid + " "), "(Held)");
+  }));
+  CommandResult release = oq({"release", wid, "--token-file", admin_token_file_});
+  ASSERT_EQ(release.exit_code, 0) << release.output;
+  EXPECT_TRUE(Eventually(kSlurmTimeout, [&] {
+    const std::string line = line_with(oq({"queue"}).output, wid + " ");
+    return !line.empty() && !absl::StrContains(line, "(Held)") && absl::StartsWith(comment(), "onequeue");
+  })) << comment();
 }
 
 INSTANTIATE_TEST_SUITE_P(Mechanisms, SlurmE2ETest, ::testing::Values("drain", "placeholder"),
