@@ -189,7 +189,7 @@ inline Duration RunTime(const PendingWorkload& w) {
 //    node unless shared_nodes;
 //  - no workload is decided twice, and nothing with an admission error, held or an incomplete
 //    gang starts;
-//  - backfill modes: whatever fits now starts. A placeable workload that waits does not fit now
+//  - backfill modes (in queue order, not shortest-first): whatever fits now starts. A placeable workload that waits does not fit now
 //    beside what the workloads ahead of it in the queue were given (starts, reservations,
 //    preemption claims): otherwise the plan left it waiting for nothing.
 inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config, const Plan& plan) {
@@ -353,8 +353,10 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
     }
   }
 
-  // 5. Backfill modes: whatever fits now starts.
-  if (config.backfill == BackfillMode::kNone) return;
+  // 5. Backfill modes: whatever fits now starts. (Not with backfill_shortest_first: there the
+  // backfill candidates are visited shortest first, not in queue order, so "ahead of it" is not
+  // the queue position.)
+  if (config.backfill == BackfillMode::kNone || config.backfill_shortest_first) return;
   std::map<std::string, std::vector<std::pair<NodeIndex, Interval>>> given;  // workload -> its blocks
   std::map<std::string, std::vector<NodeIndex>> claims;                      // preemptor -> nodes
   auto record = [&](const std::string& id, const MemberNodes& nodes, Time start) {
