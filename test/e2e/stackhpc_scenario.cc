@@ -447,6 +447,12 @@ class Run {
 
   void EndWindow() {
     ending_ = true;
+    Observe(/*jobs=*/true);
+    for (const auto& [id, job] : jobs_) {
+      if (job.state == "COMPLETED") {
+        result_.slurm_gpu_hours_in_window += static_cast<double>(job.run_seconds) * o_.gpus / 3600.0;
+      }
+    }
     // Users who are still waiting give up; the backlog that never started is withdrawn, so the
     // requeued jobs can show whether they run again.
     for (const auto& [name, created] : interactive_created_) {
@@ -568,12 +574,14 @@ std::string ScenarioResult::Summary() const {
   return absl::StrFormat(
       "%s: interactive bound %d/%d (never %d), bind p50 %.1f s p99 %.1f s; evictions %d (%.2f per interactive pod, "
       "worker evicted most %d times); replacements on needed nodes %d, on reserved nodes %d; Slurm jobs "
-      "completed %d, requeued %d (requeues %d, most of one job %d), requeued and completed %d; %.3f GPU-hours",
+      "completed %d, requeued %d (requeues %d, most of one job %d), requeued and completed %d; %.3f GPU-hours "
+      "(%.3f in the window)",
       way, interactive_bound, interactive_created, interactive_created - interactive_bound, BindPercentile(50),
       BindPercentile(99), Evictions(),
       interactive_created ? static_cast<double>(Evictions()) / interactive_created : 0.0,
       max_evictions_of_one_worker, replacements_on_needed_nodes, replacements_on_reserved_nodes, jobs_completed,
-      jobs_requeued, total_requeues, max_requeues_of_one_job, requeued_jobs_completed, slurm_gpu_hours);
+      jobs_requeued, total_requeues, max_requeues_of_one_job, requeued_jobs_completed, slurm_gpu_hours,
+      slurm_gpu_hours_in_window);
 }
 
 std::string ScenarioResult::SummaryJson() const {
@@ -596,7 +604,8 @@ std::string ScenarioResult::SummaryJson() const {
             {"slurm_requeues", total_requeues},
             {"slurm_max_requeues_of_one_job", max_requeues_of_one_job},
             {"slurm_requeued_jobs_completed", requeued_jobs_completed},
-            {"slurm_gpu_hours", slurm_gpu_hours}};
+            {"slurm_gpu_hours", slurm_gpu_hours},
+            {"slurm_gpu_hours_in_window", slurm_gpu_hours_in_window}};
   return j.dump();
 }
 

@@ -84,7 +84,9 @@ struct ScenarioResult {
   int max_requeues_of_one_job = 0;
   int requeued_jobs_completed = 0;   // of jobs_requeued, COMPLETED by the end of the settle time
   int requeued_jobs_back_on_reserved_node = 0;  // a requeued job seen running on a reserved node
-  double slurm_gpu_hours = 0;        // COMPLETED jobs' run time x GPUs
+  double slurm_gpu_hours = 0;        // COMPLETED jobs' run time x GPUs, by the end of the settle time
+  // COMPLETED by the end of the window: the same time bound for every way.
+  double slurm_gpu_hours_in_window = 0;
   std::vector<Sample> timeline;
 
   int Evictions() const { return worker_evictions + (HasWorkerPodsWay() ? 0 : total_requeues); }

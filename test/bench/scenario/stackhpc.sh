@@ -47,7 +47,7 @@ cols = [("way", "way"), ("interactive bound / created", None), ("never bound", "
         ("worker evicted most", "max_evictions_of_one_worker"),
         ("replacements on needed nodes", "replacements_on_needed_nodes"),
         ("Slurm jobs requeued", "slurm_jobs_requeued"), ("requeued jobs COMPLETED", "slurm_requeued_jobs_completed"),
-        ("Slurm GPU-hours done", "slurm_gpu_hours")]
+        ("Slurm GPU-hours done in the window", "slurm_gpu_hours_in_window")]
 def cell(r, key, title):
     if key is None: return f"{r['interactive_bound']} / {r['interactive_created']}"
     v = r[key]
