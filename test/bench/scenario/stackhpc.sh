@@ -4,7 +4,7 @@
 #   test/bench/scenario/stackhpc.sh [OUT_DIR]
 # Environment (defaults in brackets): NODES [6] GPU nodes, INTERACTIVE [4] pods one every
 # INTERVAL [10] s, BOUND [120] s measured window, SETTLE [300] s for requeued jobs, JOB_SECONDS [30],
-# BUILD_DIR [build]. Runs the four ways with StatefulSet workers, then two-schedulers again with
+# BUILD_DIR [build], SKIP_BUILD [0]. Runs the four ways with StatefulSet workers, then two-schedulers again with
 # Deployment workers. Writes OUT_DIR/<way>.timeline.csv, <way>.summary.json, table.md, stackhpc.png.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,7 +18,8 @@ if ! command -v gnuplot >/dev/null; then
   echo "stackhpc.sh: installing gnuplot-nox for the plot" >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q gnuplot-nox >/dev/null
 fi
-make -C "$root" upstream build >/dev/null
+# SKIP_BUILD=1: use the binaries as they are (e.g. while others edit the tree).
+[ "${SKIP_BUILD:-0}" = 1 ] || make -C "$root" upstream build >/dev/null
 
 export ONEQUEUE_SCENARIO_NODES="${NODES:-6}"
 export ONEQUEUE_SCENARIO_INTERACTIVE="${INTERACTIVE:-4}"
