@@ -252,6 +252,7 @@ class PreemptionE2E : public E2ETest {
     PodOptions member = Interactive("2");
     member.group = "train";
     member.group_size = "2";
+    const absl::Time began = absl::Now();
     CreatePod("train-0", member);
     CreatePod("train-1", member);
     const std::string victim = *originals.begin();
@@ -268,8 +269,11 @@ class PreemptionE2E : public E2ETest {
       }
       return !replacement.empty();
     }));
+    const absl::Time evicted = absl::Now();
     // The victim has gone: its node is free for whoever the scheduler gives it to.
     EXPECT_TRUE(Eventually(kRunningTimeout, [&] { return !GetPod(client_.get(), ns_, victim).ok(); }));
+    std::cout << "[ measure ] gang created -> victim evicted: " << absl::FormatDuration(evicted - began)
+              << "; -> victim gone: " << absl::FormatDuration(absl::Now() - began) << "\n";
     return replacement;
   }
 
@@ -323,9 +327,11 @@ TEST_F(PreemptionE2E, OnlyTheReservationKeepsTheReplacementOffWhileTheGangPreemp
   AddPool(1, "4");
   Watch();
   StartScheduler();
+  const absl::Time start = absl::Now();
   CreateDeployment("batch", 1, "4", /*grace_seconds=*/3);
   const std::set<std::string> originals = WaitRunning("batch", 1);
   ASSERT_EQ(originals.size(), 1u);
+  std::cout << "[ measure ] batch pod Running after " << absl::FormatDuration(absl::Now() - start) << "\n";
   const std::string node = ns_ + "-1";
   const std::string replacement = GangLosesAMemberWhileItsVictimLeaves(originals);
   ASSERT_FALSE(replacement.empty());
@@ -359,12 +365,15 @@ TEST_F(PreemptionE2E, ControlWithoutTheReservationTheReplacementWinsTheNode) {
   AddPool(1, "4");
   Watch();
   StartSchedulerWithoutReservations();
+  const absl::Time start = absl::Now();
   CreateDeployment("batch", 1, "4", /*grace_seconds=*/3);
   const std::set<std::string> originals = WaitRunning("batch", 1);
   ASSERT_EQ(originals.size(), 1u);
+  std::cout << "[ measure ] batch pod Running after " << absl::FormatDuration(absl::Now() - start) << "\n";
   const std::string node = ns_ + "-1";
   const std::string replacement = GangLosesAMemberWhileItsVictimLeaves(originals);
   ASSERT_FALSE(replacement.empty());
+  const absl::Time freed = absl::Now();
   EXPECT_TRUE(Eventually(kBindTimeout, [&] {
     for (const auto& b : recorder_.bindings()) {
       if (b.pod == replacement && b.node == node) return true;
@@ -372,6 +381,7 @@ TEST_F(PreemptionE2E, ControlWithoutTheReservationTheReplacementWinsTheNode) {
     return false;
   })) << "without the reservation the replacement should win the node; "
       << Describe(EventsAbout(client_.get(), ns_, replacement));
+  std::cout << "[ measure ] node free -> replacement bound: " << absl::FormatDuration(absl::Now() - freed) << "\n";
   EXPECT_FALSE(recorder_.EverReserved()) << "the switch left a reservation";
 }
 
