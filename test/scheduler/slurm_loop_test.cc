@@ -333,5 +333,34 @@ TEST(SlurmLoopTest, AJobRequeuedBeforeItsStartWasSeenNoLongerHoldsTheNode) {
   EXPECT_EQ(c.slurm.requeues[7], 1);
 }
 
+// An administrator's hold (oq hold: priority 0, a comment without onequeue's tag) is left alone;
+// once it is released, the job still waits for a node and onequeue holds it again with its own
+// reason (it used to remember its earlier hold as "asked, the poll lags" and never wrote it again,
+// so Slurm could start the job by itself: found by slurm_e2e_test).
+TEST(SlurmLoopTest, AJobReleasedFromAnAdminHoldIsHeldByOnequeueAgainWhileItWaits) {
+  Cluster c(1);
+  c.k8s.AddPod("web", "8", "interactive");  // the only node is busy with a pod
+  c.slurm.Submit(7);
+  Config cfg = SlurmConfig();
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  for (int t = 0; t < 3; ++t) c.Cycle(loop, kT0 + t);
+  ASSERT_EQ(c.slurm.Job(7).priority, 0);
+  ASSERT_THAT(c.slurm.Job(7).comment, HasSubstr("onequeue:"));
+  const auto holds = [&] { return std::count(c.slurm.calls.begin(), c.slurm.calls.end(), "hold 7"); };
+  const auto before = holds();
+  // The administrator's hold replaces onequeue's; the loop does not touch it.
+  c.slurm.Job(7).comment = "held by an administrator (oq hold): maintenance";
+  for (int t = 3; t < 6; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(holds(), before);
+  EXPECT_EQ(c.slurm.Job(7).comment, "held by an administrator (oq hold): maintenance");
+  // Released (oq release): the job is onequeue's to hold again.
+  c.slurm.Job(7).priority = 1000;
+  c.slurm.Job(7).state_reason = "None";
+  c.Cycle(loop, kT0 + 6);
+  EXPECT_EQ(holds(), before + 1);
+  EXPECT_EQ(c.slurm.Job(7).priority, 0);
+  EXPECT_THAT(c.slurm.Job(7).comment, HasSubstr("onequeue:"));
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
