@@ -188,6 +188,14 @@ absl::StatusOr<SlurmSide> ConnectSlurm(const SlurmConfig& c) {
 }
 
 int RunDaemon(const Config& config) {
+  // Signals are handled by one thread that waits for them; every other thread blocks them,
+  // including the gRPC and /metrics servers' threads, so the mask is set before they start.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
   // The last cycle's status, read by the gRPC QueueService (oq queue/nodes/priority/explain).
   StatusBoard status_board;
   ServiceInfo service_info;
@@ -213,13 +221,6 @@ int RunDaemon(const Config& config) {
   exposer->RegisterCollectable(metrics.registry());
   const std::vector<int> metrics_ports = exposer->GetListeningPorts();
   spdlog::info("serving Prometheus /metrics on port {}", metrics_ports.empty() ? 0 : metrics_ports.front());
-
-  // Signals are handled by one thread that waits for them; every other thread blocks them.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
   std::unique_ptr<k8s::RestClient> client;
   std::unique_ptr<k8s::Informer<k8s::Node>> nodes;
