@@ -14,6 +14,7 @@ const char* WaitReasonName(WaitReason reason) {
     case WaitReason::kReservedForHigherPriority: return "ReservedForHigherPriority";
     case WaitReason::kGangIncomplete: return "GangIncomplete";
     case WaitReason::kQosNotAllowed: return "QOSNotAllowed";
+    case WaitReason::kAccountNotAllowed: return "AccountNotAllowed";
     case WaitReason::kInvalidAnnotation: return "InvalidAnnotation";
     case WaitReason::kPartitionNodesUnavailable: return "PartitionNodesUnavailable";
     case WaitReason::kHeld: return "Held";

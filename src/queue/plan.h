@@ -58,6 +58,7 @@ enum class WaitReason {
   kHeld,
   kPreempting,                 // victims are being evicted for it
   kBeyondWindow,               // cannot start within the planning window
+  kAccountNotAllowed,          // its namespace may not charge the account it asked for
 };
 
 const char* WaitReasonName(WaitReason reason);

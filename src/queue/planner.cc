@@ -1082,9 +1082,12 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
       Wait(id, WaitReason::kInvalidAnnotation, w.admission_message, position, std::nullopt, false);
       return;
     }
-    if (w.admission_error == AdmissionError::kQosNotAllowed ||
-        w.admission_error == AdmissionError::kAccountNotAllowed) {
+    if (w.admission_error == AdmissionError::kQosNotAllowed) {
       Wait(id, WaitReason::kQosNotAllowed, w.admission_message, position, std::nullopt, false);
+      return;
+    }
+    if (w.admission_error == AdmissionError::kAccountNotAllowed) {
+      Wait(id, WaitReason::kAccountNotAllowed, w.admission_message, position, std::nullopt, false);
       return;
     }
     if (w.held) {

@@ -1,5 +1,6 @@
 #include "scheduler/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -257,6 +258,44 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
         if (!ac.parent.empty() && !names.count(ac.parent))
           queue.KeyError("accounts", absl::StrCat("account \"", ac.name, "\" has parent \"", ac.parent,
                                                   "\", which is not in the list"));
+      }
+    }
+  }
+  YAML::Node policy_list = queue.Raw("namespacePolicies");
+  if (policy_list) {
+    if (!policy_list.IsSequence()) {
+      queue.KeyError("namespacePolicies", "must be a list");
+    } else {
+      std::set<std::string> qos_names, namespaces;
+      for (const QosConfig& q : c.queue.qos) qos_names.insert(q.name);
+      for (size_t i = 0; i < policy_list.size(); ++i) {
+        MapReader p(policy_list[i], absl::StrCat(queue.Join("namespacePolicies"), "[", i, "]"), &errors);
+        NamespacePolicyConfig pc;
+        p.Read("namespace", &pc.namespace_);
+        p.Read("allowedQos", &pc.allowed_qos);
+        p.Read("defaultQos", &pc.default_qos);
+        p.Read("allowedAccounts", &pc.allowed_accounts);
+        p.Read("defaultAccount", &pc.default_account);
+        if (pc.namespace_.empty()) p.KeyError("namespace", "is required (a namespace name, or \"*\" for the rest)");
+        else if (!namespaces.insert(pc.namespace_).second)
+          p.KeyError("namespace", absl::StrCat("\"", pc.namespace_, "\" has two policies"));
+        for (const std::string& q : pc.allowed_qos) {
+          if (!qos_names.count(q))
+            p.KeyError("allowedQos", absl::StrCat("names QOS \"", q, "\", which is not in queue.qos"));
+        }
+        if (!pc.default_qos.empty()) {
+          if (!qos_names.count(pc.default_qos))
+            p.KeyError("defaultQos", absl::StrCat("is \"", pc.default_qos, "\", which is not in queue.qos"));
+          else if (!pc.allowed_qos.empty() && std::find(pc.allowed_qos.begin(), pc.allowed_qos.end(),
+                                                        pc.default_qos) == pc.allowed_qos.end())
+            p.KeyError("defaultQos", absl::StrCat("is \"", pc.default_qos, "\", which is not in allowedQos"));
+        }
+        if (!pc.default_account.empty() && !pc.allowed_accounts.empty() &&
+            std::find(pc.allowed_accounts.begin(), pc.allowed_accounts.end(), pc.default_account) ==
+                pc.allowed_accounts.end())
+          p.KeyError("defaultAccount", absl::StrCat("is \"", pc.default_account, "\", which is not in allowedAccounts"));
+        p.RefuseUnknown();
+        c.queue.namespace_policies.push_back(pc);
       }
     }
   }

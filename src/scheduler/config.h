@@ -68,6 +68,18 @@ struct AccountConfig {
   double shares = 1;
 };
 
+// What the pods of one namespace may ask for (Slurm's associations for Kubernetes tenants). A pod
+// that asks for a QOS or account outside its namespace's lists waits with QOSNotAllowed or
+// AccountNotAllowed and nothing else happens. Namespace "*" applies to every namespace without an
+// entry of its own; a namespace matched by neither may ask for anything (as before policies).
+struct NamespacePolicyConfig {
+  std::string namespace_;
+  std::vector<std::string> allowed_qos;       // empty: any QOS of the table
+  std::string default_qos;                    // a pod without onequeue.io/qos gets it ("": none)
+  std::vector<std::string> allowed_accounts;  // empty: any account
+  std::string default_account;                // a pod without onequeue.io/account ("": the namespace)
+};
+
 struct QueueConfig {
   // The defaults are the default policy chosen in docs/simulate.md "The default policy" (issue 15):
   // EASY (one reservation, kept from cycle to cycle), shortest backfill candidates first, exact
@@ -87,6 +99,7 @@ struct QueueConfig {
   // without an association).
   std::vector<AccountConfig> accounts;
   int64_t usage_half_life_seconds = 24 * 3600;  // PriorityDecayHalfLife (Slurm's default: 7 days)
+  std::vector<NamespacePolicyConfig> namespace_policies;
 };
 
 struct ServerConfig {

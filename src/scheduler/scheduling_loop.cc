@@ -637,7 +637,19 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   for (const auto& q : config_.queue.qos) options.known_qos.push_back(q.name);
   options.assumed_bindings = assumed_;
   for (const auto& [node, value] : owner_written_) options.owner_overrides[node] = value.first;
+  for (const auto& p : config_.queue.namespace_policies) {
+    options.namespace_policies[p.namespace_] = {p.allowed_qos, p.default_qos, p.allowed_accounts, p.default_account};
+  }
+  options.admitted = &admitted_;
+  options.queue_config = &queue_config_;
+  options.usage = &usage_;
   BuiltSnapshot built = BuildSnapshot(*state, options, now);
+  admitted_ = std::move(built.admitted);
+  std::set<std::string> edits(built.ignored_edits.begin(), built.ignored_edits.end());
+  for (const std::string& e : edits) {
+    if (!reported_edits_.count(e)) stats.ignored_edits.push_back(e);
+  }
+  reported_edits_ = std::move(edits);
   ChargeUsage(built, slurm_view.get(), now);
   built.snapshot->usage = usage_;
   slurm_records_ = SlurmRecords{};

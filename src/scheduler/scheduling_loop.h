@@ -109,6 +109,9 @@ struct CycleStats {
   int reclaimed = 0;
   int returned = 0;
   std::vector<int> preemption_victims;  // victims of each preemption started (for metrics)
+  // Bound pods whose QOS, account or gang edits (or values their namespace may not use) were
+  // ignored, each said once while it lasts (the daemon logs them).
+  std::vector<std::string> ignored_edits;
 };
 
 // Test hooks: the daemon stops dead (SIGKILL) at a named step when the environment asks for it,
@@ -207,6 +210,10 @@ class SchedulingLoop {
   std::map<std::string, queue::Time> lent_idle_since_;  // lent node -> since when no Slurm job runs there
   std::map<std::string, std::pair<std::string, queue::Time>> last_fence_;  // node -> (wanted, when asked)
   std::map<uint32_t, std::string> last_hold_;          // job -> comment last written
+  // Pod UID -> the QOS, account and gang it was admitted with (issue 13: edits of a running pod's
+  // annotations do not change how it is scheduled); and the ignored edits already reported.
+  std::map<std::string, AdmittedAs> admitted_;
+  std::set<std::string> reported_edits_;
   SlurmRecords slurm_records_;
 
   // Fair-share input: usage of finished pods and Slurm jobs, charged to their accounts.

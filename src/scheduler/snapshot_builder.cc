@@ -5,7 +5,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "queue/priority.h"
 
 namespace onequeue::scheduler {
 namespace {
@@ -149,9 +151,35 @@ std::vector<std::string> NodesWithoutMatchingPods(const PodRecord& pod, const st
   return allowed;
 }
 
-std::string WorkloadId(const PodRecord& pod) {
-  return pod.group.empty() ? pod.key : pod.namespace_ + "/group/" + pod.group;
+std::string WorkloadId(const PodRecord& pod, const std::string& group) {
+  return group.empty() ? pod.key : pod.namespace_ + "/group/" + group;
 }
+
+const NamespacePolicy* PolicyFor(const SnapshotOptions& options, const std::string& namespace_) {
+  auto it = options.namespace_policies.find(namespace_);
+  if (it == options.namespace_policies.end()) it = options.namespace_policies.find(kAnyNamespace);
+  return it == options.namespace_policies.end() ? nullptr : &it->second;
+}
+
+bool Contains(const std::vector<std::string>& list, const std::string& value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+// Pods are remembered by UID (a pod deleted and made again under its name is a new pod).
+const std::string& AdmissionKey(const PodRecord& pod) { return pod.uid.empty() ? pod.key : pod.uid; }
+
+AdmittedAs AsCarried(const PodRecord& pod) { return {pod.qos, pod.account, pod.group, pod.group_size}; }
+
+std::string Describe(const AdmittedAs& a) {
+  return absl::StrCat("qos \"", a.qos, "\", account \"", a.account, "\", group \"", a.group, "\"/", a.group_size);
+}
+
+// A running pod workload's inputs to the multifactor priority it had when it started.
+struct RunningFacts {
+  std::optional<int32_t> priority_class;
+  queue::Time submit = queue::kForever;
+  Resources per_member;
+};
 
 }  // namespace
 
@@ -274,6 +302,7 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
 
   // Running: every non-terminal pod on a pool node (whoever scheduled it), grouped by gang.
   std::map<std::string, queue::RunningWorkload> running;
+  std::map<std::string, RunningFacts> running_facts;
   // Pending: this scheduler's unbound pods, grouped by gang.
   std::map<std::string, std::vector<const PodRecord*>> pending_groups;
   for (const auto& record : state.pods) {
@@ -295,18 +324,55 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
         for (int i = 0; i < queue::kMaxResourceKinds; ++i) capacity[i] = std::max<int64_t>(0, capacity[i] - used[i]);
         continue;
       }
-      const std::string id = WorkloadId(pod);
+      // A bound pod is scheduled as it was admitted: edits of its QOS, account or gang since
+      // are ignored (and reported), so re-annotating a running pod cannot make it un-preemptible.
+      AdmittedAs as = AsCarried(pod);
+      if (options.admitted != nullptr) {
+        if (auto a = options.admitted->find(AdmissionKey(pod)); a != options.admitted->end()) {
+          if (!(a->second == as)) {
+            out.ignored_edits.push_back(absl::StrCat("pod ", key, ": annotations changed after admission (now ",
+                                                     Describe(as), "); ignored, scheduled as admitted (",
+                                                     Describe(a->second), ")"));
+          }
+          as = a->second;
+        }
+      }
+      out.admitted[AdmissionKey(pod)] = as;
+      // Bound by someone else, or before the policy changed: what the namespace may not ask
+      // for is replaced by its defaults here too.
+      std::string qos = as.qos, account = as.account;
+      if (const NamespacePolicy* policy = PolicyFor(options, pod.namespace_)) {
+        if (qos.empty()) qos = policy->default_qos;
+        if (account.empty()) account = policy->default_account;
+        if (!qos.empty() && !policy->allowed_qos.empty() && !Contains(policy->allowed_qos, qos)) {
+          out.ignored_edits.push_back(absl::StrCat("pod ", key, ": QOS \"", qos, "\" is not allowed in namespace \"",
+                                                   pod.namespace_, "\"; scheduled as \"", policy->default_qos, "\""));
+          qos = policy->default_qos;
+        }
+        if (!account.empty() && !policy->allowed_accounts.empty() && !Contains(policy->allowed_accounts, account)) {
+          out.ignored_edits.push_back(absl::StrCat("pod ", key, ": account \"", account,
+                                                   "\" is not allowed in namespace \"", pod.namespace_,
+                                                   "\"; charged to \"", policy->default_account, "\""));
+          account = policy->default_account;
+        }
+      }
+      const std::string id = WorkloadId(pod, as.group);
       queue::RunningWorkload& rw = running[id];
       rw.id = id;
-      rw.qos = pod.qos;
-      rw.account = pod.account.empty() ? pod.namespace_ : pod.account;
-      rw.gang_id = pod.group.empty() ? "" : id;
-      rw.priority = pod.priority.value_or(0);
+      rw.qos = qos;
+      rw.account = account.empty() ? pod.namespace_ : account;
+      rw.gang_id = as.group.empty() ? "" : id;
       const queue::Time start = pod.bound;
       rw.start_time = rw.start_time == 0 ? start : std::min(rw.start_time, start);
       Resources used = mapper.Map(pod.requests);
       used[queue::kPods] = 1;
       rw.allocations.push_back({ni->second, used});
+      RunningFacts& facts = running_facts[id];
+      if (pod.priority && (!facts.priority_class || *pod.priority > *facts.priority_class)) {
+        facts.priority_class = pod.priority;
+      }
+      facts.submit = std::min(facts.submit, pod.created);
+      for (int i = 0; i < queue::kMaxResourceKinds; ++i) facts.per_member[i] = std::max(facts.per_member[i], used[i]);
       if (auto tl = ParseTimeLimit(pod.time_limit); tl.ok()) {
         rw.expected_end = rw.start_time + *tl;
       } else if (pod.active_deadline_seconds) {
@@ -318,7 +384,31 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
     if (pod.scheduler_name != options.scheduler_name || pod.terminal || pod.deleting) {
       continue;
     }
-    pending_groups[WorkloadId(pod)].push_back(&pod);
+    out.admitted[AdmissionKey(pod)] = AsCarried(pod);  // pending: admitted as it is now
+    pending_groups[WorkloadId(pod, pod.group)].push_back(&pod);
+  }
+  // Like with like: a running workload's priority is the multifactor total it had when it started
+  // (age = how long it waited then), on the scale of the pending workloads' (the preemptor's),
+  // never a PriorityClass value (issue 13).
+  {
+    const queue::QueueConfig default_config;
+    const queue::UsageHistory no_usage;
+    Resources pool_total;
+    for (const queue::Node& n : snap.nodes) pool_total += n.allocatable;
+    const queue::PriorityCalculator calculator(options.queue_config != nullptr ? *options.queue_config : default_config,
+                                               options.usage != nullptr ? *options.usage : no_usage, pool_total, now);
+    for (auto& [id, rw] : running) {
+      const RunningFacts& facts = running_facts[id];
+      queue::PendingWorkload as_pending;
+      as_pending.qos = rw.qos;
+      as_pending.account = rw.account;
+      as_pending.priority_class_value = facts.priority_class;
+      as_pending.members = static_cast<int32_t>(rw.allocations.size());
+      as_pending.per_member = facts.per_member;
+      const queue::Time waited = facts.submit == queue::kForever ? 0 : std::max<queue::Time>(0, rw.start_time - facts.submit);
+      as_pending.submit_time = now - waited;
+      rw.priority = calculator.Compute(as_pending).total;
+    }
   }
   for (auto& [id, rw] : running) snap.running.push_back(std::move(rw));
 
@@ -334,8 +424,11 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
     w.members_present = static_cast<int32_t>(members.size());
     w.members = w.members_present;
     w.gang = true;
-    w.qos = first.qos;
-    w.account = first.account.empty() ? first.namespace_ : first.account;
+    const NamespacePolicy* policy = PolicyFor(options, first.namespace_);
+    w.qos = first.qos.empty() && policy != nullptr ? policy->default_qos : first.qos;
+    w.account = !first.account.empty() ? first.account
+                : policy != nullptr && !policy->default_account.empty() ? policy->default_account
+                                                                        : first.namespace_;
     w.priority_class_value = first.priority;
     w.eligibility = first.eligibility;
     for (const PodRecord* p : members) w.held = w.held || !p->hold.empty();
@@ -378,6 +471,16 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
         std::find(options.known_qos.begin(), options.known_qos.end(), w.qos) == options.known_qos.end()) {
       fail(queue::AdmissionError::kQosNotAllowed,
            absl::StrCat("QOS \"", w.qos, "\" is not defined in onequeue's configuration"));
+    }
+    if (policy != nullptr && !w.qos.empty() && !policy->allowed_qos.empty() && !Contains(policy->allowed_qos, w.qos)) {
+      fail(queue::AdmissionError::kQosNotAllowed,
+           absl::StrCat("namespace \"", first.namespace_, "\" may not use QOS \"", w.qos,
+                        "\" (allowed: ", absl::StrJoin(policy->allowed_qos, ", "), ")"));
+    }
+    if (policy != nullptr && !policy->allowed_accounts.empty() && !Contains(policy->allowed_accounts, w.account)) {
+      fail(queue::AdmissionError::kAccountNotAllowed,
+           absl::StrCat("namespace \"", first.namespace_, "\" may not charge account \"", w.account,
+                        "\" (allowed: ", absl::StrJoin(policy->allowed_accounts, ", "), ")"));
     }
     if (!first.unsupported_pod_affinity.empty()) {
       fail(queue::AdmissionError::kInvalidAnnotation, first.unsupported_pod_affinity);

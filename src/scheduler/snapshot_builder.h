@@ -38,6 +38,25 @@ inline constexpr const char* kOwnerTaintKey = "onequeue.io/owner";
 inline constexpr const char* kEstimatedStartAnnotation = "onequeue.io/estimated-start";
 inline constexpr const char* kQueuePositionAnnotation = "onequeue.io/queue-position";
 
+// What the pods of one namespace may ask for (config: queue.namespacePolicies). Empty lists allow
+// anything; empty defaults keep the built-in ones (no QOS; the namespace as account).
+struct NamespacePolicy {
+  std::vector<std::string> allowed_qos;
+  std::string default_qos;
+  std::vector<std::string> allowed_accounts;
+  std::string default_account;
+};
+// Namespace key of the policy for every namespace without its own.
+inline constexpr const char* kAnyNamespace = "*";
+
+// What a pod was admitted with: its QOS, account and gang as they were while it was pending (or,
+// for a pod first seen bound, when first seen). Later edits of a bound pod's annotations do not
+// change how it is scheduled (a running pod re-annotated "interactive" stays preemptible).
+struct AdmittedAs {
+  std::string qos, account, group, group_size;
+  friend bool operator==(const AdmittedAs&, const AdmittedAs&) = default;
+};
+
 struct SnapshotOptions {
   std::string scheduler_name = "onequeue";
   // "key" (any value) or "key=value": which Kubernetes nodes form the pool.
@@ -49,6 +68,16 @@ struct SnapshotOptions {
   std::map<std::string, std::string> assumed_bindings;
   // Owner values this scheduler wrote that the informer does not show yet: node -> value.
   std::map<std::string, std::string> owner_overrides;
+  // Namespace -> policy (kAnyNamespace: the rest). Empty: every pod may ask for anything.
+  std::map<std::string, NamespacePolicy> namespace_policies;
+  // Pod UID -> what it was admitted with (last cycle's BuiltSnapshot::admitted). Null: nothing
+  // remembered (every bound pod is at first sight).
+  const std::map<std::string, AdmittedAs>* admitted = nullptr;
+  // The queue's configuration and usage, to give each running pod workload the multifactor
+  // priority it had when it started (the scale the preemptor's priority is on). Null: the queue's
+  // default weights, no QOS table, no usage.
+  const queue::QueueConfig* queue_config = nullptr;
+  const queue::UsageHistory* usage = nullptr;
 };
 
 // What the snapshot needs of one pod, parsed once when the informer delivers it (not every
@@ -114,6 +143,12 @@ struct BuiltSnapshot {
   std::shared_ptr<queue::Snapshot> snapshot;
   std::map<std::string, WorkloadPods, std::less<>> pending_pods;  // pending workload id -> its pods
   std::map<std::string, WorkloadPods, std::less<>> running_pods;  // running workload id -> its pods
+  // Pod UID -> what it is admitted with as of this cycle, for every non-terminal pod: pass it
+  // back as SnapshotOptions::admitted next cycle (pods gone are dropped with it).
+  std::map<std::string, AdmittedAs> admitted;
+  // One line per bound pod whose annotations differ from what it was admitted with, or whose QOS
+  // or account its namespace does not allow: the values used instead (for the daemon's log).
+  std::vector<std::string> ignored_edits;
 };
 
 BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& options, queue::Time now);

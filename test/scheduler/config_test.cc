@@ -149,6 +149,46 @@ TEST(ConfigTest, EmptyAndNonMappingDocumentsAreRefused) {
   EXPECT_FALSE(ParseConfig(std::string(kHeader) + "queue: 3\n", "f.yaml").ok());
 }
 
+// Issue 13 defect 1: per-namespace QOS and account policy, like Slurm's associations.
+TEST(ConfigTest, NamespacePoliciesAreReadAndChecked) {
+  auto c = ParseConfig(std::string(kHeader) + R"(queue:
+  qos: [{name: interactive, priority: 1000, canPreempt: true}, {name: normal, priority: 100}]
+  namespacePolicies:
+    - {namespace: team-a, allowedQos: [normal], defaultQos: normal, allowedAccounts: [a, b], defaultAccount: a}
+    - {namespace: "*", allowedQos: [normal]}
+)", "f.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->queue.namespace_policies.size(), 2u);
+  const NamespacePolicyConfig& a = c->queue.namespace_policies[0];
+  EXPECT_EQ(a.namespace_, "team-a");
+  EXPECT_THAT(a.allowed_qos, ::testing::ElementsAre("normal"));
+  EXPECT_EQ(a.default_qos, "normal");
+  EXPECT_THAT(a.allowed_accounts, ::testing::ElementsAre("a", "b"));
+  EXPECT_EQ(a.default_account, "a");
+  EXPECT_EQ(c->queue.namespace_policies[1].namespace_, "*");
+}
+
+TEST(ConfigTest, BadNamespacePoliciesGiveClearErrors) {
+  auto c = ParseConfig(std::string(kHeader) + R"(queue:
+  qos: [{name: normal}]
+  namespacePolicies:
+    - {allowedQos: [gold]}
+    - {namespace: x, defaultQos: silver}
+    - {namespace: x, allowedQos: [normal], defaultAccount: c, allowedAccounts: [a], color: red}
+    - {namespace: y, allowedQos: normal}
+)", "f.yaml");
+  ASSERT_FALSE(c.ok());
+  const std::string m(c.status().message());
+  EXPECT_THAT(m, HasSubstr("queue.namespacePolicies[0].namespace: is required"));
+  EXPECT_THAT(m, HasSubstr("queue.namespacePolicies[0].allowedQos: names QOS \"gold\", which is not in queue.qos"));
+  EXPECT_THAT(m, HasSubstr("queue.namespacePolicies[1].defaultQos: is \"silver\", which is not in queue.qos"));
+  EXPECT_THAT(m, HasSubstr("queue.namespacePolicies[2].namespace: \"x\" has two policies"));
+  EXPECT_THAT(m, HasSubstr("queue.namespacePolicies[2].defaultAccount: is \"c\", which is not in allowedAccounts"));
+  EXPECT_THAT(m, HasSubstr("queue.namespacePolicies[2].color: unknown key"));
+  EXPECT_THAT(m, HasSubstr("queue.namespacePolicies[3].allowedQos: has the wrong type: expected a list of strings"));
+  EXPECT_FALSE(ParseConfig(std::string(kHeader) + "queue:\n  namespacePolicies: {a: 1}\n", "f.yaml").ok());
+}
+
 TEST(ConfigTest, UnreadableFileNamesThePath) {
   auto c = LoadConfigFile("/nonexistent/onequeue.yaml");
   ASSERT_FALSE(c.ok());

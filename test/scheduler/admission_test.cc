@@ -1,0 +1,271 @@
+// Issue 13, defects 1-3: what a tenant may ask for, and what it cannot change once admitted.
+//   1. per-namespace QOS/account policy: a pod that asks for more waits (QOSNotAllowed,
+//      AccountNotAllowed) and nothing else happens;
+//   2. a running pod's QOS, account and gang are fixed at admission: re-annotating it
+//      `interactive` does not make it un-preemptible, and the ignored edit is reported;
+//   3. a running pod's priority is on the preemptor's (multifactor) scale, not its PriorityClass
+//      value, in both directions.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fake_world.h"
+#include "nlohmann/json.hpp"
+#include "queue/planner.h"
+#include "queue/preemption.h"
+#include "scheduler/scheduling_loop.h"
+#include "scheduler/snapshot_builder.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+k8s::Node PoolNode(const std::string& name, const std::string& cpu = "4") {
+  json j = {{"metadata", {{"name", name}, {"labels", {{"onequeue.io/pool", "a"}}}}},
+            {"status", {{"allocatable", {{"cpu", cpu}, {"memory", "32Gi"}, {"pods", "110"}}},
+                        {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+  return *k8s::Node::FromJson(j);
+}
+
+k8s::Pod Pod(const std::string& namespace_, const std::string& name, json annotations, const std::string& node = "",
+             const std::string& cpu = "1", std::optional<int32_t> priority_class = std::nullopt,
+             const std::string& created = "2026-11-21T10:00:00Z") {
+  json j = {{"metadata", {{"name", name}, {"namespace", namespace_}, {"uid", "uid-" + name},
+                          {"creationTimestamp", created}, {"annotations", annotations}}},
+            {"spec", {{"schedulerName", "onequeue"},
+                      {"containers", json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", cpu}}}}}}})}}},
+            {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
+  if (!node.empty()) j["spec"]["nodeName"] = node;
+  if (priority_class) j["spec"]["priority"] = *priority_class;
+  return *k8s::Pod::FromJson(j);
+}
+
+const queue::PendingWorkload* Pending(const BuiltSnapshot& b, const std::string& id) {
+  for (const auto& w : b.snapshot->pending) {
+    if (w.id == id) return &w;
+  }
+  return nullptr;
+}
+
+// --- Defect 1: per-namespace policy ------------------------------------------------------------
+
+TEST(AdmissionTest, NamespacePolicyRefusesQosAndAccountsItDoesNotAllowAndFillsDefaults) {
+  SnapshotOptions o;
+  o.known_qos = {"interactive", "normal", "scavenger"};
+  o.namespace_policies["team-a"] = {{"normal", "scavenger"}, "normal", {"team-a", "shared"}, "team-a"};
+  o.namespace_policies[kAnyNamespace] = {{"scavenger"}, "scavenger", {}, ""};
+  auto built = BuildSnapshot(
+      {PoolNode("n1")},
+      {Pod("team-a", "greedy", {{"onequeue.io/qos", "interactive"}}),
+       Pod("team-a", "thief", {{"onequeue.io/qos", "normal"}, {"onequeue.io/account", "team-b"}}),
+       Pod("team-a", "plain", json::object()),
+       Pod("team-a", "shared", {{"onequeue.io/qos", "scavenger"}, {"onequeue.io/account", "shared"}}),
+       Pod("other", "greedy", {{"onequeue.io/qos", "normal"}}), Pod("other", "plain", json::object())},
+      o, kNow);
+  const auto* greedy = Pending(built, "team-a/greedy");
+  ASSERT_NE(greedy, nullptr);
+  EXPECT_EQ(greedy->admission_error, queue::AdmissionError::kQosNotAllowed);
+  EXPECT_THAT(greedy->admission_message,
+              HasSubstr("namespace \"team-a\" may not use QOS \"interactive\" (allowed: normal, scavenger)"));
+  const auto* thief = Pending(built, "team-a/thief");
+  EXPECT_EQ(thief->admission_error, queue::AdmissionError::kAccountNotAllowed);
+  EXPECT_THAT(thief->admission_message, HasSubstr("may not charge account \"team-b\""));
+  const auto* plain = Pending(built, "team-a/plain");
+  EXPECT_EQ(plain->admission_error, queue::AdmissionError::kNone);
+  EXPECT_EQ(plain->qos, "normal");
+  EXPECT_EQ(plain->account, "team-a");
+  EXPECT_EQ(Pending(built, "team-a/shared")->admission_error, queue::AdmissionError::kNone);
+  // "*": every namespace without its own policy.
+  EXPECT_EQ(Pending(built, "other/greedy")->admission_error, queue::AdmissionError::kQosNotAllowed);
+  EXPECT_EQ(Pending(built, "other/plain")->qos, "scavenger");
+  EXPECT_EQ(Pending(built, "other/plain")->admission_error, queue::AdmissionError::kNone);
+}
+
+TEST(AdmissionTest, WithoutPoliciesEveryPodMayAskForAnyDefinedQosAsBefore) {
+  SnapshotOptions o;
+  o.known_qos = {"interactive"};
+  auto built = BuildSnapshot({PoolNode("n1")}, {Pod("ns", "p", {{"onequeue.io/qos", "interactive"}})}, o, kNow);
+  EXPECT_EQ(Pending(built, "ns/p")->admission_error, queue::AdmissionError::kNone);
+  EXPECT_EQ(Pending(built, "ns/p")->account, "ns");
+}
+
+Config PolicyConfig() {
+  Config c = TestConfig();
+  c.queue.qos.push_back({"normal", 100, true, false, 0});
+  NamespacePolicyConfig ns;
+  ns.namespace_ = "ns";
+  ns.allowed_qos = {"normal", "scavenger"};
+  ns.default_qos = "normal";
+  ns.allowed_accounts = {"ns"};
+  c.queue.namespace_policies.push_back(ns);
+  return c;
+}
+
+TEST(AdmissionTest, ATenantAllowedOnlyNormalAsksForInteractiveNothingIsEvictedAndItWaitsWithTheReason) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("victim", "4", "scavenger", "n1");
+  w.AddPod("jupyter", "2", "interactive");
+  w.AddPod("billed-elsewhere", "1", "normal");
+  w.Find("ns/billed-elsewhere")->metadata.annotations["onequeue.io/account"] = "physics";
+  const Config cfg = PolicyConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  for (int i = 0; i < 3; ++i) {
+    CycleStats s = loop.RunCycle(kNow + i);
+    EXPECT_EQ(s.preemptions_started, 0);
+    EXPECT_EQ(s.bound, 0);
+  }
+  EXPECT_THAT(w.evictions, IsEmpty());
+  EXPECT_EQ(w.evict_attempts, 0);
+  for (const std::string& c : w.owner_changes) EXPECT_THAT(c, ::testing::Not(HasSubstr("reserved")));
+  EXPECT_EQ(w.Find("ns/jupyter")->nominated_node_name, "");
+  ASSERT_FALSE(w.reports["ns/jupyter"].empty());
+  EXPECT_EQ(w.reports["ns/jupyter"].back().reason, "QOSNotAllowed");
+  EXPECT_THAT(w.reports["ns/jupyter"].back().message, HasSubstr("may not use QOS \"interactive\""));
+  ASSERT_FALSE(w.reports["ns/billed-elsewhere"].empty());
+  EXPECT_EQ(w.reports["ns/billed-elsewhere"].back().reason, "AccountNotAllowed");
+}
+
+// --- Defect 2: admitted values are fixed ------------------------------------------------------
+
+TEST(AdmissionTest, ReannotatingARunningPodInteractiveDoesNotMakeItUnpreemptible) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("victim", "4", "scavenger", "n1");
+  const Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  CycleStats s = loop.RunCycle(kNow);  // first sight: admitted as scavenger
+  EXPECT_THAT(s.ignored_edits, IsEmpty());
+  // The tenant re-annotates its running pod to the QOS that may not be preempted.
+  w.Find("ns/victim")->metadata.annotations["onequeue.io/qos"] = "interactive";
+  w.AddPod("jupyter", "2", "interactive");
+  s = loop.RunCycle(kNow + 1);
+  EXPECT_EQ(s.preemptions_started, 1);
+  EXPECT_THAT(w.evictions, ElementsAre("ns/victim"));
+  ASSERT_EQ(s.ignored_edits.size(), 1u);
+  EXPECT_THAT(s.ignored_edits[0], HasSubstr("pod ns/victim: annotations changed after admission"));
+  EXPECT_THAT(s.ignored_edits[0], HasSubstr("scheduled as admitted (qos \"scavenger\""));
+}
+
+TEST(AdmissionTest, AnIgnoredEditIsReportedOnceWhileItLasts) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("p", "1", "scavenger", "n1");
+  const Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  w.Find("ns/p")->metadata.annotations["onequeue.io/qos"] = "interactive";
+  EXPECT_EQ(loop.RunCycle(kNow + 1).ignored_edits.size(), 1u);
+  EXPECT_THAT(loop.RunCycle(kNow + 2).ignored_edits, IsEmpty());
+}
+
+TEST(AdmissionTest, ARunningPodKeepsTheQosAccountAndGangItWasAdmittedWith) {
+  SnapshotOptions o;
+  o.known_qos = {"interactive", "scavenger"};
+  // Admitted alone, as scavenger, charged to ns; now it says interactive, another account and a gang.
+  const std::map<std::string, AdmittedAs> admitted = {{"uid-p", {"scavenger", "", "", ""}}};
+  o.admitted = &admitted;
+  auto built = BuildSnapshot({PoolNode("n1")},
+                             {Pod("ns", "p",
+                                  {{"onequeue.io/qos", "interactive"}, {"onequeue.io/account", "vip"},
+                                   {"onequeue.io/group", "shield"}, {"onequeue.io/group-size", "2"}},
+                                  "n1"),
+                              Pod("ns", "q", {{"onequeue.io/qos", "interactive"}, {"onequeue.io/group", "shield"}},
+                                  "n1")},
+                             o, kNow);
+  const auto& running = built.snapshot->running;
+  ASSERT_EQ(running.size(), 2u);  // p is not glued into q's gang
+  const queue::RunningWorkload& p = running[0].id == "ns/p" ? running[0] : running[1];
+  EXPECT_EQ(p.id, "ns/p");
+  EXPECT_EQ(p.qos, "scavenger");
+  EXPECT_EQ(p.account, "ns");
+  EXPECT_EQ(p.gang_id, "");
+  ASSERT_EQ(built.ignored_edits.size(), 1u);
+  EXPECT_THAT(built.ignored_edits[0], HasSubstr("pod ns/p"));
+  // Remembered for the next cycle: p as admitted, q (first seen bound) as it carries itself.
+  EXPECT_EQ(built.admitted.at("uid-p"), (AdmittedAs{"scavenger", "", "", ""}));
+  EXPECT_EQ(built.admitted.at("uid-q"), (AdmittedAs{"interactive", "", "shield", ""}));
+}
+
+TEST(AdmissionTest, APendingPodIsAdmittedAsItIsWhenLastSeenPending) {
+  SnapshotOptions o;
+  o.known_qos = {"interactive", "scavenger"};
+  auto pending = BuildSnapshot({PoolNode("n1")}, {Pod("ns", "p", {{"onequeue.io/qos", "scavenger"}})}, o, kNow);
+  EXPECT_EQ(pending.admitted.at("uid-p"), (AdmittedAs{"scavenger", "", "", ""}));
+  // Bound since, and re-annotated: scheduled as scavenger.
+  o.admitted = &pending.admitted;
+  auto bound = BuildSnapshot({PoolNode("n1")}, {Pod("ns", "p", {{"onequeue.io/qos", "interactive"}}, "n1")}, o, kNow);
+  ASSERT_EQ(bound.snapshot->running.size(), 1u);
+  EXPECT_EQ(bound.snapshot->running[0].qos, "scavenger");
+  EXPECT_TRUE(bound.admitted.count("uid-p"));
+}
+
+TEST(AdmissionTest, ARunningPodWithAQosItsNamespaceMayNotUseIsScheduledWithTheDefault) {
+  // Bound by someone else (or before the policy): it cannot keep a QOS its namespace may not use.
+  SnapshotOptions o;
+  o.known_qos = {"interactive", "normal"};
+  o.namespace_policies["ns"] = {{"normal"}, "normal", {}, ""};
+  auto built = BuildSnapshot({PoolNode("n1")}, {Pod("ns", "p", {{"onequeue.io/qos", "interactive"}}, "n1")}, o, kNow);
+  ASSERT_EQ(built.snapshot->running.size(), 1u);
+  EXPECT_EQ(built.snapshot->running[0].qos, "normal");
+  ASSERT_EQ(built.ignored_edits.size(), 1u);
+  EXPECT_THAT(built.ignored_edits[0], HasSubstr("QOS \"interactive\" is not allowed in namespace \"ns\""));
+}
+
+// --- Defect 3: running and pending priorities on one scale ------------------------------------
+
+TEST(AdmissionTest, APodWithAHighPriorityClassIsPreemptibleByAHigherQosWhenItsQosAllows) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("victim", "4", "scavenger", "n1");
+  w.Find("ns/victim")->priority = 100000;  // above the largest multifactor total (23000 here)
+  w.AddPod("jupyter", "2", "interactive");
+  const Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  CycleStats s = loop.RunCycle(kNow);
+  EXPECT_EQ(s.preemptions_started, 1);
+  EXPECT_THAT(w.evictions, ElementsAre("ns/victim"));
+}
+
+TEST(AdmissionTest, APodThatTheMultifactorRanksHigherIsNotPreemptedByAnEqualQosWithALowerPriorityClass) {
+  // "normal" may preempt "normal" (Slurm's Preempt= may list the QOS itself), so only the
+  // priorities decide. The running pod is larger (size factor 1); the preemptor is small: the
+  // multifactor ranks the running pod higher, though its PriorityClass value (1000) is below the
+  // preemptor's multifactor total (~10250).
+  queue::QueueConfig qc;
+  qc.qos = {{"normal", 100, true, {"normal"}, 0}};
+  SnapshotOptions o;
+  o.known_qos = {"normal"};
+  o.queue_config = &qc;
+  auto built = BuildSnapshot(
+      {PoolNode("n1")},
+      {Pod("ns", "running", {{"onequeue.io/qos", "normal"}}, "n1", "4", 1000, "2026-11-20T10:00:00Z"),
+       Pod("ns", "preemptor", {{"onequeue.io/qos", "normal"}}, "", "1", 0, "2026-11-21T10:59:00Z")},
+      o, kNow);
+  ASSERT_EQ(built.snapshot->running.size(), 1u);
+  ASSERT_EQ(built.snapshot->pending.size(), 1u);
+  queue::CheapestVictimsPlanner preemption;
+  queue::QueuePlanner planner(qc, &preemption);
+  const queue::Plan plan = planner.PlanCycle(built.snapshot, kNow);
+  ASSERT_EQ(plan.priorities.size(), 1u);
+  EXPECT_GT(built.snapshot->running[0].priority, plan.priorities[0].total);
+  EXPECT_THAT(plan.preemptions, IsEmpty());
+  EXPECT_THAT(plan.starts, IsEmpty());
+
+  // And the other way round: sizes and ages swapped, the preemptor ranks higher by the same
+  // multifactor and takes the node.
+  auto swapped = BuildSnapshot(
+      {PoolNode("n1")},
+      {Pod("ns", "running", {{"onequeue.io/qos", "normal"}}, "n1", "1", 1000, "2026-11-21T10:59:00Z"),
+       Pod("ns", "preemptor", {{"onequeue.io/qos", "normal"}}, "", "4", 0, "2026-11-20T10:00:00Z")},
+      o, kNow);
+  queue::QueuePlanner planner2(qc, &preemption);
+  const queue::Plan plan2 = planner2.PlanCycle(swapped.snapshot, kNow);
+  ASSERT_EQ(plan2.preemptions.size(), 1u);
+  EXPECT_THAT(plan2.preemptions[0].victims, ElementsAre("ns/running"));
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
