@@ -248,6 +248,9 @@ TEST_F(HelmE2E, EveryValueInValuesYamlReachesTheDaemon) {
                                        {{"nodeSelectorTerms", json::array({{{"matchExpressions",
                                          json::array({{{"key", "x-test-affinity"}, {"operator", "Exists"}}})}}})}}}}}}},
       {"queue.accounts", json::array({{{"name", "x-test"}, {"parent", ""}, {"shares", 2}}})},
+      {"queue.namespacePolicies", json::array({{{"namespace", "x-test"}, {"allowedQos", json::array({"normal"})},
+                                                {"defaultQos", "normal"}, {"allowedAccounts", json::array({"x-test"})},
+                                                {"defaultAccount", "x-test"}}})},
   };
   const std::string dir = home_ + "/values-walk";
   mkdir(dir.c_str(), 0755);
