@@ -212,7 +212,7 @@ class SchedulingLoop {
   std::map<uint32_t, std::string> last_hold_;          // job -> comment last written
   // Pod UID -> the QOS, account and gang it was admitted with (issue 13: edits of a running pod's
   // annotations do not change how it is scheduled); and the ignored edits already reported.
-  std::map<std::string, AdmittedAs> admitted_;
+  AdmittedPods admitted_;
   std::set<std::string> reported_edits_;
   SlurmRecords slurm_records_;
 

@@ -168,20 +168,22 @@ bool Contains(const std::vector<std::string>& list, const std::string& value) {
 // Pods are remembered by UID (a pod deleted and made again under its name is a new pod).
 const std::string& AdmissionKey(const PodRecord& pod) { return pod.uid.empty() ? pod.key : pod.uid; }
 
-AdmittedAs AsCarried(const PodRecord& pod) { return {pod.qos, pod.account, pod.group, pod.group_size}; }
 
 std::string Describe(const AdmittedAs& a) {
   return absl::StrCat("qos \"", a.qos, "\", account \"", a.account, "\", group \"", a.group, "\"/", a.group_size);
 }
 
-// A running pod workload's inputs to the multifactor priority it had when it started.
-struct RunningFacts {
+// A running pod workload, with its inputs to the multifactor priority it had when it started.
+struct RunningGroup {
+  queue::RunningWorkload workload;
   std::optional<int32_t> priority_class;
   queue::Time submit = queue::kForever;
   Resources per_member;
 };
 
 }  // namespace
+
+AdmittedAs AdmittedValues(const PodRecord& pod) { return {pod.qos, pod.account, pod.group, pod.group_size}; }
 
 absl::StatusOr<queue::Duration> ParseTimeLimit(const std::string& text) {
   int64_t seconds = 0;
@@ -301,8 +303,8 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
   }
 
   // Running: every non-terminal pod on a pool node (whoever scheduled it), grouped by gang.
-  std::map<std::string, queue::RunningWorkload> running;
-  std::map<std::string, RunningFacts> running_facts;
+  std::map<std::string, RunningGroup> running;
+  out.admitted.reserve(state.pods.size());
   // Pending: this scheduler's unbound pods, grouped by gang.
   std::map<std::string, std::vector<const PodRecord*>> pending_groups;
   for (const auto& record : state.pods) {
@@ -326,18 +328,21 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
       }
       // A bound pod is scheduled as it was admitted: edits of its QOS, account or gang since
       // are ignored (and reported), so re-annotating a running pod cannot make it un-preemptible.
-      AdmittedAs as = AsCarried(pod);
+      const PodRecord* admitted = &pod;
+      std::shared_ptr<const PodRecord> admitted_record = record;
       if (options.admitted != nullptr) {
-        if (auto a = options.admitted->find(AdmissionKey(pod)); a != options.admitted->end()) {
-          if (!(a->second == as)) {
+        if (auto a = options.admitted->find(std::string_view(AdmissionKey(pod))); a != options.admitted->end()) {
+          admitted_record = a->second;
+          admitted = admitted_record.get();
+          if (admitted != &pod && !(AdmittedValues(*admitted) == AdmittedValues(pod))) {
             out.ignored_edits.push_back(absl::StrCat("pod ", key, ": annotations changed after admission (now ",
-                                                     Describe(as), "); ignored, scheduled as admitted (",
-                                                     Describe(a->second), ")"));
+                                                     Describe(AdmittedValues(pod)), "); ignored, scheduled as admitted (",
+                                                     Describe(AdmittedValues(*admitted)), ")"));
           }
-          as = a->second;
         }
       }
-      out.admitted[AdmissionKey(pod)] = as;
+      const PodRecord& as = *admitted;
+      out.admitted.emplace(std::string_view(AdmissionKey(as)), std::move(admitted_record));
       // Bound by someone else, or before the policy changed: what the namespace may not ask
       // for is replaced by its defaults here too.
       std::string qos = as.qos, account = as.account;
@@ -357,7 +362,8 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
         }
       }
       const std::string id = WorkloadId(pod, as.group);
-      queue::RunningWorkload& rw = running[id];
+      RunningGroup& group = running[id];
+      queue::RunningWorkload& rw = group.workload;
       rw.id = id;
       rw.qos = qos;
       rw.account = account.empty() ? pod.namespace_ : account;
@@ -367,12 +373,11 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
       Resources used = mapper.Map(pod.requests);
       used[queue::kPods] = 1;
       rw.allocations.push_back({ni->second, used});
-      RunningFacts& facts = running_facts[id];
-      if (pod.priority && (!facts.priority_class || *pod.priority > *facts.priority_class)) {
-        facts.priority_class = pod.priority;
+      if (pod.priority && (!group.priority_class || *pod.priority > *group.priority_class)) {
+        group.priority_class = pod.priority;
       }
-      facts.submit = std::min(facts.submit, pod.created);
-      for (int i = 0; i < queue::kMaxResourceKinds; ++i) facts.per_member[i] = std::max(facts.per_member[i], used[i]);
+      group.submit = std::min(group.submit, pod.created);
+      for (int i = 0; i < queue::kMaxResourceKinds; ++i) group.per_member[i] = std::max(group.per_member[i], used[i]);
       if (auto tl = ParseTimeLimit(pod.time_limit); tl.ok()) {
         rw.expected_end = rw.start_time + *tl;
       } else if (pod.active_deadline_seconds) {
@@ -384,7 +389,7 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
     if (pod.scheduler_name != options.scheduler_name || pod.terminal || pod.deleting) {
       continue;
     }
-    out.admitted[AdmissionKey(pod)] = AsCarried(pod);  // pending: admitted as it is now
+    out.admitted.emplace(std::string_view(AdmissionKey(pod)), record);  // pending: admitted as it is now
     pending_groups[WorkloadId(pod, pod.group)].push_back(&pod);
   }
   // Like with like: a running workload's priority is the multifactor total it had when it started
@@ -397,20 +402,21 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
     for (const queue::Node& n : snap.nodes) pool_total += n.allocatable;
     const queue::PriorityCalculator calculator(options.queue_config != nullptr ? *options.queue_config : default_config,
                                                options.usage != nullptr ? *options.usage : no_usage, pool_total, now);
-    for (auto& [id, rw] : running) {
-      const RunningFacts& facts = running_facts[id];
-      queue::PendingWorkload as_pending;
+    queue::PendingWorkload as_pending;  // one, reused: its strings keep their capacity
+    for (auto& [id, group] : running) {
+      queue::RunningWorkload& rw = group.workload;
       as_pending.qos = rw.qos;
       as_pending.account = rw.account;
-      as_pending.priority_class_value = facts.priority_class;
+      as_pending.priority_class_value = group.priority_class;
       as_pending.members = static_cast<int32_t>(rw.allocations.size());
-      as_pending.per_member = facts.per_member;
-      const queue::Time waited = facts.submit == queue::kForever ? 0 : std::max<queue::Time>(0, rw.start_time - facts.submit);
+      as_pending.per_member = group.per_member;
+      const queue::Time waited = group.submit == queue::kForever ? 0 : std::max<queue::Time>(0, rw.start_time - group.submit);
       as_pending.submit_time = now - waited;
       rw.priority = calculator.Compute(as_pending).total;
     }
   }
-  for (auto& [id, rw] : running) snap.running.push_back(std::move(rw));
+  snap.running.reserve(running.size());
+  for (auto& [id, group] : running) snap.running.push_back(std::move(group.workload));
 
   // Built once, and only if some pending pod has an anti-affinity rule.
   std::optional<std::vector<std::vector<const PodRecord*>>> bound_pods_by_node;

@@ -13,8 +13,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "k8s_client/models.h"
 #include "queue/model.h"
 
@@ -56,6 +58,11 @@ struct AdmittedAs {
   std::string qos, account, group, group_size;
   friend bool operator==(const AdmittedAs&, const AdmittedAs&) = default;
 };
+struct PodRecord;
+// Pod UID (else "namespace/name") -> the pod's record as it was admitted. The key views the uid
+// (or key) inside the record the value keeps alive: remembering a pod costs a reference count,
+// not a copy of its strings.
+using AdmittedPods = absl::flat_hash_map<std::string_view, std::shared_ptr<const PodRecord>>;
 
 struct SnapshotOptions {
   std::string scheduler_name = "onequeue";
@@ -70,9 +77,9 @@ struct SnapshotOptions {
   std::map<std::string, std::string> owner_overrides;
   // Namespace -> policy (kAnyNamespace: the rest). Empty: every pod may ask for anything.
   std::map<std::string, NamespacePolicy> namespace_policies;
-  // Pod UID -> what it was admitted with (last cycle's BuiltSnapshot::admitted). Null: nothing
+  // What each pod was admitted with (last cycle's BuiltSnapshot::admitted). Null: nothing
   // remembered (every bound pod is at first sight).
-  const std::map<std::string, AdmittedAs>* admitted = nullptr;
+  const AdmittedPods* admitted = nullptr;
   // The queue's configuration and usage, to give each running pod workload the multifactor
   // priority it had when it started (the scale the preemptor's priority is on). Null: the queue's
   // default weights, no QOS table, no usage.
@@ -143,9 +150,9 @@ struct BuiltSnapshot {
   std::shared_ptr<queue::Snapshot> snapshot;
   std::map<std::string, WorkloadPods, std::less<>> pending_pods;  // pending workload id -> its pods
   std::map<std::string, WorkloadPods, std::less<>> running_pods;  // running workload id -> its pods
-  // Pod UID -> what it is admitted with as of this cycle, for every non-terminal pod: pass it
-  // back as SnapshotOptions::admitted next cycle (pods gone are dropped with it).
-  std::map<std::string, AdmittedAs> admitted;
+  // What every non-terminal pod is admitted with as of this cycle: pass it back as
+  // SnapshotOptions::admitted next cycle (pods gone are dropped with it).
+  AdmittedPods admitted;
   // One line per bound pod whose annotations differ from what it was admitted with, or whose QOS
   // or account its namespace does not allow: the values used instead (for the daemon's log).
   std::vector<std::string> ignored_edits;
@@ -156,6 +163,9 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
 BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods,
                             const SnapshotOptions& options, queue::Time now);
 KubeState ToKubeState(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods);
+
+// The QOS, account and gang annotations of a pod's record.
+AdmittedAs AdmittedValues(const PodRecord& record);
 
 // "90s", "30m", "2h", "1h30m", "3600" -> seconds; error message on anything else.
 absl::StatusOr<queue::Duration> ParseTimeLimit(const std::string& text);

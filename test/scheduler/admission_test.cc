@@ -165,7 +165,10 @@ TEST(AdmissionTest, ARunningPodKeepsTheQosAccountAndGangItWasAdmittedWith) {
   SnapshotOptions o;
   o.known_qos = {"interactive", "scavenger"};
   // Admitted alone, as scavenger, charged to ns; now it says interactive, another account and a gang.
-  const std::map<std::string, AdmittedAs> admitted = {{"uid-p", {"scavenger", "", "", ""}}};
+  const auto was = std::make_shared<const PodRecord>(
+      PodRecord::From(Pod("ns", "p", {{"onequeue.io/qos", "scavenger"}})));
+  AdmittedPods admitted;
+  admitted.emplace(std::string_view(was->uid), was);
   o.admitted = &admitted;
   auto built = BuildSnapshot({PoolNode("n1")},
                              {Pod("ns", "p",
@@ -185,15 +188,15 @@ TEST(AdmissionTest, ARunningPodKeepsTheQosAccountAndGangItWasAdmittedWith) {
   ASSERT_EQ(built.ignored_edits.size(), 1u);
   EXPECT_THAT(built.ignored_edits[0], HasSubstr("pod ns/p"));
   // Remembered for the next cycle: p as admitted, q (first seen bound) as it carries itself.
-  EXPECT_EQ(built.admitted.at("uid-p"), (AdmittedAs{"scavenger", "", "", ""}));
-  EXPECT_EQ(built.admitted.at("uid-q"), (AdmittedAs{"interactive", "", "shield", ""}));
+  EXPECT_EQ(AdmittedValues(*built.admitted.at("uid-p")), (AdmittedAs{"scavenger", "", "", ""}));
+  EXPECT_EQ(AdmittedValues(*built.admitted.at("uid-q")), (AdmittedAs{"interactive", "", "shield", ""}));
 }
 
 TEST(AdmissionTest, APendingPodIsAdmittedAsItIsWhenLastSeenPending) {
   SnapshotOptions o;
   o.known_qos = {"interactive", "scavenger"};
   auto pending = BuildSnapshot({PoolNode("n1")}, {Pod("ns", "p", {{"onequeue.io/qos", "scavenger"}})}, o, kNow);
-  EXPECT_EQ(pending.admitted.at("uid-p"), (AdmittedAs{"scavenger", "", "", ""}));
+  EXPECT_EQ(AdmittedValues(*pending.admitted.at("uid-p")), (AdmittedAs{"scavenger", "", "", ""}));
   // Bound since, and re-annotated: scheduled as scavenger.
   o.admitted = &pending.admitted;
   auto bound = BuildSnapshot({PoolNode("n1")}, {Pod("ns", "p", {{"onequeue.io/qos", "interactive"}}, "n1")}, o, kNow);
