@@ -4,8 +4,11 @@
 // I/O, time is an argument.
 //
 // Pod annotations read here (the user-facing contract, docs/user-guide.md):
-//   onequeue.io/qos          QOS name from the configured table (else the PriorityClass maps onto QOS)
-//   onequeue.io/account      fair-share account (default: the pod's namespace)
+//   onequeue.io/qos          QOS name from the configured table (else the namespace policy's default,
+//                            else the PriorityClass maps onto QOS)
+//   onequeue.io/account      fair-share account (default: the namespace policy's, else the namespace)
+// QOS, account and gang are read while a pod is pending; a bound pod keeps what it was admitted
+// with (SnapshotOptions::admitted).
 //   onequeue.io/time-limit   "90s", "30m", "2h", "1h30m" or seconds; else activeDeadlineSeconds;
 //                            none: a service
 //   onequeue.io/group        gang name (per namespace); onequeue.io/group-size: its pod count
