@@ -79,6 +79,7 @@ TEST_P(StackHpcScenario, Run) {
   EXPECT_LE(r.max_evictions_of_one_worker, 1);
   EXPECT_LE(r.max_requeues_of_one_job, 1);
   EXPECT_EQ(r.replacements_on_reserved_nodes, 0);
+  EXPECT_EQ(r.overbooked_bindings, 0) << "a pod was bound to a node another pod still held";
   EXPECT_EQ(r.replacements_on_needed_nodes, 0);
   EXPECT_EQ(r.requeued_jobs_back_on_reserved_node, 0);
   EXPECT_GT(r.jobs_requeued, 0) << "no Slurm job was requeued: the pool was not busy with Slurm work";

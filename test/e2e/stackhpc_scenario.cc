@@ -360,26 +360,38 @@ class Run {
       }
     }
     if (pods.ok()) {
+      // Departures first: a victim gone and its successor bound within one poll is no overbooking.
       std::set<std::string> present;
+      for (const k8s::Pod& p : *pods) present.insert(p.metadata.uid);
+      for (auto& [uid, seen] : seen_) {
+        if (present.count(uid)) continue;
+        OnGone(seen);
+        seen.removed = true;
+      }
       std::map<std::string, bool> worker_running_on;
       for (const k8s::Pod& p : *pods) {
         const std::string& uid = p.metadata.uid;
-        present.insert(uid);
         const bool worker = absl::StartsWith(p.metadata.name, "slurm-worker-");
         PodSeen& seen = seen_[uid];
         seen.name = p.metadata.name;
         seen.worker = worker;
         if (!p.node_name.empty() && seen.node.empty()) {
           seen.node = p.node_name;
+          // Every pod asks all GPUs of a node: another pod still there (running or terminating,
+          // it holds its GPUs until it is gone) means the node is booked twice. A kubelet would
+          // refuse the second (OutOfnvidia.com/gpu); kwok runs both.
+          for (const auto& [other_uid, other] : seen_) {
+            if (other_uid != uid && !other.removed && other.node == p.node_name) {
+              ++result_.overbooked_bindings;
+              break;
+            }
+          }
           OnBound(seen, reserved);
         }
         if (!p.metadata.deletion_timestamp.empty()) OnGone(seen);
         if (worker && p.phase == "Running" && p.metadata.deletion_timestamp.empty() && !p.node_name.empty()) {
           worker_running_on[p.node_name] = true;
         }
-      }
-      for (auto& [uid, seen] : seen_) {
-        if (!present.count(uid)) OnGone(seen);
       }
       if (WorkerWay()) {
         for (int i = 1; i <= o_.nodes; ++i) SetSlurmNodeUp(i, worker_running_on.count(K8sNode(i)) > 0);
@@ -404,7 +416,9 @@ class Run {
 
   struct PodSeen {
     std::string name, node;
-    bool worker = false, gone = false;
+    bool worker = false;
+    bool gone = false;     // deleted (terminating) or removed
+    bool removed = false;  // no longer in the API
   };
 
   void OnBound(const PodSeen& pod, const std::set<std::string>& reserved) {
@@ -573,13 +587,15 @@ double ScenarioResult::BindPercentile(double p) const {
 std::string ScenarioResult::Summary() const {
   return absl::StrFormat(
       "%s: interactive bound %d/%d (never %d), bind p50 %.1f s p99 %.1f s; evictions %d (%.2f per interactive pod, "
-      "worker evicted most %d times); replacements on needed nodes %d, on reserved nodes %d; Slurm jobs "
+      "worker evicted most %d times); replacements on needed nodes %d, on reserved nodes %d; overbooked "
+      "bindings %d; Slurm jobs "
       "completed %d, requeued %d (requeues %d, most of one job %d), requeued and completed %d; %.3f GPU-hours "
       "(%.3f in the window)",
       way, interactive_bound, interactive_created, interactive_created - interactive_bound, BindPercentile(50),
       BindPercentile(99), Evictions(),
       interactive_created ? static_cast<double>(Evictions()) / interactive_created : 0.0,
-      max_evictions_of_one_worker, replacements_on_needed_nodes, replacements_on_reserved_nodes, jobs_completed,
+      max_evictions_of_one_worker, replacements_on_needed_nodes, replacements_on_reserved_nodes, overbooked_bindings,
+      jobs_completed,
       jobs_requeued, total_requeues, max_requeues_of_one_job, requeued_jobs_completed, slurm_gpu_hours,
       slurm_gpu_hours_in_window);
 }
@@ -598,6 +614,7 @@ std::string ScenarioResult::SummaryJson() const {
             {"max_evictions_of_one_worker", max_evictions_of_one_worker},
             {"replacements_on_needed_nodes", replacements_on_needed_nodes},
             {"replacements_on_reserved_nodes", replacements_on_reserved_nodes},
+            {"overbooked_bindings", overbooked_bindings},
             {"slurm_jobs_submitted", jobs_submitted},
             {"slurm_jobs_completed", jobs_completed},
             {"slurm_jobs_requeued", jobs_requeued},

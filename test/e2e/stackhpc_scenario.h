@@ -77,6 +77,9 @@ struct ScenarioResult {
   int replacements_on_needed_nodes = 0;
   // A worker pod bound to a node onequeue had marked reserved/<pod> at the time (onequeue ways).
   int replacements_on_reserved_nodes = 0;
+  // A pod bound to a node while another pod was still there (all ask every GPU of the node): two
+  // schedulers booked the node twice. A kubelet would refuse one pod; kwok runs both.
+  int overbooked_bindings = 0;
   int jobs_submitted = 0;
   int jobs_completed = 0;
   int jobs_requeued = 0;             // jobs with Restarts > 0

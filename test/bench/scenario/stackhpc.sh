@@ -47,6 +47,7 @@ cols = [("way", "way"), ("interactive bound / created", None), ("never bound", "
         ("evictions per interactive pod", "evictions_per_interactive_pod"),
         ("worker evicted most", "max_evictions_of_one_worker"),
         ("replacements on needed nodes", "replacements_on_needed_nodes"),
+        ("bindings to a node still held", "overbooked_bindings"),
         ("Slurm jobs requeued", "slurm_jobs_requeued"), ("requeued jobs COMPLETED", "slurm_requeued_jobs_completed"),
         ("Slurm GPU-hours done in the window", "slurm_gpu_hours_in_window")]
 def cell(r, key, title):
