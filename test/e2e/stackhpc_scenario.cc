@@ -383,6 +383,7 @@ class Run {
           for (const auto& [other_uid, other] : seen_) {
             if (other_uid != uid && !other.removed && other.node == p.node_name) {
               ++result_.overbooked_bindings;
+              if (!worker && other.worker) ++result_.interactive_bound_onto_worker;
               break;
             }
           }
@@ -588,14 +589,14 @@ std::string ScenarioResult::Summary() const {
   return absl::StrFormat(
       "%s: interactive bound %d/%d (never %d), bind p50 %.1f s p99 %.1f s; evictions %d (%.2f per interactive pod, "
       "worker evicted most %d times); replacements on needed nodes %d, on reserved nodes %d; overbooked "
-      "bindings %d; Slurm jobs "
+      "bindings %d (%d of them an interactive pod onto a worker's node); Slurm jobs "
       "completed %d, requeued %d (requeues %d, most of one job %d), requeued and completed %d; %.3f GPU-hours "
       "(%.3f in the window)",
       way, interactive_bound, interactive_created, interactive_created - interactive_bound, BindPercentile(50),
       BindPercentile(99), Evictions(),
       interactive_created ? static_cast<double>(Evictions()) / interactive_created : 0.0,
       max_evictions_of_one_worker, replacements_on_needed_nodes, replacements_on_reserved_nodes, overbooked_bindings,
-      jobs_completed,
+      interactive_bound_onto_worker, jobs_completed,
       jobs_requeued, total_requeues, max_requeues_of_one_job, requeued_jobs_completed, slurm_gpu_hours,
       slurm_gpu_hours_in_window);
 }
@@ -615,6 +616,7 @@ std::string ScenarioResult::SummaryJson() const {
             {"replacements_on_needed_nodes", replacements_on_needed_nodes},
             {"replacements_on_reserved_nodes", replacements_on_reserved_nodes},
             {"overbooked_bindings", overbooked_bindings},
+            {"interactive_bound_onto_worker", interactive_bound_onto_worker},
             {"slurm_jobs_submitted", jobs_submitted},
             {"slurm_jobs_completed", jobs_completed},
             {"slurm_jobs_requeued", jobs_requeued},

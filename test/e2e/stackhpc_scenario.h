@@ -80,6 +80,7 @@ struct ScenarioResult {
   // A pod bound to a node while another pod was still there (all ask every GPU of the node): two
   // schedulers booked the node twice. A kubelet would refuse one pod; kwok runs both.
   int overbooked_bindings = 0;
+  int interactive_bound_onto_worker = 0;  // of those, an interactive pod bound where a worker still was
   int jobs_submitted = 0;
   int jobs_completed = 0;
   int jobs_requeued = 0;             // jobs with Restarts > 0
