@@ -200,6 +200,7 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
   queue.Read("resolutionSeconds", &c.queue.resolution_seconds);
   queue.Read("windowSeconds", &c.queue.window_seconds);
   queue.Read("backfillShortestFirst", &c.queue.backfill_shortest_first);
+  queue.Read("keepReservations", &c.queue.keep_reservations);
   queue.Read("weights", &c.queue.weights);
   if (c.queue.reservation_depth < 0) queue.KeyError("reservationDepth", "must be 0 (unlimited) or more");
   if (c.queue.resolution_seconds < 1) queue.KeyError("resolutionSeconds", "must be at least 1");

@@ -91,6 +91,12 @@ struct QueueConfig {
   // Backfill candidates (the workloads after the last reservation) try to start shortest time
   // limit first (SJBF), not in queue order.
   bool backfill_shortest_first = true;
+  // Last cycle's reservations are promises the next plan keeps (PlanCycle's `promised`). Off by
+  // default: the planner puts promise holders ahead of the queue, so a lower-priority holder can
+  // start ahead of a higher-priority workload that could start now (slurm_e2e_test
+  // HigherPriorityGetsTheNodeWhicheverWorld/placeholder fails with it on). `oq simulate
+  // --config` always keeps promises.
+  bool keep_reservations = false;
   std::map<std::string, double> weights;  // age, fairShare, size, partition, qos
   std::vector<QosConfig> qos;
   // The fair-share tree. Empty: every account the daemon sees (a namespace, a Slurm account) is

@@ -668,12 +668,14 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
 
   MarkPhase("snapshot");
   // Shared: the published status keeps it (and its snapshot) after the cycle.
-  // Last cycle's reservations are promises: each holder keeps its start or gets an earlier one
-  // (docs/queue.md "Promises"), so the estimated start a user reads does not slip.
+  // With queue.keepReservations, last cycle's reservations are promises: each holder keeps its
+  // start or gets an earlier one (docs/queue.md "Promises"), so the estimated start a user reads
+  // does not slip. Off by default (config.h says why).
   const auto planned = std::make_shared<const queue::Plan>(planner_->PlanCycle(
       built.snapshot, now,
-      last_plan_ != nullptr ? queue::CarryReservations(*last_plan_, *built.snapshot)
-                            : std::vector<queue::PromisedReservation>{}));
+      config_.queue.keep_reservations && last_plan_ != nullptr
+          ? queue::CarryReservations(*last_plan_, *built.snapshot)
+          : std::vector<queue::PromisedReservation>{}));
   last_plan_ = planned;
   const queue::Plan& plan = *planned;
   MarkPhase("plan");

@@ -35,6 +35,7 @@ TEST(PromiseLoopTest, AHigherPriorityArrivalDoesNotPushAWaitingJobsReservationBa
   }
   Config cfg;
   cfg.queue.reservation_depth = 10;
+  cfg.queue.keep_reservations = true;
   cfg.queue.weights = {{"size", 0}};  // queue order: QOS, then submit order
   cfg.queue.qos = {{"normal", 100, true, false, 0}, {"batch", 10, true, false, 0}};
   cfg.slurm.enabled = true;
