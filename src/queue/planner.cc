@@ -483,10 +483,9 @@ struct QueuePlanner::State {
 
   int32_t reservations = 0;
   int32_t last_reservation_position = 0;  // 1-based; 0 = none
-  // The holders of last cycle's reservations lead the queue (PlanCycle's `promised`): order[0,
-  // promised_count). While they are planned (promise_phase) capacity can grow, as each takes back
-  // its placeholder, so the memos (which assume it only shrinks) are neither read nor written.
-  int32_t promised_count = 0;
+  // Some promise's placeholder (PlanCycle's `promised`) is still in the profile: capacity can
+  // grow when its holder takes it back, so the memos (which assume it only shrinks) are neither
+  // read nor written.
   bool promise_phase = false;
   // The walk left priority order (backfill_shortest_first): where a node is reserved(W) usability
   // depends on priority, and the memos assume it only falls.
@@ -1370,84 +1369,87 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now,
   }
   s.order = SortByQueueOrder(keys);
 
-  // Last cycle's reservations (docs/queue.md "Promises"): their holders lead the queue, in the
-  // order of their promised starts, and each promised slot is held by a placeholder until its
-  // holder's turn. Whatever is planned before a holder (an earlier holder moving earlier, a start
-  // now) avoids its slot, so the holder finds that slot or an earlier one: a reservation never
-  // moves later. Only a change of its own (request, time limit, eligibility, hold) or of the
-  // world under the slot (a node gone, a running workload past its end) drops a promise.
+  // Last cycle's reservations (docs/queue.md "Promises"). Each promised slot is held by a
+  // placeholder from the start of the walk until its holder's own turn in queue order, when the
+  // holder takes it back and plans again: it starts now, or finds that slot or an earlier one.
+  // Whatever is planned before it (higher priority) avoids the slot, so a reservation never moves
+  // later; and the holder keeps its place in the queue, so it never takes capacity ahead of a
+  // higher-priority workload that can start now. Only a change of its own (request, time limit,
+  // eligibility, hold) or of the world under the slot (a node gone, a running workload past its
+  // end) drops a promise.
   CyclePass pass(config_, preemption_, s, plan, /*in_cycle=*/true);
-  std::vector<std::pair<int32_t, CyclePass::Promise>> promises;  // (queue rank, promise)
+  std::vector<CyclePass::Promise> promises;
+  std::vector<int32_t> promise_of(pending, -1);  // workload number -> index in promises
+  int32_t placeholders = 0;                       // placeholders still in the profile
   if (!promised.empty()) {
     absl::flat_hash_map<std::string_view, const PromisedReservation*> by_id;
     for (const PromisedReservation& r : promised) by_id.emplace(r.workload, &r);
-    std::vector<int32_t> rank_of(pending, -1);  // queue position of the holders
-    for (size_t i = 0; i < s.order.size(); ++i) rank_of[s.order[i].index] = static_cast<int32_t>(i);
-    std::vector<std::tuple<Time, int32_t, int32_t>> holders;  // (promised start, rank, number)
+    std::vector<double> priority_of(pending, 0);
+    for (const SortedQueueKey& k : s.order) priority_of[k.index] = k.priority;
+    // Placeholders go in by promised start (ties by workload number): the earliest promises are
+    // checked against the fewest others.
+    std::vector<std::pair<Time, int32_t>> holders;  // (promised start, workload number)
     for (size_t i = 0; i < pending; ++i) {
       auto it = by_id.find(std::string_view(snap.pending[i].id));
-      if (it == by_id.end()) continue;
-      holders.emplace_back(it->second->start, rank_of[i], static_cast<int32_t>(i));
+      if (it != by_id.end()) holders.emplace_back(it->second->start, static_cast<int32_t>(i));
     }
     std::sort(holders.begin(), holders.end());
-    std::vector<char> is_holder(pending, 0);
-    for (const auto& [start, rank, number] : holders) {
-      is_holder[number] = 1;
+    promises.reserve(holders.size());
+    for (const auto& [start, number] : holders) {
       const PromisedReservation& r = *by_id.at(std::string_view(snap.pending[number].id));
       // What is left of the slot from now on (a holder not started at its promised start, e.g.
       // a cycle that came late, is held from now).
       CyclePass::Promise promise{r.member_nodes, std::max(r.start, now), r.end, r.per_member, false};
-      const SortedQueueKey& key = s.order[rank];
-      promise.placeholder = pass.AddPlaceholder(snap.pending[number], s.facts[number], key.priority, promise);
-      promises.emplace_back(rank, std::move(promise));
+      promise.placeholder = pass.AddPlaceholder(snap.pending[number], s.facts[number], priority_of[number], promise);
+      placeholders += promise.placeholder ? 1 : 0;
+      promise_of[number] = static_cast<int32_t>(promises.size());
+      promises.push_back(std::move(promise));
     }
-    std::vector<SortedQueueKey> order;
-    order.reserve(s.order.size());
-    for (const auto& [rank, promise] : promises) order.push_back(s.order[rank]);
-    for (const SortedQueueKey& k : s.order) {
-      if (!is_holder[k.index]) order.push_back(k);
-    }
-    s.order = std::move(order);
-    s.promised_count = static_cast<int32_t>(promises.size());
   }
   plan.order.reserve(pending);
   for (const SortedQueueKey& k : s.order) plan.order.push_back(k.index);
 
   plan.waiting.reserve(pending);
-  s.promise_phase = true;
-  for (size_t i = 0; i < promises.size(); ++i) {
-    const SortedQueueKey& k = s.order[i];
-    const CyclePass::Promise& promise = promises[i].second;
-    if (promise.placeholder) pass.RemovePlaceholder(snap.pending[k.index], promise);
-    pass.PlanOne(snap.pending[k.index], s.facts[k.index], k.priority, static_cast<int32_t>(i + 1), now,
-                 &promise);
-  }
-  s.promise_phase = false;
+  // While a placeholder is in the profile, capacity can grow (its holder takes it back), so the
+  // memos (which assume it only shrinks) are neither read nor written.
+  s.promise_phase = placeholders > 0;
+  auto plan_one = [&](const SortedQueueKey& k, int32_t position) {
+    const int32_t p = promise_of[k.index];
+    if (p < 0) {
+      pass.PlanOne(snap.pending[k.index], s.facts[k.index], k.priority, position, now);
+      return;
+    }
+    const CyclePass::Promise& promise = promises[p];
+    if (promise.placeholder) {
+      pass.RemovePlaceholder(snap.pending[k.index], promise);
+      --placeholders;
+    }
+    pass.PlanOne(snap.pending[k.index], s.facts[k.index], k.priority, position, now, &promise);
+    s.promise_phase = placeholders > 0;
+  };
   // The queue order visits the facts at random places: fetch the ones a few steps ahead.
   // The workload itself is read only by those that start or search for a placement.
   constexpr size_t kPrefetchAhead = 8;
   const bool shortest_first = config_.backfill_shortest_first && config_.backfill == BackfillMode::kBackfill &&
                               config_.reservation_depth > 0;
-  for (size_t i = promises.size(); i < s.order.size(); ++i) {
+  for (size_t i = 0; i < s.order.size(); ++i) {
     if (i + kPrefetchAhead < s.order.size()) __builtin_prefetch(&s.facts[s.order[i + kPrefetchAhead].index]);
-    const SortedQueueKey& k = s.order[i];
-    pass.PlanOne(snap.pending[k.index], s.facts[k.index], k.priority, static_cast<int32_t>(i + 1), now);
+    plan_one(s.order[i], static_cast<int32_t>(i + 1));
     if (shortest_first && s.reservations >= config_.reservation_depth && i + 1 < s.order.size()) {
       // Every reservation is made: the rest are backfill candidates, shortest first (ties in
-      // queue order); each keeps its queue position.
+      // queue order); each keeps its queue position. A promise holder among them still finds
+      // its slot held until its turn.
       std::vector<int32_t> rest(s.order.size() - i - 1);
       for (size_t r = 0; r < rest.size(); ++r) rest[r] = static_cast<int32_t>(i + 1 + r);
       std::stable_sort(rest.begin(), rest.end(), [&](int32_t a, int32_t b) {
         return s.facts[s.order[a].index].duration < s.facts[s.order[b].index].duration;
       });
       s.out_of_priority_order = true;
-      for (int32_t r : rest) {
-        const SortedQueueKey& key = s.order[r];
-        pass.PlanOne(snap.pending[key.index], s.facts[key.index], key.priority, r + 1, now);
-      }
+      for (int32_t r : rest) plan_one(s.order[r], r + 1);
       break;
     }
   }
+  s.promise_phase = false;
   state_ = std::move(st);
   return plan;
 }
@@ -1465,8 +1467,7 @@ absl::StatusOr<PlanDelta> QueuePlanner::OnArrival(const PendingWorkload& workloa
   const double priority = s.priority->Compute(w, &qos).total;
   const SortedQueueKey entry{priority, w.submit_time, static_cast<int32_t>(s.facts.size())};
   s.facts.push_back(s.FactsOf(w, qos, config_));
-  // Never among the holders of last cycle's reservations, which lead the queue.
-  auto pos = std::lower_bound(s.order.begin() + s.promised_count, s.order.end(), entry,
+  auto pos = std::lower_bound(s.order.begin(), s.order.end(), entry,
                               [&](const SortedQueueKey& a, const SortedQueueKey& b) {
                                 return ComesBefore(s.KeyOf(a), s.KeyOf(b));
                               });

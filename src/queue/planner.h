@@ -80,11 +80,13 @@ class QueuePlanner {
 
   // A full cycle. Keeps the sorted queue and the availability profile for OnArrival.
   Plan PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now);
-  // A full cycle that keeps last cycle's reservations (`promised`, see CarryReservations): their holders lead the queue in the order of their
-  // promised starts, and each still pending holder starts now or gets a reservation no later than
-  // max(promised start, now), unless its own request, time limit, eligibility or hold changed, or
-  // a promised node is gone or still busy (a running workload past its expected end). The estimated start
-  // a user reads then becomes a promise. docs/queue.md "Promises".
+  // A full cycle that keeps last cycle's reservations (`promised`, see CarryReservations). The
+  // queue keeps its order; each promised slot is held until its holder's turn, so every still
+  // pending holder starts now or gets a reservation no later than max(promised start, now),
+  // unless its own request, time limit, eligibility or hold changed, a promised node is gone or
+  // still busy (a running workload past its expected end), or a higher-priority preemptor claimed
+  // the node. A holder never starts ahead of a higher-priority workload that can start now. The
+  // estimated start a user reads then becomes a promise. docs/queue.md "Promises".
   Plan PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now,
                  const std::vector<PromisedReservation>& promised);
 

@@ -155,7 +155,7 @@ class Simulator {
         seen_(jobs_.size(), 0),
         running_slot_(jobs_.size(), -1),
         node_job_(processors, -1),
-        keep_reservations_(options.keep_reservations || options.config.has_value()) {
+        keep_reservations_(options.keep_reservations) {
     snapshot_ = std::make_shared<Snapshot>();
     snapshot_->nodes.reserve(processors);
     for (int64_t i = 0; i < processors; ++i) {

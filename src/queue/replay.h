@@ -52,8 +52,9 @@ struct ReplayOptions {
   bool keep_reservations = false;
   // The daemon's own policy (`oq simulate --config`): this planner configuration replaces the
   // policy's (weights, QOS, accounts, reservation depth, resolution and window as given), and the
-  // replay then runs as the daemon does: last cycle's reservations are promises (as with
-  // keep_reservations), each job's account is its SWF user ("user-N"; "group-N" when the
+  // replay then runs as the daemon does (last cycle's reservations are promises when
+  // keep_reservations is set, as the daemon's queue.keepReservations, default on, does; `oq
+  // simulate --config` sets it from the file), each job's account is its SWF user ("user-N"; "group-N" when the
   // configuration lists the group's account and not the user's), its partition its SWF queue
   // ("queue-N"), its QOS `qos`, and a finished job's processors x run time is charged to its
   // account for fair-share. Without accounts in the configuration every user is a leaf of one

@@ -238,6 +238,8 @@ int RunSimulate(const std::vector<std::string>& args) {
       return 1;
     }
     a.options.config = scheduler::ToQueueConfig(*config);
+    // Promises as the daemon keeps them (queue.keepReservations, on by default).
+    a.options.keep_reservations = a.options.keep_reservations || config->queue.keep_reservations;
     if (a.qos.has_value()) {
       a.options.qos = *a.qos;
     } else {

@@ -37,15 +37,15 @@ std::string DescribePriority(const queue::PriorityBreakdown& p) {
 queue::QueueConfig ToQueueConfig(const Config& config) {
   queue::QueueConfig q;
   const auto& w = config.queue.weights;
-  auto weight = [&w](const char* name, double fallback) {
+  auto weight = [&w](const char* name) {
     auto it = w.find(name);
-    return it == w.end() ? fallback : it->second;
+    return it == w.end() ? kDefaultWeights.at(name) : it->second;
   };
-  q.weights.age = weight("age", q.weights.age);
-  q.weights.fair_share = weight("fairShare", q.weights.fair_share);
-  q.weights.job_size = weight("size", q.weights.job_size);
-  q.weights.partition = weight("partition", q.weights.partition);
-  q.weights.qos = weight("qos", q.weights.qos);
+  q.weights.age = weight("age");
+  q.weights.fair_share = weight("fairShare");
+  q.weights.job_size = weight("size");
+  q.weights.partition = weight("partition");
+  q.weights.qos = weight("qos");
   for (const auto& c : config.queue.qos) {
     queue::QosPolicy p;
     p.name = c.name;
@@ -668,9 +668,9 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
 
   MarkPhase("snapshot");
   // Shared: the published status keeps it (and its snapshot) after the cycle.
-  // With queue.keepReservations, last cycle's reservations are promises: each holder keeps its
-  // start or gets an earlier one (docs/queue.md "Promises"), so the estimated start a user reads
-  // does not slip. Off by default (config.h says why).
+  // With queue.keepReservations (the default), last cycle's reservations are promises: each
+  // holder keeps its start or gets an earlier one (docs/queue.md "Promises"), so the estimated
+  // start a user reads does not slip.
   const auto planned = std::make_shared<const queue::Plan>(planner_->PlanCycle(
       built.snapshot, now,
       config_.queue.keep_reservations && last_plan_ != nullptr

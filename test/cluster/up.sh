@@ -61,8 +61,14 @@ else
   bin=$(bash "$here/build-upstream.sh" | tail -n 1)
 fi
 for b in kube-apiserver kubectl; do [ -x "$bin/$b" ] || oq_die "missing $bin/$b (see build-upstream.sh)"; done
-command -v etcd >/dev/null || oq_die "etcd is not installed (Debian package etcd-server)"
-ETCD=$(command -v etcd)
+# etcd: the one build-upstream.sh built (ETCD_VERSION); Debian's (3.4) only when the binaries
+# come from elsewhere without it.
+if [ -x "$bin/etcd" ]; then
+  ETCD=$bin/etcd
+else
+  command -v etcd >/dev/null || oq_die "etcd is not installed (Debian package etcd-server)"
+  ETCD=$(command -v etcd)
+fi
 
 # --- Certificates: our own CA; one serving certificate for 127.0.0.1/localhost used by every
 # loopback server (apiserver, controller-manager, scheduler), so clients verify TLS against ca.crt.
@@ -144,7 +150,7 @@ start_with_retry() {
   oq_die "$name: no free port after 5 attempts"
 }
 
-# --- etcd (Debian's etcd-server).
+# --- etcd.
 choose_etcd() {
   etcd_port=$(oq_free_port)
   etcd_peer_port=$(oq_free_port)
@@ -263,10 +269,11 @@ if $want_kwok; then
       $($kwok_graceful && echo "--config=$here/kwok/graceful-pod-stages.yaml")
   }
   kwok_ready() { oq_listens "$DIR" kwok "$kwok_port" && curl -sS --max-time 3 "http://127.0.0.1:$kwok_port/healthz" | grep -q ok; }
-  # kwok's client-go streams lists over watches (WatchListClient); etcd 3.4 cannot answer the
-  # progress requests that needs ("RequestWatchProgress is disabled"), so kwok's watches ended
-  # every few seconds and it relisted, delaying Ready/Running by up to ~40 s under load. Plain
-  # list+watch instead (client-go reads KUBE_FEATURE_<gate> from the environment).
+  # kwok's client-go streams lists over watches (WatchListClient); Debian's etcd 3.4 cannot answer
+  # the progress requests that needs ("RequestWatchProgress is disabled"), so kwok's watches ended
+  # every few seconds and it relisted, delaying Ready/Running by up to ~40 s under load. With the
+  # etcd build-upstream.sh builds that is gone; plain list+watch stays for the Debian fallback
+  # (client-go reads KUBE_FEATURE_<gate> from the environment).
   KUBE_FEATURE_WatchListClient=false start_with_retry kwok choose_kwok kwok_ready 60
 fi
 

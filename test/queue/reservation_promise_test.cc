@@ -242,7 +242,8 @@ TEST(ReservationPromise, WithoutPromisesTheSameSequencesMoveReservationsLater) {
 //   2 nodes of 4 cpus. Running: "long" holds node 0 until 1000, "short" node 1 until 100.
 //   Waiting: "wide" (2 nodes x 4 cpus, 500 s) reserved at 1000 on both nodes.
 //   At t=50 "urgent" (QOS high, 1 node x 4 cpus, 2000 s) arrives: from scratch it would take node 1
-//   at 100 and push "wide" to 2100; with the promise it is planned after "wide".
+//   at 100 and push "wide" to 2100; with the promise it keeps its place ahead of "wide" in the
+//   queue but plans around the slot held for "wide".
 TEST(ReservationPromise, AHigherPriorityNewcomerDoesNotDelayAPromise) {
   QueueConfig config = PromiseConfig(/*depth=*/0, /*resolution=*/1);
   QueuePlanner planner(config, nullptr);
@@ -271,7 +272,7 @@ TEST(ReservationPromise, AHigherPriorityNewcomerDoesNotDelayAPromise) {
   const Plan scratch = planner.PlanCycle(next, 50, {});
   ASSERT_EQ(scratch.OrderIds().front(), "urgent");
   const Plan kept = planner.PlanCycle(next, 50, CarryReservations(*first, *next));
-  EXPECT_EQ(kept.OrderIds(), (std::vector<std::string>{"wide", "urgent"}));
+  EXPECT_EQ(kept.OrderIds(), (std::vector<std::string>{"urgent", "wide"}));
   std::map<std::string, Time> start;
   for (const ReserveDecision& r : scratch.reservations) start["scratch:" + r.workload] = r.start;
   for (const ReserveDecision& r : kept.reservations) start["kept:" + r.workload] = r.start;
@@ -279,6 +280,54 @@ TEST(ReservationPromise, AHigherPriorityNewcomerDoesNotDelayAPromise) {
   EXPECT_EQ(start["scratch:wide"], 2100);
   EXPECT_EQ(start["kept:wide"], 1000);
   EXPECT_EQ(start["kept:urgent"], 1500);
+}
+
+// Scenario: a holder does not take an earlier slot ahead of a higher-priority workload that can
+// start now (slurm_e2e_test HigherPriorityGetsTheNodeWhicheverWorld saw a held Slurm job do so
+// when holders led the queue).
+//   2 nodes of 4 cpus. Running: "long" holds node 0 until 1000, "mid" node 1 until 500.
+//   Waiting: "held" (1 node x 4 cpus, 300 s, normal) reserved at 500 on node 1.
+//   At t=500 "mid" has ended and "urgent" (QOS high, 1 node x 4 cpus, 100 s) arrives; node 1 is
+//   free. "urgent" comes first in the queue and would end at 600, after the promised start, so it
+//   may not start there; "held" starts at its promised 500. But when "held" was promised 1000 on
+//   node 0, "urgent" starts now on node 1 and "held" keeps (or beats) its promise.
+TEST(ReservationPromise, AHolderDoesNotStartAheadOfAHigherPriorityWorkloadThatCanStartNow) {
+  QueueConfig config = PromiseConfig(/*depth=*/0, /*resolution=*/1);
+  QueuePlanner planner(config, nullptr);
+  auto running = [](const std::string& id, NodeIndex n, Time end) {
+    RunningWorkload r;
+    r.id = id;
+    r.kind = WorkloadKind::kSlurmJob;
+    r.start_time = 0;
+    r.expected_end = end;
+    Allocation a;
+    a.node = n;
+    a.used[kCpu] = 4000;
+    r.allocations = {a};
+    return r;
+  };
+  auto snapshot = std::make_shared<Snapshot>();
+  snapshot->nodes = {PoolNode(0, 4000), PoolNode(1, 4000)};
+  snapshot->running = {running("long", 0, 1000), running("mid", 1, 5000)};  // node 1 busy for long
+  snapshot->pending = {Job("held", WorkloadKind::kSlurmJob, 1, 4000, 300, "normal", 0)};
+  auto first = std::make_shared<const Plan>(planner.PlanCycle(snapshot, 0, {}));
+  ASSERT_EQ(first->reservations.size(), 1u);
+  ASSERT_EQ(first->reservations[0].start, 1000);  // node 0, when "long" ends
+  ASSERT_EQ(first->reservations[0].member_nodes, MemberNodes{0});
+
+  // "mid" ended early; "urgent" arrives.
+  auto next = std::make_shared<Snapshot>(*snapshot);
+  next->running = {running("long", 0, 1000)};
+  next->pending.push_back(Job("urgent", WorkloadKind::kPodGroup, 1, 4000, 100, "high", 500));
+  const Plan kept = planner.PlanCycle(next, 500, CarryReservations(*first, *next));
+  EXPECT_EQ(kept.OrderIds(), (std::vector<std::string>{"urgent", "held"}));
+  ASSERT_EQ(kept.starts.size(), 1u);
+  EXPECT_EQ(kept.starts[0].workload, "urgent");
+  EXPECT_EQ(kept.starts[0].member_nodes, MemberNodes{1});
+  ASSERT_EQ(kept.reservations.size(), 1u);
+  EXPECT_EQ(kept.reservations[0].workload, "held");
+  EXPECT_LE(kept.reservations[0].start, 1000);  // its promise, or better (node 1 at 600)
+  EXPECT_EQ(kept.reservations[0].start, 600);
 }
 
 // The daemon carries a plan's reservations into the next snapshot by node name; a promise whose

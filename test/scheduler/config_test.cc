@@ -21,7 +21,7 @@ TEST(ConfigTest, MinimalDocumentGetsDefaults) {
   EXPECT_EQ(c->queue.resolution_seconds, 1);
   EXPECT_EQ(c->queue.window_seconds, 7 * 86400);
   EXPECT_TRUE(c->queue.backfill_shortest_first);
-  EXPECT_EQ(c->queue.usage_half_life_seconds, 86400);
+  EXPECT_EQ(c->queue.usage_half_life_seconds, 12 * 3600);
   EXPECT_FALSE(c->slurm.enabled);
   EXPECT_EQ(c->server.grpc_address, "127.0.0.1:50051");
 }

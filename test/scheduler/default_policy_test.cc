@@ -49,6 +49,7 @@ TEST_P(DefaultPolicy, BeatsEasyBoundedSlowdownByAFifthWithinTwiceItsP99Wait) {
   ASSERT_TRUE(config.ok()) << config.status();
   queue::ReplayOptions daemon;
   daemon.config = ToQueueConfig(*config);
+  daemon.keep_reservations = config->queue.keep_reservations;
   auto d = queue::ReplayTrace(trace, daemon);
   ASSERT_TRUE(d.ok()) << d.status();
 
