@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Load generator and meter for test/bench/cluster/side_by_side.sh (run by hand, never by ctest).
+
+Python standard library only. Talks to the local apiserver that test/cluster/up.sh started, with the
+admin token from DIR/env:
+  bench_driver.py DIR nodes N POOL            create N kwok nodes (4 CPU, 32 GiB, 110 pods; label
+                                              onequeue.io/pool=POOL) as scheduler_perf's defaults
+  bench_driver.py DIR round NS SCHED N OUT    create N SchedulingBasic pods (cpu 100m, memory 500Mi)
+                                              with schedulerName SCHED in namespace NS, wait until all
+                                              are bound, write figures (JSON) to OUT
+  bench_driver.py DIR cleanup NS              delete every pod of NS and wait until they are gone
+Figures come from the API's own timestamps: metadata.creationTimestamp and the PodScheduled
+condition's lastTransitionTime, which the apiserver sets when it stores the binding (both have
+one-second resolution). A watch opened before the first create also records when this client saw
+each pod created and bound (millisecond resolution) as a cross-check and for the bound-over-time
+series.
+"""
+import concurrent.futures
+import http.client
+import json
+import os
+import ssl
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+
+CREATE_THREADS = 32
+
+
+def read_env(directory):
+    env = {}
+    with open(os.path.join(directory, "env")) as f:
+        for line in f:
+            k, _, v = line.rstrip("\n").partition("=")
+            env[k] = v
+    return env
+
+
+class Api:
+    def __init__(self, env):
+        server = env["ONEQUEUE_K8S_SERVER"]
+        self.hostport = server.split("://", 1)[1]
+        self.token = env["ONEQUEUE_ADMIN_TOKEN"]
+        self.ctx = ssl.create_default_context(cafile=env["ONEQUEUE_K8S_CA"])
+        self.local = threading.local()
+
+    def conn(self, fresh=False):
+        if fresh or getattr(self.local, "c", None) is None:
+            self.local.c = http.client.HTTPSConnection(self.hostport, context=self.ctx, timeout=120)
+        return self.local.c
+
+    def call(self, method, path, body=None, ok=(200, 201, 202)):
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Authorization": "Bearer " + self.token, "Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        for attempt in range(5):
+            try:
+                c = self.conn(fresh=attempt > 0)
+                c.request(method, path, body=data, headers=headers)
+                r = c.getresponse()
+                payload = r.read()
+                if r.status in ok:
+                    return json.loads(payload) if payload else None
+                if r.status == 409:
+                    return None
+                if r.status in (429, 500, 503, 504):
+                    time.sleep(0.2 * (attempt + 1))
+                    continue
+                raise RuntimeError(f"{method} {path}: HTTP {r.status}: {payload[:300]!r}")
+            except (http.client.HTTPException, OSError):
+                if attempt == 4:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
+        raise RuntimeError(f"{method} {path}: gave up")
+
+    def list_all(self, path):
+        items, cont = [], ""
+        while True:
+            sep = "&" if "?" in path else "?"
+            page = self.call("GET", f"{path}{sep}limit=2000" + (f"&continue={cont}" if cont else ""))
+            items += page.get("items", [])
+            cont = page["metadata"].get("continue", "")
+            if not cont:
+                return items, page["metadata"]["resourceVersion"]
+
+
+def run_parallel(count, fn):
+    with concurrent.futures.ThreadPoolExecutor(CREATE_THREADS) as pool:
+        for f in [pool.submit(fn, i) for i in range(count)]:
+            f.result()
+
+
+def make_nodes(api, n, pool_name):
+    def one(i):
+        name = f"bench-node-{i}"
+        res = {"cpu": "4", "memory": "32Gi", "pods": "110"}
+        api.call("POST", "/api/v1/nodes", {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name,
+                         "labels": {"kubernetes.io/hostname": name, "type": "kwok",
+                                    "onequeue.io/pool": pool_name},
+                         "annotations": {"kwok.x-k8s.io/node": "fake"}},
+            "status": {"capacity": res, "allocatable": res}})
+    t = time.time()
+    run_parallel(n, one)
+    # kwok marks them Ready; wait for that so neither scheduler sees a NotReady node.
+    while True:
+        nodes, _ = api.list_all("/api/v1/nodes?labelSelector=onequeue.io/pool%3D" + pool_name)
+        ready = sum(1 for nd in nodes for c in nd.get("status", {}).get("conditions", [])
+                    if c["type"] == "Ready" and c["status"] == "True")
+        if ready >= n:
+            break
+        time.sleep(1)
+    print(f"driver: {n} nodes created and Ready in {time.time() - t:.1f} s", file=sys.stderr)
+
+
+def parse_time(s):
+    return datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+
+
+def pct(values, p):
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    return v[min(len(v) - 1, int(round(p / 100.0 * (len(v) - 1))))]
+
+
+def watch(api, ns, rv, seen_created, seen_bound, stop):
+    """Records this client's first sight of each pod (ADDED) and of its nodeName."""
+    while not stop.is_set():
+        c = http.client.HTTPSConnection(api.hostport, context=api.ctx, timeout=30)
+        try:
+            c.request("GET", f"/api/v1/namespaces/{ns}/pods?watch=1&allowWatchBookmarks=true"
+                             f"&resourceVersion={rv}&timeoutSeconds=600",
+                      headers={"Authorization": "Bearer " + api.token})
+            r = c.getresponse()
+            while not stop.is_set():
+                line = r.readline()
+                if not line:
+                    break
+                now = time.time()
+                ev = json.loads(line)
+                obj = ev["object"]
+                rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                if ev["type"] not in ("ADDED", "MODIFIED"):
+                    continue
+                name = obj["metadata"]["name"]
+                seen_created.setdefault(name, now)
+                if obj.get("spec", {}).get("nodeName"):
+                    seen_bound.setdefault(name, now)
+        except (OSError, http.client.HTTPException, ValueError):
+            time.sleep(0.1)
+        finally:
+            c.close()
+
+
+def round_(api, ns, sched, n, out, timeout):
+    api.call("POST", "/api/v1/namespaces",
+             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    base = f"/api/v1/namespaces/{ns}/pods"
+    left, rv = api.list_all(base)
+    if left:
+        raise RuntimeError(f"namespace {ns} still has {len(left)} pods")
+    seen_created, seen_bound, stop = {}, {}, threading.Event()
+    w = threading.Thread(target=watch, args=(api, ns, rv, seen_created, seen_bound, stop), daemon=True)
+    w.start()
+    time.sleep(0.5)
+
+    def one(i):
+        api.call("POST", base, {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"pod-{i}", "namespace": ns},
+            "spec": {"schedulerName": sched, "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}]}})
+    t0 = time.time()
+    run_parallel(n, one)
+    t_created = time.time()
+    deadline = t0 + timeout
+    while len(seen_bound) < n and time.time() < deadline:
+        time.sleep(0.2)
+    t_done = time.time()
+    stop.set()
+    pods, _ = api.list_all(base)
+    created, bound, lat = [], [], []
+    for p in pods:
+        c = parse_time(p["metadata"]["creationTimestamp"])
+        created.append(c)
+        for cond in p.get("status", {}).get("conditions", []):
+            if cond["type"] == "PodScheduled" and cond["status"] == "True" and p["spec"].get("nodeName"):
+                b = parse_time(cond["lastTransitionTime"])
+                bound.append(b)
+                lat.append(b - c)
+    api_span = (max(bound) - min(created)) if bound else float("nan")
+    w_lat = [seen_bound[k] - seen_created[k] for k in seen_bound if k in seen_created]
+    w_span = (max(seen_bound.values()) - min(seen_created.values())) if seen_bound else float("nan")
+    # Bound pods over time (this client's view), one point per 0.5 s, for plotting.
+    series = []
+    if seen_bound:
+        times = sorted(seen_bound.values())
+        start, k, t = min(seen_created.values()), 0, 0.0
+        while t <= times[-1] - start + 0.5:
+            while k < len(times) and times[k] - start <= t:
+                k += 1
+            series.append([round(t, 1), k])
+            t += 0.5
+    result = {
+        "scheduler": sched, "pods": n, "bound": len(bound),
+        "create_seconds": round(t_created - t0, 2),
+        "api_span_seconds": api_span,
+        "pods_per_second_api": round(len(bound) / max(api_span, 1.0), 1) if bound else 0,
+        "latency_p50_api": pct(lat, 50), "latency_p99_api": pct(lat, 99),
+        "watch_span_seconds": round(w_span, 3),
+        "pods_per_second_watch": round(len(seen_bound) / w_span, 1) if seen_bound else 0,
+        "latency_p50_watch": round(pct(w_lat, 50), 3), "latency_p99_watch": round(pct(w_lat, 99), 3),
+        "wall_seconds": round(t_done - t0, 2),
+        "bound_over_time": series,
+    }
+    with open(out, "w") as f:
+        json.dump(result, f)
+    if len(bound) < n:
+        print(f"driver: only {len(bound)} of {n} pods bound within {timeout} s", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cleanup(api, ns):
+    """Deletes every pod of NS (kwok removes a bound pod at once) and waits until none is left."""
+    base = f"/api/v1/namespaces/{ns}/pods"
+    api.call("DELETE", base + "?gracePeriodSeconds=0", ok=(200, 202))
+    for _ in range(1200):
+        left, _ = api.list_all(base)
+        if not left:
+            return 0
+        time.sleep(0.5)
+    print(f"driver: {len(left)} pods of {ns} still there after 10 min", file=sys.stderr)
+    return 1
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    api = Api(read_env(argv[1]))
+    if argv[2] == "nodes":
+        make_nodes(api, int(argv[3]), argv[4])
+        return 0
+    if argv[2] == "round":
+        timeout = float(os.environ.get("BENCH_ROUND_TIMEOUT", "600"))
+        return round_(api, argv[3], argv[4], int(argv[5]), argv[6], timeout)
+    if argv[2] == "cleanup":
+        return cleanup(api, argv[3])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
