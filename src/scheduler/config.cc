@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -33,11 +34,30 @@ class MapReader {
     if (!ok_ || !node_ || node_.IsNull()) return;
     const YAML::Node v = Get(key);
     if (!v || v.IsNull()) return;
+    T value;
     try {
-      *out = v.as<T>();
+      value = v.as<T>();
     } catch (const YAML::Exception&) {
-      KeyError(key, absl::StrCat("has the wrong type: expected ", TypeName<T>()));
+      KeyError(key, absl::StrCat("has the wrong type: expected ", TypeName<T>(), ", found ", KindName(v)));
+      return;
     }
+    // .nan and .inf are numbers to YAML; no setting of ours means them, and NaN passes every
+    // range check written as "x < min" (each comparison is false).
+    if constexpr (std::is_floating_point_v<T>) {
+      if (!std::isfinite(value)) {
+        KeyError(key, "must be a finite number (not .nan or .inf)");
+        return;
+      }
+    }
+    if constexpr (std::is_same_v<T, std::map<std::string, double>>) {
+      for (const auto& [name, number] : value) {
+        if (!std::isfinite(number)) {
+          KeyError(key, absl::StrCat("\"", name, "\" must be a finite number (not .nan or .inf)"));
+          return;
+        }
+      }
+    }
+    *out = std::move(value);
   }
 
   MapReader Child(const std::string& key) {
@@ -56,7 +76,13 @@ class MapReader {
   void RefuseUnknown() {
     if (!ok_ || !node_ || !node_.IsMap()) return;
     for (const auto& kv : node_) {
-      const std::string k = kv.first.as<std::string>();
+      // A key that is itself a list or a mapping (`? [a, b]`) names no setting.
+      if (!kv.first.IsScalar()) {
+        errors_->push_back(absl::StrCat(Where(kv.first), path_.empty() ? "document" : path_,
+                                        ": a key must be a plain name, not ", KindName(kv.first)));
+        continue;
+      }
+      const std::string k = kv.first.Scalar();
       if (!seen_.count(k)) {
         std::vector<std::string> known(seen_.begin(), seen_.end());
         errors_->push_back(absl::StrCat(Where(kv.first), Join(k), ": unknown key (known keys here: ",
@@ -85,6 +111,14 @@ class MapReader {
     if (!n || n.Mark().is_null()) return "";
     return absl::StrCat("line ", n.Mark().line + 1, ": ");
   }
+  static const char* KindName(const YAML::Node& n) {
+    switch (n.Type()) {
+      case YAML::NodeType::Map: return "a mapping";
+      case YAML::NodeType::Sequence: return "a list";
+      case YAML::NodeType::Scalar: return "a scalar";
+      default: return "nothing";
+    }
+  }
   template <typename T>
   static const char* TypeName() {
     if constexpr (std::is_same_v<T, bool>) return "true or false";
@@ -106,9 +140,37 @@ class MapReader {
 
 const std::set<std::string> kWeightNames = {"age", "fairShare", "size", "partition", "qos"};
 
+// The longest span any *Seconds key may give: a century. Times are int64 seconds (queue::Time), so
+// a bound this far below 2^62 keeps "now + span" from overflowing wherever a span is added.
+constexpr int64_t kMaxSeconds = int64_t{100} * 365 * 86400;
+
+void RefuseLongerThanACentury(MapReader& r, const std::string& key, int64_t seconds) {
+  if (seconds > kMaxSeconds)
+    r.KeyError(key, absl::StrCat("is ", seconds, "; at most ", kMaxSeconds, " (100 years)"));
+}
+
+// The host of an http(s):// URL, without brackets or port ("" when there is none).
+std::string UrlHost(const std::string& url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return "";
+  std::string rest = url.substr(scheme + 3);
+  rest = rest.substr(0, rest.find_first_of("/?#"));
+  if (const size_t at = rest.rfind('@'); at != std::string::npos) rest = rest.substr(at + 1);
+  if (!rest.empty() && rest[0] == '[') return rest.substr(1, rest.find(']') - 1);
+  return rest.substr(0, rest.find(':'));
+}
+
+// Loopback only: traffic to it never leaves the machine, so a JWT sent in clear stays there.
+bool IsLoopbackHost(const std::string& host) {
+  if (host == "localhost" || host == "::1") return true;
+  // 127.0.0.0/8, written as a dotted address ("127.0.0.1.example.com" is a name, not loopback).
+  return host.rfind("127.", 0) == 0 && host.find_first_not_of("0123456789.") == std::string::npos;
+}
+
 }  // namespace
 
-absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source) {
+namespace {
+absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -149,6 +211,7 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
   MapReader slurm = top.Child("slurm");
   slurm.Read("enabled", &c.slurm.enabled);
   slurm.Read("url", &c.slurm.url);
+  slurm.Read("allowInsecureHttp", &c.slurm.allow_insecure_http);
   slurm.Read("tokenFile", &c.slurm.token_file);
   slurm.Read("user", &c.slurm.user);
   slurm.Read("apiVersion", &c.slurm.api_version);
@@ -165,6 +228,14 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
   slurm.Read("reclaimPartition", &c.slurm.reclaim_partition);
   slurm.Read("scontrolPath", &c.slurm.scontrol_path);
   slurm.Read("slurmConf", &c.slurm.slurm_conf);
+  if (c.slurm.url.rfind("http://", 0) == 0 && !IsLoopbackHost(UrlHost(c.slurm.url)) &&
+      !c.slurm.allow_insecure_http) {
+    slurm.KeyError("url", absl::StrCat("is \"", c.slurm.url, "\": plain http to a host other than loopback would send "
+                                       "the Slurm JWT in clear; use https:// or unix://, or set "
+                                       "slurm.allowInsecureHttp: true if the network path is trusted"));
+  }
+  RefuseLongerThanACentury(slurm, "lendAfterSeconds", c.slurm.lend_after_seconds);
+  RefuseLongerThanACentury(slurm, "returnAfterSeconds", c.slurm.return_after_seconds);
   if (c.slurm.lend_after_seconds < 0) slurm.KeyError("lendAfterSeconds", "must be 0 or more");
   if (c.slurm.return_after_seconds < 0) slurm.KeyError("returnAfterSeconds", "must be 0 or more");
   if (c.slurm.headroom_nodes < 0) slurm.KeyError("headroomNodes", "must be 0 or more");
@@ -204,6 +275,8 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
   queue.Read("weights", &c.queue.weights);
   if (c.queue.reservation_depth < 0) queue.KeyError("reservationDepth", "must be 0 (unlimited) or more");
   if (c.queue.resolution_seconds < 1) queue.KeyError("resolutionSeconds", "must be at least 1");
+  RefuseLongerThanACentury(queue, "resolutionSeconds", c.queue.resolution_seconds);
+  RefuseLongerThanACentury(queue, "windowSeconds", c.queue.window_seconds);
   if (c.queue.window_seconds < c.queue.resolution_seconds)
     queue.KeyError("windowSeconds", "must be at least resolutionSeconds");
   for (const auto& [name, w] : c.queue.weights) {
@@ -230,6 +303,7 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
         if (qc.name.empty()) q.KeyError("name", "is required");
         else if (!names.insert(qc.name).second) q.KeyError("name", absl::StrCat("\"", qc.name, "\" is defined twice"));
         if (qc.grace_seconds < 0) q.KeyError("graceSeconds", "must not be negative");
+        RefuseLongerThanACentury(q, "graceSeconds", qc.grace_seconds);
         q.RefuseUnknown();
         c.queue.qos.push_back(qc);
       }
@@ -237,6 +311,7 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
   }
   queue.Read("usageHalfLifeSeconds", &c.queue.usage_half_life_seconds);
   if (c.queue.usage_half_life_seconds < 1) queue.KeyError("usageHalfLifeSeconds", "must be at least 1");
+  RefuseLongerThanACentury(queue, "usageHalfLifeSeconds", c.queue.usage_half_life_seconds);
   YAML::Node account_list = queue.Raw("accounts");
   if (account_list) {
     if (!account_list.IsSequence()) {
@@ -314,6 +389,7 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
   le.Read("leaseName", &c.leader_election.lease_name);
   le.Read("leaseDurationSeconds", &c.leader_election.lease_duration_seconds);
   if (c.leader_election.lease_duration_seconds < 2) le.KeyError("leaseDurationSeconds", "must be at least 2");
+  RefuseLongerThanACentury(le, "leaseDurationSeconds", c.leader_election.lease_duration_seconds);
   le.RefuseUnknown();
 
   top.RefuseUnknown();
@@ -323,6 +399,17 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
         absl::StrCat(source, ": invalid configuration:\n  ", absl::StrJoin(errors, "\n  ")));
   }
   return c;
+}
+}  // namespace
+
+absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source) {
+  // Every conversion above is checked; this is the edge where a yaml-cpp exception we did not
+  // foresee becomes an error instead of terminating the daemon.
+  try {
+    return ParseConfigMayThrow(yaml_text, source);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": line ", e.mark.line + 1, ": invalid configuration: ", e.msg));
+  }
 }
 
 absl::StatusOr<Config> LoadConfigFile(const std::string& path) {

@@ -25,6 +25,9 @@ struct KubernetesConfig {
 struct SlurmConfig {
   bool enabled = false;
   std::string url;          // http://127.0.0.1:6820 or unix:///path/to/socket
+  // http:// to a host other than loopback sends the JWT in clear: refused unless this says the
+  // network path is trusted (slurm.allowInsecureHttp).
+  bool allow_insecure_http = false;
   std::string token_file;   // JWT, re-read when it changes
   std::string user = "slurm";
   std::string api_version = "auto";  // auto | v0.0.38 .. v0.0.44

@@ -186,16 +186,26 @@ struct RunningGroup {
 AdmittedAs AdmittedValues(const PodRecord& pod) { return {pod.qos, pod.account, pod.group, pod.group_size}; }
 
 absl::StatusOr<queue::Duration> ParseTimeLimit(const std::string& text) {
+  const auto too_long = [&text] {
+    return absl::InvalidArgumentError(absl::StrCat("time limit \"", text, "\" is longer than 100 years (",
+                                                   kMaxTimeLimitSeconds, " s)"));
+  };
   int64_t seconds = 0;
   if (absl::SimpleAtoi(text, &seconds)) {
     if (seconds <= 0) return absl::InvalidArgumentError(absl::StrCat("time limit \"", text, "\" must be positive"));
+    if (seconds > kMaxTimeLimitSeconds) return too_long();
     return seconds;
   }
+  // All digits but too big for int64 ("9223372036854775808"): ParseDuration would say no too,
+  // but the reason is the size, not the form.
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) return too_long();
   absl::Duration d;
   if (!absl::ParseDuration(text, &d) || d <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "time limit \"", text, "\" is not a positive duration like 90s, 30m, 2h or 1h30m"));
   }
+  // An overflowing duration ("9223372036854775808s") parses as infinite.
+  if (d == absl::InfiniteDuration() || d > absl::Seconds(kMaxTimeLimitSeconds)) return too_long();
   return absl::ToInt64Seconds(d);
 }
 
@@ -381,7 +391,8 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
       if (auto tl = ParseTimeLimit(pod.time_limit); tl.ok()) {
         rw.expected_end = rw.start_time + *tl;
       } else if (pod.active_deadline_seconds) {
-        rw.expected_end = rw.start_time + *pod.active_deadline_seconds;
+        // Kubernetes accepts any positive int64 here; past a century it means "no end we plan for".
+        rw.expected_end = rw.start_time + std::min(*pod.active_deadline_seconds, kMaxTimeLimitSeconds);
       }
       out.running_pods[id].pod_keys.push_back(key);
       continue;
@@ -471,7 +482,7 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
       if (d.ok()) w.time_limit = *d;
       else fail(queue::AdmissionError::kInvalidAnnotation, absl::StrCat(kTimeLimitAnnotation, ": ", d.status().message()));
     } else if (first.active_deadline_seconds) {
-      w.time_limit = *first.active_deadline_seconds;
+      w.time_limit = std::min(*first.active_deadline_seconds, kMaxTimeLimitSeconds);
     }
     if (!w.qos.empty() &&
         std::find(options.known_qos.begin(), options.known_qos.end(), w.qos) == options.known_qos.end()) {

@@ -170,7 +170,12 @@ KubeState ToKubeState(const std::vector<k8s::Node>& nodes, const std::vector<k8s
 // The QOS, account and gang annotations of a pod's record.
 AdmittedAs AdmittedValues(const PodRecord& record);
 
-// "90s", "30m", "2h", "1h30m", "3600" -> seconds; error message on anything else.
+// The longest time limit a workload may give: a century. queue::Time is int64 seconds, and the
+// planner adds limits to start times; 2^63 seconds would overflow (undefined behaviour).
+inline constexpr queue::Duration kMaxTimeLimitSeconds = queue::Duration{100} * 365 * 86400;
+
+// "90s", "30m", "2h", "1h30m", "3600" -> seconds; error message on anything else, including a
+// limit longer than kMaxTimeLimitSeconds.
 absl::StatusOr<queue::Duration> ParseTimeLimit(const std::string& text);
 
 // RFC 3339 ("2026-11-21T23:40:00Z") -> Unix seconds; 0 when absent or unparsable.

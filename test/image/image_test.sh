@@ -41,7 +41,7 @@ apiVersion: onequeue.io/v1alpha1
 kind: SchedulerConfiguration
 schedulerName: onequeue
 poolLabel: onequeue.io/pool
-slurm: {enabled: true, url: "http://slurmrestd:6820", tokenFile: /var/run/onequeue/slurm/token, lendMechanism: placeholder, sharedPartitions: [batch]}
+slurm: {enabled: true, url: "https://slurmrestd:6820", tokenFile: /var/run/onequeue/slurm/token, lendMechanism: placeholder, sharedPartitions: [batch]}
 queue:
   qos: [{name: interactive, priority: 1000, canPreempt: true, preemptible: false}, {name: batch, priority: 10}]
 server: {grpcAddress: "0.0.0.0:50051", metricsAddress: "0.0.0.0:9090", adminTokenFile: /var/run/onequeue/admin/token}

@@ -195,5 +195,86 @@ TEST(ConfigTest, UnreadableFileNamesThePath) {
   EXPECT_THAT(c.status().message(), HasSubstr("/nonexistent/onequeue.yaml: cannot read the configuration file"));
 }
 
+// Issue 13 defect 9: a key of the wrong YAML kind (a mapping where a number goes, a list for a
+// string, a mapping as a key) is an error that names the key and what it found; never an abort.
+TEST(ConfigTest, WrongYamlKindsAreErrorsNamingTheKey) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"kubernetes: {qps: {a: 1}}", "kubernetes.qps: has the wrong type: expected a number, found a mapping"},
+      {"kubernetes: {burst: [1, 2]}", "kubernetes.burst: has the wrong type: expected an integer, found a list"},
+      {"schedulerName: [a, b]", "schedulerName: has the wrong type: expected a string, found a list"},
+      {"slurm: {sharedPartitions: {a: b}}", "slurm.sharedPartitions: has the wrong type: expected a list of strings, found a mapping"},
+      {"queue: {weights: [1]}", "queue.weights: has the wrong type: expected a mapping of names to numbers, found a list"},
+      {"queue: {weights: {age: [1]}}", "queue.weights: has the wrong type: expected a mapping of names to numbers"},
+      {"queue: {qos: {name: x}}", "queue.qos: must be a list"},
+      {"queue: {qos: [[1]]}", "queue.qos[0] must be a mapping"},
+      {"server: [a]", "server must be a mapping"},
+      {"? [a, b]\n: 1", "document: a key must be a plain name, not a list"},
+      {"kubernetes:\n  ? {x: 1}\n  : 2", "kubernetes: a key must be a plain name, not a mapping"},
+      {"leaderElection: {enabled: {yes: no}}", "leaderElection.enabled: has the wrong type: expected true or false, found a mapping"},
+  };
+  for (const auto& [body, message] : cases) {
+    SCOPED_TRACE(body);
+    auto c = ParseConfig(std::string(kHeader) + body + "\n", "mem");
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr(message));
+  }
+  // A document that is a list or a scalar, or nested far too deep: an error, not an abort.
+  for (const std::string& doc : {std::string("- a\n- b\n"), std::string("just text\n"),
+                                std::string(20000, '[') + std::string(20000, ']')}) {
+    EXPECT_FALSE(ParseConfig(doc, "mem").ok());
+  }
+}
+
+// .nan and .inf are numbers to YAML, and NaN slips past every "x < min" check: each number key
+// refuses them; QPS and burst must be positive.
+TEST(ConfigTest, NanInfAndNonPositiveRatesAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"kubernetes: {qps: .nan}", "kubernetes.qps: must be a finite number (not .nan or .inf)"},
+      {"kubernetes: {qps: .inf}", "kubernetes.qps: must be a finite number"},
+      {"kubernetes: {qps: -.inf}", "kubernetes.qps: must be a finite number"},
+      {"kubernetes: {qps: 0}", "kubernetes.qps: must be greater than 0"},
+      {"kubernetes: {qps: -5}", "kubernetes.qps: must be greater than 0"},
+      {"kubernetes: {burst: 0}", "kubernetes.burst: must be at least 1"},
+      {"kubernetes: {burst: -3}", "kubernetes.burst: must be at least 1"},
+      {"kubernetes: {burst: 99999999999999999999}", "kubernetes.burst: has the wrong type: expected an integer, found a scalar"},
+      {"slurm: {pollIntervalSeconds: .nan}", "slurm.pollIntervalSeconds: must be a finite number"},
+      {"queue: {weights: {age: .nan}}", "queue.weights: \"age\" must be a finite number"},
+      {"queue: {accounts: [{name: a, shares: .inf}]}", "queue.accounts[0].shares: must be a finite number"},
+      {"queue: {windowSeconds: 9223372036854775807}", "queue.windowSeconds: is 9223372036854775807; at most"},
+      {"queue: {qos: [{name: q, graceSeconds: 4000000000}]}", "queue.qos[0].graceSeconds: is 4000000000; at most"},
+      {"leaderElection: {leaseDurationSeconds: 9223372036854775807}", "leaderElection.leaseDurationSeconds: is"},
+  };
+  for (const auto& [body, message] : cases) {
+    SCOPED_TRACE(body);
+    auto c = ParseConfig(std::string(kHeader) + body + "\n", "mem");
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr(message));
+  }
+}
+
+// The Slurm JWT goes in a header: plain http is for loopback only, unless the admin says the path
+// is trusted (slurm.allowInsecureHttp).
+TEST(ConfigTest, PlainHttpToAnotherHostIsRefusedUnlessAllowed) {
+  const std::string slurm = "slurm: {enabled: true, tokenFile: /t, sharedPartitions: [batch], ";
+  for (const std::string url : {"http://slurmrestd:6820", "http://10.0.0.5:6820", "http://127.0.0.1.evil.example:6820",
+                                "http://[fe80::1]:6820/", "http://user@slurm.example"}) {
+    SCOPED_TRACE(url);
+    auto c = ParseConfig(std::string(kHeader) + slurm + "url: \"" + url + "\"}\n", "mem");
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(c.status().message(), HasSubstr("slurm.url: is \"" + url + "\": plain http to a host other than "
+                                                "loopback would send the Slurm JWT in clear"));
+    EXPECT_THAT(c.status().message(), HasSubstr("slurm.allowInsecureHttp: true"));
+    auto allowed = ParseConfig(std::string(kHeader) + slurm + "url: \"" + url + "\", allowInsecureHttp: true}\n", "mem");
+    EXPECT_TRUE(allowed.ok()) << allowed.status();
+    EXPECT_TRUE(allowed->slurm.allow_insecure_http);
+  }
+  for (const std::string url : {"http://127.0.0.1:6820", "http://localhost:6820", "http://[::1]:6820",
+                                "https://slurmrestd:6820", "unix:///run/slurmrestd.socket"}) {
+    SCOPED_TRACE(url);
+    auto c = ParseConfig(std::string(kHeader) + slurm + "url: \"" + url + "\"}\n", "mem");
+    EXPECT_TRUE(c.ok()) << c.status();
+  }
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler

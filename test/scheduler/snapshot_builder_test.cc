@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "nlohmann/json.hpp"
 
 namespace onequeue::scheduler {
@@ -199,6 +201,42 @@ TEST(SnapshotBuilderTest, TimeLimitParsing) {
   EXPECT_FALSE(ParseTimeLimit("0").ok());
   EXPECT_FALSE(ParseTimeLimit("-5m").ok());
   EXPECT_FALSE(ParseTimeLimit("").ok());
+}
+
+// Issue 13 defect 9: a limit that overflows queue::Time arithmetic (2^63 s, or anything past a
+// century, in any form) is InvalidAnnotation with its reason, never a start time past int64.
+TEST(SnapshotBuilderTest, TimeLimitsThatWouldOverflowAreInvalidAnnotations) {
+  for (const char* text : {"9223372036854775808", "9223372036854775807", "inf", "2562047788015215h",
+                           "3153600001"}) {
+    SCOPED_TRACE(text);
+    auto tl = ParseTimeLimit(text);
+    ASSERT_FALSE(tl.ok()) << *tl;
+    EXPECT_THAT(std::string(tl.status().message()), ::testing::HasSubstr("longer than 100 years"));
+  }
+  EXPECT_FALSE(ParseTimeLimit("99999999999999999999999h").ok());
+  EXPECT_FALSE(ParseTimeLimit("9223372036854775808s").ok());
+  EXPECT_EQ(*ParseTimeLimit("3153600000"), kMaxTimeLimitSeconds);
+  EXPECT_EQ(*ParseTimeLimit("876000h"), kMaxTimeLimitSeconds);
+
+  auto built = BuildSnapshot({MakeNode("n1")}, {MakePod("huge", {{"onequeue.io/time-limit", "9223372036854775808"}})},
+                             Options(), 1'800'000'000);
+  ASSERT_EQ(built.snapshot->pending.size(), 1u);
+  EXPECT_EQ(built.snapshot->pending[0].admission_error, queue::AdmissionError::kInvalidAnnotation);
+  EXPECT_THAT(built.snapshot->pending[0].admission_message,
+              ::testing::HasSubstr("onequeue.io/time-limit: time limit \"9223372036854775808\" is longer than 100 years"));
+
+  // A running pod with such an annotation (bound by another scheduler) has no expected end, not
+  // one past int64; a huge activeDeadlineSeconds (Kubernetes takes any positive int64) is capped.
+  k8s::Pod running = MakePod("old", {{"onequeue.io/time-limit", "9223372036854775807"}}, "n1");
+  k8s::Pod deadline = MakePod("deadline", json::object(), "n1");
+  deadline.active_deadline_seconds = std::numeric_limits<int64_t>::max();
+  const BuiltSnapshot b = BuildSnapshot({MakeNode("n1", {{"onequeue.io/pool", "a"}})}, {running, deadline}, Options(),
+                                        1'800'000'000);
+  ASSERT_EQ(b.snapshot->running.size(), 2u);
+  for (const auto& r : b.snapshot->running) {
+    SCOPED_TRACE(r.id);
+    if (r.expected_end) EXPECT_GT(*r.expected_end, r.start_time);
+  }
 }
 
 }  // namespace
