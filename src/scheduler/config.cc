@@ -160,6 +160,13 @@ std::string UrlHost(const std::string& url) {
   return rest.substr(0, rest.find(':'));
 }
 
+// The host of a gRPC listening address "host:port" / "[v6]:port", without brackets.
+std::string AddressHost(const std::string& address) {
+  if (!address.empty() && address[0] == '[') return address.substr(1, address.find(']') - 1);
+  const size_t colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
 // Loopback only: traffic to it never leaves the machine, so a JWT sent in clear stays there.
 bool IsLoopbackHost(const std::string& host) {
   if (host == "localhost" || host == "::1") return true;
@@ -381,6 +388,7 @@ absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const s
   server.Read("grpcAddress", &c.server.grpc_address);
   server.Read("metricsAddress", &c.server.metrics_address);
   server.Read("adminTokenFile", &c.server.admin_token_file);
+  if (absl::Status s = CheckGrpcExposure(c.server); !s.ok()) server.KeyError("grpcAddress", std::string(s.message()));
   server.RefuseUnknown();
 
   MapReader le = top.Child("leaderElection");
@@ -410,6 +418,18 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": line ", e.mark.line + 1, ": invalid configuration: ", e.msg));
   }
+}
+
+absl::Status CheckGrpcExposure(const ServerConfig& server) {
+  // Beyond loopback, anyone on the network reaches the API: only with admin calls behind a token
+  // (the chart listens on 0.0.0.0 only when admin.tokenSecret is set).
+  if (!server.admin_token_file.empty() || server.grpc_address.rfind("unix:", 0) == 0 ||
+      IsLoopbackHost(AddressHost(server.grpc_address))) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("is \"", server.grpc_address,
+                                                 "\": listening beyond loopback needs server.adminTokenFile "
+                                                 "(admin calls then require its bearer token)"));
 }
 
 absl::StatusOr<Config> LoadConfigFile(const std::string& path) {

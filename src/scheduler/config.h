@@ -148,6 +148,9 @@ struct Config {
 
 // Parses and validates a configuration document. `source` names it in error messages.
 absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source);
+// server.grpcAddress beyond loopback (0.0.0.0, a pod IP) needs server.adminTokenFile; the error
+// says why. ParseConfig applies it; main applies it again after --grpc-address.
+absl::Status CheckGrpcExposure(const ServerConfig& server);
 // Reads the file and parses it; an unreadable file is an error that names the path and errno.
 absl::StatusOr<Config> LoadConfigFile(const std::string& path);
 

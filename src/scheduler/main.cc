@@ -409,6 +409,10 @@ int main(int argc, char** argv) {
     return 3;
   }
   if (!grpc_address.empty()) config->server.grpc_address = grpc_address;
+  if (absl::Status s = onequeue::scheduler::CheckGrpcExposure(config->server); !s.ok()) {
+    std::fprintf(stderr, "onequeue-scheduler: --grpc-address %s\n", std::string(s.message()).c_str());
+    return 3;
+  }
   // Tests only (the control runs of the reservation tests); unset in every real deployment.
   if (const char* off = std::getenv("ONEQUEUE_TEST_WITHOUT_RESERVATIONS"); off != nullptr && std::string(off) == "1") {
     config->test_without_reservations = true;

@@ -115,43 +115,37 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
     EXPECT_FALSE(absl::StrContains(resource, "*")) << "wildcard in " << resource;
     EXPECT_FALSE(verbs.count("*")) << "wildcard verb on " << resource;
   }
-  // Exactly what onequeue-scheduler does (src/scheduler/kube_cluster.cc, main.cc): watch pods and
-  // nodes; bind; evict; PodScheduled and nominatedNodeName (pods/status); the queue-position and
-  // estimated-start annotations (pods patch); reservations on nodes (nodes patch); events.
-  const std::map<std::string, std::set<std::string>> needed = {
-      {"/pods", {"get", "list", "watch", "patch"}},
+  // Exactly what onequeue-scheduler calls, no more (issue 13 defect 9): the pod and node informers
+  // (list, watch; main.cc), bind and evict (k8s_client/scheduler_api.cc), PodScheduled and
+  // nominatedNodeName (pods/status patch), the wait and hold annotations (pods patch; kube_cluster.cc,
+  // admin_actions.cc), node ownership and reservations (nodes get + patch with resourceVersion),
+  // events.k8s.io/v1 events (create, patch of a series). No core events, namespaces, priority
+  // classes or PDBs: nothing reads them today.
+  const std::map<std::string, std::set<std::string>> exact = {
+      {"/pods", {"list", "watch", "patch"}},
       {"/pods/binding", {"create"}},
       {"/pods/eviction", {"create"}},
       {"/pods/status", {"patch"}},
       {"/nodes", {"get", "list", "watch", "patch"}},
       {"events.k8s.io/events", {"create", "patch"}},
   };
-  for (const auto& [resource, verbs] : needed) {
-    auto it = grants.find(resource);
-    ASSERT_NE(it, grants.end()) << resource << " not granted";
-    for (const auto& v : verbs) EXPECT_TRUE(it->second.count(v)) << resource << " lacks " << v;
-  }
-  // Reads the design adds next (priority classes, PDBs, namespaces) and update of what it patches
-  // are allowed; nothing that creates, rewrites or deletes workloads, and no secrets.
-  const std::set<std::string> read_only = {"/namespaces", "scheduling.k8s.io/priorityclasses",
-                                           "policy/poddisruptionbudgets"};
-  for (const auto& [resource, verbs] : grants) {
-    if (needed.count(resource)) {
-      for (const auto& v : verbs) {
-        EXPECT_TRUE(needed.at(resource).count(v) || v == "update")
-            << resource << " grants " << v << ", which the daemon never does";
-      }
-    } else if (resource == "/events") {
-      const std::set<std::string> event_verbs = {"create", "patch", "update"};
-      EXPECT_TRUE(std::includes(event_verbs.begin(), event_verbs.end(), verbs.begin(), verbs.end()))
-          << "core events: " << absl::StrJoin(verbs, ",");
-    } else {
-      EXPECT_TRUE(read_only.count(resource)) << resource << " should not be granted";
-      for (const auto& v : verbs) EXPECT_TRUE(v == "get" || v == "list" || v == "watch") << resource << " " << v;
-    }
-    EXPECT_FALSE(verbs.count("delete")) << resource;
-  }
-  EXPECT_FALSE(grants.count("/secrets"));
+  EXPECT_EQ(grants, exact);
+  // The Lease: create, and get/update of this release's Lease only.
+  ASSERT_TRUE(by_kind.count("Role"));
+  const YAML::Node lease_rules = by_kind["Role"]["rules"];
+  ASSERT_EQ(lease_rules.size(), 2u);
+  EXPECT_EQ(Grants(by_kind["Role"]), (std::map<std::string, std::set<std::string>>{
+                                         {"coordination.k8s.io/leases", {"create", "get", "update"}}}));
+  EXPECT_FALSE(lease_rules[0]["resourceNames"]);
+  EXPECT_EQ(lease_rules[0]["verbs"].size(), 1u);
+  ASSERT_TRUE(lease_rules[1]["resourceNames"]);
+  EXPECT_EQ(lease_rules[1]["resourceNames"][0].as<std::string>(), "onequeue");
+
+  // Two replicas with leader election: a RollingUpdate is safe (the new pod waits for the Lease).
+  // The gRPC API on loopback: no admin token is configured.
+  EXPECT_FALSE(by_kind["Deployment"]["spec"]["strategy"]);
+  const std::string default_config = by_kind["ConfigMap"]["data"]["config.yaml"].as<std::string>();
+  EXPECT_EQ(YAML::Load(default_config)["server"]["grpcAddress"].as<std::string>(), "127.0.0.1:50051");
 
   // The chart's config.yaml is one the daemon accepts.
   const std::string config = by_kind["ConfigMap"]["data"]["config.yaml"].as<std::string>();
@@ -164,6 +158,39 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
   const CommandResult no_url = Helm({"template", "onequeue", Chart(), "--set", "slurm.enabled=true"});
   EXPECT_NE(no_url.exit_code, 0);
   EXPECT_THAT(no_url.output, HasSubstr("slurm.url is empty"));
+
+  // One replica without leader election: Recreate, so an upgrade never runs two schedulers.
+  const CommandResult single = Helm({"template", "onequeue", Chart(), "-n", kNamespace, "--set", "replicaCount=1",
+                                     "--set", "leaderElection.enabled=false"});
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  bool saw_deployment = false;
+  for (const YAML::Node& doc : YAML::LoadAll(single.output)) {
+    if (!doc || !doc["kind"] || doc["kind"].as<std::string>() != "Deployment") continue;
+    saw_deployment = true;
+    ASSERT_TRUE(doc["spec"]["strategy"]) << single.output;
+    EXPECT_EQ(doc["spec"]["strategy"]["type"].as<std::string>(), "Recreate");
+  }
+  EXPECT_TRUE(saw_deployment);
+
+  // With an admin token the API listens on the pod's IP (for the Service), and the daemon accepts it.
+  const CommandResult with_token = Helm({"template", "onequeue", Chart(), "-n", kNamespace, "--set",
+                                         "admin.tokenSecret.name=onequeue-admin-token"});
+  ASSERT_EQ(with_token.exit_code, 0) << with_token.output;
+  for (const YAML::Node& doc : YAML::LoadAll(with_token.output)) {
+    if (!doc || !doc["kind"] || doc["kind"].as<std::string>() != "ConfigMap") continue;
+    const std::string text = doc["data"]["config.yaml"].as<std::string>();
+    EXPECT_EQ(YAML::Load(text)["server"]["grpcAddress"].as<std::string>(), "0.0.0.0:50051");
+    std::ofstream(path) << text;
+    const CommandResult ok = RunCommand({ONEQUEUE_SCHEDULER_BIN, "--check-config", "--config", path});
+    EXPECT_EQ(ok.exit_code, 0) << ok.output;
+    // The same address without the token: the daemon refuses it.
+    YAML::Node edited = YAML::Load(text);
+    edited["server"].remove("adminTokenFile");
+    std::ofstream(path) << YAML::Dump(edited);
+    const CommandResult refused = RunCommand({ONEQUEUE_SCHEDULER_BIN, "--check-config", "--config", path});
+    EXPECT_NE(refused.exit_code, 0);
+    EXPECT_THAT(refused.output, HasSubstr("listening beyond loopback needs server.adminTokenFile"));
+  }
 }
 
 // Every value in values.yaml reaches the daemon: for each leaf, helm template with a different
@@ -224,7 +251,8 @@ TEST_F(HelmE2E, EveryValueInValuesYamlReachesTheDaemon) {
       "priorityClassName", "slurm.tokenSecret.name", "admin.tokenSecret.name"};
   // Values whose key in config.yaml differs, and what it holds for a value v.
   const std::map<std::string, std::pair<std::string, std::function<std::string(const std::string&)>>> renamed = {
-      {"service.grpcPort", {"server.grpcAddress", [](const std::string& v) { return "0.0.0.0:" + v; }}},
+      // On loopback unless admin.tokenSecret is set (LintAndTemplate... checks that case).
+      {"service.grpcPort", {"server.grpcAddress", [](const std::string& v) { return "127.0.0.1:" + v; }}},
       {"service.metricsPort", {"server.metricsAddress", [](const std::string& v) { return "0.0.0.0:" + v; }}},
       {"slurm.tokenSecret.key", {"slurm.tokenFile", [](const std::string& v) { return "/var/run/onequeue/slurm/" + v; }}},
       {"admin.tokenSecret.key", {"server.adminTokenFile", [](const std::string& v) { return "/var/run/onequeue/admin/" + v; }}},
@@ -398,6 +426,9 @@ TEST_F(HelmE2E, InstallRunsTwoReplicasWithLeastPrivilegeAndUninstallRemovesIt) {
   EXPECT_FALSE(CanI({"get", "secrets", "-n", kNamespace}));
   EXPECT_FALSE(CanI({"update", "deployments.apps", "-n", "default"}));
   EXPECT_FALSE(CanI({"delete", "nodes"}));
+  EXPECT_FALSE(CanI({"create", "events", "-n", "default"}));  // core events: not used
+  EXPECT_FALSE(CanI({"list", "namespaces"}));
+  EXPECT_FALSE(CanI({"get", "pods", "-n", "default"}));       // the informer lists and watches
 
   const CommandResult uninstall = Helm({"uninstall", "onequeue", "-n", kNamespace, "--wait", "--timeout", "120s"});
   EXPECT_EQ(uninstall.exit_code, 0) << uninstall.output;

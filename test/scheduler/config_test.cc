@@ -276,5 +276,24 @@ TEST(ConfigTest, PlainHttpToAnotherHostIsRefusedUnlessAllowed) {
   }
 }
 
+// Issue 13 defect 9: the gRPC API listens beyond loopback only when admin calls need a token.
+TEST(ConfigTest, GrpcBeyondLoopbackNeedsTheAdminToken) {
+  for (const std::string address : {"0.0.0.0:50051", "[::]:50051", "10.1.2.3:50051", ":50051"}) {
+    SCOPED_TRACE(address);
+    auto c = ParseConfig(std::string(kHeader) + "server: {grpcAddress: \"" + address + "\"}\n", "mem");
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(std::string(c.status().message()),
+                HasSubstr("server.grpcAddress: is \"" + address + "\": listening beyond loopback needs server.adminTokenFile"));
+    auto with_token = ParseConfig(
+        std::string(kHeader) + "server: {grpcAddress: \"" + address + "\", adminTokenFile: /t}\n", "mem");
+    EXPECT_TRUE(with_token.ok()) << with_token.status();
+  }
+  for (const std::string address : {"127.0.0.1:0", "localhost:50051", "[::1]:50051", "unix:///run/oq.sock"}) {
+    SCOPED_TRACE(address);
+    auto c = ParseConfig(std::string(kHeader) + "server: {grpcAddress: \"" + address + "\"}\n", "mem");
+    EXPECT_TRUE(c.ok()) << c.status();
+  }
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
