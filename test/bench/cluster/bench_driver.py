@@ -8,6 +8,8 @@ admin token from DIR/env:
   bench_driver.py DIR round NS SCHED N OUT    create N SchedulingBasic pods (cpu 100m, memory 500Mi)
                                               with schedulerName SCHED in namespace NS, wait until all
                                               are bound, write figures (JSON) to OUT
+  bench_driver.py DIR create NS SCHED N       create the pods only (backlog mode: before the scheduler starts)
+  bench_driver.py DIR round NS SCHED N OUT T  backlog mode: the pods exist; clock from T (unix s)
   bench_driver.py DIR cleanup NS              delete every pod of NS and wait until they are gone
 Figures come from the API's own timestamps: metadata.creationTimestamp and the PodScheduled
 condition's lastTransitionTime, which the apiserver sets when it stores the binding (both have
@@ -156,17 +158,10 @@ def watch(api, ns, rv, seen_created, seen_bound, stop):
             c.close()
 
 
-def round_(api, ns, sched, n, out, timeout):
+def create_pods(api, ns, sched, n):
     api.call("POST", "/api/v1/namespaces",
              {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     base = f"/api/v1/namespaces/{ns}/pods"
-    left, rv = api.list_all(base)
-    if left:
-        raise RuntimeError(f"namespace {ns} still has {len(left)} pods")
-    seen_created, seen_bound, stop = {}, {}, threading.Event()
-    w = threading.Thread(target=watch, args=(api, ns, rv, seen_created, seen_bound, stop), daemon=True)
-    w.start()
-    time.sleep(0.5)
 
     def one(i):
         api.call("POST", base, {
@@ -175,8 +170,34 @@ def round_(api, ns, sched, n, out, timeout):
             "spec": {"schedulerName": sched, "terminationGracePeriodSeconds": 0,
                      "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
                                      "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}]}})
-    t0 = time.time()
     run_parallel(n, one)
+
+
+def round_(api, ns, sched, n, out, timeout, backlog_since=None):
+    """Streaming (backlog_since None): the scheduler runs, the pods are created now. Backlog: the
+    pods exist already (created before the scheduler started, `create`); the clock starts at
+    backlog_since, when the scheduler had synced, and only throughput is meaningful."""
+    api.call("POST", "/api/v1/namespaces",
+             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    base = f"/api/v1/namespaces/{ns}/pods"
+    left, rv = api.list_all(base)
+    if left and backlog_since is None:
+        raise RuntimeError(f"namespace {ns} still has {len(left)} pods")
+    seen_created, seen_bound, stop = {}, {}, threading.Event()
+    if backlog_since is not None:
+        listed_at = time.time()  # pods bound already: seen bound by now at the latest
+        for p in left:
+            seen_created[p["metadata"]["name"]] = backlog_since
+            if p["spec"].get("nodeName"):
+                seen_bound[p["metadata"]["name"]] = listed_at
+    w = threading.Thread(target=watch, args=(api, ns, rv, seen_created, seen_bound, stop), daemon=True)
+    w.start()
+    if backlog_since is None:
+        time.sleep(0.5)
+        t0 = time.time()
+        create_pods(api, ns, sched, n)
+    else:
+        t0 = backlog_since
     t_created = time.time()
     deadline = t0 + timeout
     while len(seen_bound) < n and time.time() < deadline:
@@ -193,6 +214,9 @@ def round_(api, ns, sched, n, out, timeout):
                 b = parse_time(cond["lastTransitionTime"])
                 bound.append(b)
                 lat.append(b - c)
+    if backlog_since is not None:
+        created = [float(int(backlog_since))] * len(created)  # the clock starts when the scheduler synced
+        lat = []
     api_span = (max(bound) - min(created)) if bound else float("nan")
     w_lat = [seen_bound[k] - seen_created[k] for k in seen_bound if k in seen_created]
     w_span = (max(seen_bound.values()) - min(seen_created.values())) if seen_bound else float("nan")
@@ -211,10 +235,12 @@ def round_(api, ns, sched, n, out, timeout):
         "create_seconds": round(t_created - t0, 2),
         "api_span_seconds": api_span,
         "pods_per_second_api": round(len(bound) / max(api_span, 1.0), 1) if bound else 0,
+        "mode": "stream" if backlog_since is None else "backlog",
         "latency_p50_api": pct(lat, 50), "latency_p99_api": pct(lat, 99),
         "watch_span_seconds": round(w_span, 3),
-        "pods_per_second_watch": round(len(seen_bound) / w_span, 1) if seen_bound else 0,
-        "latency_p50_watch": round(pct(w_lat, 50), 3), "latency_p99_watch": round(pct(w_lat, 99), 3),
+        "pods_per_second_watch": round(len(seen_bound) / max(w_span, 1e-3), 1) if seen_bound else 0,
+        "latency_p50_watch": round(pct(w_lat, 50), 3) if backlog_since is None else float("nan"),
+        "latency_p99_watch": round(pct(w_lat, 99), 3) if backlog_since is None else float("nan"),
         "wall_seconds": round(t_done - t0, 2),
         "bound_over_time": series,
     }
@@ -249,7 +275,11 @@ def main(argv):
         return 0
     if argv[2] == "round":
         timeout = float(os.environ.get("BENCH_ROUND_TIMEOUT", "600"))
-        return round_(api, argv[3], argv[4], int(argv[5]), argv[6], timeout)
+        since = float(argv[7]) if len(argv) > 7 else None
+        return round_(api, argv[3], argv[4], int(argv[5]), argv[6], timeout, since)
+    if argv[2] == "create":
+        create_pods(api, argv[3], argv[4], int(argv[5]))
+        return 0
     if argv[2] == "cleanup":
         return cleanup(api, argv[3])
     print(__doc__, file=sys.stderr)
