@@ -388,6 +388,10 @@ absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const s
   server.Read("grpcAddress", &c.server.grpc_address);
   server.Read("metricsAddress", &c.server.metrics_address);
   server.Read("adminTokenFile", &c.server.admin_token_file);
+  server.Read("healthCycleAgeSeconds", &c.server.health_cycle_age_seconds);
+  // The loop wakes at least every 5 s; below 10 s a slow but healthy cycle would look stuck.
+  if (c.server.health_cycle_age_seconds < 10) server.KeyError("healthCycleAgeSeconds", "must be at least 10");
+  RefuseLongerThanACentury(server, "healthCycleAgeSeconds", c.server.health_cycle_age_seconds);
   if (absl::Status s = CheckGrpcExposure(c.server); !s.ok()) server.KeyError("grpcAddress", std::string(s.message()));
   server.RefuseUnknown();
 

@@ -121,6 +121,10 @@ struct ServerConfig {
   // A file holding the bearer token that admin calls (oq hold/release/drain/resume) must present;
   // re-read on every call (a rotated Secret takes effect at once). Empty: admin calls are refused.
   std::string admin_token_file;
+  // Health (gRPC Health, GET /healthz on the metrics address): NOT_SERVING / 503 once the
+  // scheduling loop has not completed a pass for this long (it is stuck); the chart's liveness
+  // probe then restarts the pod, and its Lease passes to a replica that schedules.
+  int64_t health_cycle_age_seconds = 60;
 };
 
 struct LeaderElectionConfig {

@@ -284,8 +284,11 @@ class QueueServiceImpl final : public onequeue::v1::QueueService::Service {
  public:
   explicit QueueServiceImpl(ServiceInfo info) : info_(std::move(info)) {}
 
+  // The loop's verdict (loop_health.h): NOT_SERVING, with the reason, once it is stuck.
   grpc::Status Health(grpc::ServerContext*, const v1::HealthRequest*, v1::HealthResponse* out) override {
-    out->set_status(v1::HealthResponse::SERVING);
+    const HealthVerdict v = info_.health != nullptr ? info_.health->Check() : HealthVerdict{};
+    out->set_status(v.serving ? v1::HealthResponse::SERVING : v1::HealthResponse::NOT_SERVING);
+    if (!v.serving) out->set_message(v.message);
     return grpc::Status::OK;
   }
   grpc::Status Version(grpc::ServerContext*, const v1::VersionRequest*, v1::VersionResponse* out) override {

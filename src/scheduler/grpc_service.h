@@ -7,6 +7,7 @@
 #include "queue/model.h"
 #include "scheduler/admin_actions.h"
 #include "scheduler/cycle_status.h"
+#include "scheduler/loop_health.h"
 
 namespace onequeue::scheduler {
 
@@ -21,6 +22,8 @@ struct ServiceInfo {
   // they must present. Either empty: they are refused.
   AdminActions* admin = nullptr;
   std::string admin_token_file;
+  // The scheduling loop's liveness, for Health; null: SERVING (no loop runs).
+  const LoopHealth* health = nullptr;
 };
 
 // A running QueueService; stops (and waits for in-flight calls) when destroyed.

@@ -27,8 +27,9 @@
 #include "scheduler/config.h"
 #include "scheduler/grpc_service.h"
 #include "scheduler/kube_cluster.h"
+#include "scheduler/loop_health.h"
 #include "scheduler/metrics.h"
-#include "prometheus/exposer.h"
+#include "scheduler/metrics_server.h"
 #include "scheduler/scheduling_loop.h"
 #include "scheduler/slurm_cluster.h"
 #include "slurm_bridge/ownership.h"
@@ -204,6 +205,10 @@ int RunDaemon(const Config& config) {
   DaemonAdminActions admin;
   service_info.admin = &admin;
   service_info.admin_token_file = config.server.admin_token_file;
+  // The loop beats after every pass; Health and /healthz turn NOT_SERVING when it stops (stuck).
+  // Without Kubernetes no loop runs, and there is nothing to be stuck.
+  LoopHealth loop_health(absl::Seconds(config.server.health_cycle_age_seconds));
+  if (config.kubernetes.enabled) service_info.health = &loop_health;
   auto server = StartQueueServer(config.server.grpc_address, service_info);
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
@@ -211,16 +216,13 @@ int RunDaemon(const Config& config) {
   }
   spdlog::info("onequeue-scheduler {} serving onequeue.v1.QueueService on port {}", kVersion, (*server)->port());
   SchedulerMetrics metrics;
-  std::unique_ptr<prometheus::Exposer> exposer;
-  try {
-    exposer = std::make_unique<prometheus::Exposer>(config.server.metrics_address);
-  } catch (const std::exception& e) {  // civetweb cannot listen (the port is taken)
-    spdlog::error("cannot serve /metrics on {}: {}", config.server.metrics_address, e.what());
+  auto metrics_server = StartMetricsServer(config.server.metrics_address, metrics.registry(),
+                                           config.kubernetes.enabled ? &loop_health : nullptr);
+  if (!metrics_server.ok()) {
+    spdlog::error("{}", metrics_server.status().ToString());
     return 1;
   }
-  exposer->RegisterCollectable(metrics.registry());
-  const std::vector<int> metrics_ports = exposer->GetListeningPorts();
-  spdlog::info("serving Prometheus /metrics on port {}", metrics_ports.empty() ? 0 : metrics_ports.front());
+  spdlog::info("serving Prometheus /metrics on port {} (and /healthz)", (*metrics_server)->port());
 
   std::unique_ptr<k8s::RestClient> client;
   std::unique_ptr<k8s::Informer<k8s::Node>> nodes;
@@ -302,6 +304,7 @@ int RunDaemon(const Config& config) {
     }
     loop_thread = std::thread([&] {
       while (!nodes->WaitForSync(absl::Seconds(1)) || !pods->WaitForSync(absl::Seconds(1))) {
+        loop_health.Beat();  // waiting, not stuck: a large cluster's first list takes a while
         if (!trigger.Wait(absl::ZeroDuration())) return;
         spdlog::info("waiting for the pod and node informers to sync");
       }
@@ -312,6 +315,7 @@ int RunDaemon(const Config& config) {
       if (slurm_side.poller) {
         const absl::Time give_up = absl::Now() + absl::Seconds(30);
         while (slurm_side.poller->View()->refreshed_at == absl::InfinitePast() && absl::Now() < give_up) {
+          loop_health.Beat();
           if (!trigger.Wait(absl::Milliseconds(200))) return;
         }
         if (slurm_side.poller->View()->refreshed_at == absl::InfinitePast()) {
@@ -332,6 +336,9 @@ int RunDaemon(const Config& config) {
       // Event-driven, coalesced, with a periodic full pass so estimates and ages stay fresh.
       // A standby replica keeps its informers warm and runs no cycle until it leads.
       while (trigger.Wait(absl::Seconds(5))) {
+        // The previous pass (a cycle, or a standby's wake-up) completed: a cycle that hangs never
+        // comes back here, and the beats stop.
+        loop_health.Beat();
         metrics.SetLeader(leading);
         if (!leading) continue;
         const absl::Time cycle_start = phase_start = absl::Now();

@@ -141,6 +141,19 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
   ASSERT_TRUE(lease_rules[1]["resourceNames"]);
   EXPECT_EQ(lease_rules[1]["resourceNames"][0].as<std::string>(), "onequeue");
 
+  // Liveness and readiness probe /healthz on the metrics port (issue 13 defect 8), which listens on
+  // the pod's IP where the kubelet reaches it.
+  const YAML::Node container = by_kind["Deployment"]["spec"]["template"]["spec"]["containers"][0];
+  for (const char* probe : {"livenessProbe", "readinessProbe"}) {
+    SCOPED_TRACE(probe);
+    ASSERT_TRUE(container[probe]);
+    EXPECT_EQ(container[probe]["httpGet"]["path"].as<std::string>(), "/healthz");
+    EXPECT_EQ(container[probe]["httpGet"]["port"].as<std::string>(), "metrics");
+  }
+  const YAML::Node rendered_config = YAML::Load(by_kind["ConfigMap"]["data"]["config.yaml"].as<std::string>());
+  EXPECT_EQ(rendered_config["server"]["metricsAddress"].as<std::string>(), "0.0.0.0:9090");
+  EXPECT_EQ(rendered_config["server"]["healthCycleAgeSeconds"].as<int>(), 60);
+
   // Two replicas with leader election: a RollingUpdate is safe (the new pod waits for the Lease).
   // The gRPC API on loopback: no admin token is configured.
   EXPECT_FALSE(by_kind["Deployment"]["spec"]["strategy"]);
@@ -256,6 +269,7 @@ TEST_F(HelmE2E, EveryValueInValuesYamlReachesTheDaemon) {
       {"service.metricsPort", {"server.metricsAddress", [](const std::string& v) { return "0.0.0.0:" + v; }}},
       {"slurm.tokenSecret.key", {"slurm.tokenFile", [](const std::string& v) { return "/var/run/onequeue/slurm/" + v; }}},
       {"admin.tokenSecret.key", {"server.adminTokenFile", [](const std::string& v) { return "/var/run/onequeue/admin/" + v; }}},
+      {"health.cycleAgeSeconds", {"server.healthCycleAgeSeconds", [](const std::string& v) { return v; }}},
   };
   // Settings a changed value needs to render at all.
   const std::map<std::string, std::vector<std::string>> needs = {
