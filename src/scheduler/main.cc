@@ -141,6 +141,12 @@ Failpoint FailpointsFromEnvironment() {
   std::set<std::string> names = absl::StrSplit(env, ',', absl::SkipEmpty());
   spdlog::warn("failpoints armed (tests only): {}", env);
   return [names](const char* name) {
+    // NAME=hang: the thread that reaches it never comes back (a stuck loop, for the health test).
+    if (names.count(absl::StrCat(name, "=hang"))) {
+      spdlog::critical("failpoint {}: hanging for ever", name);
+      spdlog::default_logger()->flush();
+      for (;;) absl::SleepFor(absl::Hours(1));
+    }
     if (!names.count(name)) return;
     spdlog::critical("failpoint {}: stopping dead", name);
     spdlog::default_logger()->flush();
@@ -325,7 +331,8 @@ int RunDaemon(const Config& config) {
       InformerClusterView view(nodes.get(), pods.get(), &kube_source, slurm_side.poller.get());
       KubeClusterActions actions(client.get(), pods.get(), host);
       TimedClusterActions timed_actions(&actions, &metrics);
-      SchedulingLoop loop(config, &view, &timed_actions, slurm_side.actions.get(), FailpointsFromEnvironment());
+      const Failpoint failpoint = FailpointsFromEnvironment();
+      SchedulingLoop loop(config, &view, &timed_actions, slurm_side.actions.get(), failpoint);
       absl::Time phase_start;
       loop.MarkPhasesWith([&](const char* phase) {
         const absl::Time now = absl::Now();
@@ -341,6 +348,7 @@ int RunDaemon(const Config& config) {
         loop_health.Beat();
         metrics.SetLeader(leading);
         if (!leading) continue;
+        if (failpoint) failpoint("cycle-start");  // tests: cycle-start=hang is a stuck loop
         const absl::Time cycle_start = phase_start = absl::Now();
         const CycleStats s = loop.RunCycle(absl::ToUnixSeconds(cycle_start));
         metrics.ObserveCycle(s, status_board.Latest().get(), absl::ToDoubleSeconds(absl::Now() - cycle_start));

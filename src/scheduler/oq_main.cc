@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
                    s.error_message().c_str());
       return 1;
     }
-    std::printf("%s\n", onequeue::v1::HealthResponse::Status_Name(resp.status()).c_str());
+    std::printf("%s%s%s\n", onequeue::v1::HealthResponse::Status_Name(resp.status()).c_str(),
+                resp.message().empty() ? "" : ": ", resp.message().c_str());
     return resp.status() == onequeue::v1::HealthResponse::SERVING ? 0 : 1;
   }
   std::fprintf(stderr, "oq: unknown command \"%s\"\n\n", cmd.c_str());

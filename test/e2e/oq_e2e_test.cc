@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "e2e/e2e_support.h"
 
@@ -366,6 +367,64 @@ TEST_F(OqE2E, AdminCallsNeedTheTokenThenDrainHoldResumeAndReleaseWork) {
   CommandResult release = Oq({"release", ns_ + "/p1", "--token-file", token_file});
   ASSERT_EQ(release.exit_code, 0) << release.output;
   EXPECT_TRUE(Eventually(kBindTimeout, [&] { return IsBoundToPool("p1"); })) << scheduler_->Log();
+}
+
+// Issue 13 defect 8: health tells the truth. With healthCycleAgeSeconds 10, a daemon that
+// schedules answers /healthz 200 and `oq health` SERVING well past the bound; a daemon whose loop
+// hangs in its first cycle (failpoint cycle-start=hang) turns /healthz to 503 and Health to
+// NOT_SERVING with the reason, and schedules nothing.
+TEST_F(OqE2E, HealthzAndHealthTurnNotServingWhenTheLoopIsStuck) {
+  AddPool(1, "4");
+  PodOptions o;
+  o.cpu = "1";
+  CreatePod("h1", o);
+  std::string config = SchedulerConfigYaml(testing::K8sClusterEnvironment::Info(), "onequeue.io/pool=" + ns_);
+  const std::string server_line = R"(server: {grpcAddress: "127.0.0.1:0", metricsAddress: "127.0.0.1:0"})";
+  ASSERT_TRUE(absl::StrContains(config, server_line));
+  config = absl::StrReplaceAll(config, {{server_line, R"(server: {grpcAddress: "127.0.0.1:0", metricsAddress: "127.0.0.1:0", healthCycleAgeSeconds: 10})"}});
+  // code and body of GET /healthz
+  auto healthz = [](const std::string& metrics_address) {
+    CommandResult r = RunCommand({"/usr/bin/curl", "-s", "--max-time", "5", "-w", "\n%{http_code}",
+                                  "http://" + metrics_address + "/healthz"});
+    const size_t nl = r.output.rfind('\n');
+    return std::make_pair(nl == std::string::npos ? "" : r.output.substr(nl + 1), r.output.substr(0, nl));
+  };
+
+  {
+    SchedulerProcess healthy(dir_, "healthy-scheduler");
+    ASSERT_TRUE(healthy.Start(config).ok());
+    const std::string metrics = healthy.MetricsAddress();
+    server_ = healthy.GrpcAddress();
+    ASSERT_FALSE(metrics.empty() || server_.empty()) << healthy.Log();
+    ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool("h1"); }));
+    absl::SleepFor(absl::Seconds(12));  // past the bound: the idle loop's passes keep it healthy
+    auto [code, body] = healthz(metrics);
+    EXPECT_EQ(code, "200") << body;
+    EXPECT_THAT(body, HasSubstr("ok: last scheduling loop pass"));
+    CommandResult h = Oq({"health"});
+    EXPECT_EQ(h.exit_code, 0);
+    EXPECT_THAT(h.output, HasSubstr("SERVING"));
+    EXPECT_EQ(healthy.Stop(), 0);
+  }
+
+  CreatePod("h2", o);
+  SchedulerProcess stuck(dir_, "stuck-scheduler");
+  ASSERT_TRUE(stuck.Start(config, {"ONEQUEUE_FAILPOINTS=cycle-start=hang"}).ok());
+  const std::string metrics = stuck.MetricsAddress();
+  server_ = stuck.GrpcAddress();
+  ASSERT_FALSE(metrics.empty() || server_.empty()) << stuck.Log();
+  std::pair<std::string, std::string> last;
+  EXPECT_TRUE(Eventually(absl::Seconds(40), [&] {
+    last = healthz(metrics);
+    return last.first == "503";
+  })) << last.first << " " << last.second << "\n" << stuck.Log();
+  EXPECT_THAT(last.second, HasSubstr("not serving: the scheduling loop has not completed a pass for"));
+  EXPECT_THAT(stuck.Log(), HasSubstr("failpoint cycle-start: hanging for ever"));
+  CommandResult h = Oq({"health"});
+  EXPECT_EQ(h.exit_code, 1);
+  EXPECT_THAT(h.output, HasSubstr("NOT_SERVING"));
+  EXPECT_FALSE(IsRunningOnPool("h2"));
+  stuck.Crash();  // a hung loop does not stop on SIGTERM (it never returns to be joined)
 }
 
 TEST_F(OqE2E, WithoutADaemonOqSaysWhereItLooked) {
