@@ -106,7 +106,7 @@ absl::StatusOr<k8s::ClientConfig> KubeClientConfig(const Config& config) {
 // kube-scheduler, because a former leader's memory (assumed bindings, evictions under way) must
 // not meet a new leader's decisions; the Deployment restarts it as a standby.
 void KeepLease(LeaderElector* elector, absl::Notification* stop, std::atomic<bool>* leading,
-               std::atomic<bool>* lost, CycleTrigger* trigger) {
+               std::atomic<bool>* lost, CycleTrigger* trigger, const LoopHealth* health) {
   const absl::Duration duration = elector->options().lease_duration;
   const absl::Duration retry = std::max(absl::Milliseconds(200), duration / 7);
   const absl::Duration renew_deadline = duration * 2 / 3;
@@ -114,6 +114,17 @@ void KeepLease(LeaderElector* elector, absl::Notification* stop, std::atomic<boo
   spdlog::info("leader election: {} waits for lease {}/{}", elector->options().identity,
                elector->options().namespace_, elector->options().name);
   do {
+    // A leader whose loop is stuck would keep the Lease and schedule nothing. It stops renewing
+    // and exits at once (not SIGTERM: shutting down joins the stuck loop thread, which never
+    // returns); the Lease expires and a replica that schedules takes over. Not released first:
+    // the stuck cycle could resume and write after another replica took the Lease.
+    if (*leading && health != nullptr) {
+      if (const HealthVerdict v = health->Check(); !v.serving) {
+        spdlog::critical("leader election: {}; giving up the Lease (not renewing it) and exiting", v.message);
+        spdlog::default_logger()->flush();
+        _exit(1);
+      }
+    }
     const absl::Time now = absl::Now();
     if (elector->TryAcquireOrRenew(now)) {
       renewed = now;
@@ -306,7 +317,7 @@ int RunDaemon(const Config& config) {
           LeaderElector::Options{config.leader_election.namespace_, config.leader_election.lease_name,
                                  absl::StrCat(host, "_", getpid()),
                                  absl::Seconds(config.leader_election.lease_duration_seconds)});
-      lease_thread = std::thread([&] { KeepLease(elector.get(), &stop_lease, &leading, &lost_leadership, &trigger); });
+      lease_thread = std::thread([&] { KeepLease(elector.get(), &stop_lease, &leading, &lost_leadership, &trigger, &loop_health); });
     }
     loop_thread = std::thread([&] {
       while (!nodes->WaitForSync(absl::Seconds(1)) || !pods->WaitForSync(absl::Seconds(1))) {

@@ -427,6 +427,39 @@ TEST_F(OqE2E, HealthzAndHealthTurnNotServingWhenTheLoopIsStuck) {
   stuck.Crash();  // a hung loop does not stop on SIGTERM (it never returns to be joined)
 }
 
+// Issue 13 defect 8: a leader whose loop is stuck gives up its Lease: it stops renewing and exits
+// once the loop's last pass is older than healthCycleAgeSeconds, and a standby that schedules
+// takes over and starts the pod the stuck leader never would.
+TEST_F(OqE2E, AStuckLeaderExitsAndTheStandbyTakesOver) {
+  AddPool(1, "4");
+  const std::string election =
+      absl::StrCat("{enabled: true, namespace: onequeue-system, leaseName: ", ns_, ", leaseDurationSeconds: 6}");
+  std::string config =
+      SchedulerConfigYaml(testing::K8sClusterEnvironment::Info(), "onequeue.io/pool=" + ns_, election);
+  const std::string server_line = R"(server: {grpcAddress: "127.0.0.1:0", metricsAddress: "127.0.0.1:0"})";
+  ASSERT_TRUE(absl::StrContains(config, server_line));
+  config = absl::StrReplaceAll(config, {{server_line, R"(server: {grpcAddress: "127.0.0.1:0", metricsAddress: "127.0.0.1:0", healthCycleAgeSeconds: 10})"}});
+
+  SchedulerProcess stuck(dir_, "stuck-leader");
+  ASSERT_TRUE(stuck.Start(config, {"ONEQUEUE_FAILPOINTS=cycle-start=hang"}).ok());
+  ASSERT_TRUE(Eventually(absl::Seconds(60), [&] {
+    return absl::StrContains(stuck.Log(), "failpoint cycle-start: hanging for ever");
+  })) << stuck.Log();
+  const absl::Time stuck_at = absl::Now();
+  SchedulerProcess standby(dir_, "standby");
+  ASSERT_TRUE(standby.Start(config).ok());
+  PodOptions o;
+  o.cpu = "1";
+  CreatePod("after", o);
+
+  EXPECT_TRUE(stuck.WaitForExit(absl::Seconds(40))) << stuck.Log();
+  std::cout << "[ measure ] stuck leader exited " << absl::FormatDuration(absl::Now() - stuck_at)
+            << " after its loop hung (bound 10 s)\n";
+  EXPECT_THAT(stuck.Log(), HasSubstr("giving up the Lease (not renewing it) and exiting"));
+  EXPECT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool("after"); })) << standby.Log();
+  EXPECT_THAT(standby.Log(), HasSubstr("leader election: leading"));
+}
+
 TEST_F(OqE2E, WithoutADaemonOqSaysWhereItLooked) {
   server_ = "127.0.0.1:1";
   CommandResult r = Oq({"queue"});
