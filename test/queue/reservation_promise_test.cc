@@ -238,6 +238,20 @@ TEST(ReservationPromise, WithoutPromisesTheSameSequencesMoveReservationsLater) {
   std::cout << "without promises: " << moved << " reservations moved later or were lost\n";
 }
 
+// A Slurm job running on all 4 cpus of node `n` since 0, until `end`.
+RunningWorkload FullNode(const std::string& id, NodeIndex n, Time end) {
+  RunningWorkload r;
+  r.id = id;
+  r.kind = WorkloadKind::kSlurmJob;
+  r.start_time = 0;
+  r.expected_end = end;
+  Allocation a;
+  a.node = n;
+  a.used[kCpu] = 4000;
+  r.allocations = {a};
+  return r;
+}
+
 // Scenario: a higher-priority newcomer does not take the slot promised to the waiting job.
 //   2 nodes of 4 cpus. Running: "long" holds node 0 until 1000, "short" node 1 until 100.
 //   Waiting: "wide" (2 nodes x 4 cpus, 500 s) reserved at 1000 on both nodes.
@@ -249,19 +263,7 @@ TEST(ReservationPromise, AHigherPriorityNewcomerDoesNotDelayAPromise) {
   QueuePlanner planner(config, nullptr);
   auto snapshot = std::make_shared<Snapshot>();
   snapshot->nodes = {PoolNode(0, 4000), PoolNode(1, 4000)};
-  auto running = [](const std::string& id, NodeIndex n, Time end) {
-    RunningWorkload r;
-    r.id = id;
-    r.kind = WorkloadKind::kSlurmJob;
-    r.start_time = 0;
-    r.expected_end = end;
-    Allocation a;
-    a.node = n;
-    a.used[kCpu] = 4000;
-    r.allocations = {a};
-    return r;
-  };
-  snapshot->running = {running("long", 0, 1000), running("short", 1, 100)};
+  snapshot->running = {FullNode("long", 0, 1000), FullNode("short", 1, 100)};
   snapshot->pending = {Job("wide", WorkloadKind::kSlurmJob, 2, 4000, 500, "normal", 0)};
   auto first = std::make_shared<const Plan>(planner.PlanCycle(snapshot, 0, {}));
   ASSERT_EQ(first->reservations.size(), 1u);
@@ -294,21 +296,9 @@ TEST(ReservationPromise, AHigherPriorityNewcomerDoesNotDelayAPromise) {
 TEST(ReservationPromise, AHolderDoesNotStartAheadOfAHigherPriorityWorkloadThatCanStartNow) {
   QueueConfig config = PromiseConfig(/*depth=*/0, /*resolution=*/1);
   QueuePlanner planner(config, nullptr);
-  auto running = [](const std::string& id, NodeIndex n, Time end) {
-    RunningWorkload r;
-    r.id = id;
-    r.kind = WorkloadKind::kSlurmJob;
-    r.start_time = 0;
-    r.expected_end = end;
-    Allocation a;
-    a.node = n;
-    a.used[kCpu] = 4000;
-    r.allocations = {a};
-    return r;
-  };
   auto snapshot = std::make_shared<Snapshot>();
   snapshot->nodes = {PoolNode(0, 4000), PoolNode(1, 4000)};
-  snapshot->running = {running("long", 0, 1000), running("mid", 1, 5000)};  // node 1 busy for long
+  snapshot->running = {FullNode("long", 0, 1000), FullNode("mid", 1, 5000)};  // node 1 busy for long
   snapshot->pending = {Job("held", WorkloadKind::kSlurmJob, 1, 4000, 300, "normal", 0)};
   auto first = std::make_shared<const Plan>(planner.PlanCycle(snapshot, 0, {}));
   ASSERT_EQ(first->reservations.size(), 1u);
@@ -317,7 +307,7 @@ TEST(ReservationPromise, AHolderDoesNotStartAheadOfAHigherPriorityWorkloadThatCa
 
   // "mid" ended early; "urgent" arrives.
   auto next = std::make_shared<Snapshot>(*snapshot);
-  next->running = {running("long", 0, 1000)};
+  next->running = {FullNode("long", 0, 1000)};
   next->pending.push_back(Job("urgent", WorkloadKind::kPodGroup, 1, 4000, 100, "high", 500));
   const Plan kept = planner.PlanCycle(next, 500, CarryReservations(*first, *next));
   EXPECT_EQ(kept.OrderIds(), (std::vector<std::string>{"urgent", "held"}));
