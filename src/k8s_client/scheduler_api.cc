@@ -44,14 +44,13 @@ absl::Status SchedulerApi::Bind(const std::string& ns, const std::string& pod,
 }
 
 void SchedulerApi::BindAsync(const std::string& ns, const std::string& pod, const std::string& node,
-                             std::function<void(absl::Status)> done) {
+                             std::function<void(absl::Status)> done, const std::string& pod_uid) {
   HttpRequest req;
   req.method = "POST";
   req.path = ObjectPath(kPods, ns, pod, "binding");
-  req.body = BindingBody(ns, pod, node, "").dump();
-  client_->DoAsync(std::move(req), [done = std::move(done)](absl::StatusOr<std::string> r) {
-    done(r.status());
-  });
+  req.body = BindingBody(ns, pod, node, pod_uid).dump();
+  client_->DoAsync(std::move(req), [done = std::move(done), what = absl::StrCat("bind ", ns, "/", pod, " to ", node)](
+                                       absl::StatusOr<std::string> r) { done(Annotate(r.status(), what)); });
 }
 
 absl::Status SchedulerApi::Evict(const std::string& ns, const std::string& pod,
@@ -191,6 +190,48 @@ absl::StatusOr<Event> EventRecorder::Record(const ObjectReference& regarding, co
   absl::StatusOr<json> r = client_->Post(CollectionPath(kEvents, e.metadata.namespace_), e.ToJson());
   if (!r.ok()) return Annotate(r.status(), "create event");
   return Event::FromJson(*r);
+}
+
+void EventRecorder::RecordAsync(const ObjectReference& regarding, const std::string& type,
+                                const std::string& reason, const std::string& action, const std::string& note,
+                                absl::Time now, std::function<void(absl::Status)> done) {
+  if (!done) done = [](absl::Status) {};
+  if (!filter_->Allow(regarding, now)) {
+    done(absl::ResourceExhaustedError(absl::StrCat("event ", reason, " about ", regarding.kind, " ",
+                                                   regarding.namespace_, "/", regarding.name,
+                                                   " dropped by the per-object spam filter")));
+    return;
+  }
+  Event e;
+  e.metadata.namespace_ = regarding.namespace_.empty() ? "default" : regarding.namespace_;
+  e.event_time = FormatMicroTime(now);
+  e.reporting_controller = controller_;
+  e.reporting_instance = instance_;
+  e.action = action;
+  e.reason = reason;
+  e.note = note.substr(0, 1024);
+  e.type = type;
+  e.regarding = regarding;
+  const std::string name =
+      absl::StrFormat("%s.%x", regarding.name, static_cast<uint64_t>(absl::ToUnixNanos(now)));
+  EventSeriesTracker::Decision d = tracker_.Observe(e, name, now);
+  HttpRequest req;
+  if (!d.create) {
+    // A repeat: count it on the series. (If the event expired meanwhile the patch is lost; the
+    // synchronous Record starts a new series then.)
+    req.method = "PATCH";
+    req.path = ObjectPath(kEvents, e.metadata.namespace_, d.name);
+    req.content_type = "application/merge-patch+json";
+    req.body = json{{"series", {{"count", d.series_count}, {"lastObservedTime", FormatMicroTime(now)}}}}.dump();
+  } else {
+    e.metadata.name = d.name;
+    req.method = "POST";
+    req.path = CollectionPath(kEvents, e.metadata.namespace_);
+    req.body = e.ToJson().dump();
+  }
+  client_->DoAsync(std::move(req), [done = std::move(done)](absl::StatusOr<std::string> r) {
+    done(Annotate(r.status(), "record event"));
+  });
 }
 
 }  // namespace onequeue::k8s

@@ -37,7 +37,7 @@ class SchedulerApi {
                     const std::string& pod_uid = "");
   // Non-blocking variant for bulk binding (benchmarks, gangs): `done` runs on the transport thread.
   void BindAsync(const std::string& ns, const std::string& pod, const std::string& node,
-                 std::function<void(absl::Status)> done);
+                 std::function<void(absl::Status)> done, const std::string& pod_uid = "");
 
   // POST pods/{name}/eviction (policy/v1).
   absl::Status Evict(const std::string& ns, const std::string& pod,
@@ -113,6 +113,11 @@ class EventRecorder {
   absl::StatusOr<Event> Record(const ObjectReference& regarding, const std::string& type,
                                const std::string& reason, const std::string& action,
                                const std::string& note, absl::Time now);
+  // The same without waiting for the API server (best effort: a failure is only passed to
+  // `done`, which may run on the transport thread; null: ignored). Call from one thread, as Record.
+  void RecordAsync(const ObjectReference& regarding, const std::string& type, const std::string& reason,
+                   const std::string& action, const std::string& note, absl::Time now,
+                   std::function<void(absl::Status)> done = nullptr);
 
  private:
   RestClient* client_;

@@ -63,6 +63,55 @@ absl::Status KubeClusterActions::Bind(const std::string& pod_key, const std::str
   return absl::OkStatus();
 }
 
+void KubeClusterActions::StartBind(const std::string& pod_key, const std::string& node, const std::string& message,
+                                   std::function<void(absl::Status)> done) {
+  auto [ns, name] = SplitKey(pod_key);
+  std::string uid;
+  if (auto pod = pods_->Get(pod_key)) uid = pod->metadata.uid;
+  api_.BindAsync(
+      ns, name, node,
+      [done = std::move(done)](absl::Status s) {
+        if (!s.ok()) spdlog::warn("{}", s.ToString());
+        done(std::move(s));
+      },
+      uid);
+}
+
+void KubeClusterActions::BindSucceeded(const std::string& pod_key, const std::string& node,
+                                       const std::string& message) {
+  auto [ns, name] = SplitKey(pod_key);
+  k8s::ObjectReference ref;
+  ref.api_version = "v1";
+  ref.kind = "Pod";
+  ref.namespace_ = ns;
+  ref.name = name;
+  bool has_wait_annotations = false;
+  if (auto pod = pods_->Get(pod_key)) {
+    ref.uid = pod->metadata.uid;
+    has_wait_annotations = pod->metadata.annotations.count(kQueuePositionAnnotation) ||
+                           pod->metadata.annotations.count(kEstimatedStartAnnotation);
+  }
+  // Events are best effort: a lost event must never stop scheduling.
+  events_.RecordAsync(ref, "Normal", "Scheduled", "Binding", message, absl::Now(), [pod_key](absl::Status s) {
+    if (!s.ok()) spdlog::warn("event Scheduled for {}: {}", pod_key, s.ToString());
+  });
+  last_event_.erase(pod_key);
+  if (has_wait_annotations) {
+    // A bound pod no longer waits: its last queue position and estimated start would mislead
+    // whoever reads kubectl describe. Best effort, like events.
+    k8s::HttpRequest req;
+    req.method = "PATCH";
+    req.path = k8s::ObjectPath(k8s::kPods, ns, name);
+    req.content_type = "application/merge-patch+json";
+    req.body = nlohmann::json{{"metadata", {{"annotations", {{kQueuePositionAnnotation, nullptr},
+                                                             {kEstimatedStartAnnotation, nullptr}}}}}}
+                   .dump();
+    client_->DoAsync(std::move(req), [pod_key](absl::StatusOr<std::string> r) {
+      if (!r.ok()) spdlog::warn("clearing wait annotations of {}: {}", pod_key, r.status().ToString());
+    });
+  }
+}
+
 absl::Status KubeClusterActions::ReportWaiting(const std::string& pod_key, const WaitReport& report) {
   auto [ns, name] = SplitKey(pod_key);
   // The queue's messages may already start with the reason ("Resources: nodes reserved ..."):

@@ -43,6 +43,11 @@ class KubeClusterActions : public ClusterActions {
   KubeClusterActions(k8s::RestClient* client, const k8s::Informer<k8s::Pod>* pods, std::string instance);
 
   absl::Status Bind(const std::string& pod_key, const std::string& node, const std::string& message) override;
+  // The binding over the client's shared connection without waiting; the event and the clearing
+  // of the wait annotations follow in BindSucceeded, also without waiting.
+  void StartBind(const std::string& pod_key, const std::string& node, const std::string& message,
+                 std::function<void(absl::Status)> done) override;
+  void BindSucceeded(const std::string& pod_key, const std::string& node, const std::string& message) override;
   absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override;
   absl::Status SetNodeOwner(const std::string& node, const std::string& value) override;
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override;

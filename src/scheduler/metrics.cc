@@ -275,4 +275,14 @@ absl::Status TimedClusterActions::Bind(const std::string& pod_key, const std::st
   return s;
 }
 
+void TimedClusterActions::StartBind(const std::string& pod_key, const std::string& node, const std::string& message,
+                                    std::function<void(absl::Status)> done) {
+  const absl::Time start = absl::Now();
+  inner_->StartBind(pod_key, node, message,
+                    [metrics = metrics_, start, done = std::move(done)](absl::Status s) {
+                      metrics->ObserveBind(absl::ToDoubleSeconds(absl::Now() - start), s.ok());
+                      done(std::move(s));
+                    });
+}
+
 }  // namespace onequeue::scheduler

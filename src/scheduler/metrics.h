@@ -74,6 +74,12 @@ class TimedClusterActions final : public ClusterActions {
  public:
   TimedClusterActions(ClusterActions* inner, SchedulerMetrics* metrics) : inner_(inner), metrics_(metrics) {}
   absl::Status Bind(const std::string& pod_key, const std::string& node, const std::string& message) override;
+  // Times from sending the binding to its result.
+  void StartBind(const std::string& pod_key, const std::string& node, const std::string& message,
+                 std::function<void(absl::Status)> done) override;
+  void BindSucceeded(const std::string& pod_key, const std::string& node, const std::string& message) override {
+    inner_->BindSucceeded(pod_key, node, message);
+  }
   absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override {
     return inner_->ReportWaiting(pod_key, report);
   }

@@ -157,6 +157,38 @@ std::string SchedulingLoop::OwnerValueOf(const std::string& node) const {
   return it == node_owner_.end() ? std::string() : it->second;
 }
 
+void SchedulingLoop::DrainBindResults(CycleStats* stats) {
+  std::vector<std::pair<std::string, absl::Status>> done;
+  {
+    absl::MutexLock lock(&bind_results_->mu);
+    done.swap(bind_results_->done);
+  }
+  for (auto& [key, status] : done) {
+    auto it = binding_.find(key);
+    if (it == binding_.end()) continue;
+    if (status.ok()) {
+      ++stats->bound;
+      last_report_.erase(key);
+      actions_->BindSucceeded(key, it->second.node, it->second.message);
+    } else {
+      // Unreserve: the capacity is free again and the pod pending; the plan places it anew.
+      ++stats->bind_errors;
+      assumed_.erase(key);
+    }
+    binding_.erase(it);
+  }
+}
+
+void SchedulingLoop::PlaceRestOfPartlyBoundGangs(BuiltSnapshot* built) {
+  for (queue::PendingWorkload& w : built->snapshot->pending) {
+    if (!w.gang || w.members_present >= w.members) continue;
+    auto running = built->running_pods.find(w.id);
+    if (running == built->running_pods.end()) continue;
+    const auto bound = static_cast<int32_t>(running->second.pod_keys.size());
+    if (bound > 0 && bound + w.members_present >= w.members) w.members = w.members_present;
+  }
+}
+
 bool SchedulingLoop::IsPending(const BuiltSnapshot& built, std::string_view workload) const {
   return built.pending_pods.find(workload) != built.pending_pods.end() ||
          slurm_records_.pending.find(workload) != slurm_records_.pending.end();
@@ -610,6 +642,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   CycleStats stats;
   const std::shared_ptr<const KubeState> state = view_->State();
   const std::shared_ptr<const slurm::SlurmView> slurm_view = slurm_ != nullptr ? view_->Slurm() : nullptr;
+  DrainBindResults(&stats);
   ForgetConfirmedAssumptions(*state, slurm_view.get(), now);
   std::set<std::string> terminating;
   for (const auto& p : state->pods) {
@@ -644,6 +677,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   options.queue_config = &queue_config_;
   options.usage = &usage_;
   BuiltSnapshot built = BuildSnapshot(*state, options, now);
+  PlaceRestOfPartlyBoundGangs(&built);
   admitted_ = std::move(built.admitted);
   std::set<std::string> edits(built.ignored_edits.begin(), built.ignored_edits.end());
   for (const std::string& e : edits) {
@@ -708,18 +742,21 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
     const std::string why = index == pending_index.end() ? "" : DescribePriority(plan.priorities[index->second]);
     for (size_t i = 0; i < keys.size() && i < start.member_nodes.size(); ++i) {
       const std::string& node = built.snapshot->nodes[start.member_nodes[i]].name;
-      absl::Status s = actions_->Bind(keys[i], node,
-                                      absl::StrCat("Successfully assigned ", keys[i], " to ", node, " by onequeue; ",
-                                                   why, start.backfilled ? "; backfilled" : ""));
-      if (s.ok()) {
-        assumed_[keys[i]] = node;
-        last_report_.erase(keys[i]);
-        ++stats.bound;
-      } else {
-        ++stats.bind_errors;
-      }
+      if (binding_.count(keys[i])) continue;  // cannot happen: an in-flight pod is assumed, not pending
+      std::string message = absl::StrCat("Successfully assigned ", keys[i], " to ", node, " by onequeue; ", why,
+                                         start.backfilled ? "; backfilled" : "");
+      // Assume first: from now on the pod counts on its node, whatever the binding's fate.
+      assumed_[keys[i]] = node;
+      binding_[keys[i]] = {node, message};
+      actions_->StartBind(keys[i], node, message,
+                          [results = bind_results_, key = keys[i]](absl::Status s) {
+                            absl::MutexLock lock(&results->mu);
+                            results->done.emplace_back(key, std::move(s));
+                          });
     }
   }
+  // Whatever has landed already (all of it with synchronous actions) counts in this cycle.
+  DrainBindResults(&stats);
 
   for (const auto& p : plan.preemptions) StartPreemption(p, built, terminating, now, &touched, &stats);
 

@@ -1,9 +1,13 @@
 #pragma once
 // One scheduling cycle: the informers' view -> snapshot -> queue plan -> actions, with the
 // bookkeeping that makes the actions safe to repeat:
-//   * assume/forget: a pod bound in this cycle counts as running on its node until the informer
-//     shows the binding (or the bind failed and it is forgotten), so the next cycle cannot give
-//     the same capacity away twice;
+//   * assume/forget: a pod the cycle binds counts as running on its node from the moment the
+//     binding is sent until the informer shows it (or the bind failed and it is forgotten, like
+//     kube-scheduler's Unreserve), so the next cycle cannot give the same capacity away twice.
+//     Bindings go out asynchronously, many in flight; the cycle never waits for them: their
+//     results are drained at the start of the next cycle (and whatever has already arrived at
+//     the end of this one). A failed bind is forgotten and the pod is planned again; the members
+//     of a gang that did bind keep running and the rest is placed as the remainder of the gang;
 //   * reservations: a preemption first marks its nodes reserved(P) (node annotation, and the
 //     preemptor's nominatedNodeName), then evicts each victim once; while the mark stands every
 //     lower-priority workload, including the victims' replacements, sees the capacity as taken.
@@ -18,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "k8s_client/models.h"
 #include "queue/planner.h"
 #include "queue/preemption.h"
@@ -49,6 +54,16 @@ class ClusterActions {
  public:
   virtual ~ClusterActions() = default;
   virtual absl::Status Bind(const std::string& pod_key, const std::string& node, const std::string& message) = 0;
+  // Sends the binding without waiting for it (the loop keeps many in flight, as kube-scheduler's
+  // binding goroutines do); `done` may run on another thread, at any time. What follows a
+  // binding that landed (the Scheduled event, clearing the wait annotations) is BindSucceeded,
+  // which the loop calls from its own thread. This default binds at once with Bind, which does
+  // both.
+  virtual void StartBind(const std::string& pod_key, const std::string& node, const std::string& message,
+                         std::function<void(absl::Status)> done) {
+    done(Bind(pod_key, node, message));
+  }
+  virtual void BindSucceeded(const std::string& pod_key, const std::string& node, const std::string& message) {}
   virtual absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) = 0;
   // Records (value non-empty) or clears (empty) the node's onequeue.io/owner annotation. The
   // label onequeue.io/owner follows it (kubernetes | slurm | reserved, for kubectl get nodes -L),
@@ -127,6 +142,8 @@ class SchedulingLoop {
   SchedulingLoop(const Config& config, const ClusterView* view, ClusterActions* actions,
                  SlurmActions* slurm = nullptr, Failpoint failpoint = nullptr);
   CycleStats RunCycle(queue::Time now);
+  // Bindings sent whose results the loop has not drained yet (for tests and status).
+  size_t bindings_in_flight() const { return binding_.size(); }
 
   // After each cycle, what it saw and decided goes to `board` (for the gRPC QueueService); null: not kept.
   void PublishTo(StatusBoard* board) { board_ = board; }
@@ -186,6 +203,26 @@ class SchedulingLoop {
   std::unique_ptr<queue::QueuePlanner> planner_;
   std::shared_ptr<const queue::Plan> last_plan_;  // its reservations are the next cycle's promises
   std::map<std::string, std::string> assumed_;        // pod key -> node (bound, not yet seen)
+  // Bindings sent and not yet drained: pod key -> node and the Scheduled event's message.
+  struct InFlightBind {
+    std::string node, message;
+  };
+  std::map<std::string, InFlightBind> binding_;
+  // Results of bindings, filled by the actions' callbacks (any thread), drained by the loop.
+  // Shared with the callbacks, so a late one after the loop is gone writes into a live object.
+  struct BindResults {
+    absl::Mutex mu;
+    std::vector<std::pair<std::string, absl::Status>> done ABSL_GUARDED_BY(mu);
+  };
+  std::shared_ptr<BindResults> bind_results_ = std::make_shared<BindResults>();
+  // Applies the results that have arrived: a bind that landed is confirmed (counted, its event
+  // recorded); a failed one is forgotten, so this or the next plan places the pod again.
+  void DrainBindResults(CycleStats* stats);
+  // A gang some of whose members were bound while the binding of others failed (and was
+  // forgotten) would wait for ever for members that exist (GangIncomplete): its pending members
+  // are placed as the rest of the gang instead. kube-scheduler has no gangs; rolling back the
+  // members that bound would mean deleting running pods.
+  void PlaceRestOfPartlyBoundGangs(BuiltSnapshot* built);
   std::map<std::string, std::string> reservations_;   // node -> preemptor workload id
   std::set<std::string> evicted_;                     // pod keys evicted (each victim once)
   // Preemptors whose victims this process has asked to evict. A reservation recovered from a

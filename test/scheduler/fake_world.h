@@ -6,6 +6,7 @@
 #define ONEQUEUE_TEST_SCHEDULER_FAKE_WORLD_H_
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -260,6 +261,37 @@ class World : public ClusterView, public ClusterActions {
     return nullptr;
   }
   std::string NodeOf(const std::string& key) { k8s::Pod* p = Find(key); return p ? p->node_name : "<gone>"; }
+
+  // Asynchronous bindings (async_binds): StartBind only queues the request, as a binding in flight
+  // over the API server's connection; CompleteBinds answers every queued one (refusing the pods
+  // in fail_binds), calling their callbacks as the transport thread would.
+  bool async_binds = false;
+  std::set<std::string> fail_binds;
+  struct QueuedBind {
+    std::string key, node, message;
+    std::function<void(absl::Status)> done;
+  };
+  std::vector<QueuedBind> in_flight;
+  std::vector<std::string> bind_succeeded;  // BindSucceeded calls, in order
+  void StartBind(const std::string& key, const std::string& node, const std::string& message,
+                 std::function<void(absl::Status)> done) override {
+    if (!async_binds) {
+      done(Bind(key, node, message));
+      return;
+    }
+    in_flight.push_back({key, node, message, std::move(done)});
+  }
+  void BindSucceeded(const std::string& key, const std::string& node, const std::string&) override {
+    bind_succeeded.push_back(key + "->" + node);
+  }
+  void CompleteBinds() {
+    std::vector<QueuedBind> answering = std::move(in_flight);
+    in_flight.clear();
+    for (auto& b : answering) {
+      b.done(fail_binds.count(b.key) ? absl::UnavailableError("bind " + b.key + ": connection reset")
+                                     : Bind(b.key, b.node, b.message));
+    }
+  }
 
   std::vector<std::string> binds, bind_messages, evictions, owner_changes;
   std::map<std::string, std::vector<WaitReport>> reports;
