@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 
 namespace onequeue::queue {
 
@@ -44,9 +45,29 @@ std::vector<PromisedReservation> CarryReservations(const Plan& previous, const S
   if (!same_pool) {
     for (size_t i = 0; i < next.nodes.size(); ++i) index_of.emplace(next.nodes[i].name, static_cast<NodeIndex>(i));
   }
+  // A start the previous plan made that has not happened (the workload is still pending: e.g. a
+  // node that first had to change hands) is a plan the world did not follow, like a running
+  // workload past its expected end: reservations placed after it on its nodes assumed it would
+  // run from then, and keeping them would hold the starter off its own nodes. They are dropped.
+  absl::flat_hash_set<std::string_view> still_pending;
+  if (!previous.starts.empty()) {
+    for (const PendingWorkload& w : next.pending) still_pending.insert(std::string_view(w.id));
+  }
+  std::vector<char> start_missed(before.nodes.size(), 0);
+  for (const StartDecision& d : previous.starts) {
+    if (!still_pending.contains(std::string_view(d.workload))) continue;
+    for (NodeIndex n : d.member_nodes) {
+      if (n >= 0 && static_cast<size_t>(n) < start_missed.size()) start_missed[n] = 1;
+    }
+  }
   for (const ReserveDecision& r : previous.reservations) {
     const PendingWorkload* w = holder.at(std::string_view(r.workload));
     if (w == nullptr) continue;
+    if (std::any_of(r.member_nodes.begin(), r.member_nodes.end(), [&](NodeIndex n) {
+          return n >= 0 && static_cast<size_t>(n) < start_missed.size() && start_missed[n];
+        })) {
+      continue;
+    }
     PromisedReservation c;
     c.workload = r.workload;
     c.start = r.start;

@@ -133,7 +133,9 @@ struct PromisedReservation {
 // The reservations of `previous` as promises for the next cycle's
 // QueuePlanner::PlanCycle(next, now, promised): node indices of `previous`'s snapshot become
 // indices into `next` (matched by node name: the pool may have changed in between). A reservation
-// with a node no longer in the pool is dropped (its promise cannot be kept).
+// with a node no longer in the pool is dropped (its promise cannot be kept), and so is one on a
+// node where `previous` started a workload that `next` still shows pending (the start did not
+// happen: the reservation assumed it).
 std::vector<PromisedReservation> CarryReservations(const Plan& previous, const Snapshot& next);
 
 }  // namespace onequeue::queue

@@ -320,6 +320,44 @@ TEST(ReservationPromise, AHolderDoesNotStartAheadOfAHigherPriorityWorkloadThatCa
   EXPECT_EQ(kept.reservations[0].start, 600);
 }
 
+// Scenario: a start the previous plan made did not happen (the daemon waited a cycle for the node
+// to change hands), so the reservation placed after it is not a promise: kept, it would hold the
+// higher-priority starter off its node (slurm_e2e_test HigherPriorityGetsTheNodeWhicheverWorld,
+// when the two cycles fell in different seconds).
+//   1 node of 4 cpus, free. "pod" (QOS high, 4 cpus, 100 s) starts at 0; "job" (normal, 4 cpus)
+//   reserves at 100. At t=1 "pod" is still pending: it must start now, not wait behind "job".
+TEST(ReservationPromise, AReservationAfterAStartThatDidNotHappenIsNoPromise) {
+  QueueConfig config = PromiseConfig(/*depth=*/0, /*resolution=*/1);
+  QueuePlanner planner(config, nullptr);
+  auto snapshot = std::make_shared<Snapshot>();
+  snapshot->nodes = {PoolNode(0, 4000)};
+  snapshot->pending = {Job("pod", WorkloadKind::kPodGroup, 1, 4000, 100, "high", 0),
+                       Job("job", WorkloadKind::kSlurmJob, 1, 4000, 60, "normal", 0)};
+  auto first = std::make_shared<const Plan>(planner.PlanCycle(snapshot, 0, {}));
+  ASSERT_EQ(first->starts.size(), 1u);
+  ASSERT_EQ(first->starts[0].workload, "pod");
+  ASSERT_EQ(first->reservations.size(), 1u);
+  ASSERT_EQ(first->reservations[0].start, 100);
+
+  // Nothing changed but the clock: "pod" did not start.
+  EXPECT_TRUE(CarryReservations(*first, *snapshot).empty());
+  const Plan next = planner.PlanCycle(snapshot, 1, CarryReservations(*first, *snapshot));
+  ASSERT_EQ(next.starts.size(), 1u);
+  EXPECT_EQ(next.starts[0].workload, "pod");
+
+  // When "pod" did start (it runs now), "job" keeps its promise.
+  auto started = std::make_shared<Snapshot>();
+  started->nodes = snapshot->nodes;
+  RunningWorkload r = FullNode("pod", 0, 100);
+  r.kind = WorkloadKind::kPodGroup;
+  started->running = {r};
+  started->pending = {snapshot->pending[1]};
+  const std::vector<PromisedReservation> kept = CarryReservations(*first, *started);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].workload, "job");
+  EXPECT_EQ(kept[0].start, 100);
+}
+
 // The daemon carries a plan's reservations into the next snapshot by node name; a promise whose
 // node left the pool is dropped.
 TEST(ReservationPromise, CarryReservationsMapsNodesByNameAndDropsLostNodes) {
