@@ -155,14 +155,9 @@ bool EventSpamFilter::Allow(const ObjectReference& regarding, absl::Time now) {
   return it->second->TryTake(now);
 }
 
-absl::StatusOr<Event> EventRecorder::Record(const ObjectReference& regarding, const std::string& type,
-                                            const std::string& reason, const std::string& action,
-                                            const std::string& note, absl::Time now) {
-  if (!filter_->Allow(regarding, now)) {
-    return absl::ResourceExhaustedError(absl::StrCat("event ", reason, " about ", regarding.kind, " ",
-                                                     regarding.namespace_, "/", regarding.name,
-                                                     " dropped by the per-object spam filter"));
-  }
+Event EventRecorder::MakeEvent(const ObjectReference& regarding, const std::string& type,
+                               const std::string& reason, const std::string& action, const std::string& note,
+                               absl::Time now) const {
   Event e;
   e.metadata.namespace_ = regarding.namespace_.empty() ? "default" : regarding.namespace_;
   e.event_time = FormatMicroTime(now);
@@ -173,9 +168,26 @@ absl::StatusOr<Event> EventRecorder::Record(const ObjectReference& regarding, co
   e.note = note.substr(0, 1024);  // the API server refuses notes longer than 1 kB
   e.type = type;
   e.regarding = regarding;
+  return e;
+}
+
+std::string EventRecorder::NameFor(const ObjectReference& regarding, absl::Time now) {
   // Named like client-go's recorder: <object>.<hex nanoseconds>.
-  const std::string name =
-      absl::StrFormat("%s.%x", regarding.name, static_cast<uint64_t>(absl::ToUnixNanos(now)));
+  return absl::StrFormat("%s.%x", regarding.name, static_cast<uint64_t>(absl::ToUnixNanos(now)));
+}
+
+absl::Status EventRecorder::Dropped(const ObjectReference& regarding, const std::string& reason) {
+  return absl::ResourceExhaustedError(absl::StrCat("event ", reason, " about ", regarding.kind, " ",
+                                                   regarding.namespace_, "/", regarding.name,
+                                                   " dropped by the per-object spam filter"));
+}
+
+absl::StatusOr<Event> EventRecorder::Record(const ObjectReference& regarding, const std::string& type,
+                                            const std::string& reason, const std::string& action,
+                                            const std::string& note, absl::Time now) {
+  if (!filter_->Allow(regarding, now)) return Dropped(regarding, reason);
+  Event e = MakeEvent(regarding, type, reason, action, note, now);
+  const std::string name = NameFor(regarding, now);
   EventSeriesTracker::Decision d = tracker_.Observe(e, name, now);
   if (!d.create) {
     json patch = {{"series", {{"count", d.series_count}, {"lastObservedTime", FormatMicroTime(now)}}}};
@@ -197,24 +209,11 @@ void EventRecorder::RecordAsync(const ObjectReference& regarding, const std::str
                                 absl::Time now, std::function<void(absl::Status)> done) {
   if (!done) done = [](absl::Status) {};
   if (!filter_->Allow(regarding, now)) {
-    done(absl::ResourceExhaustedError(absl::StrCat("event ", reason, " about ", regarding.kind, " ",
-                                                   regarding.namespace_, "/", regarding.name,
-                                                   " dropped by the per-object spam filter")));
+    done(Dropped(regarding, reason));
     return;
   }
-  Event e;
-  e.metadata.namespace_ = regarding.namespace_.empty() ? "default" : regarding.namespace_;
-  e.event_time = FormatMicroTime(now);
-  e.reporting_controller = controller_;
-  e.reporting_instance = instance_;
-  e.action = action;
-  e.reason = reason;
-  e.note = note.substr(0, 1024);
-  e.type = type;
-  e.regarding = regarding;
-  const std::string name =
-      absl::StrFormat("%s.%x", regarding.name, static_cast<uint64_t>(absl::ToUnixNanos(now)));
-  EventSeriesTracker::Decision d = tracker_.Observe(e, name, now);
+  Event e = MakeEvent(regarding, type, reason, action, note, now);
+  EventSeriesTracker::Decision d = tracker_.Observe(e, NameFor(regarding, now), now);
   HttpRequest req;
   if (!d.create) {
     // A repeat: count it on the series. (If the event expired meanwhile the patch is lost; the

@@ -120,6 +120,12 @@ class EventRecorder {
                    std::function<void(absl::Status)> done = nullptr);
 
  private:
+  // The Event both Record and RecordAsync send (name and series left to the tracker).
+  Event MakeEvent(const ObjectReference& regarding, const std::string& type, const std::string& reason,
+                  const std::string& action, const std::string& note, absl::Time now) const;
+  static std::string NameFor(const ObjectReference& regarding, absl::Time now);
+  static absl::Status Dropped(const ObjectReference& regarding, const std::string& reason);
+
   RestClient* client_;
   const std::string controller_, instance_;
   EventSeriesTracker tracker_;

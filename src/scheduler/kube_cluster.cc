@@ -19,9 +19,7 @@ KubeClusterActions::KubeClusterActions(k8s::RestClient* client, const k8s::Infor
                                        std::string instance)
     : client_(client), pods_(pods), api_(client), events_(client, "onequeue", std::move(instance)) {}
 
-void KubeClusterActions::RecordEvent(const std::string& pod_key, const std::string& type,
-                                     const std::string& reason, const std::string& action,
-                                     const std::string& note) {
+k8s::ObjectReference KubeClusterActions::PodReference(const std::string& pod_key) const {
   auto [ns, name] = SplitKey(pod_key);
   k8s::ObjectReference ref;
   ref.api_version = "v1";
@@ -29,7 +27,13 @@ void KubeClusterActions::RecordEvent(const std::string& pod_key, const std::stri
   ref.namespace_ = ns;
   ref.name = name;
   if (auto pod = pods_->Get(pod_key)) ref.uid = pod->metadata.uid;
-  auto s = events_.Record(ref, type, reason, action, note, absl::Now());
+  return ref;
+}
+
+void KubeClusterActions::RecordEvent(const std::string& pod_key, const std::string& type,
+                                     const std::string& reason, const std::string& action,
+                                     const std::string& note) {
+  auto s = events_.Record(PodReference(pod_key), type, reason, action, note, absl::Now());
   // Events are best effort: a lost event must never stop scheduling.
   if (!s.ok()) spdlog::warn("event {} for {}: {}", reason, pod_key, s.status().ToString());
 }
@@ -80,19 +84,13 @@ void KubeClusterActions::StartBind(const std::string& pod_key, const std::string
 void KubeClusterActions::BindSucceeded(const std::string& pod_key, const std::string& node,
                                        const std::string& message) {
   auto [ns, name] = SplitKey(pod_key);
-  k8s::ObjectReference ref;
-  ref.api_version = "v1";
-  ref.kind = "Pod";
-  ref.namespace_ = ns;
-  ref.name = name;
   bool has_wait_annotations = false;
   if (auto pod = pods_->Get(pod_key)) {
-    ref.uid = pod->metadata.uid;
     has_wait_annotations = pod->metadata.annotations.count(kQueuePositionAnnotation) ||
                            pod->metadata.annotations.count(kEstimatedStartAnnotation);
   }
   // Events are best effort: a lost event must never stop scheduling.
-  events_.RecordAsync(ref, "Normal", "Scheduled", "Binding", message, absl::Now(), [pod_key](absl::Status s) {
+  events_.RecordAsync(PodReference(pod_key), "Normal", "Scheduled", "Binding", message, absl::Now(), [pod_key](absl::Status s) {
     if (!s.ok()) spdlog::warn("event Scheduled for {}: {}", pod_key, s.ToString());
   });
   last_event_.erase(pod_key);

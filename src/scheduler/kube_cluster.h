@@ -55,6 +55,8 @@ class KubeClusterActions : public ClusterActions {
   absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
 
  private:
+  // The event reference of a pod (its uid from the informer when it knows the pod).
+  k8s::ObjectReference PodReference(const std::string& pod_key) const;
   void RecordEvent(const std::string& pod_key, const std::string& type, const std::string& reason,
                    const std::string& action, const std::string& note);
 
