@@ -102,6 +102,18 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
       ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", node).ok());
       ASSERT_TRUE(WaitForNodeReady(client_.get(), name)) << name << " never became Ready (is kwok running?)";
     }
+    // The previous test's TearDown resumed the nodes (a drain fence) and cancelled its jobs (a
+    // placeholder fence); slurmctld may still report the old state for a moment, and a daemon
+    // whose first cycle sees it takes the node for still fenced (seen once: the held job then
+    // reserved behind the pod). Start from idle nodes.
+    Eventually(absl::Seconds(30), [&] {
+      auto states = SlurmCommand(Slurm(), {"sinfo", "-h", "-N", "-n", absl::StrJoin(slurm_nodes, ","), "-o", "%T"});
+      if (!states.ok()) return false;
+      for (absl::string_view st : absl::StrSplit(*states, '\n', absl::SkipWhitespace())) {
+        if (absl::StripAsciiWhitespace(st) != "idle") return false;
+      }
+      return true;
+    });
     auto made = SlurmCommand(Slurm(), {"scontrol", "create", "PartitionName=pool",
                                        absl::StrCat("Nodes=", absl::StrJoin(slurm_nodes, ",")), "PriorityTier=1",
                                        "MaxTime=INFINITE", "State=UP"});
