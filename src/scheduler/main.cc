@@ -27,6 +27,7 @@
 #include "scheduler/config.h"
 #include "scheduler/grpc_service.h"
 #include "scheduler/kube_cluster.h"
+#include "scheduler/leader_elector.h"
 #include "scheduler/loop_health.h"
 #include "scheduler/metrics.h"
 #include "scheduler/metrics_server.h"
