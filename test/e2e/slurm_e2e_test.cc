@@ -384,6 +384,48 @@ TEST_P(SlurmE2ETest, ACrashedReclaimIsFinishedBySuccessors) {
   EXPECT_EQ(ShowJob(job)["Restarts"], "1");
 }
 
+// 4b. slurmrestd goes down and slurmctld restarts in the middle of a reclaim (the lent node is
+// reserved for the pod, the job on it not yet gone): the daemon keeps running, binds nothing to a
+// node Slurm may still use, and once Slurm answers again the step finishes: the pod on the lent
+// node, the job requeued exactly once, nothing of the step left.
+TEST_P(SlurmE2ETest, SlurmDownMidReclaimTheStepFinishesWhenItIsBack) {
+  AddPool(2);
+  StartScheduler(/*lend_after=*/2);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); }));
+  const uint32_t job = Submit({}, "30");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }));
+  const int lent = ShowJob(job)["NodeList"] == Slurm().nodes[0] ? 1 : 2;
+  PodOptions filler;
+  filler.cpu = "8";
+  filler.qos = "interactive";  // not preemptible: the lent node is the only way
+  CreatePod("filler", filler);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("filler") == K8sNode(3 - lent); }));
+  PodOptions interactive;
+  interactive.cpu = "4";
+  interactive.qos = "interactive";
+  CreatePod("jupyter", interactive);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] {
+    auto n = GetNode(client_.get(), K8sNode(lent));
+    return n.ok() && absl::StartsWith(n->metadata.annotations["onequeue.io/owner"], "reserved/");
+  }, absl::Milliseconds(20))) << "the lent node was never reserved";
+  ASSERT_TRUE(testing::StopDaemon(Slurm(), "slurmrestd").ok());
+  ASSERT_TRUE(testing::StopDaemon(Slurm(), "slurmctld").ok());
+  absl::SleepFor(absl::Seconds(5));  // the daemon runs cycles against a Slurm that does not answer
+  ASSERT_TRUE(testing::StartDaemon(Slurm(), "slurmctld").ok());
+  ASSERT_TRUE(testing::StartDaemon(Slurm(), "slurmrestd").ok());
+
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("jupyter") == K8sNode(lent); }))
+      << "jupyter on '" << PodNode("jupyter") << "'";
+  EXPECT_TRUE(Eventually(absl::Seconds(30), [&] { return ShowJob(job)["Restarts"] == "1"; }))
+      << "restarts " << ShowJob(job)["Restarts"];
+  EXPECT_TRUE(Eventually(absl::Seconds(30), [&] {
+    return NodeLabel(K8sNode(lent), "onequeue.io/owner") == "kubernetes";
+  }));
+  ExpectNothingLeftOfTheStep(2);
+  EXPECT_EQ(ShowJob(job)["Restarts"], "1");
+  EXPECT_FALSE(scheduler_->WaitForExit(absl::ZeroDuration())) << "the daemon exited while Slurm was away";
+}
+
 // 5. A node returns to Slurm lendAfterSeconds after its last pod ends, and a waiting job starts.
 TEST_P(SlurmE2ETest, ANodeIsLentAgainAfterItsLastPodEnds) {
   AddPool(1);
