@@ -113,34 +113,123 @@ absl::StatusOr<Lease> SchedulerApi::UpdateLease(const Lease& lease) {
   return Lease::FromJson(*r);
 }
 
-std::string EventSeriesTracker::KeyOf(const Event& e) {
-  return absl::StrCat(e.regarding.kind, "\x1f", e.regarding.namespace_, "\x1f", e.regarding.name,
-                      "\x1f", e.regarding.uid, "\x1f", e.reason, "\x1f", e.note, "\x1f", e.type,
-                      "\x1f", e.action, "\x1f", e.reporting_controller);
+namespace {
+
+constexpr absl::string_view kSep = "\x1f";
+
+// Similar events (client-go's EventAggregatorByReasonFunc): everything but the note.
+std::string SimilarKeyOf(const Event& e) {
+  return absl::StrCat(e.regarding.api_version, kSep, e.regarding.kind, kSep, e.regarding.namespace_, kSep,
+                      e.regarding.name, kSep, e.regarding.uid, kSep, e.type, kSep, e.reason, kSep, e.action,
+                      kSep, e.reporting_controller, kSep, e.reporting_instance);
 }
 
-EventSeriesTracker::Decision EventSeriesTracker::Observe(const Event& event,
-                                                         const std::string& proposed_name,
-                                                         absl::Time now) {
+json SeriesPatchBody(int32_t count, absl::Time last_observed) {
+  return json{{"series", {{"count", count}, {"lastObservedTime", FormatMicroTime(last_observed)}}}};
+}
+
+}  // namespace
+
+EventCorrelator::Decision EventCorrelator::Correlate(const Event& event, absl::Time now) {
+  Decision d;
+  d.note = event.note;
+  const std::string similar_key = SimilarKeyOf(event);
   absl::MutexLock lock(&mu_);
-  const std::string key = KeyOf(event);
-  auto it = series_.find(key);
-  if (it != series_.end() && now - it->second.last <= window_) {
-    ++it->second.count;
-    it->second.last = now;
-    return {false, it->second.name, it->second.count};
+  // 1. Aggregation: the rolling interval restarts with every similar event.
+  SimilarNotes& similar = similar_[similar_key];
+  if (now - similar.last > options_.aggregate_interval) similar.notes.clear();
+  similar.notes.insert(event.note);
+  similar.last = now;
+  if (static_cast<int>(similar.notes.size()) >= options_.aggregate_max_notes) {
+    similar.notes.erase(similar.notes.begin());  // do not grow past the threshold (PopAny)
+    d.aggregated = true;
+    d.note = absl::StrCat("(combined from similar events): ", event.note);
+    d.series_key = similar_key;  // every combined event counts on one series
+    ++counters_.aggregated;
+  } else {
+    d.series_key = absl::StrCat(similar_key, kSep, event.note);
   }
-  series_.insert_or_assign(key, Series{proposed_name, 1, now});
-  // Keep the map bounded: drop series whose window has passed.
+  // 2. Series.
+  auto it = series_.find(d.series_key);
+  if (it != series_.end() && now - it->second.last_observed < options_.series_window) {
+    Series& s = it->second;
+    ++s.count;
+    s.last_observed = now;
+    d.name = s.name;
+    d.series_count = s.count;
+    d.last_observed = now;
+    const bool write = s.written_count < 2 || now - s.last_written >= options_.series_refresh;
+    if (!write) {
+      d.write = Write::kNone;
+      ++counters_.counted;
+      return d;
+    }
+    // 3. Spam filter, for an occurrence that costs a request.
+    if (!filter_.Allow(event.regarding, now)) {
+      d.write = Write::kNone;
+      d.dropped = true;
+      ++counters_.dropped;
+      return d;
+    }
+    s.written_count = s.count;
+    s.last_written = now;
+    d.write = Write::kPatchSeries;
+    ++counters_.patched;
+    return d;
+  }
+  d.name = absl::StrFormat("%s.%x", event.regarding.name, static_cast<uint64_t>(absl::ToUnixNanos(now)));
+  d.last_observed = now;
+  if (!filter_.Allow(event.regarding, now)) {
+    d.write = Write::kNone;
+    d.dropped = true;
+    ++counters_.dropped;
+    return d;
+  }
+  d.write = Write::kCreate;
+  ++counters_.created;
+  Series s;
+  s.namespace_ = event.metadata.namespace_;
+  s.name = d.name;
+  s.last_observed = s.last_written = now;
+  series_.insert_or_assign(d.series_key, std::move(s));
+  // Bounded memory: forget what has ended (a series whose count was not written yet is lost; so
+  // does client-go's LRU cache).
   if (series_.size() > 4096) {
-    absl::erase_if(series_, [&](const auto& kv) { return now - kv.second.last > window_; });
+    absl::erase_if(series_, [&](const auto& kv) { return now - kv.second.last_observed >= options_.series_window; });
   }
-  return {true, proposed_name, 0};
+  if (similar_.size() > 4096) {
+    absl::erase_if(similar_, [&](const auto& kv) { return now - kv.second.last > options_.aggregate_interval; });
+  }
+  return d;
 }
 
-void EventSeriesTracker::Forget(const Event& event) {
+std::vector<EventCorrelator::SeriesPatch> EventCorrelator::DueSeriesPatches(absl::Time now) {
+  std::vector<SeriesPatch> due;
   absl::MutexLock lock(&mu_);
-  series_.erase(KeyOf(event));
+  if (now - last_scan_ < absl::Minutes(1)) return due;
+  last_scan_ = now;
+  for (auto it = series_.begin(); it != series_.end();) {
+    Series& s = it->second;
+    const bool ended = now - s.last_observed >= options_.series_window;
+    if (s.count > s.written_count && (ended || now - s.last_written >= options_.series_refresh)) {
+      due.push_back(SeriesPatch{s.namespace_, s.name, it->first, s.count, s.last_observed});
+      s.written_count = s.count;
+      s.last_written = now;
+    }
+    if (ended) series_.erase(it++);  // finishSeries: the next identical event starts a new Event
+    else ++it;
+  }
+  return due;
+}
+
+void EventCorrelator::Forget(const std::string& series_key) {
+  absl::MutexLock lock(&mu_);
+  series_.erase(series_key);
+}
+
+EventCorrelator::Counters EventCorrelator::counters() const {
+  absl::MutexLock lock(&mu_);
+  return counters_;
 }
 
 bool EventSpamFilter::Allow(const ObjectReference& regarding, absl::Time now) {
@@ -165,15 +254,10 @@ Event EventRecorder::MakeEvent(const ObjectReference& regarding, const std::stri
   e.reporting_instance = instance_;
   e.action = action;
   e.reason = reason;
-  e.note = note.substr(0, 1024);  // the API server refuses notes longer than 1 kB
+  e.note = note;
   e.type = type;
   e.regarding = regarding;
   return e;
-}
-
-std::string EventRecorder::NameFor(const ObjectReference& regarding, absl::Time now) {
-  // Named like client-go's recorder: <object>.<hex nanoseconds>.
-  return absl::StrFormat("%s.%x", regarding.name, static_cast<uint64_t>(absl::ToUnixNanos(now)));
 }
 
 absl::Status EventRecorder::Dropped(const ObjectReference& regarding, const std::string& reason) {
@@ -185,52 +269,82 @@ absl::Status EventRecorder::Dropped(const ObjectReference& regarding, const std:
 absl::StatusOr<Event> EventRecorder::Record(const ObjectReference& regarding, const std::string& type,
                                             const std::string& reason, const std::string& action,
                                             const std::string& note, absl::Time now) {
-  if (!filter_->Allow(regarding, now)) return Dropped(regarding, reason);
   Event e = MakeEvent(regarding, type, reason, action, note, now);
-  const std::string name = NameFor(regarding, now);
-  EventSeriesTracker::Decision d = tracker_.Observe(e, name, now);
-  if (!d.create) {
-    json patch = {{"series", {{"count", d.series_count}, {"lastObservedTime", FormatMicroTime(now)}}}};
-    absl::StatusOr<json> r = client_->Patch(ObjectPath(kEvents, e.metadata.namespace_, d.name), patch,
+  EventCorrelator::Decision d = correlator_->Correlate(e, now);
+  if (d.dropped) return Dropped(regarding, reason);
+  e.metadata.name = d.name;
+  e.note = d.note.substr(0, 1024);  // the API server refuses notes longer than 1 kB
+  if (d.write == EventCorrelator::Write::kNone) {  // counted on its series, written later
+    e.series_count = d.series_count;
+    e.series_last_observed_time = FormatMicroTime(d.last_observed);
+    return e;
+  }
+  if (d.write == EventCorrelator::Write::kPatchSeries) {
+    absl::StatusOr<json> r = client_->Patch(ObjectPath(kEvents, e.metadata.namespace_, d.name),
+                                            SeriesPatchBody(d.series_count, d.last_observed),
                                             "application/merge-patch+json");
     if (r.ok()) return Event::FromJson(*r);
     if (r.status().code() != absl::StatusCode::kNotFound) return Annotate(r.status(), "patch event series");
-    tracker_.Forget(e);  // the object expired (events have a TTL): start a new series
-    d = tracker_.Observe(e, name, now);
+    // The object expired (events have a TTL): start a new series.
+    correlator_->Forget(d.series_key);
+    d = correlator_->Correlate(e, now);
+    if (d.dropped) return Dropped(regarding, reason);
+    e.metadata.name = d.name;
   }
-  e.metadata.name = d.name;
   absl::StatusOr<json> r = client_->Post(CollectionPath(kEvents, e.metadata.namespace_), e.ToJson());
   if (!r.ok()) return Annotate(r.status(), "create event");
   return Event::FromJson(*r);
+}
+
+void EventRecorder::PatchSeriesAsync(const std::string& ns, const std::string& name, const std::string& series_key,
+                                     int32_t count, absl::Time last_observed,
+                                     std::function<void(absl::Status)> done) {
+  HttpRequest req;
+  req.method = "PATCH";
+  req.path = ObjectPath(kEvents, ns, name);
+  req.content_type = "application/merge-patch+json";
+  req.body = SeriesPatchBody(count, last_observed).dump();
+  client_->DoAsync(std::move(req), [correlator = correlator_, series_key,
+                                     done = std::move(done)](absl::StatusOr<std::string> r) {
+    // The Event expired: the next occurrence creates a new one.
+    if (r.status().code() == absl::StatusCode::kNotFound) correlator->Forget(series_key);
+    if (done) done(Annotate(r.status(), "patch event series"));
+  });
 }
 
 void EventRecorder::RecordAsync(const ObjectReference& regarding, const std::string& type,
                                 const std::string& reason, const std::string& action, const std::string& note,
                                 absl::Time now, std::function<void(absl::Status)> done) {
   if (!done) done = [](absl::Status) {};
-  if (!filter_->Allow(regarding, now)) {
+  for (const EventCorrelator::SeriesPatch& p : correlator_->DueSeriesPatches(now)) {
+    PatchSeriesAsync(p.namespace_, p.name, p.series_key, p.count, p.last_observed, nullptr);
+  }
+  Event e = MakeEvent(regarding, type, reason, action, note, now);
+  EventCorrelator::Decision d = correlator_->Correlate(e, now);
+  if (d.dropped) {
     done(Dropped(regarding, reason));
     return;
   }
-  Event e = MakeEvent(regarding, type, reason, action, note, now);
-  EventSeriesTracker::Decision d = tracker_.Observe(e, NameFor(regarding, now), now);
-  HttpRequest req;
-  if (!d.create) {
-    // A repeat: count it on the series. (If the event expired meanwhile the patch is lost; the
-    // synchronous Record starts a new series then.)
-    req.method = "PATCH";
-    req.path = ObjectPath(kEvents, e.metadata.namespace_, d.name);
-    req.content_type = "application/merge-patch+json";
-    req.body = json{{"series", {{"count", d.series_count}, {"lastObservedTime", FormatMicroTime(now)}}}}.dump();
-  } else {
-    e.metadata.name = d.name;
-    req.method = "POST";
-    req.path = CollectionPath(kEvents, e.metadata.namespace_);
-    req.body = e.ToJson().dump();
+  switch (d.write) {
+    case EventCorrelator::Write::kNone:
+      done(absl::OkStatus());
+      return;
+    case EventCorrelator::Write::kPatchSeries:
+      PatchSeriesAsync(e.metadata.namespace_, d.name, d.series_key, d.series_count, d.last_observed, std::move(done));
+      return;
+    case EventCorrelator::Write::kCreate: {
+      e.metadata.name = d.name;
+      e.note = d.note.substr(0, 1024);  // the API server refuses notes longer than 1 kB
+      HttpRequest req;
+      req.method = "POST";
+      req.path = CollectionPath(kEvents, e.metadata.namespace_);
+      req.body = e.ToJson().dump();
+      client_->DoAsync(std::move(req), [done = std::move(done)](absl::StatusOr<std::string> r) {
+        done(Annotate(r.status(), "record event"));
+      });
+      return;
+    }
   }
-  client_->DoAsync(std::move(req), [done = std::move(done)](absl::StatusOr<std::string> r) {
-    done(Annotate(r.status(), "record event"));
-  });
 }
 
 }  // namespace onequeue::k8s

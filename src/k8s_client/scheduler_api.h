@@ -4,16 +4,19 @@
 //   Evict         OK | FailedPrecondition "blocked by PodDisruptionBudget <name>" (do not retry
 //                 until the budget allows) | NotFound (already gone) | ...
 //   status patch  PodScheduled condition and status.nominatedNodeName (strategic merge patch)
-//   Events        events.k8s.io/v1 with series: an event like one recorded within `window`
-//                 bumps series.count with a patch instead of creating a new object
+//   Events        events.k8s.io/v1 through an EventCorrelator: repeats become a series (a patch,
+//                 not a new object), similar events are combined, a per-object token bucket
+//                 drops the excess (client-go's recorder semantics)
 //   Leases        get/create/update with resourceVersion: a lost race is Aborted (409 Conflict)
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -58,34 +61,6 @@ class SchedulerApi {
   RestClient* client_;
 };
 
-// Decides whether an event is new or the next occurrence of a series (pure logic: time is an
-// argument). Keyed like client-go's event series: regarding object + reason + note + type +
-// action + reporting controller.
-class EventSeriesTracker {
- public:
-  explicit EventSeriesTracker(absl::Duration window) : window_(window) {}
-  struct Decision {
-    bool create = true;       // create a new Event object named `name`
-    std::string name;         // the Event object to create or patch
-    int32_t series_count = 0; // when patching: the new series.count (>= 2)
-  };
-  // `proposed_name` is used when a new object is needed.
-  Decision Observe(const Event& event, const std::string& proposed_name, absl::Time now);
-  // Forget a series whose object could not be patched (e.g. it expired): the next one creates.
-  void Forget(const Event& event);
-
- private:
-  static std::string KeyOf(const Event& e);
-  struct Series {
-    std::string name;
-    int32_t count = 1;
-    absl::Time last;
-  };
-  const absl::Duration window_;
-  absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Series> series_ ABSL_GUARDED_BY(mu_);
-};
-
 // Rate limit per regarding object, like client-go's EventSourceObjectSpamFilter: a bucket of
 // `burst` events refilled at `qps` (default 25, then one per 5 minutes); the rest is dropped.
 class EventSpamFilter {
@@ -100,37 +75,132 @@ class EventSpamFilter {
   absl::flat_hash_map<std::string, std::unique_ptr<TokenBucket>> buckets_ ABSL_GUARDED_BY(mu_);
 };
 
-// Records events.k8s.io/v1 Events with series deduplication and a per-object spam filter.
+// Decides what one occurrence of an event costs the API server, as kube-scheduler's client-go
+// recorders decide it. Pure: no I/O, time is an argument (thread-safe). What we follow, in the
+// order client-go's EventCorrelator.EventCorrelate applies it (tools/record/events_cache.go), with
+// the series writes of the events.k8s.io/v1 broadcaster (tools/events/event_broadcaster.go):
+//  1. Aggregation (EventAggregator, EventAggregatorByReasonFunc): events about one object with the
+//     same type, reason, action and reporting controller/instance that differ only in their note
+//     are "similar". Once `aggregate_max_notes` (10) distinct notes were seen, each less than
+//     `aggregate_interval` (10 min) after the previous similar one, every further similar event
+//     becomes "(combined from similar events): <note>" keyed without its note, so they all count
+//     on one Event's series instead of each creating an Event.
+//  2. Series (eventLogger; tools/events eventCache): an event identical (same object, reason,
+//     note, type, action, controller, instance) to one seen less than `series_window` (6 min,
+//     tools/events finishTime) before is the next occurrence of the first one's series: the
+//     second occurrence PATCHes series {count: 2, lastObservedTime} onto the Event (no new
+//     object); later ones are counted here and written by a patch at most once per
+//     `series_refresh`, and by DueSeriesPatches when the series ends (tools/events: the 30-minute
+//     refreshExistingEventSeries and the finishSeries pass; the occurrences in between cost
+//     nothing, as there).
+//  3. Spam filter (EventSourceObjectSpamFilter): per regarding object a token bucket of 25 refilled
+//     one per 5 minutes; an occurrence that would cost a request (create or patch) without a token
+//     is dropped. (client-go takes a token for every occurrence because each costs a request
+//     there; occurrences only counted here cost nothing and take none. The series count still
+//     includes dropped repeats, as client-go's eventLogger counts before the filter.)
+class EventCorrelator {
+ public:
+  struct Options {
+    int aggregate_max_notes = 10;
+    absl::Duration aggregate_interval = absl::Minutes(10);
+    absl::Duration series_window = absl::Minutes(6);
+    absl::Duration series_refresh = absl::Minutes(30);
+    double spam_qps = 1.0 / 300;
+    int spam_burst = 25;
+  };
+  enum class Write { kNone, kCreate, kPatchSeries };
+  struct Decision {
+    Write write = Write::kCreate;
+    bool dropped = false;     // the spam filter dropped it (write is kNone)
+    bool aggregated = false;  // combined with similar events (note rewritten)
+    std::string name;         // the Event object to create or patch
+    std::string note;         // the note to create it with
+    int32_t series_count = 0; // the series count so far (0: a new Event)
+    absl::Time last_observed;
+    std::string series_key;   // for Forget
+  };
+  struct SeriesPatch {
+    std::string namespace_, name, series_key;
+    int32_t count = 0;
+    absl::Time last_observed;
+  };
+  struct Counters {
+    int64_t created = 0;     // occurrences that create an Event
+    int64_t patched = 0;     // occurrences written as a series patch
+    int64_t counted = 0;     // occurrences only counted on a series (no request)
+    int64_t aggregated = 0;  // occurrences combined with similar events
+    int64_t dropped = 0;     // occurrences the spam filter dropped
+  };
+
+  EventCorrelator() : EventCorrelator(Options{}) {}
+  explicit EventCorrelator(Options options)
+      : options_(options), filter_(options.spam_qps, options.spam_burst) {}
+
+  // `event.metadata.name` is ignored; a new Event is named like client-go's:
+  // <regarding name>.<hex nanoseconds of now>.
+  Decision Correlate(const Event& event, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  // Series with occurrences not written yet whose series ended (nothing for `series_window`) or
+  // whose last write is `series_refresh` old: each is marked written. Scans at most once a minute.
+  std::vector<SeriesPatch> DueSeriesPatches(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  // The series' Event could not be patched (it expired: events have a TTL): the next occurrence
+  // creates a new one.
+  void Forget(const std::string& series_key) ABSL_LOCKS_EXCLUDED(mu_);
+  Counters counters() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Series {
+    std::string namespace_, name;
+    int32_t count = 1;
+    int32_t written_count = 1;
+    absl::Time last_observed, last_written;
+  };
+  struct SimilarNotes {
+    absl::flat_hash_set<std::string> notes;
+    absl::Time last;
+  };
+  const Options options_;
+  EventSpamFilter filter_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Series> series_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, SimilarNotes> similar_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_scan_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  Counters counters_ ABSL_GUARDED_BY(mu_);
+};
+
+// Records events.k8s.io/v1 Events through an EventCorrelator (series, aggregation, spam filter).
 class EventRecorder {
  public:
   EventRecorder(RestClient* client, std::string controller, std::string instance,
-                absl::Duration window = absl::Minutes(6), EventSpamFilter* filter = nullptr)
+                EventCorrelator::Options options = {})
       : client_(client), controller_(std::move(controller)), instance_(std::move(instance)),
-        tracker_(window), filter_(filter ? filter : &own_filter_) {}
+        correlator_(std::make_shared<EventCorrelator>(options)) {}
 
-  // type: "Normal" or "Warning". Returns the Event object as stored, or ResourceExhausted when
-  // the spam filter dropped it.
+  // type: "Normal" or "Warning". Returns the Event as stored (or, when the occurrence was only
+  // counted on its series, as known here), or ResourceExhausted when the spam filter dropped it.
   absl::StatusOr<Event> Record(const ObjectReference& regarding, const std::string& type,
                                const std::string& reason, const std::string& action,
                                const std::string& note, absl::Time now);
   // The same without waiting for the API server (best effort: a failure is only passed to
-  // `done`, which may run on the transport thread; null: ignored). Call from one thread, as Record.
+  // `done`, which may run on the transport thread; null: ignored). Also writes the series that
+  // are due (EventCorrelator::DueSeriesPatches).
   void RecordAsync(const ObjectReference& regarding, const std::string& type, const std::string& reason,
                    const std::string& action, const std::string& note, absl::Time now,
                    std::function<void(absl::Status)> done = nullptr);
 
+  // What the correlator decided so far (created, patched, counted, aggregated, dropped).
+  EventCorrelator::Counters counters() const { return correlator_->counters(); }
+
  private:
-  // The Event both Record and RecordAsync send (name and series left to the tracker).
   Event MakeEvent(const ObjectReference& regarding, const std::string& type, const std::string& reason,
                   const std::string& action, const std::string& note, absl::Time now) const;
-  static std::string NameFor(const ObjectReference& regarding, absl::Time now);
   static absl::Status Dropped(const ObjectReference& regarding, const std::string& reason);
+  void PatchSeriesAsync(const std::string& ns, const std::string& name, const std::string& series_key,
+                        int32_t count, absl::Time last_observed, std::function<void(absl::Status)> done);
 
   RestClient* client_;
   const std::string controller_, instance_;
-  EventSeriesTracker tracker_;
-  EventSpamFilter own_filter_;
-  EventSpamFilter* filter_;
+  // Shared with the callbacks of writes in flight, which may outlive the recorder.
+  std::shared_ptr<EventCorrelator> correlator_;
 };
 
 }  // namespace onequeue::k8s

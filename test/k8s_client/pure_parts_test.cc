@@ -7,6 +7,8 @@
 #include <map>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "k8s_client/api_status.h"
 #include "k8s_client/config.h"
 #include "k8s_client/rate_limit.h"
@@ -254,29 +256,126 @@ TEST(ListOptionsTest, BuildsEncodedQuery) {
   EXPECT_EQ(ObjectPath(kLeases, "onequeue-system", "l"), "/apis/coordination.k8s.io/v1/namespaces/onequeue-system/leases/l");
 }
 
-TEST(EventSeriesTrackerTest, SameEventWithinWindowBecomesASeries) {
-  EventSeriesTracker t(absl::Minutes(6));
+Event FailedScheduling(const std::string& pod, const std::string& note) {
   Event e;
-  e.regarding.kind = "Pod";
-  e.regarding.namespace_ = "ns";
-  e.regarding.name = "p";
+  e.metadata.namespace_ = "ns";
+  e.regarding = ObjectReference{"v1", "Pod", "ns", pod, "uid-" + pod, "", ""};
+  e.type = "Warning";
   e.reason = "FailedScheduling";
-  e.note = "0/3 nodes are available";
-  const absl::Time t0 = absl::UnixEpoch();
-  auto d1 = t.Observe(e, "p.1", t0);
-  EXPECT_TRUE(d1.create);
-  EXPECT_EQ(d1.name, "p.1");
-  auto d2 = t.Observe(e, "p.2", t0 + absl::Minutes(1));
-  EXPECT_FALSE(d2.create);
-  EXPECT_EQ(d2.name, "p.1");
+  e.action = "Scheduling";
+  e.reporting_controller = "onequeue";
+  e.reporting_instance = "a";
+  e.note = note;
+  return e;
+}
+
+using Write = EventCorrelator::Write;
+
+TEST(EventCorrelatorTest, IdenticalEventsBecomeOneSeriesPatchedOnTheSecondThenAtTheRefresh) {
+  EventCorrelator c;  // client-go's defaults: series window 6 min, refresh 30 min
+  const Event e = FailedScheduling("p", "0/3 nodes are available");
+  const absl::Time t0 = absl::UnixEpoch() + absl::Hours(1);
+  auto d1 = c.Correlate(e, t0);
+  EXPECT_EQ(d1.write, Write::kCreate);
+  EXPECT_EQ(d1.name, absl::StrFormat("p.%x", absl::ToUnixNanos(t0)));
+  EXPECT_EQ(d1.note, e.note);
+  auto d2 = c.Correlate(e, t0 + absl::Minutes(1));
+  EXPECT_EQ(d2.write, Write::kPatchSeries);  // the second occurrence: a patch, no new Event
+  EXPECT_EQ(d2.name, d1.name);
   EXPECT_EQ(d2.series_count, 2);
-  EXPECT_EQ(t.Observe(e, "p.3", t0 + absl::Minutes(2)).series_count, 3);
+  EXPECT_EQ(d2.last_observed, t0 + absl::Minutes(1));
+  // Later ones are only counted until the refresh (every 5 minutes, so the series never ends).
+  absl::Time t = t0 + absl::Minutes(1);
+  for (int i = 3; i <= 7; ++i) {
+    t += absl::Minutes(5);
+    auto d = c.Correlate(e, t);
+    EXPECT_EQ(d.series_count, i);
+    EXPECT_EQ(d.name, d1.name);
+    EXPECT_EQ(d.write, Write::kNone) << i;
+  }
+  t += absl::Minutes(5);  // 31 min after the last write
+  auto refresh = c.Correlate(e, t);
+  EXPECT_EQ(refresh.write, Write::kPatchSeries);
+  EXPECT_EQ(refresh.series_count, 8);
+  const auto counters = c.counters();
+  EXPECT_EQ(counters.created, 1);
+  EXPECT_EQ(counters.patched, 2);
+  EXPECT_EQ(counters.counted, 5);
+  EXPECT_EQ(counters.dropped, 0);
+}
+
+TEST(EventCorrelatorTest, ASeriesEndsAfterSixQuietMinutesAndItsLastCountIsWritten) {
+  EventCorrelator c;
+  const Event e = FailedScheduling("p", "0/3 nodes are available");
+  const absl::Time t0 = absl::UnixEpoch() + absl::Hours(1);
+  const std::string first = c.Correlate(e, t0).name;
+  c.Correlate(e, t0 + absl::Seconds(10));                                            // patch: 2
+  EXPECT_EQ(c.Correlate(e, t0 + absl::Seconds(20)).write, Write::kNone);             // 3, counted
+  EXPECT_TRUE(c.DueSeriesPatches(t0 + absl::Minutes(2)).empty());                    // still going
+  auto due = c.DueSeriesPatches(t0 + absl::Minutes(7));                              // ended
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].name, first);
+  EXPECT_EQ(due[0].namespace_, "ns");
+  EXPECT_EQ(due[0].count, 3);
+  EXPECT_EQ(due[0].last_observed, t0 + absl::Seconds(20));
+  EXPECT_TRUE(c.DueSeriesPatches(t0 + absl::Minutes(9)).empty());  // written once
+  auto again = c.Correlate(e, t0 + absl::Minutes(10));             // a new series, a new Event
+  EXPECT_EQ(again.write, Write::kCreate);
+  EXPECT_NE(again.name, first);
   Event other = e;
   other.note = "different";
-  EXPECT_TRUE(t.Observe(other, "p.4", t0 + absl::Minutes(2)).create);
-  auto late = t.Observe(e, "p.5", t0 + absl::Minutes(9));  // window passed since the last one
-  EXPECT_TRUE(late.create);
-  EXPECT_EQ(late.name, "p.5");
+  EXPECT_EQ(c.Correlate(other, t0 + absl::Minutes(10)).write, Write::kCreate);
+}
+
+TEST(EventCorrelatorTest, SimilarEventsBeyondTenDistinctNotesAreCombinedIntoOneSeries) {
+  EventCorrelator c;
+  const absl::Time t0 = absl::UnixEpoch() + absl::Hours(1);
+  absl::Time t = t0;
+  for (int i = 1; i <= 9; ++i) {
+    t += absl::Seconds(30);
+    auto d = c.Correlate(FailedScheduling("p", absl::StrCat("estimate ", i)), t);
+    EXPECT_EQ(d.write, Write::kCreate) << i;
+    EXPECT_FALSE(d.aggregated);
+  }
+  t += absl::Seconds(30);
+  auto tenth = c.Correlate(FailedScheduling("p", "estimate 10"), t);
+  EXPECT_TRUE(tenth.aggregated);
+  EXPECT_EQ(tenth.write, Write::kCreate);
+  EXPECT_EQ(tenth.note, "(combined from similar events): estimate 10");
+  t += absl::Seconds(30);
+  auto eleventh = c.Correlate(FailedScheduling("p", "estimate 11"), t);
+  EXPECT_TRUE(eleventh.aggregated);
+  EXPECT_EQ(eleventh.write, Write::kPatchSeries);  // counts on the combined Event
+  EXPECT_EQ(eleventh.name, tenth.name);
+  EXPECT_EQ(eleventh.series_count, 2);
+  // Another object, or another reason, is not similar.
+  EXPECT_FALSE(c.Correlate(FailedScheduling("q", "estimate 12"), t).aggregated);
+  Event preempted = FailedScheduling("p", "estimate 12");
+  preempted.reason = "Preempted";
+  EXPECT_FALSE(c.Correlate(preempted, t).aggregated);
+  // Ten minutes without a similar event: notes count from zero again.
+  EXPECT_FALSE(c.Correlate(FailedScheduling("p", "estimate 13"), t + absl::Minutes(11)).aggregated);
+  EXPECT_EQ(c.counters().aggregated, 2);
+}
+
+TEST(EventCorrelatorTest, PerObjectTokenBucketDropsTheExcessRequests) {
+  EventCorrelator c;  // burst 25, then one per 5 minutes
+  const absl::Time t0 = absl::UnixEpoch() + absl::Hours(1);
+  // Distinct reasons (not similar, not a series): each costs a create.
+  auto event = [](int i) {
+    Event e = FailedScheduling("p", "n");
+    e.reason = absl::StrCat("Reason", i);
+    return e;
+  };
+  for (int i = 0; i < 25; ++i) EXPECT_EQ(c.Correlate(event(i), t0).write, Write::kCreate) << i;
+  auto dropped = c.Correlate(event(25), t0);
+  EXPECT_TRUE(dropped.dropped);
+  EXPECT_EQ(dropped.write, Write::kNone);
+  EXPECT_EQ(c.Correlate(FailedScheduling("other", "n"), t0).write, Write::kCreate);  // its own bucket
+  EXPECT_TRUE(c.Correlate(event(26), t0 + absl::Minutes(4)).dropped);
+  EXPECT_EQ(c.Correlate(event(27), t0 + absl::Minutes(5) + absl::Seconds(1)).write, Write::kCreate);
+  EXPECT_EQ(c.counters().dropped, 2);
+  EXPECT_EQ(c.counters().created, 27);
 }
 
 TEST(TimeFormatTest, MicroTime) {
