@@ -4,13 +4,25 @@
 Python standard library only. Talks to the local apiserver that test/cluster/up.sh started, with the
 admin token from DIR/env:
   bench_driver.py DIR nodes N POOL            create N kwok nodes (4 CPU, 32 GiB, 110 pods; label
-                                              onequeue.io/pool=POOL) as scheduler_perf's defaults
-  bench_driver.py DIR round NS SCHED N OUT    create N SchedulingBasic pods (cpu 100m, memory 500Mi)
-                                              with schedulerName SCHED in namespace NS, wait until all
-                                              are bound, write figures (JSON) to OUT
-  bench_driver.py DIR create NS SCHED N       create the pods only (backlog mode: before the scheduler starts)
-  bench_driver.py DIR round NS SCHED N OUT T  backlog mode: the pods exist; clock from T (unix s)
-  bench_driver.py DIR cleanup NS              delete every pod of NS and wait until they are gone
+                                              onequeue.io/pool=POOL) as scheduler_perf's defaults,
+                                              and the PriorityClasses low (1) and high (10)
+  bench_driver.py DIR create NS SCHED N [--shape S]
+                                              create N pods of shape S with schedulerName SCHED in
+                                              namespace NS (backlog mode: before the scheduler starts)
+  bench_driver.py DIR fill NS SCHED N         create N low-priority pods and wait until all are bound
+                                              (the preemption workload's full pool; not measured)
+  bench_driver.py DIR round NS SCHED N OUT [--since T] [--shape S] [--victims-ns NS2]
+                                              create N pods of shape S (unless --since: backlog mode,
+                                              the pods exist and the clock starts at T, unix s), wait
+                                              until all are bound, write figures (JSON) to OUT;
+                                              --victims-ns: count the pods of NS2 that went meanwhile
+  bench_driver.py DIR cleanup NS...           delete every pod of each NS and wait until they are gone
+Shapes (scheduler_perf's templates): basic (cpu 100m, memory 500Mi: SchedulingBasic), low
+(900m/500Mi, PriorityClass low, onequeue.io/qos low: four fill a node), high (BENCH_PREEMPTOR_CPU,
+default scheduler_perf's 3000m, /500Mi, PriorityClass high, onequeue.io/qos high: each needs three
+victims; 900m needs exactly one), gang (basic, in groups of BENCH_GANG_SIZE (8): onequeue.io/group
+and onequeue.io/group-size). Every pod carries the same spec for both schedulers but schedulerName
+(kube-scheduler ignores onequeue's annotations).
 Figures come from the API's own timestamps: metadata.creationTimestamp and the PodScheduled
 condition's lastTransitionTime, which the apiserver sets when it stores the binding (both have
 one-second resolution). A watch opened before the first create also records when this client saw
@@ -105,6 +117,12 @@ def make_nodes(api, n, pool_name):
                                     "onequeue.io/pool": pool_name},
                          "annotations": {"kwok.x-k8s.io/node": "fake"}},
             "status": {"capacity": res, "allocatable": res}})
+    # The preemption workload's priorities (scheduler_perf: low pods 0, high pods 10). A pod may
+    # not carry spec.priority itself past the Priority admission plugin, so they are classes.
+    for name, value in (("low", 1), ("high", 10)):
+        api.call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "preemptionPolicy": "PreemptLowerPriority"})
     t = time.time()
     run_parallel(n, one)
     # kwok marks them Ready; wait for that so neither scheduler sees a NotReady node.
@@ -158,31 +176,80 @@ def watch(api, ns, rv, seen_created, seen_bound, stop):
             c.close()
 
 
-def create_pods(api, ns, sched, n):
+SHAPES = ("basic", "low", "high", "gang")
+
+
+def gang_size():
+    return int(os.environ.get("BENCH_GANG_SIZE", "8"))
+
+
+def pod_body(ns, sched, shape, i):
+    """One pod of the shape (see the module's doc); the same for both schedulers but schedulerName."""
+    cpu, limits, annotations, spec = "100m", False, {}, {}
+    if shape == "low":  # scheduler_perf pod-low-priority.yaml
+        cpu, limits = "900m", True
+        spec["priorityClassName"] = "low"
+        annotations["onequeue.io/qos"] = "low"
+    elif shape == "high":  # scheduler_perf pod-high-priority.yaml
+        cpu, limits = os.environ.get("BENCH_PREEMPTOR_CPU", "3000m"), True
+        spec["priorityClassName"] = "high"
+        annotations["onequeue.io/qos"] = "high"
+    elif shape == "gang":
+        annotations["onequeue.io/group"] = f"g-{i // gang_size()}"
+        annotations["onequeue.io/group-size"] = str(gang_size())
+    res = {"cpu": cpu, "memory": "500Mi"}
+    container = {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": res}}
+    if limits:
+        container["resources"]["limits"] = dict(res)
+    meta = {"name": f"pod-{i}", "namespace": ns}
+    if annotations:
+        meta["annotations"] = annotations
+    spec.update({"schedulerName": sched, "terminationGracePeriodSeconds": 0, "containers": [container]})
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def ensure_namespace(api, ns):
     api.call("POST", "/api/v1/namespaces",
              {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+
+def create_pods(api, ns, sched, n, shape="basic"):
+    ensure_namespace(api, ns)
     base = f"/api/v1/namespaces/{ns}/pods"
-
-    def one(i):
-        api.call("POST", base, {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"pod-{i}", "namespace": ns},
-            "spec": {"schedulerName": sched, "terminationGracePeriodSeconds": 0,
-                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                                     "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}]}})
-    run_parallel(n, one)
+    run_parallel(n, lambda i: api.call("POST", base, pod_body(ns, sched, shape, i)))
 
 
-def round_(api, ns, sched, n, out, timeout, backlog_since=None):
+def count_bound(api, ns):
+    pods, _ = api.list_all(f"/api/v1/namespaces/{ns}/pods")
+    return sum(1 for p in pods if p["spec"].get("nodeName")), len(pods)
+
+
+def fill(api, ns, sched, n, timeout):
+    """The preemption workload's full pool: N low-priority pods, all bound (by the scheduler under
+    test, as scheduler_perf's initPods), before the measured preemptors arrive."""
+    t = time.time()
+    create_pods(api, ns, sched, n, "low")
+    bound = 0
+    while time.time() < t + timeout:
+        bound, _ = count_bound(api, ns)
+        if bound >= n:
+            print(f"driver: pool filled with {n} low-priority pods in {time.time() - t:.1f} s", file=sys.stderr)
+            return 0
+        time.sleep(1)
+    print(f"driver: only {bound} of {n} low-priority pods bound within {timeout} s", file=sys.stderr)
+    return 1
+
+
+def round_(api, ns, sched, n, out, timeout, backlog_since=None, shape="basic", victims_ns=None):
     """Streaming (backlog_since None): the scheduler runs, the pods are created now. Backlog: the
     pods exist already (created before the scheduler started, `create`); the clock starts at
     backlog_since, when the scheduler had synced, and only throughput is meaningful."""
-    api.call("POST", "/api/v1/namespaces",
-             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    ensure_namespace(api, ns)
     base = f"/api/v1/namespaces/{ns}/pods"
     left, rv = api.list_all(base)
     if left and backlog_since is None:
         raise RuntimeError(f"namespace {ns} still has {len(left)} pods")
+    victims_before = len(api.list_all(f"/api/v1/namespaces/{victims_ns}/pods")[0]) if victims_ns else 0
     seen_created, seen_bound, stop = {}, {}, threading.Event()
     if backlog_since is not None:
         listed_at = time.time()  # pods bound already: seen bound by now at the latest
@@ -195,7 +262,7 @@ def round_(api, ns, sched, n, out, timeout, backlog_since=None):
     if backlog_since is None:
         time.sleep(0.5)
         t0 = time.time()
-        create_pods(api, ns, sched, n)
+        create_pods(api, ns, sched, n, shape)
     else:
         t0 = backlog_since
     t_created = time.time()
@@ -205,10 +272,20 @@ def round_(api, ns, sched, n, out, timeout, backlog_since=None):
     t_done = time.time()
     stop.set()
     pods, _ = api.list_all(base)
-    created, bound, lat = [], [], []
+    created, bound, lat, waiting = [], [], [], {}
     for p in pods:
         c = parse_time(p["metadata"]["creationTimestamp"])
         created.append(c)
+        if not p["spec"].get("nodeName"):
+            # Why it still waits, as its scheduler wrote it (onequeue's reason and message,
+            # kube-scheduler's "0/N nodes are available: ..."), counted.
+            why = "no PodScheduled condition"
+            for cond in p.get("status", {}).get("conditions", []):
+                if cond["type"] == "PodScheduled":
+                    why = f"{cond.get('reason', '')}: {cond.get('message', '')}"[:200]
+            if p["metadata"].get("deletionTimestamp"):
+                why = "being deleted"
+            waiting[why] = waiting.get(why, 0) + 1
         for cond in p.get("status", {}).get("conditions", []):
             if cond["type"] == "PodScheduled" and cond["status"] == "True" and p["spec"].get("nodeName"):
                 b = parse_time(cond["lastTransitionTime"])
@@ -231,7 +308,7 @@ def round_(api, ns, sched, n, out, timeout, backlog_since=None):
             series.append([round(t, 1), k])
             t += 0.5
     result = {
-        "scheduler": sched, "pods": n, "bound": len(bound),
+        "scheduler": sched, "shape": shape, "pods": n, "bound": len(bound),
         "create_seconds": round(t_created - t0, 2),
         "api_span_seconds": api_span,
         "pods_per_second_api": round(len(bound) / max(api_span, 1.0), 1) if bound else 0,
@@ -242,12 +319,32 @@ def round_(api, ns, sched, n, out, timeout, backlog_since=None):
         "latency_p50_watch": round(pct(w_lat, 50), 3) if backlog_since is None else float("nan"),
         "latency_p99_watch": round(pct(w_lat, 99), 3) if backlog_since is None else float("nan"),
         "wall_seconds": round(t_done - t0, 2),
+        "waiting": waiting,
         "bound_over_time": series,
     }
+    if victims_ns:
+        # Pods of the victims' namespace that went (evicted or deleted by the scheduler) while the
+        # preemptors were placed; nothing else deletes them during the round.
+        after = len(api.list_all(f"/api/v1/namespaces/{victims_ns}/pods")[0])
+        result["victims"] = victims_before - after
+        result["victims_per_preemptor"] = round((victims_before - after) / max(len(bound), 1), 2)
+    if shape == "gang" and backlog_since is None:
+        # A gang can start only once its last member exists: the gang's latency is from its last
+        # member's creation to its last member's binding (watch).
+        groups = {}
+        for name, tb in seen_bound.items():
+            if name in seen_created:
+                g = groups.setdefault(int(name.split("-")[1]) // gang_size(), [0.0, 0.0, 0])
+                g[0], g[1], g[2] = max(g[0], seen_created[name]), max(g[1], tb), g[2] + 1
+        g_lat = [b - c for c, b, m in groups.values() if m == gang_size()]
+        result["gangs_complete"] = len(g_lat)
+        result["gang_latency_p50_watch"] = round(pct(g_lat, 50), 3)
+        result["gang_latency_p99_watch"] = round(pct(g_lat, 99), 3)
     with open(out, "w") as f:
         json.dump(result, f)
     if len(bound) < n:
-        print(f"driver: only {len(bound)} of {n} pods bound within {timeout} s", file=sys.stderr)
+        print(f"driver: only {len(bound)} of {n} pods bound within {timeout} s; still waiting: "
+              f"{json.dumps(waiting)[:1000]}", file=sys.stderr)
         return 1
     return 0
 
@@ -265,23 +362,30 @@ def cleanup(api, ns):
     return 1
 
 
+def flag(argv, name, default=None):
+    return argv[argv.index(name) + 1] if name in argv else default
+
+
 def main(argv):
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
     api = Api(read_env(argv[1]))
+    timeout = float(os.environ.get("BENCH_ROUND_TIMEOUT", "600"))
     if argv[2] == "nodes":
         make_nodes(api, int(argv[3]), argv[4])
         return 0
     if argv[2] == "round":
-        timeout = float(os.environ.get("BENCH_ROUND_TIMEOUT", "600"))
-        since = float(argv[7]) if len(argv) > 7 else None
-        return round_(api, argv[3], argv[4], int(argv[5]), argv[6], timeout, since)
+        since = flag(argv, "--since")
+        return round_(api, argv[3], argv[4], int(argv[5]), argv[6], timeout,
+                      float(since) if since else None, flag(argv, "--shape", "basic"), flag(argv, "--victims-ns"))
     if argv[2] == "create":
-        create_pods(api, argv[3], argv[4], int(argv[5]))
+        create_pods(api, argv[3], argv[4], int(argv[5]), flag(argv, "--shape", "basic"))
         return 0
+    if argv[2] == "fill":
+        return fill(api, argv[3], argv[4], int(argv[5]), timeout)
     if argv[2] == "cleanup":
-        return cleanup(api, argv[3])
+        return max(cleanup(api, ns) for ns in argv[3:])
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -1,24 +1,40 @@
 #!/usr/bin/env bash
 # onequeue vs kube-scheduler on the same apiserver, side by side (run by hand, never by make test):
 #   /work/oqe2e test/bench/cluster/side_by_side.sh DIR [--nodes N] [--pods N] [--rounds R]
-#       [--qps Q] [--burst B] [--onequeue BIN] [--backlog]
+#       [--workloads basic,preemption,gang] [--preemptors N] [--preemptor-cpu CPU] [--gang-size G]
+#       [--qps Q] [--burst B] [--onequeue BIN] [--backlog] [--no-ceiling] [--ceiling-inflight K]
 # Starts a local control plane in DIR (test/cluster/up.sh DIR --kwok --bench: no max-inflight, no
 # priority and fairness, as scheduler_perf does), creates N kwok nodes (4 CPU, 32 GiB, 110 pods,
-# labelled onequeue.io/pool=bench), then runs scheduler_perf's SchedulingBasic shape (pods of cpu
-# 100m, memory 500Mi, created as fast as 32 client threads can) R times for each scheduler,
-# alternating (odd rounds kube-scheduler first, even rounds onequeue first). Each round starts the
-# scheduler fresh, waits until it has synced, creates the pods, waits until all are bound, then
+# labelled onequeue.io/pool=bench) and the PriorityClasses low and high, then runs each workload R
+# times for each scheduler, alternating (odd rounds kube-scheduler first, even rounds onequeue
+# first). Each round starts the scheduler fresh, waits until it has synced, runs the workload, then
 # stops the scheduler and deletes the pods; both schedulers get the same client QPS and burst.
-# --backlog: the pods are created before the scheduler starts and the clock starts when it has
-# synced: the scheduler's own throughput, not bounded by how fast the pods can be created (in the
-# default streaming mode a scheduler can bind no faster than the pods arrive); latency is then
-# not reported (every pod waited for the start).
+# Workloads (scheduler_perf's shapes; pods created by 32 client threads):
+#   basic       SchedulingBasic: --pods pods of cpu 100m, memory 500Mi.
+#   preemption  PreemptionBasic: the pool is filled with 4 low-priority pods per node (900m, 500Mi;
+#               PriorityClass low, onequeue.io/qos low) by the scheduler under test (not measured),
+#               then --preemptors (default N) high-priority pods (--preemptor-cpu, default
+#               scheduler_perf's 3000m: each needs 3 victims; 900m: exactly one; PriorityClass
+#               high, onequeue.io/qos high, a QOS that may preempt low) are created and measured.
+#   gang        onequeue alone (kube-scheduler 1.34 has no gang): --pods basic pods in groups of
+#               --gang-size (8), onequeue.io/group and onequeue.io/group-size.
+# --backlog (basic and gang): the pods are created before the scheduler starts and the clock starts
+# when it has synced: the scheduler's own throughput, not bounded by the pod creation rate (in the
+# default streaming mode a scheduler can bind no faster than the pods arrive); latency is then not
+# reported (every pod waited for the start). The preemption workload always streams.
 # Per round (bench_driver.py): pods/s and p50/p99 creation->binding latency from the API's own
 # timestamps (creationTimestamp, PodScheduled lastTransitionTime: one-second resolution) and from a
-# watch (milliseconds); the scheduler's CPU-seconds per 1,000 pods (utime+stime from
-# /proc/PID/stat, from sync to the last binding) and peak RSS (VmHWM). Writes DIR/bench/*.json,
-# DIR/bench/bound_over_time.csv and prints a table with the ratios onequeue/kube-scheduler.
-# The machine is shared: quote the ratios of one run, not the absolute figures.
+# watch (milliseconds); the scheduler's CPU-seconds per 1,000 pods bound (utime+stime from
+# /proc/PID/stat over getconf CLK_TCK, from sync, or for preemption from the end of the fill, to the
+# last binding) and peak RSS (VmHWM of /proc/PID/status: the whole life of the process, the fill
+# included). BENCH_ROUND_TIMEOUT (s, default 600) bounds each round and each fill; a round that
+# does not bind everything is reported with its pods' waiting reasons, not dropped.
+# After the rounds the cluster is stopped and the raw binding ceiling is measured
+# (k8s_binding_throughput_bench: N nodes, --pods pods, --ceiling-inflight (5000) in flight, no
+# scheduler, on a fresh local cluster) unless --no-ceiling.
+# Writes DIR/bench/WORKLOAD-SCHEDULER-ROUND.json, DIR/bench/WORKLOAD-bound_over_time.{csv,png},
+# DIR/bench/ceiling.json and prints a table per workload with the ratios onequeue/kube-scheduler
+# (bench_summary.py). The machine is shared: quote the ratios of one run, not the absolute figures.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -26,30 +42,50 @@ cluster=$repo/test/cluster
 # shellcheck source=../../cluster/lib.sh
 source "$cluster/lib.sh"
 
-usage() { sed -n '2,4p' "$0" >&2; exit 2; }
+usage() { sed -n '2,5p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 DIR=$1
 shift
 nodes=500 pods=2000 rounds=3 qps=5000 burst=5000 backlog=false
+workloads=basic,preemption,gang preemptors='' preemptor_cpu=3000m gang_size=8
+ceiling=true ceiling_inflight=5000
 oq_bin=$repo/build/src/scheduler/onequeue-scheduler
+ceiling_bin=$repo/build/test/bench/k8s/k8s_binding_throughput_bench
 while [ $# -gt 0 ]; do
   case $1 in
     --nodes) nodes=$2; shift 2 ;;
     --pods) pods=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --workloads) workloads=$2; shift 2 ;;
+    --preemptors) preemptors=$2; shift 2 ;;
+    --preemptor-cpu) preemptor_cpu=$2; shift 2 ;;
+    --gang-size) gang_size=$2; shift 2 ;;
     --qps) qps=$2; shift 2 ;;
     --burst) burst=$2; shift 2 ;;
     --onequeue) oq_bin=$2; shift 2 ;;
     --backlog) backlog=true; shift ;;
+    --no-ceiling) ceiling=false; shift ;;
+    --ceiling-inflight) ceiling_inflight=$2; shift 2 ;;
     *) usage ;;
   esac
 done
+preemptors=${preemptors:-$nodes}
+for w in ${workloads//,/ }; do
+  case $w in basic|preemption|gang) ;; *) oq_die "unknown workload $w (basic, preemption, gang)" ;; esac
+done
+if [[ ,$workloads, == *,gang,* ]] && [ $((pods % gang_size)) -ne 0 ]; then
+  oq_die "--pods must be a multiple of --gang-size for the gang workload"
+fi
 [ -x "$oq_bin" ] || oq_die "missing $oq_bin (build it: /work/oqbuild --target onequeue-scheduler)"
+if $ceiling && [ ! -x "$ceiling_bin" ]; then
+  oq_die "missing $ceiling_bin (build it: /work/oqbuild --target k8s_binding_throughput_bench; or --no-ceiling)"
+fi
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
 bin=$(bash "$cluster/build-upstream.sh" | tail -n 1)
 [ -x "$bin/kube-scheduler" ] || oq_die "missing $bin/kube-scheduler (build-upstream.sh)"
 export ONEQUEUE_UPSTREAM_BIN=$bin
+export BENCH_PREEMPTOR_CPU=$preemptor_cpu BENCH_GANG_SIZE=$gang_size
 
 trap 'bash "$cluster/down.sh" "$DIR" >/dev/null 2>&1 || true' EXIT
 bash "$cluster/up.sh" "$DIR" --kwok --bench
@@ -59,7 +95,9 @@ mkdir -p "$out"
 driver() { python3 "$here/bench_driver.py" "$DIR" "$@"; }
 driver nodes "$nodes" bench
 
-# Scheduler configurations: the same client QPS and burst for both.
+# Scheduler configurations: the same client QPS and burst for both. onequeue's QOS table: high may
+# preempt low (kube-scheduler needs nothing more: the PriorityClasses' values order the pods and
+# its DefaultPreemption plugin is on by default).
 cat > "$out/kube-scheduler.yaml" <<EOF
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -75,13 +113,20 @@ kubernetes: {kubeconfig: "$DIR/scheduler.kubeconfig", qps: $qps, burst: $burst}
 queue:
   reservationDepth: 10
   resolutionSeconds: 60
+  qos:
+    - {name: high, priority: 1000, canPreempt: true, preemptible: false}
+    - {name: low, priority: 0, preemptible: true}
 server: {grpcAddress: "127.0.0.1:0", metricsAddress: "127.0.0.1:0"}
 leaderElection: {enabled: false}
 EOF
 pki=$DIR/pki
-# A copy, so that a rebuild of the tree during the run does not change what is measured.
+# Copies, so that a rebuild of the tree during the run does not change what is measured.
 cp "$oq_bin" "$out/onequeue-scheduler"
 oq_bin=$out/onequeue-scheduler
+if $ceiling; then
+  cp "$ceiling_bin" "$out/k8s_binding_throughput_bench"
+  ceiling_bin=$out/k8s_binding_throughput_bench
+fi
 
 # start_scheduler WHO: starts it as a component of DIR (down.sh stops it too) and waits until it
 # has synced its informers.
@@ -110,76 +155,118 @@ start_scheduler() {
   esac
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-
 clk=$(getconf CLK_TCK)
-for r in $(seq 1 "$rounds"); do
-  if [ $((r % 2)) -eq 1 ]; then order="kube-scheduler onequeue"; else order="onequeue kube-scheduler"; fi
-  for who in $order; do
-    [ "$who" = kube-scheduler ] && name=default-scheduler || name=onequeue
-    : > "$DIR/logs/bench-$who.log"
-    if $backlog; then
-      # The pods wait before the scheduler starts; the clock starts when it has synced.
-      driver create bench "$name" "$pods"
+
+# run_round WORKLOAD WHO R: one measured round; writes $out/WORKLOAD-WHO-R.json (and keeps the
+# scheduler's log beside it).
+run_round() {
+  local workload=$1 who=$2 r=$3 name shape fill_ok=true rc=0 pid c0 c1 hwm since
+  local json=$out/$workload-$who-$r.json
+  [ "$who" = kube-scheduler ] && name=default-scheduler || name=onequeue
+  : > "$DIR/logs/bench-$who.log"
+  case $workload in
+    basic|gang)
+      [ "$workload" = gang ] && shape=gang || shape=basic
+      if $backlog; then
+        # The pods wait before the scheduler starts; the clock starts when it has synced.
+        driver create bench "$name" "$pods" --shape "$shape"
+        start_scheduler "$who"
+        since=$(date +%s.%N)
+        pid=$(oq_pid "$DIR" "bench-$who")
+        c0=$(cpu_ticks "$pid")
+        driver round bench "$name" "$pods" "$json" --since "$since" --shape "$shape" || rc=$?
+      else
+        start_scheduler "$who"
+        pid=$(oq_pid "$DIR" "bench-$who")
+        sleep 1
+        c0=$(cpu_ticks "$pid")
+        driver round bench "$name" "$pods" "$json" --shape "$shape" || rc=$?
+      fi
+      ;;
+    preemption)
+      # The scheduler under test fills the pool (scheduler_perf's initPods), then the clock and the
+      # CPU count start and the preemptors are created.
       start_scheduler "$who"
-      since=$(date +%s.%N)
       pid=$(oq_pid "$DIR" "bench-$who")
+      driver fill bench-low "$name" $((4 * nodes)) || fill_ok=false
       c0=$(cpu_ticks "$pid")
-      rc=0
-      driver round bench "$name" "$pods" "$out/$who-$r.json" "$since" || rc=$?
-    else
-      start_scheduler "$who"
-      pid=$(oq_pid "$DIR" "bench-$who")
-      sleep 1
-      c0=$(cpu_ticks "$pid")
-      rc=0
-      driver round bench "$name" "$pods" "$out/$who-$r.json" || rc=$?
-    fi
-    c1=$(cpu_ticks "$pid")
-    hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
-    oq_stop "$DIR" "bench-$who" 20
-    python3 - "$out/$who-$r.json" "$(( c1 - c0 ))" "$clk" "$hwm" "$(uptime | sed 's/.*load average: //')" <<'EOF'
+      driver round bench "$name" "$preemptors" "$json" --shape high --victims-ns bench-low || rc=$?
+      ;;
+  esac
+  c1=$(cpu_ticks "$pid")
+  hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
+  oq_stop "$DIR" "bench-$who" 20
+  python3 - "$json" "$((c1 - c0))" "$clk" "$hwm" "$(uptime | sed 's/.*load average: //')" "$fill_ok" <<'EOF'
 import json, sys
-p, ticks, clk, hwm, load = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+p, ticks, clk, hwm, load, fill_ok = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
 d = json.load(open(p))
 d["cpu_seconds"] = ticks / clk
 d["cpu_seconds_per_1000_pods"] = round(ticks / clk / max(d["bound"], 1) * 1000, 3)
 d["peak_rss_mib"] = round(hwm / 1024, 1)
 d["load_average"] = load
+d["fill_complete"] = fill_ok == "true"
 json.dump(d, open(p, "w"))
 EOF
-    echo "round $r $who: $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d.pop('bound_over_time'); print(d)" "$out/$who-$r.json")" >&2
-    driver cleanup bench
-    [ $rc -eq 0 ] || oq_log "round $r $who: not every pod was bound (see $DIR/logs/bench-$who.log)"
+  echo "round $r $workload $who: $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d.pop('bound_over_time'); print(d)" "$json")" >&2
+  $fill_ok || oq_log "round $r $workload $who: the pool was not filled with low-priority pods (see $out/$workload-$who-$r.log)"
+  [ "$rc" -eq 0 ] || oq_log "round $r $workload $who: not every pod was bound (see $out/$workload-$who-$r.log)"
+  cp "$DIR/logs/bench-$who.log" "$out/$workload-$who-$r.log"
+  driver cleanup bench bench-low
+}
+
+for workload in ${workloads//,/ }; do
+  for r in $(seq 1 "$rounds"); do
+    if [ "$workload" = gang ]; then
+      order=onequeue
+    elif [ $((r % 2)) -eq 1 ]; then
+      order="kube-scheduler onequeue"
+    else
+      order="onequeue kube-scheduler"
+    fi
+    for who in $order; do
+      run_round "$workload" "$who" "$r"
+    done
   done
 done
 
-python3 - "$out" "$rounds" "$nodes" "$pods" "$qps" "$burst" <<'EOF'
-import json, statistics, sys
-out, rounds, nodes, pods, qps, burst = sys.argv[1], int(sys.argv[2]), *sys.argv[3:]
-rows = {w: [json.load(open(f"{out}/{w}-{r}.json")) for r in range(1, rounds + 1)] for w in ("kube-scheduler", "onequeue")}
-keys = [("pods_per_second_api", "pods/s (API timestamps)"), ("pods_per_second_watch", "pods/s (watch)"),
-        ("latency_p50_api", "p50 latency s (API, 1 s resolution)"), ("latency_p99_api", "p99 latency s (API)"),
-        ("latency_p50_watch", "p50 latency s (watch)"), ("latency_p99_watch", "p99 latency s (watch)"),
-        ("cpu_seconds_per_1000_pods", "scheduler CPU-s per 1,000 pods"), ("peak_rss_mib", "scheduler peak RSS MiB")]
-mode = rows["onequeue"][0].get("mode", "stream")
-print(f"\nSchedulingBasic ({mode}): {nodes} nodes, {pods} pods, {rounds} rounds alternating, client qps {qps} burst {burst}")
-print("| figure (median of rounds) | kube-scheduler | onequeue | onequeue/kube-scheduler |")
-print("|---|---|---|---|")
-for k, label in keys:
-    a = statistics.median(r[k] for r in rows["kube-scheduler"])
-    b = statistics.median(r[k] for r in rows["onequeue"])
-    print(f"| {label} | {a:g} | {b:g} | {b / a if a else float('nan'):.2f} |")
-print("per round (pods/s api / watch, cpu-s per 1,000, load):")
-for w, rs in rows.items():
-    for i, r in enumerate(rs, 1):
-        print(f"  {w} round {i}: {r['pods_per_second_api']} / {r['pods_per_second_watch']}, "
-              f"{r['cpu_seconds_per_1000_pods']}, bound {r['bound']}/{r['pods']}, load {r['load_average']}")
-# Bound pods over time, one column per scheduler and round, for plotting.
-cols = [(w, i, r["bound_over_time"]) for w, rs in rows.items() for i, r in enumerate(rs, 1)]
-n = max(len(c[2]) for c in cols)
-with open(f"{out}/bound_over_time.csv", "w") as f:
-    f.write("seconds," + ",".join(f"{w}-{i}" for w, i, _ in cols) + "\n")
-    for j in range(n):
-        f.write(f"{j * 0.5:.1f}," + ",".join(str(c[2][j][1] if j < len(c[2]) else c[2][-1][1]) for c in cols) + "\n")
-print(f"series: {out}/bound_over_time.csv")
+if $ceiling; then
+  # The raw binding ceiling of this machine now: no scheduler, every pod bound round-robin by one
+  # client with K requests in flight, on a fresh local cluster of the same shape (this one is
+  # stopped first so that the two do not share the cores).
+  bash "$cluster/down.sh" "$DIR" >/dev/null 2>&1 || true
+  ONEQUEUE_BENCH_NODES=$nodes ONEQUEUE_BENCH_PODS=$pods ONEQUEUE_BENCH_INFLIGHT=$ceiling_inflight \
+    "$ceiling_bin" > "$out/ceiling.log" 2>&1 || oq_log "the ceiling bench failed: $out/ceiling.log"
+  python3 - "$out" <<'EOF'
+import json, re, sys
+out = sys.argv[1]
+m = re.search(r"^RESULT (.*= ([0-9.]+) pods/s.*)$", open(f"{out}/ceiling.log").read(), re.M)
+if m:
+    json.dump({"pods_per_second": float(m.group(2)), "line": m.group(1)}, open(f"{out}/ceiling.json", "w"))
 EOF
+fi
+
+mode=stream
+if $backlog; then mode=backlog; fi
+for workload in ${workloads//,/ }; do
+  case $workload in
+    basic) who=kube-scheduler,onequeue title="SchedulingBasic ($mode): $nodes nodes, $pods pods" ;;
+    preemption) who=kube-scheduler,onequeue
+      title="Preemption (stream): $nodes nodes filled with $((4 * nodes)) low-priority pods, $preemptors preemptors of cpu $preemptor_cpu" ;;
+    gang) who=onequeue title="Gang ($mode, onequeue alone): $nodes nodes, $pods pods in groups of $gang_size" ;;
+  esac
+  python3 "$here/bench_summary.py" "$out" "$workload" "$rounds" "$who" \
+    "$title; $rounds rounds, client qps $qps burst $burst"
+done
+if [ -f "$out/ceiling.json" ]; then
+  python3 - "$out" <<'EOF'
+import glob, json, statistics, sys
+out = sys.argv[1]
+c = json.load(open(f"{out}/ceiling.json"))
+print(f"\nraw binding ceiling (k8s_binding_throughput_bench): {c['pods_per_second']:g} pods/s ({c['line']})")
+for w in ("basic", "gang"):
+    rs = [json.load(open(p))["pods_per_second_api"] for p in glob.glob(f"{out}/{w}-onequeue-*.json")]
+    if rs:
+        m = statistics.median(rs)
+        print(f"  onequeue {w}: {m:g} pods/s (API timestamps, median) = {m / c['pods_per_second']:.2f} of the ceiling")
+EOF
+fi

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The table, the bound-over-time series and its plot for one workload of side_by_side.sh.
+
+  bench_summary.py OUT WORKLOAD ROUNDS SCHEDULERS TITLE
+reads OUT/WORKLOAD-<scheduler>-<round>.json (bench_driver.py round, plus the CPU and RSS figures
+side_by_side.sh adds), prints a Markdown table (median of the rounds, ratio onequeue/kube-scheduler
+when both ran), the per-round figures and, for a round that did not bind everything, why the pods
+still waited; writes OUT/WORKLOAD-bound_over_time.csv (bound pods every 0.5 s, per scheduler and
+round, from the watch) and OUT/WORKLOAD-bound_over_time.png (gnuplot if it is installed, else
+plot_png.py, pure Python). Python standard library only.
+"""
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+
+KEYS = [("pods_per_second_api", "pods/s (API timestamps)"),
+        ("pods_per_second_watch", "pods/s (watch)"),
+        ("latency_p50_api", "p50 latency s (API, 1 s resolution)"),
+        ("latency_p99_api", "p99 latency s (API)"),
+        ("latency_p50_watch", "p50 latency s (watch)"),
+        ("latency_p99_watch", "p99 latency s (watch)"),
+        ("gang_latency_p50_watch", "p50 gang latency s (last member created -> last bound, watch)"),
+        ("gang_latency_p99_watch", "p99 gang latency s (watch)"),
+        ("victims_per_preemptor", "victims per preemptor bound"),
+        ("cpu_seconds_per_1000_pods", "scheduler CPU-s per 1,000 pods bound"),
+        ("peak_rss_mib", "scheduler peak RSS MiB (VmHWM)")]
+
+
+def median(values):
+    v = [x for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    return statistics.median(v) if v else float("nan")
+
+
+def fmt(x):
+    return "n/a" if isinstance(x, float) and math.isnan(x) else f"{x:g}"
+
+
+def plot(csv_path, png_path, title, columns):
+    if shutil.which("gnuplot"):
+        colours = {"kube-scheduler": ["#d62728", "#ff7f0e", "#e377c2"], "onequeue": ["#1f77b4", "#2ca02c", "#17becf"]}
+        used = {}
+        lines = []
+        for i, col in enumerate(columns, start=2):
+            who = col.rsplit("-", 1)[0]
+            palette = colours.get(who, ["#7f7f7f"])
+            c = palette[used.get(who, 0) % len(palette)]
+            used[who] = used.get(who, 0) + 1
+            lines.append(f"'{csv_path}' using 1:{i} with lines lw 2 lc rgb '{c}' title '{col}'")
+        script = "\n".join([
+            "set terminal pngcairo size 960,540 font 'sans,10'",
+            f"set output '{png_path}'",
+            "set datafile separator ','",
+            f"set title '{title}' noenhanced",
+            "set xlabel 'seconds since the first pod was created (backlog: since the scheduler synced)'",
+            "set ylabel 'pods bound'",
+            "set key left top noenhanced",
+            "set grid",
+            "plot " + ", \\\n     ".join(lines), ""])
+        r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+        if r.returncode == 0:
+            return "gnuplot"
+        print(f"gnuplot failed: {r.stderr.strip()[:300]}; falling back to plot_png.py", file=sys.stderr)
+    sys.path.insert(0, here)
+    import plot_png
+    plot_png.plot_csv(csv_path, png_path, title)
+    return "plot_png.py"
+
+
+def main(argv):
+    out, workload, rounds, schedulers, title = argv[0], argv[1], int(argv[2]), argv[3].split(","), argv[4]
+    rows = {}
+    for w in schedulers:
+        rows[w] = []
+        for r in range(1, rounds + 1):
+            p = f"{out}/{workload}-{w}-{r}.json"
+            if os.path.exists(p):
+                rows[w].append(json.load(open(p)))
+    both = all(rows.get(w) for w in ("kube-scheduler", "onequeue"))
+    print(f"\n{title}")
+    header = "| figure (median of rounds) | " + " | ".join(schedulers) + (" | onequeue/kube-scheduler |" if both else " |")
+    print(header)
+    print("|---" * (len(schedulers) + 1 + (1 if both else 0)) + "|")
+    for k, label in KEYS:
+        if not any(k in r for rs in rows.values() for r in rs):
+            continue
+        vals = {w: median(r.get(k) for r in rows[w]) for w in schedulers}
+        line = f"| {label} | " + " | ".join(fmt(vals[w]) for w in schedulers)
+        if both:
+            a, b = vals["kube-scheduler"], vals["onequeue"]
+            line += f" | {b / a:.2f}" if a and not math.isnan(a) and not math.isnan(b) else " | n/a"
+        print(line + " |")
+    print("per round (pods/s api / watch, CPU-s per 1,000 pods, peak RSS MiB, bound/pods, load average):")
+    for w, rs in rows.items():
+        for i, r in enumerate(rs, 1):
+            extra = f", victims {r['victims']}" if "victims" in r else ""
+            print(f"  {w} round {i}: {r['pods_per_second_api']} / {r['pods_per_second_watch']}, "
+                  f"{r.get('cpu_seconds_per_1000_pods')}, {r.get('peak_rss_mib')}, "
+                  f"bound {r['bound']}/{r['pods']}{extra}, load {r.get('load_average')}")
+            if r["bound"] < r["pods"]:
+                print(f"    NOT ALL BOUND within the round's timeout ({r['wall_seconds']} s); still waiting, by reason:")
+                for why, count in sorted(r.get("waiting", {}).items(), key=lambda kv: -kv[1])[:5]:
+                    print(f"      {count} x {why}")
+    cols = [(f"{w}-{i}", r["bound_over_time"]) for w, rs in rows.items() for i, r in enumerate(rs, 1)
+            if r.get("bound_over_time")]
+    if not cols:
+        return 0
+    n = max(len(c[1]) for c in cols)
+    csv_path = f"{out}/{workload}-bound_over_time.csv"
+    with open(csv_path, "w") as f:
+        f.write("seconds," + ",".join(name for name, _ in cols) + "\n")
+        for j in range(n):
+            f.write(f"{j * 0.5:.1f}," + ",".join(str(s[j][1] if j < len(s) else s[-1][1]) for _, s in cols) + "\n")
+    png_path = csv_path[:-4] + ".png"
+    how = plot(csv_path, png_path, f"{title}: pods bound over time", [name for name, _ in cols])
+    print(f"series: {csv_path}\nplot: {png_path} ({how})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
