@@ -89,6 +89,15 @@ class Api:
                 time.sleep(0.2 * (attempt + 1))
         raise RuntimeError(f"{method} {path}: gave up")
 
+    def text(self, path):
+        c = http.client.HTTPSConnection(self.hostport, context=self.ctx, timeout=60)
+        try:
+            c.request("GET", path, headers={"Authorization": "Bearer " + self.token})
+            r = c.getresponse()
+            return r.read().decode() if r.status == 200 else ""
+        finally:
+            c.close()
+
     def list_all(self, path):
         items, cont = [], ""
         while True:
@@ -176,6 +185,40 @@ def watch(api, ns, rv, seen_created, seen_bound, stop):
             c.close()
 
 
+def request_totals(api):
+    """The apiserver's own request counts and summed latencies by verb, resource and subresource
+    (apiserver_request_duration_seconds), to tell what a scheduler asked of it during a round and
+    how long the apiserver itself took per request (long-running watches excluded)."""
+    totals = {}
+    for line in api.text("/metrics").splitlines():
+        if not line.startswith("apiserver_request_duration_seconds_"):
+            continue
+        name, _, value = line.rpartition(" ")
+        kind = "sum" if name.startswith("apiserver_request_duration_seconds_sum{") else \
+            "count" if name.startswith("apiserver_request_duration_seconds_count{") else None
+        if kind is None:
+            continue
+        labels = dict(kv.split("=", 1) for kv in name[name.index("{") + 1:-1].split(",") if "=" in kv)
+        labels = {k: v.strip('"') for k, v in labels.items()}
+        if labels.get("verb") == "WATCH":
+            continue
+        key = f"{labels.get('verb')} {labels.get('resource')}" + (
+            f"/{labels['subresource']}" if labels.get("subresource") else "")
+        t = totals.setdefault(key, [0.0, 0.0])
+        t[0 if kind == "count" else 1] += float(value)
+    return totals
+
+
+def request_delta(before, after):
+    """{"VERB resource[/sub]": [count, mean server-side ms]} of the requests made in between, most first."""
+    d = {}
+    for k, (c1, s1) in after.items():
+        c0, s0 = before.get(k, (0.0, 0.0))
+        if c1 - c0 >= 1:
+            d[k] = [int(c1 - c0), round((s1 - s0) / (c1 - c0) * 1000, 2)]
+    return dict(sorted(d.items(), key=lambda kv: -kv[1][0]))
+
+
 SHAPES = ("basic", "low", "high", "gang")
 
 
@@ -250,6 +293,7 @@ def round_(api, ns, sched, n, out, timeout, backlog_since=None, shape="basic", v
     if left and backlog_since is None:
         raise RuntimeError(f"namespace {ns} still has {len(left)} pods")
     victims_before = len(api.list_all(f"/api/v1/namespaces/{victims_ns}/pods")[0]) if victims_ns else 0
+    requests_before = request_totals(api)
     seen_created, seen_bound, stop = {}, {}, threading.Event()
     if backlog_since is not None:
         listed_at = time.time()  # pods bound already: seen bound by now at the latest
@@ -271,6 +315,7 @@ def round_(api, ns, sched, n, out, timeout, backlog_since=None, shape="basic", v
         time.sleep(0.2)
     t_done = time.time()
     stop.set()
+    api_requests = request_delta(requests_before, request_totals(api))
     pods, _ = api.list_all(base)
     created, bound, lat, waiting = [], [], [], {}
     for p in pods:
@@ -320,6 +365,7 @@ def round_(api, ns, sched, n, out, timeout, backlog_since=None, shape="basic", v
         "latency_p99_watch": round(pct(w_lat, 99), 3) if backlog_since is None else float("nan"),
         "wall_seconds": round(t_done - t0, 2),
         "waiting": waiting,
+        "api_requests": api_requests,
         "bound_over_time": series,
     }
     if victims_ns:

@@ -56,7 +56,7 @@ def plot(csv_path, png_path, title, columns):
             "set terminal pngcairo size 960,540 font 'sans,10'",
             f"set output '{png_path}'",
             "set datafile separator ','",
-            f"set title '{title}' noenhanced",
+            'set title "{}" noenhanced'.format(title.replace('"', "'").replace("; ", "\\n", 1)),
             "set xlabel 'seconds since the first pod was created (backlog: since the scheduler synced)'",
             "set ylabel 'pods bound'",
             "set key left top noenhanced",
@@ -102,6 +102,9 @@ def main(argv):
             print(f"  {w} round {i}: {r['pods_per_second_api']} / {r['pods_per_second_watch']}, "
                   f"{r.get('cpu_seconds_per_1000_pods')}, {r.get('peak_rss_mib')}, "
                   f"bound {r['bound']}/{r['pods']}{extra}, load {r.get('load_average')}")
+            if r.get("api_requests"):
+                print("    apiserver requests during the round (all clients; count, mean server-side ms): " +
+                      ", ".join(f"{k} {c} {ms:g}" for k, (c, ms) in list(r["api_requests"].items())[:8]))
             if r["bound"] < r["pods"]:
                 print(f"    NOT ALL BOUND within the round's timeout ({r['wall_seconds']} s); still waiting, by reason:")
                 for why, count in sorted(r.get("waiting", {}).items(), key=lambda kv: -kv[1])[:5]:
