@@ -9,11 +9,19 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace onequeue::k8s {
+
+inline constexpr size_t kDefaultMaxResponseBytes = size_t{256} << 20;  // 256 MiB
+
+// Whether a body of `have` bytes may take `more` and stay within `max` (no overflow).
+inline bool BodyFits(size_t have, size_t more, size_t max) { return have <= max && more <= max - have; }
+// ResourceExhausted: "<where>: response body larger than <max> bytes (the configured limit)".
+absl::Status ResponseTooLargeError(absl::string_view where, size_t max);
 
 // Where a server is and how to reach it. ClientConfig (config.h) extends it with what only the
 // Kubernetes client needs; slurm_bridge fills it from its own options.
@@ -33,6 +41,13 @@ struct TransportConfig {
   std::string user_agent = "onequeue";
   // Named in transport errors ("slurmrestd at http://..."); empty: the URL alone.
   std::string peer_name;
+  // Unary requests on the wire at once; more wait in a FIFO queue in the client (streams are
+  // not counted). Two HTTP/2 connections of 250 streams each: what can move at once anyway.
+  int max_requests_in_flight = 500;
+  // The largest response body kept in memory (a whole unary answer, or a stream's error body); a
+  // larger one ends the request with ResponseTooLargeError. A stream's 2xx chunks are handed on,
+  // not kept: the informer bounds what it has not handled yet (InformerOptions::max_backlog_bytes).
+  size_t max_response_bytes = kDefaultMaxResponseBytes;
 };
 
 struct HttpRequest {
@@ -42,6 +57,9 @@ struct HttpRequest {
   std::string content_type = "application/json";
   absl::Duration timeout = absl::ZeroDuration();  // zero: no limit (watches)
   absl::Time not_before = absl::InfinitePast();    // delayed start (async retries)
+  // Goes ahead of calls queued for room on the wire (HttpTransport::Send sets it: a thread
+  // blocks on the answer, e.g. a Lease renewal behind thousands of queued bindings).
+  bool urgent = false;
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers (Slurm's JWT)
 };
 

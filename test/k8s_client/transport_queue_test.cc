@@ -1,0 +1,133 @@
+// The libcurl transport's queue in front of the wire, against a real HTTP server on 127.0.0.1
+// (civetweb, in process): at most max_requests_in_flight unary requests are on the wire at once,
+// the rest wait in arrival order, and a synchronous call (a caller blocks on it) goes ahead of
+// the queued ones.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "CivetServer.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "k8s_client/http_transport.h"
+
+namespace onequeue::k8s {
+namespace {
+
+// Answers every GET after `delay`, counting how many requests it serves at once.
+class CountingHandler : public CivetHandler {
+ public:
+  explicit CountingHandler(std::chrono::milliseconds delay) : delay_(delay) {}
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    const int now = ++concurrent_;
+    int seen = peak_.load();
+    while (now > seen && !peak_.compare_exchange_weak(seen, now)) {
+    }
+    std::this_thread::sleep_for(delay_);
+    --concurrent_;
+    mg_printf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok");
+    return true;
+  }
+  int peak() const { return peak_.load(); }
+
+ private:
+  std::chrono::milliseconds delay_;
+  std::atomic<int> concurrent_{0}, peak_{0};
+};
+
+class FastHandler : public CivetHandler {
+ public:
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    mg_printf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\nfast");
+    return true;
+  }
+};
+
+class TransportQueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<CivetServer>(
+        std::vector<std::string>{"listening_ports", "127.0.0.1:0", "num_threads", "16"});
+    server_->addHandler("/slow", slow_);
+    server_->addHandler("/fast", fast_);
+    const std::vector<int> ports = server_->getListeningPorts();
+    ASSERT_FALSE(ports.empty());
+    url_ = absl::StrCat("http://127.0.0.1:", ports[0]);
+  }
+  void TearDown() override { server_.reset(); }
+
+  std::unique_ptr<HttpTransport> Transport(int max_in_flight) {
+    TransportConfig config;
+    config.server = url_;
+    config.max_requests_in_flight = max_in_flight;
+    auto t = NewCurlTransport(config);
+    EXPECT_TRUE(t.ok()) << t.status();
+    return t.ok() ? std::move(*t) : nullptr;
+  }
+
+  CountingHandler slow_{std::chrono::milliseconds(20)};
+  FastHandler fast_;
+  std::unique_ptr<CivetServer> server_;
+  std::string url_;
+};
+
+// Sends `n` GETs of /slow without waiting; returns once all have answered (each must be 200).
+struct Batch {
+  absl::Mutex mu;
+  int done = 0, ok = 0;
+  absl::Notification all;
+};
+
+void SendSlow(HttpTransport* t, int n, Batch* batch) {
+  for (int i = 0; i < n; ++i) {
+    HttpRequest r;
+    r.path = "/slow";
+    t->SendAsync(std::move(r), [batch, n](absl::StatusOr<HttpResponse> resp) {
+      absl::MutexLock l(&batch->mu);
+      ++batch->done;
+      if (resp.ok() && resp->status == 200) ++batch->ok;
+      if (batch->done == n) batch->all.Notify();
+    });
+  }
+}
+
+TEST_F(TransportQueueTest, AtMostMaxRequestsInFlightAreOnTheWireAndAllAnswer) {
+  auto transport = Transport(/*max_in_flight=*/2);
+  ASSERT_NE(transport, nullptr);
+  Batch batch;
+  SendSlow(transport.get(), 40, &batch);
+  ASSERT_TRUE(batch.all.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  EXPECT_EQ(batch.ok, 40);
+  // Without the cap curl opens its four connections (MAX_HOST_CONNECTIONS) to this HTTP/1.1
+  // server and serves four at once.
+  EXPECT_LE(slow_.peak(), 2);
+  EXPECT_GE(slow_.peak(), 1);
+}
+
+TEST_F(TransportQueueTest, ASynchronousCallGoesAheadOfTheQueuedOnes) {
+  auto transport = Transport(/*max_in_flight=*/1);
+  ASSERT_NE(transport, nullptr);
+  Batch batch;
+  SendSlow(transport.get(), 100, &batch);  // 100 x 20 ms, one at a time: about 2 s of queue
+  HttpRequest fast;
+  fast.path = "/fast";
+  absl::StatusOr<HttpResponse> r = transport->Send(std::move(fast));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->body, "fast");
+  int done_when_answered = 0;
+  {
+    absl::MutexLock l(&batch.mu);
+    done_when_answered = batch.done;
+  }
+  EXPECT_LT(done_when_answered, 50) << "the synchronous call waited behind the queue";
+  ASSERT_TRUE(batch.all.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  EXPECT_EQ(batch.ok, 100);
+}
+
+}  // namespace
+}  // namespace onequeue::k8s
