@@ -113,7 +113,18 @@ bool IsResourceExpired(const absl::Status& status) {
          absl::StrContains(status.message(), "too old resource version");
 }
 
+absl::Status LimitExceededError(absl::string_view message) {
+  absl::Status s = absl::ResourceExhaustedError(message);
+  s.SetPayload(kLimitPayload, absl::Cord("1"));
+  return s;
+}
+
+bool IsLimitExceeded(const absl::Status& status) {
+  return absl::IsResourceExhausted(status) && status.GetPayload(kLimitPayload).has_value();
+}
+
 bool IsRetryable(const absl::Status& status) {
+  if (IsLimitExceeded(status)) return false;
   return status.code() == absl::StatusCode::kUnavailable ||
          status.code() == absl::StatusCode::kResourceExhausted ||
          status.code() == absl::StatusCode::kDeadlineExceeded;

@@ -51,7 +51,14 @@ std::optional<absl::Duration> RetryAfterOf(const absl::Status& status);
 // True for the 410 Gone / "too old resource version" family: the informer must relist.
 bool IsResourceExpired(const absl::Status& status);
 
-// Whether a request may be retried as is: connection errors, 429 and 5xx (not a PDB refusal).
+// A bound of this client passed (a response body, a watch's backlog of unhandled events):
+// ResourceExhausted with a payload that tells it from a server's 429, so it is not retried as is.
+absl::Status LimitExceededError(absl::string_view message);
+bool IsLimitExceeded(const absl::Status& status);
+inline constexpr absl::string_view kLimitPayload = "onequeue.io/client-limit";
+
+// Whether a request may be retried as is: connection errors, 429 and 5xx (not a PDB refusal, not
+// a client limit passed).
 bool IsRetryable(const absl::Status& status);
 
 }  // namespace onequeue::k8s

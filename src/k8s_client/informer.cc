@@ -122,7 +122,7 @@ absl::Status InformerBase::ListAll() {
   return absl::OkStatus();
 }
 
-absl::Status InformerBase::WatchOnce() {
+absl::Status InformerBase::WatchOnce(bool* relist) {
   ListOptions opts;
   opts.label_selector = options_.label_selector;
   opts.field_selector = options_.field_selector;
@@ -136,13 +136,14 @@ absl::Status InformerBase::WatchOnce() {
   // runs the handlers, so a handler may call the API synchronously without deadlocking the
   // transport.
   struct Shared {
+    explicit Shared(size_t max_backlog) : pending(max_backlog) {}
     absl::Mutex mu;
     bool done ABSL_GUARDED_BY(mu) = false;
     absl::Status status ABSL_GUARDED_BY(mu);
-    std::string pending ABSL_GUARDED_BY(mu);
-    bool Ready() const ABSL_SHARED_LOCKS_REQUIRED(mu) { return done || !pending.empty(); }
+    WatchBacklog pending ABSL_GUARDED_BY(mu);
+    bool Ready() const ABSL_SHARED_LOCKS_REQUIRED(mu) { return done || !pending.empty() || pending.overflowed(); }
   };
-  auto shared = std::make_shared<Shared>();
+  auto shared = std::make_shared<Shared>(options_.max_backlog_bytes);
   absl::Status error;  // an ERROR event or a decode error ends this watch with that status
   WatchDecoder decoder([this, &error](WatchEvent ev) {
     if (!error.ok()) return;
@@ -164,7 +165,7 @@ absl::Status InformerBase::WatchOnce() {
       CollectionPath(type_, options_.namespace_) + opts.ToQuery(),
       [shared](absl::string_view chunk) {
         absl::MutexLock lock(&shared->mu);
-        shared->pending.append(chunk.data(), chunk.size());
+        shared->pending.Append(chunk);  // past the bound: dropped, and the watch ends below
       },
       [shared](absl::Status s) {
         absl::MutexLock lock(&shared->mu);
@@ -185,13 +186,22 @@ absl::Status InformerBase::WatchOnce() {
     {
       absl::MutexLock lock(&shared->mu);
       shared->mu.AwaitWithTimeout(absl::Condition(shared.get(), &Shared::Ready), absl::Milliseconds(100));
-      chunk.swap(shared->pending);
+      chunk = shared->pending.Take();
+      if (shared->pending.overflowed() && error.ok()) {
+        // Events were dropped: this watch cannot go on; the informer relists.
+        error = shared->pending.OverflowError(type_.resource);
+        *relist = true;
+        chunk.clear();
+      }
       done = shared->done;
       if (done) result = shared->status;
     }
     if (!chunk.empty() && error.ok()) {
       absl::Status s = decoder.Feed(chunk);
-      if (!s.ok()) error = s;
+      if (!s.ok()) {
+        error = s;
+        *relist = IsLimitExceeded(s);  // a line past its bound: re-watching would meet it again
+      }
     }
     if (done) break;
     // An ERROR event does not end the HTTP stream by itself: cancel it ourselves.
@@ -222,7 +232,8 @@ void InformerBase::Run() {
       backoff.Reset();
     }
     const absl::Time started = absl::Now();
-    absl::Status s = WatchOnce();
+    bool relist = false;
+    absl::Status s = WatchOnce(&relist);
     if (Stopping()) break;
     if (IsResourceExpired(s)) {
       spdlog::info("informer {}: {}; relisting", type_.resource, std::string(s.message()));
@@ -231,6 +242,17 @@ void InformerBase::Run() {
         ++stats_.expired;
       }
       need_list = true;
+      continue;
+    }
+    if (relist) {
+      // The backlog passed its bound (or one event line its own): events were dropped.
+      spdlog::warn("informer {}: {}", type_.resource, std::string(s.message()));
+      {
+        absl::MutexLock lock(&mu_);
+        ++stats_.backlog_overflows;
+      }
+      need_list = true;
+      SleepUnlessStopped(backoff.Next());
       continue;
     }
     if (s.ok()) {

@@ -6,6 +6,7 @@
 //                                   -> on a clean end / connection error: re-watch from the last
 //                                      resourceVersion seen, after backoff with jitter
 //                                   -> on 410 Gone / Expired / "too old resource version": relist
+//                                   -> on a backlog of unhandled events past the bound: relist
 // Handlers run on the informer's thread, with no lock held, in event order; they may call the API
 // (synchronously) but should not block long: events queue up behind them.
 // Each change reaches the handlers once: a relist emits add/update/delete only for objects whose
@@ -39,6 +40,9 @@ struct InformerOptions {
   absl::Duration max_backoff = absl::Seconds(10);
   // The server ends each watch after a random time in [min, 2*min), as client-go does.
   absl::Duration min_watch_timeout = absl::Minutes(5);
+  // Bytes of a watch received and not handled yet: past this the watch ends with
+  // ResourceExhausted and the informer relists (the events dropped are in the new list).
+  size_t max_backlog_bytes = kDefaultMaxResponseBytes;
 };
 
 struct InformerStats {
@@ -49,6 +53,7 @@ struct InformerStats {
   int64_t events = 0;         // watch events applied (not counting bookmarks)
   int64_t bookmarks = 0;
   int64_t decode_errors = 0;  // objects that failed to parse (skipped)
+  int64_t backlog_overflows = 0;  // watches ended because their backlog passed the bound
 };
 
 // The list/watch loop, independent of the object type.
@@ -76,7 +81,9 @@ class InformerBase {
  private:
   void Run();
   absl::Status ListAll();       // list pages, then Replace
-  absl::Status WatchOnce();     // one watch request until it ends
+  // One watch request until it ends; `relist`: events were dropped (the backlog or a line passed
+  // its bound), so only a new list is correct.
+  absl::Status WatchOnce(bool* relist);
   absl::StatusOr<std::string> Fetch(const std::string& path);  // cancellable GET
   bool Stopping() const;
   void SleepUnlessStopped(absl::Duration d);

@@ -65,7 +65,7 @@ absl::Status WatchDecoder::Feed(absl::string_view chunk) {
     const size_t nl = chunk.find('\n');
     if (nl == absl::string_view::npos) {
       if (partial_.size() + chunk.size() > max_line_bytes_) {
-        return absl::ResourceExhaustedError("watch: event line exceeds the size limit");
+        return LimitExceededError(absl::StrCat("watch: an event line longer than ", max_line_bytes_, " bytes"));
       }
       partial_.append(chunk.data(), chunk.size());
       return absl::OkStatus();
@@ -83,6 +83,24 @@ absl::Status WatchDecoder::Feed(absl::string_view chunk) {
     chunk.remove_prefix(nl + 1);
   }
   return absl::OkStatus();
+}
+
+bool WatchBacklog::Append(absl::string_view chunk) {
+  if (overflowed_) return false;
+  if (bytes_.size() > max_bytes_ || chunk.size() > max_bytes_ - bytes_.size()) {
+    overflowed_ = true;
+    bytes_.clear();
+    bytes_.shrink_to_fit();
+    return false;
+  }
+  bytes_.append(chunk.data(), chunk.size());
+  return true;
+}
+
+absl::Status WatchBacklog::OverflowError(absl::string_view resource) const {
+  return LimitExceededError(absl::StrCat("watch of ", resource, ": more than ", max_bytes_,
+                                         " bytes of events received and not handled yet "
+                                         "(kubernetes.maxResponseBytes); relisting"));
 }
 
 }  // namespace onequeue::k8s

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/strings/string_view.h"
 #include "absl/status/status.h"
@@ -47,6 +48,27 @@ class WatchDecoder {
   Handler handler_;
   size_t max_line_bytes_;
   std::string partial_;
+};
+
+// The bytes a watch has received and not handled yet: the transport thread appends, the
+// informer's thread takes them to decode. Bounded: handlers slower than the events would
+// otherwise grow it without end. Not thread-safe (the caller holds its own lock).
+class WatchBacklog {
+ public:
+  explicit WatchBacklog(size_t max_bytes) : max_bytes_(max_bytes) {}
+  // False when the chunk would take the backlog past the bound: from then on the backlog is
+  // overflowed, keeps nothing and the watch must end (events were lost) and the informer relist.
+  bool Append(absl::string_view chunk);
+  std::string Take() { return std::exchange(bytes_, std::string()); }
+  bool empty() const { return bytes_.empty(); }
+  bool overflowed() const { return overflowed_; }
+  // ResourceExhausted naming the resource and the bound.
+  absl::Status OverflowError(absl::string_view resource) const;
+
+ private:
+  size_t max_bytes_;
+  std::string bytes_;
+  bool overflowed_ = false;
 };
 
 }  // namespace onequeue::k8s

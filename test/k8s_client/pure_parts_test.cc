@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "absl/strings/escaping.h"
@@ -11,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "k8s_client/api_status.h"
 #include "k8s_client/config.h"
+#include "k8s_client/http_transport.h"
 #include "k8s_client/rate_limit.h"
 #include "k8s_client/rest_client.h"
 #include "k8s_client/scheduler_api.h"
@@ -152,6 +154,45 @@ TEST(WatchDecoderTest, ByteByByteAndMalformedInput) {
   }
   WatchDecoder small([](WatchEvent) {}, 16);
   EXPECT_EQ(small.Feed(std::string(100, 'x')).code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(WatchDecoderTest, ALineLongerThanItsBoundIsAClientLimitNotAServerThrottle) {
+  WatchDecoder d([](WatchEvent) {}, /*max_line_bytes=*/16);
+  absl::Status s = d.Feed(std::string(40, 'x'));
+  EXPECT_TRUE(IsLimitExceeded(s)) << s;
+  EXPECT_FALSE(IsRetryable(s));
+  // A server's 429 stays retryable.
+  EXPECT_TRUE(IsRetryable(StatusFromHttp(429, "")));
+  EXPECT_FALSE(IsLimitExceeded(StatusFromHttp(429, "")));
+}
+
+TEST(WatchBacklogTest, KeepsChunksUpToTheBoundThenOverflowsForGood) {
+  WatchBacklog b(10);
+  EXPECT_TRUE(b.Append("12345"));
+  EXPECT_TRUE(b.Append("67890"));  // exactly the bound
+  EXPECT_EQ(b.Take(), "1234567890");
+  EXPECT_TRUE(b.empty());
+  EXPECT_TRUE(b.Append("1234"));
+  EXPECT_FALSE(b.Append("1234567"));  // 11 > 10
+  EXPECT_TRUE(b.overflowed());
+  EXPECT_TRUE(b.empty()) << "what was kept is dropped: the watch must end";
+  EXPECT_FALSE(b.Append("1"));  // stays overflowed
+  const absl::Status s = b.OverflowError("pods");
+  EXPECT_TRUE(IsLimitExceeded(s)) << s;
+  EXPECT_NE(s.message().find("watch of pods: more than 10 bytes of events received and not handled yet"),
+            std::string::npos)
+      << s;
+}
+
+TEST(BodyLimitTest, BodyFitsAtTheBoundAndNeverOverflows) {
+  EXPECT_TRUE(BodyFits(0, 10, 10));
+  EXPECT_TRUE(BodyFits(4, 6, 10));
+  EXPECT_FALSE(BodyFits(4, 7, 10));
+  EXPECT_FALSE(BodyFits(11, 0, 10));
+  EXPECT_FALSE(BodyFits(5, std::numeric_limits<size_t>::max(), 10));  // no wrap-around
+  const absl::Status s = ResponseTooLargeError("https://h/api/v1/pods", 1024);
+  EXPECT_TRUE(IsLimitExceeded(s));
+  EXPECT_NE(s.message().find("https://h/api/v1/pods: response body larger than 1024 bytes"), std::string::npos) << s;
 }
 
 TEST(TokenBucketTest, BurstThenQps) {

@@ -1,0 +1,141 @@
+// The client's bounds on what a server can make it hold (issue 13 defect 9), against a real HTTP
+// server on 127.0.0.1 (civetweb, in process): a response body past max_response_bytes ends the
+// request with a clear error (and is not retried); a watch whose unhandled events pass
+// max_backlog_bytes ends, and the informer relists.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "CivetServer.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "k8s_client/api_status.h"
+#include "k8s_client/http_transport.h"
+#include "k8s_client/informer.h"
+#include "k8s_client/models.h"
+#include "k8s_client/rest_client.h"
+
+namespace onequeue::k8s {
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+// GET /big: 3 MiB of 'x', in 64 KiB writes; counts the requests.
+class BigHandler : public CivetHandler {
+ public:
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    ++requests;
+    const std::string chunk(64 << 10, 'x');
+    mg_printf(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n", 3 * kMiB);
+    for (size_t sent = 0; sent < 3 * kMiB; sent += chunk.size()) {
+      if (mg_write(conn, chunk.data(), chunk.size()) <= 0) break;
+    }
+    return true;
+  }
+  std::atomic<int> requests{0};
+};
+
+// A PodDisruptionBudget collection: the list is empty (resourceVersion 1); a watch streams
+// `events` ADDED events of ~1 KiB each as fast as the socket takes them, then ends.
+class BudgetsHandler : public CivetHandler {
+ public:
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    const mg_request_info* info = mg_get_request_info(conn);
+    const std::string query = info->query_string ? info->query_string : "";
+    if (!absl::StrContains(query, "watch=true")) {
+      ++lists;
+      const std::string body = R"({"kind":"PodDisruptionBudgetList","metadata":{"resourceVersion":"1"},"items":[]})";
+      mg_printf(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                body.size(), body.c_str());
+      return true;
+    }
+    ++watches;
+    mg_printf(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n");
+    const std::string padding(1000, 'p');
+    for (int i = 0; i < events; ++i) {
+      const std::string line = absl::StrCat(
+          R"({"type":"ADDED","object":{"metadata":{"name":"b)", i, R"(","namespace":"ns","resourceVersion":")", i + 2,
+          R"(","annotations":{"pad":")", padding, R"("}},"spec":{},"status":{"disruptionsAllowed":1}}})", "\n");
+      if (mg_write(conn, line.data(), line.size()) <= 0) break;
+    }
+    return true;
+  }
+  int events = 20000;  // ~21 MiB
+  std::atomic<int> lists{0}, watches{0};
+};
+
+class TransportLimitsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<CivetServer>(
+        std::vector<std::string>{"listening_ports", "127.0.0.1:0", "num_threads", "8"});
+    server_->addHandler("/big", big_);
+    server_->addHandler("/apis/policy/v1/poddisruptionbudgets", budgets_);
+    const std::vector<int> ports = server_->getListeningPorts();
+    ASSERT_FALSE(ports.empty());
+    url_ = absl::StrCat("http://127.0.0.1:", ports[0]);
+  }
+  void TearDown() override { server_.reset(); }
+
+  BigHandler big_;
+  BudgetsHandler budgets_;
+  std::unique_ptr<CivetServer> server_;
+  std::string url_;
+};
+
+TEST_F(TransportLimitsTest, ABodyPastTheBoundEndsTheRequestWithAClearErrorAndIsNotRetried) {
+  ClientConfig config;
+  config.server = url_;
+  config.max_response_bytes = 1 * kMiB;
+  auto client = RestClient::Create(config);
+  ASSERT_TRUE(client.ok()) << client.status();
+  HttpRequest req;
+  req.path = "/big";
+  absl::StatusOr<std::string> body = (*client)->Do(req);
+  ASSERT_FALSE(body.ok());
+  EXPECT_TRUE(IsLimitExceeded(body.status())) << body.status();
+  EXPECT_TRUE(absl::StrContains(body.status().message(), "response body larger than 1048576 bytes")) << body.status();
+  EXPECT_TRUE(absl::StrContains(body.status().message(), "/big")) << body.status();
+  EXPECT_EQ(big_.requests.load(), 1) << "a body too large for the client is not retried";
+
+  config.max_response_bytes = 4 * kMiB;  // room for it
+  auto roomy = RestClient::Create(config);
+  ASSERT_TRUE(roomy.ok());
+  absl::StatusOr<std::string> whole = (*roomy)->Do(req);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(whole->size(), 3 * kMiB);
+}
+
+TEST_F(TransportLimitsTest, AWatchWhoseUnhandledEventsPassTheBoundEndsAndTheInformerRelists) {
+  ClientConfig config;
+  config.server = url_;
+  auto client = RestClient::Create(config);
+  ASSERT_TRUE(client.ok()) << client.status();
+  InformerOptions options;
+  options.max_backlog_bytes = 256 << 10;  // 256 KiB: ~250 events
+  options.initial_backoff = absl::Milliseconds(10);
+  options.max_backoff = absl::Milliseconds(50);
+  std::atomic<int> added{0};
+  InformerHandlers<PodDisruptionBudget> handlers;
+  handlers.on_add = [&](const PodDisruptionBudget&) {
+    // A handler slower than the stream: the backlog grows.
+    if (++added % 100 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  };
+  Informer<PodDisruptionBudget> informer(client->get(), kPodDisruptionBudgets, options, handlers);
+  informer.Start();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (informer.Stats().backlog_overflows < 1 || budgets_.lists.load() < 2) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+        << "overflows " << informer.Stats().backlog_overflows << ", lists " << budgets_.lists.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  informer.Stop();
+  EXPECT_GE(informer.Stats().lists, 2);
+  EXPECT_LT(added.load(), budgets_.events) << "the watch went on past its backlog";
+}
+
+}  // namespace
+}  // namespace onequeue::k8s
