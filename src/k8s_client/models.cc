@@ -358,6 +358,7 @@ absl::StatusOr<PodDisruptionBudget> PodDisruptionBudget::FromJson(const json& j)
     pdb.current_healthy = OptInt<int32_t>(status, "currentHealthy").value_or(0);
     pdb.desired_healthy = OptInt<int32_t>(status, "desiredHealthy").value_or(0);
     pdb.expected_pods = OptInt<int32_t>(status, "expectedPods").value_or(0);
+    pdb.observed_generation = OptInt<int64_t>(status, "observedGeneration").value_or(0);
     return pdb;
   });
 }

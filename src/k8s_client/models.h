@@ -141,6 +141,9 @@ struct PodDisruptionBudget {
   std::optional<IntOrString> min_available, max_unavailable;
   std::optional<LabelSelector> selector;
   int32_t disruptions_allowed = 0, current_healthy = 0, desired_healthy = 0, expected_pods = 0;
+  // status.observedGeneration: the Eviction API refuses every eviction under a budget whose
+  // status is older than its spec (metadata.generation).
+  int64_t observed_generation = 0;
 
   static absl::StatusOr<PodDisruptionBudget> FromJson(const nlohmann::json& j);
 };

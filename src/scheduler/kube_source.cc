@@ -26,6 +26,18 @@ void KubeSource::DeleteNode(const k8s::Node& node) {
   if (nodes_.erase(node.metadata.name) > 0) ++generation_;
 }
 
+void KubeSource::UpsertBudget(const k8s::PodDisruptionBudget& pdb) {
+  auto record = std::make_shared<BudgetRecord>(BudgetRecord::From(pdb));
+  absl::MutexLock lock(&mu_);
+  record->generation = ++generation_;
+  budgets_[record->key] = std::move(record);
+}
+
+void KubeSource::DeleteBudget(const k8s::PodDisruptionBudget& pdb) {
+  absl::MutexLock lock(&mu_);
+  if (budgets_.erase(pdb.metadata.Key()) > 0) ++generation_;
+}
+
 std::shared_ptr<const KubeState> KubeSource::State() const {
   absl::MutexLock lock(&mu_);
   if (state_ != nullptr && state_->generation == generation_) return state_;
@@ -35,6 +47,8 @@ std::shared_ptr<const KubeState> KubeSource::State() const {
   for (const auto& [name, n] : nodes_) state->nodes.push_back(n);
   state->pods.reserve(pods_.size());
   for (const auto& [key, p] : pods_) state->pods.push_back(p);
+  state->budgets.reserve(budgets_.size());
+  for (const auto& [key, b] : budgets_) state->budgets.push_back(b);
   state_ = std::move(state);
   return state_;
 }

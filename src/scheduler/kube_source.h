@@ -1,10 +1,10 @@
 #pragma once
-// The Kubernetes world's source of records: fed by the pod and node informers' handlers, it
-// parses each object once, when it changes, into a PodRecord / NodeRecord with a generation
-// number. A cycle takes State(): an immutable KubeState that is rebuilt only when some record's
-// generation moved since the last one handed out, and shares every unchanged record with it (the
-// model: kube-scheduler's Cache.UpdateSnapshot). So a cycle neither copies Kubernetes objects out
-// of the informers nor parses them again.
+// The Kubernetes world's source of records: fed by the pod, node and PodDisruptionBudget
+// informers' handlers, it parses each object once, when it changes, into a PodRecord / NodeRecord /
+// BudgetRecord with a generation number. A cycle takes State(): an immutable KubeState that is
+// rebuilt only when some record's generation moved since the last one handed out, and shares every
+// unchanged record with it (the model: kube-scheduler's Cache.UpdateSnapshot). So a cycle neither
+// copies Kubernetes objects out of the informers nor parses them again.
 #include <map>
 #include <memory>
 #include <string>
@@ -22,6 +22,8 @@ class KubeSource {
   void DeletePod(const k8s::Pod& pod);
   void UpsertNode(const k8s::Node& node);
   void DeleteNode(const k8s::Node& node);
+  void UpsertBudget(const k8s::PodDisruptionBudget& pdb);
+  void DeleteBudget(const k8s::PodDisruptionBudget& pdb);
 
   // The current state; the same object as last time when nothing changed.
   std::shared_ptr<const KubeState> State() const;
@@ -32,6 +34,7 @@ class KubeSource {
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::shared_ptr<const PodRecord>> pods_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<const NodeRecord>> nodes_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<const BudgetRecord>> budgets_ ABSL_GUARDED_BY(mu_);
   mutable std::shared_ptr<const KubeState> state_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -165,6 +166,38 @@ bool Contains(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();
 }
 
+// The budgets of each namespace, to find the ones that cover a running pod.
+class BudgetIndex {
+ public:
+  explicit BudgetIndex(const KubeState& state) {
+    for (const auto& b : state.budgets) by_namespace_[b->namespace_].push_back(b.get());
+  }
+  bool empty() const { return by_namespace_.empty(); }
+
+  // The budget group of one pod: "" (no budget), "<namespace>/<budget>", or, under several
+  // budgets, their names joined with "+" (a group no budget's status names: it allows nothing,
+  // as the Eviction API refuses a pod that more than one budget covers).
+  std::string GroupOf(const PodRecord& pod) const {
+    auto it = by_namespace_.find(pod.namespace_);
+    if (it == by_namespace_.end()) return "";
+    std::string group;
+    for (const BudgetRecord* b : it->second) {
+      if (!b->selector || !k8s::SelectorMatches(*b->selector, pod.labels)) continue;
+      absl::StrAppend(&group, group.empty() ? "" : "+", b->key);
+    }
+    return group;
+  }
+
+  void FillAllowed(std::map<std::string, int32_t>* allowed) const {
+    for (const auto& [ns, budgets] : by_namespace_) {
+      for (const BudgetRecord* b : budgets) (*allowed)[b->key] = b->disruptions_allowed;
+    }
+  }
+
+ private:
+  std::map<std::string, std::vector<const BudgetRecord*>> by_namespace_;
+};
+
 // Pods are remembered by UID (a pod deleted and made again under its name is a new pod).
 const std::string& AdmissionKey(const PodRecord& pod) { return pod.uid.empty() ? pod.key : pod.uid; }
 
@@ -179,6 +212,7 @@ struct RunningGroup {
   std::optional<int32_t> priority_class;
   queue::Time submit = queue::kForever;
   Resources per_member;
+  std::set<std::string> budget_groups;  // of its pods, those under some budget
 };
 
 }  // namespace
@@ -273,20 +307,35 @@ NodeRecord NodeRecord::From(const k8s::Node& n) {
   r.allocatable = n.allocatable;
   auto owner = n.metadata.annotations.find(kOwnerAnnotation);
   r.owner = owner == n.metadata.annotations.end() ? "" : owner->second;
+  r.resource_version = n.metadata.resource_version;
   r.schedulable = !n.unschedulable && IsReady(n) && n.metadata.deletion_timestamp.empty();
   return r;
 }
 
-KubeState ToKubeState(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods) {
+BudgetRecord BudgetRecord::From(const k8s::PodDisruptionBudget& pdb) {
+  BudgetRecord r;
+  r.key = pdb.metadata.Key();
+  r.namespace_ = pdb.metadata.namespace_;
+  r.name = pdb.metadata.name;
+  r.selector = pdb.selector;
+  const bool status_current = pdb.observed_generation >= pdb.metadata.generation;
+  r.disruptions_allowed = status_current ? std::max(0, pdb.disruptions_allowed) : 0;
+  return r;
+}
+
+KubeState ToKubeState(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods,
+                      const std::vector<k8s::PodDisruptionBudget>& budgets) {
   KubeState state;
   for (const auto& n : nodes) state.nodes.push_back(std::make_shared<const NodeRecord>(NodeRecord::From(n)));
   for (const auto& p : pods) state.pods.push_back(std::make_shared<const PodRecord>(PodRecord::From(p)));
+  for (const auto& b : budgets) state.budgets.push_back(std::make_shared<const BudgetRecord>(BudgetRecord::From(b)));
   return state;
 }
 
 BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods,
-                            const SnapshotOptions& options, queue::Time now) {
-  return BuildSnapshot(ToKubeState(nodes, pods), options, now);
+                            const SnapshotOptions& options, queue::Time now,
+                            const std::vector<k8s::PodDisruptionBudget>& budgets) {
+  return BuildSnapshot(ToKubeState(nodes, pods, budgets), options, now);
 }
 
 BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& options, queue::Time now) {
@@ -314,6 +363,8 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
 
   // Running: every non-terminal pod on a pool node (whoever scheduled it), grouped by gang.
   std::map<std::string, RunningGroup> running;
+  const BudgetIndex budgets(state);
+  budgets.FillAllowed(&snap.disruptions_allowed);
   out.admitted.reserve(state.pods.size());
   // Pending: this scheduler's unbound pods, grouped by gang.
   std::map<std::string, std::vector<const PodRecord*>> pending_groups;
@@ -394,6 +445,9 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
         // Kubernetes accepts any positive int64 here; past a century it means "no end we plan for".
         rw.expected_end = rw.start_time + std::min(*pod.active_deadline_seconds, kMaxTimeLimitSeconds);
       }
+      if (!budgets.empty()) {
+        if (std::string g = budgets.GroupOf(pod); !g.empty()) group.budget_groups.insert(std::move(g));
+      }
       out.running_pods[id].pod_keys.push_back(key);
       continue;
     }
@@ -424,6 +478,14 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
       const queue::Time waited = group.submit == queue::kForever ? 0 : std::max<queue::Time>(0, rw.start_time - group.submit);
       as_pending.submit_time = now - waited;
       rw.priority = calculator.Compute(as_pending).total;
+      // One budget group per workload (the planner's model). A gang whose pods fall under
+      // different budgets is in a group that allows nothing; one whose pods are partly under one
+      // budget counts all its pods against that budget (over-counting refuses, never evicts).
+      if (group.budget_groups.size() == 1) {
+        rw.disruption_budget_group = *group.budget_groups.begin();
+      } else if (group.budget_groups.size() > 1) {
+        rw.disruption_budget_group = absl::StrCat(id, "/", absl::StrJoin(group.budget_groups, "+"));
+      }
     }
   }
   snap.running.reserve(running.size());

@@ -12,6 +12,10 @@
 //   onequeue.io/time-limit   "90s", "30m", "2h", "1h30m" or seconds; else activeDeadlineSeconds;
 //                            none: a service
 //   onequeue.io/group        gang name (per namespace); onequeue.io/group-size: its pod count
+// PodDisruptionBudgets: a running workload whose pods one budget covers is in that budget's group
+// (Snapshot::disruptions_allowed = its status.disruptionsAllowed), so the preemption planner only
+// chooses victim sets every budget allows; a pod under two budgets (the Eviction API refuses it),
+// or a gang whose pods fall under different budgets, is in a group that allows no disruption.
 // Node annotation written by onequeue: onequeue.io/owner = kubernetes | slurm | free | reserved/<workload>
 #include <map>
 #include <memory>
@@ -131,16 +135,32 @@ struct NodeRecord {
   std::vector<queue::Taint> taints;  // without onequeue's own owner taint
   k8s::ResourceList allocatable;
   std::string owner;  // the onequeue.io/owner annotation
+  std::string resource_version;  // the precondition of the loop's owner writes
   bool schedulable = false;  // Ready, not cordoned, not being deleted
   uint64_t generation = 0;
 
   static NodeRecord From(const k8s::Node& node);
 };
 
+// What the snapshot needs of one PodDisruptionBudget (policy/v1).
+struct BudgetRecord {
+  std::string key, namespace_, name;
+  // None: the budget selects no pod (policy/v1); an empty selector selects every pod of its
+  // namespace.
+  std::optional<k8s::LabelSelector> selector;
+  // status.disruptionsAllowed, or 0 while the status is older than the spec (the Eviction API
+  // refuses every eviction under such a budget).
+  int32_t disruptions_allowed = 0;
+  uint64_t generation = 0;
+
+  static BudgetRecord From(const k8s::PodDisruptionBudget& pdb);
+};
+
 // The Kubernetes world as records, immutable: a cycle reads one of these.
 struct KubeState {
   std::vector<std::shared_ptr<const NodeRecord>> nodes;
   std::vector<std::shared_ptr<const PodRecord>> pods;
+  std::vector<std::shared_ptr<const BudgetRecord>> budgets;
   uint64_t generation = 0;  // the highest record generation in it
 };
 
@@ -164,8 +184,10 @@ struct BuiltSnapshot {
 BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& options, queue::Time now);
 // The same from Kubernetes objects (parsed here): for tests and one-off callers.
 BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods,
-                            const SnapshotOptions& options, queue::Time now);
-KubeState ToKubeState(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods);
+                            const SnapshotOptions& options, queue::Time now,
+                            const std::vector<k8s::PodDisruptionBudget>& budgets = {});
+KubeState ToKubeState(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods,
+                      const std::vector<k8s::PodDisruptionBudget>& budgets = {});
 
 // The QOS, account and gang annotations of a pod's record.
 AdmittedAs AdmittedValues(const PodRecord& record);

@@ -120,7 +120,8 @@ TEST(K8sSmoke, SchedulerIdentityHasLeastPrivilegeAndNobodyIsForbidden) {
       {{"create", "events", "-n", "default"}, false},  // events.k8s.io only
       {{"update", "pods", "--subresource=status", "-n", "default"}, false},
       {{"list", "priorityclasses.scheduling.k8s.io"}, false},
-      {{"list", "poddisruptionbudgets.policy"}, false},
+      {{"watch", "poddisruptionbudgets.policy"}, true},  // victims the budgets allow
+      {{"create", "poddisruptionbudgets.policy", "-n", "default"}, false},
       {{"create", "pods", "-n", "default"}, false},
       {{"update", "pods", "-n", "default"}, false},
       {{"delete", "pods", "-n", "default"}, false},  // preemption goes through pods/eviction

@@ -119,8 +119,9 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
   // (list, watch; main.cc), bind and evict (k8s_client/scheduler_api.cc), PodScheduled and
   // nominatedNodeName (pods/status patch), the wait and hold annotations (pods patch; kube_cluster.cc,
   // admin_actions.cc), node ownership and reservations (nodes get + patch with resourceVersion),
-  // events.k8s.io/v1 events (create, patch of a series). No core events, namespaces, priority
-  // classes or PDBs: nothing reads them today.
+  // events.k8s.io/v1 events (create, patch of a series), the PodDisruptionBudget informer (list,
+  // watch; preemption picks victims the budgets allow, issue 13 defect 7). No core events,
+  // namespaces or priority classes: nothing reads them today.
   const std::map<std::string, std::set<std::string>> exact = {
       {"/pods", {"list", "watch", "patch"}},
       {"/pods/binding", {"create"}},
@@ -128,6 +129,7 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
       {"/pods/status", {"patch"}},
       {"/nodes", {"get", "list", "watch", "patch"}},
       {"events.k8s.io/events", {"create", "patch"}},
+      {"policy/poddisruptionbudgets", {"list", "watch"}},
   };
   EXPECT_EQ(grants, exact);
   // The Lease: create, and get/update of this release's Lease only.

@@ -8,6 +8,8 @@
 #include <limits>
 
 #include "nlohmann/json.hpp"
+#include "queue/planner.h"
+#include "queue/preemption.h"
 
 namespace onequeue::scheduler {
 namespace {
@@ -236,6 +238,124 @@ TEST(SnapshotBuilderTest, TimeLimitsThatWouldOverflowAreInvalidAnnotations) {
   for (const auto& r : b.snapshot->running) {
     SCOPED_TRACE(r.id);
     if (r.expected_end) EXPECT_GT(*r.expected_end, r.start_time);
+  }
+}
+
+// --- PodDisruptionBudgets (issue 13 defect 7) --------------------------------------------------
+
+k8s::PodDisruptionBudget MakeBudget(const std::string& name, json selector, int allowed, int64_t generation = 1,
+                                    int64_t observed = 1) {
+  json j = {{"metadata", {{"name", name}, {"namespace", "ns"}, {"generation", generation}}},
+            {"spec", {{"minAvailable", 1}}},
+            {"status", {{"disruptionsAllowed", allowed}, {"observedGeneration", observed}}}};
+  if (!selector.is_null()) j["spec"]["selector"] = selector;
+  return *k8s::PodDisruptionBudget::FromJson(j);
+}
+
+k8s::Pod Labelled(k8s::Pod pod, k8s::StringMap labels) {
+  pod.metadata.labels = std::move(labels);
+  return pod;
+}
+
+// Two full nodes, each running one batch pod; an interactive pod needs a whole node. Without a
+// budget the cheapest victim is "guarded" (it started later: less run time lost).
+struct BudgetScenario {
+  queue::QueueConfig config;
+  std::vector<k8s::Node> nodes = {MakeNode("n1"), MakeNode("n2")};
+  std::vector<k8s::Pod> pods;
+
+  BudgetScenario() {
+    config.qos = {{"interactive", 100, false, {"batch"}, 0}, {"batch", 10, true, {}, 0}};
+    k8s::Pod guarded = Labelled(MakePod("guarded", {{"onequeue.io/qos", "batch"}}, "n1", "4"), {{"app", "db"}});
+    guarded.metadata.creation_timestamp = "2026-11-21T11:00:00Z";
+    pods = {guarded, MakePod("plain", {{"onequeue.io/qos", "batch"}}, "n2", "4"),
+            MakePod("urgent", {{"onequeue.io/qos", "interactive"}}, "", "4")};
+  }
+
+  BuiltSnapshot Build(const std::vector<k8s::PodDisruptionBudget>& budgets) const {
+    SnapshotOptions o = Options();
+    o.queue_config = &config;
+    return BuildSnapshot(nodes, pods, o, ParseTimestamp("2026-11-21T12:00:00Z"), budgets);
+  }
+
+  // The victims of the one preemption planned, or {} when none is.
+  std::vector<std::string> Victims(const std::vector<k8s::PodDisruptionBudget>& budgets) const {
+    const BuiltSnapshot built = Build(budgets);
+    queue::CheapestVictimsPlanner preemption;
+    queue::QueuePlanner planner(config, &preemption);
+    const queue::Plan plan = planner.PlanCycle(built.snapshot, ParseTimestamp("2026-11-21T12:00:00Z"));
+    if (plan.preemptions.empty()) return {};
+    EXPECT_EQ(plan.preemptions.size(), 1u);
+    return plan.preemptions[0].victims;
+  }
+};
+
+TEST(SnapshotBuilderTest, BudgetsGroupRunningPodsAndSayHowManyMayGo) {
+  BudgetScenario s;
+  const BuiltSnapshot b = s.Build({MakeBudget("db-pdb", {{"matchLabels", {{"app", "db"}}}}, 0),
+                                   MakeBudget("none", nullptr, 5),                  // no selector: no pod
+                                   MakeBudget("other", {{"matchLabels", {{"app", "web"}}}}, 2)});
+  ASSERT_EQ(b.snapshot->running.size(), 2u);
+  EXPECT_EQ(b.snapshot->running[0].id, "ns/guarded");
+  EXPECT_EQ(b.snapshot->running[0].disruption_budget_group, "ns/db-pdb");
+  EXPECT_EQ(b.snapshot->running[1].disruption_budget_group, "");
+  EXPECT_EQ(b.snapshot->disruptions_allowed.at("ns/db-pdb"), 0);
+  EXPECT_EQ(b.snapshot->disruptions_allowed.at("ns/other"), 2);
+
+  // matchExpressions, and an empty selector (every pod of the namespace).
+  const BuiltSnapshot e = s.Build(
+      {MakeBudget("expr", {{"matchExpressions", json::array({{{"key", "app"}, {"operator", "In"}, {"values", {"db"}}}})}}, 1)});
+  EXPECT_EQ(e.snapshot->running[0].disruption_budget_group, "ns/expr");
+  EXPECT_EQ(e.snapshot->running[1].disruption_budget_group, "");
+  const BuiltSnapshot all = s.Build({MakeBudget("all", json::object(), 1)});
+  EXPECT_EQ(all.snapshot->running[0].disruption_budget_group, "ns/all");
+  EXPECT_EQ(all.snapshot->running[1].disruption_budget_group, "ns/all");
+
+  // A status older than the spec allows nothing (the Eviction API refuses until it catches up).
+  const BuiltSnapshot stale = s.Build({MakeBudget("db-pdb", {{"matchLabels", {{"app", "db"}}}}, 3, 2, 1)});
+  EXPECT_EQ(stale.snapshot->disruptions_allowed.at("ns/db-pdb"), 0);
+}
+
+TEST(SnapshotBuilderTest, PreemptionChoosesTheVictimTheBudgetsAllow) {
+  BudgetScenario s;
+  EXPECT_THAT(s.Victims({}), ::testing::ElementsAre("ns/guarded"));  // the cheaper one, unguarded
+  // Its budget allows no disruption: the other pod goes instead (never guarded first, then a
+  // refusal half-way).
+  const json db = {{"matchLabels", {{"app", "db"}}}};
+  EXPECT_THAT(s.Victims({MakeBudget("db-pdb", db, 0)}), ::testing::ElementsAre("ns/plain"));
+  EXPECT_THAT(s.Victims({MakeBudget("db-pdb", db, 1)}), ::testing::ElementsAre("ns/guarded"));
+  // Both guarded by budgets that allow nothing: no preemption at all.
+  EXPECT_THAT(s.Victims({MakeBudget("all", json::object(), 0)}), ::testing::IsEmpty());
+  // A pod under two budgets cannot be evicted (the Eviction API refuses it), whatever they allow.
+  EXPECT_THAT(s.Victims({MakeBudget("db-pdb", db, 1), MakeBudget("all-db", db, 1)}), ::testing::ElementsAre("ns/plain"));
+}
+
+TEST(SnapshotBuilderTest, AGangUnderTwoBudgetsIsNoVictimAndOneUnderOneCountsEveryPod) {
+  BudgetScenario s;
+  s.nodes.push_back(MakeNode("n3"));
+  const json gang = {{"onequeue.io/qos", "batch"}, {"onequeue.io/group", "g"}, {"onequeue.io/group-size", "2"}};
+  // The gang holds n1 and n2, one member each; "solo" holds n3.
+  k8s::Pod a = Labelled(MakePod("g-0", gang, "n1", "4"), {{"app", "a"}});
+  k8s::Pod b = Labelled(MakePod("g-1", gang, "n2", "4"), {{"app", "b"}});
+  a.metadata.creation_timestamp = b.metadata.creation_timestamp = "2026-11-21T11:30:00Z";
+  k8s::Pod solo = MakePod("solo", {{"onequeue.io/qos", "batch"}}, "n3", "4");
+  solo.metadata.creation_timestamp = "2026-11-20T00:00:00Z";
+  s.pods = {a, b, solo, MakePod("urgent", {{"onequeue.io/qos", "interactive"}}, "", "4")};
+  const BuiltSnapshot two = s.Build({MakeBudget("pa", {{"matchLabels", {{"app", "a"}}}}, 5),
+                                     MakeBudget("pb", {{"matchLabels", {{"app", "b"}}}}, 5)});
+  const queue::RunningWorkload* g = nullptr;
+  for (const auto& r : two.snapshot->running) {
+    if (r.id == "ns/group/g") g = &r;
+  }
+  ASSERT_NE(g, nullptr);
+  EXPECT_FALSE(g->disruption_budget_group.empty());
+  EXPECT_FALSE(two.snapshot->disruptions_allowed.contains(g->disruption_budget_group));
+  // One budget over one member only: the gang's two pods count against it.
+  const BuiltSnapshot one = s.Build({MakeBudget("pa", {{"matchLabels", {{"app", "a"}}}}, 1)});
+  for (const auto& r : one.snapshot->running) {
+    if (r.id == "ns/group/g") {
+      EXPECT_EQ(r.disruption_budget_group, "ns/pa");
+    }
   }
 }
 
