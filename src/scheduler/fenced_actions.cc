@@ -1,0 +1,105 @@
+#include "scheduler/fenced_actions.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+absl::Status Check(const WritePermit* permit, const RefusedWrite& refused, const std::string& what) {
+  absl::Status s = permit->MayWrite();
+  if (s.ok()) return s;
+  s = absl::FailedPreconditionError(absl::StrCat(what, " refused: ", s.message()));
+  if (refused) refused(what, s);
+  return s;
+}
+
+}  // namespace
+
+absl::Status FencedClusterActions::Admit(const std::string& what) const { return Check(permit_, refused_, what); }
+
+absl::Status FencedClusterActions::Bind(const std::string& pod_key, const std::string& node,
+                                        const std::string& message) {
+  if (absl::Status s = Admit(absl::StrCat("bind ", pod_key, " to ", node)); !s.ok()) return s;
+  return inner_->Bind(pod_key, node, message);
+}
+
+void FencedClusterActions::StartBind(const std::string& pod_key, const std::string& node,
+                                     const std::string& message, std::function<void(absl::Status)> done) {
+  if (absl::Status s = Admit(absl::StrCat("bind ", pod_key, " to ", node)); !s.ok()) {
+    done(std::move(s));
+    return;
+  }
+  inner_->StartBind(pod_key, node, message, std::move(done));
+}
+
+void FencedClusterActions::BindSucceeded(const std::string& pod_key, const std::string& node,
+                                         const std::string& message) {
+  if (!Admit(absl::StrCat("Scheduled event and wait annotations of ", pod_key)).ok()) return;
+  inner_->BindSucceeded(pod_key, node, message);
+}
+
+absl::Status FencedClusterActions::ReportWaiting(const std::string& pod_key, const WaitReport& report) {
+  if (absl::Status s = Admit(absl::StrCat("waiting report of ", pod_key)); !s.ok()) return s;
+  return inner_->ReportWaiting(pod_key, report);
+}
+
+absl::StatusOr<std::string> FencedClusterActions::SetNodeOwner(const std::string& node, const std::string& value,
+                                                               const std::string& resource_version) {
+  if (absl::Status s = Admit(absl::StrCat("owner of node ", node, " := '", value, "'")); !s.ok()) return s;
+  return inner_->SetNodeOwner(node, value, resource_version);
+}
+
+void FencedClusterActions::NodeEvent(const std::string& node, const std::string& reason, const std::string& note) {
+  if (!Admit(absl::StrCat(reason, " event of node ", node)).ok()) return;
+  inner_->NodeEvent(node, reason, note);
+}
+
+absl::Status FencedClusterActions::Nominate(const std::string& pod_key, const std::string& node) {
+  if (absl::Status s = Admit(absl::StrCat("nomination of ", pod_key, " to '", node, "'")); !s.ok()) return s;
+  return inner_->Nominate(pod_key, node);
+}
+
+absl::Status FencedClusterActions::Evict(const std::string& pod_key, const std::string& preemptor,
+                                         const std::string& message) {
+  if (absl::Status s = Admit(absl::StrCat("eviction of ", pod_key, " for ", preemptor)); !s.ok()) return s;
+  return inner_->Evict(pod_key, preemptor, message);
+}
+
+absl::Status FencedSlurmActions::Admit(const std::string& what) const { return Check(permit_, refused_, what); }
+
+absl::Status FencedSlurmActions::Fence(const std::string& slurm_node, const std::string& owner) {
+  if (absl::Status s = Admit(absl::StrCat("Slurm fence of ", slurm_node, " for ", owner)); !s.ok()) return s;
+  return inner_->Fence(slurm_node, owner);
+}
+
+absl::Status FencedSlurmActions::Unfence(const std::string& slurm_node) {
+  if (absl::Status s = Admit(absl::StrCat("Slurm unfence of ", slurm_node)); !s.ok()) return s;
+  return inner_->Unfence(slurm_node);
+}
+
+absl::Status FencedSlurmActions::Hold(uint32_t job, const std::string& comment) {
+  if (absl::Status s = Admit(absl::StrCat("Slurm hold of job ", job)); !s.ok()) return s;
+  return inner_->Hold(job, comment);
+}
+
+absl::Status FencedSlurmActions::StartOn(uint32_t job, const std::vector<std::string>& slurm_nodes,
+                                         const std::string& comment) {
+  if (absl::Status s = Admit(absl::StrCat("Slurm start of job ", job, " on ", absl::StrJoin(slurm_nodes, ",")));
+      !s.ok()) {
+    return s;
+  }
+  return inner_->StartOn(job, slurm_nodes, comment);
+}
+
+absl::Status FencedSlurmActions::Requeue(uint32_t job) {
+  if (absl::Status s = Admit(absl::StrCat("Slurm requeue of job ", job)); !s.ok()) return s;
+  return inner_->Requeue(job);
+}
+
+absl::Status FencedSlurmActions::Cancel(uint32_t job) {
+  if (absl::Status s = Admit(absl::StrCat("Slurm cancel of job ", job)); !s.ok()) return s;
+  return inner_->Cancel(job);
+}
+
+}  // namespace onequeue::scheduler

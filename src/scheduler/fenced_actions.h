@@ -1,0 +1,70 @@
+#pragma once
+// The write gate: every write of the scheduling loop, to Kubernetes and to Slurm, first asks
+// whether this replica may still write (it leads and its Lease is valid on the monotonic clock,
+// see leader_elector.h). When not, the write is refused with FailedPrecondition and no request
+// is sent. A cycle that was running when leadership ended (the process was paused, the apiserver
+// did not answer the renewals) therefore stops writing before any other replica can take the
+// Lease, even though it does not notice it has been deposed.
+//
+// The gate decides when a write starts; a write already sent cannot be called back. The margin
+// between the renew deadline and the lease duration covers it (leader_elector.h).
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "scheduler/leader_elector.h"
+#include "scheduler/scheduling_loop.h"
+
+namespace onequeue::scheduler {
+
+// Called with each refused write ("bind ns/p to n1", the reason); the daemon logs it.
+using RefusedWrite = std::function<void(const std::string& what, const absl::Status& why)>;
+
+class FencedClusterActions final : public ClusterActions {
+ public:
+  FencedClusterActions(ClusterActions* inner, const WritePermit* permit, RefusedWrite refused = nullptr)
+      : inner_(inner), permit_(permit), refused_(std::move(refused)) {}
+
+  absl::Status Bind(const std::string& pod_key, const std::string& node, const std::string& message) override;
+  void StartBind(const std::string& pod_key, const std::string& node, const std::string& message,
+                 std::function<void(absl::Status)> done) override;
+  void BindSucceeded(const std::string& pod_key, const std::string& node, const std::string& message) override;
+  absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override;
+  absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
+                                           const std::string& resource_version) override;
+  void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override;
+  absl::Status Nominate(const std::string& pod_key, const std::string& node) override;
+  absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
+
+ private:
+  absl::Status Admit(const std::string& what) const;
+
+  ClusterActions* inner_;
+  const WritePermit* permit_;
+  RefusedWrite refused_;
+};
+
+class FencedSlurmActions final : public SlurmActions {
+ public:
+  FencedSlurmActions(SlurmActions* inner, const WritePermit* permit, RefusedWrite refused = nullptr)
+      : inner_(inner), permit_(permit), refused_(std::move(refused)) {}
+
+  absl::Status Fence(const std::string& slurm_node, const std::string& owner) override;
+  absl::Status Unfence(const std::string& slurm_node) override;
+  absl::Status Hold(uint32_t job, const std::string& comment) override;
+  absl::Status StartOn(uint32_t job, const std::vector<std::string>& slurm_nodes, const std::string& comment) override;
+  absl::Status Requeue(uint32_t job) override;
+  absl::Status Cancel(uint32_t job) override;
+  // Reads: not gated.
+  bool FenceRequeues() const override { return inner_->FenceRequeues(); }
+  absl::StatusOr<bool> Ready(const std::string& slurm_node) override { return inner_->Ready(slurm_node); }
+
+ private:
+  absl::Status Admit(const std::string& what) const;
+
+  SlurmActions* inner_;
+  const WritePermit* permit_;
+  RefusedWrite refused_;
+};
+
+}  // namespace onequeue::scheduler
