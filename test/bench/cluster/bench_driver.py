@@ -11,11 +11,15 @@ admin token from DIR/env:
                                               namespace NS (backlog mode: before the scheduler starts)
   bench_driver.py DIR fill NS SCHED N         create N low-priority pods and wait until all are bound
                                               (the preemption workload's full pool; not measured)
-  bench_driver.py DIR round NS SCHED N OUT [--since T] [--shape S] [--victims-ns NS2]
+  bench_driver.py DIR requests FILE           the apiserver's request totals now (for --requests-before)
+  bench_driver.py DIR round NS SCHED N OUT [--since T] [--shape S] [--victims-ns NS2] [--requests-before FILE]
                                               create N pods of shape S (unless --since: backlog mode,
                                               the pods exist and the clock starts at T, unix s), wait
                                               until all are bound, write figures (JSON) to OUT;
-                                              --victims-ns: count the pods of NS2 that went meanwhile
+                                              --victims-ns: count the pods of NS2 that went meanwhile;
+                                              the apiserver's requests are counted from FILE's totals
+                                              (backlog: taken before the scheduler started), else from
+                                              the round's start
   bench_driver.py DIR cleanup NS...           delete every pod of each NS and wait until they are gone
 Shapes (scheduler_perf's templates): basic (cpu 100m, memory 500Mi: SchedulingBasic), low
 (900m/500Mi, PriorityClass low, onequeue.io/qos low: four fill a node), high (BENCH_PREEMPTOR_CPU,
@@ -283,7 +287,8 @@ def fill(api, ns, sched, n, timeout):
     return 1
 
 
-def round_(api, ns, sched, n, out, timeout, backlog_since=None, shape="basic", victims_ns=None):
+def round_(api, ns, sched, n, out, timeout, backlog_since=None, shape="basic", victims_ns=None,
+           requests_before=None):
     """Streaming (backlog_since None): the scheduler runs, the pods are created now. Backlog: the
     pods exist already (created before the scheduler started, `create`); the clock starts at
     backlog_since, when the scheduler had synced, and only throughput is meaningful."""
@@ -293,7 +298,8 @@ def round_(api, ns, sched, n, out, timeout, backlog_since=None, shape="basic", v
     if left and backlog_since is None:
         raise RuntimeError(f"namespace {ns} still has {len(left)} pods")
     victims_before = len(api.list_all(f"/api/v1/namespaces/{victims_ns}/pods")[0]) if victims_ns else 0
-    requests_before = request_totals(api)
+    if requests_before is None:
+        requests_before = request_totals(api)
     seen_created, seen_bound, stop = {}, {}, threading.Event()
     if backlog_since is not None:
         listed_at = time.time()  # pods bound already: seen bound by now at the latest
@@ -423,8 +429,14 @@ def main(argv):
         return 0
     if argv[2] == "round":
         since = flag(argv, "--since")
+        before = flag(argv, "--requests-before")
         return round_(api, argv[3], argv[4], int(argv[5]), argv[6], timeout,
-                      float(since) if since else None, flag(argv, "--shape", "basic"), flag(argv, "--victims-ns"))
+                      float(since) if since else None, flag(argv, "--shape", "basic"), flag(argv, "--victims-ns"),
+                      json.load(open(before)) if before else None)
+    if argv[2] == "requests":
+        with open(argv[3], "w") as f:
+            json.dump(request_totals(api), f)
+        return 0
     if argv[2] == "create":
         create_pods(api, argv[3], argv[4], int(argv[5]), flag(argv, "--shape", "basic"))
         return 0

@@ -170,11 +170,13 @@ run_round() {
       if $backlog; then
         # The pods wait before the scheduler starts; the clock starts when it has synced.
         driver create bench "$name" "$pods" --shape "$shape"
+        driver requests "$out/requests-before.json"
         start_scheduler "$who"
         since=$(date +%s.%N)
         pid=$(oq_pid "$DIR" "bench-$who")
         c0=$(cpu_ticks "$pid")
-        driver round bench "$name" "$pods" "$json" --since "$since" --shape "$shape" || rc=$?
+        driver round bench "$name" "$pods" "$json" --since "$since" --shape "$shape" \
+          --requests-before "$out/requests-before.json" || rc=$?
       else
         start_scheduler "$who"
         pid=$(oq_pid "$DIR" "bench-$who")
