@@ -213,6 +213,11 @@ absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const s
   k8s.Read("burst", &c.kubernetes.burst);
   if (c.kubernetes.qps <= 0) k8s.KeyError("qps", "must be greater than 0");
   if (c.kubernetes.burst < 1) k8s.KeyError("burst", "must be at least 1");
+  k8s.Read("maxResponseBytes", &c.kubernetes.max_response_bytes);
+  // A list page of 500 pods is a few MiB; past 64 GiB the bound bounds nothing.
+  if (c.kubernetes.max_response_bytes < (int64_t{1} << 20) || c.kubernetes.max_response_bytes > (int64_t{64} << 30)) {
+    k8s.KeyError("maxResponseBytes", "must be from 1048576 (1 MiB) to 68719476736 (64 GiB)");
+  }
   k8s.RefuseUnknown();
 
   MapReader slurm = top.Child("slurm");
@@ -389,6 +394,12 @@ absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const s
   server.Read("metricsAddress", &c.server.metrics_address);
   server.Read("adminTokenFile", &c.server.admin_token_file);
   server.Read("healthCycleAgeSeconds", &c.server.health_cycle_age_seconds);
+  server.Read("tlsCertFile", &c.server.tls_cert_file);
+  server.Read("tlsKeyFile", &c.server.tls_key_file);
+  if (c.server.tls_cert_file.empty() != c.server.tls_key_file.empty()) {
+    server.KeyError(c.server.tls_cert_file.empty() ? "tlsKeyFile" : "tlsCertFile",
+                    "is set without its pair: TLS needs both server.tlsCertFile and server.tlsKeyFile");
+  }
   // The loop wakes at least every 5 s; below 10 s a slow but healthy cycle would look stuck.
   if (c.server.health_cycle_age_seconds < 10) server.KeyError("healthCycleAgeSeconds", "must be at least 10");
   RefuseLongerThanACentury(server, "healthCycleAgeSeconds", c.server.health_cycle_age_seconds);

@@ -20,6 +20,10 @@ struct KubernetesConfig {
   std::string kubeconfig;  // empty: in-cluster config
   double qps = 50;
   int burst = 100;
+  // The largest answer of the API server held in memory (a list page, any response body), and
+  // the most bytes of a watch received and not handled yet (past it the watch ends and the
+  // informer relists): a broken or hostile server cannot make the daemon grow without bound.
+  int64_t max_response_bytes = int64_t{256} << 20;
 };
 
 struct SlurmConfig {
@@ -126,6 +130,8 @@ struct ServerConfig {
   // scheduling loop has not completed a pass for this long (it is stuck); the chart's liveness
   // probe then restarts the pod, and its Lease passes to a replica that schedules.
   int64_t health_cycle_age_seconds = 60;
+  // TLS for the gRPC API (PEM files, read at start): both set, or neither (plaintext).
+  std::string tls_cert_file, tls_key_file;
 };
 
 struct LeaderElectionConfig {

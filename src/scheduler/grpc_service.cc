@@ -557,6 +557,18 @@ class QueueServiceImpl final : public onequeue::v1::QueueService::Service {
   const ServiceInfo info_;
 };
 
+// A PEM file's bytes; what `key` names in the configuration, in the error.
+absl::Status ReadPem(const std::string& path, const char* key, std::string* out) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  *out = text.str();
+  if (!in || out->find("-----BEGIN ") == std::string::npos) {
+    return absl::FailedPreconditionError(absl::StrCat(key, " \"", path, "\": cannot read a PEM file from it"));
+  }
+  return absl::OkStatus();
+}
+
 class GrpcQueueServer final : public QueueServer {
  public:
   GrpcQueueServer(std::unique_ptr<QueueServiceImpl> service, std::unique_ptr<grpc::Server> server, int port)
@@ -576,10 +588,21 @@ class GrpcQueueServer final : public QueueServer {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<QueueServer>> StartQueueServer(const std::string& address, ServiceInfo info) {
+  const std::string cert_file = info.tls_cert_file, key_file = info.tls_key_file;
   auto service = std::make_unique<QueueServiceImpl>(std::move(info));
   int port = 0;
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!cert_file.empty() || !key_file.empty()) {
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    absl::Status read = ReadPem(cert_file, "server.tlsCertFile", &pair.cert_chain);
+    if (read.ok()) read = ReadPem(key_file, "server.tlsKeyFile", &pair.private_key);
+    if (!read.ok()) return read;
+    grpc::SslServerCredentialsOptions options;  // no client certificates: admin calls carry a token
+    options.pem_key_cert_pairs.push_back(std::move(pair));
+    credentials = grpc::SslServerCredentials(options);
+  }
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(address, credentials, &port);
   builder.RegisterService(service.get());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {

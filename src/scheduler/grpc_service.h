@@ -24,6 +24,9 @@ struct ServiceInfo {
   std::string admin_token_file;
   // The scheduling loop's liveness, for Health; null: SERVING (no loop runs).
   const LoopHealth* health = nullptr;
+  // TLS (server.tlsCertFile / tlsKeyFile, PEM): both set, the service speaks only TLS; both
+  // empty, plaintext.
+  std::string tls_cert_file, tls_key_file;
 };
 
 // A running QueueService; stops (and waits for in-flight calls) when destroyed.
@@ -35,7 +38,8 @@ class QueueServer {
   virtual void Shutdown() = 0;
 };
 
-// Starts the QueueService on `address` (host:port; port 0 picks a free one).
+// Starts the QueueService on `address` (host:port; port 0 picks a free one). An unreadable
+// certificate or key is FailedPrecondition naming the file.
 absl::StatusOr<std::unique_ptr<QueueServer>> StartQueueServer(const std::string& address, ServiceInfo info);
 
 }  // namespace onequeue::scheduler

@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -23,15 +24,18 @@ Commands:
 
 Options:
   --server HOST:PORT the daemon's gRPC address (default 127.0.0.1:50051, or $ONEQUEUE_SERVER)
+  --tls-ca FILE      speak TLS, trusting the PEM certificate(s) in FILE (or $ONEQUEUE_TLS_CA):
+                     for a daemon with server.tlsCertFile
   --version          print oq's version and exit
   --help             print this help and exit
 )";
 
 void PrintUsage(FILE* out) { std::fprintf(out, kUsage, onequeue::cli::StatusUsage()); }
 
-std::unique_ptr<onequeue::v1::QueueService::Stub> Connect(const std::string& server) {
-  return onequeue::v1::QueueService::NewStub(
-      grpc::CreateChannel(server, grpc::InsecureChannelCredentials()));
+std::unique_ptr<onequeue::v1::QueueService::Stub> Connect(const std::string& server, const std::string& tls_ca) {
+  std::shared_ptr<grpc::Channel> channel = onequeue::cli::OpenChannel(server, tls_ca);
+  if (channel == nullptr) std::exit(2);
+  return onequeue::v1::QueueService::NewStub(channel);
 }
 
 grpc::ClientContext* WithDeadline(grpc::ClientContext* ctx) {
@@ -46,6 +50,8 @@ int main(int argc, char** argv) {
   const char* env_server = std::getenv("ONEQUEUE_SERVER");
   std::string server = env_server ? env_server : "127.0.0.1:50051";
   bool server_given = env_server != nullptr;
+  const char* env_tls_ca = std::getenv("ONEQUEUE_TLS_CA");
+  std::string tls_ca = env_tls_ca ? env_tls_ca : "";
   std::vector<std::string> rest;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
@@ -61,6 +67,12 @@ int main(int argc, char** argv) {
       }
       server = args[++i];
       server_given = true;
+    } else if (args[i] == "--tls-ca") {
+      if (i + 1 >= args.size()) {
+        std::fprintf(stderr, "oq: --tls-ca needs a PEM file\n");
+        return 2;
+      }
+      tls_ca = args[++i];
     } else {
       rest.push_back(args[i]);
     }
@@ -72,13 +84,13 @@ int main(int argc, char** argv) {
   }
   const std::string& cmd = rest[0];
   if (cmd == "simulate") return onequeue::cli::RunSimulate({rest.begin() + 1, rest.end()});
-  if (onequeue::cli::IsStatusCommand(cmd)) return onequeue::cli::RunStatusCommand(server, cmd, {rest.begin() + 1, rest.end()});
+  if (onequeue::cli::IsStatusCommand(cmd)) return onequeue::cli::RunStatusCommand(server, cmd, {rest.begin() + 1, rest.end()}, tls_ca);
   if (cmd == "version") {
     std::printf("oq %s\n", onequeue::kVersion);
     if (!server_given) return 0;
     grpc::ClientContext ctx;
     onequeue::v1::VersionResponse resp;
-    grpc::Status s = Connect(server)->Version(WithDeadline(&ctx), {}, &resp);
+    grpc::Status s = Connect(server, tls_ca)->Version(WithDeadline(&ctx), {}, &resp);
     if (!s.ok()) {
       std::fprintf(stderr, "oq: cannot reach onequeue-scheduler at %s: %s\n", server.c_str(),
                    s.error_message().c_str());
@@ -90,7 +102,7 @@ int main(int argc, char** argv) {
   if (cmd == "health") {
     grpc::ClientContext ctx;
     onequeue::v1::HealthResponse resp;
-    grpc::Status s = Connect(server)->Health(WithDeadline(&ctx), {}, &resp);
+    grpc::Status s = Connect(server, tls_ca)->Health(WithDeadline(&ctx), {}, &resp);
     if (!s.ok()) {
       std::fprintf(stderr, "oq: cannot reach onequeue-scheduler at %s: %s\n", server.c_str(),
                    s.error_message().c_str());

@@ -399,7 +399,22 @@ bool IsStatusCommand(const std::string& command) {
 
 const char* StatusUsage() { return kStatusUsage; }
 
-int RunStatusCommand(const std::string& server, const std::string& command, const std::vector<std::string>& args) {
+std::shared_ptr<grpc::Channel> OpenChannel(const std::string& server, const std::string& tls_ca) {
+  if (tls_ca.empty()) return grpc::CreateChannel(server, grpc::InsecureChannelCredentials());
+  std::ifstream in(tls_ca);
+  std::stringstream pem;
+  pem << in.rdbuf();
+  if (!in || pem.str().find("-----BEGIN ") == std::string::npos) {
+    std::fprintf(stderr, "oq: --tls-ca %s: cannot read a PEM certificate from it\n", tls_ca.c_str());
+    return nullptr;
+  }
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = pem.str();
+  return grpc::CreateChannel(server, grpc::SslCredentials(options));
+}
+
+int RunStatusCommand(const std::string& server, const std::string& command, const std::vector<std::string>& args,
+                     const std::string& tls_ca) {
   Flags f;
   if (!ParseFlags(args, &f)) return 2;
   const bool takes_argument = command != "queue" && command != "nodes" && command != "priority";
@@ -407,7 +422,9 @@ int RunStatusCommand(const std::string& server, const std::string& command, cons
     std::fprintf(stderr, "oq: %s takes no argument \"%s\"\n", command.c_str(), f.positional[0].c_str());
     return 2;
   }
-  auto stub = v1::QueueService::NewStub(grpc::CreateChannel(server, grpc::InsecureChannelCredentials()));
+  std::shared_ptr<grpc::Channel> channel = OpenChannel(server, tls_ca);
+  if (channel == nullptr) return 2;
+  auto stub = v1::QueueService::NewStub(channel);
   if (command == "queue") return Queue(stub.get(), server, f);
   if (command == "nodes") return Nodes(stub.get(), server, f);
   if (command == "priority") return Priority(stub.get(), server, f);

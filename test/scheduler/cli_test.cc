@@ -118,6 +118,71 @@ TEST(CliTest, OqTalksToTheDaemonOverGrpc) {
   EXPECT_THAT(r.output, HasSubstr("cannot reach onequeue-scheduler"));
 }
 
+// Issue 13 defect 9: server.tlsCertFile/tlsKeyFile. A self-signed certificate made now (openssl);
+// oq with --tls-ca trusting it talks to the daemon; oq in plaintext, or trusting another
+// certificate, does not.
+TEST(CliTest, OqSpeaksTlsToADaemonWithACertificateAndPlaintextFails) {
+  const std::string dir = ::testing::TempDir();
+  const std::string make_cert =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=onequeue "
+      "-addext subjectAltName=IP:127.0.0.1,DNS:localhost";
+  Result gen = RunCommand(make_cert + " -keyout " + dir + "/tls.key -out " + dir + "/tls.crt");
+  ASSERT_EQ(gen.exit_code, 0) << gen.output;
+  gen = RunCommand(make_cert + " -keyout " + dir + "/other.key -out " + dir + "/other.crt");
+  ASSERT_EQ(gen.exit_code, 0) << gen.output;
+  const int port = 20000 + ((getpid() + 7919) % 20000);
+  const std::string addr = "127.0.0.1:" + std::to_string(port);
+  const std::string cfg = TempFile("tls.yaml",
+      "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\nkubernetes: {enabled: false}\n"
+      "server: {grpcAddress: \"" + addr + "\", tlsCertFile: \"" + dir + "/tls.crt\", tlsKeyFile: \"" + dir +
+      "/tls.key\"}\n");
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl(kScheduler.c_str(), kScheduler.c_str(), "--config", cfg.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const std::string tls = " --server " + addr + " --tls-ca " + dir + "/tls.crt";
+  Result r;
+  for (int i = 0; i < 100; ++i) {  // bounded: 10 s
+    r = RunCommand(kOq + tls + " version");
+    if (r.exit_code == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("onequeue-scheduler 0."));
+  r = RunCommand(kOq + tls + " health");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("SERVING"));
+  // Plaintext to a TLS port: no answer.
+  r = RunCommand(kOq + " --server " + addr + " health");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cannot reach onequeue-scheduler"));
+  // TLS trusting another certificate: verification fails.
+  r = RunCommand(kOq + " --server " + addr + " --tls-ca " + dir + "/other.crt health");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cannot reach onequeue-scheduler"));
+  // The CA as the environment says; a CA file that is not PEM is a usage error.
+  r = RunCommand("ONEQUEUE_TLS_CA=" + dir + "/tls.crt " + kOq + " --server " + addr + " queue");
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("cannot reach"))) << r.output;
+  r = RunCommand(kOq + " --server " + addr + " --tls-ca " + cfg + " health");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cannot read a PEM certificate"));
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+  // A key file that is not there: the daemon refuses to start, naming the key and the file.
+  const std::string bad = TempFile("tls-bad.yaml",
+      "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\nkubernetes: {enabled: false}\n"
+      "server: {grpcAddress: \"" + addr + "\", tlsCertFile: \"" + dir + "/tls.crt\", tlsKeyFile: \"" + dir +
+      "/missing.key\"}\n");
+  r = RunCommand(kScheduler + " --config " + bad);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("server.tlsKeyFile \"" + dir + "/missing.key\": cannot read a PEM file"));
+}
+
 }  // namespace
 
 namespace {

@@ -295,5 +295,34 @@ TEST(ConfigTest, GrpcBeyondLoopbackNeedsTheAdminToken) {
   }
 }
 
+// Issue 13 defect 9: TLS for the gRPC API needs both files; bounded API responses.
+TEST(ConfigTest, TlsNeedsCertificateAndKeyTogether) {
+  auto both = ParseConfig(std::string(kHeader) + "server: {tlsCertFile: /c.pem, tlsKeyFile: /k.pem}\n", "mem");
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->server.tls_cert_file, "/c.pem");
+  EXPECT_EQ(both->server.tls_key_file, "/k.pem");
+  auto cert_only = ParseConfig(std::string(kHeader) + "server: {tlsCertFile: /c.pem}\n", "mem");
+  ASSERT_FALSE(cert_only.ok());
+  EXPECT_THAT(std::string(cert_only.status().message()),
+              HasSubstr("server.tlsCertFile: is set without its pair: TLS needs both server.tlsCertFile and server.tlsKeyFile"));
+  auto key_only = ParseConfig(std::string(kHeader) + "server: {tlsKeyFile: /k.pem}\n", "mem");
+  ASSERT_FALSE(key_only.ok());
+  EXPECT_THAT(std::string(key_only.status().message()), HasSubstr("server.tlsKeyFile: is set without its pair"));
+}
+
+TEST(ConfigTest, MaxResponseBytesIsBounded) {
+  auto def = ParseConfig(std::string(kHeader), "mem");
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->kubernetes.max_response_bytes, int64_t{256} << 20);
+  auto set = ParseConfig(std::string(kHeader) + "kubernetes: {maxResponseBytes: 67108864}\n", "mem");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->kubernetes.max_response_bytes, 67108864);
+  for (const std::string v : {"1000", "-1", "68719476737"}) {
+    auto bad = ParseConfig(std::string(kHeader) + "kubernetes: {maxResponseBytes: " + v + "}\n", "mem");
+    ASSERT_FALSE(bad.ok()) << v;
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr("kubernetes.maxResponseBytes: must be from 1048576"));
+  }
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
