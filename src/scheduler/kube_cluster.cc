@@ -1,5 +1,8 @@
 #include "scheduler/kube_cluster.h"
 
+#include <atomic>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
@@ -33,9 +36,11 @@ k8s::ObjectReference KubeClusterActions::PodReference(const std::string& pod_key
 void KubeClusterActions::RecordEvent(const std::string& pod_key, const std::string& type,
                                      const std::string& reason, const std::string& action,
                                      const std::string& note) {
-  auto s = events_.Record(PodReference(pod_key), type, reason, action, note, absl::Now());
-  // Events are best effort: a lost event must never stop scheduling.
-  if (!s.ok()) spdlog::warn("event {} for {}: {}", reason, pod_key, s.status().ToString());
+  // Events are best effort, never waited for: a lost event must never stop scheduling.
+  events_.RecordAsync(PodReference(pod_key), type, reason, action, note, absl::Now(),
+                      [pod_key, reason](absl::Status s) {
+                        if (!s.ok()) spdlog::warn("event {} for {}: {}", reason, pod_key, s.ToString());
+                      });
 }
 
 absl::Status KubeClusterActions::Bind(const std::string& pod_key, const std::string& node,
@@ -112,32 +117,65 @@ void KubeClusterActions::BindSucceeded(const std::string& pod_key, const std::st
 
 absl::Status KubeClusterActions::ReportWaiting(const std::string& pod_key, const WaitReport& report) {
   auto [ns, name] = SplitKey(pod_key);
+  {
+    // Two reports of one pod in flight could land in either order, the older last.
+    absl::MutexLock lock(&report_writes_->mu);
+    if (!report_writes_->in_flight.insert(pod_key).second) {
+      return absl::UnavailableError(absl::StrCat("the previous report of ", pod_key, " is still in flight"));
+    }
+  }
   // The queue's messages may already start with the reason ("Resources: nodes reserved ..."):
   // users read the code once.
   absl::string_view message = report.message;
   absl::ConsumePrefix(&message, absl::StrCat(report.reason, ": "));
   const std::string note = absl::StrCat(report.reason, ": ", message, " (queue position ",
                                         report.queue_position, ")");
-  k8s::Condition cond;
-  cond.type = "PodScheduled";
-  cond.status = "False";
-  cond.reason = "Unschedulable";
-  cond.message = note;
-  absl::Status s = api_.PatchPodScheduling(ns, name, cond, std::nullopt, absl::Now());
-  if (!s.ok()) return s;
-  nlohmann::json annotations = {
-      {kQueuePositionAnnotation, std::to_string(report.queue_position)},
-      {kEstimatedStartAnnotation,
-       report.estimated_start ? k8s::FormatRfc3339(absl::FromUnixSeconds(*report.estimated_start))
-                              : std::string("unknown")}};
-  auto p = client_->Patch(k8s::ObjectPath(k8s::kPods, ns, name), {{"metadata", {{"annotations", annotations}}}},
-                          "application/merge-patch+json");
-  if (!p.ok()) return p.status();
+  const absl::Time now = absl::Now();
+  // Strategic merge: conditions merge by "type", so other conditions are kept.
+  nlohmann::json condition = {{"type", "PodScheduled"},
+                              {"status", "False"},
+                              {"reason", "Unschedulable"},
+                              {"message", note},
+                              {"lastTransitionTime", k8s::FormatRfc3339(now)}};
+  k8s::HttpRequest status;
+  status.method = "PATCH";
+  status.path = k8s::ObjectPath(k8s::kPods, ns, name, "status");
+  status.content_type = "application/strategic-merge-patch+json";
+  status.body = nlohmann::json{{"status", {{"conditions", nlohmann::json::array({condition})}}}}.dump();
+  k8s::HttpRequest annotations;
+  annotations.method = "PATCH";
+  annotations.path = k8s::ObjectPath(k8s::kPods, ns, name);
+  annotations.content_type = "application/merge-patch+json";
+  annotations.body =
+      nlohmann::json{{"metadata",
+                      {{"annotations",
+                        {{kQueuePositionAnnotation, std::to_string(report.queue_position)},
+                         {kEstimatedStartAnnotation,
+                          report.estimated_start ? k8s::FormatRfc3339(absl::FromUnixSeconds(*report.estimated_start))
+                                                 : std::string("unknown")}}}}}}
+          .dump();
+  // Both patches at once; the report is done when both have answered, failed if either did.
+  struct Pending {
+    std::atomic<int> left{2};
+    std::atomic<bool> failed{false};
+  };
+  auto pending = std::make_shared<Pending>();
+  auto done = [writes = report_writes_, pending, pod_key](absl::StatusOr<std::string> r) {
+    if (!r.ok()) {
+      pending->failed = true;
+      spdlog::warn("reporting {} waiting: {}", pod_key, r.status().ToString());
+    }
+    if (pending->left.fetch_sub(1) != 1) return;
+    absl::MutexLock lock(&writes->mu);
+    writes->in_flight.erase(pod_key);
+    if (pending->failed) writes->failed.push_back(pod_key);
+  };
+  client_->DoAsync(std::move(status), done);
+  client_->DoAsync(std::move(annotations), done);
   // The event says why; the position moves with every arrival and departure, so it lives in the
   // annotation and the condition only. A new event when the reason changes at once; when only the
   // words change (estimates move with time) at most once a minute.
   std::string event_note = absl::StrCat(report.reason, ": ", message);
-  const absl::Time now = absl::Now();
   LastEvent& last = last_event_[pod_key];
   if (last.reason != report.reason || (last.note != event_note && now - last.at >= absl::Minutes(1))) {
     RecordEvent(pod_key, "Warning", "FailedScheduling", "Scheduling", event_note);
@@ -146,14 +184,21 @@ absl::Status KubeClusterActions::ReportWaiting(const std::string& pod_key, const
   return absl::OkStatus();
 }
 
-absl::Status KubeClusterActions::SetNodeOwner(const std::string& node, const std::string& value) {
+std::vector<std::string> KubeClusterActions::TakeFailedReports() {
+  absl::MutexLock lock(&report_writes_->mu);
+  return std::exchange(report_writes_->failed, {});
+}
+
+absl::StatusOr<std::string> KubeClusterActions::SetNodeOwner(const std::string& node, const std::string& value,
+                                                             const std::string& resource_version) {
   // Label: what kubectl get nodes -L onequeue.io/owner shows (a label value has no '/').
   nlohmann::json label = nullptr;
   if (!value.empty()) label = value.substr(0, value.find('/'));
   const bool tainted = !value.empty() && value != "kubernetes";
   // The taint list is replaced whole by a merge patch: read the node, change only our taint, and
-  // write with its resourceVersion so a concurrent change of another taint is not lost (409: the
-  // loop tries again next cycle).
+  // write with a resourceVersion precondition so a concurrent change of another taint is not
+  // lost. The precondition is the version the loop decided from when it gives one, so that a
+  // write based on an old read (a deposed leader's) fails too (409: the loop reads again).
   const std::string path = k8s::ObjectPath(k8s::kNodes, "", node);
   absl::StatusOr<nlohmann::json> current = client_->Get(path);
   if (!current.ok()) return current.status();
@@ -174,10 +219,12 @@ absl::Status KubeClusterActions::SetNodeOwner(const std::string& node, const std
   if (tainted || had) {
     if (tainted) taints.push_back({{"key", kOwnerTaintKey}, {"value", label}, {"effect", "NoSchedule"}});
     patch["spec"] = {{"taints", taints}};
-    patch["metadata"]["resourceVersion"] = (*current)["metadata"].value("resourceVersion", "");
   }
-  auto p = client_->Patch(path, patch, "application/merge-patch+json");
-  return p.status();
+  const std::string read_version = (*current)["metadata"].value("resourceVersion", "");
+  patch["metadata"]["resourceVersion"] = resource_version.empty() ? read_version : resource_version;
+  absl::StatusOr<nlohmann::json> written = client_->Patch(path, patch, "application/merge-patch+json");
+  if (!written.ok()) return written.status();
+  return written->contains("metadata") ? (*written)["metadata"].value("resourceVersion", "") : std::string();
 }
 
 void KubeClusterActions::NodeEvent(const std::string& node, const std::string& reason, const std::string& note) {
@@ -187,8 +234,9 @@ void KubeClusterActions::NodeEvent(const std::string& node, const std::string& r
   ref.name = node;
   // kubectl describe node matches events by the node's name as uid (what the kubelet does).
   ref.uid = node;
-  auto s = events_.Record(ref, "Normal", reason, "Scheduling", note, absl::Now());
-  if (!s.ok()) spdlog::warn("event {} for node {}: {}", reason, node, s.status().ToString());
+  events_.RecordAsync(ref, "Normal", reason, "Scheduling", note, absl::Now(), [node, reason](absl::Status s) {
+    if (!s.ok()) spdlog::warn("event {} for node {}: {}", reason, node, s.ToString());
+  });
 }
 
 absl::Status KubeClusterActions::Nominate(const std::string& pod_key, const std::string& node) {

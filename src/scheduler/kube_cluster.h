@@ -3,7 +3,9 @@
 // and nodes, and the writes (binding, eviction, status, annotations, events) through k8s_client.
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "k8s_client/informer.h"
 #include "k8s_client/rest_client.h"
@@ -48,8 +50,13 @@ class KubeClusterActions : public ClusterActions {
   void StartBind(const std::string& pod_key, const std::string& node, const std::string& message,
                  std::function<void(absl::Status)> done) override;
   void BindSucceeded(const std::string& pod_key, const std::string& node, const std::string& message) override;
+  // Sends the condition and annotation patches and returns without waiting for them (one report
+  // per pod in flight: Unavailable while the previous one is); a failed write comes back from
+  // TakeFailedReports.
   absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override;
-  absl::Status SetNodeOwner(const std::string& node, const std::string& value) override;
+  std::vector<std::string> TakeFailedReports() override;
+  absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
+                                           const std::string& resource_version) override;
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override;
   absl::Status Nominate(const std::string& pod_key, const std::string& node) override;
   absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
@@ -70,6 +77,14 @@ class KubeClusterActions : public ClusterActions {
     absl::Time at = absl::InfinitePast();
   };
   std::map<std::string, LastEvent> last_event_;
+  // Waiting reports in flight and those that failed, shared with the transport thread's callbacks
+  // (which may outlive this object).
+  struct ReportWrites {
+    absl::Mutex mu;
+    std::set<std::string> in_flight ABSL_GUARDED_BY(mu);
+    std::vector<std::string> failed ABSL_GUARDED_BY(mu);
+  };
+  std::shared_ptr<ReportWrites> report_writes_ = std::make_shared<ReportWrites>();
 };
 
 }  // namespace onequeue::scheduler

@@ -83,8 +83,9 @@ class TimedClusterActions final : public ClusterActions {
   absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override {
     return inner_->ReportWaiting(pod_key, report);
   }
-  absl::Status SetNodeOwner(const std::string& node, const std::string& value) override {
-    return inner_->SetNodeOwner(node, value);
+  absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
+                                           const std::string& resource_version) override {
+    return inner_->SetNodeOwner(node, value, resource_version);
   }
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override {
     inner_->NodeEvent(node, reason, note);

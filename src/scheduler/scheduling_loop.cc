@@ -4,6 +4,7 @@
 
 #include "spdlog/spdlog.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -14,8 +15,15 @@ namespace onequeue::scheduler {
 namespace {
 
 constexpr const char* kReservedPrefix = "reserved/";
-// An owner value we wrote is trusted over the informer's copy for this long (the watch lags).
-constexpr queue::Time kOwnerWriteTrustSeconds = 30;
+// A binding that succeeded but that the pod informer has not shown this long after is forgotten
+// (kube-scheduler expires its assumed pods the same way): the pod is planned again from what the
+// informer shows, and a second binding of a pod that is bound after all fails harmlessly (409).
+constexpr queue::Time kAssumedBindingSeconds = 60;
+// A reservation its preemptor still waiting cannot use (a gang member deleted after the
+// evictions, requests that no longer fit there) is released after this long: long enough for a
+// controller to make a deleted member again (the mark keeps the node meanwhile), short enough
+// that no node stays reserved and idle for ever.
+constexpr queue::Time kUnusableReservationSeconds = 60;
 // A job onequeue started that Slurm has not shown running after this long is planned again.
 constexpr queue::Time kAssumedStartSeconds = 120;
 // The same fence is not asked for twice within this long (the poller shows it a poll later).
@@ -26,6 +34,10 @@ bool IsSlurmOwner(const std::string& v) { return v == kOwnerSlurm || absl::Start
 // long: the budget changes when pods become ready or leave, rarely within seconds, and every try
 // writes the reservation and calls the Eviction API.
 constexpr queue::Time kBlockedPreemptionRetrySeconds = 30;
+
+// The identity the loop's assumptions are kept under: the pod's UID, which a pod deleted and made
+// again under the same name does not share (the name when there is none: tests' pods).
+std::string_view PodIdentity(const PodRecord& pod) { return pod.uid.empty() ? pod.key : pod.uid; }
 
 std::string DescribePriority(const queue::PriorityBreakdown& p) {
   return absl::StrFormat("priority %.1f (age %.2f, fair-share %.2f, size %.2f, partition %.2f, qos %.2f)",
@@ -144,12 +156,22 @@ void SchedulingLoop::LearnAccounts(const queue::Snapshot& snapshot) {
 }
 
 absl::Status SchedulingLoop::SetOwner(const std::string& node, const std::string& value, queue::Time now) {
-  absl::Status s = actions_->SetNodeOwner(node, value);
-  if (s.ok()) {
-    owner_written_[node] = {value, now};
-    node_owner_[node] = value;
+  const std::string expected = node_version_[node];
+  absl::StatusOr<std::string> written = actions_->SetNodeOwner(node, value, expected);
+  if (!written.ok()) {
+    if (absl::IsAborted(written.status())) {
+      spdlog::info("node {}: changed since version {} was read; the owner ({}) is written from a fresh read next cycle",
+                   node, expected, value.empty() ? "none" : value);
+    }
+    return written.status();
   }
-  return s;
+  OwnerWrite& w = owner_written_[node];
+  w.value = value;
+  if (!expected.empty()) w.earlier_versions.insert(expected);
+  w.written_version = *written;
+  node_version_[node] = *written;
+  node_owner_[node] = value;
+  return absl::OkStatus();
 }
 
 std::string SchedulingLoop::OwnerValueOf(const std::string& node) const {
@@ -157,23 +179,25 @@ std::string SchedulingLoop::OwnerValueOf(const std::string& node) const {
   return it == node_owner_.end() ? std::string() : it->second;
 }
 
-void SchedulingLoop::DrainBindResults(CycleStats* stats) {
+void SchedulingLoop::DrainBindResults(queue::Time now, CycleStats* stats) {
   std::vector<std::pair<std::string, absl::Status>> done;
   {
     absl::MutexLock lock(&bind_results_->mu);
     done.swap(bind_results_->done);
   }
-  for (auto& [key, status] : done) {
-    auto it = binding_.find(key);
+  for (auto& [id, status] : done) {
+    auto it = binding_.find(id);
     if (it == binding_.end()) continue;
     if (status.ok()) {
       ++stats->bound;
-      last_report_.erase(key);
-      actions_->BindSucceeded(key, it->second.node, it->second.message);
+      last_report_.erase(it->second.key);
+      // From now on the assumption waits for the informer, for a bounded time.
+      if (auto a = assumed_.find(id); a != assumed_.end()) a->second.bound_at = now;
+      actions_->BindSucceeded(it->second.key, it->second.node, it->second.message);
     } else {
       // Unreserve: the capacity is free again and the pod pending; the plan places it anew.
       ++stats->bind_errors;
-      assumed_.erase(key);
+      assumed_.erase(id);
     }
     binding_.erase(it);
   }
@@ -194,15 +218,34 @@ bool SchedulingLoop::IsPending(const BuiltSnapshot& built, std::string_view work
          slurm_records_.pending.find(workload) != slurm_records_.pending.end();
 }
 
-void SchedulingLoop::ForgetConfirmedAssumptions(const KubeState& state, const slurm::SlurmView* slurm_view,
-                                                queue::Time now) {
-  std::map<std::string_view, const PodRecord*> by_key;
-  for (const auto& p : state.pods) by_key[p->key] = p.get();
+std::map<std::string, std::string> SchedulingLoop::ForgetConfirmedAssumptions(const KubeState& state,
+                                                                              const slurm::SlurmView* slurm_view,
+                                                                              queue::Time now) {
+  absl::flat_hash_map<std::string_view, const PodRecord*> by_key, by_identity;
+  by_key.reserve(state.pods.size());
+  by_identity.reserve(state.pods.size());
+  for (const auto& p : state.pods) {
+    by_key[p->key] = p.get();
+    by_identity[PodIdentity(*p)] = p.get();
+  }
+  std::map<std::string, std::string> still_assumed;  // pod key -> node, for the snapshot
   for (auto it = assumed_.begin(); it != assumed_.end();) {
-    auto p = by_key.find(it->first);
-    // Confirmed (the informer shows the binding) or gone: the assumption has done its job.
-    if (p == by_key.end() || !p->second->node_name.empty()) it = assumed_.erase(it);
-    else ++it;
+    auto p = by_identity.find(it->first);
+    const AssumedBinding& a = it->second;
+    // Confirmed (the informer shows the binding) or gone (a pod made again under the same name is
+    // another pod): the assumption has done its job.
+    if (p == by_identity.end() || !p->second->node_name.empty()) {
+      it = assumed_.erase(it);
+      continue;
+    }
+    if (a.bound_at != 0 && now - a.bound_at > kAssumedBindingSeconds) {
+      spdlog::warn("pod {}: bound to {} {}s ago and the informer still shows it unbound; assumption forgotten",
+                   a.key, a.node, now - a.bound_at);
+      it = assumed_.erase(it);
+      continue;
+    }
+    still_assumed[a.key] = a.node;
+    ++it;
   }
   for (auto it = evicted_.begin(); it != evicted_.end();) {
     // A Slurm victim is forgotten once its preemption is over (see ReleaseFinishedReservations).
@@ -220,6 +263,7 @@ void SchedulingLoop::ForgetConfirmedAssumptions(const KubeState& state, const sl
       else ++it;
     }
   }
+  return still_assumed;
 }
 
 void SchedulingLoop::ReleaseFinishedReservations(const BuiltSnapshot& built, queue::Time now, CycleStats* stats) {
@@ -241,6 +285,7 @@ void SchedulingLoop::ReleaseFinishedReservations(const BuiltSnapshot& built, que
     // Slurm does not know simply loses the mark.
     const std::string back = slurm_records_.nodes.count(it->first) ? kOwnerKubernetes : "";
     if (SetOwner(it->first, back, now).ok()) {
+      Fail("release-after-write");
       owner_before_reserve_.erase(it->first);
       it = reservations_.erase(it);
       evicting_.erase(preemptor);
@@ -257,6 +302,64 @@ void SchedulingLoop::ReleaseFinishedReservations(const BuiltSnapshot& built, que
   for (auto it = blocked_.begin(); it != blocked_.end();) {
     if (IsPending(built, it->first)) ++it;
     else it = blocked_.erase(it);
+  }
+}
+
+void SchedulingLoop::ReleaseUnusableReservations(const queue::Plan& plan, const BuiltSnapshot& built,
+                                                 queue::Time now, std::set<std::string>* touched) {
+  if (reservations_.empty()) return;
+  // The nodes each workload's decisions of this cycle use.
+  std::map<std::string, std::set<std::string>, std::less<>> planned;
+  auto add = [&](const std::string& workload, const queue::MemberNodes& nodes) {
+    for (queue::NodeIndex n : nodes) planned[workload].insert(built.snapshot->nodes[n].name);
+  };
+  for (const auto& d : plan.starts) add(d.workload, d.member_nodes);
+  for (const auto& d : plan.preemptions) add(d.preemptor, d.member_nodes);
+  for (const auto& d : plan.reservations) add(d.workload, d.member_nodes);
+  std::erase_if(unusable_since_, [&](const auto& u) { return !reservations_.count(u.first); });
+  std::set<std::string> released_for;
+  for (auto it = reservations_.begin(); it != reservations_.end();) {
+    const std::string preemptor = it->second;
+    auto uses = planned.find(preemptor);
+    // A preemptor that no longer waits is ReleaseFinishedReservations' (next cycle).
+    if (!IsPending(built, preemptor) || (uses != planned.end() && uses->second.count(it->first))) {
+      unusable_since_.erase(it->first);
+      ++it;
+      continue;
+    }
+    // Still pending, but this cycle's plan puts it elsewhere or nowhere: a gang member deleted
+    // after the evictions (GangIncomplete), requests that no longer fit there, a better place.
+    // Past the grace the node goes back to the owner it had, or it stays reserved and idle for ever.
+    auto [since, first_seen] = unusable_since_.try_emplace(it->first, now);
+    if (now - since->second < kUnusableReservationSeconds) {
+      ++it;
+      continue;
+    }
+    auto before = owner_before_reserve_.find(it->first);
+    std::string value = before == owner_before_reserve_.end() ? "" : before->second;
+    if (absl::StartsWith(value, kReservedPrefix)) value = "";
+    if (OwnerValueOf(it->first) == kReservedPrefix + preemptor && !SetOwner(it->first, value, now).ok()) {
+      ++it;
+      continue;
+    }
+    spdlog::info("node {} released: {} still waits but has not been able to use it for {}s", it->first, preemptor,
+                 now - since->second);
+    unusable_since_.erase(since);
+    Fail("release-after-write");
+    touched->insert(it->first);
+    owner_before_reserve_.erase(it->first);
+    released_for.insert(preemptor);
+    it = reservations_.erase(it);
+  }
+  for (const std::string& preemptor : released_for) {
+    const bool holds_more = std::any_of(reservations_.begin(), reservations_.end(),
+                                        [&](const auto& r) { return r.second == preemptor; });
+    if (holds_more) continue;
+    // Its preemption is over: nominated nowhere, and free to preempt again when it fits.
+    evicting_.erase(preemptor);
+    if (auto pods = built.pending_pods.find(preemptor); pods != built.pending_pods.end()) {
+      for (const auto& key : pods->second.pod_keys) (void)actions_->Nominate(key, "");
+    }
   }
 }
 
@@ -311,6 +414,7 @@ void SchedulingLoop::StartPreemption(const queue::PreemptDecision& d, const Buil
     reservations_[name] = d.preemptor;
     touched->insert(name);
   }
+  if (!node_names.empty()) Fail("preempt-after-reserve");
   if (slurm_ != nullptr) {
     for (const auto& name : node_names) {
       auto joined = slurm_records_.nodes.find(name);
@@ -370,6 +474,7 @@ void SchedulingLoop::StartPreemption(const queue::PreemptDecision& d, const Buil
       }
       evicted_.insert(pod_key);
       ++stats->evictions;
+      Fail(stats->evictions == 1 ? "preempt-after-first-eviction" : "preempt-after-next-eviction");
     }
   }
   evicting_.insert(d.preemptor);
@@ -642,34 +747,54 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   CycleStats stats;
   const std::shared_ptr<const KubeState> state = view_->State();
   const std::shared_ptr<const slurm::SlurmView> slurm_view = slurm_ != nullptr ? view_->Slurm() : nullptr;
-  DrainBindResults(&stats);
-  ForgetConfirmedAssumptions(*state, slurm_view.get(), now);
+  DrainBindResults(now, &stats);
+  std::map<std::string, std::string> assumed_bindings = ForgetConfirmedAssumptions(*state, slurm_view.get(), now);
   std::set<std::string> terminating;
   for (const auto& p : state->pods) {
     if (p->deleting) terminating.insert(p->key);
   }
-  // Owners as the informer shows them, except where this process wrote a newer value the watch
-  // has not shown yet. Reservations are recovered from what step 1 wrote, so a restarted or newly
-  // elected scheduler finishes (or rolls back) what its predecessor began.
+  // Owners as the informer shows them, except where this process wrote a value the watch has not
+  // shown yet (however long it lags: the override lasts until the watch shows the write or a later
+  // version). Reservations are recovered from what step 1 wrote, so a restarted or newly elected
+  // scheduler finishes (or rolls back) what its predecessor began.
   node_owner_.clear();
+  node_version_.clear();
   for (const auto& n : state->nodes) {
     std::string value = n->owner;
+    std::string version = n->resource_version;
     if (auto w = owner_written_.find(n->name); w != owner_written_.end()) {
-      if (w->second.first == value || now - w->second.second > kOwnerWriteTrustSeconds) owner_written_.erase(w);
-      else value = w->second.first;
+      if (version == w->second.written_version || !w->second.earlier_versions.count(version)) {
+        owner_written_.erase(w);
+      } else {
+        value = w->second.value;
+        version = w->second.written_version;
+      }
     }
     node_owner_[n->name] = value;
+    node_version_[n->name] = std::move(version);
     if (absl::StartsWith(value, kReservedPrefix)) {
       reservations_[n->name] = value.substr(std::string(kReservedPrefix).size());
     }
+  }
+  // A node deleted takes its marks with it: nothing is written to a node that is gone.
+  std::erase_if(owner_written_, [&](const auto& w) { return !node_owner_.count(w.first); });
+  for (auto it = reservations_.begin(); it != reservations_.end();) {
+    if (node_owner_.count(it->first)) {
+      ++it;
+      continue;
+    }
+    spdlog::info("node {} reserved for {} is gone; its reservation is dropped", it->first, it->second);
+    owner_before_reserve_.erase(it->first);
+    last_fence_.erase(it->first);
+    it = reservations_.erase(it);
   }
 
   SnapshotOptions options;
   options.scheduler_name = config_.scheduler_name;
   options.pool_label = config_.pool_label;
   for (const auto& q : config_.queue.qos) options.known_qos.push_back(q.name);
-  options.assumed_bindings = assumed_;
-  for (const auto& [node, value] : owner_written_) options.owner_overrides[node] = value.first;
+  options.assumed_bindings = std::move(assumed_bindings);
+  for (const auto& [node, write] : owner_written_) options.owner_overrides[node] = write.value;
   for (const auto& p : config_.queue.namespace_policies) {
     options.namespace_policies[p.namespace_] = {p.allowed_qos, p.default_qos, p.allowed_accounts, p.default_account};
   }
@@ -720,6 +845,14 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
     owner_changes[c.for_workload].push_back(built.snapshot->nodes[c.node].name);
   }
   std::set<std::string> touched;
+  // The pods started this cycle are assumed under their UID.
+  absl::flat_hash_map<std::string_view, std::string_view> identity_of;
+  if (!plan.starts.empty()) {
+    identity_of.reserve(state->pods.size());
+    for (const auto& p : state->pods) {
+      if (p->node_name.empty()) identity_of[p->key] = PodIdentity(*p);
+    }
+  }
 
   for (const auto& start : plan.starts) {
     if (SlurmJobOf(start.workload)) {
@@ -742,38 +875,53 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
     const std::string why = index == pending_index.end() ? "" : DescribePriority(plan.priorities[index->second]);
     for (size_t i = 0; i < keys.size() && i < start.member_nodes.size(); ++i) {
       const std::string& node = built.snapshot->nodes[start.member_nodes[i]].name;
-      if (binding_.count(keys[i])) continue;  // cannot happen: an in-flight pod is assumed, not pending
+      auto identity = identity_of.find(keys[i]);
+      const std::string id(identity == identity_of.end() ? std::string_view(keys[i]) : identity->second);
+      if (binding_.count(id)) continue;  // cannot happen: an in-flight pod is assumed, not pending
       std::string message = absl::StrCat("Successfully assigned ", keys[i], " to ", node, " by onequeue; ", why,
                                          start.backfilled ? "; backfilled" : "");
       // Assume first: from now on the pod counts on its node, whatever the binding's fate.
-      assumed_[keys[i]] = node;
-      binding_[keys[i]] = {node, message};
+      assumed_[id] = {keys[i], node, 0};
+      binding_[id] = {keys[i], node, message};
       actions_->StartBind(keys[i], node, message,
-                          [results = bind_results_, key = keys[i]](absl::Status s) {
+                          [results = bind_results_, id](absl::Status s) {
                             absl::MutexLock lock(&results->mu);
-                            results->done.emplace_back(key, std::move(s));
+                            results->done.emplace_back(id, std::move(s));
                           });
+      Fail("bind-after-send");
     }
   }
   // Whatever has landed already (all of it with synchronous actions) counts in this cycle.
-  DrainBindResults(&stats);
+  DrainBindResults(now, &stats);
 
   for (const auto& p : plan.preemptions) StartPreemption(p, built, terminating, now, &touched, &stats);
+  ReleaseUnusableReservations(plan, built, now, &touched);
 
   std::map<std::string, WaitReport, std::less<>> reports;  // for the published status
+  for (const std::string& key : actions_->TakeFailedReports()) last_report_.erase(key);  // write again
   for (const auto& w : plan.waiting) {
     auto pods_of = built.pending_pods.find(w.workload);
     if (pods_of == built.pending_pods.end()) continue;
     ++stats.waiting;
     const WaitReport report = ReportFor(w, plan, built);
     if (board_ != nullptr) reports.emplace(std::string(w.workload), report);
-    const std::string fingerprint = absl::StrCat(report.reason, "|", report.message, "|", report.queue_position,
-                                                 "|", report.estimated_start.value_or(-1));
+    // Written only when what the pod shows changes; the estimate as StableEstimate shows it, so
+    // that a waiting pod is not patched every cycle as the planner's grid moves with now.
+    WaitReport shown = report;
+    std::string fingerprint;
     for (const auto& key : pods_of->second.pod_keys) {
-      auto& last = last_report_[key];
-      if (last == fingerprint) continue;
-      if (actions_->ReportWaiting(key, report).ok()) {
-        last = fingerprint;
+      ShownWait& last = last_report_[key];
+      const std::optional<queue::Time> estimate =
+          StableEstimate(last.estimated_start, report.estimated_start, queue_config_.resolution);
+      if (fingerprint.empty() || estimate != shown.estimated_start) {
+        shown.estimated_start = estimate;
+        fingerprint = WaitFingerprint(shown);
+      }
+      if (last.fingerprint == fingerprint) continue;
+      // OK means sent (a write may still be in flight: a failed one comes back from
+      // TakeFailedReports and is written again).
+      if (actions_->ReportWaiting(key, shown).ok()) {
+        last = {fingerprint, shown.estimated_start};
         ++stats.reported;
       }
     }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "k8s_client/models.h"
 #include "queue/planner.h"
@@ -30,6 +31,7 @@
 #include "scheduler/cycle_status.h"
 #include "scheduler/slurm_world.h"
 #include "scheduler/snapshot_builder.h"
+#include "scheduler/wait_reporting.h"
 #include "slurm_bridge/poller.h"
 
 namespace onequeue::scheduler {
@@ -64,12 +66,19 @@ class ClusterActions {
     done(Bind(pod_key, node, message));
   }
   virtual void BindSucceeded(const std::string& pod_key, const std::string& node, const std::string& message) {}
+  // Writes what a waiting pod shows. It may return before the writes land (OK: sent); their
+  // failures come back from TakeFailedReports (pod keys), and the loop writes those again.
   virtual absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) = 0;
+  virtual std::vector<std::string> TakeFailedReports() { return {}; }
   // Records (value non-empty) or clears (empty) the node's onequeue.io/owner annotation. The
   // label onequeue.io/owner follows it (kubernetes | slurm | reserved, for kubectl get nodes -L),
   // and a node lent to Slurm or reserved carries the NoSchedule taint onequeue.io/owner so that
-  // other schedulers stay off it.
-  virtual absl::Status SetNodeOwner(const std::string& node, const std::string& value) = 0;
+  // other schedulers stay off it. Written only if the node is still at `resource_version`, the
+  // version the caller decided from ("" = whatever it is now): a write based on an old read (a
+  // deposed leader's, a lagging watch's) fails with kAborted (HTTP 409) and the caller reads
+  // again. Returns the node's resourceVersion after the write.
+  virtual absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
+                                                   const std::string& resource_version) = 0;
   // An event about a node (Lent, Reclaimed, Returned). Best effort.
   virtual void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) {}
   // Sets status.nominatedNodeName; "" clears it (a rolled-back preemption).
@@ -162,7 +171,10 @@ class SchedulingLoop {
     std::string message;
   };
 
-  void ForgetConfirmedAssumptions(const KubeState& state, const slurm::SlurmView* slurm_view, queue::Time now);
+  // Drops the assumptions the informer confirmed, whose pod is gone (or is another pod by now),
+  // or that expired; returns the rest as the snapshot's assumed bindings (pod key -> node).
+  std::map<std::string, std::string> ForgetConfirmedAssumptions(const KubeState& state,
+                                                                const slurm::SlurmView* slurm_view, queue::Time now);
   SlurmWorldOptions SlurmOptions(const BuiltSnapshot& built, queue::Time now);
   // Moves a joined node to `world` before a start there: false if it cannot be done now.
   bool TakeNodeFor(const std::string& node, const std::string& workload, queue::Time now, CycleStats* stats);
@@ -179,9 +191,15 @@ class SchedulingLoop {
   void StartPreemption(const queue::PreemptDecision& d, const BuiltSnapshot& built,
                        const std::set<std::string>& terminating, queue::Time now, std::set<std::string>* touched,
                        CycleStats* stats);
+  // Releases the reservations of preemptors that still wait but that this cycle's plan no longer
+  // places on the reserved node (a gang member deleted after the evictions, requests changed).
+  void ReleaseUnusableReservations(const queue::Plan& plan, const BuiltSnapshot& built, queue::Time now,
+                                   std::set<std::string>* touched);
   void RollBack(const std::string& preemptor, const BuiltSnapshot& built, queue::Time now, CycleStats* stats);
-  // Writes the node's owner and remembers it: the informer shows the write a little later, and
-  // until it does the loop must not act on the value it replaced.
+  // Writes the node's owner, conditional on the node version this cycle read (or this process
+  // wrote since), and remembers it: the informer shows the write a little later, and until it
+  // does the loop must not act on the value it replaced. A conflict (kAborted: the node changed
+  // since) is tried again next cycle from a fresh read.
   absl::Status SetOwner(const std::string& node, const std::string& value, queue::Time now);
   bool IsPending(const BuiltSnapshot& built, std::string_view workload) const;
   WaitReport ReportFor(const queue::WaitingStatus& w, const queue::Plan& plan, const BuiltSnapshot& built) const;
@@ -202,10 +220,20 @@ class SchedulingLoop {
   queue::CheapestVictimsPlanner preemption_;
   std::unique_ptr<queue::QueuePlanner> planner_;
   std::shared_ptr<const queue::Plan> last_plan_;  // its reservations are the next cycle's promises
-  std::map<std::string, std::string> assumed_;        // pod key -> node (bound, not yet seen)
-  // Bindings sent and not yet drained: pod key -> node and the Scheduled event's message.
+  // Pods bound (or being bound) that the informer does not show bound yet, by pod UID (else
+  // "namespace/name"): a pod deleted and made again under the same name is another pod, whose
+  // place is not assumed. `bound_at` is when the binding was seen to succeed (0: in flight): an
+  // assumption the informer has not confirmed kAssumedBindingSeconds later is forgotten, as
+  // kube-scheduler expires its assumed pods.
+  struct AssumedBinding {
+    std::string key, node;
+    queue::Time bound_at = 0;
+  };
+  std::map<std::string, AssumedBinding> assumed_;
+  // Bindings sent and not yet drained: pod UID (as assumed_) -> pod key, node and the Scheduled
+  // event's message.
   struct InFlightBind {
-    std::string node, message;
+    std::string key, node, message;
   };
   std::map<std::string, InFlightBind> binding_;
   // Results of bindings, filled by the actions' callbacks (any thread), drained by the loop.
@@ -217,20 +245,21 @@ class SchedulingLoop {
   std::shared_ptr<BindResults> bind_results_ = std::make_shared<BindResults>();
   // Applies the results that have arrived: a bind that landed is confirmed (counted, its event
   // recorded); a failed one is forgotten, so this or the next plan places the pod again.
-  void DrainBindResults(CycleStats* stats);
+  void DrainBindResults(queue::Time now, CycleStats* stats);
   // A gang some of whose members were bound while the binding of others failed (and was
   // forgotten) would wait for ever for members that exist (GangIncomplete): its pending members
   // are placed as the rest of the gang instead. kube-scheduler has no gangs; rolling back the
   // members that bound would mean deleting running pods.
   void PlaceRestOfPartlyBoundGangs(BuiltSnapshot* built);
   std::map<std::string, std::string> reservations_;   // node -> preemptor workload id
+  std::map<std::string, queue::Time> unusable_since_;  // reserved node -> since when its preemptor cannot use it
   std::set<std::string> evicted_;                     // pod keys evicted (each victim once)
   // Preemptors whose victims this process has asked to evict. A reservation recovered from a
   // node annotation is not in it: the step may have stopped before its evictions (crash), so the
   // new process evicts whatever victim is not already leaving.
   std::set<std::string> evicting_;
   std::map<std::string, BlockedPreemption, std::less<>> blocked_;  // preemptor -> refusal
-  std::map<std::string, std::string> last_report_;    // pod key -> reason|message|position
+  std::map<std::string, ShownWait> last_report_;      // pod key -> what its last report showed
 
   // The Slurm side. Jobs onequeue started that the poller does not show running yet (assume):
   // job id -> Kubernetes nodes and the time the assumption lapses.
@@ -241,7 +270,18 @@ class SchedulingLoop {
   };
   std::map<uint32_t, AssumedStart> assumed_jobs_;
   std::map<std::string, std::string> node_owner_;      // node -> owner annotation as read this cycle
-  std::map<std::string, std::pair<std::string, queue::Time>> owner_written_;  // node -> (value, when)
+  // Owner values this process wrote that the node informer has not shown yet: they override the
+  // informer's copy (and go into every snapshot) until it shows a version of the node other than
+  // those the writes started from, that is the write itself or a later one. Every write carries
+  // the version it was decided from as its precondition, so no foreign write can fall between
+  // those versions and the written one (resourceVersions are opaque: only equality is compared).
+  struct OwnerWrite {
+    std::string value;
+    std::string written_version;
+    std::set<std::string> earlier_versions;
+  };
+  std::map<std::string, OwnerWrite> owner_written_;
+  std::map<std::string, std::string> node_version_;    // node -> resourceVersion the next write expects
   std::map<std::string, std::string> owner_before_reserve_;  // node -> owner value a reservation replaced
   std::map<std::string, queue::Time> last_pod_seen_;   // node -> last cycle a pod ran there
   std::map<std::string, queue::Time> lent_idle_since_;  // lent node -> since when no Slurm job runs there

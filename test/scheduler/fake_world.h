@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -174,7 +175,10 @@ class FakeSlurm : public SlurmActions {
 
 class World : public ClusterView, public ClusterActions {
  public:
-  std::vector<k8s::Node> Nodes() const override { return nodes_; }
+  // frozen_nodes set: the node informer lags and shows this copy, whatever has been written since.
+  std::optional<std::vector<k8s::Node>> frozen_nodes;
+  void FreezeNodes() { frozen_nodes = nodes_; }
+  std::vector<k8s::Node> Nodes() const override { return frozen_nodes ? *frozen_nodes : nodes_; }
   std::vector<k8s::Pod> Pods() const override { return pods_; }
   std::shared_ptr<const slurm::SlurmView> Slurm() const override {
     return slurm == nullptr ? nullptr : slurm->View();
@@ -210,14 +214,34 @@ class World : public ClusterView, public ClusterActions {
     reports[key].push_back(r);
     return absl::OkStatus();
   }
-  absl::Status SetNodeOwner(const std::string& node, const std::string& value) override {
+  // As the API server: refused with a conflict when the node is no longer at `version` (a
+  // non-empty precondition), and every write makes a new resourceVersion.
+  absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
+                                           const std::string& version = "") override {
+    ++owner_writes[node];
     for (auto& n : nodes_) {
       if (n.metadata.name != node) continue;
+      if (!version.empty() && version != n.metadata.resource_version) {
+        conflicts.push_back(node + "=" + value);
+        return absl::AbortedError("Operation cannot be fulfilled on nodes \"" + node +
+                                  "\": the object has been modified");
+      }
       if (value.empty()) n.metadata.annotations.erase(kOwnerAnnotation);
       else n.metadata.annotations[kOwnerAnnotation] = value;
+      n.metadata.resource_version = std::to_string(++last_version_);
       owner_changes.push_back(node + "=" + value);
+      return n.metadata.resource_version;
     }
-    return absl::OkStatus();
+    return absl::NotFoundError("node " + node);
+  }
+  // Another writer (a kubelet, an administrator) changes the node: a new resourceVersion.
+  void TouchNode(const std::string& node) {
+    for (auto& n : nodes_) {
+      if (n.metadata.name == node) n.metadata.resource_version = std::to_string(++last_version_);
+    }
+  }
+  void DeleteNode(const std::string& node) {
+    std::erase_if(nodes_, [&](const k8s::Node& n) { return n.metadata.name == node; });
   }
   absl::Status Nominate(const std::string& key, const std::string& node) override {
     if (k8s::Pod* p = Find(key)) p->nominated_node_name = node;
@@ -233,6 +257,7 @@ class World : public ClusterView, public ClusterActions {
     pods_.erase(pods_.begin() + (p - pods_.data()));
     if (recreate_evicted) {  // the ReplicaSet makes a replacement at once, same spec, unbound
       gone.metadata.name += "-r";
+      gone.metadata.uid += "-r";
       gone.node_name.clear();
       gone.phase = "Pending";
       pods_.push_back(gone);
@@ -241,14 +266,17 @@ class World : public ClusterView, public ClusterActions {
   }
 
   void AddNode(const std::string& name, const std::string& cpu = "4") {
-    json j = {{"metadata", {{"name", name}, {"labels", {{"onequeue.io/pool", "a"}}}}},
+    json j = {{"metadata", {{"name", name}, {"resourceVersion", std::to_string(++last_version_)},
+                            {"labels", {{"onequeue.io/pool", "a"}}}}},
               {"status", {{"allocatable", {{"cpu", cpu}, {"memory", "32Gi"}, {"pods", "110"}}},
                           {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
     nodes_.push_back(*k8s::Node::FromJson(j));
   }
   void AddPod(const std::string& name, const std::string& cpu, const std::string& qos,
               const std::string& node = "", const std::string& created = "2026-11-21T10:00:00Z") {
+    // Every pod made is a new object: a uid of its own, even under a name used before.
     json j = {{"metadata", {{"name", name}, {"namespace", "ns"}, {"creationTimestamp", created},
+                            {"uid", "uid-" + name + "-" + std::to_string(++last_version_)},
                             {"annotations", {{"onequeue.io/qos", qos}}}}},
               {"spec", {{"schedulerName", "onequeue"},
                         {"containers", json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", cpu}}}}}}})}}},
@@ -293,7 +321,8 @@ class World : public ClusterView, public ClusterActions {
     }
   }
 
-  std::vector<std::string> binds, bind_messages, evictions, owner_changes;
+  std::vector<std::string> binds, bind_messages, evictions, owner_changes, conflicts;
+  std::map<std::string, int> owner_writes;  // node -> SetNodeOwner calls (refused ones too)
   std::map<std::string, std::vector<WaitReport>> reports;
   std::set<std::string> pdb_blocks;
   bool recreate_evicted = true;
@@ -302,6 +331,7 @@ class World : public ClusterView, public ClusterActions {
  private:
   std::vector<k8s::Node> nodes_;
   std::vector<k8s::Pod> pods_;
+  int last_version_ = 0;
 };
 
 Config TestConfig() {
