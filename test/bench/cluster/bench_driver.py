@@ -379,7 +379,7 @@ def round_(api, ns, sched, n, out, timeout, backlog_since=None, shape="basic", v
         # preemptors were placed; nothing else deletes them during the round.
         after = len(api.list_all(f"/api/v1/namespaces/{victims_ns}/pods")[0])
         result["victims"] = victims_before - after
-        result["victims_per_preemptor"] = round((victims_before - after) / max(len(bound), 1), 2)
+        result["victims_per_preemptor"] = round((victims_before - after) / len(bound), 2) if bound else float("nan")
     if shape == "gang" and backlog_since is None:
         # A gang can start only once its last member exists: the gang's latency is from its last
         # member's creation to its last member's binding (watch).

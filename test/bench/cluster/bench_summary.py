@@ -95,6 +95,11 @@ def main(argv):
             a, b = vals["kube-scheduler"], vals["onequeue"]
             line += f" | {b / a:.2f}" if a and not math.isnan(a) and not math.isnan(b) else " | n/a"
         print(line + " |")
+    incomplete = [f"{w} round {i} ({r['bound']} of {r['pods']} bound)" for w, rs in rows.items()
+                  for i, r in enumerate(rs, 1) if r["bound"] < r["pods"]]
+    if incomplete:
+        print("**Not every pod was bound** in: " + ", ".join(incomplete) +
+              " (the medians include these rounds' figures over the pods that were bound; see below)")
     print("per round (pods/s api / watch, CPU-s per 1,000 pods, peak RSS MiB, bound/pods, load average):")
     for w, rs in rows.items():
         for i, r in enumerate(rs, 1):

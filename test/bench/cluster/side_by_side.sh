@@ -203,7 +203,7 @@ import json, sys
 p, ticks, clk, hwm, load, fill_ok = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
 d = json.load(open(p))
 d["cpu_seconds"] = ticks / clk
-d["cpu_seconds_per_1000_pods"] = round(ticks / clk / max(d["bound"], 1) * 1000, 3)
+d["cpu_seconds_per_1000_pods"] = round(ticks / clk / d["bound"] * 1000, 3) if d["bound"] else float("nan")
 d["peak_rss_mib"] = round(hwm / 1024, 1)
 d["load_average"] = load
 d["fill_complete"] = fill_ok == "true"
