@@ -179,7 +179,10 @@ class World : public ClusterView, public ClusterActions {
   std::optional<std::vector<k8s::Node>> frozen_nodes;
   void FreezeNodes() { frozen_nodes = nodes_; }
   std::vector<k8s::Node> Nodes() const override { return frozen_nodes ? *frozen_nodes : nodes_; }
-  std::vector<k8s::Pod> Pods() const override { return pods_; }
+  // frozen_pods set: the pod informer lags likewise.
+  std::optional<std::vector<k8s::Pod>> frozen_pods;
+  void FreezePods() { frozen_pods = pods_; }
+  std::vector<k8s::Pod> Pods() const override { return frozen_pods ? *frozen_pods : pods_; }
   std::shared_ptr<const slurm::SlurmView> Slurm() const override {
     return slurm == nullptr ? nullptr : slurm->View();
   }

@@ -1,0 +1,213 @@
+// Issue 13 defects 4 (the node write precondition), 5 and 6: what the loop writes on nodes and
+// what it assumes about pods stays true however the watches lag, and nothing it took is held for
+// ever. Each scenario drives the loop against the in-memory cluster (fake_world.h), whose node
+// writes carry resourceVersions and preconditions as the API server's do, and whose informers can
+// lag (World::FreezeNodes, FreezePods: the loop keeps reading the copy taken then).
+#include "scheduler/scheduling_loop.h"
+
+#include "fake_world.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace onequeue::scheduler {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+std::vector<std::string> InFlight(const World& w) {
+  std::vector<std::string> out;
+  for (const auto& b : w.in_flight) out.push_back(b.key + "->" + b.node);
+  return out;
+}
+
+// n1 (4 CPU) runs a 4-CPU scavenger batch pod; the two-member interactive gang "train" (2 CPU
+// each) preempts it. Evicted, the batch pod's ReplicaSet makes ns/batch-r at once, which fits
+// exactly where the victim was.
+void GangPreemptsBatch(World* w) {
+  w->AddNode("n1", "4");
+  w->AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  for (const char* member : {"train-0", "train-1"}) {
+    w->AddPod(member, "2", "interactive");
+    w->Find(std::string("ns/") + member)->metadata.annotations[kGroupAnnotation] = "train";
+    w->Find(std::string("ns/") + member)->metadata.annotations[kGroupSizeAnnotation] = "2";
+  }
+}
+
+// Defect 6: the node watch lags longer than the 30 s the loop used to trust its own write. While
+// a member of the gang is missing (its controller makes it again later) the plan makes no
+// decision of its own for n1: only the reservation keeps the replacement off, and it must hold
+// from the loop's memory for as long as the watch does not show it. Then the gang binds and the
+// release is written, still without the watch having shown the reservation.
+TEST(ReservationLifecycleTest, TheLoopsOwnReservationHoldsWhileTheNodeWatchLagsPastThirtySeconds) {
+  World w;
+  GangPreemptsBatch(&w);
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  w.FreezeNodes();  // the node informer shows nothing of what the loop writes from now on
+  CycleStats first = loop.RunCycle(kNow);
+  ASSERT_EQ(first.preemptions_started, 1);
+  ASSERT_EQ(w.OwnerOf("n1"), "reserved/ns/group/train");
+  ASSERT_THAT(w.evictions, ElementsAre("ns/batch"));
+  const k8s::Pod member = *w.Find("ns/train-1");
+  w.DeletePod("ns/train-1");
+  for (queue::Time t : {1, 20, 40, 55}) loop.RunCycle(kNow + t);
+  EXPECT_THAT(w.binds, IsEmpty()) << "the replacement took the reserved node while the watch lagged";
+  ASSERT_FALSE(w.reports["ns/batch-r"].empty());
+  EXPECT_EQ(w.reports["ns/batch-r"].back().reason, "ReservedForHigherPriority");
+  EXPECT_EQ(loop.reservations().count("n1"), 1u);
+
+  w.AddPod("train-1", "2", "interactive");  // made again by its controller
+  *w.Find("ns/train-1") = member;
+  loop.RunCycle(kNow + 56);
+  EXPECT_THAT(w.binds, ::testing::UnorderedElementsAre("ns/train-0->n1", "ns/train-1->n1"));
+  // The watch still shows n1 unreserved; the release is written all the same (from the version
+  // the loop wrote), so no mark is left on the node.
+  loop.RunCycle(kNow + 57);
+  EXPECT_EQ(w.OwnerOf("n1"), "");
+  EXPECT_TRUE(loop.reservations().empty());
+  EXPECT_THAT(w.conflicts, IsEmpty());
+}
+
+// Defect 4 (the node write): a write decided from an old read of the node (a lagging watch, a
+// deposed leader's last cycle) is refused by its resourceVersion precondition; nothing is evicted
+// on the strength of a reservation that was not written, and the next cycle, reading the node
+// afresh, writes it.
+TEST(ReservationLifecycleTest, AnOwnerWriteBasedOnAnOldReadIsRefusedAndMadeAgainFromAFreshRead) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "2", "interactive");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  w.FreezeNodes();
+  w.TouchNode("n1");  // another writer changed n1; the loop's watch has not shown it
+  CycleStats refused = loop.RunCycle(kNow);
+  EXPECT_THAT(w.conflicts, ElementsAre("n1=reserved/ns/jupyter"));
+  EXPECT_THAT(w.evictions, IsEmpty());
+  EXPECT_EQ(w.OwnerOf("n1"), "");
+  EXPECT_TRUE(loop.reservations().empty());
+  EXPECT_EQ(refused.rollbacks, 1);
+
+  w.frozen_nodes.reset();  // the watch catches up
+  loop.RunCycle(kNow + 1);
+  EXPECT_EQ(w.OwnerOf("n1"), "reserved/ns/jupyter");
+  EXPECT_THAT(w.evictions, ElementsAre("ns/batch"));
+}
+
+// Defect 5 (b): a member of the preempting gang is deleted after the evictions and not made again.
+// Within the grace the node stays reserved (a controller may make the member again: see the test
+// above); past it the node is released, the gang's nomination cleared, and the node used.
+TEST(ReservationLifecycleTest, AReservationItsPreemptorCanNoLongerUseIsReleased) {
+  World w;
+  GangPreemptsBatch(&w);
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  ASSERT_EQ(w.OwnerOf("n1"), "reserved/ns/group/train");
+  ASSERT_EQ(w.Find("ns/train-0")->nominated_node_name, "n1");
+  w.DeletePod("ns/train-1");
+  for (queue::Time t = 1; t <= 51; t += 10) loop.RunCycle(kNow + t);
+  EXPECT_EQ(w.OwnerOf("n1"), "reserved/ns/group/train") << "released within the grace";
+  EXPECT_THAT(w.binds, IsEmpty());
+  loop.RunCycle(kNow + 61);
+  EXPECT_EQ(w.OwnerOf("n1"), "");
+  EXPECT_TRUE(loop.reservations().empty());
+  EXPECT_EQ(w.Find("ns/train-0")->nominated_node_name, "");
+  loop.RunCycle(kNow + 62);
+  EXPECT_THAT(w.binds, ElementsAre("ns/batch-r->n1"));
+}
+
+// Defect 5 (c): a reserved node deleted while its preemptor waits: the reservation is dropped and
+// nothing is written to the node again.
+TEST(ReservationLifecycleTest, AReservedNodeThatIsDeletedIsDroppedAndNotWrittenAgain) {
+  World w;
+  w.recreate_evicted = false;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "2", "interactive");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  ASSERT_EQ(w.OwnerOf("n1"), "reserved/ns/jupyter");
+  const int writes = w.owner_writes["n1"];
+  w.DeleteNode("n1");
+  loop.RunCycle(kNow + 1);
+  EXPECT_TRUE(loop.reservations().empty()) << "dropped at once, not after the unusable grace";
+  for (queue::Time t = 2; t <= 100; t += 11) loop.RunCycle(kNow + t);
+  EXPECT_EQ(w.owner_writes["n1"], writes);
+  EXPECT_TRUE(loop.reservations().empty());
+}
+
+// Defect 5 (d): an assumed binding belongs to the pod (UID), not to its name: a pod deleted while
+// its binding was in flight and made again under the same name is a new pending pod, placed anew,
+// not taken for bound by the old assumption.
+TEST(ReservationLifecycleTest, APodMadeAgainUnderTheSameNameIsNotTakenForTheAssumedOne) {
+  World w;
+  w.async_binds = true;
+  w.AddNode("n1", "4");
+  w.AddPod("a", "3", "scavenger");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  ASSERT_THAT(InFlight(w), ElementsAre("ns/a->n1"));
+  w.DeletePod("ns/a");
+  w.AddPod("a", "3", "scavenger");  // a new uid
+  loop.RunCycle(kNow + 1);
+  EXPECT_THAT(InFlight(w), ElementsAre("ns/a->n1", "ns/a->n1")) << "the new pod was never placed";
+}
+
+// Defect 5 (d): a binding that succeeded but that the pod informer never shows is not assumed for
+// ever: after kAssumedBindingSeconds (60 s) the assumption is forgotten and the pod, still
+// unbound as far as the informer says, is planned again (its second binding fails harmlessly when
+// it was bound after all).
+TEST(ReservationLifecycleTest, AnAssumptionTheInformerNeverConfirmsExpires) {
+  World w;
+  w.async_binds = true;
+  w.AddNode("n1", "4");
+  w.AddPod("a", "3", "scavenger");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  w.FreezePods();  // the pod informer will not show the binding
+  w.CompleteBinds();
+  EXPECT_EQ(loop.RunCycle(kNow + 1).bound, 1);
+  for (queue::Time t : {10, 30, 61}) loop.RunCycle(kNow + t);
+  EXPECT_THAT(InFlight(w), IsEmpty()) << "forgotten before its time";
+  loop.RunCycle(kNow + 62);
+  EXPECT_THAT(InFlight(w), ElementsAre("ns/a->n1"));
+}
+
+// Defect 5 (a): a gang member whose binding failed because it was deleted, made again by its
+// controller under another name, joins the siblings that did bind: the gang finishes.
+TEST(ReservationLifecycleTest, AGangMemberMadeAgainAfterItsBindingFailedJoinsItsBoundSiblings) {
+  World w;
+  w.async_binds = true;
+  for (const char* n : {"n1", "n2", "n3"}) w.AddNode(n, "4");
+  for (const char* member : {"train-0", "train-1", "train-2"}) {
+    w.AddPod(member, "3", "interactive");
+    w.Find(std::string("ns/") + member)->metadata.annotations[kGroupAnnotation] = "train";
+    w.Find(std::string("ns/") + member)->metadata.annotations[kGroupSizeAnnotation] = "3";
+  }
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  ASSERT_EQ(w.in_flight.size(), 3u);
+  k8s::Pod again = *w.Find("ns/train-1");
+  w.DeletePod("ns/train-1");  // its binding fails: NotFound
+  w.CompleteBinds();
+  again.metadata.name = "train-1x";
+  again.metadata.uid = "uid-train-1x";
+  w.AddPod("train-1x", "3", "interactive");
+  *w.Find("ns/train-1x") = again;
+  CycleStats retry = loop.RunCycle(kNow + 1);
+  EXPECT_EQ(retry.bind_errors, 1);
+  EXPECT_THAT(InFlight(w), ElementsAre("ns/train-1x->n2"));
+  for (const auto& r : w.reports["ns/train-1x"]) EXPECT_NE(r.reason, "GangIncomplete");
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
