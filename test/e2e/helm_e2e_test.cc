@@ -206,6 +206,28 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
     EXPECT_NE(refused.exit_code, 0);
     EXPECT_THAT(refused.output, HasSubstr("listening beyond loopback needs server.adminTokenFile"));
   }
+
+  // TLS for the gRPC API (issue 13 defect 9): off by default; tls.secretName mounts the Secret's
+  // tls.crt and tls.key and the daemon reads them (server.tlsCertFile / tlsKeyFile).
+  EXPECT_FALSE(rendered_config["server"]["tlsCertFile"]);
+  EXPECT_EQ(rendered_config["kubernetes"]["maxResponseBytes"].as<int64_t>(), int64_t{256} << 20);
+  const CommandResult with_tls =
+      Helm({"template", "onequeue", Chart(), "-n", kNamespace, "--set", "tls.secretName=onequeue-grpc-tls"});
+  ASSERT_EQ(with_tls.exit_code, 0) << with_tls.output;
+  bool mounted = false;
+  for (const YAML::Node& doc : YAML::LoadAll(with_tls.output)) {
+    if (!doc || !doc["kind"]) continue;
+    if (doc["kind"].as<std::string>() == "ConfigMap") {
+      const YAML::Node tls_config = YAML::Load(doc["data"]["config.yaml"].as<std::string>());
+      EXPECT_EQ(tls_config["server"]["tlsCertFile"].as<std::string>(), "/var/run/onequeue/tls/tls.crt");
+      EXPECT_EQ(tls_config["server"]["tlsKeyFile"].as<std::string>(), "/var/run/onequeue/tls/tls.key");
+    }
+    if (doc["kind"].as<std::string>() != "Deployment") continue;
+    for (const YAML::Node& v : doc["spec"]["template"]["spec"]["volumes"]) {
+      if (v["secret"] && v["secret"]["secretName"].as<std::string>() == "onequeue-grpc-tls") mounted = true;
+    }
+  }
+  EXPECT_TRUE(mounted) << "the TLS Secret is not mounted";
 }
 
 // Every value in values.yaml reaches the daemon: for each leaf, helm template with a different
@@ -263,7 +285,7 @@ TEST_F(HelmE2E, EveryValueInValuesYamlReachesTheDaemon) {
   const std::set<std::string> manifest_only = {
       "replicaCount", "image.repository", "image.tag", "image.pullPolicy", "resources.requests.cpu",
       "resources.requests.memory", "resources.limits.memory", "nodeSelector", "tolerations", "affinity",
-      "priorityClassName", "slurm.tokenSecret.name", "admin.tokenSecret.name"};
+      "priorityClassName", "slurm.tokenSecret.name", "admin.tokenSecret.name", "tls.secretName"};
   // Values whose key in config.yaml differs, and what it holds for a value v.
   const std::map<std::string, std::pair<std::string, std::function<std::string(const std::string&)>>> renamed = {
       // On loopback unless admin.tokenSecret is set (LintAndTemplate... checks that case).
