@@ -50,5 +50,29 @@ TEST(KubeSourceTest, AStateIsRebuiltOnlyWhenSomethingChangedAndSharesUnchangedRe
   EXPECT_EQ(first->pods[1]->node_name, "");
 }
 
+// PodDisruptionBudgets reach the state the snapshot is built from (issue 13 defect 7): a change of
+// a budget's status moves the generation, so the next cycle plans with it.
+TEST(KubeSourceTest, BudgetsAreInTheStateAndTheirChangesMoveTheGeneration) {
+  auto budget = [](int allowed) {
+    return *k8s::PodDisruptionBudget::FromJson(
+        json{{"metadata", {{"name", "db"}, {"namespace", "ns"}}},
+             {"spec", {{"selector", {{"matchLabels", {{"app", "db"}}}}}}},
+             {"status", {{"disruptionsAllowed", allowed}}}});
+  };
+  KubeSource source;
+  source.UpsertBudget(budget(1));
+  auto first = source.State();
+  ASSERT_EQ(first->budgets.size(), 1u);
+  EXPECT_EQ(first->budgets[0]->key, "ns/db");
+  EXPECT_EQ(first->budgets[0]->disruptions_allowed, 1);
+  source.UpsertBudget(budget(0));  // a pod of the budget became unready
+  auto second = source.State();
+  ASSERT_NE(second, first);
+  EXPECT_EQ(second->budgets[0]->disruptions_allowed, 0);
+  source.DeleteBudget(budget(0));
+  EXPECT_TRUE(source.State()->budgets.empty());
+  EXPECT_GT(source.generation(), second->generation);
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
