@@ -327,15 +327,23 @@ def round_(api, ns, sched, n, out, timeout, backlog_since=None, shape="basic", v
     for p in pods:
         c = parse_time(p["metadata"]["creationTimestamp"])
         created.append(c)
+        scheduled = [cond for cond in p.get("status", {}).get("conditions", []) if cond["type"] == "PodScheduled"]
         if not p["spec"].get("nodeName"):
             # Why it still waits, as its scheduler wrote it (onequeue's reason and message,
             # kube-scheduler's "0/N nodes are available: ..."), counted.
             why = "no PodScheduled condition"
-            for cond in p.get("status", {}).get("conditions", []):
-                if cond["type"] == "PodScheduled":
-                    why = f"{cond.get('reason', '')}: {cond.get('message', '')}"[:200]
+            for cond in scheduled:
+                why = f"{cond.get('reason', '')}: {cond.get('message', '')}"[:200]
             if p["metadata"].get("deletionTimestamp"):
                 why = "being deleted"
+            waiting[why] = waiting.get(why, 0) + 1
+        elif not any(cond["status"] == "True" for cond in scheduled):
+            # Bound (spec.nodeName set) but the condition does not say so: a waiting report written
+            # after the binding overwrote the True the apiserver set. Not counted as bound (no API
+            # time), named here.
+            why = "BOUND (spec.nodeName set) but PodScheduled is " + (
+                f"{scheduled[0]['status']} {scheduled[0].get('reason', '')}: {scheduled[0].get('message', '')}"[:200]
+                if scheduled else "absent")
             waiting[why] = waiting.get(why, 0) + 1
         for cond in p.get("status", {}).get("conditions", []):
             if cond["type"] == "PodScheduled" and cond["status"] == "True" and p["spec"].get("nodeName"):
@@ -395,7 +403,7 @@ def round_(api, ns, sched, n, out, timeout, backlog_since=None, shape="basic", v
     with open(out, "w") as f:
         json.dump(result, f)
     if len(bound) < n:
-        print(f"driver: only {len(bound)} of {n} pods bound within {timeout} s; still waiting: "
+        print(f"driver: only {len(bound)} of {n} pods bound (PodScheduled True) within {timeout} s; the others: "
               f"{json.dumps(waiting)[:1000]}", file=sys.stderr)
         return 1
     return 0

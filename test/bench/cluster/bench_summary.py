@@ -111,7 +111,8 @@ def main(argv):
                 print("    apiserver requests during the round (all clients; count, mean server-side ms): " +
                       ", ".join(f"{k} {c} {ms:g}" for k, (c, ms) in list(r["api_requests"].items())[:8]))
             if r["bound"] < r["pods"]:
-                print(f"    NOT ALL BOUND within the round's timeout ({r['wall_seconds']} s); still waiting, by reason:")
+                print(f"    NOT ALL BOUND (PodScheduled True) when the round ended ({r['wall_seconds']} s; the timeout, "
+                      "or every pod had a node in the watch); the others, by reason:")
                 for why, count in sorted(r.get("waiting", {}).items(), key=lambda kv: -kv[1])[:5]:
                     print(f"      {count} x {why}")
     cols = [(f"{w}-{i}", r["bound_over_time"]) for w, rs in rows.items() for i, r in enumerate(rs, 1)
