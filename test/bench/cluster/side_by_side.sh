@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # onequeue vs kube-scheduler on the same apiserver, side by side (run by hand, never by make test):
-#   /work/oqe2e test/bench/cluster/side_by_side.sh DIR [--nodes N] [--pods N] [--rounds R]
+#   test/bench/cluster/side_by_side.sh DIR [--nodes N] [--pods N] [--rounds R]
 #       [--workloads basic,preemption,gang] [--preemptors N] [--preemptor-cpu CPU] [--gang-size G]
 #       [--qps Q] [--burst B] [--onequeue BIN] [--backlog] [--no-ceiling] [--ceiling-inflight K]
 # Starts a local control plane in DIR (test/cluster/up.sh DIR --kwok --bench: no max-inflight, no
@@ -27,8 +27,11 @@
 # watch (milliseconds); the scheduler's CPU-seconds per 1,000 pods bound (utime+stime from
 # /proc/PID/stat over getconf CLK_TCK, from sync, or for preemption from the end of the fill, to the
 # last binding) and peak RSS (VmHWM of /proc/PID/status: the whole life of the process, the fill
-# included). BENCH_ROUND_TIMEOUT (s, default 600) bounds each round and each fill; a round that
-# does not bind everything is reported with its pods' waiting reasons, not dropped.
+# included); victims per preemptor; the apiserver's own request counts and mean server-side
+# latency per verb and resource during the round (apiserver_request_duration_seconds; all clients:
+# the pod creator and kwok too). BENCH_ROUND_TIMEOUT (s, default 600) bounds each round and each
+# fill; a round that does not bind everything is reported with its pods' reasons (and bound pods
+# whose PodScheduled condition is not True), not dropped.
 # After the rounds the cluster is stopped and the raw binding ceiling is measured
 # (k8s_binding_throughput_bench: N nodes, --pods pods, --ceiling-inflight (5000) in flight, no
 # scheduler, on a fresh local cluster) unless --no-ceiling.
