@@ -305,6 +305,12 @@ class CurlTransport : public HttpTransport {
   }
 
   void Start(std::unique_ptr<Call> call) {
+    if (call->request.admit) {
+      if (absl::Status s = call->request.admit(); !s.ok()) {
+        Finish(std::move(call), s);
+        return;
+      }
+    }
     SetUp(*call);
     CURL* easy = call->easy;
     if (call->stream) streams_.push_back(easy);

@@ -61,6 +61,10 @@ struct HttpRequest {
   // blocks on the answer, e.g. a Lease renewal behind thousands of queued bindings).
   bool urgent = false;
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers (Slurm's JWT)
+  // When set, asked on the transport thread at the last moment before the request goes on the
+  // wire: an error ends the call with that error, unsent. A deposed leader's write gate (a call
+  // queued or delayed while the lease was valid must not leave once it is not).
+  std::function<absl::Status()> admit;
 };
 
 struct HttpResponse {

@@ -78,9 +78,13 @@ absl::StatusOr<std::string> RestClient::ToResult(absl::StatusOr<HttpResponse> re
 
 absl::StatusOr<std::string> RestClient::Do(HttpRequest request) {
   if (request.timeout == absl::ZeroDuration()) request.timeout = config_.request_timeout;
+  if (write_gate_ && request.method != "GET") request.admit = write_gate_;
   Retrier retrier(retry_, env_.rand01);
   while (true) {
     if (absl::Duration wait = limiter_.Reserve(env_.now()); wait > absl::ZeroDuration()) env_.sleep(wait);
+    if (request.admit) {
+      if (absl::Status s = request.admit(); !s.ok()) return s;
+    }
     absl::StatusOr<std::string> result = ToResult(transport_->Send(request));
     if (result.ok()) return result;
     std::optional<absl::Duration> delay = retrier.NextDelay(result.status(), request.method);
@@ -91,6 +95,7 @@ absl::StatusOr<std::string> RestClient::Do(HttpRequest request) {
 
 void RestClient::DoAsync(HttpRequest request, std::function<void(absl::StatusOr<std::string>)> done) {
   if (request.timeout == absl::ZeroDuration()) request.timeout = config_.request_timeout;
+  if (write_gate_ && request.method != "GET") request.admit = write_gate_;
   struct Attempt {
     RestClient* client;
     HttpRequest request;

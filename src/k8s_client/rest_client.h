@@ -95,6 +95,12 @@ class RestClient {
   const ClientConfig& config() const { return config_; }
   const ClientEnv& env() const { return env_; }
 
+  // Every request of this client but GETs (and watches) asks `gate` first, before each attempt
+  // and again on the transport thread just before it goes on the wire (HttpRequest::admit); a
+  // refusal ends the call with the gate's error (not retried), nothing sent. Set before the
+  // client is used (not thread-safe against requests in flight).
+  void SetWriteGate(std::function<absl::Status()> gate) { write_gate_ = std::move(gate); }
+
  private:
   static absl::StatusOr<std::string> ToResult(absl::StatusOr<HttpResponse> response);
 
@@ -103,6 +109,7 @@ class RestClient {
   const RetryPolicy retry_;
   const ClientEnv env_;
   TokenBucket limiter_;
+  std::function<absl::Status()> write_gate_;
 };
 
 }  // namespace onequeue::k8s

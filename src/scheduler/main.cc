@@ -157,7 +157,19 @@ Failpoint FailpointsFromEnvironment() {
   if (env == nullptr || *env == '\0') return nullptr;
   std::set<std::string> names = absl::StrSplit(env, ',', absl::SkipEmpty());
   spdlog::warn("failpoints armed (tests only): {}", env);
-  return [names](const char* name) {
+  auto stopped_once = std::make_shared<std::atomic<bool>>(false);
+  return [names, stopped_once](const char* name) {
+    // NAME=stop: the whole process stops there (SIGSTOP to itself), once, as a frozen VM or a
+    // long pause would stop it; SIGCONT resumes that very step (the deposed-leader test).
+    if (names.count(absl::StrCat(name, "=stop")) && !stopped_once->exchange(true)) {
+      spdlog::critical("failpoint {}: stopping the process (SIGSTOP)", name);
+      spdlog::default_logger()->flush();
+      // raise: this thread stops before it returns (a signal to the whole process would stop it
+      // a moment later, after it went on to its next write).
+      raise(SIGSTOP);
+      spdlog::warn("failpoint {}: continued", name);
+      return;
+    }
     // NAME=hang: the thread that reaches it never comes back (a stuck loop, for the health test).
     if (names.count(absl::StrCat(name, "=hang"))) {
       spdlog::critical("failpoint {}: hanging for ever", name);
@@ -253,7 +265,7 @@ int RunDaemon(const Config& config) {
   std::unique_ptr<k8s::Informer<k8s::Node>> nodes;
   std::unique_ptr<k8s::Informer<k8s::Pod>> pods;
   std::unique_ptr<k8s::Informer<k8s::PodDisruptionBudget>> budgets;
-  std::unique_ptr<k8s::RestClient> lease_rest_client;
+  std::unique_ptr<k8s::RestClient> lease_rest_client, loop_writer;
   std::unique_ptr<k8s::SchedulerApi> lease_api;
   std::unique_ptr<LeaderElector> elector;
   CycleTrigger trigger;
@@ -264,6 +276,9 @@ int RunDaemon(const Config& config) {
   std::atomic<bool> lost_leadership{false};
   char host[256] = "onequeue";
   gethostname(host, sizeof(host) - 1);
+  // Tests only (the control run of the deposed-leader test); unset in every real deployment.
+  const char* no_gate = std::getenv("ONEQUEUE_TEST_WITHOUT_WRITE_GATE");
+  const bool without_write_gate = no_gate != nullptr && std::string(no_gate) == "1";
   // The Lease holder's name, and in every request's User-Agent.
   const std::string identity = absl::StrCat(host, "_", getpid());
   SlurmSide slurm_side;
@@ -344,12 +359,26 @@ int RunDaemon(const Config& config) {
       }
       lease_rest_client = std::move(*lease_client);
       lease_api = std::make_unique<k8s::SchedulerApi>(lease_rest_client.get());
+      // The loop's writes have their own client whose every request but reads asks the elector
+      // at the last moment, on the transport thread (a write queued or rate-limited while this
+      // replica led must not leave once it does not); the admin calls keep the shared client.
+      auto writer = k8s::RestClient::Create(*kc);
+      if (!writer.ok()) {
+        spdlog::error("kubernetes: {}", writer.status().ToString());
+        return 1;
+      }
+      loop_writer = std::move(*writer);
       LeaderElector::Options lo;
       lo.namespace_ = config.leader_election.namespace_;
       lo.name = config.leader_election.lease_name;
       lo.identity = identity;
       lo.lease_duration = lease_duration;
       elector = std::make_unique<LeaderElector>(lease_api.get(), std::move(lo));
+      if (without_write_gate) {
+        spdlog::warn("ONEQUEUE_TEST_WITHOUT_WRITE_GATE=1 (tests only): writes do not ask whether this replica still leads");
+      } else {
+        loop_writer->SetWriteGate([e = elector.get()] { return e->MayWrite(); });
+      }
       lease_thread = std::thread([&] { KeepLease(elector.get(), &stop_lease, &leading, &lost_leadership, &trigger, &loop_health); });
     }
     loop_thread = std::thread([&] {
@@ -374,14 +403,14 @@ int RunDaemon(const Config& config) {
         }
       }
       InformerClusterView view(nodes.get(), pods.get(), &kube_source, slurm_side.poller.get());
-      KubeClusterActions actions(client.get(), pods.get(), host);
+      KubeClusterActions actions(loop_writer ? loop_writer.get() : client.get(), pods.get(), host);
       TimedClusterActions timed_actions(&actions, &metrics);
       ClusterActions* cluster_actions = &timed_actions;
       SlurmActions* slurm_actions = slurm_side.actions.get();
       // Under leader election every write first asks whether this replica still leads.
       std::unique_ptr<FencedClusterActions> fenced_cluster;
       std::unique_ptr<FencedSlurmActions> fenced_slurm;
-      if (elector) {
+      if (elector && !without_write_gate) {
         auto refused = [](const std::string& what, const absl::Status& why) { spdlog::warn("{}", std::string(why.message())); };
         fenced_cluster = std::make_unique<FencedClusterActions>(cluster_actions, elector.get(), refused);
         cluster_actions = fenced_cluster.get();

@@ -170,6 +170,17 @@ start_with_retry etcd choose_etcd etcd_ready 30
 etcd_url=http://127.0.0.1:$etcd_port
 
 # --- kube-apiserver.
+# The audit policy (used unless --bench): every write of the scheduler's identity, nothing else.
+cat > "$DIR/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: ["$sa_user"]
+  verbs: [create, update, patch, delete, deletecollection]
+- level: None
+EOF
 choose_apiserver() {
   apiserver_port=$(oq_free_port)
   local -a extra=()
@@ -180,6 +191,13 @@ choose_apiserver() {
   fi
   if $bench; then
     extra+=(--max-requests-inflight=0 --max-mutating-requests-inflight=0 --enable-priority-and-fairness=false)
+  else
+    # Audit: the scheduler's writes only (DIR/logs/audit.log, one JSON event per request at
+    # Metadata level: verb, object, user agent, times, answer), so that a test can prove which
+    # replica wrote what and when (leader_fault_e2e_test). A few hundred lines per test; off for
+    # benchmarks.
+    extra+=(--audit-policy-file="$DIR/audit-policy.yaml" --audit-log-path="$DIR/logs/audit.log"
+      --audit-log-format=json --audit-log-mode=blocking)
   fi
   # --endpoint-reconciler-type=none: the "kubernetes" Service cannot point at a loopback address
   # (the reconciler would log a validation error every 10 s); nothing here runs in a pod.

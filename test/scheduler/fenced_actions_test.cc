@@ -15,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "k8s_client/http_transport.h"
@@ -376,6 +377,80 @@ TEST_F(FencedActionsTest, LeaseRequestsHaveShortTimeoutsAndAreNotRetried) {
   k8s::ClientConfig slow;
   slow.connect_timeout = absl::Seconds(10);
   EXPECT_EQ(LeaderElector::LeaseClientConfig(slow, absl::Seconds(9)).connect_timeout, absl::Milliseconds(1500));
+}
+
+
+// The same gate inside the client the loop writes with (main.cc): each write asks it before each
+// attempt and again at the last moment on the transport thread (HttpRequest::admit), so a write
+// that waited (rate limiter, backoff, a pause) while the lease ran out is never sent. Reads pass.
+TEST_F(FencedActionsTest, TheLoopsClientAsksTheGateBeforeSendingAnyWrite) {
+  struct Recording : k8s::HttpTransport {
+    std::vector<std::string> sent;
+    bool carried_admit = false;
+    void SendAsync(k8s::HttpRequest r, ResponseCallback done) override {
+      carried_admit = carried_admit || static_cast<bool>(r.admit);
+      sent.push_back(r.method + " " + r.path);
+      done(k8s::HttpResponse{200, "{}"});
+    }
+    std::unique_ptr<k8s::HttpStream> OpenStream(k8s::HttpRequest, ChunkCallback, StreamDoneCallback done) override {
+      done(absl::UnimplementedError("no streams"));
+      return nullptr;
+    }
+  };
+  auto transport = std::make_unique<Recording>();
+  Recording* wire = transport.get();
+  k8s::ClientConfig config;
+  config.server = "https://127.0.0.1:6443";
+  k8s::ClientEnv env;
+  env.sleep = [](absl::Duration) {};
+  k8s::RestClient writer(config, std::move(transport), k8s::RetryPolicy{}, env);
+  writer.SetWriteGate([this] { return leader_.elector->MayWrite(); });
+
+  const std::string pod = k8s::ObjectPath(k8s::kPods, "ns", "p");
+  EXPECT_TRUE(absl::IsFailedPrecondition(writer.Patch(pod, {{"metadata", nullptr}}, "application/merge-patch+json").status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(writer.Post(pod + "/eviction", nlohmann::json::object()).status()));
+  EXPECT_TRUE(writer.Get(pod).ok());  // reads are not gated
+  EXPECT_THAT(wire->sent, ElementsAre("GET " + pod));
+
+  ASSERT_TRUE(leader_.elector->TryAcquireOrRenew());
+  EXPECT_TRUE(writer.Patch(pod, {{"metadata", nullptr}}, "application/merge-patch+json").ok());
+  EXPECT_TRUE(wire->carried_admit);  // the transport asks again just before the wire
+  leader_.clock.Advance(absl::Seconds(6));
+  EXPECT_TRUE(absl::IsFailedPrecondition(writer.Delete(pod).status()));
+  EXPECT_EQ(wire->sent.size(), 2u);  // the GET and the PATCH
+}
+
+
+// The last-moment check in the real transport (libcurl, on its thread): an asynchronous binding
+// handed over while the gate is shut ends FailedPrecondition without a connection being tried;
+// with the gate open the same call does try (nothing listens on port 1: Unavailable).
+TEST_F(FencedActionsTest, TheTransportAsksTheGateOnItsThreadJustBeforeTheWire) {
+  k8s::ClientConfig config;
+  config.server = "http://127.0.0.1:1";
+  auto transport = k8s::NewCurlTransport(config);
+  ASSERT_TRUE(transport.ok()) << transport.status();
+  k8s::RestClient writer(config, *std::move(transport), k8s::RetryPolicy{.max_attempts = 1});
+  writer.SetWriteGate([this] { return leader_.elector->MayWrite(); });
+  auto bind = [&] {
+    absl::Notification done;
+    absl::Status result;
+    k8s::HttpRequest r;
+    r.method = "POST";
+    r.path = k8s::ObjectPath(k8s::kPods, "ns", "p", "binding");
+    r.body = "{}";
+    writer.DoAsync(r, [&](absl::StatusOr<std::string> s) {
+      result = s.status();
+      done.Notify();
+    });
+    done.WaitForNotification();
+    return result;
+  };
+  const absl::Status shut = bind();
+  EXPECT_TRUE(absl::IsFailedPrecondition(shut)) << shut;
+  EXPECT_THAT(std::string(shut.message()), HasSubstr("not the leader"));
+  ASSERT_TRUE(leader_.elector->TryAcquireOrRenew());
+  const absl::Status open = bind();
+  EXPECT_TRUE(absl::IsUnavailable(open)) << open;
 }
 
 }  // namespace
