@@ -906,13 +906,13 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
     const WaitReport report = ReportFor(w, plan, built);
     if (board_ != nullptr) reports.emplace(std::string(w.workload), report);
     // Written only when what the pod shows changes; the estimate as StableEstimate shows it, so
-    // that a waiting pod is not patched every cycle as the planner's grid moves with now.
+    // that a waiting pod is not patched every cycle as the planner's estimate moves with now.
     WaitReport shown = report;
     std::string fingerprint;
     for (const auto& key : pods_of->second.pod_keys) {
       ShownWait& last = last_report_[key];
-      const std::optional<queue::Time> estimate =
-          StableEstimate(last.estimated_start, report.estimated_start, queue_config_.resolution);
+      const std::optional<queue::Time> estimate = StableEstimate(
+          last.estimated_start, report.estimated_start, ShownEstimateStep(queue_config_.resolution));
       if (fingerprint.empty() || estimate != shown.estimated_start) {
         shown.estimated_start = estimate;
         fingerprint = WaitFingerprint(shown);

@@ -1,0 +1,166 @@
+// Issue 12: reporting that costs nothing when nothing changed. A waiting pod is written (condition,
+// annotations) only when what it shows changes; its estimated start is shown rounded to the
+// queue's resolution and kept from cycle to cycle while the planner's estimate only moves with its
+// grid; a report whose asynchronous write failed is written again the next cycle.
+#include "scheduler/wait_reporting.h"
+
+#include "fake_world.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "scheduler/scheduling_loop.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+// A creation timestamp `minutes` before kNow.
+std::string At(int minutes) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(kNow - 60 * minutes), absl::UTCTimeZone());
+}
+
+TEST(StableEstimateTest, RoundedUpToTheStepAndKeptWhileItOnlyMovesWithTheGrid) {
+  EXPECT_EQ(ShownEstimateStep(1), 60);  // the default resolution: exact times, shown to the minute
+  EXPECT_EQ(ShownEstimateStep(300), 300);
+  constexpr queue::Duration kRes = 60;
+  const queue::Time minute = kNow;  // 11:00:00, on the grid
+  EXPECT_EQ(StableEstimate(std::nullopt, std::nullopt, kRes), std::nullopt);
+  EXPECT_EQ(StableEstimate(minute, std::nullopt, kRes), std::nullopt);   // unknown now: shown so
+  EXPECT_EQ(StableEstimate(std::nullopt, minute, kRes), minute);
+  EXPECT_EQ(StableEstimate(std::nullopt, minute + 1, kRes), minute + 60);  // rounded up: a promise stays one
+  // A running workload ends at 11:30:20; the planner's grid starts at each cycle's now, so its
+  // estimate is anywhere in [11:30:20, 11:31:20). Shown: 11:31:00 or 11:32:00, then kept.
+  const queue::Time end = minute + 30 * 60 + 20;
+  std::optional<queue::Time> shown;
+  std::set<queue::Time> values;
+  for (int cycle = 0; cycle < 200; ++cycle) {
+    const queue::Time now = kNow + 7 * cycle;
+    const queue::Time grid_estimate = now + ((end - now + kRes - 1) / kRes) * kRes;
+    ASSERT_GE(grid_estimate, end);
+    ASSERT_LT(grid_estimate, end + kRes);
+    shown = StableEstimate(shown, grid_estimate, kRes);
+    values.insert(*shown);
+  }
+  EXPECT_LE(values.size(), 2u) << "changes at most once";
+  EXPECT_EQ(*shown % kRes, 0);
+  // A slip is shown at once, however small; a move earlier by more than a resolution too.
+  EXPECT_EQ(StableEstimate(minute + 120, minute + 121, kRes), minute + 180);
+  EXPECT_EQ(StableEstimate(minute + 600, minute + 300, kRes), minute + 300);
+  EXPECT_EQ(StableEstimate(minute + 600, minute + 540, kRes), minute + 600);  // one step earlier: kept
+}
+
+// Three pods waiting behind one running for 1 h on a full node: one holds the reservation, the
+// others wait beyond the depth with an estimate.
+struct Backlog {
+  World w;
+  Config cfg = TestConfig();
+  Backlog() {
+    w.AddNode("n1", "4");
+    w.AddPod("running", "4", "scavenger", "n1", At(30));
+    w.AddPod("b", "4", "scavenger", "", At(20));
+    w.AddPod("c", "4", "scavenger", "", At(19));
+    w.AddPod("d", "4", "scavenger", "", At(18));
+    for (const char* key : {"ns/running", "ns/b", "ns/c", "ns/d"}) {
+      w.Find(key)->metadata.annotations[kTimeLimitAnnotation] = "1h";
+    }
+  }
+  int Reports() const {
+    int n = 0;
+    for (const auto& [key, r] : w.reports) n += static_cast<int>(r.size());
+    return n;
+  }
+};
+
+TEST(WaitReportingTest, BehindAPodPastItsTimeLimitTheEstimateIsWrittenOncePerMinuteNotEveryCycle) {
+  Backlog b;
+  // The running pod's hour has passed: the planner assumes it ends any moment (an estimate of
+  // about now + 1 s for the pod behind it), which moves with every cycle's now.
+  b.w.DeletePod("ns/running");
+  b.w.AddPod("running", "4", "scavenger", "n1", At(90));
+  b.w.Find("ns/running")->metadata.annotations[kTimeLimitAnnotation] = "1h";
+  SchedulingLoop loop(b.cfg, &b.w, &b.w);
+  loop.RunCycle(kNow + 3);
+  for (queue::Time t = kNow + 7; t < kNow + 300; t += 4) loop.RunCycle(t);  // 74 cycles, 4 s apart
+  const auto& shown = b.w.reports["ns/b"];
+  // Once per minute crossed (11:01 ... 11:05), not 75 times.
+  EXPECT_LE(shown.size(), 6u);
+  EXPECT_GE(shown.size(), 5u);
+  for (const WaitReport& r : shown) {
+    ASSERT_TRUE(r.estimated_start.has_value());
+    EXPECT_EQ(*r.estimated_start % 60, 0);
+  }
+  EXPECT_EQ(*shown.back().estimated_start, kNow + 300);  // 11:05:00 (the last cycle's estimate: +299 + 1 s)
+}
+
+TEST(WaitReportingTest, ConsecutiveCyclesSecondsApartWriteNothingWhenNothingChanged) {
+  Backlog b;
+  SchedulingLoop loop(b.cfg, &b.w, &b.w);
+  CycleStats first = loop.RunCycle(kNow + 3);
+  EXPECT_EQ(first.reported, 3);
+  ASSERT_EQ(b.Reports(), 3);
+  ASSERT_TRUE(b.w.reports["ns/b"][0].estimated_start.has_value());
+  const queue::Time shown = *b.w.reports["ns/b"][0].estimated_start;
+  EXPECT_EQ(shown % 60, 0) << "on the resolution grid (whole minutes)";
+  // Cycles every few seconds, as informer events trigger them: the planner's estimates move with
+  // its grid, what the pods show does not.
+  for (queue::Time t = kNow + 7; t < kNow + 300; t += 4) {
+    CycleStats s = loop.RunCycle(t);
+    EXPECT_EQ(s.reported, 0) << "at +" << t - kNow << " s";
+  }
+  EXPECT_EQ(b.Reports(), 3);
+  // What changes is written: the pod ahead leaves, the others move up.
+  b.w.DeletePod("ns/b");
+  loop.RunCycle(kNow + 301);
+  EXPECT_EQ(b.w.reports["ns/c"].size(), 2u);
+  EXPECT_EQ(b.w.reports["ns/c"].back().queue_position, 1);
+  EXPECT_EQ(b.w.reports["ns/d"].size(), 2u);
+}
+
+// As KubeClusterActions: the writes land later; failed ones come back from TakeFailedReports, and
+// a pod whose previous report is still in flight is refused (Unavailable) until it has landed.
+class AsyncReportingWorld : public World {
+ public:
+  std::set<std::string> in_flight;
+  std::vector<std::string> failed;
+  absl::Status ReportWaiting(const std::string& key, const WaitReport& r) override {
+    if (in_flight.count(key)) return absl::UnavailableError("previous report in flight");
+    in_flight.insert(key);
+    return World::ReportWaiting(key, r);
+  }
+  std::vector<std::string> TakeFailedReports() override { return std::exchange(failed, {}); }
+  // The transport answers every write in flight; those of `fail` fail.
+  void Land(const std::set<std::string>& fail = {}) {
+    for (const std::string& key : in_flight) {
+      if (fail.count(key)) failed.push_back(key);
+    }
+    in_flight.clear();
+  }
+};
+
+TEST(WaitReportingTest, AFailedAsynchronousWriteIsWrittenAgainNextCycleAndOnlyIt) {
+  AsyncReportingWorld w;
+  w.AddNode("n1", "4");
+  w.AddPod("running", "4", "scavenger", "n1", At(30));
+  w.AddPod("b", "4", "scavenger", "", At(20));
+  w.AddPod("c", "4", "scavenger", "", At(19));
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  EXPECT_EQ(loop.RunCycle(kNow).reported, 2);
+  w.Land(/*fail=*/{"ns/c"});
+  EXPECT_EQ(loop.RunCycle(kNow + 5).reported, 1);
+  EXPECT_EQ(w.reports["ns/b"].size(), 1u);
+  EXPECT_EQ(w.reports["ns/c"].size(), 2u);
+  w.Land();
+  EXPECT_EQ(loop.RunCycle(kNow + 10).reported, 0);
+  // Still in flight when the report changes: refused, so sent the cycle after it landed.
+  w.DeletePod("ns/b");
+  EXPECT_EQ(loop.RunCycle(kNow + 15).reported, 1);  // c moves up
+  w.AddPod("e", "4", "scavenger", "", At(60));  // older: ahead of c, whose position changes
+  EXPECT_EQ(loop.RunCycle(kNow + 20).reported, 1);                // e only; c's write is in flight
+  w.Land();
+  EXPECT_EQ(loop.RunCycle(kNow + 25).reported, 1);  // c's new position now
+  EXPECT_EQ(w.reports["ns/c"].back().queue_position, 2);
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
