@@ -63,6 +63,17 @@ absl::Status SchedulerApi::Evict(const std::string& ns, const std::string& pod,
   return Annotate(r.status(), absl::StrCat("evict ", ns, "/", pod));
 }
 
+void SchedulerApi::EvictAsync(const std::string& ns, const std::string& pod,
+                              std::function<void(absl::Status)> done) {
+  HttpRequest req;
+  req.method = "POST";
+  req.path = ObjectPath(kPods, ns, pod, "eviction");
+  req.body = json{{"apiVersion", "policy/v1"}, {"kind", "Eviction"}, {"metadata", {{"name", pod}, {"namespace", ns}}}}
+                 .dump();
+  client_->DoAsync(std::move(req), [done = std::move(done), what = absl::StrCat("evict ", ns, "/", pod)](
+                                       absl::StatusOr<std::string> r) { done(Annotate(r.status(), what)); });
+}
+
 absl::Status SchedulerApi::PatchPodScheduling(const std::string& ns, const std::string& pod,
                                               const Condition& pod_scheduled,
                                               std::optional<std::string> nominated_node_name,

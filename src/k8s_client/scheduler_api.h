@@ -45,6 +45,8 @@ class SchedulerApi {
   // POST pods/{name}/eviction (policy/v1).
   absl::Status Evict(const std::string& ns, const std::string& pod,
                      std::optional<int64_t> grace_period_seconds = std::nullopt);
+  // The same without waiting; `done` runs on the transport's thread.
+  void EvictAsync(const std::string& ns, const std::string& pod, std::function<void(absl::Status)> done);
 
   // Sets the PodScheduled condition (status "False" with reason e.g. "Unschedulable", or "True")
   // and, when given, status.nominatedNodeName ("" clears it).

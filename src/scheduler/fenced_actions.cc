@@ -66,6 +66,21 @@ absl::Status FencedClusterActions::Evict(const std::string& pod_key, const std::
   return inner_->Evict(pod_key, preemptor, message);
 }
 
+void FencedClusterActions::StartEvict(const std::string& pod_key, const std::string& preemptor,
+                                      const std::string& message, std::function<void(absl::Status)> done) {
+  if (absl::Status s = Admit(absl::StrCat("eviction of ", pod_key, " for ", preemptor)); !s.ok()) {
+    done(std::move(s));
+    return;
+  }
+  inner_->StartEvict(pod_key, preemptor, message, std::move(done));
+}
+
+void FencedClusterActions::EvictSucceeded(const std::string& pod_key, const std::string& preemptor,
+                                          const std::string& message) {
+  if (!Admit(absl::StrCat("Preempted event of ", pod_key)).ok()) return;
+  inner_->EvictSucceeded(pod_key, preemptor, message);
+}
+
 absl::Status FencedSlurmActions::Admit(const std::string& what) const { return Check(permit_, refused_, what); }
 
 absl::Status FencedSlurmActions::Fence(const std::string& slurm_node, const std::string& owner) {

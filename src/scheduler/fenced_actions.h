@@ -35,6 +35,9 @@ class FencedClusterActions final : public ClusterActions {
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override;
   absl::Status Nominate(const std::string& pod_key, const std::string& node) override;
   absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
+  void StartEvict(const std::string& pod_key, const std::string& preemptor, const std::string& message,
+                  std::function<void(absl::Status)> done) override;
+  void EvictSucceeded(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
 
  private:
   absl::Status Admit(const std::string& what) const;

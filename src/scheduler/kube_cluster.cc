@@ -256,4 +256,15 @@ absl::Status KubeClusterActions::Evict(const std::string& pod_key, const std::st
   return s;
 }
 
+void KubeClusterActions::StartEvict(const std::string& pod_key, const std::string& preemptor,
+                                    const std::string& message, std::function<void(absl::Status)> done) {
+  auto [ns, name] = SplitKey(pod_key);
+  api_.EvictAsync(ns, name, std::move(done));
+}
+
+void KubeClusterActions::EvictSucceeded(const std::string& pod_key, const std::string& preemptor,
+                                        const std::string& message) {
+  RecordEvent(pod_key, "Normal", "Preempted", "Preempting", message);
+}
+
 }  // namespace onequeue::scheduler

@@ -60,6 +60,9 @@ class KubeClusterActions : public ClusterActions {
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override;
   absl::Status Nominate(const std::string& pod_key, const std::string& node) override;
   absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
+  void StartEvict(const std::string& pod_key, const std::string& preemptor, const std::string& message,
+                  std::function<void(absl::Status)> done) override;
+  void EvictSucceeded(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
 
  private:
   // The event reference of a pod (its uid from the informer when it knows the pod).

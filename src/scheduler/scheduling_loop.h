@@ -85,6 +85,15 @@ class ClusterActions {
   virtual absl::Status Nominate(const std::string& pod_key, const std::string& node) = 0;
   // Eviction API; a PodDisruptionBudget refusal is kFailedPrecondition.
   virtual absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) = 0;
+  // Sends the eviction without waiting (the loop sends one wave of evictions of every preemption
+  // at once); `done` may run on another thread. What follows an eviction that happened (the
+  // Preempted event) is EvictSucceeded, called from the loop's thread. This default evicts at
+  // once with Evict, which does both.
+  virtual void StartEvict(const std::string& pod_key, const std::string& preemptor, const std::string& message,
+                          std::function<void(absl::Status)> done) {
+    done(Evict(pod_key, preemptor, message));
+  }
+  virtual void EvictSucceeded(const std::string& pod_key, const std::string& preemptor, const std::string& message) {}
 };
 
 // What the loop does to Slurm (slurm_cluster.h implements it over slurmrestd). Every call is
@@ -188,9 +197,20 @@ class SchedulingLoop {
     if (failpoint_) failpoint_(name);
   }
   void ReleaseFinishedReservations(const BuiltSnapshot& built, queue::Time now, CycleStats* stats);
+  // The pods a started preemption still has to evict, in the planner's order.
+  struct PlannedEvictions {
+    std::string preemptor;
+    std::vector<std::string> pod_keys;
+    bool refused = false;
+  };
+  // Steps 1 (reserve) and the Slurm victims of step 2; the pods to evict go to `evictions`.
   void StartPreemption(const queue::PreemptDecision& d, const BuiltSnapshot& built,
                        const std::set<std::string>& terminating, queue::Time now, std::set<std::string>* touched,
-                       CycleStats* stats);
+                       CycleStats* stats, std::vector<PlannedEvictions>* evictions);
+  // Step 2 for pods: wave k sends the k-th eviction of every preemption at once and waits for
+  // them all; a preemption whose eviction is refused is rolled back and sends no more.
+  void EvictInWaves(std::vector<PlannedEvictions>* evictions, const BuiltSnapshot& built, queue::Time now,
+                    CycleStats* stats);
   // Releases the reservations of preemptors that still wait but that this cycle's plan no longer
   // places on the reserved node (a gang member deleted after the evictions, requests changed).
   void ReleaseUnusableReservations(const queue::Plan& plan, const BuiltSnapshot& built, queue::Time now,
