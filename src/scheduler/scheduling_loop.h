@@ -8,10 +8,17 @@
 //     results are drained at the start of the next cycle (and whatever has already arrived at
 //     the end of this one). A failed bind is forgotten and the pod is planned again; the members
 //     of a gang that did bind keep running and the rest is placed as the remainder of the gang;
+//   * assumptions are the pod's (UID), and one the informer has not confirmed a minute after
+//     its binding succeeded is forgotten, as kube-scheduler expires its assumed pods;
 //   * reservations: a preemption first marks its nodes reserved(P) (node annotation, and the
 //     preemptor's nominatedNodeName), then evicts each victim once; while the mark stands every
-//     lower-priority workload, including the victims' replacements, sees the capacity as taken.
+//     lower-priority workload, including the victims' replacements, sees the capacity as taken,
+//     from the loop's own memory however long the node watch takes to show the mark.
 //     When P is bound the mark is released; when an eviction is refused (PDB) it is rolled back;
+//     when P still waits but the plan has not placed it there for a minute (a gang member
+//     deleted, P changed) it is released; a node deleted takes its mark with it;
+//   * every node owner write is conditional on the node's resourceVersion the decision was read
+//     from: a write from an old read (a deposed leader's) fails (409) and is made again next cycle;
 //   * reporting: waiting reasons are reported only when they change (events are deduplicated).
 // The loop owns no threads and reads no clock: the daemon calls RunCycle(now).
 #include <functional>
