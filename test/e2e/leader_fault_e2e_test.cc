@@ -230,6 +230,7 @@ void LeaderFaultE2E::Run(StopAt stop_at, bool gate) {
   ASSERT_TRUE(takeover.has_value()) << "no Lease write of the standby in " << audit_log;
   int leader_before = 0, leader_evictions = 0, standby_evictions = 0, standby_bindings = 0;
   std::vector<std::string> leader_after;
+  absl::Time last_renewal = absl::InfinitePast(), last_write = absl::InfinitePast();
   for (const auto& w : writes) {
     const bool evicts_victim = w.subresource == "eviction" && w.name == "victim" && w.code / 100 == 2;
     if (From(w, leader_pid)) {
@@ -237,6 +238,7 @@ void LeaderFaultE2E::Run(StopAt stop_at, bool gate) {
         leader_after.push_back(w.Describe());
       } else {
         ++leader_before;
+        (w.resource == "leases" ? last_renewal : last_write) = w.received;
       }
       leader_evictions += evicts_victim;
     }
@@ -251,6 +253,11 @@ void LeaderFaultE2E::Run(StopAt stop_at, bool gate) {
             << absl::FormatDuration(*takeover - stopped) << " after SIGSTOP; the old leader's writes before it "
             << leader_before << ", after it " << leader_after.size() << "; writes its gate refused after SIGCONT "
             << refused << "\n";
+  // The standby counts a whole lease from when it saw the last renewal, after it landed.
+  std::cout << "[ measure ] audit log: the old leader's last Lease write -> takeover "
+            << absl::FormatDuration(*takeover - last_renewal) << "; its last other write -> takeover "
+            << absl::FormatDuration(*takeover - last_write) << "\n";
+  EXPECT_GE(*takeover - last_renewal, absl::Seconds(kLeaseSeconds));
   EXPECT_GT(leader_before, 0) << "the audit log shows no write of the leader at all: it cannot prove anything";
   EXPECT_TRUE(leader_after.empty()) << "the deposed leader wrote after the takeover:\n"
                                     << absl::StrJoin(leader_after, "\n");
