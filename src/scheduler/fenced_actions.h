@@ -30,6 +30,8 @@ class FencedClusterActions final : public ClusterActions {
                  std::function<void(absl::Status)> done) override;
   void BindSucceeded(const std::string& pod_key, const std::string& node, const std::string& message) override;
   absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override;
+  // A read of what already happened: not gated.
+  std::vector<std::string> TakeFailedReports() override { return inner_->TakeFailedReports(); }
   absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
                                            const std::string& resource_version) override;
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override;

@@ -83,6 +83,7 @@ class TimedClusterActions final : public ClusterActions {
   absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override {
     return inner_->ReportWaiting(pod_key, report);
   }
+  std::vector<std::string> TakeFailedReports() override { return inner_->TakeFailedReports(); }
   absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
                                            const std::string& resource_version) override {
     return inner_->SetNodeOwner(node, value, resource_version);

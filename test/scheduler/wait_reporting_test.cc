@@ -9,6 +9,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "scheduler/fenced_actions.h"
+#include "scheduler/metrics.h"
 #include "scheduler/scheduling_loop.h"
 
 namespace onequeue::scheduler {
@@ -160,6 +162,21 @@ TEST(WaitReportingTest, AFailedAsynchronousWriteIsWrittenAgainNextCycleAndOnlyIt
   w.Land();
   EXPECT_EQ(loop.RunCycle(kNow + 25).reported, 1);  // c's new position now
   EXPECT_EQ(w.reports["ns/c"].back().queue_position, 2);
+}
+
+// The daemon wraps its actions (the write gate, the bind timer): a failed report must still come
+// back to the loop through them.
+TEST(WaitReportingTest, TheDaemonsWrappersPassFailedReportsThrough) {
+  struct Leading : WritePermit {
+    absl::Status MayWrite() const override { return absl::OkStatus(); }
+  } permit;
+  AsyncReportingWorld w;
+  SchedulerMetrics metrics;
+  TimedClusterActions timed(&w, &metrics);
+  FencedClusterActions fenced(&timed, &permit);
+  w.failed = {"ns/x"};
+  EXPECT_EQ(fenced.TakeFailedReports(), std::vector<std::string>{"ns/x"});
+  EXPECT_TRUE(w.failed.empty());
 }
 
 }  // namespace
