@@ -77,13 +77,26 @@ void KubeClusterActions::StartBind(const std::string& pod_key, const std::string
   auto [ns, name] = SplitKey(pod_key);
   std::string uid;
   if (auto pod = pods_->Get(pod_key)) uid = pod->metadata.uid;
-  api_.BindAsync(
-      ns, name, node,
-      [done = std::move(done)](absl::Status s) {
-        if (!s.ok()) spdlog::warn("{}", s.ToString());
-        done(std::move(s));
-      },
-      uid);
+  auto shared_done = std::make_shared<std::function<void(absl::Status)>>(std::move(done));
+  auto bind = [api = &api_, ns = std::string(ns), name = std::string(name), node, uid, shared_done]() {
+    api->BindAsync(
+        ns, name, node,
+        [shared_done](absl::Status s) {
+          if (!s.ok()) spdlog::warn("{}", s.ToString());
+          (*shared_done)(std::move(s));
+        },
+        uid);
+  };
+  {
+    // A waiting report (PodScheduled=False) that landed after the binding would say the bound
+    // pod waits: the binding goes out once the report in flight has answered.
+    absl::MutexLock lock(&report_writes_->mu);
+    if (report_writes_->in_flight.count(pod_key)) {
+      report_writes_->binds_after[pod_key] = {std::move(bind), shared_done};
+      return;
+    }
+  }
+  bind();
 }
 
 void KubeClusterActions::BindSucceeded(const std::string& pod_key, const std::string& node,
@@ -158,17 +171,29 @@ absl::Status KubeClusterActions::ReportWaiting(const std::string& pod_key, const
   struct Pending {
     std::atomic<int> left{2};
     std::atomic<bool> failed{false};
+    std::atomic<bool> cancelled{false};
   };
   auto pending = std::make_shared<Pending>();
   auto done = [writes = report_writes_, pending, pod_key](absl::StatusOr<std::string> r) {
     if (!r.ok()) {
       pending->failed = true;
+      if (absl::IsCancelled(r.status())) pending->cancelled = true;
       spdlog::warn("reporting {} waiting: {}", pod_key, r.status().ToString());
     }
     if (pending->left.fetch_sub(1) != 1) return;
-    absl::MutexLock lock(&writes->mu);
-    writes->in_flight.erase(pod_key);
-    if (pending->failed) writes->failed.push_back(pod_key);
+    std::optional<ReportWrites::DeferredBind> bind;
+    {
+      absl::MutexLock lock(&writes->mu);
+      writes->in_flight.erase(pod_key);
+      if (pending->failed) writes->failed.push_back(pod_key);
+      if (auto b = writes->binds_after.find(pod_key); b != writes->binds_after.end()) {
+        bind = std::move(b->second);
+        writes->binds_after.erase(b);
+      }
+    }
+    if (!bind) return;
+    if (pending->cancelled) (*bind->done)(absl::CancelledError("the waiting report before the binding was cancelled"));
+    else bind->send();
   };
   client_->DoAsync(std::move(status), done);
   client_->DoAsync(std::move(annotations), done);

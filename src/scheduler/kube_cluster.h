@@ -86,6 +86,13 @@ class KubeClusterActions : public ClusterActions {
     absl::Mutex mu;
     std::set<std::string> in_flight ABSL_GUARDED_BY(mu);
     std::vector<std::string> failed ABSL_GUARDED_BY(mu);
+    // Bindings of pods whose waiting report was still in flight: sent when it has landed.
+    // (A report cancelled at shutdown cancels its binding: the transport is going away.)
+    struct DeferredBind {
+      std::function<void()> send;
+      std::shared_ptr<std::function<void(absl::Status)>> done;
+    };
+    std::map<std::string, DeferredBind> binds_after ABSL_GUARDED_BY(mu);
   };
   std::shared_ptr<ReportWrites> report_writes_ = std::make_shared<ReportWrites>();
 };

@@ -203,6 +203,20 @@ TEST_F(SchedulingE2E, GangWaitsWholeAndBindsWhole) {
     }
     EXPECT_EQ(bound, (std::set<std::string>{"train-0", "train-1", "train-2"}));
   }
+  // Every member says it is scheduled, and keeps saying so: a waiting report (PodScheduled=False,
+  // GangIncomplete) still in flight when the binding went out must not land after it (seen in
+  // the issue-12 gang benchmark; the binding now waits for the pod's report in flight).
+  for (const char* name : {"train-0", "train-1", "train-2"}) {
+    EXPECT_TRUE(Eventually(absl::Seconds(10), [&] {
+      auto c = PodScheduled(Pod(name));
+      return c && c->status == "True";
+    })) << name << " is bound but its PodScheduled condition is not True";
+  }
+  absl::SleepFor(absl::Seconds(2));
+  for (const char* name : {"train-0", "train-1", "train-2"}) {
+    auto c = PodScheduled(Pod(name));
+    EXPECT_TRUE(c && c->status == "True") << name << ": " << (c ? c->message : "no condition");
+  }
   // Once bound, a pod no longer shows a queue position or an estimated start.
   for (const char* name : {"train-0", "train-1"}) {
     EXPECT_TRUE(Eventually(kBindTimeout, [&] {
