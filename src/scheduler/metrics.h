@@ -12,6 +12,7 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "k8s_client/scheduler_api.h"
 #include "scheduler/cycle_status.h"
 #include "scheduler/scheduling_loop.h"
 
@@ -32,6 +33,10 @@ class SchedulerMetrics {
   // One poll of slurmrestd.
   void ObserveSlurmPoll(double seconds, bool ok);
   void SetLeader(bool leading) { leader_->Set(leading ? 1 : 0); }
+  // The event recorder's totals so far (onequeue_events_total{outcome}: created, patched (a
+  // series count written), counted (a repeat only counted), aggregated (combined with similar
+  // events), dropped (per-object spam filter)).
+  void ObserveEvents(const k8s::EventCorrelator::Counters& totals);
 
  private:
   void ObserveStatus(const CycleStatus& status);
@@ -61,6 +66,8 @@ class SchedulerMetrics {
   prometheus::Family<prometheus::Histogram>* cycle_duration_;
   prometheus::Counter* cycles_;
   prometheus::Gauge* leader_;
+  prometheus::Family<prometheus::Counter>* events_;
+  k8s::EventCorrelator::Counters events_seen_;
 
   std::map<std::string, prometheus::Gauge*> pending_pods_series_, pending_workload_series_, node_series_;
   // Across cycles (loop thread only): when each node was lent, and when each lent node was
@@ -96,6 +103,13 @@ class TimedClusterActions final : public ClusterActions {
   }
   absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override {
     return inner_->Evict(pod_key, preemptor, message);
+  }
+  void StartEvict(const std::string& pod_key, const std::string& preemptor, const std::string& message,
+                  std::function<void(absl::Status)> done) override {
+    inner_->StartEvict(pod_key, preemptor, message, std::move(done));
+  }
+  void EvictSucceeded(const std::string& pod_key, const std::string& preemptor, const std::string& message) override {
+    inner_->EvictSucceeded(pod_key, preemptor, message);
   }
 
  private:

@@ -179,5 +179,34 @@ TEST(WaitReportingTest, TheDaemonsWrappersPassFailedReportsThrough) {
   EXPECT_TRUE(w.failed.empty());
 }
 
+// The same for the asynchronous eviction: through the wrappers it must reach the inner actions'
+// StartEvict (a wrapper without it falls back to a synchronous Evict, one victim at a time).
+TEST(WaitReportingTest, TheDaemonsWrappersPassAsynchronousEvictionsThrough) {
+  struct Leading : WritePermit {
+    absl::Status MayWrite() const override { return absl::OkStatus(); }
+  } permit;
+  struct Recording : AsyncReportingWorld {
+    std::vector<std::string> calls;
+    absl::Status Evict(const std::string& key, const std::string&, const std::string&) override {
+      calls.push_back("Evict " + key);
+      return absl::OkStatus();
+    }
+    void StartEvict(const std::string& key, const std::string&, const std::string&,
+                    std::function<void(absl::Status)> done) override {
+      calls.push_back("StartEvict " + key);
+      done(absl::OkStatus());
+    }
+    void EvictSucceeded(const std::string& key, const std::string&, const std::string&) override {
+      calls.push_back("EvictSucceeded " + key);
+    }
+  } w;
+  SchedulerMetrics metrics;
+  TimedClusterActions timed(&w, &metrics);
+  FencedClusterActions fenced(&timed, &permit);
+  fenced.StartEvict("ns/v", "ns/p", "Preempted", [](absl::Status) {});
+  fenced.EvictSucceeded("ns/v", "ns/p", "Preempted");
+  EXPECT_EQ(w.calls, (std::vector<std::string>{"StartEvict ns/v", "EvictSucceeded ns/v"}));
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
