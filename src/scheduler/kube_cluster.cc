@@ -36,10 +36,11 @@ k8s::ObjectReference KubeClusterActions::PodReference(const std::string& pod_key
 void KubeClusterActions::RecordEvent(const std::string& pod_key, const std::string& type,
                                      const std::string& reason, const std::string& action,
                                      const std::string& note) {
-  // Events are best effort, never waited for: a lost event must never stop scheduling.
+  // Events are best effort, never waited for: a lost event must never stop scheduling. Those the
+  // spam filter drops are counted (onequeue_events_total{outcome="dropped"}), not logged.
   events_.RecordAsync(PodReference(pod_key), type, reason, action, note, absl::Now(),
                       [pod_key, reason](absl::Status s) {
-                        if (!s.ok()) spdlog::warn("event {} for {}: {}", reason, pod_key, s.ToString());
+                        if (!s.ok() && !absl::IsResourceExhausted(s)) spdlog::warn("event {} for {}: {}", reason, pod_key, s.ToString());
                       });
 }
 
@@ -109,7 +110,7 @@ void KubeClusterActions::BindSucceeded(const std::string& pod_key, const std::st
   }
   // Events are best effort: a lost event must never stop scheduling.
   events_.RecordAsync(PodReference(pod_key), "Normal", "Scheduled", "Binding", message, absl::Now(), [pod_key](absl::Status s) {
-    if (!s.ok()) spdlog::warn("event Scheduled for {}: {}", pod_key, s.ToString());
+    if (!s.ok() && !absl::IsResourceExhausted(s)) spdlog::warn("event Scheduled for {}: {}", pod_key, s.ToString());
   });
   last_event_.erase(pod_key);
   if (has_wait_annotations) {
@@ -260,7 +261,7 @@ void KubeClusterActions::NodeEvent(const std::string& node, const std::string& r
   // kubectl describe node matches events by the node's name as uid (what the kubelet does).
   ref.uid = node;
   events_.RecordAsync(ref, "Normal", reason, "Scheduling", note, absl::Now(), [node, reason](absl::Status s) {
-    if (!s.ok()) spdlog::warn("event {} for node {}: {}", reason, node, s.ToString());
+    if (!s.ok() && !absl::IsResourceExhausted(s)) spdlog::warn("event {} for node {}: {}", reason, node, s.ToString());
   });
 }
 

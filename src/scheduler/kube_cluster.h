@@ -55,6 +55,8 @@ class KubeClusterActions : public ClusterActions {
   // TakeFailedReports.
   absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override;
   std::vector<std::string> TakeFailedReports() override;
+  // What the event recorder did so far (for the daemon's metrics).
+  k8s::EventCorrelator::Counters event_counters() const { return events_.counters(); }
   absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
                                            const std::string& resource_version) override;
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override;

@@ -128,6 +128,12 @@ SchedulerMetrics::SchedulerMetrics() : registry_(std::make_shared<prometheus::Re
                          .Help("Scheduling cycle latency by phase: snapshot (both worlds' state), plan (the "
                                "queue), act (bindings, preemptions, lending, reports), total")
                          .Register(r);
+  events_ = &prometheus::BuildCounter()
+                 .Name("onequeue_events_total")
+                 .Help("Events the scheduler recorded, by what it cost: created (a new Event), patched (a "
+                       "series count written), counted (a repeat counted on its series, no request), aggregated "
+                       "(combined with similar events), dropped (the per-object rate limit)")
+                 .Register(r);
   cycles_ = &prometheus::BuildCounter().Name("onequeue_cycles_total").Help("Scheduling cycles run").Register(r).Add({});
   leader_ = &prometheus::BuildGauge()
                  .Name("onequeue_leader")
@@ -139,6 +145,18 @@ SchedulerMetrics::SchedulerMetrics() : registry_(std::make_shared<prometheus::Re
     attempts_->Add({{"result", result}, {"profile", kProfile}});
   }
   for (const char* result : {"success", "error"}) slurm_polls_->Add({{"result", result}});
+}
+
+void SchedulerMetrics::ObserveEvents(const k8s::EventCorrelator::Counters& totals) {
+  auto add = [&](const char* outcome, int64_t total, int64_t* seen) {
+    if (total > *seen) events_->Add({{"outcome", outcome}}).Increment(static_cast<double>(total - *seen));
+    *seen = total;
+  };
+  add("created", totals.created, &events_seen_.created);
+  add("patched", totals.patched, &events_seen_.patched);
+  add("counted", totals.counted, &events_seen_.counted);
+  add("aggregated", totals.aggregated, &events_seen_.aggregated);
+  add("dropped", totals.dropped, &events_seen_.dropped);
 }
 
 void SchedulerMetrics::ObserveCycle(const CycleStats& stats, const CycleStatus* status, double seconds) {

@@ -208,5 +208,27 @@ TEST(WaitReportingTest, TheDaemonsWrappersPassAsynchronousEvictionsThrough) {
   EXPECT_EQ(w.calls, (std::vector<std::string>{"StartEvict ns/v", "EvictSucceeded ns/v"}));
 }
 
+// What the event recorder decided is exported as running totals, by outcome.
+TEST(EventMetricsTest, RecorderTotalsBecomeOnequeueEventsTotal) {
+  SchedulerMetrics metrics;
+  k8s::EventCorrelator::Counters totals;
+  totals.created = 2;
+  totals.dropped = 1;
+  metrics.ObserveEvents(totals);
+  totals.created = 5;
+  totals.counted = 4;
+  metrics.ObserveEvents(totals);
+  metrics.ObserveEvents(totals);  // nothing new
+  std::map<std::string, double> by_outcome;
+  for (const auto& family : metrics.registry()->Collect()) {
+    if (family.name != "onequeue_events_total") continue;
+    for (const auto& m : family.metric) by_outcome[m.label.at(0).value] = m.counter.value;
+  }
+  EXPECT_EQ(by_outcome["created"], 5);
+  EXPECT_EQ(by_outcome["dropped"], 1);
+  EXPECT_EQ(by_outcome["counted"], 4);
+  EXPECT_EQ(by_outcome.count("aggregated"), 0u);  // never seen: no series yet
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
