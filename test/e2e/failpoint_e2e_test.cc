@@ -130,9 +130,9 @@ class FailpointE2E : public E2ETest {
     ASSERT_TRUE(nodes_->WaitForSync(absl::Seconds(30)));
   }
 
-  void CreateBatch(int replicas) {
+  void CreateBatch(int replicas, const std::string& cpu = "2") {
     PodOptions o;
-    o.cpu = "2";
+    o.cpu = cpu;
     o.qos = "scavenger";
     o.time_limit = "4h";
     o.labels = {{"app", "batch"}};
@@ -188,7 +188,11 @@ class FailpointE2E : public E2ETest {
   std::unique_ptr<SchedulerProcess> first_, armed_;
 };
 
-class KilledAtFailpoint : public FailpointE2E, public ::testing::WithParamInterface<std::string> {};
+class KilledAtFailpoint : public FailpointE2E, public ::testing::WithParamInterface<std::string> {
+ protected:
+  // Each case its own namespace and pool, named after its failpoint.
+  void SetUp() override { SetUpNamespace("kill-" + GetParam()); }
+};
 
 TEST_P(KilledAtFailpoint, TheSuccessorFinishesThePreemptionAndTheInvariantsHold) {
   const std::string failpoint = GetParam();
@@ -312,6 +316,57 @@ TEST_F(FailpointE2E, AnOwnerWriteFromAnOldReadIsRefusedByTheApiServer) {
   }
   ASSERT_TRUE(released.ok()) << released.status();
   EXPECT_EQ(MarksOn(node), "");
+}
+
+// Defect 5: a member of a preempting gang is deleted after the evictions and not made again. The
+// reservation keeps the victim's replacement off the node for a minute (a controller could make
+// the member again), then the node is released (annotation, label, taint and the gang's
+// nomination) and the replacement runs there.
+TEST_F(FailpointE2E, AReservationItsIncompleteGangCannotUseIsReleasedAfterAMinute) {
+  AddPool(1, "4");
+  const std::string node = ns_ + "-1";
+  Watch();
+  StartScheduler();
+  CreateBatch(1, "4");
+  const std::set<std::string> originals = WaitBatchRunning(1);
+  ASSERT_EQ(originals.size(), 1u);
+  PodOptions member;
+  member.cpu = "2";
+  member.qos = "interactive";
+  member.group = "train";
+  member.group_size = "2";
+  CreatePod("train-0", member);
+  CreatePod("train-1", member);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] {
+    for (const auto& d : recorder_.deleted()) {
+      if (originals.count(d)) return true;
+    }
+    return false;
+  }, absl::Milliseconds(20))) << "the victim was never evicted";
+  ASSERT_TRUE(client_->Delete(k8s::ObjectPath(k8s::kPods, ns_, "train-1")).ok());
+  const absl::Time member_deleted = absl::Now();
+  ASSERT_THAT(MarksOn(node), ::testing::HasSubstr("annotation reserved/" + ns_ + "/group/train"));
+
+  ASSERT_TRUE(Eventually(absl::Seconds(120), [&] { return MarksOn(node).empty(); }))
+      << node << " keeps " << MarksOn(node);
+  const absl::Duration held = absl::Now() - member_deleted;
+  std::cout << "[ measure ] member deleted -> reservation released: " << absl::FormatDuration(held) << "\n";
+  EXPECT_GE(held, absl::Seconds(50)) << "released before the grace";
+  EXPECT_TRUE(Eventually(absl::Seconds(30), [&] { return Pod("train-0").nominated_node_name.empty(); }));
+  // The replacement, kept off while the mark stood, now runs there.
+  std::string replacement;
+  EXPECT_TRUE(Eventually(kRunningTimeout, [&] {
+    auto pods = ListPods(client_.get(), ns_, "app=batch");
+    if (!pods.ok()) return false;
+    for (const auto& p : *pods) {
+      if (!originals.count(p.metadata.name) && p.node_name == node) replacement = p.metadata.name;
+    }
+    return !replacement.empty();
+  }));
+  for (const auto& b : recorder_.bindings()) {
+    if (b.pod == replacement) continue;
+    EXPECT_TRUE(originals.count(b.pod)) << b.pod << " bound to " << b.node;
+  }
 }
 
 }  // namespace
