@@ -155,6 +155,10 @@ struct Config {
   // victims' replacements off the node (the control runs of test/scheduler/scheduling_loop_test.cc
   // and test/e2e/preemption_e2e_test.cc).
   bool test_without_reservations = false;
+  // Tests only, never read from the YAML: ONEQUEUE_TEST_WITHOUT_BUDGETS=1 (main.cc). The
+  // PodDisruptionBudget informer runs but the snapshot gets no budget, as before issue 13 defect 7,
+  // so preemption_e2e_test's control run shows what reading them prevents.
+  bool test_without_budgets = false;
 };
 
 // Parses and validates a configuration document. `source` names it in error messages.

@@ -337,9 +337,13 @@ int RunDaemon(const Config& config) {
     pods = std::make_unique<k8s::Informer<k8s::Pod>>(client.get(), k8s::kPods, informer_options,
                                                       pod_handlers);
     // PodDisruptionBudgets: preemption picks victim sets the budgets allow (issue 13 defect 7).
+    const bool read_budgets = !config.test_without_budgets;
     k8s::InformerHandlers<k8s::PodDisruptionBudget> budget_handlers{
-        [&](const k8s::PodDisruptionBudget& b) { kube_source.UpsertBudget(b); trigger.Fire(); },
-        [&](const k8s::PodDisruptionBudget&, const k8s::PodDisruptionBudget& b) { kube_source.UpsertBudget(b); trigger.Fire(); },
+        [&, read_budgets](const k8s::PodDisruptionBudget& b) { if (read_budgets) kube_source.UpsertBudget(b); trigger.Fire(); },
+        [&, read_budgets](const k8s::PodDisruptionBudget&, const k8s::PodDisruptionBudget& b) {
+          if (read_budgets) kube_source.UpsertBudget(b);
+          trigger.Fire();
+        },
         [&](const k8s::PodDisruptionBudget& b) { kube_source.DeleteBudget(b); trigger.Fire(); }};
     budgets = std::make_unique<k8s::Informer<k8s::PodDisruptionBudget>>(client.get(), k8s::kPodDisruptionBudgets,
                                                                          informer_options, budget_handlers);
@@ -522,6 +526,10 @@ int main(int argc, char** argv) {
   if (const char* off = std::getenv("ONEQUEUE_TEST_WITHOUT_RESERVATIONS"); off != nullptr && std::string(off) == "1") {
     config->test_without_reservations = true;
     spdlog::warn("ONEQUEUE_TEST_WITHOUT_RESERVATIONS=1 (tests only): preemptions write no reservation");
+  }
+  if (const char* off = std::getenv("ONEQUEUE_TEST_WITHOUT_BUDGETS"); off != nullptr && std::string(off) == "1") {
+    config->test_without_budgets = true;
+    spdlog::warn("ONEQUEUE_TEST_WITHOUT_BUDGETS=1 (tests only): PodDisruptionBudgets are not read");
   }
   if (check_only) {
     std::printf("%s: valid (schedulerName %s, slurm %s, reservationDepth %d)\n", config_path.c_str(),

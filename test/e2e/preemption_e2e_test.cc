@@ -205,6 +205,50 @@ class PreemptionE2E : public E2ETest {
     });
   }
 
+  // Two full 4-CPU nodes: "plain" runs on one, "guarded" (started at least two seconds later, so
+  // the cheaper victim by run time lost; a PodDisruptionBudget allowing no disruption) on the
+  // other. The daemon reads the budgets unless `read_budgets` is false (the control).
+  struct TwoCandidates {
+    std::string plain, plain_node;
+    k8s::Pod guarded;
+  };
+  TwoCandidates TwoCandidatesOneGuarded(bool read_budgets) {
+    TwoCandidates c;
+    AddPool(2, "4");
+    Watch();
+    scheduler_ = std::make_unique<SchedulerProcess>(dir_, "onequeue-scheduler");
+    auto started = scheduler_->Start(
+        SchedulerConfigYaml(testing::K8sClusterEnvironment::Info(), "onequeue.io/pool=" + ns_),
+        read_budgets ? std::vector<std::string>{} : std::vector<std::string>{"ONEQUEUE_TEST_WITHOUT_BUDGETS=1"});
+    EXPECT_TRUE(started.ok()) << started;
+    CreateDeployment("plain", 1, "4");
+    const std::set<std::string> plain = WaitRunning("plain", 1);
+    EXPECT_EQ(plain.size(), 1u);
+    if (plain.size() != 1) return c;
+    // Start times are in seconds: the guarded pod starts at least two seconds later.
+    const int64_t later = absl::ToUnixSeconds(absl::Now()) + 2;
+    Eventually(absl::Seconds(5), [&] { return absl::ToUnixSeconds(absl::Now()) >= later; });
+    CreateDeployment("guarded", 1, "4");
+    EXPECT_TRUE(Create(client_.get(), k8s::kPodDisruptionBudgets, ns_, Budget("guarded")).ok());
+    const std::set<std::string> guarded = WaitRunning("guarded", 1);
+    EXPECT_EQ(guarded.size(), 1u);
+    EXPECT_TRUE(WaitForBudgetToCount("guarded", 1));
+    if (guarded.size() != 1) return c;
+    c.plain = *plain.begin();
+    c.plain_node = Pod(c.plain).node_name;
+    c.guarded = Pod(*guarded.begin());
+    EXPECT_NE(c.guarded.node_name, c.plain_node);
+    return c;
+  }
+
+  // Whether a FailedScheduling event of `pod` says an eviction was refused by a budget.
+  bool RefusedByABudget(const std::string& pod) {
+    for (const auto& e : EventsWithReason(client_.get(), ns_, pod, "FailedScheduling")) {
+      if (absl::StrContains(e.note, "PodDisruptionBudget")) return true;
+    }
+    return false;
+  }
+
   PodOptions Interactive(const std::string& cpu) {
     PodOptions o;
     o.cpu = cpu;
@@ -446,7 +490,7 @@ TEST_F(PreemptionE2E, ABudgetThatAllowsNoDisruptionIsNeverAskedToEvict) {
   EXPECT_TRUE(still.metadata.deletion_timestamp.empty());
   EXPECT_TRUE(EventsWithReason(client_.get(), ns_, victim, "Preempted").empty());
   EXPECT_TRUE(Pod("urgent").node_name.empty());
-  EXPECT_THAT(scheduler_->Log(), ::testing::Not(HasSubstr("blocked by PodDisruptionBudget")));
+  EXPECT_FALSE(RefusedByABudget("urgent")) << Describe(EventsAbout(client_.get(), ns_, "urgent"));
 }
 
 // Two candidate victims, one guarded by a budget that allows no disruption: the preemptor's victim
@@ -454,38 +498,35 @@ TEST_F(PreemptionE2E, ABudgetThatAllowsNoDisruptionIsNeverAskedToEvict) {
 // time lost) and was chosen before budgets were read. The guarded pod's node is never reserved
 // and it is never asked to leave (no pod is evicted for nothing).
 TEST_F(PreemptionE2E, TheBudgetsChooseTheVictimAndNoPodIsEvictedForNothing) {
-  AddPool(2, "4");
-  Watch();
-  StartScheduler();
-  CreateDeployment("plain", 1, "4");
-  const std::set<std::string> plain = WaitRunning("plain", 1);
-  ASSERT_EQ(plain.size(), 1u);
-  // Start times are in seconds: the guarded pod starts at least two seconds later.
-  const int64_t later = absl::ToUnixSeconds(absl::Now()) + 2;
-  Eventually(absl::Seconds(5), [&] { return absl::ToUnixSeconds(absl::Now()) >= later; });
-  CreateDeployment("guarded", 1, "4");
-  ASSERT_TRUE(Create(client_.get(), k8s::kPodDisruptionBudgets, ns_, Budget("guarded")).ok());
-  const std::set<std::string> guarded = WaitRunning("guarded", 1);
-  ASSERT_EQ(guarded.size(), 1u);
-  ASSERT_TRUE(WaitForBudgetToCount("guarded", 1));
-  const k8s::Pod guarded_pod = Pod(*guarded.begin());
-  const std::string plain_node = Pod(*plain.begin()).node_name;
-  ASSERT_NE(guarded_pod.node_name, plain_node);
-
+  const TwoCandidates c = TwoCandidatesOneGuarded(/*read_budgets=*/true);
+  if (HasFailure()) return;
   CreatePod("urgent", Interactive("4"));
   ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool("urgent"); }))
       << Describe(EventsAbout(client_.get(), ns_, "urgent"));
-  EXPECT_EQ(Pod("urgent").node_name, plain_node);
-  std::set<std::string> originals = plain;
-  originals.insert(guarded.begin(), guarded.end());
-  ExpectAtomicPreemption("urgent", plain_node, originals, 1);
+  EXPECT_EQ(Pod("urgent").node_name, c.plain_node);
+  std::set<std::string> originals = {c.plain};
+  originals.insert(c.guarded.metadata.name);
+  ExpectAtomicPreemption("urgent", c.plain_node, originals, 1);
   // The guarded pod: same pod, running, never reserved for, never asked to leave.
-  const k8s::Pod still = Pod(guarded_pod.metadata.name);
-  EXPECT_EQ(still.metadata.uid, guarded_pod.metadata.uid);
+  const k8s::Pod still = Pod(c.guarded.metadata.name);
+  EXPECT_EQ(still.metadata.uid, c.guarded.metadata.uid);
   EXPECT_TRUE(still.metadata.deletion_timestamp.empty());
-  EXPECT_TRUE(EventsWithReason(client_.get(), ns_, guarded_pod.metadata.name, "Preempted").empty());
-  for (const auto& v : recorder_.owners(guarded_pod.node_name)) EXPECT_FALSE(absl::StartsWith(v, "reserved/")) << v;
-  EXPECT_THAT(scheduler_->Log(), ::testing::Not(HasSubstr("blocked by PodDisruptionBudget")));
+  EXPECT_TRUE(EventsWithReason(client_.get(), ns_, c.guarded.metadata.name, "Preempted").empty());
+  for (const auto& v : recorder_.owners(c.guarded.node_name)) EXPECT_FALSE(absl::StartsWith(v, "reserved/")) << v;
+  EXPECT_FALSE(RefusedByABudget("urgent")) << Describe(EventsAbout(client_.get(), ns_, "urgent"));
+}
+
+// The control run: the same cluster with a daemon that does not read the budgets
+// (ONEQUEUE_TEST_WITHOUT_BUDGETS=1, as before issue 13 defect 7) picks the guarded pod, reserves
+// its node, and has the eviction refused: the failure the test above proves gone.
+TEST_F(PreemptionE2E, ControlWithoutBudgetsTheGuardedPodIsChosenAndItsEvictionRefused) {
+  const TwoCandidates c = TwoCandidatesOneGuarded(/*read_budgets=*/false);
+  if (HasFailure()) return;
+  CreatePod("urgent", Interactive("4"));
+  EXPECT_TRUE(Eventually(kBindTimeout, [&] { return RefusedByABudget("urgent"); }))
+      << Describe(EventsAbout(client_.get(), ns_, "urgent"));
+  const auto history = recorder_.owners(c.guarded.node_name);
+  EXPECT_THAT(history, ::testing::Contains("reserved/" + ns_ + "/urgent")) << absl::StrJoin(history, ", ");
 }
 
 // A crash between step 1 (reserve) and step 2 (evict), reproduced exactly: the node annotation
