@@ -1,5 +1,7 @@
 #include "k8s_client/scheduler_api.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "k8s_client/api_status.h"
@@ -204,12 +206,12 @@ EventCorrelator::Decision EventCorrelator::Correlate(const Event& event, absl::T
   s.last_observed = s.last_written = now;
   series_.insert_or_assign(d.series_key, std::move(s));
   // Bounded memory: forget what has ended (a series whose count was not written yet is lost; so
-  // does client-go's LRU cache).
-  if (series_.size() > 4096) {
+  // does client-go's LRU cache). Scanned when the maps have doubled since the last scan, not at
+  // every new Event: 100,000 waiting pods create 100,000 FailedScheduling Events in one cycle.
+  if (series_.size() + similar_.size() > prune_at_) {
     absl::erase_if(series_, [&](const auto& kv) { return now - kv.second.last_observed >= options_.series_window; });
-  }
-  if (similar_.size() > 4096) {
     absl::erase_if(similar_, [&](const auto& kv) { return now - kv.second.last > options_.aggregate_interval; });
+    prune_at_ = std::max<size_t>(8192, 2 * (series_.size() + similar_.size()));
   }
   return d;
 }
@@ -236,6 +238,11 @@ std::vector<EventCorrelator::SeriesPatch> EventCorrelator::DueSeriesPatches(absl
 void EventCorrelator::Forget(const std::string& series_key) {
   absl::MutexLock lock(&mu_);
   series_.erase(series_key);
+}
+
+size_t EventCorrelator::tracked() const {
+  absl::MutexLock lock(&mu_);
+  return series_.size() + similar_.size();
 }
 
 EventCorrelator::Counters EventCorrelator::counters() const {

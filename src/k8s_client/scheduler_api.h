@@ -148,6 +148,8 @@ class EventCorrelator {
   // creates a new one.
   void Forget(const std::string& series_key) ABSL_LOCKS_EXCLUDED(mu_);
   Counters counters() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Series and similar-event groups held in memory (for tests: it stays bounded).
+  size_t tracked() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Series {
@@ -166,6 +168,7 @@ class EventCorrelator {
   absl::flat_hash_map<std::string, Series> series_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, SimilarNotes> similar_ ABSL_GUARDED_BY(mu_);
   absl::Time last_scan_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  size_t prune_at_ ABSL_GUARDED_BY(mu_) = 8192;  // series_ + similar_ entries that trigger a scan
   Counters counters_ ABSL_GUARDED_BY(mu_);
 };
 

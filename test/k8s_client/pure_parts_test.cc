@@ -419,6 +419,24 @@ TEST(EventCorrelatorTest, PerObjectTokenBucketDropsTheExcessRequests) {
   EXPECT_EQ(c.counters().created, 27);
 }
 
+// A backlog of waiting pods makes one FailedScheduling Event each in a single cycle: what has
+// ended is forgotten (memory stays bounded) without scanning every series at every new Event.
+TEST(EventCorrelatorTest, ManyObjectsAtOnceAndWhatEndedIsForgotten) {
+  EventCorrelator::Options o;
+  o.spam_burst = 1;
+  EventCorrelator c(o);
+  const absl::Time t0 = absl::UnixEpoch() + absl::Hours(1);
+  for (int i = 0; i < 100000; ++i) {
+    ASSERT_EQ(c.Correlate(FailedScheduling(absl::StrCat("p", i), "0/3 nodes are available"), t0).write,
+              Write::kCreate);
+  }
+  EXPECT_EQ(c.tracked(), 200000u);  // a series and a similar-events group per pod, all live
+  const absl::Time later = t0 + absl::Minutes(11);
+  for (int i = 0; i < 35000; ++i) c.Correlate(FailedScheduling(absl::StrCat("q", i), "n"), later);
+  EXPECT_EQ(c.tracked(), 70000u);  // the first 100,000 pods' entries went when the maps had grown enough
+  EXPECT_EQ(c.counters().created, 135000);
+}
+
 TEST(TimeFormatTest, MicroTime) {
   const absl::Time t = absl::FromUnixMicros(1763769541123456);
   EXPECT_EQ(FormatMicroTime(t), "2025-11-21T23:59:01.123456Z");
