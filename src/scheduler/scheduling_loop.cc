@@ -574,7 +574,8 @@ bool SchedulingLoop::TakeNodeFor(const std::string& node, const std::string& wor
   absl::StatusOr<bool> ready = slurm_->Ready(slurm_name);
   if (!ready.ok() || !*ready) return false;  // a Slurm job is still leaving: next cycle
   if (!SetOwner(node, kOwnerKubernetes, now).ok()) return false;
-  reservations_.erase(node);
+  // A reservation taken back this way is released by the write (the fence is re-tagged later).
+  if (reservations_.erase(node) > 0) Fail("release-after-write");
   owner_before_reserve_.erase(node);
   actions_->NodeEvent(node, "Reclaimed", absl::StrCat("Reclaimed from Slurm for ", workload));
   ++stats->reclaimed;

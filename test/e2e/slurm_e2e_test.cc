@@ -384,6 +384,43 @@ TEST_P(SlurmE2ETest, ACrashedReclaimIsFinishedBySuccessors) {
   EXPECT_EQ(ShowJob(job)["Restarts"], "1");
 }
 
+// 4a. kill -9 right after the reservation of a reclaim is released (the node written back to
+// kubernetes, the Slurm fence still tagged for the reservation, the pod maybe not bound yet): the
+// successor binds the pod there, re-tags the fence, and nothing of the step is left (issue 13's
+// fault suite: the Slurm "after release" failpoint).
+TEST_P(SlurmE2ETest, AKillRightAfterTheReclaimIsReleasedLeavesNothingOfTheStep) {
+  AddPool(2);
+  StartScheduler(/*lend_after=*/2, "batch", {"ONEQUEUE_FAILPOINTS=release-after-write"});
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); }));
+  const uint32_t job = Submit({}, "15");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }));
+  const int lent = ShowJob(job)["NodeList"] == Slurm().nodes[0] ? 1 : 2;
+  PodOptions filler;
+  filler.cpu = "8";
+  filler.qos = "interactive";  // not preemptible: the lent node is the only way
+  CreatePod("filler", filler);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("filler") == K8sNode(3 - lent); }));
+  PodOptions interactive;
+  interactive.cpu = "4";
+  interactive.qos = "interactive";
+  CreatePod("jupyter", interactive);
+  ASSERT_TRUE(scheduler_->WaitForExit(kBindTimeout)) << "failpoint release-after-write never fired";
+  EXPECT_TRUE(absl::StrContains(scheduler_->Log(), "failpoint release-after-write"));
+  StartScheduler(/*lend_after=*/2);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("jupyter") == K8sNode(lent); }));
+  EXPECT_TRUE(Eventually(absl::Seconds(30), [&] {
+    return NodeLabel(K8sNode(lent), "onequeue.io/owner") == "kubernetes";
+  }));
+  EXPECT_TRUE(Eventually(absl::Seconds(30), [&] {
+    auto drains = SlurmCommand(Slurm(), {"sinfo", "-h", "-N", "-o", "%N %E"});
+    auto jobs = SlurmCommand(Slurm(), {"squeue", "-h", "-a", "-o", "%i %k"});
+    return drains.ok() && jobs.ok() && !absl::StrContains(*drains, "onequeue:reserved/") &&
+           !absl::StrContains(*jobs, "onequeue:reserved/");
+  })) << "the fence still names the reservation";
+  ExpectNothingLeftOfTheStep(2);
+  EXPECT_EQ(ShowJob(job)["Restarts"], "1");
+}
+
 // 4b. slurmrestd goes down and slurmctld restarts in the middle of a reclaim (the lent node is
 // reserved for the pod, the job on it not yet gone): the daemon keeps running, binds nothing to a
 // node Slurm may still use, and once Slurm answers again the step finishes: the pod on the lent
