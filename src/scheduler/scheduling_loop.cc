@@ -758,6 +758,14 @@ WaitReport SchedulingLoop::ReportFor(const queue::WaitingStatus& w, const queue:
     report.estimated_start.reset();
     return report;
   }
+  // A gang some of whose members are bound already (a binding of the group failed, or a member
+  // was made again): the planner counts only the pending members, so say what runs.
+  if (w.reason == queue::WaitReason::kGangIncomplete) {
+    if (auto bound = built.running_pods.find(w.workload); bound != built.running_pods.end()) {
+      absl::StrAppend(&report.message, "; ", bound->second.pod_keys.size(),
+                      " more already bound: the rest of the group is placed when the missing members exist");
+    }
+  }
   if (slurm_records_.running.empty() && slurm_records_.pending.empty()) return report;
   // Waiting behind the Slurm world: name the jobs, as users of both worlds ask "behind what?".
   std::set<queue::NodeIndex> nodes;

@@ -209,5 +209,31 @@ TEST(ReservationLifecycleTest, AGangMemberMadeAgainAfterItsBindingFailedJoinsIts
   for (const auto& r : w.reports["ns/train-1x"]) EXPECT_NE(r.reason, "GangIncomplete");
 }
 
+// Defect 5 (a): when the rest of a partly bound gang cannot be placed because a member is missing
+// altogether (deleted while its binding failed, not made again), the report says that part of the
+// group runs, not just "1 of 3 pods of the group exist".
+TEST(ReservationLifecycleTest, APartlyBoundGangMissingAMemberSaysWhatRuns) {
+  World w;
+  w.async_binds = true;
+  for (const char* n : {"n1", "n2", "n3"}) w.AddNode(n, "4");
+  for (const char* member : {"train-0", "train-1", "train-2"}) {
+    w.AddPod(member, "3", "interactive");
+    w.Find(std::string("ns/") + member)->metadata.annotations[kGroupAnnotation] = "train";
+    w.Find(std::string("ns/") + member)->metadata.annotations[kGroupSizeAnnotation] = "3";
+  }
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  w.fail_binds = {"ns/train-1", "ns/train-2"};
+  w.CompleteBinds();
+  w.DeletePod("ns/train-2");  // gone for good
+  loop.RunCycle(kNow + 1);
+  EXPECT_THAT(w.in_flight, IsEmpty());
+  ASSERT_FALSE(w.reports["ns/train-1"].empty());
+  const WaitReport& r = w.reports["ns/train-1"].back();
+  EXPECT_EQ(r.reason, "GangIncomplete");
+  EXPECT_THAT(r.message, ::testing::HasSubstr("1 more already bound"));
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
