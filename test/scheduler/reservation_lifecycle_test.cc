@@ -121,6 +121,28 @@ TEST(ReservationLifecycleTest, AReservationItsPreemptorCanNoLongerUseIsReleased)
   EXPECT_THAT(w.binds, ElementsAre("ns/batch-r->n1"));
 }
 
+// Defect 5 (b): the preemptor made again (same name, so the same workload) with requests that no
+// longer fit the reserved node: the plan no longer places it there, and past the grace the node
+// is released and used by the victim's replacement.
+TEST(ReservationLifecycleTest, AReservationThePreemptorNoLongerFitsIsReleased) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "2", "interactive");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  ASSERT_EQ(w.OwnerOf("n1"), "reserved/ns/jupyter");
+  w.DeletePod("ns/jupyter");
+  w.AddPod("jupyter", "8", "interactive");  // fits no node of the pool
+  for (queue::Time t = 1; t <= 51; t += 10) loop.RunCycle(kNow + t);
+  EXPECT_EQ(w.OwnerOf("n1"), "reserved/ns/jupyter");
+  loop.RunCycle(kNow + 61);
+  EXPECT_EQ(w.OwnerOf("n1"), "");
+  loop.RunCycle(kNow + 62);
+  EXPECT_THAT(w.binds, ElementsAre("ns/batch-r->n1"));
+}
+
 // Defect 5 (c): a reserved node deleted while its preemptor waits: the reservation is dropped and
 // nothing is written to the node again.
 TEST(ReservationLifecycleTest, AReservedNodeThatIsDeletedIsDroppedAndNotWrittenAgain) {
