@@ -455,6 +455,8 @@ TEST_F(HelmE2E, InstallRunsTwoReplicasWithLeastPrivilegeAndUninstallRemovesIt) {
   EXPECT_TRUE(CanI({"patch", "pods", "-n", "default"}));
   EXPECT_TRUE(CanI({"patch", "nodes"}));
   EXPECT_TRUE(CanI({"watch", "pods", "--all-namespaces"}));
+  EXPECT_TRUE(CanI({"watch", "poddisruptionbudgets.policy", "--all-namespaces"}));  // victims the budgets allow
+  EXPECT_FALSE(CanI({"update", "poddisruptionbudgets.policy", "-n", "default"}));
   EXPECT_TRUE(CanI({"create", "events.events.k8s.io", "-n", "default"}));
   EXPECT_TRUE(CanI({"create", "leases.coordination.k8s.io", "-n", kNamespace}));
   EXPECT_TRUE(CanI({"update", "leases.coordination.k8s.io/onequeue", "-n", kNamespace}));
