@@ -221,12 +221,13 @@ bool SchedulingLoop::IsPending(const BuiltSnapshot& built, std::string_view work
 std::map<std::string, std::string> SchedulingLoop::ForgetConfirmedAssumptions(const KubeState& state,
                                                                               const slurm::SlurmView* slurm_view,
                                                                               queue::Time now) {
+  // Indexed only when there is something to look up (most cycles of a quiet cluster have not).
   absl::flat_hash_map<std::string_view, const PodRecord*> by_key, by_identity;
-  by_key.reserve(state.pods.size());
-  by_identity.reserve(state.pods.size());
+  if (!evicted_.empty()) by_key.reserve(state.pods.size());
+  if (!assumed_.empty()) by_identity.reserve(state.pods.size());
   for (const auto& p : state.pods) {
-    by_key[p->key] = p.get();
-    by_identity[PodIdentity(*p)] = p.get();
+    if (!evicted_.empty()) by_key[p->key] = p.get();
+    if (!assumed_.empty()) by_identity[PodIdentity(*p)] = p.get();
   }
   std::map<std::string, std::string> still_assumed;  // pod key -> node, for the snapshot
   for (auto it = assumed_.begin(); it != assumed_.end();) {
