@@ -98,6 +98,30 @@ TEST(ReservationLifecycleTest, AnOwnerWriteBasedOnAnOldReadIsRefusedAndMadeAgain
   EXPECT_THAT(w.evictions, ElementsAre("ns/batch"));
 }
 
+// Defect 4: the release is conditional too. Another writer changes the node just before it; the
+// refused release is made again from the fresh read once the watch shows the change.
+TEST(ReservationLifecycleTest, ARefusedReleaseIsMadeAgainFromAFreshRead) {
+  World w;
+  w.recreate_evicted = false;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "2", "interactive");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);      // reserve, evict
+  loop.RunCycle(kNow + 1);  // bind
+  ASSERT_EQ(w.NodeOf("ns/jupyter"), "n1");
+  w.FreezeNodes();
+  w.TouchNode("n1");
+  loop.RunCycle(kNow + 2);  // the release, from the version the loop knows: refused
+  EXPECT_THAT(w.conflicts, ElementsAre("n1="));
+  EXPECT_EQ(w.OwnerOf("n1"), "reserved/ns/jupyter");
+  w.frozen_nodes.reset();
+  loop.RunCycle(kNow + 3);
+  EXPECT_EQ(w.OwnerOf("n1"), "");
+  EXPECT_TRUE(loop.reservations().empty());
+}
+
 // Defect 5 (b): a member of the preempting gang is deleted after the evictions and not made again.
 // Within the grace the node stays reserved (a controller may make the member again: see the test
 // above); past it the node is released, the gang's nomination cleared, and the node used.
