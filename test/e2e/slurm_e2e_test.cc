@@ -421,6 +421,34 @@ TEST_P(SlurmE2ETest, AKillRightAfterTheReclaimIsReleasedLeavesNothingOfTheStep) 
   EXPECT_EQ(ShowJob(job)["Restarts"], "1");
 }
 
+// 4a'. kill -9 right after a lend is written on the Kubernetes side (owner slurm/<job>, the taint)
+// and before the job is started and the fence lifted: the successor starts that job there and
+// lifts the fence; the other node stays Kubernetes' and fenced; nothing is left half-lent.
+TEST_P(SlurmE2ETest, AKillRightAfterTheLendIsWrittenTheSuccessorStartsTheJob) {
+  AddPool(2);
+  StartScheduler(/*lend_after=*/2, "batch", {"ONEQUEUE_FAILPOINTS=lend-after-annotate"});
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); }));
+  const uint32_t job = Submit({}, "15");
+  ASSERT_TRUE(scheduler_->WaitForExit(kBindTimeout)) << "failpoint lend-after-annotate never fired";
+  EXPECT_TRUE(absl::StrContains(scheduler_->Log(), "failpoint lend-after-annotate"));
+  EXPECT_EQ(ShowJob(job)["JobState"], "PENDING");
+  int lent = 0;
+  for (int i = 1; i <= 2; ++i) {
+    auto n = GetNode(client_.get(), K8sNode(i));
+    ASSERT_TRUE(n.ok());
+    if (n->metadata.annotations["onequeue.io/owner"] == absl::StrCat("slurm/", job)) lent = i;
+  }
+  ASSERT_NE(lent, 0) << "no node was written lent to job " << job;
+  StartScheduler(/*lend_after=*/2);
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }))
+      << ShowJob(job)["JobState"] << " " << ShowJob(job)["Reason"];
+  EXPECT_EQ(ShowJob(job)["NodeList"], Slurm().nodes[lent - 1]);
+  EXPECT_EQ(NodeLabel(K8sNode(lent), "onequeue.io/owner"), "slurm");
+  EXPECT_TRUE(HasOwnerTaint(K8sNode(lent)));
+  EXPECT_EQ(NodeLabel(K8sNode(3 - lent), "onequeue.io/owner"), "kubernetes");
+  ExpectNothingLeftOfTheStep(2);
+}
+
 // 4b. slurmrestd goes down and slurmctld restarts in the middle of a reclaim (the lent node is
 // reserved for the pod, the job on it not yet gone): the daemon keeps running, binds nothing to a
 // node Slurm may still use, and once Slurm answers again the step finishes: the pod on the lent
