@@ -40,7 +40,10 @@ start_one() {
       start_slurmrestd ;;
     slurmctld)
       pid_alive "$(read_pid slurmctld)" && die "slurmctld is already running"
-      start_slurmctld ;;
+      # -R: recover the whole saved state, partitions made with `scontrol create` included (a
+      # site's are in slurm.conf); without it a restart drops the tests' partitions and kills
+      # their jobs ("Invalid partition").
+      start_slurmctld -R ;;
     slurmd:*)
       local node="${DAEMON#slurmd:}"
       [[ " $NODES " == *" $node "* ]] || die "no node '$node' in this cluster ($NODES)"

@@ -577,39 +577,6 @@ TEST_F(PreemptionE2E, ASchedulerKilledMidPreemptionIsReplacedAndTheStepFinishes)
   ExpectAtomicPreemption("urgent", Pod("urgent").node_name, originals, 1, /*killed=*/true);
 }
 
-// The apiserver crashes and etcd is compacted in the middle of a preemption (the reservation is
-// written, the victim evicted and still terminating): every watch of the daemon ends, the
-// resourceVersions it held are gone (410 on the way back), and the objects it acted on change
-// while it cannot see them. The step still finishes with the same invariants: the victim evicted
-// once, nothing else on the reserved node, the reservation released.
-TEST_F(PreemptionE2E, AnApiserverCrashAndEtcdCompactionMidPreemptionLoseNothing) {
-  AddPool(2, "4");
-  Watch();
-  StartScheduler();
-  CreateDeployment("batch", 2, "4", /*grace_seconds=*/10);
-  const std::set<std::string> originals = WaitRunning("batch", 2);
-  ASSERT_EQ(originals.size(), 2u);
-
-  CreatePod("urgent", Interactive("4"));
-  std::string victim;
-  ASSERT_TRUE(Eventually(kBindTimeout, [&] {
-    for (const auto& name : originals) {
-      if (!EventsWithReason(client_.get(), ns_, name, "Preempted").empty()) victim = name;
-    }
-    return !victim.empty();
-  })) << "no victim was evicted";
-  ASSERT_TRUE(recorder_.EverReserved());
-  const auto v = GetPod(client_.get(), ns_, victim);
-  ASSERT_TRUE(v.ok() && !v->metadata.deletion_timestamp.empty()) << victim << " is not terminating: the step is over";
-  const auto& info = testing::K8sClusterEnvironment::Info();
-  ASSERT_TRUE(testing::CompactEtcd(info).ok());
-  ASSERT_TRUE(testing::RestartApiserver(info).ok());
-
-  ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool("urgent"); }))
-      << Describe(EventsAbout(client_.get(), ns_, "urgent"));
-  ExpectAtomicPreemption("urgent", Pod("urgent").node_name, originals, 1);
-}
-
 }  // namespace
 }  // namespace onequeue::e2e
 

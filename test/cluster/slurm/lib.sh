@@ -233,9 +233,10 @@ slurmctld_up() {
   pid_alive "$(read_pid slurmctld)" && sl scontrol ping | grep -q 'is UP'
 }
 
+# Extra arguments go to slurmctld (slurm-daemon.sh restarts it with -R).
 start_slurmctld() {
   start_daemon slurmctld "$SLURM_USER" "$SLURM_LOGS/slurmctld.stdout" \
-    "$SLURM_BIN_DIR/slurmctld" -D -f "$SLURM_CONF_FILE"
+    "$SLURM_BIN_DIR/slurmctld" -D -f "$SLURM_CONF_FILE" "$@"
   wait_until 30 "slurmctld answering scontrol ping" slurmctld_up
 }
 
