@@ -32,6 +32,8 @@ class FencedClusterActions final : public ClusterActions {
   absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override;
   // A read of what already happened: not gated.
   std::vector<std::string> TakeFailedReports() override { return inner_->TakeFailedReports(); }
+  // Forgets, writes nothing: not gated.
+  void ForgetWaiting(const std::string& pod_key) override { inner_->ForgetWaiting(pod_key); }
   absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
                                            const std::string& resource_version) override;
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override;

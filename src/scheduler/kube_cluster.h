@@ -55,6 +55,10 @@ class KubeClusterActions : public ClusterActions {
   // TakeFailedReports.
   absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override;
   std::vector<std::string> TakeFailedReports() override;
+  // Drops the pod's last FailedScheduling event (kept to space out repeats while it waits).
+  void ForgetWaiting(const std::string& pod_key) override { last_event_.erase(pod_key); }
+  // Pods whose last FailedScheduling event is remembered (for tests).
+  size_t remembered_events() const { return last_event_.size(); }
   // What the event recorder did so far (for the daemon's metrics).
   k8s::EventCorrelator::Counters event_counters() const { return events_.counters(); }
   absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,

@@ -91,6 +91,7 @@ class TimedClusterActions final : public ClusterActions {
     return inner_->ReportWaiting(pod_key, report);
   }
   std::vector<std::string> TakeFailedReports() override { return inner_->TakeFailedReports(); }
+  void ForgetWaiting(const std::string& pod_key) override { inner_->ForgetWaiting(pod_key); }
   absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
                                            const std::string& resource_version) override {
     return inner_->SetNodeOwner(node, value, resource_version);

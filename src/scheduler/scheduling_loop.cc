@@ -1,6 +1,8 @@
 #include "scheduler/scheduling_loop.h"
 
 #include <algorithm>
+#include <set>
+#include <string_view>
 
 #include "spdlog/spdlog.h"
 
@@ -191,6 +193,7 @@ void SchedulingLoop::DrainBindResults(queue::Time now, CycleStats* stats) {
     if (status.ok()) {
       ++stats->bound;
       last_report_.erase(it->second.key);
+      actions_->ForgetWaiting(it->second.key);  // also when BindSucceeded is refused (deposed)
       // From now on the assumption waits for the informer, for a bounded time.
       if (auto a = assumed_.find(id); a != assumed_.end()) a->second.bound_at = now;
       actions_->BindSucceeded(it->second.key, it->second.node, it->second.message);
@@ -991,6 +994,17 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
         ++stats.reported;
       }
     }
+  }
+  // Pods no longer pending (deleted, bound): forget their last reports, here and in the actions.
+  std::set<std::string_view> pending_keys;
+  for (const auto& [workload, pods] : built.pending_pods) pending_keys.insert(pods.pod_keys.begin(), pods.pod_keys.end());
+  for (auto it = last_report_.begin(); it != last_report_.end();) {
+    if (pending_keys.count(it->first)) {
+      ++it;
+      continue;
+    }
+    actions_->ForgetWaiting(it->first);
+    it = last_report_.erase(it);
   }
   if (slurm_ != nullptr && slurm_view != nullptr) {
     HoldWaitingJobs(plan, &stats);

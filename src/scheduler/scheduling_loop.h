@@ -77,6 +77,9 @@ class ClusterActions {
   // failures come back from TakeFailedReports (pod keys), and the loop writes those again.
   virtual absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) = 0;
   virtual std::vector<std::string> TakeFailedReports() { return {}; }
+  // The pod no longer waits (deleted, bound by another scheduler, admitted elsewhere): whatever is
+  // kept about its reports can go, or it would be kept for every pod that ever waited.
+  virtual void ForgetWaiting(const std::string& pod_key) {}
   // Records (value non-empty) or clears (empty) the node's onequeue.io/owner annotation. The
   // label onequeue.io/owner follows it (kubernetes | slurm | reserved, for kubectl get nodes -L),
   // and a node lent to Slurm or reserved carries the NoSchedule taint onequeue.io/owner so that
@@ -169,6 +172,8 @@ class SchedulingLoop {
   CycleStats RunCycle(queue::Time now);
   // Bindings sent whose results the loop has not drained yet (for tests and status).
   size_t bindings_in_flight() const { return binding_.size(); }
+  // Pods whose last waiting report the loop remembers (only pods still pending; for tests).
+  size_t remembered_reports() const { return last_report_.size(); }
 
   // After each cycle, what it saw and decided goes to `board` (for the gRPC QueueService); null: not kept.
   void PublishTo(StatusBoard* board) { board_ = board; }

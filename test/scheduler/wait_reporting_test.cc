@@ -9,7 +9,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "k8s_client/http_transport.h"
+#include "k8s_client/informer.h"
+#include "k8s_client/rest_client.h"
 #include "scheduler/fenced_actions.h"
+#include "scheduler/kube_cluster.h"
 #include "scheduler/metrics.h"
 #include "scheduler/scheduling_loop.h"
 
@@ -228,6 +232,80 @@ TEST(EventMetricsTest, RecorderTotalsBecomeOnequeueEventsTotal) {
   EXPECT_EQ(by_outcome["dropped"], 1);
   EXPECT_EQ(by_outcome["counted"], 4);
   EXPECT_EQ(by_outcome.count("aggregated"), 0u);  // never seen: no series yet
+}
+
+// Issue 13: memory that grows with pod churn. The loop's last report per pod and the actions' last
+// FailedScheduling event per pod are kept only while the pod waits: 1,000 pods that waited and
+// were deleted leave nothing behind in either.
+// Answers every request 200 at once (the apiserver's answers do not matter here).
+class AcceptingTransport : public k8s::HttpTransport {
+ public:
+  int requests = 0;
+  void SendAsync(k8s::HttpRequest, ResponseCallback done) override {
+    ++requests;
+    done(k8s::HttpResponse{200, "{}"});
+  }
+  std::unique_ptr<k8s::HttpStream> OpenStream(k8s::HttpRequest, ChunkCallback, StreamDoneCallback done) override {
+    done(absl::UnimplementedError("no streams"));
+    return nullptr;
+  }
+};
+
+TEST(WaitReportingTest, PodsThatWaitedAndWereDeletedLeaveNothingRemembered) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("running", "4", "scavenger", "n1", At(30));
+  for (int i = 0; i < 1000; ++i) w.AddPod("p" + std::to_string(i), "4", "scavenger", "", At(20));
+  auto transport = std::make_unique<AcceptingTransport>();
+  AcceptingTransport* sent = transport.get();
+  k8s::ClientConfig client_config;
+  k8s::RestClient client(client_config, std::move(transport));
+  k8s::Informer<k8s::Pod> pods(&client, k8s::kPods, {});
+  KubeClusterActions actions(&client, &pods, "test");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &actions);
+  EXPECT_EQ(loop.RunCycle(kNow).reported, 1000);
+  EXPECT_GT(sent->requests, 0);
+  EXPECT_EQ(loop.remembered_reports(), 1000u);
+  EXPECT_EQ(actions.remembered_events(), 1000u);
+  for (int i = 0; i < 1000; ++i) w.DeletePod("ns/p" + std::to_string(i));
+  loop.RunCycle(kNow + 5);
+  EXPECT_EQ(loop.remembered_reports(), 0u);
+  EXPECT_EQ(actions.remembered_events(), 0u);
+}
+
+// The same through the daemon's wrappers (write gate, bind timer), and a pod that stops pending
+// because it is bound is forgotten too.
+TEST(WaitReportingTest, ABoundPodIsForgottenThroughTheDaemonsWrappers) {
+  struct Leading : WritePermit {
+    absl::Status MayWrite() const override { return absl::OkStatus(); }
+  } permit;
+  struct Forgetting : World {
+    std::set<std::string> remembered;
+    absl::Status ReportWaiting(const std::string& key, const WaitReport& r) override {
+      remembered.insert(key);
+      return World::ReportWaiting(key, r);
+    }
+    void ForgetWaiting(const std::string& key) override { remembered.erase(key); }
+  } w;
+  w.AddNode("n1", "4");
+  w.AddPod("running", "4", "scavenger", "n1", At(30));
+  w.AddPod("a", "4", "scavenger", "", At(20));
+  w.AddPod("b", "4", "scavenger", "", At(19));
+  SchedulerMetrics metrics;
+  TimedClusterActions timed(&w, &metrics);
+  FencedClusterActions fenced(&timed, &permit);
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &fenced);
+  loop.RunCycle(kNow);
+  EXPECT_EQ(w.remembered, (std::set<std::string>{"ns/a", "ns/b"}));
+  w.DeletePod("ns/running");
+  w.DeletePod("ns/b");
+  loop.RunCycle(kNow + 5);  // a is bound to n1, b is gone
+  EXPECT_EQ(w.NodeOf("ns/a"), "n1");
+  loop.RunCycle(kNow + 10);
+  EXPECT_EQ(loop.remembered_reports(), 0u);
+  EXPECT_THAT(w.remembered, ::testing::IsEmpty());
 }
 
 }  // namespace
