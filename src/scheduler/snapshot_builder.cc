@@ -162,6 +162,17 @@ const NamespacePolicy* PolicyFor(const SnapshotOptions& options, const std::stri
   return it == options.namespace_policies.end() ? nullptr : &it->second;
 }
 
+// The QOS a workload refused its QOS or account ranks with: its namespace's default, else the
+// table's lowest ("" without a table). Never what it asked for: it is never placed, but its
+// queue position and priority (oq explain) must not put it ahead of workloads that may run.
+std::string QosOfRefused(const NamespacePolicy* policy, const SnapshotOptions& options) {
+  if (policy != nullptr && !policy->default_qos.empty()) return policy->default_qos;
+  if (options.queue_config == nullptr || options.queue_config->qos.empty()) return "";
+  return std::min_element(options.queue_config->qos.begin(), options.queue_config->qos.end(),
+                          [](const queue::QosPolicy& a, const queue::QosPolicy& b) { return a.priority < b.priority; })
+      ->name;
+}
+
 bool Contains(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();
 }
@@ -560,6 +571,12 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
       fail(queue::AdmissionError::kAccountNotAllowed,
            absl::StrCat("namespace \"", first.namespace_, "\" may not charge account \"", w.account,
                         "\" (allowed: ", absl::StrJoin(policy->allowed_accounts, ", "), ")"));
+    }
+    if (w.admission_error == queue::AdmissionError::kQosNotAllowed ||
+        w.admission_error == queue::AdmissionError::kAccountNotAllowed) {
+      // Ranked as the namespace's defaults would be (the message keeps what was asked for).
+      w.qos = QosOfRefused(policy, options);
+      w.account = policy != nullptr && !policy->default_account.empty() ? policy->default_account : first.namespace_;
     }
     if (!first.unsupported_pod_affinity.empty()) {
       fail(queue::AdmissionError::kInvalidAnnotation, first.unsupported_pod_affinity);

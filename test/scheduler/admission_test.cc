@@ -128,6 +128,53 @@ TEST(AdmissionTest, ATenantAllowedOnlyNormalAsksForInteractiveNothingIsEvictedAn
   EXPECT_EQ(w.reports["ns/billed-elsewhere"].back().reason, "AccountNotAllowed");
 }
 
+// A refused workload is never placed, and it is not ranked with what it was refused either: it
+// ranks as its namespace's defaults would (oq explain showed it first, with interactive's priority).
+TEST(AdmissionTest, APodRefusedItsQosQueuesBehindAnOlderPodOfTheDefaultQos) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("victim", "4", "interactive", "n1");  // not preemptible: everyone waits
+  w.AddPod("batch", "4", "normal", "", "2026-11-21T10:00:00Z");
+  w.AddPod("jupyter", "4", "interactive", "", "2026-11-21T10:30:00Z");
+  const Config cfg = PolicyConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  ASSERT_FALSE(w.reports["ns/jupyter"].empty());
+  ASSERT_FALSE(w.reports["ns/batch"].empty());
+  EXPECT_EQ(w.reports["ns/jupyter"].back().reason, "QOSNotAllowed");
+  EXPECT_EQ(w.reports["ns/batch"].back().queue_position, 1);
+  EXPECT_EQ(w.reports["ns/jupyter"].back().queue_position, 2);
+}
+
+TEST(AdmissionTest, ARefusedWorkloadRanksWithTheNamespaceDefaultsOrTheLowestQos) {
+  queue::QueueConfig queue_config;
+  queue_config.qos = {{"interactive", 1000, false, {}, 0}, {"normal", 100, true, {}, 0}, {"scavenger", 0, true, {}, 0}};
+  SnapshotOptions o;
+  o.queue_config = &queue_config;
+  o.known_qos = {"interactive", "normal", "scavenger"};
+  o.namespace_policies["team-a"] = {{"normal", "interactive"}, "normal", {"team-a"}, "team-a"};
+  o.namespace_policies["team-b"] = {{"normal"}, "", {}, ""};
+  auto built = BuildSnapshot(
+      {PoolNode("n1")},
+      {Pod("team-a", "thief", {{"onequeue.io/qos", "interactive"}, {"onequeue.io/account", "team-b"}}),
+       Pod("team-a", "greedy", {{"onequeue.io/qos", "scavenger"}}),
+       Pod("team-b", "greedy", {{"onequeue.io/qos", "interactive"}}),
+       Pod("team-b", "unknown", {{"onequeue.io/qos", "platinum"}})},
+      o, kNow);
+  const auto* thief = Pending(built, "team-a/thief");
+  ASSERT_NE(thief, nullptr);
+  EXPECT_EQ(thief->admission_error, queue::AdmissionError::kAccountNotAllowed);
+  EXPECT_EQ(thief->qos, "normal");
+  EXPECT_EQ(thief->account, "team-a");
+  EXPECT_THAT(thief->admission_message, HasSubstr("\"team-b\""));
+  EXPECT_EQ(Pending(built, "team-a/greedy")->qos, "normal");
+  // No default QOS in team-b: the table's lowest.
+  EXPECT_EQ(Pending(built, "team-b/greedy")->admission_error, queue::AdmissionError::kQosNotAllowed);
+  EXPECT_EQ(Pending(built, "team-b/greedy")->qos, "scavenger");
+  EXPECT_EQ(Pending(built, "team-b/unknown")->qos, "scavenger");
+  EXPECT_THAT(Pending(built, "team-b/unknown")->admission_message, HasSubstr("\"platinum\""));
+}
+
 // --- Defect 2: admitted values are fixed ------------------------------------------------------
 
 TEST(AdmissionTest, ReannotatingARunningPodInteractiveDoesNotMakeItUnpreemptible) {
