@@ -16,6 +16,25 @@ absl::Status Check(const WritePermit* permit, const RefusedWrite& refused, const
 
 }  // namespace
 
+void RefusedWriteLog::Refused(const std::string& what, const absl::Status& why) {
+  std::string line;
+  {
+    absl::MutexLock lock(&mu_);
+    const auto now = clock_();
+    if (last_line_ && now - *last_line_ < interval_) {
+      ++unlogged_;
+      return;
+    }
+    // The first refusal, or the first after a quiet interval: in full. Otherwise how many were
+    // counted since the last line, this one included.
+    line = unlogged_ == 0 ? std::string(why.message())
+                          : absl::StrCat(unlogged_ + 1, " more writes refused (latest: ", why.message(), ")");
+    unlogged_ = 0;
+    last_line_ = now;
+  }
+  sink_(line);
+}
+
 absl::Status FencedClusterActions::Admit(const std::string& what) const { return Check(permit_, refused_, what); }
 
 absl::Status FencedClusterActions::Bind(const std::string& pod_key, const std::string& node,

@@ -8,10 +8,15 @@
 //
 // The gate decides when a write starts; a write already sent cannot be called back. The margin
 // between the renew deadline and the lease duration covers it (leader_elector.h).
+#include <chrono>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "scheduler/leader_elector.h"
 #include "scheduler/scheduling_loop.h"
 
@@ -19,6 +24,31 @@ namespace onequeue::scheduler {
 
 // Called with each refused write ("bind ns/p to n1", the reason); the daemon logs it.
 using RefusedWrite = std::function<void(const std::string& what, const absl::Status& why)>;
+
+// What the daemon logs of refused writes: a deposed leader's cycle may refuse thousands of writes
+// (every binding, report, event of a big backlog), so after a refusal is logged in full the
+// next ones are counted, and one line per `interval` at most says how many ("N more writes
+// refused", with the latest). A refusal after a quiet interval is logged in full again.
+// Thread-safe (the transport's gate may refuse on its own thread).
+class RefusedWriteLog {
+ public:
+  using Sink = std::function<void(const std::string& line)>;
+  RefusedWriteLog(MonotonicClock clock, Sink sink, absl::Duration interval = absl::Seconds(1))
+      : clock_(std::move(clock)), sink_(std::move(sink)), interval_(absl::ToChronoNanoseconds(interval)) {}
+  void Refused(const std::string& what, const absl::Status& why);
+  // A RefusedWrite that logs through `log` (which must outlive it).
+  static RefusedWrite To(RefusedWriteLog* log) {
+    return [log](const std::string& what, const absl::Status& why) { log->Refused(what, why); };
+  }
+
+ private:
+  const MonotonicClock clock_;
+  const Sink sink_;
+  const std::chrono::nanoseconds interval_;
+  absl::Mutex mu_;
+  std::optional<std::chrono::steady_clock::time_point> last_line_ ABSL_GUARDED_BY(mu_);
+  int64_t unlogged_ ABSL_GUARDED_BY(mu_) = 0;  // refusals since the last line
+};
 
 class FencedClusterActions final : public ClusterActions {
  public:

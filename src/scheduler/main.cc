@@ -411,11 +411,15 @@ int RunDaemon(const Config& config) {
       TimedClusterActions timed_actions(&actions, &metrics);
       ClusterActions* cluster_actions = &timed_actions;
       SlurmActions* slurm_actions = slurm_side.actions.get();
-      // Under leader election every write first asks whether this replica still leads.
+      // Under leader election every write first asks whether this replica still leads. Refusals
+      // are logged in full once, then at most one line a second (a deposed leader's cycle can
+      // refuse thousands of writes).
+      RefusedWriteLog refused_log([] { return std::chrono::steady_clock::now(); },
+                                  [](const std::string& line) { spdlog::warn("{}", line); });
       std::unique_ptr<FencedClusterActions> fenced_cluster;
       std::unique_ptr<FencedSlurmActions> fenced_slurm;
       if (elector && !without_write_gate) {
-        auto refused = [](const std::string& what, const absl::Status& why) { spdlog::warn("{}", std::string(why.message())); };
+        const RefusedWrite refused = RefusedWriteLog::To(&refused_log);
         fenced_cluster = std::make_unique<FencedClusterActions>(cluster_actions, elector.get(), refused);
         cluster_actions = fenced_cluster.get();
         if (slurm_actions != nullptr) {

@@ -453,5 +453,56 @@ TEST_F(FencedActionsTest, TheTransportAsksTheGateOnItsThreadJustBeforeTheWire) {
   EXPECT_TRUE(absl::IsUnavailable(open)) << open;
 }
 
+// A deposed leader's cycle refuses every write of a big backlog: the log shows the first refusal
+// in full, then at most one line a second with how many more there were.
+TEST(RefusedWriteLogTest, TheFirstRefusalInFullThenAtMostOneSummaryLineASecond) {
+  FakeClock clock;
+  std::vector<std::string> lines;
+  RefusedWriteLog log(clock.Fn(), [&](const std::string& line) { lines.push_back(line); });
+  auto refuse = [&](int i) {
+    const std::string what = absl::StrCat("bind ns/p", i, " to n1");
+    log.Refused(what, absl::FailedPreconditionError(absl::StrCat(what, " refused: not the leader")));
+  };
+  for (int i = 0; i < 1000; ++i) {  // 1,000 refusals in 0.5 s
+    refuse(i);
+    clock.Advance(absl::Microseconds(500));
+  }
+  EXPECT_THAT(lines, ElementsAre("bind ns/p0 to n1 refused: not the leader"));
+  clock.Advance(absl::Milliseconds(600));  // 1.1 s after the first line
+  refuse(1000);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1], "1000 more writes refused (latest: bind ns/p1000 to n1 refused: not the leader)");
+  // Ten seconds of a refusal every 10 ms: one line a second, no more.
+  for (int i = 0; i < 1000; ++i) {
+    clock.Advance(absl::Milliseconds(10));
+    refuse(2000 + i);
+  }
+  EXPECT_EQ(lines.size(), 12u);
+  EXPECT_THAT(lines.back(), HasSubstr("100 more writes refused"));
+  // After a quiet second the next refusal is logged in full again.
+  clock.Advance(absl::Seconds(2));
+  lines.clear();
+  refuse(5000);
+  clock.Advance(absl::Seconds(2));
+  refuse(5001);
+  EXPECT_THAT(lines, ElementsAre("bind ns/p5000 to n1 refused: not the leader",
+                                 "bind ns/p5001 to n1 refused: not the leader"));
+}
+
+// Wired to the gate: what the gate refuses reaches the log.
+TEST(RefusedWriteLogTest, TheGatesRefusalsGoThroughTheLog) {
+  FakeClock clock;
+  std::vector<std::string> lines;
+  RefusedWriteLog log(clock.Fn(), [&](const std::string& line) { lines.push_back(line); });
+  struct Deposed : WritePermit {
+    absl::Status MayWrite() const override { return absl::UnavailableError("not the leader"); }
+  } permit;
+  RecordingClusterActions inner;
+  FencedClusterActions fenced(&inner, &permit, RefusedWriteLog::To(&log));
+  for (int i = 0; i < 50; ++i) EXPECT_FALSE(fenced.Nominate(absl::StrCat("ns/p", i), "n1").ok());
+  EXPECT_THAT(inner.calls, IsEmpty());
+  EXPECT_THAT(lines, ElementsAre(HasSubstr("nomination of ns/p0 to 'n1' refused")));
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
