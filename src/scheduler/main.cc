@@ -449,6 +449,9 @@ int RunDaemon(const Config& config) {
         const CycleStats s = loop.RunCycle(absl::ToUnixSeconds(cycle_start));
         metrics.ObserveCycle(s, status_board.Latest().get(), absl::ToDoubleSeconds(absl::Now() - cycle_start));
         metrics.ObserveEvents(actions.event_counters());
+        metrics.ObserveInformer("pods", pods->Stats());
+        metrics.ObserveInformer("nodes", nodes->Stats());
+        if (budgets) metrics.ObserveInformer("poddisruptionbudgets", budgets->Stats());
         for (const std::string& e : s.ignored_edits) spdlog::warn("{}", e);
         if (s.bound || s.reported || s.preemptions_started || s.bind_errors || s.slurm_started || s.lent ||
             s.reclaimed || s.returned || s.slurm_held) {

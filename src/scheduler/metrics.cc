@@ -134,6 +134,12 @@ SchedulerMetrics::SchedulerMetrics() : registry_(std::make_shared<prometheus::Re
                        "series count written), counted (a repeat counted on its series, no request), aggregated "
                        "(combined with similar events), dropped (the per-object rate limit)")
                  .Register(r);
+  informer_backlog_overflows_ =
+      &prometheus::BuildCounter()
+           .Name("onequeue_informer_backlog_overflows_total")
+           .Help("Watches of an informer ended because the events not yet handled passed "
+                 "kubernetes.maxResponseBytes; each is followed by a full relist")
+           .Register(r);
   cycles_ = &prometheus::BuildCounter().Name("onequeue_cycles_total").Help("Scheduling cycles run").Register(r).Add({});
   leader_ = &prometheus::BuildGauge()
                  .Name("onequeue_leader")
@@ -145,6 +151,18 @@ SchedulerMetrics::SchedulerMetrics() : registry_(std::make_shared<prometheus::Re
     attempts_->Add({{"result", result}, {"profile", kProfile}});
   }
   for (const char* result : {"success", "error"}) slurm_polls_->Add({{"result", result}});
+  for (const char* resource : {"pods", "nodes", "poddisruptionbudgets"}) {
+    informer_backlog_overflows_->Add({{"resource", resource}});
+  }
+}
+
+void SchedulerMetrics::ObserveInformer(const std::string& resource, const k8s::InformerStats& totals) {
+  int64_t& seen = informer_overflows_seen_[resource];
+  if (totals.backlog_overflows > seen) {
+    informer_backlog_overflows_->Add({{"resource", resource}})
+        .Increment(static_cast<double>(totals.backlog_overflows - seen));
+  }
+  seen = totals.backlog_overflows;
 }
 
 void SchedulerMetrics::ObserveEvents(const k8s::EventCorrelator::Counters& totals) {

@@ -12,6 +12,7 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "k8s_client/informer.h"
 #include "k8s_client/scheduler_api.h"
 #include "scheduler/cycle_status.h"
 #include "scheduler/scheduling_loop.h"
@@ -37,6 +38,10 @@ class SchedulerMetrics {
   // series count written), counted (a repeat only counted), aggregated (combined with similar
   // events), dropped (per-object spam filter)).
   void ObserveEvents(const k8s::EventCorrelator::Counters& totals);
+  // An informer's totals so far (`resource`: pods, nodes, poddisruptionbudgets):
+  // onequeue_informer_backlog_overflows_total{resource} counts the watches that ended because
+  // their unhandled backlog passed its bound (each one costs a full relist).
+  void ObserveInformer(const std::string& resource, const k8s::InformerStats& totals);
 
  private:
   void ObserveStatus(const CycleStatus& status);
@@ -68,6 +73,8 @@ class SchedulerMetrics {
   prometheus::Gauge* leader_;
   prometheus::Family<prometheus::Counter>* events_;
   k8s::EventCorrelator::Counters events_seen_;
+  prometheus::Family<prometheus::Counter>* informer_backlog_overflows_;
+  std::map<std::string, int64_t> informer_overflows_seen_;  // resource -> total already counted
 
   std::map<std::string, prometheus::Gauge*> pending_pods_series_, pending_workload_series_, node_series_;
   // Across cycles (loop thread only): when each node was lent, and when each lent node was

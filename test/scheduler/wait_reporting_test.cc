@@ -234,6 +234,30 @@ TEST(EventMetricsTest, RecorderTotalsBecomeOnequeueEventsTotal) {
   EXPECT_EQ(by_outcome.count("aggregated"), 0u);  // never seen: no series yet
 }
 
+// Issue 13: an informer's backlog overflows (each a relist) are exported as running totals per
+// resource, every series present at zero from the start.
+TEST(InformerMetricsTest, BacklogOverflowsBecomeOnequeueInformerBacklogOverflowsTotal) {
+  SchedulerMetrics metrics;
+  auto by_resource = [&] {
+    std::map<std::string, double> values;
+    for (const auto& family : metrics.registry()->Collect()) {
+      if (family.name != "onequeue_informer_backlog_overflows_total") continue;
+      for (const auto& m : family.metric) values[m.label.at(0).value] = m.counter.value;
+    }
+    return values;
+  };
+  EXPECT_EQ(by_resource(), (std::map<std::string, double>{{"nodes", 0}, {"poddisruptionbudgets", 0}, {"pods", 0}}));
+  k8s::InformerStats pods;
+  pods.backlog_overflows = 2;
+  pods.events = 1000;
+  metrics.ObserveInformer("pods", pods);
+  metrics.ObserveInformer("nodes", k8s::InformerStats{});
+  pods.backlog_overflows = 3;
+  metrics.ObserveInformer("pods", pods);
+  metrics.ObserveInformer("pods", pods);  // nothing new
+  EXPECT_EQ(by_resource(), (std::map<std::string, double>{{"nodes", 0}, {"poddisruptionbudgets", 0}, {"pods", 3}}));
+}
+
 // Issue 13: memory that grows with pod churn. The loop's last report per pod and the actions' last
 // FailedScheduling event per pod are kept only while the pod waits: 1,000 pods that waited and
 // were deleted leave nothing behind in either.
