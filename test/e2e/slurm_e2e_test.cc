@@ -189,6 +189,27 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
     return p.ok() ? p->node_name : "";
   }
 
+  // A reclaim under way: a job running `job_seconds` on one of the two lent pool nodes (`lent`, 1 or
+  // 2), the other node taken by a non-preemptible 8-CPU pod ("filler"), then the 4-CPU interactive
+  // pod "jupyter", which only the lent node can take.
+  void StartReclaim(const std::string& job_seconds, uint32_t* job, int* lent) {
+    *job = Submit({}, job_seconds);
+    const uint32_t id = *job;
+    ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(id)["JobState"] == "RUNNING"; }));
+    *lent = ShowJob(id)["NodeList"] == Slurm().nodes[0] ? 1 : 2;
+    const int other = 3 - *lent;
+    PodOptions filler;
+    filler.cpu = "8";
+    filler.qos = "interactive";  // not preemptible: the lent node is the only way
+    CreatePod("filler", filler);
+    ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("filler") == K8sNode(other); }))
+        << "filler on " << PodNode("filler");
+    PodOptions interactive;
+    interactive.cpu = "4";
+    interactive.qos = "interactive";
+    CreatePod("jupyter", interactive);
+  }
+
   // No reservation left anywhere: no reserved/ annotation or label, no Slurm fence tagged for a
   // reservation, no node fenced while lent, no taint on a node Kubernetes owns.
   void ExpectNothingLeftOfTheStep(int count) {
@@ -251,21 +272,10 @@ TEST_P(SlurmE2ETest, InteractivePodReclaimsALentNodeAndTheJobRunsAgainElsewhere)
   AddPool(2);
   StartScheduler(/*lend_after=*/2);
   ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); }));
-  const uint32_t job = Submit({}, "15");
-  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }));
-  const std::string first_node = ShowJob(job)["NodeList"];
-  const int lent = first_node == Slurm().nodes[0] ? 1 : 2;
-  // The other node is busy with a pod, so the interactive pod needs the lent one.
-  PodOptions filler;
-  filler.cpu = "8";
-  filler.qos = "interactive";  // not preemptible: the lent node is the only way
-  CreatePod("filler", filler);
-  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("filler") == K8sNode(3 - lent); }))
-      << "filler on " << PodNode("filler");
-  PodOptions interactive;
-  interactive.cpu = "4";
-  interactive.qos = "interactive";
-  CreatePod("jupyter", interactive);
+  uint32_t job = 0;
+  int lent = 0;
+  ASSERT_NO_FATAL_FAILURE(StartReclaim("15", &job, &lent));
+  const std::string first_node = Slurm().nodes[lent - 1];
   ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("jupyter") == K8sNode(lent); }))
       << "jupyter on '" << PodNode("jupyter") << "'";
   EXPECT_EQ(ShowJob(job)["Restarts"], "1");
@@ -341,18 +351,9 @@ TEST_P(SlurmE2ETest, ACrashedReclaimIsFinishedBySuccessors) {
   AddPool(2);
   StartScheduler(/*lend_after=*/2, "batch", {"ONEQUEUE_FAILPOINTS=reclaim-after-reserve"});
   ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); }));
-  const uint32_t job = Submit({}, "15");
-  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }));
-  const int lent = ShowJob(job)["NodeList"] == Slurm().nodes[0] ? 1 : 2;
-  PodOptions filler;
-  filler.cpu = "8";
-  filler.qos = "interactive";  // not preemptible: the lent node is the only way
-  CreatePod("filler", filler);
-  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("filler") == K8sNode(3 - lent); }));
-  PodOptions interactive;
-  interactive.cpu = "4";
-  interactive.qos = "interactive";
-  CreatePod("jupyter", interactive);
+  uint32_t job = 0;
+  int lent = 0;
+  ASSERT_NO_FATAL_FAILURE(StartReclaim("15", &job, &lent));
   ASSERT_TRUE(scheduler_->WaitForExit(kBindTimeout)) << "failpoint reclaim-after-reserve never fired";
   EXPECT_TRUE(absl::StrContains(scheduler_->Log(), "failpoint reclaim-after-reserve"));
   {
@@ -392,18 +393,9 @@ TEST_P(SlurmE2ETest, AKillRightAfterTheReclaimIsReleasedLeavesNothingOfTheStep) 
   AddPool(2);
   StartScheduler(/*lend_after=*/2, "batch", {"ONEQUEUE_FAILPOINTS=release-after-write"});
   ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); }));
-  const uint32_t job = Submit({}, "15");
-  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }));
-  const int lent = ShowJob(job)["NodeList"] == Slurm().nodes[0] ? 1 : 2;
-  PodOptions filler;
-  filler.cpu = "8";
-  filler.qos = "interactive";  // not preemptible: the lent node is the only way
-  CreatePod("filler", filler);
-  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("filler") == K8sNode(3 - lent); }));
-  PodOptions interactive;
-  interactive.cpu = "4";
-  interactive.qos = "interactive";
-  CreatePod("jupyter", interactive);
+  uint32_t job = 0;
+  int lent = 0;
+  ASSERT_NO_FATAL_FAILURE(StartReclaim("15", &job, &lent));
   ASSERT_TRUE(scheduler_->WaitForExit(kBindTimeout)) << "failpoint release-after-write never fired";
   EXPECT_TRUE(absl::StrContains(scheduler_->Log(), "failpoint release-after-write"));
   StartScheduler(/*lend_after=*/2);
@@ -457,18 +449,9 @@ TEST_P(SlurmE2ETest, SlurmDownMidReclaimTheStepFinishesWhenItIsBack) {
   AddPool(2);
   StartScheduler(/*lend_after=*/2);
   ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); }));
-  const uint32_t job = Submit({}, "30");
-  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }));
-  const int lent = ShowJob(job)["NodeList"] == Slurm().nodes[0] ? 1 : 2;
-  PodOptions filler;
-  filler.cpu = "8";
-  filler.qos = "interactive";  // not preemptible: the lent node is the only way
-  CreatePod("filler", filler);
-  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("filler") == K8sNode(3 - lent); }));
-  PodOptions interactive;
-  interactive.cpu = "4";
-  interactive.qos = "interactive";
-  CreatePod("jupyter", interactive);
+  uint32_t job = 0;
+  int lent = 0;
+  ASSERT_NO_FATAL_FAILURE(StartReclaim("30", &job, &lent));
   ASSERT_TRUE(Eventually(kBindTimeout, [&] {
     auto n = GetNode(client_.get(), K8sNode(lent));
     return n.ok() && absl::StartsWith(n->metadata.annotations["onequeue.io/owner"], "reserved/");
