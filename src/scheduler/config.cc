@@ -284,9 +284,12 @@ absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const s
   queue.Read("windowSeconds", &c.queue.window_seconds);
   queue.Read("backfillShortestFirst", &c.queue.backfill_shortest_first);
   queue.Read("keepReservations", &c.queue.keep_reservations);
+  queue.Read("fullCycleSeconds", &c.queue.full_cycle_seconds);
   queue.Read("weights", &c.queue.weights);
   if (c.queue.reservation_depth < 0) queue.KeyError("reservationDepth", "must be 0 (unlimited) or more");
   if (c.queue.resolution_seconds < 1) queue.KeyError("resolutionSeconds", "must be at least 1");
+  if (c.queue.full_cycle_seconds < 0) queue.KeyError("fullCycleSeconds", "must be 0 (every cycle full) or more");
+  RefuseLongerThanACentury(queue, "fullCycleSeconds", c.queue.full_cycle_seconds);
   RefuseLongerThanACentury(queue, "resolutionSeconds", c.queue.resolution_seconds);
   RefuseLongerThanACentury(queue, "windowSeconds", c.queue.window_seconds);
   if (c.queue.window_seconds < c.queue.resolution_seconds)

@@ -108,6 +108,10 @@ struct QueueConfig {
   // reservation, and so the estimated start a user reads, never moves later unless its holder
   // changed itself (docs/queue.md "Promises"). false: every cycle plans from scratch, like Slurm.
   bool keep_reservations = true;
+  // Event-driven cycles between full ones plan only what arrived (QueuePlanner::OnArrival) when
+  // the only changes are new single-pod workloads; a full cycle runs at least this often, and
+  // whenever an incremental one cannot decide. 0: every cycle is full.
+  int64_t full_cycle_seconds = 5;
   // age, fairShare, size, partition, qos; a factor not given takes its default (kDefaultWeights).
   std::map<std::string, double> weights;
   std::vector<QosConfig> qos;

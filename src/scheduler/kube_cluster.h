@@ -25,6 +25,9 @@ class InformerClusterView : public ClusterView {
   std::vector<k8s::Node> Nodes() const override { return nodes_->List(); }
   std::vector<k8s::Pod> Pods() const override { return pods_->List(); }
   std::shared_ptr<const KubeState> State() const override { return source_->State(); }
+  std::optional<KubeChanges> ChangesSince(uint64_t generation) const override {
+    return source_->ChangesSince(generation);
+  }
   std::shared_ptr<const slurm::SlurmView> Slurm() const override {
     if (slurm_ == nullptr) return nullptr;
     auto v = slurm_->View();

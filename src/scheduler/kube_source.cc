@@ -1,41 +1,45 @@
 #include "scheduler/kube_source.h"
 
+#include <set>
+#include <string_view>
+
 namespace onequeue::scheduler {
 
 void KubeSource::UpsertPod(const k8s::Pod& pod) {
   auto record = std::make_shared<PodRecord>(PodRecord::From(pod));  // parsed outside the lock
   absl::MutexLock lock(&mu_);
   record->generation = ++generation_;
+  LogPodChange(generation_, record->key);
   pods_[record->key] = std::move(record);
 }
 
 void KubeSource::DeletePod(const k8s::Pod& pod) {
   absl::MutexLock lock(&mu_);
-  if (pods_.erase(pod.metadata.Key()) > 0) ++generation_;
+  if (pods_.erase(pod.metadata.Key()) > 0) last_other_change_ = ++generation_;
 }
 
 void KubeSource::UpsertNode(const k8s::Node& node) {
   auto record = std::make_shared<NodeRecord>(NodeRecord::From(node));
   absl::MutexLock lock(&mu_);
-  record->generation = ++generation_;
+  last_other_change_ = record->generation = ++generation_;
   nodes_[record->name] = std::move(record);
 }
 
 void KubeSource::DeleteNode(const k8s::Node& node) {
   absl::MutexLock lock(&mu_);
-  if (nodes_.erase(node.metadata.name) > 0) ++generation_;
+  if (nodes_.erase(node.metadata.name) > 0) last_other_change_ = ++generation_;
 }
 
 void KubeSource::UpsertBudget(const k8s::PodDisruptionBudget& pdb) {
   auto record = std::make_shared<BudgetRecord>(BudgetRecord::From(pdb));
   absl::MutexLock lock(&mu_);
-  record->generation = ++generation_;
+  last_other_change_ = record->generation = ++generation_;
   budgets_[record->key] = std::move(record);
 }
 
 void KubeSource::DeleteBudget(const k8s::PodDisruptionBudget& pdb) {
   absl::MutexLock lock(&mu_);
-  if (budgets_.erase(pdb.metadata.Key()) > 0) ++generation_;
+  if (budgets_.erase(pdb.metadata.Key()) > 0) last_other_change_ = ++generation_;
 }
 
 std::shared_ptr<const KubeState> KubeSource::State() const {
@@ -51,6 +55,29 @@ std::shared_ptr<const KubeState> KubeSource::State() const {
   for (const auto& [key, b] : budgets_) state->budgets.push_back(b);
   state_ = std::move(state);
   return state_;
+}
+
+void KubeSource::LogPodChange(uint64_t generation, const std::string& key) {
+  pod_changes_.emplace_hint(pod_changes_.end(), generation, key);
+  if (pod_changes_.size() > kChangeLogSize) {
+    log_starts_after_ = pod_changes_.begin()->first;
+    pod_changes_.erase(pod_changes_.begin());
+  }
+}
+
+std::optional<KubeChanges> KubeSource::ChangesSince(uint64_t generation) const {
+  absl::MutexLock lock(&mu_);
+  if (generation < log_starts_after_ || generation > generation_) return std::nullopt;
+  KubeChanges changes;
+  changes.generation = generation_;
+  changes.others = last_other_change_ > generation;
+  std::set<std::string_view> listed;  // a pod changed twice is listed once, as it is now
+  for (auto it = pod_changes_.upper_bound(generation); it != pod_changes_.end(); ++it) {
+    auto pod = pods_.find(it->second);
+    if (pod == pods_.end()) continue;  // deleted since: `others` says so
+    if (listed.insert(pod->first).second) changes.pods.push_back(pod->second);
+  }
+  return changes;
 }
 
 uint64_t KubeSource::generation() const {

@@ -6,6 +6,7 @@
 // unchanged record with it (the model: kube-scheduler's Cache.UpdateSnapshot). So a cycle neither
 // copies Kubernetes objects out of the informers nor parses them again.
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,10 @@ class KubeSource {
   // The current state; the same object as last time when nothing changed.
   std::shared_ptr<const KubeState> State() const;
   uint64_t generation() const;
+  // The pods upserted since `generation`, and whether a node, a budget or a deletion came too;
+  // nullopt when that is no longer known (older than the log of recent changes kept here).
+  // Costs what changed, not the size of the world.
+  std::optional<KubeChanges> ChangesSince(uint64_t generation) const;
 
  private:
   mutable absl::Mutex mu_;
@@ -36,6 +41,13 @@ class KubeSource {
   std::map<std::string, std::shared_ptr<const NodeRecord>> nodes_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<const BudgetRecord>> budgets_ ABSL_GUARDED_BY(mu_);
   mutable std::shared_ptr<const KubeState> state_ ABSL_GUARDED_BY(mu_);
+  // The recent pod upserts (generation -> pod key), at most kChangeLogSize of them; the changes
+  // since a generation older than `log_starts_after_` are no longer known.
+  static constexpr size_t kChangeLogSize = 1 << 16;
+  std::map<uint64_t, std::string> pod_changes_ ABSL_GUARDED_BY(mu_);
+  uint64_t log_starts_after_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t last_other_change_ ABSL_GUARDED_BY(mu_) = 0;  // node, budget or deletion
+  void LogPodChange(uint64_t generation, const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 }  // namespace onequeue::scheduler

@@ -141,6 +141,12 @@ SchedulerMetrics::SchedulerMetrics() : registry_(std::make_shared<prometheus::Re
                  "kubernetes.maxResponseBytes; each is followed by a full relist")
            .Register(r);
   cycles_ = &prometheus::BuildCounter().Name("onequeue_cycles_total").Help("Scheduling cycles run").Register(r).Add({});
+  arrival_cycles_ = &prometheus::BuildCounter()
+                         .Name("onequeue_arrival_cycles_total")
+                         .Help("Scheduling cycles that planned only the pods arrived since the last full cycle "
+                               "(queue.fullCycleSeconds); onequeue_cycles_total counts them too")
+                         .Register(r)
+                         .Add({});
   leader_ = &prometheus::BuildGauge()
                  .Name("onequeue_leader")
                  .Help("1 while this replica holds the leader Lease and schedules, else 0")
@@ -179,6 +185,7 @@ void SchedulerMetrics::ObserveEvents(const k8s::EventCorrelator::Counters& total
 
 void SchedulerMetrics::ObserveCycle(const CycleStats& stats, const CycleStatus* status, double seconds) {
   cycles_->Increment();
+  if (stats.incremental) arrival_cycles_->Increment();
   cycle_duration_->Add({{"phase", "total"}}, LatencyBuckets()).Observe(seconds);
   auto& scheduled = attempts_->Add({{"result", "scheduled"}, {"profile", kProfile}});
   auto& unschedulable = attempts_->Add({{"result", "unschedulable"}, {"profile", kProfile}});

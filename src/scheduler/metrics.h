@@ -70,6 +70,7 @@ class SchedulerMetrics {
   prometheus::Family<prometheus::Counter>* slurm_polls_;
   prometheus::Family<prometheus::Histogram>* cycle_duration_;
   prometheus::Counter* cycles_;
+  prometheus::Counter* arrival_cycles_;
   prometheus::Gauge* leader_;
   prometheus::Family<prometheus::Counter>* events_;
   k8s::EventCorrelator::Counters events_seen_;

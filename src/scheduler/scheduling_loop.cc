@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "queue/priority.h"
 #include "slurm_bridge/ownership.h"
 
 namespace onequeue::scheduler {
@@ -810,8 +811,196 @@ WaitReport SchedulingLoop::ReportFor(const queue::WaitingStatus& w, const queue:
   return report;
 }
 
+void SchedulingLoop::WriteWaitReport(const std::vector<std::string>& pod_keys, const WaitReport& report,
+                                     CycleStats* stats) {
+  // Written only when what the pod shows changes; the estimate as StableEstimate shows it, so
+  // that a waiting pod is not patched every cycle as the planner's estimate moves with now.
+  WaitReport shown = report;
+  std::string fingerprint;
+  for (const auto& key : pod_keys) {
+    ShownWait& last = last_report_[key];
+    const std::optional<queue::Time> estimate = StableEstimate(
+        last.estimated_start, report.estimated_start, ShownEstimateStep(queue_config_.resolution));
+    if (fingerprint.empty() || estimate != shown.estimated_start) {
+      shown.estimated_start = estimate;
+      fingerprint = WaitFingerprint(shown);
+    }
+    if (last.fingerprint == fingerprint) continue;
+    // OK means sent (a write may still be in flight: a failed one comes back from
+    // TakeFailedReports and is written again).
+    if (actions_->ReportWaiting(key, shown).ok()) {
+      last = {fingerprint, shown.estimated_start};
+      ++stats->reported;
+    }
+  }
+}
+
+SnapshotOptions SchedulingLoop::PolicyOptions() const {
+  SnapshotOptions options;
+  options.scheduler_name = config_.scheduler_name;
+  options.pool_label = config_.pool_label;
+  for (const auto& q : config_.queue.qos) options.known_qos.push_back(q.name);
+  for (const auto& p : config_.queue.namespace_policies) {
+    options.namespace_policies[p.namespace_] = {p.allowed_qos, p.default_qos, p.allowed_accounts, p.default_account};
+  }
+  options.queue_config = &queue_config_;
+  return options;
+}
+
+void SchedulingLoop::SendBinding(const std::string& id, const std::string& key, const std::string& node,
+                                 std::string message) {
+  // Assume first: from now on the pod counts on its node, whatever the binding's fate.
+  assumed_[id] = {key, node, 0};
+  binding_[id] = {key, node, message};
+  actions_->StartBind(key, node, message, [results = bind_results_, id](absl::Status s) {
+    absl::MutexLock lock(&results->mu);
+    results->done.emplace_back(id, std::move(s));
+  });
+  Fail("bind-after-send");
+}
+
+bool SchedulingLoop::RunArrivalCycle(queue::Time now, CycleStats* stats) {
+  const queue::Time every = config_.queue.full_cycle_seconds;
+  if (every <= 0 || need_full_cycle_ || arrival_basis_.snapshot == nullptr || last_plan_ == nullptr ||
+      now < arrival_basis_.at || now - arrival_basis_.at >= every) {
+    return false;
+  }
+  // Under way, and the full cycle's to follow up: a preemption (nodes reserved, victims evicted, a
+  // refused one), a node owner write the watch has not shown, anything of Slurm's (its poller's
+  // view changes on its own; the lending and the holds are planned with the whole queue).
+  if (slurm_ != nullptr || !reservations_.empty() || !evicting_.empty() || !evicted_.empty() ||
+      !blocked_.empty() || !owner_written_.empty() || !assumed_jobs_.empty()) {
+    return false;
+  }
+  // A node, a budget or a deletion changed the world the last plan was made in.
+  const std::optional<KubeChanges> changes = view_->ChangesSince(arrival_basis_.generation);
+  if (!changes || changes->others) return false;
+  // A binding that failed gives its capacity back and its pod to the queue: the planner still
+  // counts the pod as started, so only a full plan is right.
+  DrainBindResults(now, stats);
+  if (stats->bind_errors > 0) return false;
+  const std::vector<std::string> failed_reports = actions_->TakeFailedReports();
+  for (const std::string& key : failed_reports) last_report_.erase(key);  // the full cycle writes them again
+  if (!failed_reports.empty()) return false;
+
+  // Every changed pod must be a new pending single-pod workload of this scheduler, a pod of
+  // another scheduler that no snapshot counts (unbound), or one of our bindings showing up.
+  const SnapshotOptions options = PolicyOptions();
+  std::vector<const PodRecord*> arrivals;
+  std::vector<std::string> confirmed;  // assumptions the informer now shows bound
+  for (const auto& record : changes->pods) {
+    const PodRecord& pod = *record;
+    const std::string identity(PodIdentity(pod));
+    if (!pod.node_name.empty()) {
+      auto a = assumed_.find(identity);
+      if (a == assumed_.end() || a->second.key != pod.key || a->second.node != pod.node_name || pod.terminal ||
+          pod.deleting) {
+        return false;  // bound elsewhere, by someone else, or finished
+      }
+      confirmed.push_back(identity);
+      continue;
+    }
+    if (arrival_basis_.pending.count(pod.key) || assumed_.count(identity)) return false;  // a known pod changed
+    if (pod.scheduler_name != options.scheduler_name) continue;  // unbound and not ours: in no snapshot
+    // A gang member (its group may be complete now), or a rule that reads the pods bound where.
+    if (pod.terminal || pod.deleting || !pod.group.empty() || !pod.group_size.empty() ||
+        !pod.anti_affinity.empty()) {
+      return false;
+    }
+    arrivals.push_back(&pod);
+  }
+
+  // Each arrival as the full cycle's snapshot would make it, ranked on the last plan's clock (as
+  // OnArrival ranks it).
+  const queue::Snapshot& basis = *arrival_basis_.snapshot;
+  queue::ResourceNames names = basis.resource_names;
+  queue::Resources pool_total;
+  for (const queue::Node& n : basis.nodes) pool_total += n.allocatable;
+  const queue::PriorityCalculator calculator(queue_config_, basis.usage, pool_total, arrival_basis_.at);
+  struct Arrival {
+    const PodRecord* pod;
+    queue::PendingWorkload workload;
+    queue::PriorityBreakdown priority;
+  };
+  std::vector<Arrival> planned;
+  for (const PodRecord* pod : arrivals) {
+    queue::PendingWorkload w = BuildPendingWorkload(pod->key, {pod}, options, &names, now,
+                                                    [](const PodRecord&) { return std::vector<std::string>(); });
+    // An extended resource the snapshot has no slot for, or an account the planner does not know
+    // yet (it is remade with it): the full cycle's.
+    if (names.names.size() != basis.resource_names.names.size()) return false;
+    if (config_.queue.accounts.empty() && !learned_accounts_.count(w.account)) return false;
+    const queue::PriorityBreakdown priority = calculator.Compute(w);
+    planned.push_back({pod, std::move(w), priority});
+  }
+  // In the order a full cycle visits them: the queue's, and once every reservation is made,
+  // backfill candidates shortest first (all arrivals OnArrival answers are behind the last
+  // reservation). The order matters when they compete for the same room.
+  std::sort(planned.begin(), planned.end(), [](const Arrival& a, const Arrival& b) {
+    return queue::ComesBefore({a.priority.total, a.workload.submit_time, &a.workload.id},
+                              {b.priority.total, b.workload.submit_time, &b.workload.id});
+  });
+  if (queue_config_.backfill_shortest_first && queue_config_.backfill == queue::BackfillMode::kBackfill &&
+      queue_config_.reservation_depth > 0 &&
+      static_cast<int>(last_plan_->reservations.size()) >= queue_config_.reservation_depth) {
+    auto duration = [](const Arrival& a) {
+      return a.workload.time_limit ? std::max<queue::Duration>(1, *a.workload.time_limit) : queue::kForever;
+    };
+    std::stable_sort(planned.begin(), planned.end(),
+                     [&](const Arrival& a, const Arrival& b) { return duration(a) < duration(b); });
+  }
+  // Planned all before anything is done: if one needs the full cycle, nothing was acted on.
+  std::vector<queue::PlanDelta> deltas;
+  for (const Arrival& a : planned) {
+    absl::StatusOr<queue::PlanDelta> delta = planner_->OnArrival(a.workload, now);
+    // Ahead of a reservation or a preemptor (needs_full_cycle), a reservation of its own (the next
+    // full plan must keep it as a promise), nodes changing hands: the full cycle's.
+    if (!delta.ok() || delta->needs_full_cycle || !delta->reservations.empty() || !delta->owner_changes.empty()) {
+      return false;
+    }
+    deltas.push_back(*std::move(delta));
+  }
+
+  stats->incremental = true;
+  for (const std::string& identity : confirmed) assumed_.erase(identity);
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const Arrival& a = planned[i];
+    const queue::PlanDelta& delta = deltas[i];
+    arrival_basis_.pending.insert(a.pod->key);
+    for (const queue::StartDecision& start : delta.starts) {
+      if (start.member_nodes.empty()) continue;
+      const std::string& node = basis.nodes[start.member_nodes[0]].name;
+      const std::string id(PodIdentity(*a.pod));
+      if (binding_.count(id)) continue;
+      SendBinding(id, a.pod->key, node,
+                  absl::StrCat("Successfully assigned ", a.pod->key, " to ", node, " by onequeue; ",
+                               DescribePriority(a.priority), start.backfilled ? "; backfilled" : ""));
+    }
+    if (delta.waiting) {
+      ++stats->waiting;
+      ++arrival_basis_.waiting_arrivals;
+      // What ReportFor says: no refused preemption, partly bound gang or Slurm job is involved.
+      // The position counts the workloads started since the full cycle as still ahead.
+      const queue::WaitingStatus& w = *delta.waiting;
+      WriteWaitReport({a.pod->key},
+                      WaitReport{queue::WaitReasonName(w.reason), std::string(w.Message()), w.queue_position,
+                                 w.estimated_start},
+                      stats);
+    }
+  }
+  // Whatever has landed already (all of it with synchronous actions) counts in this cycle.
+  DrainBindResults(now, stats);
+  stats->pending = static_cast<int>(basis.pending.size()) + arrival_basis_.waiting_arrivals;
+  arrival_basis_.generation = changes->generation;
+  MarkPhase("snapshot");
+  MarkPhase("plan");
+  MarkPhase("act");
+  return true;
+}
+
 CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   CycleStats stats;
+  if (RunArrivalCycle(now, &stats)) return stats;
   const std::shared_ptr<const KubeState> state = view_->State();
   const std::shared_ptr<const slurm::SlurmView> slurm_view = slurm_ != nullptr ? view_->Slurm() : nullptr;
   DrainBindResults(now, &stats);
@@ -856,17 +1045,10 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
     it = reservations_.erase(it);
   }
 
-  SnapshotOptions options;
-  options.scheduler_name = config_.scheduler_name;
-  options.pool_label = config_.pool_label;
-  for (const auto& q : config_.queue.qos) options.known_qos.push_back(q.name);
+  SnapshotOptions options = PolicyOptions();
   options.assumed_bindings = std::move(assumed_bindings);
   for (const auto& [node, write] : owner_written_) options.owner_overrides[node] = write.value;
-  for (const auto& p : config_.queue.namespace_policies) {
-    options.namespace_policies[p.namespace_] = {p.allowed_qos, p.default_qos, p.allowed_accounts, p.default_account};
-  }
   options.admitted = &admitted_;
-  options.queue_config = &queue_config_;
   options.usage = &usage_;
   BuiltSnapshot built = BuildSnapshot(*state, options, now);
   PlaceRestOfPartlyBoundGangs(&built);
@@ -945,17 +1127,9 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
       auto identity = identity_of.find(keys[i]);
       const std::string id(identity == identity_of.end() ? std::string_view(keys[i]) : identity->second);
       if (binding_.count(id)) continue;  // cannot happen: an in-flight pod is assumed, not pending
-      std::string message = absl::StrCat("Successfully assigned ", keys[i], " to ", node, " by onequeue; ", why,
-                                         start.backfilled ? "; backfilled" : "");
-      // Assume first: from now on the pod counts on its node, whatever the binding's fate.
-      assumed_[id] = {keys[i], node, 0};
-      binding_[id] = {keys[i], node, message};
-      actions_->StartBind(keys[i], node, message,
-                          [results = bind_results_, id](absl::Status s) {
-                            absl::MutexLock lock(&results->mu);
-                            results->done.emplace_back(id, std::move(s));
-                          });
-      Fail("bind-after-send");
+      SendBinding(id, keys[i], node,
+                  absl::StrCat("Successfully assigned ", keys[i], " to ", node, " by onequeue; ", why,
+                               start.backfilled ? "; backfilled" : ""));
     }
   }
   // Whatever has landed already (all of it with synchronous actions) counts in this cycle.
@@ -974,26 +1148,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
     ++stats.waiting;
     const WaitReport report = ReportFor(w, plan, built);
     if (board_ != nullptr) reports.emplace(std::string(w.workload), report);
-    // Written only when what the pod shows changes; the estimate as StableEstimate shows it, so
-    // that a waiting pod is not patched every cycle as the planner's estimate moves with now.
-    WaitReport shown = report;
-    std::string fingerprint;
-    for (const auto& key : pods_of->second.pod_keys) {
-      ShownWait& last = last_report_[key];
-      const std::optional<queue::Time> estimate = StableEstimate(
-          last.estimated_start, report.estimated_start, ShownEstimateStep(queue_config_.resolution));
-      if (fingerprint.empty() || estimate != shown.estimated_start) {
-        shown.estimated_start = estimate;
-        fingerprint = WaitFingerprint(shown);
-      }
-      if (last.fingerprint == fingerprint) continue;
-      // OK means sent (a write may still be in flight: a failed one comes back from
-      // TakeFailedReports and is written again).
-      if (actions_->ReportWaiting(key, shown).ok()) {
-        last = {fingerprint, shown.estimated_start};
-        ++stats.reported;
-      }
-    }
+    WriteWaitReport(pods_of->second.pod_keys, report, &stats);
   }
   // Pods no longer pending (deleted, bound): forget their last reports, here and in the actions.
   std::set<std::string_view> pending_keys;
@@ -1011,6 +1166,17 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
     ReconcileSlurmNodes(touched, now, &stats);
   }
   MarkPhase("act");
+  // What the next cycles plan arrivals against (RunArrivalCycle). A start that waited for its
+  // nodes to change hands did not happen although the planner counts it: the next cycle is full.
+  arrival_basis_.at = now;
+  arrival_basis_.generation = state->generation;
+  arrival_basis_.snapshot = built.snapshot;
+  arrival_basis_.pending.clear();
+  arrival_basis_.waiting_arrivals = 0;
+  for (const auto& [workload, pods] : built.pending_pods) {
+    arrival_basis_.pending.insert(pods.pod_keys.begin(), pods.pod_keys.end());
+  }
+  need_full_cycle_ = !plan.owner_changes.empty();
   if (board_ != nullptr) PublishStatus(planned, std::move(built), std::move(reports), now);
   return stats;
 }

@@ -54,6 +54,9 @@ class ClusterView {
   virtual std::shared_ptr<const KubeState> State() const {
     return std::make_shared<const KubeState>(ToKubeState(Nodes(), Pods()));
   }
+  // What changed since `generation` (a KubeState's), so that a cycle can plan only the pods that
+  // arrived; nullopt: not known (this default), and the cycle plans everything.
+  virtual std::optional<KubeChanges> ChangesSince(uint64_t generation) const { return std::nullopt; }
   // The Slurm poller's latest view; null without Slurm (or before its first poll).
   virtual std::shared_ptr<const slurm::SlurmView> Slurm() const { return nullptr; }
 };
@@ -151,6 +154,9 @@ struct CycleStats {
   int lent = 0;
   int reclaimed = 0;
   int returned = 0;
+  // The cycle planned only the pods that arrived since the last full cycle (RunArrivalCycle);
+  // false: a full cycle.
+  bool incremental = false;
   std::vector<int> preemption_victims;  // victims of each preemption started (for metrics)
   // Bound pods whose QOS, account or gang edits (or values their namespace may not use) were
   // ignored, each said once while it lasts (the daemon logs them).
@@ -234,6 +240,28 @@ class SchedulingLoop {
   // since) is tried again next cycle from a fresh read.
   absl::Status SetOwner(const std::string& node, const std::string& value, queue::Time now);
   bool IsPending(const BuiltSnapshot& built, std::string_view workload) const;
+  // The snapshot options that say how a pod becomes a workload (scheduler name, pool, QOS table,
+  // namespace policies): the same for a full cycle and an arrival.
+  SnapshotOptions PolicyOptions() const;
+  // Assumes the pod on `node` and sends its binding (results drained by DrainBindResults).
+  void SendBinding(const std::string& id, const std::string& key, const std::string& node, std::string message);
+  void WriteWaitReport(const std::vector<std::string>& pod_keys, const WaitReport& report, CycleStats* stats);
+  // Issue 12, cycles proportional to what changed: when the only changes since the last full
+  // cycle are new single-pod workloads of this scheduler (and our own bindings showing up), plans
+  // just those with QueuePlanner::OnArrival and acts on them as a full cycle would, then returns
+  // true. Returns false, having acted on nothing, when a full cycle must run instead: a full cycle
+  // is due (queue.fullCycleSeconds), or anything else changed or is under way (see the .cc).
+  bool RunArrivalCycle(queue::Time now, CycleStats* stats);
+  // What the last full cycle planned from, for RunArrivalCycle.
+  struct ArrivalBasis {
+    queue::Time at = 0;
+    uint64_t generation = 0;                          // the Kubernetes world's, planned up to
+    std::shared_ptr<const queue::Snapshot> snapshot;  // null: no full cycle yet
+    std::set<std::string> pending;                    // pod keys pending then, or arrived since
+    int waiting_arrivals = 0;                         // arrivals since that wait
+  };
+  ArrivalBasis arrival_basis_;
+  bool need_full_cycle_ = true;
   WaitReport ReportFor(const queue::WaitingStatus& w, const queue::Plan& plan, const BuiltSnapshot& built) const;
   void PublishStatus(std::shared_ptr<const queue::Plan> plan, BuiltSnapshot built,
                      std::map<std::string, WaitReport, std::less<>> reports, queue::Time now);

@@ -349,6 +349,95 @@ BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vect
   return BuildSnapshot(ToKubeState(nodes, pods, budgets), options, now);
 }
 
+queue::PendingWorkload BuildPendingWorkload(
+    const std::string& id, const std::vector<const PodRecord*>& members, const SnapshotOptions& options,
+    queue::ResourceNames* resource_names, queue::Time now,
+    const std::function<std::vector<std::string>(const PodRecord&)>& allowed_nodes) {
+  ResourceMapper mapper(resource_names);
+  const PodRecord& first = *members.front();
+  queue::PendingWorkload w;
+  w.id = id;
+  w.kind = queue::WorkloadKind::kPodGroup;
+  w.members_present = static_cast<int32_t>(members.size());
+  w.members = w.members_present;
+  w.gang = true;
+  const NamespacePolicy* policy = PolicyFor(options, first.namespace_);
+  w.qos = first.qos.empty() && policy != nullptr ? policy->default_qos : first.qos;
+  w.account = !first.account.empty() ? first.account
+              : policy != nullptr && !policy->default_account.empty() ? policy->default_account
+                                                                      : first.namespace_;
+  w.priority_class_value = first.priority;
+  w.eligibility = first.eligibility;
+  for (const PodRecord* p : members) w.held = w.held || !p->hold.empty();
+  queue::Time submit = queue::kForever;
+  for (const PodRecord* p : members) {
+    // The group's request per member is the largest of its members', slot by slot.
+    Resources r = mapper.Map(p->requests);
+    r[queue::kPods] = 1;
+    for (int i = 0; i < queue::kMaxResourceKinds; ++i) w.per_member[i] = std::max(w.per_member[i], r[i]);
+    submit = std::min(submit, p->created);
+  }
+  w.submit_time = submit == queue::kForever ? now : submit;
+
+  // Annotations are user input: anything wrong leaves the workload pending with the reason.
+  auto fail = [&w](queue::AdmissionError e, std::string message) {
+    if (w.admission_error != queue::AdmissionError::kNone) return;
+    w.admission_error = e;
+    w.admission_message = std::move(message);
+  };
+  const std::string& group_size = first.group_size;
+  if (!group_size.empty()) {
+    int32_t size = 0;
+    if (!absl::SimpleAtoi(group_size, &size) || size < 1 || size > 100000) {
+      fail(queue::AdmissionError::kInvalidAnnotation,
+           absl::StrCat(kGroupSizeAnnotation, "=\"", group_size, "\" is not a pod count from 1 to 100000"));
+    } else {
+      w.members = size;
+    }
+  }
+  const std::string& tl = first.time_limit;
+  if (!tl.empty()) {
+    auto d = ParseTimeLimit(tl);
+    if (d.ok()) w.time_limit = *d;
+    else fail(queue::AdmissionError::kInvalidAnnotation, absl::StrCat(kTimeLimitAnnotation, ": ", d.status().message()));
+  } else if (first.active_deadline_seconds) {
+    w.time_limit = std::min(*first.active_deadline_seconds, kMaxTimeLimitSeconds);
+  }
+  if (!w.qos.empty() &&
+      std::find(options.known_qos.begin(), options.known_qos.end(), w.qos) == options.known_qos.end()) {
+    fail(queue::AdmissionError::kQosNotAllowed,
+         absl::StrCat("QOS \"", w.qos, "\" is not defined in onequeue's configuration"));
+  }
+  if (policy != nullptr && !w.qos.empty() && !policy->allowed_qos.empty() && !Contains(policy->allowed_qos, w.qos)) {
+    fail(queue::AdmissionError::kQosNotAllowed,
+         absl::StrCat("namespace \"", first.namespace_, "\" may not use QOS \"", w.qos,
+                      "\" (allowed: ", absl::StrJoin(policy->allowed_qos, ", "), ")"));
+  }
+  if (policy != nullptr && !policy->allowed_accounts.empty() && !Contains(policy->allowed_accounts, w.account)) {
+    fail(queue::AdmissionError::kAccountNotAllowed,
+         absl::StrCat("namespace \"", first.namespace_, "\" may not charge account \"", w.account,
+                      "\" (allowed: ", absl::StrJoin(policy->allowed_accounts, ", "), ")"));
+  }
+  if (w.admission_error == queue::AdmissionError::kQosNotAllowed ||
+      w.admission_error == queue::AdmissionError::kAccountNotAllowed) {
+    // Ranked as the namespace's defaults would be (the message keeps what was asked for).
+    w.qos = QosOfRefused(policy, options);
+    w.account = policy != nullptr && !policy->default_account.empty() ? policy->default_account : first.namespace_;
+  }
+  if (!first.unsupported_pod_affinity.empty()) {
+    fail(queue::AdmissionError::kInvalidAnnotation, first.unsupported_pod_affinity);
+  } else if (!first.anti_affinity.empty()) {
+    w.eligibility.allowed_nodes = allowed_nodes(first);
+  }
+  if (first.node_affinity_terms > 1) {
+    fail(queue::AdmissionError::kInvalidAnnotation,
+         "required node affinity with several nodeSelectorTerms is not supported yet");
+  }
+  return w;
+}
+
+std::string WorkloadIdOf(const PodRecord& pod) { return WorkloadId(pod, pod.group); }
+
 BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& options, queue::Time now) {
   BuiltSnapshot out;
   out.snapshot = std::make_shared<queue::Snapshot>();
@@ -507,88 +596,16 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
   for (auto& [id, members] : pending_groups) {
     std::sort(members.begin(), members.end(),
               [](const PodRecord* a, const PodRecord* b) { return a->name < b->name; });
-    const PodRecord& first = *members.front();
-    queue::PendingWorkload w;
-    w.id = id;
-    w.kind = queue::WorkloadKind::kPodGroup;
-    w.members_present = static_cast<int32_t>(members.size());
-    w.members = w.members_present;
-    w.gang = true;
-    const NamespacePolicy* policy = PolicyFor(options, first.namespace_);
-    w.qos = first.qos.empty() && policy != nullptr ? policy->default_qos : first.qos;
-    w.account = !first.account.empty() ? first.account
-                : policy != nullptr && !policy->default_account.empty() ? policy->default_account
-                                                                        : first.namespace_;
-    w.priority_class_value = first.priority;
-    w.eligibility = first.eligibility;
-    for (const PodRecord* p : members) w.held = w.held || !p->hold.empty();
-    queue::Time submit = queue::kForever;
-    for (const PodRecord* p : members) {
-      // The group's request per member is the largest of its members', slot by slot.
-      Resources r = mapper.Map(p->requests);
-      r[queue::kPods] = 1;
-      for (int i = 0; i < queue::kMaxResourceKinds; ++i) w.per_member[i] = std::max(w.per_member[i], r[i]);
-      submit = std::min(submit, p->created);
-      out.pending_pods[id].pod_keys.push_back(p->key);
-    }
-    w.submit_time = submit == queue::kForever ? now : submit;
-
-    // Annotations are user input: anything wrong leaves the workload pending with the reason.
-    auto fail = [&w](queue::AdmissionError e, std::string message) {
-      if (w.admission_error != queue::AdmissionError::kNone) return;
-      w.admission_error = e;
-      w.admission_message = std::move(message);
-    };
-    const std::string& group_size = first.group_size;
-    if (!group_size.empty()) {
-      int32_t size = 0;
-      if (!absl::SimpleAtoi(group_size, &size) || size < 1 || size > 100000) {
-        fail(queue::AdmissionError::kInvalidAnnotation,
-             absl::StrCat(kGroupSizeAnnotation, "=\"", group_size, "\" is not a pod count from 1 to 100000"));
-      } else {
-        w.members = size;
-      }
-    }
-    const std::string& tl = first.time_limit;
-    if (!tl.empty()) {
-      auto d = ParseTimeLimit(tl);
-      if (d.ok()) w.time_limit = *d;
-      else fail(queue::AdmissionError::kInvalidAnnotation, absl::StrCat(kTimeLimitAnnotation, ": ", d.status().message()));
-    } else if (first.active_deadline_seconds) {
-      w.time_limit = std::min(*first.active_deadline_seconds, kMaxTimeLimitSeconds);
-    }
-    if (!w.qos.empty() &&
-        std::find(options.known_qos.begin(), options.known_qos.end(), w.qos) == options.known_qos.end()) {
-      fail(queue::AdmissionError::kQosNotAllowed,
-           absl::StrCat("QOS \"", w.qos, "\" is not defined in onequeue's configuration"));
-    }
-    if (policy != nullptr && !w.qos.empty() && !policy->allowed_qos.empty() && !Contains(policy->allowed_qos, w.qos)) {
-      fail(queue::AdmissionError::kQosNotAllowed,
-           absl::StrCat("namespace \"", first.namespace_, "\" may not use QOS \"", w.qos,
-                        "\" (allowed: ", absl::StrJoin(policy->allowed_qos, ", "), ")"));
-    }
-    if (policy != nullptr && !policy->allowed_accounts.empty() && !Contains(policy->allowed_accounts, w.account)) {
-      fail(queue::AdmissionError::kAccountNotAllowed,
-           absl::StrCat("namespace \"", first.namespace_, "\" may not charge account \"", w.account,
-                        "\" (allowed: ", absl::StrJoin(policy->allowed_accounts, ", "), ")"));
-    }
-    if (w.admission_error == queue::AdmissionError::kQosNotAllowed ||
-        w.admission_error == queue::AdmissionError::kAccountNotAllowed) {
-      // Ranked as the namespace's defaults would be (the message keeps what was asked for).
-      w.qos = QosOfRefused(policy, options);
-      w.account = policy != nullptr && !policy->default_account.empty() ? policy->default_account : first.namespace_;
-    }
-    if (!first.unsupported_pod_affinity.empty()) {
-      fail(queue::AdmissionError::kInvalidAnnotation, first.unsupported_pod_affinity);
-    } else if (!first.anti_affinity.empty()) {
-      if (!bound_pods_by_node) bound_pods_by_node = BoundPodsByNode(state, node_index, options.assumed_bindings);
-      w.eligibility.allowed_nodes = NodesWithoutMatchingPods(first, snap.nodes, *bound_pods_by_node);
-    }
-    if (first.node_affinity_terms > 1) {
-      fail(queue::AdmissionError::kInvalidAnnotation,
-           "required node affinity with several nodeSelectorTerms is not supported yet");
-    }
-    snap.pending.push_back(std::move(w));
+    for (const PodRecord* p : members) out.pending_pods[id].pod_keys.push_back(p->key);
+    snap.pending.push_back(BuildPendingWorkload(id, members, options, &snap.resource_names, now,
+                                                [&](const PodRecord& first) {
+                                                  if (!bound_pods_by_node) {
+                                                    bound_pods_by_node = BoundPodsByNode(state, node_index,
+                                                                                         options.assumed_bindings);
+                                                  }
+                                                  return NodesWithoutMatchingPods(first, snap.nodes,
+                                                                                  *bound_pods_by_node);
+                                                }));
   }
   return out;
 }

@@ -18,7 +18,9 @@
 // or a gang whose pods fall under different budgets, is in a group that allows no disruption.
 // Node annotation written by onequeue: onequeue.io/owner = kubernetes | slurm | free | reserved/<workload>
 #include <map>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -164,6 +166,15 @@ struct KubeState {
   uint64_t generation = 0;  // the highest record generation in it
 };
 
+// What changed in the Kubernetes world since a generation (KubeSource::ChangesSince): the pods
+// whose records were added or updated, as they are now, and whether anything else changed (a node,
+// a budget, a deletion of anything), which only a full snapshot answers.
+struct KubeChanges {
+  uint64_t generation = 0;  // the world's generation these changes bring one up to
+  std::vector<std::shared_ptr<const PodRecord>> pods;  // in the order they changed
+  bool others = false;
+};
+
 // One workload's pods, in member order.
 struct WorkloadPods {
   std::vector<std::string> pod_keys;  // "namespace/name"
@@ -188,6 +199,17 @@ BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vect
                             const std::vector<k8s::PodDisruptionBudget>& budgets = {});
 KubeState ToKubeState(const std::vector<k8s::Node>& nodes, const std::vector<k8s::Pod>& pods,
                       const std::vector<k8s::PodDisruptionBudget>& budgets = {});
+
+// The pending workload `id` made of `members` (one pod, or a gang's pods sorted by name), exactly as
+// BuildSnapshot makes it: requests, QOS, account and namespace policy, time limit, admission
+// errors. Extended resources not in `resource_names` yet are added to it. `allowed_nodes` answers
+// the first member's required anti-affinity (called only when it has some).
+queue::PendingWorkload BuildPendingWorkload(
+    const std::string& id, const std::vector<const PodRecord*>& members, const SnapshotOptions& options,
+    queue::ResourceNames* resource_names, queue::Time now,
+    const std::function<std::vector<std::string>(const PodRecord&)>& allowed_nodes);
+// The workload id of a pod: its key, or its gang's "<namespace>/group/<group>".
+std::string WorkloadIdOf(const PodRecord& pod);
 
 // The QOS, account and gang annotations of a pod's record.
 AdmittedAs AdmittedValues(const PodRecord& record);

@@ -21,9 +21,22 @@ TEST(ConfigTest, MinimalDocumentGetsDefaults) {
   EXPECT_EQ(c->queue.resolution_seconds, 1);
   EXPECT_EQ(c->queue.window_seconds, 7 * 86400);
   EXPECT_TRUE(c->queue.backfill_shortest_first);
+  EXPECT_EQ(c->queue.full_cycle_seconds, 5);
   EXPECT_EQ(c->queue.usage_half_life_seconds, 12 * 3600);
   EXPECT_FALSE(c->slurm.enabled);
   EXPECT_EQ(c->server.grpc_address, "127.0.0.1:50051");
+}
+
+TEST(ConfigTest, FullCycleSecondsIsReadAndMustNotBeNegative) {
+  auto c = ParseConfig(std::string(kHeader) + "queue: {fullCycleSeconds: 0}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.full_cycle_seconds, 0);  // every cycle full
+  c = ParseConfig(std::string(kHeader) + "queue: {fullCycleSeconds: 30}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.full_cycle_seconds, 30);
+  c = ParseConfig(std::string(kHeader) + "queue: {fullCycleSeconds: -1}\n", "mem");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("queue.fullCycleSeconds"));
 }
 
 TEST(ConfigTest, FullDocumentIsRead) {

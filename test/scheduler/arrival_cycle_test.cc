@@ -1,0 +1,235 @@
+// Issue 12, cycles proportional to what changed: after a full cycle, a cycle whose only changes
+// are new single-pod workloads plans just those (QueuePlanner::OnArrival) and acts as a full cycle
+// would; anything else, and a full cycle due (queue.fullCycleSeconds), runs a full cycle.
+// Each scenario runs two worlds in lockstep, one with incremental cycles and one whose every cycle
+// is full (fullCycleSeconds: 0), and expects the same bindings from both.
+#include "scheduler/scheduling_loop.h"
+
+#include "fake_world.h"
+#include "scheduler/kube_source.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace onequeue::scheduler {
+namespace {
+
+// The fake world seen through a KubeSource, as the daemon's informers feed it: every change the
+// test or the loop makes is an informer event, so the loop can ask what changed since a cycle.
+class EventWorld : public World {
+ public:
+  std::shared_ptr<const KubeState> State() const override { return source_.State(); }
+  std::optional<KubeChanges> ChangesSince(uint64_t generation) const override {
+    return source_.ChangesSince(generation);
+  }
+  absl::Status Bind(const std::string& key, const std::string& node, const std::string& message) override {
+    absl::Status s = World::Bind(key, node, message);
+    if (s.ok()) source_.UpsertPod(*Find(key));
+    return s;
+  }
+  absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
+                                           const std::string& version) override {
+    auto written = World::SetNodeOwner(node, value, version);
+    for (const auto& n : Nodes()) {
+      if (n.metadata.name == node) source_.UpsertNode(n);
+    }
+    return written;
+  }
+  void Node(const std::string& name, const std::string& cpu) {
+    AddNode(name, cpu);
+    for (const auto& n : Nodes()) {
+      if (n.metadata.name == name) source_.UpsertNode(n);
+    }
+  }
+  // A pod with a time limit, pending or bound; `group`: a gang member of a group of two.
+  void Pod(const std::string& name, const std::string& cpu, const std::string& node = "",
+           const std::string& group = "") {
+    AddPod(name, cpu, "", node);
+    k8s::Pod* p = Find("ns/" + name);
+    p->metadata.annotations[kTimeLimitAnnotation] = "1h";
+    if (!group.empty()) {
+      p->metadata.annotations[kGroupAnnotation] = group;
+      p->metadata.annotations[kGroupSizeAnnotation] = "2";
+    }
+    source_.UpsertPod(*p);
+  }
+  void Delete(const std::string& key) {
+    source_.DeletePod(*Find(key));
+    DeletePod(key);
+  }
+
+ private:
+  KubeSource source_;
+};
+
+Config WithFullCycleSeconds(int64_t seconds) {
+  Config c = TestConfig();
+  c.queue.full_cycle_seconds = seconds;
+  return c;
+}
+
+// Two worlds, the same events: `incremental` plans arrivals alone, `full` every cycle whole.
+struct Twins {
+  Config incremental_config = WithFullCycleSeconds(5);
+  Config full_config = WithFullCycleSeconds(0);
+  EventWorld incremental_world, full_world;
+  SchedulingLoop incremental{incremental_config, &incremental_world, &incremental_world};
+  SchedulingLoop full{full_config, &full_world, &full_world};
+
+  template <typename F>
+  void Both(F f) {
+    f(incremental_world);
+    f(full_world);
+  }
+  // Runs both at `now`; expects the same bindings so far; returns the incremental loop's stats.
+  CycleStats Cycle(queue::Time now) {
+    const CycleStats s = incremental.RunCycle(now);
+    const CycleStats f = full.RunCycle(now);
+    EXPECT_FALSE(f.incremental);
+    EXPECT_EQ(incremental_world.binds, full_world.binds) << "at " << now;
+    return s;
+  }
+};
+
+TEST(ArrivalCycleTest, ArrivalsOneByOneBindWhereAFullCycleWouldAndAWaitingOneIsReported) {
+  Twins t;
+  t.Both([](EventWorld& w) {
+    w.Node("n1", "4");
+    w.Node("n2", "4");
+    w.Pod("big", "3", "n1");
+  });
+  EXPECT_FALSE(t.Cycle(kNow).incremental) << "the first cycle is full";
+
+  t.Both([](EventWorld& w) { w.Pod("a1", "1"); });
+  CycleStats s = t.Cycle(kNow + 1);
+  EXPECT_TRUE(s.incremental);
+  EXPECT_EQ(s.bound, 1);
+  t.Both([](EventWorld& w) { w.Pod("a2", "2"); });
+  s = t.Cycle(kNow + 2);
+  EXPECT_TRUE(s.incremental) << "a new pod and the binding of a1 showing up: arrivals only";
+  EXPECT_EQ(s.bound, 1);
+  EXPECT_THAT(t.incremental_world.binds, ::testing::ElementsAre("ns/a1->n1", "ns/a2->n2"));
+
+  // No room for 3 CPUs: it would get the reservation, which the next full plan must keep as a
+  // promise, so a full cycle plans it.
+  t.Both([](EventWorld& w) { w.Pod("a3", "3"); });
+  s = t.Cycle(kNow + 3);
+  EXPECT_FALSE(s.incremental);
+  // Behind the reservation: a4 backfills on n2, a5 (a whole node) waits.
+  t.Both([](EventWorld& w) { w.Pod("a4", "2"); });
+  s = t.Cycle(kNow + 4);
+  EXPECT_TRUE(s.incremental);
+  EXPECT_EQ(s.bound, 1);
+  t.Both([](EventWorld& w) { w.Pod("a5", "4"); });
+  s = t.Cycle(kNow + 5);
+  EXPECT_TRUE(s.incremental);
+  EXPECT_EQ(s.bound, 0);
+  EXPECT_EQ(s.waiting, 1);
+  ASSERT_EQ(t.incremental_world.reports["ns/a5"].size(), 1u);
+  ASSERT_EQ(t.full_world.reports["ns/a5"].size(), 1u);
+  const WaitReport& got = t.incremental_world.reports["ns/a5"][0];
+  const WaitReport& want = t.full_world.reports["ns/a5"][0];
+  EXPECT_EQ(got.reason, want.reason);
+  EXPECT_EQ(got.estimated_start, want.estimated_start);
+  // The position counts a4, started since the full cycle, as still ahead (QueuePlanner::OnArrival).
+  EXPECT_EQ(want.queue_position, 2);
+  EXPECT_EQ(got.queue_position, want.queue_position + 1);
+
+  // Five seconds after the last full cycle (kNow + 3), the next one is full whatever changed.
+  t.Both([](EventWorld& w) { w.Pod("a6", "1"); });
+  EXPECT_FALSE(t.Cycle(kNow + 8).incremental);
+  t.Both([](EventWorld& w) { w.Pod("a7", "1"); });
+  EXPECT_TRUE(t.Cycle(kNow + 9).incremental);
+}
+
+TEST(ArrivalCycleTest, AGangMemberADeletionANodeAndAFailedBindingEachMakeAFullCycle) {
+  Twins t;
+  t.Both([](EventWorld& w) {
+    w.Node("n1", "4");
+    w.Node("n2", "4");
+    w.Pod("base", "1", "n1");
+  });
+  EXPECT_FALSE(t.Cycle(kNow).incremental);
+  t.Both([](EventWorld& w) { w.Pod("a1", "1"); });
+  EXPECT_TRUE(t.Cycle(kNow + 1).incremental);
+
+  t.Both([](EventWorld& w) { w.Pod("g-0", "1", "", "g"); });
+  EXPECT_FALSE(t.Cycle(kNow + 2).incremental) << "a gang member";
+  t.Both([](EventWorld& w) { w.Pod("g-1", "1", "", "g"); });
+  EXPECT_FALSE(t.Cycle(kNow + 3).incremental) << "a gang member";
+  EXPECT_EQ(t.incremental_world.NodeOf("ns/g-1"), t.full_world.NodeOf("ns/g-1"));
+  EXPECT_NE(t.incremental_world.NodeOf("ns/g-1"), "");
+
+  t.Both([](EventWorld& w) { w.Delete("ns/a1"); });
+  EXPECT_FALSE(t.Cycle(kNow + 4).incremental) << "a deletion";
+  t.Both([](EventWorld& w) { w.Node("n3", "4"); });
+  EXPECT_FALSE(t.Cycle(kNow + 5).incremental) << "a node";
+  t.Both([](EventWorld& w) { w.Pod("a2", "1"); });
+  EXPECT_TRUE(t.Cycle(kNow + 6).incremental) << "arrivals only again";
+
+  // A binding sent by an incremental cycle fails: the pod is pending again, and the planner that
+  // counted it started is wrong; the next cycle is full and binds it again.
+  t.Both([](EventWorld& w) {
+    w.async_binds = true;
+    w.fail_binds.insert("ns/a3");
+    w.Pod("a3", "1");
+  });
+  EXPECT_TRUE(t.Cycle(kNow + 7).incremental);
+  t.Both([](EventWorld& w) {
+    w.CompleteBinds();
+    w.fail_binds.clear();
+  });
+  CycleStats s = t.Cycle(kNow + 8);
+  EXPECT_FALSE(s.incremental) << "a failed binding";
+  EXPECT_EQ(s.bind_errors, 1);
+  t.Both([](EventWorld& w) { w.CompleteBinds(); });
+  t.Cycle(kNow + 9);
+  EXPECT_EQ(t.incremental_world.NodeOf("ns/a3"), t.full_world.NodeOf("ns/a3"));
+  EXPECT_NE(t.incremental_world.NodeOf("ns/a3"), "");
+}
+
+TEST(ArrivalCycleTest, AnArrivalFromANewAccountMakesAFullCycle) {
+  // Without queue.accounts every namespace is a fair-share leaf the planner learns in a full cycle.
+  Twins t;
+  t.Both([](EventWorld& w) { w.Node("n1", "4"); });
+  EXPECT_FALSE(t.Cycle(kNow).incremental);
+  t.Both([](EventWorld& w) { w.Pod("a1", "1"); });
+  EXPECT_FALSE(t.Cycle(kNow + 1).incremental) << "namespace ns is a new account";
+  t.Both([](EventWorld& w) { w.Pod("a2", "1"); });
+  EXPECT_TRUE(t.Cycle(kNow + 2).incremental);
+}
+
+TEST(ArrivalCycleTest, FullCycleSecondsZeroMakesEveryCycleFull) {
+  EventWorld w;
+  w.Node("n1", "4");
+  Config c = WithFullCycleSeconds(0);
+  SchedulingLoop loop(c, &w, &w);
+  EXPECT_FALSE(loop.RunCycle(kNow).incremental);
+  w.Pod("a1", "1");
+  const CycleStats s = loop.RunCycle(kNow + 1);
+  EXPECT_FALSE(s.incremental);
+  EXPECT_EQ(s.bound, 1);
+}
+
+TEST(ArrivalCycleTest, KubeSourceListsThePodsChangedSinceAGeneration) {
+  EventWorld w;
+  w.Node("n1", "4");
+  const uint64_t g = w.State()->generation;
+  w.Pod("a", "1");
+  w.Pod("b", "1");
+  w.Pod("a", "1");  // a again: listed once, as it is now
+  std::optional<KubeChanges> c = w.ChangesSince(g);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_FALSE(c->others);
+  ASSERT_EQ(c->pods.size(), 2u);
+  EXPECT_EQ(c->pods[0]->key, "ns/a");
+  EXPECT_EQ(c->pods[1]->key, "ns/b");
+  EXPECT_EQ(c->generation, w.State()->generation);
+  w.Delete("ns/b");
+  EXPECT_TRUE(w.ChangesSince(g)->others) << "a deletion";
+  EXPECT_FALSE(w.ChangesSince(w.State()->generation)->others);
+  EXPECT_TRUE(w.ChangesSince(w.State()->generation)->pods.empty());
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
