@@ -438,7 +438,11 @@ int RunDaemon(const Config& config) {
       loop.PublishTo(&status_board);
       // Event-driven, coalesced, with a periodic full pass so estimates and ages stay fresh.
       // A standby replica keeps its informers warm and runs no cycle until it leads.
-      while (trigger.Wait(absl::Seconds(5))) {
+      // The periodic pass is a full cycle when queue.fullCycleSeconds has passed since the last one
+      // (the cycles events trigger in between may plan only what arrived): wake that often.
+      const int64_t full_every = config.queue.full_cycle_seconds;
+      const absl::Duration period = absl::Seconds(full_every > 0 ? std::min<int64_t>(5, full_every) : 5);
+      while (trigger.Wait(period)) {
         // The previous pass (a cycle, or a standby's wake-up) completed: a cycle that hangs never
         // comes back here, and the beats stop.
         loop_health.Beat();
