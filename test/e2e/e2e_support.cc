@@ -289,4 +289,100 @@ std::string Describe(const std::vector<SeenEvent>& events) {
   return absl::StrJoin(lines, "\n");
 }
 
+ClusterWatch::ClusterWatch(k8s::RestClient* client, const std::string& ns, const std::string& pool) {
+  k8s::InformerOptions pod_options;
+  pod_options.namespace_ = ns;
+  pods_ = std::make_unique<k8s::Informer<k8s::Pod>>(
+      client, k8s::kPods, pod_options,
+      k8s::InformerHandlers<k8s::Pod>{[this](const k8s::Pod& p) { OnPod(nullptr, p); },
+                                      [this](const k8s::Pod& o, const k8s::Pod& p) { OnPod(&o, p); },
+                                      [this](const k8s::Pod& p) { OnPodDeleted(p); }});
+  k8s::InformerOptions node_options;
+  node_options.label_selector = "onequeue.io/pool=" + pool;
+  nodes_ = std::make_unique<k8s::Informer<k8s::Node>>(
+      client, k8s::kNodes, node_options,
+      k8s::InformerHandlers<k8s::Node>{[this](const k8s::Node& n) { OnNode(n); },
+                                       [this](const k8s::Node&, const k8s::Node& n) { OnNode(n); }, nullptr});
+}
+
+bool ClusterWatch::Start(absl::Duration timeout) {
+  pods_->Start();
+  nodes_->Start();
+  return pods_->WaitForSync(timeout) && nodes_->WaitForSync(timeout);
+}
+
+void ClusterWatch::Stop() {
+  if (pods_) pods_->Stop();
+  if (nodes_) nodes_->Stop();
+}
+
+void ClusterWatch::OnPod(const k8s::Pod* old_pod, const k8s::Pod& pod) {
+  absl::MutexLock l(&mu_);
+  if (!pod.node_name.empty() && (old_pod == nullptr || old_pod->node_name.empty())) {
+    bindings_.push_back({pod.metadata.name, pod.metadata.uid, pod.node_name, absl::Now()});
+  }
+  if (!pod.nominated_node_name.empty()) nominated_[pod.metadata.name] = pod.nominated_node_name;
+  if (pod.phase == "Running" && !running_at_.count(pod.metadata.name)) running_at_[pod.metadata.name] = absl::Now();
+}
+
+void ClusterWatch::OnPodDeleted(const k8s::Pod& pod) {
+  absl::MutexLock l(&mu_);
+  deleted_.push_back(pod.metadata.name);
+}
+
+void ClusterWatch::OnNode(const k8s::Node& node) {
+  absl::MutexLock l(&mu_);
+  auto it = node.metadata.annotations.find("onequeue.io/owner");
+  const std::string value = it == node.metadata.annotations.end() ? "" : it->second;
+  auto& history = owners_[node.metadata.name];
+  if (history.empty() || history.back() != value) history.push_back(value);
+}
+
+std::vector<ClusterWatch::Binding> ClusterWatch::bindings() const {
+  absl::MutexLock l(&mu_);
+  return bindings_;
+}
+
+std::vector<std::string> ClusterWatch::deleted() const {
+  absl::MutexLock l(&mu_);
+  return deleted_;
+}
+
+std::string ClusterWatch::nominated(const std::string& pod) const {
+  absl::MutexLock l(&mu_);
+  auto it = nominated_.find(pod);
+  return it == nominated_.end() ? "" : it->second;
+}
+
+std::optional<absl::Time> ClusterWatch::running_at(const std::string& pod) const {
+  absl::MutexLock l(&mu_);
+  auto it = running_at_.find(pod);
+  if (it == running_at_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> ClusterWatch::owners(const std::string& node) const {
+  absl::MutexLock l(&mu_);
+  auto it = owners_.find(node);
+  return it == owners_.end() ? std::vector<std::string>{} : it->second;
+}
+
+bool ClusterWatch::AnyReserved() const {
+  absl::MutexLock l(&mu_);
+  for (const auto& [node, history] : owners_) {
+    if (!history.empty() && absl::StartsWith(history.back(), "reserved/")) return true;
+  }
+  return false;
+}
+
+bool ClusterWatch::EverReserved() const {
+  absl::MutexLock l(&mu_);
+  for (const auto& [node, history] : owners_) {
+    for (const auto& v : history) {
+      if (absl::StartsWith(v, "reserved/")) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace onequeue::e2e

@@ -17,14 +17,17 @@
 #include <sys/stat.h>
 
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/k8s_cluster.h"
+#include "k8s_client/informer.h"
 #include "k8s_client/models.h"
 #include "k8s_client/rest_client.h"
 #include "nlohmann/json.hpp"
@@ -137,6 +140,50 @@ std::vector<SeenEvent> EventsWithReason(k8s::RestClient* client, const std::stri
 int CountEvents(const std::vector<SeenEvent>& events);
 std::string Describe(const std::vector<SeenEvent>& events);
 
+// Watches of one namespace's pods and one pool's nodes (label onequeue.io/pool=<pool>) that
+// record, in order, what the protocol's invariants are checked against: every binding (pod, uid,
+// node, when seen), every deletion, each pod's nomination and first Running, and the
+// onequeue.io/owner values each node went through. Checked over the whole history, not on a
+// snapshot taken at the end; the informers relist after an apiserver restart, so the record spans
+// it.
+class ClusterWatch {
+ public:
+  struct Binding {
+    std::string pod, uid, node;
+    absl::Time at;
+  };
+  ClusterWatch(k8s::RestClient* client, const std::string& ns, const std::string& pool);
+  ~ClusterWatch() { Stop(); }
+  ClusterWatch(const ClusterWatch&) = delete;
+  ClusterWatch& operator=(const ClusterWatch&) = delete;
+  // Starts both watches; true once both have listed.
+  bool Start(absl::Duration timeout = absl::Seconds(30));
+  void Stop();
+
+  std::vector<Binding> bindings() const;
+  std::vector<std::string> deleted() const;  // pod names, once per deletion seen
+  std::string nominated(const std::string& pod) const;
+  std::optional<absl::Time> running_at(const std::string& pod) const;
+  // The onequeue.io/owner values `node` went through ("" = none).
+  std::vector<std::string> owners(const std::string& node) const;
+  bool AnyReserved() const;   // some node's current owner is reserved/...
+  bool EverReserved() const;  // some node was ever reserved/...
+
+ private:
+  void OnPod(const k8s::Pod* old_pod, const k8s::Pod& pod);
+  void OnPodDeleted(const k8s::Pod& pod);
+  void OnNode(const k8s::Node& node);
+
+  std::unique_ptr<k8s::Informer<k8s::Pod>> pods_;
+  std::unique_ptr<k8s::Informer<k8s::Node>> nodes_;
+  mutable absl::Mutex mu_;
+  std::vector<Binding> bindings_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> deleted_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> nominated_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, absl::Time> running_at_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<std::string>> owners_ ABSL_GUARDED_BY(mu_);
+};
+
 // The fixture of every e2e test: its own namespace e2e-<test name>, pool nodes labelled
 // onequeue.io/pool=<namespace>, and the daemon scheduling exactly that pool.
 // Generous: on a loaded 2-core machine kwok's watches fall behind for tens of seconds (it relists
@@ -202,6 +249,45 @@ class E2ETest : public ::testing::Test {
   bool IsRunningOnPool(const std::string& name) {
     auto p = GetPod(client_.get(), ns_, name);
     return p.ok() && p->phase == "Running" && absl::StartsWith(p->node_name, ns_ + "-");
+  }
+
+  // A Deployment `name` of `replicas` preemptible pods (QOS scavenger, time limit 4h) of `cpu`,
+  // labelled app=<name>; deleted, each takes `grace_seconds` to go where kwok keeps pods for their
+  // grace period (K8sClusterOptions::kwok_graceful).
+  void CreateDeployment(const std::string& name, int replicas, const std::string& cpu, int64_t grace_seconds = 0) {
+    PodOptions o;
+    o.cpu = cpu;
+    o.qos = "scavenger";
+    o.time_limit = "4h";
+    o.labels = {{"app", name}};
+    o.grace_seconds = grace_seconds;
+    json d = {{"apiVersion", "apps/v1"},
+              {"kind", "Deployment"},
+              {"metadata", {{"name", name}, {"namespace", ns_}}},
+              {"spec",
+               {{"replicas", replicas},
+                {"selector", {{"matchLabels", {{"app", name}}}}},
+                {"template", {{"metadata", PodMetadata("", "", o)}, {"spec", PodSpec(o)}}}}}};
+    auto s = Create(client_.get(), Deployments(), ns_, d);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  std::vector<k8s::Pod> PodsOf(const std::string& app) {
+    auto pods = ListPods(client_.get(), ns_, "app=" + app);
+    return pods.ok() ? *pods : std::vector<k8s::Pod>{};
+  }
+
+  // Waits until `n` pods of the app run (none terminating); returns their names.
+  std::set<std::string> WaitRunning(const std::string& app, int n) {
+    std::set<std::string> names;
+    EXPECT_TRUE(Eventually(kRunningTimeout, [&] {
+      names.clear();
+      for (const auto& p : PodsOf(app)) {
+        if (p.phase == "Running" && p.metadata.deletion_timestamp.empty()) names.insert(p.metadata.name);
+      }
+      return static_cast<int>(names.size()) == n;
+    })) << app << ": " << names.size() << " of " << n << " running";
+    return names;
   }
 
   // Waits for a FailedScheduling event about `pod` whose note starts with `reason`.

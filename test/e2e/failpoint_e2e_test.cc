@@ -34,50 +34,6 @@ namespace {
 
 constexpr const char* kOwner = "onequeue.io/owner";
 
-// What the watches saw: every binding (pod, uid, node) and every deletion, in order.
-class Recorder {
- public:
-  struct Binding {
-    std::string pod, uid, node;
-  };
-  void OnPod(const k8s::Pod* old_pod, const k8s::Pod& pod) {
-    absl::MutexLock l(&mu_);
-    if (!pod.node_name.empty() && (old_pod == nullptr || old_pod->node_name.empty())) {
-      bindings_.push_back({pod.metadata.name, pod.metadata.uid, pod.node_name});
-    }
-  }
-  void OnPodDeleted(const k8s::Pod& pod) {
-    absl::MutexLock l(&mu_);
-    deleted_.push_back(pod.metadata.name);
-  }
-  void OnNode(const k8s::Node& node) {
-    absl::MutexLock l(&mu_);
-    auto it = node.metadata.annotations.find(kOwner);
-    const std::string value = it == node.metadata.annotations.end() ? "" : it->second;
-    auto& history = owners_[node.metadata.name];
-    if (history.empty() || history.back() != value) history.push_back(value);
-  }
-  std::vector<Binding> bindings() const {
-    absl::MutexLock l(&mu_);
-    return bindings_;
-  }
-  std::vector<std::string> deleted() const {
-    absl::MutexLock l(&mu_);
-    return deleted_;
-  }
-  std::vector<std::string> owners(const std::string& node) const {
-    absl::MutexLock l(&mu_);
-    auto it = owners_.find(node);
-    return it == owners_.end() ? std::vector<std::string>{} : it->second;
-  }
-
- private:
-  mutable absl::Mutex mu_;
-  std::vector<Binding> bindings_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> deleted_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::vector<std::string>> owners_ ABSL_GUARDED_BY(mu_);
-};
-
 class FailpointE2E : public E2ETest {
  protected:
   // The namespace is named after the case (a parameterised test's name holds a '/').
@@ -97,8 +53,7 @@ class FailpointE2E : public E2ETest {
     SetUpNamespace(name);
   }
   void TearDown() override {
-    if (pods_) pods_->Stop();
-    if (nodes_) nodes_->Stop();
+    watch_.reset();
     if (HasFailure()) {
       for (auto* d : {armed_.get(), first_.get()}) {
         if (d != nullptr) std::cerr << "--- " << d->log_path() << " ---\n" << d->Log();
@@ -110,55 +65,8 @@ class FailpointE2E : public E2ETest {
   }
 
   void Watch() {
-    k8s::InformerOptions pod_options;
-    pod_options.namespace_ = ns_;
-    pods_ = std::make_unique<k8s::Informer<k8s::Pod>>(
-        client_.get(), k8s::kPods, pod_options,
-        k8s::InformerHandlers<k8s::Pod>{[this](const k8s::Pod& p) { recorder_.OnPod(nullptr, p); },
-                                        [this](const k8s::Pod& o, const k8s::Pod& p) { recorder_.OnPod(&o, p); },
-                                        [this](const k8s::Pod& p) { recorder_.OnPodDeleted(p); }});
-    k8s::InformerOptions node_options;
-    node_options.label_selector = "onequeue.io/pool=" + ns_;
-    nodes_ = std::make_unique<k8s::Informer<k8s::Node>>(
-        client_.get(), k8s::kNodes, node_options,
-        k8s::InformerHandlers<k8s::Node>{[this](const k8s::Node& n) { recorder_.OnNode(n); },
-                                         [this](const k8s::Node&, const k8s::Node& n) { recorder_.OnNode(n); },
-                                         nullptr});
-    pods_->Start();
-    nodes_->Start();
-    ASSERT_TRUE(pods_->WaitForSync(absl::Seconds(30)));
-    ASSERT_TRUE(nodes_->WaitForSync(absl::Seconds(30)));
-  }
-
-  void CreateBatch(int replicas, const std::string& cpu = "2") {
-    PodOptions o;
-    o.cpu = cpu;
-    o.qos = "scavenger";
-    o.time_limit = "4h";
-    o.labels = {{"app", "batch"}};
-    json d = {{"apiVersion", "apps/v1"},
-              {"kind", "Deployment"},
-              {"metadata", {{"name", "batch"}, {"namespace", ns_}}},
-              {"spec",
-               {{"replicas", replicas},
-                {"selector", {{"matchLabels", {{"app", "batch"}}}}},
-                {"template", {{"metadata", PodMetadata("", "", o)}, {"spec", PodSpec(o)}}}}}};
-    auto s = Create(client_.get(), Deployments(), ns_, d);
-    ASSERT_TRUE(s.ok()) << s;
-  }
-
-  std::set<std::string> WaitBatchRunning(int n) {
-    std::set<std::string> names;
-    EXPECT_TRUE(Eventually(kRunningTimeout, [&] {
-      names.clear();
-      auto pods = ListPods(client_.get(), ns_, "app=batch");
-      if (!pods.ok()) return false;
-      for (const auto& p : *pods) {
-        if (p.phase == "Running" && p.metadata.deletion_timestamp.empty()) names.insert(p.metadata.name);
-      }
-      return static_cast<int>(names.size()) == n;
-    })) << names.size() << " of " << n << " batch pods running";
-    return names;
+    watch_ = std::make_unique<ClusterWatch>(client_.get(), ns_, ns_);
+    ASSERT_TRUE(watch_->Start());
   }
 
   // What onequeue left on a pool node: its owner annotation, label and taint (empty: none).
@@ -182,9 +90,7 @@ class FailpointE2E : public E2ETest {
     return SchedulerConfigYaml(testing::K8sClusterEnvironment::Info(), "onequeue.io/pool=" + ns_);
   }
 
-  Recorder recorder_;
-  std::unique_ptr<k8s::Informer<k8s::Pod>> pods_;
-  std::unique_ptr<k8s::Informer<k8s::Node>> nodes_;
+  std::unique_ptr<ClusterWatch> watch_;
   std::unique_ptr<SchedulerProcess> first_, armed_;
 };
 
@@ -203,8 +109,8 @@ TEST_P(KilledAtFailpoint, TheSuccessorFinishesThePreemptionAndTheInvariantsHold)
   // preemptor's).
   first_ = std::make_unique<SchedulerProcess>(dir_, "first");
   ASSERT_TRUE(first_->Start(Config()).ok());
-  CreateBatch(4);
-  const std::set<std::string> originals = WaitBatchRunning(4);
+  CreateDeployment("batch", 4, "2");
+  const std::set<std::string> originals = WaitRunning("batch", 4);
   ASSERT_EQ(originals.size(), 4u);
   first_->Stop();
 
@@ -232,7 +138,7 @@ TEST_P(KilledAtFailpoint, TheSuccessorFinishesThePreemptionAndTheInvariantsHold)
   // just before the kill may lack its event: events are best effort). Exactly the two on the
   // preemptor's node went.
   std::map<std::string, int> deletions;
-  for (const auto& d : recorder_.deleted()) ++deletions[d];
+  for (const auto& d : watch_->deleted()) ++deletions[d];
   int victims = 0;
   for (const auto& name : originals) {
     const auto preempted = EventsWithReason(client_.get(), ns_, name, "Preempted");
@@ -248,14 +154,14 @@ TEST_P(KilledAtFailpoint, TheSuccessorFinishesThePreemptionAndTheInvariantsHold)
 
   // No pod bound twice; nothing but the preemptor bound to its node after the victims.
   std::map<std::string, int> binds_per_uid;
-  for (const auto& b : recorder_.bindings()) {
+  for (const auto& b : watch_->bindings()) {
     EXPECT_EQ(++binds_per_uid[b.uid], 1) << b.pod << " (uid " << b.uid << ") bound twice";
     if (b.node == node && !originals.count(b.pod)) {
       EXPECT_EQ(b.pod, "urgent") << b.pod << " was bound to the node reserved for urgent";
     }
   }
   // The reservation was written on the node, and nothing of it is left on any pool node.
-  const auto history = recorder_.owners(node);
+  const auto history = watch_->owners(node);
   EXPECT_THAT(history, ::testing::Contains("reserved/" + ns_ + "/urgent")) << absl::StrJoin(history, ", ");
   for (int i = 1; i <= 2; ++i) {
     const std::string pool_node = absl::StrCat(ns_, "-", i);
@@ -327,8 +233,8 @@ TEST_F(FailpointE2E, AReservationItsIncompleteGangCannotUseIsReleasedAfterAMinut
   const std::string node = ns_ + "-1";
   Watch();
   StartScheduler();
-  CreateBatch(1, "4");
-  const std::set<std::string> originals = WaitBatchRunning(1);
+  CreateDeployment("batch", 1, "4");
+  const std::set<std::string> originals = WaitRunning("batch", 1);
   ASSERT_EQ(originals.size(), 1u);
   PodOptions member;
   member.cpu = "2";
@@ -338,7 +244,7 @@ TEST_F(FailpointE2E, AReservationItsIncompleteGangCannotUseIsReleasedAfterAMinut
   CreatePod("train-0", member);
   CreatePod("train-1", member);
   ASSERT_TRUE(Eventually(kBindTimeout, [&] {
-    for (const auto& d : recorder_.deleted()) {
+    for (const auto& d : watch_->deleted()) {
       if (originals.count(d)) return true;
     }
     return false;
@@ -363,7 +269,7 @@ TEST_F(FailpointE2E, AReservationItsIncompleteGangCannotUseIsReleasedAfterAMinut
     }
     return !replacement.empty();
   }));
-  for (const auto& b : recorder_.bindings()) {
+  for (const auto& b : watch_->bindings()) {
     if (b.pod == replacement) continue;
     EXPECT_TRUE(originals.count(b.pod)) << b.pod << " bound to " << b.node;
   }

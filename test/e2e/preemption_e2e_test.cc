@@ -33,150 +33,17 @@ using ::testing::HasSubstr;
 
 constexpr const char* kOwner = "onequeue.io/owner";
 
-// Everything the watches saw, in order.
-class Recorder {
- public:
-  struct Binding {
-    std::string pod, uid, node;
-    absl::Time at;
-  };
-
-  void OnPod(const k8s::Pod* old_pod, const k8s::Pod& pod) {
-    absl::MutexLock l(&mu_);
-    if (!pod.node_name.empty() && (old_pod == nullptr || old_pod->node_name.empty())) {
-      bindings_.push_back({pod.metadata.name, pod.metadata.uid, pod.node_name, absl::Now()});
-    }
-    if (!pod.nominated_node_name.empty()) nominated_[pod.metadata.name] = pod.nominated_node_name;
-    if (pod.phase == "Running" && !running_at_.count(pod.metadata.name)) running_at_[pod.metadata.name] = absl::Now();
-  }
-  void OnPodDeleted(const k8s::Pod& pod) {
-    absl::MutexLock l(&mu_);
-    deleted_.push_back(pod.metadata.name);
-  }
-  void OnNode(const k8s::Node& node) {
-    absl::MutexLock l(&mu_);
-    auto it = node.metadata.annotations.find(kOwner);
-    const std::string value = it == node.metadata.annotations.end() ? "" : it->second;
-    auto& history = owners_[node.metadata.name];
-    if (history.empty() || history.back() != value) history.push_back(value);
-  }
-
-  std::vector<Binding> bindings() const {
-    absl::MutexLock l(&mu_);
-    return bindings_;
-  }
-  std::vector<std::string> deleted() const {
-    absl::MutexLock l(&mu_);
-    return deleted_;
-  }
-  std::string nominated(const std::string& pod) const {
-    absl::MutexLock l(&mu_);
-    auto it = nominated_.find(pod);
-    return it == nominated_.end() ? "" : it->second;
-  }
-  std::optional<absl::Time> running_at(const std::string& pod) const {
-    absl::MutexLock l(&mu_);
-    auto it = running_at_.find(pod);
-    if (it == running_at_.end()) return std::nullopt;
-    return it->second;
-  }
-  // The onequeue.io/owner values a node went through ("" = none).
-  std::vector<std::string> owners(const std::string& node) const {
-    absl::MutexLock l(&mu_);
-    auto it = owners_.find(node);
-    return it == owners_.end() ? std::vector<std::string>{} : it->second;
-  }
-  bool AnyReserved() const {
-    absl::MutexLock l(&mu_);
-    for (const auto& [node, history] : owners_) {
-      if (!history.empty() && absl::StartsWith(history.back(), "reserved/")) return true;
-    }
-    return false;
-  }
-  bool EverReserved() const {
-    absl::MutexLock l(&mu_);
-    for (const auto& [node, history] : owners_) {
-      for (const auto& v : history) {
-        if (absl::StartsWith(v, "reserved/")) return true;
-      }
-    }
-    return false;
-  }
-
- private:
-  mutable absl::Mutex mu_;
-  std::vector<Binding> bindings_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> deleted_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> nominated_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, absl::Time> running_at_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::vector<std::string>> owners_ ABSL_GUARDED_BY(mu_);
-};
-
 class PreemptionE2E : public E2ETest {
  protected:
   void TearDown() override {
-    if (pods_) pods_->Stop();
-    if (nodes_) nodes_->Stop();
+    watch_.reset();
     E2ETest::TearDown();
   }
 
   // Watches the namespace's pods and the pool's nodes from now on.
   void Watch() {
-    k8s::InformerOptions pod_options;
-    pod_options.namespace_ = ns_;
-    pods_ = std::make_unique<k8s::Informer<k8s::Pod>>(
-        client_.get(), k8s::kPods, pod_options,
-        k8s::InformerHandlers<k8s::Pod>{[this](const k8s::Pod& p) { recorder_.OnPod(nullptr, p); },
-                                        [this](const k8s::Pod& o, const k8s::Pod& p) { recorder_.OnPod(&o, p); },
-                                        [this](const k8s::Pod& p) { recorder_.OnPodDeleted(p); }});
-    k8s::InformerOptions node_options;
-    node_options.label_selector = "onequeue.io/pool=" + ns_;
-    nodes_ = std::make_unique<k8s::Informer<k8s::Node>>(
-        client_.get(), k8s::kNodes, node_options,
-        k8s::InformerHandlers<k8s::Node>{[this](const k8s::Node& n) { recorder_.OnNode(n); },
-                                         [this](const k8s::Node&, const k8s::Node& n) { recorder_.OnNode(n); },
-                                         nullptr});
-    pods_->Start();
-    nodes_->Start();
-    ASSERT_TRUE(pods_->WaitForSync(absl::Seconds(30)));
-    ASSERT_TRUE(nodes_->WaitForSync(absl::Seconds(30)));
-  }
-
-  // A Deployment of `replicas` preemptible pods (QOS scavenger) labelled app=<name>.
-  void CreateDeployment(const std::string& name, int replicas, const std::string& cpu, int64_t grace_seconds = 0) {
-    PodOptions o;
-    o.cpu = cpu;
-    o.qos = "scavenger";
-    o.time_limit = "4h";
-    o.labels = {{"app", name}};
-    o.grace_seconds = grace_seconds;
-    json d = {{"apiVersion", "apps/v1"},
-              {"kind", "Deployment"},
-              {"metadata", {{"name", name}, {"namespace", ns_}}},
-              {"spec",
-               {{"replicas", replicas},
-                {"selector", {{"matchLabels", {{"app", name}}}}},
-                {"template", {{"metadata", PodMetadata("", "", o)}, {"spec", PodSpec(o)}}}}}};
-    auto s = Create(client_.get(), Deployments(), ns_, d);
-    ASSERT_TRUE(s.ok()) << s;
-  }
-
-  std::vector<k8s::Pod> PodsOf(const std::string& app) {
-    auto pods = ListPods(client_.get(), ns_, "app=" + app);
-    return pods.ok() ? *pods : std::vector<k8s::Pod>{};
-  }
-
-  // Waits until `n` pods of the app run on pool nodes; returns their names.
-  std::set<std::string> WaitRunning(const std::string& app, int n) {
-    std::set<std::string> names;
-    EXPECT_TRUE(Eventually(kRunningTimeout, [&] {
-      names.clear();
-      for (const auto& p : PodsOf(app)) {
-        if (p.phase == "Running" && p.metadata.deletion_timestamp.empty()) names.insert(p.metadata.name);
-      }
-      return static_cast<int>(names.size()) == n;
-    })) << app << ": " << names.size() << " of " << n << " running";
-    return names;
+    watch_ = std::make_unique<ClusterWatch>(client_.get(), ns_, ns_);
+    ASSERT_TRUE(watch_->Start());
   }
 
   bool NoNodeReserved() {
@@ -265,7 +132,7 @@ class PreemptionE2E : public E2ETest {
                               bool killed = false) {
     // Each victim evicted once: one deletion, and one Preempted event naming the preemptor.
     std::map<std::string, int> deletions;
-    for (const auto& d : recorder_.deleted()) ++deletions[d];
+    for (const auto& d : watch_->deleted()) ++deletions[d];
     for (const auto& [name, count] : deletions) EXPECT_EQ(count, 1) << name;
     int victims = 0;
     for (const auto& name : originals) {
@@ -286,7 +153,7 @@ class PreemptionE2E : public E2ETest {
 
     // No replacement ever bound to the preemptor's node; no pod bound twice.
     std::map<std::string, int> binds_per_uid;
-    for (const auto& b : recorder_.bindings()) {
+    for (const auto& b : watch_->bindings()) {
       ++binds_per_uid[b.uid];
       if (b.node == node && !originals.count(b.pod)) {
         EXPECT_EQ(b.pod, preemptor) << "a replacement (" << b.pod << ") was bound to the node reserved for " << preemptor;
@@ -295,12 +162,12 @@ class PreemptionE2E : public E2ETest {
     for (const auto& [uid, count] : binds_per_uid) EXPECT_EQ(count, 1) << "pod uid " << uid << " bound twice";
 
     // The reservation was durable (written on the node) and is released once the preemptor runs.
-    const auto history = recorder_.owners(node);
+    const auto history = watch_->owners(node);
     EXPECT_TRUE(std::any_of(history.begin(), history.end(),
                             [&](const std::string& v) { return v == "reserved/" + ns_ + "/" + preemptor; }))
         << "owner annotations seen on " << node << ": " << absl::StrJoin(history, ", ");
     EXPECT_TRUE(Eventually(absl::Seconds(20), [&] { return NoNodeReserved(); })) << "a node stayed reserved";
-    EXPECT_EQ(recorder_.nominated(preemptor), node);
+    EXPECT_EQ(watch_->nominated(preemptor), node);
   }
 
   // The daemon with ONEQUEUE_TEST_WITHOUT_RESERVATIONS=1 (the control runs): preemptions evict
@@ -348,9 +215,7 @@ class PreemptionE2E : public E2ETest {
     return replacement;
   }
 
-  Recorder recorder_;
-  std::unique_ptr<k8s::Informer<k8s::Pod>> pods_;
-  std::unique_ptr<k8s::Informer<k8s::Node>> nodes_;
+  std::unique_ptr<ClusterWatch> watch_;
 };
 
 TEST_F(PreemptionE2E, PreemptsAtomicallyAndTheReplacementsNeverWinTheNodeBack) {
@@ -367,7 +232,7 @@ TEST_F(PreemptionE2E, PreemptsAtomicallyAndTheReplacementsNeverWinTheNodeBack) {
   const absl::Time created = absl::Now();
   ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool("jupyter"); }))
       << Describe(EventsAbout(client_.get(), ns_, "jupyter"));
-  const auto running = recorder_.running_at("jupyter");
+  const auto running = watch_->running_at("jupyter");
   std::cout << "[ measure ] preemptor created -> Running: "
             << absl::FormatDuration((running ? *running : absl::Now()) - created) << "\n";
   const std::string node = Pod("jupyter").node_name;
@@ -422,10 +287,10 @@ TEST_F(PreemptionE2E, OnlyTheReservationKeepsTheReplacementOffWhileTheGangPreemp
     EXPECT_TRUE(Eventually(kBindTimeout, [&] { return IsBoundToPool(name); })) << name;
     EXPECT_EQ(Pod(name).node_name, node);
   }
-  for (const auto& b : recorder_.bindings()) {
+  for (const auto& b : watch_->bindings()) {
     EXPECT_FALSE(b.pod == replacement && b.node == node) << "the replacement was bound to the reserved node";
   }
-  const auto history = recorder_.owners(node);
+  const auto history = watch_->owners(node);
   EXPECT_THAT(history, ::testing::Contains("reserved/" + ns_ + "/group/train")) << absl::StrJoin(history, ", ");
   EXPECT_TRUE(Eventually(absl::Seconds(20), [&] { return NoNodeReserved(); })) << "a node stayed reserved";
 }
@@ -446,14 +311,14 @@ TEST_F(PreemptionE2E, ControlWithoutTheReservationTheReplacementWinsTheNode) {
   ASSERT_FALSE(replacement.empty());
   const absl::Time freed = absl::Now();
   EXPECT_TRUE(Eventually(kBindTimeout, [&] {
-    for (const auto& b : recorder_.bindings()) {
+    for (const auto& b : watch_->bindings()) {
       if (b.pod == replacement && b.node == node) return true;
     }
     return false;
   })) << "without the reservation the replacement should win the node; "
       << Describe(EventsAbout(client_.get(), ns_, replacement));
   std::cout << "[ measure ] node free -> replacement bound: " << absl::FormatDuration(absl::Now() - freed) << "\n";
-  EXPECT_FALSE(recorder_.EverReserved()) << "the switch left a reservation";
+  EXPECT_FALSE(watch_->EverReserved()) << "the switch left a reservation";
 }
 
 // The budget is read before the step (issue 13 defect 7): a PodDisruptionBudget that allows no
@@ -483,7 +348,7 @@ TEST_F(PreemptionE2E, ABudgetThatAllowsNoDisruptionIsNeverAskedToEvict) {
   // Some cycles pass: none of them evicts or reserves.
   const int64_t until = absl::ToUnixSeconds(absl::Now()) + 10;
   Eventually(absl::Seconds(15), [&] { return absl::ToUnixSeconds(absl::Now()) >= until; });
-  EXPECT_FALSE(recorder_.EverReserved()) << absl::StrJoin(recorder_.owners(ns_ + "-1"), ", ");
+  EXPECT_FALSE(watch_->EverReserved()) << absl::StrJoin(watch_->owners(ns_ + "-1"), ", ");
   const k8s::Pod still = Pod(victim);
   EXPECT_EQ(still.metadata.uid, victim_uid);
   EXPECT_EQ(still.phase, "Running");
@@ -512,7 +377,7 @@ TEST_F(PreemptionE2E, TheBudgetsChooseTheVictimAndNoPodIsEvictedForNothing) {
   EXPECT_EQ(still.metadata.uid, c.guarded.metadata.uid);
   EXPECT_TRUE(still.metadata.deletion_timestamp.empty());
   EXPECT_TRUE(EventsWithReason(client_.get(), ns_, c.guarded.metadata.name, "Preempted").empty());
-  for (const auto& v : recorder_.owners(c.guarded.node_name)) EXPECT_FALSE(absl::StartsWith(v, "reserved/")) << v;
+  for (const auto& v : watch_->owners(c.guarded.node_name)) EXPECT_FALSE(absl::StartsWith(v, "reserved/")) << v;
   EXPECT_FALSE(RefusedByABudget("urgent")) << Describe(EventsAbout(client_.get(), ns_, "urgent"));
 }
 
@@ -525,7 +390,7 @@ TEST_F(PreemptionE2E, ControlWithoutBudgetsTheGuardedPodIsChosenAndItsEvictionRe
   CreatePod("urgent", Interactive("4"));
   EXPECT_TRUE(Eventually(kBindTimeout, [&] { return RefusedByABudget("urgent"); }))
       << Describe(EventsAbout(client_.get(), ns_, "urgent"));
-  const auto history = recorder_.owners(c.guarded.node_name);
+  const auto history = watch_->owners(c.guarded.node_name);
   EXPECT_THAT(history, ::testing::Contains("reserved/" + ns_ + "/urgent")) << absl::StrJoin(history, ", ");
 }
 
@@ -569,7 +434,7 @@ TEST_F(PreemptionE2E, ASchedulerKilledMidPreemptionIsReplacedAndTheStepFinishes)
   ASSERT_EQ(originals.size(), 2u);
 
   CreatePod("urgent", Interactive("4"));
-  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return recorder_.EverReserved(); }, absl::Milliseconds(10)));
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return watch_->EverReserved(); }, absl::Milliseconds(10)));
   scheduler_->Crash();
   StartScheduler();
   ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool("urgent"); }))

@@ -18,9 +18,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "e2e/e2e_support.h"
-#include "k8s_client/informer.h"
 
 namespace onequeue::e2e {
 namespace {
@@ -29,66 +27,9 @@ constexpr const char* kOwner = "onequeue.io/owner";
 
 class RestartFaultE2E : public E2ETest {
  protected:
-  struct Binding {
-    std::string pod, uid, node;
-  };
-
   void TearDown() override {
-    if (pods_) pods_->Stop();
+    watch_.reset();
     E2ETest::TearDown();
-  }
-
-  void Watch() {
-    k8s::InformerOptions options;
-    options.namespace_ = ns_;
-    auto on_pod = [this](const k8s::Pod* old_pod, const k8s::Pod& pod) {
-      if (pod.node_name.empty() || (old_pod != nullptr && !old_pod->node_name.empty())) return;
-      absl::MutexLock l(&mu_);
-      bindings_.push_back({pod.metadata.name, pod.metadata.uid, pod.node_name});
-    };
-    pods_ = std::make_unique<k8s::Informer<k8s::Pod>>(
-        client_.get(), k8s::kPods, options,
-        k8s::InformerHandlers<k8s::Pod>{[=](const k8s::Pod& p) { on_pod(nullptr, p); },
-                                        [=](const k8s::Pod& o, const k8s::Pod& p) { on_pod(&o, p); },
-                                        [this](const k8s::Pod& p) {
-                                          absl::MutexLock l(&mu_);
-                                          ++deletions_[p.metadata.name];
-                                        }});
-    pods_->Start();
-    ASSERT_TRUE(pods_->WaitForSync(absl::Seconds(30)));
-  }
-
-  // A Deployment of preemptible (scavenger) 4-CPU pods, labelled app=batch, that take
-  // `grace_seconds` to go once deleted.
-  void CreateBatch(int replicas, int64_t grace_seconds) {
-    PodOptions o;
-    o.cpu = "4";
-    o.qos = "scavenger";
-    o.time_limit = "4h";
-    o.labels = {{"app", "batch"}};
-    o.grace_seconds = grace_seconds;
-    json d = {{"apiVersion", "apps/v1"},
-              {"kind", "Deployment"},
-              {"metadata", {{"name", "batch"}, {"namespace", ns_}}},
-              {"spec",
-               {{"replicas", replicas},
-                {"selector", {{"matchLabels", {{"app", "batch"}}}}},
-                {"template", {{"metadata", PodMetadata("", "", o)}, {"spec", PodSpec(o)}}}}}};
-    ASSERT_TRUE(Create(client_.get(), Deployments(), ns_, d).ok());
-  }
-
-  std::set<std::string> RunningBatch(int n) {
-    std::set<std::string> names;
-    EXPECT_TRUE(Eventually(kRunningTimeout, [&] {
-      names.clear();
-      auto pods = ListPods(client_.get(), ns_, "app=batch");
-      if (!pods.ok()) return false;
-      for (const auto& p : *pods) {
-        if (p.phase == "Running" && p.metadata.deletion_timestamp.empty()) names.insert(p.metadata.name);
-      }
-      return static_cast<int>(names.size()) == n;
-    }));
-    return names;
   }
 
   std::string OwnerOf(const std::string& node) {
@@ -98,18 +39,16 @@ class RestartFaultE2E : public E2ETest {
     return it == n->metadata.annotations.end() ? "" : it->second;
   }
 
-  absl::Mutex mu_;
-  std::vector<Binding> bindings_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, int> deletions_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<k8s::Informer<k8s::Pod>> pods_;
+  std::unique_ptr<ClusterWatch> watch_;
 };
 
 TEST_F(RestartFaultE2E, AnApiserverCrashAndEtcdCompactionMidPreemptionLoseNothing) {
   AddPool(2, "4");
-  Watch();
+  watch_ = std::make_unique<ClusterWatch>(client_.get(), ns_, ns_);
+  ASSERT_TRUE(watch_->Start());
   StartScheduler();
-  CreateBatch(2, /*grace_seconds=*/20);
-  const std::set<std::string> originals = RunningBatch(2);
+  CreateDeployment("batch", 2, "4", /*grace_seconds=*/20);
+  const std::set<std::string> originals = WaitRunning("batch", 2);
   ASSERT_EQ(originals.size(), 2u);
 
   PodOptions urgent;
@@ -146,9 +85,7 @@ TEST_F(RestartFaultE2E, AnApiserverCrashAndEtcdCompactionMidPreemptionLoseNothin
   // The replacement the ReplicaSet made for the victim waits (the pool is full).
   std::string replacement;
   ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
-    auto pods = ListPods(client_.get(), ns_, "app=batch");
-    if (!pods.ok()) return false;
-    for (const auto& p : *pods) {
+    for (const auto& p : PodsOf("batch")) {
       if (!originals.count(p.metadata.name)) replacement = p.metadata.name;
     }
     return !replacement.empty();
@@ -159,10 +96,11 @@ TEST_F(RestartFaultE2E, AnApiserverCrashAndEtcdCompactionMidPreemptionLoseNothin
   for (const auto& name : originals) {
     if (name != victim) EXPECT_TRUE(EventsWithReason(client_.get(), ns_, name, "Preempted").empty()) << name;
   }
-  absl::MutexLock l(&mu_);
-  EXPECT_EQ(deletions_[victim], 1);
+  std::map<std::string, int> deletions;
+  for (const auto& d : watch_->deleted()) ++deletions[d];
+  EXPECT_EQ(deletions[victim], 1);
   std::map<std::string, int> binds_per_uid;
-  for (const auto& b : bindings_) {
+  for (const auto& b : watch_->bindings()) {
     ++binds_per_uid[b.uid];
     if (b.node == node && !originals.count(b.pod)) EXPECT_EQ(b.pod, "urgent") << b.pod << " bound to the reserved node";
   }
