@@ -42,6 +42,34 @@ constexpr queue::Time kBlockedPreemptionRetrySeconds = 30;
 // again under the same name does not share (the name when there is none: tests' pods).
 std::string_view PodIdentity(const PodRecord& pod) { return pod.uid.empty() ? pod.key : pod.uid; }
 
+// True when two records of one pod schedule alike: what changed between them (its status, a
+// kubelet's conditions, onequeue's own waiting annotations) is nothing a snapshot reads.
+bool SchedulesAlike(const PodRecord& a, const PodRecord& b) {
+  const queue::Eligibility& x = a.eligibility;
+  const queue::Eligibility& y = b.eligibility;
+  if (x.node_selector != y.node_selector || x.allowed_nodes != y.allowed_nodes ||
+      x.required_affinity.size() != y.required_affinity.size() || x.tolerations.size() != y.tolerations.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < x.required_affinity.size(); ++i) {
+    const queue::LabelRequirement& r = x.required_affinity[i];
+    const queue::LabelRequirement& q = y.required_affinity[i];
+    if (r.key != q.key || r.op != q.op || r.values != q.values) return false;
+  }
+  for (size_t i = 0; i < x.tolerations.size(); ++i) {
+    const queue::Toleration& t = x.tolerations[i];
+    const queue::Toleration& u = y.tolerations[i];
+    if (t.key != u.key || t.op != u.op || t.value != u.value || t.effect != u.effect) return false;
+  }
+  return a.key == b.key && a.uid == b.uid && a.node_name == b.node_name && a.scheduler_name == b.scheduler_name &&
+         a.terminal == b.terminal && a.deleting == b.deleting && a.daemon == b.daemon && a.qos == b.qos &&
+         a.account == b.account && a.time_limit == b.time_limit && a.group == b.group &&
+         a.group_size == b.group_size && a.hold == b.hold && a.priority == b.priority && a.created == b.created &&
+         a.bound == b.bound && a.active_deadline_seconds == b.active_deadline_seconds && a.requests == b.requests &&
+         a.node_affinity_terms == b.node_affinity_terms && a.labels == b.labels && a.anti_affinity.empty() &&
+         b.anti_affinity.empty() && a.unsupported_pod_affinity == b.unsupported_pod_affinity;
+}
+
 std::string DescribePriority(const queue::PriorityBreakdown& p) {
   return absl::StrFormat("priority %.1f (age %.2f, fair-share %.2f, size %.2f, partition %.2f, qos %.2f)",
                          p.total, p.age, p.fair_share, p.job_size, p.partition, p.qos);
@@ -859,6 +887,17 @@ void SchedulingLoop::SendBinding(const std::string& id, const std::string& key, 
   Fail("bind-after-send");
 }
 
+const PodRecord* SchedulingLoop::RecordBefore(const std::string& key) {
+  if (auto it = arrival_basis_.since.find(key); it != arrival_basis_.since.end()) return it->second.get();
+  if (arrival_basis_.state == nullptr) return nullptr;
+  if (arrival_basis_.by_key.empty()) {  // indexed once per full cycle, when a known pod changes
+    arrival_basis_.by_key.reserve(arrival_basis_.state->pods.size());
+    for (const auto& p : arrival_basis_.state->pods) arrival_basis_.by_key[p->key] = p.get();
+  }
+  auto it = arrival_basis_.by_key.find(key);
+  return it == arrival_basis_.by_key.end() ? nullptr : it->second;
+}
+
 bool SchedulingLoop::RunArrivalCycle(queue::Time now, CycleStats* stats) {
   const queue::Time every = config_.queue.full_cycle_seconds;
   if (every <= 0 || need_full_cycle_ || arrival_basis_.snapshot == nullptr || last_plan_ == nullptr ||
@@ -888,9 +927,13 @@ bool SchedulingLoop::RunArrivalCycle(queue::Time now, CycleStats* stats) {
   const SnapshotOptions options = PolicyOptions();
   std::vector<const PodRecord*> arrivals;
   std::vector<std::string> confirmed;  // assumptions the informer now shows bound
+  std::vector<std::shared_ptr<const PodRecord>> seen;  // records of the arrivals and confirmed bindings
   for (const auto& record : changes->pods) {
     const PodRecord& pod = *record;
     const std::string identity(PodIdentity(pod));
+    if (const PodRecord* before = RecordBefore(pod.key); before != nullptr && SchedulesAlike(*before, pod)) {
+      continue;  // its status, or onequeue's own report on it
+    }
     if (!pod.node_name.empty()) {
       auto a = assumed_.find(identity);
       if (a == assumed_.end() || a->second.key != pod.key || a->second.node != pod.node_name || pod.terminal ||
@@ -898,6 +941,7 @@ bool SchedulingLoop::RunArrivalCycle(queue::Time now, CycleStats* stats) {
         return false;  // bound elsewhere, by someone else, or finished
       }
       confirmed.push_back(identity);
+      seen.push_back(record);
       continue;
     }
     if (arrival_basis_.pending.count(pod.key) || assumed_.count(identity)) return false;  // a known pod changed
@@ -908,6 +952,7 @@ bool SchedulingLoop::RunArrivalCycle(queue::Time now, CycleStats* stats) {
       return false;
     }
     arrivals.push_back(&pod);
+    seen.push_back(record);
   }
 
   // Each arrival as the full cycle's snapshot would make it, ranked on the last plan's clock (as
@@ -963,6 +1008,7 @@ bool SchedulingLoop::RunArrivalCycle(queue::Time now, CycleStats* stats) {
 
   stats->incremental = true;
   for (const std::string& identity : confirmed) assumed_.erase(identity);
+  for (auto& record : seen) arrival_basis_.since[record->key] = std::move(record);
   for (size_t i = 0; i < planned.size(); ++i) {
     const Arrival& a = planned[i];
     const queue::PlanDelta& delta = deltas[i];
@@ -1173,6 +1219,9 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   arrival_basis_.snapshot = built.snapshot;
   arrival_basis_.pending.clear();
   arrival_basis_.waiting_arrivals = 0;
+  arrival_basis_.state = state;
+  arrival_basis_.by_key.clear();
+  arrival_basis_.since.clear();
   for (const auto& [workload, pods] : built.pending_pods) {
     arrival_basis_.pending.insert(pods.pod_keys.begin(), pods.pod_keys.end());
   }

@@ -26,8 +26,10 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -252,6 +254,8 @@ class SchedulingLoop {
   // true. Returns false, having acted on nothing, when a full cycle must run instead: a full cycle
   // is due (queue.fullCycleSeconds), or anything else changed or is under way (see the .cc).
   bool RunArrivalCycle(queue::Time now, CycleStats* stats);
+  // The pod's record as the last full cycle read it or an arrival cycle since saw it; null: new.
+  const PodRecord* RecordBefore(const std::string& key);
   // What the last full cycle planned from, for RunArrivalCycle.
   struct ArrivalBasis {
     queue::Time at = 0;
@@ -259,6 +263,11 @@ class SchedulingLoop {
     std::shared_ptr<const queue::Snapshot> snapshot;  // null: no full cycle yet
     std::set<std::string> pending;                    // pod keys pending then, or arrived since
     int waiting_arrivals = 0;                         // arrivals since that wait
+    // The records the full cycle read, indexed by pod key when first needed; and the records of
+    // the arrivals and bindings seen since: a pod's change is compared with them.
+    std::shared_ptr<const KubeState> state;
+    absl::flat_hash_map<std::string_view, const PodRecord*> by_key;
+    std::map<std::string, std::shared_ptr<const PodRecord>> since;
   };
   ArrivalBasis arrival_basis_;
   bool need_full_cycle_ = true;

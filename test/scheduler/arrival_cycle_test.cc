@@ -53,6 +53,12 @@ class EventWorld : public World {
     }
     source_.UpsertPod(*p);
   }
+  // An update of a pod's annotation, as onequeue's own waiting report or an `oq hold` makes.
+  void Annotate(const std::string& key, const std::string& annotation, const std::string& value) {
+    k8s::Pod* p = Find(key);
+    p->metadata.annotations[annotation] = value;
+    source_.UpsertPod(*p);
+  }
   void Delete(const std::string& key) {
     source_.DeletePod(*Find(key));
     DeletePod(key);
@@ -135,11 +141,22 @@ TEST(ArrivalCycleTest, ArrivalsOneByOneBindWhereAFullCycleWouldAndAWaitingOneIsR
   EXPECT_EQ(want.queue_position, 2);
   EXPECT_EQ(got.queue_position, want.queue_position + 1);
 
-  // Five seconds after the last full cycle (kNow + 3), the next one is full whatever changed.
+  // An update that changes nothing a snapshot reads (here onequeue's own report on a5; a kubelet's
+  // status on a bound pod alike) keeps the cycle incremental; an `oq hold` does not.
+  t.Both([](EventWorld& w) { w.Annotate("ns/a5", kQueuePositionAnnotation, "3"); });
+  EXPECT_TRUE(t.Cycle(kNow + 6).incremental);
+  t.Both([](EventWorld& w) { w.Annotate("ns/a1", "example.com/note", "x"); });
+  EXPECT_TRUE(t.Cycle(kNow + 6).incremental) << "a bound pod's unrelated change";
+  t.Both([](EventWorld& w) { w.Annotate("ns/a5", kHoldAnnotation, "maintenance"); });
+  EXPECT_FALSE(t.Cycle(kNow + 7).incremental) << "held: a pending pod changed";
+
+  // Five seconds after the last full cycle (kNow + 7), the next one is full whatever changed.
   t.Both([](EventWorld& w) { w.Pod("a6", "1"); });
-  EXPECT_FALSE(t.Cycle(kNow + 8).incremental);
+  EXPECT_TRUE(t.Cycle(kNow + 11).incremental);
   t.Both([](EventWorld& w) { w.Pod("a7", "1"); });
-  EXPECT_TRUE(t.Cycle(kNow + 9).incremental);
+  EXPECT_FALSE(t.Cycle(kNow + 12).incremental);
+  t.Both([](EventWorld& w) { w.Pod("a8", "1"); });
+  EXPECT_TRUE(t.Cycle(kNow + 13).incremental);
 }
 
 TEST(ArrivalCycleTest, AGangMemberADeletionANodeAndAFailedBindingEachMakeAFullCycle) {
