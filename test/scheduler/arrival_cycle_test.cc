@@ -7,6 +7,7 @@
 
 #include "fake_world.h"
 #include "scheduler/kube_source.h"
+#include "scheduler/metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -226,6 +227,24 @@ TEST(ArrivalCycleTest, FullCycleSecondsZeroMakesEveryCycleFull) {
   const CycleStats s = loop.RunCycle(kNow + 1);
   EXPECT_FALSE(s.incremental);
   EXPECT_EQ(s.bound, 1);
+}
+
+TEST(ArrivalCycleTest, ArrivalCyclesAreCountedInOnequeueArrivalCyclesTotal) {
+  SchedulerMetrics metrics;
+  auto value = [&](const std::string& name) {
+    for (const auto& family : metrics.registry()->Collect()) {
+      if (family.name == name && !family.metric.empty()) return family.metric[0].counter.value;
+    }
+    return -1.0;
+  };
+  EXPECT_EQ(value("onequeue_arrival_cycles_total"), 0) << "present at zero from the start";
+  CycleStats full, arrival;
+  arrival.incremental = true;
+  metrics.ObserveCycle(full, nullptr, 0.01);
+  metrics.ObserveCycle(arrival, nullptr, 0.001);
+  metrics.ObserveCycle(arrival, nullptr, 0.001);
+  EXPECT_EQ(value("onequeue_cycles_total"), 3);
+  EXPECT_EQ(value("onequeue_arrival_cycles_total"), 2);
 }
 
 TEST(ArrivalCycleTest, KubeSourceListsThePodsChangedSinceAGeneration) {
