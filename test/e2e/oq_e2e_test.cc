@@ -139,6 +139,29 @@ TEST_F(OqE2E, MetricsCountWhatHappened) {
   EXPECT_EQ(Metric(text, "onequeue_slurm_polls_total", {"result=\"success\""}), 0) << "no Slurm here";
 }
 
+// Issue 12, cycles proportional to what changed: pods created one by one after the first full
+// cycle are planned by arrival cycles (onequeue_arrival_cycles_total moves; the informers' records
+// say only they changed) and bound as by a full cycle.
+TEST_F(OqE2E, PodsArrivingOneByOneAreBoundByArrivalCycles) {
+  AddPool(2, "4");
+  PodOptions o;
+  o.cpu = "1";
+  o.qos = "scavenger";
+  CreatePod("first", o);
+  StartScheduler();
+  const std::string metrics_address = scheduler_->MetricsAddress();
+  ASSERT_FALSE(metrics_address.empty()) << scheduler_->Log();
+  ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool("first"); }));
+  for (const std::string name : {"a1", "a2", "a3", "a4", "a5"}) {
+    CreatePod(name, o);
+    ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool(name); })) << name;
+  }
+  CommandResult r = RunCommand({"/usr/bin/curl", "-s", "--max-time", "10", "http://" + metrics_address + "/metrics"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GE(Metric(r.output, "onequeue_arrival_cycles_total").value_or(0), 1) << scheduler_->Log();
+  EXPECT_EQ(Metric(r.output, "scheduler_schedule_attempts_total", {"result=\"scheduled\""}), 6);
+}
+
 TEST_F(OqE2E, QueueNodesPriorityAndExplainShowWhatTheDaemonDecided) {
   AddPool(2, "4");
   // Four 2-CPU pods fill the two 4-CPU nodes; two more wait: a 4-CPU batch pod and a 1-CPU normal one.
