@@ -197,7 +197,12 @@ class E2ETest : public ::testing::Test {
     const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
     std::string name = absl::AsciiStrToLower(test->name());
     if (name.size() > 40) name.resize(40);
-    ns_ = "e2e-" + name;
+    SetUpNamespace("e2e-" + name);
+  }
+
+  // The test's namespace `ns`, its folder in the cluster's, and an admin client.
+  void SetUpNamespace(const std::string& ns) {
+    ns_ = ns;
     dir_ = absl::StrCat(testing::K8sClusterEnvironment::Info().dir, "/", ns_);
     mkdir(dir_.c_str(), 0755);
     auto client = AdminClient(testing::K8sClusterEnvironment::Info());

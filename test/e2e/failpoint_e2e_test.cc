@@ -37,20 +37,11 @@ constexpr const char* kOwner = "onequeue.io/owner";
 class FailpointE2E : public E2ETest {
  protected:
   // The namespace is named after the case (a parameterised test's name holds a '/').
-  void SetUpNamespace(const std::string& name) {
-    ns_ = "e2e-fp-" + name;
-    dir_ = absl::StrCat(testing::K8sClusterEnvironment::Info().dir, "/", ns_);
-    mkdir(dir_.c_str(), 0755);
-    auto client = AdminClient(testing::K8sClusterEnvironment::Info());
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(*client);
-    ASSERT_TRUE(CreateNamespace(client_.get(), ns_).ok());
-  }
   void SetUp() override {
     std::string name = absl::AsciiStrToLower(::testing::UnitTest::GetInstance()->current_test_info()->name());
     name = absl::StrReplaceAll(name, {{"/", "-"}, {"_", "-"}});
     if (name.size() > 40) name.resize(40);
-    SetUpNamespace(name);
+    SetUpNamespace("e2e-fp-" + name);
   }
   void TearDown() override {
     watch_.reset();
@@ -97,7 +88,7 @@ class FailpointE2E : public E2ETest {
 class KilledAtFailpoint : public FailpointE2E, public ::testing::WithParamInterface<std::string> {
  protected:
   // Each case its own namespace and pool, named after its failpoint.
-  void SetUp() override { SetUpNamespace("kill-" + GetParam()); }
+  void SetUp() override { SetUpNamespace("e2e-fp-kill-" + GetParam()); }
 };
 
 TEST_P(KilledAtFailpoint, TheSuccessorFinishesThePreemptionAndTheInvariantsHold) {
