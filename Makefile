@@ -12,6 +12,7 @@ deps:
 
 upstream: deps
 	bash test/cluster/build-upstream.sh >/dev/null
+	ONEQUEUE_K8S=oldest bash test/cluster/build-upstream.sh >/dev/null
 
 $(BUILD_DIR)/build.ninja:
 	cmake -S . -B $(BUILD_DIR) -G Ninja

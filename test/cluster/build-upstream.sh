@@ -9,7 +9,20 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
 cache=${ONEQUEUE_CACHE:-$HOME/.cache/onequeue}
-key="k8s-${KUBERNETES_VERSION}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}"
+# ONEQUEUE_K8S=oldest: the control plane of the oldest supported minor (KUBERNETES_OLDEST_VERSION:
+# kube-apiserver, kube-controller-manager, kube-scheduler), the second entry of the test matrix;
+# kubectl, kwok, helm and etcd are the newest build's (built first). Anything else: the newest.
+if [ "${ONEQUEUE_K8S:-newest}" = oldest ]; then
+  newest_bin=$(ONEQUEUE_K8S=newest bash "$0" | tail -n 1)
+  KUBERNETES_VERSION=$KUBERNETES_OLDEST_VERSION
+  KUBERNETES_STAGING_VERSION=$KUBERNETES_OLDEST_STAGING_VERSION
+  key="k8s-${KUBERNETES_VERSION}_control-plane"
+  components="kube-apiserver kube-controller-manager kube-scheduler"
+else
+  newest_bin=""
+  key="k8s-${KUBERNETES_VERSION}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}"
+  components="kube-apiserver kube-controller-manager kube-scheduler kubectl"
+fi
 out="$cache/upstream/$key"
 bin="$out/bin"
 mkdir -p "$cache/upstream"
@@ -50,7 +63,7 @@ GO
 
 command -v go >/dev/null || { echo "build-upstream: go is not installed" >&2; exit 1; }
 mkdir -p "$bin"
-if [ -f "$out/.done" ]; then build_etcd; echo "$bin"; exit 0; fi
+if [ -f "$out/.done" ]; then [ -n "$newest_bin" ] || build_etcd; echo "$bin"; exit 0; fi
 
 # --- Kubernetes: a wrapper module replacing each staging module with its published version.
 wrap="$out/k8s-wrapper"
@@ -94,13 +107,21 @@ done
 cd "$wrap"
 log "resolving Kubernetes $KUBERNETES_VERSION modules"
 go mod tidy -e >&2 || GOSUMDB=off go mod tidy -e >&2
-for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+for c in $components; do
   if [ ! -x "$bin/$c" ]; then
     log "building $c"
     go build -tags=selinux,notest,grpcnotrace -ldflags "$ldflags" -o "$bin/$c.tmp" "k8s.io/kubernetes/cmd/$c" >&2
     mv "$bin/$c.tmp" "$bin/$c"
   fi
 done
+
+if [ -n "$newest_bin" ]; then
+  for t in kubectl kwok helm etcd; do ln -sfn "$newest_bin/$t" "$bin/$t"; done
+  touch "$out/.done"
+  log "done: $(du -sh "$out" | cut -f1) in $out"
+  echo "$bin"
+  exit 0
+fi
 
 # --- kwok and helm: plain modules.
 gobin_install() { # module@version name
