@@ -284,7 +284,8 @@ if $want_kwok; then
     oq_write_args "$DIR" kwok "$bin/kwok" --kubeconfig="$DIR/kwok.kubeconfig" \
       --manage-all-nodes=true --server-address="127.0.0.1:$kwok_port" \
       --node-ip=127.0.0.1 --cidr=10.64.0.1/10 \
-      $($kwok_graceful && echo "--config=$here/kwok/graceful-pod-stages.yaml")
+      --config="$here/kwok/node-stages.yaml" \
+      --config="$here/kwok/$($kwok_graceful && echo graceful || echo fast)-pod-stages.yaml"
   }
   kwok_ready() { oq_listens "$DIR" kwok "$kwok_port" && curl -sS --max-time 3 "http://127.0.0.1:$kwok_port/healthz" | grep -q ok; }
   # kwok's client-go streams lists over watches (WatchListClient); Debian's etcd 3.4 cannot answer
