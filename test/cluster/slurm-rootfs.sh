@@ -62,6 +62,8 @@ case "$release" in
   *) rm -rf "$out.tmp"; die "Debian $suite holds Slurm '$release', not $version.x" ;;
 esac
 echo "$release" >"$out.tmp/.slurm-release"
+# mmdebstrap writes no /etc/hosts; slurm-up.sh mounts the host's over this one in its namespace.
+printf '127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n' >"$out.tmp/etc/hosts"
 mv "$out.tmp" "$out"
 touch "$out/.done"
 log "Slurm $release in $out ($((SECONDS - t0)) s, $(du -sm "$out" | cut -f1) MB)"
