@@ -138,9 +138,15 @@ class RestSlurmApi : public SlurmApi {
     return Simple("POST", adapter_->JobPath(job_id), &body);
   }
   absl::Status RequeueJob(uint32_t job_id) override {
-    if (scontrol_ == nullptr)
-      return absl::UnimplementedError("requeue needs scontrol (no slurmrestd version can requeue a job)");
-    absl::Status st = scontrol_->RequeueJob(job_id);
+    absl::Status st;
+    if (adapter_->SupportsRequeue()) {
+      st = Simple("GET", adapter_->RequeuePath(job_id), nullptr);
+    } else if (scontrol_ == nullptr) {
+      return absl::UnimplementedError(absl::StrCat("requeue needs scontrol (slurmrestd ", VersionString(version()),
+                                                   " cannot requeue a job; v0.0.45, Slurm 26.05, can)"));
+    } else {
+      st = scontrol_->RequeueJob(job_id);
+    }
     if (st.ok()) {
       absl::MutexLock lock(&mu_);
       relaunch_gates_[job_id] = absl::Now() + kRelaunchMargin;
@@ -229,7 +235,7 @@ absl::StatusOr<ApiVersion> DetectVersion(RestClient& client) {
     if (r->http_status != 404 && r->http_status != 401) return v;
   }
   return absl::FailedPreconditionError(
-      "slurmrestd serves none of the supported API versions (v0.0.38 to v0.0.44); start it with "
+      "slurmrestd serves none of the supported API versions (v0.0.38 to v0.0.45); start it with "
       "-s openapi/v0.0.38 (22.05) or a newer openapi plugin");
 }
 
