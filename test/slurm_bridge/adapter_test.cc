@@ -369,6 +369,28 @@ TEST(AdapterV2511Test, RealListingsFrom2511) {
   ASSERT_EQ(parts->items.size(), 2u);
 }
 
+// Slurm 24.11.5 (v0.0.42, recorded live, fixtures/slurm-24.11/): an incremental node listing after
+// a node changed and no partition did fails with HTTP 500 "Unable to query partitions"; the bridge
+// then lists the nodes in full in the same call (as for 22.05's plain "Unspecified error").
+TEST(RecordedAnswers2411Test, IncrementalNodeListingFallsBackToAFullOne) {
+  using testing::Recorded;
+  testing::ScriptedTransport* t = nullptr;
+  std::unique_ptr<SlurmApi> api = testing::ScriptedSlurmApi(ApiVersion::kV0042, t);
+  t->answers = {Recorded(500, "slurm-24.11/nodes-since-node-change.json"), Recorded(200, "v0.0.42/nodes.json")};
+  absl::StatusOr<NodeListing> nodes = api->ListNodes(1795739990);
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  EXPECT_FALSE(nodes->unchanged);
+  EXPECT_FALSE(nodes->items.empty());
+  ASSERT_EQ(t->seen.size(), 2u);
+  EXPECT_EQ(t->seen[0].path, "/slurm/v0.0.42/nodes/?update_time=1795739990");
+  EXPECT_EQ(t->seen[1].path, "/slurm/v0.0.42/nodes/");
+  // Any other failure of an incremental listing stays a failure (no second request).
+  t->seen.clear();
+  t->answers = {Recorded(500, "slurm-25.11/bad-token.json")};
+  EXPECT_FALSE(api->ListNodes(1795739990).ok());
+  EXPECT_EQ(t->seen.size(), 1u);
+}
+
 // Slurm 26.05.5 (v0.0.45, recorded live, fixtures/slurm-26.05/): a requeued batch job and a
 // running salloc allocation; the allocation (batch_flag false) counts as not requeueable, as Slurm
 // refuses its requeue (2039). The unchanged-jobs answer has 25.11's form.

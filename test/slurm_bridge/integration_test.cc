@@ -793,6 +793,36 @@ TEST_F(SlurmBridgeIntegrationTest, WrongOrExpiredTokensGiveClearErrors) {
   EXPECT_TRUE(absl::IsUnauthenticated(none.status())) << none.status();
 }
 
+// Token renewal as a deployment does it: a new token written over the token file is used by the
+// running client (no reconnect), after the old one expired and was refused.
+TEST_F(SlurmBridgeIntegrationTest, RenewedTokenFileIsUsedWithoutReconnecting) {
+  absl::StatusOr<std::string> first = MintToken(Info(), Info().user, 600);
+  absl::StatusOr<std::string> short_lived = MintToken(Info(), Info().user, 1);
+  ASSERT_TRUE(first.ok() && short_lived.ok()) << first.status() << short_lived.status();
+  TempTokenFile file(*first);
+  auto replace = [&](const std::string& token) {
+    const std::string tmp = file.path() + ".new";
+    std::ofstream(tmp) << token << "\n";
+    std::filesystem::rename(tmp, file.path());
+  };
+  SlurmApiOptions o = Options(file.path());
+  o.pinned_version = api_->version();
+  std::unique_ptr<SlurmApi> api = Connect(o);
+  ASSERT_NE(api, nullptr);
+  ASSERT_TRUE(api->ListJobs().ok());
+  replace(*short_lived);
+  ASSERT_TRUE(WaitFor([&] { return absl::IsUnauthenticated(api->ListJobs().status()); }, absl::Seconds(10)));
+  absl::StatusOr<std::string> renewed = MintToken(Info(), Info().user, 600);
+  ASSERT_TRUE(renewed.ok()) << renewed.status();
+  replace(*renewed);
+  absl::Status last;
+  EXPECT_TRUE(WaitFor([&] {
+    last = api->ListJobs().status();
+    return last.ok();
+  }, absl::Seconds(10))) << last;
+  EXPECT_TRUE(api->ListNodes().ok());
+}
+
 }  // namespace
 }  // namespace onequeue::slurm
 
