@@ -254,10 +254,11 @@ absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const s
   if (c.slurm.poll_interval_seconds < 0.1 || c.slurm.poll_interval_seconds > 3600)
     slurm.KeyError("pollIntervalSeconds", "must be from 0.1 to 3600");
   static const std::set<std::string> kApiVersions = {"auto", "v0.0.38", "v0.0.39", "v0.0.40",
-                                                     "v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44"};
+                                                     "v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44",
+                                                     "v0.0.45"};
   if (!kApiVersions.count(c.slurm.api_version))
     slurm.KeyError("apiVersion", absl::StrCat("is \"", c.slurm.api_version,
-                                              "\"; expected auto or one of v0.0.38 .. v0.0.44"));
+                                              "\"; expected auto or one of v0.0.38 .. v0.0.45"));
   static const std::set<std::string> kMechanisms = {"drain", "placeholder", "slurmd-pod"};
   if (!kMechanisms.count(c.slurm.lend_mechanism))
     slurm.KeyError("lendMechanism", absl::StrCat("is \"", c.slurm.lend_mechanism,

@@ -34,7 +34,7 @@ struct SlurmConfig {
   bool allow_insecure_http = false;
   std::string token_file;   // JWT, re-read when it changes
   std::string user = "slurm";
-  std::string api_version = "auto";  // auto | v0.0.38 .. v0.0.44
+  std::string api_version = "auto";  // auto | v0.0.38 .. v0.0.45
   std::string lend_mechanism = "placeholder";  // drain | placeholder | slurmd-pod
   std::vector<std::string> shared_partitions;
   // Pool node <-> Slurm node: the Kubernetes node label whose value is the Slurm node's name;

@@ -46,15 +46,15 @@ absl::StatusOr<ApiVersion> ParseApiVersion(const std::string& s) {
   absl::string_view rest = s;
   absl::ConsumePrefix(&rest, "v");
   int minor = 0;
-  if (absl::ConsumePrefix(&rest, "0.0.") && absl::SimpleAtoi(rest, &minor) && minor >= 38 && minor <= 44)
+  if (absl::ConsumePrefix(&rest, "0.0.") && absl::SimpleAtoi(rest, &minor) && minor >= 38 && minor <= 45)
     return static_cast<ApiVersion>(minor);
   return absl::InvalidArgumentError(
-      absl::StrCat("unsupported slurmrestd API version \"", s, "\": supported are v0.0.38 to v0.0.44"));
+      absl::StrCat("unsupported slurmrestd API version \"", s, "\": supported are v0.0.38 to v0.0.45"));
 }
 
 std::vector<ApiVersion> SupportedVersions() {
   std::vector<ApiVersion> out;
-  for (int v = 44; v >= 38; --v) out.push_back(static_cast<ApiVersion>(v));
+  for (int v = 45; v >= 38; --v) out.push_back(static_cast<ApiVersion>(v));
   return out;
 }
 
@@ -72,6 +72,9 @@ std::string VersionAdapter::NodePath(const std::string& node) const { return Pre
 std::string VersionAdapter::PartitionsPath() const { return Prefix() + "partitions/"; }
 std::string VersionAdapter::SubmitPath() const { return Prefix() + "job/submit"; }
 std::string VersionAdapter::PingPath() const { return Prefix() + "ping/"; }
+std::string VersionAdapter::RequeuePath(uint32_t job_id) const {
+  return absl::StrCat(Prefix(), "job/", job_id, "/requeue");
+}
 
 bool VersionAdapter::IsUnchangedAnswer(long http_status, const nlohmann::json& body, const char* list_key,
                                        bool carried_update_time) const {
@@ -150,7 +153,9 @@ absl::Status ResponseStatus(long http_status, const nlohmann::json& body, const 
              (http_status == 404 && first_errno == 0)) {
     st = absl::NotFoundError(absl::StrCat(prefix, detail));
   } else if (first_errno == kSlurmErrorAlreadyDone || first_errno == kSlurmErrorJobNotPending ||
-             first_errno == kSlurmErrorJobFinished) {
+             first_errno == kSlurmErrorJobFinished || first_errno == kSlurmErrorBatchOnly) {
+    // 2039 "Only batch jobs are accepted or processed": a requeue of an interactive allocation
+    // (26.05's GET job/{id}/requeue answers HTTP 422 with it, seen live).
     st = absl::FailedPreconditionError(absl::StrCat(prefix, detail));
   } else if ((first_errno >= 1000 && first_errno < 1100) || http_status == 502 || http_status == 503 ||
              http_status == 504) {
@@ -299,7 +304,9 @@ bool ReadJob(const nlohmann::json& j, SlurmJob& out) {
   out.nodes = ExpandOrEmpty(jf::String(j, "nodes"));
   for (const std::string& part : jf::StringList(j, "required_nodes"))
     for (std::string& n : ExpandOrEmpty(part)) out.required_nodes.push_back(std::move(n));
-  out.requeue = jf::Bool(j, "requeue");
+  // Slurm requeues batch jobs only: an srun/salloc allocation carries requeue=true (JobRequeue=1)
+  // but a requeue of it is refused (2039), so it counts as not requeueable (cancelled instead).
+  out.requeue = jf::Bool(j, "requeue") && jf::Bool(j, "batch_flag", /*fallback=*/true);
   out.restart_count = static_cast<int>(std::clamp<int64_t>(jf::Number(j, "restart_cnt").value_or(0), 0, 1 << 30));
   out.comment = jf::String(j, "comment");
   return true;

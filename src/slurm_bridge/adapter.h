@@ -1,4 +1,4 @@
-// One interface over the slurmrestd REST API versions v0.0.38 (Slurm 22.05) .. v0.0.44 (25.11):
+// One interface over the slurmrestd REST API versions v0.0.38 (Slurm 22.05) .. v0.0.45 (26.05):
 // each adapter knows its paths, how to read its responses into the internal model, and how to
 // write the request bodies onequeue sends. Nothing above this layer sees a version difference.
 #pragma once
@@ -16,7 +16,7 @@
 
 namespace onequeue::slurm {
 
-enum class ApiVersion { kV0038 = 38, kV0039, kV0040, kV0041, kV0042, kV0043, kV0044 };
+enum class ApiVersion { kV0038 = 38, kV0039, kV0040, kV0041, kV0042, kV0043, kV0044, kV0045 };
 
 std::string VersionString(ApiVersion v);  // "v0.0.38"
 absl::StatusOr<ApiVersion> ParseApiVersion(const std::string& s);  // "v0.0.41" or "0.0.41"
@@ -37,6 +37,8 @@ class VersionAdapter {
   std::string PartitionsPath() const;
   std::string SubmitPath() const;
   std::string PingPath() const;
+  // GET job/{id}/requeue: v0.0.45 (Slurm 26.05) is the first version that can requeue a job.
+  std::string RequeuePath(uint32_t job_id) const;
 
   // Whether a list answer (`list_key`: "jobs", "nodes") means "nothing changed since the
   // update_time the request carried" rather than a listing. Every version: HTTP 304 (22.05's jobs,
@@ -65,6 +67,8 @@ class VersionAdapter {
   virtual nlohmann::json JobUpdateBody(const JobUpdate& update, absl::Time now) const = 0;
   // Whether POST node/{name} exists (v0.0.39 and later); v0.0.38 needs scontrol.
   virtual bool SupportsNodeUpdate() const = 0;
+  // Whether GET job/{id}/requeue exists (v0.0.45 and later); older versions need scontrol.
+  virtual bool SupportsRequeue() const { return false; }
   virtual nlohmann::json NodeUpdateBody(const NodeUpdate& update) const = 0;
 };
 
@@ -80,6 +84,7 @@ inline constexpr int kSlurmErrorInvalidNodeName = 2018;
 inline constexpr int kSlurmErrorAlreadyDone = 2021;
 inline constexpr int kSlurmErrorJobNotPending = 2073;  // e.g. begin_time on a running job
 inline constexpr int kSlurmErrorJobFinished = 2084;    // updating a finished job
+inline constexpr int kSlurmErrorBatchOnly = 2039;      // requeue of an srun/salloc allocation
 inline constexpr int kSlurmErrorAccessDenied = 2002;
 inline constexpr int kSlurmErrorProtocolAuth = 1007;     // 25.11: rejected token (HTTP 511)
 inline constexpr int kSlurmErrorNoChangeInData = 1900;   // SLURM_NO_CHANGE_IN_DATA

@@ -1,10 +1,13 @@
-// v0.0.39 .. v0.0.44 (Slurm 23.02 .. 25.11, the data_parser plugins). Differences handled here:
+// v0.0.39 .. v0.0.45 (Slurm 23.02 .. 26.05, the data_parser plugins). Differences handled here:
 //  - partitions are nested objects (nodes.configured, priority.tier, partition.state[], ...);
 //  - numbers in requests are {"set","infinite","number"} objects;
 //  - from v0.0.40 states, "exclusive"/"shared" and csv lists are arrays; v0.0.39 (23.02) is the
 //    one version whose spec is a runtime template: its request shapes follow v0.0.40 except where
 //    noted, and were not verified against a live 23.02 (docs/slurm_bridge.md).
-//  - node updates exist (POST node/{name}) in every version here.
+//  - node updates exist (POST node/{name}) in every version here;
+//  - v0.0.45 (26.05, spec: fixtures/v0.0.45/openapi-v3.json, from the live server) adds GET
+//    job/{id}/requeue; its job, node and partition objects keep every field read here (it drops
+//    `power`, adds e.g. container_type, memory_update_*, partition flags/preempt_mode).
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -103,6 +106,7 @@ class DataParserAdapter : public VersionAdapter {
     return body;
   }
   bool SupportsNodeUpdate() const override { return true; }
+  bool SupportsRequeue() const override { return version_ >= ApiVersion::kV0045; }
   Json NodeUpdateBody(const NodeUpdate& u) const override {
     const bool arrays = version_ >= ApiVersion::kV0040;
     const char* state = u.kind == NodeUpdate::Kind::kDrain ? "DRAIN" : "RESUME";

@@ -26,7 +26,7 @@ std::vector<std::string> ExpandOrEmpty(const std::string& hostlist);
 }  // namespace onequeue::slurm::internal
 
 namespace onequeue::slurm::internal {
-// Job and node objects use the same field names in every version from v0.0.38 to v0.0.44; the
+// Job and node objects use the same field names in every version from v0.0.38 to v0.0.45; the
 // value encodings differ (plain numbers vs no-val objects, strings vs arrays) and are absorbed by
 // the tolerant readers of json_fields. Returns false when the object is not a usable entry.
 bool ReadJob(const nlohmann::json& j, SlurmJob& out);

@@ -1,5 +1,5 @@
 // The internal model of what Slurm reports, independent of the REST API version that produced it.
-// Every versioned adapter (v0.0.38 .. v0.0.44) maps its JSON into these structs, so the poller,
+// Every versioned adapter (v0.0.38 .. v0.0.45) maps its JSON into these structs, so the poller,
 // the queue and the ownership code never see a version difference.
 #pragma once
 
@@ -77,7 +77,7 @@ struct SlurmJob {
   std::map<std::string, int64_t> tres_allocated;
   std::vector<std::string> nodes;            // allocated nodes, expanded
   std::vector<std::string> required_nodes;   // expanded
-  bool requeue = false;                      // may be requeued
+  bool requeue = false;                      // may be requeued (a batch job with the requeue flag)
   int restart_count = 0;
   std::string comment;
   bool held() const { return state == JobState::kPending && priority == 0; }

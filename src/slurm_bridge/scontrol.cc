@@ -111,7 +111,8 @@ class ScontrolImpl : public Scontrol {
       return absl::UnavailableError(msg);
     if (absl::StrContains(msg, "Access/permission denied") || absl::StrContains(msg, "Access denied"))
       return absl::PermissionDeniedError(msg);
-    if (absl::StrContains(msg, "already completing or completed") || absl::StrContains(msg, "Job is pending"))
+    if (absl::StrContains(msg, "already completing or completed") || absl::StrContains(msg, "Job is pending") ||
+        absl::StrContains(msg, "Only batch jobs are accepted"))
       return absl::FailedPreconditionError(msg);
     return out.status();
   }

@@ -48,7 +48,7 @@ class SlurmApi {
   // Lets a requeued job start at `at` instead of waiting out the BeginTime Slurm gave it (not
   // sooner than kRelaunchMargin after a RequeueJob of the job).
   virtual absl::Status StartAt(uint32_t job_id, absl::Time at, absl::Time now) = 0;
-  // scontrol only (no REST version can requeue).
+  // REST from v0.0.45 (GET job/{id}/requeue), scontrol before.
   virtual absl::Status RequeueJob(uint32_t job_id) = 0;
   // Drain / resume: REST from v0.0.39, scontrol on v0.0.38.
   virtual absl::Status UpdateNode(const std::string& node, const NodeUpdate& update) = 0;

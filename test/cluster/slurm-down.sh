@@ -15,6 +15,7 @@ unset ONEQUEUE_SLURM_DIR ONEQUEUE_SLURM_WATCHDOG
 [ -d "$1" ] || exit 0
 slurm_set_paths "$(cd "$1" && pwd)"
 CLUSTER_NAME=""
+SLURM_ROOT=""
 # shellcheck disable=SC1090
 [ -f "$SLURM_PORTS_FILE" ] && source "$SLURM_PORTS_FILE"
 
@@ -53,7 +54,10 @@ leftovers() {
     [ -n "$CLUSTER_NAME" ] && patterns+=(-e "SLURM_CLUSTER_NAME=$CLUSTER_NAME")
     grep -lzxF "${patterns[@]}" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3
     ss -Hxlp 2>/dev/null | grep -F " $SLURM_DIR/spool/" | grep -o 'pid=[0-9]*' | cut -d= -f2
-  } | sort -u | while read -r pid; do
+    # A Slurm in a root filesystem: whatever runs in this cluster's mount namespace under that root
+    # (slurmstepd and job processes too), but not the namespace's holder, stopped last.
+    namespace_pids
+  } | sort -u | grep -vx "$(read_pid mountns || echo none)" | while read -r pid; do
     [ "$pid" != "$$" ] && [ "$(ps -o sid= -p "$pid" 2>/dev/null | tr -d ' ')" != "$MY_SESSION" ] &&
       pid_alive "$pid" && echo "$pid"
   done
@@ -65,6 +69,18 @@ if [ -n "${left// /}" ]; then
   kill -KILL $left 2>/dev/null || true
   no_leftovers() { [ -z "$(leftovers)" ]; }
   wait_until 10 "leftover processes to exit" no_leftovers || log "still alive: $(leftovers | tr '\n' ' ')"
+fi
+
+# Last, the holder of the mount namespace: with it goes the last process of the namespace, and its
+# mounts (the cluster folder, /proc, /dev, /sys in the root filesystem) with them.
+if [ -n "$SLURM_ROOT" ]; then
+  stop_pids mountns
+  left="$(namespace_pids | tr '\n' ' ')"
+  if [ -n "${left// /}" ]; then
+    log "killing processes left in the mount namespace: $left"
+    # shellcheck disable=SC2086
+    kill -KILL $left 2>/dev/null || true
+  fi
 fi
 
 rm -f "$SLURM_ENV_FILE" "$SLURM_DIR/rest/slurmrestd.socket" "$SLURM_PIDS/watchdog.pid"

@@ -2,13 +2,17 @@
 # Starts a private Slurm cluster under DIR, on free loopback ports:
 #   munged (own key and socket), slurmctld, N x `slurmd -N nK`, slurmrestd (JWT, TCP + unix socket).
 # Usage: test/cluster/slurm-up.sh DIR [--nodes N] [--gpus G] [--owner-pid PID] [--token-lifespan SECONDS] [--slurm PREFIX]
+#   Which Slurm: ONEQUEUE_SLURM=22.05 (default: Debian bookworm's packages under /usr), 24.11 or
+#   26.05 (Debian trixie's / forky's, in a root filesystem that test/cluster/slurm-rootfs.sh builds
+#   once and caches; the daemons run under chroot in a private mount namespace, and DIR/bin holds
+#   wrappers that run the client commands there).
 #   --gpus G: GPUs per node (Gres=gpu:G, default 2), each a character device under DIR/dev.
 #   --owner-pid PID: a watchdog runs slurm-down.sh DIR when PID exits, even by SIGKILL
 #   (default: $ONEQUEUE_CLUSTER_OWNER_PID, as for test/cluster/up.sh).
 #   --slurm PREFIX: the Slurm installation to run (PREFIX/sbin/slurmctld, PREFIX/bin/scontrol, its
 #   slurmrestd plugins); default $ONEQUEUE_SLURM_PREFIX, else /usr (Debian's Slurm 22.05).
 # Returns when every node is idle and slurmrestd answers /slurm/vX/diag with the token (vX: the
-# highest REST version of v0.0.38..v0.0.44 the installation serves).
+# highest REST version of v0.0.38..v0.0.45 the installation serves).
 # Writes DIR/slurm.env (shell-sourceable). Needs root (mknod, daemons under their own users).
 # Stop with test/cluster/slurm-down.sh DIR. See docs/local-slurm.md.
 set -euo pipefail
@@ -16,7 +20,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=slurm/lib.sh
 source "$HERE/slurm/lib.sh"
 
-usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
 [ $# -ge 1 ] || usage
 case "$1" in -h | --help | -*) usage ;; esac
@@ -28,6 +32,8 @@ GPUS=2
 OWNER_PID="${ONEQUEUE_CLUSTER_OWNER_PID:-}"
 TOKEN_LIFESPAN=$((30 * 24 * 3600))
 SLURM_PREFIX="${ONEQUEUE_SLURM_PREFIX:-/usr}"
+SLURM_VERSION="${ONEQUEUE_SLURM:-22.05}"
+SLURM_ROOT=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --slurm) SLURM_PREFIX="${2:?--slurm needs the prefix of a Slurm installation}"; shift 2 ;;
@@ -42,6 +48,16 @@ done
 [[ "$NODES" =~ ^[0-9]+$ ]] && [ "$NODES" -ge 1 ] && [ "$NODES" -le 1000 ] || die "--nodes must be 1..1000, got '$NODES'"
 [[ "$GPUS" =~ ^[0-9]+$ ]] && [ "$GPUS" -ge 1 ] && [ "$GPUS" -le 16 ] || die "--gpus must be 1..16, got '$GPUS'"
 [ "$(id -u)" = 0 ] || die "slurm-up.sh must run as root (it makes device nodes with mknod and starts daemons as munge, slurm and nobody)"
+case "$SLURM_VERSION" in
+  22.05) ;;
+  24.11 | 26.05)
+    [ -z "${ONEQUEUE_SLURM_PREFIX:-}" ] || die "ONEQUEUE_SLURM=$SLURM_VERSION and ONEQUEUE_SLURM_PREFIX both set: choose one"
+    for cmd in unshare nsenter chroot mount; do command -v "$cmd" >/dev/null || die "'$cmd' not found (util-linux, coreutils)"; done
+    SLURM_ROOT="$("$HERE/slurm-rootfs.sh" "$SLURM_VERSION" | tail -1)" || die "test/cluster/slurm-rootfs.sh $SLURM_VERSION failed"
+    case "$SLURM_ROOT" in *[[:space:]]*) die "$SLURM_ROOT contains whitespace" ;; esac
+    SLURM_PREFIX="$SLURM_ROOT/usr" ;;
+  *) die "ONEQUEUE_SLURM must be 22.05, 24.11 or 26.05, got '$SLURM_VERSION'" ;;
+esac
 for cmd in munged munge unmunge setpriv ss curl flock mknod; do
   command -v "$cmd" >/dev/null || [ -x "/usr/sbin/$cmd" ] || die "'$cmd' not found: run test/tools/install-deps.sh"
 done
@@ -50,7 +66,9 @@ for cmd in sbin/slurmctld sbin/slurmd sbin/slurmrestd bin/scontrol bin/sinfo bin
   [ -x "$SLURM_PREFIX/$cmd" ] || die "$SLURM_PREFIX/$cmd not found: $SLURM_PREFIX is not a Slurm installation with slurmrestd (the default /usr needs test/tools/install-deps.sh)"
 done
 slurm_detect "$SLURM_PREFIX"
-getent passwd slurm >/dev/null && getent passwd munge >/dev/null || die "users slurm and munge must exist (packages slurmctld, munge)"
+if [ -z "$SLURM_ROOT" ]; then
+  getent passwd slurm >/dev/null && getent passwd munge >/dev/null || die "users slurm and munge must exist (packages slurmctld, munge)"
+fi
 
 mkdir -p "$DIR_ARG"
 slurm_set_paths "$(cd "$DIR_ARG" && pwd)"
@@ -104,7 +122,7 @@ trap 'interrupted=143; exit 143' TERM HUP
 trap 'interrupted=141; exit 141' PIPE
 
 T0=$(date +%s.%N)
-rm -rf "$SLURM_DIR"/{state,spool,munge,rest,dev,bin,pids}
+rm -rf "$SLURM_DIR"/{state,spool,munge,rest,dev,bin,pids} "$SLURM_DIR/cgroup.conf"
 mkdir -p "$SLURM_DIR"/{bin,pids,logs,state,spool,jobs,munge,rest,dev}
 chmod 755 "$SLURM_DIR"
 
@@ -116,16 +134,26 @@ resolve_daemon() {
   [ -x "$target" ] || die "no $name binary (looked at $target)"
   ln -sfn "$target" "$SLURM_BIN_DIR/$name"
 }
-resolve_daemon slurmctld
-resolve_daemon slurmd
-ln -sfn "$SLURM_PREFIX/sbin/slurmrestd" "$SLURM_BIN_DIR/slurmrestd"
-for c in scontrol squeue sinfo sbatch scancel srun salloc sacct sprio sstat; do
-  if [ -x "$SLURM_PREFIX/bin/$c" ]; then ln -sfn "$SLURM_PREFIX/bin/$c" "$SLURM_BIN_DIR/$c"; fi
-done
+if [ -n "$SLURM_ROOT" ]; then
+  # The daemons start from the root filesystem's /usr/sbin (daemon_path); the client commands are
+  # wrappers that enter the cluster's namespace and root.
+  for c in scontrol squeue sinfo sbatch scancel srun salloc sacct sprio sstat; do
+    if [ -x "$SLURM_ROOT/usr/bin/$c" ]; then root_wrapper "$c" "/usr/bin/$c"; fi
+  done
+  root_wrapper munge /usr/bin/munge
+  root_wrapper unmunge /usr/bin/unmunge
+else
+  resolve_daemon slurmctld
+  resolve_daemon slurmd
+  ln -sfn "$SLURM_PREFIX/sbin/slurmrestd" "$SLURM_BIN_DIR/slurmrestd"
+  for c in scontrol squeue sinfo sbatch scancel srun salloc sacct sprio sstat; do
+    if [ -x "$SLURM_PREFIX/bin/$c" ]; then ln -sfn "$SLURM_PREFIX/bin/$c" "$SLURM_BIN_DIR/$c"; fi
+  done
+fi
 
 # Keys: a private munge key and the JWT signing key, readable only by their daemon.
 dd if=/dev/urandom of="$SLURM_DIR/munge/munge.key" bs=1024 count=1 status=none
-chown -R munge:munge "$SLURM_DIR/munge"
+chown_as munge "$SLURM_DIR/munge"
 chmod 700 "$SLURM_DIR/munge"
 chmod 755 "$SLURM_DIR/munge" # slurm's daemons and root connect to the socket inside
 chmod 400 "$SLURM_DIR/munge/munge.key"
@@ -169,6 +197,16 @@ fill() {
 fill "$SLURM_TEMPLATES/gres.conf.in" >"$SLURM_DIR/gres.conf"
 : >"$SLURM_DIR/plugstack.conf"
 chmod 644 "$SLURM_CONF_FILE" "$SLURM_DIR/gres.conf" "$SLURM_DIR/plugstack.conf"
+# From 23.02 slurmd refuses to start without a cgroup plugin it can load ("No filesystem mounted on
+# /sys/fs/cgroup"); 22.05 needs no cgroup.conf (it rejects CgroupPlugin=disabled). 24.11 has no
+# "disabled" (it looks for a plugin of that name): autodetect, without systemd. 25.05 and later:
+# disabled (job processes are tracked by proctrack/linuxproc, nothing is constrained).
+case "${SLURM_RELEASE%%.*}" in
+  2[0-2]) ;;
+  2[3-4]) printf 'CgroupPlugin=autodetect\nIgnoreSystemd=yes\n' >"$SLURM_DIR/cgroup.conf" ;;
+  *) echo "CgroupPlugin=disabled" >"$SLURM_DIR/cgroup.conf" ;;
+esac
+[ ! -f "$SLURM_DIR/cgroup.conf" ] || chmod 644 "$SLURM_DIR/cgroup.conf"
 cat >"$SLURM_PORTS_FILE" <<ENV
 CTLD_PORT=$CTLD_PORT
 REST_PORT=$REST_PORT
@@ -176,18 +214,25 @@ FIRST_SLURMD_PORT=$FIRST_SLURMD_PORT
 CLUSTER_NAME=$CLUSTER_NAME
 NODES="${NODE_LIST[*]}"
 SLURM_PREFIX=$SLURM_PREFIX
+SLURM_ROOT=$SLURM_ROOT
+SLURM_VERSION=$SLURM_VERSION
 SLURM_RELEASE=$SLURM_RELEASE
 REST_PLUGINS=$REST_PLUGINS
 REST_API=$REST_API
 ENV
 
 for ((k = 1; k <= NODES; k++)); do mkdir -p "$SLURM_DIR/spool/n$k"; done
-chown -R slurm:slurm "$SLURM_DIR"/{state,spool,logs,jobs}
-chown slurm:slurm "$SLURM_PIDS"
+chown_as slurm "$SLURM_DIR"/{state,spool,logs,jobs}
+chown_as slurm "$SLURM_PIDS"
 chown nobody:nogroup "$SLURM_DIR/rest"
 ln -sfn rest/slurmrestd.socket "$SLURM_REST_SOCKET"
 
-log "Slurm $SLURM_RELEASE from $SLURM_PREFIX; slurmrestd -s $REST_PLUGINS, checked on $REST_API"
+if [ -n "$SLURM_ROOT" ]; then
+  log "Slurm $SLURM_RELEASE under chroot $SLURM_ROOT (private mount namespace); slurmrestd -s $REST_PLUGINS, checked on $REST_API"
+  start_mount_namespace
+else
+  log "Slurm $SLURM_RELEASE from $SLURM_PREFIX; slurmrestd -s $REST_PLUGINS, checked on $REST_API"
+fi
 log "starting munged, slurmctld (port $CTLD_PORT), $NODES slurmd (ports $FIRST_SLURMD_PORT-$((FIRST_SLURMD_PORT + NODES - 1))) in $SLURM_DIR"
 start_munged
 start_slurmctld
@@ -228,6 +273,8 @@ SLURM_CLUSTER_NAME=$CLUSTER_NAME
 SLURM_JOBS_DIR=$SLURM_DIR/jobs
 SLURM_PREFIX=$SLURM_PREFIX
 SLURM_RELEASE=$SLURM_RELEASE
+SLURM_VERSION=$SLURM_VERSION
+SLURM_ROOT=$SLURM_ROOT
 SLURMRESTD_API=$REST_API
 ENV
 mv "$SLURM_ENV_FILE.tmp" "$SLURM_ENV_FILE"

@@ -2,7 +2,9 @@
 // slurmd's and slurmrestd answer, a job runs and is read back over REST with the JWT, the
 // placeholder ownership cycle of the design works with this configuration, and the restart
 // scripts the slurm_bridge tests need do what they say. TearDown (in the environment) checks that
-// nothing started remains.
+// nothing started remains. Runs on the Slurm ONEQUEUE_SLURM names (22.05, 24.11, 26.05) through the
+// highest REST version it serves; the JSON shapes that differ (v0.0.38 against the data parsers of
+// v0.0.40+) are read and written per version, everything else is asserted the same.
 #include <dirent.h>
 #include <unistd.h>
 
@@ -55,16 +57,46 @@ SlurmRestRequest WithToken(SlurmRestRequest request, const std::string& token) {
   return request;
 }
 
-// The job as slurmrestd v0.0.38 shows it ({} if it cannot be read).
+std::string Path(const std::string& rest) { return Cluster().RestPath(rest); }
+
+// The job as slurmrestd shows it ({} if it cannot be read).
 json RestJob(int64_t id) {
-  auto r = SlurmRest(Cluster(), Request("GET", absl::StrCat("/slurm/v0.0.38/job/", id)));
+  auto r = SlurmRest(Cluster(), Request("GET", Path(absl::StrCat("job/", id))));
   if (!r.ok() || r->http_status != 200) return json::object();
   json doc = json::parse(r->body, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object() || !doc.contains("jobs") || doc["jobs"].empty()) return json::object();
   return doc["jobs"][0];
 }
 
-std::string JobState(const json& job) { return job.value("job_state", std::string()); }
+// v0.0.38: "RUNNING"; v0.0.40+: ["RUNNING"] (flags follow the base state).
+std::string JobState(const json& job) {
+  auto it = job.find("job_state");
+  if (it == job.end()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_array() && !it->empty() && (*it)[0].is_string()) return (*it)[0].get<std::string>();
+  return "";
+}
+
+// v0.0.38: 0; v0.0.40+: {"status":["SUCCESS"],"return_code":{"set":true,"number":0}}.
+int64_t ExitCode(const json& job) {
+  auto it = job.find("exit_code");
+  if (it == job.end()) return -1;
+  if (it->is_number()) return it->get<int64_t>();
+  if (it->is_object() && it->contains("return_code")) {
+    const json& rc = (*it)["return_code"];
+    if (rc.is_number()) return rc.get<int64_t>();
+    if (rc.is_object()) return rc.value("number", int64_t{-1});
+  }
+  return -1;
+}
+
+// The REST versions each Slurm serves (GET /openapi/v3), besides the one the cluster is checked on.
+std::set<std::string> ExpectedRestVersions(const std::string& slurm) {
+  if (slurm == "22.05") return {"v0.0.37", "v0.0.38"};
+  if (slurm == "24.11") return {"v0.0.40", "v0.0.41", "v0.0.42"};
+  if (slurm == "26.05") return {"v0.0.42", "v0.0.43", "v0.0.44", "v0.0.45"};
+  return {};
+}
 
 int64_t Sbatch(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"sbatch", "--parsable"};
@@ -77,6 +109,33 @@ int64_t Sbatch(const std::vector<std::string>& args) {
     EXPECT_TRUE(absl::SimpleAtoi(first.substr(0, first.find(';')), &id)) << *out;
   }
   return id;
+}
+
+TEST(SlurmSmokeTest, RunsTheSlurmItWasAskedForWithItsRestVersions) {
+  const char* asked = std::getenv("ONEQUEUE_SLURM");
+  const std::string version = asked != nullptr && *asked != '\0' ? asked : "22.05";
+  std::cerr << "Slurm " << Cluster().release << " (ONEQUEUE_SLURM=" << version << "), REST " << Cluster().rest_api
+            << "\n";
+  EXPECT_EQ(Cluster().version, version);
+  EXPECT_TRUE(absl::StartsWith(Cluster().release, version + ".")) << Cluster().release;
+  EXPECT_EQ(Cluster().root.empty(), version == "22.05") << Cluster().root;
+  auto out = SlurmCommand(Cluster(), {"scontrol", "--version"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(absl::StripAsciiWhitespace(*out), "slurm-wlm " + Cluster().release);
+
+  auto spec = SlurmRest(Cluster(), Request("GET", "/openapi/v3"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->http_status, 200);
+  json doc = json::parse(spec->body, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(doc.is_object() && doc.contains("paths")) << spec->body.substr(0, 300);
+  std::set<std::string> served;
+  for (const auto& [path, ops] : doc["paths"].items()) {
+    absl::string_view p = path;
+    if (!absl::ConsumePrefix(&p, "/slurm/")) continue;
+    served.insert(std::string(p.substr(0, p.find('/'))));
+  }
+  EXPECT_EQ(served, ExpectedRestVersions(version));
+  EXPECT_EQ(*served.rbegin(), Cluster().rest_api);
 }
 
 TEST(SlurmSmokeTest, EveryNodeIsIdleWithTwoGpus) {
@@ -112,7 +171,7 @@ TEST(SlurmSmokeTest, BatchJobRunsOnASlurmdAndIsReadBackOverRestWithTheJwt) {
       << "job " << id << " over REST: " << job.dump();
   EXPECT_EQ(job.value("name", ""), "smoke");
   EXPECT_EQ(job.value("partition", ""), Cluster().shared_partition);
-  EXPECT_EQ(job.value("exit_code", -1), 0);
+  EXPECT_EQ(ExitCode(job), 0);
   const std::string node = job.value("nodes", "");
   EXPECT_NE(std::find(Cluster().nodes.begin(), Cluster().nodes.end(), node), Cluster().nodes.end()) << node;
 
@@ -122,7 +181,7 @@ TEST(SlurmSmokeTest, BatchJobRunsOnASlurmdAndIsReadBackOverRestWithTheJwt) {
 
   // The same slurmrestd on its unix socket.
   auto via_socket = SlurmRest(Cluster(), [&] {
-    auto request = Request("GET", absl::StrCat("/slurm/v0.0.38/job/", id));
+    auto request = Request("GET", Path(absl::StrCat("job/", id)));
     request.via_socket = true;
     return request;
   }());
@@ -132,25 +191,27 @@ TEST(SlurmSmokeTest, BatchJobRunsOnASlurmdAndIsReadBackOverRestWithTheJwt) {
 }
 
 TEST(SlurmSmokeTest, RestRefusesMissingAndWrongTokens) {
-  auto none = SlurmRest(Cluster(), WithToken(Request("GET", "/slurm/v0.0.38/diag"), ""));
+  auto none = SlurmRest(Cluster(), WithToken(Request("GET", Path("diag")), ""));
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_EQ(none->http_status, 401) << none->body;
 
   // slurmrestd passes the token through; slurmctld refuses it (22.05 answers 500 with an error).
-  auto wrong = SlurmRest(Cluster(), WithToken(Request("GET", "/slurm/v0.0.38/jobs"), "not-a-jwt"));
+  auto wrong = SlurmRest(Cluster(), WithToken(Request("GET", Path("jobs")), "not-a-jwt"));
   ASSERT_TRUE(wrong.ok()) << wrong.status();
   EXPECT_NE(wrong->http_status, 200) << wrong->body;
 
   auto fresh = MintToken(Cluster(), Cluster().user, 60);
   ASSERT_TRUE(fresh.ok()) << fresh.status();
-  auto with_fresh = SlurmRest(Cluster(), WithToken(Request("GET", "/slurm/v0.0.38/diag"), *fresh));
+  auto with_fresh = SlurmRest(Cluster(), WithToken(Request("GET", Path("diag")), *fresh));
   ASSERT_TRUE(with_fresh.ok()) << with_fresh.status();
   EXPECT_EQ(with_fresh->http_status, 200) << with_fresh->body;
 
-  // slurmrestd also serves the previous data parser, openapi/v0.0.37.
-  auto older = SlurmRest(Cluster(), Request("GET", "/slurm/v0.0.37/diag"));
-  ASSERT_TRUE(older.ok()) << older.status();
-  EXPECT_EQ(older->http_status, 200) << older->body;
+  // slurmrestd also answers on the older versions it serves (22.05: v0.0.37).
+  for (const std::string& v : ExpectedRestVersions(Cluster().version)) {
+    auto older = SlurmRest(Cluster(), Request("GET", "/slurm/" + v + "/diag"));
+    ASSERT_TRUE(older.ok()) << older.status();
+    EXPECT_EQ(older->http_status, 200) << v << ": " << older->body;
+  }
 }
 
 // The "placeholder" ownership mechanism of the design, on the partitions slurm-up.sh configures:
@@ -164,19 +225,33 @@ TEST(SlurmSmokeTest, ReclaimPlaceholderRequeuesTheBatchJobAndGivesTheNodeBack) {
   ASSERT_TRUE(WaitFor([&] { return JobState(RestJob(victim)) == "RUNNING"; }, std::chrono::seconds(60)))
       << RestJob(victim).dump();
 
-  json placeholder_request = {
-      {"script", "#!/bin/sh\nexec sleep 100000\n"},
-      {"job",
-       {{"name", "oq-placeholder"},
-        {"partition", Cluster().reclaim_partition},
-        {"nodelist", node},
-        {"exclusive", "exclusive"},
-        {"comment", "onequeue:smoke"},
-        {"time_limit", 10},
-        {"current_working_directory", Cluster().jobs_dir},
-        {"environment", {{"PATH", "/bin:/usr/bin"}}},
-        {"standard_output", "/dev/null"}}}};
-  auto submitted = SlurmRest(Cluster(), Request("POST", "/slurm/v0.0.38/job/submit", placeholder_request.dump()));
+  // v0.0.38: "nodelist" (it refuses "required_nodes"), "exclusive", plain numbers, an environment
+  // object, the script beside the job; v0.0.41+: the script inside the job, arrays, no-val numbers.
+  json placeholder_request =
+      Cluster().data_parser()
+          ? json{{"job",
+                  {{"script", "#!/bin/sh\nexec sleep 100000\n"},
+                   {"name", "oq-placeholder"},
+                   {"partition", Cluster().reclaim_partition},
+                   {"required_nodes", {node}},
+                   {"shared", {"none"}},
+                   {"comment", "onequeue:smoke"},
+                   {"time_limit", {{"set", true}, {"infinite", false}, {"number", 10}}},
+                   {"current_working_directory", Cluster().jobs_dir},
+                   {"environment", {"PATH=/bin:/usr/bin"}},
+                   {"standard_output", "/dev/null"}}}}
+          : json{{"script", "#!/bin/sh\nexec sleep 100000\n"},
+                 {"job",
+                  {{"name", "oq-placeholder"},
+                   {"partition", Cluster().reclaim_partition},
+                   {"nodelist", node},
+                   {"exclusive", "exclusive"},
+                   {"comment", "onequeue:smoke"},
+                   {"time_limit", 10},
+                   {"current_working_directory", Cluster().jobs_dir},
+                   {"environment", {{"PATH", "/bin:/usr/bin"}}},
+                   {"standard_output", "/dev/null"}}}};
+  auto submitted = SlurmRest(Cluster(), Request("POST", Path("job/submit"), placeholder_request.dump()));
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   ASSERT_EQ(submitted->http_status, 200) << submitted->body;
   const int64_t placeholder = json::parse(submitted->body).value("job_id", int64_t{0});
@@ -199,10 +274,16 @@ TEST(SlurmSmokeTest, ReclaimPlaceholderRequeuesTheBatchJobAndGivesTheNodeBack) {
   // instead of running. Slurm's own BeginTime (+120 s) covers this; releasing it early must not
   // happen within that second. (A placeholder holds a node far longer in real use.)
   std::this_thread::sleep_until(requeue_seen + std::chrono::seconds(2));
-  auto cancelled = SlurmRest(Cluster(), Request("DELETE", absl::StrCat("/slurm/v0.0.38/job/", placeholder)));
+  auto cancelled = SlurmRest(Cluster(), Request("DELETE", Path(absl::StrCat("job/", placeholder))));
   ASSERT_TRUE(cancelled.ok()) << cancelled.status();
   EXPECT_EQ(cancelled->http_status, 200) << cancelled->body;
-  auto released = SlurmRest(Cluster(), Request("POST", absl::StrCat("/slurm/v0.0.38/job/", victim), R"({"begin_time":"now"})"));
+  // v0.0.38 takes "now" (it refuses an epoch); the data parsers take a no-val epoch.
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  const json begin = Cluster().data_parser()
+                         ? json{{"begin_time", {{"set", true}, {"infinite", false}, {"number", now}}}}
+                         : json{{"begin_time", "now"}};
+  auto released = SlurmRest(Cluster(), Request("POST", Path(absl::StrCat("job/", victim)), begin.dump()));
   ASSERT_TRUE(released.ok()) << released.status();
   EXPECT_EQ(released->http_status, 200) << released->body;
 
@@ -219,11 +300,11 @@ TEST(SlurmSmokeTest, ReclaimPlaceholderRequeuesTheBatchJobAndGivesTheNodeBack) {
 
 TEST(SlurmSmokeTest, SlurmrestdStopsAndComesBackOnTheSamePort) {
   ASSERT_TRUE(StopDaemon(Cluster(), "slurmrestd").ok());
-  auto down = SlurmRest(Cluster(), Request("GET", "/slurm/v0.0.38/diag"));
+  auto down = SlurmRest(Cluster(), Request("GET", Path("diag")));
   EXPECT_FALSE(down.ok()) << "slurmrestd still answers: " << down->http_status;
   auto started = StartDaemon(Cluster(), "slurmrestd");
   ASSERT_TRUE(started.ok()) << started;
-  auto up = SlurmRest(Cluster(), Request("GET", "/slurm/v0.0.38/diag"));
+  auto up = SlurmRest(Cluster(), Request("GET", Path("diag")));
   ASSERT_TRUE(up.ok()) << up.status();
   EXPECT_EQ(up->http_status, 200);
 }
@@ -243,7 +324,7 @@ TEST(SlurmSmokeTest, SlurmctldRestartKeepsTheQueue) {
   // slurmrestd reaches the restarted slurmctld with the same token.
   ASSERT_TRUE(WaitFor(
       [] {
-        auto r = SlurmRest(Cluster(), Request("GET", "/slurm/v0.0.38/jobs"));
+        auto r = SlurmRest(Cluster(), Request("GET", Path("jobs")));
         return r.ok() && r->http_status == 200;
       },
       std::chrono::seconds(30)));

@@ -126,8 +126,12 @@ absl::Status RunClusterScript(const SlurmClusterInfo& info, const std::vector<st
 // A clean environment: sbatch hands the submitter's whole environment to the job (--export=ALL),
 // and ours (TMPDIR, SLURM_* of an enclosing job, ...) has no business there.
 std::vector<std::string> SlurmChildEnv(const SlurmClusterInfo& info) {
-  return {absl::StrCat("SLURM_CONF=", info.slurm_conf), "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8",
-          absl::StrCat("HOME=", info.jobs_dir), absl::StrCat("USER=", info.user)};
+  std::vector<std::string> env = {absl::StrCat("SLURM_CONF=", info.slurm_conf), "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+                                  "LANG=C.UTF-8", absl::StrCat("HOME=", info.jobs_dir),
+                                  absl::StrCat("USER=", info.user)};
+  // A root filesystem's wrappers need root (nsenter, chroot) and switch to the user inside it.
+  if (!info.root.empty() && geteuid() == 0) env.push_back(absl::StrCat("ONEQUEUE_SLURM_RUN_AS=", info.user));
+  return env;
 }
 
 // Where the cluster folder goes: $TMPDIR if the daemons' users (munge, slurm, nobody) can reach it
@@ -191,6 +195,10 @@ void SlurmClusterEnvironment::SetUp() {
   i.nodes = absl::StrSplit(env["SLURM_NODES"], ' ', absl::SkipEmpty());
   i.jobs_dir = env["SLURM_JOBS_DIR"];
   i.cluster_name = env["SLURM_CLUSTER_NAME"];
+  i.version = env["SLURM_VERSION"];
+  i.release = env["SLURM_RELEASE"];
+  i.rest_api = env["SLURMRESTD_API"];
+  i.root = env["SLURM_ROOT"];
   ASSERT_FALSE(i.rest_url.empty() || i.slurm_conf.empty() || i.nodes.empty())
       << s.dir << "/slurm.env is incomplete; slurm-up.sh said:\n"
       << r->out;
@@ -203,8 +211,9 @@ void SlurmClusterEnvironment::SetUp() {
     for (size_t k = 0; k < i.nodes.size(); ++k) s.ports.push_back(first_slurmd + static_cast<int>(k));
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  std::cerr << "slurm cluster: " << i.nodes.size() << " nodes up in " << seconds << " s, slurmrestd at "
-            << i.rest_url << " (" << s.dir << ")\n";
+  std::cerr << "slurm cluster: Slurm " << i.release << " (ONEQUEUE_SLURM=" << i.version << "), REST " << i.rest_api
+            << (i.root.empty() ? "" : ", under chroot " + i.root) << ": " << i.nodes.size() << " nodes up in "
+            << seconds << " s, slurmrestd at " << i.rest_url << " (" << s.dir << ")\n";
 }
 
 void SlurmClusterEnvironment::TearDown() {
@@ -257,7 +266,7 @@ absl::StatusOr<std::string> SlurmCommand(const SlurmClusterInfo& info, const std
                        .env = SlurmChildEnv(info),
                        .inherit_env = false,
                        .cwd = info.jobs_dir,
-                       .user = geteuid() == 0 ? info.user : "",
+                       .user = geteuid() == 0 && info.root.empty() ? info.user : "",
                        .timeout = std::chrono::seconds(60)});
   if (!r.ok()) return r.status();
   if (r->timed_out) {

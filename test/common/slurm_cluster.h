@@ -1,6 +1,9 @@
-// A real local Slurm 22.05 cluster (private munged, slurmctld, N x slurmd, slurmrestd with JWT, all
-// on free 127.0.0.1 ports) for integration tests, started once per test binary through
+// A real local Slurm cluster (private munged, slurmctld, N x slurmd, slurmrestd with JWT, all on free
+// 127.0.0.1 ports) for integration tests, started once per test binary through
 // test/cluster/slurm-up.sh and stopped through test/cluster/slurm-down.sh. See docs/local-slurm.md.
+// Which Slurm comes from the environment: ONEQUEUE_SLURM=22.05 (default, Debian bookworm's
+// packages), 24.11 or 26.05 (a Debian root filesystem run under chroot; ctest registers each
+// Slurm-facing test once per version with that variable set). The environment prints it.
 //
 //   int main(int argc, char** argv) {
 //     ::testing::InitGoogleTest(&argc, argv);
@@ -29,7 +32,7 @@ namespace onequeue::testing {
 // What slurm-up.sh wrote to DIR/slurm.env.
 struct SlurmClusterInfo {
   std::string dir;                // the cluster folder (slurm.conf, logs/, pids/, state/, jobs/)
-  std::string rest_url;           // http://127.0.0.1:PORT (slurmrestd, openapi/v0.0.38 and v0.0.37)
+  std::string rest_url;           // http://127.0.0.1:PORT (slurmrestd, every REST version it has)
   std::string rest_socket;        // DIR/slurmrestd.socket: the same slurmrestd on a unix socket
   std::string token_file;         // DIR/slurm.jwt: JWT of `user`, mode 600, no trailing data but '\n'
   std::string user;               // "slurm": SlurmUser, runs the daemons and the jobs, Slurm admin
@@ -40,6 +43,15 @@ struct SlurmClusterInfo {
   std::vector<std::string> nodes;  // n1 .. nN
   std::string jobs_dir;            // DIR/jobs: writable by `user`; a good cwd/output folder for jobs
   std::string cluster_name;        // ClusterName (jobs see it as SLURM_CLUSTER_NAME)
+  std::string version;             // ONEQUEUE_SLURM: "22.05", "24.11", "26.05"
+  std::string release;             // slurmctld -V: "22.05.8", "24.11.5", "26.05.5"
+  std::string rest_api;            // the highest REST version it serves: "v0.0.38", "v0.0.42", "v0.0.45"
+  // The root filesystem the daemons run in under chroot ("" for the host's Slurm); bin_dir's
+  // commands are then wrappers that enter it (they need root).
+  std::string root;
+  // "/slurm/<rest_api>/" + rest: a path of the version the cluster is checked on.
+  std::string RestPath(const std::string& rest) const { return "/slurm/" + rest_api + "/" + rest; }
+  bool data_parser() const { return rest_api != "v0.0.38"; }  // v0.0.39+ (23.02 and later)
 };
 
 struct SlurmClusterOptions {
@@ -70,7 +82,8 @@ class SlurmClusterEnvironment : public ::testing::Environment {
 };
 
 // Runs a Slurm client command (scontrol, squeue, sinfo, sbatch, scancel, ...; a bare name is taken
-// from info.bin_dir) with SLURM_CONF set, as info.user (so sbatch'ed jobs can run), in
+// from info.bin_dir) with SLURM_CONF set, as info.user (so sbatch'ed jobs can run; with a root
+// filesystem the wrapper switches to info.user inside it, ONEQUEUE_SLURM_RUN_AS), in
 // info.jobs_dir, with a clean environment (SLURM_CONF, PATH, LANG, HOME, USER: sbatch would hand
 // ours to the job). Returns stdout, or an error carrying stderr: kUnavailable on a non-zero exit,
 // kDeadlineExceeded after 60 s.

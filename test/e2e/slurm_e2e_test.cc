@@ -134,7 +134,7 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
     const std::string yaml = absl::StrCat(
         base, "slurm:\n",
         "  enabled: true\n", "  url: \"", Slurm().rest_url, "\"\n", "  tokenFile: \"", Slurm().token_file, "\"\n",
-        "  user: ", Slurm().user, "\n", "  apiVersion: v0.0.38\n", "  lendMechanism: ", GetParam(), "\n",
+        "  user: ", Slurm().user, "\n", "  apiVersion: ", Slurm().rest_api, "\n", "  lendMechanism: ", GetParam(), "\n",
         "  sharedPartitions: [pool]\n", "  nodeLabel: ", kSlurmNodeLabel, "\n", "  lendAfterSeconds: ", lend_after,
         "\n", "  returnAfterSeconds: 600\n", "  pollIntervalSeconds: 0.5\n", "  defaultQos: ", default_qos, "\n",
         "  reclaimPartition: ", Slurm().reclaim_partition, "\n", "  scontrolPath: \"", Slurm().bin_dir,

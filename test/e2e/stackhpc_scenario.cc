@@ -225,7 +225,7 @@ class Run {
       if (way_ == Way::kOnequeueLending) {
         const auto& s = *c_.slurm;
         absl::StrAppend(&yaml, "slurm:\n  enabled: true\n  url: \"", s.rest_url, "\"\n  tokenFile: \"", s.token_file,
-                        "\"\n  user: ", s.user, "\n  apiVersion: v0.0.38\n  lendMechanism: ", o_.lend_mechanism,
+                        "\"\n  user: ", s.user, "\n  apiVersion: ", s.rest_api, "\n  lendMechanism: ", o_.lend_mechanism,
                         "\n  sharedPartitions: [", kPartition, "]\n  nodeLabel: ", kSlurmNodeLabel,
                         "\n  lendAfterSeconds: 0\n  returnAfterSeconds: 600\n  pollIntervalSeconds: 0.5\n"
                         "  defaultQos: batch\n  reclaimPartition: ",

@@ -37,7 +37,7 @@ class AdapterTest : public ::testing::Test {
   std::unique_ptr<VersionAdapter> adapter_;
 };
 
-using Versions = ::testing::Types<V<38>, V<39>, V<40>, V<41>, V<42>, V<43>, V<44>>;
+using Versions = ::testing::Types<V<38>, V<39>, V<40>, V<41>, V<42>, V<43>, V<44>, V<45>>;
 TYPED_TEST_SUITE(AdapterTest, Versions);
 
 const SlurmJob& Job(const JobListing& l, uint32_t id) {
@@ -369,6 +369,76 @@ TEST(AdapterV2511Test, RealListingsFrom2511) {
   ASSERT_EQ(parts->items.size(), 2u);
 }
 
+// Slurm 24.11.5 (v0.0.42, recorded live, fixtures/slurm-24.11/): an incremental node listing after
+// a node changed and no partition did fails with HTTP 500 "Unable to query partitions"; the bridge
+// then lists the nodes in full in the same call (as for 22.05's plain "Unspecified error").
+TEST(RecordedAnswers2411Test, IncrementalNodeListingFallsBackToAFullOne) {
+  using testing::Recorded;
+  testing::ScriptedTransport* t = nullptr;
+  std::unique_ptr<SlurmApi> api = testing::ScriptedSlurmApi(ApiVersion::kV0042, t);
+  t->answers = {Recorded(500, "slurm-24.11/nodes-since-node-change.json"), Recorded(200, "v0.0.42/nodes.json")};
+  absl::StatusOr<NodeListing> nodes = api->ListNodes(1795739990);
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  EXPECT_FALSE(nodes->unchanged);
+  EXPECT_FALSE(nodes->items.empty());
+  ASSERT_EQ(t->seen.size(), 2u);
+  EXPECT_EQ(t->seen[0].path, "/slurm/v0.0.42/nodes/?update_time=1795739990");
+  EXPECT_EQ(t->seen[1].path, "/slurm/v0.0.42/nodes/");
+  // Any other failure of an incremental listing stays a failure (no second request).
+  t->seen.clear();
+  t->answers = {Recorded(500, "slurm-25.11/bad-token.json")};
+  EXPECT_FALSE(api->ListNodes(1795739990).ok());
+  EXPECT_EQ(t->seen.size(), 1u);
+}
+
+// Slurm 26.05.5 (v0.0.45, recorded live, fixtures/slurm-26.05/): a requeued batch job and a
+// running salloc allocation; the allocation (batch_flag false) counts as not requeueable, as Slurm
+// refuses its requeue (2039). The unchanged-jobs answer has 25.11's form.
+TEST(AdapterV2605Test, RealListingsFrom2605) {
+  auto a = MakeAdapter(ApiVersion::kV0045);
+  absl::StatusOr<JobListing> jobs = a->ParseJobs(ReadFixture("slurm-26.05/jobs.json"));
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->items.size(), 2u);
+  EXPECT_EQ(Job(*jobs, 1).state, JobState::kPending);
+  EXPECT_EQ(Job(*jobs, 1).restart_count, 1);
+  EXPECT_TRUE(Job(*jobs, 1).requeue);
+  EXPECT_EQ(Job(*jobs, 2).state, JobState::kRunning);
+  EXPECT_EQ(Job(*jobs, 2).name, "alloc");
+  EXPECT_FALSE(Job(*jobs, 2).requeue);
+  EXPECT_TRUE(a->IsUnchangedAnswer(200, ReadFixture("slurm-26.05/jobs-unchanged.json"), "jobs", true));
+  EXPECT_FALSE(a->IsUnchangedAnswer(200, ReadFixture("slurm-26.05/jobs.json"), "jobs", true));
+}
+
+// Requeue: v0.0.45 over REST (GET job/{id}/requeue, no scontrol needed), with 26.05's recorded
+// answers; every older version through scontrol, and kUnimplemented without it.
+TEST(RequeueTest, V0045RequeuesOverRestOlderVersionsNeedScontrol) {
+  using testing::Recorded;
+  testing::ScriptedTransport* t = nullptr;
+  std::unique_ptr<SlurmApi> api = testing::ScriptedSlurmApi(ApiVersion::kV0045, t);
+  t->answers = {Recorded(200, "slurm-26.05/job-requeue-ok.json"), Recorded(422, "slurm-26.05/job-requeue-refused.json"),
+                Recorded(404, "slurm-26.05/job-requeue-unknown.json")};
+  EXPECT_TRUE(api->RequeueJob(1).ok());
+  ASSERT_EQ(t->seen.size(), 1u);
+  EXPECT_EQ(t->seen[0].method, "GET");
+  EXPECT_EQ(t->seen[0].path, "/slurm/v0.0.45/job/1/requeue");
+  absl::Status refused = api->RequeueJob(2);
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  EXPECT_EQ(SlurmErrorNumber(refused), kSlurmErrorBatchOnly);
+  EXPECT_THAT(refused.message(), HasSubstr("Only batch jobs"));
+  EXPECT_TRUE(absl::IsNotFound(api->RequeueJob(99999)));
+
+  for (ApiVersion v : {ApiVersion::kV0038, ApiVersion::kV0042, ApiVersion::kV0044}) {
+    SCOPED_TRACE(VersionString(v));
+    std::vector<std::string> calls;
+    api = testing::ScriptedSlurmApi(v, t, std::make_unique<testing::RecordingScontrol>(&calls));
+    EXPECT_TRUE(api->RequeueJob(7).ok());
+    EXPECT_THAT(calls, ElementsAre("requeue 7"));
+    EXPECT_TRUE(t->seen.empty());
+    api = testing::ScriptedSlurmApi(v, t);
+    EXPECT_TRUE(absl::IsUnimplemented(api->RequeueJob(7)));
+  }
+}
+
 TEST(AdapterV0038Test, RealResponsesFrom2205) {
   auto a = MakeAdapter(ApiVersion::kV0038);
   absl::StatusOr<JobListing> jobs = a->ParseJobs(ReadFixture("raw-22.05/jobs38.json"));
@@ -464,8 +534,9 @@ TEST(VersionTest, ParseAndOrder) {
   EXPECT_EQ(*ParseApiVersion("v0.0.41"), ApiVersion::kV0041);
   EXPECT_EQ(*ParseApiVersion("0.0.38"), ApiVersion::kV0038);
   EXPECT_FALSE(ParseApiVersion("v0.0.37").ok());
-  EXPECT_FALSE(ParseApiVersion("v0.0.45").ok());
-  EXPECT_EQ(SupportedVersions().front(), ApiVersion::kV0044);
+  EXPECT_EQ(*ParseApiVersion("v0.0.45"), ApiVersion::kV0045);
+  EXPECT_FALSE(ParseApiVersion("v0.0.46").ok());
+  EXPECT_EQ(SupportedVersions().front(), ApiVersion::kV0045);
   EXPECT_EQ(SupportedVersions().back(), ApiVersion::kV0038);
 }
 

@@ -1,14 +1,19 @@
 // slurm_bridge against a real local Slurm (8 slurmd, slurmrestd with JWT), started once for this
-// binary by the SlurmClusterEnvironment: Debian's 22.05 (v0.0.38) by default, any other installation
-// with ONEQUEUE_SLURM_PREFIX=PREFIX (test/cluster/slurm-up.sh --slurm, docs/local-slurm.md). The same
-// behaviour is asserted on every Slurm; what differs by version (node updates over scontrol or REST,
-// how a rejected token is reported) is asserted per version. No mock of slurmrestd anywhere.
+// binary by the SlurmClusterEnvironment: the Slurm ONEQUEUE_SLURM names (22.05 from Debian's packages
+// by default; 24.11 and 26.05 from Debian root filesystems; ctest runs this binary once per version
+// as slurm_bridge_integration_test_22_05/_24_11/_26_05), or any installation with
+// ONEQUEUE_SLURM_PREFIX=PREFIX (docs/local-slurm.md), through the highest REST version it serves. The
+// same behaviour is asserted on every Slurm; what differs by version (node updates and requeue over
+// scontrol or REST, how a rejected token is reported) is asserted per version. No mock of slurmrestd
+// anywhere.
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -47,7 +52,7 @@ std::string ClusterEnv(const std::string& key) {
   return "";
 }
 
-// The REST version the installation serves (the highest of v0.0.38..v0.0.44, slurm-up.sh's
+// The REST version the installation serves (the highest of v0.0.38..v0.0.45, slurm-up.sh's
 // SLURMRESTD_API): what detection must pick.
 ApiVersion ServedVersion() {
   absl::StatusOr<ApiVersion> v = ParseApiVersion(ClusterEnv("SLURMRESTD_API"));
@@ -128,7 +133,15 @@ class SlurmBridgeIntegrationTest : public ::testing::Test {
 };
 
 TEST_F(SlurmBridgeIntegrationTest, DetectsTheServedVersionOverTcpAndUnixSocket) {
+  std::cerr << "Slurm " << Info().release << " (ONEQUEUE_SLURM=" << Info().version << "), REST " << Info().rest_api
+            << "\n";
   EXPECT_EQ(api_->version(), ServedVersion()) << "Slurm " << ClusterEnv("SLURM_RELEASE");
+  // What each live Slurm serves at most (slurm-up.sh picks it; detection must agree).
+  const std::map<std::string, ApiVersion> highest = {
+      {"22.05", ApiVersion::kV0038}, {"24.11", ApiVersion::kV0042}, {"26.05", ApiVersion::kV0045}};
+  if (highest.count(Info().version)) {
+    EXPECT_EQ(api_->version(), highest.at(Info().version)) << Info().release;
+  }
   SlurmApiOptions o = Options();
   o.transport.unix_socket = Info().rest_socket;
   o.transport.base_url = "http://localhost";
@@ -470,6 +483,141 @@ TEST_F(SlurmBridgeIntegrationTest, StartOnNodesRunsAHeldRequeuedJobOnTheRequired
   EXPECT_EQ(api_->GetJob(chosen)->restart_count, 1);
 }
 
+
+// squeue's jobs (pending, running, ...): id -> "STATE|comment".
+std::map<uint32_t, std::string> SqueueJobs() {
+  std::map<uint32_t, std::string> out;
+  for (absl::string_view line : absl::StrSplit(Slurm({"squeue", "-h", "-o", "%i|%T|%k"}), '\n', absl::SkipEmpty())) {
+    std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits('|', 2));
+    uint32_t id = 0;
+    if (f.size() == 3 && absl::SimpleAtoi(f[0], &id)) out[id] = f[1] + "|" + (f[2] == "(null)" ? "" : f[2]);
+  }
+  return out;
+}
+
+// The poller's view in the same form: every job that has not finished.
+std::map<uint32_t, std::string> ViewJobs(const SlurmPoller& poller) {
+  std::map<uint32_t, std::string> out;
+  for (const auto& [id, j] : *poller.View()->jobs)
+    if (!IsFinished(j.state)) out[id] = std::string(JobStateName(j.state)) + "|" + j.comment;
+  return out;
+}
+
+// Jobs submitted, finishing, cancelled and updated between polls: after every poll the poller's
+// view is what squeue says, also across the unchanged answers of polls with nothing new in between
+// (on 24.11/26.05: HTTP 200, an empty list, a warning and last_update 0; on 22.05: HTTP 304); a
+// poll never empties or flaps the view. Each change is made and seen by squeue before the poll, so
+// the comparison is exact.
+TEST_F(SlurmBridgeIntegrationTest, PollerViewMatchesSqueueAfterEveryPoll) {
+  SlurmPoller poller(*api_);
+  int polls = 0;
+  auto poll_and_compare = [&](const std::string& step) {
+    SCOPED_TRACE(step);
+    absl::StatusOr<PollChanges> c = poller.PollOnce(absl::Now());
+    ASSERT_TRUE(c.ok()) << c.status();
+    ++polls;
+    EXPECT_EQ(ViewJobs(poller), SqueueJobs()) << "after poll " << polls;
+  };
+  auto unchanged_polls = [&](const std::string& step) {
+    const uint64_t before = poller.stats().unchanged_job_answers;
+    // Until three unchanged answers came (the first poll after a change may still list it: Slurm's
+    // update_time has a one-second resolution); the view must match squeue after each.
+    for (int k = 0; k < 40 && poller.stats().unchanged_job_answers < before + 3; ++k) {
+      poll_and_compare(absl::StrCat(step, ", nothing changed"));
+      absl::SleepFor(absl::Milliseconds(300));
+    }
+    EXPECT_GE(poller.stats().unchanged_job_answers, before + 3) << step;
+  };
+  poll_and_compare("first (full) poll");
+
+  const uint32_t a = Sbatch({"--hold", "-J", "poll-a"}, "sleep 1");
+  const uint32_t b = Sbatch({"--hold", "-J", "poll-b"}, "sleep 1");
+  const uint32_t c = Sbatch({"--hold", "-J", "poll-c"}, "sleep 1");
+  const uint32_t d = Sbatch({"-J", "poll-d"}, "sleep 300");
+  ASSERT_TRUE(WaitFor([&] { return Squeue(d, "%T") == "RUNNING"; }));
+  poll_and_compare("four jobs submitted, one running");
+  for (uint32_t id : {a, b, c, d}) EXPECT_EQ(poller.View()->jobs->count(id), 1u) << id;
+  unchanged_polls("after the submissions");
+
+  // a is released and runs to completion, b gets a comment, c is cancelled, d keeps running.
+  Slurm({"scontrol", "release", std::to_string(a)});
+  Slurm({"scontrol", "update", "jobid=" + std::to_string(b), "comment=onequeue-poll-test"});
+  Slurm({"scancel", std::to_string(c)});
+  ASSERT_TRUE(WaitFor([&] {
+    const std::map<uint32_t, std::string> q = SqueueJobs();
+    return !q.count(a) && !q.count(c) && q.count(b) && q.at(b) == "PENDING|onequeue-poll-test";
+  }));
+  poll_and_compare("a finished, b commented, c cancelled");
+  EXPECT_EQ(poller.View()->jobs->at(a).state, JobState::kCompleted);
+  EXPECT_EQ(poller.View()->jobs->at(c).state, JobState::kCancelled);
+  EXPECT_EQ(poller.View()->jobs->at(b).comment, "onequeue-poll-test");
+  unchanged_polls("after the updates");
+
+  Slurm({"scancel", std::to_string(b), std::to_string(d)});
+  ASSERT_TRUE(WaitFor([&] { return SqueueJobs().empty(); }));
+  poll_and_compare("everything cancelled");
+  unchanged_polls("after the cancels");
+}
+
+// A batch job requeued through the bridge (scontrol before v0.0.45, REST on 26.05) runs again, to
+// completion, with Slurm's restart count 1 (the job sees SLURM_RESTART_COUNT=1).
+TEST_F(SlurmBridgeIntegrationTest, RequeuedBatchJobRunsAgainToCompletion) {
+  const std::string out = Info().jobs_dir + "/requeued-%j.out";
+  const uint32_t id = Sbatch({"--requeue", "-J", "requeued", "-o", out},
+                             "echo run ${SLURM_RESTART_COUNT:-0}; sleep 4");
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<SlurmJob> j = api_->GetJob(id);
+    return j.ok() && j->state == JobState::kRunning;
+  }));
+  EXPECT_TRUE(api_->GetJob(id)->requeue);
+  ASSERT_TRUE(api_->RequeueJob(id).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<SlurmJob> j = api_->GetJob(id);
+    return j.ok() && j->state == JobState::kPending && j->restart_count == 1;
+  }));
+  // Without this it would wait out Slurm's BeginTime (about 2 minutes); the bridge keeps the
+  // relaunch margin after its own requeue.
+  ASSERT_TRUE(api_->StartAt(id, absl::Now(), absl::Now()).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<SlurmJob> j = api_->GetJob(id);
+    return j.ok() && j->state == JobState::kCompleted;
+  })) << Squeue(id, "%T|%r");
+  EXPECT_EQ(api_->GetJob(id)->restart_count, 1);
+  std::ifstream in(absl::StrCat(Info().jobs_dir, "/requeued-", id, ".out"));
+  std::string printed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(printed, HasSubstr("run 1"));
+}
+
+// An interactive allocation (salloc; srun's is the same kind) is not a batch job: Slurm refuses
+// to requeue it (2039 "Only batch jobs are accepted or processed"), over REST on 26.05 (HTTP 422)
+// and through scontrol before. The bridge says kFailedPrecondition on every version and reads
+// the job as not requeueable, so a preemption cancels it instead (docs/lending.md).
+TEST_F(SlurmBridgeIntegrationTest, RequeueOfAnInteractiveAllocationIsRefused) {
+  const std::string granted = Slurm({"salloc", "--no-shell", "-N", "1", "-J", "interactive"});
+  uint32_t id = 0;
+  ASSERT_TRUE(WaitFor([&] {
+    const std::string q = std::string(absl::StripAsciiWhitespace(
+        Slurm({"squeue", "-h", "-n", "interactive", "-t", "R", "-o", "%i"})));
+    return absl::SimpleAtoi(q, &id);
+  })) << granted;
+  absl::StatusOr<SlurmJob> job = api_->GetJob(id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state, JobState::kRunning);
+  EXPECT_FALSE(job->requeue) << "an allocation reads as not requeueable";
+  absl::Status refused = api_->RequeueJob(id);
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("Only batch jobs"));
+  if (api_->version() >= ApiVersion::kV0045) {
+    EXPECT_EQ(SlurmErrorNumber(refused), kSlurmErrorBatchOnly);
+  }
+  // Nothing happened to it: still running, never restarted.
+  job = api_->GetJob(id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state, JobState::kRunning);
+  EXPECT_EQ(job->restart_count, 0);
+  EXPECT_TRUE(api_->CancelJob(id).ok());
+}
+
 TEST_F(SlurmBridgeIntegrationTest, DrainRetagKeepsTheNodeDrained) {
   const std::string node = Info().nodes[5];
   auto own = MakeDrainOwnership(*api_);
@@ -643,6 +791,36 @@ TEST_F(SlurmBridgeIntegrationTest, WrongOrExpiredTokensGiveClearErrors) {
   SlurmApiOptions detect = Options(garbage.path());
   absl::StatusOr<std::unique_ptr<SlurmApi>> none = ConnectSlurmApi(detect);
   EXPECT_TRUE(absl::IsUnauthenticated(none.status())) << none.status();
+}
+
+// Token renewal as a deployment does it: a new token written over the token file is used by the
+// running client (no reconnect), after the old one expired and was refused.
+TEST_F(SlurmBridgeIntegrationTest, RenewedTokenFileIsUsedWithoutReconnecting) {
+  absl::StatusOr<std::string> first = MintToken(Info(), Info().user, 600);
+  absl::StatusOr<std::string> short_lived = MintToken(Info(), Info().user, 1);
+  ASSERT_TRUE(first.ok() && short_lived.ok()) << first.status() << short_lived.status();
+  TempTokenFile file(*first);
+  auto replace = [&](const std::string& token) {
+    const std::string tmp = file.path() + ".new";
+    std::ofstream(tmp) << token << "\n";
+    std::filesystem::rename(tmp, file.path());
+  };
+  SlurmApiOptions o = Options(file.path());
+  o.pinned_version = api_->version();
+  std::unique_ptr<SlurmApi> api = Connect(o);
+  ASSERT_NE(api, nullptr);
+  ASSERT_TRUE(api->ListJobs().ok());
+  replace(*short_lived);
+  ASSERT_TRUE(WaitFor([&] { return absl::IsUnauthenticated(api->ListJobs().status()); }, absl::Seconds(10)));
+  absl::StatusOr<std::string> renewed = MintToken(Info(), Info().user, 600);
+  ASSERT_TRUE(renewed.ok()) << renewed.status();
+  replace(*renewed);
+  absl::Status last;
+  EXPECT_TRUE(WaitFor([&] {
+    last = api->ListJobs().status();
+    return last.ok();
+  }, absl::Seconds(10))) << last;
+  EXPECT_TRUE(api->ListNodes().ok());
 }
 
 }  // namespace

@@ -135,11 +135,11 @@ TEST(DetectVersionTest, PicksTheHighestServedVersion) {
 
 TEST(DetectVersionTest, ProbesWhenThereIsNoSpec) {
   auto transport = std::make_unique<ScriptedTransport>();
-  transport->answers = {{404, ""}, {404, ""}, {404, ""}, {200, R"({"errors":[]})"}};
+  transport->answers = {{404, ""}, {404, ""}, {404, ""}, {404, ""}, {200, R"({"errors":[]})"}};
   RestClient client(std::move(transport), MakeStaticCredentials({"slurm", "tok"}));
   absl::StatusOr<ApiVersion> v = DetectVersion(client);
   ASSERT_TRUE(v.ok()) << v.status();
-  EXPECT_EQ(*v, ApiVersion::kV0042);  // 44, 43 -> 404; 42 answers
+  EXPECT_EQ(*v, ApiVersion::kV0042);  // 45, 44, 43 -> 404; 42 answers
 }
 
 // UpdateJob over a scripted slurmrestd: which requests, in which order, with which bodies.

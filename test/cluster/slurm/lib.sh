@@ -45,10 +45,15 @@ sl() {
 #   SLURM_RELEASE  e.g. 22.05.8 (slurmctld -V)
 #   REST_PLUGINS   slurmrestd's -s list: openapi/slurmctld where it exists (23.02 and later: one
 #                  plugin for every data_parser installed), else every openapi/v0.0.NN (NN >= 37)
-#   REST_API       the highest REST version onequeue supports (v0.0.38 .. v0.0.44) it serves
+#   REST_API       the highest REST version onequeue supports (v0.0.38 .. v0.0.45) it serves
 slurm_detect() {
   local prefix="$1" d f n plugdir="" best=0 old=()
-  SLURM_RELEASE="$("$prefix/sbin/slurmctld" -V 2>/dev/null | awk '{print $2}')"
+  if [ -n "${SLURM_ROOT:-}" ]; then
+    # A newer Debian's binaries need that Debian's glibc: ask them inside their root filesystem.
+    SLURM_RELEASE="$(chroot "$SLURM_ROOT" /usr/sbin/slurmctld -V 2>/dev/null | awk '{print $2}')"
+  else
+    SLURM_RELEASE="$("$prefix/sbin/slurmctld" -V 2>/dev/null | awk '{print $2}')"
+  fi
   [ -n "$SLURM_RELEASE" ] || die "$prefix/sbin/slurmctld -V printed no version: is $prefix a Slurm installation?"
   # Debian: PREFIX/lib/<triplet>/slurm-wlm; a source build: PREFIX/lib/slurm or PREFIX/lib64/slurm.
   for d in "$prefix"/lib/*/slurm-wlm "$prefix"/lib/slurm-wlm "$prefix"/lib/slurm "$prefix"/lib64/slurm "$prefix"/lib/*/slurm; do
@@ -59,18 +64,18 @@ slurm_detect() {
     REST_PLUGINS=openapi/slurmctld
     for f in "$plugdir"/data_parser_v0_0_*.so; do
       n="${f##*_v0_0_}"; n="${n%.so}"
-      [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -le 44 ] && [ "$n" -gt "$best" ] && best="$n"
+      [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -le 45 ] && [ "$n" -gt "$best" ] && best="$n"
     done
   else
     for f in "$plugdir"/openapi_v0_0_*.so; do
       n="${f##*_v0_0_}"; n="${n%.so}"
       [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 37 ] || continue
       old+=("$n")
-      [ "$n" -le 44 ] && [ "$n" -gt "$best" ] && best="$n"
+      [ "$n" -le 45 ] && [ "$n" -gt "$best" ] && best="$n"
     done
     REST_PLUGINS="$(printf 'openapi/v0.0.%s\n' "${old[@]}" | sort -t. -k3,3nr | paste -sd,)"
   fi
-  [ "$best" -ge 38 ] || die "slurmrestd of Slurm $SLURM_RELEASE ($plugdir) serves no REST version onequeue supports (v0.0.38 to v0.0.44)"
+  [ "$best" -ge 38 ] || die "slurmrestd of Slurm $SLURM_RELEASE ($plugdir) serves no REST version onequeue supports (v0.0.38 to v0.0.45)"
   REST_API="v0.0.$best"
 }
 
@@ -213,12 +218,106 @@ start_daemon() {
   # shellcheck disable=SC2046
   # 8>&-: slurm-up.sh keeps its caller's stderr on fd 8; a daemon holding it would keep the caller's
   # pipe open forever.
-  (cd "$SLURM_DIR" && exec setsid "${as_user[@]}" $(daemon_env) "$@" </dev/null >>"$logfile" 2>&1 8>&-) &
+  (cd "$SLURM_DIR" && exec setsid $(in_root) "${as_user[@]}" $(daemon_env) "$@" </dev/null >>"$logfile" 2>&1 8>&-) &
   echo $! >"$SLURM_PIDS/$name.pid"
 }
 
+# --- A newer Slurm in a root filesystem (slurm-rootfs.sh) -------------------------------------
+# With SLURM_ROOT set (ports.env), every daemon and client command runs under `chroot SLURM_ROOT`
+# inside ONE private mount namespace per cluster, held by a `sleep infinity` (pids/mountns.pid) that
+# mounted /dev, /proc, /sys, a private /tmp, the host's /etc/hosts and the cluster folder (at its own path) into the root
+# filesystem. Nothing is mounted on the host: the mounts vanish with the namespace's last process.
+# Several clusters may share one root filesystem; the namespace tells their processes apart.
+
+# in_root: the command prefix that enters this cluster's namespace and root ("" without SLURM_ROOT).
+in_root() {
+  [ -n "${SLURM_ROOT:-}" ] || return 0
+  echo nsenter -t "$(read_pid mountns)" -m -- chroot "$SLURM_ROOT"
+}
+
+# root_ids USER: "UID:GID" of USER in the root filesystem (munge's differ from the host's).
+root_ids() {
+  local uid gid
+  uid="$(awk -F: -v u="$1" '$1 == u {print $3}' "$SLURM_ROOT/etc/passwd")"
+  gid="$(awk -F: -v u="$1" '$1 == u {print $4}' "$SLURM_ROOT/etc/passwd")"
+  [ -n "$uid" ] || die "no user $1 in $SLURM_ROOT/etc/passwd"
+  echo "$uid:$gid"
+}
+
+# chown_as USER PATH...: chown to USER as the daemons will see it (in the root filesystem if any).
+chown_as() {
+  local user="$1"
+  shift
+  if [ -n "${SLURM_ROOT:-}" ]; then chown -R "$(root_ids "$user")" "$@"; else chown -R "$user:$user" "$@"; fi
+}
+
+mountns_ready() {
+  local pid
+  pid="$(read_pid mountns)"
+  pid_alive "$pid" && [ "$(readlink "/proc/$pid/root")" = "$SLURM_ROOT" ]
+}
+
+start_mount_namespace() {
+  [ -n "${SLURM_ROOT:-}" ] || return 0
+  # shellcheck disable=SC2016
+  (cd / && exec setsid env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin ONEQUEUE_SLURM_DIR="$SLURM_DIR" \
+    unshare -m --propagation private -- bash -c '
+      set -e
+      root="$1" dir="$2"
+      mount --rbind /dev "$root/dev"
+      mount -t proc proc "$root/proc"
+      mount --rbind /sys "$root/sys"
+      mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+      # The host name slurmctld resolves (its own, "localhost") as the host does.
+      mount --bind /etc/hosts "$root/etc/hosts"
+      mkdir -p "$root$dir"
+      mount --bind "$dir" "$root$dir"
+      exec chroot "$root" sleep infinity' mountns "$SLURM_ROOT" "$SLURM_DIR" \
+    </dev/null >>"$SLURM_LOGS/mountns.log" 2>&1 8>&-) &
+  echo $! >"$SLURM_PIDS/mountns.pid"
+  wait_until 10 "the mount namespace of $SLURM_ROOT" mountns_ready || {
+    cat "$SLURM_LOGS/mountns.log" >&2
+    die "could not set up the private mount namespace (unshare -m) for $SLURM_ROOT"
+  }
+  readlink "/proc/$(read_pid mountns)/ns/mnt" >"$SLURM_PIDS/mountns.id"
+}
+
+# root_wrapper NAME PATH: DIR/bin/NAME runs PATH (a path in the root filesystem) in the cluster's
+# namespace and root, in the caller's folder when the root filesystem sees it (else /), as root, or
+# as $ONEQUEUE_SLURM_RUN_AS when set (the tests submit jobs as SlurmUser). Needs root (nsenter).
+root_wrapper() {
+  local name="$1" path="$2"
+  cat >"$SLURM_BIN_DIR/$name" <<WRAP
+#!/bin/bash
+# $name of Slurm $SLURM_RELEASE in $SLURM_ROOT, for the cluster in $SLURM_DIR (test/cluster/slurm-up.sh).
+ns="\$(cat "$SLURM_PIDS/mountns.pid" 2>/dev/null)"
+if [ -z "\$ns" ] || [ "\$(readlink "/proc/\$ns/root" 2>/dev/null)" != "$SLURM_ROOT" ]; then
+  echo "$name: the Slurm cluster in $SLURM_DIR is not running (no mount namespace)" >&2
+  exit 1
+fi
+spec=()
+if [ -n "\${ONEQUEUE_SLURM_RUN_AS:-}" ]; then spec=(--userspec="\$ONEQUEUE_SLURM_RUN_AS:\$ONEQUEUE_SLURM_RUN_AS"); fi
+export SLURM_CONF="\${SLURM_CONF:-$SLURM_CONF_FILE}"
+exec nsenter -t "\$ns" -m -- chroot "\${spec[@]}" "$SLURM_ROOT" /bin/sh -c 'cd "\$0" 2>/dev/null || cd /; exec "\$@"' "\$PWD" $path "\$@"
+WRAP
+  chmod 755 "$SLURM_BIN_DIR/$name"
+}
+
+# Processes of this cluster's namespace (root = SLURM_ROOT, same mount namespace), the holder too.
+namespace_pids() {
+  [ -n "${SLURM_ROOT:-}" ] && [ -f "$SLURM_PIDS/mountns.id" ] || return 0
+  local id p
+  id="$(cat "$SLURM_PIDS/mountns.id")"
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/root" 2>/dev/null)" = "$SLURM_ROOT" ] && [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$id" ] &&
+      echo "${p#/proc/}"
+  done
+}
+
 munge_works() {
-  munge -n -S "$SLURM_MUNGE_SOCKET" | unmunge -S "$SLURM_MUNGE_SOCKET"
+  local m=munge u=unmunge
+  [ -x "$SLURM_BIN_DIR/munge" ] && m="$SLURM_BIN_DIR/munge" && u="$SLURM_BIN_DIR/unmunge"
+  "$m" -n -S "$SLURM_MUNGE_SOCKET" | "$u" -S "$SLURM_MUNGE_SOCKET"
 }
 
 start_munged() {
@@ -229,6 +328,12 @@ start_munged() {
   wait_until 20 "munged answering on $SLURM_MUNGE_SOCKET" munge_works
 }
 
+# daemon_path NAME: the daemon's binary as its namespace sees it (under its own name: started as
+# slurmd-wlm, slurmd drops its GPUs). In a root filesystem, Debian's /usr/sbin/NAME.
+daemon_path() {
+  if [ -n "${SLURM_ROOT:-}" ]; then echo "/usr/sbin/$1"; else echo "$SLURM_BIN_DIR/$1"; fi
+}
+
 slurmctld_up() {
   pid_alive "$(read_pid slurmctld)" && sl scontrol ping | grep -q 'is UP'
 }
@@ -236,14 +341,14 @@ slurmctld_up() {
 # Extra arguments go to slurmctld (slurm-daemon.sh restarts it with -R).
 start_slurmctld() {
   start_daemon slurmctld "$SLURM_USER" "$SLURM_LOGS/slurmctld.stdout" \
-    "$SLURM_BIN_DIR/slurmctld" -D -f "$SLURM_CONF_FILE" "$@"
+    "$(daemon_path slurmctld)" -D -f "$SLURM_CONF_FILE" "$@"
   wait_until 30 "slurmctld answering scontrol ping" slurmctld_up
 }
 
 start_slurmd() {
   local node="$1"
   start_daemon "slurmd-$node" "$SLURM_USER" "$SLURM_LOGS/slurmd-$node.stdout" \
-    "$SLURM_BIN_DIR/slurmd" -D -N "$node" -f "$SLURM_CONF_FILE"
+    "$(daemon_path slurmd)" -D -N "$node" -f "$SLURM_CONF_FILE"
 }
 
 rest_diag_ok() {
@@ -263,7 +368,7 @@ rest_diag_ok() {
 start_slurmrestd() {
   rm -f "$SLURM_DIR/rest/slurmrestd.socket"
   start_daemon slurmrestd nobody "$SLURM_LOGS/slurmrestd.log" \
-    env SLURM_JWT=daemon "$SLURM_BIN_DIR/slurmrestd" -f "$SLURM_CONF_FILE" -a rest_auth/jwt \
+    env SLURM_JWT=daemon "$(daemon_path slurmrestd)" -f "$SLURM_CONF_FILE" -a rest_auth/jwt \
     -s "$REST_PLUGINS" "127.0.0.1:$REST_PORT" "unix:$SLURM_DIR/rest/slurmrestd.socket"
   wait_until 30 "slurmrestd answering /slurm/$REST_API/diag on 127.0.0.1:$REST_PORT and $SLURM_REST_SOCKET" rest_diag_ok
 }
