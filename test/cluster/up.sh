@@ -309,6 +309,7 @@ fi
   echo "ONEQUEUE_SCHEDULER_USER=$sa_user"
   echo "ONEQUEUE_ETCD_URL=$etcd_url"
   echo "ONEQUEUE_UPSTREAM_BIN=$bin"
+  echo "ONEQUEUE_K8S_VERSION=$("$bin/kube-apiserver" --version | awk '{print $2}')"
   echo "KUBECTL=$bin/kubectl"
 } > "$DIR/env.tmp"
 chmod 600 "$DIR/env.tmp"

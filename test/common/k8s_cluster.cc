@@ -182,10 +182,11 @@ void K8sClusterEnvironment::SetUp() {
   i.scheduler_token = env["ONEQUEUE_SCHEDULER_TOKEN"];
   i.etcd_url = env["ONEQUEUE_ETCD_URL"];
   i.upstream_bin = env["ONEQUEUE_UPSTREAM_BIN"];
+  i.version = env["ONEQUEUE_K8S_VERSION"];
   i.kubectl = env["KUBECTL"];
   ASSERT_FALSE(i.server.empty() || i.kubectl.empty()) << s.dir << "/env is incomplete; up.sh said:\n" << r->out;
   const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  std::cerr << "k8s cluster: up in " << seconds << " s at " << i.server << " (" << s.dir << ")\n";
+  std::cerr << "k8s cluster: kube-apiserver " << i.version << " up in " << seconds << " s at " << i.server << " (" << s.dir << ")\n";
 }
 
 void K8sClusterEnvironment::TearDown() {

@@ -34,6 +34,7 @@ struct K8sClusterInfo {
   std::string scheduler_token;
   std::string etcd_url;      // http://127.0.0.1:PORT
   std::string upstream_bin;  // folder of kube-apiserver, kubectl, kwok, helm, ...
+  std::string version;       // kube-apiserver's own (e.g. v1.37.2; ONEQUEUE_K8S=oldest: v1.35.4)
   std::string kubectl;       // the kubectl matching the server (not /usr/bin/kubectl)
 };
 
