@@ -1,0 +1,160 @@
+// Issue 27: no starvation. A workload pending for QueueConfig::starvation_bound or longer gets a
+// reservation past the reservation depth (docs/queue.md "Starvation"): first in one cycle, then
+// as a scenario replayed in simulated time, where a heavy user's wide job, overtaken by a stream
+// of light users' small jobs under fair-share, starts within the documented bound.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "queue/planner.h"
+#include "queue/replay.h"
+#include "queue/swf.h"
+#include "testing_builders.h"
+
+namespace onequeue::queue {
+namespace {
+
+using namespace ::onequeue::queue::testing;  // NOLINT
+
+// One 10-cpu node, R on 6 cpus until t=100; EASY (depth 1), bound 1000 s, now = 5000.
+//   J1  8 cpus  submitted at 4900: blocked, takes the EASY reservation (t=100 -> now: 5000)
+//   OLD 9 cpus  submitted at 0 (waited 5000 >= 1000): reserved too, past the depth
+//   NEW 9 cpus  submitted at 4950: past the depth and not starving: no reservation
+Snapshot StarvingSnapshot() {
+  Snapshot s;
+  s.nodes = {MakeNode("n0", 10000)};
+  s.running = {MakeRunning("R", 0, Cpu(6000), 0, 5100)};
+  s.pending = {PendingBuilder("J1", 8000).Limit(100).Submit(4900),
+               PendingBuilder("OLD", 9000).Limit(100).Submit(0),
+               PendingBuilder("NEW", 9000).Limit(100).Submit(4950)};
+  return s;
+}
+
+QueueConfig EasyWithBound(Duration bound) {
+  QueueConfig c;
+  // J1 first, then OLD, then NEW whatever their age: QOS decides.
+  c.weights = PriorityWeights{.age = 0, .fair_share = 0, .job_size = 0, .partition = 0, .qos = 1};
+  c.qos = {QosPolicy{.name = "high", .priority = 3}, QosPolicy{.name = "mid", .priority = 2},
+           QosPolicy{.name = "low", .priority = 1}};
+  c.resolution = 1;
+  c.window = 100'000;
+  c.reservation_depth = 1;
+  c.starvation_bound = bound;
+  return c;
+}
+
+Plan PlanStarving(Duration bound) {
+  Snapshot s = StarvingSnapshot();
+  s.pending[0].qos = "high";
+  s.pending[1].qos = "mid";
+  s.pending[2].qos = "low";
+  auto snap = std::make_shared<Snapshot>(std::move(s));
+  const QueueConfig c = EasyWithBound(bound);
+  QueuePlanner planner(c, nullptr);
+  Plan p = planner.PlanCycle(snap, 5000);
+  return p;
+}
+
+TEST(Starvation, AStarvingWorkloadIsReservedPastTheDepth) {
+  const Plan p = PlanStarving(1000);
+  ASSERT_NE(FindReservation(p, "J1"), nullptr);
+  EXPECT_EQ(FindReservation(p, "J1")->start, 5100);
+  ASSERT_NE(FindReservation(p, "OLD"), nullptr);
+  EXPECT_EQ(FindReservation(p, "OLD")->start, 5200);  // after J1
+  EXPECT_EQ(FindReservation(p, "NEW"), nullptr);
+  EXPECT_EQ(p.reservations.size(), 2u);
+}
+
+TEST(Starvation, WithoutABoundEasyReservesOnlyTheFirst) {
+  const Plan p = PlanStarving(0);
+  ASSERT_NE(FindReservation(p, "J1"), nullptr);
+  EXPECT_EQ(FindReservation(p, "OLD"), nullptr);
+  EXPECT_EQ(p.reservations.size(), 1u);
+}
+
+TEST(Starvation, ANegativeBoundIsRefused) {
+  QueueConfig c;
+  c.starvation_bound = -1;
+  EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The scenario, replayed in simulated time: 16 processors.
+//   t=0      the heavy user 1 fills the machine with 16 one-processor jobs of an hour
+//            (57,600 processor-seconds charged to it at t=3600)
+//   t=100    user 1 submits W: 16 processors, an hour
+//   t=100..  a stream of light users (40 of them, in turn) submits one one-processor job of
+//            30 minutes every 100 s until t=40,000: 18 processors' worth on 16, so the queue
+//            never empties and each light user's usage stays below user 1's.
+// Under fair-share user 1 has the lowest priority throughout: W is overtaken by every small job
+// and never becomes the head that EASY reserves for, so without a bound it waits for the stream
+// to end. With a bound it is reserved once it has waited that long, and starts no later than
+// the bound plus the longest time limit of the workloads running or reserved before it
+// (30 minutes of a small job, an hour for what ran before it, here: docs/queue.md "Starvation").
+SwfTrace HeavyUserScenario() {
+  std::string text = "; MaxProcs: 16\n";
+  int64_t n = 0;
+  auto job = [&](Time submit, int64_t procs, Duration run, int64_t user) {
+    text += absl::StrCat(++n, " ", submit, " -1 ", run, " ", procs, " -1 -1 ", procs, " ", run,
+                         " -1 1 ", user, " 1 -1 1 -1 -1 -1\n");
+  };
+  for (int i = 0; i < 16; ++i) job(0, 1, 3600, 1);
+  job(100, 16, 3600, 1);  // W, job 17
+  int light = 0;
+  for (Time t = 100; t <= 40000; t += 100) job(t, 1, 1800, 2 + (light++ % 40));
+  auto trace = ParseSwfStrict(text);
+  EXPECT_TRUE(trace.ok()) << trace.status();
+  return trace.ok() ? *trace : SwfTrace{};
+}
+
+QueueConfig FairShare(Duration bound) {
+  QueueConfig c;
+  c.weights = PriorityWeights{.age = 1000, .fair_share = 10000, .job_size = 0, .partition = 0, .qos = 0};
+  c.usage_half_life = 12 * 3600;
+  c.reservation_depth = 1;
+  c.backfill_shortest_first = true;
+  c.resolution = 1;
+  c.window = 7 * 86400;
+  c.starvation_bound = bound;
+  return c;
+}
+
+Duration WaitOfW(Duration bound) {
+  ReplayOptions options;
+  options.config = FairShare(bound);
+  options.keep_reservations = true;
+  auto r = ReplayTrace(HeavyUserScenario(), options);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return -1;
+  for (const JobOutcome& j : r->jobs) {
+    if (j.job_number == 17) return j.Wait();
+  }
+  ADD_FAILURE() << "W not replayed";
+  return -1;
+}
+
+TEST(Starvation, AHeavyUsersWideJobOvertakenBySmallOnesStartsWithinTheBound) {
+  // Without a bound: W waits for the stream to end (t=40,000).
+  EXPECT_GT(WaitOfW(0), 35000);
+  // With the library's default bound, and with a shorter one: bound + the longest limit.
+  for (Duration bound : {QueueConfig{}.starvation_bound, Duration{2 * 3600}}) {
+    ASSERT_GT(bound, 0);
+    const Duration wait = WaitOfW(bound);
+    EXPECT_GE(wait, 0);
+    EXPECT_LE(wait, bound + 3600) << "bound " << bound;
+  }
+}
+
+// EASY (submit order) for reference: W is the 17th job, the head once the stream's first jobs
+// are queued behind it, and starts when user 1's hour ends.
+TEST(Starvation, EasyRunsTheWideJobInSubmitOrder) {
+  ReplayOptions options;
+  options.policy = ReplayPolicy::kEasy;
+  auto r = ReplayTrace(HeavyUserScenario(), options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->jobs[16].job_number, 17);
+  EXPECT_EQ(r->jobs[16].start, 3600);
+}
+
+}  // namespace
+}  // namespace onequeue::queue
