@@ -181,12 +181,12 @@ std::string PolicyLabel(const SimulateArgs& a, const queue::ReplayResult& r) {
 // second the --compare one), and a ratio column when there are two.
 void PrintTable(const SimulateArgs& a, const std::vector<std::pair<std::string, const queue::ReplayResult*>>& runs) {
   const bool two = runs.size() == 2;
-  std::printf("\n%-34s", "");
+  std::printf("\n%-44s", "");
   for (const auto& [name, r] : runs) std::printf(" %14s", name.c_str());
   if (two) std::printf(" %14s", (runs[0].first + "/" + runs[1].first).c_str());
   std::printf("\n");
   auto row = [&](const std::string& label, auto get, const char* format) {
-    std::printf("%-34s", label.c_str());
+    std::printf("%-44s", label.c_str());
     std::vector<double> v;
     for (const auto& run : runs) {
       v.push_back(get(*run.second));
