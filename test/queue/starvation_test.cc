@@ -156,5 +156,61 @@ TEST(Starvation, EasyRunsTheWideJobInSubmitOrder) {
   EXPECT_EQ(r->jobs[16].start, 3600);
 }
 
+// EASY++ (ReplayOptions::runtime_prediction, docs/simulate.md "Run-time predictions"): 4
+// processors; R (user 3) holds 3 until t=1000, A (user 1) ran 100 s of its 1000 s limit; H (user
+// 2, all 4 processors) is reserved at t=1000; C (user 1, 1 processor, limit 1000 s, runs 100 s)
+// arrives at t=102. With the limit it would delay H (1102 > 1000) and waits for H; predicted
+// from A (100 s) it ends before 1000 and is backfilled at once.
+SwfTrace PredictionTrace() {
+  auto trace = ParseSwfStrict(
+      "; MaxProcs: 4\n"
+      "1   0 -1 1000 3 -1 -1 3 1000 -1 1 3 1 -1 1 -1 -1 -1\n"
+      "2   0 -1  100 1 -1 -1 1 1000 -1 1 1 1 -1 1 -1 -1 -1\n"
+      "3 101 -1   10 4 -1 -1 4   10 -1 1 2 1 -1 1 -1 -1 -1\n"
+      "4 102 -1  100 1 -1 -1 1 1000 -1 1 1 1 -1 1 -1 -1 -1\n");
+  EXPECT_TRUE(trace.ok()) << trace.status();
+  return trace.ok() ? *trace : SwfTrace{};
+}
+
+TEST(ReplayPredictions, AUsersShortHistoryLetsItsJobBackfill) {
+  ReplayOptions options;
+  options.policy = ReplayPolicy::kEasy;
+  auto limits = ReplayTrace(PredictionTrace(), options);
+  ASSERT_TRUE(limits.ok()) << limits.status();
+  EXPECT_EQ(limits->jobs[2].start, 1000);
+  EXPECT_EQ(limits->jobs[3].start, 1010);  // after H
+  options.runtime_prediction = RuntimePrediction::kUserHistory;
+  auto predicted = ReplayTrace(PredictionTrace(), options);
+  ASSERT_TRUE(predicted.ok()) << predicted.status();
+  EXPECT_EQ(predicted->jobs[3].start, 102);  // backfilled
+  EXPECT_TRUE(predicted->jobs[3].backfilled);
+  EXPECT_EQ(predicted->jobs[2].start, 1000);  // H not delayed: C ended at 202
+}
+
+// A job that outlives its prediction is planned with its limit from then on. 2 processors: A
+// (user 1) ran 100 s; C2 (user 1, limit 1000 s, predicted 100 s, runs 600 s) starts at 102 and
+// outlives its prediction at 202. H (2 processors) arrives at 300: corrected, C2 holds its
+// processor until 1102, so H is reserved there, and X (1 processor, 500 s, at 301) ends before
+// and is backfilled at once. Uncorrected, the planner would take C2 as ending within a step,
+// reserve H at ~301 and hold X back.
+TEST(ReplayPredictions, AnOverrunIsCorrectedToTheLimit) {
+  auto trace = ParseSwfStrict(
+      "; MaxProcs: 2\n"
+      "1   0 -1  100 1 -1 -1 1 1000 -1 1 1 1 -1 1 -1 -1 -1\n"
+      "2 102 -1  600 1 -1 -1 1 1000 -1 1 1 1 -1 1 -1 -1 -1\n"
+      "3 300 -1  100 2 -1 -1 2  100 -1 1 2 1 -1 1 -1 -1 -1\n"
+      "4 301 -1  500 1 -1 -1 1  500 -1 1 3 1 -1 1 -1 -1 -1\n");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  ReplayOptions options;
+  options.policy = ReplayPolicy::kEasy;
+  options.runtime_prediction = RuntimePrediction::kUserHistory;
+  auto r = ReplayTrace(*trace, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->jobs[1].start, 102);
+  EXPECT_EQ(r->jobs[1].end, 702);
+  EXPECT_EQ(r->jobs[3].start, 301);  // X backfilled
+  EXPECT_EQ(r->jobs[2].start, 801);  // H when C2 (702) and X (801) are done
+}
+
 }  // namespace
 }  // namespace onequeue::queue
