@@ -161,7 +161,7 @@ TEST(Starvation, EasyRunsTheWideJobInSubmitOrder) {
   auto r = ReplayTrace(HeavyUserScenario(), options);
   ASSERT_TRUE(r.ok()) << r.status();
   for (const JobOutcome& j : r->jobs) {
-    if (j.submit == kWSubmit) EXPECT_LT(j.Wait(), 20000);
+    if (j.submit == kWSubmit) EXPECT_LT(j.Wait(), 30000);  // ~166 light jobs x 30 min on 16
   }
 }
 
