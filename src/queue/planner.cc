@@ -1455,13 +1455,15 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now,
       // its slot held until its turn.
       std::vector<int32_t> rest(s.order.size() - i - 1);
       for (size_t r = 0; r < rest.size(); ++r) rest[r] = static_cast<int32_t>(i + 1 + r);
-      // Starving workloads first (in queue order): they reserve before a candidate takes
-      // their capacity now.
+      // Starving workloads first, oldest first (ties in queue order), so they reserve before a
+      // candidate takes their capacity now and nothing submitted later, starving or not, is
+      // reserved ahead of them; then the candidates, shortest first.
       auto starving = [&](int32_t r) { return pass.Starving(s.order[r].submit_time, now); };
       std::stable_sort(rest.begin(), rest.end(), [&](int32_t a, int32_t b) {
         const bool sa = starving(a);
         const bool sb = starving(b);
         if (sa != sb) return sa;
+        if (sa) return s.order[a].submit_time < s.order[b].submit_time;
         return s.facts[s.order[a].index].duration < s.facts[s.order[b].index].duration;
       });
       s.out_of_priority_order = true;
