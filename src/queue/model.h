@@ -205,7 +205,10 @@ enum class BackfillMode {
 
 struct QueueConfig {
   PriorityWeights weights;
-  Duration max_age = 7 * 24 * 3600;  // age factor reaches 1 here (Slurm's PriorityMaxAge)
+  // The age factor reaches 1 here (Slurm's PriorityMaxAge). Two days: with the daemon's age weight
+  // (20000, twice fair-share's) a job that waited a day outranks any fresh one of its QOS and
+  // partition whatever the users' usage (docs/queue.md "Starvation").
+  Duration max_age = 2 * 24 * 3600;
   int32_t priority_class_max = 1000000000;  // a PriorityClass value this high maps to QOS factor 1
   std::vector<QosPolicy> qos;
   std::vector<Account> accounts;
@@ -222,6 +225,12 @@ struct QueueConfig {
   // shortest time limit first, instead of in queue order. Reservations still go by priority, and
   // no start delays one, so only the choice among backfill candidates changes.
   bool backfill_shortest_first = false;
+  // The starvation bound (issue 27, docs/queue.md "Starvation"): a blocked workload pending for
+  // at least this long gets a reservation even past `reservation_depth`, i.e. conservative
+  // backfill for the starving few and the depth's policy for the rest; with
+  // backfill_shortest_first such workloads are planned before the other backfill candidates.
+  // Such reservations do not count against the depth. 0 = off.
+  Duration starvation_bound = 3 * 24 * 3600;
   Duration resolution = 60;         // bf_resolution: reservation start times are rounded up to it
   Duration window = 24 * 3600;      // bf_window: nothing is planned beyond now + window
   // Node label keys of the topology, finest first, e.g. {"topology.onequeue.io/rack",

@@ -26,6 +26,7 @@ absl::Status ValidateConfig(const QueueConfig& c) {
   if (c.resolution <= 0) return absl::InvalidArgumentError("resolution must be > 0 seconds");
   if (c.window <= 0) return absl::InvalidArgumentError("window must be > 0 seconds");
   if (c.max_age < 0) return absl::InvalidArgumentError("max_age must be >= 0");
+  if (c.starvation_bound < 0) return absl::InvalidArgumentError("starvation_bound must be >= 0 (0 = off)");
   if (c.usage_half_life < 0) return absl::InvalidArgumentError("usage_half_life must be >= 0");
   if (c.max_estimates_per_cycle < 0) {
     return absl::InvalidArgumentError("max_estimates_per_cycle must be >= 0 (0 = unlimited)");
@@ -482,7 +483,8 @@ struct QueuePlanner::State {
   int64_t seq = 0;
 
   int32_t reservations = 0;
-  int32_t last_reservation_position = 0;  // 1-based; 0 = none
+  int32_t starving_reservations = 0;  // made past the depth for starving workloads (uncounted)
+  int32_t last_reservation_position = 0;  // 1-based; 0 = none; the largest so far
   // Some promise's placeholder (PlanCycle's `promised`) is still in the profile: capacity can
   // grow when its holder takes it back, so the memos (which assume it only shrinks) are neither
   // read nor written.
@@ -535,6 +537,12 @@ class CyclePass {
   CyclePass(const QueueConfig& config, const PreemptionPlanner* preemption,
             QueuePlanner::State& state, Plan& plan, bool in_cycle)
       : config_(config), preemption_(preemption), s_(state), plan_(plan), in_cycle_(in_cycle) {}
+
+  // True when a workload submitted at `submit` has waited starvation_bound or longer at `now`
+  // (docs/queue.md "Starvation"): it gets a reservation past the depth.
+  bool Starving(Time submit, Time now) const {
+    return config_.starvation_bound > 0 && now - submit >= config_.starvation_bound;
+  }
 
   // Plans the workload at 1-based `position`; appends to plan_.
   // promise: the workload held a reservation last cycle (its placeholder already taken back).
@@ -1193,9 +1201,11 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
       FitsNowButForReservedNodes(w, duration, priority, eligible, now)) {
     reason = WaitReason::kReservedForHigherPriority;
   }
-  // A promise is kept even past the depth (the depth may have been lowered since).
-  const bool may_reserve = config_.reservation_depth == 0 || strict ||
-                           s_.reservations < config_.reservation_depth || promise != nullptr;
+  // A promise is kept even past the depth (the depth may have been lowered since); a starving
+  // workload (pending for starvation_bound or longer) gets one past the depth, uncounted.
+  const bool within_depth = config_.reservation_depth == 0 || strict ||
+                            s_.reservations < config_.reservation_depth || promise != nullptr;
+  const bool may_reserve = within_depth || Starving(w.submit_time, now);
   // Capacity only shrinks within a cycle: a shape with no placement in the window for a time
   // limit d has none for any limit >= d either.
   // Asked only when a placement is searched (most blocked workloads need none).
@@ -1230,8 +1240,12 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
       return;
     }
     Commit(w, duration, at->nodes, at->start, true);
-    ++s_.reservations;
-    s_.last_reservation_position = position;
+    if (within_depth) {
+      ++s_.reservations;
+    } else {
+      ++s_.starving_reservations;
+    }
+    s_.last_reservation_position = std::max(s_.last_reservation_position, position);
     plan_.reservations.push_back(ReserveDecision{w.id, at->nodes, at->start});
     // The time is in estimated_start: a message without it stays the same from cycle to cycle
     // (the daemon patches a pod's status only when what it shows changes).
@@ -1441,7 +1455,15 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now,
       // its slot held until its turn.
       std::vector<int32_t> rest(s.order.size() - i - 1);
       for (size_t r = 0; r < rest.size(); ++r) rest[r] = static_cast<int32_t>(i + 1 + r);
+      // Starving workloads first, oldest first (ties in queue order), so they reserve before a
+      // candidate takes their capacity now and nothing submitted later, starving or not, is
+      // reserved ahead of them; then the candidates, shortest first.
+      auto starving = [&](int32_t r) { return pass.Starving(s.order[r].submit_time, now); };
       std::stable_sort(rest.begin(), rest.end(), [&](int32_t a, int32_t b) {
+        const bool sa = starving(a);
+        const bool sb = starving(b);
+        if (sa != sb) return sa;
+        if (sa) return s.order[a].submit_time < s.order[b].submit_time;
         return s.facts[s.order[a].index].duration < s.facts[s.order[b].index].duration;
       });
       s.out_of_priority_order = true;

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstdint>
 #include <cmath>
+#include <string_view>
 #include <vector>
 
 namespace onequeue::queue {
@@ -51,13 +52,24 @@ absl::flat_hash_map<std::string, double> ComputeFairShare(const QueueConfig& con
 
   // Decayed usage, charged to the account and each of its ancestors (subtree usage). Records
   // are processed in their given order, which is deterministic for a given history.
-  absl::flat_hash_map<std::string, double> subtree_usage;
+  // First per account (one lookup per record, no copy of its name), then up the tree once per
+  // account: a cycle over thousands of records of a few accounts costs a few thousand lookups,
+  // not a walk with copied names per record.
+  absl::flat_hash_map<std::string_view, double> own_usage;
+  std::vector<std::string_view> accounts_in_order;  // first appearance: a deterministic sum order
   double total_usage = 0;
   for (const UsageRecord& r : usage.records) {
     double u = r.amount * DecayWeight(now - r.time, config.usage_half_life);
     if (u <= 0) continue;
     total_usage += u;
-    std::string cur = r.account;
+    auto [it, added] = own_usage.try_emplace(r.account, 0.0);
+    if (added) accounts_in_order.push_back(r.account);
+    it->second += u;
+  }
+  absl::flat_hash_map<std::string, double> subtree_usage;
+  for (std::string_view account : accounts_in_order) {
+    const double u = own_usage[account];
+    std::string cur(account);
     for (int depth = 0; depth < 64 && !cur.empty(); ++depth) {
       subtree_usage[cur] += u;
       auto it = by_name.find(cur);

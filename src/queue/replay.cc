@@ -1,7 +1,9 @@
 #include "queue/replay.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <queue>
 #include <set>
@@ -47,6 +49,7 @@ QueueConfig ReplayQueueConfig(ReplayPolicy policy) {
   // Estimated starts of jobs without a reservation never change what starts; the replay only
   // reads the reservations' starts, so it skips the per-job estimates (a profile query each).
   c.max_estimates_per_cycle = 1;
+  c.starvation_bound = 0;  // the textbook policies have no starvation bound
   switch (policy) {
     case ReplayPolicy::kFcfs:
       c.backfill = BackfillMode::kNone;
@@ -67,6 +70,15 @@ QueueConfig ReplayQueueConfig(ReplayPolicy policy) {
 double JobOutcome::BoundedSlowdown(double tau) const {
   const double run_d = static_cast<double>(run);
   return std::max(1.0, (static_cast<double>(Wait()) + run_d) / std::max(run_d, tau));
+}
+
+double NearestRankPercentile(std::vector<double>& values, double q) {
+  if (values.empty()) return 0;
+  const size_t n = values.size();
+  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(n) - 1e-9));
+  rank = std::clamp<size_t>(rank, 1, n);
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(rank - 1), values.end());
+  return values[rank - 1];
 }
 
 ReplaySummary Summarise(const std::vector<JobOutcome>& outcomes, int64_t processors, double tau) {
@@ -94,6 +106,66 @@ ReplaySummary Summarise(const std::vector<JobOutcome>& outcomes, int64_t process
   }
   s.average_wait = wait_sum / static_cast<double>(outcomes.size());
   s.average_bounded_slowdown = slowdown_sum / static_cast<double>(outcomes.size());
+  std::vector<double> waits;
+  waits.reserve(outcomes.size());
+  for (const JobOutcome& j : outcomes) waits.push_back(static_cast<double>(j.Wait()));
+  s.p50_wait = NearestRankPercentile(waits, 0.50);
+  s.p95_wait = NearestRankPercentile(waits, 0.95);
+  s.p99_wait = NearestRankPercentile(waits, 0.99);
+
+  // Size classes: [1], [2, P/16], [P/16 + 1, P/4], [P/4 + 1, P] (empty bounds dropped).
+  const int64_t p16 = std::max<int64_t>(1, processors / 16);
+  const int64_t p4 = std::max<int64_t>(p16, processors / 4);
+  const int64_t widest = std::max<int64_t>(processors, 1);
+  std::vector<std::pair<int64_t, int64_t>> bounds = {{1, 1}};
+  if (p16 >= 2) bounds.emplace_back(2, p16);
+  if (p4 > p16) bounds.emplace_back(p16 + 1, p4);
+  if (widest > p4) bounds.emplace_back(std::max<int64_t>(2, p4 + 1), widest);
+  for (const auto& [lo, hi] : bounds) {
+    SizeClassSummary c;
+    c.name = lo == hi ? absl::StrCat(lo) : absl::StrCat(lo, "-", hi);
+    c.min_processors = lo;
+    c.max_processors = hi;
+    std::vector<double> class_waits;
+    double bsld = 0;
+    for (const JobOutcome& j : outcomes) {
+      // Jobs wider than the machine (never replayed) would fall in the last class.
+      if (j.processors < lo || (j.processors > hi && hi != widest)) continue;
+      ++c.jobs;
+      bsld += j.BoundedSlowdown(tau);
+      class_waits.push_back(static_cast<double>(j.Wait()));
+      c.average_wait += static_cast<double>(j.Wait());
+      c.max_wait = std::max(c.max_wait, static_cast<double>(j.Wait()));
+    }
+    if (c.jobs > 0) {
+      c.average_bounded_slowdown = bsld / static_cast<double>(c.jobs);
+      c.average_wait /= static_cast<double>(c.jobs);
+      c.p99_wait = NearestRankPercentile(class_waits, 0.99);
+    }
+    s.size_classes.push_back(std::move(c));
+  }
+
+  // Users: share of the work and of the summed wait.
+  std::map<int64_t, UserSummary> by_user;
+  double work_total = 0;
+  for (const JobOutcome& j : outcomes) {
+    UserSummary& u = by_user[j.user];
+    u.user = j.user;
+    ++u.jobs;
+    const double work = static_cast<double>(j.processors) * static_cast<double>(j.run);
+    u.work_share += work;
+    work_total += work;
+    u.wait_share += static_cast<double>(j.Wait());
+    u.max_wait = std::max(u.max_wait, static_cast<double>(j.Wait()));
+  }
+  for (auto& [id, u] : by_user) {
+    u.average_wait = u.wait_share / static_cast<double>(u.jobs);
+    u.wait_share = wait_sum > 0 ? u.wait_share / wait_sum : 0;
+    u.work_share = work_total > 0 ? u.work_share / work_total : 0;
+    s.users.push_back(u);
+  }
+  std::stable_sort(s.users.begin(), s.users.end(),
+                   [](const UserSummary& a, const UserSummary& b) { return a.wait_share > b.wait_share; });
   s.makespan = last_end - first_submit;
   if (s.makespan > 0 && processors > 0) {
     s.utilisation = used / (static_cast<double>(processors) * static_cast<double>(s.makespan));
@@ -109,6 +181,7 @@ struct ReplayJob {
   std::string account;    // with ReplayOptions::config: from the SWF user (or group)
   std::string partition;  // with ReplayOptions::config: from the SWF queue
   int line = 0;
+  int64_t user = -1;  // SWF field 12
   int64_t processors = 0;
   Time submit = 0;
   Duration limit = 0;
@@ -155,7 +228,9 @@ class Simulator {
         seen_(jobs_.size(), 0),
         running_slot_(jobs_.size(), -1),
         node_job_(processors, -1),
-        keep_reservations_(options.keep_reservations) {
+        keep_reservations_(options.keep_reservations),
+        predict_(options.runtime_prediction == RuntimePrediction::kUserHistory),
+        planned_(jobs_.size(), 0) {
     snapshot_ = std::make_shared<Snapshot>();
     snapshot_->nodes.reserve(processors);
     for (int64_t i = 0; i < processors; ++i) {
@@ -169,6 +244,7 @@ class Simulator {
       index_of_id_[WorkloadId(jobs_[i].job_number)] = static_cast<int>(i);
       JobOutcome& o = outcomes_[i];
       o.job_number = jobs_[i].job_number;
+      o.user = jobs_[i].user;
       o.processors = jobs_[i].processors;
       o.submit = jobs_[i].submit;
       o.run = jobs_[i].run;
@@ -183,6 +259,7 @@ class Simulator {
       if (next_arrival_ < jobs_.size()) now = jobs_[next_arrival_].submit;
       if (!completions_.empty()) now = std::min(now, completions_.top().first);
       ApplyEvents(now);
+      if (predict_) CorrectOverruns(now);
       // The snapshot is this object's: the planner keeps it only for OnArrival, which the replay
       // never calls, so it is updated in place between cycles instead of copied every cycle.
       Plan plan = keep_reservations_ ? planner_.PlanCycle(snapshot_, now, promises_)
@@ -213,11 +290,13 @@ class Simulator {
         for (const Allocation& a : snapshot_->running[running_slot_[job]].allocations) node_job_[a.node] = -1;
       }
       RemoveRunning(job);
-      if (daemon_) {  // fair-share input, as the daemon charges a finished Slurm job
-        snapshot_->usage.records.push_back(UsageRecord{
-            jobs_[job].account, now,
-            static_cast<double>(jobs_[job].processors) * static_cast<double>(jobs_[job].run)});
+      if (predict_) {  // the user's two last run times, newest first
+        auto& [last, before] = history_[jobs_[job].user];
+        before = last;
+        last = jobs_[job].run;
       }
+      if (daemon_) Charge(jobs_[job].account, now, static_cast<double>(jobs_[job].processors) *
+                                                     static_cast<double>(jobs_[job].run));
     }
     while (next_arrival_ < jobs_.size() && jobs_[next_arrival_].submit <= now) {
       const ReplayJob& j = jobs_[next_arrival_++];
@@ -228,7 +307,8 @@ class Simulator {
       w.members_present = w.members;
       w.per_member[kCpu] = 1000;
       w.gang = true;
-      w.time_limit = j.limit;
+      planned_[next_arrival_ - 1] = predict_ ? Predict(j) : j.limit;
+      w.time_limit = planned_[next_arrival_ - 1];
       w.submit_time = j.submit;
       if (daemon_) {
         w.account = j.account;
@@ -241,9 +321,54 @@ class Simulator {
       // Records older than ten half-lives weigh less than 0.1 %: dropped, as the daemon does.
       const Time horizon = now - 10 * planner_.config().usage_half_life;
       std::vector<UsageRecord>& records = snapshot_->usage.records;
-      if (records.front().time < horizon) {
+      if (std::any_of(records.begin(), records.end(), [&](const UsageRecord& r) { return r.time < horizon; })) {
         std::erase_if(records, [&](const UsageRecord& r) { return r.time < horizon; });
+        usage_slot_.clear();
+        for (size_t i = 0; i < records.size(); ++i) usage_slot_[records[i].account] = i;
       }
+    }
+  }
+
+  // Fair-share input, as the daemon charges a finished Slurm job, folded into one record per
+  // account: its decayed usage at its last charge (decay is exponential, so decaying the sum is
+  // decaying each record). The planner then sums a record per account each cycle instead of one
+  // per job of the last ten half-lives (a third of the default policy's replay time before).
+  void Charge(const std::string& account, Time now, double amount) {
+    std::vector<UsageRecord>& records = snapshot_->usage.records;
+    auto [it, added] = usage_slot_.try_emplace(account, records.size());
+    if (added) {
+      records.push_back(UsageRecord{account, now, amount});
+      return;
+    }
+    UsageRecord& r = records[it->second];
+    const Duration half_life = planner_.config().usage_half_life;
+    if (half_life > 0 && now > r.time) {
+      r.amount *= std::exp2(-static_cast<double>(now - r.time) / static_cast<double>(half_life));
+    }
+    r.amount += amount;
+    r.time = now;
+  }
+
+  // Tsafrir, Etsion and Feitelson 2007: the average of the user's two last run times (one when
+  // only one is known), never above the time limit; the limit without history.
+  Duration Predict(const ReplayJob& j) const {
+    auto it = history_.find(j.user);
+    if (it == history_.end() || it->second.first <= 0) return j.limit;
+    const auto [last, before] = it->second;
+    const Duration average = before > 0 ? (last + before + 1) / 2 : last;
+    return std::clamp<Duration>(average, 1, std::max<Duration>(1, j.limit));
+  }
+
+  // A running job past its predicted end (completions at `now` are applied already, so it is
+  // still running) is planned with its time limit from now on (EASY++'s correction).
+  void CorrectOverruns(Time now) {
+    while (!overruns_.empty() && overruns_.top().first <= now) {
+      const int job = overruns_.top().second;
+      overruns_.pop();
+      const int slot = running_slot_[job];
+      if (slot < 0) continue;  // ended
+      RunningWorkload& r = snapshot_->running[slot];
+      r.expected_end = r.start_time + jobs_[job].limit;
     }
   }
 
@@ -277,12 +402,11 @@ class Simulator {
       for (const ReserveDecision& r : plan.reservations) {
         auto it = index_of_id_.find(r.workload);
         if (it == index_of_id_.end()) continue;
-        const ReplayJob& j = jobs_[it->second];
         PromisedReservation& p = promises_.emplace_back();
         p.workload = r.workload;
         p.member_nodes = r.member_nodes;
         p.start = r.start;
-        p.end = r.start + std::max<Duration>(1, j.limit);
+        p.end = r.start + std::max<Duration>(1, planned_[it->second]);
         p.per_member[kCpu] = 1000;
       }
     }
@@ -328,7 +452,8 @@ class Simulator {
     r.id = d.workload;
     r.kind = WorkloadKind::kSlurmJob;
     r.start_time = now;
-    r.expected_end = now + j.limit;
+    r.expected_end = now + planned_[job];
+    if (predict_ && planned_[job] < j.limit) overruns_.emplace(now + planned_[job], job);
     r.allocations.reserve(d.member_nodes.size());
     for (NodeIndex n : d.member_nodes) {
       if (n < 0 || n >= processors_ || node_job_[n] >= 0) {
@@ -368,6 +493,13 @@ class Simulator {
   bool daemon_;      // ReplayOptions::config: accounts, partitions, QOS and usage as the daemon
   std::string qos_;
   bool keep_reservations_;
+  absl::flat_hash_map<std::string, size_t> usage_slot_;  // account -> its record in the snapshot
+  // EASY++ (ReplayOptions::runtime_prediction): what the planner plans each job with, and the
+  // correction of a running job that outlives its prediction.
+  bool predict_;
+  std::vector<Duration> planned_;  // job -> the duration the planner was told
+  std::map<int64_t, std::pair<Duration, Duration>> history_;  // user -> (last, the one before); 0 = none
+  std::priority_queue<std::pair<Time, int>, std::vector<std::pair<Time, int>>, std::greater<>> overruns_;
   std::vector<PromisedReservation> promises_;  // the last plan's reservations
 };
 
@@ -413,6 +545,7 @@ absl::StatusOr<ReplayResult> ReplayTrace(const SwfTrace& trace, const ReplayOpti
     if (s.submit_time < 0) { skip("unknown submit time (field 2 is -1)"); continue; }
     ReplayJob j;
     j.job_number = s.job_number;
+    j.user = s.user_id;
     j.line = s.line;
     j.processors = procs;
     j.submit = s.submit_time;
@@ -440,6 +573,11 @@ absl::StatusOr<ReplayResult> ReplayTrace(const SwfTrace& trace, const ReplayOpti
       for (const ReplayJob& j : jobs) seen.insert(j.account);
       for (const std::string& a : seen) config.accounts.push_back(Account{a, "", 1});
     }
+    if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+  }
+  if (options.starvation_bound.has_value()) config.starvation_bound = *options.starvation_bound;
+  if (options.max_age.has_value()) config.max_age = *options.max_age;
+  if (options.starvation_bound.has_value() || options.max_age.has_value()) {
     if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
   }
   Simulator sim(std::move(jobs), processors, options, std::move(config));

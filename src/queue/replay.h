@@ -40,6 +40,16 @@ const char* ReplayPolicyName(ReplayPolicy policy);
 // enough for any reservation of the trace).
 QueueConfig ReplayQueueConfig(ReplayPolicy policy);
 
+// What the planner plans a job with (docs/simulate.md "Run-time predictions").
+enum class RuntimePrediction {
+  kTimeLimit,    // the requested time (SWF field 9), as Slurm does
+  // EASY++ (Tsafrir, Etsion and Feitelson 2007): the average of the user's two last run times,
+  // capped by the time limit (the limit when the user has no finished job yet); a running job
+  // that outlives its prediction is planned with its time limit from the next cycle on. Jobs are
+  // still killed at their limit only.
+  kUserHistory,
+};
+
 struct ReplayOptions {
   ReplayPolicy policy = ReplayPolicy::kEasy;
   // Classic conservative backfilling (Mu'alem and Feitelson 2001): a reservation, once made,
@@ -61,6 +71,11 @@ struct ReplayOptions {
   // share under the root (the daemon's learnt tree).
   std::optional<QueueConfig> config;
   std::string qos;  // every job's QOS with `config` (empty: none)
+  // What-if overrides of the policy's planner configuration (`oq simulate --starvation-bound`,
+  // `--max-age`), applied to --policy and --config replays alike.
+  std::optional<Duration> starvation_bound;  // QueueConfig::starvation_bound
+  std::optional<Duration> max_age;           // QueueConfig::max_age
+  RuntimePrediction runtime_prediction = RuntimePrediction::kTimeLimit;
   std::optional<int64_t> processors;  // overrides the header
   double tau = 10;                    // bounded slowdown threshold, seconds
 };
@@ -68,6 +83,7 @@ struct ReplayOptions {
 // One replayed job.
 struct JobOutcome {
   int64_t job_number = 0;
+  int64_t user = -1;  // SWF field 12 (-1: unknown)
   int64_t processors = 0;
   Time submit = 0;
   Time start = 0;
@@ -93,12 +109,39 @@ struct SkippedJob {
   std::string why;
 };
 
+// Bounded slowdown and waits of the jobs of one size class (docs/simulate.md "Metrics").
+struct SizeClassSummary {
+  std::string name;         // "1", "2-8", ...: the processor counts of the class
+  int64_t min_processors = 0;
+  int64_t max_processors = 0;  // inclusive
+  int64_t jobs = 0;
+  double average_bounded_slowdown = 0;
+  double average_wait = 0;
+  double p99_wait = 0;
+  double max_wait = 0;
+};
+
+// One user's part: of the jobs, of the work (processors x run time) and of the summed wait.
+struct UserSummary {
+  int64_t user = -1;
+  int64_t jobs = 0;
+  double work_share = 0;  // in [0, 1]
+  double wait_share = 0;  // in [0, 1]: the user's summed wait / everyone's
+  double average_wait = 0;
+  double max_wait = 0;
+};
+
 struct ReplaySummary {
   int64_t jobs = 0;  // replayed
   int64_t skipped = 0;
   int64_t processors = 0;
   double average_wait = 0;                // seconds
   double max_wait = 0;                    // seconds
+  // Nearest-rank percentiles of the waits: the smallest wait w such that at least q of the jobs
+  // waited w or less (the ceil(q * n)-th smallest).
+  double p50_wait = 0;
+  double p95_wait = 0;
+  double p99_wait = 0;
   double average_bounded_slowdown = 0;
   double max_bounded_slowdown = 0;
   // used processor-seconds / (processors * makespan); makespan = last end - first submit.
@@ -107,7 +150,15 @@ struct ReplaySummary {
   int64_t backfilled = 0;
   int64_t cut_at_limit = 0;
   int64_t cycles = 0;  // planner cycles run
+  // Size classes by processors relative to the machine: 1, up to 1/16 of it, up to 1/4 of it,
+  // wider (classes that would be empty on a small machine are left out; every job is in one).
+  std::vector<SizeClassSummary> size_classes;
+  // Every user, largest wait share first (ties: user id).
+  std::vector<UserSummary> users;
 };
+
+// Nearest-rank percentile (0 < q <= 1) of `values`, which it sorts; 0 when empty.
+double NearestRankPercentile(std::vector<double>& values, double q);
 
 // Metrics over any outcomes (also used by the tests on hand-built outcomes).
 ReplaySummary Summarise(const std::vector<JobOutcome>& outcomes, int64_t processors, double tau);

@@ -87,11 +87,13 @@ struct NamespacePolicyConfig {
   std::string default_account;                // a pod without onequeue.io/account ("": the namespace)
 };
 
-// The daemon's default priority weights (docs/simulate.md "The default policy"). No size factor
+// The daemon's default priority weights (docs/simulate.md "The default policy"; age 20000 since
+// issue 27, docs/queue.md "Starvation": twice fair-share's, so age saturating at the planner's
+// max_age of two days overtakes any usage). No size factor
 // (the planner library's own default is 1000, queue::PriorityWeights): it favoured big requests
 // enough to outweigh a QOS step, which sites expect to decide between otherwise equal workloads.
 inline const std::map<std::string, double> kDefaultWeights = {
-    {"age", 1000}, {"fairShare", 10000}, {"size", 0}, {"partition", 1000}, {"qos", 10000}};
+    {"age", 20000}, {"fairShare", 10000}, {"size", 0}, {"partition", 1000}, {"qos", 10000}};
 
 struct QueueConfig {
   // The defaults are the default policy chosen in docs/simulate.md "The default policy" (issue 15):

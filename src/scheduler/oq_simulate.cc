@@ -1,5 +1,5 @@
-// `oq simulate TRACE.swf --policy fcfs|easy|conservative | --config onequeue.yaml [--qos NAME]
-// [--per-job] [--json] [--processors N] [--tau SECONDS] [--keep-reservations]`: replays a Standard Workload Format trace through the
+// `oq simulate TRACE.swf [--policy fcfs|easy|conservative | --config onequeue.yaml [--qos NAME]]
+// [--compare POLICY] [--per-job] [--json] [--processors N] [--tau SECONDS] [--keep-reservations]`: replays a Standard Workload Format trace through the
 // queue planner in simulated time and prints the summary (docs/simulate.md). Exit codes: 0 done,
 // 1 the trace is malformed or cannot be replayed, 2 bad arguments.
 #include "scheduler/oq_simulate.h"
@@ -23,8 +23,10 @@ namespace onequeue::cli {
 namespace {
 
 constexpr const char* kSimulateUsage =
-    "Usage: oq simulate TRACE.swf (--policy fcfs|easy|conservative | --config FILE [--qos NAME])\n"
-    "                   [--per-job] [--json] [--processors N] [--tau SECONDS] [--keep-reservations]\n"
+    "Usage: oq simulate TRACE.swf [--policy fcfs|easy|conservative | --config FILE [--qos NAME]]\n"
+    "                   [--compare fcfs|easy|conservative] [--per-job] [--json] [--processors N]\n"
+    "                   [--tau SECONDS] [--keep-reservations] [--starvation-bound SECONDS]\n"
+    "                   [--max-age SECONDS] [--predict-runtimes]\n"
     "  --policy       fcfs (strict order), easy (backfill, 1 reservation) or conservative\n"
     "                 (backfill, every waiting job reserved)\n"
     "  --config       the daemon's configuration file (onequeue.yaml): replay with its policy\n"
@@ -40,7 +42,18 @@ constexpr const char* kSimulateUsage =
     "  --tau          bounded slowdown threshold in seconds (default 10)\n"
     "  --keep-reservations\n"
     "                 classic conservative backfilling: a reservation never moves later (the\n"
-    "                 default replays the daemon's planner, which re-plans from scratch)\n";
+    "                 default replays the daemon's planner, which re-plans from scratch)\n"
+    "  --compare POLICY\n"
+    "                 also replay the same trace under fcfs, easy or conservative and print both\n"
+    "                 side by side (wait percentiles, bounded slowdown by job size, users' wait\n"
+    "                 shares)\n"
+    "  --starvation-bound SECONDS, --max-age SECONDS\n"
+    "                 what-if: replay with this starvation bound (0 = off) or age saturation\n"
+    "                 (PriorityMaxAge) instead of the policy's (docs/queue.md \"Starvation\")\n"
+    "  --predict-runtimes\n"
+    "                 EASY++: plan each job with the average of its user's two last run times\n"
+    "                 (capped by its time limit) instead of the limit (docs/simulate.md)\n"
+    "  Without --policy and --config the daemon's default configuration is replayed.\n";
 
 struct SimulateArgs {
   std::string trace_path;
@@ -49,6 +62,8 @@ struct SimulateArgs {
   queue::ReplayOptions options;
   bool per_job = false;
   bool json = false;
+  bool defaults = false;  // neither --policy nor --config: the daemon's default configuration
+  std::optional<queue::ReplayPolicy> compare;
 };
 
 // Parses the arguments; on failure returns the message to print (then the usage).
@@ -75,6 +90,21 @@ std::optional<std::string> ParseArgs(const std::vector<std::string>& args, Simul
       auto v = value();
       if (!v) return "--qos needs a QOS name";
       out->qos = *v;
+    } else if (a == "--compare") {
+      auto v = value();
+      if (!v) return "--compare needs a policy: fcfs, easy or conservative";
+      auto p = queue::ParseReplayPolicy(*v);
+      if (!p.ok()) return "--compare: " + std::string(p.status().message());
+      out->compare = *p;
+    } else if (a == "--starvation-bound" || a == "--max-age") {
+      auto v = value();
+      int64_t n = 0;
+      if (!v || !absl::SimpleAtoi(*v, &n) || n < 0) {
+        return a + " needs a number of seconds (0 or more)" + (v ? ", got '" + *v + "'" : std::string());
+      }
+      (a == "--max-age" ? out->options.max_age : out->options.starvation_bound) = n;
+    } else if (a == "--predict-runtimes") {
+      out->options.runtime_prediction = queue::RuntimePrediction::kUserHistory;
     } else if (a == "--per-job") {
       out->per_job = true;
     } else if (a == "--keep-reservations") {
@@ -107,9 +137,7 @@ std::optional<std::string> ParseArgs(const std::vector<std::string>& args, Simul
   if (policy_given && !out->config_path.empty()) {
     return "give --policy or --config, not both (--config replays the configuration's own policy)";
   }
-  if (!policy_given && out->config_path.empty()) {
-    return "--policy (fcfs, easy or conservative) or --config is required";
-  }
+  out->defaults = !policy_given && out->config_path.empty();
   if (out->qos.has_value() && out->config_path.empty()) return "--qos needs --config";
   return std::nullopt;
 }
@@ -142,13 +170,96 @@ std::string Number(double v) {
   return buf;
 }
 
-void PrintText(const SimulateArgs& a, const queue::ReplayResult& r) {
+// What the replayed policy is called in a table's column.
+std::string PolicyLabel(const SimulateArgs& a, const queue::ReplayResult& r) {
+  if (a.defaults) return "default";
+  if (a.options.config.has_value()) return "config";
+  return queue::ReplayPolicyName(r.policy);
+}
+
+// The metrics a person reads, one column per replay (the first is the policy asked for, the
+// second the --compare one), and a ratio column when there are two.
+void PrintTable(const SimulateArgs& a, const std::vector<std::pair<std::string, const queue::ReplayResult*>>& runs) {
+  const bool two = runs.size() == 2;
+  std::printf("\n%-44s", "");
+  for (const auto& [name, r] : runs) std::printf(" %14s", name.c_str());
+  if (two) std::printf(" %14s", (runs[0].first + "/" + runs[1].first).c_str());
+  std::printf("\n");
+  auto row = [&](const std::string& label, auto get, const char* format) {
+    std::printf("%-44s", label.c_str());
+    std::vector<double> v;
+    for (const auto& run : runs) {
+      v.push_back(get(*run.second));
+      std::printf(format, v.back());
+    }
+    if (two) {
+      if (v[1] != 0) {
+        std::printf(" %14.2f", v[0] / v[1]);
+      } else {
+        std::printf(" %14s", "-");
+      }
+    }
+    std::printf("\n");
+  };
+  using R = const queue::ReplayResult&;
+  const char* secs = " %14.0f";
+  row("avg bounded slowdown (tau " + Number(a.options.tau) + " s)",
+      [](R r) { return r.summary.average_bounded_slowdown; }, " %14.2f");
+  row("wait avg (s)", [](R r) { return r.summary.average_wait; }, secs);
+  row("wait p50 (s)", [](R r) { return r.summary.p50_wait; }, secs);
+  row("wait p95 (s)", [](R r) { return r.summary.p95_wait; }, secs);
+  row("wait p99 (s)", [](R r) { return r.summary.p99_wait; }, secs);
+  row("wait max (s)", [](R r) { return r.summary.max_wait; }, secs);
+  row("utilisation (%)", [](R r) { return 100 * r.summary.utilisation; }, " %14.2f");
+  const auto& classes = runs[0].second->summary.size_classes;
+  for (size_t c = 0; c < classes.size(); ++c) {
+    const std::string name = classes[c].name + " procs (" + std::to_string(classes[c].jobs) + " jobs)";
+    row("bounded slowdown, " + name, [c](R r) { return r.summary.size_classes[c].average_bounded_slowdown; },
+        " %14.2f");
+  }
+  for (size_t c = 0; c < classes.size(); ++c) {
+    row("wait p99 (s), " + classes[c].name + " procs",
+        [c](R r) { return r.summary.size_classes[c].p99_wait; }, secs);
+  }
+  for (size_t c = 0; c < classes.size(); ++c) {
+    row("wait max (s), " + classes[c].name + " procs",
+        [c](R r) { return r.summary.size_classes[c].max_wait; }, secs);
+  }
+  // The users who bear most of the wait under the first policy.
+  const auto& users = runs[0].second->summary.users;
+  const size_t shown = std::min<size_t>(5, users.size());
+  if (shown == 0) return;
+  std::printf("\nusers with the largest share of the summed wait under %s (of %zu users):\n",
+              runs[0].first.c_str(), users.size());
+  std::printf("%8s %6s %8s", "user", "jobs", "work %");
+  for (const auto& [name, r] : runs) std::printf(" %14s", ("wait % " + name).c_str());
+  for (const auto& [name, r] : runs) std::printf(" %14s", ("max wait " + name).c_str());
+  std::printf("\n");
+  for (size_t i = 0; i < shown; ++i) {
+    const queue::UserSummary& u = users[i];
+    std::printf("%8" PRId64 " %6" PRId64 " %8.1f", u.user, u.jobs, 100 * u.work_share);
+    std::vector<const queue::UserSummary*> of;
+    for (const auto& run : runs) {
+      const queue::UserSummary* found = nullptr;
+      for (const queue::UserSummary& x : run.second->summary.users) {
+        if (x.user == u.user) found = &x;
+      }
+      of.push_back(found);
+      std::printf(" %14.1f", found ? 100 * found->wait_share : 0.0);
+    }
+    for (const queue::UserSummary* x : of) std::printf(" %14.0f", x ? x->max_wait : 0.0);
+    std::printf("\n");
+  }
+}
+
+void PrintText(const SimulateArgs& a, const queue::ReplayResult& r, const queue::ReplayResult* compared) {
   const queue::ReplaySummary& s = r.summary;
   std::printf("trace:        %s\n", a.trace_path.c_str());
   if (a.options.config.has_value()) {
     const queue::QueueConfig& c = *a.options.config;
     std::printf("policy:       %s (reservation depth %d, resolution %lld s, QOS %s)\n",
-                a.config_path.c_str(), c.reservation_depth, static_cast<long long>(c.resolution),
+                a.defaults ? "the daemon's defaults" : a.config_path.c_str(), c.reservation_depth,
+                static_cast<long long>(c.resolution),
                 a.options.qos.empty() ? "none" : a.options.qos.c_str());
   } else {
     std::printf("policy:       %s%s\n", queue::ReplayPolicyName(r.policy),
@@ -165,6 +276,12 @@ void PrintText(const SimulateArgs& a, const queue::ReplayResult& r) {
   std::printf("utilisation:  %.2f %% over a makespan of %" PRId64 " s\n", 100.0 * s.utilisation,
               s.makespan);
   std::printf("cycles:       %" PRId64 " planner cycles\n", s.cycles);
+  std::printf("wait:         p50 %.0f s, p95 %.0f s, p99 %.0f s\n", s.p50_wait, s.p95_wait, s.p99_wait);
+  if (compared != nullptr) {
+    PrintTable(a, {{PolicyLabel(a, r), &r}, {queue::ReplayPolicyName(compared->policy), compared}});
+  } else {
+    PrintTable(a, {{PolicyLabel(a, r), &r}});
+  }
   if (!a.per_job) return;
   std::printf("\n%8s %10s %10s %10s %8s %8s %6s %9s %s\n", "job", "submit", "start", "end", "wait",
               "run", "procs", "bsld", "notes");
@@ -179,23 +296,52 @@ void PrintText(const SimulateArgs& a, const queue::ReplayResult& r) {
   }
 }
 
-void PrintJson(const SimulateArgs& a, const queue::ReplayResult& r) {
-  const queue::ReplaySummary& s = r.summary;
-  std::string out = "{";
-  out += "\"trace\":" + JsonString(a.trace_path);
-  out += ",\"policy\":" + JsonString(a.options.config.has_value() ? "config" : queue::ReplayPolicyName(r.policy));
-  if (a.options.config.has_value()) out += ",\"config\":" + JsonString(a.config_path);
-  out += std::string(",\"keep_reservations\":") + (a.options.keep_reservations ? "true" : "false");
-  out += ",\"machine\":{\"processors\":" + std::to_string(s.processors) +
-         ",\"source\":" + JsonString(r.machine_source) + ",\"nodes_per_processor\":1}";
-  out += ",\"summary\":{\"jobs\":" + std::to_string(s.jobs) + ",\"skipped\":" + std::to_string(s.skipped) +
+std::string SummaryJson(const SimulateArgs& a, const queue::ReplaySummary& s) {
+  std::string out = "{\"jobs\":" + std::to_string(s.jobs) + ",\"skipped\":" + std::to_string(s.skipped) +
          ",\"backfilled\":" + std::to_string(s.backfilled) +
          ",\"cut_at_limit\":" + std::to_string(s.cut_at_limit) +
          ",\"average_wait\":" + Number(s.average_wait) + ",\"max_wait\":" + Number(s.max_wait) +
+         ",\"p50_wait\":" + Number(s.p50_wait) + ",\"p95_wait\":" + Number(s.p95_wait) +
+         ",\"p99_wait\":" + Number(s.p99_wait) +
          ",\"average_bounded_slowdown\":" + Number(s.average_bounded_slowdown) +
          ",\"max_bounded_slowdown\":" + Number(s.max_bounded_slowdown) +
          ",\"tau\":" + Number(a.options.tau) + ",\"utilisation\":" + Number(s.utilisation) +
-         ",\"makespan\":" + std::to_string(s.makespan) + ",\"cycles\":" + std::to_string(s.cycles) + "}";
+         ",\"makespan\":" + std::to_string(s.makespan) + ",\"cycles\":" + std::to_string(s.cycles);
+  out += ",\"size_classes\":[";
+  for (size_t i = 0; i < s.size_classes.size(); ++i) {
+    const queue::SizeClassSummary& c = s.size_classes[i];
+    if (i) out += ",";
+    out += "{\"name\":" + JsonString(c.name) + ",\"min_processors\":" + std::to_string(c.min_processors) +
+           ",\"max_processors\":" + std::to_string(c.max_processors) + ",\"jobs\":" + std::to_string(c.jobs) +
+           ",\"average_bounded_slowdown\":" + Number(c.average_bounded_slowdown) +
+           ",\"average_wait\":" + Number(c.average_wait) + ",\"p99_wait\":" + Number(c.p99_wait) +
+           ",\"max_wait\":" + Number(c.max_wait) + "}";
+  }
+  out += "],\"users\":[";
+  for (size_t i = 0; i < s.users.size(); ++i) {
+    const queue::UserSummary& u = s.users[i];
+    if (i) out += ",";
+    out += "{\"user\":" + std::to_string(u.user) + ",\"jobs\":" + std::to_string(u.jobs) +
+           ",\"work_share\":" + Number(u.work_share) + ",\"wait_share\":" + Number(u.wait_share) +
+           ",\"average_wait\":" + Number(u.average_wait) + ",\"max_wait\":" + Number(u.max_wait) + "}";
+  }
+  return out + "]}";
+}
+
+void PrintJson(const SimulateArgs& a, const queue::ReplayResult& r, const queue::ReplayResult* compared) {
+  const queue::ReplaySummary& s = r.summary;
+  std::string out = "{";
+  out += "\"trace\":" + JsonString(a.trace_path);
+  out += ",\"policy\":" + JsonString(PolicyLabel(a, r));
+  if (a.options.config.has_value() && !a.defaults) out += ",\"config\":" + JsonString(a.config_path);
+  out += std::string(",\"keep_reservations\":") + (a.options.keep_reservations ? "true" : "false");
+  out += ",\"machine\":{\"processors\":" + std::to_string(s.processors) +
+         ",\"source\":" + JsonString(r.machine_source) + ",\"nodes_per_processor\":1}";
+  out += ",\"summary\":" + SummaryJson(a, s);
+  if (compared != nullptr) {
+    out += ",\"compare\":{\"policy\":" + JsonString(queue::ReplayPolicyName(compared->policy)) +
+           ",\"summary\":" + SummaryJson(a, compared->summary) + "}";
+  }
   out += ",\"skipped\":[";
   for (size_t i = 0; i < r.skipped.size(); ++i) {
     const queue::SkippedJob& k = r.skipped[i];
@@ -231,8 +377,10 @@ int RunSimulate(const std::vector<std::string>& args) {
     std::fprintf(stderr, "oq simulate: %s\n\n%s", problem->c_str(), kSimulateUsage);
     return 2;
   }
-  if (!a.config_path.empty()) {
-    auto config = scheduler::LoadConfigFile(a.config_path);
+  if (!a.config_path.empty() || a.defaults) {
+    auto config = a.defaults ? scheduler::ParseConfig(
+                                   "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n", "defaults")
+                             : scheduler::LoadConfigFile(a.config_path);
     if (!config.ok()) {
       std::fprintf(stderr, "oq simulate: %s\n", std::string(config.status().message()).c_str());
       return 1;
@@ -284,10 +432,24 @@ int RunSimulate(const std::vector<std::string>& args) {
     }
     if (result->skipped.size() > 10) std::fprintf(stderr, "  ... and %zu more\n", result->skipped.size() - 10);
   }
+  std::optional<queue::ReplayResult> compared;
+  if (a.compare.has_value()) {
+    queue::ReplayOptions other;
+    other.policy = *a.compare;
+    other.processors = a.options.processors;
+    other.tau = a.options.tau;  // the textbook policy: planned with time limits, no what-ifs
+    auto c = queue::ReplayTrace(*trace, other);
+    if (!c.ok()) {
+      std::fprintf(stderr, "oq simulate: %s (--compare %s): %s\n", a.trace_path.c_str(),
+                   queue::ReplayPolicyName(*a.compare), std::string(c.status().message()).c_str());
+      return 1;
+    }
+    compared = std::move(*c);
+  }
   if (a.json) {
-    PrintJson(a, *result);
+    PrintJson(a, *result, compared.has_value() ? &*compared : nullptr);
   } else {
-    PrintText(a, *result);
+    PrintText(a, *result, compared.has_value() ? &*compared : nullptr);
   }
   return 0;
 }

@@ -231,4 +231,22 @@ TEST(CliTest, OqSimulateReplaysWithTheDaemonsConfiguration) {
   EXPECT_THAT(r.output, HasSubstr("reservationDepht"));
 }
 
+// Issue 27 part 1: the default policy and EASY side by side on one trace, in one run.
+TEST(CliTest, OqSimulateComparesTheDefaultPolicyWithEasy) {
+  Result r = RunCommand(kOq + " simulate " + Trace() + " --compare easy");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("the daemon's defaults"));
+  EXPECT_THAT(r.output, HasSubstr("default/easy"));
+  EXPECT_THAT(r.output, HasSubstr("wait p99 (s)"));
+  EXPECT_THAT(r.output, HasSubstr("bounded slowdown, 1 procs"));
+  EXPECT_THAT(r.output, HasSubstr("users with the largest share of the summed wait"));
+  r = RunCommand(kOq + " simulate " + Trace() + " --policy fcfs --compare easy --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"compare\":{\"policy\":\"easy\""));
+  EXPECT_THAT(r.output, HasSubstr("\"p99_wait\":"));
+  r = RunCommand(kOq + " simulate " + Trace() + " --compare sjf");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
 }  // namespace
+

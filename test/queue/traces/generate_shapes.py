@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Generates the four workload shapes of issue 15 part 3 (docs/simulate.md "The default policy").
+"""Generates the workload shapes of issue 15 part 3 and issue 27 (docs/simulate.md "The default
+policy", docs/queue.md "Starvation").
 
 Each shape is an SWF trace of 3,000 jobs on 128 processors (one node per processor), written
 with a fixed seed so the committed files can be re-made byte for byte:
@@ -9,12 +10,17 @@ with a fixed seed so the committed files can be re-made byte for byte:
   shape_few_huge.swf       3 % of the jobs ask 64-128 processors for hours; the rest is mixed
   shape_overestimated.swf  heavy over-estimation: users ask 5-50x the run time, 30 % ask the
                            24 h maximum, 15 % of the jobs fail within two minutes
+  shape_heavy_steady.swf   issue 27: 4 heavy users submit half of the jobs, mostly 1-4 processors
+                           for minutes, and a few wide long ones (64-128 processors, 2-10 h)
+  shape_heavy_bursts.swf   the same with the heavy users' small jobs in dumps of 30-120 jobs
 
 Every job: field 4 run time, field 9 requested time (>= run time: nobody is cut at the limit),
 fields 12-13 user and group (40 users in 8 groups; each user keeps habits: typical size, run time
 and over-estimation factor), field 15 queue (1-3). Offered load is 80-95 %: waiting matters.
 
-Usage: generate_shapes.py [OUTPUT_DIR]   (default: this file's directory)
+Usage: generate_shapes.py [--jobs N] [OUTPUT_DIR [SHAPE,SHAPE...]]
+  (default: 3,000 jobs, this file's directory, every shape; the replay-speed figure of
+  docs/simulate.md uses `--jobs 200000 /tmp heavy_steady`, which is not committed)
 """
 import math
 import os
@@ -156,18 +162,89 @@ def overestimated(rng, users):
     return stream(rng, users, 0.9, habit_size, run, request)
 
 
+def heavy_users(rng, users, bursts):
+    """Issue 27's starvation workload: 4 heavy users submit half of the jobs, mostly 1-4
+    processors for minutes (in dumps of 30-120 jobs when `bursts`), and a few wide long jobs
+    (64-128 processors for 2-10 hours, 2 % of their jobs); the 36 other users keep their habits.
+    Under fair-share the heavy users' wide jobs are overtaken by everyone's small ones."""
+    heavy = users[:4]
+    light = users[4:]
+    jobs = []
+    for _ in range(JOBS):
+        if rng.random() < 0.5:
+            u = rng.choice(heavy)
+            if rng.random() < 0.02 * 2:  # 4 % of the heavy users' jobs, 2 % of all
+                procs = rng.randint(64, PROCS)
+                run = int(log_uniform(rng, 2 * 3600, 10 * 3600))
+            else:
+                procs = rng.randint(1, 4)
+                run = int(log_uniform(rng, 60, 1800))
+            req = habit_request(rng, u, run)
+        else:
+            u = rng.choice(light)
+            procs = habit_size(rng, u)
+            run = habit_run(rng, u)
+            req = habit_request(rng, u, run)
+        jobs.append([procs, run, req, u])
+    load = 0.9
+    work = sum(p * r for p, r, _, _ in jobs)
+    mean_gap = work / (load * PROCS * JOBS)
+    span = int(mean_gap * JOBS)
+    times = []
+    t = 0
+    burst_at = None
+    burst_left = 0
+    for procs, run, req, u in jobs:
+        if bursts and u in heavy and procs <= 4:
+            if burst_left == 0:
+                burst_at = rng.randint(0, span)
+                burst_left = rng.randint(30, 120)
+            times.append(burst_at + rng.randint(0, 30))
+            burst_left -= 1
+        else:
+            t += int(rng.expovariate(1.0 / (mean_gap * (2 if bursts else 1))))
+            times.append(t if not bursts else rng.randint(0, span))
+    out = sorted(zip(times, range(len(jobs))))
+    lines = []
+    for i, (at, k) in enumerate(out):
+        procs, run, req, u = jobs[k]
+        lines.append(job_line(i + 1, at, run, procs, req, u))
+    return lines
+
+
+def heavy_steady(rng, users):
+    return heavy_users(rng, users, bursts=False)
+
+
+def heavy_bursts(rng, users):
+    return heavy_users(rng, users, bursts=True)
+
+
 SHAPES = [
     ("bursty", bursty, "bursts of 40-150 jobs at a few instants, a light stream between, 85 % load"),
     ("many_small", many_small, "85 % of the jobs ask 1-4 processors for 30 s - 30 min, 90 % load"),
     ("few_huge", few_huge, "3 % of the jobs ask 64-128 processors, the rest mixed, 85 % load"),
     ("overestimated", overestimated,
      "requests 5-50x the run time, 30 % ask the 24 h maximum, 15 % fail within 2 min, 90 % load"),
+    ("heavy_steady", heavy_steady,
+     "4 heavy users: half of the jobs, 1-4 processors for minutes, 4 % of theirs 64-128 for hours; 90 % load"),
+    ("heavy_bursts", heavy_bursts,
+     "heavy_steady with the heavy users' small jobs in dumps of 30-120; 90 % load"),
 ]
 
 
 def main():
-    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    global JOBS
+    argv = sys.argv[1:]
+    if "--jobs" in argv:  # e.g. the 200,000-job replay-speed trace (not committed)
+        i = argv.index("--jobs")
+        JOBS = int(argv[i + 1])
+        del argv[i:i + 2]
+    out_dir = argv[0] if argv else os.path.dirname(os.path.abspath(__file__))
+    only = argv[1].split(",") if len(argv) > 1 else None
     for i, (name, fn, note) in enumerate(SHAPES):
+        if only and name not in only:
+            continue
         rng = random.Random(1500 + i)
         users = [User(rng, uid) for uid in range(1, USERS + 1)]
         lines = header(name, note) + fn(rng, users)

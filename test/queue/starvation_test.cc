@@ -1,0 +1,226 @@
+// Issue 27: no starvation. A workload pending for QueueConfig::starvation_bound or longer gets a
+// reservation past the reservation depth (docs/queue.md "Starvation"): first in one cycle, then
+// as a scenario replayed in simulated time, where a heavy user's wide job, overtaken by a stream
+// of light users' small jobs under fair-share, starts within the documented bound.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "queue/planner.h"
+#include "queue/replay.h"
+#include "queue/swf.h"
+#include "testing_builders.h"
+
+namespace onequeue::queue {
+namespace {
+
+using namespace ::onequeue::queue::testing;  // NOLINT
+
+// One 10-cpu node, R on 6 cpus until t=100; EASY (depth 1), bound 1000 s, now = 5000.
+//   J1  8 cpus  submitted at 4900: blocked, takes the EASY reservation (t=100 -> now: 5000)
+//   OLD 9 cpus  submitted at 0 (waited 5000 >= 1000): reserved too, past the depth
+//   NEW 9 cpus  submitted at 4950: past the depth and not starving: no reservation
+Snapshot StarvingSnapshot() {
+  Snapshot s;
+  s.nodes = {MakeNode("n0", 10000)};
+  s.running = {MakeRunning("R", 0, Cpu(6000), 0, 5100)};
+  s.pending = {PendingBuilder("J1", 8000).Limit(100).Submit(4900),
+               PendingBuilder("OLD", 9000).Limit(100).Submit(0),
+               PendingBuilder("NEW", 9000).Limit(100).Submit(4950)};
+  return s;
+}
+
+QueueConfig EasyWithBound(Duration bound) {
+  QueueConfig c;
+  // J1 first, then OLD, then NEW whatever their age: QOS decides.
+  c.weights = PriorityWeights{.age = 0, .fair_share = 0, .job_size = 0, .partition = 0, .qos = 1};
+  c.qos = {QosPolicy{.name = "high", .priority = 3}, QosPolicy{.name = "mid", .priority = 2},
+           QosPolicy{.name = "low", .priority = 1}};
+  c.resolution = 1;
+  c.window = 100'000;
+  c.reservation_depth = 1;
+  c.starvation_bound = bound;
+  return c;
+}
+
+Plan PlanStarving(Duration bound) {
+  Snapshot s = StarvingSnapshot();
+  s.pending[0].qos = "high";
+  s.pending[1].qos = "mid";
+  s.pending[2].qos = "low";
+  auto snap = std::make_shared<Snapshot>(std::move(s));
+  const QueueConfig c = EasyWithBound(bound);
+  QueuePlanner planner(c, nullptr);
+  Plan p = planner.PlanCycle(snap, 5000);
+  return p;
+}
+
+TEST(Starvation, AStarvingWorkloadIsReservedPastTheDepth) {
+  const Plan p = PlanStarving(1000);
+  ASSERT_NE(FindReservation(p, "J1"), nullptr);
+  EXPECT_EQ(FindReservation(p, "J1")->start, 5100);
+  ASSERT_NE(FindReservation(p, "OLD"), nullptr);
+  EXPECT_EQ(FindReservation(p, "OLD")->start, 5200);  // after J1
+  EXPECT_EQ(FindReservation(p, "NEW"), nullptr);
+  EXPECT_EQ(p.reservations.size(), 2u);
+}
+
+TEST(Starvation, WithoutABoundEasyReservesOnlyTheFirst) {
+  const Plan p = PlanStarving(0);
+  ASSERT_NE(FindReservation(p, "J1"), nullptr);
+  EXPECT_EQ(FindReservation(p, "OLD"), nullptr);
+  EXPECT_EQ(p.reservations.size(), 1u);
+}
+
+TEST(Starvation, ANegativeBoundIsRefused) {
+  QueueConfig c;
+  c.starvation_bound = -1;
+  EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The scenario, replayed in simulated time: 16 processors.
+//   t=0      the heavy user 1 fills the machine with 16 one-processor jobs of 5,000 s (80,000
+//            processor-seconds charged to it at t=5000)
+//   t=100..  a stream of light users (100 of them, in turn) submits a one-processor job of 30
+//            minutes every 100 s until t=20,000: 18 processors' worth on 16, so from t=5000 a
+//            backlog of light jobs is always blocked (the longest waits ~2.5 hours), and each
+//            light user's usage stays far below user 1's
+//   t=5001   user 1 submits W: 16 processors, 30 minutes
+// Under fair-share user 1 has the lowest priority: W is overtaken by every small job and never
+// becomes the head that EASY reserves for, so without a bound it waits for the stream to end and
+// its backlog to drain. With a bound of 2 hours it is reserved at the first event after it has
+// waited that long (arrivals every 100 s), oldest starving first, and starts within the bound
+// plus the time the capacity it needs stays held by what ran or was reserved before it: the
+// running 30-minute jobs, then the EASY head's 30 minutes (docs/queue.md "Starvation").
+SwfTrace HeavyUserScenario() {
+  std::string text = "; MaxProcs: 16\n";
+  int64_t n = 0;
+  auto job = [&](Time submit, int64_t procs, Duration run, int64_t user) {
+    text += absl::StrCat(++n, " ", submit, " -1 ", run, " ", procs, " -1 -1 ", procs, " ", run,
+                         " -1 1 ", user, " 1 -1 1 -1 -1 -1\n");
+  };
+  for (int i = 0; i < 16; ++i) job(0, 1, 5000, 1);
+  int light = 0;
+  bool w_added = false;
+  for (Time t = 100; t <= 20000; t += 100) {
+    if (!w_added && t > 5001) {
+      job(5001, 16, 1800, 1);  // W
+      w_added = true;
+    }
+    job(t, 1, 1800, 2 + (light++ % 100));
+  }
+  auto trace = ParseSwfStrict(text);
+  EXPECT_TRUE(trace.ok()) << trace.status();
+  return trace.ok() ? *trace : SwfTrace{};
+}
+
+constexpr Time kWSubmit = 5001;
+
+QueueConfig FairShare(Duration bound) {
+  QueueConfig c;
+  c.weights = PriorityWeights{.age = 1000, .fair_share = 10000, .job_size = 0, .partition = 0, .qos = 0};
+  c.usage_half_life = 12 * 3600;
+  c.reservation_depth = 1;
+  c.backfill_shortest_first = true;
+  c.resolution = 1;
+  c.window = 7 * 86400;
+  c.starvation_bound = bound;
+  return c;
+}
+
+Duration WaitOfW(Duration bound) {
+  ReplayOptions options;
+  options.config = FairShare(bound);
+  options.keep_reservations = true;
+  auto r = ReplayTrace(HeavyUserScenario(), options);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return -1;
+  for (const JobOutcome& j : r->jobs) {
+    if (j.submit == kWSubmit) return j.Wait();
+  }
+  ADD_FAILURE() << "W not replayed";
+  return -1;
+}
+
+TEST(Starvation, AHeavyUsersWideJobOvertakenBySmallOnesStartsWithinTheBound) {
+  // Without a bound: W waits for the stream to end (t=20,000).
+  EXPECT_GT(WaitOfW(0), 15000);
+  // With a bound of 2 hours: the bound, the gap to the next event, two 30-minute limits.
+  const Duration bound = 2 * 3600;
+  const Duration wait = WaitOfW(bound);
+  EXPECT_GE(wait, bound);
+  EXPECT_LE(wait, bound + 100 + 2 * 1800);
+  // The library's default bound (3 days) is longer than this scenario: W waits as without one.
+  EXPECT_EQ(WaitOfW(QueueConfig{}.starvation_bound), WaitOfW(0));
+}
+
+// EASY (submit order) for reference: W waits only for the light jobs submitted before it.
+TEST(Starvation, EasyRunsTheWideJobInSubmitOrder) {
+  ReplayOptions options;
+  options.policy = ReplayPolicy::kEasy;
+  auto r = ReplayTrace(HeavyUserScenario(), options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const JobOutcome& j : r->jobs) {
+    if (j.submit == kWSubmit) EXPECT_LT(j.Wait(), 10000);  // ~50 light jobs x 30 min on 16
+  }
+}
+
+// EASY++ (ReplayOptions::runtime_prediction, docs/simulate.md "Run-time predictions"): 4
+// processors; R (user 3) holds 3 until t=1000, A (user 1) ran 100 s of its 1000 s limit; H (user
+// 2, all 4 processors) is reserved at t=1000; C (user 1, 1 processor, limit 1000 s, runs 100 s)
+// arrives at t=102. With the limit it would delay H (1102 > 1000) and waits for H; predicted
+// from A (100 s) it ends before 1000 and is backfilled at once.
+SwfTrace PredictionTrace() {
+  auto trace = ParseSwfStrict(
+      "; MaxProcs: 4\n"
+      "1   0 -1 1000 3 -1 -1 3 1000 -1 1 3 1 -1 1 -1 -1 -1\n"
+      "2   0 -1  100 1 -1 -1 1 1000 -1 1 1 1 -1 1 -1 -1 -1\n"
+      "3 101 -1   10 4 -1 -1 4   10 -1 1 2 1 -1 1 -1 -1 -1\n"
+      "4 102 -1  100 1 -1 -1 1 1000 -1 1 1 1 -1 1 -1 -1 -1\n");
+  EXPECT_TRUE(trace.ok()) << trace.status();
+  return trace.ok() ? *trace : SwfTrace{};
+}
+
+TEST(ReplayPredictions, AUsersShortHistoryLetsItsJobBackfill) {
+  ReplayOptions options;
+  options.policy = ReplayPolicy::kEasy;
+  auto limits = ReplayTrace(PredictionTrace(), options);
+  ASSERT_TRUE(limits.ok()) << limits.status();
+  EXPECT_EQ(limits->jobs[2].start, 1000);
+  EXPECT_EQ(limits->jobs[3].start, 1010);  // after H
+  options.runtime_prediction = RuntimePrediction::kUserHistory;
+  auto predicted = ReplayTrace(PredictionTrace(), options);
+  ASSERT_TRUE(predicted.ok()) << predicted.status();
+  EXPECT_EQ(predicted->jobs[3].start, 102);  // backfilled
+  EXPECT_TRUE(predicted->jobs[3].backfilled);
+  EXPECT_EQ(predicted->jobs[2].start, 1000);  // H not delayed: C ended at 202
+}
+
+// A job that outlives its prediction is planned with its limit from then on. 2 processors: A
+// (user 1) ran 100 s; C2 (user 1, limit 1000 s, predicted 100 s, runs 600 s) starts at 102 and
+// outlives its prediction at 202. H (2 processors) arrives at 300: corrected, C2 holds its
+// processor until 1102, so H is reserved there, and X (1 processor, 500 s, at 301) ends before
+// and is backfilled at once. Uncorrected, the planner would take C2 as ending within a step,
+// reserve H at ~301 and hold X back.
+TEST(ReplayPredictions, AnOverrunIsCorrectedToTheLimit) {
+  auto trace = ParseSwfStrict(
+      "; MaxProcs: 2\n"
+      "1   0 -1  100 1 -1 -1 1 1000 -1 1 1 1 -1 1 -1 -1 -1\n"
+      "2 102 -1  600 1 -1 -1 1 1000 -1 1 1 1 -1 1 -1 -1 -1\n"
+      "3 300 -1  100 2 -1 -1 2  100 -1 1 2 1 -1 1 -1 -1 -1\n"
+      "4 301 -1  500 1 -1 -1 1  500 -1 1 3 1 -1 1 -1 -1 -1\n");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  ReplayOptions options;
+  options.policy = ReplayPolicy::kEasy;
+  options.runtime_prediction = RuntimePrediction::kUserHistory;
+  auto r = ReplayTrace(*trace, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->jobs[1].start, 102);
+  EXPECT_EQ(r->jobs[1].end, 702);
+  EXPECT_EQ(r->jobs[3].start, 301);  // X backfilled
+  EXPECT_EQ(r->jobs[2].start, 801);  // H when C2 (702) and X (801) are done
+}
+
+}  // namespace
+}  // namespace onequeue::queue
