@@ -109,14 +109,14 @@ class CheckedWorld {
   // ---- the world as it starts -------------------------------------------------------------
   void AddKubernetesNode(const std::string& name, bool with_pod) {
     AddNode(name);
-    k8s_.SetNodeOwner(name, kOwnerKubernetes, "");
-    slurm_.Fence(name, kOwnerKubernetes);
+    (void)k8s_.SetNodeOwner(name, kOwnerKubernetes, "");
+    (void)slurm_.Fence(name, kOwnerKubernetes);
     if (with_pod) AddPod("batch", "8", name);
   }
   void AddLentNode(const std::string& name) {
     AddNode(name);
     const uint32_t id = SubmitJob(kNodeCpus, false);
-    k8s_.SetNodeOwner(name, absl::StrCat(kOwnerSlurm, "/", id), "");
+    (void)k8s_.SetNodeOwner(name, absl::StrCat(kOwnerSlurm, "/", id), "");
     slurm_.Run(id, name);
   }
   void StartFirstDaemon() {
@@ -364,7 +364,7 @@ class CheckedWorld {
         open = open_reservations_.emplace(name, std::move(r)).first;
       }
       if (open != open_reservations_.end()) {
-        invariants::ReservationFacts& r = open->second;
+        OpenReservation& r = open->second;
         r.preemptor_waits = waits(r.preemptor);
         // Placed there this step by someone other than the preemptor.
         for (const std::string& key : n.pods) {
@@ -549,7 +549,7 @@ class DaemonKube : public ClusterActions {
   }
   absl::Status Nominate(const std::string& key, const std::string& node) override {
     if (w_->InjectFailure("nominate " + key)) return absl::UnavailableError("injected");
-    w_->k8s().Nominate(key, node);
+    (void)w_->k8s().Nominate(key, node);
     w_->Landed(inc_, absl::StrCat("nominate ", key, " on ", node.empty() ? "(none)" : node), /*in_story=*/false);
     return absl::OkStatus();
   }
