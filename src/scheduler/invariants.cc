@@ -50,9 +50,9 @@ std::vector<Violation> ReservationsEndExactlyOnce(const WorldFacts& w) {
     for (const std::string& other : r.taken_by) {
       out.push_back({'b', absl::StrCat(other, " was placed on ", r.node, " while it was reserved for ", r.preemptor)});
     }
-    if (r.closes > 1) {
-      out.push_back({'b', absl::StrCat("the reservation of ", r.node, " for ", r.preemptor, " ended ", r.closes,
-                                       " times")});
+    for (const std::string& victim : r.evicted_again) {
+      out.push_back({'b', absl::StrCat(victim, " was evicted again for the same reservation of ", r.node, " for ",
+                                       r.preemptor)});
     }
     if (r.outcome != ReservationOutcome::kOpen || r.preemptor_waits) continue;
     auto n = nodes.find(r.node);

@@ -55,8 +55,8 @@ struct ReservationFacts {
   std::string node, preemptor;
   int opened_step = 0;
   ReservationOutcome outcome = ReservationOutcome::kOpen;
-  int closes = 0;                     // how many times it was seen to end (1 at most)
-  std::vector<std::string> taken_by;  // other workloads placed on the node while it stood
+  std::vector<std::string> taken_by;      // other workloads placed on the node while it stood
+  std::vector<std::string> evicted_again;  // victims evicted (requeued, cancelled) more than once for it
   bool preemptor_waits = true;        // the preemptor is still pending (exists, not placed)
 };
 
@@ -86,8 +86,9 @@ struct Violation {
 // exclusive). A reserved node may still hold its victims while they leave.
 std::vector<Violation> RunsOnItsOwnersNodes(const WorldFacts& w);
 // (b) Every reservation is consumed (its preemptor placed there) or released exactly once: no
-// other workload is placed on a reserved node, and a reservation whose preemptor no longer waits
-// does not stay once the node has settled.
+// other workload is placed on a reserved node (it would be consumed twice), each victim is
+// evicted once for it, and a reservation whose preemptor no longer waits does not stay once the
+// node has settled (never ended).
 std::vector<Violation> ReservationsEndExactlyOnce(const WorldFacts& w);
 // (c) No pod and no Slurm job is lost: a job is cancelled by onequeue only where Slurm cannot
 // requeue it; a Slurm victim on a node reserved for a pod does not keep running once the node

@@ -376,10 +376,11 @@ class CheckedWorld {
           }
         }
         for (const std::string& victim : evicted_from_[name]) {
-          if (++r.evictions[victim] > 1) r.taken_by.push_back("a second eviction of " + victim);
+          if (++r.evictions[victim] > 1) r.evicted_again.push_back(victim);
         }
         w.reservations.push_back(r);
         r.taken_by.clear();
+        r.evicted_again.clear();
       }
       evicted_from_[name].clear();
       // Settling: healthy cycles through which nothing about the node moved.
