@@ -48,7 +48,9 @@ TEST(InvariantsTest, RunsOnItsOwnersNodes) {
 TEST(InvariantsTest, ReservationsEndExactlyOnce) {
   WorldFacts w;
   w.nodes = {{"n1", "reserved/ns/p", "reserved/ns/p", {}, {}, 8}};
-  invariants::ReservationFacts r{"n1", "ns/p"};
+  invariants::ReservationFacts r;
+  r.node = "n1";
+  r.preemptor = "ns/p";
   w.reservations = {r};
   EXPECT_TRUE(invariants::ReservationsEndExactlyOnce(w).empty()) << "the preemptor still waits";
   w.reservations[0].preemptor_waits = false;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../fake_world.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "scheduler/fenced_actions.h"
