@@ -9,11 +9,12 @@
 namespace onequeue::scheduler::invariants {
 namespace {
 
-constexpr std::string_view kReserved = "reserved/";
+constexpr char kReserved[] = "reserved/";
+constexpr size_t kReservedLength = sizeof(kReserved) - 1;
 
 bool IsReserved(const std::string& owner) { return absl::StartsWith(owner, kReserved); }
 bool IsSlurm(const std::string& owner) { return owner == "slurm" || absl::StartsWith(owner, "slurm/"); }
-std::string Preemptor(const std::string& owner) { return owner.substr(kReserved.size()); }
+std::string Preemptor(const std::string& owner) { return owner.substr(kReservedLength); }
 std::string Shown(const std::string& owner) { return owner.empty() ? "free" : owner; }
 std::string JobList(const std::vector<uint32_t>& jobs) {
   return absl::StrJoin(jobs, ", ", [](std::string* out, uint32_t id) { absl::StrAppend(out, "Slurm job ", id); });
