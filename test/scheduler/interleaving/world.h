@@ -357,7 +357,9 @@ class CheckedWorld {
         open_reservations_.erase(open);
         open = open_reservations_.end();
       }
+      bool opened_now = false;
       if (reserved && open == open_reservations_.end()) {
+        opened_now = true;
         OpenReservation r;
         r.node = name;
         r.preemptor = preemptor;
@@ -367,11 +369,12 @@ class CheckedWorld {
       if (open != open_reservations_.end()) {
         OpenReservation& r = open->second;
         r.preemptor_waits = waits(r.preemptor);
-        // Placed there this step by someone other than the preemptor.
-        for (const std::string& key : n.pods) {
+        // Placed there this step by someone other than the preemptor, while it stood (a record
+        // opened this step may follow a binding the same cycle made before it reserved).
+        for (const std::string& key : opened_now ? std::vector<std::string>{} : n.pods) {
           if (key != r.preemptor && last_pod_node_[key] != name) r.taken_by.push_back(key);
         }
-        for (uint32_t id : n.slurm_jobs) {
+        for (uint32_t id : opened_now ? std::vector<uint32_t>{} : n.slurm_jobs) {
           if (SlurmWorkloadId(id) != r.preemptor && last_job_node_[id] != name) {
             r.taken_by.push_back(SlurmWorkloadId(id));
           }
