@@ -164,6 +164,7 @@ TEST(InterleavingCheckerTest, DISABLED_HuntForADefect) {
     std::printf("hunting %s: seed %llu breaks (%c) at step %zu; shrunk to %zu steps:\n%s", name.c_str(),
                 static_cast<unsigned long long>(seed), f->violation.invariant, f->step + 1, small.steps.size(),
                 checker.Story(small).c_str());
+    std::printf("as code: %s\n", Checker::AsCode(small).c_str());
     return;
   }
   std::printf("hunting %s: nothing found\n", name.c_str());
