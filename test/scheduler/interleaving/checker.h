@@ -99,7 +99,8 @@ class Checker {
         r -= w.weight;
       }
       // Most cycles follow a fresh poll, as the poller runs beside the loop.
-      if (kind == StepKind::kCycle && pick(10) < 8) s.steps.push_back({StepKind::kPoll, 0});
+      // With D1 switched off, always (KnownOpenDefects).
+      if (kind == StepKind::kCycle && (pick(10) < 8 || off_.d1)) s.steps.push_back({StepKind::kPoll, 0});
       s.steps.push_back({kind, static_cast<uint32_t>(rng() & 0xffff)});
     }
     s.steps.resize(length);
