@@ -19,6 +19,15 @@ void ExpectClean(const Scenario& s) {
                               << checker.Story(s);
 }
 
+// H1 (issue 24), restart before the first Slurm poll: daemon #1 crashes after reserving n1
+// (lent, Slurm job 1 running) for interactive pod ns/jupyter3; the restarted daemon's first cycle
+// runs before its first poll and binds the pod on n1 beside job 1 -> (a).
+TEST(KnownDefectsTest, DISABLED_H1_ARestartedDaemonBindsNothingBesideASlurmJobBeforeItsFirstPoll) {
+  ExpectClean({841, {"placeholder", {2, 2, 1, 1}, 0, 0},
+               {{S::kCycle, 24912}, {S::kInteractivePod, 27644}, {S::kCrashAt, 180}, {S::kPoll, 28589},
+                {S::kCycle, 52621}, {S::kRestart, 27214}, {S::kCycle, 21558}}});
+}
+
 // KNOWN_DEFECT_TESTS
 
 }  // namespace
