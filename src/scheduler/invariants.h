@@ -1,0 +1,106 @@
+#pragma once
+// The cross-world invariants of issue 24, written once, as pure functions over a description of
+// both worlds' state (what the Kubernetes API and slurmctld hold, plus the few facts about the
+// past that an invariant needs: the reservation ledger, the writes that landed since the last
+// check, how long each node has stood still). No I/O, no clock, no threads.
+//
+// Two kinds of rule:
+//   * safety, checked at every state: a pod beside a Slurm job, a requeueable job cancelled, a
+//     workload placed on a node reserved for another, a write landing after its writer's lease;
+//   * settling, checked once a node has stood still (owner, fence, what runs there) through
+//     `settle_cycles` healthy cycles (the daemon leads, slurmrestd answers, the poll is fresh, no
+//     write is failed on purpose): a transition may pass through an odd state for a cycle or two,
+//     but it must not stay there while nothing stops the daemon from finishing it.
+//
+// Owner values are the node annotation onequeue.io/owner: "kubernetes", "slurm[/<job>]",
+// "reserved/<workload>", or "" (free). A fence is onequeue's drain or placeholder on the Slurm
+// node, named by the owner it was made for ("kubernetes", "reserved/<workload>"); "" = none.
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace onequeue::scheduler::invariants {
+
+struct NodeFacts {
+  std::string name;
+  std::string owner;  // the Kubernetes annotation
+  std::string fence;  // onequeue's fence on the Slurm side, "" when the node is not fenced
+  std::vector<std::string> pods;       // pod keys bound there and running
+  std::vector<uint32_t> slurm_jobs;    // Slurm jobs running there (not onequeue's placeholders)
+  int settled_cycles = 0;              // healthy cycles through which all of the above held still
+};
+
+struct PodFacts {
+  std::string key;
+  std::string workload;  // the queue's workload id ("ns/name", or the gang's)
+  std::string node;      // "" while pending
+};
+
+enum class JobPhase { kPending, kRunning, kFinished, kCancelled };
+
+struct JobFacts {
+  uint32_t id = 0;
+  JobPhase phase = JobPhase::kPending;
+  bool held = false;        // pending with priority 0
+  std::string comment;      // the job's comment (onequeue's hold reason starts with "onequeue:")
+  bool requeueable = true;  // Slurm would requeue it (a batch job with requeue=true); srun/salloc: false
+  bool cancelled_by_onequeue = false;
+};
+
+enum class ReservationOutcome { kOpen, kConsumed, kReleased };
+
+// One reservation: node N annotated reserved/<preemptor> from `opened_step` until it closed.
+struct ReservationFacts {
+  std::string node, preemptor;
+  int opened_step = 0;
+  ReservationOutcome outcome = ReservationOutcome::kOpen;
+  std::vector<std::string> taken_by;      // other workloads placed on the node while it stood
+  std::vector<std::string> evicted_again;  // victims evicted (requeued, cancelled) more than once for it
+  bool preemptor_waits = true;        // the preemptor is still pending (exists, not placed)
+};
+
+// A write that reached the Kubernetes API or slurmctld.
+struct WriteFacts {
+  std::string writer;  // "daemon #2"
+  std::string what;    // "fence n1 kubernetes"
+  bool writer_leads = true;  // the writer's lease was valid when the write landed
+};
+
+struct WorldFacts {
+  std::vector<NodeFacts> nodes;
+  std::vector<PodFacts> pods;
+  std::vector<JobFacts> jobs;
+  std::vector<ReservationFacts> reservations;
+  std::vector<WriteFacts> writes;  // landed since the last check
+  int settle_cycles = 8;
+};
+
+struct Violation {
+  char invariant = '?';  // 'a' .. 'e'
+  std::string message;
+};
+
+// (a) Every running pod and every running Slurm job is on a node owned by its world: no pod on a
+// node lent to Slurm, no Slurm job on a Kubernetes node, never both on one node (nodes are
+// exclusive). A reserved node may still hold its victims while they leave.
+std::vector<Violation> RunsOnItsOwnersNodes(const WorldFacts& w);
+// (b) Every reservation is consumed (its preemptor placed there) or released exactly once: no
+// other workload is placed on a reserved node (it would be consumed twice), each victim is
+// evicted once for it, and a reservation whose preemptor no longer waits does not stay once the
+// node has settled (never ended).
+std::vector<Violation> ReservationsEndExactlyOnce(const WorldFacts& w);
+// (c) No pod and no Slurm job is lost: a job is cancelled by onequeue only where Slurm cannot
+// requeue it; a Slurm victim on a node reserved for a pod does not keep running once the node
+// has settled (it is requeued, or cancelled where it cannot be).
+std::vector<Violation> NothingIsLost(const WorldFacts& w);
+// (d) A node is fenced, and a job held, only while onequeue records why: a fence made for
+// kubernetes stands only on a node annotated kubernetes (or free), one made for reserved/P only
+// while the node is reserved for P and P waits (once settled); a held job carries onequeue's reason.
+std::vector<Violation> FencesAndHoldsHaveAReason(const WorldFacts& w);
+// (e) No write lands after its writer's lease ended.
+std::vector<Violation> NoWriteAfterTheLease(const WorldFacts& w);
+
+std::vector<Violation> CheckAll(const WorldFacts& w);
+
+}  // namespace onequeue::scheduler::invariants

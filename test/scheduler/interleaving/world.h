@@ -1,0 +1,694 @@
+// The interleaving checker's world (issue 24, item 3): the in-memory Kubernetes and Slurm of
+// fake_world.h, one or two daemons (the leader, and a deposed one still running) each made of the
+// REAL SchedulingLoop behind the REAL write gate (FencedClusterActions / FencedSlurmActions) whose
+// WritePermit is the lease this world keeps, and the faults: crashes at any step (between cycles
+// or at a named step inside one), restarts with and without a successor, a lost lease, polls
+// delayed or lost, slurmrestd down (kUnavailable) or hanging (each call takes 60 s and ends in
+// kDeadlineExceeded after it landed), a requeue refused (srun-like jobs), Slurm's own scheduler
+// starting a job on an unfenced node between polls, and any write failing.
+//
+// After every step the world describes itself as invariants::WorldFacts for the invariants of
+// src/scheduler/invariants.h. Everything is deterministic: no clock, no threads, no randomness
+// (the steps come from checker.h's generator).
+#ifndef ONEQUEUE_TEST_SCHEDULER_INTERLEAVING_WORLD_H_
+#define ONEQUEUE_TEST_SCHEDULER_INTERLEAVING_WORLD_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../fake_world.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "scheduler/fenced_actions.h"
+#include "scheduler/invariants.h"
+#include "scheduler/scheduling_loop.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+// The fault kinds that trigger defects known to be open, switched off by name in the checker
+// that runs in CI; each fix enables its kind again (issue 24).
+struct KnownOpenDefects {
+  // H1: a daemon's cycle before its first Slurm poll. Off: a (re)started daemon polls first (and
+  // slurmrestd answers that poll).
+  bool h1 = false;
+  // H2: a refused or failed requeue/cancel is never retried. Off: no srun-like jobs, and
+  // Requeue/Cancel are spared by slurmrestd outages and failed writes.
+  bool h2 = false;
+  // H3: a node returned to Kubernetes without a live Ready check. Off: Slurm's own scheduler never
+  // starts a job between polls.
+  bool h3 = false;
+  // M1: Slurm writes are fenced only when they start. Off: the lease is not lost while slurmrestd
+  // hangs (and slurmrestd does not start hanging without a lease).
+  bool m1 = false;
+  // D1 (found by this checker): a reservation whose preemptor no longer waits is released to
+  // kubernetes (ReleaseFinishedReservations) with no live check, while a Slurm victim it never
+  // requeued (a crash between reserve and requeue, a start the poll had not shown) still runs.
+  // Off: no crash between reserve and requeue (failpoints preempt-after-reserve,
+  // reclaim-after-reserve), and every cycle follows a fresh poll (no lost or delayed polls).
+  bool d1 = false;
+  static KnownOpenDefects All() { return {true, true, true, true, true}; }
+  static KnownOpenDefects None() { return {}; }
+};
+
+struct CrashSignal {
+  std::string at;
+};
+
+constexpr queue::Time kStart = 1763722800;
+constexpr int kHangSeconds = 60;
+constexpr int kLeaseSeconds = 15;
+constexpr int kRenewDeadlineSeconds = 10;
+constexpr int kNodeCpus = 8;
+
+inline const std::vector<std::string>& FailpointNames() {
+  static const std::vector<std::string> names = {"preempt-after-reserve", "reclaim-after-reserve",
+                                                 "reclaim-after-requeue", "release-after-write",
+                                                 "lend-after-annotate", "bind-after-send"};
+  return names;
+}
+
+Config CheckerConfig(const std::string& mechanism) {
+  Config c;
+  c.queue.reservation_depth = 10;
+  c.queue.qos = {{"interactive", 1000, false, true, 0}, {"normal", 100, true, false, 0}, {"batch", 10, true, false, 0}};
+  c.slurm.enabled = true;
+  c.slurm.shared_partitions = {"pool"};
+  c.slurm.lend_mechanism = mechanism;
+  c.slurm.lend_after_seconds = 20;
+  c.slurm.return_after_seconds = 40;
+  c.slurm.default_qos = "batch";
+  return c;
+}
+
+class CheckedWorld;
+
+// One daemon process: its poller's view, the gate over its lease, the real loop.
+struct Daemon {
+  int incarnation = 0;
+  std::shared_ptr<const slurm::SlurmView> polled;  // null before its first poll
+  bool polled_since_cycle = false;
+  std::string armed_failpoint;
+  std::unique_ptr<ClusterView> view;
+  std::unique_ptr<ClusterActions> kube;
+  std::unique_ptr<SlurmActions> slurm;
+  std::unique_ptr<WritePermit> permit;
+  std::unique_ptr<FencedClusterActions> fenced_kube;
+  std::unique_ptr<FencedSlurmActions> fenced_slurm;
+  std::unique_ptr<SchedulingLoop> loop;
+};
+
+class CheckedWorld {
+ public:
+  CheckedWorld(const Config& config, KnownOpenDefects off, bool verbose)
+      : config_(config), off_(off), verbose_(verbose) {
+    k8s_.slurm = &slurm_;
+    k8s_.recreate_evicted = true;
+    slurm_.placeholder = config.slurm.lend_mechanism == "placeholder";
+    slurm_.now = now_;
+  }
+
+  // ---- the world as it starts -------------------------------------------------------------
+  void AddKubernetesNode(const std::string& name, bool with_pod) {
+    AddNode(name);
+    (void)k8s_.SetNodeOwner(name, kOwnerKubernetes, "");
+    (void)slurm_.Fence(name, kOwnerKubernetes);
+    if (with_pod) AddPod("batch", "8", name);
+  }
+  void AddLentNode(const std::string& name) {
+    AddNode(name);
+    const uint32_t id = SubmitJob(kNodeCpus, false);
+    (void)k8s_.SetNodeOwner(name, absl::StrCat(kOwnerSlurm, "/", id), "");
+    slurm_.Run(id, name);
+  }
+  void StartFirstDaemon() {
+    NewLeader();
+    if (off_.h1) Poll();
+  }
+
+  // ---- steps (each returns what a reader of the story needs) ------------------------------
+  std::string Cycle(bool zombie) {
+    Daemon* d = zombie ? zombie_.get() : leader_.get();
+    if (d == nullptr) return zombie ? "(no deposed daemon runs)" : "(no daemon runs)";
+    const bool leads = LeaseValid(d->incarnation);
+    const bool healthy = !zombie && leads && slurm_mode_ == kUp && d->polled_since_cycle && poll_fresh_ &&
+                         fail_writes_ == 0;
+    failed_in_step_ = false;
+    step_log_.clear();
+    const queue::Time t = now_;
+    slurm_.now = now_;
+    std::string crash;
+    try {
+      d->loop->RunCycle(t);
+    } catch (const CrashSignal& c) {
+      crash = c.at;
+    }
+    d->polled_since_cycle = false;
+    d->armed_failpoint.clear();
+    now_ += 5;
+    std::string story = absl::StrCat("cycle of daemon #", d->incarnation, zombie ? " (deposed)" : "", " at t+",
+                                     t - kStart, "s");
+    if (!step_log_.empty()) absl::StrAppend(&story, ": ", absl::StrJoin(step_log_, "; "));
+    if (!crash.empty()) {
+      absl::StrAppend(&story, " -> CRASH at ", crash);
+      if (zombie) zombie_.reset();
+      else leader_.reset();
+    }
+    healthy_cycle_ = healthy && crash.empty() && !failed_in_step_ && LeaseValid(d->incarnation);
+    return story;
+  }
+  std::string Poll() {
+    if (slurm_mode_ != kUp) return absl::StrCat("Slurm poll fails (slurmrestd ", ModeName(), "): the view lags");
+    auto view = slurm_.View();
+    for (Daemon* d : {leader_.get(), zombie_.get()}) {
+      if (d == nullptr) continue;
+      d->polled = view;
+      d->polled_since_cycle = true;
+    }
+    poll_fresh_ = true;
+    return "Slurm poll";
+  }
+  std::string Crash() {
+    if (!leader_) return "(no daemon to crash)";
+    const int inc = leader_->incarnation;
+    leader_.reset();
+    return absl::StrCat("daemon #", inc, " crashes");
+  }
+  std::string ArmCrash(size_t which) {
+    if (!leader_) return "(no daemon to crash)";
+    const std::string& name = FailpointNames()[which % FailpointNames().size()];
+    if (off_.d1 && (name == "preempt-after-reserve" || name == "reclaim-after-reserve")) {
+      return absl::StrCat("(no crash at ", name, ": D1 switched off)");
+    }
+    leader_->armed_failpoint = name;
+    return absl::StrCat("daemon #", leader_->incarnation, " will crash at ", leader_->armed_failpoint,
+                        " in its next cycle");
+  }
+  std::string Restart(bool successor) {
+    if (leader_) return "(the daemon runs)";
+    if (successor) now_ += kLeaseSeconds;  // a standby waits out the lease
+    NewLeader();
+    std::string s = absl::StrCat(successor ? "a standby becomes leader: daemon #" : "the daemon restarts as #",
+                                 leader_->incarnation);
+    if (off_.h1) {  // H1 switched off: slurmrestd answers the new daemon's first poll before it plans
+      slurm_mode_ = kUp;
+      Poll();
+      absl::StrAppend(&s, " (and polls Slurm first)");
+    }
+    return s;
+  }
+  std::string LoseLease() {
+    if (!leader_ || !renewing_) return "(no lease to lose)";
+    if (off_.m1 && slurm_mode_ == kHang) return "(lease kept: M1 switched off)";
+    renewing_ = false;
+    lease_expires_ = now_ + kRenewDeadlineSeconds;
+    return absl::StrCat("daemon #", leader_->incarnation, " can no longer renew its lease (ends at t+",
+                        lease_expires_ - kStart, "s)");
+  }
+  std::string Successor() {
+    if (!leader_) return Restart(/*successor=*/true);
+    if (renewing_) return "(the leader renews its lease)";
+    now_ = std::max(now_, lease_expires_ + kLeaseSeconds - kRenewDeadlineSeconds);
+    const int old = leader_ ? leader_->incarnation : 0;
+    if (leader_) zombie_ = std::move(leader_);
+    NewLeader();
+    std::string s = absl::StrCat("daemon #", leader_->incarnation, " takes the lease over",
+                                 old ? absl::StrCat("; #", old, " still runs, deposed") : "");
+    if (off_.h1) {
+      slurm_mode_ = kUp;
+      Poll();
+    }
+    return s;
+  }
+  std::string ZombieExits() {
+    if (!zombie_) return "(no deposed daemon)";
+    const int inc = zombie_->incarnation;
+    zombie_.reset();
+    return absl::StrCat("deposed daemon #", inc, " exits");
+  }
+  std::string SlurmDown() {
+    slurm_mode_ = kDown;
+    return "slurmrestd goes down (calls fail: kUnavailable)";
+  }
+  std::string SlurmHang() {
+    if (off_.m1 && !renewing_) return "(slurmrestd answers: M1 switched off)";
+    slurm_mode_ = kHang;
+    return "slurmrestd hangs (each call takes 60 s, then kDeadlineExceeded)";
+  }
+  std::string SlurmUp() {
+    slurm_mode_ = kUp;
+    return "slurmrestd answers again";
+  }
+  std::string FailWrites(int n) {
+    fail_writes_ = n;
+    return absl::StrCat("the next ", n, " write(s) fail");
+  }
+  std::string PodCreated(bool big, bool interactive) {
+    const std::string key = AddPod(interactive ? "interactive" : (big ? "normal" : "batch"), big ? "8" : "4", "");
+    return absl::StrCat(interactive ? "interactive pod " : "pod ", key, " (", big ? 8 : 4, " CPU) arrives");
+  }
+  std::string PodDeleted(size_t which) {
+    std::vector<k8s::Pod> pods = k8s_.Pods();
+    if (pods.empty()) return "(no pod to delete)";
+    const k8s::Pod& p = pods[which % pods.size()];
+    const std::string key = p.metadata.Key();
+    k8s_.DeletePod(key);
+    return absl::StrCat("pod ", key, p.node_name.empty() ? " (pending)" : " on " + p.node_name, " is deleted");
+  }
+  std::string JobSubmitted(bool big, bool srun) {
+    const uint32_t id = SubmitJob(big ? kNodeCpus : kNodeCpus / 2, srun);
+    poll_fresh_ = false;
+    return absl::StrCat(srun ? "srun job " : "Slurm job ", id, " (", big ? kNodeCpus : kNodeCpus / 2,
+                        " CPU) is submitted", srun ? " (Slurm will not requeue it)" : "");
+  }
+  std::string JobFinishes(size_t which) {
+    std::vector<uint32_t> running;
+    for (uint32_t id : job_ids_) {
+      if (slurm_.Job(id).state == slurm::JobState::kRunning) running.push_back(id);
+    }
+    if (running.empty()) return "(no Slurm job runs)";
+    const uint32_t id = running[which % running.size()];
+    slurm::SlurmJob& j = slurm_.Job(id);
+    const std::string node = j.nodes.empty() ? "?" : j.nodes.front();
+    j.state = slurm::JobState::kCompleted;
+    j.end_time = absl::FromUnixSeconds(now_);
+    poll_fresh_ = false;
+    return absl::StrCat("Slurm job ", id, " on ", node, " completes");
+  }
+  // Slurm's own scheduler: a pending job it may start (not held) goes to an unfenced idle node.
+  std::string SlurmSchedules() {
+    for (uint32_t id : job_ids_) {
+      slurm::SlurmJob& j = slurm_.Job(id);
+      if (j.state != slurm::JobState::kPending || j.priority == 0) continue;
+      for (const std::string& node : node_names_) {
+        if (slurm_.Fenced(node) || !JobsOn(node).empty()) continue;
+        if (!j.required_nodes.empty() && j.required_nodes != std::vector<std::string>{node}) continue;
+        slurm_.Run(id, node);
+        poll_fresh_ = false;
+        return absl::StrCat("Slurm starts job ", id, " on ", node, " (its own scheduler, between polls)");
+      }
+    }
+    return "(Slurm has nothing to start)";
+  }
+
+  // ---- what the invariants read -------------------------------------------------------------
+  // Called after every step: updates the ledger and settling counters, returns the facts.
+  invariants::WorldFacts Observe(int step) {
+    invariants::WorldFacts w;
+    w.settle_cycles = kSettleCycles;
+    const std::vector<k8s::Pod> pods = k8s_.Pods();
+    std::map<std::string, std::string> pod_node;
+    std::set<std::string> pending_pods;
+    for (const k8s::Pod& p : pods) {
+      const std::string key = p.metadata.Key();
+      pod_node[key] = p.node_name;
+      if (p.node_name.empty()) pending_pods.insert(key);
+      w.pods.push_back({key, key, p.node_name});
+    }
+    std::map<uint32_t, std::string> job_node;
+    std::set<std::string> pending_jobs;
+    for (uint32_t id : job_ids_) {
+      const slurm::SlurmJob& j = slurm_.Job(id);
+      invariants::JobFacts f;
+      f.id = id;
+      f.comment = j.comment;
+      f.requeueable = j.requeue && !srun_.count(id);
+      f.cancelled_by_onequeue = cancelled_by_onequeue_.count(id) > 0;
+      switch (j.state) {
+        case slurm::JobState::kRunning:
+          f.phase = invariants::JobPhase::kRunning;
+          if (!j.nodes.empty()) job_node[id] = j.nodes.front();
+          break;
+        case slurm::JobState::kPending:
+          f.phase = invariants::JobPhase::kPending;
+          f.held = j.priority == 0;
+          pending_jobs.insert(SlurmWorkloadId(id));
+          break;
+        case slurm::JobState::kCancelled: f.phase = invariants::JobPhase::kCancelled; break;
+        default: f.phase = invariants::JobPhase::kFinished;
+      }
+      w.jobs.push_back(std::move(f));
+    }
+    auto waits = [&](const std::string& workload) {
+      return pending_pods.count(workload) > 0 || pending_jobs.count(workload) > 0;
+    };
+    auto placed_on = [&](const std::string& workload, const std::string& node) {
+      if (auto job = SlurmJobOf(workload)) {
+        auto it = job_node.find(*job);
+        return it != job_node.end() && it->second == node;
+      }
+      auto it = pod_node.find(workload);
+      return it != pod_node.end() && it->second == node;
+    };
+    for (const std::string& name : node_names_) {
+      invariants::NodeFacts n;
+      n.name = name;
+      n.owner = k8s_.OwnerOf(name);
+      n.fence = slurm_.FenceOwner(name);
+      for (const auto& [key, node] : pod_node) {
+        if (node == name) n.pods.push_back(key);
+      }
+      for (const auto& [id, node] : job_node) {
+        if (node == name) n.slurm_jobs.push_back(id);
+      }
+      // The ledger: a reservation opens when the owner becomes reserved/P, closes when it leaves.
+      auto open = open_reservations_.find(name);
+      const bool reserved = absl::StartsWith(n.owner, "reserved/");
+      const std::string preemptor = reserved ? n.owner.substr(9) : "";
+      if (open != open_reservations_.end() && (!reserved || open->second.preemptor != preemptor)) {
+        open->second.outcome = placed_on(open->second.preemptor, name) ? invariants::ReservationOutcome::kConsumed
+                                                                       : invariants::ReservationOutcome::kReleased;
+        w.reservations.push_back(open->second);
+        open_reservations_.erase(open);
+        open = open_reservations_.end();
+      }
+      bool opened_now = false;
+      if (reserved && open == open_reservations_.end()) {
+        opened_now = true;
+        OpenReservation r;
+        r.node = name;
+        r.preemptor = preemptor;
+        r.opened_step = step;
+        open = open_reservations_.emplace(name, std::move(r)).first;
+      }
+      if (open != open_reservations_.end()) {
+        OpenReservation& r = open->second;
+        r.preemptor_waits = waits(r.preemptor);
+        // Placed there this step by someone other than the preemptor, while it stood (a record
+        // opened this step may follow a binding the same cycle made before it reserved).
+        for (const std::string& key : opened_now ? std::vector<std::string>{} : n.pods) {
+          if (key != r.preemptor && last_pod_node_[key] != name) r.taken_by.push_back(key);
+        }
+        for (uint32_t id : opened_now ? std::vector<uint32_t>{} : n.slurm_jobs) {
+          if (SlurmWorkloadId(id) != r.preemptor && last_job_node_[id] != name) {
+            r.taken_by.push_back(SlurmWorkloadId(id));
+          }
+        }
+        for (const std::string& victim : evicted_from_[name]) {
+          if (++r.evictions[victim] > 1) r.evicted_again.push_back(victim);
+        }
+        w.reservations.push_back(r);
+        r.taken_by.clear();
+        r.evicted_again.clear();
+      }
+      evicted_from_[name].clear();
+      // Settling: healthy cycles through which nothing about the node moved.
+      std::string signature = absl::StrCat(n.owner, "|", n.fence, "|", absl::StrJoin(n.pods, ","), "|",
+                                           absl::StrJoin(n.slurm_jobs, ","), "|",
+                                           reserved ? (waits(preemptor) ? "waits" : "done") : "");
+      int& settled = settled_[name];
+      std::string& last = last_signature_[name];
+      if (signature != last) settled = 0;
+      else if (healthy_cycle_) ++settled;
+      last = std::move(signature);
+      n.settled_cycles = settled;
+      w.nodes.push_back(std::move(n));
+    }
+    last_pod_node_ = std::move(pod_node);
+    last_job_node_ = std::move(job_node);
+    w.writes = std::move(writes_);
+    writes_.clear();
+    healthy_cycle_ = false;
+    return w;
+  }
+
+  // ---- for the daemons' actions ---------------------------------------------------------------
+  bool LeaseValid(int incarnation) const {
+    return incarnation == holder_ && (renewing_ || now_ < lease_expires_);
+  }
+  // A write is about to be sent: false (and it fails) when a failure was injected for it.
+  bool InjectFailure(const std::string& what) {
+    if (fail_writes_ == 0) return false;
+    --fail_writes_;
+    failed_in_step_ = true;
+    if (verbose_) step_log_.push_back(what + " FAILS (injected)");
+    return true;
+  }
+  void Landed(int incarnation, const std::string& what, bool in_story = true) {
+    writes_.push_back({absl::StrCat("daemon #", incarnation), what, LeaseValid(incarnation)});
+    if (!writes_.back().writer_leads) writes_.back().what = what;
+    else if (!verbose_) writes_.back().what.clear();
+    if (verbose_ && in_story) step_log_.push_back(what);
+  }
+  void Note(const std::string& what) {
+    failed_in_step_ = true;
+    if (verbose_) step_log_.push_back(what);
+  }
+  void Evicted(const std::string& node, const std::string& victim) { evicted_from_[node].push_back(victim); }
+  void CancelledByOnequeue(uint32_t id) { cancelled_by_onequeue_.insert(id); }
+  enum Mode { kUp, kDown, kHang };
+  Mode slurm_mode() const { return slurm_mode_; }
+  std::string ModeName() const { return slurm_mode_ == kDown ? "down" : slurm_mode_ == kHang ? "hangs" : "up"; }
+  void Hang() {
+    now_ += kHangSeconds;
+    failed_in_step_ = true;
+  }
+  bool IsSrun(uint32_t id) const { return srun_.count(id) > 0; }
+  const KnownOpenDefects& off() const { return off_; }
+  World& k8s() { return k8s_; }
+  FakeSlurm& slurm() { return slurm_; }
+  Daemon* leader() { return leader_.get(); }
+
+  static constexpr int kSettleCycles = 8;
+
+ private:
+  void AddNode(const std::string& name) {
+    k8s_.AddNode(name, std::to_string(kNodeCpus));
+    slurm_.AddNode(name);
+    node_names_.push_back(name);
+  }
+  std::string AddPod(const std::string& qos, const std::string& cpu, const std::string& node) {
+    const std::string name = absl::StrCat(qos == "interactive" ? "jupyter" : "web", ++pods_made_);
+    k8s_.AddPod(name, cpu, qos, node);
+    return "ns/" + name;
+  }
+  uint32_t SubmitJob(uint32_t cpus, bool srun) {
+    const uint32_t id = ++jobs_made_;
+    slurm_.now = now_;
+    slurm_.Submit(id, cpus);
+    job_ids_.push_back(id);
+    if (srun) srun_.insert(id);
+    return id;
+  }
+  std::vector<uint32_t> JobsOn(const std::string& node) {
+    std::vector<uint32_t> out;
+    for (uint32_t id : job_ids_) {
+      const slurm::SlurmJob& j = slurm_.Job(id);
+      if (j.state == slurm::JobState::kRunning && !j.nodes.empty() && j.nodes.front() == node) out.push_back(id);
+    }
+    return out;
+  }
+  void NewLeader();
+
+  const Config& config_;
+  const KnownOpenDefects off_;
+  const bool verbose_;
+  World k8s_;
+  FakeSlurm slurm_;
+  queue::Time now_ = kStart;
+  std::vector<std::string> node_names_;
+  std::vector<uint32_t> job_ids_;
+  std::set<uint32_t> srun_, cancelled_by_onequeue_;
+  int pods_made_ = 0;
+  uint32_t jobs_made_ = 0;
+  int incarnations_ = 0;
+  std::unique_ptr<Daemon> leader_, zombie_;
+  int holder_ = 0;
+  bool renewing_ = true;
+  queue::Time lease_expires_ = 0;
+  Mode slurm_mode_ = kUp;
+  int fail_writes_ = 0;
+  bool failed_in_step_ = false;
+  bool healthy_cycle_ = false;
+  bool poll_fresh_ = false;
+  std::vector<std::string> step_log_;
+  std::vector<invariants::WriteFacts> writes_;
+  std::map<std::string, std::vector<std::string>> evicted_from_;
+  // The ledger and the settling counters (Observe).
+  struct OpenReservation : invariants::ReservationFacts {
+    std::map<std::string, int> evictions;  // victim -> evictions while it stood
+  };
+  std::map<std::string, OpenReservation> open_reservations_;
+  std::map<std::string, int> settled_;
+  std::map<std::string, std::string> last_signature_;
+  std::map<std::string, std::string> last_pod_node_;
+  std::map<uint32_t, std::string> last_job_node_;
+};
+
+// ---- a daemon's view and actions, over the checked world ------------------------------------
+
+class DaemonView : public ClusterView {
+ public:
+  DaemonView(CheckedWorld* w, Daemon* d) : w_(w), d_(d) {}
+  std::vector<k8s::Node> Nodes() const override { return w_->k8s().Nodes(); }
+  std::vector<k8s::Pod> Pods() const override { return w_->k8s().Pods(); }
+  std::shared_ptr<const slurm::SlurmView> Slurm() const override { return d_->polled; }
+
+ private:
+  CheckedWorld* w_;
+  Daemon* d_;
+};
+
+class DaemonKube : public ClusterActions {
+ public:
+  DaemonKube(CheckedWorld* w, int inc) : w_(w), inc_(inc) {}
+  absl::Status Bind(const std::string& key, const std::string& node, const std::string& message) override {
+    const std::string what = absl::StrCat("bind ", key, " -> ", node);
+    if (w_->InjectFailure(what)) return absl::UnavailableError("injected");
+    absl::Status s = w_->k8s().Bind(key, node, message);
+    if (s.ok()) w_->Landed(inc_, what);
+    return s;
+  }
+  absl::Status ReportWaiting(const std::string& key, const WaitReport& report) override {
+    if (w_->InjectFailure("report " + key)) return absl::UnavailableError("injected");
+    w_->Landed(inc_, "report " + key, /*in_story=*/false);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
+                                           const std::string& version) override {
+    const std::string what = absl::StrCat("owner ", node, "=", value.empty() ? "(none)" : value);
+    if (w_->InjectFailure(what)) return absl::UnavailableError("injected");
+    absl::StatusOr<std::string> s = w_->k8s().SetNodeOwner(node, value, version);
+    if (s.ok()) w_->Landed(inc_, what);
+    else w_->Note(what + " refused: conflict");
+    return s;
+  }
+  void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override {
+    if (w_->InjectFailure("event " + node)) return;
+    w_->Landed(inc_, absl::StrCat("event ", reason, " on ", node), /*in_story=*/false);
+  }
+  absl::Status Nominate(const std::string& key, const std::string& node) override {
+    if (w_->InjectFailure("nominate " + key)) return absl::UnavailableError("injected");
+    (void)w_->k8s().Nominate(key, node);
+    w_->Landed(inc_, absl::StrCat("nominate ", key, " on ", node.empty() ? "(none)" : node), /*in_story=*/false);
+    return absl::OkStatus();
+  }
+  absl::Status Evict(const std::string& key, const std::string& preemptor, const std::string& message) override {
+    const std::string what = absl::StrCat("evict ", key, " for ", preemptor);
+    if (w_->InjectFailure(what)) return absl::UnavailableError("injected");
+    const std::string node = w_->k8s().NodeOf(key);
+    absl::Status s = w_->k8s().Evict(key, preemptor, message);
+    if (s.ok()) {
+      w_->Landed(inc_, what);
+      w_->Evicted(node, key);
+    }
+    return s;
+  }
+
+ private:
+  CheckedWorld* w_;
+  int inc_;
+};
+
+class DaemonSlurm : public SlurmActions {
+ public:
+  DaemonSlurm(CheckedWorld* w, int inc) : w_(w), inc_(inc) {}
+  absl::Status Fence(const std::string& node, const std::string& owner) override {
+    return Write(absl::StrCat("fence ", node, " for ", owner), false, [&] { return fake().Fence(node, owner); });
+  }
+  absl::Status Unfence(const std::string& node) override {
+    return Write("unfence (lend) " + node, false, [&] { return fake().Unfence(node); });
+  }
+  absl::Status Hold(uint32_t job, const std::string& comment) override {
+    return Write(absl::StrCat("hold job ", job), false, [&] { return fake().Hold(job, comment); }, false);
+  }
+  absl::Status StartOn(uint32_t job, const std::vector<std::string>& nodes, const std::string& comment) override {
+    return Write(absl::StrCat("start job ", job, " on ", absl::StrJoin(nodes, ",")), false,
+                 [&] { return fake().StartOn(job, nodes, comment); });
+  }
+  absl::Status Requeue(uint32_t job) override {
+    const std::vector<std::string> nodes = fake().Job(job).nodes;
+    if (w_->IsSrun(job) && w_->slurm_mode() == CheckedWorld::kUp) {
+      w_->Note(absl::StrCat("requeue job ", job, " REFUSED (not a batch job)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("Requeue of JobId=", job, " returned an error: Only batch jobs are accepted or processed"));
+    }
+    absl::Status s = Write(absl::StrCat("requeue job ", job), true, [&] { return fake().Requeue(job); });
+    if (!nodes.empty() && (s.ok() || absl::IsDeadlineExceeded(s))) w_->Evicted(nodes.front(), SlurmWorkloadId(job));
+    return s;
+  }
+  absl::Status Cancel(uint32_t job) override {
+    const std::vector<std::string> nodes = fake().Job(job).nodes;
+    absl::Status s = Write(absl::StrCat("cancel job ", job), true, [&] {
+      w_->CancelledByOnequeue(job);
+      return fake().Cancel(job);
+    });
+    if (!nodes.empty() && (s.ok() || absl::IsDeadlineExceeded(s))) w_->Evicted(nodes.front(), SlurmWorkloadId(job));
+    return s;
+  }
+  bool FenceRequeues() const override { return w_->slurm().placeholder; }
+  absl::StatusOr<bool> Ready(const std::string& node) override {
+    if (w_->slurm_mode() == CheckedWorld::kDown) return absl::UnavailableError("slurmrestd: connection refused");
+    if (w_->slurm_mode() == CheckedWorld::kHang) {
+      w_->Hang();
+      return absl::DeadlineExceededError("slurmrestd: no answer in 60 s");
+    }
+    return fake().Ready(node);
+  }
+
+ private:
+  FakeSlurm& fake() { return w_->slurm(); }
+  // One REST write: refused while slurmrestd is down; while it hangs it lands after 60 s and the
+  // caller sees kDeadlineExceeded. `victim`: a requeue or cancel (spared when H2 is switched off).
+  template <typename F>
+  absl::Status Write(const std::string& what, bool victim, F apply, bool in_story = true) {
+    const bool spared = victim && w_->off().h2;
+    if (!spared && w_->slurm_mode() == CheckedWorld::kDown) {
+      w_->Note(what + " FAILS (slurmrestd down)");
+      return absl::UnavailableError("slurmrestd: connection refused");
+    }
+    if (!spared && w_->InjectFailure(what)) return absl::UnavailableError("injected");
+    const bool hang = !spared && w_->slurm_mode() == CheckedWorld::kHang;
+    if (hang) w_->Hang();
+    absl::Status s = apply();
+    if (s.ok()) w_->Landed(inc_, hang ? what + " (landed after 60 s)" : what, in_story || hang);
+    if (hang) {
+      w_->Note(what + ": kDeadlineExceeded");
+      return absl::DeadlineExceededError("slurmrestd: no answer in 60 s");
+    }
+    return s;
+  }
+  CheckedWorld* w_;
+  int inc_;
+};
+
+class LeasePermit : public WritePermit {
+ public:
+  LeasePermit(const CheckedWorld* w, int inc) : w_(w), inc_(inc) {}
+  absl::Status MayWrite() const override {
+    return w_->LeaseValid(inc_) ? absl::OkStatus() : absl::FailedPreconditionError("the lease has ended");
+  }
+
+ private:
+  const CheckedWorld* w_;
+  int inc_;
+};
+
+void CheckedWorld::NewLeader() {
+  auto d = std::make_unique<Daemon>();
+  d->incarnation = ++incarnations_;
+  d->view = std::make_unique<DaemonView>(this, d.get());
+  d->kube = std::make_unique<DaemonKube>(this, d->incarnation);
+  d->slurm = std::make_unique<DaemonSlurm>(this, d->incarnation);
+  d->permit = std::make_unique<LeasePermit>(this, d->incarnation);
+  d->fenced_kube = std::make_unique<FencedClusterActions>(d->kube.get(), d->permit.get());
+  d->fenced_slurm = std::make_unique<FencedSlurmActions>(d->slurm.get(), d->permit.get());
+  Daemon* raw = d.get();
+  d->loop = std::make_unique<SchedulingLoop>(config_, d->view.get(), d->fenced_kube.get(), d->fenced_slurm.get(),
+                                             [raw](const char* name) {
+                                               if (raw->armed_failpoint == name) throw CrashSignal{name};
+                                             });
+  holder_ = d->incarnation;
+  renewing_ = true;
+  leader_ = std::move(d);
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
+
+#endif  // ONEQUEUE_TEST_SCHEDULER_INTERLEAVING_WORLD_H_
