@@ -28,8 +28,10 @@ test: upstream build
 unit: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -L unit $(CTEST_ARGS)
 
+# SLURM: 26.05 (the newest release, from a Debian root filesystem), 24.11 or 22.05.
+SLURM ?= 26.05
 demo: upstream build
-	bash test/demo/demo.sh $(BUILD_DIR)
+	ONEQUEUE_SLURM=$(SLURM) bash test/demo/demo.sh $(BUILD_DIR)
 
 # The container image the chart runs, without a Docker engine (mmdebstrap + umoci; needs root):
 # $(BUILD_DIR)/image/oci and $(BUILD_DIR)/image/onequeue-scheduler-<appVersion>.oci.tar.

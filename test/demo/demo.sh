@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo: the StackHPC story on a local Kubernetes control plane (kube-apiserver, etcd,
-# kube-controller-manager, kwok) and a local Slurm 22.05 (munge, slurmctld, 4 slurmd with 4 GPUs
+# kube-controller-manager, kwok) and a local Slurm ($ONEQUEUE_SLURM: 22.05, 24.11 or 26.05; make demo
+# SLURM=...) (munge, slurmctld, 4 slurmd with 4 GPUs
 # each, slurmrestd with JWT); onequeue-scheduler runs against both under its own least-privilege
 # identity. What users see: a GPU pool busy with Slurm batch work onequeue lent it; a researcher's
 # Jupyter pod (QOS interactive, 4 GPUs) starts in seconds on a node taken back from Slurm, the job
@@ -38,7 +39,7 @@ source "$demo/k8s/env"
 k() { "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" "$@"; }
 run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" version
 
-say "Starting a local Slurm 22.05 (munge, slurmctld, 4 slurmd with 4 GPUs each, slurmrestd with JWT)"
+say "Starting a local Slurm ${ONEQUEUE_SLURM:-22.05} (munge, slurmctld, 4 slurmd with 4 GPUs each, slurmrestd with JWT)"
 bash "$root/test/cluster/slurm-up.sh" "$demo/slurm" --nodes 4 --gpus 4 >"$demo/slurm-up.log" 2>&1 \
   || { cat "$demo/slurm-up.log"; exit 1; }
 # shellcheck disable=SC1091
@@ -82,7 +83,7 @@ slurm:
   url: "$SLURMRESTD_URL"
   tokenFile: "$SLURM_JWT_FILE"
   user: $SLURM_USER
-  apiVersion: v0.0.38
+  apiVersion: $SLURMRESTD_API
   lendMechanism: drain
   sharedPartitions: [batch]
   nodeLabel: onequeue.io/slurm-node
@@ -128,6 +129,11 @@ YAML
 }
 k create namespace research >/dev/null
 S() { run env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/$@"; }
+# A command as the Slurm user: on 22.05 runuser; in a root filesystem (24.11, 26.05) the wrappers in
+# $SLURM_BIN switch user inside it (ONEQUEUE_SLURM_RUN_AS).
+as_slurm_user() {
+  if [ -n "${SLURM_ROOT:-}" ]; then ONEQUEUE_SLURM_RUN_AS="$SLURM_USER" "$@"; else runuser -u "$SLURM_USER" -- "$@"; fi
+}
 owners() { run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" get nodes -l onequeue.io/pool=demo -L onequeue.io/owner,onequeue.io/slurm-node; }
 for _ in $(seq 60); do
   [ "$(k get nodes -l onequeue.io/owner=kubernetes -o name | wc -l)" -ge 4 ] && break
@@ -139,7 +145,7 @@ S sinfo -N -p batch -o "%N %T %G %E"
 
 say "Slurm users submit 6 GPU batch jobs (4 GPUs each): onequeue orders them with the pods and lends every idle node"
 for i in 1 2 3 4 5 6; do
-  runuser -u "$SLURM_USER" -- env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/sbatch" -p batch -N1 -c8 --gres=gpu:4 -t 10 \
+  as_slurm_user env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/sbatch" -p batch -N1 -c8 --gres=gpu:4 -t 10 \
     --requeue -o /dev/null -D "$SLURM_JOBS_DIR" --wrap="sleep $((40 + 5 * i))" >/dev/null
 done
 for _ in $(seq 120); do
