@@ -64,7 +64,7 @@ status:
 YAML
 done | k apply -f - >/dev/null
 k wait --for=condition=Ready node --all --timeout=60s >/dev/null
-run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" get nodes -L onequeue.io/pool -o custom-columns='NAME:.metadata.name,POOL:.metadata.labels.onequeue\.io/pool,GPUS:.status.allocatable.nvidia\.com/gpu'
+run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" get nodes -o custom-columns='NAME:.metadata.name,POOL:.metadata.labels.onequeue\.io/pool,GPUS:.status.allocatable.nvidia\.com/gpu'
 
 cat >"$demo/onequeue.yaml" <<YAML
 apiVersion: onequeue.io/v1alpha1
