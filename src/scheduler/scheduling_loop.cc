@@ -37,6 +37,19 @@ bool IsSlurmOwner(const std::string& v) { return v == kOwnerSlurm || absl::Start
 // long: the budget changes when pods become ready or leave, rarely within seconds, and every try
 // writes the reservation and calls the Eviction API.
 constexpr queue::Time kBlockedPreemptionRetrySeconds = 30;
+// Issue 24 H2: a requeue or cancel that failed for a reason that passes (slurmrestd down, a
+// timeout) is asked again after 5 s, 10 s, 20 s, ... up to a minute.
+constexpr queue::Time kVictimRetrySeconds = 5;
+constexpr queue::Time kVictimRetryMaxSeconds = 60;
+// A preemption given up because Slurm will not requeue its victim (and policy forbids cancelling
+// it) is not tried again for this long: the victim runs on, and every try drains its node.
+constexpr queue::Time kUnrequeueableRetrySeconds = 300;
+// Issue 24 M3: a Slurm view the poller has not refreshed for this long (or ten poll intervals,
+// whichever is longer) is stale: nothing is decided from it.
+constexpr queue::Time kStaleSlurmViewSeconds = 30;
+bool IsTransient(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || absl::IsAborted(s) || absl::IsResourceExhausted(s);
+}
 
 // The identity the loop's assumptions are kept under: the pod's UID, which a pod deleted and made
 // again under the same name does not share (the name when there is none: tests' pods).
@@ -300,6 +313,8 @@ std::map<std::string, std::string> SchedulingLoop::ForgetConfirmedAssumptions(co
 }
 
 void SchedulingLoop::ReleaseFinishedReservations(const BuiltSnapshot& built, queue::Time now, CycleStats* stats) {
+  // Without Slurm's view a Slurm preemptor looks gone and a node's way back is unknown (H1).
+  if (!SlurmKnown()) return;
   for (auto it = reservations_.begin(); it != reservations_.end();) {
     // The preemptor no longer waits (bound, started, or deleted): the reservation has done its job.
     if (IsPending(built, it->second)) {
@@ -340,7 +355,7 @@ void SchedulingLoop::ReleaseFinishedReservations(const BuiltSnapshot& built, que
 
 void SchedulingLoop::ReleaseUnusableReservations(const queue::Plan& plan, const BuiltSnapshot& built,
                                                  queue::Time now, std::set<std::string>* touched) {
-  if (reservations_.empty()) return;
+  if (reservations_.empty() || !SlurmKnown()) return;
   // The nodes each workload's decisions of this cycle use.
   std::map<std::string, std::set<std::string>, std::less<>> planned;
   auto add = [&](const std::string& workload, const queue::MemberNodes& nodes) {
@@ -478,17 +493,15 @@ void SchedulingLoop::StartPreemption(const queue::PreemptDecision& d, const Buil
     const std::optional<uint32_t> job_id = SlurmJobOf(victim);
     if (!job_id) continue;
     slurm_victims = true;
-    if (evicted_.count(victim) || slurm_ == nullptr) continue;
+    if (evicted_.count(victim) || victim_retry_.count(victim) || slurm_ == nullptr) continue;
     // A victim onequeue started a moment ago may still be assumed running: it is leaving now.
     assumed_jobs_.erase(*job_id);
     auto job = slurm_records_.running.find(victim);
     if (job == slurm_records_.running.end()) continue;  // already left
-    absl::Status s;
-    if (!job->second->requeue) s = slurm_->Cancel(*job_id);
-    else if (!slurm_->FenceRequeues()) s = slurm_->Requeue(*job_id);
-    if (!s.ok()) spdlog::warn("preemption for {}: requeue of Slurm job {}: {}", d.preemptor, *job_id, s.ToString());
-    evicted_.insert(victim);
-    ++stats->requeued;
+    std::string why;
+    const VictimOutcome outcome = EvictSlurmVictim(d.preemptor, victim, *job_id, *job->second, &why);
+    NoteVictimOutcome(outcome, d.preemptor, victim, why, built, now, stats);
+    if (outcome == VictimOutcome::kGiveUp) return;
   }
   if (slurm_victims) Fail("reclaim-after-requeue");
   PlannedEvictions planned{d.preemptor, {}};
@@ -569,6 +582,110 @@ void SchedulingLoop::EvictInWaves(std::vector<PlannedEvictions>* evictions, cons
   }
 }
 
+SchedulingLoop::VictimOutcome SchedulingLoop::EvictSlurmVictim(const std::string& preemptor, const std::string& victim,
+                                                              uint32_t job, const slurm::SlurmJob& record,
+                                                              std::string* why) {
+  absl::Status s;
+  if (record.requeue) {
+    if (slurm_->FenceRequeues()) return VictimOutcome::kLeaving;  // the fence requeues it
+    s = slurm_->Requeue(job);
+    // Not found, or not running any more (completing, pending again): it has left.
+    if (s.ok() || absl::IsNotFound(s) || absl::IsFailedPrecondition(s)) return VictimOutcome::kLeaving;
+    if (IsTransient(s)) {
+      *why = absl::StrCat("requeue of Slurm job ", job, " failed: ", s.message());
+      return VictimOutcome::kRetry;
+    }
+  }
+  // Slurm will not requeue it (requeue=false, an srun/salloc allocation, no way to requeue).
+  const std::string refusal = record.requeue ? std::string(s.message()) : "requeue disabled for the job";
+  if (!config_.slurm.cancel_unrequeueable) {
+    *why = absl::StrCat("preemption given up: Slurm will not requeue job ", job, " (", refusal,
+                        ") and slurm.cancelUnrequeueable is false; the node stays with Slurm");
+    return VictimOutcome::kGiveUp;
+  }
+  s = slurm_->Cancel(job);
+  if (s.ok() || absl::IsNotFound(s)) return VictimOutcome::kLeaving;
+  *why = absl::StrCat("Slurm will not requeue job ", job, " (", refusal, ") and cancelling it failed: ", s.message());
+  return IsTransient(s) ? VictimOutcome::kRetry : VictimOutcome::kGiveUp;
+}
+
+void SchedulingLoop::NoteVictimOutcome(VictimOutcome outcome, const std::string& preemptor, const std::string& victim,
+                                       const std::string& why, const BuiltSnapshot& built, queue::Time now,
+                                       CycleStats* stats) {
+  switch (outcome) {
+    case VictimOutcome::kLeaving:
+      victim_retry_.erase(victim);
+      evicted_.insert(victim);
+      ++stats->requeued;
+      return;
+    case VictimOutcome::kRetry: {
+      VictimRetry& r = victim_retry_[victim];
+      r.preemptor = preemptor;
+      const queue::Time delay = std::min(kVictimRetryMaxSeconds, kVictimRetrySeconds << std::min(r.attempts, 4));
+      ++r.attempts;
+      r.retry_at = now + delay;
+      spdlog::warn("preemption for {}: {}; asked again in {}s", preemptor, why, delay);
+      return;
+    }
+    case VictimOutcome::kGiveUp:
+      victim_retry_.erase(victim);
+      spdlog::warn("preemption for {}: {}", preemptor, why);
+      RollBack(preemptor, built, now, stats);
+      blocked_[preemptor] = {now + kUnrequeueableRetrySeconds, why};
+      return;
+  }
+}
+
+void SchedulingLoop::RetrySlurmVictims(const BuiltSnapshot& built, queue::Time now, CycleStats* stats) {
+  if (slurm_ == nullptr || !SlurmKnown()) return;  // kept until Slurm can be asked
+  for (auto it = victim_retry_.begin(); it != victim_retry_.end();) {
+    const std::string victim = it->first;
+    const VictimRetry r = it->second;
+    const bool holds = std::any_of(reservations_.begin(), reservations_.end(),
+                                   [&](const auto& res) { return res.second == r.preemptor; });
+    auto job = slurm_records_.running.find(victim);
+    if (!holds || job == slurm_records_.running.end()) {  // the preemption is over, or the job left
+      it = victim_retry_.erase(it);
+      continue;
+    }
+    ++it;  // NoteVictimOutcome may erase this entry
+    if (now < r.retry_at) continue;
+    std::string why;
+    const VictimOutcome outcome = EvictSlurmVictim(r.preemptor, victim, *SlurmJobOf(victim), *job->second, &why);
+    NoteVictimOutcome(outcome, r.preemptor, victim, why, built, now, stats);
+  }
+}
+
+std::shared_ptr<const slurm::SlurmView> SchedulingLoop::FreshSlurmView(queue::Time now, CycleStats* stats) {
+  slurm_known_ = false;
+  if (slurm_ == nullptr) return nullptr;
+  std::shared_ptr<const slurm::SlurmView> view = view_->Slurm();
+  if (view != nullptr && view->refreshed_at != absl::InfinitePast()) {
+    const queue::Time age = now - absl::ToUnixSeconds(view->refreshed_at);
+    const auto bound = std::max<queue::Time>(kStaleSlurmViewSeconds,
+                                             static_cast<queue::Time>(10 * config_.slurm.poll_interval_seconds));
+    if (age > bound) {
+      spdlog::warn("the Slurm view is {}s old (bound {}s): nothing is decided from it until the poller answers", age,
+                   bound);
+      view = nullptr;
+    }
+  }
+  slurm_known_ = view != nullptr;
+  stats->slurm_unknown = !slurm_known_;
+  return view;
+}
+
+void SchedulingLoop::FenceUnknownNodes(BuiltSnapshot* built) const {
+  // Slurm shares the pool but its view is missing or stale: a node is a pod's only where onequeue
+  // fenced it for Kubernetes before, or where the last view showed no Slurm node (issue 24 H1).
+  for (queue::Node& n : built->snapshot->nodes) {
+    const std::string owner = OwnerValueOf(n.name);
+    if (owner == kOwnerKubernetes) continue;
+    if (owner.empty() && slurm_seen_ && !last_joined_.count(n.name)) continue;
+    n.schedulable = false;
+  }
+}
+
 SlurmWorldOptions SchedulingLoop::SlurmOptions(const BuiltSnapshot& built, queue::Time now) {
   SlurmWorldOptions o = SlurmWorldOptionsOf(config_);
   for (const auto& [job, a] : assumed_jobs_) o.assumed_starts[job] = a.nodes;
@@ -591,6 +708,7 @@ SlurmWorldOptions SchedulingLoop::SlurmOptions(const BuiltSnapshot& built, queue
 
 bool SchedulingLoop::TakeNodeFor(const std::string& node, const std::string& workload, queue::Time now,
                                  CycleStats* stats) {
+  if (!SlurmKnown()) return false;  // what Slurm runs there is not known (issue 24 H1)
   auto joined = slurm_records_.nodes.find(node);
   const std::string owner = OwnerValueOf(node);
   if (slurm_ == nullptr || joined == slurm_records_.nodes.end() || owner == kOwnerKubernetes) return true;
@@ -628,14 +746,17 @@ void SchedulingLoop::StartSlurmJob(const queue::StartDecision& start, const Buil
     k8s_nodes.push_back(name);
     slurm_nodes.push_back(joined->second.slurm_name);
   }
-  // 1. Kubernetes' side first (durable, and the taint keeps other schedulers off).
+  // 1. Kubernetes' side first (durable, and the taint keeps other schedulers off). Undone (issue
+  // 24 M3) if the lend goes no further, so an outage does not lend node after node.
+  std::vector<std::pair<std::string, std::string>> marked;  // node -> owner value before
+  auto undo = [&] {
+    for (const auto& [name, before] : marked) (void)SetOwner(name, before, now);
+  };
   for (const std::string& name : k8s_nodes) {
-    if (IsSlurmOwner(OwnerValueOf(name))) continue;
-    if (!SetOwner(name, absl::StrCat(kOwnerSlurm, "/", *job), now).ok()) return;
-    reservations_.erase(name);
-    owner_before_reserve_.erase(name);
-    actions_->NodeEvent(name, "Lent", absl::StrCat("Lent to Slurm for job ", *job));
-    ++stats->lent;
+    const std::string before = OwnerValueOf(name);
+    if (IsSlurmOwner(before)) continue;
+    if (!SetOwner(name, absl::StrCat(kOwnerSlurm, "/", *job), now).ok()) return undo();
+    marked.emplace_back(name, before);
   }
   Fail("lend-after-annotate");
   // 2. The job onequeue chose, and only it, may start there: pinned to the nodes, released with a
@@ -645,8 +766,14 @@ void SchedulingLoop::StartSlurmJob(const queue::StartDecision& start, const Buil
                                                 absl::StrJoin(slurm_nodes, ","),
                                                 start.backfilled ? " (backfilled)" : ""));
   if (!s.ok()) {
-    spdlog::warn("starting Slurm job {}: {}", *job, s.ToString());
-    return;
+    spdlog::warn("starting Slurm job {}: {}; the nodes marked for it are given back", *job, s.ToString());
+    return undo();
+  }
+  for (const auto& [name, before] : marked) {
+    reservations_.erase(name);
+    owner_before_reserve_.erase(name);
+    actions_->NodeEvent(name, "Lent", absl::StrCat("Lent to Slurm for job ", *job));
+    ++stats->lent;
   }
   for (size_t i = 0; i < k8s_nodes.size(); ++i) {
     auto joined = slurm_records_.nodes.find(k8s_nodes[i]);
@@ -702,6 +829,18 @@ void SchedulingLoop::ReconcileSlurmNodes(const std::set<std::string>& touched, q
         // fenced first so nothing of Slurm's starts as it does.
         if (!slurm_->Fence(node.slurm_name, kOwnerKubernetes).ok()) continue;
         last_fence_[name] = {kOwnerKubernetes, now};
+        // Issue 24 H3: asked of Slurm now, not of the poll: a job may have started there since.
+        absl::StatusOr<bool> ready = slurm_->Ready(node.slurm_name);
+        if (!ready.ok() || !*ready) {
+          spdlog::info("node {}: not returned, Slurm still runs something there ({})", name,
+                       ready.ok() ? "busy" : ready.status().ToString());
+          if (!slurm_->FenceRequeues()) {  // a drain would keep Slurm off a node that is still its own
+            lent_idle_since_.erase(name);
+            (void)slurm_->Unfence(node.slurm_name);
+            last_fence_[name] = {"", now};
+          }
+          continue;
+        }
         if (!SetOwner(name, kOwnerKubernetes, now).ok()) continue;
         lent_idle_since_.erase(name);
         actions_->NodeEvent(name, "Returned", absl::StrCat("Returned by Slurm: no Slurm job for ",
@@ -1048,7 +1187,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   CycleStats stats;
   if (RunArrivalCycle(now, &stats)) return stats;
   const std::shared_ptr<const KubeState> state = view_->State();
-  const std::shared_ptr<const slurm::SlurmView> slurm_view = slurm_ != nullptr ? view_->Slurm() : nullptr;
+  const std::shared_ptr<const slurm::SlurmView> slurm_view = FreshSlurmView(now, &stats);
   DrainBindResults(now, &stats);
   std::map<std::string, std::string> assumed_bindings = ForgetConfirmedAssumptions(*state, slurm_view.get(), now);
   std::set<std::string> terminating;
@@ -1109,12 +1248,11 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   slurm_records_ = SlurmRecords{};
   if (slurm_view != nullptr) {
     slurm_records_ = AddSlurmWorld(slurm_view, SlurmOptions(built, now), queue_config_, &built, now);
+    last_joined_.clear();
+    for (const auto& [name, joined] : slurm_records_.nodes) last_joined_.insert(name);
+    slurm_seen_ = true;
   } else if (slurm_ != nullptr) {
-    // Slurm shares the pool but has not answered yet: what runs on the nodes lent to it is
-    // unknown, so no pod goes there.
-    for (queue::Node& n : built.snapshot->nodes) {
-      if (n.owner.kind == queue::OwnerKind::kSlurm) n.schedulable = false;
-    }
+    FenceUnknownNodes(&built);
   }
   stats.pending = static_cast<int>(built.snapshot->pending.size());
   ReleaseFinishedReservations(built, now, &stats);
@@ -1181,6 +1319,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   // Whatever has landed already (all of it with synchronous actions) counts in this cycle.
   DrainBindResults(now, &stats);
 
+  RetrySlurmVictims(built, now, &stats);
   std::vector<PlannedEvictions> evictions;
   for (const auto& p : plan.preemptions) StartPreemption(p, built, terminating, now, &touched, &stats, &evictions);
   EvictInWaves(&evictions, built, now, &stats);

@@ -156,6 +156,9 @@ struct CycleStats {
   int lent = 0;
   int reclaimed = 0;
   int returned = 0;
+  // Slurm shares the pool but its view is missing (no poll answered yet) or stale (the poller has
+  // not refreshed it for a while): nothing was decided from Slurm's side this cycle.
+  bool slurm_unknown = false;
   // The cycle planned only the pods that arrived since the last full cycle (RunArrivalCycle);
   // false: a full cycle.
   bool incremental = false;
@@ -207,6 +210,31 @@ class SchedulingLoop {
   SlurmWorldOptions SlurmOptions(const BuiltSnapshot& built, queue::Time now);
   // Moves a joined node to `world` before a start there: false if it cannot be done now.
   bool TakeNodeFor(const std::string& node, const std::string& workload, queue::Time now, CycleStats* stats);
+  // Issue 24 H1/M3: Slurm shares the pool and this cycle has a fresh view of it. Without one, no
+  // node is taken from Slurm, none not known to be outside Slurm is given to a pod, and no
+  // reservation is released.
+  bool SlurmKnown() const { return slurm_ == nullptr || slurm_known_; }
+  bool slurm_known_ = false;
+  bool slurm_seen_ = false;             // a fresh view has been seen at least once
+  std::set<std::string> last_joined_;  // pool nodes joined to a Slurm node in the last fresh view
+  // The Slurm view, or null when it is missing or older than the staleness bound.
+  std::shared_ptr<const slurm::SlurmView> FreshSlurmView(queue::Time now, CycleStats* stats);
+  void FenceUnknownNodes(BuiltSnapshot* built) const;
+  // Issue 24 H2: what became of a Slurm victim the loop asked Slurm to remove.
+  enum class VictimOutcome { kLeaving, kRetry, kGiveUp };
+  VictimOutcome EvictSlurmVictim(const std::string& preemptor, const std::string& victim, uint32_t job,
+                                 const slurm::SlurmJob& record, std::string* why);
+  // Applies an outcome: leaving (each victim once), retried later with backoff, or the whole
+  // preemption given up (released, the node back to Slurm, the preemptor told why).
+  void NoteVictimOutcome(VictimOutcome outcome, const std::string& preemptor, const std::string& victim,
+                         const std::string& why, const BuiltSnapshot& built, queue::Time now, CycleStats* stats);
+  void RetrySlurmVictims(const BuiltSnapshot& built, queue::Time now, CycleStats* stats);
+  struct VictimRetry {
+    std::string preemptor;
+    int attempts = 0;
+    queue::Time retry_at = 0;
+  };
+  std::map<std::string, VictimRetry> victim_retry_;  // Slurm victim workload -> its next try
   void StartSlurmJob(const queue::StartDecision& start, const BuiltSnapshot& built, queue::Time now,
                      std::set<std::string>* touched, CycleStats* stats);
   void ReconcileSlurmNodes(const std::set<std::string>& touched, queue::Time now, CycleStats* stats);
