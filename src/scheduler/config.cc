@@ -234,6 +234,7 @@ absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const s
   slurm.Read("returnAfterSeconds", &c.slurm.return_after_seconds);
   slurm.Read("headroomNodes", &c.slurm.headroom_nodes);
   slurm.Read("pollIntervalSeconds", &c.slurm.poll_interval_seconds);
+  slurm.Read("cancelUnrequeueable", &c.slurm.cancel_unrequeueable);
   slurm.Read("qosMap", &c.slurm.qos_map);
   slurm.Read("defaultQos", &c.slurm.default_qos);
   slurm.Read("gresResources", &c.slurm.gres_resources);

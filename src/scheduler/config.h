@@ -47,6 +47,10 @@ struct SlurmConfig {
   // Idle Kubernetes-owned pool nodes never lent, kept warm for interactive pods.
   int headroom_nodes = 0;
   double poll_interval_seconds = 2;
+  // A Slurm victim that Slurm will not requeue (requeue=false, or an srun/salloc allocation) is
+  // cancelled when this is true; when false its preemption is given up instead: the reservation is
+  // released, the node goes back to Slurm, and the preemptor's waiting report says why.
+  bool cancel_unrequeueable = true;
   // Slurm QOS name -> onequeue QOS name; a Slurm QOS not listed keeps its name if onequeue's
   // table has it, else default_qos.
   std::map<std::string, std::string> qos_map;

@@ -1,5 +1,7 @@
 #include "scheduler/metrics.h"
 
+#include "scheduler/node_owner.h"
+
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
@@ -32,7 +34,7 @@ const char* OwnerLabel(queue::OwnerKind k) {
   return "free";
 }
 
-bool IsLent(const std::string& owner) { return owner == "slurm" || absl::StartsWith(owner, "slurm/"); }
+bool IsLent(const std::string& owner) { return NodeOwner::Parse(owner).slurm(); }
 
 }  // namespace
 
@@ -281,11 +283,11 @@ void SchedulerMetrics::ObserveStatus(const CycleStatus& st) {
       lend_duration_->Observe(static_cast<double>(st.now - lent->second));
       lent_since_.erase(lent);
       // Taken for a preemptor: the reclaim begins now.
-      if (absl::StartsWith(owner, "reserved/")) reclaim_since_[node] = st.now;
+      if (NodeOwner::Parse(owner).reserved()) reclaim_since_[node] = st.now;
       continue;
     }
-    if (auto r = reclaim_since_.find(node); r != reclaim_since_.end() && !absl::StartsWith(owner, "reserved/")) {
-      if (owner == "kubernetes") reclaim_duration_->Observe(static_cast<double>(st.now - r->second));
+    if (auto r = reclaim_since_.find(node); r != reclaim_since_.end() && !NodeOwner::Parse(owner).reserved()) {
+      if (NodeOwner::Parse(owner).kubernetes()) reclaim_duration_->Observe(static_cast<double>(st.now - r->second));
       reclaim_since_.erase(r);
     }
   }

@@ -20,7 +20,10 @@
 //   * every node owner write is conditional on the node's resourceVersion the decision was read
 //     from: a write from an old read (a deposed leader's) fails (409) and is made again next cycle;
 //   * reporting: waiting reasons are reported only when they change (events are deduplicated).
-// The loop owns no threads and reads no clock: the daemon calls RunCycle(now).
+// The loop owns no threads and reads no clock: the daemon calls RunCycle(now). Each concept is a
+// part of its own (issue 24): NodeOwners (node_owners.h), SlurmLending (slurm_lending.h),
+// PreemptionExecutor and its state machine (preemption_executor.h), BindingTracker
+// (binding_tracker.h), WaitingPods (waiting_pods.h), UsageAccounting (usage_accounting.h).
 #include <functional>
 #include <map>
 #include <memory>
@@ -36,9 +39,15 @@
 #include "k8s_client/models.h"
 #include "queue/planner.h"
 #include "queue/preemption.h"
+#include "scheduler/binding_tracker.h"
 #include "scheduler/config.h"
 #include "scheduler/cycle_status.h"
+#include "scheduler/node_owners.h"
+#include "scheduler/preemption_executor.h"
+#include "scheduler/slurm_lending.h"
 #include "scheduler/slurm_world.h"
+#include "scheduler/usage_accounting.h"
+#include "scheduler/waiting_pods.h"
 #include "scheduler/snapshot_builder.h"
 #include "scheduler/wait_reporting.h"
 #include "slurm_bridge/poller.h"
@@ -156,6 +165,9 @@ struct CycleStats {
   int lent = 0;
   int reclaimed = 0;
   int returned = 0;
+  // Slurm shares the pool but its view is missing (no poll answered yet) or stale (the poller has
+  // not refreshed it for a while): nothing was decided from Slurm's side this cycle.
+  bool slurm_unknown = false;
   // The cycle planned only the pods that arrived since the last full cycle (RunArrivalCycle);
   // false: a full cycle.
   bool incremental = false;
@@ -171,6 +183,8 @@ using Failpoint = std::function<void(const char* name)>;
 
 // Maps the daemon's configuration onto the queue's.
 queue::QueueConfig ToQueueConfig(const Config& config);
+// "priority 1.0 (age 0.10, ...)", for the Scheduled event.
+std::string DescribePriority(const queue::PriorityBreakdown& p);
 
 class SchedulingLoop {
  public:
@@ -179,9 +193,9 @@ class SchedulingLoop {
                  SlurmActions* slurm = nullptr, Failpoint failpoint = nullptr);
   CycleStats RunCycle(queue::Time now);
   // Bindings sent whose results the loop has not drained yet (for tests and status).
-  size_t bindings_in_flight() const { return binding_.size(); }
+  size_t bindings_in_flight() const { return bindings_.in_flight(); }
   // Pods whose last waiting report the loop remembers (only pods still pending; for tests).
-  size_t remembered_reports() const { return last_report_.size(); }
+  size_t remembered_reports() const { return waiting_.size(); }
 
   // After each cycle, what it saw and decided goes to `board` (for the gRPC QueueService); null: not kept.
   void PublishTo(StatusBoard* board) { board_ = board; }
@@ -190,70 +204,70 @@ class SchedulingLoop {
   void MarkPhasesWith(std::function<void(const char* phase)> mark) { mark_phase_ = std::move(mark); }
 
   // Nodes currently reserved for a preemptor (node -> workload), for status and tests.
-  const std::map<std::string, std::string>& reservations() const { return reservations_; }
+  const std::map<std::string, std::string>& reservations() const { return preemptions_.reservations(); }
 
  private:
-  // A preemption whose eviction was refused (PodDisruptionBudget): not tried again before
-  // `retry_at`, and the preemptor's waiting report says why.
-  struct BlockedPreemption {
-    queue::Time retry_at = 0;
-    std::string message;
-  };
-
-  // Drops the assumptions the informer confirmed, whose pod is gone (or is another pod by now),
-  // or that expired; returns the rest as the snapshot's assumed bindings (pod key -> node).
-  std::map<std::string, std::string> ForgetConfirmedAssumptions(const KubeState& state,
-                                                                const slurm::SlurmView* slurm_view, queue::Time now);
-  SlurmWorldOptions SlurmOptions(const BuiltSnapshot& built, queue::Time now);
-  // Moves a joined node to `world` before a start there: false if it cannot be done now.
-  bool TakeNodeFor(const std::string& node, const std::string& workload, queue::Time now, CycleStats* stats);
-  void StartSlurmJob(const queue::StartDecision& start, const BuiltSnapshot& built, queue::Time now,
-                     std::set<std::string>* touched, CycleStats* stats);
-  void ReconcileSlurmNodes(const std::set<std::string>& touched, queue::Time now, CycleStats* stats);
-  void FenceOnce(const JoinedNode& node, const std::string& owner, queue::Time now);
-  void HoldWaitingJobs(const queue::Plan& plan, CycleStats* stats);
-  std::string OwnerValueOf(const std::string& node) const;
-  void Fail(const char* name) {
-    if (failpoint_) failpoint_(name);
-  }
-  void ReleaseFinishedReservations(const BuiltSnapshot& built, queue::Time now, CycleStats* stats);
-  // The pods a started preemption still has to evict, in the planner's order.
-  struct PlannedEvictions {
-    std::string preemptor;
-    std::vector<std::string> pod_keys;
-    bool refused = false;
-  };
-  // Steps 1 (reserve) and the Slurm victims of step 2; the pods to evict go to `evictions`.
-  void StartPreemption(const queue::PreemptDecision& d, const BuiltSnapshot& built,
-                       const std::set<std::string>& terminating, queue::Time now, std::set<std::string>* touched,
-                       CycleStats* stats, std::vector<PlannedEvictions>* evictions);
-  // Step 2 for pods: wave k sends the k-th eviction of every preemption at once and waits for
-  // them all; a preemption whose eviction is refused is rolled back and sends no more.
-  void EvictInWaves(std::vector<PlannedEvictions>* evictions, const BuiltSnapshot& built, queue::Time now,
-                    CycleStats* stats);
-  // Releases the reservations of preemptors that still wait but that this cycle's plan no longer
-  // places on the reserved node (a gang member deleted after the evictions, requests changed).
-  void ReleaseUnusableReservations(const queue::Plan& plan, const BuiltSnapshot& built, queue::Time now,
-                                   std::set<std::string>* touched);
-  void RollBack(const std::string& preemptor, const BuiltSnapshot& built, queue::Time now, CycleStats* stats);
-  // Writes the node's owner, conditional on the node version this cycle read (or this process
-  // wrote since), and remembers it: the informer shows the write a little later, and until it
-  // does the loop must not act on the value it replaced. A conflict (kAborted: the node changed
-  // since) is tried again next cycle from a fresh read.
-  absl::Status SetOwner(const std::string& node, const std::string& value, queue::Time now);
-  bool IsPending(const BuiltSnapshot& built, std::string_view workload) const;
+  // The named steps of a full cycle (RunCycle).
+  // Reads the owners, recovers reservations, forgets confirmed assumptions: the snapshot's options.
+  SnapshotOptions ReadWorld(const KubeState& state, queue::Time now);
+  BuiltSnapshot BuildCycleSnapshot(const KubeState& state, SnapshotOptions options,
+                                   const std::shared_ptr<const slurm::SlurmView>& slurm_view, queue::Time now,
+                                   CycleStats* stats);
+  std::shared_ptr<const queue::Plan> Plan(const BuiltSnapshot& built, queue::Time now);
+  void StartWorkloads(const queue::Plan& plan, const BuiltSnapshot& built, const KubeState& state, queue::Time now,
+                      std::set<std::string>* touched, CycleStats* stats);
+  // Moves the nodes a pod start takes from Slurm first; false if one cannot change hands yet.
+  bool TakeNodes(const queue::Plan& plan, const std::string& workload, const BuiltSnapshot& built, queue::Time now,
+                 std::set<std::string>* touched, CycleStats* stats);
+  std::map<std::string, WaitReport, std::less<>> ReportWaiting(const queue::Plan& plan, const BuiltSnapshot& built,
+                                                               CycleStats* stats);
+  void RememberArrivalBasis(const std::shared_ptr<const KubeState>& state, const BuiltSnapshot& built,
+                            queue::Time now);
+  void DrainBindResults(queue::Time now, CycleStats* stats);
+  // A gang some of whose members were bound while the binding of others failed (and was
+  // forgotten) would wait for ever for members that exist (GangIncomplete): its pending members
+  // are placed as the rest of the gang instead. kube-scheduler has no gangs; rolling back the
+  // members that bound would mean deleting running pods.
+  void PlaceRestOfPartlyBoundGangs(BuiltSnapshot* built);
+  // Without a configured account tree every account seen is a leaf with one share; the planner
+  // is remade when a new one appears (rare: a new namespace or Slurm account).
+  void LearnAccounts(const queue::Snapshot& snapshot);
   // The snapshot options that say how a pod becomes a workload (scheduler name, pool, QOS table,
   // namespace policies): the same for a full cycle and an arrival.
   SnapshotOptions PolicyOptions() const;
   // Assumes the pod on `node` and sends its binding (results drained by DrainBindResults).
   void SendBinding(const std::string& id, const std::string& key, const std::string& node, std::string message);
-  void WriteWaitReport(const std::vector<std::string>& pod_keys, const WaitReport& report, CycleStats* stats);
-  // Issue 12, cycles proportional to what changed: when the only changes since the last full
-  // cycle are new single-pod workloads of this scheduler (and our own bindings showing up), plans
-  // just those with QueuePlanner::OnArrival and acts on them as a full cycle would, then returns
-  // true. Returns false, having acted on nothing, when a full cycle must run instead: a full cycle
-  // is due (queue.fullCycleSeconds), or anything else changed or is under way (see the .cc).
+  void Fail(const char* name) {
+    if (failpoint_) failpoint_(name);
+  }
+  void MarkPhase(const char* phase) {
+    if (mark_phase_) mark_phase_(phase);
+  }
+  void PublishStatus(std::shared_ptr<const queue::Plan> plan, BuiltSnapshot built,
+                     std::map<std::string, WaitReport, std::less<>> reports, queue::Time now);
+
+  // Issue 12, cycles proportional to what changed (arrival_cycle.cc): when the only changes since
+  // the last full cycle are new single-pod workloads of this scheduler (and our own bindings
+  // showing up), plans just those with QueuePlanner::OnArrival and acts on them as a full cycle
+  // would, then returns true. Returns false, having acted on nothing, when a full cycle must run
+  // instead: a full cycle is due (queue.fullCycleSeconds), or anything else changed or is under way.
   bool RunArrivalCycle(queue::Time now, CycleStats* stats);
+  struct Arrival {
+    const PodRecord* pod;
+    queue::PendingWorkload workload;
+    queue::PriorityBreakdown priority;
+  };
+  struct ArrivalChanges {
+    std::vector<const PodRecord*> arrivals;
+    std::vector<std::string> confirmed;                  // assumptions the informer now shows bound
+    std::vector<std::shared_ptr<const PodRecord>> seen;  // records of the arrivals and confirmed bindings
+  };
+  bool ArrivalCycleMayRun(queue::Time now, CycleStats* stats, std::optional<KubeChanges>* changes);
+  bool SortChanges(const KubeChanges& changes, ArrivalChanges* out);
+  bool RankArrivals(const ArrivalChanges& changes, queue::Time now, std::vector<Arrival>* planned);
+  bool PlanArrivals(const std::vector<Arrival>& planned, queue::Time now, std::vector<queue::PlanDelta>* deltas);
+  void ActOnArrivals(const std::vector<Arrival>& planned, const std::vector<queue::PlanDelta>& deltas,
+                     CycleStats* stats);
   // The pod's record as the last full cycle read it or an arrival cycle since saw it; null: new.
   const PodRecord* RecordBefore(const std::string& key);
   // What the last full cycle planned from, for RunArrivalCycle.
@@ -271,9 +285,6 @@ class SchedulingLoop {
   };
   ArrivalBasis arrival_basis_;
   bool need_full_cycle_ = true;
-  WaitReport ReportFor(const queue::WaitingStatus& w, const queue::Plan& plan, const BuiltSnapshot& built) const;
-  void PublishStatus(std::shared_ptr<const queue::Plan> plan, BuiltSnapshot built,
-                     std::map<std::string, WaitReport, std::less<>> reports, queue::Time now);
 
   const Config& config_;
   queue::QueueConfig queue_config_;
@@ -283,99 +294,22 @@ class SchedulingLoop {
   Failpoint failpoint_;
   StatusBoard* board_ = nullptr;
   std::function<void(const char* phase)> mark_phase_;
-  void MarkPhase(const char* phase) {
-    if (mark_phase_) mark_phase_(phase);
-  }
   queue::CheapestVictimsPlanner preemption_;
   std::unique_ptr<queue::QueuePlanner> planner_;
   std::shared_ptr<const queue::Plan> last_plan_;  // its reservations are the next cycle's promises
-  // Pods bound (or being bound) that the informer does not show bound yet, by pod UID (else
-  // "namespace/name"): a pod deleted and made again under the same name is another pod, whose
-  // place is not assumed. `bound_at` is when the binding was seen to succeed (0: in flight): an
-  // assumption the informer has not confirmed kAssumedBindingSeconds later is forgotten, as
-  // kube-scheduler expires its assumed pods.
-  struct AssumedBinding {
-    std::string key, node;
-    queue::Time bound_at = 0;
-  };
-  std::map<std::string, AssumedBinding> assumed_;
-  // Bindings sent and not yet drained: pod UID (as assumed_) -> pod key, node and the Scheduled
-  // event's message.
-  struct InFlightBind {
-    std::string key, node, message;
-  };
-  std::map<std::string, InFlightBind> binding_;
-  // Results of bindings, filled by the actions' callbacks (any thread), drained by the loop.
-  // Shared with the callbacks, so a late one after the loop is gone writes into a live object.
-  struct BindResults {
-    absl::Mutex mu;
-    std::vector<std::pair<std::string, absl::Status>> done ABSL_GUARDED_BY(mu);
-  };
-  std::shared_ptr<BindResults> bind_results_ = std::make_shared<BindResults>();
-  // Applies the results that have arrived: a bind that landed is confirmed (counted, its event
-  // recorded); a failed one is forgotten, so this or the next plan places the pod again.
-  void DrainBindResults(queue::Time now, CycleStats* stats);
-  // A gang some of whose members were bound while the binding of others failed (and was
-  // forgotten) would wait for ever for members that exist (GangIncomplete): its pending members
-  // are placed as the rest of the gang instead. kube-scheduler has no gangs; rolling back the
-  // members that bound would mean deleting running pods.
-  void PlaceRestOfPartlyBoundGangs(BuiltSnapshot* built);
-  std::map<std::string, std::string> reservations_;   // node -> preemptor workload id
-  std::map<std::string, queue::Time> unusable_since_;  // reserved node -> since when its preemptor cannot use it
-  std::set<std::string> evicted_;                     // pod keys evicted (each victim once)
-  // Preemptors whose victims this process has asked to evict. A reservation recovered from a
-  // node annotation is not in it: the step may have stopped before its evictions (crash), so the
-  // new process evicts whatever victim is not already leaving.
-  std::set<std::string> evicting_;
-  std::map<std::string, BlockedPreemption, std::less<>> blocked_;  // preemptor -> refusal
-  std::map<std::string, ShownWait> last_report_;      // pod key -> what its last report showed
 
-  // The Slurm side. Jobs onequeue started that the poller does not show running yet (assume):
-  // job id -> Kubernetes nodes and the time the assumption lapses.
-  struct AssumedStart {
-    std::vector<std::string> nodes;
-    queue::Time until = 0;
-    int restarts = 0;  // the job's restart count when started: a higher one means it was requeued
-  };
-  std::map<uint32_t, AssumedStart> assumed_jobs_;
-  std::map<std::string, std::string> node_owner_;      // node -> owner annotation as read this cycle
-  // Owner values this process wrote that the node informer has not shown yet: they override the
-  // informer's copy (and go into every snapshot) until it shows a version of the node other than
-  // those the writes started from, that is the write itself or a later one. Every write carries
-  // the version it was decided from as its precondition, so no foreign write can fall between
-  // those versions and the written one (resourceVersions are opaque: only equality is compared).
-  struct OwnerWrite {
-    std::string value;
-    std::string written_version;
-    std::set<std::string> earlier_versions;
-  };
-  std::map<std::string, OwnerWrite> owner_written_;
-  std::map<std::string, std::string> node_version_;    // node -> resourceVersion the next write expects
-  std::map<std::string, std::string> owner_before_reserve_;  // node -> owner value a reservation replaced
-  std::map<std::string, queue::Time> last_pod_seen_;   // node -> last cycle a pod ran there
-  std::map<std::string, queue::Time> lent_idle_since_;  // lent node -> since when no Slurm job runs there
-  std::map<std::string, std::pair<std::string, queue::Time>> last_fence_;  // node -> (wanted, when asked)
-  std::map<uint32_t, std::string> last_hold_;          // job -> comment last written
+  // The parts, each owning one concept (issue 24).
+  NodeOwners owners_;                // node owner marks, read and written
+  SlurmLending lending_;             // the Slurm view, lend / take / return / fence, holds
+  PreemptionExecutor preemptions_;   // one record per preemptor, its state machine
+  BindingTracker bindings_;          // assume / forget
+  WaitingPods waiting_;              // wait reporting
+  UsageAccounting usage_;            // fair-share usage and learned accounts
+  SlurmRecords slurm_records_;       // this cycle's Slurm world, joined to the pool
   // Pod UID -> the QOS, account and gang it was admitted with (issue 13: edits of a running pod's
   // annotations do not change how it is scheduled); and the ignored edits already reported.
   AdmittedPods admitted_;
   std::set<std::string> reported_edits_;
-  SlurmRecords slurm_records_;
-
-  // Fair-share input: usage of finished pods and Slurm jobs, charged to their accounts.
-  void ChargeUsage(const BuiltSnapshot& built, const slurm::SlurmView* slurm_view, queue::Time now);
-  // Without a configured account tree every account seen is a leaf with one share; the planner
-  // is remade when a new one appears (rare: a new namespace or Slurm account).
-  void LearnAccounts(const queue::Snapshot& snapshot);
-  struct RunningCharge {
-    std::string account;
-    queue::Time start = 0;
-    double cores = 0;
-  };
-  std::map<std::string, RunningCharge> running_charges_;  // running pod workload -> what it uses
-  std::set<uint32_t> charged_jobs_;                        // finished Slurm jobs already charged
-  queue::UsageHistory usage_;
-  std::set<std::string> learned_accounts_;
 };
 
 }  // namespace onequeue::scheduler

@@ -1,6 +1,7 @@
 #include "scheduler/slurm_world.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -152,124 +153,152 @@ bool HeldByOnequeue(const slurm::SlurmJob& job) {
          absl::StartsWith(job.comment, slurm::kOwnerTagPrefix);
 }
 
-SlurmRecords AddSlurmWorld(std::shared_ptr<const slurm::SlurmView> view, const SlurmWorldOptions& options,
-                           const queue::QueueConfig& queue_config, BuiltSnapshot* built, queue::Time now) {
-  SlurmRecords out;
-  out.view = view;
-  if (view == nullptr) return out;
-  queue::Snapshot& snap = *built->snapshot;
+namespace {
 
-  // Join pool nodes to Slurm nodes.
-  const std::map<std::string, slurm::OwnershipStatus> holders =
-      slurm::OwnershipFromView(*view, options.mechanism, options.reclaim_partition);
-  std::map<std::string, queue::NodeIndex> index_of;  // Kubernetes name -> index
-  for (size_t i = 0; i < snap.nodes.size(); ++i) {
-    queue::Node& node = snap.nodes[i];
-    index_of[node.name] = static_cast<queue::NodeIndex>(i);
-    std::string slurm_name = node.name;
-    if (!options.node_label.empty()) {
-      auto l = node.labels.find(options.node_label);
-      if (l == node.labels.end()) continue;
-      slurm_name = l->second;
-    }
-    auto sn = view->nodes->find(slurm_name);
-    if (sn == view->nodes->end()) continue;
-    JoinedNode joined;
-    joined.k8s_name = node.name;
-    joined.slurm_name = slurm_name;
-    if (auto h = holders.find(slurm_name); h != holders.end()) joined.holder = h->second;
-    joined.slurm_usable = SlurmNodeUsable(sn->second, joined.holder);
-    joined.partitions = sn->second.partitions;
-    for (const std::string& p : sn->second.partitions) {
-      if (std::find(options.shared_partitions.begin(), options.shared_partitions.end(), p) !=
-          options.shared_partitions.end()) {
-        node.labels[absl::StrCat(kPartitionLabelPrefix, p)] = "true";
+// AddSlurmWorld's steps over one snapshot: join the nodes, then add each job as running or pending.
+class WorldBuilder {
+ public:
+  WorldBuilder(const slurm::SlurmView& view, const SlurmWorldOptions& options, const queue::QueueConfig& queue_config,
+               queue::Snapshot& snap, queue::Time now, SlurmRecords* out)
+      : view_(view), options_(options), queue_config_(queue_config), snap_(snap), now_(now), out_(out) {}
+
+  // Joins pool nodes to Slurm nodes and labels them (partitions, lendable).
+  void JoinNodes() {
+    const std::map<std::string, slurm::OwnershipStatus> holders =
+        slurm::OwnershipFromView(view_, options_.mechanism, options_.reclaim_partition);
+    for (size_t i = 0; i < snap_.nodes.size(); ++i) {
+      queue::Node& node = snap_.nodes[i];
+      index_of_[node.name] = static_cast<queue::NodeIndex>(i);
+      std::string slurm_name = node.name;
+      if (!options_.node_label.empty()) {
+        auto l = node.labels.find(options_.node_label);
+        if (l == node.labels.end()) continue;
+        slurm_name = l->second;
       }
+      auto sn = view_.nodes->find(slurm_name);
+      if (sn == view_.nodes->end()) continue;
+      JoinedNode joined;
+      joined.k8s_name = node.name;
+      joined.slurm_name = slurm_name;
+      if (auto h = holders.find(slurm_name); h != holders.end()) joined.holder = h->second;
+      joined.slurm_usable = SlurmNodeUsable(sn->second, joined.holder);
+      joined.partitions = sn->second.partitions;
+      for (const std::string& p : sn->second.partitions) {
+        if (std::find(options_.shared_partitions.begin(), options_.shared_partitions.end(), p) !=
+            options_.shared_partitions.end()) {
+          node.labels[absl::StrCat(kPartitionLabelPrefix, p)] = "true";
+        }
+      }
+      const bool lendable = joined.slurm_usable && (node.owner.kind != queue::OwnerKind::kKubernetes ||
+                                                    !options_.not_lendable.count(node.name));
+      if (lendable) node.labels[kLendableLabel] = "true";
+      out_->k8s_of_slurm[slurm_name] = node.name;
+      out_->nodes.emplace(node.name, std::move(joined));
     }
-    const bool lendable = joined.slurm_usable && (node.owner.kind != queue::OwnerKind::kKubernetes ||
-                                                  !options.not_lendable.count(node.name));
-    if (lendable) node.labels[kLendableLabel] = "true";
-    out.k8s_of_slurm[slurm_name] = node.name;
-    out.nodes.emplace(node.name, std::move(joined));
+    Resources pool_total;
+    for (const queue::Node& n : snap_.nodes) pool_total += n.allocatable;
+    priority_.emplace(queue_config_, snap_.usage, pool_total, now_);
   }
 
-  Resources pool_total;
-  for (const queue::Node& n : snap.nodes) pool_total += n.allocatable;
-  const queue::PriorityCalculator priority(queue_config, snap.usage, pool_total, now);
+  void AddJob(uint32_t id, const slurm::SlurmJob& job) {
+    if (IsPlaceholderJob(job, options_.reclaim_partition)) return;
+    const std::string wid = SlurmWorkloadId(id);
+    if (IsRunning(job) || job.state_flags.count("COMPLETING")) {
+      std::vector<std::string> on_pool;
+      for (const std::string& n : job.nodes) {
+        if (auto k = out_->k8s_of_slurm.find(n); k != out_->k8s_of_slurm.end()) on_pool.push_back(k->second);
+      }
+      if (on_pool.empty()) return;  // outside the pool: Slurm's alone, not our capacity
+      AddRunning(job, on_pool);
+      out_->running[wid] = &job;
+      return;
+    }
+    if (job.state != slurm::JobState::kPending) return;
+    const std::string partition = SharedPartitionOf(job, options_.shared_partitions);
+    if (partition.empty()) return;
+    if (auto a = options_.assumed_starts.find(id); a != options_.assumed_starts.end()) {
+      // Started by onequeue, not yet seen running: it holds the nodes it was given.
+      AddRunning(job, a->second);
+      out_->running[wid] = &job;
+      return;
+    }
+    AddPending(job, partition);
+  }
 
-  auto base_workload = [&](const slurm::SlurmJob& job, const std::string& partition) {
+ private:
+  queue::PendingWorkload BaseWorkload(const slurm::SlurmJob& job, const std::string& partition) {
     queue::PendingWorkload w;
     w.id = SlurmWorkloadId(job.job_id);
     w.kind = queue::WorkloadKind::kSlurmJob;
     w.members = static_cast<int32_t>(NodeCount(job));
     w.members_present = w.members;
     w.gang = w.members > 1;
-    w.per_member = PerNodeRequest(job, options, &snap.resource_names);
+    w.per_member = PerNodeRequest(job, options_, &snap_.resource_names);
     if (job.time_limit) w.time_limit = absl::ToInt64Seconds(*job.time_limit);
-    w.qos = MappedQos(job, options);
+    w.qos = MappedQos(job, options_);
     w.account = job.account.empty() ? "slurm" : job.account;
     w.partition = partition;
-    w.submit_time = job.submit_time == absl::InfinitePast() ? now : absl::ToUnixSeconds(job.submit_time);
+    w.submit_time = job.submit_time == absl::InfinitePast() ? now_ : absl::ToUnixSeconds(job.submit_time);
     return w;
-  };
+  }
 
-  auto add_running = [&](const slurm::SlurmJob& job, const std::vector<std::string>& k8s_nodes) {
-    const std::string partition = SharedPartitionOf(job, options.shared_partitions);
-    queue::PendingWorkload as_pending = base_workload(job, partition.empty() ? job.partition : partition);
+  void AddRunning(const slurm::SlurmJob& job, const std::vector<std::string>& k8s_nodes) {
+    const std::string partition = SharedPartitionOf(job, options_.shared_partitions);
+    queue::PendingWorkload as_pending = BaseWorkload(job, partition.empty() ? job.partition : partition);
     queue::RunningWorkload r;
     r.id = as_pending.id;
     r.kind = queue::WorkloadKind::kSlurmJob;
     r.qos = as_pending.qos;
     r.account = as_pending.account;
-    r.priority = priority.Compute(as_pending).total;
-    r.start_time = job.start_time == absl::InfinitePast() ? now : absl::ToUnixSeconds(job.start_time);
+    r.priority = priority_->Compute(as_pending).total;
+    r.start_time = job.start_time == absl::InfinitePast() ? now_ : absl::ToUnixSeconds(job.start_time);
     if (as_pending.time_limit) r.expected_end = r.start_time + *as_pending.time_limit;
     // Jobs of partitions onequeue does not share are Slurm's alone: load, never victims.
-    r.preemptible = !partition.empty() && options.preemptible_qos.count(r.qos) > 0;
+    r.preemptible = !partition.empty() && options_.preemptible_qos.count(r.qos) > 0;
     for (const std::string& k : k8s_nodes) {
-      r.allocations.push_back({index_of[k], as_pending.per_member});
-      out.nodes[k].running_jobs.push_back(job.job_id);
+      r.allocations.push_back({index_of_[k], as_pending.per_member});
+      out_->nodes[k].running_jobs.push_back(job.job_id);
     }
-    snap.running.push_back(std::move(r));
-  };
+    snap_.running.push_back(std::move(r));
+  }
 
-  for (const auto& [id, job] : *view->jobs) {
-    if (IsPlaceholderJob(job, options.reclaim_partition)) continue;
-    const std::string wid = SlurmWorkloadId(id);
-    if (IsRunning(job) || job.state_flags.count("COMPLETING")) {
-      std::vector<std::string> on_pool;
-      for (const std::string& n : job.nodes) {
-        if (auto k = out.k8s_of_slurm.find(n); k != out.k8s_of_slurm.end()) on_pool.push_back(k->second);
-      }
-      if (on_pool.empty()) continue;  // outside the pool: Slurm's alone, not our capacity
-      add_running(job, on_pool);
-      out.running[wid] = &job;
-      continue;
-    }
-    if (job.state != slurm::JobState::kPending) continue;
-    const std::string partition = SharedPartitionOf(job, options.shared_partitions);
-    if (partition.empty()) continue;
-    if (auto a = options.assumed_starts.find(id); a != options.assumed_starts.end()) {
-      // Started by onequeue, not yet seen running: it holds the nodes it was given.
-      add_running(job, a->second);
-      out.running[wid] = &job;
-      continue;
-    }
-    queue::PendingWorkload w = base_workload(job, partition);
+  void AddPending(const slurm::SlurmJob& job, const std::string& partition) {
+    queue::PendingWorkload w = BaseWorkload(job, partition);
     w.held = WaitsForSlurmReason(job);
     w.eligibility.node_selector[absl::StrCat(kPartitionLabelPrefix, partition)] = "true";
     w.eligibility.node_selector[kLendableLabel] = "true";
     // Taints keep pods off a node; a Slurm job is no pod (whether Slurm may run there is the
     // Slurm node's state and the lendable rule).
     w.eligibility.tolerations.push_back({"", queue::Toleration::Operator::kExists, "", std::nullopt});
-    if (std::find(options.known_qos.begin(), options.known_qos.end(), w.qos) == options.known_qos.end()) {
+    if (std::find(options_.known_qos.begin(), options_.known_qos.end(), w.qos) == options_.known_qos.end()) {
       w.admission_error = queue::AdmissionError::kQosNotAllowed;
       w.admission_message = absl::StrCat("Slurm QOS \"", job.qos, "\" maps to \"", w.qos,
                                          "\", which is not in onequeue's QOS table");
     }
-    out.pending[w.id] = &job;
-    snap.pending.push_back(std::move(w));
+    out_->pending[w.id] = &job;
+    snap_.pending.push_back(std::move(w));
   }
+
+  const slurm::SlurmView& view_;
+  const SlurmWorldOptions& options_;
+  const queue::QueueConfig& queue_config_;
+  queue::Snapshot& snap_;
+  const queue::Time now_;
+  SlurmRecords* out_;
+  std::map<std::string, queue::NodeIndex> index_of_;  // Kubernetes name -> index
+  std::optional<queue::PriorityCalculator> priority_;
+};
+
+}  // namespace
+
+SlurmRecords AddSlurmWorld(std::shared_ptr<const slurm::SlurmView> view, const SlurmWorldOptions& options,
+                           const queue::QueueConfig& queue_config, BuiltSnapshot* built, queue::Time now) {
+  SlurmRecords out;
+  out.view = view;
+  if (view == nullptr) return out;
+  WorldBuilder builder(*view, options, queue_config, *built->snapshot, now, &out);
+  builder.JoinNodes();
+  for (const auto& [id, job] : *view->jobs) builder.AddJob(id, job);
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "scheduler/snapshot_builder.h"
 
+#include "scheduler/node_owner.h"
+
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -36,17 +38,7 @@ queue::TaintEffect ToEffect(const std::string& effect) {
   return queue::TaintEffect::kNoSchedule;
 }
 
-queue::NodeOwner ParseOwner(const std::string& v) {
-  queue::NodeOwner owner;
-  owner.kind = queue::OwnerKind::kKubernetes;  // unmarked pool nodes are Kubernetes'
-  if (v == "slurm" || v.rfind("slurm/", 0) == 0) owner.kind = queue::OwnerKind::kSlurm;
-  else if (v == "free") owner.kind = queue::OwnerKind::kFree;
-  else if (v.rfind("reserved/", 0) == 0) {
-    owner.kind = queue::OwnerKind::kReserved;
-    owner.reserved_for = v.substr(9);
-  }
-  return owner;
-}
+queue::NodeOwner ParseOwner(const std::string& v) { return NodeOwner::Parse(v).ToQueue(); }
 
 // Maps Kubernetes resource names onto the queue's fixed slots; extended resources take the next
 // free slot, and past kMaxResourceKinds they are ignored (documented limit).

@@ -33,6 +33,11 @@ class FakeSlurm : public SlurmActions {
   std::vector<std::string> calls;
   std::map<uint32_t, int> requeues;
   std::map<uint32_t, std::vector<std::string>> ran_on;  // every node list a job started on
+  // Failure injection (issue 24): the next `n` requeues of a job fail as slurmrestd down would
+  // (kUnavailable); jobs Slurm will not requeue at all (srun/salloc allocations); a StartOn error.
+  std::map<uint32_t, int> requeue_unavailable;
+  std::set<uint32_t> not_requeueable;
+  absl::Status start_error = absl::OkStatus();
 
   void AddNode(const std::string& name) {
     slurm::SlurmNode n;
@@ -134,6 +139,7 @@ class FakeSlurm : public SlurmActions {
   }
   absl::Status StartOn(uint32_t job, const std::vector<std::string>& nodes, const std::string& comment) override {
     calls.push_back("start " + std::to_string(job));
+    if (!start_error.ok()) return start_error;
     slurm::SlurmJob& j = jobs_[job];
     j.priority = 4000000000u;
     j.comment = comment;
@@ -143,6 +149,13 @@ class FakeSlurm : public SlurmActions {
   }
   absl::Status Requeue(uint32_t job) override {
     calls.push_back("requeue " + std::to_string(job));
+    if (auto u = requeue_unavailable.find(job); u != requeue_unavailable.end() && u->second > 0) {
+      --u->second;
+      return absl::UnavailableError("slurmrestd: connection refused");
+    }
+    if (not_requeueable.count(job)) {
+      return absl::UnknownError("scontrol requeue: Only batch jobs are accepted or processed");
+    }
     slurm::SlurmJob& j = jobs_[job];
     if (j.state != slurm::JobState::kRunning) return absl::FailedPreconditionError("not running");
     j.state = slurm::JobState::kPending;
@@ -183,8 +196,10 @@ class World : public ClusterView, public ClusterActions {
   std::optional<std::vector<k8s::Pod>> frozen_pods;
   void FreezePods() { frozen_pods = pods_; }
   std::vector<k8s::Pod> Pods() const override { return frozen_pods ? *frozen_pods : pods_; }
+  // slurm_unpolled: the poller has not answered yet (a restart before the first poll).
+  bool slurm_unpolled = false;
   std::shared_ptr<const slurm::SlurmView> Slurm() const override {
-    return slurm == nullptr ? nullptr : slurm->View();
+    return slurm == nullptr || slurm_unpolled ? nullptr : slurm->View();
   }
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override {
     node_events.push_back(node + " " + reason);

@@ -1,0 +1,66 @@
+#include "scheduler/node_owners.h"
+
+#include "absl/status/statusor.h"
+#include "scheduler/scheduling_loop.h"
+#include "spdlog/spdlog.h"
+
+namespace onequeue::scheduler {
+
+void NodeOwners::Read(const KubeState& state) {
+  owner_.clear();
+  version_.clear();
+  for (const auto& n : state.nodes) {
+    NodeOwner value = NodeOwner::Parse(n->owner);
+    std::string version = n->resource_version;
+    if (auto w = written_.find(n->name); w != written_.end()) {
+      if (version == w->second.written_version || !w->second.earlier_versions.count(version)) {
+        written_.erase(w);
+      } else {
+        value = w->second.value;
+        version = w->second.written_version;
+      }
+    }
+    owner_[n->name] = std::move(value);
+    version_[n->name] = std::move(version);
+  }
+  // A node deleted takes its marks with it: nothing is written to a node that is gone.
+  std::erase_if(written_, [&](const auto& w) { return !owner_.count(w.first); });
+}
+
+const NodeOwner& NodeOwners::Of(const std::string& node) const {
+  auto it = owner_.find(node);
+  return it == owner_.end() ? unmarked_ : it->second;
+}
+
+absl::Status NodeOwners::Set(const std::string& node, const NodeOwner& value) {
+  const std::string expected = version_[node];
+  absl::StatusOr<std::string> written = actions_->SetNodeOwner(node, value.value(), expected);
+  if (!written.ok()) {
+    if (absl::IsAborted(written.status())) {
+      spdlog::info("node {}: changed since version {} was read; the owner ({}) is written from a fresh read next cycle",
+                   node, expected, value.unmarked() ? "none" : value.value());
+    }
+    return written.status();
+  }
+  Write& w = written_[node];
+  w.value = value;
+  if (!expected.empty()) w.earlier_versions.insert(expected);
+  w.written_version = *written;
+  version_[node] = *written;
+  owner_[node] = value;
+  return absl::OkStatus();
+}
+
+std::map<std::string, std::string> NodeOwners::Unshown() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [node, w] : written_) out[node] = w.value.value();
+  return out;
+}
+
+std::map<std::string, std::string> NodeOwners::Values() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [node, o] : owner_) out[node] = o.value();
+  return out;
+}
+
+}  // namespace onequeue::scheduler

@@ -1,0 +1,56 @@
+#pragma once
+// The owner of every pool node as this process must act on it, and the one way it is written.
+//
+// Read at the start of each full cycle from the node informer, except where this process wrote
+// a value the watch has not shown yet: such a write overrides the informer's copy (and goes into
+// every snapshot) until the watch shows a version of the node other than those the write started
+// from, that is the write itself or a later one. Every write carries the version it was decided
+// from as its precondition, so no foreign write can fall between those versions and the written
+// one (resourceVersions are opaque: only equality is compared). A write from an old read (a
+// deposed leader's, a lagging watch's) fails with kAborted (HTTP 409) and is made again from a
+// fresh read next cycle.
+#include <map>
+#include <set>
+#include <string>
+
+#include "absl/status/status.h"
+#include "scheduler/node_owner.h"
+#include "scheduler/snapshot_builder.h"
+
+namespace onequeue::scheduler {
+
+class ClusterActions;
+
+class NodeOwners {
+ public:
+  explicit NodeOwners(ClusterActions* actions) : actions_(actions) {}
+
+  // The informer's nodes, with this process's unshown writes laid over them.
+  void Read(const KubeState& state);
+  // Unmarked for a node not read.
+  const NodeOwner& Of(const std::string& node) const;
+  bool Exists(const std::string& node) const { return owner_.count(node) > 0; }
+  const std::map<std::string, NodeOwner>& all() const { return owner_; }
+  // Writes the node's owner, conditional on the version this cycle read (or this process wrote
+  // since), and remembers it.
+  absl::Status Set(const std::string& node, const NodeOwner& value);
+  // Writes the watch has not shown yet (node -> annotation value), for the snapshot.
+  std::map<std::string, std::string> Unshown() const;
+  bool HasUnshown() const { return !written_.empty(); }
+  // node -> annotation value (for the status board).
+  std::map<std::string, std::string> Values() const;
+
+ private:
+  struct Write {
+    NodeOwner value;
+    std::string written_version;
+    std::set<std::string> earlier_versions;
+  };
+  ClusterActions* actions_;
+  const NodeOwner unmarked_;
+  std::map<std::string, NodeOwner> owner_;
+  std::map<std::string, std::string> version_;  // node -> resourceVersion the next write expects
+  std::map<std::string, Write> written_;
+};
+
+}  // namespace onequeue::scheduler

@@ -1,0 +1,510 @@
+#include "scheduler/preemption_executor.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "scheduler/scheduling_loop.h"
+#include "spdlog/spdlog.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+// A reservation its preemptor still waiting cannot use (a gang member deleted after the
+// evictions, requests that no longer fit there) is released after this long: long enough for a
+// controller to make a deleted member again (the mark keeps the node meanwhile), short enough
+// that no node stays reserved and idle for ever.
+constexpr queue::Time kUnusableReservationSeconds = 60;
+// After a refused eviction (PodDisruptionBudget), the same preemption is not tried again for this
+// long: the budget changes when pods become ready or leave, rarely within seconds, and every try
+// writes the reservation and calls the Eviction API.
+constexpr queue::Time kBlockedPreemptionRetrySeconds = 30;
+// Issue 24 H2: a requeue or cancel that failed for a reason that passes (slurmrestd down, a
+// timeout) is asked again after 5 s, 10 s, 20 s, ... up to a minute.
+constexpr queue::Time kVictimRetrySeconds = 5;
+constexpr queue::Time kVictimRetryMaxSeconds = 60;
+// A preemption given up because Slurm will not requeue its victim (and policy forbids cancelling
+// it) is not tried again for this long: the victim runs on, and every try drains its node.
+constexpr queue::Time kUnrequeueableRetrySeconds = 300;
+
+bool IsTransient(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || absl::IsAborted(s) || absl::IsResourceExhausted(s);
+}
+
+}  // namespace
+
+const char* PreemptionStateName(PreemptionState s) {
+  switch (s) {
+    case PreemptionState::kReserved: return "reserved";
+    case PreemptionState::kEvicting: return "evicting";
+    case PreemptionState::kWaitingForVictims: return "waiting-for-victims";
+    case PreemptionState::kUnusable: return "unusable";
+    case PreemptionState::kBlocked: return "blocked";
+    case PreemptionState::kReleased: return "released";
+  }
+  return "?";
+}
+
+PreemptionState Next(PreemptionState from, PreemptionEvent event, bool victims_asked) {
+  using S = PreemptionState;
+  switch (event) {
+    case PreemptionEvent::kRelease: return S::kReleased;
+    case PreemptionEvent::kRefused: return from == S::kReleased ? from : S::kBlocked;
+    case PreemptionEvent::kReserve:
+      if (from == S::kReleased || from == S::kBlocked || from == S::kReserved) return S::kReserved;
+      break;
+    case PreemptionEvent::kVictimRetry:
+      if (from == S::kReserved || from == S::kEvicting || from == S::kWaitingForVictims) return S::kEvicting;
+      break;
+    case PreemptionEvent::kVictimsAsked:
+      if (from == S::kReserved || from == S::kEvicting) return S::kWaitingForVictims;
+      break;
+    case PreemptionEvent::kUnusable:
+      if (from == S::kReserved || from == S::kWaitingForVictims || from == S::kUnusable) return S::kUnusable;
+      break;
+    case PreemptionEvent::kUsable:
+      if (from == S::kUnusable) return victims_asked ? S::kWaitingForVictims : S::kReserved;
+      break;
+  }
+  return from;
+}
+
+void PreemptionExecutor::Move(const std::string& preemptor, Preemption& p, PreemptionEvent event) {
+  const PreemptionState next = Next(p.state, event, p.victims_asked);
+  if (next != p.state) spdlog::debug("preemption for {}: {} -> {}", preemptor, PreemptionStateName(p.state),
+                                     PreemptionStateName(next));
+  p.state = next;
+}
+
+void PreemptionExecutor::Reindex() {
+  by_node_.clear();
+  for (const auto& [preemptor, p] : records_) {
+    for (const auto& [node, before] : p.nodes) by_node_[node] = preemptor;
+  }
+}
+
+void PreemptionExecutor::Recover() {
+  for (const auto& [node, owner] : owners_->all()) {
+    if (!owner.reserved()) continue;
+    const std::string& preemptor = owner.reserved_for();
+    if (auto held = by_node_.find(node); held != by_node_.end() && held->second != preemptor) {
+      Preemption& other = records_[held->second];
+      Release(held->second, other, node, ReleaseKind::kGone, nullptr);  // the mark says otherwise now
+    }
+    auto [it, made] = records_.try_emplace(preemptor);
+    if (made) {
+      it->second.state = PreemptionState::kReleased;
+      Move(preemptor, it->second, PreemptionEvent::kReserve);
+    }
+    it->second.nodes.try_emplace(node, std::nullopt);
+  }
+  // A node deleted takes its reservation with it: nothing is written to a node that is gone.
+  for (auto& [preemptor, p] : records_) {
+    for (auto n = p.nodes.begin(); n != p.nodes.end();) {
+      const std::string node = n->first;
+      ++n;
+      if (owners_->Exists(node)) continue;
+      spdlog::info("node {} reserved for {} is gone; its reservation is dropped", node, preemptor);
+      Release(preemptor, p, node, ReleaseKind::kGone, nullptr);
+      lending_->ForgetNode(node);
+    }
+  }
+  Reindex();
+}
+
+bool PreemptionExecutor::Release(const std::string& preemptor, Preemption& p, const std::string& node,
+                                 ReleaseKind kind, const PreemptionCycle* c) {
+  auto held = p.nodes.find(node);
+  if (held == p.nodes.end()) return true;
+  const bool still_marked = owners_->Of(node).IsReservedFor(preemptor);
+  NodeOwner back = held->second.value_or(NodeOwner::Unmarked());
+  if (back.reserved()) back = NodeOwner::Unmarked();
+  switch (kind) {
+    case ReleaseKind::kRolledBack:
+      (void)owners_->Set(node, back);  // the reconcile pass puts the Slurm side right
+      break;
+    case ReleaseKind::kFinished:
+      // A node Slurm shares goes back to Kubernetes (the reconcile pass re-tags its fence); a
+      // node Slurm does not know simply loses the mark.
+      if (still_marked) {
+        const NodeOwner finished = c->slurm.nodes.count(node) ? NodeOwner::Kubernetes() : NodeOwner::Unmarked();
+        if (!owners_->Set(node, finished).ok()) return false;
+        Fail("release-after-write");
+      }
+      break;
+    case ReleaseKind::kUnusable:
+      if (still_marked && !owners_->Set(node, back).ok()) return false;
+      Fail("release-after-write");
+      break;
+    case ReleaseKind::kConsumed:
+    case ReleaseKind::kGone:
+      break;
+  }
+  p.nodes.erase(held);
+  p.unusable_since.erase(node);
+  return true;
+}
+
+void PreemptionExecutor::ClearNominations(const std::string& preemptor, const PreemptionCycle& c) {
+  // The nomination is part of step 1: a released preemptor is nominated nowhere.
+  if (auto pods = c.built.pending_pods.find(preemptor); pods != c.built.pending_pods.end()) {
+    for (const auto& key : pods->second.pod_keys) (void)actions_->Nominate(key, "");
+  }
+}
+
+void PreemptionExecutor::RollBack(const std::string& preemptor, const PreemptionCycle& c, queue::Time retry_at,
+                                  std::string why) {
+  auto it = records_.find(preemptor);
+  if (it == records_.end()) return;
+  Preemption& p = it->second;
+  while (!p.nodes.empty()) Release(preemptor, p, p.nodes.begin()->first, ReleaseKind::kRolledBack, &c);
+  ClearNominations(preemptor, c);
+  ++c.stats->rollbacks;
+  p.retries.clear();
+  p.victims_asked = false;
+  if (why.empty()) {
+    records_.erase(it);
+  } else {
+    Move(preemptor, p, PreemptionEvent::kRefused);
+    p.retry_at = retry_at;
+    p.blocked_message = std::move(why);
+  }
+  Reindex();
+}
+
+bool PreemptionExecutor::Reserve(const queue::PreemptDecision& d, const PreemptionCycle& c) {
+  // 1. Reserve, durably, before anything is evicted: the node annotation, then (on a node Slurm
+  // shares) a fence tagged for the preemptor. Written even when a record has it already
+  // (recovered after a restart, or read back from a lagging informer after a rollback): the write
+  // is idempotent and the only proof that the mark is on the node.
+  std::set<std::string> names;
+  if (!config_.test_without_reservations) {  // tests only: see Config::test_without_reservations
+    for (queue::NodeIndex n : d.member_nodes) names.insert(c.built.snapshot->nodes[n].name);
+  }
+  auto [it, made] = records_.try_emplace(d.preemptor);
+  if (made) it->second.state = PreemptionState::kReleased;
+  Move(d.preemptor, it->second, PreemptionEvent::kReserve);
+  const NodeOwner mark = NodeOwner::ReservedFor(d.preemptor);
+  for (const auto& name : names) {
+    const NodeOwner before = owners_->Of(name);
+    if (!owners_->Set(name, mark).ok()) {
+      RollBack(d.preemptor, c, 0, "");
+      return false;
+    }
+    auto& slot = records_.at(d.preemptor).nodes[name];
+    if (!before.reserved()) slot = before;
+    c.touched->insert(name);
+  }
+  Reindex();
+  if (!names.empty()) Fail("preempt-after-reserve");
+  if (slurm_ == nullptr) return true;
+  for (const auto& name : names) {
+    auto joined = c.slurm.nodes.find(name);
+    if (joined == c.slurm.nodes.end()) continue;
+    absl::Status s = lending_->Fence(joined->second, mark.value(), c.now);
+    if (!s.ok()) {
+      spdlog::warn("preemption for {}: fencing Slurm node {} failed: {}; rolled back", d.preemptor,
+                   joined->second.slurm_name, s.ToString());
+      RollBack(d.preemptor, c, 0, "");
+      return false;
+    }
+  }
+  return true;
+}
+
+PreemptionExecutor::VictimOutcome PreemptionExecutor::EvictSlurmVictim(uint32_t job, const slurm::SlurmJob& record,
+                                                                      std::string* why) {
+  absl::Status s;
+  if (record.requeue) {
+    if (slurm_->FenceRequeues()) return VictimOutcome::kLeaving;  // the fence requeues it
+    s = slurm_->Requeue(job);
+    // Not found, or not running any more (completing, pending again): it has left.
+    if (s.ok() || absl::IsNotFound(s) || absl::IsFailedPrecondition(s)) return VictimOutcome::kLeaving;
+    if (IsTransient(s)) {
+      *why = absl::StrCat("requeue of Slurm job ", job, " failed: ", s.message());
+      return VictimOutcome::kRetry;
+    }
+  }
+  // Slurm will not requeue it (requeue=false, an srun/salloc allocation, no way to requeue).
+  const std::string refusal = record.requeue ? std::string(s.message()) : "requeue disabled for the job";
+  if (!config_.slurm.cancel_unrequeueable) {
+    *why = absl::StrCat("preemption given up: Slurm will not requeue job ", job, " (", refusal,
+                        ") and slurm.cancelUnrequeueable is false; the node stays with Slurm");
+    return VictimOutcome::kGiveUp;
+  }
+  s = slurm_->Cancel(job);
+  if (s.ok() || absl::IsNotFound(s)) return VictimOutcome::kLeaving;
+  *why = absl::StrCat("Slurm will not requeue job ", job, " (", refusal, ") and cancelling it failed: ", s.message());
+  return IsTransient(s) ? VictimOutcome::kRetry : VictimOutcome::kGiveUp;
+}
+
+bool PreemptionExecutor::NoteVictim(const std::string& preemptor, const std::string& victim, VictimOutcome outcome,
+                                    const std::string& why, const PreemptionCycle& c) {
+  Preemption& p = records_.at(preemptor);
+  switch (outcome) {
+    case VictimOutcome::kLeaving:
+      p.retries.erase(victim);
+      p.slurm_victims.insert(victim);
+      ++c.stats->requeued;
+      return true;
+    case VictimOutcome::kRetry: {
+      VictimRetry& r = p.retries[victim];
+      const queue::Time delay = std::min(kVictimRetryMaxSeconds, kVictimRetrySeconds << std::min(r.attempts, 4));
+      ++r.attempts;
+      r.retry_at = c.now + delay;
+      Move(preemptor, p, PreemptionEvent::kVictimRetry);
+      spdlog::warn("preemption for {}: {}; asked again in {}s", preemptor, why, delay);
+      return true;
+    }
+    case VictimOutcome::kGiveUp:
+      spdlog::warn("preemption for {}: {}", preemptor, why);
+      RollBack(preemptor, c, c.now + kUnrequeueableRetrySeconds, why);
+      return false;
+  }
+  return true;
+}
+
+void PreemptionExecutor::AskSlurmVictims(const queue::PreemptDecision& d, const PreemptionCycle& c) {
+  // 2. Evict each victim once: Slurm jobs are requeued (or cancelled when they may not be).
+  bool slurm_victims = false;
+  for (const auto& victim : d.victims) {
+    const std::optional<uint32_t> job_id = SlurmJobOf(victim);
+    if (!job_id) continue;
+    slurm_victims = true;
+    const Preemption& p = records_.at(d.preemptor);
+    if (p.slurm_victims.count(victim) || p.retries.count(victim) || slurm_ == nullptr) continue;
+    // A victim onequeue started a moment ago may still be assumed running: it is leaving now.
+    lending_->ForgetStart(*job_id);
+    auto job = c.slurm.running.find(victim);
+    if (job == c.slurm.running.end()) continue;  // already left
+    std::string why;
+    const VictimOutcome outcome = EvictSlurmVictim(*job_id, *job->second, &why);
+    if (!NoteVictim(d.preemptor, victim, outcome, why, c)) return;
+  }
+  if (slurm_victims) Fail("reclaim-after-requeue");
+}
+
+void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisions, const PreemptionCycle& c) {
+  std::vector<PlannedEvictions> evictions;
+  for (const queue::PreemptDecision& d : decisions) {
+    if (auto it = records_.find(d.preemptor); it != records_.end()) {
+      const Preemption& p = it->second;
+      if (p.state == PreemptionState::kBlocked ? c.now < p.retry_at : p.victims_asked) continue;  // under way
+    }
+    auto pods = c.built.pending_pods.find(d.preemptor);
+    const bool slurm_preemptor = SlurmJobOf(d.preemptor).has_value();
+    if (pods == c.built.pending_pods.end() && !slurm_preemptor) continue;
+    if (slurm_preemptor && (slurm_ == nullptr || !c.slurm.pending.count(d.preemptor))) continue;
+    if (!Reserve(d, c)) continue;
+    Fail("reclaim-after-reserve");
+    if (pods != c.built.pending_pods.end()) {
+      for (size_t i = 0; i < pods->second.pod_keys.size() && i < d.member_nodes.size(); ++i) {
+        (void)actions_->Nominate(pods->second.pod_keys[i], c.built.snapshot->nodes[d.member_nodes[i]].name);
+      }
+    }
+    ++c.stats->preemptions_started;
+    c.stats->preemption_victims.push_back(static_cast<int>(d.victims.size()));
+    AskSlurmVictims(d, c);
+    if (records_.at(d.preemptor).state == PreemptionState::kBlocked) continue;  // given up
+    PlannedEvictions planned{d.preemptor, {}};
+    for (const auto& victim : d.victims) {
+      auto vp = c.built.running_pods.find(victim);
+      if (vp == c.built.running_pods.end()) continue;
+      for (const auto& pod_key : vp->second.pod_keys) {
+        // Already leaving (evicted by a predecessor that crashed, or deleted): not evicted again.
+        if (evicted_pods_.count(pod_key) || c.terminating.count(pod_key)) continue;
+        planned.pod_keys.push_back(pod_key);
+      }
+    }
+    evictions.push_back(std::move(planned));
+    // 3. The start happens in a later cycle, when the victims are gone and the plan starts P there.
+  }
+  EvictInWaves(&evictions, c);
+}
+
+void PreemptionExecutor::EvictInWaves(std::vector<PlannedEvictions>* evictions, const PreemptionCycle& c) {
+  // Why waves: an eviction costs the apiserver a PodDisruptionBudget lookup (~90 ms each in the
+  // issue-12 preemption benchmark); one after another, 300 victims held a cycle 30 s. Why not
+  // every victim at once: a preemption stops at its first refusal, so a budget that refuses B
+  // spares C (the planner chooses sets the budgets allow; a refusal is a race with a change).
+  struct Wave {
+    absl::Mutex mu;
+    int left ABSL_GUARDED_BY(mu) = 0;
+    std::vector<absl::Status> results ABSL_GUARDED_BY(mu);
+  };
+  for (size_t k = 0;; ++k) {
+    std::vector<size_t> members;  // indexes into *evictions with a k-th pod
+    for (size_t i = 0; i < evictions->size(); ++i) {
+      if (!(*evictions)[i].refused && k < (*evictions)[i].pod_keys.size()) members.push_back(i);
+    }
+    if (members.empty()) break;
+    auto wave = std::make_shared<Wave>();
+    {
+      absl::MutexLock lock(&wave->mu);
+      wave->left = static_cast<int>(members.size());
+      wave->results.resize(members.size());
+    }
+    for (size_t m = 0; m < members.size(); ++m) {
+      const PlannedEvictions& p = (*evictions)[members[m]];
+      actions_->StartEvict(p.pod_keys[k], p.preemptor, absl::StrCat("Preempted by ", p.preemptor, " (higher priority)"),
+                           [wave, m](absl::Status s) {
+                             absl::MutexLock lock(&wave->mu);
+                             wave->results[m] = std::move(s);
+                             --wave->left;
+                           });
+    }
+    std::vector<absl::Status> results;
+    {
+      absl::MutexLock lock(&wave->mu);
+      wave->mu.Await(absl::Condition(
+          +[](int* left) { return *left == 0; }, &wave->left));
+      results = wave->results;
+    }
+    for (size_t m = 0; m < members.size(); ++m) {
+      PlannedEvictions& p = (*evictions)[members[m]];
+      const std::string& pod_key = p.pod_keys[k];
+      const absl::Status& s = results[m];
+      if (!s.ok() && !absl::IsNotFound(s)) {
+        RollBack(p.preemptor, c, c.now + kBlockedPreemptionRetrySeconds,
+                 absl::StrCat("preemption rolled back, eviction of ", pod_key, " refused: ", s.message(),
+                              "; retrying in ", kBlockedPreemptionRetrySeconds, "s"));
+        p.refused = true;
+        continue;
+      }
+      if (s.ok()) actions_->EvictSucceeded(pod_key, p.preemptor, absl::StrCat("Preempted by ", p.preemptor, " (higher priority)"));
+      evicted_pods_.insert(pod_key);
+      ++c.stats->evictions;
+      Fail(c.stats->evictions == 1 ? "preempt-after-first-eviction" : "preempt-after-next-eviction");
+    }
+  }
+  for (const PlannedEvictions& planned : *evictions) {
+    if (planned.refused) continue;
+    Preemption& p = records_.at(planned.preemptor);
+    p.victims_asked = true;
+    p.blocked_message.clear();
+    if (p.retries.empty()) Move(planned.preemptor, p, PreemptionEvent::kVictimsAsked);
+  }
+}
+
+void PreemptionExecutor::RetryVictims(const PreemptionCycle& c) {
+  if (slurm_ == nullptr) return;
+  for (auto it = records_.begin(); it != records_.end(); ++it) {
+    const std::string preemptor = it->first;
+    Preemption& p = it->second;
+    bool gave_up = false;
+    for (auto r = p.retries.begin(); r != p.retries.end() && !gave_up;) {
+      const std::string victim = r->first;
+      const queue::Time retry_at = r->second.retry_at;
+      auto job = c.slurm.running.find(victim);
+      if (job == c.slurm.running.end()) {  // it left after all
+        r = p.retries.erase(r);
+        continue;
+      }
+      ++r;  // NoteVictim may erase this entry
+      if (c.now < retry_at) continue;
+      std::string why;
+      const VictimOutcome outcome = EvictSlurmVictim(*SlurmJobOf(victim), *job->second, &why);
+      gave_up = !NoteVictim(preemptor, victim, outcome, why, c);
+    }
+    if (!gave_up && p.retries.empty() && p.state == PreemptionState::kEvicting) {
+      Move(preemptor, p, PreemptionEvent::kVictimsAsked);
+    }
+  }
+}
+
+void PreemptionExecutor::ReleaseFinished(const PreemptionCycle& c) {
+  for (auto it = records_.begin(); it != records_.end();) {
+    // The preemptor no longer waits (bound, started, or deleted): the reservation has done its job.
+    if (c.IsPending(it->first)) {
+      ++it;
+      continue;
+    }
+    Preemption& p = it->second;
+    for (auto n = p.nodes.begin(); n != p.nodes.end();) {
+      const std::string node = n->first;
+      ++n;
+      Release(it->first, p, node, ReleaseKind::kFinished, &c);
+    }
+    if (p.nodes.empty()) {
+      Move(it->first, p, PreemptionEvent::kRelease);
+      it = records_.erase(it);
+    } else {
+      ++it;  // a write failed: tried again next cycle
+    }
+  }
+  Reindex();
+}
+
+void PreemptionExecutor::ReleaseUnusable(const queue::Plan& plan, const PreemptionCycle& c) {
+  if (by_node_.empty()) return;
+  // The nodes each workload's decisions of this cycle use.
+  std::map<std::string, std::set<std::string>, std::less<>> planned;
+  auto add = [&](const std::string& workload, const queue::MemberNodes& nodes) {
+    for (queue::NodeIndex n : nodes) planned[workload].insert(c.built.snapshot->nodes[n].name);
+  };
+  for (const auto& d : plan.starts) add(d.workload, d.member_nodes);
+  for (const auto& d : plan.preemptions) add(d.preemptor, d.member_nodes);
+  for (const auto& d : plan.reservations) add(d.workload, d.member_nodes);
+  for (auto it = records_.begin(); it != records_.end();) {
+    const std::string preemptor = it->first;
+    Preemption& p = it->second;
+    // A preemptor that no longer waits is ReleaseFinished's (next cycle).
+    if (!c.IsPending(preemptor) || p.nodes.empty()) {
+      ++it;
+      continue;
+    }
+    auto uses = planned.find(preemptor);
+    bool released = false;
+    for (auto n = p.nodes.begin(); n != p.nodes.end();) {
+      const std::string node = n->first;
+      ++n;
+      if (uses != planned.end() && uses->second.count(node)) {
+        p.unusable_since.erase(node);
+        continue;
+      }
+      // Still pending, but this cycle's plan puts it elsewhere or nowhere: a gang member deleted
+      // after the evictions (GangIncomplete), requests that no longer fit there, a better place.
+      // Past the grace the node goes back to the owner it had, or it stays reserved and idle for ever.
+      const queue::Time since = p.unusable_since.try_emplace(node, c.now).first->second;
+      if (c.now - since < kUnusableReservationSeconds) continue;
+      spdlog::info("node {} released: {} still waits but has not been able to use it for {}s", node, preemptor,
+                   c.now - since);
+      if (!Release(preemptor, p, node, ReleaseKind::kUnusable, &c)) continue;
+      c.touched->insert(node);
+      released = true;
+    }
+    Move(preemptor, p, p.unusable_since.empty() ? PreemptionEvent::kUsable : PreemptionEvent::kUnusable);
+    if (released && p.nodes.empty()) {
+      // Its preemption is over: nominated nowhere, and free to preempt again when it fits.
+      ClearNominations(preemptor, c);
+      if (p.state != PreemptionState::kBlocked) {
+        Move(preemptor, p, PreemptionEvent::kRelease);
+        it = records_.erase(it);
+        continue;
+      }
+    }
+    ++it;
+  }
+  Reindex();
+}
+
+void PreemptionExecutor::Consumed(const std::string& node, bool fail_after) {
+  auto held = by_node_.find(node);
+  if (held == by_node_.end()) return;
+  const std::string preemptor = held->second;
+  Release(preemptor, records_.at(preemptor), node, ReleaseKind::kConsumed, nullptr);
+  Reindex();
+  if (fail_after) Fail("release-after-write");
+}
+
+void PreemptionExecutor::ForgetGonePods(const std::function<bool(const std::string&)>& exists) {
+  std::erase_if(evicted_pods_, [&](const std::string& key) { return !exists(key); });
+}
+
+const std::string* PreemptionExecutor::BlockedMessage(std::string_view preemptor) const {
+  auto it = records_.find(preemptor);
+  if (it == records_.end() || it->second.blocked_message.empty()) return nullptr;
+  return &it->second.blocked_message;
+}
+
+}  // namespace onequeue::scheduler

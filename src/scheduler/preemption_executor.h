@@ -1,0 +1,165 @@
+#pragma once
+// Carries out the queue's preemption decisions: the atomic preemption protocol of
+// docs/architecture.md, one record per preemptor P, whose state moves only through Next():
+//
+//                 Reserve: reserved(P) marks, fences, nominations written
+//     (no record) ─────────────────────────────┐      a mark reserved(P) read back (restart)
+//          ^                                    v      ──────────────────────────┐
+//          │                               kReserved <───────────────────────────┘
+//          │                                │    │ a Slurm victim's requeue/cancel failed,
+//          │            every victim asked  │    v retried with backoff
+//          │                                │  kEvicting ──── all asked ───┐
+//          │                                v                             v
+//          │                        kWaitingForVictims <──────────────────┘
+//          │                                │  ^  the plan no longer places P on a reserved node
+//          │                                v  │  (placed there again: back)
+//          │                            kUnusable ── past kUnusableReservationSeconds:
+//          │                                          that node is released
+//          │   refused: a PodDisruptionBudget, a victim Slurm will not requeue (and policy
+//          │   forbids cancelling it), a mark or fence that could not be written
+//          │        kReserved | kEvicting ──────> kBlocked (marks released; retry after retry_at)
+//          │
+//          └──── kReleased: P started (its nodes consumed by the start), P gone, every node
+//                released; the record is dropped.
+//
+// Release() is the only way a reserved node stops being reserved; which owner it gets back
+// depends on why (see ReleaseKind). Each victim is evicted once: pods by key for as long as the
+// pod exists, Slurm jobs per record.
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "queue/planner.h"
+#include "scheduler/config.h"
+#include "scheduler/node_owners.h"
+#include "scheduler/slurm_lending.h"
+#include "scheduler/slurm_world.h"
+#include "scheduler/snapshot_builder.h"
+
+namespace onequeue::scheduler {
+
+class ClusterActions;
+class SlurmActions;
+struct CycleStats;
+
+enum class PreemptionState { kReserved, kEvicting, kWaitingForVictims, kUnusable, kBlocked, kReleased };
+enum class PreemptionEvent {
+  kReserve,       // marks written (or read back): victims not asked by this process yet
+  kVictimRetry,   // a Slurm victim is to be asked again
+  kVictimsAsked,  // every victim asked
+  kUnusable,      // the plan places P elsewhere or nowhere
+  kUsable,        // placed on its nodes again
+  kRefused,       // rolled back
+  kRelease,       // over
+};
+const char* PreemptionStateName(PreemptionState s);
+// ALL transitions. An event a state does not take leaves it as it is (and is logged).
+PreemptionState Next(PreemptionState from, PreemptionEvent event, bool victims_asked);
+
+// What one cycle gives the executor to act on.
+struct PreemptionCycle {
+  const BuiltSnapshot& built;
+  const SlurmRecords& slurm;
+  const std::set<std::string>& terminating;  // pod keys being deleted
+  queue::Time now = 0;
+  CycleStats* stats = nullptr;
+  std::set<std::string>* touched = nullptr;  // nodes whose Slurm side this cycle has set
+  bool IsPending(std::string_view workload) const {
+    return built.pending_pods.find(workload) != built.pending_pods.end() ||
+           slurm.pending.find(workload) != slurm.pending.end();
+  }
+};
+
+class PreemptionExecutor {
+ public:
+  PreemptionExecutor(const Config& config, ClusterActions* actions, SlurmActions* slurm, NodeOwners* owners,
+                     SlurmLending* lending, std::function<void(const char*)> fail)
+      : config_(config), actions_(actions), slurm_(slurm), owners_(owners), lending_(lending), fail_(std::move(fail)) {}
+
+  // Reservations read back from the marks (a restarted or newly elected scheduler finishes or
+  // rolls back what its predecessor began); a deleted node's reservation goes with it.
+  void Recover();
+  // Step 1 and the Slurm victims of step 2 of each decision, then step 2 for pods in waves.
+  void Start(const std::vector<queue::PreemptDecision>& decisions, const PreemptionCycle& c);
+  // Slurm victims whose requeue or cancel failed, asked again once their backoff has passed.
+  void RetryVictims(const PreemptionCycle& c);
+  // Releases the reservations of preemptors that no longer wait (started, deleted).
+  void ReleaseFinished(const PreemptionCycle& c);
+  // Releases the nodes a waiting preemptor has not been able to use for the grace.
+  void ReleaseUnusable(const queue::Plan& plan, const PreemptionCycle& c);
+  // A start took the node (TakeNodeFor, a Slurm job's lend): its reservation is consumed.
+  void Consumed(const std::string& node, bool fail_after);
+  // Pods evicted that are gone now are forgotten (a pod of the same name later is another one).
+  void ForgetGonePods(const std::function<bool(const std::string&)>& exists);
+
+  const std::map<std::string, std::string>& reservations() const { return by_node_; }
+  // Why a refused preemption waits, for its waiting report; null if not refused.
+  const std::string* BlockedMessage(std::string_view preemptor) const;
+  // Nothing under way (the arrival cycles need that).
+  bool Idle() const { return records_.empty() && evicted_pods_.empty(); }
+  bool HasEvictedPods() const { return !evicted_pods_.empty(); }
+
+ private:
+  struct VictimRetry {
+    int attempts = 0;
+    queue::Time retry_at = 0;
+  };
+  struct Preemption {
+    PreemptionState state = PreemptionState::kReserved;
+    bool victims_asked = false;  // by this process (a recovered reservation has not)
+    std::map<std::string, std::optional<NodeOwner>> nodes;  // reserved node -> owner before, if known
+    std::map<std::string, queue::Time> unusable_since;       // reserved node -> since when P cannot use it
+    std::set<std::string> slurm_victims;                     // asked to leave (each once)
+    std::map<std::string, VictimRetry> retries;              // Slurm victims to ask again
+    queue::Time retry_at = 0;                                // kBlocked
+    std::string blocked_message;
+  };
+  enum class ReleaseKind {
+    kRolledBack,  // back to the owner it had (a reservation's before: unmarked); failures ignored
+    kFinished,    // P no longer waits: Kubernetes' if Slurm shares it, else unmarked
+    kUnusable,    // back to the owner it had, if still reserved(P); kept when the write fails
+    kConsumed,    // a start wrote the new owner already: nothing to write
+    kGone,        // the node was deleted: nothing to write
+  };
+  enum class VictimOutcome { kLeaving, kRetry, kGiveUp };
+  struct PlannedEvictions {
+    std::string preemptor;
+    std::vector<std::string> pod_keys;
+    bool refused = false;
+  };
+
+  void Move(const std::string& preemptor, Preemption& p, PreemptionEvent event);
+  // The one release path: true when the node is no longer reserved for P (its record updated).
+  bool Release(const std::string& preemptor, Preemption& p, const std::string& node, ReleaseKind kind,
+               const PreemptionCycle* c);
+  // Every node of P released, nominations cleared, the record blocked until `retry_at`.
+  void RollBack(const std::string& preemptor, const PreemptionCycle& c, queue::Time retry_at, std::string why);
+  void ClearNominations(const std::string& preemptor, const PreemptionCycle& c);
+  bool Reserve(const queue::PreemptDecision& d, const PreemptionCycle& c);
+  void AskSlurmVictims(const queue::PreemptDecision& d, const PreemptionCycle& c);
+  VictimOutcome EvictSlurmVictim(uint32_t job, const slurm::SlurmJob& record, std::string* why);
+  // Applies an outcome; false when the preemption was given up.
+  bool NoteVictim(const std::string& preemptor, const std::string& victim, VictimOutcome outcome,
+                  const std::string& why, const PreemptionCycle& c);
+  void EvictInWaves(std::vector<PlannedEvictions>* evictions, const PreemptionCycle& c);
+  void Reindex();
+  void Fail(const char* name) {
+    if (fail_) fail_(name);
+  }
+
+  const Config& config_;
+  ClusterActions* actions_;
+  SlurmActions* slurm_;
+  NodeOwners* owners_;
+  SlurmLending* lending_;
+  std::function<void(const char*)> fail_;
+  std::map<std::string, Preemption, std::less<>> records_;  // by preemptor
+  std::map<std::string, std::string> by_node_;              // reserved node -> preemptor
+  std::set<std::string> evicted_pods_;                      // pod keys evicted (each victim once)
+};
+
+}  // namespace onequeue::scheduler

@@ -1,0 +1,319 @@
+#include "scheduler/slurm_lending.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "scheduler/scheduling_loop.h"
+#include "spdlog/spdlog.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+// A job onequeue started that Slurm has not shown running after this long is planned again.
+constexpr queue::Time kAssumedStartSeconds = 120;
+// The same fence is not asked for twice within this long (the poller shows it a poll later).
+constexpr queue::Time kFenceRetrySeconds = 10;
+// A view the poller has not refreshed for this long (or ten poll intervals, whichever is longer)
+// is stale: nothing is decided from it.
+constexpr queue::Time kStaleSlurmViewSeconds = 30;
+
+}  // namespace
+
+std::shared_ptr<const slurm::SlurmView> SlurmLending::Observe(std::shared_ptr<const slurm::SlurmView> view,
+                                                              queue::Time now, CycleStats* stats) {
+  known_ = false;
+  if (slurm_ == nullptr) return nullptr;
+  if (view != nullptr && view->refreshed_at != absl::InfinitePast()) {
+    const queue::Time age = now - absl::ToUnixSeconds(view->refreshed_at);
+    const auto bound = std::max<queue::Time>(kStaleSlurmViewSeconds,
+                                             static_cast<queue::Time>(10 * config_.slurm.poll_interval_seconds));
+    if (age > bound) {
+      spdlog::warn("the Slurm view is {}s old (bound {}s): nothing is decided from it until the poller answers", age,
+                   bound);
+      view = nullptr;
+    }
+  }
+  known_ = view != nullptr;
+  stats->slurm_unknown = !known_;
+  return view;
+}
+
+void SlurmLending::FenceUnknownNodes(BuiltSnapshot* built) const {
+  for (queue::Node& n : built->snapshot->nodes) {
+    const NodeOwner& owner = owners_->Of(n.name);
+    if (owner.kubernetes()) continue;  // onequeue fenced Slurm off it before
+    if (owner.unmarked() && seen_ && !last_joined_.count(n.name)) continue;  // no Slurm node
+    n.schedulable = false;
+  }
+}
+
+void SlurmLending::Joined(const SlurmRecords& records) {
+  last_joined_.clear();
+  for (const auto& [name, joined] : records.nodes) last_joined_.insert(name);
+  seen_ = true;
+}
+
+SlurmWorldOptions SlurmLending::Options(const BuiltSnapshot& built, queue::Time now) {
+  SlurmWorldOptions o = SlurmWorldOptionsOf(config_);
+  for (const auto& [job, a] : assumed_jobs_) o.assumed_starts[job] = a.nodes;
+  // Hysteresis: a node pods used lately is not lent, nor is the headroom kept for interactive pods.
+  const queue::Snapshot& snap = *built.snapshot;
+  const std::vector<char> has_pod = NodesWithPods(snap);
+  std::vector<std::string> idle_kubernetes;
+  for (size_t i = 0; i < snap.nodes.size(); ++i) {
+    const std::string& name = snap.nodes[i].name;
+    auto [seen, first_sight] = last_pod_seen_.try_emplace(name, now);
+    if (has_pod[i] || !owners_->Of(name).kubernetes_or_unmarked()) seen->second = now;
+    else idle_kubernetes.push_back(name);
+    if (now - seen->second < config_.slurm.lend_after_seconds) o.not_lendable.insert(name);
+  }
+  for (int i = 0; i < config_.slurm.headroom_nodes && i < static_cast<int>(idle_kubernetes.size()); ++i) {
+    o.not_lendable.insert(idle_kubernetes[i]);
+  }
+  return o;
+}
+
+void SlurmLending::ConfirmStarts(const slurm::SlurmView& view, queue::Time now) {
+  for (auto it = assumed_jobs_.begin(); it != assumed_jobs_.end();) {
+    auto job = view.jobs->find(it->first);
+    // Seen running (or ended, or gone): confirmed. Still pending past its time: Slurm did not
+    // start it, and the next plan decides again.
+    const bool confirmed = job == view.jobs->end() || job->second.state != slurm::JobState::kPending ||
+                           job->second.restart_count > it->second.restarts;
+    if (confirmed || now > it->second.until) it = assumed_jobs_.erase(it);
+    else ++it;
+  }
+}
+
+absl::Status SlurmLending::Fence(const JoinedNode& node, const std::string& owner, queue::Time now) {
+  absl::Status s = slurm_->Fence(node.slurm_name, owner);
+  if (s.ok()) last_fence_[node.k8s_name] = {owner, now};
+  return s;
+}
+
+bool SlurmLending::TakeNodeFor(const std::string& node, const std::string& workload, const SlurmRecords& records,
+                               queue::Time now, CycleStats* stats) {
+  if (!known()) return false;  // what Slurm runs there is not known (issue 24 H1)
+  auto joined = records.nodes.find(node);
+  const NodeOwner& owner = owners_->Of(node);
+  if (slurm_ == nullptr || joined == records.nodes.end() || owner.kubernetes()) return true;
+  if (owner.unmarked() && joined->second.holder.holder != slurm::NodeHolder::kSlurm) return true;
+  // Slurm's side first: fenced for Kubernetes and nothing of Slurm's left running there, asked of
+  // Slurm itself (the poller's view may be a poll old). Only then the node changes hands.
+  absl::Status fenced = Fence(joined->second, kOwnerKubernetes, now);
+  if (!fenced.ok()) {
+    spdlog::warn("taking {} for {}: fencing Slurm node {}: {}", node, workload, joined->second.slurm_name,
+                 fenced.ToString());
+    return false;
+  }
+  absl::StatusOr<bool> ready = slurm_->Ready(joined->second.slurm_name);
+  if (!ready.ok() || !*ready) return false;  // a Slurm job is still leaving: next cycle
+  if (!owners_->Set(node, NodeOwner::Kubernetes()).ok()) return false;
+  actions_->NodeEvent(node, "Reclaimed", absl::StrCat("Reclaimed from Slurm for ", workload));
+  ++stats->reclaimed;
+  return true;
+}
+
+std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& start, const BuiltSnapshot& built,
+                                                const SlurmRecords& records, queue::Time now,
+                                                std::set<std::string>* touched, CycleStats* stats) {
+  const std::optional<uint32_t> job = SlurmJobOf(start.workload);
+  if (!job || slurm_ == nullptr) return {};
+  std::vector<std::string> k8s_nodes, slurm_nodes;
+  for (queue::NodeIndex n : start.member_nodes) {
+    const std::string& name = built.snapshot->nodes[n].name;
+    if (std::find(k8s_nodes.begin(), k8s_nodes.end(), name) != k8s_nodes.end()) continue;
+    auto joined = records.nodes.find(name);
+    if (joined == records.nodes.end()) return {};  // cannot happen: only joined nodes are lendable
+    k8s_nodes.push_back(name);
+    slurm_nodes.push_back(joined->second.slurm_name);
+  }
+  // 1. Kubernetes' side first (durable, and the taint keeps other schedulers off). Undone (issue
+  // 24 M3) if the lend goes no further, so an outage does not lend node after node.
+  std::vector<std::pair<std::string, NodeOwner>> marked;  // node -> owner before
+  auto undo = [&] {
+    for (const auto& [name, before] : marked) (void)owners_->Set(name, before);
+    return std::vector<std::string>{};
+  };
+  for (const std::string& name : k8s_nodes) {
+    const NodeOwner before = owners_->Of(name);
+    if (before.slurm()) continue;
+    if (!owners_->Set(name, NodeOwner::LentTo(*job)).ok()) return undo();
+    marked.emplace_back(name, before);
+  }
+  Fail("lend-after-annotate");
+  // 2. The job onequeue chose, and only it, may start there: pinned to the nodes, released with a
+  // priority above anything else, then the fence goes.
+  absl::Status s = slurm_->StartOn(*job, slurm_nodes,
+                                   absl::StrCat(slurm::kOwnerTagPrefix, " started by onequeue on ",
+                                                absl::StrJoin(slurm_nodes, ","),
+                                                start.backfilled ? " (backfilled)" : ""));
+  if (!s.ok()) {
+    spdlog::warn("starting Slurm job {}: {}; the nodes marked for it are given back", *job, s.ToString());
+    return undo();
+  }
+  for (const auto& [name, before] : marked) {
+    actions_->NodeEvent(name, "Lent", absl::StrCat("Lent to Slurm for job ", *job));
+    ++stats->lent;
+  }
+  for (size_t i = 0; i < k8s_nodes.size(); ++i) {
+    const JoinedNode& joined = records.nodes.at(k8s_nodes[i]);
+    auto last = last_fence_.find(k8s_nodes[i]);
+    if (joined.holder.holder == slurm::NodeHolder::kOnequeue ||
+        (last != last_fence_.end() && now - last->second.second < kFenceRetrySeconds)) {
+      absl::Status u = slurm_->Unfence(slurm_nodes[i]);
+      if (!u.ok()) spdlog::warn("lending {}: {}", slurm_nodes[i], u.ToString());
+    }
+    last_fence_.erase(k8s_nodes[i]);
+    touched->insert(k8s_nodes[i]);
+  }
+  const auto pending = records.pending.find(start.workload);
+  assumed_jobs_[*job] = {k8s_nodes, now + kAssumedStartSeconds,
+                         pending == records.pending.end() ? 0 : pending->second->restart_count};
+  last_hold_.erase(*job);
+  ++stats->slurm_started;
+  return k8s_nodes;
+}
+
+void SlurmLending::FenceOnce(const JoinedNode& node, const std::string& owner, queue::Time now) {
+  auto last = last_fence_.find(node.k8s_name);
+  if (last != last_fence_.end() && last->second.first == owner && now - last->second.second < kFenceRetrySeconds) {
+    return;
+  }
+  absl::Status s = owner.empty() ? slurm_->Unfence(node.slurm_name) : slurm_->Fence(node.slurm_name, owner);
+  if (!s.ok()) spdlog::warn("Slurm node {}: {} failed: {}", node.slurm_name, owner.empty() ? "lend" : "fence " + owner,
+                            s.ToString());
+  last_fence_[node.k8s_name] = {owner, now};
+}
+
+void SlurmLending::ReturnIdle(const JoinedNode& node, queue::Time now, CycleStats* stats) {
+  const std::string& name = node.k8s_name;
+  // No Slurm job has used the node for a while and none is planned there: it comes back, fenced
+  // first so nothing of Slurm's starts as it does.
+  if (!Fence(node, kOwnerKubernetes, now).ok()) return;
+  // Issue 24 H3: asked of Slurm now, not of the poll: a job may have started there since.
+  absl::StatusOr<bool> ready = slurm_->Ready(node.slurm_name);
+  if (!ready.ok() || !*ready) {
+    spdlog::info("node {}: not returned, Slurm still runs something there ({})", name,
+                 ready.ok() ? "busy" : ready.status().ToString());
+    if (!slurm_->FenceRequeues()) {  // a drain would keep Slurm off a node that is still its own
+      lent_idle_since_.erase(name);
+      (void)slurm_->Unfence(node.slurm_name);
+      last_fence_[name] = {"", now};
+    }
+    return;
+  }
+  const queue::Time idle = now - lent_idle_since_[name];
+  if (!owners_->Set(name, NodeOwner::Kubernetes()).ok()) return;
+  lent_idle_since_.erase(name);
+  actions_->NodeEvent(name, "Returned", absl::StrCat("Returned by Slurm: no Slurm job for ", idle, "s"));
+  ++stats->returned;
+}
+
+void SlurmLending::ReconcileLent(const JoinedNode& node, bool busy, queue::Time now, CycleStats* stats) {
+  const bool fenced = node.holder.holder == slurm::NodeHolder::kOnequeue;
+  if (busy) {
+    lent_idle_since_.erase(node.k8s_name);
+    if (fenced) FenceOnce(node, "", now);
+    return;
+  }
+  auto [since, inserted] = lent_idle_since_.try_emplace(node.k8s_name, now);
+  if (now - since->second >= config_.slurm.return_after_seconds) ReturnIdle(node, now, stats);
+  else if (fenced) FenceOnce(node, "", now);
+}
+
+void SlurmLending::Reconcile(const SlurmRecords& records, const std::set<std::string>& touched, queue::Time now,
+                             CycleStats* stats) {
+  std::set<std::string> assumed_nodes;
+  for (const auto& [job, a] : assumed_jobs_) assumed_nodes.insert(a.nodes.begin(), a.nodes.end());
+  for (const auto& [name, node] : records.nodes) {
+    if (touched.count(name)) continue;
+    const slurm::NodeHolder holder = node.holder.holder;
+    if (holder == slurm::NodeHolder::kAdmin || holder == slurm::NodeHolder::kDown) continue;  // hands off
+    const NodeOwner owner = owners_->Of(name);
+    const bool fenced = holder == slurm::NodeHolder::kOnequeue;
+    if (owner.reserved()) {
+      if (!fenced || node.holder.owner != owner.value()) FenceOnce(node, owner.value(), now);
+      continue;
+    }
+    if (owner.slurm()) {
+      ReconcileLent(node, !node.running_jobs.empty() || assumed_nodes.count(name), now, stats);
+      continue;
+    }
+    lent_idle_since_.erase(name);
+    // Kubernetes' node. One Slurm already runs jobs on, never marked by onequeue, was Slurm's
+    // before onequeue came: adopt it as lent rather than fence jobs out from under their users.
+    if (owner.unmarked() && !node.running_jobs.empty() && !fenced) {
+      if (owners_->Set(name, NodeOwner::Parse(kOwnerSlurm)).ok()) {
+        actions_->NodeEvent(name, "Lent", absl::StrCat("Adopted as lent: Slurm job ", node.running_jobs.front(),
+                                                        " runs here"));
+        ++stats->lent;
+      }
+      continue;
+    }
+    if (!fenced || node.holder.owner != kOwnerKubernetes) FenceOnce(node, kOwnerKubernetes, now);
+    if (owner.unmarked() && fenced && node.holder.owner == kOwnerKubernetes) {
+      (void)owners_->Set(name, NodeOwner::Kubernetes());
+    }
+  }
+}
+
+std::string SlurmLending::HoldComment(const queue::WaitingStatus& w, const slurm::SlurmJob& job,
+                                      const SlurmRecords& records) const {
+  // The position moves with every arrival: the comment carries only the reason, like the pod's event.
+  std::string message(w.Message());
+  const std::string reason = queue::WaitReasonName(w.reason);
+  if (absl::StartsWith(message, reason + ": ")) message = message.substr(reason.size() + 2);
+  if (w.reason == queue::WaitReason::kPartitionNodesUnavailable) {
+    // The queue sees only lendable nodes for Slurm jobs; say why the partition's pool nodes
+    // are not (in use by pods, lately, or kept as headroom) rather than "no node matches".
+    const std::string& partition = job.partition;
+    const bool pool_nodes = std::any_of(records.nodes.begin(), records.nodes.end(), [&](const auto& n) {
+      return std::find(n.second.partitions.begin(), n.second.partitions.end(), partition) != n.second.partitions.end();
+    });
+    if (pool_nodes) {
+      message = absl::StrCat("no pool node of partition ", partition,
+                             " can be lent now (pods used them less than ", config_.slurm.lend_after_seconds,
+                             "s ago, they are kept as headroom, or they are not ready)");
+    }
+  }
+  return absl::StrCat(slurm::kOwnerTagPrefix, " ", reason, ": ", message);
+}
+
+void SlurmLending::HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& records, CycleStats* stats) {
+  for (const auto& w : plan.waiting) {
+    const std::optional<uint32_t> id = SlurmJobOf(w.workload);
+    if (!id) continue;
+    auto job = records.pending.find(w.workload);
+    if (job == records.pending.end()) continue;
+    ++stats->slurm_pending;
+    if (w.reason == queue::WaitReason::kHeld) {
+      // Slurm's own hold, dependency or begin time (or an admin's oq hold): not onequeue's to
+      // write. Once it is lifted the job needs onequeue's hold again, so forget the last one asked.
+      last_hold_.erase(*id);
+      continue;
+    }
+    const std::string comment = HoldComment(w, *job->second, records);
+    if (HeldByOnequeue(*job->second) && job->second->comment == comment) {
+      last_hold_[*id] = comment;
+      continue;
+    }
+    auto last = last_hold_.find(*id);
+    if (last != last_hold_.end() && last->second == comment) continue;  // asked; the poll lags
+    absl::Status s = slurm_->Hold(*id, comment);
+    if (s.ok() || absl::IsNotFound(s)) {
+      last_hold_[*id] = comment;
+      ++stats->slurm_held;
+    } else {
+      spdlog::warn("holding Slurm job {}: {}", *id, s.ToString());
+    }
+  }
+  for (auto it = last_hold_.begin(); it != last_hold_.end();) {
+    if (!records.pending.count(SlurmWorkloadId(it->first))) it = last_hold_.erase(it);
+    else ++it;
+  }
+}
+
+}  // namespace onequeue::scheduler

@@ -1,0 +1,108 @@
+#pragma once
+// The Slurm side of the pool: which view of Slurm a cycle may act on, and the moves of nodes
+// between the worlds (lend, return, take back, fence) with the live check that guards them.
+//
+//   * The view: the poller's, while fresh. Missing (no poll answered yet: a restart) or stale (not
+//     refreshed for max(30 s, 10 poll intervals): slurmrestd hangs), nothing is decided from
+//     Slurm's side (issue 24 H1, M3): no node is taken from or lent to Slurm, a pod goes only where
+//     onequeue fenced Slurm off before (kubernetes) or where the last view showed no Slurm node.
+//   * Lend (StartJob): the node is marked slurm/<job> first, then the job is pinned there and the
+//     fence lifted; if the job cannot be started the marks are undone (issue 24 M3).
+//   * Take (TakeNodeFor) and Return (Reconcile): fenced first, then Slurm is asked now (Ready,
+//     not the poll) whether anything of its own still runs there; only then is the node marked
+//     kubernetes (issue 24 H3). A node Slurm turns out to use stays Slurm's.
+//   * Reconcile: every joined node's Slurm side is made to match its owner (fence tagged with it,
+//     or lifted for a lent node), once per kFenceRetrySeconds at most; holds keep Slurm's waiting
+//     jobs from starting anywhere onequeue did not choose.
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "queue/planner.h"
+#include "scheduler/config.h"
+#include "scheduler/node_owners.h"
+#include "scheduler/slurm_world.h"
+#include "scheduler/snapshot_builder.h"
+#include "slurm_bridge/poller.h"
+
+namespace onequeue::scheduler {
+
+class ClusterActions;
+class SlurmActions;
+struct CycleStats;
+
+class SlurmLending {
+ public:
+  // `slurm` null: Slurm does not share the pool and every method is a no-op.
+  SlurmLending(const Config& config, SlurmActions* slurm, ClusterActions* actions, NodeOwners* owners,
+               std::function<void(const char*)> fail)
+      : config_(config), slurm_(slurm), actions_(actions), owners_(owners), fail_(std::move(fail)) {}
+
+  bool enabled() const { return slurm_ != nullptr; }
+  // The view this cycle acts on: `view` if fresh, else null (stats->slurm_unknown).
+  std::shared_ptr<const slurm::SlurmView> Observe(std::shared_ptr<const slurm::SlurmView> view, queue::Time now,
+                                                  CycleStats* stats);
+  // True without Slurm, or when this cycle's view is fresh.
+  bool known() const { return slurm_ == nullptr || known_; }
+  // Without a fresh view: the nodes no pod may go to (see above).
+  void FenceUnknownNodes(BuiltSnapshot* built) const;
+  // Remembers which pool nodes the fresh view joined.
+  void Joined(const SlurmRecords& records);
+  // The options AddSlurmWorld needs from the loop's state (assumed starts, hysteresis, headroom).
+  SlurmWorldOptions Options(const BuiltSnapshot& built, queue::Time now);
+  // Drops the start assumptions the view confirms (or that lapsed).
+  void ConfirmStarts(const slurm::SlurmView& view, queue::Time now);
+  void ForgetStart(uint32_t job) { assumed_jobs_.erase(job); }
+  bool HasAssumedStarts() const { return !assumed_jobs_.empty(); }
+
+  // Moves a joined node to Kubernetes before a pod starts there: false if it cannot be done now.
+  bool TakeNodeFor(const std::string& node, const std::string& workload, const SlurmRecords& records,
+                   queue::Time now, CycleStats* stats);
+  // Lends the start's nodes and starts the job there; returns the nodes lent (empty: not started).
+  std::vector<std::string> StartJob(const queue::StartDecision& start, const BuiltSnapshot& built,
+                                    const SlurmRecords& records, queue::Time now, std::set<std::string>* touched,
+                                    CycleStats* stats);
+  // Fences a joined node for `owner` now (a reservation's, Kubernetes') and remembers it.
+  absl::Status Fence(const JoinedNode& node, const std::string& owner, queue::Time now);
+  void ForgetNode(const std::string& node) { last_fence_.erase(node); }
+  void Reconcile(const SlurmRecords& records, const std::set<std::string>& touched, queue::Time now,
+                 CycleStats* stats);
+  void HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& records, CycleStats* stats);
+
+  const std::map<std::string, queue::Time>& lent_idle_since() const { return lent_idle_since_; }
+
+ private:
+  void FenceOnce(const JoinedNode& node, const std::string& owner, queue::Time now);
+  // Returns a lent node that has been idle long enough, if Slurm says nothing runs there now.
+  void ReturnIdle(const JoinedNode& node, queue::Time now, CycleStats* stats);
+  void ReconcileLent(const JoinedNode& node, bool busy, queue::Time now, CycleStats* stats);
+  std::string HoldComment(const queue::WaitingStatus& w, const slurm::SlurmJob& job, const SlurmRecords& records) const;
+  void Fail(const char* name) {
+    if (fail_) fail_(name);
+  }
+
+  const Config& config_;
+  SlurmActions* slurm_;
+  ClusterActions* actions_;
+  NodeOwners* owners_;
+  std::function<void(const char*)> fail_;
+  bool known_ = false;
+  bool seen_ = false;                  // a fresh view has been seen at least once
+  std::set<std::string> last_joined_;  // pool nodes joined to a Slurm node in the last fresh view
+  // Jobs onequeue started that the poller does not show running yet (assume).
+  struct AssumedStart {
+    std::vector<std::string> nodes;
+    queue::Time until = 0;
+    int restarts = 0;  // the job's restart count when started: a higher one means it was requeued
+  };
+  std::map<uint32_t, AssumedStart> assumed_jobs_;
+  std::map<std::string, queue::Time> last_pod_seen_;    // node -> last cycle a pod ran there
+  std::map<std::string, queue::Time> lent_idle_since_;  // lent node -> since when no Slurm job runs there
+  std::map<std::string, std::pair<std::string, queue::Time>> last_fence_;  // node -> (wanted, when asked)
+  std::map<uint32_t, std::string> last_hold_;           // job -> comment last written
+};
+
+}  // namespace onequeue::scheduler

@@ -1,0 +1,233 @@
+// Issue 24: the cross-world defects found by reading the loop, each as a scenario on the in-memory
+// cluster (fake_world.h) that failed on the code of a77dcd9 and passes since its fix.
+//   H1  restart before the first Slurm poll: nothing is taken for a pod, no reservation dropped;
+//   H2  a refused requeue is retried; a job Slurm will not requeue is cancelled, or (policy) the
+//       preemption is given up and the node returned to Slurm, the preemptor told why;
+//   H3  a lent node is marked Kubernetes' only after a live check says nothing of Slurm runs there;
+//   M3  a failed StartOn undoes the lend; a stale Slurm view is not acted on.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fake_world.h"
+#include "scheduler/scheduling_loop.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr queue::Time kT0 = 1763722800;
+
+Config SlurmConfig() {
+  Config c;
+  c.queue.reservation_depth = 10;
+  c.queue.qos = {{"interactive", 1000, false, true, 0},
+                 {"normal", 100, true, false, 0},
+                 {"batch", 10, true, false, 0}};
+  c.slurm.enabled = true;
+  c.slurm.shared_partitions = {"pool"};
+  c.slurm.lend_mechanism = "drain";
+  c.slurm.lend_after_seconds = 60;
+  c.slurm.return_after_seconds = 600;
+  c.slurm.default_qos = "batch";
+  return c;
+}
+
+struct Cluster {
+  World k8s;
+  FakeSlurm slurm;
+  explicit Cluster(int nodes) {
+    k8s.slurm = &slurm;
+    slurm.now = kT0;
+    for (int i = 1; i <= nodes; ++i) {
+      k8s.AddNode("n" + std::to_string(i), "8");
+      slurm.AddNode("n" + std::to_string(i));
+    }
+  }
+  CycleStats Cycle(SchedulingLoop& loop, queue::Time t) {
+    slurm.now = t;
+    return loop.RunCycle(t);
+  }
+  int Calls(const std::string& call) const {
+    return static_cast<int>(std::count(slurm.calls.begin(), slurm.calls.end(), call));
+  }
+};
+
+// H1: a successor leader starts while Slurm job 7 still runs on n1, which its predecessor reserved
+// for ns/jupyter (and fenced) before requeueing the job. Until the first poll answers, the
+// successor knows nothing of job 7: it binds nothing there and keeps the reservation; once Slurm
+// answers, it requeues the job and only then binds the pod.
+TEST(LoopDefectsTest, H1_BeforeTheFirstSlurmPollAReservedNodeIsNeitherBoundNorReleased) {
+  Cluster c(1);
+  c.k8s.SetNodeOwner("n1", "reserved/ns/jupyter");
+  c.slurm.Submit(7);
+  c.slurm.Run(7, "n1");
+  ASSERT_TRUE(c.slurm.Fence("n1", "reserved/ns/jupyter").ok());
+  c.k8s.AddPod("jupyter", "2", "interactive");
+  Config cfg = SlurmConfig();
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.k8s.slurm_unpolled = true;
+  for (int t = 0; t < 3; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "") << "bound beside Slurm job 7 before Slurm answered";
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "reserved/ns/jupyter");
+  EXPECT_EQ(loop.reservations().count("n1"), 1u);
+  c.k8s.slurm_unpolled = false;
+  for (int t = 3; t < 8; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.requeues[7], 1);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "n1");
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "kubernetes");
+}
+
+// H1, fresh install: n1 carries no owner annotation yet and Slurm job 7 runs there. Before the
+// first poll it is not Kubernetes' (Slurm has not said so); after it, the node is adopted as lent.
+TEST(LoopDefectsTest, H1_BeforeTheFirstSlurmPollAnUnmarkedNodeIsNotTakenForAPod) {
+  Cluster c(1);
+  c.slurm.Submit(7, 8);  // the whole node
+  c.slurm.Run(7, "n1");
+  c.k8s.AddPod("web", "2", "normal");
+  Config cfg = SlurmConfig();
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.k8s.slurm_unpolled = true;
+  c.Cycle(loop, kT0);
+  EXPECT_EQ(c.k8s.NodeOf("ns/web"), "") << "bound to an unmarked node before Slurm answered";
+  c.k8s.slurm_unpolled = false;
+  for (int t = 1; t < 4; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "slurm");
+  EXPECT_EQ(c.k8s.NodeOf("ns/web"), "");
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+}
+
+// H1: a Slurm preemptor's reservation is not dropped because no poll has listed the job yet.
+TEST(LoopDefectsTest, H1_BeforeTheFirstSlurmPollASlurmPreemptorsReservationIsKept) {
+  Cluster c(1);
+  c.k8s.SetNodeOwner("n1", "reserved/slurm/7");
+  c.slurm.Submit(7);
+  Config cfg = SlurmConfig();
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.k8s.slurm_unpolled = true;
+  for (int t = 0; t < 3; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "reserved/slurm/7");
+  EXPECT_EQ(loop.reservations().count("n1"), 1u);
+}
+
+// n1 is lent to Slurm job 7 (drain mechanism); an interactive pod reclaims it.
+struct Reclaim {
+  Cluster c{1};
+  Config cfg = SlurmConfig();
+  Reclaim() {
+    c.k8s.SetNodeOwner("n1", "slurm/7");
+    c.slurm.Submit(7);
+    c.slurm.Run(7, "n1");
+    c.k8s.AddPod("jupyter", "2", "interactive");
+  }
+};
+
+// H2: slurmrestd refuses the requeue once (down for a moment): it is asked again, with backoff,
+// and the pod gets the node; it used to count as requeued and the pod waited for the time limit.
+TEST(LoopDefectsTest, H2_ARequeueThatFailedIsRetriedAndThePreemptionCompletes) {
+  Reclaim r;
+  r.c.slurm.requeue_unavailable[7] = 2;
+  SchedulingLoop loop(r.cfg, &r.c.k8s, &r.c.k8s, &r.c.slurm);
+  for (int t = 0; t <= 120; t += 5) r.c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(r.c.Calls("requeue 7"), 3);
+  EXPECT_EQ(r.c.slurm.requeues[7], 1);
+  EXPECT_EQ(r.c.k8s.NodeOf("ns/jupyter"), "n1");
+  EXPECT_EQ(r.c.k8s.OwnerOf("n1"), "kubernetes");
+}
+
+// H2: job 7 is an srun allocation, which Slurm will not requeue: it is cancelled (the default
+// policy), once, and the pod gets the node.
+TEST(LoopDefectsTest, H2_AJobSlurmWillNotRequeueIsCancelledWhenPolicyAllows) {
+  Reclaim r;
+  r.c.slurm.not_requeueable.insert(7);
+  SchedulingLoop loop(r.cfg, &r.c.k8s, &r.c.k8s, &r.c.slurm);
+  for (int t = 0; t <= 10; ++t) r.c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(r.c.Calls("cancel 7"), 1);
+  EXPECT_EQ(r.c.slurm.Job(7).state, slurm::JobState::kCancelled);
+  EXPECT_EQ(r.c.k8s.NodeOf("ns/jupyter"), "n1");
+}
+
+// H2: the same with cancelUnrequeueable false: the preemption is given up, the reservation
+// released, the node returned to Slurm (no drain left for nothing), and the pod told why.
+TEST(LoopDefectsTest, H2_WhenCancelIsNotAllowedTheNodeGoesBackToSlurmAndThePreemptorIsToldWhy) {
+  Reclaim r;
+  r.c.slurm.not_requeueable.insert(7);
+  r.cfg.slurm.cancel_unrequeueable = false;
+  SchedulingLoop loop(r.cfg, &r.c.k8s, &r.c.k8s, &r.c.slurm);
+  for (int t = 0; t <= 10; ++t) r.c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(r.c.Calls("cancel 7"), 0);
+  EXPECT_EQ(r.c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_TRUE(loop.reservations().empty());
+  EXPECT_EQ(r.c.k8s.OwnerOf("n1"), "slurm/7");
+  EXPECT_EQ(r.c.slurm.FenceOwner("n1"), "") << "n1 left drained for nothing";
+  EXPECT_EQ(r.c.k8s.NodeOf("ns/jupyter"), "");
+  ASSERT_FALSE(r.c.k8s.reports["ns/jupyter"].empty());
+  EXPECT_THAT(r.c.k8s.reports["ns/jupyter"].back().message, HasSubstr("will not requeue"));
+}
+
+// H3: n1, lent, has been idle for returnAfterSeconds by the last poll; between that poll and the
+// return, Slurm starts job 8 there. The return asks Slurm (Ready) after the fence: job 8 runs, so
+// the node stays Slurm's (no pod can be bound beside job 8) and the drain is lifted again.
+TEST(LoopDefectsTest, H3_ANodeIsReturnedToKubernetesOnlyAfterALiveCheckSaysNoSlurmJobRunsThere) {
+  Cluster c(1);
+  c.k8s.SetNodeOwner("n1", "slurm/7");
+  c.slurm.Submit(7).state = slurm::JobState::kCompleted;
+  Config cfg = SlurmConfig();
+  cfg.slurm.return_after_seconds = 20;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  c.slurm.frozen_view = c.slurm.View();  // the last poll: n1 idle
+  c.slurm.Submit(8);
+  c.slurm.Run(8, "n1");
+  for (int t = 21; t <= 23; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_NE(c.k8s.OwnerOf("n1"), "kubernetes") << "returned while Slurm job 8 runs there";
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "") << "left drained while job 8 runs";
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+  EXPECT_THAT(c.k8s.node_events, Not(Contains("n1 Returned")));
+}
+
+// M3: StartOn fails (slurmrestd down): the annotation and taint written for the lend are undone,
+// so nodes are not lent one after another during an outage.
+TEST(LoopDefectsTest, M3_AFailedStartOnUndoesTheLend) {
+  Cluster c(2);
+  c.slurm.Submit(7);
+  c.slurm.Submit(8);
+  Config cfg = SlurmConfig();
+  cfg.slurm.lend_after_seconds = 0;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.slurm.start_error = absl::UnavailableError("slurmrestd: connection refused");
+  for (int t = 0; t <= 3; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_GE(c.Calls("start 7") + c.Calls("start 8"), 1);
+  for (const char* node : {"n1", "n2"}) {
+    SCOPED_TRACE(node);
+    EXPECT_THAT(c.k8s.OwnerOf(node), Not(HasSubstr("slurm"))) << "left marked lent after a failed start";
+    EXPECT_EQ(c.slurm.FenceOwner(node), "kubernetes");
+  }
+  c.slurm.start_error = absl::OkStatus();
+  for (int t = 4; t <= 20; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+}
+
+// M3: the poller's view stopped moving (slurmrestd hangs): what it shows is not acted on. Job 7
+// was pending two minutes ago; it is not started on that strength.
+TEST(LoopDefectsTest, M3_AStaleSlurmViewIsNotActedOn) {
+  Cluster c(1);
+  c.slurm.Submit(7);
+  Config cfg = SlurmConfig();
+  cfg.slurm.lend_after_seconds = 0;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.slurm.frozen_view = c.slurm.View();  // refreshed at kT0
+  c.Cycle(loop, kT0 + 120);
+  c.Cycle(loop, kT0 + 121);
+  EXPECT_EQ(c.Calls("start 7"), 0) << "started from a view two minutes old";
+  EXPECT_NE(c.k8s.OwnerOf("n1"), "slurm/7");
+  c.slurm.frozen_view = nullptr;  // the poller answers again
+  for (int t = 122; t <= 124; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.Calls("start 7"), 1);
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
