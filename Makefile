@@ -21,8 +21,12 @@ build: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # Every test: unit, integration (real kube-apiserver, real Slurm) and e2e.
+# Two tests at a time: the e2e binaries mostly wait (grace periods, Slurm's requeue delay) and
+# each starts its own cluster on free loopback ports, so two run side by side (issue 23: the Slurm
+# tests run once per Slurm and the suite must stay inside its time).
+CTEST_PARALLEL ?= 2
 test: upstream build
-	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1800 $(CTEST_ARGS)
+	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1800 -j $(CTEST_PARALLEL) $(CTEST_ARGS)
 
 # Seconds: the pure tests only.
 unit: build
