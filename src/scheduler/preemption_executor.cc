@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "scheduler/scheduling_loop.h"
+#include "slurm_bridge/adapter.h"
 #include "spdlog/spdlog.h"
 
 namespace onequeue::scheduler {
@@ -218,8 +219,11 @@ PreemptionExecutor::VictimOutcome PreemptionExecutor::EvictSlurmVictim(uint32_t 
   if (record.requeue) {
     if (slurm_->FenceRequeues()) return VictimOutcome::kLeaving;  // the fence requeues it
     s = slurm_->Requeue(job);
-    // Not found, or not running any more (completing, pending again): it has left.
-    if (s.ok() || absl::IsNotFound(s) || absl::IsFailedPrecondition(s)) return VictimOutcome::kLeaving;
+    // Not found, or not running any more (completing, pending again): it has left. A job Slurm
+    // will not requeue (not a batch job) is still running: it goes on to the cancel path below.
+    if (s.ok() || absl::IsNotFound(s) || (absl::IsFailedPrecondition(s) && !slurm::IsBatchOnlyRefusal(s))) {
+      return VictimOutcome::kLeaving;
+    }
     if (IsTransient(s)) {
       *why = absl::StrCat("requeue of Slurm job ", job, " failed: ", s.message());
       return VictimOutcome::kRetry;

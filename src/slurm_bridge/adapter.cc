@@ -114,6 +114,11 @@ std::optional<int> SlurmErrorNumber(const absl::Status& s) {
   return n;
 }
 
+bool IsBatchOnlyRefusal(const absl::Status& s) {
+  if (!absl::IsFailedPrecondition(s)) return false;
+  return SlurmErrorNumber(s) == kSlurmErrorBatchOnly || absl::StrContains(s.message(), "Only batch jobs are accepted");
+}
+
 absl::Status ResponseStatus(long http_status, const nlohmann::json& body, const std::string& what) {
   // The first error of the array decides the code; all of them go into the message.
   int first_errno = 0;

@@ -93,4 +93,10 @@ inline constexpr int kSlurmErrorUserIdMissing = 2010;  // "Invalid user id"
 // The Slurm error number carried in a status produced by ResponseStatus, if any.
 std::optional<int> SlurmErrorNumber(const absl::Status& s);
 
+// Slurm refused to requeue the job because it is not a batch job (an srun/salloc allocation,
+// error 2039), over REST (the error number) or scontrol (its message). Unlike the other
+// kFailedPrecondition answers of a requeue (the job is pending again, completing, finished: it
+// has left), the job still runs: the caller must cancel it or give up, not wait for it to go.
+bool IsBatchOnlyRefusal(const absl::Status& s);
+
 }  // namespace onequeue::slurm

@@ -424,6 +424,7 @@ TEST(RequeueTest, V0045RequeuesOverRestOlderVersionsNeedScontrol) {
   absl::Status refused = api->RequeueJob(2);
   EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
   EXPECT_EQ(SlurmErrorNumber(refused), kSlurmErrorBatchOnly);
+  EXPECT_TRUE(IsBatchOnlyRefusal(refused)) << refused;
   EXPECT_THAT(refused.message(), HasSubstr("Only batch jobs"));
   EXPECT_TRUE(absl::IsNotFound(api->RequeueJob(99999)));
 
@@ -540,5 +541,20 @@ TEST(VersionTest, ParseAndOrder) {
   EXPECT_EQ(SupportedVersions().back(), ApiVersion::kV0038);
 }
 
+}  // namespace
+}  // namespace onequeue::slurm
+
+namespace onequeue::slurm {
+namespace {
+// Issue 24 H2: a requeue Slurm refuses because the job is not a batch job (the job still runs) is
+// told apart from the other kFailedPrecondition answers of a requeue (the job has left), whether
+// the refusal came over REST (error 2039) or from scontrol (its message).
+TEST(RequeueTest, ABatchOnlyRefusalIsToldApartFromAJobThatHasLeft) {
+  EXPECT_TRUE(IsBatchOnlyRefusal(absl::FailedPreconditionError(
+      "scontrol requeue 7: Requeue of JobId=7 returned an error: Only batch jobs are accepted or processed")));
+  EXPECT_FALSE(IsBatchOnlyRefusal(absl::FailedPreconditionError("scontrol requeue 7: Job is pending execution")));
+  EXPECT_FALSE(IsBatchOnlyRefusal(absl::FailedPreconditionError("job already completing or completed")));
+  EXPECT_FALSE(IsBatchOnlyRefusal(absl::UnavailableError("Only batch jobs are accepted or processed")));
+}
 }  // namespace
 }  // namespace onequeue::slurm

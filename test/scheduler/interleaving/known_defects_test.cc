@@ -1,7 +1,8 @@
 // Issue 24: the defects the interleaving checker found, each as its shrunk scenario (seed, setup
 // and steps, printed by Checker::AsCode) that must run without a violation once the defect is
-// fixed. DISABLED_ while the fix is open: the lead enables each test when its fix merges (and
-// switches the defect's fault kinds back on in AMillionStepsKeepEveryInvariant).
+// fixed. H1, H2, H3 and D2 are fixed and run; D1 and M1 are still open (issue 24) and stay
+// DISABLED_ until their fixes merge (then switch their fault kinds back on in
+// AMillionStepsKeepEveryInvariant).
 #include <gtest/gtest.h>
 
 #include "checker.h"
@@ -30,7 +31,7 @@ void ExpectClean(const Scenario& s, KnownOpenDefects off) {
 // H1 (issue 24), restart before the first Slurm poll: daemon #1 crashes after reserving n1
 // (lent, Slurm job 1 running) for interactive pod ns/jupyter3; the restarted daemon's first cycle
 // runs before its first poll and binds the pod on n1 beside job 1 -> (a).
-TEST(KnownDefectsTest, DISABLED_H1_ARestartedDaemonBindsNothingBesideASlurmJobBeforeItsFirstPoll) {
+TEST(KnownDefectsTest, H1_ARestartedDaemonBindsNothingBesideASlurmJobBeforeItsFirstPoll) {
   ExpectClean({841, {"placeholder", {2, 2, 1, 1}, 0, 0},
                {{S::kCycle, 24912}, {S::kInteractivePod, 27644}, {S::kCrashAt, 180}, {S::kPoll, 28589},
                 {S::kCycle, 52621}, {S::kRestart, 27214}, {S::kCycle, 21558}}},
@@ -41,7 +42,7 @@ TEST(KnownDefectsTest, DISABLED_H1_ARestartedDaemonBindsNothingBesideASlurmJobBe
 // on n1, lent; interactive pod ns/jupyter1 reserves n1 and the requeue is refused; nothing is
 // tried again: job 1 keeps running on the reserved node through 8 healthy cycles -> (c).
 // (Written from the story of seed 53 of the h2 hunt, without its deletion of the preemptor.)
-TEST(KnownDefectsTest, DISABLED_H2_AVictimWhoseRequeueIsRefusedIsCancelledOrTheReservationUndone) {
+TEST(KnownDefectsTest, H2_AVictimWhoseRequeueIsRefusedIsCancelledOrTheReservationUndone) {
   Scenario s{2, {"drain", {0}, 0, 0}, {{S::kSrunJobSubmitted, 1}}};
   for (int i = 0; i < 7; ++i) s.steps.insert(s.steps.end(), {{S::kPoll, 0}, {S::kCycle, 0}});
   s.steps.push_back({S::kInteractivePod, 0});
@@ -52,7 +53,7 @@ TEST(KnownDefectsTest, DISABLED_H2_AVictimWhoseRequeueIsRefusedIsCancelledOrTheR
 // H3 (issue 24), returned without a live check: n1 is lent, its job completes; 40 s later, just
 // after a poll, Slurm's own scheduler starts job 2 there; the cycle fences n1 (drain: job 2 keeps
 // running) and marks it kubernetes without asking Slurm whether anything runs there -> (a).
-TEST(KnownDefectsTest, DISABLED_H3_ANodeIsReturnedToKubernetesOnlyWhenSlurmSaysNothingRunsThere) {
+TEST(KnownDefectsTest, H3_ANodeIsReturnedToKubernetesOnlyWhenSlurmSaysNothingRunsThere) {
   Scenario s{3, {"drain", {2}, 0, 0}, {{S::kPoll, 0}, {S::kCycle, 0}, {S::kJobFinishes, 0}}};
   for (int i = 0; i < 8; ++i) s.steps.insert(s.steps.end(), {{S::kPoll, 0}, {S::kCycle, 0}});
   s.steps.insert(s.steps.end(), {{S::kPoll, 0}, {S::kJobSubmitted, 1}, {S::kSlurmSchedules, 0}, {S::kCycle, 0}});
@@ -77,7 +78,7 @@ TEST(KnownDefectsTest, DISABLED_D1_AReleasedReservationDoesNotGiveKubernetesANod
 // job 1 is not requeued again (probable cause, from reading, not yet confirmed: job 1 is still in
 // evicted_, which Slurm victims leave only when no reservation is evicting); jupyter3 is bound on
 // n1 and n3 is released to kubernetes under job 1 -> (a). The whole generated run (seed 3063, 250 steps) with the CI run's switches.
-TEST(KnownDefectsTest, DISABLED_D2_AJobRequeuedOnceIsRequeuedAgainWhenItIsTheVictimOfAnotherPreemption) {
+TEST(KnownDefectsTest, D2_AJobRequeuedOnceIsRequeuedAgainWhenItIsTheVictimOfAnotherPreemption) {
   const Checker checker(KnownOpenDefects::All());
   ExpectClean(checker.Generate(3063, 250), KnownOpenDefects::All());
 }
