@@ -362,6 +362,46 @@ Config TestConfig() {
 constexpr queue::Time kNow = 1763722800;  // 2026-11-21T11:00:00Z
 
 
+// The Slurm scenario tests' set-up (slurm_loop_test, loop_defects_test): a pool of N 8-CPU nodes
+// that are also Slurm nodes n1..nN, the QOS table interactive > normal > batch, lending to the
+// shared partition "pool" by `mechanism` after 60 s, returned after 600 s.
+inline constexpr queue::Time kSlurmLoopT0 = 1763722800;  // 2025-11-21T11:00:00Z
+
+inline Config SlurmLoopConfig(const std::string& mechanism = "drain") {
+  Config c;
+  c.queue.reservation_depth = 10;
+  c.queue.qos = {{"interactive", 1000, false, true, 0},
+                 {"normal", 100, true, false, 0},
+                 {"batch", 10, true, false, 0}};
+  c.slurm.enabled = true;
+  c.slurm.shared_partitions = {"pool"};
+  c.slurm.lend_mechanism = mechanism;
+  c.slurm.lend_after_seconds = 60;
+  c.slurm.return_after_seconds = 600;
+  c.slurm.default_qos = "batch";
+  return c;
+}
+
+struct SlurmLoopCluster {
+  World k8s;
+  FakeSlurm slurm;
+  explicit SlurmLoopCluster(int nodes) {
+    k8s.slurm = &slurm;
+    slurm.now = kSlurmLoopT0;
+    for (int i = 1; i <= nodes; ++i) {
+      k8s.AddNode("n" + std::to_string(i), "8");
+      slurm.AddNode("n" + std::to_string(i));
+    }
+  }
+  CycleStats Cycle(SchedulingLoop& loop, queue::Time t) {
+    slurm.now = t;
+    return loop.RunCycle(t);
+  }
+  int Calls(const std::string& call) const {
+    return static_cast<int>(std::count(slurm.calls.begin(), slurm.calls.end(), call));
+  }
+};
+
 }  // namespace
 }  // namespace onequeue::scheduler
 

@@ -20,40 +20,9 @@ using ::testing::Not;
 
 constexpr queue::Time kT0 = 1763722800;
 
-Config SlurmConfig() {
-  Config c;
-  c.queue.reservation_depth = 10;
-  c.queue.qos = {{"interactive", 1000, false, true, 0},
-                 {"normal", 100, true, false, 0},
-                 {"batch", 10, true, false, 0}};
-  c.slurm.enabled = true;
-  c.slurm.shared_partitions = {"pool"};
-  c.slurm.lend_mechanism = "drain";
-  c.slurm.lend_after_seconds = 60;
-  c.slurm.return_after_seconds = 600;
-  c.slurm.default_qos = "batch";
-  return c;
-}
+Config SlurmConfig() { return SlurmLoopConfig(); }
 
-struct Cluster {
-  World k8s;
-  FakeSlurm slurm;
-  explicit Cluster(int nodes) {
-    k8s.slurm = &slurm;
-    slurm.now = kT0;
-    for (int i = 1; i <= nodes; ++i) {
-      k8s.AddNode("n" + std::to_string(i), "8");
-      slurm.AddNode("n" + std::to_string(i));
-    }
-  }
-  CycleStats Cycle(SchedulingLoop& loop, queue::Time t) {
-    slurm.now = t;
-    return loop.RunCycle(t);
-  }
-  int Calls(const std::string& call) const {
-    return static_cast<int>(std::count(slurm.calls.begin(), slurm.calls.end(), call));
-  }
-};
+using Cluster = SlurmLoopCluster;
 
 // H1: a successor leader starts while Slurm job 7 still runs on n1, which its predecessor reserved
 // for ns/jupyter (and fenced) before requeueing the job. Until the first poll answers, the

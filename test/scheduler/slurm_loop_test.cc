@@ -14,37 +14,9 @@ using ::testing::HasSubstr;
 
 constexpr queue::Time kT0 = 1763722800;  // 2025-11-21T11:00:00Z
 
-Config SlurmConfig(const std::string& mechanism = "drain") {
-  Config c;
-  c.queue.reservation_depth = 10;
-  c.queue.qos = {{"interactive", 1000, false, true, 0},
-                 {"normal", 100, true, false, 0},
-                 {"batch", 10, true, false, 0}};
-  c.slurm.enabled = true;
-  c.slurm.shared_partitions = {"pool"};
-  c.slurm.lend_mechanism = mechanism;
-  c.slurm.lend_after_seconds = 60;
-  c.slurm.return_after_seconds = 600;
-  c.slurm.default_qos = "batch";
-  return c;
-}
+Config SlurmConfig(const std::string& mechanism = "drain") { return SlurmLoopConfig(mechanism); }
 
-struct Cluster {
-  World k8s;
-  FakeSlurm slurm;
-  explicit Cluster(int nodes) {
-    k8s.slurm = &slurm;
-    slurm.now = kT0;
-    for (int i = 1; i <= nodes; ++i) {
-      k8s.AddNode("n" + std::to_string(i), "8");
-      slurm.AddNode("n" + std::to_string(i));
-    }
-  }
-  CycleStats Cycle(SchedulingLoop& loop, queue::Time t) {
-    slurm.now = t;
-    return loop.RunCycle(t);
-  }
-};
+using Cluster = SlurmLoopCluster;
 
 TEST(SlurmLoopTest, AnIdlePoolIsFencedThenLentAfterLendAfterToTheJobOnequeueChose) {
   Cluster c(1);
