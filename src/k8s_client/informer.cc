@@ -122,6 +122,64 @@ absl::Status InformerBase::ListAll() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// What the transport thread hands a watch: the bytes it received (queued, bounded) and, once the
+// stream ends, its status. The transport thread only queues the bytes; the informer's thread
+// decodes them and runs the handlers, so a handler may call the API synchronously without
+// deadlocking the transport.
+struct WatchInbox {
+  explicit WatchInbox(size_t max_backlog) : pending(max_backlog) {}
+  absl::Mutex mu;
+  bool done ABSL_GUARDED_BY(mu) = false;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  WatchBacklog pending ABSL_GUARDED_BY(mu);
+  bool Ready() const ABSL_SHARED_LOCKS_REQUIRED(mu) { return done || !pending.empty() || pending.overflowed(); }
+};
+
+// Feeds what arrives in `inbox` to `decoder` until the stream ends; returns the stream's status.
+// `error` (an ERROR event or a decode error, set by the decoder's handler or here) ends the
+// watch: the stream is cancelled once, and what still arrives is dropped. *relist: the error is
+// one a re-watch would meet again (a dropped backlog, a line past its bound).
+absl::Status PumpWatch(WatchInbox& inbox, WatchDecoder& decoder, HttpStream& stream,
+                       const std::string& resource, absl::Status& error, bool* relist) {
+  absl::Status result;
+  bool cancelled = false;
+  while (true) {
+    std::string chunk;
+    bool done = false;
+    {
+      absl::MutexLock lock(&inbox.mu);
+      inbox.mu.AwaitWithTimeout(absl::Condition(&inbox, &WatchInbox::Ready), absl::Milliseconds(100));
+      chunk = inbox.pending.Take();
+      if (inbox.pending.overflowed() && error.ok()) {
+        // Events were dropped: this watch cannot go on; the informer relists.
+        error = inbox.pending.OverflowError(resource);
+        *relist = true;
+        chunk.clear();
+      }
+      done = inbox.done;
+      if (done) result = inbox.status;
+    }
+    if (!chunk.empty() && error.ok()) {
+      absl::Status s = decoder.Feed(chunk);
+      if (!s.ok()) {
+        error = s;
+        *relist = IsLimitExceeded(s);  // a line past its bound: re-watching would meet it again
+      }
+    }
+    if (done) break;
+    // An ERROR event does not end the HTTP stream by itself: cancel it ourselves.
+    if (!error.ok() && !cancelled) {
+      stream.Cancel();
+      cancelled = true;
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
 absl::Status InformerBase::WatchOnce(bool* relist) {
   ListOptions opts;
   opts.label_selector = options_.label_selector;
@@ -132,18 +190,7 @@ absl::Status InformerBase::WatchOnce(bool* relist) {
   const double r = client_->env().rand01 ? client_->env().rand01() : 0.0;
   opts.timeout_seconds = absl::ToInt64Seconds(options_.min_watch_timeout * (1.0 + r));
 
-  // The transport thread only queues the bytes; this (the informer's) thread decodes them and
-  // runs the handlers, so a handler may call the API synchronously without deadlocking the
-  // transport.
-  struct Shared {
-    explicit Shared(size_t max_backlog) : pending(max_backlog) {}
-    absl::Mutex mu;
-    bool done ABSL_GUARDED_BY(mu) = false;
-    absl::Status status ABSL_GUARDED_BY(mu);
-    WatchBacklog pending ABSL_GUARDED_BY(mu);
-    bool Ready() const ABSL_SHARED_LOCKS_REQUIRED(mu) { return done || !pending.empty() || pending.overflowed(); }
-  };
-  auto shared = std::make_shared<Shared>(options_.max_backlog_bytes);
+  auto shared = std::make_shared<WatchInbox>(options_.max_backlog_bytes);
   absl::Status error;  // an ERROR event or a decode error ends this watch with that status
   WatchDecoder decoder([this, &error](WatchEvent ev) {
     if (!error.ok()) return;
@@ -178,38 +225,7 @@ absl::Status InformerBase::WatchOnce(bool* relist) {
     stream_ = stream.get();
     if (stopping_) stream_->Cancel();
   }
-  absl::Status result;
-  bool cancelled = false;
-  while (true) {
-    std::string chunk;
-    bool done = false;
-    {
-      absl::MutexLock lock(&shared->mu);
-      shared->mu.AwaitWithTimeout(absl::Condition(shared.get(), &Shared::Ready), absl::Milliseconds(100));
-      chunk = shared->pending.Take();
-      if (shared->pending.overflowed() && error.ok()) {
-        // Events were dropped: this watch cannot go on; the informer relists.
-        error = shared->pending.OverflowError(type_.resource);
-        *relist = true;
-        chunk.clear();
-      }
-      done = shared->done;
-      if (done) result = shared->status;
-    }
-    if (!chunk.empty() && error.ok()) {
-      absl::Status s = decoder.Feed(chunk);
-      if (!s.ok()) {
-        error = s;
-        *relist = IsLimitExceeded(s);  // a line past its bound: re-watching would meet it again
-      }
-    }
-    if (done) break;
-    // An ERROR event does not end the HTTP stream by itself: cancel it ourselves.
-    if (!error.ok() && !cancelled) {
-      stream->Cancel();
-      cancelled = true;
-    }
-  }
+  const absl::Status result = PumpWatch(*shared, decoder, *stream, type_.resource, error, relist);
   absl::MutexLock lock(&mu_);
   stream_ = nullptr;
   return error.ok() ? result : error;

@@ -113,6 +113,41 @@ class FitState {
   int64_t total_copies_ = 0;
 };
 
+// Running workloads grouped into the units a preemption takes whole: by gang id (in order of
+// first appearance), or alone. Indices into `running`.
+std::vector<std::vector<int>> GroupByGang(const std::vector<RunningWorkload>& running) {
+  std::vector<std::vector<int>> groups;
+  absl::flat_hash_map<std::string, int> group_of_gang;
+  for (size_t i = 0; i < running.size(); ++i) {
+    const std::string& gang = running[i].gang_id;
+    if (gang.empty()) {
+      groups.push_back({static_cast<int>(i)});
+      continue;
+    }
+    auto [it, inserted] = group_of_gang.try_emplace(gang, static_cast<int>(groups.size()));
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(static_cast<int>(i));
+  }
+  return groups;
+}
+
+// Cheapest first: lowest priority, least run time lost, fewest workloads, then by id.
+void SortCheapestFirst(std::vector<VictimUnit>& units) {
+  // Sort indices, then move each unit once (units are heavy to swap).
+  std::vector<int> order(units.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int x, int y) {
+    const VictimUnit& a = units[x];
+    const VictimUnit& b = units[y];
+    return std::tie(a.max_priority, a.run_time_lost, a.count, a.first_id) <
+           std::tie(b.max_priority, b.run_time_lost, b.count, b.first_id);
+  });
+  std::vector<VictimUnit> sorted;
+  sorted.reserve(units.size());
+  for (int i : order) sorted.push_back(std::move(units[i]));
+  units = std::move(sorted);
+}
+
 // Everything one call needs, built once from the input.
 class VictimSearch {
  public:
@@ -175,19 +210,7 @@ void VictimSearch::BuildUnits(const QosPolicy& preemptor_qos) {
   absl::flat_hash_set<std::string> already;
   if (in_.already_victims != nullptr) already.insert(in_.already_victims->begin(), in_.already_victims->end());
 
-  // Group running workloads into units: by gang id, or alone.
-  std::vector<std::vector<int>> groups;
-  absl::flat_hash_map<std::string, int> group_of_gang;
-  for (size_t i = 0; i < snap.running.size(); ++i) {
-    const std::string& gang = snap.running[i].gang_id;
-    if (gang.empty()) {
-      groups.push_back({static_cast<int>(i)});
-      continue;
-    }
-    auto [it, inserted] = group_of_gang.try_emplace(gang, static_cast<int>(groups.size()));
-    if (inserted) groups.emplace_back();
-    groups[it->second].push_back(static_cast<int>(i));
-  }
+  const std::vector<std::vector<int>> groups = GroupByGang(snap.running);
 
   absl::flat_hash_map<std::string, int> budget_slot;
   absl::flat_hash_map<std::string, bool> qos_allows;  // victim QOS name -> allowed (few names)
@@ -251,19 +274,7 @@ void VictimSearch::BuildUnits(const QosPolicy& preemptor_qos) {
     if (over_budget) continue;  // could never be taken whole
     units_.push_back(std::move(u));
   }
-  // Sort indices, then move each unit once (units are heavy to swap).
-  std::vector<int> order(units_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::sort(order.begin(), order.end(), [&](int x, int y) {
-    const VictimUnit& a = units_[x];
-    const VictimUnit& b = units_[y];
-    return std::tie(a.max_priority, a.run_time_lost, a.count, a.first_id) <
-           std::tie(b.max_priority, b.run_time_lost, b.count, b.first_id);
-  });
-  std::vector<VictimUnit> sorted;
-  sorted.reserve(units_.size());
-  for (int i : order) sorted.push_back(std::move(units_[i]));
-  units_ = std::move(sorted);
+  SortCheapestFirst(units_);
 }
 
 FitState VictimSearch::InitialState() const {

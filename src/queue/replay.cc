@@ -81,39 +81,43 @@ double NearestRankPercentile(std::vector<double>& values, double q) {
   return values[rank - 1];
 }
 
-ReplaySummary Summarise(const std::vector<JobOutcome>& outcomes, int64_t processors, double tau) {
-  ReplaySummary s;
-  s.processors = processors;
-  s.jobs = static_cast<int64_t>(outcomes.size());
-  if (outcomes.empty()) return s;
+namespace {
+
+// Summarise's first pass: averages and maxima of wait and bounded slowdown, backfill counts,
+// and what utilisation needs (processor-seconds used, first submit, last end).
+struct Totals {
   double wait_sum = 0;
-  double slowdown_sum = 0;
   double used = 0;  // processor-seconds
-  Time first_submit = outcomes.front().submit;
-  Time last_end = outcomes.front().end;
+  Time first_submit = 0;
+  Time last_end = 0;
+};
+
+Totals SummariseTotals(const std::vector<JobOutcome>& outcomes, double tau, ReplaySummary& s) {
+  Totals t;
+  double slowdown_sum = 0;
+  t.first_submit = outcomes.front().submit;
+  t.last_end = outcomes.front().end;
   for (const JobOutcome& j : outcomes) {
     const double wait = static_cast<double>(j.Wait());
     const double slowdown = j.BoundedSlowdown(tau);
-    wait_sum += wait;
+    t.wait_sum += wait;
     slowdown_sum += slowdown;
     s.max_wait = std::max(s.max_wait, wait);
     s.max_bounded_slowdown = std::max(s.max_bounded_slowdown, slowdown);
-    used += static_cast<double>(j.processors) * static_cast<double>(j.run);
-    first_submit = std::min(first_submit, j.submit);
-    last_end = std::max(last_end, j.end);
+    t.used += static_cast<double>(j.processors) * static_cast<double>(j.run);
+    t.first_submit = std::min(t.first_submit, j.submit);
+    t.last_end = std::max(t.last_end, j.end);
     s.backfilled += j.backfilled;
     s.cut_at_limit += j.cut_at_limit;
   }
-  s.average_wait = wait_sum / static_cast<double>(outcomes.size());
+  s.average_wait = t.wait_sum / static_cast<double>(outcomes.size());
   s.average_bounded_slowdown = slowdown_sum / static_cast<double>(outcomes.size());
-  std::vector<double> waits;
-  waits.reserve(outcomes.size());
-  for (const JobOutcome& j : outcomes) waits.push_back(static_cast<double>(j.Wait()));
-  s.p50_wait = NearestRankPercentile(waits, 0.50);
-  s.p95_wait = NearestRankPercentile(waits, 0.95);
-  s.p99_wait = NearestRankPercentile(waits, 0.99);
+  return t;
+}
 
-  // Size classes: [1], [2, P/16], [P/16 + 1, P/4], [P/4 + 1, P] (empty bounds dropped).
+// Size classes: [1], [2, P/16], [P/16 + 1, P/4], [P/4 + 1, P] (empty bounds dropped).
+std::vector<SizeClassSummary> SummariseSizeClasses(const std::vector<JobOutcome>& outcomes,
+                                                   int64_t processors, double tau) {
   const int64_t p16 = std::max<int64_t>(1, processors / 16);
   const int64_t p4 = std::max<int64_t>(p16, processors / 4);
   const int64_t widest = std::max<int64_t>(processors, 1);
@@ -121,6 +125,7 @@ ReplaySummary Summarise(const std::vector<JobOutcome>& outcomes, int64_t process
   if (p16 >= 2) bounds.emplace_back(2, p16);
   if (p4 > p16) bounds.emplace_back(p16 + 1, p4);
   if (widest > p4) bounds.emplace_back(std::max<int64_t>(2, p4 + 1), widest);
+  std::vector<SizeClassSummary> classes;
   for (const auto& [lo, hi] : bounds) {
     SizeClassSummary c;
     c.name = lo == hi ? absl::StrCat(lo) : absl::StrCat(lo, "-", hi);
@@ -142,10 +147,14 @@ ReplaySummary Summarise(const std::vector<JobOutcome>& outcomes, int64_t process
       c.average_wait /= static_cast<double>(c.jobs);
       c.p99_wait = NearestRankPercentile(class_waits, 0.99);
     }
-    s.size_classes.push_back(std::move(c));
+    classes.push_back(std::move(c));
   }
+  return classes;
+}
 
-  // Users: share of the work and of the summed wait.
+// Users: share of the work and of the summed wait (wait_sum: every job's), largest wait share
+// first.
+std::vector<UserSummary> SummariseUsers(const std::vector<JobOutcome>& outcomes, double wait_sum) {
   std::map<int64_t, UserSummary> by_user;
   double work_total = 0;
   for (const JobOutcome& j : outcomes) {
@@ -158,17 +167,37 @@ ReplaySummary Summarise(const std::vector<JobOutcome>& outcomes, int64_t process
     u.wait_share += static_cast<double>(j.Wait());
     u.max_wait = std::max(u.max_wait, static_cast<double>(j.Wait()));
   }
+  std::vector<UserSummary> users;
   for (auto& [id, u] : by_user) {
     u.average_wait = u.wait_share / static_cast<double>(u.jobs);
     u.wait_share = wait_sum > 0 ? u.wait_share / wait_sum : 0;
     u.work_share = work_total > 0 ? u.work_share / work_total : 0;
-    s.users.push_back(u);
+    users.push_back(u);
   }
-  std::stable_sort(s.users.begin(), s.users.end(),
+  std::stable_sort(users.begin(), users.end(),
                    [](const UserSummary& a, const UserSummary& b) { return a.wait_share > b.wait_share; });
-  s.makespan = last_end - first_submit;
+  return users;
+}
+
+}  // namespace
+
+ReplaySummary Summarise(const std::vector<JobOutcome>& outcomes, int64_t processors, double tau) {
+  ReplaySummary s;
+  s.processors = processors;
+  s.jobs = static_cast<int64_t>(outcomes.size());
+  if (outcomes.empty()) return s;
+  const Totals totals = SummariseTotals(outcomes, tau, s);
+  std::vector<double> waits;
+  waits.reserve(outcomes.size());
+  for (const JobOutcome& j : outcomes) waits.push_back(static_cast<double>(j.Wait()));
+  s.p50_wait = NearestRankPercentile(waits, 0.50);
+  s.p95_wait = NearestRankPercentile(waits, 0.95);
+  s.p99_wait = NearestRankPercentile(waits, 0.99);
+  s.size_classes = SummariseSizeClasses(outcomes, processors, tau);
+  s.users = SummariseUsers(outcomes, totals.wait_sum);
+  s.makespan = totals.last_end - totals.first_submit;
   if (s.makespan > 0 && processors > 0) {
-    s.utilisation = used / (static_cast<double>(processors) * static_cast<double>(s.makespan));
+    s.utilisation = totals.used / (static_cast<double>(processors) * static_cast<double>(s.makespan));
   }
   return s;
 }

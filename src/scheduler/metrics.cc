@@ -36,124 +36,81 @@ const char* OwnerLabel(queue::OwnerKind k) {
 
 bool IsLent(const std::string& owner) { return NodeOwner::Parse(owner).slurm(); }
 
+// Registers a family of each metric type (name and help as exposed); the members keep the
+// families (and the label-less series, .Add({})) they update.
+prometheus::Family<prometheus::Gauge>& GaugeFamily(prometheus::Registry& r, const char* name, const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r);
+}
+prometheus::Family<prometheus::Counter>& CounterFamily(prometheus::Registry& r, const char* name,
+                                                       const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r);
+}
+prometheus::Family<prometheus::Histogram>& HistogramFamily(prometheus::Registry& r, const char* name,
+                                                           const char* help) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(r);
+}
+
 }  // namespace
 
 SchedulerMetrics::SchedulerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
-  pending_pods_ = &prometheus::BuildGauge()
-                       .Name("scheduler_pending_pods")
-                       .Help("Number of pending pods, by the queue type. 'active' means pods being bound in the "
-                             "last cycle; 'unschedulable' means pods that wait for capacity or priority; 'gated' "
-                             "means pods held by an administrator or whose gang is incomplete.")
-                       .Register(r);
-  attempts_ = &prometheus::BuildCounter()
-                   .Name("scheduler_schedule_attempts_total")
-                   .Help("Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could "
-                         "not be scheduled (counted when its waiting reason is written: once per change), "
-                         "while 'error' means a binding failed.")
-                   .Register(r);
-  attempt_duration_ = &prometheus::BuildHistogram()
-                           .Name("scheduler_scheduling_attempt_duration_seconds")
-                           .Help("Scheduling attempt latency in seconds (the cycle that made the attempt: "
-                                 "snapshot, queue plan and actions)")
-                           .Register(r);
-  preemption_attempts_ = &prometheus::BuildCounter()
-                              .Name("scheduler_preemption_attempts_total")
-                              .Help("Total preemption attempts in the cluster till now")
-                              .Register(r)
-                              .Add({});
-  preemption_victims_ = &prometheus::BuildHistogram()
-                             .Name("scheduler_preemption_victims")
-                             .Help("Number of selected preemption victims (pods and Slurm jobs)")
-                             .Register(r)
-                             .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64});
-  extension_point_duration_ = &prometheus::BuildHistogram()
-                                   .Name("scheduler_framework_extension_point_duration_seconds")
-                                   .Help("Latency for running the extension point (Bind: the binding call to "
-                                         "the API server)")
-                                   .Register(r);
-  pending_workloads_ = &prometheus::BuildGauge()
-                            .Name("onequeue_pending_workloads")
-                            .Help("Workloads waiting in the one queue after the last cycle, by world (kubernetes: "
-                                  "pod groups; slurm: jobs) and Slurm partition (empty for pods)")
-                            .Register(r);
-  nodes_ = &prometheus::BuildGauge()
-                .Name("onequeue_nodes")
-                .Help("Pool nodes by owner: kubernetes, slurm (lent), reserved (for a preemptor), free")
-                .Register(r);
-  lends_ = &prometheus::BuildCounter()
-                .Name("onequeue_lends_total")
-                .Help("Pool nodes lent to Slurm (or adopted as lent)")
-                .Register(r)
-                .Add({});
-  reclaims_ = &prometheus::BuildCounter()
-                   .Name("onequeue_reclaims_total")
-                   .Help("Lent nodes taken back from Slurm for a pod")
-                   .Register(r)
-                   .Add({});
-  returns_ = &prometheus::BuildCounter()
-                  .Name("onequeue_returns_total")
-                  .Help("Lent nodes given back to Kubernetes after Slurm left them idle (returnAfterSeconds)")
-                  .Register(r)
-                  .Add({});
-  slurm_requeues_ = &prometheus::BuildCounter()
-                         .Name("onequeue_slurm_victims_total")
-                         .Help("Slurm jobs requeued or cancelled as preemption victims")
-                         .Register(r)
-                         .Add({});
-  slurm_started_ = &prometheus::BuildCounter()
-                        .Name("onequeue_slurm_jobs_started_total")
-                        .Help("Slurm jobs onequeue started on lent nodes")
-                        .Register(r)
-                        .Add({});
-  lend_duration_ = &prometheus::BuildHistogram()
-                        .Name("onequeue_lend_duration_seconds")
-                        .Help("How long a node stayed lent to Slurm, observed when it came back")
-                        .Register(r)
-                        .Add({}, SlowBuckets());
-  reclaim_duration_ = &prometheus::BuildHistogram()
-                           .Name("onequeue_reclaim_duration_seconds")
-                           .Help("From a lent node's reservation for a pod to Kubernetes owning it again (the "
-                                 "Slurm job requeued and gone)")
-                           .Register(r)
-                           .Add({}, SlowBuckets());
-  slurm_poll_duration_ = &prometheus::BuildHistogram()
-                              .Name("onequeue_slurm_poll_duration_seconds")
-                              .Help("One poll of slurmrestd (jobs, nodes, partitions as due), by result")
-                              .Register(r);
-  slurm_polls_ = &prometheus::BuildCounter()
-                      .Name("onequeue_slurm_polls_total")
-                      .Help("Polls of slurmrestd, by result")
-                      .Register(r);
-  cycle_duration_ = &prometheus::BuildHistogram()
-                         .Name("onequeue_cycle_duration_seconds")
-                         .Help("Scheduling cycle latency by phase: snapshot (both worlds' state), plan (the "
-                               "queue), act (bindings, preemptions, lending, reports), total")
-                         .Register(r);
-  events_ = &prometheus::BuildCounter()
-                 .Name("onequeue_events_total")
-                 .Help("Events the scheduler recorded, by what it cost: created (a new Event), patched (a "
-                       "series count written), counted (a repeat counted on its series, no request), aggregated "
-                       "(combined with similar events), dropped (the per-object rate limit)")
-                 .Register(r);
-  informer_backlog_overflows_ =
-      &prometheus::BuildCounter()
-           .Name("onequeue_informer_backlog_overflows_total")
-           .Help("Watches of an informer ended because the events not yet handled passed "
-                 "kubernetes.maxResponseBytes; each is followed by a full relist")
-           .Register(r);
-  cycles_ = &prometheus::BuildCounter().Name("onequeue_cycles_total").Help("Scheduling cycles run").Register(r).Add({});
-  arrival_cycles_ = &prometheus::BuildCounter()
-                         .Name("onequeue_arrival_cycles_total")
-                         .Help("Scheduling cycles that planned only the pods arrived since the last full cycle "
-                               "(queue.fullCycleSeconds); onequeue_cycles_total counts them too")
-                         .Register(r)
-                         .Add({});
-  leader_ = &prometheus::BuildGauge()
-                 .Name("onequeue_leader")
-                 .Help("1 while this replica holds the leader Lease and schedules, else 0")
-                 .Register(r)
-                 .Add({});
+  pending_pods_ = &GaugeFamily(r, "scheduler_pending_pods",
+      "Number of pending pods, by the queue type. 'active' means pods being bound in the "
+      "last cycle; 'unschedulable' means pods that wait for capacity or priority; 'gated' "
+      "means pods held by an administrator or whose gang is incomplete.");
+  attempts_ = &CounterFamily(r, "scheduler_schedule_attempts_total",
+      "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could "
+      "not be scheduled (counted when its waiting reason is written: once per change), "
+      "while 'error' means a binding failed.");
+  attempt_duration_ = &HistogramFamily(r, "scheduler_scheduling_attempt_duration_seconds",
+      "Scheduling attempt latency in seconds (the cycle that made the attempt: "
+      "snapshot, queue plan and actions)");
+  preemption_attempts_ = &CounterFamily(r, "scheduler_preemption_attempts_total",
+      "Total preemption attempts in the cluster till now").Add({});
+  preemption_victims_ = &HistogramFamily(r, "scheduler_preemption_victims",
+      "Number of selected preemption victims (pods and Slurm jobs)")
+      .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64});
+  extension_point_duration_ = &HistogramFamily(r, "scheduler_framework_extension_point_duration_seconds",
+      "Latency for running the extension point (Bind: the binding call to "
+      "the API server)");
+  pending_workloads_ = &GaugeFamily(r, "onequeue_pending_workloads",
+      "Workloads waiting in the one queue after the last cycle, by world (kubernetes: "
+      "pod groups; slurm: jobs) and Slurm partition (empty for pods)");
+  nodes_ = &GaugeFamily(r, "onequeue_nodes",
+      "Pool nodes by owner: kubernetes, slurm (lent), reserved (for a preemptor), free");
+  lends_ = &CounterFamily(r, "onequeue_lends_total", "Pool nodes lent to Slurm (or adopted as lent)").Add({});
+  reclaims_ = &CounterFamily(r, "onequeue_reclaims_total",
+      "Lent nodes taken back from Slurm for a pod").Add({});
+  returns_ = &CounterFamily(r, "onequeue_returns_total",
+      "Lent nodes given back to Kubernetes after Slurm left them idle (returnAfterSeconds)").Add({});
+  slurm_requeues_ = &CounterFamily(r, "onequeue_slurm_victims_total",
+      "Slurm jobs requeued or cancelled as preemption victims").Add({});
+  slurm_started_ = &CounterFamily(r, "onequeue_slurm_jobs_started_total",
+      "Slurm jobs onequeue started on lent nodes").Add({});
+  lend_duration_ = &HistogramFamily(r, "onequeue_lend_duration_seconds",
+      "How long a node stayed lent to Slurm, observed when it came back").Add({}, SlowBuckets());
+  reclaim_duration_ = &HistogramFamily(r, "onequeue_reclaim_duration_seconds",
+      "From a lent node's reservation for a pod to Kubernetes owning it again (the "
+      "Slurm job requeued and gone)").Add({}, SlowBuckets());
+  slurm_poll_duration_ = &HistogramFamily(r, "onequeue_slurm_poll_duration_seconds",
+      "One poll of slurmrestd (jobs, nodes, partitions as due), by result");
+  slurm_polls_ = &CounterFamily(r, "onequeue_slurm_polls_total", "Polls of slurmrestd, by result");
+  cycle_duration_ = &HistogramFamily(r, "onequeue_cycle_duration_seconds",
+      "Scheduling cycle latency by phase: snapshot (both worlds' state), plan (the "
+      "queue), act (bindings, preemptions, lending, reports), total");
+  events_ = &CounterFamily(r, "onequeue_events_total",
+      "Events the scheduler recorded, by what it cost: created (a new Event), patched (a "
+      "series count written), counted (a repeat counted on its series, no request), aggregated "
+      "(combined with similar events), dropped (the per-object rate limit)");
+  informer_backlog_overflows_ = &CounterFamily(r, "onequeue_informer_backlog_overflows_total",
+      "Watches of an informer ended because the events not yet handled passed "
+      "kubernetes.maxResponseBytes; each is followed by a full relist");
+  cycles_ = &CounterFamily(r, "onequeue_cycles_total", "Scheduling cycles run").Add({});
+  arrival_cycles_ = &CounterFamily(r, "onequeue_arrival_cycles_total",
+      "Scheduling cycles that planned only the pods arrived since the last full cycle "
+      "(queue.fullCycleSeconds); onequeue_cycles_total counts them too").Add({});
+  leader_ = &GaugeFamily(r, "onequeue_leader",
+      "1 while this replica holds the leader Lease and schedules, else 0").Add({});
   // The series users alert on exist from the start, at zero.
   for (const char* result : {"scheduled", "unschedulable", "error"}) {
     attempts_->Add({{"result", result}, {"profile", kProfile}});

@@ -42,6 +42,61 @@ auto ListConfirmed(ListFn list, std::optional<int64_t> since, const Map& view, K
   return list(std::nullopt);
 }
 
+
+// The jobs table of a full (or changed) listing, its items moved in; counts the jobs added,
+// changed (JobKey) and removed since `old`.
+std::shared_ptr<const SlurmView::Jobs> FreshJobs(std::vector<SlurmJob>& items,
+                                                 const SlurmView::Jobs& old,
+                                                 PollChanges& changes) {
+  auto fresh = std::make_shared<SlurmView::Jobs>();
+  for (SlurmJob& j : items) {
+    auto it = old.find(j.job_id);
+    if (it == old.end()) ++changes.jobs_added;
+    else if (JobKey(it->second) != JobKey(j)) ++changes.jobs_changed;
+    const uint32_t id = j.job_id;
+    fresh->emplace(id, std::move(j));
+  }
+  for (const auto& [id, j] : old)
+    if (fresh->count(id) == 0) ++changes.jobs_removed;
+  return fresh;
+}
+
+// The same for nodes: a node added, changed (NodeKey) or gone counts as changed.
+std::shared_ptr<const SlurmView::Nodes> FreshNodes(std::vector<SlurmNode>& items,
+                                                   const SlurmView::Nodes& old,
+                                                   PollChanges& changes) {
+  auto fresh = std::make_shared<SlurmView::Nodes>();
+  for (SlurmNode& n : items) {
+    auto it = old.find(n.name);
+    if (it == old.end() || NodeKey(it->second) != NodeKey(n)) ++changes.nodes_changed;
+    const std::string name = n.name;
+    fresh->emplace(name, std::move(n));
+  }
+  for (const auto& [name, n] : old)
+    if (fresh->count(name) == 0) ++changes.nodes_changed;
+  return fresh;
+}
+
+// The same for partitions (always listed in full): changed when their number, or one's nodes,
+// state or priority tier changed.
+std::shared_ptr<const SlurmView::Partitions> FreshPartitions(std::vector<SlurmPartition>& items,
+                                                             const SlurmView::Partitions& old,
+                                                             PollChanges& changes) {
+  auto fresh = std::make_shared<SlurmView::Partitions>();
+  for (SlurmPartition& p : items) {
+    const std::string name = p.name;
+    fresh->emplace(name, std::move(p));
+  }
+  changes.partitions_changed = fresh->size() != old.size();
+  for (const auto& [name, p] : *fresh) {
+    auto it = old.find(name);
+    if (it == old.end() || it->second.nodes != p.nodes || it->second.state != p.state ||
+        it->second.priority_tier != p.priority_tier)
+      changes.partitions_changed = true;
+  }
+  return fresh;
+}
+
 }  // namespace
 
 SlurmPoller::SlurmPoller(SlurmApi& api, PollerOptions options)
@@ -85,45 +140,10 @@ absl::StatusOr<PollChanges> SlurmPoller::PollOnce(absl::Time now) {
     if (!partitions.ok()) return fail(partitions.status());
   }
 
-  if (!jobs->unchanged) {
-    auto fresh = std::make_shared<SlurmView::Jobs>();
-    for (SlurmJob& j : jobs->items) {
-      auto it = old->jobs->find(j.job_id);
-      if (it == old->jobs->end()) ++changes.jobs_added;
-      else if (JobKey(it->second) != JobKey(j)) ++changes.jobs_changed;
-      const uint32_t id = j.job_id;
-      fresh->emplace(id, std::move(j));
-    }
-    for (const auto& [id, j] : *old->jobs)
-      if (fresh->count(id) == 0) ++changes.jobs_removed;
-    next->jobs = std::move(fresh);
-  }
-  if (!nodes->unchanged) {
-    auto fresh = std::make_shared<SlurmView::Nodes>();
-    for (SlurmNode& n : nodes->items) {
-      auto it = old->nodes->find(n.name);
-      if (it == old->nodes->end() || NodeKey(it->second) != NodeKey(n)) ++changes.nodes_changed;
-      const std::string name = n.name;
-      fresh->emplace(name, std::move(n));
-    }
-    for (const auto& [name, n] : *old->nodes)
-      if (fresh->count(name) == 0) ++changes.nodes_changed;
-    next->nodes = std::move(fresh);
-  }
+  if (!jobs->unchanged) next->jobs = FreshJobs(jobs->items, *old->jobs, changes);
+  if (!nodes->unchanged) next->nodes = FreshNodes(nodes->items, *old->nodes, changes);
   if (want_partitions) {
-    auto fresh = std::make_shared<SlurmView::Partitions>();
-    for (SlurmPartition& p : partitions->items) {
-      const std::string name = p.name;
-      fresh->emplace(name, std::move(p));
-    }
-    changes.partitions_changed = fresh->size() != old->partitions->size();
-    for (const auto& [name, p] : *fresh) {
-      auto it = old->partitions->find(name);
-      if (it == old->partitions->end() || it->second.nodes != p.nodes || it->second.state != p.state ||
-          it->second.priority_tier != p.priority_tier)
-        changes.partitions_changed = true;
-    }
-    next->partitions = std::move(fresh);
+    next->partitions = FreshPartitions(partitions->items, *old->partitions, changes);
     last_partitions_ = now;
   }
   // The server's own clock when it gave one, else ours minus a margin.

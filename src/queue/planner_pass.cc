@@ -1,0 +1,316 @@
+// The cycle pass's decision for one workload (PlanOne), step by step: what admission rules out,
+// strict order, start now, preempt, reserve, estimate; and the wait statuses, owner changes and
+// preemption decisions it appends to the plan. See planner_pass.h; docs/queue.md "Backfill".
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "queue/planner_pass.h"
+#include "queue/profile.h"
+
+namespace onequeue::queue::internal {
+
+void CyclePass::EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& nodes) {
+  const OwnerKind world =
+      w.kind == WorkloadKind::kPodGroup ? OwnerKind::kKubernetes : OwnerKind::kSlurm;
+  // Most starts land on nodes their world already owns: check that before copying anything.
+  if (std::all_of(nodes.begin(), nodes.end(), [&](NodeIndex n) { return s_.owner_kind[n] == world; })) {
+    return;
+  }
+  MemberNodes distinct = nodes;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  for (NodeIndex n : distinct) {
+    if (s_.owner_kind[n] != world) plan_.owner_changes.push_back(OwnerChange{n, world, w.id});
+  }
+}
+
+void CyclePass::Wait(std::string_view id, WaitReason reason, std::string message,
+                     int32_t position, std::optional<Time> estimate, bool has_reservation) {
+  Wait(id, reason, "", position, estimate, has_reservation);
+  plan_.waiting.back().message = std::move(message);
+}
+
+void CyclePass::Wait(std::string_view id, WaitReason reason, const char* fixed_message,
+                     int32_t position, std::optional<Time> estimate, bool has_reservation) {
+  // Built in place: 85,000 of these per cycle.
+  WaitingStatus& status = plan_.waiting.emplace_back();
+  status.workload = id;
+  status.reason = reason;
+  status.fixed_message = fixed_message;
+  status.queue_position = position;
+  status.estimated_start = estimate;
+  status.has_reservation = has_reservation;
+}
+
+std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, double priority,
+                                                     const std::vector<char>& eligible, Time now) {
+  if (preemption_ == nullptr) return std::nullopt;
+  PreemptionInput in;
+  in.snapshot = s_.snapshot.get();
+  in.config = &config_;
+  in.preemptor = &w;
+  in.preemptor_priority = priority;
+  in.now = now;
+  for (NodeIndex n = 0; n < static_cast<NodeIndex>(eligible.size()); ++n) {
+    if (Usable(n, w, priority, eligible)) in.eligible_nodes.push_back(n);
+  }
+  std::vector<Resources> free_now(s_.profile->size());
+  for (size_t n = 0; n < free_now.size(); ++n) free_now[n] = s_.profile->FreeNow(n);
+  in.free_now = &free_now;
+  in.claimed = &s_.claimed;
+  in.already_victims = &s_.victims;
+  std::optional<PreemptDecision> d = preemption_->Plan(in);
+  if (!d.has_value()) return std::nullopt;
+  // Defence in depth: never act on a decision that breaks the queue's rules.
+  if (static_cast<int32_t>(d->member_nodes.size()) != std::max<int32_t>(1, w.members)) return std::nullopt;
+  for (NodeIndex n : d->member_nodes) {
+    if (n < 0 || n >= static_cast<NodeIndex>(eligible.size()) || !Usable(n, w, priority, eligible)) {
+      return std::nullopt;
+    }
+  }
+  for (const std::string& v : d->victims) {
+    auto it = std::find_if(s_.snapshot->running.begin(), s_.snapshot->running.end(),
+                           [&](const RunningWorkload& r) { return r.id == v; });
+    if (it == s_.snapshot->running.end() || it->priority >= priority || !it->preemptible) {
+      return std::nullopt;
+    }
+    if (std::find(s_.victims.begin(), s_.victims.end(), v) != s_.victims.end()) return std::nullopt;
+  }
+  d->preemptor = w.id;
+  return d;
+}
+
+void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Facts& facts,
+                        double priority, int32_t position, Time now, const Promise* promise) {
+  // A workload that waits reads only `facts` (not `w`): see State::Facts.
+  const std::string_view id = facts.id;
+  // 1. What the queue cannot fix by waiting for capacity.
+  if (WaitsForAdmission(w, facts, position)) return;
+  const QueuePlanner::State::EligibleSet& eligible_set = StaticEligible(w, facts.eligibility);
+  if (eligible_set.count == 0) {
+    // Never runs as things are: it must not hold anyone else back, even in strict order.
+    Wait(id, WaitReason::kPartitionNodesUnavailable,
+         "no node of the pool matches its partition, selector, affinity and tolerations",
+         position, std::nullopt, false);
+    return;
+  }
+  // 2. Strict order (no backfill): behind a blocked workload nothing starts.
+  const bool strict = config_.backfill == BackfillMode::kNone;
+  if (strict && s_.any_blocked) {
+    Wait(id, WaitReason::kPriority, "waiting behind higher-priority workloads (no backfill)",
+         position, std::nullopt, false);
+    return;
+  }
+  const Duration duration = facts.duration;
+  const Turn turn{w,
+                  facts,
+                  priority,
+                  position,
+                  now,
+                  promise,
+                  eligible_set.bits,
+                  duration,
+                  RequestSize{s_.shapes[facts.shape], facts.members, duration},
+                  now == s_.now &&
+                      ((in_cycle_ && !s_.out_of_priority_order) ||
+                       s_.reserved_for_priority.empty()) &&
+                      !s_.promise_phase};
+  // 3. Start now if it fits without delaying any reservation (the profile holds them).
+  if (StartsNow(turn)) return;
+  // 4. Preempt, if its QOS may.
+  if (CanPreemptAnything(facts.qos) && Preempts(turn)) return;
+  // 5. Blocked: reserve, within the depth or when starving.
+  const WaitReason reason = WhyBlocked(turn);
+  // A promise is kept even past the depth (the depth may have been lowered since); a starving
+  // workload (pending for starvation_bound or longer) gets one past the depth, uncounted.
+  const bool within_depth = config_.reservation_depth == 0 || strict ||
+                            s_.reservations < config_.reservation_depth || promise != nullptr;
+  if (within_depth || Starving(w.submit_time, now)) {
+    ReserveOrWait(turn, reason, within_depth);
+    return;
+  }
+  // 6. Beyond the reservation depth: an estimate from the profile, without reserving.
+  WaitWithEstimate(turn, reason);
+}
+
+bool CyclePass::WaitsForAdmission(const PendingWorkload& w,
+                                  const QueuePlanner::State::Facts& facts, int32_t position) {
+  const std::string_view id = facts.id;
+  if (!facts.placeable) {
+    if (w.admission_error == AdmissionError::kInvalidAnnotation) {
+      Wait(id, WaitReason::kInvalidAnnotation, w.admission_message, position, std::nullopt, false);
+      return true;
+    }
+    if (w.admission_error == AdmissionError::kQosNotAllowed) {
+      Wait(id, WaitReason::kQosNotAllowed, w.admission_message, position, std::nullopt, false);
+      return true;
+    }
+    if (w.admission_error == AdmissionError::kAccountNotAllowed) {
+      Wait(id, WaitReason::kAccountNotAllowed, w.admission_message, position, std::nullopt, false);
+      return true;
+    }
+    if (w.held) {
+      Wait(id, WaitReason::kHeld, "held by an administrator", position, std::nullopt, false);
+      return true;
+    }
+  }
+  if (facts.qos_unknown) {
+    Wait(id, WaitReason::kQosNotAllowed, absl::StrCat("QOS ", w.qos, " is not in the QOS table"),
+         position, std::nullopt, false);
+    return true;
+  }
+  if (!facts.placeable) {  // what is left: members of the gang are missing
+    Wait(id, WaitReason::kGangIncomplete,
+         absl::StrCat(w.members_present, " of ", w.members, " pods of the group exist"), position,
+         std::nullopt, false);
+    return true;
+  }
+  return false;
+}
+
+bool CyclePass::StartsNow(const Turn& t) {
+  if (t.KnownToFail(s_.failed_now)) return false;
+  if (std::optional<MemberNodes> nodes = TryStartNow(t.w, t.duration, t.priority, t.eligible, t.now)) {
+    Commit(t.w, t.duration, *nodes, t.now, false);
+    EmitOwnerChanges(t.w, *nodes);
+    plan_.starts.push_back(StartDecision{t.w.id, std::move(*nodes), s_.any_blocked});
+    return true;
+  }
+  t.Remember(s_.failed_now);
+  return false;
+}
+
+bool CyclePass::Preempts(const Turn& t) {
+  std::optional<PreemptDecision> d = TryPreempt(t.w, t.priority, t.eligible, t.now);
+  if (!d.has_value()) return false;
+  for (NodeIndex n : d->member_nodes) {
+    s_.claimed[n] = 1;
+    s_.node_seq[n] = ++s_.seq;
+  }
+  s_.victims.insert(s_.victims.end(), d->victims.begin(), d->victims.end());
+  std::string msg = absl::StrCat("preempting ", d->victims.size(), " lower-priority workload(s)");
+  Time start = d->earliest_start;
+  plan_.preemptions.push_back(std::move(*d));
+  Wait(t.facts.id, WaitReason::kPreempting, std::move(msg), t.position, start, true);
+  s_.any_blocked = true;
+  return true;
+}
+
+WaitReason CyclePass::WhyBlocked(const Turn& t) {
+  const bool first_blocked = !s_.any_blocked;
+  s_.any_blocked = true;
+  WaitReason reason = first_blocked ? WaitReason::kResources : WaitReason::kPriority;
+  if (!first_blocked) {
+    // A success stays true only while the nodes it used stay usable: not so for a lower
+    // priority where a node is reserved(W) for a pending workload.
+    const bool fits_memo_valid = t.memo_valid && s_.reserved_for_priority.empty();
+    std::vector<NodeIndex> witnesses;
+    if (fits_memo_valid && s_.fits_ignoring_reservations.KnownToFit(
+                               t.facts.kind, t.facts.eligibility, t.size, s_.node_seq, s_.seq)) {
+      reason = WaitReason::kReservedForHigherPriority;
+    } else if (!t.KnownToFail(s_.failed_ignoring_reservations)) {
+      if (FitsIgnoringReservations(t.w, t.duration, t.priority, t.eligible, t.now, &witnesses)) {
+        reason = WaitReason::kReservedForHigherPriority;
+        if (fits_memo_valid) {
+          s_.fits_ignoring_reservations.Fitted(t.facts.kind, t.facts.eligibility, t.size, s_.seq,
+                                               std::move(witnesses));
+        }
+      } else {
+        t.Remember(s_.failed_ignoring_reservations);
+      }
+    }
+  }
+  // A node reserved(W) for a higher-priority workload (its preemption under way) is the reason
+  // when it alone stands in the way; checked only while some node carries such a mark (rare).
+  if (reason != WaitReason::kReservedForHigherPriority && s_.any_reserved_owner &&
+      FitsNowButForReservedNodes(t.w, t.duration, t.priority, t.eligible, t.now)) {
+    reason = WaitReason::kReservedForHigherPriority;
+  }
+  return reason;
+}
+
+Time CyclePass::NotBefore(const Turn& t) {
+  return t.memo_valid
+             ? s_.not_before.NotBefore(t.facts.kind, t.facts.eligibility, t.size, t.now)
+             : t.now;
+}
+
+std::optional<CyclePass::Placement> CyclePass::Earliest(const Turn& t, Time bound) {
+  if (bound >= kForever) return std::nullopt;
+  std::optional<Placement> at = EarliestPlacement(t.w, t.duration, t.priority, t.eligible, bound);
+  if (t.memo_valid) {
+    s_.not_before.Found(t.facts.kind, t.facts.eligibility, t.size,
+                        at.has_value() ? at->start : kForever);
+  }
+  return at;
+}
+
+void CyclePass::ReserveOrWait(const Turn& t, WaitReason reason, bool within_depth) {
+  const std::string_view id = t.facts.id;
+  const Promise* promise = t.promise;
+  std::optional<Placement> at = Earliest(t, NotBefore(t));
+  // The promised slot, when the search finds nothing earlier: it is free by construction (held
+  // by a placeholder until now), and the search may miss it when it lies off this cycle's
+  // resolution grid (the grid starts at each cycle's now).
+  if (promise != nullptr && promise->placeholder && (!at.has_value() || at->start > promise->start) &&
+      SlotFits(t.w, t.duration, t.priority, t.eligible, promise->nodes, promise->start)) {
+    at = Placement{promise->start, promise->nodes};
+  }
+  if (!at.has_value()) {
+    if (reason == WaitReason::kReservedForHigherPriority) {  // the mark holds the node past the window
+      Wait(id, reason, "the capacity it fits in is reserved for higher-priority workloads",
+           t.position, std::nullopt, false);
+      return;
+    }
+    Wait(id, WaitReason::kBeyondWindow, "cannot start within the planning window", t.position,
+         std::nullopt, false);
+    return;
+  }
+  Commit(t.w, t.duration, at->nodes, at->start, true);
+  if (within_depth) {
+    ++s_.reservations;
+  } else {
+    ++s_.starving_reservations;
+  }
+  s_.last_reservation_position = std::max(s_.last_reservation_position, t.position);
+  plan_.reservations.push_back(ReserveDecision{t.w.id, at->nodes, at->start});
+  // The time is in estimated_start: a message without it stays the same from cycle to cycle
+  // (the daemon patches a pod's status only when what it shows changes).
+  Wait(id, reason, "nodes are reserved for it from its estimated start", t.position, at->start,
+       true);
+}
+
+void CyclePass::WaitWithEstimate(const Turn& t, WaitReason reason) {
+  std::optional<Time> estimate;
+  const bool budget_left =
+      config_.max_estimates_per_cycle == 0 || s_.estimates < config_.max_estimates_per_cycle;
+  if (budget_left) {
+    const PendingWorkload& w = t.w;
+    auto key = std::make_pair(ShapeKey{w.per_member, std::max<int32_t>(1, w.members), w.kind,
+                                       w.pack_topology, t.facts.eligibility},
+                              t.duration);
+    auto it = s_.estimate_memo.find(key);
+    if (it != s_.estimate_memo.end()) {
+      if (it->second < kForever) estimate = it->second;
+    } else if (const Time bound = NotBefore(t); bound < kForever) {
+      ++s_.estimates;  // the budget counts searches, not what memos answer
+      std::optional<Placement> at = Earliest(t, bound);
+      s_.estimate_memo[key] = at.has_value() ? at->start : kForever;
+      if (at.has_value()) estimate = at->start;
+    }
+  }
+  Wait(t.facts.id, reason,
+       reason == WaitReason::kResources ? "waiting for resources"
+       : reason == WaitReason::kReservedForHigherPriority
+           ? "the capacity it fits in is reserved for higher-priority workloads"
+           : "waiting behind higher-priority workloads",
+       t.position, estimate, false);
+}
+
+}  // namespace onequeue::queue::internal

@@ -1,0 +1,178 @@
+#pragma once
+// The cycle pass of the planner (internal to src/queue): one walk over the queue, or the
+// evaluation of one arrival, against a QueuePlanner::State. Its members live in three files by
+// concept:
+//   planner_pass.cc       PlanOne: the decision for one workload, step by step (start now,
+//                         preempt, reserve, estimate) and the wait statuses it appends
+//   planner_placement.cc  where and when a workload fits: node walks over the free index and the
+//                         availability profile, node choice (topology packing), Commit
+//   planner_promises.cc   last cycle's reservations held as placeholders until their turn
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "queue/model.h"
+#include "queue/plan.h"
+#include "queue/planner.h"
+#include "queue/planner_memos.h"
+#include "queue/planner_state.h"
+
+namespace onequeue::queue::internal {
+
+// One planning pass over the queue, or the evaluation of one arrival, against a State.
+class CyclePass {
+ public:
+  // A reservation the previous cycle made (PlanCycle's `promised`), as this cycle holds it.
+  struct Promise {
+    MemberNodes nodes;
+    Time start = 0;             // max(promised start, now)
+    Time end = 0;               // the promised end
+    Resources per_member;       // the promised request
+    bool placeholder = false;   // its slot was still free and is held in the profile
+  };
+
+  // in_cycle: a full cycle's walk in queue order (false: one arrival evaluated afterwards).
+  CyclePass(const QueueConfig& config, const PreemptionPlanner* preemption,
+            QueuePlanner::State& state, Plan& plan, bool in_cycle)
+      : config_(config), preemption_(preemption), s_(state), plan_(plan), in_cycle_(in_cycle) {}
+
+  // True when a workload submitted at `submit` has waited starvation_bound or longer at `now`
+  // (docs/queue.md "Starvation"): it gets a reservation past the depth.
+  bool Starving(Time submit, Time now) const {
+    return config_.starvation_bound > 0 && now - submit >= config_.starvation_bound;
+  }
+
+  // Plans the workload at 1-based `position`; appends to plan_.
+  // promise: the workload held a reservation last cycle (its placeholder already taken back).
+  void PlanOne(const PendingWorkload& w, const QueuePlanner::State::Facts& facts, double priority,
+               int32_t position, Time now, const Promise* promise = nullptr);
+
+  // Holds a promise's slot in the profile until its holder's turn, when the slot still fits
+  // there (the nodes exist, are usable by the holder, and have the promised room from
+  // promise.start to promise.end).
+  bool AddPlaceholder(const PendingWorkload& w, const QueuePlanner::State::Facts& facts,
+                      double priority, const Promise& promise);
+  void RemovePlaceholder(const PendingWorkload& w, const Promise& promise);
+
+ private:
+  struct Placement {
+    Time start = 0;
+    MemberNodes nodes;
+  };
+
+  // PlanOne's steps, in order. Each returns true when it decided the workload's fate (a wait
+  // status, a start or a preemption was appended to plan_).
+  // 1. What the queue cannot fix by waiting for capacity (admission, hold, QOS, missing gang
+  // members).
+  bool WaitsForAdmission(const PendingWorkload& w, const QueuePlanner::State::Facts& facts,
+                         int32_t position);
+  // What the steps after the static checks share: the workload, where it stands, and whether the
+  // memos may be used for it (the memo plumbing in one place).
+  struct Turn {
+    const PendingWorkload& w;
+    const QueuePlanner::State::Facts& facts;
+    double priority;
+    int32_t position;
+    Time now;
+    const Promise* promise;
+    const std::vector<char>& eligible;  // static eligibility of the workload's class
+    Duration duration;                  // facts.duration
+    RequestSize size;                   // what the memos compare
+    // The failure memos assume the walk by descending priority of a full cycle; an arrival
+    // evaluated later sits between them, which matters only where a node is reserved(W) for a
+    // pending workload (usable only by higher priorities), or when time moved on.
+    bool memo_valid;
+
+    bool KnownToFail(FailureMemo& memo) const {
+      return memo_valid && memo.KnownToFail(facts.kind, facts.eligibility, size);
+    }
+    void Remember(FailureMemo& memo) const {
+      if (memo_valid) memo.Failed(facts.kind, facts.eligibility, size);
+    }
+  };
+  // 3. Starts now if it fits without delaying any reservation (the profile holds them).
+  bool StartsNow(const Turn& t);
+  // 4. Preempts, when the preemption planner finds victims (its QOS may preempt: checked by the
+  // caller).
+  bool Preempts(const Turn& t);
+  // 5. Blocked: why (marks the queue blocked). Nothing eligible at all, reserved capacity, or not
+  // enough capacity.
+  WaitReason WhyBlocked(const Turn& t);
+  // 5. Reserves the earliest placement in the window (or the promised slot), or waits without
+  // one when none exists. within_depth: the reservation counts against the depth.
+  void ReserveOrWait(const Turn& t, WaitReason reason, bool within_depth);
+  // 6. Beyond the reservation depth: waits with an estimate from the profile, without reserving.
+  void WaitWithEstimate(const Turn& t, WaitReason reason);
+  // The earliest start the NotBeforeMemo allows for this request (`now` when unknown).
+  // Asked only when a placement is searched (most blocked workloads need none).
+  Time NotBefore(const Turn& t);
+  // EarliestPlacement from `bound` (none when bound is kForever), remembered in the
+  // NotBeforeMemo: capacity only shrinks within a cycle, so a shape with no placement in the
+  // window for a time limit d has none for any limit >= d either.
+  std::optional<Placement> Earliest(const Turn& t, Time bound);
+
+  // Visits every node where a member of `w` might have room at time t >= the profile's now: the
+  // free index of the scarcest resource it asks for (room at the profile's now) plus the nodes
+  // where a block ended in (profile now, t]; every node for requests of neither cpu nor an
+  // extended resource. Stops when `visit` returns false. Defined in planner_placement.cc, whose
+  // searches are its only callers (a template: a caller elsewhere would not link).
+  template <typename Visit>
+  void ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit visit);
+  const QueuePlanner::State::EligibleSet& StaticEligible(const PendingWorkload& w, int32_t eclass);
+  bool Usable(NodeIndex n, const PendingWorkload& w, double priority,
+              const std::vector<char>& eligible) const;
+  // duration: the workload's run time (RunDuration, from its Facts).
+  std::optional<MemberNodes> TryStartNow(const PendingWorkload& w, Duration duration, double priority,
+                                         const std::vector<char>& eligible, Time now);
+  std::optional<Placement> EarliestPlacement(const PendingWorkload& w, Duration duration, double priority,
+                                             const std::vector<char>& eligible, Time on_or_after);
+  // preference_order: the candidates come best first (a reservation's, see EarliestPlacement)
+  // and packing keeps that order inside a domain; otherwise packing orders by node.
+  MemberNodes ChooseNodes(const PendingWorkload& w,
+                          const std::vector<std::pair<NodeIndex, int64_t>>& candidates,
+                          bool preference_order = false);
+  std::optional<PreemptDecision> TryPreempt(const PendingWorkload& w, double priority,
+                                            const std::vector<char>& eligible, Time now);
+  void Commit(const PendingWorkload& w, Duration duration, const MemberNodes& nodes, Time start,
+              bool reservation);
+  // Every member of `w` fits on `nodes` (member i on nodes[i]) over [start, start + duration).
+  bool SlotFits(const PendingWorkload& w, Duration duration, double priority,
+                const std::vector<char>& eligible, const MemberNodes& nodes, Time start);
+  void EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& nodes);
+  void Wait(std::string_view id, WaitReason reason, std::string message, int32_t position,
+            std::optional<Time> estimate, bool has_reservation);
+  // The same with a constant text (no allocation).
+  void Wait(std::string_view id, WaitReason reason, const char* fixed_message,
+            int32_t position, std::optional<Time> estimate, bool has_reservation);
+  // witnesses: the nodes that made it fit.
+  bool FitsIgnoringReservations(const PendingWorkload& w, Duration duration, double priority,
+                                const std::vector<char>& eligible, Time now,
+                                std::vector<NodeIndex>* witnesses);
+  // Would start now if the nodes reserved(W) for others (a preemption under way) were usable:
+  // then the mark, not capacity, is why it waits (kReservedForHigherPriority).
+  bool FitsNowButForReservedNodes(const PendingWorkload& w, Duration duration, double priority,
+                                  const std::vector<char>& eligible, Time now);
+
+  const QueueConfig& config_;
+  const PreemptionPlanner* preemption_;
+  QueuePlanner::State& s_;
+  Plan& plan_;
+  const bool in_cycle_;
+};
+
+// Dynamic part of eligibility: the owner (reserved(W) only for W or higher) and this cycle's
+// preemption claims. Inline: it runs once per node visited in every search.
+inline bool CyclePass::Usable(NodeIndex n, const PendingWorkload& w, double priority,
+                              const std::vector<char>& eligible) const {
+  if (!eligible[n] || s_.claimed[n]) return false;
+  if (!s_.reserved_owner[n]) return true;
+  const NodeOwner& owner = s_.snapshot->nodes[n].owner;
+  if (owner.kind != OwnerKind::kReserved || owner.reserved_for == w.id) return true;
+  auto it = s_.reserved_for_priority.find(owner.reserved_for);
+  return it != s_.reserved_for_priority.end() && priority > it->second;
+}
+
+}  // namespace onequeue::queue::internal

@@ -1,0 +1,368 @@
+// Where and when a workload fits: the cycle pass's node searches over the free index and the
+// availability profile, the node choice (topology packing) and Commit, which writes a start or a
+// reservation into the profile. See planner_pass.h; docs/queue.md "Backfill".
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "queue/eligibility.h"
+#include "queue/planner_pass.h"
+#include "queue/profile.h"
+
+namespace onequeue::queue::internal {
+namespace {
+
+// A reservation's candidate nodes (node -> {copies, freed}), best first: the node whose last
+// block ended latest before the reservation's start first (ties by node), the nodes free since
+// the search began last. The reservation then leaves the nodes that are free now, and the nodes
+// that free early, to backfilled starts: with one node per processor its spare nodes are exactly
+// textbook EASY's extra processors (test/queue/easy_reference_test.cc), where taking the free
+// ones first let a shorter job behind start instead of the one that fitted beside it.
+template <typename FeasibleMap>
+std::vector<std::pair<NodeIndex, int64_t>> PreferLatestFreed(const FeasibleMap& feasible) {
+  std::vector<std::tuple<Time, NodeIndex, int64_t>> ranked;
+  ranked.reserve(feasible.size());
+  for (const auto& [n, f] : feasible) ranked.emplace_back(f.freed, n, f.copies);
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) > std::get<0>(b);
+    return std::get<1>(a) < std::get<1>(b);
+  });
+  std::vector<std::pair<NodeIndex, int64_t>> best_first;
+  best_first.reserve(ranked.size());
+  for (const auto& [freed, n, copies] : ranked) best_first.emplace_back(n, copies);
+  return best_first;
+}
+}  // namespace
+
+// A template used only by this file's searches, so defined here.
+template <typename Visit>
+void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit visit) {
+  const AvailabilityProfile& p = *s_.profile;
+  // Walk the index that lists the fewest nodes with enough of what the request asks for (the GPU
+  // index for a GPU request when GPUs are scarce, the cpu index when cpu is).
+  // Counting is skipped when a single index applies (most requests ask for no GPU).
+  std::array<int, kMaxResourceKinds> indexed;
+  int candidates = 0;
+  for (int r = 0; r < kMaxResourceKinds; ++r) {
+    if (w.per_member[r] > 0 && s_.free_index[r] != nullptr) indexed[candidates++] = r;
+  }
+  int slot = candidates > 0 ? indexed[0] : -1;
+  if (candidates > 1) {
+    int64_t shortest = s_.free_index[slot]->CountWithAtLeast(w.kind, w.per_member[slot]);
+    for (int i = 1; i < candidates; ++i) {
+      const int r = indexed[i];
+      const int64_t count = s_.free_index[r]->CountWithAtLeast(w.kind, w.per_member[r]);
+      if (count < shortest) {
+        slot = r;
+        shortest = count;
+      }
+    }
+  }
+  if (slot < 0) {
+    for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) {
+      if (!visit(n)) return;
+    }
+    return;
+  }
+  // Nodes with a block ending in (now, t], each once: marked with this call's stamp rather than
+  // sorted (late times gather thousands of them).
+  std::vector<NodeIndex> freed;
+  const uint32_t stamp = ++s_.stamp;
+  if (t > p.now()) {
+    p.ForEachEndAfter(p.now(), [&](Time end, NodeIndex n) {
+      if (end > t) return false;
+      if (s_.node_stamp[n] != stamp) {
+        s_.node_stamp[n] = stamp;
+        freed.push_back(n);
+      }
+      return true;
+    });
+  }
+  bool go_on = true;
+  s_.free_index[slot]->ForEachWithAtLeast(w.kind, w.per_member[slot], [&](NodeIndex n) {
+    if (s_.node_stamp[n] == stamp) return true;  // visited below
+    go_on = visit(n);
+    return go_on;
+  });
+  for (size_t i = 0; go_on && i < freed.size(); ++i) go_on = visit(freed[i]);
+}
+
+const QueuePlanner::State::EligibleSet& CyclePass::StaticEligible(const PendingWorkload& w,
+                                                                  int32_t eclass) {
+  std::unique_ptr<QueuePlanner::State::EligibleSet>& slot = s_.eligible_by_class[eclass];
+  if (slot != nullptr) return *slot;
+  const Snapshot& snap = *s_.snapshot;
+  slot = std::make_unique<QueuePlanner::State::EligibleSet>();
+  QueuePlanner::State::EligibleSet& set = *slot;
+  std::vector<char>& bits = set.bits;
+  bits.assign(snap.nodes.size(), 0);
+  absl::flat_hash_set<std::string> allowed;
+  if (w.eligibility.allowed_nodes.has_value()) {
+    allowed.insert(w.eligibility.allowed_nodes->begin(), w.eligibility.allowed_nodes->end());
+  }
+  for (size_t i = 0; i < snap.nodes.size(); ++i) {
+    const Node& node = snap.nodes[i];
+    bits[i] = node.schedulable && MatchesSelectorAndAffinity(node, w.eligibility) &&
+              ToleratesTaints(node, w.eligibility.tolerations) &&
+              (!w.eligibility.allowed_nodes.has_value() || allowed.contains(node.name));
+    set.count += bits[i];
+  }
+  return set;
+}
+MemberNodes CyclePass::ChooseNodes(
+    const PendingWorkload& w, const std::vector<std::pair<NodeIndex, int64_t>>& candidates,
+    bool preference_order) {
+  // candidates: (node, copies) with sum(copies) >= members. Without packing: in the given order.
+  MemberNodes out;
+  const int32_t members = std::max<int32_t>(1, w.members);
+  out.reserve(static_cast<size_t>(members));
+  auto take = [&](const std::vector<std::pair<NodeIndex, int64_t>>& from) {
+    for (const auto& [n, copies] : from) {
+      for (int64_t c = 0; c < copies && static_cast<int32_t>(out.size()) < members; ++c) {
+        out.push_back(n);
+      }
+      if (static_cast<int32_t>(out.size()) == members) break;
+    }
+  };
+  if (!w.pack_topology || s_.domains.empty() || members == 1) {
+    take(candidates);
+    return out;
+  }
+  // Fewest domains: at each level, finest first, the smallest single domain that holds the whole
+  // gang (best fit keeps big domains for big gangs; ties to the lowest domain id, i.e. the first
+  // seen in node order); if no domain at any level holds it, fill the finest domains largest
+  // first (greedy, like Slurm's topology/tree fallback). Domain ids are precomputed per cycle.
+  // Capacities per domain in a vector indexed by domain id (ids are dense per level): a gang
+  // that packs looks at every node with room, thousands of them.
+  std::vector<int64_t>& capacity = s_.scratch_capacity;
+  for (size_t level = 0; level < s_.domains.size(); ++level) {
+    const std::vector<int32_t>& domain_of = s_.domains[level];
+    capacity.assign(s_.domain_count[level], 0);
+    for (const auto& [n, copies] : candidates) {
+      if (domain_of[n] >= 0) capacity[domain_of[n]] += copies;
+    }
+    int32_t best = -1;
+    for (int32_t d = 0; d < static_cast<int32_t>(capacity.size()); ++d) {
+      if (capacity[d] >= members && (best < 0 || capacity[d] < capacity[best])) best = d;
+    }
+    if (best >= 0) {
+      std::vector<std::pair<NodeIndex, int64_t>>& inside = s_.scratch_inside;
+      inside.clear();
+      for (const auto& c : candidates) {
+        if (domain_of[c.first] == best) inside.push_back(c);
+      }
+      if (!preference_order) std::sort(inside.begin(), inside.end());
+      take(inside);
+      return out;
+    }
+  }
+  const std::vector<int32_t>& finest = s_.domains.front();
+  capacity.assign(s_.domain_count.front(), 0);
+  for (const auto& [n, copies] : candidates) {
+    if (finest[n] >= 0) capacity[finest[n]] += copies;
+  }
+  auto cap_of = [&](NodeIndex n) { return finest[n] >= 0 ? capacity[finest[n]] : 0; };
+  std::vector<std::pair<NodeIndex, int64_t>> sorted = candidates;
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) {
+    const int64_t ca = cap_of(a.first), cb = cap_of(b.first);
+    if (ca != cb) return ca > cb;
+    if (finest[a.first] != finest[b.first]) return finest[a.first] < finest[b.first];
+    return !preference_order && a.first < b.first;
+  });
+  take(sorted);
+  return out;
+}
+
+std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Duration duration,
+                                                  double priority,
+                                                  const std::vector<char>& eligible, Time now) {
+  const int32_t members = std::max<int32_t>(1, w.members);
+  const Time end = SaturatingAdd(now, duration);
+  const bool pack = w.pack_topology && !config_.topology_labels.empty() && members > 1;
+  std::vector<std::pair<NodeIndex, int64_t>>& candidates = s_.scratch_candidates;
+  int64_t found = 0;
+  const AvailabilityProfile& p = *s_.profile;
+  auto consider = [&](NodeIndex n) {
+    if (!Usable(n, w, priority, eligible)) return;
+    int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, pack ? members : members - found);
+    if (copies <= 0) return;
+    candidates.emplace_back(n, copies);
+    found += copies;
+  };
+  // Packing looks at every node with room (for the topology choice); otherwise the walk stops
+  // once the members are placed. (A packing gang that does not fit walks every node either way,
+  // so a first pass that stops early only added work to those that fit.)
+  candidates.clear();
+  ForEachNodeWithRoomAt(w, now, [&](NodeIndex n) {
+    consider(n);
+    return pack || found < members;
+  });
+  if (found < members) return std::nullopt;
+  if (!pack) std::sort(candidates.begin(), candidates.end());  // packing sorts what it takes
+  return ChooseNodes(w, candidates);
+}
+
+std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWorkload& w,
+                                                                 Duration duration,
+                                                                 double priority,
+                                                                 const std::vector<char>& eligible,
+                                                                 Time on_or_after) {
+  // Fluxion's avail_time_first over a node set, driven by time: a node's availability can only
+  // rise when one of its own blocks ends, so the candidate start times are `on_or_after` and the
+  // block ends after it, visited in ascending order (one ordered list for the whole pool). At
+  // each candidate only the nodes whose block ended there are re-examined; once the nodes seen
+  // feasible add up to the gang, they are re-verified at that time (a node feasible earlier can
+  // be blocked later by a block that starts after its last check) and the first time that holds
+  // is the answer. A single-member workload stops at the first node that frees up for it.
+  //
+  // Node choice (PreferLatestFreed): among the nodes with room at that time, those whose last
+  // block ended latest before it come first, the nodes free since the search began last, so the
+  // reservation leaves the nodes free now to backfill (textbook EASY's extra processors).
+  AvailabilityProfile& p = *s_.profile;
+  const int32_t members = std::max<int32_t>(1, w.members);
+  struct Feasible {
+    int64_t copies;
+    Time freed;  // the latest block end at which the node was examined (the search's start: none)
+  };
+  absl::flat_hash_map<NodeIndex, Feasible> feasible;
+  // Sized once: growing it node by node was a tenth of an EASY replay.
+  feasible.reserve(std::min<size_t>(p.size(), 2 * static_cast<size_t>(members) + 16));
+  int64_t total = 0;
+  auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
+    if (!Usable(n, w, priority, eligible)) return 0;
+    return p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, members);
+  };
+  auto note = [&](NodeIndex n, int64_t c, Time freed) {
+    if (c <= 0) return;
+    auto [it, inserted] = feasible.emplace(n, Feasible{c, freed});
+    if (!inserted) {
+      total -= it->second.copies;
+      it->second = Feasible{c, freed};
+    }
+    total += c;
+  };
+  auto try_finish = [&](Time t) -> std::optional<Placement> {
+    if (total < members) return std::nullopt;
+    total = 0;
+    for (auto it = feasible.begin(); it != feasible.end();) {
+      int64_t c = copies_at(it->first, t);
+      if (c <= 0) {
+        feasible.erase(it++);
+        continue;
+      }
+      it->second.copies = c;
+      total += c;
+      ++it;
+    }
+    if (total < members) return std::nullopt;
+    return Placement{t, ChooseNodes(w, PreferLatestFreed(feasible), /*preference_order=*/true)};
+  };
+
+  const Time start = p.RoundUp(std::max(on_or_after, p.now()));
+  if (start > p.horizon()) return std::nullopt;
+  ForEachNodeWithRoomAt(w, start, [&](NodeIndex n) {
+    note(n, copies_at(n, start), start);
+    return true;
+  });
+  std::optional<Placement> result = try_finish(start);
+  if (result.has_value()) return result;
+  Time batch = -1;
+  p.ForEachEndAfter(start, [&](Time end, NodeIndex n) {
+    const Time t = p.RoundUp(end);
+    if (t > p.horizon()) return false;
+    if (batch >= 0 && t != batch) {
+      result = try_finish(batch);
+      if (result.has_value()) return false;
+    }
+    batch = t;
+    note(n, copies_at(n, t), end);
+    return true;
+  });
+  if (!result.has_value() && batch >= 0) result = try_finish(batch);
+  return result;
+}
+
+bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, Duration duration,
+                                         double priority,
+                                         const std::vector<char>& eligible, Time now,
+                                         std::vector<NodeIndex>* witnesses) {
+  const int32_t members = std::max<int32_t>(1, w.members);
+  const Time end = SaturatingAdd(now, duration);
+  int64_t found = 0;
+  const AvailabilityProfile& p = *s_.profile;
+  auto consider = [&](NodeIndex n) {
+    if (Usable(n, w, priority, eligible)) {
+      const int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, members - found, true);
+      if (copies > 0) witnesses->push_back(n);
+      found += copies;
+    }
+  };
+  // Reservations start at or after the profile's now, so the nodes with room then (reservations
+  // included only when they start exactly then) bound the nodes worth looking at.
+  ForEachNodeWithRoomAt(w, now, [&](NodeIndex n) {
+    consider(n);
+    return found < members;
+  });
+  return found >= members;
+}
+
+bool CyclePass::FitsNowButForReservedNodes(const PendingWorkload& w, Duration duration,
+                                           double priority, const std::vector<char>& eligible,
+                                           Time now) {
+  const int32_t members = std::max<int32_t>(1, w.members);
+  const Time end = SaturatingAdd(now, duration);
+  int64_t found = 0;
+  bool needs_a_reserved_node = false;
+  const AvailabilityProfile& p = *s_.profile;
+  ForEachNodeWithRoomAt(w, now, [&](NodeIndex n) {
+    if (!eligible[n] || s_.claimed[n]) return true;
+    const int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, members - found);
+    if (copies > 0 && !Usable(n, w, priority, eligible)) needs_a_reserved_node = true;
+    found += copies;
+    return found < members;
+  });
+  return found >= members && needs_a_reserved_node;
+}
+
+void CyclePass::Commit(const PendingWorkload& w, Duration duration, const MemberNodes& nodes,
+                       Time start,
+                       bool reservation) {
+  const Time end = SaturatingAdd(start, duration);
+  // One block per node with the sum of the members placed there (runs of a sorted copy; one
+  // member, the common case, needs no copy).
+  MemberNodes copy;
+  if (nodes.size() > 1) {
+    copy = nodes;
+    std::sort(copy.begin(), copy.end());
+  }
+  const MemberNodes& sorted_nodes = nodes.size() > 1 ? copy : nodes;
+  for (size_t i = 0; i < sorted_nodes.size();) {
+    const NodeIndex n = sorted_nodes[i];
+    size_t j = i;
+    while (j < sorted_nodes.size() && sorted_nodes[j] == n) ++j;
+    const int64_t count = static_cast<int64_t>(j - i);
+    i = j;
+    AvailabilityProfile::Block b;
+    b.start = start;
+    b.end = end;
+    b.used = w.per_member.Times(count);
+    b.kind = w.kind;
+    b.reservation = reservation;
+    s_.profile->Add(n, b);
+    if (!reservation) s_.node_seq[n] = ++s_.seq;
+    if (start <= s_.profile->now()) {
+      for (const auto& index : s_.free_index) {
+        if (index != nullptr) index->Update(n, *s_.profile);
+      }
+    }
+  }
+}
+
+}  // namespace onequeue::queue::internal

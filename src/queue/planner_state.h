@@ -1,0 +1,162 @@
+#pragma once
+// What one planner cycle builds and OnArrival reuses: QueuePlanner::State (internal to
+// src/queue). PlanCycle (planner.cc) fills it; the cycle pass (planner_pass.h) reads and
+// updates it while it walks the queue.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "queue/eligibility.h"
+#include "queue/model.h"
+#include "queue/planner.h"
+#include "queue/planner_free_index.h"
+#include "queue/planner_memos.h"
+#include "queue/priority.h"
+#include "queue/profile.h"
+#include "queue/resources.h"
+
+namespace onequeue::queue {
+namespace internal {
+
+// A stable text per distinct static eligibility (selector, affinity, tolerations, allowed
+// nodes); "" for none. Workloads with equal signatures share an eligibility class.
+std::string EligibilitySignature(const Eligibility& e);
+
+// The run time the planner plans with: the time limit (at least 1 s), or kForever without one.
+inline Duration RunDuration(const PendingWorkload& w) {
+  return w.time_limit.has_value() ? std::max<Duration>(1, *w.time_limit) : kForever;
+}
+
+inline bool CanPreemptAnything(const QosPolicy* q) { return q != nullptr && !q->can_preempt.empty(); }
+
+}  // namespace internal
+
+// Everything one cycle builds and OnArrival reuses.
+struct QueuePlanner::State {
+  // What the priority pass learns about a workload for the planning pass, which then reads only
+  // the workload's first two cache lines (id .. per_member): it visits 100,000 workloads in
+  // priority order, at random places in memory, and that pass is bound by memory.
+  // A workload that waits for a known reason (most of them) is planned from these alone: one
+  // cache line.
+  struct alignas(64) Facts {
+    std::string_view id;  // the workload's id (in the snapshot, or in `arrivals`)
+    const QosPolicy* qos = nullptr;
+    Duration duration = 0;
+    int32_t shape = 0;    // per-member request: shapes[shape]
+    int32_t members = 1;  // >= 1
+    int32_t eligibility = internal::kUnconstrained;  // class id
+    WorkloadKind kind = WorkloadKind::kPodGroup;
+    bool qos_unknown = false;  // names a QOS the (non-empty) table lacks
+    // No admission error, not held, no missing gang member: the planner may place it.
+    bool placeable = true;
+  };
+
+  std::shared_ptr<const Snapshot> snapshot;
+  Time now = 0;
+  std::unique_ptr<PriorityCalculator> priority;
+  std::unique_ptr<EligibilityChecker> checker;
+  std::unique_ptr<AvailabilityProfile> profile;
+  // Workload numbers: 0 .. pending-1 are snapshot->pending, the next ones `arrivals`.
+  std::deque<PendingWorkload> arrivals;  // stable storage for workloads added by OnArrival
+  std::vector<Facts> facts;              // per workload number
+  std::vector<SortedQueueKey> order;     // the queue: workload numbers by ComesBefore
+  // Distinct per-member requests (a few hundred in a queue of 100,000), so Facts stays small.
+  ResourcesTable shapes;
+
+  const PendingWorkload& Workload(int32_t number) const {
+    const size_t pending = snapshot->pending.size();
+    const size_t n = static_cast<size_t>(number);
+    return n < pending ? snapshot->pending[n] : arrivals[n - pending];
+  }
+  QueueOrderKey KeyOf(const SortedQueueKey& k) const {
+    return {k.priority, k.submit_time, &Workload(k.index).id};
+  }
+
+  // Static eligibility (selector, affinity, taints, partition, schedulable) per eligibility
+  // class, built when the first workload of the class is planned (null until then).
+  struct EligibleSet {
+    std::vector<char> bits;
+    int32_t count = 0;
+  };
+  std::vector<std::unique_ptr<EligibleSet>> eligible_by_class{1};
+  absl::flat_hash_map<std::string, int32_t> class_of_signature;  // constrained classes only
+
+  Facts FactsOf(const PendingWorkload& w, const QosPolicy* qos, const QueueConfig& config) {
+    Facts f;
+    f.id = w.id;
+    f.shape = shapes.Intern(w.per_member);
+    f.members = std::max<int32_t>(1, w.members);
+    f.kind = w.kind;
+    f.placeable = w.admission_error == AdmissionError::kNone && !w.held &&
+                  !(w.gang && w.members_present < w.members);
+    f.qos = qos;
+    f.qos_unknown = !w.qos.empty() && !config.qos.empty() && qos == nullptr;
+    f.duration = internal::RunDuration(w);
+    const Eligibility& e = w.eligibility;
+    if (!e.node_selector.empty() || !e.required_affinity.empty() || !e.tolerations.empty() ||
+        e.allowed_nodes.has_value()) {
+      auto [it, added] = class_of_signature.try_emplace(internal::EligibilitySignature(e),
+                                                        static_cast<int32_t>(eligible_by_class.size()));
+      if (added) eligible_by_class.emplace_back();
+      f.eligibility = it->second;
+    }
+    return f;
+  }
+  std::vector<char> claimed;  // nodes promised to a preemptor this cycle
+  std::vector<char> reserved_owner;  // node owner is reserved(W) (compact: checked per node)
+  bool any_reserved_owner = false;   // some node is reserved(W): a preemption is under way
+  std::vector<OwnerKind> owner_kind;  // per node, compact (Node is large and scattered)
+  // Per extended resource slot: the nodes whose allocatable has some of it (a GPU request only
+  // looks at GPU nodes).
+  std::array<std::vector<NodeIndex>, kMaxResourceKinds> nodes_with;
+  // Free-capacity indexes: cpu, and each extended resource that some node has (GPUs).
+  std::array<std::unique_ptr<internal::FreeIndex>, kMaxResourceKinds> free_index;
+  // Per topology label (finest first): the node's domain id (first seen in node order = 0), or
+  // -1 when the node lacks the label.
+  std::vector<std::vector<int32_t>> domains;
+  std::vector<int32_t> domain_count;  // per topology label: how many domains
+  std::vector<std::string> victims;
+  // Scratch buffers of TryStartNow and ChooseNodes, kept to save ~30,000 allocations per cycle.
+  std::vector<std::pair<NodeIndex, int64_t>> scratch_candidates;
+  std::vector<std::pair<NodeIndex, int64_t>> scratch_inside;
+  std::vector<int64_t> scratch_capacity;
+  internal::FailureMemo failed_now;    // could not start now
+  internal::NotBeforeMemo not_before;  // earliest possible starts (kForever: none inside the window)
+  // Would not fit now even if no reservation existed (the reason, not the decision).
+  internal::FailureMemo failed_ignoring_reservations;
+  // Estimation memo per (shape, duration) for the whole cycle. Capacity only shrinks during a
+  // cycle, so a memoised estimate can be optimistic by the backfills planned after it was made:
+  // an estimate, not a promise (reservations are the promises).
+  absl::flat_hash_map<std::pair<internal::ShapeKey, Duration>, Time> estimate_memo;
+  internal::FitsMemo fits_ignoring_reservations;
+  // Per node: the sequence number of the last start or preemption claim on it (FitsMemo).
+  std::vector<int64_t> node_seq;
+  // Per node: the stamp of the last ForEachNodeWithRoomAt that listed it as freed.
+  std::vector<uint32_t> node_stamp;
+  uint32_t stamp = 0;
+  int64_t seq = 0;
+
+  int32_t reservations = 0;
+  int32_t starving_reservations = 0;  // made past the depth for starving workloads (uncounted)
+  int32_t last_reservation_position = 0;  // 1-based; 0 = none; the largest so far
+  // Some promise's placeholder (PlanCycle's `promised`) is still in the profile: capacity can
+  // grow when its holder takes it back, so the memos (which assume it only shrinks) are neither
+  // read nor written.
+  bool promise_phase = false;
+  // The walk left priority order (backfill_shortest_first): where a node is reserved(W) usability
+  // depends on priority, and the memos assume it only falls.
+  bool out_of_priority_order = false;
+  bool any_blocked = false;               // a higher-priority workload waits
+  int32_t estimates = 0;
+  Resources pool_total;
+  absl::flat_hash_map<std::string, double> reserved_for_priority;
+};
+
+}  // namespace onequeue::queue
