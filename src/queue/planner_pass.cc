@@ -18,15 +18,17 @@ namespace onequeue::queue::internal {
 void CyclePass::EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& nodes) {
   const OwnerKind world =
       w.kind == WorkloadKind::kPodGroup ? OwnerKind::kKubernetes : OwnerKind::kSlurm;
+  // A shared node changes no hands: each world's use of it is bounded per workload, not by owner.
+  const auto settled = [&](NodeIndex n) {
+    return s_.owner_kind[n] == world || SharesWorlds(s_.snapshot->nodes[n], config_);
+  };
   // Most starts land on nodes their world already owns: check that before copying anything.
-  if (std::all_of(nodes.begin(), nodes.end(), [&](NodeIndex n) { return s_.owner_kind[n] == world; })) {
-    return;
-  }
+  if (std::all_of(nodes.begin(), nodes.end(), settled)) return;
   MemberNodes distinct = nodes;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   for (NodeIndex n : distinct) {
-    if (s_.owner_kind[n] != world) plan_.owner_changes.push_back(OwnerChange{n, world, w.id});
+    if (!settled(n)) plan_.owner_changes.push_back(OwnerChange{n, world, w.id});
   }
 }
 

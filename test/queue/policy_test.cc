@@ -406,6 +406,10 @@ TYPED_TEST(QueuePolicyTest, RandomWorkloadsKeepEveryInvariant) {
     c.window = 1000 + static_cast<Duration>(rng() % 5000);
     c.topology_labels = {"rack", "zone"};
     c.shared_nodes = rng() % 4 == 0;
+    // Some nodes shared on their own (issue 25), from their own generator so that the rounds'
+    // other draws stay what they were.
+    std::mt19937_64 sharing_rng(round);
+    for (Node& node : s.nodes) node.sharing = sharing_rng() % 3 == 0 ? NodeSharing::kShared : NodeSharing::kExclusive;
     // Half the rounds with a QOS table and the daemon's preemption planner.
     const bool preemption = rng() % 2 == 0;
     if (preemption) {
