@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "queue/never_fits.h"
 #include "queue/planner_pass.h"
 #include "queue/profile.h"
 
@@ -268,6 +269,11 @@ void CyclePass::ReserveOrWait(const Turn& t, WaitReason reason, bool within_dept
     if (reason == WaitReason::kReservedForHigherPriority) {  // the mark holds the node past the window
       Wait(id, reason, "the capacity it fits in is reserved for higher-priority workloads",
            t.position, std::nullopt, false);
+      return;
+    }
+    // Rare path: tell "never, as the pool is" (a request no eligible node can hold) from "later".
+    if (std::optional<std::string> never = WhyItNeverFits(*s_.snapshot, t.w, t.eligible)) {
+      Wait(id, WaitReason::kResources, std::move(*never), t.position, std::nullopt, false);
       return;
     }
     Wait(id, WaitReason::kBeyondWindow, "cannot start within the planning window", t.position,

@@ -90,8 +90,9 @@ TYPED_TEST(QueuePolicyTest, GangNeverStartsPartially) {
   EXPECT_TRUE(p.starts.empty());
   const WaitingStatus* w = FindWaiting(p, "gang");
   ASSERT_NE(w, nullptr);
-  // Three whole nodes never exist in a two-node pool: no time in the window works.
-  EXPECT_EQ(w->reason, WaitReason::kBeyondWindow);
+  // Three whole nodes never exist in a two-node pool: not "beyond the window" but never, said so.
+  EXPECT_EQ(w->reason, WaitReason::kResources);
+  EXPECT_EQ(w->message, "the 2 eligible nodes hold at most 2 of its 3 members even when empty");
 }
 
 TYPED_TEST(QueuePolicyTest, GangMembersShareANodeWhenTheyFit) {
