@@ -58,6 +58,12 @@ struct NodeOwner {
   std::string reserved_for;  // workload id when kind == kReserved
 };
 
+// Whether pods and Slurm jobs may run on a node at the same time (issue 25, docs/sharing.md).
+enum class NodeSharing : uint8_t {
+  kExclusive,  // one world at a time: the node is lent and taken back whole
+  kShared,     // both worlds side by side, each workload at the size it asks for
+};
+
 struct Node {
   std::string name;
   Resources allocatable;
@@ -66,6 +72,7 @@ struct Node {
   NodeOwner owner;
   // False when the node is down, drained by an admin, or not ready: nothing new starts here.
   bool schedulable = true;
+  NodeSharing sharing = NodeSharing::kExclusive;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -236,7 +243,8 @@ struct QueueConfig {
   // Node label keys of the topology, finest first, e.g. {"topology.onequeue.io/rack",
   // "topology.onequeue.io/block"}.
   std::vector<std::string> topology_labels;
-  // A node never runs pods and Slurm jobs at once unless this is true.
+  // Every node shared, whatever its Node::sharing says (the replay's and tests' switch). A node
+  // never runs pods and Slurm jobs at once unless this or its own sharing says so.
   bool shared_nodes = false;
   // Estimated starts for workloads without a reservation cost one profile query each; 0 means
   // estimate every workload, N caps the queries per cycle (the rest report "unknown").
@@ -257,5 +265,10 @@ struct Snapshot {
   // PodDisruptionBudget group -> disruptions allowed now.
   std::map<std::string, int32_t> disruptions_allowed;
 };
+
+// True when pods and Slurm jobs may run side by side on `node` (see NodeSharing).
+inline bool SharesWorlds(const Node& node, const QueueConfig& config) {
+  return config.shared_nodes || node.sharing == NodeSharing::kShared;
+}
 
 }  // namespace onequeue::queue

@@ -116,13 +116,16 @@ void BuildProfile(const QueueConfig& config, State& s) {
   const Snapshot& snap = *s.snapshot;
   const Time now = s.now;
   std::vector<Resources> capacity;
+  std::vector<uint8_t> shared;
   capacity.reserve(snap.nodes.size());
+  shared.reserve(snap.nodes.size());
   for (const Node& n : snap.nodes) {
     capacity.push_back(n.allocatable);
+    shared.push_back(SharesWorlds(n, config) ? 1 : 0);
     s.pool_total += n.allocatable;
   }
   s.profile = std::make_unique<AvailabilityProfile>(std::move(capacity), now, config.window,
-                                                    config.resolution, config.shared_nodes);
+                                                    config.resolution, std::move(shared));
   // Running workloads occupy their nodes until their expected end (a workload past its end is
   // assumed to end within one resolution step, like Slurm), or for good when it has none.
   for (const RunningWorkload& r : snap.running) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "queue/never_fits.h"
 #include "queue/planner_pass.h"
 #include "queue/profile.h"
 
@@ -18,15 +19,17 @@ namespace onequeue::queue::internal {
 void CyclePass::EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& nodes) {
   const OwnerKind world =
       w.kind == WorkloadKind::kPodGroup ? OwnerKind::kKubernetes : OwnerKind::kSlurm;
+  // A shared node changes no hands: each world's use of it is bounded per workload, not by owner.
+  const auto settled = [&](NodeIndex n) {
+    return s_.owner_kind[n] == world || SharesWorlds(s_.snapshot->nodes[n], config_);
+  };
   // Most starts land on nodes their world already owns: check that before copying anything.
-  if (std::all_of(nodes.begin(), nodes.end(), [&](NodeIndex n) { return s_.owner_kind[n] == world; })) {
-    return;
-  }
+  if (std::all_of(nodes.begin(), nodes.end(), settled)) return;
   MemberNodes distinct = nodes;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   for (NodeIndex n : distinct) {
-    if (s_.owner_kind[n] != world) plan_.owner_changes.push_back(OwnerChange{n, world, w.id});
+    if (!settled(n)) plan_.owner_changes.push_back(OwnerChange{n, world, w.id});
   }
 }
 
@@ -266,6 +269,11 @@ void CyclePass::ReserveOrWait(const Turn& t, WaitReason reason, bool within_dept
     if (reason == WaitReason::kReservedForHigherPriority) {  // the mark holds the node past the window
       Wait(id, reason, "the capacity it fits in is reserved for higher-priority workloads",
            t.position, std::nullopt, false);
+      return;
+    }
+    // Rare path: tell "never, as the pool is" (a request no eligible node can hold) from "later".
+    if (std::optional<std::string> never = WhyItNeverFits(*s_.snapshot, t.w, t.eligible)) {
+      Wait(id, WaitReason::kResources, std::move(*never), t.position, std::nullopt, false);
       return;
     }
     Wait(id, WaitReason::kBeyondWindow, "cannot start within the planning window", t.position,

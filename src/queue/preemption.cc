@@ -165,6 +165,10 @@ class VictimSearch {
   void Search(FitState& state, const std::vector<int>& candidates, size_t start, Cost cost,
               int32_t count_bound);
   PreemptionChoice MakeChoice(FitState& state) const;
+  // Exclusive (not shared) node: the preemptor needs every workload of the other world gone.
+  bool ExclusiveNode(NodeIndex n) const {
+    return static_cast<size_t>(n) < in_.snapshot->nodes.size() && !SharesWorlds(in_.snapshot->nodes[n], *in_.config);
+  }
 
   const PreemptionInput& in_;
   int64_t work_budget_;
@@ -192,14 +196,12 @@ bool VictimSearch::BuildUsableNodes() {
     usable_.push_back(n);
   }
   initial_blockers_.assign(usable_.size(), 0);
-  if (!in_.config->shared_nodes) {
-    for (const RunningWorkload& r : snap.running) {
-      if (r.kind == in_.preemptor->kind) continue;
-      absl::flat_hash_set<int> seen;
-      for (const Allocation& a : r.allocations) {
-        const int slot = a.node >= 0 && static_cast<size_t>(a.node) < slot_of_.size() ? slot_of_[a.node] : -1;
-        if (slot >= 0 && seen.insert(slot).second) ++initial_blockers_[slot];
-      }
+  for (const RunningWorkload& r : snap.running) {
+    if (r.kind == in_.preemptor->kind) continue;
+    absl::flat_hash_set<int> seen;
+    for (const Allocation& a : r.allocations) {
+      const int slot = a.node >= 0 && static_cast<size_t>(a.node) < slot_of_.size() ? slot_of_[a.node] : -1;
+      if (slot >= 0 && ExclusiveNode(a.node) && seen.insert(slot).second) ++initial_blockers_[slot];
     }
   }
   return !usable_.empty();
@@ -245,7 +247,7 @@ void VictimSearch::BuildUnits(const QosPolicy& preemptor_qos) {
         } else {
           f->second += a.used;
         }
-        if (!in_.config->shared_nodes && r.kind != in_.preemptor->kind && blocker_seen.insert(slot).second) {
+        if (ExclusiveNode(a.node) && r.kind != in_.preemptor->kind && blocker_seen.insert(slot).second) {
           u.blockers_removed.push_back(slot);
         }
       }

@@ -12,8 +12,9 @@
 //   * disruption budgets: a victim set never takes more pods out of a budget group than
 //     Snapshot::disruptions_allowed allows (one pod per Allocation of a victim; a group missing
 //     from the map allows none);
-//   * exclusive nodes (QueueConfig::shared_nodes == false): a pod group may only use a node once
-//     every Slurm job on it is a victim, and the other way round;
+//   * exclusive nodes (not SharesWorlds, model.h): a pod group may only use a node once every
+//     Slurm job on it is a victim, and the other way round; on a shared node only what the
+//     preemptor's size needs goes, of either world;
 //   * the preemptor's members (identical, `per_member` each) all fit on eligible, unclaimed nodes
 //     in what is free now plus what the victims free; if they already fit without victims, or
 //     cannot fit even with every candidate evicted, there is no decision.

@@ -7,6 +7,12 @@
 namespace onequeue::queue {
 AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time now,
                                          Duration window, Duration resolution, bool shared_nodes)
+    : AvailabilityProfile(capacity, now, window, resolution,
+                          std::vector<uint8_t>(capacity.size(), shared_nodes ? 1 : 0)) {}
+
+AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time now,
+                                         Duration window, Duration resolution,
+                                         std::vector<uint8_t> shared)
     : capacity_(std::move(capacity)),
       blocks_(capacity_.size()),
       free_now_(capacity_),
@@ -19,7 +25,8 @@ AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time n
       now_(now),
       horizon_(SaturatingAdd(now, std::max<Duration>(0, window))),
       resolution_(std::max<Duration>(1, resolution)),
-      shared_nodes_(shared_nodes) {
+      shared_(std::move(shared)) {
+  shared_.resize(capacity_.size(), 0);
   // A node holds a few running workloads and gains a few blocks per cycle: one allocation for
   // the common case instead of a vector growing 1, 2, 4, 8 (~25,000 reallocations per cycle).
   for (std::vector<StoredBlock>& b : blocks_) b.reserve(4);
@@ -35,16 +42,18 @@ Time AvailabilityProfile::RoundUp(Time t) const {
 
 void AvailabilityProfile::Summarise(NodeIndex node, const StoredBlock& b) {
   const Resources& used = usages_[b.used];
+  // On a shared node the worlds may overlap: no kind bit is ever set, so no kind conflicts.
+  const uint8_t kind_bit = shared_[node] ? 0 : KindBit(b.kind);
   if (b.start <= now_ && b.end > now_) {
     free_now_[node] -= used;
-    kinds_now_[node] |= KindBit(b.kind);
+    kinds_now_[node] |= kind_bit;
   }
   if (b.start > now_) first_future_start_[node] = std::min(first_future_start_[node], b.start);
-  kinds_[node] |= KindBit(b.kind);
+  kinds_[node] |= kind_bit;
   if (b.reservation) {
     if (b.start <= now_ && b.end > now_) reserved_now_[node] += used;
   } else {
-    kinds_nonreserved_[node] |= KindBit(b.kind);
+    kinds_nonreserved_[node] |= kind_bit;
     if (b.start > now_) {
       first_future_nonreserved_start_[node] = std::min(first_future_nonreserved_start_[node], b.start);
     }
@@ -163,7 +172,7 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
                                         bool ignore_reservations) const {
   if (start < now_) start = now_;
   if (end <= start) return cap;
-  const bool kinds_ok = shared_nodes_ || (kinds_[node] & ~KindBit(kind)) == 0;
+  const bool kinds_ok = (kinds_[node] & ~KindBit(kind)) == 0;  // always 0 on shared nodes
   // Fast path: starting now and ending before any future block starts: the tightest moment is
   // now (blocks active now only end later), so free_now answers it.
   if (start == now_ && end <= first_future_start_[node] && kinds_ok && !ignore_reservations) {
@@ -171,7 +180,7 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
   }
   // The same without reservations: the other blocks active at now only end later either.
   if (ignore_reservations && start == now_ && end <= first_future_nonreserved_start_[node] &&
-      (shared_nodes_ || (kinds_nonreserved_[node] & ~KindBit(kind)) == 0)) {
+      (kinds_nonreserved_[node] & ~KindBit(kind)) == 0) {
     return (free_now_[node] + reserved_now_[node]).CopiesOf(request, cap);
   }
   const std::vector<StoredBlock>& blocks = blocks_[node];
@@ -182,7 +191,7 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
   for (const StoredBlock& b : blocks) {
     if (ignore_reservations && b.reservation) continue;
     if (b.start < end && start < b.end) {
-      if (KindConflict(b, kind)) return 0;
+      if (!shared_[node] && b.kind != kind) return 0;
       overlapping.push_back(&b);
     }
   }

@@ -44,6 +44,10 @@ class AvailabilityProfile {
   // on one node.
   AvailabilityProfile(std::vector<Resources> capacity, Time now, Duration window,
                       Duration resolution, bool shared_nodes);
+  // shared[n] != 0: node n is shared (pods and Slurm jobs side by side, each at its size); the
+  // others are exclusive to one world at a time. Missing entries are exclusive.
+  AvailabilityProfile(std::vector<Resources> capacity, Time now, Duration window,
+                      Duration resolution, std::vector<uint8_t> shared);
 
   void Add(NodeIndex node, const Block& block);
   // Takes back one block equal to `block` that Add put on `node` (a promised reservation's
@@ -59,7 +63,7 @@ class AvailabilityProfile {
     // ending before any future block starts, the tightest moment is now (blocks active now only
     // end later), so free_now answers it.
     if (start <= now_ && end <= first_future_start_[node] && !ignore_reservations && end > now_ &&
-        (shared_nodes_ || (kinds_[node] & ~KindBit(kind)) == 0)) {
+        (kinds_[node] & ~KindBit(kind)) == 0) {  // kinds_ stays 0 on shared nodes
       return free_now_[node].CopiesOf(request, cap);
     }
     return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations);
@@ -87,7 +91,7 @@ class AvailabilityProfile {
   // True when a block of the other world is active at now on the node (exclusive nodes only):
   // a workload of `kind` cannot start there now.
   bool OtherKindNow(NodeIndex node, WorkloadKind kind) const {
-    return !shared_nodes_ && (kinds_now_[node] & ~KindBit(kind)) != 0;
+    return (kinds_now_[node] & ~KindBit(kind)) != 0;
   }
   static uint8_t KindBit(WorkloadKind k) { return k == WorkloadKind::kPodGroup ? 1 : 2; }
   const Resources& Capacity(NodeIndex node) const { return capacity_[node]; }
@@ -113,9 +117,6 @@ class AvailabilityProfile {
   static_assert(sizeof(StoredBlock) == 24);
   // Folds one block into the node's summaries (free_now_, first future starts, kinds).
   void Summarise(NodeIndex node, const StoredBlock& b);
-  bool KindConflict(const StoredBlock& b, WorkloadKind kind) const {
-    return !shared_nodes_ && b.kind != kind;
-  }
 
   std::vector<Resources> capacity_;
   std::vector<std::vector<StoredBlock>> blocks_;
@@ -127,12 +128,14 @@ class AvailabilityProfile {
   std::vector<Resources> reserved_now_;
   std::vector<Time> first_future_nonreserved_start_;
   std::vector<uint8_t> kinds_nonreserved_;  // kinds_ without reservations
-  std::vector<uint8_t> kinds_;            // bit per WorkloadKind present among the node's blocks
+  // Bit per WorkloadKind present among the node's blocks; always 0 on a shared node, where the
+  // worlds may overlap (so the fast paths need no test of their own).
+  std::vector<uint8_t> kinds_;
   std::vector<uint8_t> kinds_now_;        // same, for the blocks active at now_
   Time now_;
   Time horizon_;
   Duration resolution_;
-  bool shared_nodes_;
+  std::vector<uint8_t> shared_;  // per node: 1 = shared
   uint64_t version_ = 0;
   bool sealed_ = false;
   std::vector<std::pair<Time, NodeIndex>> base_ends_;

@@ -186,7 +186,7 @@ inline Duration RunTime(const PendingWorkload& w) {
 //    may use (its own matching; a node reserved(W) only for W or a higher priority);
 //  - per node and per resource, running + started + reserved never exceed allocatable at any
 //    moment (so no backfilled start delays a reservation); pods and Slurm jobs never overlap on a
-//    node unless shared_nodes;
+//    node unless shared_nodes or the node's own sharing is kShared;
 //  - no workload is decided twice, and nothing with an admission error, held or an incomplete
 //    gang starts;
 //  - backfill modes (in queue order, not shortest-first): whatever fits now starts. A placeable workload that waits does not fit now
@@ -340,7 +340,7 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
       for (const Interval& other : iv) {
         if (other.start <= at.start && at.start < other.end) {
           used += other.used;
-          if (!config.shared_nodes) {
+          if (!config.shared_nodes && snap.nodes[n].sharing != NodeSharing::kShared) {
             EXPECT_EQ(other.kind, at.kind)
                 << "pods and Slurm jobs overlap on " << snap.nodes[n].name << ": " << other.who
                 << " and " << at.who;
@@ -406,7 +406,7 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
           other_world = other_world || i.kind != w.kind;
         }
       }
-      if (other_world && !config.shared_nodes) continue;
+      if (other_world && !config.shared_nodes && snap.nodes[n].sharing != NodeSharing::kShared) continue;
       int64_t fit = members;
       for (Time t : moments) {
         Resources free = snap.nodes[n].allocatable;

@@ -1,0 +1,62 @@
+#include "queue/never_fits.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+
+namespace onequeue::queue {
+
+std::string FormatAmount(const ResourceNames& names, int kind, int64_t amount) {
+  if (kind == kCpu) return amount % 1000 == 0 ? absl::StrCat(amount / 1000) : absl::StrCat(amount, "m");
+  if (kind == kMemory) {
+    constexpr int64_t kMi = int64_t{1} << 20, kGi = int64_t{1} << 30;
+    if (amount % kGi == 0) return absl::StrCat(amount / kGi, "Gi");
+    return absl::StrCat((amount + kMi - 1) / kMi, "Mi");
+  }
+  (void)names;
+  return absl::StrCat(amount);
+}
+
+namespace {
+
+std::string NameOf(const ResourceNames& names, int kind) {
+  return static_cast<size_t>(kind) < names.names.size() ? names.names[kind] : absl::StrCat("resource ", kind);
+}
+
+}  // namespace
+
+std::optional<std::string> WhyItNeverFits(const Snapshot& snapshot, const PendingWorkload& w,
+                                          const std::vector<char>& eligible) {
+  int64_t copies = 0;
+  int64_t eligible_nodes = 0;
+  // Per resource, the largest amount an eligible node offers, and which node.
+  std::array<int64_t, kMaxResourceKinds> largest{};
+  std::array<const Node*, kMaxResourceKinds> largest_at{};
+  for (size_t n = 0; n < snapshot.nodes.size() && n < eligible.size(); ++n) {
+    if (!eligible[n]) continue;
+    const Node& node = snapshot.nodes[n];
+    ++eligible_nodes;
+    copies += node.allocatable.CopiesOf(w.per_member, w.members);
+    for (int k = 0; k < kMaxResourceKinds; ++k) {
+      if (largest_at[k] == nullptr || node.allocatable[k] > largest[k]) {
+        largest[k] = node.allocatable[k];
+        largest_at[k] = &node;
+      }
+    }
+  }
+  if (eligible_nodes == 0 || copies >= w.members) return std::nullopt;
+  for (int k = 0; k < kMaxResourceKinds; ++k) {
+    if (w.per_member[k] <= largest[k]) continue;
+    const ResourceNames& names = snapshot.resource_names;
+    return absl::StrCat("no eligible node can ever hold it: it asks for ", NameOf(names, k), " ",
+                        FormatAmount(names, k, w.per_member[k]), " per member; the largest of the ",
+                        eligible_nodes, " eligible node", eligible_nodes == 1 ? "" : "s", " offers ",
+                        FormatAmount(names, k, largest[k]), " (", largest_at[k]->name, ")");
+  }
+  return absl::StrCat("the ", eligible_nodes, " eligible node", eligible_nodes == 1 ? "" : "s",
+                      " hold at most ", copies, " of its ", w.members, " members even when empty");
+}
+
+}  // namespace onequeue::queue
