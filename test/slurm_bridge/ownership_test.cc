@@ -149,6 +149,8 @@ class OwnershipFromViewTest : public ::testing::Test {
       n.name = name;
       n.state = state;
       n.state_flags = std::move(flags);
+      // Slurm records who set a reason: onequeue's user for its tagged drains, an admin otherwise.
+      n.reason_set_by_user = reason.rfind("onequeue:", 0) == 0 ? "slurm" : "root";
       n.reason = std::move(reason);
       n.partitions = {"batch", "reclaim"};
     };
@@ -162,6 +164,9 @@ class OwnershipFromViewTest : public ::testing::Test {
     node("ph-pending", NodeState::kMixed, {}, "");
     node("admin-ph", NodeState::kAllocated, {"DRAIN"}, "maintenance");
     node("not-ph", NodeState::kIdle, {}, "");
+    node("forged-drain", NodeState::kIdle, {"DRAIN"}, "onequeue:pod-h");
+    api_.nodes["forged-drain"].reason_set_by_user = "mallory";  // an operator other than onequeue
+    node("forged-ph", NodeState::kAllocated, {}, "");
     auto job = [&](uint32_t id, const std::string& name, const std::string& partition, JobState state,
                    const std::string& comment) {
       SlurmJob& j = api_.jobs[id];
@@ -170,6 +175,7 @@ class OwnershipFromViewTest : public ::testing::Test {
       j.partition = partition;
       j.state = state;
       j.comment = comment;
+      j.user = "slurm";  // onequeue's user submits its placeholders
     };
     job(1, "onequeue-placeholder-ph-running", "reclaim", JobState::kRunning, "onequeue:pod-d");
     job(2, "onequeue-placeholder-ph-pending", "reclaim", JobState::kPending, "onequeue:pod-e");
@@ -179,6 +185,9 @@ class OwnershipFromViewTest : public ::testing::Test {
     job(5, "onequeue-placeholder-not-ph", "batch", JobState::kRunning, "onequeue:pod-g");
     job(6, "onequeue-placeholder-not-ph", "reclaim", JobState::kRunning, "waiting");
     job(7, "onequeue-placeholder-idle-x", "reclaim", JobState::kRunning, "onequeue:pod-g");
+    // A user's job dressed as a placeholder: name, partition and tag right, but not onequeue's user.
+    job(8, "onequeue-placeholder-forged-ph", "reclaim", JobState::kRunning, "onequeue:pod-i");
+    api_.jobs[8].user = "mallory";
     view_.nodes = std::make_shared<const SlurmView::Nodes>(api_.nodes);
     view_.jobs = std::make_shared<const SlurmView::Jobs>(api_.jobs);
   }
@@ -218,6 +227,19 @@ TEST_F(OwnershipFromViewTest, PlaceholderMechanism) {
   EXPECT_EQ(m.at("drained").owner, "pod-a");  // our drain, e.g. DrainBeforeEviction's
   EXPECT_EQ(m.at("down").holder, NodeHolder::kDown);
   EXPECT_TRUE(OwnershipFromView(SlurmView{}, "placeholder", "reclaim").empty());
+}
+
+// Issue 24 M2: the onequeue: tag is trusted only on what onequeue's own Slurm user wrote: a
+// placeholder submitted by another user (anyone may name a job and write its comment) is that
+// user's job, and a drain whose reason another user set is an administrator's (hands off).
+TEST_F(OwnershipFromViewTest, TagsAnotherUserWroteAreNotOnequeues) {
+  for (const char* mechanism : {"drain", "placeholder"}) {
+    SCOPED_TRACE(mechanism);
+    const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, mechanism, "reclaim");
+    EXPECT_EQ(m.at("forged-ph").holder, NodeHolder::kSlurm);
+    EXPECT_EQ(m.at("forged-drain").holder, NodeHolder::kAdmin);
+    EXPECT_EQ(m.at("drained").holder, NodeHolder::kOnequeue);  // onequeue's own, as before
+  }
 }
 
 TEST_F(OwnershipFromViewTest, SameAnswerAsStatus) {
