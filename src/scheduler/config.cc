@@ -401,6 +401,7 @@ absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const s
   server.Read("healthCycleAgeSeconds", &c.server.health_cycle_age_seconds);
   server.Read("tlsCertFile", &c.server.tls_cert_file);
   server.Read("tlsKeyFile", &c.server.tls_key_file);
+  server.Read("allowInsecureAdminToken", &c.server.allow_insecure_admin_token);
   if (c.server.tls_cert_file.empty() != c.server.tls_key_file.empty()) {
     server.KeyError(c.server.tls_cert_file.empty() ? "tlsKeyFile" : "tlsCertFile",
                     "is set without its pair: TLS needs both server.tlsCertFile and server.tlsKeyFile");
@@ -409,6 +410,9 @@ absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const s
   if (c.server.health_cycle_age_seconds < 10) server.KeyError("healthCycleAgeSeconds", "must be at least 10");
   RefuseLongerThanACentury(server, "healthCycleAgeSeconds", c.server.health_cycle_age_seconds);
   if (absl::Status s = CheckGrpcExposure(c.server); !s.ok()) server.KeyError("grpcAddress", std::string(s.message()));
+  if (absl::Status s = CheckAdminTokenTransport(c.server); !s.ok()) {
+    server.KeyError("adminTokenFile", std::string(s.message()));
+  }
   server.RefuseUnknown();
 
   MapReader le = top.Child("leaderElection");
@@ -450,6 +454,17 @@ absl::Status CheckGrpcExposure(const ServerConfig& server) {
   return absl::InvalidArgumentError(absl::StrCat("is \"", server.grpc_address,
                                                  "\": listening beyond loopback needs server.adminTokenFile "
                                                  "(admin calls then require its bearer token)"));
+}
+
+absl::Status CheckAdminTokenTransport(const ServerConfig& server) {
+  if (server.admin_token_file.empty() || !server.tls_cert_file.empty() || server.allow_insecure_admin_token ||
+      server.grpc_address.rfind("unix:", 0) == 0) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      "is set but the gRPC API has no TLS: the admin token would cross the network in clear; set "
+      "server.tlsCertFile and server.tlsKeyFile (the chart: tls.secretName), listen on a unix: socket, or, "
+      "for a local test only, server.allowInsecureAdminToken: true");
 }
 
 absl::StatusOr<Config> LoadConfigFile(const std::string& path) {

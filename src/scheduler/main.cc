@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <pwd.h>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
@@ -211,11 +212,13 @@ absl::StatusOr<SlurmSide> ConnectSlurm(const SlurmConfig& c) {
   auto api = slurm::ConnectSlurmApi(o);
   if (!api.ok()) return api.status();
   side.api = std::move(*api);
+  const slurm::SlurmIdentity identity{c.user, c.scontrol_user};
   if (c.lend_mechanism == "drain") {
-    side.ownership = slurm::MakeDrainOwnership(*side.api);
+    side.ownership = slurm::MakeDrainOwnership(*side.api, identity);
   } else {
     slurm::PlaceholderOptions po;
     po.reclaim_partition = c.reclaim_partition;
+    po.identity = identity;
     side.ownership = slurm::MakePlaceholderOwnership(*side.api, po, [] { return absl::Now(); });
   }
   side.poller = std::make_unique<slurm::SlurmPoller>(*side.api);
@@ -529,8 +532,16 @@ int main(int argc, char** argv) {
     return 3;
   }
   if (!grpc_address.empty()) config->server.grpc_address = grpc_address;
+  // scontrol runs as this process's user: the drains it sets carry that name (reason_set_by_user).
+  if (!config->slurm.scontrol_path.empty()) {
+    if (const passwd* pw = getpwuid(geteuid()); pw != nullptr) config->slurm.scontrol_user = pw->pw_name;
+  }
   if (absl::Status s = onequeue::scheduler::CheckGrpcExposure(config->server); !s.ok()) {
     std::fprintf(stderr, "onequeue-scheduler: --grpc-address %s\n", std::string(s.message()).c_str());
+    return 3;
+  }
+  if (absl::Status s = onequeue::scheduler::CheckAdminTokenTransport(config->server); !s.ok()) {
+    std::fprintf(stderr, "onequeue-scheduler: server.adminTokenFile %s\n", std::string(s.message()).c_str());
     return 3;
   }
   // Tests only (the control runs of the reservation tests); unset in every real deployment.

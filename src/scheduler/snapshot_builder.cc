@@ -145,7 +145,10 @@ std::vector<std::string> NodesWithoutMatchingPods(const PodRecord& pod, const st
 }
 
 std::string WorkloadId(const PodRecord& pod, const std::string& group) {
-  return group.empty() ? pod.key : pod.namespace_ + "/group/" + group;
+  if (!group.empty()) return pod.namespace_ + "/group/" + group;
+  // "slurm/<n>" names Slurm job n: a pod of namespace "slurm" gets "slurm/pod/<name>" (issue 24 M5).
+  if (pod.namespace_ == kSlurmPodNamespace) return absl::StrCat(kSlurmPodNamespace, "/pod/", pod.name);
+  return pod.key;
 }
 
 const NamespacePolicy* PolicyFor(const SnapshotOptions& options, const std::string& namespace_) {
@@ -206,7 +209,28 @@ const std::string& AdmissionKey(const PodRecord& pod) { return pod.uid.empty() ?
 
 
 std::string Describe(const AdmittedAs& a) {
-  return absl::StrCat("qos \"", a.qos, "\", account \"", a.account, "\", group \"", a.group, "\"/", a.group_size);
+  return absl::StrCat("qos \"", a.qos, "\", account \"", a.account, "\", group \"", a.group, "\"/", a.group_size,
+                      ", time limit \"", a.time_limit, "\"",
+                      a.active_deadline_seconds ? absl::StrCat("/", *a.active_deadline_seconds, "s") : "");
+}
+
+// A pending pod's record with the time limit (annotation and activeDeadlineSeconds) it had when
+// first seen (issue 24): later edits are ignored, so a tenant cannot be backfilled on a short
+// limit and lengthen it. An unparsable first limit is not kept: the tenant may correct it.
+std::shared_ptr<const PodRecord> WithFirstTimeLimit(const std::shared_ptr<const PodRecord>& record,
+                                                    const AdmittedPods* admitted) {
+  if (admitted == nullptr) return record;
+  auto a = admitted->find(std::string_view(AdmissionKey(*record)));
+  if (a == admitted->end() || a->second == record) return record;
+  const PodRecord& first = *a->second;
+  if (!first.time_limit.empty() && !ParseTimeLimit(first.time_limit).ok()) return record;
+  if (first.time_limit == record->time_limit && first.active_deadline_seconds == record->active_deadline_seconds) {
+    return record;
+  }
+  auto kept = std::make_shared<PodRecord>(*record);
+  kept->time_limit = first.time_limit;
+  kept->active_deadline_seconds = first.active_deadline_seconds;
+  return kept;
 }
 
 // A running pod workload, with its inputs to the multifactor priority it had when it started.
@@ -220,7 +244,9 @@ struct RunningGroup {
 
 }  // namespace
 
-AdmittedAs AdmittedValues(const PodRecord& pod) { return {pod.qos, pod.account, pod.group, pod.group_size}; }
+AdmittedAs AdmittedValues(const PodRecord& pod) {
+  return {pod.qos, pod.account, pod.group, pod.group_size, pod.time_limit, pod.active_deadline_seconds};
+}
 
 absl::StatusOr<queue::Duration> ParseTimeLimit(const std::string& text) {
   const auto too_long = [&text] {
@@ -265,7 +291,6 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
   r.deleting = !pod.metadata.deletion_timestamp.empty();
   for (const auto& o : pod.metadata.owner_references) r.daemon = r.daemon || (o.controller && o.kind == "DaemonSet");
   r.qos = Annotation(pod, kQosAnnotation);
-  r.hold = Annotation(pod, kHoldAnnotation);
   r.account = Annotation(pod, kAccountAnnotation);
   r.time_limit = Annotation(pod, kTimeLimitAnnotation);
   r.group = Annotation(pod, kGroupAnnotation);
@@ -277,6 +302,8 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
     if (c.type == "PodScheduled" && c.status == "True") {
       if (const queue::Time t = ParseTimestamp(c.last_transition_time); t > 0) r.bound = t;
     }
+    // `oq hold` writes it to the pod's status, which the pod's owner cannot edit (issue 24).
+    if (c.type == kHeldCondition && c.status == "True") r.hold = c.message.empty() ? "held" : c.message;
   }
   r.active_deadline_seconds = pod.active_deadline_seconds;
   r.requests = k8s::ComputePodRequests(pod);
@@ -460,6 +487,7 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
   out.admitted.reserve(state.pods.size());
   // Pending: this scheduler's unbound pods, grouped by gang.
   std::map<std::string, std::vector<const PodRecord*>> pending_groups;
+  std::vector<std::shared_ptr<const PodRecord>> first_limits;  // pending records given their first time limit
   for (const auto& record : state.pods) {
     const PodRecord& pod = *record;
     const std::string& key = pod.key;
@@ -531,11 +559,12 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
       }
       group.submit = std::min(group.submit, pod.created);
       for (int i = 0; i < queue::kMaxResourceKinds; ++i) group.per_member[i] = std::max(group.per_member[i], used[i]);
-      if (auto tl = ParseTimeLimit(pod.time_limit); tl.ok()) {
+      // The time limit it was admitted with (fixed when first seen), not today's annotation.
+      if (auto tl = ParseTimeLimit(as.time_limit); tl.ok()) {
         rw.expected_end = rw.start_time + *tl;
-      } else if (pod.active_deadline_seconds) {
+      } else if (as.active_deadline_seconds) {
         // Kubernetes accepts any positive int64 here; past a century it means "no end we plan for".
-        rw.expected_end = rw.start_time + std::min(*pod.active_deadline_seconds, kMaxTimeLimitSeconds);
+        rw.expected_end = rw.start_time + std::min(*as.active_deadline_seconds, kMaxTimeLimitSeconds);
       }
       if (!budgets.empty()) {
         if (std::string g = budgets.GroupOf(pod); !g.empty()) group.budget_groups.insert(std::move(g));
@@ -546,8 +575,11 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
     if (pod.scheduler_name != options.scheduler_name || pod.terminal || pod.deleting) {
       continue;
     }
-    out.admitted.emplace(std::string_view(AdmissionKey(pod)), record);  // pending: admitted as it is now
-    pending_groups[WorkloadId(pod, pod.group)].push_back(&pod);
+    // Pending: admitted as it is now, but with the time limit it was first seen with.
+    std::shared_ptr<const PodRecord> as_record = WithFirstTimeLimit(record, options.admitted);
+    if (as_record != record) first_limits.push_back(as_record);  // kept alive for pending_groups
+    out.admitted.emplace(std::string_view(AdmissionKey(*as_record)), as_record);
+    pending_groups[WorkloadId(pod, pod.group)].push_back(as_record.get());
   }
   // Like with like: a running workload's priority is the multifactor total it had when it started
   // (age = how long it waited then), on the scale of the pending workloads' (the preemptor's),

@@ -14,6 +14,9 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// onequeue's Slurm identity in these tests: FakeSlurmApi's token user.
+const SlurmIdentity kOnequeue{"slurm", ""};
+
 class OwnershipTest : public ::testing::Test {
  protected:
   OwnershipTest() {
@@ -37,7 +40,7 @@ TEST(OwnerTagTest, RoundTrip) {
 }
 
 TEST_F(OwnershipTest, DrainIsIdempotentAndTagged) {
-  auto own = MakeDrainOwnership(api_);
+  auto own = MakeDrainOwnership(api_, kOnequeue);
   ASSERT_TRUE(own->Reclaim("n1", "pod-a").ok());
   ASSERT_TRUE(own->Reclaim("n1", "pod-a").ok());
   EXPECT_EQ(std::count(api_.calls.begin(), api_.calls.end(), "Drain n1 onequeue:pod-a"), 1);
@@ -55,8 +58,8 @@ TEST_F(OwnershipTest, DrainIsIdempotentAndTagged) {
 
 TEST_F(OwnershipTest, AdminDrainIsNeverTouched) {
   std::vector<std::unique_ptr<NodeOwnership>> mechanisms;
-  mechanisms.push_back(MakeDrainOwnership(api_));
-  mechanisms.push_back(MakePlaceholderOwnership(api_, {}, [] { return absl::Now(); }));
+  mechanisms.push_back(MakeDrainOwnership(api_, kOnequeue));
+  mechanisms.push_back(MakePlaceholderOwnership(api_, {.identity = kOnequeue}, [] { return absl::Now(); }));
   for (auto& own : mechanisms) {
     absl::Status lend = own->Lend("n2");
     absl::Status reclaim = own->Reclaim("n2", "pod-a");
@@ -76,7 +79,7 @@ TEST_F(OwnershipTest, AdminDrainIsNeverTouched) {
 }
 
 TEST_F(OwnershipTest, PlaceholderSubmitsOnceAndCancelsOnLend) {
-  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim"}, [] { return absl::Now(); });
+  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim", .identity = kOnequeue}, [] { return absl::Now(); });
   ASSERT_TRUE(own->Reclaim("n3", "pod-a").ok());
   ASSERT_TRUE(own->Reclaim("n3", "pod-a").ok());
   EXPECT_EQ(std::count(api_.calls.begin(), api_.calls.end(),
@@ -100,7 +103,7 @@ TEST_F(OwnershipTest, PlaceholderSubmitsOnceAndCancelsOnLend) {
 }
 
 TEST_F(OwnershipTest, DrainRetagRewritesTheReasonWithoutResuming) {
-  auto own = MakeDrainOwnership(api_);
+  auto own = MakeDrainOwnership(api_, kOnequeue);
   ASSERT_TRUE(own->Reclaim("n1", "reserved/pod-a").ok());
   ASSERT_TRUE(own->Retag("n1", "kubernetes").ok());
   ASSERT_TRUE(own->Retag("n1", "kubernetes").ok());  // idempotent
@@ -115,7 +118,7 @@ TEST_F(OwnershipTest, DrainRetagRewritesTheReasonWithoutResuming) {
 }
 
 TEST_F(OwnershipTest, PlaceholderRetagRewritesTheCommentOfTheSamePlaceholder) {
-  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim"}, [] { return absl::Now(); });
+  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim", .identity = kOnequeue}, [] { return absl::Now(); });
   ASSERT_TRUE(own->Reclaim("n3", "reserved/pod-a").ok());
   ASSERT_TRUE(own->Retag("n3", "kubernetes").ok());
   ASSERT_TRUE(own->Retag("n3", "kubernetes").ok());  // idempotent
@@ -134,7 +137,7 @@ TEST_F(OwnershipTest, PlaceholderRetagRewritesTheCommentOfTheSamePlaceholder) {
 }
 
 TEST_F(OwnershipTest, PlaceholderRetagPassesOnUpdateErrors) {
-  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim"}, [] { return absl::Now(); });
+  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim", .identity = kOnequeue}, [] { return absl::Now(); });
   ASSERT_TRUE(own->Reclaim("n3", "pod-a").ok());
   api_.fail_with = absl::UnavailableError("slurmrestd down");
   EXPECT_TRUE(absl::IsUnavailable(own->Retag("n3", "kubernetes")));
@@ -196,7 +199,7 @@ class OwnershipFromViewTest : public ::testing::Test {
 };
 
 TEST_F(OwnershipFromViewTest, DrainMechanism) {
-  const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, "drain", "reclaim");
+  const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, "drain", "reclaim", kOnequeue);
   ASSERT_EQ(m.size(), api_.nodes.size());
   EXPECT_EQ(m.at("idle").holder, NodeHolder::kSlurm);
   EXPECT_EQ(m.at("admin").holder, NodeHolder::kAdmin);
@@ -212,7 +215,7 @@ TEST_F(OwnershipFromViewTest, DrainMechanism) {
 }
 
 TEST_F(OwnershipFromViewTest, PlaceholderMechanism) {
-  const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, "placeholder", "reclaim");
+  const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, "placeholder", "reclaim", kOnequeue);
   ASSERT_EQ(m.size(), api_.nodes.size());
   EXPECT_EQ(m.at("ph-running").holder, NodeHolder::kOnequeue);
   EXPECT_EQ(m.at("ph-running").owner, "pod-d");
@@ -226,7 +229,7 @@ TEST_F(OwnershipFromViewTest, PlaceholderMechanism) {
   EXPECT_EQ(m.at("idle").holder, NodeHolder::kSlurm);
   EXPECT_EQ(m.at("drained").owner, "pod-a");  // our drain, e.g. DrainBeforeEviction's
   EXPECT_EQ(m.at("down").holder, NodeHolder::kDown);
-  EXPECT_TRUE(OwnershipFromView(SlurmView{}, "placeholder", "reclaim").empty());
+  EXPECT_TRUE(OwnershipFromView(SlurmView{}, "placeholder", "reclaim", kOnequeue).empty());
 }
 
 // Issue 24 M2: the onequeue: tag is trusted only on what onequeue's own Slurm user wrote: a
@@ -235,7 +238,7 @@ TEST_F(OwnershipFromViewTest, PlaceholderMechanism) {
 TEST_F(OwnershipFromViewTest, TagsAnotherUserWroteAreNotOnequeues) {
   for (const char* mechanism : {"drain", "placeholder"}) {
     SCOPED_TRACE(mechanism);
-    const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, mechanism, "reclaim");
+    const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, mechanism, "reclaim", kOnequeue);
     EXPECT_EQ(m.at("forged-ph").holder, NodeHolder::kSlurm);
     EXPECT_EQ(m.at("forged-drain").holder, NodeHolder::kAdmin);
     EXPECT_EQ(m.at("drained").holder, NodeHolder::kOnequeue);  // onequeue's own, as before
@@ -244,10 +247,10 @@ TEST_F(OwnershipFromViewTest, TagsAnotherUserWroteAreNotOnequeues) {
 
 TEST_F(OwnershipFromViewTest, SameAnswerAsStatus) {
   std::vector<std::unique_ptr<NodeOwnership>> mechanisms;
-  mechanisms.push_back(MakeDrainOwnership(api_));
-  mechanisms.push_back(MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim"}, [] { return absl::Now(); }));
+  mechanisms.push_back(MakeDrainOwnership(api_, kOnequeue));
+  mechanisms.push_back(MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim", .identity = kOnequeue}, [] { return absl::Now(); }));
   for (auto& own : mechanisms) {
-    const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, own->mechanism(), "reclaim");
+    const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, own->mechanism(), "reclaim", kOnequeue);
     for (const auto& [name, node] : api_.nodes) {
       SCOPED_TRACE(absl::StrCat(own->mechanism(), " ", name));
       absl::StatusOr<OwnershipStatus> s = own->Status(name);
