@@ -368,11 +368,28 @@ BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vect
   return BuildSnapshot(ToKubeState(nodes, pods, budgets), options, now);
 }
 
+namespace {
+// A group's members: held if any is, the largest request per member slot by slot, and submitted
+// when its first member was created.
+void AddMembers(const std::vector<const PodRecord*>& members, queue::ResourceNames* resource_names, queue::Time now,
+                queue::PendingWorkload& w) {
+  ResourceMapper mapper(resource_names);
+  for (const PodRecord* p : members) w.held = w.held || !p->hold.empty();
+  queue::Time submit = queue::kForever;
+  for (const PodRecord* p : members) {
+    Resources r = mapper.Map(p->requests);
+    r[queue::kPods] = 1;
+    for (int i = 0; i < queue::kMaxResourceKinds; ++i) w.per_member[i] = std::max(w.per_member[i], r[i]);
+    submit = std::min(submit, p->created);
+  }
+  w.submit_time = submit == queue::kForever ? now : submit;
+}
+}  // namespace
+
 queue::PendingWorkload BuildPendingWorkload(
     const std::string& id, const std::vector<const PodRecord*>& members, const SnapshotOptions& options,
     queue::ResourceNames* resource_names, queue::Time now,
     const std::function<std::vector<std::string>(const PodRecord&)>& allowed_nodes) {
-  ResourceMapper mapper(resource_names);
   const PodRecord& first = *members.front();
   queue::PendingWorkload w;
   w.id = id;
@@ -387,16 +404,7 @@ queue::PendingWorkload BuildPendingWorkload(
                                                                       : first.namespace_;
   w.priority_class_value = first.priority;
   w.eligibility = first.eligibility;
-  for (const PodRecord* p : members) w.held = w.held || !p->hold.empty();
-  queue::Time submit = queue::kForever;
-  for (const PodRecord* p : members) {
-    // The group's request per member is the largest of its members', slot by slot.
-    Resources r = mapper.Map(p->requests);
-    r[queue::kPods] = 1;
-    for (int i = 0; i < queue::kMaxResourceKinds; ++i) w.per_member[i] = std::max(w.per_member[i], r[i]);
-    submit = std::min(submit, p->created);
-  }
-  w.submit_time = submit == queue::kForever ? now : submit;
+  AddMembers(members, resource_names, now, w);
 
   // Annotations are user input: anything wrong leaves the workload pending with the reason.
   auto fail = [&w](queue::AdmissionError e, std::string message) {
