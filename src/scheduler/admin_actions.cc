@@ -1,6 +1,8 @@
 #include "scheduler/admin_actions.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "k8s_client/rest_client.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/snapshot_builder.h"
@@ -13,9 +15,17 @@ absl::Status DaemonAdminActions::SetPodHold(const std::string& pod_key, const st
   if (kube_ == nullptr) return absl::UnavailableError("not connected to Kubernetes");
   const size_t slash = pod_key.find('/');
   if (slash == std::string::npos) return absl::InvalidArgumentError(absl::StrCat("not NAMESPACE/POD: ", pod_key));
-  nlohmann::json value = reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(reason);
-  auto p = kube_->Patch(k8s::ObjectPath(k8s::kPods, pod_key.substr(0, slash), pod_key.substr(slash + 1)),
-                        {{"metadata", {{"annotations", {{kHoldAnnotation, value}}}}}}, "application/merge-patch+json");
+  // In the pod's status (conditions merge by type), which its owner cannot write: a hold the
+  // tenant cannot lift. Released: the condition stays, "False".
+  const nlohmann::json condition = {
+      {"type", kHeldCondition},
+      {"status", reason.empty() ? "False" : "True"},
+      {"reason", reason.empty() ? "ReleasedByAdministrator" : "HeldByAdministrator"},
+      {"message", reason.empty() ? "released with oq release" : reason},
+      {"lastTransitionTime", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone())}};
+  auto p = kube_->Patch(k8s::ObjectPath(k8s::kPods, pod_key.substr(0, slash), pod_key.substr(slash + 1), "status"),
+                        {{"status", {{"conditions", nlohmann::json::array({condition})}}}},
+                        "application/strategic-merge-patch+json");
   return p.status();
 }
 

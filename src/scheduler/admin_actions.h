@@ -1,7 +1,7 @@
 #pragma once
 // What the admin calls of the QueueService (oq hold/release/drain/resume) do to the cluster. The
 // daemon's implementation writes to the API server and slurmrestd; the loop sees the result in
-// its next cycle like any other change (a held pod's onequeue.io/hold, a cordoned node).
+// its next cycle like any other change (a held pod's onequeue.io/Held condition, a cordoned node).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,7 +21,8 @@ namespace onequeue::scheduler {
 class AdminActions {
  public:
   virtual ~AdminActions() = default;
-  // Writes (reason non-empty) or removes (empty) the pod's onequeue.io/hold annotation.
+  // Sets the pod's onequeue.io/Held status condition: "True" with the reason (non-empty), or
+  // "False" (empty). The pod's owner cannot write a pod's status, so cannot lift the hold.
   virtual absl::Status SetPodHold(const std::string& pod_key, const std::string& reason) = 0;
   // An admin hold (priority 0, the reason in the comment, without onequeue's tag), or its release.
   virtual absl::Status SetSlurmJobHold(uint32_t job, const std::string& reason, bool hold) = 0;

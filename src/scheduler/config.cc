@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -177,6 +178,262 @@ bool IsLoopbackHost(const std::string& host) {
 }  // namespace
 
 namespace {
+// ParseConfigMayThrow's sections, each reading its keys, checking them and refusing unknown ones.
+// Errors collect in file order: top-level keys, kubernetes, slurm, queue, server, leaderElection.
+
+void ParseKubernetes(MapReader k8s, KubernetesConfig& c) {
+  k8s.Read("enabled", &c.enabled);
+  k8s.Read("kubeconfig", &c.kubeconfig);
+  k8s.Read("qps", &c.qps);
+  k8s.Read("burst", &c.burst);
+  if (c.qps <= 0) k8s.KeyError("qps", "must be greater than 0");
+  if (c.burst < 1) k8s.KeyError("burst", "must be at least 1");
+  k8s.Read("maxResponseBytes", &c.max_response_bytes);
+  // A list page of 500 pods is a few MiB; past 64 GiB the bound bounds nothing.
+  if (c.max_response_bytes < (int64_t{1} << 20) || c.max_response_bytes > (int64_t{64} << 30)) {
+    k8s.KeyError("maxResponseBytes", "must be from 1048576 (1 MiB) to 68719476736 (64 GiB)");
+  }
+  k8s.RefuseUnknown();
+}
+
+void ReadSlurmKeys(MapReader& slurm, SlurmConfig& c) {
+  slurm.Read("enabled", &c.enabled);
+  slurm.Read("url", &c.url);
+  slurm.Read("allowInsecureHttp", &c.allow_insecure_http);
+  slurm.Read("tokenFile", &c.token_file);
+  slurm.Read("user", &c.user);
+  slurm.Read("apiVersion", &c.api_version);
+  slurm.Read("lendMechanism", &c.lend_mechanism);
+  slurm.Read("sharedPartitions", &c.shared_partitions);
+  slurm.Read("nodeLabel", &c.node_label);
+  slurm.Read("lendAfterSeconds", &c.lend_after_seconds);
+  slurm.Read("returnAfterSeconds", &c.return_after_seconds);
+  slurm.Read("headroomNodes", &c.headroom_nodes);
+  slurm.Read("pollIntervalSeconds", &c.poll_interval_seconds);
+  slurm.Read("cancelUnrequeueable", &c.cancel_unrequeueable);
+  slurm.Read("qosMap", &c.qos_map);
+  slurm.Read("defaultQos", &c.default_qos);
+  slurm.Read("gresResources", &c.gres_resources);
+  slurm.Read("reclaimPartition", &c.reclaim_partition);
+  slurm.Read("scontrolPath", &c.scontrol_path);
+  slurm.Read("slurmConf", &c.slurm_conf);
+}
+
+// What slurm.enabled: true needs on top of valid values.
+void CheckEnabledSlurm(MapReader& slurm, const SlurmConfig& c) {
+  if (c.url.empty()) slurm.KeyError("url", "is required when slurm.enabled is true");
+  else if (c.url.rfind("http://", 0) != 0 && c.url.rfind("https://", 0) != 0 && c.url.rfind("unix://", 0) != 0)
+    slurm.KeyError("url", absl::StrCat("is \"", c.url, "\"; expected http://, https:// or unix://"));
+  if (c.token_file.empty()) slurm.KeyError("tokenFile", "is required when slurm.enabled is true");
+  if (c.shared_partitions.empty())
+    slurm.KeyError("sharedPartitions", "must name at least one partition when slurm.enabled is true");
+  if (c.lend_mechanism == "slurmd-pod")
+    slurm.KeyError("lendMechanism", "slurmd-pod is not implemented by the daemon yet; use drain or placeholder");
+  if (c.lend_mechanism == "drain" && c.scontrol_path.empty())
+    slurm.KeyError("scontrolPath", "is required with lendMechanism drain (no slurmrestd version can requeue a "
+                                   "job, and v0.0.38 cannot drain a node)");
+}
+
+void ParseSlurm(MapReader slurm, SlurmConfig& c) {
+  ReadSlurmKeys(slurm, c);
+  if (c.url.rfind("http://", 0) == 0 && !IsLoopbackHost(UrlHost(c.url)) && !c.allow_insecure_http) {
+    slurm.KeyError("url", absl::StrCat("is \"", c.url, "\": plain http to a host other than loopback would send "
+                                       "the Slurm JWT in clear; use https:// or unix://, or set "
+                                       "slurm.allowInsecureHttp: true if the network path is trusted"));
+  }
+  RefuseLongerThanACentury(slurm, "lendAfterSeconds", c.lend_after_seconds);
+  RefuseLongerThanACentury(slurm, "returnAfterSeconds", c.return_after_seconds);
+  if (c.lend_after_seconds < 0) slurm.KeyError("lendAfterSeconds", "must be 0 or more");
+  if (c.return_after_seconds < 0) slurm.KeyError("returnAfterSeconds", "must be 0 or more");
+  if (c.headroom_nodes < 0) slurm.KeyError("headroomNodes", "must be 0 or more");
+  if (c.poll_interval_seconds < 0.1 || c.poll_interval_seconds > 3600)
+    slurm.KeyError("pollIntervalSeconds", "must be from 0.1 to 3600");
+  static const std::set<std::string> kApiVersions = {"auto", "v0.0.38", "v0.0.39", "v0.0.40",
+                                                     "v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44",
+                                                     "v0.0.45"};
+  if (!kApiVersions.count(c.api_version))
+    slurm.KeyError("apiVersion", absl::StrCat("is \"", c.api_version,
+                                              "\"; expected auto or one of v0.0.38 .. v0.0.45"));
+  static const std::set<std::string> kMechanisms = {"drain", "placeholder", "slurmd-pod"};
+  if (!kMechanisms.count(c.lend_mechanism))
+    slurm.KeyError("lendMechanism", absl::StrCat("is \"", c.lend_mechanism,
+                                                 "\"; expected drain, placeholder or slurmd-pod"));
+  if (c.enabled) CheckEnabledSlurm(slurm, c);
+  slurm.RefuseUnknown();
+}
+
+// The scalar keys of queue: and its weights.
+void ParseQueueScalars(MapReader& queue, QueueConfig& c) {
+  queue.Read("reservationDepth", &c.reservation_depth);
+  queue.Read("resolutionSeconds", &c.resolution_seconds);
+  queue.Read("windowSeconds", &c.window_seconds);
+  queue.Read("backfillShortestFirst", &c.backfill_shortest_first);
+  queue.Read("keepReservations", &c.keep_reservations);
+  queue.Read("fullCycleSeconds", &c.full_cycle_seconds);
+  queue.Read("weights", &c.weights);
+  if (c.reservation_depth < 0) queue.KeyError("reservationDepth", "must be 0 (unlimited) or more");
+  if (c.resolution_seconds < 1) queue.KeyError("resolutionSeconds", "must be at least 1");
+  if (c.full_cycle_seconds < 0) queue.KeyError("fullCycleSeconds", "must be 0 (every cycle full) or more");
+  RefuseLongerThanACentury(queue, "fullCycleSeconds", c.full_cycle_seconds);
+  RefuseLongerThanACentury(queue, "resolutionSeconds", c.resolution_seconds);
+  RefuseLongerThanACentury(queue, "windowSeconds", c.window_seconds);
+  if (c.window_seconds < c.resolution_seconds) queue.KeyError("windowSeconds", "must be at least resolutionSeconds");
+  for (const auto& [name, w] : c.weights) {
+    if (!kWeightNames.count(name))
+      queue.KeyError("weights", absl::StrCat("has unknown factor \"", name,
+                                             "\" (known: age, fairShare, size, partition, qos)"));
+    else if (w < 0)
+      queue.KeyError("weights", absl::StrCat("factor \"", name, "\" must not be negative"));
+  }
+}
+
+// queue.<key>: absent, or a list whose entries `entry` reads (with a reader for "queue.<key>[i]").
+// False when absent or not a list (the error already recorded).
+bool ForEachListEntry(MapReader& queue, const std::string& key, std::vector<std::string>* errors,
+                      const std::function<void(MapReader&)>& entry) {
+  YAML::Node list = queue.Raw(key);
+  if (!list) return false;
+  if (!list.IsSequence()) {
+    queue.KeyError(key, "must be a list");
+    return false;
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    MapReader r(list[i], absl::StrCat(queue.Join(key), "[", i, "]"), errors);
+    entry(r);
+  }
+  return true;
+}
+
+void ParseQosList(MapReader& queue, std::vector<std::string>* errors, std::vector<QosConfig>& out) {
+  std::set<std::string> names;
+  ForEachListEntry(queue, "qos", errors, [&](MapReader& q) {
+    QosConfig qc;
+    q.Read("name", &qc.name);
+    q.Read("priority", &qc.priority);
+    q.Read("preemptible", &qc.preemptible);
+    q.Read("canPreempt", &qc.can_preempt);
+    q.Read("graceSeconds", &qc.grace_seconds);
+    if (qc.name.empty()) q.KeyError("name", "is required");
+    else if (!names.insert(qc.name).second) q.KeyError("name", absl::StrCat("\"", qc.name, "\" is defined twice"));
+    if (qc.grace_seconds < 0) q.KeyError("graceSeconds", "must not be negative");
+    RefuseLongerThanACentury(q, "graceSeconds", qc.grace_seconds);
+    q.RefuseUnknown();
+    out.push_back(qc);
+  });
+}
+
+void ParseAccounts(MapReader& queue, std::vector<std::string>* errors, std::vector<AccountConfig>& out) {
+  std::set<std::string> names;
+  const bool listed = ForEachListEntry(queue, "accounts", errors, [&](MapReader& a) {
+    AccountConfig ac;
+    a.Read("name", &ac.name);
+    a.Read("parent", &ac.parent);
+    a.Read("shares", &ac.shares);
+    if (ac.name.empty()) a.KeyError("name", "is required");
+    else if (!names.insert(ac.name).second) a.KeyError("name", absl::StrCat("\"", ac.name, "\" is defined twice"));
+    if (ac.shares < 0) a.KeyError("shares", "must not be negative");
+    a.RefuseUnknown();
+    out.push_back(ac);
+  });
+  if (!listed) return;
+  for (const AccountConfig& ac : out) {
+    if (!ac.parent.empty() && !names.count(ac.parent))
+      queue.KeyError("accounts", absl::StrCat("account \"", ac.name, "\" has parent \"", ac.parent,
+                                              "\", which is not in the list"));
+  }
+}
+
+// One entry of queue.namespacePolicies, checked against queue.qos.
+NamespacePolicyConfig ParseNamespacePolicy(MapReader& p, const std::set<std::string>& qos_names,
+                                           std::set<std::string>& namespaces) {
+  NamespacePolicyConfig pc;
+  p.Read("namespace", &pc.namespace_);
+  p.Read("allowedQos", &pc.allowed_qos);
+  p.Read("defaultQos", &pc.default_qos);
+  p.Read("allowedAccounts", &pc.allowed_accounts);
+  p.Read("defaultAccount", &pc.default_account);
+  if (pc.namespace_.empty()) p.KeyError("namespace", "is required (a namespace name, or \"*\" for the rest)");
+  else if (!namespaces.insert(pc.namespace_).second)
+    p.KeyError("namespace", absl::StrCat("\"", pc.namespace_, "\" has two policies"));
+  for (const std::string& q : pc.allowed_qos) {
+    if (!qos_names.count(q)) p.KeyError("allowedQos", absl::StrCat("names QOS \"", q, "\", which is not in queue.qos"));
+  }
+  if (!pc.default_qos.empty()) {
+    if (!qos_names.count(pc.default_qos))
+      p.KeyError("defaultQos", absl::StrCat("is \"", pc.default_qos, "\", which is not in queue.qos"));
+    else if (!pc.allowed_qos.empty() &&
+             std::find(pc.allowed_qos.begin(), pc.allowed_qos.end(), pc.default_qos) == pc.allowed_qos.end())
+      p.KeyError("defaultQos", absl::StrCat("is \"", pc.default_qos, "\", which is not in allowedQos"));
+  }
+  if (!pc.default_account.empty() && !pc.allowed_accounts.empty() &&
+      std::find(pc.allowed_accounts.begin(), pc.allowed_accounts.end(), pc.default_account) ==
+          pc.allowed_accounts.end())
+    p.KeyError("defaultAccount", absl::StrCat("is \"", pc.default_account, "\", which is not in allowedAccounts"));
+  p.RefuseUnknown();
+  return pc;
+}
+
+void ParseQueue(MapReader queue, std::vector<std::string>* errors, QueueConfig& c) {
+  ParseQueueScalars(queue, c);
+  ParseQosList(queue, errors, c.qos);
+  queue.Read("usageHalfLifeSeconds", &c.usage_half_life_seconds);
+  if (c.usage_half_life_seconds < 1) queue.KeyError("usageHalfLifeSeconds", "must be at least 1");
+  RefuseLongerThanACentury(queue, "usageHalfLifeSeconds", c.usage_half_life_seconds);
+  ParseAccounts(queue, errors, c.accounts);
+  std::set<std::string> qos_names, namespaces;
+  for (const QosConfig& q : c.qos) qos_names.insert(q.name);
+  ForEachListEntry(queue, "namespacePolicies", errors, [&](MapReader& p) {
+    c.namespace_policies.push_back(ParseNamespacePolicy(p, qos_names, namespaces));
+  });
+  queue.RefuseUnknown();
+}
+
+void ParseServer(MapReader server, ServerConfig& c) {
+  server.Read("grpcAddress", &c.grpc_address);
+  server.Read("metricsAddress", &c.metrics_address);
+  server.Read("adminTokenFile", &c.admin_token_file);
+  server.Read("healthCycleAgeSeconds", &c.health_cycle_age_seconds);
+  server.Read("tlsCertFile", &c.tls_cert_file);
+  server.Read("tlsKeyFile", &c.tls_key_file);
+  server.Read("allowInsecureAdminToken", &c.allow_insecure_admin_token);
+  if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
+    server.KeyError(c.tls_cert_file.empty() ? "tlsKeyFile" : "tlsCertFile",
+                    "is set without its pair: TLS needs both server.tlsCertFile and server.tlsKeyFile");
+  }
+  // The loop wakes at least every 5 s; below 10 s a slow but healthy cycle would look stuck.
+  if (c.health_cycle_age_seconds < 10) server.KeyError("healthCycleAgeSeconds", "must be at least 10");
+  RefuseLongerThanACentury(server, "healthCycleAgeSeconds", c.health_cycle_age_seconds);
+  if (absl::Status s = CheckGrpcExposure(c); !s.ok()) server.KeyError("grpcAddress", std::string(s.message()));
+  if (absl::Status s = CheckAdminTokenTransport(c); !s.ok()) {
+    server.KeyError("adminTokenFile", std::string(s.message()));
+  }
+  server.RefuseUnknown();
+}
+
+void ParseLeaderElection(MapReader le, LeaderElectionConfig& c) {
+  le.Read("enabled", &c.enabled);
+  le.Read("namespace", &c.namespace_);
+  le.Read("leaseName", &c.lease_name);
+  le.Read("leaseDurationSeconds", &c.lease_duration_seconds);
+  if (c.lease_duration_seconds < 2) le.KeyError("leaseDurationSeconds", "must be at least 2");
+  RefuseLongerThanACentury(le, "leaseDurationSeconds", c.lease_duration_seconds);
+  le.RefuseUnknown();
+}
+
+// apiVersion and kind first: a file of another version or kind is not read further.
+void ParseHeader(MapReader& top, const std::vector<std::string>& errors) {
+  std::string api_version, kind;
+  top.Read("apiVersion", &api_version);
+  top.Read("kind", &kind);
+  if (errors.empty() && api_version != kConfigApiVersion) {
+    top.KeyError("apiVersion", absl::StrCat("is \"", api_version, "\"; this build reads \"",
+                                            kConfigApiVersion, "\""));
+  }
+  if (errors.empty() && kind != kConfigKind) {
+    top.KeyError("kind", absl::StrCat("is \"", kind, "\"; expected \"", kConfigKind, "\""));
+  }
+}
+
 absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
   try {
@@ -193,233 +450,14 @@ absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const s
   std::vector<std::string> errors;
   Config c;
   MapReader top(root, "", &errors);
-  std::string api_version, kind;
-  top.Read("apiVersion", &api_version);
-  top.Read("kind", &kind);
-  if (errors.empty() && api_version != kConfigApiVersion) {
-    top.KeyError("apiVersion", absl::StrCat("is \"", api_version, "\"; this build reads \"",
-                                            kConfigApiVersion, "\""));
-  }
-  if (errors.empty() && kind != kConfigKind) {
-    top.KeyError("kind", absl::StrCat("is \"", kind, "\"; expected \"", kConfigKind, "\""));
-  }
+  ParseHeader(top, errors);
   top.Read("schedulerName", &c.scheduler_name);
   top.Read("poolLabel", &c.pool_label);
-
-  MapReader k8s = top.Child("kubernetes");
-  k8s.Read("enabled", &c.kubernetes.enabled);
-  k8s.Read("kubeconfig", &c.kubernetes.kubeconfig);
-  k8s.Read("qps", &c.kubernetes.qps);
-  k8s.Read("burst", &c.kubernetes.burst);
-  if (c.kubernetes.qps <= 0) k8s.KeyError("qps", "must be greater than 0");
-  if (c.kubernetes.burst < 1) k8s.KeyError("burst", "must be at least 1");
-  k8s.Read("maxResponseBytes", &c.kubernetes.max_response_bytes);
-  // A list page of 500 pods is a few MiB; past 64 GiB the bound bounds nothing.
-  if (c.kubernetes.max_response_bytes < (int64_t{1} << 20) || c.kubernetes.max_response_bytes > (int64_t{64} << 30)) {
-    k8s.KeyError("maxResponseBytes", "must be from 1048576 (1 MiB) to 68719476736 (64 GiB)");
-  }
-  k8s.RefuseUnknown();
-
-  MapReader slurm = top.Child("slurm");
-  slurm.Read("enabled", &c.slurm.enabled);
-  slurm.Read("url", &c.slurm.url);
-  slurm.Read("allowInsecureHttp", &c.slurm.allow_insecure_http);
-  slurm.Read("tokenFile", &c.slurm.token_file);
-  slurm.Read("user", &c.slurm.user);
-  slurm.Read("apiVersion", &c.slurm.api_version);
-  slurm.Read("lendMechanism", &c.slurm.lend_mechanism);
-  slurm.Read("sharedPartitions", &c.slurm.shared_partitions);
-  slurm.Read("nodeLabel", &c.slurm.node_label);
-  slurm.Read("lendAfterSeconds", &c.slurm.lend_after_seconds);
-  slurm.Read("returnAfterSeconds", &c.slurm.return_after_seconds);
-  slurm.Read("headroomNodes", &c.slurm.headroom_nodes);
-  slurm.Read("pollIntervalSeconds", &c.slurm.poll_interval_seconds);
-  slurm.Read("cancelUnrequeueable", &c.slurm.cancel_unrequeueable);
-  slurm.Read("qosMap", &c.slurm.qos_map);
-  slurm.Read("defaultQos", &c.slurm.default_qos);
-  slurm.Read("gresResources", &c.slurm.gres_resources);
-  slurm.Read("reclaimPartition", &c.slurm.reclaim_partition);
-  slurm.Read("scontrolPath", &c.slurm.scontrol_path);
-  slurm.Read("slurmConf", &c.slurm.slurm_conf);
-  if (c.slurm.url.rfind("http://", 0) == 0 && !IsLoopbackHost(UrlHost(c.slurm.url)) &&
-      !c.slurm.allow_insecure_http) {
-    slurm.KeyError("url", absl::StrCat("is \"", c.slurm.url, "\": plain http to a host other than loopback would send "
-                                       "the Slurm JWT in clear; use https:// or unix://, or set "
-                                       "slurm.allowInsecureHttp: true if the network path is trusted"));
-  }
-  RefuseLongerThanACentury(slurm, "lendAfterSeconds", c.slurm.lend_after_seconds);
-  RefuseLongerThanACentury(slurm, "returnAfterSeconds", c.slurm.return_after_seconds);
-  if (c.slurm.lend_after_seconds < 0) slurm.KeyError("lendAfterSeconds", "must be 0 or more");
-  if (c.slurm.return_after_seconds < 0) slurm.KeyError("returnAfterSeconds", "must be 0 or more");
-  if (c.slurm.headroom_nodes < 0) slurm.KeyError("headroomNodes", "must be 0 or more");
-  if (c.slurm.poll_interval_seconds < 0.1 || c.slurm.poll_interval_seconds > 3600)
-    slurm.KeyError("pollIntervalSeconds", "must be from 0.1 to 3600");
-  static const std::set<std::string> kApiVersions = {"auto", "v0.0.38", "v0.0.39", "v0.0.40",
-                                                     "v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44",
-                                                     "v0.0.45"};
-  if (!kApiVersions.count(c.slurm.api_version))
-    slurm.KeyError("apiVersion", absl::StrCat("is \"", c.slurm.api_version,
-                                              "\"; expected auto or one of v0.0.38 .. v0.0.45"));
-  static const std::set<std::string> kMechanisms = {"drain", "placeholder", "slurmd-pod"};
-  if (!kMechanisms.count(c.slurm.lend_mechanism))
-    slurm.KeyError("lendMechanism", absl::StrCat("is \"", c.slurm.lend_mechanism,
-                                                 "\"; expected drain, placeholder or slurmd-pod"));
-  if (c.slurm.enabled) {
-    if (c.slurm.url.empty()) slurm.KeyError("url", "is required when slurm.enabled is true");
-    else if (c.slurm.url.rfind("http://", 0) != 0 && c.slurm.url.rfind("https://", 0) != 0 &&
-             c.slurm.url.rfind("unix://", 0) != 0)
-      slurm.KeyError("url", absl::StrCat("is \"", c.slurm.url, "\"; expected http://, https:// or unix://"));
-    if (c.slurm.token_file.empty()) slurm.KeyError("tokenFile", "is required when slurm.enabled is true");
-    if (c.slurm.shared_partitions.empty())
-      slurm.KeyError("sharedPartitions", "must name at least one partition when slurm.enabled is true");
-    if (c.slurm.lend_mechanism == "slurmd-pod")
-      slurm.KeyError("lendMechanism", "slurmd-pod is not implemented by the daemon yet; use drain or placeholder");
-    if (c.slurm.lend_mechanism == "drain" && c.slurm.scontrol_path.empty())
-      slurm.KeyError("scontrolPath", "is required with lendMechanism drain (no slurmrestd version can requeue a "
-                                     "job, and v0.0.38 cannot drain a node)");
-  }
-  slurm.RefuseUnknown();
-
-  MapReader queue = top.Child("queue");
-  queue.Read("reservationDepth", &c.queue.reservation_depth);
-  queue.Read("resolutionSeconds", &c.queue.resolution_seconds);
-  queue.Read("windowSeconds", &c.queue.window_seconds);
-  queue.Read("backfillShortestFirst", &c.queue.backfill_shortest_first);
-  queue.Read("keepReservations", &c.queue.keep_reservations);
-  queue.Read("fullCycleSeconds", &c.queue.full_cycle_seconds);
-  queue.Read("weights", &c.queue.weights);
-  if (c.queue.reservation_depth < 0) queue.KeyError("reservationDepth", "must be 0 (unlimited) or more");
-  if (c.queue.resolution_seconds < 1) queue.KeyError("resolutionSeconds", "must be at least 1");
-  if (c.queue.full_cycle_seconds < 0) queue.KeyError("fullCycleSeconds", "must be 0 (every cycle full) or more");
-  RefuseLongerThanACentury(queue, "fullCycleSeconds", c.queue.full_cycle_seconds);
-  RefuseLongerThanACentury(queue, "resolutionSeconds", c.queue.resolution_seconds);
-  RefuseLongerThanACentury(queue, "windowSeconds", c.queue.window_seconds);
-  if (c.queue.window_seconds < c.queue.resolution_seconds)
-    queue.KeyError("windowSeconds", "must be at least resolutionSeconds");
-  for (const auto& [name, w] : c.queue.weights) {
-    if (!kWeightNames.count(name))
-      queue.KeyError("weights", absl::StrCat("has unknown factor \"", name,
-                                             "\" (known: age, fairShare, size, partition, qos)"));
-    else if (w < 0)
-      queue.KeyError("weights", absl::StrCat("factor \"", name, "\" must not be negative"));
-  }
-  YAML::Node qos_list = queue.Raw("qos");
-  if (qos_list) {
-    if (!qos_list.IsSequence()) {
-      queue.KeyError("qos", "must be a list");
-    } else {
-      std::set<std::string> names;
-      for (size_t i = 0; i < qos_list.size(); ++i) {
-        MapReader q(qos_list[i], absl::StrCat(queue.Join("qos"), "[", i, "]"), &errors);
-        QosConfig qc;
-        q.Read("name", &qc.name);
-        q.Read("priority", &qc.priority);
-        q.Read("preemptible", &qc.preemptible);
-        q.Read("canPreempt", &qc.can_preempt);
-        q.Read("graceSeconds", &qc.grace_seconds);
-        if (qc.name.empty()) q.KeyError("name", "is required");
-        else if (!names.insert(qc.name).second) q.KeyError("name", absl::StrCat("\"", qc.name, "\" is defined twice"));
-        if (qc.grace_seconds < 0) q.KeyError("graceSeconds", "must not be negative");
-        RefuseLongerThanACentury(q, "graceSeconds", qc.grace_seconds);
-        q.RefuseUnknown();
-        c.queue.qos.push_back(qc);
-      }
-    }
-  }
-  queue.Read("usageHalfLifeSeconds", &c.queue.usage_half_life_seconds);
-  if (c.queue.usage_half_life_seconds < 1) queue.KeyError("usageHalfLifeSeconds", "must be at least 1");
-  RefuseLongerThanACentury(queue, "usageHalfLifeSeconds", c.queue.usage_half_life_seconds);
-  YAML::Node account_list = queue.Raw("accounts");
-  if (account_list) {
-    if (!account_list.IsSequence()) {
-      queue.KeyError("accounts", "must be a list");
-    } else {
-      std::set<std::string> names;
-      for (size_t i = 0; i < account_list.size(); ++i) {
-        MapReader a(account_list[i], absl::StrCat(queue.Join("accounts"), "[", i, "]"), &errors);
-        AccountConfig ac;
-        a.Read("name", &ac.name);
-        a.Read("parent", &ac.parent);
-        a.Read("shares", &ac.shares);
-        if (ac.name.empty()) a.KeyError("name", "is required");
-        else if (!names.insert(ac.name).second) a.KeyError("name", absl::StrCat("\"", ac.name, "\" is defined twice"));
-        if (ac.shares < 0) a.KeyError("shares", "must not be negative");
-        a.RefuseUnknown();
-        c.queue.accounts.push_back(ac);
-      }
-      for (const AccountConfig& ac : c.queue.accounts) {
-        if (!ac.parent.empty() && !names.count(ac.parent))
-          queue.KeyError("accounts", absl::StrCat("account \"", ac.name, "\" has parent \"", ac.parent,
-                                                  "\", which is not in the list"));
-      }
-    }
-  }
-  YAML::Node policy_list = queue.Raw("namespacePolicies");
-  if (policy_list) {
-    if (!policy_list.IsSequence()) {
-      queue.KeyError("namespacePolicies", "must be a list");
-    } else {
-      std::set<std::string> qos_names, namespaces;
-      for (const QosConfig& q : c.queue.qos) qos_names.insert(q.name);
-      for (size_t i = 0; i < policy_list.size(); ++i) {
-        MapReader p(policy_list[i], absl::StrCat(queue.Join("namespacePolicies"), "[", i, "]"), &errors);
-        NamespacePolicyConfig pc;
-        p.Read("namespace", &pc.namespace_);
-        p.Read("allowedQos", &pc.allowed_qos);
-        p.Read("defaultQos", &pc.default_qos);
-        p.Read("allowedAccounts", &pc.allowed_accounts);
-        p.Read("defaultAccount", &pc.default_account);
-        if (pc.namespace_.empty()) p.KeyError("namespace", "is required (a namespace name, or \"*\" for the rest)");
-        else if (!namespaces.insert(pc.namespace_).second)
-          p.KeyError("namespace", absl::StrCat("\"", pc.namespace_, "\" has two policies"));
-        for (const std::string& q : pc.allowed_qos) {
-          if (!qos_names.count(q))
-            p.KeyError("allowedQos", absl::StrCat("names QOS \"", q, "\", which is not in queue.qos"));
-        }
-        if (!pc.default_qos.empty()) {
-          if (!qos_names.count(pc.default_qos))
-            p.KeyError("defaultQos", absl::StrCat("is \"", pc.default_qos, "\", which is not in queue.qos"));
-          else if (!pc.allowed_qos.empty() && std::find(pc.allowed_qos.begin(), pc.allowed_qos.end(),
-                                                        pc.default_qos) == pc.allowed_qos.end())
-            p.KeyError("defaultQos", absl::StrCat("is \"", pc.default_qos, "\", which is not in allowedQos"));
-        }
-        if (!pc.default_account.empty() && !pc.allowed_accounts.empty() &&
-            std::find(pc.allowed_accounts.begin(), pc.allowed_accounts.end(), pc.default_account) ==
-                pc.allowed_accounts.end())
-          p.KeyError("defaultAccount", absl::StrCat("is \"", pc.default_account, "\", which is not in allowedAccounts"));
-        p.RefuseUnknown();
-        c.queue.namespace_policies.push_back(pc);
-      }
-    }
-  }
-  queue.RefuseUnknown();
-
-  MapReader server = top.Child("server");
-  server.Read("grpcAddress", &c.server.grpc_address);
-  server.Read("metricsAddress", &c.server.metrics_address);
-  server.Read("adminTokenFile", &c.server.admin_token_file);
-  server.Read("healthCycleAgeSeconds", &c.server.health_cycle_age_seconds);
-  server.Read("tlsCertFile", &c.server.tls_cert_file);
-  server.Read("tlsKeyFile", &c.server.tls_key_file);
-  if (c.server.tls_cert_file.empty() != c.server.tls_key_file.empty()) {
-    server.KeyError(c.server.tls_cert_file.empty() ? "tlsKeyFile" : "tlsCertFile",
-                    "is set without its pair: TLS needs both server.tlsCertFile and server.tlsKeyFile");
-  }
-  // The loop wakes at least every 5 s; below 10 s a slow but healthy cycle would look stuck.
-  if (c.server.health_cycle_age_seconds < 10) server.KeyError("healthCycleAgeSeconds", "must be at least 10");
-  RefuseLongerThanACentury(server, "healthCycleAgeSeconds", c.server.health_cycle_age_seconds);
-  if (absl::Status s = CheckGrpcExposure(c.server); !s.ok()) server.KeyError("grpcAddress", std::string(s.message()));
-  server.RefuseUnknown();
-
-  MapReader le = top.Child("leaderElection");
-  le.Read("enabled", &c.leader_election.enabled);
-  le.Read("namespace", &c.leader_election.namespace_);
-  le.Read("leaseName", &c.leader_election.lease_name);
-  le.Read("leaseDurationSeconds", &c.leader_election.lease_duration_seconds);
-  if (c.leader_election.lease_duration_seconds < 2) le.KeyError("leaseDurationSeconds", "must be at least 2");
-  RefuseLongerThanACentury(le, "leaseDurationSeconds", c.leader_election.lease_duration_seconds);
-  le.RefuseUnknown();
-
+  ParseKubernetes(top.Child("kubernetes"), c.kubernetes);
+  ParseSlurm(top.Child("slurm"), c.slurm);
+  ParseQueue(top.Child("queue"), &errors, c.queue);
+  ParseServer(top.Child("server"), c.server);
+  ParseLeaderElection(top.Child("leaderElection"), c.leader_election);
   top.RefuseUnknown();
   if (c.scheduler_name.empty()) errors.push_back("schedulerName: must not be empty");
   if (!errors.empty()) {
@@ -450,6 +488,17 @@ absl::Status CheckGrpcExposure(const ServerConfig& server) {
   return absl::InvalidArgumentError(absl::StrCat("is \"", server.grpc_address,
                                                  "\": listening beyond loopback needs server.adminTokenFile "
                                                  "(admin calls then require its bearer token)"));
+}
+
+absl::Status CheckAdminTokenTransport(const ServerConfig& server) {
+  if (server.admin_token_file.empty() || !server.tls_cert_file.empty() || server.allow_insecure_admin_token ||
+      server.grpc_address.rfind("unix:", 0) == 0) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      "is set but the gRPC API has no TLS: the admin token would cross the network in clear; set "
+      "server.tlsCertFile and server.tlsKeyFile (the chart: tls.secretName), listen on a unix: socket, or, "
+      "for a local test only, server.allowInsecureAdminToken: true");
 }
 
 absl::StatusOr<Config> LoadConfigFile(const std::string& path) {

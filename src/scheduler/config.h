@@ -62,6 +62,9 @@ struct SlurmConfig {
   // scontrol for what slurmrestd cannot do (requeue; drain/resume on v0.0.38); empty: REST only.
   std::string scontrol_path;
   std::string slurm_conf;  // SLURM_CONF for scontrol
+  // Never read from the YAML: the daemon's own Unix user, set by main.cc when scontrol_path is
+  // set. scontrol drains as this user, so a tagged drain it set is onequeue's (issue 24 M2).
+  std::string scontrol_user;
 };
 
 struct QosConfig {
@@ -142,6 +145,9 @@ struct ServerConfig {
   int64_t health_cycle_age_seconds = 60;
   // TLS for the gRPC API (PEM files, read at start): both set, or neither (plaintext).
   std::string tls_cert_file, tls_key_file;
+  // An admin token is never sent in clear: admin_token_file needs TLS (or a unix socket), else the
+  // daemon refuses to start, unless this says so (server.allowInsecureAdminToken: local tests).
+  bool allow_insecure_admin_token = false;
 };
 
 struct LeaderElectionConfig {
@@ -176,6 +182,10 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
 // server.grpcAddress beyond loopback (0.0.0.0, a pod IP) needs server.adminTokenFile; the error
 // says why. ParseConfig applies it; main applies it again after --grpc-address.
 absl::Status CheckGrpcExposure(const ServerConfig& server);
+// server.adminTokenFile needs TLS (server.tlsCertFile/tlsKeyFile) unless the API is a unix socket
+// or server.allowInsecureAdminToken is set; the error says why. ParseConfig applies it; main
+// applies it again after --grpc-address.
+absl::Status CheckAdminTokenTransport(const ServerConfig& server);
 // Reads the file and parses it; an unreadable file is an error that names the path and errno.
 absl::StatusOr<Config> LoadConfigFile(const std::string& path);
 

@@ -58,6 +58,7 @@ void SplitPodId(const std::string& id, std::string* ns, std::string* name) {
   *ns = id.substr(0, slash);
   std::string rest = slash == std::string::npos ? "" : id.substr(slash + 1);
   if (absl::StartsWith(rest, "group/")) rest = rest.substr(6);
+  else if (*ns == kSlurmPodNamespace && absl::StartsWith(rest, "pod/")) rest = rest.substr(4);  // "slurm/pod/<name>"
   *name = rest;
 }
 
@@ -522,7 +523,8 @@ class QueueServiceImpl final : public onequeue::v1::QueueService::Service {
       if (auto r = st->running_pods.find(id); r != st->running_pods.end()) pods = r->second.pod_keys;
     }
     if (pods.empty()) {
-      if (id.find('/') == std::string::npos || absl::StrContains(id, "/group/")) {
+      if (id.find('/') == std::string::npos || absl::StrContains(id, "/group/") ||
+          absl::StartsWith(id, absl::StrCat(kSlurmPodNamespace, "/"))) {
         return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat(id, " is not a workload of the last cycle"));
       }
       pods.push_back(id);  // a single pod the loop has not seen yet

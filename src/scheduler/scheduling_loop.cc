@@ -69,7 +69,7 @@ SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, Cl
       preemptions_(config, actions, slurm, &owners_, &lending_, failpoint_),
       bindings_(actions),
       waiting_(actions, queue_config_.resolution),
-      usage_(config.slurm.reclaim_partition, queue_config_.usage_half_life) {}
+      usage_(config.slurm.reclaim_partition, SlurmIdentityOf(config), queue_config_.usage_half_life) {}
 
 CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   CycleStats stats;

@@ -140,12 +140,18 @@ SlurmWorldOptions SlurmWorldOptionsOf(const Config& config) {
     if (q.preemptible) o.preemptible_qos.insert(q.name);
   }
   o.gres_resources = config.slurm.gres_resources;
+  o.identity = SlurmIdentityOf(config);
   return o;
 }
 
-bool IsPlaceholderJob(const slurm::SlurmJob& job, const std::string& reclaim_partition) {
+slurm::SlurmIdentity SlurmIdentityOf(const Config& config) {
+  return {config.slurm.user, config.slurm.scontrol_user};
+}
+
+bool IsPlaceholderJob(const slurm::SlurmJob& job, const std::string& reclaim_partition,
+                      const slurm::SlurmIdentity& identity) {
   return job.partition == reclaim_partition && slurm::OwnerFromTag(job.comment).has_value() &&
-         absl::StartsWith(job.name, "onequeue-placeholder-");
+         absl::StartsWith(job.name, "onequeue-placeholder-") && identity.Submitted(job.user);
 }
 
 bool HeldByOnequeue(const slurm::SlurmJob& job) {
@@ -165,7 +171,7 @@ class WorldBuilder {
   // Joins pool nodes to Slurm nodes and labels them (partitions, lendable).
   void JoinNodes() {
     const std::map<std::string, slurm::OwnershipStatus> holders =
-        slurm::OwnershipFromView(view_, options_.mechanism, options_.reclaim_partition);
+        slurm::OwnershipFromView(view_, options_.mechanism, options_.reclaim_partition, options_.identity);
     for (size_t i = 0; i < snap_.nodes.size(); ++i) {
       queue::Node& node = snap_.nodes[i];
       index_of_[node.name] = static_cast<queue::NodeIndex>(i);
@@ -201,7 +207,7 @@ class WorldBuilder {
   }
 
   void AddJob(uint32_t id, const slurm::SlurmJob& job) {
-    if (IsPlaceholderJob(job, options_.reclaim_partition)) return;
+    if (IsPlaceholderJob(job, options_.reclaim_partition, options_.identity)) return;
     const std::string wid = SlurmWorkloadId(id);
     if (IsRunning(job) || job.state_flags.count("COMPLETING")) {
       std::vector<std::string> on_pool;

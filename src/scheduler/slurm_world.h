@@ -52,6 +52,8 @@ struct SlurmWorldOptions {
   std::vector<std::string> known_qos;  // onequeue's QOS table
   std::set<std::string> preemptible_qos;
   std::map<std::string, std::string> gres_resources = {{"gpu", "nvidia.com/gpu"}};
+  // Who onequeue is in Slurm: only placeholders and drains these users wrote are onequeue's.
+  slurm::SlurmIdentity identity{"slurm", ""};
   // Pool nodes (Kubernetes names) Slurm may not take now although idle: pods left them less than
   // lendAfterSeconds ago, or they are the headroom.
   std::set<std::string> not_lendable;
@@ -86,8 +88,12 @@ struct SlurmRecords {
   std::shared_ptr<const slurm::SlurmView> view;           // keeps the jobs above alive
 };
 
-// True when the job is one of onequeue's placeholders (the fence of the placeholder mechanism).
-bool IsPlaceholderJob(const slurm::SlurmJob& job, const std::string& reclaim_partition);
+// Who onequeue is in Slurm, from the configuration (slurm.user, and scontrol's user).
+slurm::SlurmIdentity SlurmIdentityOf(const Config& config);
+// True when the job is one of onequeue's placeholders (the fence of the placeholder mechanism):
+// its name, partition and tag, and submitted by onequeue's Slurm user (issue 24 M2).
+bool IsPlaceholderJob(const slurm::SlurmJob& job, const std::string& reclaim_partition,
+                      const slurm::SlurmIdentity& identity);
 // onequeue's own hold: priority 0 with onequeue's tag in the comment (else an admin's or user's).
 bool HeldByOnequeue(const slurm::SlurmJob& job);
 

@@ -145,7 +145,10 @@ std::vector<std::string> NodesWithoutMatchingPods(const PodRecord& pod, const st
 }
 
 std::string WorkloadId(const PodRecord& pod, const std::string& group) {
-  return group.empty() ? pod.key : pod.namespace_ + "/group/" + group;
+  if (!group.empty()) return pod.namespace_ + "/group/" + group;
+  // "slurm/<n>" names Slurm job n: a pod of namespace "slurm" gets "slurm/pod/<name>" (issue 24 M5).
+  if (pod.namespace_ == kSlurmPodNamespace) return absl::StrCat(kSlurmPodNamespace, "/pod/", pod.name);
+  return pod.key;
 }
 
 const NamespacePolicy* PolicyFor(const SnapshotOptions& options, const std::string& namespace_) {
@@ -206,7 +209,28 @@ const std::string& AdmissionKey(const PodRecord& pod) { return pod.uid.empty() ?
 
 
 std::string Describe(const AdmittedAs& a) {
-  return absl::StrCat("qos \"", a.qos, "\", account \"", a.account, "\", group \"", a.group, "\"/", a.group_size);
+  return absl::StrCat("qos \"", a.qos, "\", account \"", a.account, "\", group \"", a.group, "\"/", a.group_size,
+                      ", time limit \"", a.time_limit, "\"",
+                      a.active_deadline_seconds ? absl::StrCat("/", *a.active_deadline_seconds, "s") : "");
+}
+
+// A pending pod's record with the time limit (annotation and activeDeadlineSeconds) it had when
+// first seen (issue 24): later edits are ignored, so a tenant cannot be backfilled on a short
+// limit and lengthen it. An unparsable first limit is not kept: the tenant may correct it.
+std::shared_ptr<const PodRecord> WithFirstTimeLimit(const std::shared_ptr<const PodRecord>& record,
+                                                    const AdmittedPods* admitted) {
+  if (admitted == nullptr) return record;
+  auto a = admitted->find(std::string_view(AdmissionKey(*record)));
+  if (a == admitted->end() || a->second == record) return record;
+  const PodRecord& first = *a->second;
+  if (!first.time_limit.empty() && !ParseTimeLimit(first.time_limit).ok()) return record;
+  if (first.time_limit == record->time_limit && first.active_deadline_seconds == record->active_deadline_seconds) {
+    return record;
+  }
+  auto kept = std::make_shared<PodRecord>(*record);
+  kept->time_limit = first.time_limit;
+  kept->active_deadline_seconds = first.active_deadline_seconds;
+  return kept;
 }
 
 // A running pod workload, with its inputs to the multifactor priority it had when it started.
@@ -220,7 +244,9 @@ struct RunningGroup {
 
 }  // namespace
 
-AdmittedAs AdmittedValues(const PodRecord& pod) { return {pod.qos, pod.account, pod.group, pod.group_size}; }
+AdmittedAs AdmittedValues(const PodRecord& pod) {
+  return {pod.qos, pod.account, pod.group, pod.group_size, pod.time_limit, pod.active_deadline_seconds};
+}
 
 absl::StatusOr<queue::Duration> ParseTimeLimit(const std::string& text) {
   const auto too_long = [&text] {
@@ -265,7 +291,6 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
   r.deleting = !pod.metadata.deletion_timestamp.empty();
   for (const auto& o : pod.metadata.owner_references) r.daemon = r.daemon || (o.controller && o.kind == "DaemonSet");
   r.qos = Annotation(pod, kQosAnnotation);
-  r.hold = Annotation(pod, kHoldAnnotation);
   r.account = Annotation(pod, kAccountAnnotation);
   r.time_limit = Annotation(pod, kTimeLimitAnnotation);
   r.group = Annotation(pod, kGroupAnnotation);
@@ -277,6 +302,8 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
     if (c.type == "PodScheduled" && c.status == "True") {
       if (const queue::Time t = ParseTimestamp(c.last_transition_time); t > 0) r.bound = t;
     }
+    // `oq hold` writes it to the pod's status, which the pod's owner cannot edit (issue 24).
+    if (c.type == kHeldCondition && c.status == "True") r.hold = c.message.empty() ? "held" : c.message;
   }
   r.active_deadline_seconds = pod.active_deadline_seconds;
   r.requests = k8s::ComputePodRequests(pod);
@@ -341,11 +368,28 @@ BuiltSnapshot BuildSnapshot(const std::vector<k8s::Node>& nodes, const std::vect
   return BuildSnapshot(ToKubeState(nodes, pods, budgets), options, now);
 }
 
+namespace {
+// A group's members: held if any is, the largest request per member slot by slot, and submitted
+// when its first member was created.
+void AddMembers(const std::vector<const PodRecord*>& members, queue::ResourceNames* resource_names, queue::Time now,
+                queue::PendingWorkload& w) {
+  ResourceMapper mapper(resource_names);
+  for (const PodRecord* p : members) w.held = w.held || !p->hold.empty();
+  queue::Time submit = queue::kForever;
+  for (const PodRecord* p : members) {
+    Resources r = mapper.Map(p->requests);
+    r[queue::kPods] = 1;
+    for (int i = 0; i < queue::kMaxResourceKinds; ++i) w.per_member[i] = std::max(w.per_member[i], r[i]);
+    submit = std::min(submit, p->created);
+  }
+  w.submit_time = submit == queue::kForever ? now : submit;
+}
+}  // namespace
+
 queue::PendingWorkload BuildPendingWorkload(
     const std::string& id, const std::vector<const PodRecord*>& members, const SnapshotOptions& options,
     queue::ResourceNames* resource_names, queue::Time now,
     const std::function<std::vector<std::string>(const PodRecord&)>& allowed_nodes) {
-  ResourceMapper mapper(resource_names);
   const PodRecord& first = *members.front();
   queue::PendingWorkload w;
   w.id = id;
@@ -360,16 +404,7 @@ queue::PendingWorkload BuildPendingWorkload(
                                                                       : first.namespace_;
   w.priority_class_value = first.priority;
   w.eligibility = first.eligibility;
-  for (const PodRecord* p : members) w.held = w.held || !p->hold.empty();
-  queue::Time submit = queue::kForever;
-  for (const PodRecord* p : members) {
-    // The group's request per member is the largest of its members', slot by slot.
-    Resources r = mapper.Map(p->requests);
-    r[queue::kPods] = 1;
-    for (int i = 0; i < queue::kMaxResourceKinds; ++i) w.per_member[i] = std::max(w.per_member[i], r[i]);
-    submit = std::min(submit, p->created);
-  }
-  w.submit_time = submit == queue::kForever ? now : submit;
+  AddMembers(members, resource_names, now, w);
 
   // Annotations are user input: anything wrong leaves the workload pending with the reason.
   auto fail = [&w](queue::AdmissionError e, std::string message) {
@@ -430,137 +465,79 @@ queue::PendingWorkload BuildPendingWorkload(
 
 std::string WorkloadIdOf(const PodRecord& pod) { return WorkloadId(pod, pod.group); }
 
-BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& options, queue::Time now) {
-  BuiltSnapshot out;
-  out.snapshot = std::make_shared<queue::Snapshot>();
-  queue::Snapshot& snap = *out.snapshot;
-  ResourceMapper mapper(&snap.resource_names);
+namespace {
 
-  std::map<std::string, queue::NodeIndex> node_index;
-  for (const auto& record : state.nodes) {
-    const NodeRecord& n = *record;
-    if (!IsPoolNode(n, options.pool_label)) continue;
-    queue::Node qn;
-    qn.name = n.name;
-    qn.allocatable = mapper.Map(n.allocatable);
-    qn.labels = n.labels;
-    qn.taints = n.taints;
-    std::string owner_value = n.owner;
-    if (auto o = options.owner_overrides.find(n.name); o != options.owner_overrides.end()) owner_value = o->second;
-    qn.owner = ParseOwner(owner_value);
-    qn.schedulable = n.schedulable;
-    node_index[qn.name] = static_cast<queue::NodeIndex>(snap.nodes.size());
-    snap.nodes.push_back(std::move(qn));
+// BuildSnapshot's steps over one KubeState: the pool nodes, then every pod (a daemon pod's
+// requests off its node's capacity, a bound pod into its running workload, an unbound one of this
+// scheduler into its pending group), then the running workloads ranked, then the pending ones.
+class SnapshotAssembler {
+ public:
+  SnapshotAssembler(const KubeState& state, const SnapshotOptions& options, queue::Time now)
+      : state_(state), options_(options), now_(now), budgets_(state) {
+    out_.snapshot = std::make_shared<queue::Snapshot>();
+  }
+
+  void AddPoolNodes() {
+    queue::Snapshot& snap = *out_.snapshot;
+    ResourceMapper mapper(&snap.resource_names);
+    for (const auto& record : state_.nodes) {
+      const NodeRecord& n = *record;
+      if (!IsPoolNode(n, options_.pool_label)) continue;
+      queue::Node qn;
+      qn.name = n.name;
+      qn.allocatable = mapper.Map(n.allocatable);
+      qn.labels = n.labels;
+      qn.taints = n.taints;
+      std::string owner_value = n.owner;
+      if (auto o = options_.owner_overrides.find(n.name); o != options_.owner_overrides.end()) owner_value = o->second;
+      qn.owner = ParseOwner(owner_value);
+      qn.schedulable = n.schedulable;
+      node_index_[qn.name] = static_cast<queue::NodeIndex>(snap.nodes.size());
+      snap.nodes.push_back(std::move(qn));
+    }
   }
 
   // Running: every non-terminal pod on a pool node (whoever scheduled it), grouped by gang.
-  std::map<std::string, RunningGroup> running;
-  const BudgetIndex budgets(state);
-  budgets.FillAllowed(&snap.disruptions_allowed);
-  out.admitted.reserve(state.pods.size());
   // Pending: this scheduler's unbound pods, grouped by gang.
-  std::map<std::string, std::vector<const PodRecord*>> pending_groups;
-  for (const auto& record : state.pods) {
-    const PodRecord& pod = *record;
-    const std::string& key = pod.key;
-    std::string node = pod.node_name;
-    if (node.empty()) {
-      auto a = options.assumed_bindings.find(key);
-      if (a != options.assumed_bindings.end()) node = a->second;
-    }
-    if (!node.empty()) {
-      if (pod.terminal) continue;
-      auto ni = node_index.find(node);
-      if (ni == node_index.end()) continue;  // not a pool node: not ours to count
-      if (pod.daemon) {
-        Resources used = mapper.Map(pod.requests);
-        used[queue::kPods] = 1;
-        queue::Resources& capacity = snap.nodes[ni->second].allocatable;
-        for (int i = 0; i < queue::kMaxResourceKinds; ++i) capacity[i] = std::max<int64_t>(0, capacity[i] - used[i]);
+  void AddPods() {
+    budgets_.FillAllowed(&out_.snapshot->disruptions_allowed);
+    out_.admitted.reserve(state_.pods.size());
+    for (const auto& record : state_.pods) {
+      const PodRecord& pod = *record;
+      std::string node = pod.node_name;
+      if (node.empty()) {
+        auto a = options_.assumed_bindings.find(pod.key);
+        if (a != options_.assumed_bindings.end()) node = a->second;
+      }
+      if (!node.empty()) {
+        if (pod.terminal) continue;
+        auto ni = node_index_.find(node);
+        if (ni == node_index_.end()) continue;  // not a pool node: not ours to count
+        if (pod.daemon) {
+          TakeDaemonPodsShare(pod, ni->second);
+        } else {
+          AddBoundPod(record, ni->second);
+        }
         continue;
       }
-      // A bound pod is scheduled as it was admitted: edits of its QOS, account or gang since
-      // are ignored (and reported), so re-annotating a running pod cannot make it un-preemptible.
-      const PodRecord* admitted = &pod;
-      std::shared_ptr<const PodRecord> admitted_record = record;
-      if (options.admitted != nullptr) {
-        if (auto a = options.admitted->find(std::string_view(AdmissionKey(pod))); a != options.admitted->end()) {
-          admitted_record = a->second;
-          admitted = admitted_record.get();
-          if (admitted != &pod && !(AdmittedValues(*admitted) == AdmittedValues(pod))) {
-            out.ignored_edits.push_back(absl::StrCat("pod ", key, ": annotations changed after admission (now ",
-                                                     Describe(AdmittedValues(pod)), "); ignored, scheduled as admitted (",
-                                                     Describe(AdmittedValues(*admitted)), ")"));
-          }
-        }
-      }
-      const PodRecord& as = *admitted;
-      out.admitted.emplace(std::string_view(AdmissionKey(as)), std::move(admitted_record));
-      // Bound by someone else, or before the policy changed: what the namespace may not ask
-      // for is replaced by its defaults here too.
-      std::string qos = as.qos, account = as.account;
-      if (const NamespacePolicy* policy = PolicyFor(options, pod.namespace_)) {
-        if (qos.empty()) qos = policy->default_qos;
-        if (account.empty()) account = policy->default_account;
-        if (!qos.empty() && !policy->allowed_qos.empty() && !Contains(policy->allowed_qos, qos)) {
-          out.ignored_edits.push_back(absl::StrCat("pod ", key, ": QOS \"", qos, "\" is not allowed in namespace \"",
-                                                   pod.namespace_, "\"; scheduled as \"", policy->default_qos, "\""));
-          qos = policy->default_qos;
-        }
-        if (!account.empty() && !policy->allowed_accounts.empty() && !Contains(policy->allowed_accounts, account)) {
-          out.ignored_edits.push_back(absl::StrCat("pod ", key, ": account \"", account,
-                                                   "\" is not allowed in namespace \"", pod.namespace_,
-                                                   "\"; charged to \"", policy->default_account, "\""));
-          account = policy->default_account;
-        }
-      }
-      const std::string id = WorkloadId(pod, as.group);
-      RunningGroup& group = running[id];
-      queue::RunningWorkload& rw = group.workload;
-      rw.id = id;
-      rw.qos = qos;
-      rw.account = account.empty() ? pod.namespace_ : account;
-      rw.gang_id = as.group.empty() ? "" : id;
-      const queue::Time start = pod.bound;
-      rw.start_time = rw.start_time == 0 ? start : std::min(rw.start_time, start);
-      Resources used = mapper.Map(pod.requests);
-      used[queue::kPods] = 1;
-      rw.allocations.push_back({ni->second, used});
-      if (pod.priority && (!group.priority_class || *pod.priority > *group.priority_class)) {
-        group.priority_class = pod.priority;
-      }
-      group.submit = std::min(group.submit, pod.created);
-      for (int i = 0; i < queue::kMaxResourceKinds; ++i) group.per_member[i] = std::max(group.per_member[i], used[i]);
-      if (auto tl = ParseTimeLimit(pod.time_limit); tl.ok()) {
-        rw.expected_end = rw.start_time + *tl;
-      } else if (pod.active_deadline_seconds) {
-        // Kubernetes accepts any positive int64 here; past a century it means "no end we plan for".
-        rw.expected_end = rw.start_time + std::min(*pod.active_deadline_seconds, kMaxTimeLimitSeconds);
-      }
-      if (!budgets.empty()) {
-        if (std::string g = budgets.GroupOf(pod); !g.empty()) group.budget_groups.insert(std::move(g));
-      }
-      out.running_pods[id].pod_keys.push_back(key);
-      continue;
+      if (pod.scheduler_name != options_.scheduler_name || pod.terminal || pod.deleting) continue;
+      AddPendingPod(record);
     }
-    if (pod.scheduler_name != options.scheduler_name || pod.terminal || pod.deleting) {
-      continue;
-    }
-    out.admitted.emplace(std::string_view(AdmissionKey(pod)), record);  // pending: admitted as it is now
-    pending_groups[WorkloadId(pod, pod.group)].push_back(&pod);
   }
+
   // Like with like: a running workload's priority is the multifactor total it had when it started
   // (age = how long it waited then), on the scale of the pending workloads' (the preemptor's),
   // never a PriorityClass value (issue 13).
-  {
+  void RankRunning() {
+    queue::Snapshot& snap = *out_.snapshot;
     const queue::QueueConfig default_config;
     const queue::UsageHistory no_usage;
     Resources pool_total;
     for (const queue::Node& n : snap.nodes) pool_total += n.allocatable;
-    const queue::PriorityCalculator calculator(options.queue_config != nullptr ? *options.queue_config : default_config,
-                                               options.usage != nullptr ? *options.usage : no_usage, pool_total, now);
+    const queue::PriorityCalculator calculator(options_.queue_config != nullptr ? *options_.queue_config : default_config,
+                                               options_.usage != nullptr ? *options_.usage : no_usage, pool_total, now_);
     queue::PendingWorkload as_pending;  // one, reused: its strings keep their capacity
-    for (auto& [id, group] : running) {
+    for (auto& [id, group] : running_) {
       queue::RunningWorkload& rw = group.workload;
       as_pending.qos = rw.qos;
       as_pending.account = rw.account;
@@ -568,7 +545,7 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
       as_pending.members = static_cast<int32_t>(rw.allocations.size());
       as_pending.per_member = group.per_member;
       const queue::Time waited = group.submit == queue::kForever ? 0 : std::max<queue::Time>(0, rw.start_time - group.submit);
-      as_pending.submit_time = now - waited;
+      as_pending.submit_time = now_ - waited;
       rw.priority = calculator.Compute(as_pending).total;
       // One budget group per workload (the planner's model). A gang whose pods fall under
       // different budgets is in a group that allows nothing; one whose pods are partly under one
@@ -579,27 +556,140 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
         rw.disruption_budget_group = absl::StrCat(id, "/", absl::StrJoin(group.budget_groups, "+"));
       }
     }
+    snap.running.reserve(running_.size());
+    for (auto& [id, group] : running_) snap.running.push_back(std::move(group.workload));
   }
-  snap.running.reserve(running.size());
-  for (auto& [id, group] : running) snap.running.push_back(std::move(group.workload));
 
-  // Built once, and only if some pending pod has an anti-affinity rule.
-  std::optional<std::vector<std::vector<const PodRecord*>>> bound_pods_by_node;
-  for (auto& [id, members] : pending_groups) {
-    std::sort(members.begin(), members.end(),
-              [](const PodRecord* a, const PodRecord* b) { return a->name < b->name; });
-    for (const PodRecord* p : members) out.pending_pods[id].pod_keys.push_back(p->key);
-    snap.pending.push_back(BuildPendingWorkload(id, members, options, &snap.resource_names, now,
-                                                [&](const PodRecord& first) {
-                                                  if (!bound_pods_by_node) {
-                                                    bound_pods_by_node = BoundPodsByNode(state, node_index,
-                                                                                         options.assumed_bindings);
-                                                  }
-                                                  return NodesWithoutMatchingPods(first, snap.nodes,
-                                                                                  *bound_pods_by_node);
-                                                }));
+  void AddPendingWorkloads() {
+    queue::Snapshot& snap = *out_.snapshot;
+    // Built once, and only if some pending pod has an anti-affinity rule.
+    std::optional<std::vector<std::vector<const PodRecord*>>> bound_pods_by_node;
+    auto allowed_nodes = [&](const PodRecord& first) {
+      if (!bound_pods_by_node) bound_pods_by_node = BoundPodsByNode(state_, node_index_, options_.assumed_bindings);
+      return NodesWithoutMatchingPods(first, snap.nodes, *bound_pods_by_node);
+    };
+    for (auto& [id, members] : pending_groups_) {
+      std::sort(members.begin(), members.end(),
+                [](const PodRecord* a, const PodRecord* b) { return a->name < b->name; });
+      for (const PodRecord* p : members) out_.pending_pods[id].pod_keys.push_back(p->key);
+      snap.pending.push_back(BuildPendingWorkload(id, members, options_, &snap.resource_names, now_, allowed_nodes));
+    }
   }
-  return out;
+
+  BuiltSnapshot Take() { return std::move(out_); }
+
+ private:
+  // A daemon pod's requests are not the pool's to plan: they come off its node's capacity.
+  void TakeDaemonPodsShare(const PodRecord& pod, queue::NodeIndex node) {
+    ResourceMapper mapper(&out_.snapshot->resource_names);
+    Resources used = mapper.Map(pod.requests);
+    used[queue::kPods] = 1;
+    queue::Resources& capacity = out_.snapshot->nodes[node].allocatable;
+    for (int i = 0; i < queue::kMaxResourceKinds; ++i) capacity[i] = std::max<int64_t>(0, capacity[i] - used[i]);
+  }
+
+  // A bound pod is scheduled as it was admitted: edits of its QOS, account or gang since are
+  // ignored (and reported), so re-annotating a running pod cannot make it un-preemptible.
+  std::shared_ptr<const PodRecord> AdmittedRecord(const std::shared_ptr<const PodRecord>& record) {
+    const PodRecord& pod = *record;
+    if (options_.admitted == nullptr) return record;
+    auto a = options_.admitted->find(std::string_view(AdmissionKey(pod)));
+    if (a == options_.admitted->end()) return record;
+    const PodRecord* admitted = a->second.get();
+    if (admitted != &pod && !(AdmittedValues(*admitted) == AdmittedValues(pod))) {
+      out_.ignored_edits.push_back(absl::StrCat("pod ", pod.key, ": annotations changed after admission (now ",
+                                                Describe(AdmittedValues(pod)), "); ignored, scheduled as admitted (",
+                                                Describe(AdmittedValues(*admitted)), ")"));
+    }
+    return a->second;
+  }
+
+  // Bound by someone else, or before the policy changed: what the namespace may not ask for is
+  // replaced by its defaults here too.
+  void ApplyNamespacePolicy(const PodRecord& pod, std::string& qos, std::string& account) {
+    const NamespacePolicy* policy = PolicyFor(options_, pod.namespace_);
+    if (policy == nullptr) return;
+    if (qos.empty()) qos = policy->default_qos;
+    if (account.empty()) account = policy->default_account;
+    if (!qos.empty() && !policy->allowed_qos.empty() && !Contains(policy->allowed_qos, qos)) {
+      out_.ignored_edits.push_back(absl::StrCat("pod ", pod.key, ": QOS \"", qos, "\" is not allowed in namespace \"",
+                                                pod.namespace_, "\"; scheduled as \"", policy->default_qos, "\""));
+      qos = policy->default_qos;
+    }
+    if (!account.empty() && !policy->allowed_accounts.empty() && !Contains(policy->allowed_accounts, account)) {
+      out_.ignored_edits.push_back(absl::StrCat("pod ", pod.key, ": account \"", account,
+                                                "\" is not allowed in namespace \"", pod.namespace_,
+                                                "\"; charged to \"", policy->default_account, "\""));
+      account = policy->default_account;
+    }
+  }
+
+  void AddBoundPod(const std::shared_ptr<const PodRecord>& record, queue::NodeIndex node) {
+    const PodRecord& pod = *record;
+    std::shared_ptr<const PodRecord> admitted_record = AdmittedRecord(record);
+    const PodRecord& as = *admitted_record;
+    std::string qos = as.qos, account = as.account;
+    const std::string id = WorkloadId(pod, as.group);
+    out_.admitted.emplace(std::string_view(AdmissionKey(as)), std::move(admitted_record));
+    ApplyNamespacePolicy(pod, qos, account);
+    RunningGroup& group = running_[id];
+    queue::RunningWorkload& rw = group.workload;
+    rw.id = id;
+    rw.qos = qos;
+    rw.account = account.empty() ? pod.namespace_ : account;
+    rw.gang_id = as.group.empty() ? "" : id;
+    const queue::Time start = pod.bound;
+    rw.start_time = rw.start_time == 0 ? start : std::min(rw.start_time, start);
+    ResourceMapper mapper(&out_.snapshot->resource_names);
+    Resources used = mapper.Map(pod.requests);
+    used[queue::kPods] = 1;
+    rw.allocations.push_back({node, used});
+    if (pod.priority && (!group.priority_class || *pod.priority > *group.priority_class)) {
+      group.priority_class = pod.priority;
+    }
+    group.submit = std::min(group.submit, pod.created);
+    for (int i = 0; i < queue::kMaxResourceKinds; ++i) group.per_member[i] = std::max(group.per_member[i], used[i]);
+    // The time limit it was admitted with (fixed when first seen), not today's annotation.
+    if (auto tl = ParseTimeLimit(as.time_limit); tl.ok()) {
+      rw.expected_end = rw.start_time + *tl;
+    } else if (as.active_deadline_seconds) {
+      // Kubernetes accepts any positive int64 here; past a century it means "no end we plan for".
+      rw.expected_end = rw.start_time + std::min(*as.active_deadline_seconds, kMaxTimeLimitSeconds);
+    }
+    if (!budgets_.empty()) {
+      if (std::string g = budgets_.GroupOf(pod); !g.empty()) group.budget_groups.insert(std::move(g));
+    }
+    out_.running_pods[id].pod_keys.push_back(pod.key);
+  }
+
+  // Pending: admitted as it is now, but with the time limit it was first seen with.
+  void AddPendingPod(const std::shared_ptr<const PodRecord>& record) {
+    std::shared_ptr<const PodRecord> as_record = WithFirstTimeLimit(record, options_.admitted);
+    if (as_record != record) first_limits_.push_back(as_record);  // kept alive for pending_groups_
+    out_.admitted.emplace(std::string_view(AdmissionKey(*as_record)), as_record);
+    pending_groups_[WorkloadId(*record, record->group)].push_back(as_record.get());
+  }
+
+  const KubeState& state_;
+  const SnapshotOptions& options_;
+  const queue::Time now_;
+  BuiltSnapshot out_;
+  std::map<std::string, queue::NodeIndex> node_index_;
+  const BudgetIndex budgets_;
+  std::map<std::string, RunningGroup> running_;
+  std::map<std::string, std::vector<const PodRecord*>> pending_groups_;
+  std::vector<std::shared_ptr<const PodRecord>> first_limits_;  // pending records given their first time limit
+};
+
+}  // namespace
+
+BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& options, queue::Time now) {
+  SnapshotAssembler assembler(state, options, now);
+  assembler.AddPoolNodes();
+  assembler.AddPods();
+  assembler.RankRunning();
+  assembler.AddPendingWorkloads();
+  return assembler.Take();
 }
 
 }  // namespace onequeue::scheduler

@@ -10,7 +10,8 @@
 // QOS, account and gang are read while a pod is pending; a bound pod keeps what it was admitted
 // with (SnapshotOptions::admitted).
 //   onequeue.io/time-limit   "90s", "30m", "2h", "1h30m" or seconds; else activeDeadlineSeconds;
-//                            none: a service
+//                            none: a service. Fixed when the pod is first seen (a valid or absent
+//                            limit; an unparsable one may be corrected): later edits are ignored.
 //   onequeue.io/group        gang name (per namespace); onequeue.io/group-size: its pod count
 // PodDisruptionBudgets: a running workload whose pods one budget covers is in that budget's group
 // (Snapshot::disruptions_allowed = its status.disruptionsAllowed), so the preemption planner only
@@ -37,8 +38,12 @@ inline constexpr const char* kTimeLimitAnnotation = "onequeue.io/time-limit";
 inline constexpr const char* kGroupAnnotation = "onequeue.io/group";
 inline constexpr const char* kGroupSizeAnnotation = "onequeue.io/group-size";
 inline constexpr const char* kOwnerAnnotation = "onequeue.io/owner";
-// Written by `oq hold` (the reason; removed by `oq release`): the workload waits, reason Held.
-inline constexpr const char* kHoldAnnotation = "onequeue.io/hold";
+// Written by `oq hold` to the pod's status (status "True", the reason in its message; `oq release`
+// sets "False"): the workload waits, reason Held. In the status, not an annotation, because the
+// pod's owner cannot write a pod's status (the edit and admin roles have no pods/status), so a
+// tenant cannot lift an administrator's hold (issue 24). The annotation onequeue.io/hold of
+// earlier versions is ignored.
+inline constexpr const char* kHeldCondition = "onequeue.io/Held";
 // The only topologyKey of inter-pod anti-affinity onequeue models (one domain per node).
 inline constexpr const char* kHostnameLabel = "kubernetes.io/hostname";
 // Label (kubernetes | slurm | reserved) and NoSchedule taint onequeue sets on the pool nodes it
@@ -61,10 +66,13 @@ struct NamespacePolicy {
 inline constexpr const char* kAnyNamespace = "*";
 
 // What a pod was admitted with: its QOS, account and gang as they were while it was pending (or,
-// for a pod first seen bound, when first seen). Later edits of a bound pod's annotations do not
-// change how it is scheduled (a running pod re-annotated "interactive" stays preemptible).
+// for a pod first seen bound, when first seen), and its time limit as it was when first seen.
+// Later edits of a bound pod's annotations do not change how it is scheduled (a running pod
+// re-annotated "interactive" stays preemptible; one given a longer limit still ends when it would).
 struct AdmittedAs {
   std::string qos, account, group, group_size;
+  std::string time_limit;
+  std::optional<int64_t> active_deadline_seconds;
   friend bool operator==(const AdmittedAs&, const AdmittedAs&) = default;
 };
 struct PodRecord;
@@ -109,7 +117,7 @@ struct PodRecord {
   bool daemon = false;
   // Annotations as written (onequeue.io/qos, account, time-limit, group, group-size).
   std::string qos, account, time_limit, group, group_size;
-  std::string hold;  // onequeue.io/hold: held by an administrator when non-empty
+  std::string hold;  // condition onequeue.io/Held (its message): held by an administrator when non-empty
   std::optional<int32_t> priority;
   queue::Time created = 0;
   // When it was bound (PodScheduled=True's transition), else `created`: a running pod's time limit
@@ -208,7 +216,10 @@ queue::PendingWorkload BuildPendingWorkload(
     const std::string& id, const std::vector<const PodRecord*>& members, const SnapshotOptions& options,
     queue::ResourceNames* resource_names, queue::Time now,
     const std::function<std::vector<std::string>(const PodRecord&)>& allowed_nodes);
-// The workload id of a pod: its key, or its gang's "<namespace>/group/<group>".
+// The workload id of a pod: its key, or its gang's "<namespace>/group/<group>". Slurm jobs are
+// "slurm/<job id>" (slurm_world.h), so a pod of namespace "slurm" is "slurm/pod/<name>": no pod id
+// ever reads as a Slurm job's, whose decisions would start, requeue or cancel that job.
+inline constexpr const char* kSlurmPodNamespace = "slurm";
 std::string WorkloadIdOf(const PodRecord& pod);
 
 // The QOS, account and gang annotations of a pod's record.

@@ -33,7 +33,7 @@ void UsageAccounting::ChargeJobs(const slurm::SlurmView& view) {
   std::set<uint32_t> still_listed;
   for (const auto& [id, job] : *view.jobs) {
     if (!slurm::IsFinished(job.state) || job.start_time == absl::InfinitePast() ||
-        job.end_time == absl::InfinitePast() || IsPlaceholderJob(job, reclaim_partition_)) {
+        job.end_time == absl::InfinitePast() || IsPlaceholderJob(job, reclaim_partition_, identity_)) {
       continue;
     }
     still_listed.insert(id);

@@ -10,14 +10,16 @@
 
 #include "queue/model.h"
 #include "scheduler/snapshot_builder.h"
+#include "slurm_bridge/ownership.h"
 #include "slurm_bridge/poller.h"
 
 namespace onequeue::scheduler {
 
 class UsageAccounting {
  public:
-  UsageAccounting(std::string reclaim_partition, queue::Duration half_life)
-      : reclaim_partition_(std::move(reclaim_partition)), half_life_(half_life) {}
+  // identity: onequeue's Slurm user, whose placeholders are fences, not usage (issue 24 M2).
+  UsageAccounting(std::string reclaim_partition, slurm::SlurmIdentity identity, queue::Duration half_life)
+      : reclaim_partition_(std::move(reclaim_partition)), identity_(std::move(identity)), half_life_(half_life) {}
   // Pods are charged when they stop running, Slurm jobs once when the poll shows them finished;
   // records older than ten half-lives (weighing less than 0.1 %) are dropped.
   void Charge(const BuiltSnapshot& built, const slurm::SlurmView* slurm_view, queue::Time now);
@@ -36,6 +38,7 @@ class UsageAccounting {
     double cores = 0;
   };
   std::string reclaim_partition_;
+  slurm::SlurmIdentity identity_;
   queue::Duration half_life_;
   std::map<std::string, RunningCharge> running_;  // running pod workload -> what it uses
   std::set<uint32_t> charged_jobs_;               // finished Slurm jobs already charged

@@ -37,11 +37,13 @@ absl::Status AdminRefusal(const std::string& node, const SlurmNode& n, const cha
       " (reason \"", n.reason, "\", not onequeue's): onequeue does not ", action, " it"));
 }
 
-// Drain status shared by both mechanisms: an untagged drain is an admin's.
-std::optional<OwnershipStatus> DrainStatus(const SlurmNode& n) {
+// Drain status shared by both mechanisms: a drain is onequeue's when its reason is tagged and
+// onequeue's identity set it; any other drain is an admin's.
+std::optional<OwnershipStatus> DrainStatus(const SlurmNode& n, const SlurmIdentity& identity) {
   if (!n.drain()) return std::nullopt;
   OwnershipStatus s;
-  if (std::optional<std::string> owner = OwnerFromTag(n.reason)) {
+  std::optional<std::string> owner = OwnerFromTag(n.reason);
+  if (owner && identity.WroteReason(n.reason_set_by_user)) {
     s.holder = NodeHolder::kOnequeue;
     s.owner = *owner;
     s.ready = n.drained();
@@ -52,24 +54,26 @@ std::optional<OwnershipStatus> DrainStatus(const SlurmNode& n) {
   return s;
 }
 
-bool AdminDrained(const SlurmNode& n) {
-  std::optional<OwnershipStatus> d = DrainStatus(n);
+bool AdminDrained(const SlurmNode& n, const SlurmIdentity& identity) {
+  std::optional<OwnershipStatus> d = DrainStatus(n, identity);
   return d && d->holder == NodeHolder::kAdmin;
 }
 
 constexpr char kPlaceholderPrefix[] = "onequeue-placeholder-";
 std::string PlaceholderName(const std::string& node) { return kPlaceholderPrefix + node; }
 
-// A live placeholder of `node`: found by name, partition and tag, so a restarted daemon finds it.
-bool IsPlaceholder(const SlurmJob& j, const std::string& node, const std::string& reclaim_partition) {
+// A live placeholder of `node`: found by name, partition, tag and submitter, so a restarted daemon
+// finds it and a user's job of the same name and comment is not taken for it.
+bool IsPlaceholder(const SlurmJob& j, const std::string& node, const std::string& reclaim_partition,
+                   const SlurmIdentity& identity) {
   return !IsFinished(j.state) && OwnerFromTag(j.comment) && j.partition == reclaim_partition &&
-         j.name == PlaceholderName(node);
+         j.name == PlaceholderName(node) && identity.Submitted(j.user);
 }
 
 // The one answer to "who holds this node", for Status() and OwnershipFromView() alike.
 // `placeholder`: the node's live placeholder (placeholder mechanism), or null.
-OwnershipStatus HolderOf(const SlurmNode& n, const SlurmJob* placeholder) {
-  std::optional<OwnershipStatus> drain = DrainStatus(n);
+OwnershipStatus HolderOf(const SlurmNode& n, const SlurmJob* placeholder, const SlurmIdentity& identity) {
+  std::optional<OwnershipStatus> drain = DrainStatus(n, identity);
   if (drain && drain->holder == NodeHolder::kAdmin) return *drain;
   if (placeholder != nullptr) {
     OwnershipStatus s;
@@ -105,19 +109,19 @@ class TaggingOwnership : public NodeOwnership {
 
 class DrainOwnership : public TaggingOwnership {
  public:
-  explicit DrainOwnership(SlurmApi& api) : api_(api) {}
+  DrainOwnership(SlurmApi& api, SlurmIdentity identity) : api_(api), identity_(std::move(identity)) {}
   const char* mechanism() const override { return "drain"; }
 
   absl::StatusOr<OwnershipStatus> Status(const std::string& node) override {
     absl::StatusOr<SlurmNode> n = api_.GetNode(node);
     if (!n.ok()) return n.status();
-    return HolderOf(*n, nullptr);
+    return HolderOf(*n, nullptr, identity_);
   }
 
   absl::Status Lend(const std::string& node) override {
     absl::StatusOr<SlurmNode> n = api_.GetNode(node);
     if (!n.ok()) return n.status();
-    std::optional<OwnershipStatus> d = DrainStatus(*n);
+    std::optional<OwnershipStatus> d = DrainStatus(*n, identity_);
     if (!d) return absl::OkStatus();  // already Slurm's
     if (d->holder == NodeHolder::kAdmin) return AdminRefusal(node, *n, "resume");
     return api_.UpdateNode(node, NodeUpdate{NodeUpdate::Kind::kResume, ""});
@@ -130,7 +134,7 @@ class DrainOwnership : public TaggingOwnership {
   absl::Status Hold(const std::string& node, const std::string& owner, bool retag) override {
     absl::StatusOr<SlurmNode> n = api_.GetNode(node);
     if (!n.ok()) return n.status();
-    if (std::optional<OwnershipStatus> d = DrainStatus(*n)) {
+    if (std::optional<OwnershipStatus> d = DrainStatus(*n, identity_)) {
       if (d->holder == NodeHolder::kAdmin) return AdminRefusal(node, *n, retag ? "retag" : "take over");
       if (d->owner == owner) return absl::OkStatus();
       if (!retag)
@@ -141,6 +145,7 @@ class DrainOwnership : public TaggingOwnership {
   }
 
   SlurmApi& api_;
+  const SlurmIdentity identity_;
 };
 
 class PlaceholderOwnership : public TaggingOwnership {
@@ -152,10 +157,10 @@ class PlaceholderOwnership : public TaggingOwnership {
   absl::StatusOr<OwnershipStatus> Status(const std::string& node) override {
     absl::StatusOr<SlurmNode> n = api_.GetNode(node);
     if (!n.ok()) return n.status();
-    if (AdminDrained(*n)) return HolderOf(*n, nullptr);  // no job list needed
+    if (AdminDrained(*n, options_.identity)) return HolderOf(*n, nullptr, options_.identity);  // no job list needed
     absl::StatusOr<std::vector<SlurmJob>> ph = Placeholders(node);
     if (!ph.ok()) return ph.status();
-    return HolderOf(*n, ph->empty() ? nullptr : &ph->front());
+    return HolderOf(*n, ph->empty() ? nullptr : &ph->front(), options_.identity);
   }
 
   absl::Status Lend(const std::string& node) override {
@@ -166,7 +171,7 @@ class PlaceholderOwnership : public TaggingOwnership {
     bool cancelled = false;
     absl::Time requeued_by = absl::InfinitePast();  // when the last placeholder started
     for (const SlurmJob& j : jobs->items) {
-      if (!IsPlaceholder(j, node, options_.reclaim_partition)) continue;
+      if (!IsPlaceholder(j, node, options_.reclaim_partition, options_.identity)) continue;
       absl::Status st = api_.CancelJob(j.job_id);
       if (!st.ok()) return st;
       Remember(node, std::nullopt);
@@ -199,7 +204,7 @@ class PlaceholderOwnership : public TaggingOwnership {
   absl::Status Hold(const std::string& node, const std::string& owner, bool retag) override {
     absl::StatusOr<SlurmNode> n = api_.GetNode(node);
     if (!n.ok()) return n.status();
-    if (AdminDrained(*n)) return AdminRefusal(node, *n, retag ? "retag" : "take over");
+    if (AdminDrained(*n, options_.identity)) return AdminRefusal(node, *n, retag ? "retag" : "take over");
     absl::StatusOr<std::vector<SlurmJob>> ph = Placeholders(node);
     if (!ph.ok()) return ph.status();
     if (ph->empty()) return SubmitPlaceholder(node, owner);
@@ -245,14 +250,16 @@ class PlaceholderOwnership : public TaggingOwnership {
     }
     if (known) {
       absl::StatusOr<SlurmJob> j = api_.GetJob(*known);
-      if (j.ok() && IsPlaceholder(*j, node, options_.reclaim_partition)) return std::vector<SlurmJob>{*std::move(j)};
+      if (j.ok() && IsPlaceholder(*j, node, options_.reclaim_partition, options_.identity)) {
+        return std::vector<SlurmJob>{*std::move(j)};
+      }
       if (!j.ok() && !absl::IsNotFound(j.status())) return j.status();
     }
     absl::StatusOr<JobListing> jobs = api_.ListJobs();
     if (!jobs.ok()) return jobs.status();
     std::vector<SlurmJob> out;
     for (SlurmJob& j : jobs->items)
-      if (IsPlaceholder(j, node, options_.reclaim_partition)) out.push_back(std::move(j));
+      if (IsPlaceholder(j, node, options_.reclaim_partition, options_.identity)) out.push_back(std::move(j));
     Remember(node, out.empty() ? std::nullopt : std::optional<uint32_t>(out.front().job_id));
     return out;
   }
@@ -273,25 +280,28 @@ class PlaceholderOwnership : public TaggingOwnership {
 }  // namespace
 
 std::map<std::string, OwnershipStatus> OwnershipFromView(const SlurmView& view, const std::string& mechanism,
-                                                         const std::string& reclaim_partition) {
+                                                         const std::string& reclaim_partition,
+                                                         const SlurmIdentity& identity) {
   // The first live placeholder of each node, in job id order (one pass over the jobs).
   std::map<std::string, const SlurmJob*> placeholders;
   if (mechanism == "placeholder") {
     for (const auto& [id, j] : *view.jobs) {
       absl::string_view node = j.name;
       if (!absl::ConsumePrefix(&node, kPlaceholderPrefix)) continue;
-      if (IsPlaceholder(j, std::string(node), reclaim_partition)) placeholders.emplace(std::string(node), &j);
+      if (IsPlaceholder(j, std::string(node), reclaim_partition, identity)) placeholders.emplace(std::string(node), &j);
     }
   }
   std::map<std::string, OwnershipStatus> out;
   for (const auto& [name, n] : *view.nodes) {
     auto it = placeholders.find(name);
-    out.emplace(name, HolderOf(n, it == placeholders.end() ? nullptr : it->second));
+    out.emplace(name, HolderOf(n, it == placeholders.end() ? nullptr : it->second, identity));
   }
   return out;
 }
 
-std::unique_ptr<NodeOwnership> MakeDrainOwnership(SlurmApi& api) { return std::make_unique<DrainOwnership>(api); }
+std::unique_ptr<NodeOwnership> MakeDrainOwnership(SlurmApi& api, SlurmIdentity identity) {
+  return std::make_unique<DrainOwnership>(api, std::move(identity));
+}
 
 std::unique_ptr<NodeOwnership> MakePlaceholderOwnership(SlurmApi& api, PlaceholderOptions options,
                                                         std::function<absl::Time()> now) {

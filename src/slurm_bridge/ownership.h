@@ -8,6 +8,13 @@
 // Every action is idempotent and tagged, so a restarted daemon finds its own drains and
 // placeholders from Slurm alone; a drain whose reason lacks the tag is an admin's and is never
 // changed: Lend and Reclaim refuse with kFailedPrecondition and say why.
+// A tag proves nothing by itself (issue 24 M2): any user may name a job
+// "onequeue-placeholder-<node>" and write "onequeue:..." in its comment, and any operator may
+// drain a node with such a reason. So a tag counts only on what onequeue's own Slurm identity
+// wrote, as Slurm records it: a placeholder's job user (user_name) is slurm.user, whose token
+// submits it; a drain's reason_set_by_user is slurm.user (REST) or the daemon's own Unix user
+// (scontrol, v0.0.38). Anything else tagged is someone else's: a forged placeholder is that user's
+// job, a drain by another user an admin's (hands off).
 #pragma once
 
 #include <functional>
@@ -29,6 +36,16 @@ inline constexpr char kOwnerTagPrefix[] = "onequeue:";
 std::string OwnerTag(const std::string& owner);  // "onequeue:<owner>"
 // The owner named by a tag at the start of `text`, if it is one of onequeue's.
 std::optional<std::string> OwnerFromTag(const std::string& text);
+
+// Who onequeue is in Slurm: only what these users wrote can be onequeue's.
+struct SlurmIdentity {
+  std::string rest_user;      // slurm.user: the token's user, which submits placeholders and drains over REST
+  std::string scontrol_user;  // the daemon's Unix user, when scontrol drains (v0.0.38); "" = none
+  bool WroteReason(const std::string& user) const {
+    return !user.empty() && (user == rest_user || user == scontrol_user);
+  }
+  bool Submitted(const std::string& job_user) const { return !job_user.empty() && job_user == rest_user; }
+};
 
 enum class NodeHolder {
   kSlurm,      // lent: Slurm may run jobs there
@@ -66,18 +83,21 @@ class NodeOwnership {
 // Who holds every node, read from one poll's view alone (no request): the answer Status() gives,
 // for all nodes at once, so the daemon can check every pool node every cycle for free. For the
 // placeholder mechanism a placeholder is a live (pending or running) job of `reclaim_partition`
-// named onequeue-placeholder-<node> with an onequeue tag in its comment. `mechanism`: "drain" or
-// "placeholder" (anything else reads as "drain"). Nodes absent from the view are absent from the map.
+// named onequeue-placeholder-<node> with an onequeue tag in its comment, submitted by
+// `identity.rest_user`. `mechanism`: "drain" or "placeholder" (anything else reads as "drain").
+// Nodes absent from the view are absent from the map.
 std::map<std::string, OwnershipStatus> OwnershipFromView(const SlurmView& view, const std::string& mechanism,
-                                                         const std::string& reclaim_partition);
+                                                         const std::string& reclaim_partition,
+                                                         const SlurmIdentity& identity);
 
-std::unique_ptr<NodeOwnership> MakeDrainOwnership(SlurmApi& api);
+std::unique_ptr<NodeOwnership> MakeDrainOwnership(SlurmApi& api, SlurmIdentity identity);
 
 struct PlaceholderOptions {
   std::string reclaim_partition = "reclaim";  // PriorityTier above the shared partitions
   std::string working_directory = "/tmp";     // must exist on the node, writable by the token's user
   uint32_t time_limit_minutes = 0;            // 0 = the partition's default
   std::string script = "#!/bin/sh\nexec sleep 100000000\n";
+  SlurmIdentity identity;  // who submits the placeholders (rest_user) and drains
 };
 // `now` is used for begin_time when releasing the requeued jobs.
 std::unique_ptr<NodeOwnership> MakePlaceholderOwnership(SlurmApi& api, PlaceholderOptions options,

@@ -161,6 +161,19 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
   EXPECT_FALSE(by_kind["Deployment"]["spec"]["strategy"]);
   const std::string default_config = by_kind["ConfigMap"]["data"]["config.yaml"].as<std::string>();
   EXPECT_EQ(YAML::Load(default_config)["server"]["grpcAddress"].as<std::string>(), "127.0.0.1:50051");
+  // Issue 24, secure defaults: namespacePolicies [] is no "anything goes". Namespaces without an
+  // entry ("*") may use only the QOS that cannot preempt and are preemptible: not interactive.
+  const YAML::Node policies = YAML::Load(default_config)["queue"]["namespacePolicies"];
+  ASSERT_EQ(policies.size(), 1u) << default_config;
+  EXPECT_EQ(policies[0]["namespace"].as<std::string>(), "*");
+  std::vector<std::string> allowed;
+  for (const auto& q : policies[0]["allowedQos"]) allowed.push_back(q.as<std::string>());
+  EXPECT_EQ(allowed, (std::vector<std::string>{"normal", "scavenger"}));
+  // A "*" entry of the user's own is kept as it is.
+  const CommandResult own_any = Helm({"template", "onequeue", Chart(), "-n", kNamespace, "--set-json",
+                                      R"(queue.namespacePolicies=[{"namespace":"*","allowedQos":["interactive"]}])"});
+  ASSERT_EQ(own_any.exit_code, 0) << own_any.output;
+  EXPECT_THAT(own_any.output, HasSubstr(R"(namespacePolicies: [{"allowedQos":["interactive"],"namespace":"*"}])"));
 
   // The chart's config.yaml is one the daemon accepts.
   const std::string config = by_kind["ConfigMap"]["data"]["config.yaml"].as<std::string>();
@@ -187,9 +200,15 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
   }
   EXPECT_TRUE(saw_deployment);
 
-  // With an admin token the API listens on the pod's IP (for the Service), and the daemon accepts it.
+  // Issue 24: an admin token without TLS is refused (it would cross the network in clear).
+  const CommandResult token_in_clear = Helm({"template", "onequeue", Chart(), "-n", kNamespace, "--set",
+                                             "admin.tokenSecret.name=onequeue-admin-token"});
+  EXPECT_NE(token_in_clear.exit_code, 0);
+  EXPECT_THAT(token_in_clear.output, HasSubstr("admin.tokenSecret.name needs tls.secretName"));
+  // With an admin token and TLS the API listens on the pod's IP (for the Service), and the daemon accepts it.
   const CommandResult with_token = Helm({"template", "onequeue", Chart(), "-n", kNamespace, "--set",
-                                         "admin.tokenSecret.name=onequeue-admin-token"});
+                                         "admin.tokenSecret.name=onequeue-admin-token", "--set",
+                                         "tls.secretName=onequeue-grpc-tls"});
   ASSERT_EQ(with_token.exit_code, 0) << with_token.output;
   for (const YAML::Node& doc : YAML::LoadAll(with_token.output)) {
     if (!doc || !doc["kind"] || doc["kind"].as<std::string>() != "ConfigMap") continue;
@@ -294,12 +313,14 @@ TEST_F(HelmE2E, EveryValueInValuesYamlReachesTheDaemon) {
       {"slurm.tokenSecret.key", {"slurm.tokenFile", [](const std::string& v) { return "/var/run/onequeue/slurm/" + v; }}},
       {"admin.tokenSecret.key", {"server.adminTokenFile", [](const std::string& v) { return "/var/run/onequeue/admin/" + v; }}},
       {"health.cycleAgeSeconds", {"server.healthCycleAgeSeconds", [](const std::string& v) { return v; }}},
+      {"admin.allowInsecureWithoutTls", {"server.allowInsecureAdminToken", [](const std::string& v) { return v; }}},
   };
   // Settings a changed value needs to render at all.
   const std::map<std::string, std::vector<std::string>> needs = {
       {"slurm.enabled", {"slurm.url=http://127.0.0.1:6820"}},
       {"slurm.tokenSecret.name", {"slurm.enabled=true", "slurm.url=http://127.0.0.1:6820"}},
-      {"admin.tokenSecret.key", {"admin.tokenSecret.name=onequeue-admin-token"}},
+      {"admin.tokenSecret.key", {"admin.tokenSecret.name=onequeue-admin-token", "tls.secretName=onequeue-grpc-tls"}},
+      {"admin.tokenSecret.name", {"tls.secretName=onequeue-grpc-tls"}},  // a token needs TLS (issue 24)
       {"leaderElection.enabled", {"replicaCount=1"}},
   };
   // A different, valid value for each kind of leaf.
@@ -372,6 +393,10 @@ TEST_F(HelmE2E, EveryValueInValuesYamlReachesTheDaemon) {
     }
     std::string config_key = path;
     json expected = Normal(v);
+    // Without a "*" entry of its own the chart adds one: only the QOS that cannot preempt (issue 24).
+    if (path == "queue.namespacePolicies") {
+      expected.push_back(Normal(json{{"allowedQos", json::array({"normal", "scavenger"})}, {"namespace", "*"}}));
+    }
     if (auto r = renamed.find(path); r != renamed.end()) {
       config_key = r->second.first;
       expected = r->second.second(plain);

@@ -129,7 +129,8 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
     if (!admin_token_file_.empty()) {  // oq's admin calls accepted with this file's token
       const std::string server_end = "metricsAddress: \"127.0.0.1:0\"}";
       base.replace(base.find(server_end), server_end.size(),
-                   absl::StrCat("metricsAddress: \"127.0.0.1:0\", adminTokenFile: \"", admin_token_file_, "\"}"));
+                   absl::StrCat("metricsAddress: \"127.0.0.1:0\", adminTokenFile: \"", admin_token_file_,
+                                "\", allowInsecureAdminToken: true}"));  // loopback, a local test
     }
     const std::string yaml = absl::StrCat(
         base, "slurm:\n",

@@ -44,7 +44,7 @@ poolLabel: onequeue.io/pool
 slurm: {enabled: true, url: "https://slurmrestd:6820", tokenFile: /var/run/onequeue/slurm/token, lendMechanism: placeholder, sharedPartitions: [batch]}
 queue:
   qos: [{name: interactive, priority: 1000, canPreempt: true, preemptible: false}, {name: batch, priority: 10}]
-server: {grpcAddress: "0.0.0.0:50051", metricsAddress: "0.0.0.0:9090", adminTokenFile: /var/run/onequeue/admin/token}
+server: {grpcAddress: "0.0.0.0:50051", metricsAddress: "0.0.0.0:9090", adminTokenFile: /var/run/onequeue/admin/token, tlsCertFile: /var/run/onequeue/tls/tls.crt, tlsKeyFile: /var/run/onequeue/tls/tls.key}
 leaderElection: {enabled: true, namespace: onequeue-system, leaseName: onequeue, leaseDurationSeconds: 15}
 YAML
 out=$(chroot --userspec=65532:65532 "$root" /usr/bin/onequeue-scheduler --check-config --config /tmp/config.yaml) ||

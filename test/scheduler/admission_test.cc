@@ -317,5 +317,75 @@ TEST(AdmissionTest, APodThatTheMultifactorRanksHigherIsNotPreemptedByAnEqualQosW
   EXPECT_THAT(plan2.preemptions[0].victims, ElementsAre("ns/running"));
 }
 
+// --- Issue 24 M4: what a tenant cannot change or lift -----------------------------------------
+
+// The time limit (onequeue.io/time-limit, else activeDeadlineSeconds) is fixed when the pod is
+// first seen: a limit edited later, pending or bound, is ignored (and reported), so a tenant
+// cannot be backfilled on a short limit and then lengthen it.
+TEST(AdmissionTest, TheTimeLimitIsFixedWhenThePodIsFirstSeen) {
+  SnapshotOptions o;
+  o.known_qos = {"scavenger"};
+  const json first_seen = {{"onequeue.io/qos", "scavenger"}, {"onequeue.io/time-limit", "30m"}};
+  auto first = BuildSnapshot({PoolNode("n1")}, {Pod("ns", "p", first_seen)}, o, kNow);
+  ASSERT_NE(Pending(first, "ns/p"), nullptr);
+  ASSERT_EQ(Pending(first, "ns/p")->time_limit, 1800);
+  // Still pending, edited: the limit it was first seen with stays.
+  o.admitted = &first.admitted;
+  auto edited = BuildSnapshot(
+      {PoolNode("n1")}, {Pod("ns", "p", {{"onequeue.io/qos", "scavenger"}, {"onequeue.io/time-limit", "1m"}})}, o, kNow);
+  ASSERT_NE(Pending(edited, "ns/p"), nullptr);
+  EXPECT_EQ(Pending(edited, "ns/p")->time_limit, 1800);
+  // Bound, then lengthened to 100 hours: it still ends 30 minutes after it started.
+  o.admitted = &edited.admitted;
+  auto bound = BuildSnapshot(
+      {PoolNode("n1")}, {Pod("ns", "p", {{"onequeue.io/qos", "scavenger"}, {"onequeue.io/time-limit", "100h"}}, "n1")},
+      o, kNow);
+  ASSERT_EQ(bound.snapshot->running.size(), 1u);
+  EXPECT_EQ(bound.snapshot->running[0].expected_end, bound.snapshot->running[0].start_time + 1800);
+  ASSERT_EQ(bound.ignored_edits.size(), 1u);
+  EXPECT_THAT(bound.ignored_edits[0], HasSubstr("time limit"));
+}
+
+// An unparsable limit is not fixed: the tenant may correct it while the pod waits.
+TEST(AdmissionTest, AnInvalidTimeLimitMayBeCorrectedWhilePending) {
+  SnapshotOptions o;
+  o.known_qos = {"scavenger"};
+  auto first = BuildSnapshot(
+      {PoolNode("n1")}, {Pod("ns", "p", {{"onequeue.io/qos", "scavenger"}, {"onequeue.io/time-limit", "soon"}})}, o, kNow);
+  ASSERT_EQ(Pending(first, "ns/p")->admission_error, queue::AdmissionError::kInvalidAnnotation);
+  o.admitted = &first.admitted;
+  auto fixed = BuildSnapshot(
+      {PoolNode("n1")}, {Pod("ns", "p", {{"onequeue.io/qos", "scavenger"}, {"onequeue.io/time-limit", "10m"}})}, o, kNow);
+  EXPECT_EQ(Pending(fixed, "ns/p")->admission_error, queue::AdmissionError::kNone);
+  EXPECT_EQ(Pending(fixed, "ns/p")->time_limit, 600);
+}
+
+// `oq hold` is recorded in the pod's status (condition onequeue.io/Held), which the pod's owner
+// cannot write (the edit and admin roles have no pods/status), not in an annotation the owner
+// can delete; an owner's own onequeue.io/hold annotation neither holds nor releases anything.
+k8s::Pod WithHeldCondition(k8s::Pod pod, const std::string& status, const std::string& message) {
+  pod.conditions.push_back({"onequeue.io/Held", status, "HeldByAdministrator", message, ""});
+  return pod;
+}
+
+TEST(AdmissionTest, AHoldIsTheHeldConditionAndTheOwnersAnnotationCannotLiftIt) {
+  SnapshotOptions o;
+  o.known_qos = {"scavenger"};
+  const json plain = {{"onequeue.io/qos", "scavenger"}};
+  json annotated = plain;
+  annotated["onequeue.io/hold"] = "maintenance";
+  auto built = BuildSnapshot(
+      {PoolNode("n1")},
+      {WithHeldCondition(Pod("ns", "held", plain), "True", "maintenance"),  // held; owner removed any annotation
+       WithHeldCondition(Pod("ns", "released", plain), "False", ""),        // oq release
+       Pod("ns", "annotated", annotated)},                                  // the owner's annotation alone
+      o, kNow);
+  ASSERT_NE(Pending(built, "ns/held"), nullptr);
+  EXPECT_TRUE(Pending(built, "ns/held")->held);
+  EXPECT_FALSE(Pending(built, "ns/released")->held);
+  EXPECT_FALSE(Pending(built, "ns/annotated")->held);
+  EXPECT_EQ(PodRecord::From(WithHeldCondition(Pod("ns", "held", plain), "True", "maintenance")).hold, "maintenance");
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler

@@ -60,6 +60,12 @@ class EventWorld : public World {
     p->metadata.annotations[annotation] = value;
     source_.UpsertPod(*p);
   }
+  // `oq hold`: the Held condition in the pod's status.
+  void Hold(const std::string& key, const std::string& reason) {
+    k8s::Pod* p = Find(key);
+    p->conditions.push_back({kHeldCondition, "True", "HeldByAdministrator", reason, ""});
+    source_.UpsertPod(*p);
+  }
   void Delete(const std::string& key) {
     source_.DeletePod(*Find(key));
     DeletePod(key);
@@ -148,7 +154,7 @@ TEST(ArrivalCycleTest, ArrivalsOneByOneBindWhereAFullCycleWouldAndAWaitingOneIsR
   EXPECT_TRUE(t.Cycle(kNow + 6).incremental);
   t.Both([](EventWorld& w) { w.Annotate("ns/a1", "example.com/note", "x"); });
   EXPECT_TRUE(t.Cycle(kNow + 6).incremental) << "a bound pod's unrelated change";
-  t.Both([](EventWorld& w) { w.Annotate("ns/a5", kHoldAnnotation, "maintenance"); });
+  t.Both([](EventWorld& w) { w.Hold("ns/a5", "maintenance"); });
   EXPECT_FALSE(t.Cycle(kNow + 7).incremental) << "held: a pending pod changed";
 
   // Five seconds after the last full cycle (kNow + 7), the next one is full whatever changed.

@@ -298,7 +298,8 @@ TEST(ConfigTest, GrpcBeyondLoopbackNeedsTheAdminToken) {
     EXPECT_THAT(std::string(c.status().message()),
                 HasSubstr("server.grpcAddress: is \"" + address + "\": listening beyond loopback needs server.adminTokenFile"));
     auto with_token = ParseConfig(
-        std::string(kHeader) + "server: {grpcAddress: \"" + address + "\", adminTokenFile: /t}\n", "mem");
+        std::string(kHeader) + "server: {grpcAddress: \"" + address + "\", adminTokenFile: /t, tlsCertFile: /c, tlsKeyFile: /k}\n",
+        "mem");
     EXPECT_TRUE(with_token.ok()) << with_token.status();
   }
   for (const std::string address : {"127.0.0.1:0", "localhost:50051", "[::1]:50051", "unix:///run/oq.sock"}) {
@@ -335,6 +336,30 @@ TEST(ConfigTest, MaxResponseBytesIsBounded) {
     ASSERT_FALSE(bad.ok()) << v;
     EXPECT_THAT(std::string(bad.status().message()), HasSubstr("kubernetes.maxResponseBytes: must be from 1048576"));
   }
+}
+
+// Issue 24 (secure defaults): an admin token is never sent in clear. server.adminTokenFile without
+// TLS is refused with the reason, unless server.allowInsecureAdminToken says so (local tests);
+// a unix socket never leaves the host and needs no TLS.
+TEST(ConfigTest, AnAdminTokenWithoutTlsIsRefusedUnlessExplicitlyAllowed) {
+  auto plain = ParseConfig(std::string(kHeader) + "server: {grpcAddress: \"127.0.0.1:50051\", adminTokenFile: /t}\n", "mem");
+  ASSERT_FALSE(plain.ok());
+  EXPECT_THAT(std::string(plain.status().message()),
+              HasSubstr("server.adminTokenFile: is set but the gRPC API has no TLS"));
+  auto beyond = ParseConfig(std::string(kHeader) + "server: {grpcAddress: \"0.0.0.0:50051\", adminTokenFile: /t}\n", "mem");
+  EXPECT_FALSE(beyond.ok());
+  auto tls = ParseConfig(std::string(kHeader) +
+                             "server: {grpcAddress: \"0.0.0.0:50051\", adminTokenFile: /t, tlsCertFile: /c, tlsKeyFile: /k}\n",
+                         "mem");
+  EXPECT_TRUE(tls.ok()) << tls.status();
+  auto allowed = ParseConfig(std::string(kHeader) +
+                                 "server: {grpcAddress: \"127.0.0.1:50051\", adminTokenFile: /t, allowInsecureAdminToken: true}\n",
+                             "mem");
+  EXPECT_TRUE(allowed.ok()) << allowed.status();
+  auto socket = ParseConfig(std::string(kHeader) + "server: {grpcAddress: \"unix:///run/oq.sock\", adminTokenFile: /t}\n", "mem");
+  EXPECT_TRUE(socket.ok()) << socket.status();
+  // No token: nothing to protect, plaintext on loopback as before.
+  EXPECT_TRUE(ParseConfig(std::string(kHeader) + "server: {grpcAddress: \"127.0.0.1:50051\"}\n", "mem").ok());
 }
 
 }  // namespace

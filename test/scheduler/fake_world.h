@@ -92,12 +92,14 @@ class FakeSlurm : public SlurmActions {
       if (!placeholder) {
         n.state_flags = {"DRAIN"};
         n.reason = "onequeue:" + f->second;
+        n.reason_set_by_user = "slurm";  // slurm.user's token drains
       } else {
         slurm::SlurmJob ph;
         ph.job_id = 900000 + static_cast<uint32_t>(jobs.size());
         ph.name = "onequeue-placeholder-" + name;
         ph.partition = "reclaim";
         ph.comment = "onequeue:" + f->second;
+        ph.user = "slurm";  // slurm.user's token submits
         ph.state = slurm::JobState::kRunning;
         ph.nodes = {name};
         jobs[ph.job_id] = ph;

@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   (void)sch::ParseTimeLimit(v[2]);
   const char* keys[] = {sch::kQosAnnotation, sch::kAccountAnnotation, sch::kTimeLimitAnnotation,
-                        sch::kGroupAnnotation, sch::kGroupSizeAnnotation, sch::kHoldAnnotation};
+                        sch::kGroupAnnotation, sch::kGroupSizeAnnotation, "onequeue.io/hold"};
   json annotations = json::object();
   for (int i = 0; i < 6; ++i) {
     if (!v[i].empty()) annotations[keys[i]] = v[i];

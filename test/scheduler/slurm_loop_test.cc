@@ -336,5 +336,38 @@ TEST(SlurmLoopTest, AJobReleasedFromAnAdminHoldIsHeldByOnequeueAgainWhileItWaits
   EXPECT_THAT(c.slurm.Job(7).comment, HasSubstr("onequeue:"));
 }
 
+// Issue 24 M5: a pod's workload id never reads as a Slurm job's. A pod named "123" in namespace
+// "slurm" had the id "slurm/123", the id of Slurm job 123: the plan's decision to start the pod
+// force-started the real job (pinned to the node, released with the top priority) instead.
+TEST(SlurmLoopTest, APodNamedLikeASlurmJobIsBoundAndTheJobIsNotStarted) {
+  Cluster c(1);
+  c.slurm.Submit(123, 64);  // fits no node: only the id collision could start it
+  c.k8s.AddPod("123", "2", "normal");
+  c.k8s.Find("ns/123")->metadata.namespace_ = "slurm";
+  Config cfg = SlurmConfig();
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  for (int t = 0; t < 3; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_THAT(c.slurm.calls, ::testing::Not(Contains("start 123")));
+  EXPECT_EQ(c.k8s.NodeOf("slurm/123"), "n1");
+  EXPECT_NE(c.k8s.OwnerOf("n1"), "slurm/123");
+}
+
+// Issue 24 M5, the running side: a bound pod "slurm/7" chosen as a victim is evicted; Slurm job 7
+// (running outside the pool) is not requeued in its place.
+TEST(SlurmLoopTest, ARunningPodNamedLikeASlurmJobIsEvictedNotTheJob) {
+  Cluster c(1);
+  c.slurm.Submit(7);
+  c.slurm.Run(7, "elsewhere");  // a Slurm node outside the pool
+  c.k8s.AddPod("7", "8", "batch", "n1");
+  c.k8s.Find("ns/7")->metadata.namespace_ = "slurm";
+  c.k8s.SetNodeOwner("n1", "kubernetes");
+  c.k8s.AddPod("jupyter", "8", "interactive");
+  Config cfg = SlurmConfig();
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  for (int t = 0; t < 3; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.requeues[7], 0);
+  EXPECT_THAT(c.k8s.evictions, Contains("slurm/7"));
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler

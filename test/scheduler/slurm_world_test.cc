@@ -203,12 +203,38 @@ TEST(SlurmWorldTest, PlaceholdersAreTheFenceNotWorkloads) {
   SlurmJob ph = Job(9, JobState::kRunning, "reclaim");
   ph.name = "onequeue-placeholder-n1";
   ph.comment = "onequeue:kubernetes";
+  ph.user = "slurm";  // slurm.user, which submits the placeholders
   ph.nodes = {"n1"};
   f.jobs[9] = ph;
   auto [built, records] = f.Build();
   EXPECT_TRUE(built.snapshot->running.empty());
   EXPECT_EQ(records.nodes.at("n1").holder.holder, slurm::NodeHolder::kOnequeue);
   EXPECT_EQ(records.nodes.at("n1").holder.owner, "kubernetes");
+}
+
+// Issue 24 M2: a user's job dressed as a placeholder (right name, partition and tag, another user)
+// is a job like any other, not onequeue's fence; a tagged drain another user set is an admin's.
+TEST(SlurmWorldTest, APlaceholderOrDrainAnotherUserWroteIsNotOnequeues) {
+  Fixture f;
+  f.options.mechanism = "placeholder";
+  f.k8s_nodes = {PoolNode("n1"), PoolNode("n2")};
+  f.nodes["n1"] = Node("n1");
+  f.nodes["n2"] = Node("n2");
+  f.nodes["n2"].state_flags = {"DRAIN"};
+  f.nodes["n2"].reason = "onequeue:kubernetes";
+  f.nodes["n2"].reason_set_by_user = "mallory";
+  SlurmJob forged = Job(9, JobState::kRunning, "reclaim");
+  forged.name = "onequeue-placeholder-n1";
+  forged.comment = "onequeue:kubernetes";
+  forged.user = "mallory";
+  forged.nodes = {"n1"};
+  f.jobs[9] = forged;
+  auto [built, records] = f.Build();
+  EXPECT_EQ(records.nodes.at("n1").holder.holder, slurm::NodeHolder::kSlurm);
+  ASSERT_EQ(built.snapshot->running.size(), 1u);  // counted as the load it is
+  EXPECT_EQ(built.snapshot->running[0].id, "slurm/9");
+  EXPECT_EQ(records.nodes.at("n2").holder.holder, slurm::NodeHolder::kAdmin);
+  EXPECT_FALSE(records.nodes.at("n2").slurm_usable);
 }
 
 TEST(SlurmWorldTest, WorkloadIds) {

@@ -22,6 +22,7 @@ class FakeSlurmApi : public SlurmApi {
   std::vector<std::string> calls;
   std::vector<std::pair<uint32_t, JobUpdate>> job_updates;  // every UpdateJob, in order
   uint32_t next_job_id = 1000;
+  std::string user = "slurm";  // the token's user: submits jobs and sets node reasons
 
   ApiVersion version() const override { return ApiVersion::kV0041; }
 
@@ -72,6 +73,7 @@ class FakeSlurmApi : public SlurmApi {
     j.name = s.name;
     j.partition = s.partition;
     j.comment = s.comment;
+    j.user = user;  // slurmctld: the token's user submits
     j.state = JobState::kPending;
     j.required_nodes = {s.nodelist};
     jobs[j.job_id] = j;
@@ -121,9 +123,11 @@ class FakeSlurmApi : public SlurmApi {
     if (u.kind == NodeUpdate::Kind::kDrain) {
       n.state_flags.insert("DRAIN");
       n.reason = u.reason;
+      n.reason_set_by_user = user;  // slurmctld records who set the reason
     } else {
       n.state_flags.erase("DRAIN");
       n.reason.clear();
+      n.reason_set_by_user.clear();
     }
     return absl::OkStatus();
   }

@@ -6,6 +6,7 @@
 // same behaviour is asserted on every Slurm; what differs by version (node updates and requeue over
 // scontrol or REST, how a rejected token is reported) is asserted per version. No mock of slurmrestd
 // anywhere.
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +42,11 @@ using ::onequeue::testing::SlurmCommand;
 using ::testing::HasSubstr;
 
 const SlurmClusterInfo& Info() { return SlurmClusterEnvironment::Info(); }
+// onequeue's Slurm identity here: the token's user, and this process's (scontrol drains as it).
+SlurmIdentity Onequeue() {
+  const passwd* pw = getpwuid(geteuid());
+  return {Info().user, pw == nullptr ? "" : pw->pw_name};
+}
 
 // A value of DIR/slurm.env, which slurm-up.sh writes: SLURM_RELEASE, SLURMRESTD_API, ...
 std::string ClusterEnv(const std::string& key) {
@@ -253,7 +259,7 @@ TEST_F(SlurmBridgeIntegrationTest, JobsNodesAndPartitionsMatchSqueueAndSinfo) {
 }
 
 TEST_F(SlurmBridgeIntegrationTest, DrainAndResumeAreVisibleOverRest) {
-  auto own = MakeDrainOwnership(*api_);
+  auto own = MakeDrainOwnership(*api_, Onequeue());
   const std::string node = Info().nodes.back();
   ASSERT_TRUE(own->Reclaim(node, "pod-a").ok());
   ASSERT_TRUE(own->Reclaim(node, "pod-a").ok());  // idempotent
@@ -269,7 +275,7 @@ TEST_F(SlurmBridgeIntegrationTest, DrainAndResumeAreVisibleOverRest) {
   EXPECT_TRUE(absl::IsFailedPrecondition(own->Reclaim(node, "pod-b")));
   // A restarted daemon (a fresh client) finds its own drain from Slurm alone.
   std::unique_ptr<SlurmApi> fresh = Connect();
-  EXPECT_EQ(MakeDrainOwnership(*fresh)->Status(node)->owner, "pod-a");
+  EXPECT_EQ(MakeDrainOwnership(*fresh, Onequeue())->Status(node)->owner, "pod-a");
 
   ASSERT_TRUE(own->Lend(node).ok());
   ASSERT_TRUE(WaitFor([&] {
@@ -305,9 +311,9 @@ TEST_F(SlurmBridgeIntegrationTest, NodeUpdatesGoOverRestFromV0039AndNeedScontrol
 TEST_F(SlurmBridgeIntegrationTest, AdminDrainSurvivesEverythingOnequeueDoes) {
   const std::string node = Info().nodes[Info().nodes.size() - 2];
   Slurm({"scontrol", "update", "nodename=" + node, "state=drain", "reason=admin maintenance"});
-  auto drain = MakeDrainOwnership(*api_);
+  auto drain = MakeDrainOwnership(*api_, Onequeue());
   auto placeholder = MakePlaceholderOwnership(
-      *api_, {.reclaim_partition = Info().reclaim_partition, .working_directory = Info().jobs_dir},
+      *api_, {.reclaim_partition = Info().reclaim_partition, .working_directory = Info().jobs_dir, .identity = Onequeue()},
       [] { return absl::Now(); });
   for (NodeOwnership* own : {drain.get(), placeholder.get()}) {
     SCOPED_TRACE(own->mechanism());
@@ -344,7 +350,7 @@ TEST_F(SlurmBridgeIntegrationTest, PlaceholderRequeuesTheBatchJobWhichRunsAgainT
     return j.ok() && j->state == JobState::kRunning;
   }));
   auto own = MakePlaceholderOwnership(
-      *api_, {.reclaim_partition = Info().reclaim_partition, .working_directory = Info().jobs_dir},
+      *api_, {.reclaim_partition = Info().reclaim_partition, .working_directory = Info().jobs_dir, .identity = Onequeue()},
       [] { return absl::Now(); });
   ASSERT_TRUE(own->Reclaim(node, "pod-p").ok());
   ASSERT_TRUE(own->Reclaim(node, "pod-p").ok());  // idempotent: still one placeholder
@@ -620,7 +626,7 @@ TEST_F(SlurmBridgeIntegrationTest, RequeueOfAnInteractiveAllocationIsRefused) {
 
 TEST_F(SlurmBridgeIntegrationTest, DrainRetagKeepsTheNodeDrained) {
   const std::string node = Info().nodes[5];
-  auto own = MakeDrainOwnership(*api_);
+  auto own = MakeDrainOwnership(*api_, Onequeue());
   ASSERT_TRUE(own->Reclaim(node, "reserved/pod-a").ok());
   ASSERT_TRUE(WaitFor([&] {
     absl::StatusOr<SlurmNode> n = api_->GetNode(node);
@@ -641,13 +647,13 @@ TEST_F(SlurmBridgeIntegrationTest, DrainRetagKeepsTheNodeDrained) {
   EXPECT_EQ(Squeue(watcher, "%T"), "PENDING");
   SlurmPoller poller(*api_);
   ASSERT_TRUE(poller.PollOnce(absl::Now()).ok());
-  EXPECT_EQ(OwnershipFromView(*poller.View(), "drain", Info().reclaim_partition).at(node).owner, "kubernetes");
+  EXPECT_EQ(OwnershipFromView(*poller.View(), "drain", Info().reclaim_partition, Onequeue()).at(node).owner, "kubernetes");
 }
 
 TEST_F(SlurmBridgeIntegrationTest, PlaceholderRetagKeepsThePlaceholderRunning) {
   const std::string node = Info().nodes[3];
   auto own = MakePlaceholderOwnership(
-      *api_, {.reclaim_partition = Info().reclaim_partition, .working_directory = Info().jobs_dir},
+      *api_, {.reclaim_partition = Info().reclaim_partition, .working_directory = Info().jobs_dir, .identity = Onequeue()},
       [] { return absl::Now(); });
   ASSERT_TRUE(own->Reclaim(node, "reserved/pod-a").ok());
   ASSERT_TRUE(WaitFor([&] {
@@ -668,7 +674,7 @@ TEST_F(SlurmBridgeIntegrationTest, PlaceholderRetagKeepsThePlaceholderRunning) {
   SlurmPoller poller(*api_);
   ASSERT_TRUE(poller.PollOnce(absl::Now()).ok());
   const OwnershipStatus v =
-      OwnershipFromView(*poller.View(), "placeholder", Info().reclaim_partition).at(node);
+      OwnershipFromView(*poller.View(), "placeholder", Info().reclaim_partition, Onequeue()).at(node);
   EXPECT_EQ(v.holder, NodeHolder::kOnequeue);
   EXPECT_EQ(v.owner, "kubernetes");
   EXPECT_EQ(v.placeholder_job, placeholder);

@@ -14,6 +14,9 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// onequeue's Slurm identity in these tests: FakeSlurmApi's token user.
+const SlurmIdentity kOnequeue{"slurm", ""};
+
 class OwnershipTest : public ::testing::Test {
  protected:
   OwnershipTest() {
@@ -37,7 +40,7 @@ TEST(OwnerTagTest, RoundTrip) {
 }
 
 TEST_F(OwnershipTest, DrainIsIdempotentAndTagged) {
-  auto own = MakeDrainOwnership(api_);
+  auto own = MakeDrainOwnership(api_, kOnequeue);
   ASSERT_TRUE(own->Reclaim("n1", "pod-a").ok());
   ASSERT_TRUE(own->Reclaim("n1", "pod-a").ok());
   EXPECT_EQ(std::count(api_.calls.begin(), api_.calls.end(), "Drain n1 onequeue:pod-a"), 1);
@@ -55,8 +58,8 @@ TEST_F(OwnershipTest, DrainIsIdempotentAndTagged) {
 
 TEST_F(OwnershipTest, AdminDrainIsNeverTouched) {
   std::vector<std::unique_ptr<NodeOwnership>> mechanisms;
-  mechanisms.push_back(MakeDrainOwnership(api_));
-  mechanisms.push_back(MakePlaceholderOwnership(api_, {}, [] { return absl::Now(); }));
+  mechanisms.push_back(MakeDrainOwnership(api_, kOnequeue));
+  mechanisms.push_back(MakePlaceholderOwnership(api_, {.identity = kOnequeue}, [] { return absl::Now(); }));
   for (auto& own : mechanisms) {
     absl::Status lend = own->Lend("n2");
     absl::Status reclaim = own->Reclaim("n2", "pod-a");
@@ -76,7 +79,7 @@ TEST_F(OwnershipTest, AdminDrainIsNeverTouched) {
 }
 
 TEST_F(OwnershipTest, PlaceholderSubmitsOnceAndCancelsOnLend) {
-  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim"}, [] { return absl::Now(); });
+  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim", .identity = kOnequeue}, [] { return absl::Now(); });
   ASSERT_TRUE(own->Reclaim("n3", "pod-a").ok());
   ASSERT_TRUE(own->Reclaim("n3", "pod-a").ok());
   EXPECT_EQ(std::count(api_.calls.begin(), api_.calls.end(),
@@ -100,7 +103,7 @@ TEST_F(OwnershipTest, PlaceholderSubmitsOnceAndCancelsOnLend) {
 }
 
 TEST_F(OwnershipTest, DrainRetagRewritesTheReasonWithoutResuming) {
-  auto own = MakeDrainOwnership(api_);
+  auto own = MakeDrainOwnership(api_, kOnequeue);
   ASSERT_TRUE(own->Reclaim("n1", "reserved/pod-a").ok());
   ASSERT_TRUE(own->Retag("n1", "kubernetes").ok());
   ASSERT_TRUE(own->Retag("n1", "kubernetes").ok());  // idempotent
@@ -115,7 +118,7 @@ TEST_F(OwnershipTest, DrainRetagRewritesTheReasonWithoutResuming) {
 }
 
 TEST_F(OwnershipTest, PlaceholderRetagRewritesTheCommentOfTheSamePlaceholder) {
-  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim"}, [] { return absl::Now(); });
+  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim", .identity = kOnequeue}, [] { return absl::Now(); });
   ASSERT_TRUE(own->Reclaim("n3", "reserved/pod-a").ok());
   ASSERT_TRUE(own->Retag("n3", "kubernetes").ok());
   ASSERT_TRUE(own->Retag("n3", "kubernetes").ok());  // idempotent
@@ -134,7 +137,7 @@ TEST_F(OwnershipTest, PlaceholderRetagRewritesTheCommentOfTheSamePlaceholder) {
 }
 
 TEST_F(OwnershipTest, PlaceholderRetagPassesOnUpdateErrors) {
-  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim"}, [] { return absl::Now(); });
+  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim", .identity = kOnequeue}, [] { return absl::Now(); });
   ASSERT_TRUE(own->Reclaim("n3", "pod-a").ok());
   api_.fail_with = absl::UnavailableError("slurmrestd down");
   EXPECT_TRUE(absl::IsUnavailable(own->Retag("n3", "kubernetes")));
@@ -149,6 +152,8 @@ class OwnershipFromViewTest : public ::testing::Test {
       n.name = name;
       n.state = state;
       n.state_flags = std::move(flags);
+      // Slurm records who set a reason: onequeue's user for its tagged drains, an admin otherwise.
+      n.reason_set_by_user = reason.rfind("onequeue:", 0) == 0 ? "slurm" : "root";
       n.reason = std::move(reason);
       n.partitions = {"batch", "reclaim"};
     };
@@ -162,6 +167,9 @@ class OwnershipFromViewTest : public ::testing::Test {
     node("ph-pending", NodeState::kMixed, {}, "");
     node("admin-ph", NodeState::kAllocated, {"DRAIN"}, "maintenance");
     node("not-ph", NodeState::kIdle, {}, "");
+    node("forged-drain", NodeState::kIdle, {"DRAIN"}, "onequeue:pod-h");
+    api_.nodes["forged-drain"].reason_set_by_user = "mallory";  // an operator other than onequeue
+    node("forged-ph", NodeState::kAllocated, {}, "");
     auto job = [&](uint32_t id, const std::string& name, const std::string& partition, JobState state,
                    const std::string& comment) {
       SlurmJob& j = api_.jobs[id];
@@ -170,6 +178,7 @@ class OwnershipFromViewTest : public ::testing::Test {
       j.partition = partition;
       j.state = state;
       j.comment = comment;
+      j.user = "slurm";  // onequeue's user submits its placeholders
     };
     job(1, "onequeue-placeholder-ph-running", "reclaim", JobState::kRunning, "onequeue:pod-d");
     job(2, "onequeue-placeholder-ph-pending", "reclaim", JobState::kPending, "onequeue:pod-e");
@@ -179,6 +188,9 @@ class OwnershipFromViewTest : public ::testing::Test {
     job(5, "onequeue-placeholder-not-ph", "batch", JobState::kRunning, "onequeue:pod-g");
     job(6, "onequeue-placeholder-not-ph", "reclaim", JobState::kRunning, "waiting");
     job(7, "onequeue-placeholder-idle-x", "reclaim", JobState::kRunning, "onequeue:pod-g");
+    // A user's job dressed as a placeholder: name, partition and tag right, but not onequeue's user.
+    job(8, "onequeue-placeholder-forged-ph", "reclaim", JobState::kRunning, "onequeue:pod-i");
+    api_.jobs[8].user = "mallory";
     view_.nodes = std::make_shared<const SlurmView::Nodes>(api_.nodes);
     view_.jobs = std::make_shared<const SlurmView::Jobs>(api_.jobs);
   }
@@ -187,7 +199,7 @@ class OwnershipFromViewTest : public ::testing::Test {
 };
 
 TEST_F(OwnershipFromViewTest, DrainMechanism) {
-  const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, "drain", "reclaim");
+  const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, "drain", "reclaim", kOnequeue);
   ASSERT_EQ(m.size(), api_.nodes.size());
   EXPECT_EQ(m.at("idle").holder, NodeHolder::kSlurm);
   EXPECT_EQ(m.at("admin").holder, NodeHolder::kAdmin);
@@ -203,7 +215,7 @@ TEST_F(OwnershipFromViewTest, DrainMechanism) {
 }
 
 TEST_F(OwnershipFromViewTest, PlaceholderMechanism) {
-  const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, "placeholder", "reclaim");
+  const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, "placeholder", "reclaim", kOnequeue);
   ASSERT_EQ(m.size(), api_.nodes.size());
   EXPECT_EQ(m.at("ph-running").holder, NodeHolder::kOnequeue);
   EXPECT_EQ(m.at("ph-running").owner, "pod-d");
@@ -217,15 +229,28 @@ TEST_F(OwnershipFromViewTest, PlaceholderMechanism) {
   EXPECT_EQ(m.at("idle").holder, NodeHolder::kSlurm);
   EXPECT_EQ(m.at("drained").owner, "pod-a");  // our drain, e.g. DrainBeforeEviction's
   EXPECT_EQ(m.at("down").holder, NodeHolder::kDown);
-  EXPECT_TRUE(OwnershipFromView(SlurmView{}, "placeholder", "reclaim").empty());
+  EXPECT_TRUE(OwnershipFromView(SlurmView{}, "placeholder", "reclaim", kOnequeue).empty());
+}
+
+// Issue 24 M2: the onequeue: tag is trusted only on what onequeue's own Slurm user wrote: a
+// placeholder submitted by another user (anyone may name a job and write its comment) is that
+// user's job, and a drain whose reason another user set is an administrator's (hands off).
+TEST_F(OwnershipFromViewTest, TagsAnotherUserWroteAreNotOnequeues) {
+  for (const char* mechanism : {"drain", "placeholder"}) {
+    SCOPED_TRACE(mechanism);
+    const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, mechanism, "reclaim", kOnequeue);
+    EXPECT_EQ(m.at("forged-ph").holder, NodeHolder::kSlurm);
+    EXPECT_EQ(m.at("forged-drain").holder, NodeHolder::kAdmin);
+    EXPECT_EQ(m.at("drained").holder, NodeHolder::kOnequeue);  // onequeue's own, as before
+  }
 }
 
 TEST_F(OwnershipFromViewTest, SameAnswerAsStatus) {
   std::vector<std::unique_ptr<NodeOwnership>> mechanisms;
-  mechanisms.push_back(MakeDrainOwnership(api_));
-  mechanisms.push_back(MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim"}, [] { return absl::Now(); }));
+  mechanisms.push_back(MakeDrainOwnership(api_, kOnequeue));
+  mechanisms.push_back(MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim", .identity = kOnequeue}, [] { return absl::Now(); }));
   for (auto& own : mechanisms) {
-    const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, own->mechanism(), "reclaim");
+    const std::map<std::string, OwnershipStatus> m = OwnershipFromView(view_, own->mechanism(), "reclaim", kOnequeue);
     for (const auto& [name, node] : api_.nodes) {
       SCOPED_TRACE(absl::StrCat(own->mechanism(), " ", name));
       absl::StatusOr<OwnershipStatus> s = own->Status(name);

@@ -297,6 +297,7 @@ void MakeViews(World& w, queue::Time now) {
           ph.name = "onequeue-placeholder-" + n.name;
           ph.partition = "reclaim";
           ph.comment = "onequeue:kubernetes";
+          ph.user = "slurm";  // submitted by slurm.user (issue 24 M2)
           ph.state = slurm::JobState::kRunning;
           ph.node_count = 1;
           ph.cpus = n.cpus;
