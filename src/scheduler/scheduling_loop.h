@@ -118,6 +118,12 @@ class ClusterActions {
     done(Evict(pod_key, preemptor, message));
   }
   virtual void EvictSucceeded(const std::string& pod_key, const std::string& preemptor, const std::string& message) {}
+  // Ends a pod that ran past its time limit (issue 24 M4), as Slurm ends a job at its TimeLimit:
+  // the Eviction API (a PodDisruptionBudget refusal is kFailedPrecondition), then a
+  // TimeLimitExceeded event on the pod. This default evicts with Evict.
+  virtual absl::Status EvictForTimeLimit(const std::string& pod_key, const std::string& message) {
+    return Evict(pod_key, "", message);
+  }
 };
 
 // What the loop does to Slurm (slurm_cluster.h implements it over slurmrestd). Every call is
@@ -165,6 +171,7 @@ struct CycleStats {
   int lent = 0;
   int reclaimed = 0;
   int returned = 0;
+  int time_limits_exceeded = 0;  // pods evicted this cycle for running past their time limit
   // Slurm shares the pool but its view is missing (no poll answered yet) or stale (the poller has
   // not refreshed it for a while): nothing was decided from Slurm's side this cycle.
   bool slurm_unknown = false;

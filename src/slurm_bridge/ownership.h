@@ -78,6 +78,9 @@ struct PlaceholderOptions {
   std::string working_directory = "/tmp";     // must exist on the node, writable by the token's user
   uint32_t time_limit_minutes = 0;            // 0 = the partition's default
   std::string script = "#!/bin/sh\nexec sleep 100000000\n";
+  // The partitions onequeue lends nodes to (slurm.sharedPartitions): the only ones whose jobs a
+  // placeholder may displace. Empty: every partition but the reclaim partition.
+  std::vector<std::string> shared_partitions;
 };
 // `now` is used for begin_time when releasing the requeued jobs.
 std::unique_ptr<NodeOwnership> MakePlaceholderOwnership(SlurmApi& api, PlaceholderOptions options,
