@@ -327,6 +327,10 @@ absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const s
     }
   }
   queue.Read("usageHalfLifeSeconds", &c.queue.usage_half_life_seconds);
+  // Issue 24 M4: Slurm's OverTimeLimit for pods.
+  queue.Read("overTimeLimitSeconds", &c.queue.over_time_limit_seconds);
+  if (c.queue.over_time_limit_seconds < 0) queue.KeyError("overTimeLimitSeconds", "must be 0 or more");
+  RefuseLongerThanACentury(queue, "overTimeLimitSeconds", c.queue.over_time_limit_seconds);
   if (c.queue.usage_half_life_seconds < 1) queue.KeyError("usageHalfLifeSeconds", "must be at least 1");
   RefuseLongerThanACentury(queue, "usageHalfLifeSeconds", c.queue.usage_half_life_seconds);
   YAML::Node account_list = queue.Raw("accounts");

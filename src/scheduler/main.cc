@@ -216,6 +216,7 @@ absl::StatusOr<SlurmSide> ConnectSlurm(const SlurmConfig& c) {
   } else {
     slurm::PlaceholderOptions po;
     po.reclaim_partition = c.reclaim_partition;
+    po.shared_partitions = c.shared_partitions;  // issue 24 M6: the only jobs a placeholder displaces
     side.ownership = slurm::MakePlaceholderOwnership(*side.api, po, [] { return absl::Now(); });
   }
   side.poller = std::make_unique<slurm::SlurmPoller>(*side.api);

@@ -46,6 +46,7 @@
 #include "scheduler/preemption_executor.h"
 #include "scheduler/slurm_lending.h"
 #include "scheduler/slurm_world.h"
+#include "scheduler/time_limits.h"
 #include "scheduler/usage_accounting.h"
 #include "scheduler/waiting_pods.h"
 #include "scheduler/snapshot_builder.h"
@@ -312,6 +313,7 @@ class SchedulingLoop {
   BindingTracker bindings_;          // assume / forget
   WaitingPods waiting_;              // wait reporting
   UsageAccounting usage_;            // fair-share usage and learned accounts
+  TimeLimitEnforcer time_limits_;    // pods past their time limit are evicted (issue 24 M4)
   SlurmRecords slurm_records_;       // this cycle's Slurm world, joined to the pool
   // Pod UID -> the QOS, account and gang it was admitted with (issue 13: edits of a running pod's
   // annotations do not change how it is scheduled); and the ignored edits already reported.

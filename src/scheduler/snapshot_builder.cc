@@ -216,6 +216,9 @@ struct RunningGroup {
   queue::Time submit = queue::kForever;
   Resources per_member;
   std::set<std::string> budget_groups;  // of its pods, those under some budget
+  // No QOS asked and no namespace default (issue 24 M4): a victim as the table's lowest QOS, but
+  // ranked as before, by its PriorityClass.
+  bool ranks_without_qos = false;
 };
 
 }  // namespace
@@ -518,6 +521,10 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
       RunningGroup& group = running[id];
       queue::RunningWorkload& rw = group.workload;
       rw.id = id;
+      if (qos.empty()) {  // issue 24 M4: never "no QOS", which no preemptor may take
+        qos = QosOfRefused(nullptr, options);
+        group.ranks_without_qos = true;
+      }
       rw.qos = qos;
       rw.account = account.empty() ? pod.namespace_ : account;
       rw.gang_id = as.group.empty() ? "" : id;
@@ -562,7 +569,7 @@ BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& optio
     queue::PendingWorkload as_pending;  // one, reused: its strings keep their capacity
     for (auto& [id, group] : running) {
       queue::RunningWorkload& rw = group.workload;
-      as_pending.qos = rw.qos;
+      as_pending.qos = group.ranks_without_qos ? "" : rw.qos;
       as_pending.account = rw.account;
       as_pending.priority_class_value = group.priority_class;
       as_pending.members = static_cast<int32_t>(rw.allocations.size());

@@ -76,7 +76,9 @@ std::unique_ptr<NodeOwnership> MakeDrainOwnership(SlurmApi& api);
 struct PlaceholderOptions {
   std::string reclaim_partition = "reclaim";  // PriorityTier above the shared partitions
   std::string working_directory = "/tmp";     // must exist on the node, writable by the token's user
-  uint32_t time_limit_minutes = 0;            // 0 = the partition's default
+  // 0: the reclaim partition's MaxTime, UNLIMITED when it has none (issue 24 M6: never its
+  // DefaultTime, which ended the fence at TIMEOUT).
+  uint32_t time_limit_minutes = 0;
   std::string script = "#!/bin/sh\nexec sleep 100000000\n";
   // The partitions onequeue lends nodes to (slurm.sharedPartitions): the only ones whose jobs a
   // placeholder may displace. Empty: every partition but the reclaim partition.
