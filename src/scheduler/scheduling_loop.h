@@ -121,7 +121,8 @@ class ClusterActions {
   virtual void EvictSucceeded(const std::string& pod_key, const std::string& preemptor, const std::string& message) {}
   // Ends a pod that ran past its time limit (issue 24 M4), as Slurm ends a job at its TimeLimit:
   // the Eviction API (a PodDisruptionBudget refusal is kFailedPrecondition), then a
-  // TimeLimitExceeded event on the pod. This default evicts with Evict.
+  // TimeLimitExceeded event on the pod. This default evicts with Evict (whose event says
+  // Preempted): a decorator must forward it (FencedClusterActions, TimedClusterActions do).
   virtual absl::Status EvictForTimeLimit(const std::string& pod_key, const std::string& message) {
     return Evict(pod_key, "", message);
   }
