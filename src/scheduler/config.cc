@@ -377,6 +377,10 @@ void ParseQueue(MapReader queue, std::vector<std::string>* errors, QueueConfig& 
   ParseQueueScalars(queue, c);
   ParseQosList(queue, errors, c.qos);
   queue.Read("usageHalfLifeSeconds", &c.usage_half_life_seconds);
+  // Issue 24 M4: Slurm's OverTimeLimit for pods.
+  queue.Read("overTimeLimitSeconds", &c.over_time_limit_seconds);
+  if (c.over_time_limit_seconds < 0) queue.KeyError("overTimeLimitSeconds", "must be 0 or more");
+  RefuseLongerThanACentury(queue, "overTimeLimitSeconds", c.over_time_limit_seconds);
   if (c.usage_half_life_seconds < 1) queue.KeyError("usageHalfLifeSeconds", "must be at least 1");
   RefuseLongerThanACentury(queue, "usageHalfLifeSeconds", c.usage_half_life_seconds);
   ParseAccounts(queue, errors, c.accounts);

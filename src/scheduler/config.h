@@ -131,6 +131,9 @@ struct QueueConfig {
   std::vector<AccountConfig> accounts;
   int64_t usage_half_life_seconds = 12 * 3600;  // PriorityDecayHalfLife (Slurm's default: 7 days)
   std::vector<NamespacePolicyConfig> namespace_policies;
+  // Issue 24 M4: a bound pod is evicted this long after its time limit (Slurm's OverTimeLimit;
+  // 0, Slurm's default: at the limit).
+  int64_t over_time_limit_seconds = 0;
 };
 
 struct ServerConfig {

@@ -100,6 +100,11 @@ void FencedClusterActions::EvictSucceeded(const std::string& pod_key, const std:
   inner_->EvictSucceeded(pod_key, preemptor, message);
 }
 
+absl::Status FencedClusterActions::EvictForTimeLimit(const std::string& pod_key, const std::string& message) {
+  if (absl::Status s = Admit(absl::StrCat("time-limit eviction of ", pod_key)); !s.ok()) return s;
+  return inner_->EvictForTimeLimit(pod_key, message);
+}
+
 absl::Status FencedSlurmActions::Admit(const std::string& what) const { return Check(permit_, refused_, what); }
 
 absl::Status FencedSlurmActions::Fence(const std::string& slurm_node, const std::string& owner) {

@@ -72,6 +72,7 @@ class FencedClusterActions final : public ClusterActions {
   void StartEvict(const std::string& pod_key, const std::string& preemptor, const std::string& message,
                   std::function<void(absl::Status)> done) override;
   void EvictSucceeded(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
+  absl::Status EvictForTimeLimit(const std::string& pod_key, const std::string& message) override;
 
  private:
   absl::Status Admit(const std::string& what) const;

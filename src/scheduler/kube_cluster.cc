@@ -293,4 +293,11 @@ void KubeClusterActions::EvictSucceeded(const std::string& pod_key, const std::s
   RecordEvent(pod_key, "Normal", "Preempted", "Preempting", message);
 }
 
+absl::Status KubeClusterActions::EvictForTimeLimit(const std::string& pod_key, const std::string& message) {
+  auto [ns, name] = SplitKey(pod_key);
+  absl::Status s = api_.Evict(ns, name);
+  if (s.ok()) RecordEvent(pod_key, "Warning", "TimeLimitExceeded", "Evicting", message);
+  return s;
+}
+
 }  // namespace onequeue::scheduler

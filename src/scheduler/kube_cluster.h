@@ -72,6 +72,7 @@ class KubeClusterActions : public ClusterActions {
   void StartEvict(const std::string& pod_key, const std::string& preemptor, const std::string& message,
                   std::function<void(absl::Status)> done) override;
   void EvictSucceeded(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
+  absl::Status EvictForTimeLimit(const std::string& pod_key, const std::string& message) override;
 
  private:
   // The event reference of a pod (its uid from the informer when it knows the pod).

@@ -219,6 +219,7 @@ absl::StatusOr<SlurmSide> ConnectSlurm(const SlurmConfig& c) {
     slurm::PlaceholderOptions po;
     po.reclaim_partition = c.reclaim_partition;
     po.identity = identity;
+    po.shared_partitions = c.shared_partitions;  // issue 24 M6: the only jobs a placeholder displaces
     side.ownership = slurm::MakePlaceholderOwnership(*side.api, po, [] { return absl::Now(); });
   }
   side.poller = std::make_unique<slurm::SlurmPoller>(*side.api);

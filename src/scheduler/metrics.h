@@ -120,6 +120,9 @@ class TimedClusterActions final : public ClusterActions {
   void EvictSucceeded(const std::string& pod_key, const std::string& preemptor, const std::string& message) override {
     inner_->EvictSucceeded(pod_key, preemptor, message);
   }
+  absl::Status EvictForTimeLimit(const std::string& pod_key, const std::string& message) override {
+    return inner_->EvictForTimeLimit(pod_key, message);
+  }
 
  private:
   ClusterActions* inner_;

@@ -69,7 +69,8 @@ SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, Cl
       preemptions_(config, actions, slurm, &owners_, &lending_, failpoint_),
       bindings_(actions),
       waiting_(actions, queue_config_.resolution),
-      usage_(config.slurm.reclaim_partition, SlurmIdentityOf(config), queue_config_.usage_half_life) {}
+      usage_(config.slurm.reclaim_partition, SlurmIdentityOf(config), queue_config_.usage_half_life),
+      time_limits_(config.scheduler_name, config.queue.over_time_limit_seconds, actions) {}
 
 CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   CycleStats stats;
@@ -100,6 +101,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   DrainBindResults(now, &stats);  // whatever has landed already counts in this cycle
   if (lending_.known()) preemptions_.RetryVictims(cycle);
   preemptions_.Start(plan.preemptions, cycle);
+  time_limits_.Enforce(*state, admitted_, now, &stats);
   if (lending_.known()) preemptions_.ReleaseUnusable(plan, cycle);
   std::map<std::string, WaitReport, std::less<>> reports = ReportWaiting(plan, built, &stats);
   if (slurm_view != nullptr) {

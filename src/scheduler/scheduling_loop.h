@@ -46,6 +46,7 @@
 #include "scheduler/preemption_executor.h"
 #include "scheduler/slurm_lending.h"
 #include "scheduler/slurm_world.h"
+#include "scheduler/time_limits.h"
 #include "scheduler/usage_accounting.h"
 #include "scheduler/waiting_pods.h"
 #include "scheduler/snapshot_builder.h"
@@ -118,6 +119,13 @@ class ClusterActions {
     done(Evict(pod_key, preemptor, message));
   }
   virtual void EvictSucceeded(const std::string& pod_key, const std::string& preemptor, const std::string& message) {}
+  // Ends a pod that ran past its time limit (issue 24 M4), as Slurm ends a job at its TimeLimit:
+  // the Eviction API (a PodDisruptionBudget refusal is kFailedPrecondition), then a
+  // TimeLimitExceeded event on the pod. This default evicts with Evict (whose event says
+  // Preempted): a decorator must forward it (FencedClusterActions, TimedClusterActions do).
+  virtual absl::Status EvictForTimeLimit(const std::string& pod_key, const std::string& message) {
+    return Evict(pod_key, "", message);
+  }
 };
 
 // What the loop does to Slurm (slurm_cluster.h implements it over slurmrestd). Every call is
@@ -165,6 +173,7 @@ struct CycleStats {
   int lent = 0;
   int reclaimed = 0;
   int returned = 0;
+  int time_limits_exceeded = 0;  // pods evicted this cycle for running past their time limit
   // Slurm shares the pool but its view is missing (no poll answered yet) or stale (the poller has
   // not refreshed it for a while): nothing was decided from Slurm's side this cycle.
   bool slurm_unknown = false;
@@ -305,6 +314,7 @@ class SchedulingLoop {
   BindingTracker bindings_;          // assume / forget
   WaitingPods waiting_;              // wait reporting
   UsageAccounting usage_;            // fair-share usage and learned accounts
+  TimeLimitEnforcer time_limits_;    // pods past their time limit are evicted (issue 24 M4)
   SlurmRecords slurm_records_;       // this cycle's Slurm world, joined to the pool
   // Pod UID -> the QOS, account and gang it was admitted with (issue 13: edits of a running pod's
   // annotations do not change how it is scheduled); and the ignored edits already reported.

@@ -231,8 +231,12 @@ void SlurmLending::Reconcile(const SlurmRecords& records, const std::set<std::st
   for (const auto& [name, node] : records.nodes) {
     if (touched.count(name)) continue;
     const slurm::NodeHolder holder = node.holder.holder;
-    if (holder == slurm::NodeHolder::kAdmin || holder == slurm::NodeHolder::kDown) continue;  // hands off
+    if (holder == slurm::NodeHolder::kAdmin) continue;  // hands off
     const NodeOwner owner = owners_->Of(name);
+    // Issue 24 M6 (c): a node that is down with no fence of ours is left alone unless onequeue
+    // holds it; then it is fenced again while down (a drain on a down node, a placeholder that
+    // waits for it), so it comes back fenced and Slurm starts nothing there first.
+    if (holder == slurm::NodeHolder::kDown && !owner.reserved() && !owner.kubernetes()) continue;
     const bool fenced = holder == slurm::NodeHolder::kOnequeue;
     if (owner.reserved()) {
       if (!fenced || node.holder.owner != owner.value()) FenceOnce(node, owner.value(), now);

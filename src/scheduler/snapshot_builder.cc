@@ -240,6 +240,9 @@ struct RunningGroup {
   queue::Time submit = queue::kForever;
   Resources per_member;
   std::set<std::string> budget_groups;  // of its pods, those under some budget
+  // No QOS asked and no namespace default (issue 24 M4): a victim as the table's lowest QOS, but
+  // ranked as before, by its PriorityClass.
+  bool ranks_without_qos = false;
 };
 
 }  // namespace
@@ -539,7 +542,7 @@ class SnapshotAssembler {
     queue::PendingWorkload as_pending;  // one, reused: its strings keep their capacity
     for (auto& [id, group] : running_) {
       queue::RunningWorkload& rw = group.workload;
-      as_pending.qos = rw.qos;
+      as_pending.qos = group.ranks_without_qos ? "" : rw.qos;
       as_pending.account = rw.account;
       as_pending.priority_class_value = group.priority_class;
       as_pending.members = static_cast<int32_t>(rw.allocations.size());
@@ -635,6 +638,10 @@ class SnapshotAssembler {
     RunningGroup& group = running_[id];
     queue::RunningWorkload& rw = group.workload;
     rw.id = id;
+    if (qos.empty()) {  // issue 24 M4: never "no QOS", which no preemptor may take
+      qos = QosOfRefused(nullptr, options_);
+      group.ranks_without_qos = true;
+    }
     rw.qos = qos;
     rw.account = account.empty() ? pod.namespace_ : account;
     rw.gang_id = as.group.empty() ? "" : id;

@@ -78,7 +78,11 @@ class DataParserAdapter : public VersionAdapter {
     // version; "exclusive" was deprecated in v0.0.41 and removed in v0.0.42.
     if (s.exclusive) job["shared"] = arrays ? Json::array({"none"}) : Json("none");
     if (!s.comment.empty()) job["comment"] = s.comment;
-    if (s.time_limit_minutes > 0) job["time_limit"] = SetNumber(s.time_limit_minutes);
+    if (s.time_limit_minutes == kTimeLimitUnlimited) {
+      job["time_limit"] = Json{{"set", true}, {"infinite", true}, {"number", 0}};
+    } else if (s.time_limit_minutes > 0) {
+      job["time_limit"] = SetNumber(s.time_limit_minutes);
+    }
     if (s.node_count > 0) job["minimum_nodes"] = s.node_count;
     if (s.cpus > 0) job["tasks"] = s.cpus;
     if (s.memory_per_node_mb > 0) job["memory_per_node"] = SetNumber(s.memory_per_node_mb);

@@ -137,6 +137,9 @@ struct SubmitResult {
   uint32_t job_id = 0;
 };
 
+// JobSubmission::time_limit_minutes for Slurm's UNLIMITED (INFINITE).
+inline constexpr uint32_t kTimeLimitUnlimited = 0xFFFFFFFFu;
+
 // A batch job onequeue submits (placeholders; tests use it for ordinary jobs too).
 struct JobSubmission {
   std::string name;
@@ -145,7 +148,7 @@ struct JobSubmission {
   std::string nodelist;   // pin to these nodes (placeholders); empty = anywhere
   bool exclusive = false;
   std::string comment;
-  uint32_t time_limit_minutes = 0;  // 0 = partition default
+  uint32_t time_limit_minutes = 0;  // 0 = partition default; kTimeLimitUnlimited = UNLIMITED
   uint32_t node_count = 0;          // 0 = default (1)
   uint32_t cpus = 0;                // tasks; 0 = default
   int64_t memory_per_node_mb = 0;   // 0 = default

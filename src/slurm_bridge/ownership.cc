@@ -205,9 +205,10 @@ class PlaceholderOwnership : public TaggingOwnership {
     absl::StatusOr<SlurmNode> n = api_.GetNode(node);
     if (!n.ok()) return n.status();
     if (AdminDrained(*n, options_.identity)) return AdminRefusal(node, *n, retag ? "retag" : "take over");
-    absl::StatusOr<std::vector<SlurmJob>> ph = Placeholders(node);
+    std::vector<SlurmJob> running_there;  // read with the job list, which an empty answer implies
+    absl::StatusOr<std::vector<SlurmJob>> ph = Placeholders(node, &running_there);
     if (!ph.ok()) return ph.status();
-    if (ph->empty()) return SubmitPlaceholder(node, owner);
+    if (ph->empty()) return SubmitPlaceholder(node, owner, running_there);
     for (const SlurmJob& p : *ph) {
       const std::optional<std::string> held_for = OwnerFromTag(p.comment);
       if (held_for == owner) continue;
@@ -222,7 +223,20 @@ class PlaceholderOwnership : public TaggingOwnership {
     return absl::OkStatus();
   }
 
-  absl::Status SubmitPlaceholder(const std::string& node, const std::string& owner) {
+  // Issue 24 M6 (a): Slurm's partition preemption lets the placeholder requeue (or cancel) every
+  // job of a lower tier on its node, whatever the partition; onequeue means to displace only the
+  // jobs of the partitions it lends to (in its plan the others are load, never victims). Over a
+  // job of another partition the node is not fenced; the caller tries again after it ends.
+  absl::Status SubmitPlaceholder(const std::string& node, const std::string& owner,
+                                 const std::vector<SlurmJob>& running_there) {
+    for (const SlurmJob& j : running_there) {
+      if (Displaceable(j.partition)) continue;
+      return absl::FailedPreconditionError(absl::StrCat(
+          "node ", node, " runs Slurm job ", j.job_id, " of partition ", j.partition,
+          ", which onequeue does not lend to: a placeholder would preempt it; not fenced until it ends"));
+    }
+    absl::StatusOr<uint32_t> limit = PlaceholderTimeLimit();
+    if (!limit.ok()) return limit.status();
     JobSubmission job;
     job.name = PlaceholderName(node);
     job.script = options_.script;
@@ -230,19 +244,45 @@ class PlaceholderOwnership : public TaggingOwnership {
     job.nodelist = node;
     job.exclusive = true;
     job.comment = OwnerTag(owner);
-    job.time_limit_minutes = options_.time_limit_minutes;
+    // Issue 24 M6 (b): an explicit limit, so the fence does not end at the partition's DefaultTime
+    // (TIMEOUT), and requeue, so a NODE_FAIL puts it back in the queue (pending, still the fence)
+    // instead of ending it: the node comes back fenced.
+    job.time_limit_minutes = *limit;
     job.working_directory = options_.working_directory;
-    job.requeue = false;
+    job.requeue = true;
     absl::StatusOr<SubmitResult> r = api_.Submit(job);
     if (!r.ok()) return r.status();
     Remember(node, r->job_id);
     return absl::OkStatus();
   }
 
+  bool Displaceable(const std::string& partition) const {
+    if (partition == options_.reclaim_partition) return false;
+    const std::vector<std::string>& shared = options_.shared_partitions;
+    return shared.empty() || std::find(shared.begin(), shared.end(), partition) != shared.end();
+  }
+
+  // options_.time_limit_minutes if set, else the reclaim partition's MaxTime, else (no MaxTime,
+  // or the partition not listed: Slurm refuses the submit anyway) UNLIMITED.
+  absl::StatusOr<uint32_t> PlaceholderTimeLimit() {
+    if (options_.time_limit_minutes > 0) return options_.time_limit_minutes;
+    absl::StatusOr<PartitionListing> parts = api_.ListPartitions();
+    if (!parts.ok()) return parts.status();
+    for (const SlurmPartition& p : parts->items) {
+      if (p.name == options_.reclaim_partition && p.max_time) {
+        return static_cast<uint32_t>(std::clamp<int64_t>(absl::ToInt64Minutes(*p.max_time), 1, kTimeLimitUnlimited - 1));
+      }
+    }
+    return kTimeLimitUnlimited;
+  }
+
   // The placeholders for `node`. The id of the last one seen is remembered, so the usual case is
   // one GET job/{id}; the full job list (megabytes with 10,000 jobs) is read only when that id is
   // unknown (first call, restarted daemon) or no longer a live placeholder.
-  absl::StatusOr<std::vector<SlurmJob>> Placeholders(const std::string& node) {
+  // When the answer is empty the job list was read, and `running_there` (if given) gets the
+  // other jobs running on the node.
+  absl::StatusOr<std::vector<SlurmJob>> Placeholders(const std::string& node,
+                                                     std::vector<SlurmJob>* running_there = nullptr) {
     std::optional<uint32_t> known;
     {
       absl::MutexLock lock(&mu_);
@@ -258,8 +298,14 @@ class PlaceholderOwnership : public TaggingOwnership {
     absl::StatusOr<JobListing> jobs = api_.ListJobs();
     if (!jobs.ok()) return jobs.status();
     std::vector<SlurmJob> out;
-    for (SlurmJob& j : jobs->items)
-      if (IsPlaceholder(j, node, options_.reclaim_partition, options_.identity)) out.push_back(std::move(j));
+    for (SlurmJob& j : jobs->items) {
+      if (IsPlaceholder(j, node, options_.reclaim_partition, options_.identity)) {
+        out.push_back(std::move(j));
+      } else if (running_there != nullptr && (j.state == JobState::kRunning || j.state == JobState::kSuspended) &&
+                 std::find(j.nodes.begin(), j.nodes.end(), node) != j.nodes.end()) {
+        running_there->push_back(std::move(j));
+      }
+    }
     Remember(node, out.empty() ? std::nullopt : std::optional<uint32_t>(out.front().job_id));
     return out;
   }

@@ -95,9 +95,14 @@ std::unique_ptr<NodeOwnership> MakeDrainOwnership(SlurmApi& api, SlurmIdentity i
 struct PlaceholderOptions {
   std::string reclaim_partition = "reclaim";  // PriorityTier above the shared partitions
   std::string working_directory = "/tmp";     // must exist on the node, writable by the token's user
-  uint32_t time_limit_minutes = 0;            // 0 = the partition's default
+  // 0: the reclaim partition's MaxTime, UNLIMITED when it has none (issue 24 M6: never its
+  // DefaultTime, which ended the fence at TIMEOUT).
+  uint32_t time_limit_minutes = 0;
   std::string script = "#!/bin/sh\nexec sleep 100000000\n";
   SlurmIdentity identity;  // who submits the placeholders (rest_user) and drains
+  // The partitions onequeue lends nodes to (slurm.sharedPartitions): the only ones whose jobs a
+  // placeholder may displace. Empty: every partition but the reclaim partition.
+  std::vector<std::string> shared_partitions;
 };
 // `now` is used for begin_time when releasing the requeued jobs.
 std::unique_ptr<NodeOwnership> MakePlaceholderOwnership(SlurmApi& api, PlaceholderOptions options,

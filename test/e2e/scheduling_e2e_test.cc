@@ -137,6 +137,35 @@ TEST_F(SchedulingE2E, InvalidAnnotationsStayPendingWithTheReason) {
   EXPECT_LE(CountEvents(EventsWithReason(client_.get(), ns_, "unknown-qos", "FailedScheduling")), 2);
 }
 
+// Issue 24 M4: a pod that runs past its time limit is ended as Slurm ends a job at TimeLimit:
+// evicted (Eviction API) with a TimeLimitExceeded event; a pod without a limit runs on.
+TEST_F(SchedulingE2E, APodPastItsTimeLimitIsEvictedWithTheReason) {
+  AddPool(1, "4");
+  PodOptions short_job;
+  short_job.qos = "normal";
+  short_job.time_limit = "5s";
+  CreatePod("short", short_job);
+  PodOptions service;
+  service.qos = "normal";
+  service.time_limit = "";
+  CreatePod("service", service);
+  StartScheduler();
+  ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool("service"); }));
+  std::vector<SeenEvent> ended;
+  ASSERT_TRUE(Eventually(absl::Seconds(90), [&] {
+    ended = EventsWithReason(client_.get(), ns_, "short", "TimeLimitExceeded");
+    return !ended.empty();
+  })) << Describe(EventsAbout(client_.get(), ns_, "short"));
+  EXPECT_THAT(ended[0].note, HasSubstr("Time limit exceeded"));
+  EXPECT_THAT(ended[0].note, HasSubstr("limit 5s"));
+  ASSERT_TRUE(Eventually(absl::Seconds(60), [&] {
+    auto p = GetPod(client_.get(), ns_, "short");
+    return !p.ok() || !p->metadata.deletion_timestamp.empty() || p->phase == "Failed";
+  })) << "the pod past its limit was not evicted";
+  EXPECT_TRUE(IsRunningOnPool("service"));
+  EXPECT_TRUE(EventsWithReason(client_.get(), ns_, "service", "TimeLimitExceeded").empty());
+}
+
 TEST_F(SchedulingE2E, GangWaitsWholeAndBindsWhole) {
   AddPool(2, "4");
   // Every binding of the namespace's pods, from a watch: "never part of the gang bound" is

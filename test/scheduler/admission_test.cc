@@ -387,5 +387,55 @@ TEST(AdmissionTest, AHoldIsTheHeldConditionAndTheOwnersAnnotationCannotLiftIt) {
   EXPECT_EQ(PodRecord::From(WithHeldCondition(Pod("ns", "held", plain), "True", "maintenance")).hold, "maintenance");
 }
 
+// --- Issue 24 M4: a pod without a QOS is a victim as a pod of its default QOS ------------------
+// Its namespace's defaultQos, else the table's lowest QOS (docs/user-guide.md); its rank still
+// comes from its PriorityClass, as before.
+
+TEST(AdmissionTest, APodWithoutAQosIsPreemptibleAsTheLowestQosWhenItsNamespaceHasNoDefault) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("victim", "4", "", "n1");
+  w.Find("ns/victim")->metadata.annotations.erase("onequeue.io/qos");
+  w.AddPod("jupyter", "2", "interactive");
+  const Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  CycleStats s = loop.RunCycle(kNow);
+  EXPECT_EQ(s.preemptions_started, 1);
+  EXPECT_THAT(w.evictions, ElementsAre("ns/victim"));
+}
+
+TEST(AdmissionTest, APodWithoutAQosRanksByItsPriorityClassButIsAVictimAsItsDefaultQos) {
+  queue::QueueConfig qc;
+  qc.qos = {{"interactive", 1000, false, {"normal", "scavenger"}, 0},
+            {"normal", 100, true, {}, 0},
+            {"scavenger", 0, true, {}, 0}};
+  SnapshotOptions o;
+  o.known_qos = {"interactive", "normal", "scavenger"};
+  o.queue_config = &qc;
+  o.namespace_policies["team-a"] = {{}, "normal", {}, ""};
+  auto built = BuildSnapshot({PoolNode("n1", "8")},
+                             {Pod("ns", "bare", json::object(), "n1", "1", 500000000),
+                              Pod("ns", "scav", {{"onequeue.io/qos", "scavenger"}}, "n1", "1"),
+                              Pod("team-a", "defaulted", json::object(), "n1", "1")},
+                             o, kNow);
+  std::map<std::string, const queue::RunningWorkload*> running;
+  for (const auto& r : built.snapshot->running) running[r.id] = &r;
+  ASSERT_EQ(running.size(), 3u);
+  EXPECT_EQ(running["ns/bare"]->qos, "scavenger");        // no namespace default: the lowest QOS
+  EXPECT_EQ(running["team-a/defaulted"]->qos, "normal");  // the namespace's defaultQos
+  // Ranked by its PriorityClass (0.5 of the QOS factor), not as a scavenger pod (0).
+  EXPECT_GT(running["ns/bare"]->priority, running["ns/scav"]->priority);
+  // And the interactive preemptor may take it.
+  queue::CheapestVictimsPlanner preemption;
+  queue::QueuePlanner planner(qc, &preemption);
+  auto with_preemptor = BuildSnapshot({PoolNode("n1", "1")},
+                                      {Pod("ns", "bare", json::object(), "n1", "1", 500000000),
+                                       Pod("ns", "jupyter", {{"onequeue.io/qos", "interactive"}}, "", "1")},
+                                      o, kNow);
+  const queue::Plan plan = planner.PlanCycle(with_preemptor.snapshot, kNow);
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_THAT(plan.preemptions[0].victims, ElementsAre("ns/bare"));
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler

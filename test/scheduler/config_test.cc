@@ -39,6 +39,19 @@ TEST(ConfigTest, FullCycleSecondsIsReadAndMustNotBeNegative) {
   EXPECT_THAT(c.status().message(), HasSubstr("queue.fullCycleSeconds"));
 }
 
+// Issue 24 M4: Slurm's OverTimeLimit for pods.
+TEST(ConfigTest, OverTimeLimitSecondsIsReadAndMustNotBeNegative) {
+  auto c = ParseConfig(std::string(kHeader) + "queue: {}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.over_time_limit_seconds, 0);  // Slurm's default: ended at the limit
+  c = ParseConfig(std::string(kHeader) + "queue: {overTimeLimitSeconds: 120}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.over_time_limit_seconds, 120);
+  c = ParseConfig(std::string(kHeader) + "queue: {overTimeLimitSeconds: -1}\n", "mem");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("queue.overTimeLimitSeconds"));
+}
+
 TEST(ConfigTest, FullDocumentIsRead) {
   const std::string doc = std::string(kHeader) + R"(
 schedulerName: oq-test

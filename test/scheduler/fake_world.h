@@ -38,6 +38,11 @@ class FakeSlurm : public SlurmActions {
   std::map<uint32_t, int> requeue_unavailable;
   std::set<uint32_t> not_requeueable;
   absl::Status start_error = absl::OkStatus();
+  // Nodes slurmctld shows DOWN (issue 24 M6).
+  std::set<std::string> down;
+  // The node's fence ends without onequeue asking (a placeholder that ended at TIMEOUT or
+  // NODE_FAIL, a drain an admin lifted).
+  void LoseFence(const std::string& node) { fence_.erase(node); }
 
   void AddNode(const std::string& name) {
     slurm::SlurmNode n;
@@ -87,6 +92,7 @@ class FakeSlurm : public SlurmActions {
                std::find(j.second.nodes.begin(), j.second.nodes.end(), name) != j.second.nodes.end();
       });
       n.state = busy ? slurm::NodeState::kAllocated : slurm::NodeState::kIdle;
+      if (down.count(name)) n.state = slurm::NodeState::kDown;
       auto f = fence_.find(name);
       if (f == fence_.end()) continue;
       if (!placeholder) {
@@ -266,6 +272,13 @@ class World : public ClusterView, public ClusterActions {
   absl::Status Nominate(const std::string& key, const std::string& node) override {
     if (k8s::Pod* p = Find(key)) p->nominated_node_name = node;
     return absl::OkStatus();
+  }
+  // Issue 24 M4: pods ended at their time limit (then evicted as any other).
+  std::vector<std::string> time_limit_evictions;
+  absl::Status EvictForTimeLimit(const std::string& key, const std::string& message) override {
+    absl::Status s = Evict(key, "", message);
+    if (s.ok()) time_limit_evictions.push_back(key);
+    return s;
   }
   absl::Status Evict(const std::string& key, const std::string& preemptor, const std::string&) override {
     k8s::Pod* p = Find(key);

@@ -5,9 +5,13 @@
 //       preemption is given up and the node returned to Slurm, the preemptor told why;
 //   H3  a lent node is marked Kubernetes' only after a live check says nothing of Slurm runs there;
 //   M3  a failed StartOn undoes the lend; a stale Slurm view is not acted on.
+//   M4  a bound pod past its time limit (+ queue.overTimeLimitSeconds) is evicted, as Slurm ends a
+//       job at TimeLimit (+ OverTimeLimit);
+//   M6  a node onequeue holds is fenced again while it is down, so it comes back fenced.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/time/time.h"
 #include "fake_world.h"
 #include "scheduler/scheduling_loop.h"
 
@@ -196,6 +200,142 @@ TEST(LoopDefectsTest, M3_AStaleSlurmViewIsNotActedOn) {
   c.slurm.frozen_view = nullptr;  // the poller answers again
   for (int t = 122; t <= 124; ++t) c.Cycle(loop, kT0 + t);
   EXPECT_EQ(c.Calls("start 7"), 1);
+}
+
+// M6 (c): n1 is Kubernetes' (fenced for it by a placeholder). It goes down and its placeholder
+// ends with it (NODE_FAIL: submitted with requeue=false, as before the fix). Reconcile skipped
+// down nodes, so n1 came back unfenced and Slurm could start a job beside the pods before the
+// next fence. Now a node onequeue holds is fenced again while it is down.
+TEST(LoopDefectsTest, M6_ADownNodeOnequeueHoldsIsFencedAgainWhileDownSoItComesBackFenced) {
+  Cluster c(1);
+  c.slurm.placeholder = true;
+  Config cfg = SlurmLoopConfig("placeholder");
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  c.Cycle(loop, kT0 + 1);
+  ASSERT_EQ(c.slurm.FenceOwner("n1"), "kubernetes");
+  ASSERT_EQ(c.k8s.OwnerOf("n1"), "kubernetes");
+  c.slurm.down.insert("n1");
+  c.slurm.LoseFence("n1");
+  c.slurm.calls.clear();
+  c.Cycle(loop, kT0 + 30);
+  EXPECT_THAT(c.slurm.calls, Contains("fence n1 kubernetes"));
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "kubernetes") << "n1 would come back unfenced";
+  // A node lent to Slurm that goes down stays Slurm's: nothing is fenced there.
+  c.k8s.SetNodeOwner("n1", "slurm");
+  c.slurm.LoseFence("n1");
+  c.slurm.calls.clear();
+  c.Cycle(loop, kT0 + 60);
+  EXPECT_THAT(c.slurm.calls, Not(Contains(HasSubstr("fence n1"))));
+}
+
+// M6 (b): the placeholder of a node onequeue holds vanished while the node is up (ended at its
+// time limit, cancelled by hand): the next reconcile submits it again.
+TEST(LoopDefectsTest, M6_APlaceholderThatVanishedIsSubmittedAgainWhileOnequeueHoldsTheNode) {
+  Cluster c(1);
+  c.slurm.placeholder = true;
+  Config cfg = SlurmLoopConfig("placeholder");
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  c.Cycle(loop, kT0 + 1);
+  ASSERT_EQ(c.k8s.OwnerOf("n1"), "kubernetes");
+  c.slurm.LoseFence("n1");
+  c.Cycle(loop, kT0 + 30);
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "kubernetes");
+}
+
+// --- M4: the time limit is enforced ----------------------------------------------------------
+
+std::string Rfc3339(queue::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(t), absl::UTCTimeZone());
+}
+
+// A pod of this scheduler bound to `node` at `bound_at` (its PodScheduled condition), with
+// `limit` as onequeue.io/time-limit ("" none).
+void AddBoundPod(World& w, const std::string& name, const std::string& node, queue::Time bound_at,
+                 const std::string& limit) {
+  w.AddPod(name, "1", "scavenger", node, Rfc3339(bound_at - 60));
+  k8s::Pod* p = w.Find("ns/" + name);
+  if (!limit.empty()) p->metadata.annotations["onequeue.io/time-limit"] = limit;
+  p->conditions.push_back({"PodScheduled", "True", "", "", Rfc3339(bound_at)});
+}
+
+// Backfill trusts a pod's time limit; nothing ended a pod at it. Now one that runs past it is
+// evicted (Eviction API) with a TimeLimitExceeded event, once; a pod without a limit, one of
+// another scheduler and one still within its limit are left alone.
+TEST(LoopDefectsTest, M4_APodPastItsTimeLimitIsEvictedOnce) {
+  World w;
+  w.recreate_evicted = false;
+  w.AddNode("n1", "8");
+  AddBoundPod(w, "job", "n1", kT0 - 600, "10m");
+  AddBoundPod(w, "deadline", "n1", kT0 - 300, "");
+  w.Find("ns/deadline")->active_deadline_seconds = 300;
+  AddBoundPod(w, "service", "n1", kT0 - 100000, "");
+  AddBoundPod(w, "later", "n1", kT0 - 600, "11m");
+  AddBoundPod(w, "foreign", "n1", kT0 - 600, "1m");
+  w.Find("ns/foreign")->scheduler_name = "default-scheduler";
+  const Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  CycleStats s = loop.RunCycle(kT0 - 1);
+  EXPECT_THAT(w.time_limit_evictions, ::testing::IsEmpty());
+  s = loop.RunCycle(kT0);
+  EXPECT_THAT(w.time_limit_evictions, ::testing::UnorderedElementsAre("ns/job", "ns/deadline"));
+  EXPECT_EQ(s.time_limits_exceeded, 2);
+  loop.RunCycle(kT0 + 1);
+  loop.RunCycle(kT0 + 59);
+  EXPECT_EQ(w.time_limit_evictions.size(), 2u) << "evicted twice";
+  loop.RunCycle(kT0 + 60);
+  EXPECT_THAT(w.time_limit_evictions, ::testing::UnorderedElementsAre("ns/job", "ns/deadline", "ns/later"));
+  EXPECT_TRUE(w.Find("ns/service") != nullptr && w.Find("ns/foreign") != nullptr);
+}
+
+// queue.overTimeLimitSeconds is Slurm's OverTimeLimit: the pod gets that much more.
+TEST(LoopDefectsTest, M4_OverTimeLimitSecondsIsAGraceAfterTheLimit) {
+  World w;
+  w.recreate_evicted = false;
+  w.AddNode("n1", "8");
+  AddBoundPod(w, "job", "n1", kT0 - 600, "10m");
+  Config cfg = TestConfig();
+  cfg.queue.over_time_limit_seconds = 120;
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kT0 + 119);
+  EXPECT_THAT(w.time_limit_evictions, ::testing::IsEmpty());
+  loop.RunCycle(kT0 + 120);
+  EXPECT_THAT(w.time_limit_evictions, ::testing::ElementsAre("ns/job"));
+}
+
+// A PodDisruptionBudget refusal is respected (the Eviction API): the pod keeps running, and the
+// eviction is asked again a while later, not every cycle.
+TEST(LoopDefectsTest, M4_ABudgetRefusalIsRespectedAndRetriedLater) {
+  World w;
+  w.recreate_evicted = false;
+  w.AddNode("n1", "8");
+  AddBoundPod(w, "job", "n1", kT0 - 600, "10m");
+  w.pdb_blocks.insert("ns/job");
+  const Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kT0);
+  loop.RunCycle(kT0 + 1);
+  EXPECT_EQ(w.evict_attempts, 1);
+  EXPECT_NE(w.Find("ns/job"), nullptr);
+  w.pdb_blocks.clear();
+  loop.RunCycle(kT0 + 30);
+  EXPECT_THAT(w.time_limit_evictions, ::testing::ElementsAre("ns/job"));
+}
+
+// The limit a running pod is held to is the one it was admitted with: lengthening the annotation
+// of a running pod does not lengthen its run (backfill planned with the admitted one).
+TEST(LoopDefectsTest, M4_ALimitEditedOnARunningPodDoesNotLengthenIt) {
+  World w;
+  w.recreate_evicted = false;
+  w.AddNode("n1", "8");
+  AddBoundPod(w, "job", "n1", kT0 - 600, "10m");
+  const Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kT0 - 10);
+  w.Find("ns/job")->metadata.annotations["onequeue.io/time-limit"] = "100h";
+  loop.RunCycle(kT0);
+  EXPECT_THAT(w.time_limit_evictions, ::testing::ElementsAre("ns/job"));
 }
 
 }  // namespace

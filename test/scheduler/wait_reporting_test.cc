@@ -84,6 +84,9 @@ TEST(WaitReportingTest, BehindAPodPastItsTimeLimitTheEstimateIsWrittenOncePerMin
   b.w.DeletePod("ns/running");
   b.w.AddPod("running", "4", "scavenger", "n1", At(90));
   b.w.Find("ns/running")->metadata.annotations[kTimeLimitAnnotation] = "1h";
+  // Past its limit yet still running: within queue.overTimeLimitSeconds (since issue 24 M4 a pod
+  // past its limit and that grace is evicted).
+  b.cfg.queue.over_time_limit_seconds = 86400;
   SchedulingLoop loop(b.cfg, &b.w, &b.w);
   loop.RunCycle(kNow + 3);
   for (queue::Time t = kNow + 7; t < kNow + 300; t += 4) loop.RunCycle(t);  // 74 cycles, 4 s apart

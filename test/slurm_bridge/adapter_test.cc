@@ -202,6 +202,23 @@ TYPED_TEST(AdapterTest, RequestBodiesUseKeysOfTheSpec) {
   }
 }
 
+// Issue 24 M6 (b): the placeholder's UNLIMITED time limit as each version writes it (Slurm's
+// INFINITE: the uint32 0xFFFFFFFF in v0.0.38, the "infinite" flag of the number object after).
+TYPED_TEST(AdapterTest, AnUnlimitedTimeLimitIsWrittenAsSlurmsInfinite) {
+  JobSubmission job;
+  job.name = "onequeue-placeholder-n3";
+  job.time_limit_minutes = kTimeLimitUnlimited;
+  const nlohmann::json body = this->adapter_->SubmitBody(job);
+  const nlohmann::json& t = body["job"]["time_limit"];
+  if (this->kVersion == ApiVersion::kV0038) {
+    EXPECT_EQ(t, nlohmann::json(4294967295u)) << t;
+  } else {
+    EXPECT_EQ(t, (nlohmann::json{{"set", true}, {"infinite", true}, {"number", 0}})) << t;
+  }
+  job.time_limit_minutes = 60;
+  EXPECT_EQ(json_fields::Number(this->adapter_->SubmitBody(job)["job"], "time_limit").value_or(-1), 60);
+}
+
 // Job updates: names and number shapes per version, read back by the same tolerant readers.
 TYPED_TEST(AdapterTest, JobUpdateBodyFollowsTheVersionsShapes) {
   const bool v38 = this->kVersion == ApiVersion::kV0038;

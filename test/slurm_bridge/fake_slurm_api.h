@@ -21,6 +21,7 @@ class FakeSlurmApi : public SlurmApi {
   absl::Status fail_with;         // when not OK, every call returns it
   std::vector<std::string> calls;
   std::vector<std::pair<uint32_t, JobUpdate>> job_updates;  // every UpdateJob, in order
+  std::vector<JobSubmission> submissions;                   // every Submit, in order
   uint32_t next_job_id = 1000;
   std::string user = "slurm";  // the token's user: submits jobs and sets node reasons
 
@@ -67,6 +68,7 @@ class FakeSlurmApi : public SlurmApi {
   }
   absl::StatusOr<SubmitResult> Submit(const JobSubmission& s) override {
     calls.push_back(absl::StrCat("Submit ", s.name, " ", s.partition, " ", s.nodelist, " ", s.comment));
+    submissions.push_back(s);
     if (!fail_with.ok()) return fail_with;
     SlurmJob j;
     j.job_id = next_job_id++;

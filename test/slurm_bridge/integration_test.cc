@@ -369,6 +369,10 @@ TEST_F(SlurmBridgeIntegrationTest, PlaceholderRequeuesTheBatchJobWhichRunsAgainT
   ASSERT_TRUE(ph.ok());
   EXPECT_EQ(ph->nodes, std::vector<std::string>{node});
   EXPECT_EQ(ph->comment, "onequeue:pod-p");
+  // Issue 24 M6 (b): submitted with requeue=true (a NODE_FAIL requeues the fence instead of ending
+  // it) and an explicit limit, here the reclaim partition's MaxTime=INFINITE: no limit.
+  EXPECT_TRUE(ph->requeue);
+  EXPECT_FALSE(ph->time_limit.has_value()) << absl::FormatDuration(*ph->time_limit);
 
   // Give the node back: the placeholder goes, the victim starts at once (begin_time now), not
   // after its ~2 minute BeginTime, and runs to completion.

@@ -122,8 +122,10 @@ TEST_F(OwnershipTest, PlaceholderRetagRewritesTheCommentOfTheSamePlaceholder) {
   ASSERT_TRUE(own->Reclaim("n3", "reserved/pod-a").ok());
   ASSERT_TRUE(own->Retag("n3", "kubernetes").ok());
   ASSERT_TRUE(own->Retag("n3", "kubernetes").ok());  // idempotent
-  // One comment update of the same job: never cancelled, never submitted again.
-  EXPECT_THAT(api_.calls, ::testing::ElementsAre("ListJobs", "Submit onequeue-placeholder-n3 reclaim n3 onequeue:reserved/pod-a",
+  // One comment update of the same job: never cancelled, never submitted again. (The submit reads
+  // the reclaim partition's MaxTime first: issue 24 M6.)
+  EXPECT_THAT(api_.calls, ::testing::ElementsAre("ListJobs", "ListPartitions",
+                                                 "Submit onequeue-placeholder-n3 reclaim n3 onequeue:reserved/pod-a",
                                                  "UpdateJob 1000 comment=onequeue:kubernetes"));
   absl::StatusOr<OwnershipStatus> s = own->Status("n3");
   ASSERT_TRUE(s.ok());
@@ -269,6 +271,53 @@ TEST_F(OwnershipTest, DrainBeforeEvictionLeavesExistingDrains) {
   EXPECT_EQ(api_.nodes["n2"].reason, "bad DIMM");
   ASSERT_TRUE(DrainBeforeEviction(api_, "n1", "slurmd-pod").ok());
   EXPECT_EQ(api_.nodes["n1"].reason, "onequeue:slurmd-pod");
+}
+
+// Issue 24 M6 (b): a placeholder submitted with the partition's default time limit and
+// requeue=false ended at TIMEOUT or NODE_FAIL, and the fence with it. It is submitted with the
+// reclaim partition's MaxTime (UNLIMITED when it has none) and requeue=true.
+TEST_F(OwnershipTest, PlaceholderIsSubmittedWithTheReclaimPartitionsMaxTimeAndRequeue) {
+  SlurmPartition reclaim;
+  reclaim.name = "reclaim";
+  reclaim.max_time = absl::Hours(48);
+  reclaim.default_time = absl::Hours(1);
+  api_.partitions = {reclaim};
+  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim"}, [] { return absl::Now(); });
+  ASSERT_TRUE(own->Reclaim("n3", "pod-a").ok());
+  ASSERT_EQ(api_.submissions.size(), 1u);
+  EXPECT_EQ(api_.submissions[0].time_limit_minutes, 48u * 60);
+  EXPECT_TRUE(api_.submissions[0].requeue);
+  api_.partitions[0].max_time.reset();  // MaxTime=INFINITE
+  ASSERT_TRUE(own->Lend("n3").ok());
+  ASSERT_TRUE(own->Reclaim("n3", "pod-b").ok());
+  ASSERT_EQ(api_.submissions.size(), 2u);
+  EXPECT_EQ(api_.submissions[1].time_limit_minutes, kTimeLimitUnlimited);
+  EXPECT_TRUE(api_.submissions[1].requeue);
+}
+
+// Issue 24 M6 (a): Slurm's partition preemption lets a placeholder requeue every job of a lower
+// tier on its node, whatever its partition; onequeue means to displace only the jobs of the
+// partitions it lends to (the others are load, never victims, in its plan). It refuses to fence
+// over a job of another partition, and says which.
+TEST_F(OwnershipTest, PlaceholderIsNotSubmittedOverAJobOfAPartitionOnequeueDoesNotShare) {
+  api_.nodes["n3"].partitions = {"batch", "debug", "reclaim"};
+  SlurmJob other;
+  other.job_id = 5;
+  other.partition = "debug";
+  other.state = JobState::kRunning;
+  other.nodes = {"n3"};
+  api_.jobs[5] = other;
+  auto own = MakePlaceholderOwnership(api_, {.reclaim_partition = "reclaim", .shared_partitions = {"batch"}},
+                                      [] { return absl::Now(); });
+  absl::Status s = own->Reclaim("n3", "pod-a");
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("job 5"));
+  EXPECT_THAT(s.message(), HasSubstr("debug"));
+  EXPECT_THAT(api_.calls, Not(Contains(HasSubstr("Submit"))));
+  // A job of the shared partition is what the placeholder is for.
+  api_.jobs[5].partition = "batch";
+  ASSERT_TRUE(own->Reclaim("n3", "pod-a").ok());
+  EXPECT_THAT(api_.calls, Contains(HasSubstr("Submit onequeue-placeholder-n3")));
 }
 
 }  // namespace
