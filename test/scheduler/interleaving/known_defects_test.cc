@@ -66,7 +66,7 @@ TEST(KnownDefectsTest, H3_ANodeIsReturnedToKubernetesOnlyWhenSlurmSaysNothingRun
 // successor binds the pod on n4, freed meanwhile, and ReleaseFinishedReservations gives n1 to
 // kubernetes (fence, owner) with no live check while job 1 still runs there -> (a). Same defect,
 // other paths: seeds 2961 (crash, restart) and 3063 (a start the poll had not shown yet).
-TEST(KnownDefectsTest, DISABLED_D1_AReleasedReservationDoesNotGiveKubernetesANodeASlurmJobRunsOn) {
+TEST(KnownDefectsTest, D1_AReleasedReservationDoesNotGiveKubernetesANodeASlurmJobRunsOn) {
   ExpectClean({1291, {"drain", {2, 2, 2, 2}, 1, 1},
                {{S::kJobFinishes, 38211}, {S::kCrashAt, 26838}, {S::kInteractivePod, 49745}, {S::kCycle, 53351},
                 {S::kSuccessor, 16734}, {S::kCycle, 927}, {S::kCycle, 34326}}},
@@ -86,7 +86,7 @@ TEST(KnownDefectsTest, D2_AJobRequeuedOnceIsRequeuedAgainWhenItIsTheVictimOfAnot
 // M1 (issue 24), Slurm writes fenced only when they start: slurmrestd hangs, the lease can no
 // longer be renewed (ends at t+10s); the cycle's hold of job 2 was admitted at t+0s and lands at
 // t+60s, after the lease -> (e). Seed 33 of the m1 hunt, shrunk to 3 steps.
-TEST(KnownDefectsTest, DISABLED_M1_NoSlurmWriteLandsAfterTheLease) {
+TEST(KnownDefectsTest, M1_NoSlurmWriteLandsAfterTheLease) {
   ExpectClean({33, {"placeholder", {0, 2, 1}, 0, 2}, {{S::kSlurmHang, 0}, {S::kLoseLease, 0}, {S::kCycle, 0}}},
               AllBut(&KnownOpenDefects::m1));
 }
