@@ -1,8 +1,7 @@
 // Issue 24: the defects the interleaving checker found, each as its shrunk scenario (seed, setup
 // and steps, printed by Checker::AsCode) that must run without a violation once the defect is
-// fixed. H1, H2, H3 and D2 are fixed and run; D1 and M1 are still open (issue 24) and stay
-// DISABLED_ until their fixes merge (then switch their fault kinds back on in
-// AMillionStepsKeepEveryInvariant).
+// fixed. H1, H2, H3, D1, D2 and M1 are fixed and run (each failed before its fix); their fault
+// kinds are on in AMillionStepsKeepEveryInvariant.
 #include <gtest/gtest.h>
 
 #include "checker.h"
@@ -66,6 +65,7 @@ TEST(KnownDefectsTest, H3_ANodeIsReturnedToKubernetesOnlyWhenSlurmSaysNothingRun
 // successor binds the pod on n4, freed meanwhile, and ReleaseFinishedReservations gives n1 to
 // kubernetes (fence, owner) with no live check while job 1 still runs there -> (a). Same defect,
 // other paths: seeds 2961 (crash, restart) and 3063 (a start the poll had not shown yet).
+// Fixed: the one Release path asks Slurm (SlurmLending::FenceForKubernetes, H3's live check).
 TEST(KnownDefectsTest, D1_AReleasedReservationDoesNotGiveKubernetesANodeASlurmJobRunsOn) {
   ExpectClean({1291, {"drain", {2, 2, 2, 2}, 1, 1},
                {{S::kJobFinishes, 38211}, {S::kCrashAt, 26838}, {S::kInteractivePod, 49745}, {S::kCycle, 53351},
@@ -85,7 +85,8 @@ TEST(KnownDefectsTest, D2_AJobRequeuedOnceIsRequeuedAgainWhenItIsTheVictimOfAnot
 
 // M1 (issue 24), Slurm writes fenced only when they start: slurmrestd hangs, the lease can no
 // longer be renewed (ends at t+10s); the cycle's hold of job 2 was admitted at t+0s and lands at
-// t+60s, after the lease -> (e). Seed 33 of the m1 hunt, shrunk to 3 steps.
+// t+60s, after the lease -> (e). Seed 33 of the m1 hunt, shrunk to 3 steps. Fixed: every Slurm
+// write is bounded by the writer's lease (WritePermit::WriteTimeLeft, RestClient::BoundWrites).
 TEST(KnownDefectsTest, M1_NoSlurmWriteLandsAfterTheLease) {
   ExpectClean({33, {"placeholder", {0, 2, 1}, 0, 2}, {{S::kSlurmHang, 0}, {S::kLoseLease, 0}, {S::kCycle, 0}}},
               AllBut(&KnownOpenDefects::m1));
