@@ -107,38 +107,48 @@ absl::Status FencedClusterActions::EvictForTimeLimit(const std::string& pod_key,
 
 absl::Status FencedSlurmActions::Admit(const std::string& what) const { return Check(permit_, refused_, what); }
 
+absl::Status FencedSlurmActions::Abandoned(const std::string& what, absl::Status s) const {
+  if (absl::IsDeadlineExceeded(s) && refused_ && !permit_->MayWrite().ok()) {
+    refused_(what, absl::DeadlineExceededError(absl::StrCat(what, " abandoned at the lease's end: ", s.message())));
+  }
+  return s;
+}
+
 absl::Status FencedSlurmActions::Fence(const std::string& slurm_node, const std::string& owner) {
-  if (absl::Status s = Admit(absl::StrCat("Slurm fence of ", slurm_node, " for ", owner)); !s.ok()) return s;
-  return inner_->Fence(slurm_node, owner);
+  const std::string what = absl::StrCat("Slurm fence of ", slurm_node, " for ", owner);
+  if (absl::Status s = Admit(what); !s.ok()) return s;
+  return Abandoned(what, inner_->Fence(slurm_node, owner));
 }
 
 absl::Status FencedSlurmActions::Unfence(const std::string& slurm_node) {
-  if (absl::Status s = Admit(absl::StrCat("Slurm unfence of ", slurm_node)); !s.ok()) return s;
-  return inner_->Unfence(slurm_node);
+  const std::string what = absl::StrCat("Slurm unfence of ", slurm_node);
+  if (absl::Status s = Admit(what); !s.ok()) return s;
+  return Abandoned(what, inner_->Unfence(slurm_node));
 }
 
 absl::Status FencedSlurmActions::Hold(uint32_t job, const std::string& comment) {
-  if (absl::Status s = Admit(absl::StrCat("Slurm hold of job ", job)); !s.ok()) return s;
-  return inner_->Hold(job, comment);
+  const std::string what = absl::StrCat("Slurm hold of job ", job);
+  if (absl::Status s = Admit(what); !s.ok()) return s;
+  return Abandoned(what, inner_->Hold(job, comment));
 }
 
 absl::Status FencedSlurmActions::StartOn(uint32_t job, const std::vector<std::string>& slurm_nodes,
                                          const std::string& comment) {
-  if (absl::Status s = Admit(absl::StrCat("Slurm start of job ", job, " on ", absl::StrJoin(slurm_nodes, ",")));
-      !s.ok()) {
-    return s;
-  }
-  return inner_->StartOn(job, slurm_nodes, comment);
+  const std::string what = absl::StrCat("Slurm start of job ", job, " on ", absl::StrJoin(slurm_nodes, ","));
+  if (absl::Status s = Admit(what); !s.ok()) return s;
+  return Abandoned(what, inner_->StartOn(job, slurm_nodes, comment));
 }
 
 absl::Status FencedSlurmActions::Requeue(uint32_t job) {
-  if (absl::Status s = Admit(absl::StrCat("Slurm requeue of job ", job)); !s.ok()) return s;
-  return inner_->Requeue(job);
+  const std::string what = absl::StrCat("Slurm requeue of job ", job);
+  if (absl::Status s = Admit(what); !s.ok()) return s;
+  return Abandoned(what, inner_->Requeue(job));
 }
 
 absl::Status FencedSlurmActions::Cancel(uint32_t job) {
-  if (absl::Status s = Admit(absl::StrCat("Slurm cancel of job ", job)); !s.ok()) return s;
-  return inner_->Cancel(job);
+  const std::string what = absl::StrCat("Slurm cancel of job ", job);
+  if (absl::Status s = Admit(what); !s.ok()) return s;
+  return Abandoned(what, inner_->Cancel(job));
 }
 
 }  // namespace onequeue::scheduler

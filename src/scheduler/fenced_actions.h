@@ -6,8 +6,13 @@
 // did not answer the renewals) therefore stops writing before any other replica can take the
 // Lease, even though it does not notice it has been deposed.
 //
-// The gate decides when a write starts; a write already sent cannot be called back. The margin
-// between the renew deadline and the lease duration covers it (leader_elector.h).
+// The gate decides when a write starts; a write already sent cannot be called back. Slurm writes
+// are also bounded in time (issue 24 M1): the loop's slurmrestd client and scontrol runner give
+// each write, and each retry, only the time left before the renew deadline
+// (WritePermit::WriteTimeLeft; slurm::RestClient::BoundWrites), so a write slurmrestd does not
+// answer is abandoned (kDeadlineExceeded) instead of landing after the lease; FencedSlurmActions
+// reports such a write like a refused one. What is left is the margin between the renew deadline
+// and the lease duration (leader_elector.h): a request on the wire when its time runs out.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -99,6 +104,9 @@ class FencedSlurmActions final : public SlurmActions {
 
  private:
   absl::Status Admit(const std::string& what) const;
+  // A write admitted that ended in kDeadlineExceeded once the permit has lapsed was abandoned at
+  // the lease's end (the client's bound): reported like a refusal.
+  absl::Status Abandoned(const std::string& what, absl::Status s) const;
 
   SlurmActions* inner_;
   const WritePermit* permit_;

@@ -152,6 +152,13 @@ absl::Status LeaderElector::MayWrite() const {
   return absl::OkStatus();
 }
 
+absl::Duration LeaderElector::WriteTimeLeft() const {
+  const TimePoint now = options_.clock();
+  absl::MutexLock l(&mu_);
+  if (stopped_ || !holding_ || !renewed_at_) return absl::ZeroDuration();
+  return std::max(absl::ZeroDuration(), renew_deadline() - FromChrono(now - *renewed_at_));
+}
+
 absl::Duration LeaderElector::SinceLastRenew() const {
   const TimePoint now = options_.clock();
   absl::MutexLock l(&mu_);

@@ -24,6 +24,11 @@ class WritePermit {
   // OK while this replica leads and its lease is valid on the monotonic clock; otherwise
   // FailedPrecondition saying why (nothing may be sent).
   virtual absl::Status MayWrite() const = 0;
+  // How long from now a write may still take: none may land after the writer's lease ends
+  // (issue 24 M1). Zero when MayWrite() refuses; infinite for a permit with no end.
+  virtual absl::Duration WriteTimeLeft() const {
+    return MayWrite().ok() ? absl::InfiniteDuration() : absl::ZeroDuration();
+  }
 };
 
 // Leader election as client-go's leaderelection does it: the holder renews the Lease; another
@@ -74,6 +79,8 @@ class LeaderElector : public WritePermit {
   void StopWriting();
 
   absl::Status MayWrite() const override;
+  // Until the renew deadline of the last attempt that renewed (where MayWrite() stops).
+  absl::Duration WriteTimeLeft() const override;
   // True while this replica holds the Lease and is inside its renew deadline (MayWrite().ok()).
   bool Leading() const { return MayWrite().ok(); }
   // How long ago (monotonic) the last successful attempt started; infinite if never.

@@ -185,13 +185,15 @@ Failpoint FailpointsFromEnvironment() {
 }
 
 struct SlurmSide {
-  std::unique_ptr<slurm::SlurmApi> api;
+  std::unique_ptr<slurm::SlurmApi> api;       // the poller's and the admin calls'
+  std::unique_ptr<slurm::SlurmApi> loop_api;  // the loop's writes, bounded by the lease (issue 24 M1)
   std::unique_ptr<slurm::NodeOwnership> ownership;
   std::unique_ptr<slurm::SlurmPoller> poller;
   std::unique_ptr<SlurmBridgeActions> actions;
 };
 
-absl::StatusOr<SlurmSide> ConnectSlurm(const SlurmConfig& c) {
+// `write_time_left`: how long the loop's writes may still take (the lease); null: unbounded.
+absl::StatusOr<SlurmSide> ConnectSlurm(const SlurmConfig& c, std::function<absl::Duration()> write_time_left) {
   slurm::SlurmApiOptions o;
   if (c.url.rfind("unix://", 0) == 0) {
     o.transport.unix_socket = c.url.substr(7);
@@ -213,17 +215,24 @@ absl::StatusOr<SlurmSide> ConnectSlurm(const SlurmConfig& c) {
   if (!api.ok()) return api.status();
   side.api = std::move(*api);
   const slurm::SlurmIdentity identity{c.user, c.scontrol_user};
+  // The loop's own client: every write it sends (each step of a lend too) must land before the
+  // lease ends, while the admin calls (served by a standby too) and the poller are not bounded.
+  o.pinned_version = side.api->version();
+  o.write_time_left = std::move(write_time_left);
+  auto loop_api = slurm::ConnectSlurmApi(o);
+  if (!loop_api.ok()) return loop_api.status();
+  side.loop_api = std::move(*loop_api);
   if (c.lend_mechanism == "drain") {
-    side.ownership = slurm::MakeDrainOwnership(*side.api, identity);
+    side.ownership = slurm::MakeDrainOwnership(*side.loop_api, identity);
   } else {
     slurm::PlaceholderOptions po;
     po.reclaim_partition = c.reclaim_partition;
     po.identity = identity;
     po.shared_partitions = c.shared_partitions;  // issue 24 M6: the only jobs a placeholder displaces
-    side.ownership = slurm::MakePlaceholderOwnership(*side.api, po, [] { return absl::Now(); });
+    side.ownership = slurm::MakePlaceholderOwnership(*side.loop_api, po, [] { return absl::Now(); });
   }
   side.poller = std::make_unique<slurm::SlurmPoller>(*side.api);
-  side.actions = std::make_unique<SlurmBridgeActions>(side.api.get(), side.ownership.get());
+  side.actions = std::make_unique<SlurmBridgeActions>(side.loop_api.get(), side.ownership.get());
   return side;
 }
 
@@ -315,7 +324,11 @@ class Daemon {
   }
 
   int StartSlurm() {
-    auto side = ConnectSlurm(config_.slurm);
+    // The elector is made in StartKubernetes, before the loop starts; without one writes are not
+    // bounded (issue 24 M1: the loop's Slurm writes end with the lease).
+    auto side = ConnectSlurm(config_.slurm, without_write_gate_ ? std::function<absl::Duration()>() : [this] {
+      return elector_ ? elector_->WriteTimeLeft() : absl::InfiniteDuration();
+    });
     if (!side.ok()) {
       spdlog::error("slurm: {}", side.status().ToString());
       return 1;

@@ -125,13 +125,7 @@ bool PreemptionExecutor::Release(const std::string& preemptor, Preemption& p, co
       (void)owners_->Set(node, back);  // the reconcile pass puts the Slurm side right
       break;
     case ReleaseKind::kFinished:
-      // A node Slurm shares goes back to Kubernetes (the reconcile pass re-tags its fence); a
-      // node Slurm does not know simply loses the mark.
-      if (still_marked) {
-        const NodeOwner finished = c->slurm.nodes.count(node) ? NodeOwner::Kubernetes() : NodeOwner::Unmarked();
-        if (!owners_->Set(node, finished).ok()) return false;
-        Fail("release-after-write");
-      }
+      if (still_marked && !ReleaseFinishedNode(node, *c)) return false;
       break;
     case ReleaseKind::kUnusable:
       if (still_marked && !owners_->Set(node, back).ok()) return false;
@@ -143,6 +137,37 @@ bool PreemptionExecutor::Release(const std::string& preemptor, Preemption& p, co
   }
   p.nodes.erase(held);
   p.unusable_since.erase(node);
+  return true;
+}
+
+bool PreemptionExecutor::ReleaseFinishedNode(const std::string& node, const PreemptionCycle& c) {
+  auto joined = c.slurm.nodes.find(node);
+  if (joined == c.slurm.nodes.end() || slurm_ == nullptr) {  // a node Slurm does not know loses the mark
+    if (!owners_->Set(node, NodeOwner::Unmarked()).ok()) return false;
+    Fail("release-after-write");
+    return true;
+  }
+  // A node Slurm shares goes to Kubernetes only after the live check (issue 24 D1): a victim this
+  // process never asked to leave (its predecessor crashed before the requeue) or a job the poll
+  // had not shown may still run there.
+  c.touched->insert(node);
+  NodeOwner next = NodeOwner::Kubernetes();
+  switch (lending_->FenceForKubernetes(joined->second, c.now)) {
+    case SlurmLending::LiveCheck::kClear: break;
+    case SlurmLending::LiveCheck::kBusy:
+      if (slurm_->FenceRequeues()) return false;  // the fence requeues it: asked again next cycle
+      // Drain: nothing will make the job leave; the node stays Slurm's, the drain lifted.
+      next = NodeOwner::Parse(kOwnerSlurm);
+      break;
+    case SlurmLending::LiveCheck::kNoAnswer:
+    case SlurmLending::LiveCheck::kNotFenced: return false;  // still reserved: tried again next cycle
+  }
+  if (!owners_->Set(node, next).ok()) return false;
+  if (next.slurm()) {
+    spdlog::info("node {}: its reservation is over but a Slurm job runs there; it stays Slurm's", node);
+    (void)lending_->Unfence(joined->second, c.now);
+  }
+  Fail("release-after-write");
   return true;
 }
 

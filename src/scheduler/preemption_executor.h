@@ -120,7 +120,8 @@ class PreemptionExecutor {
   };
   enum class ReleaseKind {
     kRolledBack,  // back to the owner it had (a reservation's before: unmarked); failures ignored
-    kFinished,    // P no longer waits: Kubernetes' if Slurm shares it, else unmarked
+    kFinished,    // P no longer waits: Kubernetes' if Slurm shares it and the live check says no
+                  // Slurm job runs there (else Slurm's), unmarked if Slurm does not know it
     kUnusable,    // back to the owner it had, if still reserved(P); kept when the write fails
     kConsumed,    // a start wrote the new owner already: nothing to write
     kGone,        // the node was deleted: nothing to write
@@ -136,6 +137,9 @@ class PreemptionExecutor {
   // The one release path: true when the node is no longer reserved for P (its record updated).
   bool Release(const std::string& preemptor, Preemption& p, const std::string& node, ReleaseKind kind,
                const PreemptionCycle* c);
+  // kFinished on a node still marked reserved(P): Kubernetes' after the live check, else Slurm's
+  // (drain) or still reserved until the next cycle; false when not released.
+  bool ReleaseFinishedNode(const std::string& node, const PreemptionCycle& c);
   // Every node of P released, nominations cleared, the record blocked until `retry_at`.
   void RollBack(const std::string& preemptor, const PreemptionCycle& c, queue::Time retry_at, std::string why);
   void ClearNominations(const std::string& preemptor, const PreemptionCycle& c);

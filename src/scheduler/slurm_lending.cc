@@ -188,20 +188,31 @@ void SlurmLending::FenceOnce(const JoinedNode& node, const std::string& owner, q
   last_fence_[node.k8s_name] = {owner, now};
 }
 
-void SlurmLending::ReturnIdle(const JoinedNode& node, queue::Time now, CycleStats* stats) {
-  const std::string& name = node.k8s_name;
-  // No Slurm job has used the node for a while and none is planned there: it comes back, fenced
-  // first so nothing of Slurm's starts as it does.
-  if (!Fence(node, kOwnerKubernetes, now).ok()) return;
+SlurmLending::LiveCheck SlurmLending::FenceForKubernetes(const JoinedNode& node, queue::Time now) {
+  // Fenced first, so nothing of Slurm's starts as the node changes hands.
+  if (!Fence(node, kOwnerKubernetes, now).ok()) return LiveCheck::kNotFenced;
   // Issue 24 H3: asked of Slurm now, not of the poll: a job may have started there since.
   absl::StatusOr<bool> ready = slurm_->Ready(node.slurm_name);
-  if (!ready.ok() || !*ready) {
-    spdlog::info("node {}: not returned, Slurm still runs something there ({})", name,
-                 ready.ok() ? "busy" : ready.status().ToString());
+  if (ready.ok() && *ready) return LiveCheck::kClear;
+  spdlog::info("node {}: not given to Kubernetes, Slurm still runs something there ({})", node.k8s_name,
+               ready.ok() ? "busy" : ready.status().ToString());
+  return ready.ok() ? LiveCheck::kBusy : LiveCheck::kNoAnswer;
+}
+
+absl::Status SlurmLending::Unfence(const JoinedNode& node, queue::Time now) {
+  last_fence_[node.k8s_name] = {"", now};
+  return slurm_->Unfence(node.slurm_name);
+}
+
+void SlurmLending::ReturnIdle(const JoinedNode& node, queue::Time now, CycleStats* stats) {
+  const std::string& name = node.k8s_name;
+  // No Slurm job has used the node for a while and none is planned there: it comes back.
+  const LiveCheck check = FenceForKubernetes(node, now);
+  if (check == LiveCheck::kNotFenced) return;
+  if (check != LiveCheck::kClear) {
     if (!slurm_->FenceRequeues()) {  // a drain would keep Slurm off a node that is still its own
       lent_idle_since_.erase(name);
-      (void)slurm_->Unfence(node.slurm_name);
-      last_fence_[name] = {"", now};
+      (void)Unfence(node, now);
     }
     return;
   }

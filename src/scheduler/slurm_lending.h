@@ -67,6 +67,15 @@ class SlurmLending {
                                     CycleStats* stats);
   // Fences a joined node for `owner` now (a reservation's, Kubernetes') and remembers it.
   absl::Status Fence(const JoinedNode& node, const std::string& owner, queue::Time now);
+  // The live check before a node Slurm shares becomes Kubernetes' (issue 24 H3, D1): fenced for
+  // kubernetes, then Slurm asked now (Ready, not the poll) whether anything of its own runs there.
+  // kClear: nothing does, the caller may write the kubernetes owner; kBusy: a Slurm job runs
+  // there; kNoAnswer: Slurm did not answer the check; kNotFenced: the fence failed (not asked).
+  // Writes no owner.
+  enum class LiveCheck { kClear, kBusy, kNoAnswer, kNotFenced };
+  LiveCheck FenceForKubernetes(const JoinedNode& node, queue::Time now);
+  // Lifts onequeue's fence now (a node that stays Slurm's) and remembers it.
+  absl::Status Unfence(const JoinedNode& node, queue::Time now);
   void ForgetNode(const std::string& node) { last_fence_.erase(node); }
   void Reconcile(const SlurmRecords& records, const std::set<std::string>& touched, queue::Time now,
                  CycleStats* stats);

@@ -88,13 +88,27 @@ class RestClient {
   absl::StatusOr<RestResponse> Call(const std::string& method, const std::string& path,
                                     const nlohmann::json* body = nullptr);
 
+  // Issue 24 M1: every write (any method but GET, and GET .../requeue) is bounded by the
+  // writer's lease. `time_left` says how long from now a write may still take (the daemon's
+  // WritePermit::WriteTimeLeft). Each attempt asks it at the last moment before the request goes
+  // on the wire (the transport's admit) and is not sent when no time is left; the attempt's
+  // timeout is the time left, never more than `request_timeout` (the transport's own); a retry
+  // whose backoff would end past it is not made. An abandoned write returns kDeadlineExceeded
+  // saying it was abandoned. Reads are not bounded (a standby polls too). Set before any Call.
+  void BoundWrites(std::function<absl::Duration()> time_left, absl::Duration request_timeout);
+
   const TransportCounters& counters() const { return counters_; }
 
  private:
+  // The time left for a write to `path` by `method`; infinite when writes are not bounded.
+  absl::Duration WriteTimeLeft(const std::string& method, const std::string& path) const;
+
   std::unique_ptr<HttpTransport> transport_;
   std::unique_ptr<CredentialSource> credentials_;
   RetryPolicy retry_;
   std::function<void(absl::Duration)> sleep_;
+  std::function<absl::Duration()> write_time_left_;  // null: writes not bounded
+  absl::Duration request_timeout_ = absl::InfiniteDuration();
   const std::function<double()> rand01_ = k8s::DefaultRandom();  // jitter, when the policy has any
   TransportCounters counters_;
 };

@@ -26,6 +26,11 @@ class ProcessRunner : public CommandRunner {
 
   absl::StatusOr<std::string> Run(const std::vector<std::string>& argv) override {
     if (argv.empty()) return absl::InvalidArgumentError("empty command");
+    const absl::Duration left = options_.time_left ? options_.time_left() : absl::InfiniteDuration();
+    if (left <= absl::ZeroDuration()) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(absl::StrJoin(argv, " "), " abandoned: the writer's lease ends before it was started"));
+    }
     std::vector<std::string> env_strings;
     for (char** e = environ; *e != nullptr; ++e) {
       absl::string_view kv(*e);
@@ -55,7 +60,7 @@ class ProcessRunner : public CommandRunner {
       return absl::FailedPreconditionError(absl::StrCat("cannot run ", argv[0], ": ", strerror(rc)));
     }
     std::string output;
-    const absl::Time deadline = absl::Now() + options_.timeout;
+    const absl::Time deadline = absl::Now() + std::min(options_.timeout, left);
     bool timed_out = false;
     char buf[4096];
     for (;;) {

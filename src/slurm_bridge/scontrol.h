@@ -2,6 +2,7 @@
 // through `scontrol`. Behind an interface so the REST-only deployments simply have none.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,6 +24,10 @@ class CommandRunner {
 struct ProcessRunnerOptions {
   std::map<std::string, std::string> extra_env;  // e.g. SLURM_CONF
   absl::Duration timeout = absl::Seconds(30);
+  // Issue 24 M1 (scontrol's calls are all writes): when set, how long from now a command may
+  // still take (the writer's lease, as RestClient::BoundWrites): none is started without time
+  // left, and one still running when it is up is killed (kDeadlineExceeded).
+  std::function<absl::Duration()> time_left;
 };
 std::unique_ptr<CommandRunner> MakeProcessRunner(ProcessRunnerOptions options);
 

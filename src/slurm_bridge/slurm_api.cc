@@ -250,6 +250,7 @@ absl::StatusOr<std::unique_ptr<SlurmApi>> ConnectSlurmApi(const SlurmApiOptions&
   if (!transport.ok()) return transport.status();
   auto client = std::make_shared<RestClient>(*std::move(transport),
                                              MakeTokenFileSource(options.user, options.token_file), options.retry);
+  if (options.write_time_left) client->BoundWrites(options.write_time_left, options.transport.request_timeout);
   ApiVersion version;
   if (options.pinned_version) {
     version = *options.pinned_version;
@@ -262,6 +263,7 @@ absl::StatusOr<std::unique_ptr<SlurmApi>> ConnectSlurmApi(const SlurmApiOptions&
   if (!options.scontrol_path.empty()) {
     ProcessRunnerOptions ro;
     if (!options.slurm_conf.empty()) ro.extra_env["SLURM_CONF"] = options.slurm_conf;
+    ro.time_left = options.write_time_left;
     scontrol = MakeScontrol(options.scontrol_path, MakeProcessRunner(ro));
   }
   return MakeRestSlurmApi(std::move(client), version, std::move(scontrol));

@@ -1,6 +1,7 @@
 // SlurmApi: what onequeue asks of Slurm, in the internal model, whatever the REST version.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,6 +73,9 @@ struct SlurmApiOptions {
   // scontrol binary and SLURM_CONF for the calls REST lacks; empty = REST only.
   std::string scontrol_path;
   std::string slurm_conf;
+  // Issue 24 M1: how long from now a write may still take (the writer's lease); every REST
+  // write and scontrol call is bounded by it (RestClient::BoundWrites). Null: unbounded.
+  std::function<absl::Duration()> write_time_left;
 };
 
 // Builds the client and detects the version: GET /openapi/v3 and pick the highest supported

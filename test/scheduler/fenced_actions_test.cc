@@ -282,6 +282,46 @@ TEST_F(FencedActionsTest, ARenewalMovesTheDeadlineFromTheStartOfTheRenewal) {
   EXPECT_THAT(cluster_writes_.calls, ElementsAre("bind ns/a"));
 }
 
+// Issue 24 M1: how long a write may still take is the time left before the renew deadline of the
+// last renewal (what the slurmrestd client bounds each write by); none before the lease is held.
+TEST_F(FencedActionsTest, TheTimeLeftForAWriteEndsAtTheRenewDeadline) {
+  EXPECT_EQ(leader_.elector->WriteTimeLeft(), absl::ZeroDuration());
+  ASSERT_TRUE(leader_.elector->TryAcquireOrRenew());
+  EXPECT_EQ(leader_.elector->WriteTimeLeft(), absl::Seconds(6));
+  leader_.clock.Advance(absl::Seconds(4));
+  EXPECT_EQ(leader_.elector->WriteTimeLeft(), absl::Seconds(2));
+  leader_.clock.Advance(absl::Seconds(2));
+  EXPECT_EQ(leader_.elector->WriteTimeLeft(), absl::ZeroDuration());
+  leader_.clock.Advance(absl::Seconds(5));
+  EXPECT_EQ(leader_.elector->WriteTimeLeft(), absl::ZeroDuration());
+  ASSERT_TRUE(leader_.elector->TryAcquireOrRenew());
+  EXPECT_EQ(leader_.elector->WriteTimeLeft(), absl::Seconds(6));
+  leader_.elector->StopWriting();
+  EXPECT_EQ(leader_.elector->WriteTimeLeft(), absl::ZeroDuration());
+}
+
+// A Slurm write admitted in time whose client gave up at the lease's end (kDeadlineExceeded) is
+// reported with the refused writes; one that times out while the lease is still valid is not.
+TEST_F(FencedActionsTest, ASlurmWriteAbandonedAtTheLeasesEndIsReported) {
+  struct Hanging : RecordingSlurmActions {
+    std::function<void()> during;
+    absl::Status Hold(uint32_t job, const std::string& c) override {
+      if (during) during();
+      return absl::DeadlineExceededError("slurmrestd: timed out");
+    }
+  } hanging;
+  std::vector<std::string> reported;
+  FencedSlurmActions slurm(&hanging, leader_.elector.get(),
+                           [&](const std::string& what, const absl::Status& why) { reported.push_back(std::string(why.message())); });
+  ASSERT_TRUE(leader_.elector->TryAcquireOrRenew());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(slurm.Hold(7, "c")));
+  EXPECT_THAT(reported, IsEmpty());
+  hanging.during = [&] { leader_.clock.Advance(absl::Seconds(6)); };  // the write takes the rest of the lease
+  EXPECT_TRUE(absl::IsDeadlineExceeded(slurm.Hold(7, "c")));
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_THAT(reported[0], HasSubstr("Slurm hold of job 7 abandoned at the lease's end"));
+}
+
 // The process is stopped (SIGSTOP, a long GC-like pause, a frozen VM) for longer than the lease;
 // meanwhile a standby takes the Lease. On resuming, the cycle that was running goes on to its
 // next write: refused, before any request, whatever the lease thread has or has not noticed.

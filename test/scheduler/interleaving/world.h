@@ -3,8 +3,8 @@
 // REAL SchedulingLoop behind the REAL write gate (FencedClusterActions / FencedSlurmActions) whose
 // WritePermit is the lease this world keeps, and the faults: crashes at any step (between cycles
 // or at a named step inside one), restarts with and without a successor, a lost lease, polls
-// delayed or lost, slurmrestd down (kUnavailable) or hanging (each call takes 60 s and ends in
-// kDeadlineExceeded after it landed), a requeue refused (srun-like jobs), Slurm's own scheduler
+// delayed or lost, slurmrestd down (kUnavailable) or hanging (each call takes 60 s, or the time
+// its writer has left if less, and ends in kDeadlineExceeded after it landed), a requeue refused (srun-like jobs), Slurm's own scheduler
 // starting a job on an unfenced node between polls, and any write failing.
 //
 // After every step the world describes itself as invariants::WorldFacts for the invariants of
@@ -31,8 +31,8 @@
 namespace onequeue::scheduler {
 namespace {
 
-// The fault kinds that trigger defects known to be open, switched off by name in the checker
-// that runs in CI; each fix enables its kind again (issue 24).
+// The fault kinds that triggered the defects of issue 24, each switch named after its defect
+// (the hunt and the known-defect tests switch them one by one; all are fixed and on in CI).
 struct KnownOpenDefects {
   // H1: a daemon's cycle before its first Slurm poll. Off: a (re)started daemon polls first (and
   // slurmrestd answers that poll).
@@ -52,7 +52,12 @@ struct KnownOpenDefects {
   // Off: no crash between reserve and requeue (failpoints preempt-after-reserve,
   // reclaim-after-reserve), and every cycle follows a fresh poll (no lost or delayed polls).
   bool d1 = false;
-  static KnownOpenDefects All() { return {true, true, true, true, true}; }
+  // D3 (found by this checker once D1 and M1 were fixed; open): Reserve writes the owner
+  // reserved(P) before the Slurm fence; a crash between the two leaves a lent node unfenced while
+  // it is reserved, and Slurm's own scheduler starts a job there -> (b). Off: no crash at
+  // preempt-after-reserve or reclaim-after-reserve.
+  bool d3 = false;
+  static KnownOpenDefects All() { return {true, true, true, true, true, true}; }
   static KnownOpenDefects None() { return {}; }
 };
 
@@ -182,8 +187,8 @@ class CheckedWorld {
   std::string ArmCrash(size_t which) {
     if (!leader_) return "(no daemon to crash)";
     const std::string& name = FailpointNames()[which % FailpointNames().size()];
-    if (off_.d1 && (name == "preempt-after-reserve" || name == "reclaim-after-reserve")) {
-      return absl::StrCat("(no crash at ", name, ": D1 switched off)");
+    if ((off_.d1 || off_.d3) && (name == "preempt-after-reserve" || name == "reclaim-after-reserve")) {
+      return absl::StrCat("(no crash at ", name, off_.d3 ? ": D3 switched off)" : ": D1 switched off)");
     }
     leader_->armed_failpoint = name;
     return absl::StrCat("daemon #", leader_->incarnation, " will crash at ", leader_->armed_failpoint,
@@ -444,9 +449,15 @@ class CheckedWorld {
   enum Mode { kUp, kDown, kHang };
   Mode slurm_mode() const { return slurm_mode_; }
   std::string ModeName() const { return slurm_mode_ == kDown ? "down" : slurm_mode_ == kHang ? "hangs" : "up"; }
-  void Hang() {
-    now_ += kHangSeconds;
+  void Hang(int seconds = kHangSeconds) {
+    now_ += seconds;
     failed_in_step_ = true;
+  }
+  // How long from now a write of daemon `incarnation` may still take (WritePermit::WriteTimeLeft):
+  // the renew deadline while it renews, the rest of its lease once it cannot.
+  int WriteTimeLeft(int incarnation) const {
+    if (!LeaseValid(incarnation)) return 0;
+    return renewing_ ? kRenewDeadlineSeconds : static_cast<int>(lease_expires_ - now_);
   }
   bool IsSrun(uint32_t id) const { return srun_.count(id) > 0; }
   const KnownOpenDefects& off() const { return off_; }
@@ -587,7 +598,7 @@ class DaemonKube : public ClusterActions {
 
 class DaemonSlurm : public SlurmActions {
  public:
-  DaemonSlurm(CheckedWorld* w, int inc) : w_(w), inc_(inc) {}
+  DaemonSlurm(CheckedWorld* w, int inc, const WritePermit* permit) : w_(w), inc_(inc), permit_(permit) {}
   absl::Status Fence(const std::string& node, const std::string& owner) override {
     return Write(absl::StrCat("fence ", node, " for ", owner), false, [&] { return fake().Fence(node, owner); });
   }
@@ -608,17 +619,22 @@ class DaemonSlurm : public SlurmActions {
       return absl::FailedPreconditionError(
           absl::StrCat("Requeue of JobId=", job, " returned an error: Only batch jobs are accepted or processed"));
     }
-    absl::Status s = Write(absl::StrCat("requeue job ", job), true, [&] { return fake().Requeue(job); });
-    if (!nodes.empty() && (s.ok() || absl::IsDeadlineExceeded(s))) w_->Evicted(nodes.front(), SlurmWorkloadId(job));
+    bool landed = false;
+    absl::Status s = Write(absl::StrCat("requeue job ", job), true, [&] { return fake().Requeue(job); }, true, &landed);
+    if (!nodes.empty() && landed) w_->Evicted(nodes.front(), SlurmWorkloadId(job));
     return s;
   }
   absl::Status Cancel(uint32_t job) override {
     const std::vector<std::string> nodes = fake().Job(job).nodes;
-    absl::Status s = Write(absl::StrCat("cancel job ", job), true, [&] {
-      w_->CancelledByOnequeue(job);
-      return fake().Cancel(job);
-    });
-    if (!nodes.empty() && (s.ok() || absl::IsDeadlineExceeded(s))) w_->Evicted(nodes.front(), SlurmWorkloadId(job));
+    bool landed = false;
+    absl::Status s = Write(
+        absl::StrCat("cancel job ", job), true,
+        [&] {
+          w_->CancelledByOnequeue(job);
+          return fake().Cancel(job);
+        },
+        true, &landed);
+    if (!nodes.empty() && landed) w_->Evicted(nodes.front(), SlurmWorkloadId(job));
     return s;
   }
   bool FenceRequeues() const override { return w_->slurm().placeholder; }
@@ -633,10 +649,14 @@ class DaemonSlurm : public SlurmActions {
 
  private:
   FakeSlurm& fake() { return w_->slurm(); }
-  // One REST write: refused while slurmrestd is down; while it hangs it lands after 60 s and the
-  // caller sees kDeadlineExceeded. `victim`: a requeue or cancel (spared when H2 is switched off).
+  // One REST write, as the daemon's slurmrestd client sends it: refused while slurmrestd is down.
+  // While it hangs the call takes 60 s, lands at its end and the caller sees kDeadlineExceeded;
+  // unless the writer's time runs out first (issue 24 M1, the client's bound by the permit's
+  // WriteTimeLeft: slurm::RestClient::BoundWrites): then the worst case, it lands just before
+  // that deadline and the caller sees kDeadlineExceeded at it; with no time left nothing is sent.
+  // `victim`: a requeue or cancel (spared when H2 is switched off). Returns whether it landed.
   template <typename F>
-  absl::Status Write(const std::string& what, bool victim, F apply, bool in_story = true) {
+  absl::Status Write(const std::string& what, bool victim, F apply, bool in_story = true, bool* landed = nullptr) {
     const bool spared = victim && w_->off().h2;
     if (!spared && w_->slurm_mode() == CheckedWorld::kDown) {
       w_->Note(what + " FAILS (slurmrestd down)");
@@ -644,17 +664,30 @@ class DaemonSlurm : public SlurmActions {
     }
     if (!spared && w_->InjectFailure(what)) return absl::UnavailableError("injected");
     const bool hang = !spared && w_->slurm_mode() == CheckedWorld::kHang;
-    if (hang) w_->Hang();
+    const int left = permit_->WriteTimeLeft() == absl::InfiniteDuration()
+                         ? kHangSeconds
+                         : static_cast<int>(absl::ToInt64Seconds(permit_->WriteTimeLeft()));
+    if (left <= 0) {  // the client sends nothing
+      w_->Note(what + " abandoned: the lease has ended");
+      return absl::DeadlineExceededError("slurmrestd: write abandoned: the writer's lease ends");
+    }
+    const int takes = hang ? std::min(left, kHangSeconds) : 0;
+    if (hang) w_->Hang(takes - 1);
     absl::Status s = apply();
-    if (s.ok()) w_->Landed(inc_, hang ? what + " (landed after 60 s)" : what, in_story || hang);
+    if (landed != nullptr) *landed = s.ok();
+    if (s.ok()) {
+      w_->Landed(inc_, hang ? absl::StrCat(what, " (landed after ", takes - 1, " s)") : what, in_story || hang);
+    }
     if (hang) {
+      w_->Hang(1);
       w_->Note(what + ": kDeadlineExceeded");
-      return absl::DeadlineExceededError("slurmrestd: no answer in 60 s");
+      return absl::DeadlineExceededError(absl::StrCat("slurmrestd: no answer in ", takes, " s"));
     }
     return s;
   }
   CheckedWorld* w_;
   int inc_;
+  const WritePermit* permit_;
 };
 
 class LeasePermit : public WritePermit {
@@ -663,6 +696,7 @@ class LeasePermit : public WritePermit {
   absl::Status MayWrite() const override {
     return w_->LeaseValid(inc_) ? absl::OkStatus() : absl::FailedPreconditionError("the lease has ended");
   }
+  absl::Duration WriteTimeLeft() const override { return absl::Seconds(w_->WriteTimeLeft(inc_)); }
 
  private:
   const CheckedWorld* w_;
@@ -674,8 +708,8 @@ void CheckedWorld::NewLeader() {
   d->incarnation = ++incarnations_;
   d->view = std::make_unique<DaemonView>(this, d.get());
   d->kube = std::make_unique<DaemonKube>(this, d->incarnation);
-  d->slurm = std::make_unique<DaemonSlurm>(this, d->incarnation);
   d->permit = std::make_unique<LeasePermit>(this, d->incarnation);
+  d->slurm = std::make_unique<DaemonSlurm>(this, d->incarnation, d->permit.get());
   d->fenced_kube = std::make_unique<FencedClusterActions>(d->kube.get(), d->permit.get());
   d->fenced_slurm = std::make_unique<FencedSlurmActions>(d->slurm.get(), d->permit.get());
   Daemon* raw = d.get();
