@@ -192,6 +192,7 @@ void SlurmLending::ReturnIdle(const JoinedNode& node, queue::Time now, CycleStat
   const std::string& name = node.k8s_name;
   // No Slurm job has used the node for a while and none is planned there: it comes back, fenced
   // first so nothing of Slurm's starts as it does.
+  Fail("return-before-fence");  // tests: a job Slurm starts here meanwhile (issue 24 H3, e2e)
   if (!Fence(node, kOwnerKubernetes, now).ok()) return;
   // Issue 24 H3: asked of Slurm now, not of the poll: a job may have started there since.
   absl::StatusOr<bool> ready = slurm_->Ready(node.slurm_name);
