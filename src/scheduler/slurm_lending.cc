@@ -207,6 +207,7 @@ absl::Status SlurmLending::Unfence(const JoinedNode& node, queue::Time now) {
 void SlurmLending::ReturnIdle(const JoinedNode& node, queue::Time now, CycleStats* stats) {
   const std::string& name = node.k8s_name;
   // No Slurm job has used the node for a while and none is planned there: it comes back.
+  Fail("return-before-fence");  // tests: a job Slurm starts here meanwhile (issue 24 H3, e2e)
   const LiveCheck check = FenceForKubernetes(node, now);
   if (check == LiveCheck::kNotFenced) return;
   if (check != LiveCheck::kClear) {
