@@ -824,7 +824,7 @@ TEST_P(SlurmE2ETest, H3_AJobSlurmStartsWhileTheNodeIsReturnedIsNotSharedWithPods
   ASSERT_EQ(ShowJob(job)["NodeList"], Slurm().nodes[0]);
   ASSERT_EQ(kill(scheduler_->pid(), SIGCONT), 0);
   ASSERT_TRUE(Eventually(kBindTimeout, [&] {
-    return absl::StrContains(scheduler_->Log(), "not returned, Slurm still runs something there");
+    return absl::StrContains(scheduler_->Log(), "not given to Kubernetes, Slurm still runs something there");
   })) << scheduler_->Log();
   if (GetParam() == "drain") {
     // The drain is lifted again: the node stays Slurm's and its job runs on.
