@@ -87,18 +87,7 @@ bool LeaderElector::TryAcquireOrRenew() {
     return false;
   }
   const bool mine = lease->holder_identity == options_.identity;
-  if (!mine && !lease->holder_identity.empty()) {
-    const std::string record = absl::StrCat(lease->holder_identity, "|", lease->renew_time);
-    if (record != observed_record_) {
-      observed_record_ = record;
-      observed_at_ = observed;
-    }
-    const absl::Duration held_for = lease->lease_duration_seconds
-                                        ? absl::Seconds(*lease->lease_duration_seconds)
-                                        : options_.lease_duration;
-    // The holder is alive as far as we know.
-    if (FromChrono(observed - observed_at_) < held_for) return not_holding();
-  }
+  if (!mine && !lease->holder_identity.empty() && OtherHolderAlive(*lease, observed)) return not_holding();
   k8s::Lease next = *lease;
   if (!mine) {
     next.acquire_time = stamp;
@@ -117,6 +106,19 @@ bool LeaderElector::TryAcquireOrRenew() {
   Renewed(start);
   if (!mine) spdlog::info("leader election: {} now holds lease {}/{}", options_.identity, options_.namespace_, options_.name);
   return true;
+}
+
+bool LeaderElector::OtherHolderAlive(const k8s::Lease& lease, TimePoint observed) {
+  // Its record (holder and renew time) is timed from when this replica first saw it, on this
+  // replica's clock: clocks of different machines are never compared.
+  const std::string record = absl::StrCat(lease.holder_identity, "|", lease.renew_time);
+  if (record != observed_record_) {
+    observed_record_ = record;
+    observed_at_ = observed;
+  }
+  const absl::Duration held_for =
+      lease.lease_duration_seconds ? absl::Seconds(*lease.lease_duration_seconds) : options_.lease_duration;
+  return FromChrono(observed - observed_at_) < held_for;
 }
 
 void LeaderElector::StopWriting() {

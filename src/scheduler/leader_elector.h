@@ -91,6 +91,9 @@ class LeaderElector : public WritePermit {
  private:
   using TimePoint = std::chrono::steady_clock::time_point;
   void Renewed(TimePoint attempt_start);
+  // True while another replica's record of the lease is younger than its duration, timed from
+  // when this replica first observed it (only this replica's own clock is trusted).
+  bool OtherHolderAlive(const k8s::Lease& lease, TimePoint observed);
 
   k8s::SchedulerApi* api_;
   const Options options_;

@@ -369,6 +369,38 @@ void PrintJson(const SimulateArgs& a, const queue::ReplayResult& r, const queue:
   std::fputs(out.c_str(), stdout);
 }
 
+// --config FILE or the daemon's defaults: replay with the daemon's planner configuration, its
+// promises and its Slurm default QOS. 0, or the exit code of a configuration problem.
+int UseDaemonConfig(SimulateArgs& a) {
+  auto config = a.defaults ? scheduler::ParseConfig(
+                                 "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n", "defaults")
+                           : scheduler::LoadConfigFile(a.config_path);
+  if (!config.ok()) {
+    std::fprintf(stderr, "oq simulate: %s\n", std::string(config.status().message()).c_str());
+    return 1;
+  }
+  a.options.config = scheduler::ToQueueConfig(*config);
+  // Promises as the daemon keeps them (queue.keepReservations, on by default).
+  a.options.keep_reservations = a.options.keep_reservations || config->queue.keep_reservations;
+  if (a.qos.has_value()) {
+    a.options.qos = *a.qos;
+  } else {
+    for (const queue::QosPolicy& q : a.options.config->qos) {
+      if (q.name == config->slurm.default_qos) a.options.qos = q.name;
+    }
+  }
+  if (!a.options.qos.empty() && !a.options.config->qos.empty()) {
+    bool known = false;
+    for (const queue::QosPolicy& q : a.options.config->qos) known = known || q.name == a.options.qos;
+    if (!known) {
+      std::fprintf(stderr, "oq simulate: --qos %s is not in %s's QOS table\n", a.options.qos.c_str(),
+                   a.config_path.c_str());
+      return 2;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunSimulate(const std::vector<std::string>& args) {
@@ -378,32 +410,7 @@ int RunSimulate(const std::vector<std::string>& args) {
     return 2;
   }
   if (!a.config_path.empty() || a.defaults) {
-    auto config = a.defaults ? scheduler::ParseConfig(
-                                   "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n", "defaults")
-                             : scheduler::LoadConfigFile(a.config_path);
-    if (!config.ok()) {
-      std::fprintf(stderr, "oq simulate: %s\n", std::string(config.status().message()).c_str());
-      return 1;
-    }
-    a.options.config = scheduler::ToQueueConfig(*config);
-    // Promises as the daemon keeps them (queue.keepReservations, on by default).
-    a.options.keep_reservations = a.options.keep_reservations || config->queue.keep_reservations;
-    if (a.qos.has_value()) {
-      a.options.qos = *a.qos;
-    } else {
-      for (const queue::QosPolicy& q : a.options.config->qos) {
-        if (q.name == config->slurm.default_qos) a.options.qos = q.name;
-      }
-    }
-    if (!a.options.qos.empty() && !a.options.config->qos.empty()) {
-      bool known = false;
-      for (const queue::QosPolicy& q : a.options.config->qos) known = known || q.name == a.options.qos;
-      if (!known) {
-        std::fprintf(stderr, "oq simulate: --qos %s is not in %s's QOS table\n", a.options.qos.c_str(),
-                     a.config_path.c_str());
-        return 2;
-      }
-    }
+    if (int rc = UseDaemonConfig(a); rc != 0) return rc;
   }
   std::ifstream in(a.trace_path, std::ios::binary);
   if (!in) {
