@@ -234,8 +234,31 @@ void CheckEnabledSlurm(MapReader& slurm, const SlurmConfig& c) {
                                    "job, and v0.0.38 cannot drain a node)");
 }
 
+// slurm.partitions: {<name>: {sharing: exclusive | shared}} (issue 25).
+void ReadPartitionSharing(MapReader& slurm, SlurmConfig& c) {
+  const YAML::Node raw = slurm.Raw("partitions");
+  MapReader partitions = slurm.Child("partitions");
+  if (!raw || !raw.IsMap()) return;
+  for (const auto& kv : raw) {
+    if (!kv.first.IsScalar()) continue;  // RefuseUnknown names it
+    const std::string name = kv.first.Scalar();
+    MapReader p = partitions.Child(name);
+    std::string sharing = "exclusive";
+    p.Read("sharing", &sharing);
+    if (sharing != "exclusive" && sharing != "shared")
+      p.KeyError("sharing", absl::StrCat("is \"", sharing, "\"; expected exclusive or shared"));
+    else if (std::find(c.shared_partitions.begin(), c.shared_partitions.end(), name) == c.shared_partitions.end())
+      partitions.KeyError(name, "is not in slurm.sharedPartitions: only a partition onequeue shares can set sharing");
+    else
+      c.partition_sharing[name] = sharing;
+    p.RefuseUnknown();
+  }
+  partitions.RefuseUnknown();
+}
+
 void ParseSlurm(MapReader slurm, SlurmConfig& c) {
   ReadSlurmKeys(slurm, c);
+  ReadPartitionSharing(slurm, c);
   if (c.url.rfind("http://", 0) == 0 && !IsLoopbackHost(UrlHost(c.url)) && !c.allow_insecure_http) {
     slurm.KeyError("url", absl::StrCat("is \"", c.url, "\": plain http to a host other than loopback would send "
                                        "the Slurm JWT in clear; use https:// or unix://, or set "

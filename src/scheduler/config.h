@@ -65,6 +65,10 @@ struct SlurmConfig {
   // Never read from the YAML: the daemon's own Unix user, set by main.cc when scontrol_path is
   // set. scontrol drains as this user, so a tagged drain it set is onequeue's (issue 24 M2).
   std::string scontrol_user;
+  // Issue 25 (docs/sharing.md): slurm.partitions.<name>.sharing, exclusive (the default) or
+  // shared, for partitions of sharedPartitions. A pool node is shared when every shared partition
+  // it is in says shared: pods and that node's Slurm jobs are then planned side by side.
+  std::map<std::string, std::string> partition_sharing;
 };
 
 struct QosConfig {

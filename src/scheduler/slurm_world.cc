@@ -141,6 +141,8 @@ SlurmWorldOptions SlurmWorldOptionsOf(const Config& config) {
   }
   o.gres_resources = config.slurm.gres_resources;
   o.identity = SlurmIdentityOf(config);
+  for (const auto& [partition, sharing] : config.slurm.partition_sharing)
+    if (sharing == "shared") o.sharing_partitions.insert(partition);
   return o;
 }
 
@@ -195,6 +197,7 @@ class WorldBuilder {
           node.labels[absl::StrCat(kPartitionLabelPrefix, p)] = "true";
         }
       }
+      node.sharing = SharingOf(sn->second.partitions);
       const bool lendable = joined.slurm_usable && (node.owner.kind != queue::OwnerKind::kKubernetes ||
                                                     !options_.not_lendable.count(node.name));
       if (lendable) node.labels[kLendableLabel] = "true";
@@ -248,6 +251,37 @@ class WorldBuilder {
     return w;
   }
 
+  // Issue 25: shared when the node is in a shared partition and every shared partition it is in
+  // says sharing: shared (the stricter setting wins).
+  queue::NodeSharing SharingOf(const std::vector<std::string>& partitions) const {
+    bool any = false;
+    for (const std::string& p : partitions) {
+      if (std::find(options_.shared_partitions.begin(), options_.shared_partitions.end(), p) ==
+          options_.shared_partitions.end())
+        continue;
+      if (!options_.sharing_partitions.count(p)) return queue::NodeSharing::kExclusive;
+      any = true;
+    }
+    return any ? queue::NodeSharing::kShared : queue::NodeSharing::kExclusive;
+  }
+
+  // What a running job holds on a shared node: Slurm's allocation there, in the queue's units; the
+  // whole node when Slurm's answer could not be read (the poller logged why).
+  Resources AllocatedOn(const slurm::SlurmJob& job, const std::string& slurm_node, const queue::Node& node) {
+    const slurm::NodeAllocation* a = job.allocation.readable() ? job.allocation.On(slurm_node) : nullptr;
+    if (a == nullptr) return node.allocatable;
+    Resources r;
+    r[queue::kCpu] = static_cast<int64_t>(a->cpus) * 1000;
+    r[queue::kMemory] = a->memory_mb * kMiB;
+    for (const auto& [gres, resource] : options_.gres_resources) {
+      auto it = a->gres.find(gres);
+      if (it == a->gres.end() || it->second <= 0) continue;
+      const int slot = SlotOf(&snap_.resource_names, resource);
+      if (slot >= 0) r[slot] = it->second;
+    }
+    return r;
+  }
+
   void AddRunning(const slurm::SlurmJob& job, const std::vector<std::string>& k8s_nodes) {
     const std::string partition = SharedPartitionOf(job, options_.shared_partitions);
     queue::PendingWorkload as_pending = BaseWorkload(job, partition.empty() ? job.partition : partition);
@@ -261,8 +295,13 @@ class WorldBuilder {
     if (as_pending.time_limit) r.expected_end = r.start_time + *as_pending.time_limit;
     // Jobs of partitions onequeue does not share are Slurm's alone: load, never victims.
     r.preemptible = !partition.empty() && options_.preemptible_qos.count(r.qos) > 0;
+    const bool started = IsRunning(job) || job.state_flags.count("COMPLETING");
     for (const std::string& k : k8s_nodes) {
-      r.allocations.push_back({index_of_[k], as_pending.per_member});
+      const queue::NodeIndex i = index_of_[k];
+      Resources used = as_pending.per_member;
+      if (snap_.nodes[i].sharing == queue::NodeSharing::kShared && started)
+        used = AllocatedOn(job, out_->nodes[k].slurm_name, snap_.nodes[i]);
+      r.allocations.push_back({i, used});
       out_->nodes[k].running_jobs.push_back(job.job_id);
     }
     snap_.running.push_back(std::move(r));

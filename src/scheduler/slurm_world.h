@@ -15,6 +15,8 @@
 //     time limit gives their end; jobs of the shared partitions are preemptible per their QOS,
 //     jobs of other partitions are Slurm's alone (load, never victims). onequeue's placeholders
 //     are its own fence, not workloads.
+//   * On a node whose partitions say `sharing: shared` (issue 25) the node is queue-shared and a
+//     running job holds what Slurm allocated it there (CPUs, memory, GRES), not its request.
 //   * Pending jobs of the shared partitions are pending workloads "slurm/<id>" with the same
 //     multifactor priority as pods: age from submit time, fair-share from the Slurm account,
 //     size, partition, QOS mapped from the Slurm QOS.
@@ -60,6 +62,11 @@ struct SlurmWorldOptions {
   // Jobs onequeue started whose start the view does not show yet: job id -> Kubernetes node names.
   // Counted as running there (assume), never as pending.
   std::map<uint32_t, std::vector<std::string>> assumed_starts;
+  // Issue 25: shared partitions whose nodes are shared (slurm.partitions.<p>.sharing: shared). A
+  // joined node is queue::NodeSharing::kShared when it is in at least one shared partition and
+  // every shared partition it is in is listed here; its running Slurm jobs then hold exactly what
+  // Slurm allocated them there (SlurmJob::allocation), or the whole node when that is unreadable.
+  std::set<std::string> sharing_partitions;
 };
 
 // Per snapshot node: 1 if a pod workload runs there (a Kubernetes tenant's; DaemonSet pods are

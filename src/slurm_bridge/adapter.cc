@@ -275,6 +275,107 @@ std::vector<std::string> ExpandOrEmpty(const std::string& hostlist) {
 
 namespace onequeue::slurm::internal {
 
+
+// --- Per-node allocations (issue 25) -------------------------------------------------------------
+namespace {
+
+// Cores marked allocated in one node entry of job_resources: v0.0.41+ "sockets": [{"cores":
+// [{"status": ["ALLOCATED"]}]}]; 22.05 "sockets": {"0": {"cores": {"0": "allocated"}}}.
+int64_t AllocatedCores(const nlohmann::json& node) {
+  const nlohmann::json* sockets = jf::Member(node, "sockets");
+  if (sockets == nullptr || !(sockets->is_array() || sockets->is_object())) return -1;
+  int64_t n = 0;
+  for (const nlohmann::json& socket : *sockets) {
+    const nlohmann::json* cores = jf::Member(socket, "cores");
+    if (cores == nullptr) continue;
+    for (const nlohmann::json& core : *cores) {
+      std::vector<std::string> status =
+          core.is_string() ? std::vector<std::string>{core.get<std::string>()} : jf::StateTokens(core, "status");
+      for (std::string& t : status) t = absl::AsciiStrToUpper(t);
+      if (std::any_of(status.begin(), status.end(),
+                      [](const std::string& t) { return t == "ALLOCATED" || t == "IN_USE" || t == "IN USE"; }))
+        ++n;
+    }
+  }
+  return n;
+}
+
+// One entry of the job's node list: its name, CPUs and memory, in either layout:
+//   v0.0.41+ (24.11, 25.11, 26.05): {"name", "cpus": {"count"}, "memory": {"allocated"}, "sockets"}
+//   v0.0.38 (22.05.8, seen live; the spec's "cpus"/"memory" are not sent): {"nodename",
+//   "memory_allocated", "sockets"}, the CPUs being the allocated cores times the job's CPUs per core.
+absl::StatusOr<NodeAllocation> ReadNodeAllocation(const nlohmann::json& e, double cpus_per_core) {
+  if (!e.is_object()) return absl::InvalidArgumentError("an allocation entry is not an object");
+  NodeAllocation a;
+  a.node = jf::String(e, "name");
+  if (a.node.empty()) a.node = jf::String(e, "nodename");
+  if (a.node.empty()) return absl::InvalidArgumentError("an allocation entry has no node name");
+  const nlohmann::json* cpus = jf::Member(e, "cpus");
+  jf::SlurmNumber count = (cpus != nullptr && cpus->is_object() && jf::Member(*cpus, "count") != nullptr)
+                              ? jf::Number(*cpus, "count")
+                              : jf::Number(e, "cpus");
+  if (!count.has_value() || count.value <= 0) {
+    const int64_t cores = AllocatedCores(e);
+    if (cores > 0) count = {jf::SlurmNumber::Kind::kValue, static_cast<int64_t>(cores * cpus_per_core + 0.5)};
+  }
+  if (!count.has_value() || count.value <= 0 || count.value > 0xFFFFFFFFll)
+    return absl::InvalidArgumentError(absl::StrCat("no CPU count for node ", a.node));
+  a.cpus = static_cast<uint32_t>(count.value);
+  const nlohmann::json* memory = jf::Member(e, "memory");
+  jf::SlurmNumber mem = (memory != nullptr && memory->is_object()) ? jf::Number(*memory, "allocated")
+                                                                   : jf::Number(e, "memory_allocated");
+  if (!mem.has_value() && memory != nullptr && !memory->is_object()) mem = jf::Number(e, "memory");
+  if (!mem.has_value() || mem.value < 0) return absl::InvalidArgumentError(absl::StrCat("no memory for node ", a.node));
+  a.memory_mb = mem.value;
+  return a;
+}
+
+absl::StatusOr<std::vector<NodeAllocation>> ReadNodeAllocations(const nlohmann::json& j, const SlurmJob& job) {
+  const nlohmann::json* res = jf::Member(j, "job_resources");
+  if (res == nullptr || !res->is_object()) return absl::InvalidArgumentError("no job_resources");
+  const nlohmann::json* list = nullptr;
+  if (const nlohmann::json* nodes = jf::Member(*res, "nodes"); nodes != nullptr && nodes->is_object())
+    list = jf::Member(*nodes, "allocation");
+  if (list == nullptr) list = jf::Member(*res, "allocated_nodes");
+  // An array in every answer seen (22.05.8 included); an object keyed by node index is read the same.
+  if (list == nullptr || !(list->is_array() || list->is_object()) || list->empty())
+    return absl::InvalidArgumentError("job_resources has no nodes.allocation or allocated_nodes list");
+  // CPUs per allocated core, for 22.05's entries that carry cores only.
+  int64_t cores = 0;
+  for (const nlohmann::json& e : *list) cores += std::max<int64_t>(0, AllocatedCores(e));
+  const double cpus_per_core = cores > 0 && job.cpus > 0 ? static_cast<double>(job.cpus) / cores : 1.0;
+  std::vector<NodeAllocation> out;
+  for (const nlohmann::json& e : *list) {
+    absl::StatusOr<NodeAllocation> a = ReadNodeAllocation(e, cpus_per_core);
+    if (!a.ok()) return a.status();
+    out.push_back(*std::move(a));
+  }
+  // gres_detail: one string per node of the job, in the job's node order (empty: no GRES).
+  const std::vector<std::string> detail = jf::StringList(j, "gres_detail");
+  if (!detail.empty() && detail.size() != out.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("gres_detail has ", detail.size(), " entries for ", out.size(), " nodes"));
+  for (size_t i = 0; i < detail.size(); ++i) {
+    absl::Status st = ParseGresWithIndices(detail[i], &out[i].gres, &out[i].gres_indices);
+    if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat("gres_detail[", i, "]: ", st.message()));
+  }
+  return out;
+}
+
+}  // namespace
+
+JobAllocation ReadJobAllocation(const nlohmann::json& j, const SlurmJob& job) {
+  JobAllocation out;
+  absl::StatusOr<std::vector<NodeAllocation>> nodes = ReadNodeAllocations(j, job);
+  if (nodes.ok()) {
+    out.nodes = *std::move(nodes);
+  } else {
+    out.error = absl::StrCat("job ", job.job_id, ": cannot read its allocation per node (",
+                             nodes.status().message(), "); counted as taking its whole nodes");
+  }
+  return out;
+}
+
 bool ReadJob(const nlohmann::json& j, SlurmJob& out) {
   const jf::SlurmNumber id = jf::Number(j, "job_id");
   if (!j.is_object() || !id.has_value() || id.value <= 0 || id.value > 0xFFFFFFFFll) return false;
@@ -314,6 +415,7 @@ bool ReadJob(const nlohmann::json& j, SlurmJob& out) {
   out.requeue = jf::Bool(j, "requeue") && jf::Bool(j, "batch_flag", /*fallback=*/true);
   out.restart_count = static_cast<int>(std::clamp<int64_t>(jf::Number(j, "restart_cnt").value_or(0), 0, 1 << 30));
   out.comment = jf::String(j, "comment");
+  if (out.state == JobState::kRunning || out.state == JobState::kSuspended) out.allocation = ReadJobAllocation(j, out);
   return true;
 }
 
@@ -332,6 +434,11 @@ bool ReadNode(const nlohmann::json& j, SlurmNode& out) {
   out.alloc_memory_mb = std::max<int64_t>(0, jf::Number(j, "alloc_memory").value_or(0));
   out.gres = ParseGres(jf::String(j, "gres"));
   out.gres_used = ParseGres(jf::String(j, "gres_used"));
+  {  // indices only: the counts above stay as they were read before issue 25
+    GresMap counts;
+    if (!ParseGresWithIndices(jf::String(j, "gres_used"), &counts, &out.gres_used_indices).ok())
+      out.gres_used_indices.clear();
+  }
   out.features = jf::StringList(j, "features");
   out.partitions = jf::StringList(j, "partitions");
   out.reason = jf::String(j, "reason");

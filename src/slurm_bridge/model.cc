@@ -4,6 +4,11 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace onequeue::slurm {
 namespace {
@@ -71,6 +76,79 @@ NodeState ParseNodeState(const std::string& s) {
   if (upper == "ALLOC") return NodeState::kAllocated;
   if (upper == "MIX") return NodeState::kMixed;
   return NodeState::kUnknown;
+}
+
+// --- Per-node allocations (issue 25) -------------------------------------------------------------
+namespace {
+
+// Top-level items of a GRES string: commas inside "(IDX:0,2)" do not separate.
+std::vector<std::string> GresItems(const std::string& s) {
+  std::vector<std::string> items(1);
+  int depth = 0;
+  for (char c : s) {
+    if (c == '(') ++depth;
+    if (c == ')' && depth > 0) --depth;
+    if (c == ',' && depth == 0) {
+      items.emplace_back();
+      continue;
+    }
+    items.back().push_back(c);
+  }
+  return items;
+}
+
+// "0-1,3" -> {0, 1, 3}; "N/A" -> {}.
+absl::Status ParseIndexList(absl::string_view list, std::vector<int>* out) {
+  if (list == "N/A") return absl::OkStatus();
+  for (absl::string_view range : absl::StrSplit(list, ',')) {
+    std::pair<absl::string_view, absl::string_view> lo_hi = absl::StrSplit(range, absl::MaxSplits('-', 1));
+    const bool is_range = absl::StrContains(range, '-');
+    int lo = 0, hi = 0;
+    const bool ok = absl::SimpleAtoi(lo_hi.first, &lo) && (is_range ? absl::SimpleAtoi(lo_hi.second, &hi) : true);
+    if (!is_range) hi = lo;
+    if (!ok || lo < 0 || hi < lo || hi - lo > 4096)
+      return absl::InvalidArgumentError(absl::StrCat("GRES index list \"", list, "\" is not numbers and ranges"));
+    for (int i = lo; i <= hi; ++i) out->push_back(i);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ParseGresWithIndices(const std::string& s, GresMap* counts, GresIndices* indices) {
+  for (const std::string& raw : GresItems(s)) {
+    absl::string_view item = absl::StripAsciiWhitespace(raw);
+    if (item.empty() || item == "(null)") continue;
+    absl::string_view detail;
+    if (const size_t open = item.find('('); open != absl::string_view::npos) {
+      if (item.back() != ')')
+        return absl::InvalidArgumentError(absl::StrCat("GRES \"", item, "\" has an unclosed \"(\""));
+      detail = item.substr(open + 1, item.size() - open - 2);
+      item = item.substr(0, open);
+    }
+    absl::ConsumePrefix(&item, "gres:");
+    absl::ConsumePrefix(&item, "gres/");
+    std::vector<std::string> parts = absl::StrSplit(item, absl::ByAnyChar(":="), absl::SkipEmpty());
+    if (parts.empty()) return absl::InvalidArgumentError(absl::StrCat("GRES \"", raw, "\" has no name"));
+    int64_t count = 1;  // "gpu" alone means one
+    if (parts.size() >= 2 && absl::SimpleAtoi(parts.back(), &count)) parts.pop_back();
+    if (count < 0) return absl::InvalidArgumentError(absl::StrCat("GRES \"", raw, "\" has a negative count"));
+    std::vector<std::string> names = {parts[0]};
+    if (parts.size() >= 2) names.push_back(absl::StrCat(parts[0], ":", parts[1]));
+    std::vector<int> idx;
+    if (const size_t at = detail.find("IDX:"); at != absl::string_view::npos) {
+      absl::Status st = ParseIndexList(detail.substr(at + 4), &idx);
+      if (!st.ok()) return st;
+    }
+    for (const std::string& n : names) {
+      (*counts)[n] += count;
+      if (!idx.empty()) {
+        std::vector<int>& list = (*indices)[n];
+        list.insert(list.end(), idx.begin(), idx.end());
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace onequeue::slurm

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 
 namespace onequeue::slurm {
@@ -46,6 +47,45 @@ NodeState ParseNodeState(const std::string& s);
 // also under "name:type".
 using GresMap = std::map<std::string, int64_t>;
 
+// --- Per-node allocations (issue 25, shared nodes; docs/sharing.md) ------------------------------
+// What Slurm allocated to a running job on each of its nodes, read from the job's `job_resources`
+// (cores and memory per node) and `gres_detail` (GRES per node with indices), and the GPU indices
+// in use on a node (`gres_used`). A shared node subtracts exactly these from what pods may use.
+
+// GRES indices by name: "gpu:2(IDX:0-1)" -> {"gpu": {0, 1}}; a typed GRES ("gpu:a100:2(IDX:0,2)")
+// is listed under "gpu" and "gpu:a100". Empty when Slurm gives no indices (no File= in gres.conf).
+using GresIndices = std::map<std::string, std::vector<int>>;
+
+// One node of a job's allocation.
+struct NodeAllocation {
+  std::string node;
+  uint32_t cpus = 0;       // CPUs (hardware threads) allocated on this node
+  int64_t memory_mb = 0;   // memory allocated on this node, MB
+  GresMap gres;            // e.g. "gpu" -> 2, from gres_detail
+  GresIndices gres_indices;
+  friend bool operator==(const NodeAllocation&, const NodeAllocation&) = default;
+};
+
+// A running job's allocation on each of its nodes. `error` is set when Slurm's answer could not
+// be read (then `nodes` is empty and the job counts as taking its whole nodes, logged once by the
+// poller); a pending job has neither.
+struct JobAllocation {
+  std::vector<NodeAllocation> nodes;  // in the job's node order
+  std::string error;
+  bool readable() const { return error.empty() && !nodes.empty(); }
+  const NodeAllocation* On(const std::string& node) const {
+    for (const NodeAllocation& a : nodes)
+      if (a.node == node) return &a;
+    return nullptr;
+  }
+  friend bool operator==(const JobAllocation&, const JobAllocation&) = default;
+};
+
+// "gpu:2(IDX:0-1),gpu:a100:1(IDX:3)" -> counts and indices; "IDX:N/A" or no IDX gives no indices.
+// An index list that is not numbers and ranges is an error naming it.
+absl::Status ParseGresWithIndices(const std::string& s, GresMap* counts, GresIndices* indices);
+// --- end of per-node allocations --------------------------------------------------------------
+
 struct SlurmJob {
   uint32_t job_id = 0;
   uint32_t array_job_id = 0;                // 0 when not part of an array
@@ -75,6 +115,7 @@ struct SlurmJob {
   GresMap gres_per_node;                     // from tres_per_node ("gres:gpu:1" / "gres/gpu:1")
   std::map<std::string, int64_t> tres_requested;  // "cpu" -> 4, "mem" -> MB, "node" -> 2, "gres/gpu" -> n
   std::map<std::string, int64_t> tres_allocated;
+  JobAllocation allocation;                  // per node, running jobs only (issue 25)
   std::vector<std::string> nodes;            // allocated nodes, expanded
   std::vector<std::string> required_nodes;   // expanded
   bool requeue = false;                      // may be requeued (a batch job with the requeue flag)
@@ -93,6 +134,7 @@ struct SlurmNode {
   int64_t alloc_memory_mb = 0;
   GresMap gres;
   GresMap gres_used;
+  GresIndices gres_used_indices;  // from gres_used "gpu:2(IDX:0-1)" where Slurm gives indices (issue 25)
   std::vector<std::string> features;
   std::vector<std::string> partitions;
   std::string reason;

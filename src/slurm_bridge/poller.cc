@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 
 namespace onequeue::slurm {
 namespace {
@@ -11,11 +12,11 @@ namespace {
 // The fields whose change matters to the queue (a new estimate alone does not wake it up).
 auto JobKey(const SlurmJob& j) {
   return std::tie(j.state, j.state_flags, j.state_reason, j.priority, j.nodes, j.restart_count, j.partition,
-                  j.time_limit, j.node_count, j.cpus, j.comment);
+                  j.time_limit, j.node_count, j.cpus, j.comment, j.allocation);
 }
 auto NodeKey(const SlurmNode& n) {
   return std::tie(n.state, n.state_flags, n.alloc_cpus, n.alloc_memory_mb, n.gres_used, n.reason, n.partitions,
-                  n.features);
+                  n.features, n.gres_used_indices);
 }
 
 // Whether `items` lacks any entry of `view`.
@@ -53,6 +54,9 @@ std::shared_ptr<const SlurmView::Jobs> FreshJobs(std::vector<SlurmJob>& items,
     auto it = old.find(j.job_id);
     if (it == old.end()) ++changes.jobs_added;
     else if (JobKey(it->second) != JobKey(j)) ++changes.jobs_changed;
+    // Once per job: when its unreadable allocation is first seen (issue 25).
+    if (!j.allocation.error.empty() && (it == old.end() || it->second.allocation.error.empty()))
+      spdlog::warn("slurm poller: {}", j.allocation.error);
     const uint32_t id = j.job_id;
     fresh->emplace(id, std::move(j));
   }

@@ -104,6 +104,37 @@ leaderElection: {enabled: false}
   EXPECT_FALSE(c->leader_election.enabled);
 }
 
+// Issue 25: slurm.partitions.<name>.sharing, exclusive by default, shared by opt-in.
+TEST(ConfigTest, PartitionSharingIsExclusiveByDefaultAndSharedByOptIn) {
+  const std::string slurm = std::string(kHeader) +
+                            "slurm: {enabled: true, url: http://127.0.0.1:6820, tokenFile: /t, sharedPartitions: [a, b]";
+  auto none = ParseConfig(slurm + "}\n", "f.yaml");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->slurm.partition_sharing.empty());
+  auto good = ParseConfig(slurm + ", partitions: {a: {sharing: shared}, b: {sharing: exclusive}}}\n", "f.yaml");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->slurm.partition_sharing,
+            (std::map<std::string, std::string>{{"a", "shared"}, {"b", "exclusive"}}));
+}
+
+TEST(ConfigTest, BadPartitionSharingIsRefusedNamingTheKeyAndTheAllowedValues) {
+  const std::string slurm = std::string(kHeader) +
+                            "slurm: {enabled: true, url: http://127.0.0.1:6820, tokenFile: /t, sharedPartitions: [a], ";
+  auto bad = ParseConfig(slurm + "partitions: {a: {sharing: both}}}\n", "f.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("slurm.partitions.a.sharing: is \"both\"; expected exclusive or shared"));
+  auto unknown_key = ParseConfig(slurm + "partitions: {a: {sharng: shared}}}\n", "f.yaml");
+  ASSERT_FALSE(unknown_key.ok());
+  EXPECT_THAT(unknown_key.status().message(), HasSubstr("slurm.partitions.a.sharng: unknown key"));
+  auto not_shared = ParseConfig(slurm + "partitions: {z: {sharing: shared}}}\n", "f.yaml");
+  ASSERT_FALSE(not_shared.ok());
+  EXPECT_THAT(not_shared.status().message(), HasSubstr("slurm.partitions.z: is not in slurm.sharedPartitions"));
+  auto wrong_type = ParseConfig(slurm + "partitions: [a]}\n", "f.yaml");
+  ASSERT_FALSE(wrong_type.ok());
+  EXPECT_THAT(wrong_type.status().message(), HasSubstr("slurm.partitions must be a mapping"));
+}
+
 TEST(ConfigTest, LendingThatCannotWorkIsRefusedWithTheReason) {
   const std::string slurm = std::string(kHeader) +
                             "slurm: {enabled: true, url: http://127.0.0.1:6820, tokenFile: /t, sharedPartitions: [b], ";

@@ -237,6 +237,82 @@ TEST(SlurmWorldTest, APlaceholderOrDrainAnotherUserWroteIsNotOnequeues) {
   EXPECT_FALSE(records.nodes.at("n2").slurm_usable);
 }
 
+// Issue 25: nodes of a partition set `sharing: shared` are queue-shared, and there a running job
+// holds what Slurm allocated it on that node (CPUs, memory, GPUs), not its request; a job whose
+// allocation Slurm's answer did not give holds the whole node. Exclusive nodes are unchanged.
+slurm::JobAllocation AllocationOn(const std::string& node, uint32_t cpus, int64_t mem_mb, int64_t gpus) {
+  slurm::JobAllocation a;
+  slurm::NodeAllocation n;
+  n.node = node;
+  n.cpus = cpus;
+  n.memory_mb = mem_mb;
+  if (gpus > 0) n.gres = {{"gpu", gpus}};
+  a.nodes.push_back(n);
+  return a;
+}
+
+TEST(SlurmWorldSharingTest, OnASharedNodeARunningJobHoldsExactlyWhatSlurmAllocatedThere) {
+  Fixture f;
+  f.options.sharing_partitions = {"pool"};
+  f.k8s_nodes = {PoolNode("n1"), PoolNode("n2")};
+  f.nodes["n1"] = Node("n1");
+  f.nodes["n2"] = Node("n2");
+  f.jobs[1] = Job(1, JobState::kRunning);  // asks 4 CPUs, 1000 MB, 2 GPUs per node
+  f.jobs[1].nodes = {"n1"};
+  f.jobs[1].allocation = AllocationOn("n1", 2, 300, 1);
+  f.jobs[2] = Job(2, JobState::kRunning);
+  f.jobs[2].nodes = {"n2"};
+  f.jobs[2].allocation.error = "job 2: cannot read its allocation per node (no job_resources)";
+  auto [built, records] = f.Build();
+  const queue::Snapshot& snap = *built.snapshot;
+  EXPECT_EQ(snap.nodes[0].sharing, queue::NodeSharing::kShared);
+  EXPECT_EQ(snap.nodes[1].sharing, queue::NodeSharing::kShared);
+  ASSERT_EQ(snap.running.size(), 2u);
+  const int gpu = snap.resource_names.IndexOf("nvidia.com/gpu");
+  ASSERT_GE(gpu, 0);
+  const queue::Resources& exact = snap.running[0].allocations.at(0).used;
+  EXPECT_EQ(exact[queue::kCpu], 2000);
+  EXPECT_EQ(exact[queue::kMemory], 300LL * 1024 * 1024);
+  EXPECT_EQ(exact[gpu], 1);
+  // Unreadable: the whole node, so nothing is planned beside a job of unknown size.
+  const queue::Resources& whole = snap.running[1].allocations.at(0).used;
+  EXPECT_EQ(whole[queue::kCpu], snap.nodes[1].allocatable[queue::kCpu]);
+  EXPECT_EQ(whole[queue::kMemory], snap.nodes[1].allocatable[queue::kMemory]);
+  EXPECT_EQ(whole[gpu], 4);
+}
+
+TEST(SlurmWorldSharingTest, ExclusiveIsTheDefaultAndTheStricterPartitionWins) {
+  for (const bool opted_in : {false, true}) {
+    SCOPED_TRACE(opted_in ? "pool shared, other exclusive" : "no sharing set");
+    Fixture f;
+    f.options.shared_partitions = {"pool", "other"};
+    if (opted_in) f.options.sharing_partitions = {"pool"};
+    f.k8s_nodes = {PoolNode("n1"), PoolNode("n2"), PoolNode("n3")};
+    f.nodes["n1"] = Node("n1", {"pool", "reclaim"});
+    f.nodes["n2"] = Node("n2", {"pool", "other"});  // in an exclusive shared partition too
+    f.nodes["n3"] = Node("n3", {"private"});        // in no partition onequeue shares
+    f.jobs[1] = Job(1, JobState::kRunning);
+    f.jobs[1].nodes = {"n2"};
+    f.jobs[1].allocation = AllocationOn("n2", 2, 300, 1);
+    auto [built, records] = f.Build();
+    const queue::Snapshot& snap = *built.snapshot;
+    EXPECT_EQ(snap.nodes[0].sharing, opted_in ? queue::NodeSharing::kShared : queue::NodeSharing::kExclusive);
+    EXPECT_EQ(snap.nodes[1].sharing, queue::NodeSharing::kExclusive);
+    EXPECT_EQ(snap.nodes[2].sharing, queue::NodeSharing::kExclusive);
+    // On an exclusive node a running job holds its request per node, as before issue 25.
+    ASSERT_EQ(snap.running.size(), 1u);
+    EXPECT_EQ(snap.running[0].allocations.at(0).used[queue::kCpu], 4000);
+    EXPECT_EQ(snap.running[0].allocations.at(0).used[queue::kMemory], 1000LL * 1024 * 1024);
+  }
+}
+
+TEST(SlurmWorldSharingTest, OptionsComeFromTheConfig) {
+  Config c;
+  c.slurm.shared_partitions = {"a", "b", "c"};
+  c.slurm.partition_sharing = {{"a", "shared"}, {"b", "exclusive"}};
+  EXPECT_EQ(SlurmWorldOptionsOf(c).sharing_partitions, std::set<std::string>{"a"});
+}
+
 TEST(SlurmWorldTest, WorkloadIds) {
   EXPECT_EQ(SlurmJobOf("slurm/42"), 42u);
   EXPECT_EQ(SlurmJobOf("ns/pod"), std::nullopt);

@@ -437,6 +437,95 @@ std::string Squeue(uint32_t id, const std::string& format) {
   return std::string(absl::StripAsciiWhitespace(Slurm({"squeue", "-h", "-j", std::to_string(id), "-o", format})));
 }
 
+// Issue 25 (shared nodes): `scontrol show job -d`'s per-node lines ("Nodes=n1 CPU_IDs=0-1 Mem=100
+// GRES=gpu:1(IDX:0)"), as the bridge's model: node -> CPUs, memory, GRES indices.
+std::map<std::string, NodeAllocation> ShowJobDetail(uint32_t id) {
+  std::map<std::string, NodeAllocation> out;
+  const std::string text = Slurm({"scontrol", "show", "job", "-d", std::to_string(id)});
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::StrContains(line, "CPU_IDs=")) continue;
+    NodeAllocation a;
+    std::vector<std::string> names;
+    for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(word, absl::MaxSplits('=', 1));
+      if (kv.first == "Nodes") names = ExpandHostlist(kv.second, 64).value_or(std::vector<std::string>{});
+      if (kv.first == "CPU_IDs") {
+        std::vector<std::string> ids = ExpandHostlist("c[" + kv.second + "]", 4096).value_or(std::vector<std::string>{});
+        a.cpus = static_cast<uint32_t>(ids.size());
+      }
+      if (kv.first == "Mem") EXPECT_TRUE(absl::SimpleAtoi(kv.second, &a.memory_mb)) << line;
+      if (kv.first == "GRES") EXPECT_TRUE(ParseGresWithIndices(kv.second, &a.gres, &a.gres_indices).ok()) << line;
+    }
+    for (const std::string& n : names) {
+      a.node = n;
+      out[n] = a;
+    }
+  }
+  return out;
+}
+
+// Two jobs side by side on one node (select/cons_tres, CR_Core_Memory, gpu:2 per node with File=):
+// the bridge's per-node allocation of each, on every REST version the server speaks, is what
+// `scontrol show job -d` says (CPU_IDs, Mem, GRES IDX), and the node's GPUs in use add up.
+TEST_F(SlurmBridgeIntegrationTest, PerNodeAllocationsOfJobsSharingANodeMatchScontrolOnEveryVersion) {
+  const std::string node = Info().nodes.front();
+  const uint32_t a = Sbatch({"-w", node, "-c", "1", "--mem", "100", "--gres", "gpu:1", "-J", "share-a"}, "sleep 300");
+  const uint32_t b = Sbatch({"-w", node, "-c", "2", "--mem", "300", "--gres", "gpu:1", "-J", "share-b"}, "sleep 300");
+  ASSERT_TRUE(WaitFor([&] { return Squeue(a, "%T") == "RUNNING" && Squeue(b, "%T") == "RUNNING"; }))
+      << Squeue(a, "%T %r") << " / " << Squeue(b, "%T %r");
+  const std::map<std::string, NodeAllocation> want_a = ShowJobDetail(a), want_b = ShowJobDetail(b);
+  ASSERT_EQ(want_a.size(), 1u);
+  ASSERT_EQ(want_b.size(), 1u);
+  EXPECT_EQ(want_a.at(node).cpus, 1u);
+  EXPECT_EQ(want_b.at(node).cpus, 2u);
+  EXPECT_EQ(want_a.at(node).memory_mb, 100);
+  EXPECT_EQ(want_b.at(node).memory_mb, 300);
+  auto gpus_of = [&](const std::map<std::string, NodeAllocation>& want) {
+    auto it = want.at(node).gres_indices.find("gpu");
+    return it == want.at(node).gres_indices.end() ? std::vector<int>{} : it->second;
+  };
+  std::vector<int> gpus = gpus_of(want_a);
+  for (int i : gpus_of(want_b)) gpus.push_back(i);
+  std::sort(gpus.begin(), gpus.end());
+  EXPECT_THAT(gpus, ::testing::ElementsAre(0, 1)) << "scontrol gives each job its own GPU";
+
+  std::vector<std::string> checked;
+  for (ApiVersion v : SupportedVersions()) {
+    SlurmApiOptions o = Options();
+    o.pinned_version = v;
+    std::unique_ptr<SlurmApi> api = Connect(o);
+    ASSERT_NE(api, nullptr);
+    absl::StatusOr<JobListing> jobs = api->ListJobs();
+    if (absl::IsNotFound(jobs.status())) continue;  // a version this Slurm does not serve
+    ASSERT_TRUE(jobs.ok()) << VersionString(v) << ": " << jobs.status();
+    SCOPED_TRACE(VersionString(v));
+    checked.push_back(VersionString(v));
+    for (const auto& [id, want] : {std::pair{a, want_a.at(node)}, std::pair{b, want_b.at(node)}}) {
+      auto it = std::find_if(jobs->items.begin(), jobs->items.end(), [&](const SlurmJob& j) { return j.job_id == id; });
+      ASSERT_NE(it, jobs->items.end()) << "job " << id;
+      ASSERT_TRUE(it->allocation.readable()) << it->allocation.error;
+      ASSERT_EQ(it->allocation.nodes.size(), 1u);
+      const NodeAllocation& got = it->allocation.nodes[0];
+      EXPECT_EQ(got.node, node);
+      EXPECT_EQ(got.cpus, want.cpus) << "job " << id;
+      EXPECT_EQ(got.memory_mb, want.memory_mb) << "job " << id;
+      EXPECT_EQ(got.gres, want.gres) << "job " << id;
+      EXPECT_EQ(got.gres_indices, want.gres_indices) << "job " << id;
+    }
+    absl::StatusOr<SlurmNode> n = api->GetNode(node);
+    ASSERT_TRUE(n.ok()) << n.status();
+    EXPECT_EQ(n->gres_used.at("gpu"), 2);
+    if (!n->gres_used_indices.empty()) EXPECT_THAT(n->gres_used_indices.at("gpu"), ::testing::ElementsAre(0, 1));
+    std::cout << "[ allocation ] " << VersionString(v) << ": jobs " << a << ", " << b << " on " << node
+              << " match scontrol show job -d; node gres_used indices "
+              << (n->gres_used_indices.empty() ? "not given" : "given") << "\n";
+  }
+  EXPECT_FALSE(checked.empty());
+  EXPECT_NE(std::find(checked.begin(), checked.end(), VersionString(ServedVersion())), checked.end());
+  std::cout << "[ allocation ] Slurm " << ClusterEnv("SLURM_RELEASE") << ": checked " << absl::StrJoin(checked, ", ")
+            << "\n";
+}
+
 TEST_F(SlurmBridgeIntegrationTest, UpdateJobHoldsWithACommentVisibleInSqueue) {
   const uint32_t id = Sbatch({"--begin=now+600", "-J", "waiting"}, "sleep 1");
   JobUpdate hold;
