@@ -131,6 +131,15 @@ TEST(PlacementParityTest, AResourceNameBeyondTheSlotsIsRefusedWithItsName) {
   EXPECT_THAT(built.snapshot->pending[0].admission_message, HasSubstr(last));
 }
 
+// NodeUnschedulable: a cordoned node gets nothing new.
+TEST(PlacementParityTest, CordonedNodesGetNothingNew) {
+  json cordoned = NodeJson("n1");
+  cordoned["spec"]["unschedulable"] = true;
+  const BuiltSnapshot built = BuildSnapshot({*k8s::Node::FromJson(cordoned), MakeNode("n2")},
+                                            {FromJson(PodJson("p"))}, SnapshotOptions(), kNow);
+  EXPECT_THAT(EligibleNames(built, "ns/p"), ElementsAre("n2"));
+}
+
 json RequiredTerms(json terms) {
   return {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", {{"nodeSelectorTerms", terms}}}}}};
 }
@@ -156,6 +165,18 @@ TEST(PlacementParityTest, NodeAffinityOperatorsFieldsAndOredTerms) {
     return t;
   };
   EXPECT_THAT(eligible({term({Expr("cores", "Gt", {"8"})})}), ElementsAre("n2"));
+  // The planner honours it too (its eligibility classes tell the rules apart).
+  json big = PodJson("big");
+  big["spec"]["affinity"] = RequiredTerms({term({Expr("cores", "Gt", {"8"})})});
+  json named = PodJson("named");
+  named["spec"]["affinity"] = RequiredTerms({term(json::array(), {Expr("metadata.name", "In", {"n4"})})});
+  const BuiltSnapshot built = BuildSnapshot(nodes, {FromJson(big), FromJson(named)}, SnapshotOptions(), kNow);
+  const queue::Plan plan = PlanOf(built);
+  ASSERT_EQ(plan.starts.size(), 2u);
+  for (const auto& s : plan.starts) {
+    ASSERT_EQ(s.member_nodes.size(), 1u);
+    EXPECT_EQ(built.snapshot->nodes[s.member_nodes[0]].name, s.workload == "ns/big" ? "n2" : "n4") << s.workload;
+  }
   EXPECT_THAT(eligible({term({Expr("cores", "Lt", {"8"})})}), ElementsAre("n1"));
   EXPECT_THAT(eligible({term({Expr("cores", "In", {"4", "many"})})}), ElementsAre("n1", "n3"));
   EXPECT_THAT(eligible({term({Expr("cores", "NotIn", {"4"})})}), ElementsAre("n2", "n3", "n4"));
