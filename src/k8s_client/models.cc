@@ -161,10 +161,24 @@ std::vector<Condition> Conditions(const json& status) {
   return out;
 }
 
+std::vector<HostPort> HostPorts(const json& c) {
+  std::vector<HostPort> out;
+  for (const json& p : Array(c, "ports")) {
+    const std::optional<int32_t> port = OptInt<int32_t>(p, "hostPort");
+    if (!port || *port <= 0) continue;
+    HostPort h;
+    h.port = *port;
+    if (std::string protocol = Str(p, "protocol"); !protocol.empty()) h.protocol = std::move(protocol);
+    h.host_ip = Str(p, "hostIP");
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
 Container ParseContainer(const json& c) {
   const json& res = Field(c, "resources");
   return Container{Str(c, "name"), Resources(res, "requests"), Resources(res, "limits"),
-                   Str(c, "restartPolicy")};
+                   Str(c, "restartPolicy"), HostPorts(c)};
 }
 
 ObjectReference ParseReference(const json& r) {
@@ -303,6 +317,7 @@ absl::StatusOr<Pod> Pod::FromJson(const json& j) {
     }
     for (const json& c : Array(spec, "containers")) p.containers.push_back(ParseContainer(c));
     for (const json& c : Array(spec, "initContainers")) p.init_containers.push_back(ParseContainer(c));
+    for (const json& g : Array(spec, "schedulingGates")) p.scheduling_gates.push_back(Str(g, "name"));
     p.overhead = Resources(spec, "overhead");
     p.pod_level_requests = Resources(Field(spec, "resources"), "requests");
     const json& status = Field(j, "status");

@@ -76,10 +76,19 @@ struct Condition {
   std::string type, status, reason, message, last_transition_time;
 };
 
+// A container port that takes a port on the node (hostPort > 0); ports without one are not kept.
+struct HostPort {
+  int32_t port = 0;
+  std::string protocol = "TCP";  // TCP (default), UDP, SCTP
+  std::string host_ip;           // "" = every address (0.0.0.0)
+  friend bool operator==(const HostPort&, const HostPort&) = default;
+};
+
 struct Container {
   std::string name;
   ResourceList requests, limits;
   std::string restart_policy;  // "Always" on an init container makes it a sidecar
+  std::vector<HostPort> host_ports;
 };
 
 struct Pod {
@@ -96,6 +105,7 @@ struct Pod {
   ResourceList overhead;
   ResourceList pod_level_requests;  // spec.resources.requests (PodLevelResources)
   std::optional<int64_t> active_deadline_seconds;
+  std::vector<std::string> scheduling_gates;  // spec.schedulingGates[].name
   // status
   std::string phase, nominated_node_name;
   std::vector<Condition> conditions;

@@ -3,7 +3,63 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/strings/numbers.h"
+
 namespace onequeue::queue {
+
+namespace {
+
+// `value`: the label's (or field's) value, null when the node has none.
+bool Holds(const LabelRequirement& r, const std::string* value) {
+  const bool has = value != nullptr;
+  const bool in = has && std::find(r.values.begin(), r.values.end(), *value) != r.values.end();
+  switch (r.op) {
+    case LabelRequirement::Operator::kIn: return in;
+    case LabelRequirement::Operator::kNotIn: return !in;
+    case LabelRequirement::Operator::kExists: return has;
+    case LabelRequirement::Operator::kDoesNotExist: return !has;
+    case LabelRequirement::Operator::kGt:
+    case LabelRequirement::Operator::kLt: {
+      // Kubernetes: exactly one integer value; the label must parse as an integer too.
+      int64_t label = 0, bound = 0;
+      if (!has || r.values.size() != 1 || !absl::SimpleAtoi(*value, &label) ||
+          !absl::SimpleAtoi(r.values[0], &bound)) {
+        return false;
+      }
+      return r.op == LabelRequirement::Operator::kGt ? label > bound : label < bound;
+    }
+  }
+  return false;
+}
+
+bool LabelHolds(const Node& node, const LabelRequirement& r) {
+  auto it = node.labels.find(r.key);
+  return Holds(r, it == node.labels.end() ? nullptr : &it->second);
+}
+
+bool FieldHolds(const Node& node, const LabelRequirement& r) {
+  // The only node field a selector may name (Kubernetes validation).
+  return Holds(r, r.key == "metadata.name" ? &node.name : nullptr);
+}
+
+}  // namespace
+
+bool MatchesNodeSelectorTerm(const Node& node, const NodeSelectorTerm& term) {
+  if (term.match_expressions.empty() && term.match_fields.empty()) return false;
+  for (const LabelRequirement& r : term.match_expressions) {
+    if (!LabelHolds(node, r)) return false;
+  }
+  for (const LabelRequirement& r : term.match_fields) {
+    if (!FieldHolds(node, r)) return false;
+  }
+  return true;
+}
+
+bool MatchesNodeAffinityTerms(const Node& node, const std::vector<NodeSelectorTerm>& terms) {
+  if (terms.empty()) return true;
+  return std::any_of(terms.begin(), terms.end(),
+                     [&](const NodeSelectorTerm& t) { return MatchesNodeSelectorTerm(node, t); });
+}
 
 bool MatchesSelectorAndAffinity(const Node& node, const Eligibility& e) {
   for (const auto& [key, value] : e.node_selector) {
@@ -11,17 +67,9 @@ bool MatchesSelectorAndAffinity(const Node& node, const Eligibility& e) {
     if (it == node.labels.end() || it->second != value) return false;
   }
   for (const LabelRequirement& r : e.required_affinity) {
-    auto it = node.labels.find(r.key);
-    bool has = it != node.labels.end();
-    bool in = has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
-    switch (r.op) {
-      case LabelRequirement::Operator::kIn: if (!in) return false; break;
-      case LabelRequirement::Operator::kNotIn: if (in) return false; break;
-      case LabelRequirement::Operator::kExists: if (!has) return false; break;
-      case LabelRequirement::Operator::kDoesNotExist: if (has) return false; break;
-    }
+    if (!LabelHolds(node, r)) return false;
   }
-  return true;
+  return MatchesNodeAffinityTerms(node, e.node_affinity_terms);
 }
 
 namespace {

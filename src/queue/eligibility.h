@@ -10,7 +10,14 @@
 
 namespace onequeue::queue {
 
+// node_selector, required_affinity and node_affinity_terms all hold (kube-scheduler's NodeAffinity
+// filter: nodeSelector AND at least one required nodeSelectorTerm).
 bool MatchesSelectorAndAffinity(const Node& node, const Eligibility& eligibility);
+// One term: every matchExpressions (labels; In, NotIn, Exists, DoesNotExist, Gt, Lt) and
+// matchFields (metadata.name) requirement holds; an empty term matches nothing.
+bool MatchesNodeSelectorTerm(const Node& node, const NodeSelectorTerm& term);
+// At least one term matches; no terms: true.
+bool MatchesNodeAffinityTerms(const Node& node, const std::vector<NodeSelectorTerm>& terms);
 bool ToleratesTaints(const Node& node, const std::vector<Toleration>& tolerations);
 
 class EligibilityChecker {

@@ -105,19 +105,32 @@ struct RunningWorkload {
   std::string disruption_budget_group;
 };
 
-// A node label requirement (a nodeSelector entry is kIn with one value).
+// A node label requirement (a nodeSelector entry is kIn with one value). kGt / kLt: the label's
+// value read as an integer is greater / less than values[0] (no label, or no integer: no match).
 struct LabelRequirement {
-  enum class Operator { kIn, kNotIn, kExists, kDoesNotExist };
+  enum class Operator { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
   std::string key;
   Operator op = Operator::kIn;
   std::vector<std::string> values;
+  friend bool operator==(const LabelRequirement&, const LabelRequirement&) = default;
+};
+
+// One nodeSelectorTerm of a required node affinity: every requirement holds. `match_fields`
+// name node fields (only "metadata.name", as Kubernetes allows). A term without any requirement
+// matches no node (as Kubernetes reads it).
+struct NodeSelectorTerm {
+  std::vector<LabelRequirement> match_expressions;
+  std::vector<LabelRequirement> match_fields;
+  friend bool operator==(const NodeSelectorTerm&, const NodeSelectorTerm&) = default;
 };
 
 struct Eligibility {
   std::map<std::string, std::string> node_selector;
-  // Required node affinity, ANDed (one nodeSelectorTerm; the scheduler ORs terms by splitting
-  // nothing: it passes the first term and marks multi-term pods InvalidAnnotation for now).
+  // Required label requirements, ANDed (Slurm features, tests).
   std::vector<LabelRequirement> required_affinity;
+  // A pod's requiredDuringSchedulingIgnoredDuringExecution node affinity: the node must match
+  // at least one term (ORed). Empty: no such rule.
+  std::vector<NodeSelectorTerm> node_affinity_terms;
   std::vector<Toleration> tolerations;
   // The Slurm partition's node set (node names). Empty optional: any pool node.
   std::optional<std::vector<std::string>> allowed_nodes;
@@ -143,6 +156,8 @@ struct PendingWorkload {
   // Pack the members into the fewest topology domains (QueueConfig::topology_labels).
   bool pack_topology = false;
   bool held = false;            // held by an admin (oq hold)
+  // False for a pod with preemptionPolicy: Never: it waits for room and never preempts.
+  bool may_preempt = true;
   Resources per_member;         // request of each member
   // Requested run time. Empty: a service (runs until stopped).
   std::optional<Duration> time_limit;

@@ -10,12 +10,14 @@ namespace onequeue::queue {
 
 std::string FormatAmount(const ResourceNames& names, int kind, int64_t amount) {
   if (kind == kCpu) return amount % 1000 == 0 ? absl::StrCat(amount / 1000) : absl::StrCat(amount, "m");
-  if (kind == kMemory) {
+  const bool bytes = kind == kMemory || (static_cast<size_t>(kind) < names.names.size() &&
+                                         (names.names[kind] == "ephemeral-storage" ||
+                                          names.names[kind].rfind("hugepages-", 0) == 0));
+  if (bytes) {
     constexpr int64_t kMi = int64_t{1} << 20, kGi = int64_t{1} << 30;
     if (amount % kGi == 0) return absl::StrCat(amount / kGi, "Gi");
     return absl::StrCat((amount + kMi - 1) / kMi, "Mi");
   }
-  (void)names;
   return absl::StrCat(amount);
 }
 

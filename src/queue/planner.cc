@@ -80,8 +80,8 @@ absl::Status ValidateConfig(const QueueConfig& c) {
 namespace internal {
 
 std::string EligibilitySignature(const Eligibility& e) {
-  if (e.node_selector.empty() && e.required_affinity.empty() && e.tolerations.empty() &&
-      !e.allowed_nodes.has_value()) {
+  if (e.node_selector.empty() && e.required_affinity.empty() && e.node_affinity_terms.empty() &&
+      e.tolerations.empty() && !e.allowed_nodes.has_value()) {
     return "";
   }
   std::string s = "v1";
@@ -89,6 +89,16 @@ std::string EligibilitySignature(const Eligibility& e) {
   for (const LabelRequirement& r : e.required_affinity) {
     absl::StrAppend(&s, "|a", r.key, ":", static_cast<int>(r.op));
     for (const std::string& v : r.values) absl::StrAppend(&s, ",", v);
+  }
+  for (const NodeSelectorTerm& term : e.node_affinity_terms) {
+    absl::StrAppend(&s, "|T");
+    for (const auto* list : {&term.match_expressions, &term.match_fields}) {
+      absl::StrAppend(&s, list == &term.match_fields ? "|f" : "|e");
+      for (const LabelRequirement& r : *list) {
+        absl::StrAppend(&s, "|a", r.key, ":", static_cast<int>(r.op));
+        for (const std::string& v : r.values) absl::StrAppend(&s, ",", v);
+      }
+    }
   }
   for (const Toleration& t : e.tolerations) {
     absl::StrAppend(&s, "|t", t.key, ":", static_cast<int>(t.op), ":", t.value, ":",

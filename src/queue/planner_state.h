@@ -100,8 +100,8 @@ struct QueuePlanner::State {
     f.qos_unknown = !w.qos.empty() && !config.qos.empty() && qos == nullptr;
     f.duration = internal::RunDuration(w);
     const Eligibility& e = w.eligibility;
-    if (!e.node_selector.empty() || !e.required_affinity.empty() || !e.tolerations.empty() ||
-        e.allowed_nodes.has_value()) {
+    if (!e.node_selector.empty() || !e.required_affinity.empty() || !e.node_affinity_terms.empty() ||
+        !e.tolerations.empty() || e.allowed_nodes.has_value()) {
       auto [it, added] = class_of_signature.try_emplace(internal::EligibilitySignature(e),
                                                         static_cast<int32_t>(eligible_by_class.size()));
       if (added) eligible_by_class.emplace_back();

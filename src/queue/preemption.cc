@@ -443,7 +443,7 @@ PreemptionChoice VictimSearch::MakeChoice(FitState& state) const {
 std::optional<PreemptionChoice> VictimSearch::Run() {
   if (in_.snapshot == nullptr || in_.config == nullptr || in_.preemptor == nullptr) return std::nullopt;
   const PendingWorkload& p = *in_.preemptor;
-  if (p.members <= 0) return std::nullopt;
+  if (p.members <= 0 || !p.may_preempt) return std::nullopt;  // preemptionPolicy: Never
   const QosPolicy* qos = FindQos(*in_.config, p.qos);
   if (qos == nullptr || qos->can_preempt.empty()) return std::nullopt;
   if (!BuildUsableNodes()) return std::nullopt;

@@ -4,6 +4,8 @@
 // decision (docs/queue.md, "Preemption"; architecture.md, "The atomic preemption protocol").
 //
 // Rules, each enforced here and checked by test/queue/preemption_test.cc:
+//   * a preemptor with may_preempt false (a pod's preemptionPolicy: Never) never preempts
+//     (test/scheduler/placement_parity_test.cc);
 //   * a victim has strictly lower priority than the preemptor (never equal or higher);
 //   * a victim is preemptible (RunningWorkload::preemptible), its QOS exists in the QOS table,
 //     is preemptible there, and is named in the preemptor's QOS `can_preempt` list;

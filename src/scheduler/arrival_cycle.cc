@@ -11,7 +11,8 @@ namespace {
 
 bool SameEligibility(const queue::Eligibility& x, const queue::Eligibility& y) {
   if (x.node_selector != y.node_selector || x.allowed_nodes != y.allowed_nodes ||
-      x.required_affinity.size() != y.required_affinity.size() || x.tolerations.size() != y.tolerations.size()) {
+      x.required_affinity.size() != y.required_affinity.size() || x.tolerations.size() != y.tolerations.size() ||
+      x.node_affinity_terms != y.node_affinity_terms) {
     return false;
   }
   for (size_t i = 0; i < x.required_affinity.size(); ++i) {
@@ -36,7 +37,7 @@ bool SchedulesAlike(const PodRecord& a, const PodRecord& b) {
          a.account == b.account && a.time_limit == b.time_limit && a.group == b.group &&
          a.group_size == b.group_size && a.hold == b.hold && a.priority == b.priority && a.created == b.created &&
          a.bound == b.bound && a.active_deadline_seconds == b.active_deadline_seconds && a.requests == b.requests &&
-         a.node_affinity_terms == b.node_affinity_terms && a.labels == b.labels && a.anti_affinity.empty() &&
+         a.gated == b.gated && a.may_preempt == b.may_preempt && a.labels == b.labels && a.anti_affinity.empty() &&
          b.anti_affinity.empty() && a.unsupported_pod_affinity == b.unsupported_pod_affinity;
 }
 
@@ -119,7 +120,8 @@ bool SchedulingLoop::SortChanges(const KubeChanges& changes, ArrivalChanges* out
       continue;
     }
     if (arrival_basis_.pending.count(pod.key) || bindings_.Find(identity) != nullptr) return false;  // a known pod changed
-    if (pod.scheduler_name != config_.scheduler_name) continue;  // unbound and not ours: in no snapshot
+    // Unbound and not ours, or held back by scheduling gates: in no snapshot.
+    if (pod.scheduler_name != config_.scheduler_name || pod.gated) continue;
     // A gang member (its group may be complete now), or a rule that reads the pods bound where.
     if (pod.terminal || pod.deleting || !pod.group.empty() || !pod.group_size.empty() ||
         !pod.anti_affinity.empty()) {

@@ -204,6 +204,7 @@ std::string NodeVerdict(const CycleStatus& st, const queue::PendingWorkload& w, 
   }
   queue::Eligibility affinity_only;
   affinity_only.required_affinity = w.eligibility.required_affinity;
+  affinity_only.node_affinity_terms = w.eligibility.node_affinity_terms;
   if (!queue::MatchesSelectorAndAffinity(node, affinity_only)) return "required node affinity not met";
   for (const auto& taint : node.taints) {
     queue::Node one;

@@ -40,11 +40,17 @@ queue::TaintEffect ToEffect(const std::string& effect) {
 
 queue::NodeOwner ParseOwner(const std::string& v) { return NodeOwner::Parse(v).ToQueue(); }
 
-// Maps Kubernetes resource names onto the queue's fixed slots; extended resources take the next
-// free slot, and past kMaxResourceKinds they are ignored (documented limit).
+bool IsHostPortName(const std::string& name) { return name.rfind(kHostPortResourcePrefix, 0) == 0; }
+
+// Maps Kubernetes resource names onto the queue's fixed slots: every name but cpu, memory and pods
+// (ephemeral-storage, hugepages-*, extended resources) takes the next free slot; past
+// kMaxResourceKinds a name gets none (UnmappedRequest names it, and the pod asking is refused).
+// A host port name (kHostPortResourcePrefix) gets a slot only from a pending pod
+// (`creates_host_ports`): a bound pod's port matters only where a pending pod asks for it.
 class ResourceMapper {
  public:
-  explicit ResourceMapper(queue::ResourceNames* names) : names_(names) {}
+  explicit ResourceMapper(queue::ResourceNames* names, bool creates_host_ports = false)
+      : names_(names), creates_host_ports_(creates_host_ports) {}
 
   Resources Map(const k8s::ResourceList& list) {
     Resources r;
@@ -61,32 +67,86 @@ class ResourceMapper {
     if (name == "cpu") return queue::kCpu;
     if (name == "memory") return queue::kMemory;
     if (name == "pods") return queue::kPods;
-    // Only extended resources (domain-prefixed names) are scheduled; ephemeral-storage and
-    // hugepages are not part of the queue's model yet.
-    if (name.find('/') == std::string::npos) return -1;
     int i = names_->IndexOf(name);
     if (i >= 0) return i;
+    if (IsHostPortName(name) && !creates_host_ports_) return -1;
     if (static_cast<int>(names_->names.size()) >= queue::kMaxResourceKinds) return -1;
     names_->names.push_back(name);
     return static_cast<int>(names_->names.size()) - 1;
   }
   queue::ResourceNames* names_;
+  bool creates_host_ports_;
 };
+
+// The first resource a pending pod asks for (a non-zero amount) that has no slot, or "".
+std::string UnmappedRequest(const k8s::ResourceList& requests, const queue::ResourceNames& names) {
+  for (const auto& [name, q] : requests) {
+    if (name == "cpu" || name == "memory" || name == "pods" || q.MilliValue() == 0) continue;
+    if (names.IndexOf(name) < 0) return name;
+  }
+  return "";
+}
+
+// kube-scheduler's NodePorts: the ports of the containers and of the sidecars (restartable init
+// containers), which run for the pod's whole life. One name per protocol and port, whatever the
+// hostIP: pods on one port but different specific addresses are kept apart too (stricter than
+// kube-scheduler, never looser).
+std::vector<std::string> HostPortNames(const k8s::Pod& pod) {
+  std::vector<std::string> out;
+  auto add = [&out](const k8s::Container& c) {
+    for (const k8s::HostPort& h : c.host_ports) out.push_back(absl::StrCat(kHostPortResourcePrefix, h.protocol, "/", h.port));
+  };
+  for (const auto& c : pod.init_containers) {
+    if (c.restart_policy == "Always") add(c);
+  }
+  for (const auto& c : pod.containers) add(c);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// A pod this scheduler places: unbound (nor assumed bound), ours, not finished, not being
+// deleted, and not held back by scheduling gates (SchedulingGates: never planned while gated).
+bool IsPendingForUs(const PodRecord& pod, const SnapshotOptions& options) {
+  return pod.node_name.empty() && !options.assumed_bindings.contains(pod.key) &&
+         pod.scheduler_name == options.scheduler_name && !pod.terminal && !pod.deleting && !pod.gated;
+}
+
+queue::LabelRequirement ToRequirement(const k8s::LabelSelectorRequirement& req) {
+  using Op = queue::LabelRequirement::Operator;
+  queue::LabelRequirement r;
+  r.key = req.key;
+  r.values = req.values;
+  if (req.op == "In") r.op = Op::kIn;
+  else if (req.op == "NotIn") r.op = Op::kNotIn;
+  else if (req.op == "Exists") r.op = Op::kExists;
+  else if (req.op == "DoesNotExist") r.op = Op::kDoesNotExist;
+  else if (req.op == "Gt") r.op = Op::kGt;
+  else if (req.op == "Lt") r.op = Op::kLt;
+  else {
+    // The API server admits no other operator; should one appear, it matches no node.
+    r.op = Op::kIn;
+    r.values.clear();
+  }
+  return r;
+}
+
+// Required node affinity: every nodeSelectorTerm, ORed (kube-scheduler's NodeAffinity).
+std::vector<queue::NodeSelectorTerm> ToNodeAffinityTerms(const std::vector<k8s::NodeSelectorTerm>& terms) {
+  std::vector<queue::NodeSelectorTerm> out;
+  out.reserve(terms.size());
+  for (const auto& t : terms) {
+    queue::NodeSelectorTerm& q = out.emplace_back();
+    for (const auto& r : t.match_expressions) q.match_expressions.push_back(ToRequirement(r));
+    for (const auto& r : t.match_fields) q.match_fields.push_back(ToRequirement(r));
+  }
+  return out;
+}
 
 queue::Eligibility ToEligibility(const k8s::Pod& pod) {
   queue::Eligibility e;
   e.node_selector.insert(pod.node_selector.begin(), pod.node_selector.end());
-  if (!pod.required_node_affinity.empty()) {
-    for (const auto& req : pod.required_node_affinity.front().match_expressions) {
-      queue::LabelRequirement r;
-      r.key = req.key;
-      r.values = req.values;
-      if (req.op == "NotIn") r.op = queue::LabelRequirement::Operator::kNotIn;
-      else if (req.op == "Exists") r.op = queue::LabelRequirement::Operator::kExists;
-      else if (req.op == "DoesNotExist") r.op = queue::LabelRequirement::Operator::kDoesNotExist;
-      e.required_affinity.push_back(std::move(r));
-    }
-  }
+  e.node_affinity_terms = ToNodeAffinityTerms(pod.required_node_affinity);
   for (const auto& t : pod.tolerations) {
     queue::Toleration q;
     q.key = t.key;
@@ -310,8 +370,12 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
   }
   r.active_deadline_seconds = pod.active_deadline_seconds;
   r.requests = k8s::ComputePodRequests(pod);
+  // Host ports as resources of one unit per node (NodePorts), so the planner keeps two pods
+  // asking one port apart within a cycle and over time as it does for any other resource.
+  for (std::string& port : HostPortNames(pod)) r.requests[std::move(port)] = k8s::Quantity::FromInt(1);
+  r.gated = !pod.scheduling_gates.empty();
+  r.may_preempt = pod.preemption_policy != "Never";
   r.eligibility = ToEligibility(pod);
-  r.node_affinity_terms = pod.required_node_affinity.size();
   r.labels = pod.metadata.labels;
   if (!pod.required_pod_affinity.empty()) {
     r.unsupported_pod_affinity = "required podAffinity is not supported yet";
@@ -376,8 +440,9 @@ namespace {
 // when its first member was created.
 void AddMembers(const std::vector<const PodRecord*>& members, queue::ResourceNames* resource_names, queue::Time now,
                 queue::PendingWorkload& w) {
-  ResourceMapper mapper(resource_names);
+  ResourceMapper mapper(resource_names, /*creates_host_ports=*/true);
   for (const PodRecord* p : members) w.held = w.held || !p->hold.empty();
+  for (const PodRecord* p : members) w.may_preempt = w.may_preempt && p->may_preempt;
   queue::Time submit = queue::kForever;
   for (const PodRecord* p : members) {
     Resources r = mapper.Map(p->requests);
@@ -459,9 +524,12 @@ queue::PendingWorkload BuildPendingWorkload(
   } else if (!first.anti_affinity.empty()) {
     w.eligibility.allowed_nodes = allowed_nodes(first);
   }
-  if (first.node_affinity_terms > 1) {
-    fail(queue::AdmissionError::kInvalidAnnotation,
-         "required node affinity with several nodeSelectorTerms is not supported yet");
+  for (const PodRecord* p : members) {
+    if (std::string name = UnmappedRequest(p->requests, *resource_names); !name.empty()) {
+      fail(queue::AdmissionError::kInvalidAnnotation,
+           absl::StrCat("asks for ", name, ", beyond the ", queue::kMaxResourceKinds,
+                        " resource names onequeue plans at once (cpu, memory, pods and the first names seen)"));
+    }
   }
   return w;
 }
@@ -523,7 +591,7 @@ class SnapshotAssembler {
         }
         continue;
       }
-      if (pod.scheduler_name != options_.scheduler_name || pod.terminal || pod.deleting) continue;
+      if (!IsPendingForUs(pod, options_)) continue;
       AddPendingPod(record);
     }
   }
@@ -576,6 +644,23 @@ class SnapshotAssembler {
                 [](const PodRecord* a, const PodRecord* b) { return a->name < b->name; });
       for (const PodRecord* p : members) out_.pending_pods[id].pod_keys.push_back(p->key);
       snap.pending.push_back(BuildPendingWorkload(id, members, options_, &snap.resource_names, now_, allowed_nodes));
+    }
+  }
+
+  // NodePorts: one slot per host port a pending pod asks for, one unit of it on every pool node,
+  // before any pod is counted (a bound pod's or a daemon's port then takes its node's unit). Ports
+  // no pending pod asks for take no slot.
+  void AddHostPortSlots() {
+    queue::Snapshot& snap = *out_.snapshot;
+    for (const auto& record : state_.pods) {
+      if (!IsPendingForUs(*record, options_)) continue;
+      for (const auto& [name, q] : record->requests) {
+        if (!IsHostPortName(name) || snap.resource_names.IndexOf(name) >= 0) continue;
+        if (static_cast<int>(snap.resource_names.names.size()) >= queue::kMaxResourceKinds) break;  // refused later
+        snap.resource_names.names.push_back(name);
+        const int slot = static_cast<int>(snap.resource_names.names.size()) - 1;
+        for (queue::Node& n : snap.nodes) n.allocatable[slot] = 1;
+      }
     }
   }
 
@@ -693,6 +778,7 @@ class SnapshotAssembler {
 BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& options, queue::Time now) {
   SnapshotAssembler assembler(state, options, now);
   assembler.AddPoolNodes();
+  assembler.AddHostPortSlots();
   assembler.AddPods();
   assembler.RankRunning();
   assembler.AddPendingWorkloads();

@@ -51,6 +51,9 @@ inline constexpr const char* kHostnameLabel = "kubernetes.io/hostname";
 // own placement ignores it.
 inline constexpr const char* kOwnerLabel = "onequeue.io/owner";
 inline constexpr const char* kOwnerTaintKey = "onequeue.io/owner";
+// Resource names standing for host ports in PodRecord::requests ("hostPort:TCP/8080"): one unit
+// per pool node, so two pods asking one port/protocol never share a node (NodePorts).
+inline constexpr const char* kHostPortResourcePrefix = "hostPort:";
 inline constexpr const char* kEstimatedStartAnnotation = "onequeue.io/estimated-start";
 inline constexpr const char* kQueuePositionAnnotation = "onequeue.io/queue-position";
 
@@ -126,7 +129,9 @@ struct PodRecord {
   std::optional<int64_t> active_deadline_seconds;
   k8s::ResourceList requests;  // ComputePodRequests
   queue::Eligibility eligibility;
-  size_t node_affinity_terms = 0;
+  // spec.schedulingGates is not empty: never planned until they are removed (SchedulingGates).
+  bool gated = false;
+  bool may_preempt = true;  // false: spec.preemptionPolicy Never
   // Inter-pod rules: onequeue enforces a pending pod's own required podAntiAffinity per node
   // (topologyKey kubernetes.io/hostname); any other required inter-pod term keeps it pending
   // with the reason in `unsupported_pod_affinity` rather than being ignored.

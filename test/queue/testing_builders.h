@@ -2,6 +2,7 @@
 // Small builders and an independent plan checker for the queue tests. The checker does not use
 // AvailabilityProfile: it replays the plan in time with its own sweep, so a bug in the profile
 // cannot hide itself.
+#include <cstdlib>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -132,10 +133,37 @@ inline bool NodeMatches(const Node& node, const Eligibility& e) {
       case LabelRequirement::Operator::kNotIn: ok = !listed; break;  // absent label: matches
       case LabelRequirement::Operator::kExists: ok = present; break;
       case LabelRequirement::Operator::kDoesNotExist: ok = !present; break;
+      case LabelRequirement::Operator::kGt:
+      case LabelRequirement::Operator::kLt: {
+        // Both sides must be integers (Kubernetes); anything else matches nothing.
+        char* end = nullptr;
+        ok = present && r.values.size() == 1;
+        const long long label = ok ? std::strtoll(it->second.c_str(), &end, 10) : 0;
+        ok = ok && !it->second.empty() && *end == '\0';
+        const long long bound = ok ? std::strtoll(r.values[0].c_str(), &end, 10) : 0;
+        ok = ok && !r.values[0].empty() && *end == '\0';
+        ok = ok && (r.op == LabelRequirement::Operator::kGt ? label > bound : label < bound);
+        break;
+      }
     }
     if (!ok) return false;
   }
-  return true;
+  if (e.node_affinity_terms.empty()) return true;
+  for (const NodeSelectorTerm& t : e.node_affinity_terms) {
+    if (t.match_expressions.empty() && t.match_fields.empty()) continue;  // matches nothing
+    Eligibility one;
+    one.required_affinity = t.match_expressions;
+    bool fields = true;
+    for (const LabelRequirement& f : t.match_fields) {
+      Node as_labels;
+      if (f.key == "metadata.name") as_labels.labels[f.key] = node.name;
+      Eligibility field;
+      field.required_affinity = {f};
+      fields = fields && NodeMatches(as_labels, field);
+    }
+    if (fields && NodeMatches(node, one)) return true;
+  }
+  return false;
 }
 
 // Every NoSchedule / NoExecute taint tolerated (PreferNoSchedule never excludes a node). An

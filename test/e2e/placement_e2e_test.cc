@@ -1,0 +1,131 @@
+// Placement parity with kube-scheduler, side by side on one cluster (issue 28): the same pods,
+// onequeue's (schedulerName onequeue, on a one-node onequeue pool) and kube-scheduler's twins
+// (schedulerName default-scheduler, on a one-node pool of their own), each ending as its twin does:
+//   * two pods asking one hostPort: one bound, the other Pending (Unschedulable);
+//   * a pod asking more ephemeral-storage than any node has: Pending (Unschedulable), named;
+//   * a gated pod: Pending with PodScheduled=False/SchedulingGated and no FailedScheduling, and
+//     bound once its gates are removed.
+// The real kube-apiserver, kube-scheduler and kwok; no mock. Bounded polling only.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "e2e/e2e_support.h"
+
+namespace onequeue::e2e {
+namespace {
+
+using ::testing::HasSubstr;
+
+class PlacementE2E : public E2ETest {
+ protected:
+  // A one-node pool: `pool` is the onequeue.io/pool label value; 100Gi of ephemeral-storage.
+  void AddNode(const std::string& name, const std::string& pool) {
+    json node = PoolNode(name, pool, "4");
+    for (const char* field : {"allocatable", "capacity"}) node["status"][field]["ephemeral-storage"] = "100Gi";
+    ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", node).ok());
+    ASSERT_TRUE(WaitForNodeReady(client_.get(), name)) << name;
+  }
+
+  // One pod for each scheduler: "oq-<name>" for onequeue, "ks-<name>" for kube-scheduler on its
+  // own node; `edit` shapes both alike.
+  void CreateTwins(const std::string& name, const std::function<void(json&)>& edit) {
+    for (const bool ours : {true, false}) {
+      PodOptions o;
+      o.scheduler_name = ours ? "onequeue" : "default-scheduler";
+      json pod = MakePod((ours ? "oq-" : "ks-") + name, ns_, o);
+      if (!ours) pod["spec"]["nodeSelector"] = {{"onequeue.io/pool", peer_pool()}};
+      edit(pod);
+      auto s = Create(client_.get(), k8s::kPods, ns_, pod);
+      ASSERT_TRUE(s.ok()) << name << ": " << s;
+    }
+  }
+
+  std::string peer_pool() const { return "peer-" + ns_; }
+
+  std::string ScheduledReason(const std::string& pod) {
+    auto p = GetPod(client_.get(), ns_, pod);
+    if (!p.ok()) return "";
+    auto c = PodScheduled(*p);
+    return c ? absl::StrCat(c->status, "/", c->reason) : "";
+  }
+  bool Bound(const std::string& pod) {
+    auto p = GetPod(client_.get(), ns_, pod);
+    return p.ok() && !p->node_name.empty();
+  }
+  // The notes of the FailedScheduling events about `pod`, joined.
+  std::string FailedNotes(const std::string& pod) {
+    std::string notes;
+    for (const auto& e : EventsWithReason(client_.get(), ns_, pod, "FailedScheduling")) absl::StrAppend(&notes, e.note, "\n");
+    return notes;
+  }
+};
+
+json WithHostPort(json pod, int port) {
+  pod["spec"]["containers"][0]["ports"] = json::array({{{"containerPort", port}, {"hostPort", port}}});
+  return pod;
+}
+
+TEST_F(PlacementE2E, HostPortEphemeralStorageAndGatesEndAsKubeSchedulersTwins) {
+  AddNode(ns_ + "-1", ns_);
+  AddNode("peer-" + ns_, peer_pool());
+  CreateTwins("port-a", [](json& p) { p = WithHostPort(p, 8080); });
+  CreateTwins("port-b", [](json& p) { p = WithHostPort(p, 8080); });
+  CreateTwins("disk", [](json& p) { p["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"] = "200Gi"; });
+  CreateTwins("gated", [](json& p) { p["spec"]["schedulingGates"] = json::array({{{"name", "example.com/quota"}}}); });
+  StartScheduler();
+
+  for (const std::string side : {"oq-", "ks-"}) {
+    SCOPED_TRACE(side);
+    // NodePorts: one of the two is bound, the other is Unschedulable and stays unbound.
+    ASSERT_TRUE(Eventually(kBindTimeout, [&] {
+      const bool a = Bound(side + "port-a"), b = Bound(side + "port-b");
+      const std::string loser = side + (a ? "port-b" : "port-a");
+      return a != b && ScheduledReason(loser) == "False/Unschedulable";
+    })) << (scheduler_ ? scheduler_->Log() : "");
+    // NodeResourcesFit: the disk pod is Unschedulable, its event names ephemeral-storage.
+    ASSERT_TRUE(Eventually(kBindTimeout, [&] {
+      return ScheduledReason(side + "disk") == "False/Unschedulable" &&
+             absl::StrContains(FailedNotes(side + "disk"), "ephemeral-storage");
+    })) << FailedNotes(side + "disk");
+  }
+  const std::string oq_loser = Bound("oq-port-a") ? "oq-port-b" : "oq-port-a";
+  const std::string ks_loser = Bound("ks-port-a") ? "ks-port-b" : "ks-port-a";
+  EXPECT_THAT(FailedNotes(ks_loser), HasSubstr("free ports"));
+  // onequeue's event gives the queue's reason code (the port is named per node by oq explain).
+  EXPECT_TRUE(absl::StartsWith(FailedNotes(oq_loser), "Resources:") ||
+              absl::StartsWith(FailedNotes(oq_loser), "Priority:"))
+      << FailedNotes(oq_loser);
+  std::cout << "[ compare ] hostPort loser: kube-scheduler: " << FailedNotes(ks_loser)
+            << "[ compare ] hostPort loser: onequeue: " << FailedNotes(oq_loser)
+            << "[ compare ] disk: kube-scheduler: " << FailedNotes("ks-disk")
+            << "[ compare ] disk: onequeue: " << FailedNotes("oq-disk") << std::flush;
+
+  // SchedulingGates: both gated pods were seen by cycles that decided the others: each still
+  // carries the API server's SchedulingGated condition, and no scheduler reported on it.
+  for (const std::string pod : {"oq-gated", "ks-gated"}) {
+    EXPECT_FALSE(Bound(pod)) << pod;
+    EXPECT_EQ(ScheduledReason(pod), "False/SchedulingGated") << pod;
+    EXPECT_EQ(FailedNotes(pod), "") << pod;
+  }
+  for (const std::string pod : {"oq-gated", "ks-gated"}) {
+    auto out = testing::Kubectl(testing::K8sClusterEnvironment::Info(),
+                                {"patch", "pod", pod, "-n", ns_, "--type=json", "-p",
+                                 R"([{"op":"remove","path":"/spec/schedulingGates"}])"});
+    ASSERT_TRUE(out.ok()) << out.status();
+  }
+  for (const std::string pod : {"oq-gated", "ks-gated"}) {
+    EXPECT_TRUE(Eventually(kBindTimeout, [&] { return Bound(pod); })) << pod;
+  }
+  // Still one pod per host port, on each side.
+  EXPECT_NE(Bound("oq-port-a"), Bound("oq-port-b"));
+  EXPECT_NE(Bound("ks-port-a"), Bound("ks-port-b"));
+  EXPECT_FALSE(Bound("oq-disk"));
+  EXPECT_FALSE(Bound("ks-disk"));
+}
+
+}  // namespace
+}  // namespace onequeue::e2e
+
+ONEQUEUE_K8S_CLUSTER_TEST_MAIN({.kwok = true, .kube_scheduler = true})

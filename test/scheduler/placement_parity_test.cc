@@ -1,0 +1,265 @@
+// Placement parity with kube-scheduler's filter plugins (issue 28): Kubernetes objects in, the
+// queue's eligibility and plan out. Each case names the kube-scheduler plugin it follows.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "nlohmann/json.hpp"
+#include "queue/eligibility.h"
+#include "queue/planner.h"
+#include "queue/preemption.h"
+#include "scheduler/snapshot_builder.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr queue::Time kNow = 1795262400;  // 2026-11-21T12:00:00Z
+
+json NodeJson(const std::string& name, json labels = json::object(), json extra_allocatable = json::object()) {
+  labels["onequeue.io/pool"] = "a";
+  json allocatable = {{"cpu", "4"}, {"memory", "32Gi"}, {"pods", "110"}};
+  allocatable.update(extra_allocatable);
+  return {{"metadata", {{"name", name}, {"labels", labels}}},
+          {"status", {{"allocatable", allocatable},
+                      {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+}
+k8s::Node MakeNode(const std::string& name, json labels = json::object(), json extra_allocatable = json::object()) {
+  return *k8s::Node::FromJson(NodeJson(name, std::move(labels), std::move(extra_allocatable)));
+}
+
+json PodJson(const std::string& name, json requests = {{"cpu", "1"}}) {
+  return {{"metadata", {{"name", name}, {"namespace", "ns"}, {"creationTimestamp", "2026-11-21T10:00:00Z"}}},
+          {"spec", {{"schedulerName", "onequeue"},
+                    {"containers", json::array({{{"name", "c"}, {"resources", {{"requests", requests}}}}})}}},
+          {"status", {{"phase", "Pending"}}}};
+}
+k8s::Pod FromJson(const json& j) {
+  auto p = k8s::Pod::FromJson(j);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *p;
+}
+
+queue::Plan PlanOf(const BuiltSnapshot& built, const queue::QueueConfig& config = {}) {
+  queue::CheapestVictimsPlanner preemption;
+  queue::QueuePlanner planner(config, &preemption);
+  return planner.PlanCycle(built.snapshot, kNow);
+}
+
+std::vector<std::string> StartedIds(const queue::Plan& plan) {
+  std::vector<std::string> ids;
+  for (const auto& s : plan.starts) ids.push_back(s.workload);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+const queue::WaitingStatus* WaitingOf(const queue::Plan& plan, const std::string& id) {
+  for (const auto& w : plan.waiting) {
+    if (w.workload == id) return &w;
+  }
+  return nullptr;
+}
+
+// Names of the nodes the workload's eligibility allows (selector, affinity, taints).
+std::vector<std::string> EligibleNames(const BuiltSnapshot& built, const std::string& id) {
+  const queue::EligibilityChecker checker(*built.snapshot, {});
+  std::vector<std::string> names;
+  for (const auto& w : built.snapshot->pending) {
+    if (w.id != id) continue;
+    EXPECT_EQ(w.admission_error, queue::AdmissionError::kNone) << w.admission_message;
+    for (queue::NodeIndex n : checker.EligibleNodes(w, 0)) names.push_back(built.snapshot->nodes[n].name);
+  }
+  return names;
+}
+
+// NodeResourcesFit: ephemeral-storage and hugepages are requests like cpu; one asking more than
+// any node has waits with the resource named.
+TEST(PlacementParityTest, EphemeralStorageAndHugepagesAreFitLikeCpu) {
+  const json disk = {{"ephemeral-storage", "100Gi"}, {"hugepages-2Mi", "1Gi"}};
+  json small = {{"cpu", "1"}, {"ephemeral-storage", "10Gi"}, {"hugepages-2Mi", "512Mi"}};
+  json huge = {{"cpu", "1"}, {"ephemeral-storage", "200Gi"}};
+  const BuiltSnapshot built = BuildSnapshot({MakeNode("n1", {}, disk)},
+                                            {FromJson(PodJson("small", small)), FromJson(PodJson("huge", huge))},
+                                            SnapshotOptions(), kNow);
+  const auto& s = *built.snapshot;
+  const int es = s.resource_names.IndexOf("ephemeral-storage");
+  const int hp = s.resource_names.IndexOf("hugepages-2Mi");
+  ASSERT_GE(es, queue::kFirstExtended);
+  ASSERT_GE(hp, queue::kFirstExtended);
+  EXPECT_EQ(s.nodes[0].allocatable[es], 100LL << 30);
+  EXPECT_EQ(s.nodes[0].allocatable[hp], 1LL << 30);
+  const queue::Plan plan = PlanOf(built);
+  EXPECT_THAT(StartedIds(plan), ElementsAre("ns/small"));
+  const queue::WaitingStatus* w = WaitingOf(plan, "ns/huge");
+  ASSERT_NE(w, nullptr);
+  EXPECT_THAT(std::string(w->Message()), HasSubstr("ephemeral-storage"));
+}
+
+// NodeResourcesFit for every name: the eighth extended resource is planned like the first.
+TEST(PlacementParityTest, EveryExtendedResourceIsPlannedNotOnlyTheFirstFive) {
+  json extended;
+  for (int i = 0; i < 8; ++i) extended["example.com/r" + std::to_string(i)] = "1";
+  const BuiltSnapshot built =
+      BuildSnapshot({MakeNode("n1", {}, extended)},
+                    {FromJson(PodJson("fits", {{"cpu", "1"}, {"example.com/r7", "1"}})),
+                     FromJson(PodJson("too-many", {{"cpu", "1"}, {"example.com/r7", "2"}}))},
+                    SnapshotOptions(), kNow);
+  EXPECT_GE(built.snapshot->resource_names.IndexOf("example.com/r7"), queue::kFirstExtended);
+  const queue::Plan plan = PlanOf(built);
+  EXPECT_THAT(StartedIds(plan), ElementsAre("ns/fits"));
+  const queue::WaitingStatus* w = WaitingOf(plan, "ns/too-many");
+  ASSERT_NE(w, nullptr);
+  EXPECT_THAT(std::string(w->Message()), HasSubstr("example.com/r7"));
+}
+
+// Past the slots the queue has, a pod asking for one more resource name is refused with the name,
+// never planned as if it had not asked.
+TEST(PlacementParityTest, AResourceNameBeyondTheSlotsIsRefusedWithItsName) {
+  json extended;
+  for (int i = 0; i < queue::kMaxResourceKinds; ++i) extended["example.com/r" + std::to_string(i)] = "1";
+  std::string last;  // the name the node list gives last (allocatable is a sorted map)
+  for (const auto& [name, value] : extended.items()) last = std::max(last, name);
+  const BuiltSnapshot built = BuildSnapshot({MakeNode("n1", {}, extended)},
+                                            {FromJson(PodJson("p", {{"cpu", "1"}, {last, "1"}}))},
+                                            SnapshotOptions(), kNow);
+  ASSERT_EQ(built.snapshot->pending.size(), 1u);
+  EXPECT_EQ(built.snapshot->pending[0].admission_error, queue::AdmissionError::kInvalidAnnotation);
+  EXPECT_THAT(built.snapshot->pending[0].admission_message, HasSubstr(last));
+}
+
+// NodeUnschedulable: a cordoned node gets nothing new.
+TEST(PlacementParityTest, CordonedNodesGetNothingNew) {
+  json cordoned = NodeJson("n1");
+  cordoned["spec"]["unschedulable"] = true;
+  const BuiltSnapshot built = BuildSnapshot({*k8s::Node::FromJson(cordoned), MakeNode("n2")},
+                                            {FromJson(PodJson("p"))}, SnapshotOptions(), kNow);
+  EXPECT_THAT(EligibleNames(built, "ns/p"), ElementsAre("n2"));
+}
+
+json RequiredTerms(json terms) {
+  return {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", {{"nodeSelectorTerms", terms}}}}}};
+}
+json Expr(const std::string& key, const std::string& op, json values = json::array()) {
+  json e = {{"key", key}, {"operator", op}};
+  if (!values.empty()) e["values"] = values;
+  return e;
+}
+
+// NodeAffinity: Gt and Lt compare integers, matchFields names the node, terms are ORed, and
+// every operator is checked.
+TEST(PlacementParityTest, NodeAffinityOperatorsFieldsAndOredTerms) {
+  const std::vector<k8s::Node> nodes = {MakeNode("n1", {{"cores", "4"}}), MakeNode("n2", {{"cores", "16"}}),
+                                        MakeNode("n3", {{"cores", "many"}}), MakeNode("n4")};
+  auto eligible = [&](json terms) {
+    json p = PodJson("p");
+    p["spec"]["affinity"] = RequiredTerms(std::move(terms));
+    return EligibleNames(BuildSnapshot(nodes, {FromJson(p)}, SnapshotOptions(), kNow), "ns/p");
+  };
+  auto term = [](json exprs, json fields = json::array()) {
+    json t = {{"matchExpressions", exprs}};
+    if (!fields.empty()) t["matchFields"] = fields;
+    return t;
+  };
+  EXPECT_THAT(eligible({term({Expr("cores", "Gt", {"8"})})}), ElementsAre("n2"));
+  // The planner honours it too (its eligibility classes tell the rules apart).
+  json big = PodJson("big");
+  big["spec"]["affinity"] = RequiredTerms({term({Expr("cores", "Gt", {"8"})})});
+  json named = PodJson("named");
+  named["spec"]["affinity"] = RequiredTerms({term(json::array(), {Expr("metadata.name", "In", {"n4"})})});
+  const BuiltSnapshot built = BuildSnapshot(nodes, {FromJson(big), FromJson(named)}, SnapshotOptions(), kNow);
+  const queue::Plan plan = PlanOf(built);
+  ASSERT_EQ(plan.starts.size(), 2u);
+  for (const auto& s : plan.starts) {
+    ASSERT_EQ(s.member_nodes.size(), 1u);
+    EXPECT_EQ(built.snapshot->nodes[s.member_nodes[0]].name, s.workload == "ns/big" ? "n2" : "n4") << s.workload;
+  }
+  EXPECT_THAT(eligible({term({Expr("cores", "Lt", {"8"})})}), ElementsAre("n1"));
+  EXPECT_THAT(eligible({term({Expr("cores", "In", {"4", "many"})})}), ElementsAre("n1", "n3"));
+  EXPECT_THAT(eligible({term({Expr("cores", "NotIn", {"4"})})}), ElementsAre("n2", "n3", "n4"));
+  EXPECT_THAT(eligible({term({Expr("cores", "Exists")})}), ElementsAre("n1", "n2", "n3"));
+  EXPECT_THAT(eligible({term({Expr("cores", "DoesNotExist")})}), ElementsAre("n4"));
+  EXPECT_THAT(eligible({term(json::array(), {Expr("metadata.name", "In", {"n3"})})}), ElementsAre("n3"));
+  EXPECT_THAT(eligible({term({Expr("cores", "Exists")}, {Expr("metadata.name", "NotIn", {"n1"})})}),
+              ElementsAre("n2", "n3"));
+  // Several terms: any one of them.
+  EXPECT_THAT(eligible({term({Expr("cores", "Gt", {"8"})}), term(json::array(), {Expr("metadata.name", "In", {"n4"})})}),
+              ElementsAre("n2", "n4"));
+}
+
+json WithHostPort(json pod, int port, const std::string& protocol = "TCP") {
+  pod["spec"]["containers"][0]["ports"] = json::array({{{"containerPort", port}, {"hostPort", port}, {"protocol", protocol}}});
+  return pod;
+}
+
+// NodePorts: two pods asking one hostPort/protocol never share a node, within one cycle and
+// against a pod already bound (whoever bound it).
+TEST(PlacementParityTest, PodsAskingOneHostPortNeverShareANode) {
+  const BuiltSnapshot one_node =
+      BuildSnapshot({MakeNode("n1")}, {FromJson(WithHostPort(PodJson("a"), 8080)), FromJson(WithHostPort(PodJson("b"), 8080))},
+                    SnapshotOptions(), kNow);
+  EXPECT_EQ(PlanOf(one_node).starts.size(), 1u);
+
+  const BuiltSnapshot two_nodes =
+      BuildSnapshot({MakeNode("n1"), MakeNode("n2")},
+                    {FromJson(WithHostPort(PodJson("a"), 8080)), FromJson(WithHostPort(PodJson("b"), 8080))},
+                    SnapshotOptions(), kNow);
+  const queue::Plan both = PlanOf(two_nodes);
+  ASSERT_EQ(both.starts.size(), 2u);
+  EXPECT_NE(both.starts[0].member_nodes, both.starts[1].member_nodes);
+
+  json bound = WithHostPort(PodJson("bound"), 80);
+  bound["spec"]["nodeName"] = "n1";
+  bound["spec"]["schedulerName"] = "default-scheduler";
+  bound["status"]["phase"] = "Running";
+  const BuiltSnapshot against_bound =
+      BuildSnapshot({MakeNode("n1")},
+                    {FromJson(bound), FromJson(WithHostPort(PodJson("same"), 80)),
+                     FromJson(WithHostPort(PodJson("udp"), 80, "UDP")), FromJson(WithHostPort(PodJson("other"), 81))},
+                    SnapshotOptions(), kNow);
+  EXPECT_THAT(StartedIds(PlanOf(against_bound)), ElementsAre("ns/other", "ns/udp"));
+}
+
+// SchedulingGates: a gated pod is not planned (the API server already reports it
+// PodScheduled=False/SchedulingGated); once its gates are removed it is.
+TEST(PlacementParityTest, AGatedPodIsPlannedOnlyOnceItsGatesAreRemoved) {
+  json gated = PodJson("gated");
+  gated["spec"]["schedulingGates"] = json::array({{{"name", "example.com/quota"}}});
+  const BuiltSnapshot with_gate = BuildSnapshot({MakeNode("n1")}, {FromJson(gated)}, SnapshotOptions(), kNow);
+  EXPECT_TRUE(with_gate.snapshot->pending.empty());
+  EXPECT_TRUE(PlanOf(with_gate).starts.empty());
+
+  gated["spec"]["schedulingGates"] = json::array();
+  const BuiltSnapshot released = BuildSnapshot({MakeNode("n1")}, {FromJson(gated)}, SnapshotOptions(), kNow);
+  EXPECT_THAT(StartedIds(PlanOf(released)), ElementsAre("ns/gated"));
+}
+
+// preemptionPolicy: Never: such a pod waits for room; it never evicts anyone, whatever its QOS.
+TEST(PlacementParityTest, PreemptionPolicyNeverNeverPreempts) {
+  queue::QueueConfig config;
+  config.qos = {{"interactive", 100, false, {"batch"}, 0}, {"batch", 10, true, {}, 0}};
+  SnapshotOptions options;
+  options.known_qos = {"interactive", "batch"};
+  options.queue_config = &config;
+  json running = PodJson("running", {{"cpu", "4"}});
+  running["metadata"]["annotations"] = {{"onequeue.io/qos", "batch"}};
+  running["spec"]["nodeName"] = "n1";
+  running["status"]["phase"] = "Running";
+  json urgent = PodJson("urgent", {{"cpu", "4"}});
+  urgent["metadata"]["annotations"] = {{"onequeue.io/qos", "interactive"}};
+
+  const queue::Plan preempts = PlanOf(BuildSnapshot({MakeNode("n1")}, {FromJson(running), FromJson(urgent)}, options, kNow), config);
+  ASSERT_EQ(preempts.preemptions.size(), 1u);  // the control: this pod may preempt
+
+  urgent["spec"]["preemptionPolicy"] = "Never";
+  const queue::Plan waits = PlanOf(BuildSnapshot({MakeNode("n1")}, {FromJson(running), FromJson(urgent)}, options, kNow), config);
+  EXPECT_TRUE(waits.preemptions.empty());
+  EXPECT_TRUE(waits.starts.empty());
+  EXPECT_NE(WaitingOf(waits, "ns/urgent"), nullptr);
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
