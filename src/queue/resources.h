@@ -84,10 +84,11 @@ struct Resources {
 struct ResourcesHash {
   size_t operator()(const Resources& r) const {
     // Slots rotated apart and folded, then one multiplication (independent steps, unlike a
-    // chain of multiplications); equality is checked on every hit anyway.
+    // chain of multiplications); equality is checked on every hit anyway. 4 * i + 1 keeps the
+    // 16 slots' rotations distinct (8 * i + 1 wrapped past 64 and paired slot i with i + 8).
     uint64_t h = 0;
     for (int i = 0; i < kMaxResourceKinds; ++i) {
-      h ^= std::rotl(static_cast<uint64_t>(r.amount[i]), 8 * i + 1);
+      h ^= std::rotl(static_cast<uint64_t>(r.amount[i]), 4 * i + 1);
     }
     h = (h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ull;
     return static_cast<size_t>(h ^ (h >> 32));
