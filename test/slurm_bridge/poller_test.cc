@@ -32,6 +32,23 @@ class PollerTest : public ::testing::Test {
   absl::Time t0_ = absl::FromUnixSeconds(1000);
 };
 
+// Issue 25: a running job whose allocation per node Slurm's answer did not give is kept, with the
+// error (logged once); its allocation becoming readable, or changing, is a change of the job.
+TEST_F(PollerTest, AJobWithAnUnreadableAllocationIsKeptAndItsAllocationIsPartOfItsKey) {
+  api_.jobs[1].allocation.error = "job 1: cannot read its allocation per node (no job_resources)";
+  SlurmPoller poller(api_);
+  ASSERT_TRUE(poller.PollOnce(t0_).ok());
+  ASSERT_EQ(poller.View()->jobs->count(1), 1u);
+  EXPECT_EQ(poller.View()->jobs->at(1).allocation.error, api_.jobs[1].allocation.error);
+  api_.jobs[1].allocation.error.clear();
+  api_.jobs[1].allocation.nodes.push_back(NodeAllocation{"n1", 2, 300, {{"gpu", 1}}, {{"gpu", {0}}}});
+  api_.last_job_update = 300;
+  absl::StatusOr<PollChanges> c = poller.PollOnce(t0_ + absl::Seconds(5));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->jobs_changed, 1);
+  EXPECT_TRUE(poller.View()->jobs->at(1).allocation.readable());
+}
+
 TEST_F(PollerTest, FirstPollIsFullThenIncremental) {
   SlurmPoller poller(api_);
   EXPECT_EQ(poller.Staleness(t0_), absl::InfiniteDuration());
