@@ -48,7 +48,7 @@ class Fingerprint {
 };
 
 // The cap that never binds (every usable node is a candidate).
-void NoBindingCap(QueueConfig& c) { (void)c; }
+void NoBindingCap(QueueConfig& c) { c.preemption.min_candidate_nodes_percentage = 100; }
 
 QueueConfig PoolConfig() {
   QueueConfig c;
@@ -161,6 +161,7 @@ ChooseRun ChooseOnPool(int nodes, uint64_t seed, int preemptors, bool no_binding
     w.per_member = Cpu(2000 * (1 + static_cast<int64_t>(rng() % 8)), rng() % 10 == 0 ? 2 : 0);
     PreemptionInput in;
     in.snapshot = snapshot.get();
+    in.shared_snapshot = snapshot;
     in.config = &config;
     in.preemptor = &w;
     in.preemptor_priority = 60.0 + static_cast<double>(rng() % 180);
@@ -291,6 +292,194 @@ TEST(PreemptionEquivalence, PlanCycleDecidesAsBeforeWhereTheCapDoesNotBind) {
     EXPECT_EQ(run.fingerprint, c.fingerprint) << c.nodes << " nodes, seed " << c.seed;
     EXPECT_EQ(run.preemptions, c.preemptions) << c.nodes << " nodes, seed " << c.seed;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where the cap binds: still a decision, and a valid one.
+// ---------------------------------------------------------------------------------------------
+
+// Every rule of preemption.h, checked on the decision itself (as preemption_test's property test).
+void ExpectValid(const PreemptionInput& in, const PreemptionChoice& c) {
+  const Snapshot& s = *in.snapshot;
+  const QosPolicy* mine = nullptr;
+  for (const QosPolicy& q : in.config->qos) {
+    if (q.name == in.preemptor->qos) mine = &q;
+  }
+  ASSERT_NE(mine, nullptr);
+  const std::set<std::string> victims(c.decision.victims.begin(), c.decision.victims.end());
+  EXPECT_EQ(victims.size(), c.decision.victims.size()) << "a victim listed twice";
+  std::map<std::string, std::pair<int, int>> gangs;  // gang -> (workloads, victims)
+  std::map<std::string, int> disrupted;
+  for (const RunningWorkload& r : s.running) {
+    const bool victim = victims.count(r.id) > 0;
+    if (!r.gang_id.empty()) {
+      ++gangs[r.gang_id].first;
+      gangs[r.gang_id].second += victim;
+    }
+    if (!victim) continue;
+    EXPECT_LT(r.priority, in.preemptor_priority) << r.id;
+    EXPECT_TRUE(r.preemptible) << r.id;
+    const QosPolicy* theirs = nullptr;
+    for (const QosPolicy& q : in.config->qos) {
+      if (q.name == r.qos) theirs = &q;
+    }
+    ASSERT_NE(theirs, nullptr) << r.id;
+    EXPECT_TRUE(theirs->preemptible) << r.id;
+    EXPECT_NE(std::find(mine->can_preempt.begin(), mine->can_preempt.end(), r.qos), mine->can_preempt.end()) << r.id;
+    if (in.already_victims != nullptr) {
+      EXPECT_EQ(std::find(in.already_victims->begin(), in.already_victims->end(), r.id), in.already_victims->end());
+    }
+    if (!r.disruption_budget_group.empty()) {
+      disrupted[r.disruption_budget_group] += std::max<int>(1, static_cast<int>(r.allocations.size()));
+    }
+  }
+  for (const auto& [gang, counts] : gangs) {
+    EXPECT_TRUE(counts.second == 0 || counts.second == counts.first) << "gang " << gang << " split";
+  }
+  for (const auto& [group, pods] : disrupted) {
+    auto it = s.disruptions_allowed.find(group);
+    EXPECT_LE(pods, it == s.disruptions_allowed.end() ? 0 : it->second) << "budget " << group;
+  }
+  // Enough freed: the members fit node by node once the victims are gone, on eligible,
+  // unclaimed nodes, with no workload of the other world left on an exclusive one.
+  ASSERT_EQ(c.decision.member_nodes.size(), static_cast<size_t>(in.preemptor->members));
+  std::map<NodeIndex, Resources> placed;
+  for (NodeIndex n : c.decision.member_nodes) {
+    EXPECT_NE(std::find(in.eligible_nodes.begin(), in.eligible_nodes.end(), n), in.eligible_nodes.end());
+    EXPECT_FALSE((*in.claimed)[n]) << "node " << n;
+    placed[n] += in.preemptor->per_member;
+  }
+  for (const auto& [n, need] : placed) {
+    Resources left = (*in.free_now)[n];
+    bool blocked = false;
+    for (const RunningWorkload& r : s.running) {
+      for (const Allocation& a : r.allocations) {
+        if (a.node != n) continue;
+        if (victims.count(r.id)) {
+          left += a.used;
+        } else if (r.kind != in.preemptor->kind && s.nodes[n].sharing == NodeSharing::kExclusive &&
+                   !in.config->shared_nodes) {
+          blocked = true;
+        }
+      }
+    }
+    EXPECT_TRUE(left.Covers(need)) << "node " << n << " overfilled";
+    EXPECT_FALSE(blocked) << "node " << n << " still runs the other world";
+  }
+}
+
+TEST(PreemptionCap, WithABindingCapEveryPreemptorStillGetsAValidDecision) {
+  // 1,500 nodes: the default cap (10 %, at least 100) binds. Each preemptor is planned capped and
+  // uncapped; both decide or neither does, the capped one keeps every rule and never costs less
+  // than the exact uncapped one.
+  const int nodes = 1500;
+  auto snapshot = std::make_shared<const Snapshot>(MakePool(nodes, 21));
+  const QueueConfig capped_config = PoolConfig();
+  QueueConfig uncapped_config = PoolConfig();
+  NoBindingCap(uncapped_config);
+  const std::vector<Resources> free_now = FreeNow(*snapshot);
+  const std::vector<char> claimed(nodes, 0);
+  const std::vector<std::string> no_victims;
+  const CheapestVictimsPlanner capped_planner;
+  const CheapestVictimsPlanner uncapped_planner;
+  std::mt19937_64 rng(22);
+  int capped = 0;
+  std::set<NodeIndex> first_nodes;
+  for (int p = 0; p < 40; ++p) {
+    PendingWorkload w;
+    w.id = "cap-" + std::to_string(p);
+    w.kind = rng() % 4 == 0 ? WorkloadKind::kSlurmJob : WorkloadKind::kPodGroup;
+    w.qos = "interactive";
+    w.members = rng() % 4 == 0 ? 2 + static_cast<int32_t>(rng() % 3) : 1;
+    w.per_member = Cpu(2000 * (1 + static_cast<int64_t>(rng() % 8)));
+    PreemptionInput in;
+    in.snapshot = snapshot.get();
+    in.shared_snapshot = snapshot;
+    in.config = &capped_config;
+    in.preemptor = &w;
+    in.preemptor_priority = 100.0 + static_cast<double>(rng() % 150);
+    in.now = 6000;
+    for (int n = 0; n < nodes; ++n) in.eligible_nodes.push_back(n);
+    in.free_now = &free_now;
+    in.claimed = &claimed;
+    in.already_victims = &no_victims;
+    const std::optional<PreemptionChoice> c = capped_planner.Choose(in);
+    PreemptionInput all = in;
+    all.config = &uncapped_config;
+    const std::optional<PreemptionChoice> u = uncapped_planner.Choose(all);
+    ASSERT_EQ(c.has_value(), u.has_value()) << w.id;
+    if (!c) continue;
+    SCOPED_TRACE(w.id + ": " + c->reason);
+    ExpectValid(in, *c);
+    capped += c->capped;
+    EXPECT_FALSE(u->capped);
+    if (u->exact) {
+      EXPECT_FALSE(std::tie(c->victim_count, c->max_victim_priority, c->run_time_lost) <
+                   std::tie(u->victim_count, u->max_victim_priority, u->run_time_lost));
+    }
+    first_nodes.insert(c->decision.member_nodes[0]);
+    // Deterministic: the same question, the same answer.
+    const std::optional<PreemptionChoice> again = capped_planner.Choose(in);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again->decision.victims, c->decision.victims);
+    EXPECT_EQ(again->decision.member_nodes, c->decision.member_nodes);
+  }
+  EXPECT_GT(capped, 20);  // the cap did bind
+  EXPECT_GT(first_nodes.size(), 10u);  // offsets from the ids spread the preemptors over the pool
+}
+
+TEST(PreemptionCap, WhenTheCandidateNodesCannotMakeRoomEveryNodeIsSearched) {
+  // 200 full nodes, one pod each; every pod but those on two neighbouring nodes is in one budget
+  // group allowing a single disruption. A gang of two whole nodes needs two victims: within a
+  // window of 100 nodes without the free pair, the budget allows only one, so the search must go
+  // on to every node. With the pair at four places, one of them lies outside the window (it
+  // covers 100 consecutive nodes from the preemptor's offset), one inside.
+  int fallbacks = 0;
+  int windowed = 0;
+  for (int pair : {0, 50, 100, 150}) {
+    auto snap = std::make_shared<Snapshot>();
+    for (int n = 0; n < 200; ++n) {
+      Node node;
+      node.name = "n" + std::to_string(n);
+      node.allocatable = Cpu(8000);
+      snap->nodes.push_back(node);
+      RunningWorkload r;
+      r.id = "w" + std::to_string(n);
+      r.allocations.push_back({n, Cpu(8000)});
+      r.priority = static_cast<double>(n % 7);
+      r.qos = "batch";
+      if (n != pair && n != pair + 1) r.disruption_budget_group = "pdb";
+      snap->running.push_back(r);
+    }
+    snap->disruptions_allowed["pdb"] = 1;
+    const QueueConfig config = PoolConfig();
+    const std::vector<Resources> free_now = FreeNow(*snap);
+    const std::vector<char> claimed(200, 0);
+    const std::vector<std::string> no_victims;
+    PendingWorkload w;
+    w.id = "gang";
+    w.qos = "interactive";
+    w.members = 2;
+    w.per_member = Cpu(8000);
+    PreemptionInput in;
+    in.snapshot = snap.get();
+    in.shared_snapshot = snap;
+    in.config = &config;
+    in.preemptor = &w;
+    in.preemptor_priority = 500;
+    in.now = 100;
+    for (int n = 0; n < 200; ++n) in.eligible_nodes.push_back(n);
+    in.free_now = &free_now;
+    in.claimed = &claimed;
+    in.already_victims = &no_victims;
+    const std::optional<PreemptionChoice> c = CheapestVictimsPlanner().Choose(in);
+    ASSERT_TRUE(c.has_value()) << "pair at " << pair;
+    ExpectValid(in, *c);
+    EXPECT_EQ(c->victim_count, 2);
+    (c->capped ? windowed : fallbacks) += 1;
+  }
+  EXPECT_GE(fallbacks, 1);
+  EXPECT_GE(windowed, 1);
 }
 
 }  // namespace
