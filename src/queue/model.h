@@ -225,6 +225,17 @@ enum class BackfillMode {
   kBackfill,  // reservations up to reservation_depth, everyone else may backfill
 };
 
+// How many candidate nodes one preemption decision examines (issue 26, docs/queue.md
+// "Preemption"), like kube-scheduler's DefaultPreemption arguments of the same names: the victim
+// search walks the preemptor's usable nodes from an offset derived from its id (deterministic)
+// until max(percentage % of them, absolute) nodes could hold a member once their candidate
+// victims are gone, and searches those. 100 (or an absolute at least the node count) examines
+// every node: the cap never binds.
+struct PreemptionConfig {
+  int32_t min_candidate_nodes_percentage = 10;  // 0..100
+  int32_t min_candidate_nodes_absolute = 100;   // >= 0
+};
+
 struct QueueConfig {
   PriorityWeights weights;
   // The age factor reaches 1 here (Slurm's PriorityMaxAge). Two days: with the daemon's age weight
@@ -264,6 +275,7 @@ struct QueueConfig {
   // Estimated starts for workloads without a reservation cost one profile query each; 0 means
   // estimate every workload, N caps the queries per cycle (the rest report "unknown").
   int32_t max_estimates_per_cycle = 0;
+  PreemptionConfig preemption;
 };
 
 // ---------------------------------------------------------------------------------------------

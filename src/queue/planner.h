@@ -25,6 +25,10 @@ namespace onequeue::queue {
 
 struct PreemptionInput {
   const Snapshot* snapshot = nullptr;
+  // The same snapshot, shared (optional): a planner may then keep what it derives from the
+  // snapshot (CheapestVictimsPlanner: its victim index) across calls naming it. A snapshot is
+  // immutable while shared.
+  std::shared_ptr<const Snapshot> shared_snapshot;
   const QueueConfig* config = nullptr;
   const PendingWorkload* preemptor = nullptr;
   double preemptor_priority = 0;

@@ -56,6 +56,7 @@ std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, d
   if (preemption_ == nullptr) return std::nullopt;
   PreemptionInput in;
   in.snapshot = s_.snapshot.get();
+  in.shared_snapshot = s_.snapshot;
   in.config = &config_;
   in.preemptor = &w;
   in.preemptor_priority = priority;

@@ -1,31 +1,50 @@
 #include "queue/preemption.h"
+#include "queue/preemption_index.h"
 
 #include <algorithm>
+#include <array>
+#include <memory>
+#include <mutex>
+#include <string_view>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
 namespace onequeue::queue {
 namespace {
 
-// Running workloads that must be evicted together (one gang, or one workload without a gang).
-struct VictimUnit {
-  std::vector<int> workloads;  // indices into Snapshot::running
-  int32_t count = 0;
-  double max_priority = 0;
-  int64_t run_time_lost = 0;
-  std::string first_id;  // smallest workload id, for a deterministic order
-  // (usable node slot, capacity freed there)
-  std::vector<std::pair<int, Resources>> frees;
-  // Usable node slots where this unit removes a workload of the other world (exclusive nodes),
-  // once per (workload, node).
-  std::vector<int> blockers_removed;
-  // (budget group slot, pods taken from it)
-  std::vector<std::pair<int, int>> disruptions;
+using internal::IndexUnit;
+using internal::KindSlot;
+using internal::Span;
+using internal::VictimIndex;
+
+const QosPolicy* FindQos(const QueueConfig& config, std::string_view name) {
+  for (const QosPolicy& q : config.qos) {
+    if (q.name == name) return &q;
+  }
+  return nullptr;
+}
+
+// Whether a victim's QOS allows this preemptor to take it: known, preemptible, and named in the
+// preemptor QOS's can_preempt.
+bool QosAllows(const QueueConfig& config, const QosPolicy& preemptor_qos, std::string_view victim_qos) {
+  const QosPolicy* q = FindQos(config, victim_qos);
+  if (q == nullptr || !q->preemptible) return false;
+  return std::find(preemptor_qos.can_preempt.begin(), preemptor_qos.can_preempt.end(), victim_qos) !=
+         preemptor_qos.can_preempt.end();
+}
+
+// A preemption candidate of one search: an index unit with its frees and blockers restricted to
+// the search's node slots.
+struct SearchUnit {
+  int unit = 0;  // in the index
+  Span frees;    // Scratch::frees: (slot, capacity freed)
+  Span blockers; // Scratch::blockers: slots where it removes a workload of the other world
+  Span disruptions;  // VictimIndex::disruptions
 };
 
 struct Cost {
@@ -38,340 +57,400 @@ struct Cost {
   }
 };
 
-const QosPolicy* FindQos(const QueueConfig& config, const std::string& name) {
-  for (const QosPolicy& q : config.qos) {
-    if (q.name == name) return &q;
+// Buffers one search fills, kept across the searches of a planner so the hot path does not
+// allocate once they have grown (per node and per unit arrays stamped by search, not cleared).
+struct Scratch {
+  uint32_t search = 0;  // one per search
+  uint32_t stamp = 0;   // one per walk over nodes (several per search)
+  std::vector<uint32_t> node_stamp;  // per node: == stamp when slot_of is valid
+  std::vector<int> slot_of;          // per node: slot in this search
+  std::vector<uint32_t> unit_stamp;  // per index unit: == stamp when seen in this walk
+  std::vector<uint32_t> excluded;    // per index unit: == search when an earlier victim's unit
+  std::vector<char> allowed_qos;     // per QOS id of the index
+  std::vector<NodeIndex> usable;     // eligible, unclaimed nodes, ascending
+  std::vector<char> viable;          // per examined position of `usable`
+  std::vector<NodeIndex> nodes;      // the search's node slots, ascending
+  std::vector<int> candidate_units;  // index units, cheapest first
+  std::vector<SearchUnit> units;
+  std::vector<std::pair<int, Resources>> frees;
+  std::vector<int> blockers;
+  // The fit state, per slot and per budget group.
+  std::vector<Resources> capacity;
+  std::vector<int> slot_blockers;
+  std::vector<int64_t> copies;
+  std::vector<int> budget_left;
+  // The search.
+  std::vector<int> taken, chosen, best, all, by_slot_begin, by_slot;
+
+  // Every stamped entry becomes stale.
+  void Bump() {
+    if (++stamp == 0) {  // wrapped: clear once every 4 billion bumps
+      std::fill(node_stamp.begin(), node_stamp.end(), 0);
+      std::fill(unit_stamp.begin(), unit_stamp.end(), 0);
+      stamp = 1;
+    }
   }
-  return nullptr;
-}
+  // Starts a new search over a snapshot of `nodes` nodes and an index of `units` units.
+  void Next(size_t nodes, size_t units) {
+    if (++search == 0) {
+      std::fill(excluded.begin(), excluded.end(), 0);
+      search = 1;
+    }
+    Bump();
+    if (node_stamp.size() < nodes) {
+      node_stamp.resize(nodes, 0);
+      slot_of.resize(nodes, -1);
+    }
+    if (unit_stamp.size() < units) {
+      unit_stamp.resize(units, 0);
+      excluded.resize(units, 0);
+    }
+  }
+};
 
-// Whether a victim's QOS allows this preemptor to take it: known, preemptible, and named in the
-// preemptor QOS's can_preempt.
-bool QosAllows(const QueueConfig& config, const QosPolicy& preemptor_qos, const std::string& victim_qos) {
-  const QosPolicy* q = FindQos(config, victim_qos);
-  if (q == nullptr || !q->preemptible) return false;
-  return std::find(preemptor_qos.can_preempt.begin(), preemptor_qos.can_preempt.end(), victim_qos) !=
-         preemptor_qos.can_preempt.end();
-}
 
-// The search state: capacity per usable node with the chosen units applied, and how many member
-// copies fit in total. Apply/Unapply are O(nodes the unit touches).
+// The search state: capacity per slot with the chosen units applied, and how many member copies
+// fit in total. Apply/Unapply are O(slots the unit touches).
 class FitState {
  public:
-  FitState(std::vector<Resources> capacity, std::vector<int> blockers, std::vector<int> budget_left,
-           const Resources& per_member, int32_t members)
-      : capacity_(std::move(capacity)),
-        blockers_(std::move(blockers)),
-        budget_left_(std::move(budget_left)),
-        per_member_(per_member),
-        members_(members),
-        copies_(capacity_.size(), 0) {
-    for (size_t n = 0; n < capacity_.size(); ++n) Refresh(static_cast<int>(n));
+  FitState(Scratch& s, const VictimIndex& index, const Resources& per_member, int32_t members)
+      : s_(s), index_(index), per_member_(per_member), members_(members) {
+    s_.copies.assign(s_.capacity.size(), 0);
+    for (size_t n = 0; n < s_.capacity.size(); ++n) Refresh(static_cast<int>(n));
   }
 
   bool Fits() const { return total_copies_ >= members_; }
-  int64_t Copies(int slot) const { return copies_[slot]; }
-  size_t slots() const { return capacity_.size(); }
+  int64_t Copies(int slot) const { return s_.copies[slot]; }
 
-  bool WithinBudget(const VictimUnit& u) const {
-    for (const auto& [group, pods] : u.disruptions) {
-      if (budget_left_[group] < pods) return false;
+  bool WithinBudget(const SearchUnit& u) const {
+    for (uint32_t k = u.disruptions.begin; k < u.disruptions.end; ++k) {
+      const auto& [group, pods] = index_.disruptions[k];
+      if (s_.budget_left[group] < pods) return false;
     }
     return true;
   }
 
-  void Apply(const VictimUnit& u) { Change(u, +1); }
-  void Unapply(const VictimUnit& u) { Change(u, -1); }
+  void Apply(const SearchUnit& u) { Change(u, +1); }
+  void Unapply(const SearchUnit& u) { Change(u, -1); }
 
  private:
-  void Change(const VictimUnit& u, int sign) {
-    for (const auto& [group, pods] : u.disruptions) budget_left_[group] -= sign * pods;
-    for (int slot : u.blockers_removed) blockers_[slot] -= sign;
-    for (const auto& [slot, freed] : u.frees) {
+  void Change(const SearchUnit& u, int sign) {
+    for (uint32_t k = u.disruptions.begin; k < u.disruptions.end; ++k) {
+      s_.budget_left[index_.disruptions[k].first] -= sign * index_.disruptions[k].second;
+    }
+    for (uint32_t k = u.blockers.begin; k < u.blockers.end; ++k) s_.slot_blockers[s_.blockers[k]] -= sign;
+    for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) {
+      const auto& [slot, freed] = s_.frees[k];
       if (sign > 0) {
-        capacity_[slot] += freed;
+        s_.capacity[slot] += freed;
       } else {
-        capacity_[slot] -= freed;
+        s_.capacity[slot] -= freed;
       }
     }
-    for (int slot : u.blockers_removed) Refresh(slot);
-    for (const auto& f : u.frees) Refresh(f.first);
+    for (uint32_t k = u.blockers.begin; k < u.blockers.end; ++k) Refresh(s_.blockers[k]);
+    for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) Refresh(s_.frees[k].first);
   }
 
   void Refresh(int slot) {
-    total_copies_ -= copies_[slot];
-    copies_[slot] = blockers_[slot] > 0 ? 0 : capacity_[slot].CopiesOf(per_member_, members_);
-    total_copies_ += copies_[slot];
+    total_copies_ -= s_.copies[slot];
+    s_.copies[slot] = s_.slot_blockers[slot] > 0 ? 0 : s_.capacity[slot].CopiesOf(per_member_, members_);
+    total_copies_ += s_.copies[slot];
   }
 
-  std::vector<Resources> capacity_;
-  std::vector<int> blockers_;
-  std::vector<int> budget_left_;
+  Scratch& s_;
+  const VictimIndex& index_;
   Resources per_member_;
   int32_t members_;
-  std::vector<int64_t> copies_;
   int64_t total_copies_ = 0;
 };
 
-// Running workloads grouped into the units a preemption takes whole: by gang id (in order of
-// first appearance), or alone. Indices into `running`.
-std::vector<std::vector<int>> GroupByGang(const std::vector<RunningWorkload>& running) {
-  std::vector<std::vector<int>> groups;
-  absl::flat_hash_map<std::string, int> group_of_gang;
-  for (size_t i = 0; i < running.size(); ++i) {
-    const std::string& gang = running[i].gang_id;
-    if (gang.empty()) {
-      groups.push_back({static_cast<int>(i)});
-      continue;
-    }
-    auto [it, inserted] = group_of_gang.try_emplace(gang, static_cast<int>(groups.size()));
-    if (inserted) groups.emplace_back();
-    groups[it->second].push_back(static_cast<int>(i));
-  }
-  return groups;
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
 }
 
-// Cheapest first: lowest priority, least run time lost, fewest workloads, then by id.
-void SortCheapestFirst(std::vector<VictimUnit>& units) {
-  // Sort indices, then move each unit once (units are heavy to swap).
-  std::vector<int> order(units.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::sort(order.begin(), order.end(), [&](int x, int y) {
-    const VictimUnit& a = units[x];
-    const VictimUnit& b = units[y];
-    return std::tie(a.max_priority, a.run_time_lost, a.count, a.first_id) <
-           std::tie(b.max_priority, b.run_time_lost, b.count, b.first_id);
-  });
-  std::vector<VictimUnit> sorted;
-  sorted.reserve(units.size());
-  for (int i : order) sorted.push_back(std::move(units[i]));
-  units = std::move(sorted);
-}
-
-// Everything one call needs, built once from the input.
+// One decision: the candidate nodes, the units on them, then the exact search over those.
 class VictimSearch {
  public:
-  VictimSearch(const PreemptionInput& in, int64_t work_budget) : in_(in), work_budget_(work_budget) {}
+  VictimSearch(const PreemptionInput& in, const VictimIndex& index, Scratch& scratch, int64_t work_budget,
+               bool with_reason)
+      : in_(in), index_(index), s_(scratch), work_budget_(work_budget), with_reason_(with_reason) {}
 
-  std::optional<PreemptionChoice> Run();
+  std::optional<PreemptionChoice> Run(const QosPolicy& preemptor_qos);
 
  private:
-  bool BuildUsableNodes();
-  void BuildUnits(const QosPolicy& preemptor_qos);
-  FitState InitialState() const;
+  bool Candidate(int unit) const;
+  Resources FreeNow(NodeIndex n) const;
+  int Blockers(NodeIndex n) const { return index_.workloads_of(n, Other()); }
+  WorkloadKind Other() const {
+    return in_.preemptor->kind == WorkloadKind::kPodGroup ? WorkloadKind::kSlurmJob : WorkloadKind::kPodGroup;
+  }
+  bool FindUsable(const QosPolicy& preemptor_qos);
+  bool FitsWithoutVictims() const;
+  int64_t ViableCopies(NodeIndex n) const;
+  bool ChooseWindow();
+  void UseNodes(bool all_usable);
+  std::optional<PreemptionChoice> SearchNodes();
   void Greedy(FitState& state);
   void PerNode(FitState& state);
-  void Deepen(FitState& state, const std::vector<int>& candidates);
-  void Search(FitState& state, const std::vector<int>& candidates, size_t start, Cost cost,
-              int32_t count_bound);
+  void Deepen(FitState& state, const int* begin, const int* end);
+  void Search(FitState& state, const int* begin, const int* end, const int* at, Cost cost, int32_t count_bound);
   PreemptionChoice MakeChoice(FitState& state) const;
-  // Exclusive (not shared) node: the preemptor needs every workload of the other world gone.
-  bool ExclusiveNode(NodeIndex n) const {
-    return static_cast<size_t>(n) < in_.snapshot->nodes.size() && !SharesWorlds(in_.snapshot->nodes[n], *in_.config);
-  }
 
   const PreemptionInput& in_;
+  const VictimIndex& index_;
+  Scratch& s_;
   int64_t work_budget_;
+  bool with_reason_;
   int64_t work_ = 0;
   bool exhausted_ = false;
-
-  std::vector<NodeIndex> usable_;        // slot -> node
-  std::vector<int> slot_of_;             // node -> slot or -1
-  std::vector<int> initial_blockers_;    // per slot
-  std::vector<int> initial_budget_;      // per budget group slot
-  std::vector<VictimUnit> units_;        // sorted cheapest first
-
-  std::vector<int> chosen_;              // unit indices on the current search path
+  bool capped_ = false;
   std::optional<Cost> best_cost_;
-  std::vector<int> best_units_;
 };
 
-bool VictimSearch::BuildUsableNodes() {
+// May this index unit go for this preemptor (before looking at nodes)? Strictly lower priority,
+// every workload preemptible and of a QOS the preemptor's may preempt, none an earlier victim of
+// this cycle, within its budget groups on its own.
+bool VictimSearch::Candidate(int unit) const {
+  const IndexUnit& u = index_.unit(unit);
+  if (!(u.max_priority < in_.preemptor_priority) || !u.all_preemptible || u.over_budget) return false;
+  for (uint32_t k = u.qos.begin; k < u.qos.end; ++k) {
+    if (!s_.allowed_qos[index_.unit_qos[k]]) return false;
+  }
+  return s_.excluded[unit] != s_.search;
+}
+
+Resources VictimSearch::FreeNow(NodeIndex n) const {
+  if (in_.free_now != nullptr) {
+    return static_cast<size_t>(n) < in_.free_now->size() ? (*in_.free_now)[n] : in_.snapshot->nodes[n].allocatable;
+  }
+  return index_.derived_free(n);
+}
+
+// The eligible, unclaimed nodes (ascending), the QOS it may preempt, the earlier victims.
+bool VictimSearch::FindUsable(const QosPolicy& preemptor_qos) {
   const Snapshot& snap = *in_.snapshot;
-  slot_of_.assign(snap.nodes.size(), -1);
+  s_.Next(snap.nodes.size(), index_.unit_count());
+  s_.usable.clear();
   for (NodeIndex n : in_.eligible_nodes) {
-    if (n < 0 || static_cast<size_t>(n) >= snap.nodes.size() || slot_of_[n] >= 0) continue;
+    if (n < 0 || static_cast<size_t>(n) >= snap.nodes.size() || s_.node_stamp[n] == s_.stamp) continue;
+    s_.node_stamp[n] = s_.stamp;  // seen (a duplicate is skipped)
     if (in_.claimed != nullptr && static_cast<size_t>(n) < in_.claimed->size() && (*in_.claimed)[n]) continue;
-    slot_of_[n] = static_cast<int>(usable_.size());
-    usable_.push_back(n);
+    s_.usable.push_back(n);
   }
-  initial_blockers_.assign(usable_.size(), 0);
-  for (const RunningWorkload& r : snap.running) {
-    if (r.kind == in_.preemptor->kind) continue;
-    absl::flat_hash_set<int> seen;
-    for (const Allocation& a : r.allocations) {
-      const int slot = a.node >= 0 && static_cast<size_t>(a.node) < slot_of_.size() ? slot_of_[a.node] : -1;
-      if (slot >= 0 && ExclusiveNode(a.node) && seen.insert(slot).second) ++initial_blockers_[slot];
+  if (s_.usable.empty()) return false;
+  const std::vector<std::string_view>& qos = index_.qos_names();
+  s_.allowed_qos.resize(qos.size());
+  for (size_t q = 0; q < qos.size(); ++q) s_.allowed_qos[q] = QosAllows(*in_.config, preemptor_qos, qos[q]);
+  if (in_.already_victims != nullptr) {
+    for (const std::string& v : *in_.already_victims) {
+      const int u = index_.unit_of(v);
+      if (u >= 0) s_.excluded[u] = s_.search;
     }
   }
-  return !usable_.empty();
+  return true;
 }
 
-void VictimSearch::BuildUnits(const QosPolicy& preemptor_qos) {
-  const Snapshot& snap = *in_.snapshot;
-  absl::flat_hash_set<std::string> already;
-  if (in_.already_victims != nullptr) already.insert(in_.already_victims->begin(), in_.already_victims->end());
-
-  const std::vector<std::vector<int>> groups = GroupByGang(snap.running);
-
-  absl::flat_hash_map<std::string, int> budget_slot;
-  absl::flat_hash_map<std::string, bool> qos_allows;  // victim QOS name -> allowed (few names)
-  auto may_be_victim = [&](const RunningWorkload& r) {
-    if (!(r.priority < in_.preemptor_priority) || !r.preemptible) return false;
-    auto [it, inserted] = qos_allows.try_emplace(r.qos, false);
-    if (inserted) it->second = QosAllows(*in_.config, preemptor_qos, r.qos);
-    return it->second && (already.empty() || !already.contains(r.id));
-  };
-  for (const std::vector<int>& group : groups) {
-    bool all_may = true;
-    for (int i : group) all_may = all_may && may_be_victim(snap.running[i]);
-    if (!all_may) continue;  // a gang goes whole or not at all
-    VictimUnit u;
-    u.workloads = group;
-    u.count = static_cast<int32_t>(group.size());
-    // Units touch few nodes and budget groups: linear merging beats a hash map per unit.
-    std::vector<std::pair<int, Resources>>& freed = u.frees;
-    std::vector<std::pair<int, int>>& pods_by_budget = u.disruptions;
-    for (int i : group) {
-      const RunningWorkload& r = snap.running[i];
-      u.max_priority = u.first_id.empty() ? r.priority : std::max(u.max_priority, r.priority);
-      if (u.first_id.empty() || r.id < u.first_id) u.first_id = r.id;
-      u.run_time_lost += std::max<int64_t>(0, in_.now - r.start_time);
-      absl::flat_hash_set<int> blocker_seen;
-      for (const Allocation& a : r.allocations) {
-        const int slot = a.node >= 0 && static_cast<size_t>(a.node) < slot_of_.size() ? slot_of_[a.node] : -1;
-        if (slot < 0) continue;
-        auto f = std::find_if(freed.begin(), freed.end(), [&](const auto& e) { return e.first == slot; });
-        if (f == freed.end()) {
-          freed.emplace_back(slot, a.used);
-        } else {
-          f->second += a.used;
-        }
-        if (ExclusiveNode(a.node) && r.kind != in_.preemptor->kind && blocker_seen.insert(slot).second) {
-          u.blockers_removed.push_back(slot);
-        }
-      }
-      if (!r.disruption_budget_group.empty()) {
-        auto [it, inserted] = budget_slot.try_emplace(r.disruption_budget_group,
-                                                      static_cast<int>(initial_budget_.size()));
-        if (inserted) {
-          auto allowed = snap.disruptions_allowed.find(r.disruption_budget_group);
-          initial_budget_.push_back(allowed == snap.disruptions_allowed.end() ? 0 : std::max(0, allowed->second));
-        }
-        const int pods = std::max<int>(1, static_cast<int>(r.allocations.size()));
-        auto b = std::find_if(pods_by_budget.begin(), pods_by_budget.end(),
-                              [&](const auto& e) { return e.first == it->second; });
-        if (b == pods_by_budget.end()) {
-          pods_by_budget.emplace_back(it->second, pods);
-        } else {
-          b->second += pods;
-        }
-      }
-    }
-    if (freed.empty()) continue;  // frees nothing the preemptor could use
-    std::sort(u.frees.begin(), u.frees.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::sort(u.disruptions.begin(), u.disruptions.end());
-    bool over_budget = false;
-    for (const auto& [slot, pods] : u.disruptions) over_budget = over_budget || pods > initial_budget_[slot];
-    if (over_budget) continue;  // could never be taken whole
-    units_.push_back(std::move(u));
+bool VictimSearch::FitsWithoutVictims() const {
+  const PendingWorkload& p = *in_.preemptor;
+  int64_t total = 0;
+  for (NodeIndex n : s_.usable) {
+    if (Blockers(n) > 0) continue;
+    total += FreeNow(n).CopiesOf(p.per_member, p.members);
+    if (total >= p.members) return true;
   }
-  SortCheapestFirst(units_);
+  return false;
 }
 
-FitState VictimSearch::InitialState() const {
-  const Snapshot& snap = *in_.snapshot;
-  std::vector<Resources> capacity(usable_.size());
-  for (size_t s = 0; s < usable_.size(); ++s) {
-    const NodeIndex n = usable_[s];
-    if (in_.free_now != nullptr && static_cast<size_t>(n) < in_.free_now->size()) {
-      capacity[s] = (*in_.free_now)[n];
-    } else {
-      capacity[s] = snap.nodes[n].allocatable;
+// Member copies node `n` could hold with every candidate unit on it evicted (budgets aside).
+int64_t VictimSearch::ViableCopies(NodeIndex n) const {
+  Resources capacity = FreeNow(n);
+  int blockers = Blockers(n);
+  const WorkloadKind other = Other();
+  for (const int* u = index_.units_on_begin(n); u != index_.units_on_end(n); ++u) {
+    if (!Candidate(*u)) continue;
+    const IndexUnit& unit = index_.unit(*u);
+    for (uint32_t k = unit.frees.begin; k < unit.frees.end; ++k) {
+      if (index_.frees[k].first == n) capacity += index_.frees[k].second;
+    }
+    for (uint32_t k = unit.blockers.begin; k < unit.blockers.end; ++k) {
+      blockers -= index_.blockers[k].first == n && index_.blockers[k].second == other;
     }
   }
-  if (in_.free_now == nullptr) {  // derive it: allocatable minus every running allocation
-    for (const RunningWorkload& r : snap.running) {
-      for (const Allocation& a : r.allocations) {
-        if (a.node >= 0 && static_cast<size_t>(a.node) < slot_of_.size() && slot_of_[a.node] >= 0) {
-          capacity[slot_of_[a.node]] -= a.used;
-        }
-      }
+  return blockers > 0 ? 0 : capacity.CopiesOf(in_.preemptor->per_member, in_.preemptor->members);
+}
+
+// The candidate cap (QueueConfig::preemption, like kube-scheduler's minCandidateNodesPercentage
+// and minCandidateNodesAbsolute): from an offset derived from the preemptor's id, walk the usable
+// nodes (wrapping around) until max(percentage % of them, absolute) nodes could hold a member
+// once their candidates are gone and they hold all members together. True, with s_.nodes set
+// to those nodes (ascending), when the cap binds; false when every usable node is examined
+// anyway (the search then uses them all, exactly as without a cap).
+bool VictimSearch::ChooseWindow() {
+  const PreemptionConfig& cap = in_.config->preemption;
+  const int64_t usable = static_cast<int64_t>(s_.usable.size());
+  const int64_t wanted =
+      std::max<int64_t>(usable * std::max<int32_t>(0, cap.min_candidate_nodes_percentage) / 100,
+                        std::max<int32_t>(0, cap.min_candidate_nodes_absolute));
+  if (wanted >= usable) return false;
+  const int64_t offset = static_cast<int64_t>(Fnv1a(in_.preemptor->id) % static_cast<uint64_t>(usable));
+  s_.viable.assign(usable, 0);
+  int64_t viable_nodes = 0;
+  int64_t viable_copies = 0;
+  int64_t examined = 0;
+  for (; examined < usable && (viable_nodes < wanted || viable_copies < in_.preemptor->members); ++examined) {
+    const int64_t position = (offset + examined) % usable;
+    const int64_t copies = ViableCopies(s_.usable[position]);
+    if (copies == 0) continue;
+    s_.viable[position] = 1;
+    ++viable_nodes;
+    viable_copies += copies;
+  }
+  if (examined == usable) return false;  // the cap did not bind
+  s_.nodes.clear();
+  for (int64_t position = 0; position < usable; ++position) {  // ascending node order
+    if (s_.viable[position]) s_.nodes.push_back(s_.usable[position]);
+  }
+  return true;
+}
+
+// The search's slots (s_.nodes, or every usable node) and the candidate units on them, each with
+// its frees and blockers restricted to those slots, cheapest first; and the initial fit state.
+void VictimSearch::UseNodes(bool all_usable) {
+  if (all_usable) s_.nodes.assign(s_.usable.begin(), s_.usable.end());
+  s_.Bump();  // node stamps of the window walk are stale now
+  for (size_t slot = 0; slot < s_.nodes.size(); ++slot) {
+    s_.node_stamp[s_.nodes[slot]] = s_.stamp;
+    s_.slot_of[s_.nodes[slot]] = static_cast<int>(slot);
+  }
+  s_.candidate_units.clear();
+  for (NodeIndex n : s_.nodes) {
+    for (const int* u = index_.units_on_begin(n); u != index_.units_on_end(n); ++u) {
+      if (s_.unit_stamp[*u] == s_.stamp) continue;  // seen on an earlier node
+      s_.unit_stamp[*u] = s_.stamp;
+      if (Candidate(*u)) s_.candidate_units.push_back(*u);
     }
   }
-  return FitState(std::move(capacity), initial_blockers_, initial_budget_, in_.preemptor->per_member,
-                  in_.preemptor->members);
+  std::sort(s_.candidate_units.begin(), s_.candidate_units.end());
+  s_.units.clear();
+  s_.frees.clear();
+  s_.blockers.clear();
+  const WorkloadKind other = Other();
+  for (int u : s_.candidate_units) {
+    const IndexUnit& iu = index_.unit(u);
+    SearchUnit su;
+    su.unit = u;
+    su.disruptions = iu.disruptions;
+    su.frees.begin = static_cast<uint32_t>(s_.frees.size());
+    for (uint32_t k = iu.frees.begin; k < iu.frees.end; ++k) {
+      const NodeIndex n = index_.frees[k].first;
+      if (s_.node_stamp[n] == s_.stamp) s_.frees.emplace_back(s_.slot_of[n], index_.frees[k].second);
+    }
+    su.frees.end = static_cast<uint32_t>(s_.frees.size());
+    su.blockers.begin = static_cast<uint32_t>(s_.blockers.size());
+    for (uint32_t k = iu.blockers.begin; k < iu.blockers.end; ++k) {
+      const NodeIndex n = index_.blockers[k].first;
+      if (index_.blockers[k].second == other && s_.node_stamp[n] == s_.stamp) s_.blockers.push_back(s_.slot_of[n]);
+    }
+    su.blockers.end = static_cast<uint32_t>(s_.blockers.size());
+    s_.units.push_back(su);
+  }
+  s_.capacity.resize(s_.nodes.size());
+  s_.slot_blockers.resize(s_.nodes.size());
+  for (size_t slot = 0; slot < s_.nodes.size(); ++slot) {
+    s_.capacity[slot] = FreeNow(s_.nodes[slot]);
+    s_.slot_blockers[slot] = Blockers(s_.nodes[slot]);
+  }
+  s_.budget_left.assign(index_.budget_allowed().begin(), index_.budget_allowed().end());
+}
+
+std::optional<PreemptionChoice> VictimSearch::SearchNodes() {
+  s_.chosen.clear();
+  FitState state(s_, index_, in_.preemptor->per_member, in_.preemptor->members);
+  if (state.Fits()) return std::nullopt;  // nothing to preempt: it fits already
+  Greedy(state);
+  if (!best_cost_) return std::nullopt;  // even every candidate together would not make room
+  PerNode(state);
+  if (in_.preemptor->members > 1) {
+    s_.all.resize(s_.units.size());
+    for (size_t i = 0; i < s_.all.size(); ++i) s_.all[i] = static_cast<int>(i);
+    Deepen(state, s_.all.data(), s_.all.data() + s_.all.size());
+  }
+  return MakeChoice(state);
 }
 
 // Cheapest-first until the preemptor fits, then drop (most expensive first) every unit that is
 // not needed. Gives the bound the exact search starts from.
 void VictimSearch::Greedy(FitState& state) {
-  std::vector<int> taken;
-  for (size_t i = 0; i < units_.size() && !state.Fits(); ++i) {
-    if (!state.WithinBudget(units_[i])) continue;
-    state.Apply(units_[i]);
+  std::vector<int>& taken = s_.taken;
+  taken.clear();
+  for (size_t i = 0; i < s_.units.size() && !state.Fits(); ++i) {
+    if (!state.WithinBudget(s_.units[i])) continue;
+    state.Apply(s_.units[i]);
     taken.push_back(static_cast<int>(i));
   }
   if (!state.Fits()) {
-    for (int i : taken) state.Unapply(units_[i]);
+    for (int i : taken) state.Unapply(s_.units[i]);
     return;
   }
   for (int k = static_cast<int>(taken.size()) - 1; k >= 0; --k) {
-    state.Unapply(units_[taken[k]]);
+    state.Unapply(s_.units[taken[k]]);
     if (state.Fits()) {
       taken.erase(taken.begin() + k);
     } else {
-      state.Apply(units_[taken[k]]);
+      state.Apply(s_.units[taken[k]]);
     }
   }
   Cost cost;
   for (int i : taken) {
-    cost.count += units_[i].count;
-    cost.max_priority = std::max(cost.max_priority, units_[i].max_priority);
-    cost.run_time_lost += units_[i].run_time_lost;
+    const IndexUnit& u = index_.unit(s_.units[i].unit);
+    cost.count += u.count;
+    cost.max_priority = std::max(cost.max_priority, u.max_priority);
+    cost.run_time_lost += u.run_time_lost;
   }
   best_cost_ = cost;
-  best_units_ = taken;
-  for (int i : taken) state.Unapply(units_[i]);
+  s_.best.assign(taken.begin(), taken.end());
+  for (int i : taken) state.Unapply(s_.units[i]);
 }
 
-// Iterative deepening on the victim count over `candidates` (unit indices, cheapest first): the
+// Iterative deepening on the victim count over [begin, end) (search units, cheapest first): the
 // first count at which any set fits is the fewest; within it, branch and bound on (highest
 // priority, run time lost). Starts from best_cost_ (greedy, or an earlier search).
-void VictimSearch::Deepen(FitState& state, const std::vector<int>& candidates) {
+void VictimSearch::Deepen(FitState& state, const int* begin, const int* end) {
   if (!best_cost_) return;
   const int32_t best_count = best_cost_->count;
   for (int32_t bound = 1; bound <= best_count && !exhausted_; ++bound) {
-    Search(state, candidates, 0, Cost{}, bound);
+    Search(state, begin, end, begin, Cost{}, bound);
     if (best_cost_->count <= bound) return;  // nothing with fewer victims exists here
   }
 }
 
-void VictimSearch::Search(FitState& state, const std::vector<int>& candidates, size_t start,
-                          Cost cost, int32_t count_bound) {
+void VictimSearch::Search(FitState& state, const int* begin, const int* end, const int* at, Cost cost,
+                          int32_t count_bound) {
   if (state.Fits()) {
     if (cost < *best_cost_) {
       best_cost_ = cost;
-      best_units_ = chosen_;
+      s_.best.assign(s_.chosen.begin(), s_.chosen.end());
     }
     return;  // adding victims only costs more
   }
-  for (size_t c = start; c < candidates.size() && !exhausted_; ++c) {
+  for (const int* c = at; c < end && !exhausted_; ++c) {
     // Every step counts against the budget, pruned or not, so one call stays bounded.
     if (++work_ > work_budget_) {
       exhausted_ = true;
       return;
     }
-    const VictimUnit& u = units_[candidates[c]];
-    Cost next{cost.count + u.count, std::max(cost.max_priority, u.max_priority),
-              cost.run_time_lost + u.run_time_lost};
-    if (next.count > count_bound || !(next < *best_cost_) || !state.WithinBudget(u)) continue;
-    work_ += static_cast<int64_t>(u.frees.size());
-    state.Apply(u);
-    chosen_.push_back(candidates[c]);
-    Search(state, candidates, c + 1, next, count_bound);
-    chosen_.pop_back();
-    state.Unapply(u);
+    const SearchUnit& su = s_.units[*c];
+    const IndexUnit& u = index_.unit(su.unit);
+    Cost next{cost.count + u.count, std::max(cost.max_priority, u.max_priority), cost.run_time_lost + u.run_time_lost};
+    if (next.count > count_bound || !(next < *best_cost_) || !state.WithinBudget(su)) continue;
+    work_ += static_cast<int64_t>(su.frees.size());
+    state.Apply(su);
+    s_.chosen.push_back(*c);
+    Search(state, begin, end, c + 1, next, count_bound);
+    s_.chosen.pop_back();
+    state.Unapply(su);
   }
 }
 
@@ -380,13 +459,23 @@ void VictimSearch::Search(FitState& state, const std::vector<int>& candidates, s
 // member lands on (any other unit could be dropped), so the best over all nodes is optimal.
 // For gangs it gives the global search a tight bound to start from.
 void VictimSearch::PerNode(FitState& state) {
-  std::vector<std::vector<int>> by_slot(usable_.size());
-  for (size_t i = 0; i < units_.size(); ++i) {
-    for (const auto& f : units_[i].frees) by_slot[f.first].push_back(static_cast<int>(i));
+  const size_t slots = s_.nodes.size();
+  s_.by_slot_begin.assign(slots + 1, 0);
+  for (const SearchUnit& u : s_.units) {
+    for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) ++s_.by_slot_begin[s_.frees[k].first + 1];
   }
-  for (const std::vector<int>& candidates : by_slot) {
-    if (candidates.empty() || exhausted_) continue;
-    Deepen(state, candidates);
+  for (size_t n = 0; n < slots; ++n) s_.by_slot_begin[n + 1] += s_.by_slot_begin[n];
+  s_.by_slot.resize(s_.by_slot_begin[slots]);
+  s_.taken.assign(s_.by_slot_begin.begin(), s_.by_slot_begin.end() - 1);  // fill positions
+  for (size_t i = 0; i < s_.units.size(); ++i) {
+    for (uint32_t k = s_.units[i].frees.begin; k < s_.units[i].frees.end; ++k) {
+      s_.by_slot[s_.taken[s_.frees[k].first]++] = static_cast<int>(i);
+    }
+  }
+  for (size_t slot = 0; slot < slots && !exhausted_; ++slot) {
+    const int* begin = s_.by_slot.data() + s_.by_slot_begin[slot];
+    const int* end = s_.by_slot.data() + s_.by_slot_begin[slot + 1];
+    if (begin != end) Deepen(state, begin, end);
   }
 }
 
@@ -394,18 +483,22 @@ PreemptionChoice VictimSearch::MakeChoice(FitState& state) const {
   const Snapshot& snap = *in_.snapshot;
   PreemptionChoice choice;
   choice.exact = !exhausted_;
+  choice.capped = capped_;
   choice.victim_count = best_cost_->count;
   choice.max_victim_priority = best_cost_->max_priority;
   choice.run_time_lost = best_cost_->run_time_lost;
   PreemptDecision& d = choice.decision;
   d.preemptor = in_.preemptor->id;
   Duration grace = 0;
-  std::vector<char> touched(usable_.size(), 0);
-  for (int ui : best_units_) {
-    state.Apply(units_[ui]);
-    for (const auto& f : units_[ui].frees) touched[f.first] = 1;
-    for (int w : units_[ui].workloads) {
-      const RunningWorkload& r = snap.running[w];
+  const size_t slots = s_.nodes.size();
+  std::vector<char> touched(slots, 0);
+  for (int ui : s_.best) {
+    const SearchUnit& su = s_.units[ui];
+    state.Apply(su);
+    for (uint32_t k = su.frees.begin; k < su.frees.end; ++k) touched[s_.frees[k].first] = 1;
+    const IndexUnit& u = index_.unit(su.unit);
+    for (uint32_t k = u.workloads.begin; k < u.workloads.end; ++k) {
+      const RunningWorkload& r = snap.running[index_.unit_workloads[k]];
       d.victims.push_back(r.id);
       if (const QosPolicy* q = FindQos(*in_.config, r.qos)) grace = std::max(grace, q->grace_time);
     }
@@ -415,61 +508,94 @@ PreemptionChoice VictimSearch::MakeChoice(FitState& state) const {
 
   // Members go first to nodes the victims free (those are the nodes to reserve), most room
   // first, then to other nodes; ties by node index.
-  std::vector<int> order(usable_.size());
-  for (size_t s = 0; s < order.size(); ++s) order[s] = static_cast<int>(s);
+  std::vector<int> order;
+  for (size_t s = 0; s < slots; ++s) {
+    if (state.Copies(static_cast<int>(s)) > 0) order.push_back(static_cast<int>(s));
+  }
   std::sort(order.begin(), order.end(), [&](int a, int b) {
-    return std::make_tuple(-touched[a], -state.Copies(a), usable_[a]) <
-           std::make_tuple(-touched[b], -state.Copies(b), usable_[b]);
+    return std::make_tuple(-touched[a], -state.Copies(a), s_.nodes[a]) <
+           std::make_tuple(-touched[b], -state.Copies(b), s_.nodes[b]);
   });
   for (int s : order) {
     for (int64_t c = 0; c < state.Copies(s) && static_cast<int32_t>(d.member_nodes.size()) < in_.preemptor->members; ++c) {
-      d.member_nodes.push_back(usable_[s]);
+      d.member_nodes.push_back(s_.nodes[s]);
     }
   }
-  std::vector<NodeIndex> nodes = d.member_nodes;
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-  std::vector<std::string> node_names;
-  for (NodeIndex n : nodes) node_names.push_back(snap.nodes[n].name);
-  choice.reason = absl::StrFormat(
-      "preempts %d workload%s (%s) of lower priority (highest %.1f < %.1f) on node%s %s; %d s of "
-      "run time lost",
-      choice.victim_count, choice.victim_count == 1 ? "" : "s", absl::StrJoin(d.victims, ", "),
-      choice.max_victim_priority, in_.preemptor_priority, nodes.size() == 1 ? "" : "s",
-      absl::StrJoin(node_names, ", "), choice.run_time_lost);
-  for (int ui : best_units_) state.Unapply(units_[ui]);
+  if (with_reason_) {
+    std::vector<NodeIndex> nodes = d.member_nodes;
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    std::vector<std::string> node_names;
+    for (NodeIndex n : nodes) node_names.push_back(snap.nodes[n].name);
+    choice.reason = absl::StrFormat(
+        "preempts %d workload%s (%s) of lower priority (highest %.1f < %.1f) on node%s %s; %d s of "
+        "run time lost",
+        choice.victim_count, choice.victim_count == 1 ? "" : "s", absl::StrJoin(d.victims, ", "),
+        choice.max_victim_priority, in_.preemptor_priority, nodes.size() == 1 ? "" : "s",
+        absl::StrJoin(node_names, ", "), choice.run_time_lost);
+  }
+  for (int ui : s_.best) state.Unapply(s_.units[ui]);
   return choice;
 }
 
-std::optional<PreemptionChoice> VictimSearch::Run() {
-  if (in_.snapshot == nullptr || in_.config == nullptr || in_.preemptor == nullptr) return std::nullopt;
-  const PendingWorkload& p = *in_.preemptor;
-  if (p.members <= 0 || !p.may_preempt) return std::nullopt;  // preemptionPolicy: Never
-  const QosPolicy* qos = FindQos(*in_.config, p.qos);
-  if (qos == nullptr || qos->can_preempt.empty()) return std::nullopt;
-  if (!BuildUsableNodes()) return std::nullopt;
-  BuildUnits(*qos);  // before the state: it sizes the disruption budgets
-  FitState state = InitialState();
-  if (state.Fits()) return std::nullopt;  // nothing to preempt: it fits already
-  Greedy(state);
-  if (!best_cost_) return std::nullopt;  // even every candidate together would not make room
-  PerNode(state);
-  if (p.members > 1) {
-    std::vector<int> all(units_.size());
-    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-    Deepen(state, all);
-  }
-  return MakeChoice(state);
+std::optional<PreemptionChoice> VictimSearch::Run(const QosPolicy& preemptor_qos) {
+  if (!FindUsable(preemptor_qos)) return std::nullopt;
+  // Nothing to preempt when it fits already, anywhere it may go (capped or not).
+  if (FitsWithoutVictims()) return std::nullopt;
+  capped_ = ChooseWindow();
+  UseNodes(/*all_usable=*/!capped_);
+  std::optional<PreemptionChoice> choice = SearchNodes();
+  if (choice || !capped_) return choice;
+  // The window could not make room (a gang, or budgets): every usable node, as without a cap.
+  capped_ = false;
+  work_ = 0;
+  exhausted_ = false;
+  best_cost_.reset();
+  UseNodes(/*all_usable=*/true);
+  return SearchNodes();
 }
 
 }  // namespace
 
+struct CheapestVictimsPlanner::Cache {
+  std::weak_ptr<const Snapshot> snapshot;
+  VictimIndex index;
+  Scratch scratch;
+};
+
+CheapestVictimsPlanner::CheapestVictimsPlanner(int64_t work_budget)
+    : work_budget_(work_budget), cache_(std::make_unique<Cache>()) {}
+
+CheapestVictimsPlanner::~CheapestVictimsPlanner() = default;
+
+std::optional<PreemptionChoice> CheapestVictimsPlanner::Search(const PreemptionInput& in, bool with_reason) const {
+  if (in.snapshot == nullptr || in.config == nullptr || in.preemptor == nullptr) return std::nullopt;
+  const PendingWorkload& p = *in.preemptor;
+  if (p.members <= 0 || !p.may_preempt) return std::nullopt;  // preemptionPolicy: Never
+  const QosPolicy* qos = FindQos(*in.config, p.qos);
+  if (qos == nullptr || qos->can_preempt.empty()) return std::nullopt;
+  if (in.shared_snapshot != nullptr && in.shared_snapshot.get() == in.snapshot) {
+    // One index per snapshot, kept across the searches of its cycles; one search at a time.
+    std::lock_guard<std::mutex> lock(mu_);
+    Cache& c = *cache_;
+    const bool same = !c.snapshot.owner_before(in.shared_snapshot) && !in.shared_snapshot.owner_before(c.snapshot) &&
+                      !c.snapshot.expired();
+    if (!same || !c.index.BuiltFor(in.snapshot, in.now, in.config->shared_nodes)) {
+      c.snapshot = in.shared_snapshot;
+      c.index.Build(*in.snapshot, *in.config, in.now);
+    }
+    return VictimSearch(in, c.index, c.scratch, work_budget_, with_reason).Run(*qos);
+  }
+  Cache local;  // a caller without a shared snapshot: an index for this search alone
+  local.index.Build(*in.snapshot, *in.config, in.now);
+  return VictimSearch(in, local.index, local.scratch, work_budget_, with_reason).Run(*qos);
+}
+
 std::optional<PreemptionChoice> CheapestVictimsPlanner::Choose(const PreemptionInput& input) const {
-  VictimSearch search(input, work_budget_);
-  return search.Run();
+  return Search(input, /*with_reason=*/true);
 }
 
 std::optional<PreemptDecision> CheapestVictimsPlanner::Plan(const PreemptionInput& input) const {
-  std::optional<PreemptionChoice> choice = Choose(input);
+  std::optional<PreemptionChoice> choice = Search(input, /*with_reason=*/false);
   if (!choice) return std::nullopt;
   return std::move(choice->decision);
 }

@@ -29,7 +29,21 @@
 // a work budget, which covers every realistic single node or small gang case; past the budget it
 // returns the best set found so far, which is never worse than a greedy pass (lowest priority
 // first, then drop every victim that is not needed).
+//
+// Scale (issue 26): the victim units (gangs whole, their frees per node, budgets, QOS) are indexed
+// once per snapshot and kept across the searches of a cycle when the input shares the snapshot
+// (PreemptionInput::shared_snapshot); a search reuses the planner's buffers. Candidate cap
+// (QueueConfig::preemption): when the preemptor has more usable nodes than
+// max(min_candidate_nodes_percentage % of them, min_candidate_nodes_absolute), the search walks
+// them from an offset derived from the preemptor's id, wrapping around, and keeps the first nodes
+// that could hold a member once their candidates are gone, until it has that many and they hold
+// every member; the cheapest set is then exact over those nodes (PreemptionChoice::capped). If
+// they cannot make room (a gang, budgets), it searches every usable node. Where the cap does not
+// bind, the decision is the one the uncapped search makes (test/queue/preemption_equivalence_test.cc).
+// "It fits already, nothing to preempt" is always judged over every usable node.
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +62,7 @@ struct PreemptionChoice {
   double max_victim_priority = 0;
   int64_t run_time_lost = 0;  // seconds, summed over victims
   bool exact = true;          // false when the work budget ran out (best found so far)
+  bool capped = false;        // true when the candidate cap bound: searched on part of the nodes
 };
 
 class CheapestVictimsPlanner : public PreemptionPlanner {
@@ -55,7 +70,11 @@ class CheapestVictimsPlanner : public PreemptionPlanner {
   // `work_budget`: how many search steps (a candidate looked at, plus the nodes it touches when
   // applied) one call may take before it settles for the best set found so far; the default
   // bounds a call to a few milliseconds (docs/simulate.md has the measurements).
-  explicit CheapestVictimsPlanner(int64_t work_budget = 1000000) : work_budget_(work_budget) {}
+  // One search at a time per planner (calls are serialised: they share the index and buffers).
+  explicit CheapestVictimsPlanner(int64_t work_budget = 1000000);
+  ~CheapestVictimsPlanner() override;
+  CheapestVictimsPlanner(const CheapestVictimsPlanner&) = delete;
+  CheapestVictimsPlanner& operator=(const CheapestVictimsPlanner&) = delete;
 
   std::optional<PreemptDecision> Plan(const PreemptionInput& input) const override;
 
@@ -63,7 +82,12 @@ class CheapestVictimsPlanner : public PreemptionPlanner {
   std::optional<PreemptionChoice> Choose(const PreemptionInput& input) const;
 
  private:
+  struct Cache;  // the victim index of the last shared snapshot, and the search buffers
+  std::optional<PreemptionChoice> Search(const PreemptionInput& input, bool with_reason) const;
+
   int64_t work_budget_;
+  mutable std::mutex mu_;
+  std::unique_ptr<Cache> cache_;  // guarded by mu_
 };
 
 }  // namespace onequeue::queue

@@ -401,6 +401,20 @@ NamespacePolicyConfig ParseNamespacePolicy(MapReader& p, const std::set<std::str
   return pc;
 }
 
+// queue.preemption (issue 26): how many candidate nodes one preemption decision examines.
+void ParseQueuePreemption(MapReader preemption, QueueConfig::Preemption& c) {
+  preemption.Read("minCandidateNodesPercentage", &c.min_candidate_nodes_percentage);
+  preemption.Read("minCandidateNodesAbsolute", &c.min_candidate_nodes_absolute);
+  if (c.min_candidate_nodes_percentage < 0 || c.min_candidate_nodes_percentage > 100) {
+    preemption.KeyError("minCandidateNodesPercentage", "must be between 0 and 100");
+  }
+  if (c.min_candidate_nodes_absolute < 0) preemption.KeyError("minCandidateNodesAbsolute", "must be 0 or more");
+  if (c.min_candidate_nodes_percentage == 0 && c.min_candidate_nodes_absolute == 0) {
+    preemption.KeyError("minCandidateNodesAbsolute", "must be more than 0 when minCandidateNodesPercentage is 0");
+  }
+  preemption.RefuseUnknown();
+}
+
 void ParseQueue(MapReader queue, std::vector<std::string>* errors, QueueConfig& c) {
   ParseQueueScalars(queue, c);
   ParseQosList(queue, errors, c.qos);
@@ -412,6 +426,7 @@ void ParseQueue(MapReader queue, std::vector<std::string>* errors, QueueConfig& 
   if (c.usage_half_life_seconds < 1) queue.KeyError("usageHalfLifeSeconds", "must be at least 1");
   RefuseLongerThanACentury(queue, "usageHalfLifeSeconds", c.usage_half_life_seconds);
   ParseAccounts(queue, errors, c.accounts);
+  ParseQueuePreemption(queue.Child("preemption"), c.preemption);
   std::set<std::string> qos_names, namespaces;
   for (const QosConfig& q : c.qos) qos_names.insert(q.name);
   ForEachListEntry(queue, "namespacePolicies", errors, [&](MapReader& p) {

@@ -138,6 +138,12 @@ struct QueueConfig {
   // Issue 24 M4: a bound pod is evicted this long after its time limit (Slurm's OverTimeLimit;
   // 0, Slurm's default: at the limit).
   int64_t over_time_limit_seconds = 0;
+  // queue.preemption (issue 26): candidate nodes per preemption decision, like kube-scheduler's
+  // DefaultPreemption arguments; queue::PreemptionConfig, docs/queue.md "Preemption".
+  struct Preemption {
+    int min_candidate_nodes_percentage = 10;  // 0..100
+    int min_candidate_nodes_absolute = 100;   // >= 0
+  } preemption;
 };
 
 struct ServerConfig {

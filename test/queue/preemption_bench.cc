@@ -1,8 +1,13 @@
 // Cost of one preemption decision (CheapestVictimsPlanner::Choose) on a full pool: every node
 // runs a few lower-priority pods, and the preemptor (one pod, or a gang of whole nodes) must
 // evict some of them. Figures and command in docs/simulate.md.
+// BM_PreemptionChoose: as in a cycle, the victim index kept across decisions (the input shares
+// the snapshot) and the default candidate cap (10 %, at least 100 nodes);
+// BM_PreemptionChooseUncapped: the same with a cap of 100 % (every usable node searched);
+// BM_PreemptionChooseColdIndex: the index built for every decision (no shared snapshot).
 #include <benchmark/benchmark.h>
 
+#include <memory>
 #include <random>
 
 #include "queue/preemption.h"
@@ -11,7 +16,8 @@ namespace onequeue::queue {
 namespace {
 
 struct Pool {
-  Snapshot snapshot;
+  std::shared_ptr<Snapshot> shared = std::make_shared<Snapshot>();
+  Snapshot& snapshot = *shared;
   QueueConfig config;
   std::vector<Resources> free_now;
   std::vector<char> claimed;
@@ -52,9 +58,12 @@ Pool MakePool(int nodes) {
   return p;
 }
 
+enum class Mode { kCapped, kUncapped, kColdIndex };
+
 // Args: nodes, preemptor members, cpu per member (millicores).
-void BM_PreemptionChoose(benchmark::State& state) {
+void TimeChoose(benchmark::State& state, Mode mode) {
   Pool pool = MakePool(static_cast<int>(state.range(0)));
+  if (mode == Mode::kUncapped) pool.config.preemption.min_candidate_nodes_percentage = 100;
   PendingWorkload w;
   w.id = "P";
   w.qos = "high";
@@ -62,6 +71,7 @@ void BM_PreemptionChoose(benchmark::State& state) {
   w.per_member[kCpu] = state.range(2);
   PreemptionInput in;
   in.snapshot = &pool.snapshot;
+  if (mode != Mode::kColdIndex) in.shared_snapshot = pool.shared;
   in.config = &pool.config;
   in.preemptor = &w;
   in.preemptor_priority = 150;
@@ -73,6 +83,7 @@ void BM_PreemptionChoose(benchmark::State& state) {
   CheapestVictimsPlanner planner;
   int64_t victims = 0;
   bool exact = true;
+  bool capped = false;
   for (auto _ : state) {
     auto choice = planner.Choose(in);
     if (!choice) {
@@ -81,22 +92,32 @@ void BM_PreemptionChoose(benchmark::State& state) {
     }
     victims = choice->victim_count;
     exact = choice->exact;
+    capped = choice->capped;
     benchmark::DoNotOptimize(choice);
   }
   state.counters["victims"] = static_cast<double>(victims);
   state.counters["exact"] = exact ? 1 : 0;
+  state.counters["capped"] = capped ? 1 : 0;
 }
 
-BENCHMARK(BM_PreemptionChoose)
-    ->ArgNames({"nodes", "members", "cpu"})
-    ->Args({100, 1, 2000})
-    ->Args({1000, 1, 2000})
-    ->Args({1000, 1, 8000})
-    ->Args({1000, 4, 8000})
-    ->Args({10000, 1, 4000})
-    ->Args({10000, 8, 8000})
-    ->Unit(benchmark::kMicrosecond)
-    ->MeasureProcessCPUTime();
+void BM_PreemptionChoose(benchmark::State& state) { TimeChoose(state, Mode::kCapped); }
+void BM_PreemptionChooseUncapped(benchmark::State& state) { TimeChoose(state, Mode::kUncapped); }
+void BM_PreemptionChooseColdIndex(benchmark::State& state) { TimeChoose(state, Mode::kColdIndex); }
+
+void Shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"nodes", "members", "cpu"})
+      ->Args({100, 1, 2000})
+      ->Args({1000, 1, 2000})
+      ->Args({1000, 1, 8000})
+      ->Args({1000, 4, 8000})
+      ->Args({10000, 1, 4000})
+      ->Args({10000, 8, 8000})
+      ->Unit(benchmark::kMicrosecond)
+      ->MeasureProcessCPUTime();
+}
+BENCHMARK(BM_PreemptionChoose)->Apply(Shapes);
+BENCHMARK(BM_PreemptionChooseUncapped)->Apply(Shapes);
+BENCHMARK(BM_PreemptionChooseColdIndex)->Apply(Shapes);
 
 }  // namespace
 }  // namespace onequeue::queue

@@ -1,6 +1,7 @@
 // The configuration is validated strictly: every error names the key path and the line, and
 // several errors are reported at once.
 #include "scheduler/config.h"
+#include "scheduler/scheduling_loop.h"  // ToQueueConfig
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -50,6 +51,30 @@ TEST(ConfigTest, OverTimeLimitSecondsIsReadAndMustNotBeNegative) {
   c = ParseConfig(std::string(kHeader) + "queue: {overTimeLimitSeconds: -1}\n", "mem");
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("queue.overTimeLimitSeconds"));
+}
+
+// Issue 26: the preemption candidate cap, kube-scheduler's names and defaults.
+TEST(ConfigTest, PreemptionCandidateCapIsReadAndChecked) {
+  auto c = ParseConfig(std::string(kHeader) + "queue: {}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.preemption.min_candidate_nodes_percentage, 10);
+  EXPECT_EQ(c->queue.preemption.min_candidate_nodes_absolute, 100);
+  c = ParseConfig(std::string(kHeader) +
+                      "queue: {preemption: {minCandidateNodesPercentage: 100, minCandidateNodesAbsolute: 0}}\n",
+                  "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.preemption.min_candidate_nodes_percentage, 100);
+  EXPECT_EQ(c->queue.preemption.min_candidate_nodes_absolute, 0);
+  const queue::QueueConfig q = ToQueueConfig(*c);  // what the planner reads
+  EXPECT_EQ(q.preemption.min_candidate_nodes_percentage, 100);
+  EXPECT_EQ(q.preemption.min_candidate_nodes_absolute, 0);
+  for (const char* bad : {"{minCandidateNodesPercentage: 101}", "{minCandidateNodesPercentage: -1}",
+                          "{minCandidateNodesAbsolute: -5}",
+                          "{minCandidateNodesPercentage: 0, minCandidateNodesAbsolute: 0}", "{candidates: 3}"}) {
+    c = ParseConfig(std::string(kHeader) + "queue: {preemption: " + bad + "}\n", "mem");
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_THAT(c.status().message(), HasSubstr("queue.preemption.")) << bad;
+  }
 }
 
 TEST(ConfigTest, FullDocumentIsRead) {

@@ -678,10 +678,14 @@ BENCHMARK(BM_AddSlurmWorld)->Apply(Cases);
 
 // (c) The plan, by one planner kept across cycles as the daemon keeps it, with or without a
 // preemption planner.
-void TimePlanCycles(benchmark::State& state, const queue::PreemptionPlanner* preemption) {
+// `uncapped`: the preemption candidate cap at 100 % (every usable node searched, the decisions of
+// the search before the cap: the fingerprint must equal the one recorded before issue 26).
+void TimePlanCycles(benchmark::State& state, const queue::PreemptionPlanner* preemption, bool uncapped = false) {
   const Case k(state);
   const BuiltSnapshot& joined = Joined(k.steady, k.mechanism);
-  queue::QueuePlanner planner(ToQueueConfig(k.config), preemption);
+  queue::QueueConfig qc = ToQueueConfig(k.config);
+  if (uncapped) qc.preemption.min_candidate_nodes_percentage = 100;
+  queue::QueuePlanner planner(qc, preemption);
   queue::Plan last;
   for (auto _ : state) {
     queue::Plan p = planner.PlanCycle(joined.snapshot, k.now);
@@ -700,6 +704,15 @@ void BM_PlanCycle(benchmark::State& state) {
   TimePlanCycles(state, &preemption);
 }
 BENCHMARK(BM_PlanCycle)->Apply(Cases);
+
+// (c) with the preemption candidate cap at 100 % (issue 26): the victim index without the cap,
+// and the decisions of the search before it (compare the fingerprint).
+void BM_PlanCycleUncappedPreemption(benchmark::State& state) {
+  const queue::CheapestVictimsPlanner preemption;
+  TimePlanCycles(state, &preemption, /*uncapped=*/true);
+}
+BENCHMARK(BM_PlanCycleUncappedPreemption)
+    ->ArgNames({"placeholder", "steady"})->Args({1, 0})->Args({1, 1})->Unit(benchmark::kMillisecond);
 
 // (c) without the preemption planner (QueuePlanner's preemption argument null), to tell the
 // queue's own cost from the victim searches': not what the daemon runs.

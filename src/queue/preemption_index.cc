@@ -1,0 +1,162 @@
+// The victim index (preemption_index.h): units grouped, ordered and listed per node once per
+// snapshot.
+#include "queue/preemption_index.h"
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+
+namespace onequeue::queue::internal {
+
+void VictimIndex::Build(const Snapshot& snap, const QueueConfig& config, Time now) {
+  snapshot_ = &snap;
+  now_ = now;
+  shared_nodes_ = config.shared_nodes;
+  units_.clear();
+  unit_workloads.clear();
+  frees.clear();
+  blockers.clear();
+  disruptions.clear();
+  unit_qos.clear();
+  unit_of_workload_.clear();
+  qos_names_.clear();
+  budget_allowed_.clear();
+  // Gangs (in order of first appearance) or single workloads.
+  std::vector<std::vector<int>> groups;
+  {
+    absl::flat_hash_map<std::string_view, int> group_of_gang;
+    for (size_t i = 0; i < snap.running.size(); ++i) {
+      const std::string& gang = snap.running[i].gang_id;
+      if (gang.empty()) {
+        groups.push_back({static_cast<int>(i)});
+        continue;
+      }
+      auto [it, inserted] = group_of_gang.try_emplace(gang, static_cast<int>(groups.size()));
+      if (inserted) groups.emplace_back();
+      groups[it->second].push_back(static_cast<int>(i));
+    }
+  }
+  absl::flat_hash_map<std::string_view, int> budget_of;
+  absl::flat_hash_map<std::string_view, int> qos_of;
+  for (const std::vector<int>& group : groups) BuildUnit(snap, config, now, group, budget_of, qos_of);
+  // Cheapest first; the order every search walks (ids are unique, so it is total).
+  std::vector<int> order(units_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int x, int y) {
+    const IndexUnit& a = units_[x];
+    const IndexUnit& b = units_[y];
+    return std::tie(a.max_priority, a.run_time_lost, a.count, a.first_id) <
+           std::tie(b.max_priority, b.run_time_lost, b.count, b.first_id);
+  });
+  std::vector<IndexUnit> sorted;
+  sorted.reserve(units_.size());
+  for (int i : order) sorted.push_back(units_[i]);
+  units_ = std::move(sorted);
+  unit_of_workload_.reserve(snap.running.size());
+  for (size_t u = 0; u < units_.size(); ++u) {
+    for (uint32_t k = units_[u].workloads.begin; k < units_[u].workloads.end; ++k) {
+      unit_of_workload_.try_emplace(snap.running[unit_workloads[k]].id, static_cast<int>(u));
+    }
+  }
+  BuildNodeLists(snap, config);
+}
+
+void VictimIndex::BuildUnit(const Snapshot& snap, const QueueConfig& config, Time now, const std::vector<int>& group,
+                            absl::flat_hash_map<std::string_view, int>& budget_of,
+                            absl::flat_hash_map<std::string_view, int>& qos_of) {
+  const size_t nodes = snap.nodes.size();
+  IndexUnit u;
+  u.count = static_cast<int32_t>(group.size());
+  u.workloads.begin = static_cast<uint32_t>(unit_workloads.size());
+  u.frees.begin = static_cast<uint32_t>(frees.size());
+  u.blockers.begin = static_cast<uint32_t>(blockers.size());
+  u.disruptions.begin = static_cast<uint32_t>(disruptions.size());
+  u.qos.begin = static_cast<uint32_t>(unit_qos.size());
+  for (int i : group) {
+    const RunningWorkload& r = snap.running[i];
+    unit_workloads.push_back(i);
+    u.max_priority = u.first_id.empty() ? r.priority : std::max(u.max_priority, r.priority);
+    if (u.first_id.empty() || r.id < u.first_id) u.first_id = r.id;
+    u.run_time_lost += std::max<int64_t>(0, now - r.start_time);
+    u.all_preemptible = u.all_preemptible && r.preemptible;
+    auto [q, q_new] = qos_of.try_emplace(r.qos, static_cast<int>(qos_names_.size()));
+    if (q_new) qos_names_.push_back(r.qos);
+    if (std::find(unit_qos.begin() + u.qos.begin, unit_qos.end(), q->second) == unit_qos.end()) {
+      unit_qos.push_back(q->second);
+    }
+    const size_t blockers_of_r = blockers.size();
+    for (const Allocation& a : r.allocations) {
+      if (a.node < 0 || static_cast<size_t>(a.node) >= nodes) continue;
+      // Units touch few nodes: linear merging beats a hash map per unit.
+      auto f = std::find_if(frees.begin() + u.frees.begin, frees.end(), [&](const auto& e) { return e.first == a.node; });
+      if (f == frees.end()) {
+        frees.emplace_back(a.node, a.used);
+      } else {
+        f->second += a.used;
+      }
+      if (!SharesWorlds(snap.nodes[a.node], config) &&
+          std::find_if(blockers.begin() + blockers_of_r, blockers.end(),
+                       [&](const auto& e) { return e.first == a.node; }) == blockers.end()) {
+        blockers.emplace_back(a.node, r.kind);
+      }
+    }
+    if (!r.disruption_budget_group.empty()) {
+      auto [it, inserted] = budget_of.try_emplace(r.disruption_budget_group, static_cast<int>(budget_allowed_.size()));
+      if (inserted) {
+        auto allowed = snap.disruptions_allowed.find(r.disruption_budget_group);
+        budget_allowed_.push_back(allowed == snap.disruptions_allowed.end() ? 0 : std::max(0, allowed->second));
+      }
+      const int pods = std::max<int>(1, static_cast<int>(r.allocations.size()));
+      auto b = std::find_if(disruptions.begin() + u.disruptions.begin, disruptions.end(),
+                            [&](const auto& e) { return e.first == it->second; });
+      if (b == disruptions.end()) {
+        disruptions.emplace_back(it->second, pods);
+      } else {
+        b->second += pods;
+      }
+    }
+  }
+  u.workloads.end = static_cast<uint32_t>(unit_workloads.size());
+  u.frees.end = static_cast<uint32_t>(frees.size());
+  u.blockers.end = static_cast<uint32_t>(blockers.size());
+  u.disruptions.end = static_cast<uint32_t>(disruptions.size());
+  u.qos.end = static_cast<uint32_t>(unit_qos.size());
+  std::sort(frees.begin() + u.frees.begin, frees.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (uint32_t k = u.disruptions.begin; k < u.disruptions.end; ++k) {
+    u.over_budget = u.over_budget || disruptions[k].second > budget_allowed_[disruptions[k].first];
+  }
+  units_.push_back(u);
+}
+
+void VictimIndex::BuildNodeLists(const Snapshot& snap, const QueueConfig& config) {
+  const size_t nodes = snap.nodes.size();
+  node_units_begin_.assign(nodes + 1, 0);
+  for (const IndexUnit& u : units_) {
+    for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) ++node_units_begin_[frees[k].first + 1];
+  }
+  for (size_t n = 0; n < nodes; ++n) node_units_begin_[n + 1] += node_units_begin_[n];
+  node_units_.assign(node_units_begin_[nodes], 0);
+  std::vector<uint32_t> fill(node_units_begin_.begin(), node_units_begin_.end() - 1);
+  for (size_t u = 0; u < units_.size(); ++u) {  // ascending: each node's list is cheapest first
+    for (uint32_t k = units_[u].frees.begin; k < units_[u].frees.end; ++k) {
+      node_units_[fill[frees[k].first]++] = static_cast<int>(u);
+    }
+  }
+  node_kind_workloads_.assign(nodes, {0, 0});
+  derived_free_.resize(nodes);
+  for (size_t n = 0; n < nodes; ++n) derived_free_[n] = snap.nodes[n].allocatable;
+  std::vector<int> seen;  // nodes already counted for the current workload
+  for (const RunningWorkload& r : snap.running) {
+    seen.clear();
+    for (const Allocation& a : r.allocations) {
+      if (a.node < 0 || static_cast<size_t>(a.node) >= nodes) continue;
+      derived_free_[a.node] -= a.used;
+      if (SharesWorlds(snap.nodes[a.node], config) || std::find(seen.begin(), seen.end(), a.node) != seen.end()) continue;
+      seen.push_back(a.node);
+      ++node_kind_workloads_[a.node][KindSlot(r.kind)];
+    }
+  }
+}
+
+
+}  // namespace onequeue::queue::internal

@@ -1,0 +1,94 @@
+#pragma once
+// The victim index of CheapestVictimsPlanner (preemption.h, docs/queue.md "Preemption"): what a
+// victim search needs from a snapshot that does not depend on the preemptor, built once per
+// snapshot and shared by the searches of a cycle. Internal to preemption.cc.
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "queue/model.h"
+
+namespace onequeue::queue::internal {
+
+inline int KindSlot(WorkloadKind k) { return k == WorkloadKind::kPodGroup ? 0 : 1; }
+
+// A half-open range into one of the index's or the search's flat arrays.
+struct Span {
+  uint32_t begin = 0;
+  uint32_t end = 0;
+  uint32_t size() const { return end - begin; }
+  bool empty() const { return begin == end; }
+};
+
+// Running workloads that must be evicted together (one gang, or one workload without a gang),
+// with what does not depend on the preemptor.
+struct IndexUnit {
+  Span workloads;    // VictimIndex::unit_workloads: indices into Snapshot::running
+  Span frees;        // VictimIndex::frees: (node, capacity freed there), ascending node
+  Span blockers;     // VictimIndex::blockers: one per (workload, exclusive node it is on)
+  Span disruptions;  // VictimIndex::disruptions: (budget group, pods taken from it)
+  Span qos;          // VictimIndex::unit_qos: the distinct QOS ids of its workloads
+  int32_t count = 0;
+  double max_priority = 0;
+  int64_t run_time_lost = 0;
+  std::string_view first_id;  // smallest workload id, for a deterministic order
+  bool all_preemptible = true;
+  bool over_budget = false;  // takes more pods from a budget group than it allows: never a victim
+};
+
+// Built once per snapshot (and `now`), shared by every victim search of a cycle: the victim units
+// in the cheapest-first order (lowest priority, least run time lost, fewest workloads, then by
+// id), and per node the units on it and the workloads of each world that block the other world
+// there. String views point into the snapshot: valid while it lives.
+class VictimIndex {
+ public:
+  void Build(const Snapshot& snap, const QueueConfig& config, Time now);
+
+  bool BuiltFor(const Snapshot* snap, Time now, bool shared_nodes) const {
+    return snapshot_ == snap && now_ == now && shared_nodes_ == shared_nodes;
+  }
+  const IndexUnit& unit(int u) const { return units_[u]; }
+  size_t unit_count() const { return units_.size(); }
+  // Units with a workload on node `n`, cheapest first.
+  const int* units_on_begin(NodeIndex n) const { return node_units_.data() + node_units_begin_[n]; }
+  const int* units_on_end(NodeIndex n) const { return node_units_.data() + node_units_begin_[n + 1]; }
+  // Workloads of world `kind` holding something on node `n` when it is exclusive (0 if shared).
+  int workloads_of(NodeIndex n, WorkloadKind kind) const { return node_kind_workloads_[n][KindSlot(kind)]; }
+  const Resources& derived_free(NodeIndex n) const { return derived_free_[n]; }
+  // The unit holding the running workload `id`, or -1.
+  int unit_of(std::string_view id) const {
+    auto it = unit_of_workload_.find(id);
+    return it == unit_of_workload_.end() ? -1 : it->second;
+  }
+  const std::vector<std::string_view>& qos_names() const { return qos_names_; }
+  const std::vector<int>& budget_allowed() const { return budget_allowed_; }
+
+  std::vector<int> unit_workloads;
+  std::vector<std::pair<NodeIndex, Resources>> frees;
+  std::vector<std::pair<NodeIndex, WorkloadKind>> blockers;
+  std::vector<std::pair<int, int>> disruptions;
+  std::vector<int> unit_qos;
+
+ private:
+  void BuildUnit(const Snapshot& snap, const QueueConfig& config, Time now, const std::vector<int>& group,
+                 absl::flat_hash_map<std::string_view, int>& budget_of, absl::flat_hash_map<std::string_view, int>& qos_of);
+  void BuildNodeLists(const Snapshot& snap, const QueueConfig& config);
+
+  const Snapshot* snapshot_ = nullptr;
+  Time now_ = 0;
+  bool shared_nodes_ = false;
+  std::vector<IndexUnit> units_;
+  std::vector<uint32_t> node_units_begin_;
+  std::vector<int> node_units_;
+  std::vector<std::array<int, 2>> node_kind_workloads_;
+  std::vector<Resources> derived_free_;
+  absl::flat_hash_map<std::string_view, int> unit_of_workload_;
+  std::vector<std::string_view> qos_names_;
+  std::vector<int> budget_allowed_;
+};
+
+
+}  // namespace onequeue::queue::internal
