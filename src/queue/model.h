@@ -238,6 +238,10 @@ struct QueueConfig {
   // backfill_shortest_first such workloads are planned before the other backfill candidates.
   // Such reservations do not count against the depth. 0 = off.
   Duration starvation_bound = 3 * 24 * 3600;
+  // A second, relative bound: a blocked workload pending for at least this many times its own
+  // time limit (and at least starvation_bound_floor) counts as starving too. 0 = off.
+  double starvation_bound_limits = 0;
+  Duration starvation_bound_floor = 0;
   Duration resolution = 60;         // bf_resolution: reservation start times are rounded up to it
   Duration window = 24 * 3600;      // bf_window: nothing is planned beyond now + window
   // Node label keys of the topology, finest first, e.g. {"topology.onequeue.io/rack",

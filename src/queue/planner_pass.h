@@ -41,8 +41,11 @@ class CyclePass {
 
   // True when a workload submitted at `submit` has waited starvation_bound or longer at `now`
   // (docs/queue.md "Starvation"): it gets a reservation past the depth.
-  bool Starving(Time submit, Time now) const {
-    return config_.starvation_bound > 0 && now - submit >= config_.starvation_bound;
+  bool Starving(Time submit, Duration duration, Time now) const {
+    const Duration waited = now - submit;
+    if (config_.starvation_bound > 0 && waited >= config_.starvation_bound) return true;
+    return config_.starvation_bound_limits > 0 && waited >= config_.starvation_bound_floor &&
+           static_cast<double>(waited) >= config_.starvation_bound_limits * static_cast<double>(duration);
   }
 
   // Plans the workload at 1-based `position`; appends to plan_.

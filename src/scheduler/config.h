@@ -130,6 +130,12 @@ struct QueueConfig {
   // without an association).
   std::vector<AccountConfig> accounts;
   int64_t usage_half_life_seconds = 12 * 3600;  // PriorityDecayHalfLife (Slurm's default: 7 days)
+  // Issue 27 (docs/queue.md "Starvation"): the age factor reaches 1 after this long pending
+  // (Slurm's PriorityMaxAge; queue::QueueConfig::max_age), and a blocked workload pending this
+  // long gets a reservation past the depth (queue::QueueConfig::starvation_bound). Both at least
+  // 1 s: the bound is the guarantee that no wait is unbounded, so it cannot be switched off.
+  int64_t max_age_seconds = 2 * 86400;
+  int64_t starvation_bound_seconds = 3 * 86400;
   std::vector<NamespacePolicyConfig> namespace_policies;
   // Issue 24 M4: a bound pod is evicted this long after its time limit (Slurm's OverTimeLimit;
   // 0, Slurm's default: at the limit).

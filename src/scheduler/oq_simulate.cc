@@ -103,6 +103,17 @@ std::optional<std::string> ParseArgs(const std::vector<std::string>& args, Simul
         return a + " needs a number of seconds (0 or more)" + (v ? ", got '" + *v + "'" : std::string());
       }
       (a == "--max-age" ? out->options.max_age : out->options.starvation_bound) = n;
+    } else if (a == "--starvation-limits" || a == "--starvation-floor") {
+      auto v = value();
+      double n = 0;
+      if (!v || !absl::SimpleAtod(*v, &n) || n < 0 || !std::isfinite(n)) {
+        return a + " needs a number (0 or more)" + (v ? ", got '" + *v + "'" : std::string());
+      }
+      if (a == "--starvation-limits") {
+        out->options.starvation_bound_limits = n;
+      } else {
+        out->options.starvation_bound_floor = static_cast<int64_t>(n);
+      }
     } else if (a == "--predict-runtimes") {
       out->options.runtime_prediction = queue::RuntimePrediction::kUserHistory;
     } else if (a == "--per-job") {
@@ -257,10 +268,15 @@ void PrintText(const SimulateArgs& a, const queue::ReplayResult& r, const queue:
   std::printf("trace:        %s\n", a.trace_path.c_str());
   if (a.options.config.has_value()) {
     const queue::QueueConfig& c = *a.options.config;
-    std::printf("policy:       %s (reservation depth %d, resolution %lld s, QOS %s)\n",
+    // The starvation controls in effect: the file's (queue.maxAgeSeconds,
+    // queue.starvationBoundSeconds) unless --max-age / --starvation-bound replace them.
+    const long long max_age = a.options.max_age.value_or(c.max_age);
+    const long long bound = a.options.starvation_bound.value_or(c.starvation_bound);
+    std::printf("policy:       %s (reservation depth %d, resolution %lld s, QOS %s, max age %lld s, "
+                "starvation bound %lld s)\n",
                 a.defaults ? "the daemon's defaults" : a.config_path.c_str(), c.reservation_depth,
                 static_cast<long long>(c.resolution),
-                a.options.qos.empty() ? "none" : a.options.qos.c_str());
+                a.options.qos.empty() ? "none" : a.options.qos.c_str(), max_age, bound);
   } else {
     std::printf("policy:       %s%s\n", queue::ReplayPolicyName(r.policy),
                 a.options.keep_reservations ? " (reservations kept)" : "");

@@ -52,6 +52,34 @@ TEST(ConfigTest, OverTimeLimitSecondsIsReadAndMustNotBeNegative) {
   EXPECT_THAT(c.status().message(), HasSubstr("queue.overTimeLimitSeconds"));
 }
 
+// Issue 27: the starvation controls (docs/queue.md "Starvation").
+TEST(ConfigTest, StarvationKeysAreReadAndMustBePositive) {
+  auto c = ParseConfig(std::string(kHeader) + "queue: {}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.max_age_seconds, 2 * 86400);
+  EXPECT_EQ(c->queue.starvation_bound_seconds, 3 * 86400);
+  c = ParseConfig(std::string(kHeader) + "queue: {maxAgeSeconds: 86400, starvationBoundSeconds: 14400}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.max_age_seconds, 86400);
+  EXPECT_EQ(c->queue.starvation_bound_seconds, 14400);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"maxAgeSeconds: 0", "line 3: queue.maxAgeSeconds: must be at least 1"},
+      {"maxAgeSeconds: -5", "line 3: queue.maxAgeSeconds: must be at least 1"},
+      {"maxAgeSeconds: two days", "line 3: queue.maxAgeSeconds: has the wrong type: expected an integer"},
+      {"maxAgeSeconds: 1.5", "line 3: queue.maxAgeSeconds: has the wrong type: expected an integer"},
+      {"maxAgeSeconds: 99999999999", "line 3: queue.maxAgeSeconds: is 99999999999; at most"},
+      {"starvationBoundSeconds: 0", "line 3: queue.starvationBoundSeconds: must be at least 1"},
+      {"starvationBoundSeconds: -1", "line 3: queue.starvationBoundSeconds: must be at least 1"},
+      {"starvationBoundSeconds: [1]", "line 3: queue.starvationBoundSeconds: has the wrong type: expected an integer, found a list"},
+      {"starvationBoundSeconds: 99999999999", "line 3: queue.starvationBoundSeconds: is 99999999999; at most"},
+  };
+  for (const auto& [line, message] : bad) {
+    c = ParseConfig(std::string(kHeader) + "queue: {" + line + "}\n", "mem");
+    ASSERT_FALSE(c.ok()) << line;
+    EXPECT_THAT(c.status().message(), HasSubstr(message)) << line;
+  }
+}
+
 TEST(ConfigTest, FullDocumentIsRead) {
   const std::string doc = std::string(kHeader) + R"(
 schedulerName: oq-test

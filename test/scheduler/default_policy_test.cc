@@ -35,6 +35,23 @@ constexpr double kSlowdownLead = 0.20;
 constexpr double kP99Factor = 1.6;
 constexpr double kMaxFactor = 1.7;
 
+// The daemon's starvation controls reach the planner (and `oq simulate --config`, which maps the
+// file with the same ToQueueConfig): the defaults are the planner library's, and the keys move them.
+TEST(DefaultPolicyConfig, StarvationKeysReachThePlannerConfig) {
+  auto config = ParseConfig("apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n", "defaults");
+  ASSERT_TRUE(config.ok()) << config.status();
+  queue::QueueConfig q = ToQueueConfig(*config);
+  EXPECT_EQ(q.max_age, queue::QueueConfig{}.max_age);
+  EXPECT_EQ(q.starvation_bound, queue::QueueConfig{}.starvation_bound);
+  config = ParseConfig(
+      "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n"
+      "queue: {maxAgeSeconds: 3600, starvationBoundSeconds: 7200}\n", "set");
+  ASSERT_TRUE(config.ok()) << config.status();
+  q = ToQueueConfig(*config);
+  EXPECT_EQ(q.max_age, 3600);
+  EXPECT_EQ(q.starvation_bound, 7200);
+}
+
 class DefaultPolicy : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DefaultPolicy, BeatsEasyBoundedSlowdownWithBoundedWaits) {
