@@ -34,7 +34,6 @@ absl::Status ValidateConfig(const QueueConfig& c) {
   if (!(c.starvation_bound_limits >= 0) || !std::isfinite(c.starvation_bound_limits)) {
     return absl::InvalidArgumentError("starvation_bound_limits must be a finite number >= 0 (0 = off)");
   }
-  if (c.starvation_bound_floor < 0) return absl::InvalidArgumentError("starvation_bound_floor must be >= 0");
   if (c.usage_half_life < 0) return absl::InvalidArgumentError("usage_half_life must be >= 0");
   if (c.max_estimates_per_cycle < 0) {
     return absl::InvalidArgumentError("max_estimates_per_cycle must be >= 0 (0 = unlimited)");

@@ -134,8 +134,11 @@ struct QueueConfig {
   // (Slurm's PriorityMaxAge; queue::QueueConfig::max_age), and a blocked workload pending this
   // long gets a reservation past the depth (queue::QueueConfig::starvation_bound). Both at least
   // 1 s: the bound is the guarantee that no wait is unbounded, so it cannot be switched off.
-  int64_t max_age_seconds = 2 * 86400;
-  int64_t starvation_bound_seconds = 3 * 86400;
+  int64_t max_age_seconds = 86400;
+  int64_t starvation_bound_seconds = 2 * 86400;
+  // ... or this many times its own time limit (queue::QueueConfig::starvation_bound_limits;
+  // 0 = only the bound above).
+  double starvation_bound_time_limits = 3;
   std::vector<NamespacePolicyConfig> namespace_policies;
   // Issue 24 M4: a bound pod is evicted this long after its time limit (Slurm's OverTimeLimit;
   // 0, Slurm's default: at the limit).
