@@ -35,6 +35,25 @@ constexpr double kSlowdownLead = 0.27;
 constexpr double kP99Factor = 1.25;
 constexpr double kMaxFactor = 1.4;
 
+// The daemon's starvation controls reach the planner (and `oq simulate --config`, which maps the
+// file with the same ToQueueConfig): the defaults, and the keys move them.
+TEST(DefaultPolicyConfig, StarvationKeysReachThePlannerConfig) {
+  auto config = ParseConfig("apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n", "defaults");
+  ASSERT_TRUE(config.ok()) << config.status();
+  queue::QueueConfig q = ToQueueConfig(*config);
+  EXPECT_EQ(q.max_age, 86400);
+  EXPECT_EQ(q.starvation_bound, 2 * 86400);
+  EXPECT_EQ(q.starvation_bound_limits, 3);  // the library's own default is 0 (off)
+  config = ParseConfig(
+      "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n"
+      "queue: {maxAgeSeconds: 3600, starvationBoundSeconds: 7200, starvationBoundTimeLimits: 0}\n", "set");
+  ASSERT_TRUE(config.ok()) << config.status();
+  q = ToQueueConfig(*config);
+  EXPECT_EQ(q.max_age, 3600);
+  EXPECT_EQ(q.starvation_bound, 7200);
+  EXPECT_EQ(q.starvation_bound_limits, 0);
+}
+
 class DefaultPolicy : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DefaultPolicy, BeatsEasyBoundedSlowdownWithBoundedWaits) {
