@@ -104,13 +104,11 @@ std::optional<std::string> ParseArgs(const std::vector<std::string>& args, Simul
         return a + " needs a number of seconds (0 or more)" + (v ? ", got '" + *v + "'" : std::string());
       }
       (a == "--max-age" ? out->options.max_age : out->options.starvation_bound) = n;
-    } else if (a == "--starvation-limits") {
+    } else if (a == "--starvation-limits") {  // multiples of a job's time limit
       auto v = value();
-      double n = 0;
-      if (!v || !absl::SimpleAtod(*v, &n) || !(n >= 0) || !std::isfinite(n)) {
-        return a + " needs a number (0 or more)" + (v ? ", got '" + *v + "'" : std::string());
-      }
-      out->options.starvation_bound_limits = n;
+      double k = 0;
+      if (!v || !absl::SimpleAtod(*v, &k) || !(k >= 0) || !std::isfinite(k)) return a + " needs a number (0 or more)";
+      out->options.starvation_bound_limits = k;
     } else if (a == "--predict-runtimes") {
       out->options.runtime_prediction = queue::RuntimePrediction::kUserHistory;
     } else if (a == "--per-job") {

@@ -4,6 +4,8 @@
 // of light users' small jobs under fair-share, starts within the documented bound.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -77,6 +79,30 @@ TEST(Starvation, ANegativeBoundIsRefused) {
   QueueConfig c;
   c.starvation_bound = -1;
   EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  for (double limits : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    QueueConfig l;
+    l.starvation_bound_limits = limits;
+    EXPECT_EQ(ValidateConfig(l).code(), absl::StatusCode::kInvalidArgument) << limits;
+  }
+}
+
+// The relative bound in one cycle: OLD (limit 100) has waited 5000 s, 50 x its limit, and is
+// reserved past the depth with no absolute bound; with a multiple of 60 it is not starving yet.
+TEST(Starvation, AWorkloadWaitingMultiplesOfItsLimitIsReservedPastTheDepth) {
+  auto plan = [](double limits) {
+    Snapshot s = StarvingSnapshot();
+    s.pending[0].qos = "high";
+    s.pending[1].qos = "mid";
+    s.pending[2].qos = "low";
+    QueueConfig c = EasyWithBound(0);
+    c.starvation_bound_limits = limits;
+    QueuePlanner planner(c, nullptr);
+    return planner.PlanCycle(std::make_shared<Snapshot>(std::move(s)), 5000);
+  };
+  const Plan p = plan(3);
+  ASSERT_NE(FindReservation(p, "OLD"), nullptr);
+  EXPECT_EQ(FindReservation(p, "NEW"), nullptr);  // waited 50 s, half its limit
+  EXPECT_EQ(FindReservation(plan(60), "OLD"), nullptr);
 }
 
 // The scenario, replayed in simulated time: 16 processors.
