@@ -95,8 +95,8 @@ struct NamespacePolicyConfig {
 };
 
 // The daemon's default priority weights (docs/simulate.md "The default policy"; age 20000 since
-// issue 27, docs/queue.md "Starvation": twice fair-share's, so age saturating at the planner's
-// max_age of two days overtakes any usage). No size factor
+// issue 27, docs/queue.md "Starvation": twice fair-share's, so age saturating at
+// queue.maxAgeSeconds, one day, overtakes any usage). No size factor
 // (the planner library's own default is 1000, queue::PriorityWeights): it favoured big requests
 // enough to outweigh a QOS step, which sites expect to decide between otherwise equal workloads.
 inline const std::map<std::string, double> kDefaultWeights = {
