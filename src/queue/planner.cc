@@ -314,7 +314,9 @@ void WalkQueue(const QueueConfig& config, State& s, CyclePass& pass, HeldPromise
       // Starving workloads first, oldest first (ties in queue order), so they reserve before a
       // candidate takes their capacity now and nothing submitted later, starving or not, is
       // reserved ahead of them; then the candidates, shortest first.
-      auto starving = [&](int32_t r) { return pass.Starving(s.order[r].submit_time, s.facts[s.order[r].index].duration, now); };
+      auto starving = [&](int32_t r) {
+        return pass.Starving(s.order[r].submit_time, s.facts[s.order[r].index].duration, now);
+      };
       std::stable_sort(rest.begin(), rest.end(), [&](int32_t a, int32_t b) {
         const bool sa = starving(a);
         const bool sb = starving(b);
