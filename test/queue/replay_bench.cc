@@ -109,8 +109,7 @@ BENCHMARK(BM_Replay)
 // same ParseConfig and ToQueueConfig, promises kept) on a generated trace read from the file named
 // by ONEQUEUE_REPLAY_TRACE, e.g. the 200,000-job heavy_steady shape:
 //   python3 test/queue/traces/generate_shapes.py --jobs 200000 /tmp heavy_steady
-//   ONEQUEUE_REPLAY_TRACE=/tmp/shape_heavy_steady.swf build/test/queue/replay_bench \
-//       --benchmark_filter=BM_ReplayDefaultPolicy
+//   ONEQUEUE_REPLAY_TRACE=/tmp/shape_heavy_steady.swf build/test/queue/replay_bench --benchmark_filter=BM_ReplayDefaultPolicy
 void BM_ReplayDefaultPolicy(benchmark::State& state) {
   const char* path = std::getenv("ONEQUEUE_REPLAY_TRACE");
   if (path == nullptr) {
