@@ -238,10 +238,10 @@ struct PreemptionConfig {
 
 struct QueueConfig {
   PriorityWeights weights;
-  // The age factor reaches 1 here (Slurm's PriorityMaxAge). Two days: with the daemon's age weight
-  // (20000, twice fair-share's) a job that waited a day outranks any fresh one of its QOS and
+  // The age factor reaches 1 here (Slurm's PriorityMaxAge). One day: with the daemon's age weight
+  // (20000, twice fair-share's) a job that waited half a day outranks any fresh one of its QOS and
   // partition whatever the users' usage (docs/queue.md "Starvation").
-  Duration max_age = 2 * 24 * 3600;
+  Duration max_age = 24 * 3600;
   int32_t priority_class_max = 1000000000;  // a PriorityClass value this high maps to QOS factor 1
   std::vector<QosPolicy> qos;
   std::vector<Account> accounts;
@@ -263,7 +263,12 @@ struct QueueConfig {
   // backfill for the starving few and the depth's policy for the rest; with
   // backfill_shortest_first such workloads are planned before the other backfill candidates.
   // Such reservations do not count against the depth. 0 = off.
-  Duration starvation_bound = 3 * 24 * 3600;
+  Duration starvation_bound = 2 * 24 * 3600;
+  // The relative bound (issue 27): a blocked workload pending for at least this many times its
+  // own time limit is starving too (with 3, the daemon's default, a 10-minute job is reserved
+  // after 30 minutes, a day-long one only at starvation_bound). 0 = off (the library's default;
+  // the daemon sets queue.starvationBoundTimeLimits).
+  double starvation_bound_limits = 0;
   Duration resolution = 60;         // bf_resolution: reservation start times are rounded up to it
   Duration window = 24 * 3600;      // bf_window: nothing is planned beyond now + window
   // Node label keys of the topology, finest first, e.g. {"topology.onequeue.io/rack",

@@ -6,6 +6,7 @@
 #include "queue/planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,6 +31,9 @@ absl::Status ValidateConfig(const QueueConfig& c) {
   if (c.window <= 0) return absl::InvalidArgumentError("window must be > 0 seconds");
   if (c.max_age < 0) return absl::InvalidArgumentError("max_age must be >= 0");
   if (c.starvation_bound < 0) return absl::InvalidArgumentError("starvation_bound must be >= 0 (0 = off)");
+  if (!(c.starvation_bound_limits >= 0) || !std::isfinite(c.starvation_bound_limits)) {
+    return absl::InvalidArgumentError("starvation_bound_limits must be a finite number >= 0 (0 = off)");
+  }
   if (c.usage_half_life < 0) return absl::InvalidArgumentError("usage_half_life must be >= 0");
   if (c.max_estimates_per_cycle < 0) {
     return absl::InvalidArgumentError("max_estimates_per_cycle must be >= 0 (0 = unlimited)");
@@ -320,7 +324,9 @@ void WalkQueue(const QueueConfig& config, State& s, CyclePass& pass, HeldPromise
       // Starving workloads first, oldest first (ties in queue order), so they reserve before a
       // candidate takes their capacity now and nothing submitted later, starving or not, is
       // reserved ahead of them; then the candidates, shortest first.
-      auto starving = [&](int32_t r) { return pass.Starving(s.order[r].submit_time, now); };
+      auto starving = [&](int32_t r) {
+        return pass.Starving(s.order[r].submit_time, s.facts[s.order[r].index].duration, now);
+      };
       std::stable_sort(rest.begin(), rest.end(), [&](int32_t a, int32_t b) {
         const bool sa = starving(a);
         const bool sb = starving(b);

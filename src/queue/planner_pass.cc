@@ -135,7 +135,7 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
   // workload (pending for starvation_bound or longer) gets one past the depth, uncounted.
   const bool within_depth = config_.reservation_depth == 0 || strict ||
                             s_.reservations < config_.reservation_depth || promise != nullptr;
-  if (within_depth || Starving(w.submit_time, now)) {
+  if (within_depth || Starving(w.submit_time, duration, now)) {
     ReserveOrWait(turn, reason, within_depth);
     return;
   }

@@ -39,10 +39,15 @@ class CyclePass {
             QueuePlanner::State& state, Plan& plan, bool in_cycle)
       : config_(config), preemption_(preemption), s_(state), plan_(plan), in_cycle_(in_cycle) {}
 
-  // True when a workload submitted at `submit` has waited starvation_bound or longer at `now`
-  // (docs/queue.md "Starvation"): it gets a reservation past the depth.
-  bool Starving(Time submit, Time now) const {
-    return config_.starvation_bound > 0 && now - submit >= config_.starvation_bound;
+  // True when a workload submitted at `submit` and planned with `duration` (its time limit) is
+  // starving at `now` (docs/queue.md "Starvation"): pending for starvation_bound or longer, or
+  // for starvation_bound_limits times its time limit or longer. It gets a reservation past the
+  // depth.
+  bool Starving(Time submit, Duration duration, Time now) const {
+    const Duration waited = now - submit;
+    if (config_.starvation_bound > 0 && waited >= config_.starvation_bound) return true;
+    return config_.starvation_bound_limits > 0 &&
+           static_cast<double>(waited) >= config_.starvation_bound_limits * static_cast<double>(duration);
   }
 
   // Plans the workload at 1-based `position`; appends to plan_.

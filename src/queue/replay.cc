@@ -50,6 +50,7 @@ QueueConfig ReplayQueueConfig(ReplayPolicy policy) {
   // reads the reservations' starts, so it skips the per-job estimates (a profile query each).
   c.max_estimates_per_cycle = 1;
   c.starvation_bound = 0;  // the textbook policies have no starvation bound
+  c.starvation_bound_limits = 0;
   switch (policy) {
     case ReplayPolicy::kFcfs:
       c.backfill = BackfillMode::kNone;
@@ -606,7 +607,9 @@ absl::StatusOr<ReplayResult> ReplayTrace(const SwfTrace& trace, const ReplayOpti
   }
   if (options.starvation_bound.has_value()) config.starvation_bound = *options.starvation_bound;
   if (options.max_age.has_value()) config.max_age = *options.max_age;
-  if (options.starvation_bound.has_value() || options.max_age.has_value()) {
+  if (options.starvation_bound_limits.has_value()) config.starvation_bound_limits = *options.starvation_bound_limits;
+  if (options.starvation_bound.has_value() || options.max_age.has_value() ||
+      options.starvation_bound_limits.has_value()) {
     if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
   }
   Simulator sim(std::move(jobs), processors, options, std::move(config));

@@ -425,6 +425,19 @@ void ParseQueue(MapReader queue, std::vector<std::string>* errors, QueueConfig& 
   RefuseLongerThanACentury(queue, "overTimeLimitSeconds", c.over_time_limit_seconds);
   if (c.usage_half_life_seconds < 1) queue.KeyError("usageHalfLifeSeconds", "must be at least 1");
   RefuseLongerThanACentury(queue, "usageHalfLifeSeconds", c.usage_half_life_seconds);
+  queue.Read("maxAgeSeconds", &c.max_age_seconds);
+  queue.Read("starvationBoundSeconds", &c.starvation_bound_seconds);
+  queue.Read("starvationBoundTimeLimits", &c.starvation_bound_time_limits);
+  if (c.starvation_bound_time_limits < 0 || c.starvation_bound_time_limits > 1e6) {
+    queue.KeyError("starvationBoundTimeLimits", "must be 0 (off) to 1000000 (multiples of a workload's time limit)");
+  }
+  if (c.max_age_seconds < 1) queue.KeyError("maxAgeSeconds", "must be at least 1 (the age factor reaches 1 after this long)");
+  if (c.starvation_bound_seconds < 1) {
+    queue.KeyError("starvationBoundSeconds", "must be at least 1 (a workload pending this long gets a reservation; "
+                                             "the bound cannot be switched off)");
+  }
+  RefuseLongerThanACentury(queue, "maxAgeSeconds", c.max_age_seconds);
+  RefuseLongerThanACentury(queue, "starvationBoundSeconds", c.starvation_bound_seconds);
   ParseAccounts(queue, errors, c.accounts);
   ParseQueuePreemption(queue.Child("preemption"), c.preemption);
   std::set<std::string> qos_names, namespaces;

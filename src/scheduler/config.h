@@ -99,8 +99,8 @@ struct NamespacePolicyConfig {
 };
 
 // The daemon's default priority weights (docs/simulate.md "The default policy"; age 20000 since
-// issue 27, docs/queue.md "Starvation": twice fair-share's, so age saturating at the planner's
-// max_age of two days overtakes any usage). No size factor
+// issue 27, docs/queue.md "Starvation": twice fair-share's, so age saturating at
+// queue.maxAgeSeconds, one day, overtakes any usage). No size factor
 // (the planner library's own default is 1000, queue::PriorityWeights): it favoured big requests
 // enough to outweigh a QOS step, which sites expect to decide between otherwise equal workloads.
 inline const std::map<std::string, double> kDefaultWeights = {
@@ -134,6 +134,15 @@ struct QueueConfig {
   // without an association).
   std::vector<AccountConfig> accounts;
   int64_t usage_half_life_seconds = 12 * 3600;  // PriorityDecayHalfLife (Slurm's default: 7 days)
+  // Issue 27 (docs/queue.md "Starvation"): the age factor reaches 1 after this long pending
+  // (Slurm's PriorityMaxAge; queue::QueueConfig::max_age), and a blocked workload pending this
+  // long gets a reservation past the depth (queue::QueueConfig::starvation_bound). Both at least
+  // 1 s: the bound is the guarantee that no wait is unbounded, so it cannot be switched off.
+  int64_t max_age_seconds = 86400;
+  int64_t starvation_bound_seconds = 2 * 86400;
+  // ... or this many times its own time limit (queue::QueueConfig::starvation_bound_limits;
+  // 0 = only the bound above).
+  double starvation_bound_time_limits = 3;
   std::vector<NamespacePolicyConfig> namespace_policies;
   // Issue 24 M4: a bound pod is evicted this long after its time limit (Slurm's OverTimeLimit;
   // 0, Slurm's default: at the limit).

@@ -26,7 +26,7 @@ constexpr const char* kSimulateUsage =
     "Usage: oq simulate TRACE.swf [--policy fcfs|easy|conservative | --config FILE [--qos NAME]]\n"
     "                   [--compare fcfs|easy|conservative] [--per-job] [--json] [--processors N]\n"
     "                   [--tau SECONDS] [--keep-reservations] [--starvation-bound SECONDS]\n"
-    "                   [--max-age SECONDS] [--predict-runtimes]\n"
+    "                   [--starvation-limits K] [--max-age SECONDS] [--predict-runtimes]\n"
     "  --policy       fcfs (strict order), easy (backfill, 1 reservation) or conservative\n"
     "                 (backfill, every waiting job reserved)\n"
     "  --config       the daemon's configuration file (onequeue.yaml): replay with its policy\n"
@@ -47,8 +47,9 @@ constexpr const char* kSimulateUsage =
     "                 also replay the same trace under fcfs, easy or conservative and print both\n"
     "                 side by side (wait percentiles, bounded slowdown by job size, users' wait\n"
     "                 shares)\n"
-    "  --starvation-bound SECONDS, --max-age SECONDS\n"
-    "                 what-if: replay with this starvation bound (0 = off) or age saturation\n"
+    "  --starvation-bound SECONDS, --starvation-limits K, --max-age SECONDS\n"
+    "                 what-if: replay with this starvation bound (0 = off), this bound in\n"
+    "                 multiples of a job's time limit (0 = off) or age saturation\n"
     "                 (PriorityMaxAge) instead of the policy's (docs/queue.md \"Starvation\")\n"
     "  --predict-runtimes\n"
     "                 EASY++: plan each job with the average of its user's two last run times\n"
@@ -103,6 +104,11 @@ std::optional<std::string> ParseArgs(const std::vector<std::string>& args, Simul
         return a + " needs a number of seconds (0 or more)" + (v ? ", got '" + *v + "'" : std::string());
       }
       (a == "--max-age" ? out->options.max_age : out->options.starvation_bound) = n;
+    } else if (a == "--starvation-limits") {  // multiples of a job's time limit
+      auto v = value();
+      double k = 0;
+      if (!v || !absl::SimpleAtod(*v, &k) || !(k >= 0) || !std::isfinite(k)) return a + " needs a number (0 or more)";
+      out->options.starvation_bound_limits = k;
     } else if (a == "--predict-runtimes") {
       out->options.runtime_prediction = queue::RuntimePrediction::kUserHistory;
     } else if (a == "--per-job") {
@@ -257,10 +263,16 @@ void PrintText(const SimulateArgs& a, const queue::ReplayResult& r, const queue:
   std::printf("trace:        %s\n", a.trace_path.c_str());
   if (a.options.config.has_value()) {
     const queue::QueueConfig& c = *a.options.config;
-    std::printf("policy:       %s (reservation depth %d, resolution %lld s, QOS %s)\n",
+    // The starvation controls in effect: the file's (queue.maxAgeSeconds,
+    // queue.starvationBoundSeconds) unless --max-age / --starvation-bound replace them.
+    const long long max_age = a.options.max_age.value_or(c.max_age);
+    const long long bound = a.options.starvation_bound.value_or(c.starvation_bound);
+    const double limits = a.options.starvation_bound_limits.value_or(c.starvation_bound_limits);
+    std::printf("policy:       %s (reservation depth %d, resolution %lld s, QOS %s, max age %lld s, "
+                "starvation bound %lld s or %g x the time limit)\n",
                 a.defaults ? "the daemon's defaults" : a.config_path.c_str(), c.reservation_depth,
                 static_cast<long long>(c.resolution),
-                a.options.qos.empty() ? "none" : a.options.qos.c_str());
+                a.options.qos.empty() ? "none" : a.options.qos.c_str(), max_age, bound, limits);
   } else {
     std::printf("policy:       %s%s\n", queue::ReplayPolicyName(r.policy),
                 a.options.keep_reservations ? " (reservations kept)" : "");

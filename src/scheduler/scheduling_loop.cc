@@ -48,6 +48,9 @@ queue::QueueConfig ToQueueConfig(const Config& config) {
   }
   for (const auto& a : config.queue.accounts) q.accounts.push_back({a.name, a.parent, a.shares});
   q.usage_half_life = config.queue.usage_half_life_seconds;
+  q.max_age = config.queue.max_age_seconds;
+  q.starvation_bound = config.queue.starvation_bound_seconds;
+  q.starvation_bound_limits = config.queue.starvation_bound_time_limits;
   q.reservation_depth = config.queue.reservation_depth;
   q.backfill_shortest_first = config.queue.backfill_shortest_first;
   q.resolution = config.queue.resolution_seconds;

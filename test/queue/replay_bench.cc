@@ -10,7 +10,15 @@
 #include <cmath>
 #include <random>
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
 #include "queue/replay.h"
+#include "queue/swf.h"
+#include "scheduler/config.h"
+#include "scheduler/scheduling_loop.h"
 
 namespace onequeue::queue {
 namespace {
@@ -96,6 +104,50 @@ BENCHMARK(BM_Replay)
     ->Unit(benchmark::kMillisecond)
     // CPU time, not wall time: the 2-core CI machine is shared, wall time is noise.
     ->MeasureProcessCPUTime();
+
+// Issue 27: the daemon's default policy (`oq simulate TRACE --config` with an empty file: the
+// same ParseConfig and ToQueueConfig, promises kept) on a generated trace read from the file named
+// by ONEQUEUE_REPLAY_TRACE, e.g. the 200,000-job heavy_steady shape:
+//   python3 test/queue/traces/generate_shapes.py --jobs 200000 /tmp heavy_steady
+//   ONEQUEUE_REPLAY_TRACE=/tmp/shape_heavy_steady.swf build/test/queue/replay_bench --benchmark_filter=BM_ReplayDefaultPolicy
+void BM_ReplayDefaultPolicy(benchmark::State& state) {
+  const char* path = std::getenv("ONEQUEUE_REPLAY_TRACE");
+  if (path == nullptr) {
+    state.SkipWithError("set ONEQUEUE_REPLAY_TRACE to an SWF trace (generate_shapes.py --jobs 200000 DIR heavy_steady)");
+    return;
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto trace = ParseSwfStrict(text.str(), 10);
+  if (!trace.ok()) {
+    state.SkipWithError(std::string(trace.status().message()).c_str());
+    return;
+  }
+  auto config = scheduler::ParseConfig("apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n", "defaults");
+  if (!config.ok()) {
+    state.SkipWithError(std::string(config.status().message()).c_str());
+    return;
+  }
+  ReplayOptions options;
+  options.config = scheduler::ToQueueConfig(*config);
+  options.keep_reservations = config->queue.keep_reservations;
+  ReplaySummary last;
+  for (auto _ : state) {
+    auto r = ReplayTrace(*trace, options);
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+    last = r->summary;
+    benchmark::DoNotOptimize(last);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(trace->jobs.size()));
+  state.counters["cycles"] = static_cast<double>(last.cycles);
+  state.counters["avg_bsld"] = last.average_bounded_slowdown;
+  state.counters["max_wait_s"] = last.max_wait;
+}
+BENCHMARK(BM_ReplayDefaultPolicy)->Unit(benchmark::kMillisecond)->Iterations(1)->MeasureProcessCPUTime();
 
 }  // namespace
 }  // namespace onequeue::queue

@@ -4,6 +4,8 @@
 // of light users' small jobs under fair-share, starts within the documented bound.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -77,6 +79,30 @@ TEST(Starvation, ANegativeBoundIsRefused) {
   QueueConfig c;
   c.starvation_bound = -1;
   EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  for (double limits : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    QueueConfig l;
+    l.starvation_bound_limits = limits;
+    EXPECT_EQ(ValidateConfig(l).code(), absl::StatusCode::kInvalidArgument) << limits;
+  }
+}
+
+// The relative bound in one cycle: OLD (limit 100) has waited 5000 s, 50 x its limit, and is
+// reserved past the depth with no absolute bound; with a multiple of 60 it is not starving yet.
+TEST(Starvation, AWorkloadWaitingMultiplesOfItsLimitIsReservedPastTheDepth) {
+  auto plan = [](double limits) {
+    Snapshot s = StarvingSnapshot();
+    s.pending[0].qos = "high";
+    s.pending[1].qos = "mid";
+    s.pending[2].qos = "low";
+    QueueConfig c = EasyWithBound(0);
+    c.starvation_bound_limits = limits;
+    QueuePlanner planner(c, nullptr);
+    return planner.PlanCycle(std::make_shared<Snapshot>(std::move(s)), 5000);
+  };
+  const Plan p = plan(3);
+  ASSERT_NE(FindReservation(p, "OLD"), nullptr);
+  EXPECT_EQ(FindReservation(p, "NEW"), nullptr);  // waited 50 s, half its limit
+  EXPECT_EQ(FindReservation(plan(60), "OLD"), nullptr);
 }
 
 // The scenario, replayed in simulated time: 16 processors.
@@ -117,7 +143,8 @@ SwfTrace HeavyUserScenario() {
 
 constexpr Time kWSubmit = 5001;
 
-QueueConfig FairShare(Duration bound) {
+// limits: QueueConfig::starvation_bound_limits (0: the absolute bound alone).
+QueueConfig FairShare(Duration bound, double limits = 0) {
   QueueConfig c;
   c.weights = PriorityWeights{.age = 1000, .fair_share = 10000, .job_size = 0, .partition = 0, .qos = 0};
   c.usage_half_life = 12 * 3600;
@@ -126,12 +153,13 @@ QueueConfig FairShare(Duration bound) {
   c.resolution = 1;
   c.window = 7 * 86400;
   c.starvation_bound = bound;
+  c.starvation_bound_limits = limits;
   return c;
 }
 
-Duration WaitOfW(Duration bound) {
+Duration WaitOfW(Duration bound, double limits = 0) {
   ReplayOptions options;
-  options.config = FairShare(bound);
+  options.config = FairShare(bound, limits);
   options.keep_reservations = true;
   auto r = ReplayTrace(HeavyUserScenario(), options);
   EXPECT_TRUE(r.ok()) << r.status();
@@ -151,8 +179,20 @@ TEST(Starvation, AHeavyUsersWideJobOvertakenBySmallOnesStartsWithinTheBound) {
   const Duration wait = WaitOfW(bound);
   EXPECT_GE(wait, bound);
   EXPECT_LE(wait, bound + 100 + 2 * 1800);
-  // The library's default bound (3 days) is longer than this scenario: W waits as without one.
+  // The library's default absolute bound (2 days) alone is longer than this scenario: W waits as
+  // without one.
   EXPECT_EQ(WaitOfW(QueueConfig{}.starvation_bound), WaitOfW(0));
+}
+
+// The relative bound (issue 27, the default since): W (time limit 30 min) is starving once it has
+// waited 3 x 30 min (the daemon's default multiple), and starts within that, the gap to the next
+// event and two 30-minute limits, whatever the absolute bound (with the library's 2 days: the same).
+TEST(Starvation, TheBoundInMultiplesOfTheTimeLimitCatchesAShortWideJob) {
+  const Duration bound = 3 * 1800;
+  const Duration wait = WaitOfW(0, 3);
+  EXPECT_GE(wait, bound);
+  EXPECT_LE(wait, bound + 100 + 2 * 1800);
+  EXPECT_EQ(WaitOfW(QueueConfig{}.starvation_bound, 3), wait);
 }
 
 // EASY (submit order) for reference: W waits only for the light jobs submitted before it.

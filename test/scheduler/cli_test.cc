@@ -231,6 +231,26 @@ TEST(CliTest, OqSimulateReplaysWithTheDaemonsConfiguration) {
   EXPECT_THAT(r.output, HasSubstr("reservationDepht"));
 }
 
+// Issue 27: `oq simulate --config` honours the file's starvation controls, and the what-if
+// options replace them.
+TEST(CliTest, OqSimulateHonoursTheStarvationKeysOfTheConfiguration) {
+  const std::string header = "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n";
+  const std::string config = TempFile("starve.yaml", header + "queue: {maxAgeSeconds: 3600, starvationBoundSeconds: 600}\n");
+  Result r = RunCommand(kOq + " simulate " + Trace() + " --config " + config);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("max age 3600 s, starvation bound 600 s or 3 x the time limit)"));
+  r = RunCommand(kOq + " simulate " + Trace() + " --config " + config + " --starvation-bound 900");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("max age 3600 s, starvation bound 900 s or 3 x the time limit)"));
+  r = RunCommand(kOq + " simulate " + Trace());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("max age 86400 s, starvation bound 172800 s or 3 x the time limit)"));
+  const std::string zero = TempFile("zero.yaml", header + "queue: {starvationBoundSeconds: 0}\n");
+  r = RunCommand(kOq + " simulate " + Trace() + " --config " + zero);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("queue.starvationBoundSeconds: must be at least 1"));
+}
+
 // Issue 27 part 1: the default policy and EASY side by side on one trace, in one run.
 TEST(CliTest, OqSimulateComparesTheDefaultPolicyWithEasy) {
   Result r = RunCommand(kOq + " simulate " + Trace() + " --compare easy");

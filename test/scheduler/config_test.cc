@@ -74,6 +74,42 @@ TEST(ConfigTest, PreemptionCandidateCapIsReadAndChecked) {
     c = ParseConfig(std::string(kHeader) + "queue: {preemption: " + bad + "}\n", "mem");
     ASSERT_FALSE(c.ok()) << bad;
     EXPECT_THAT(c.status().message(), HasSubstr("queue.preemption.")) << bad;
+
+// Issue 27: the starvation controls (docs/queue.md "Starvation").
+TEST(ConfigTest, StarvationKeysAreReadAndMustBePositive) {
+  auto c = ParseConfig(std::string(kHeader) + "queue: {}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.max_age_seconds, 86400);
+  EXPECT_EQ(c->queue.starvation_bound_seconds, 2 * 86400);
+  EXPECT_EQ(c->queue.starvation_bound_time_limits, 3);
+  c = ParseConfig(std::string(kHeader) +
+                      "queue: {maxAgeSeconds: 3600, starvationBoundSeconds: 14400, starvationBoundTimeLimits: 2.5}\n",
+                  "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.max_age_seconds, 3600);
+  EXPECT_EQ(c->queue.starvation_bound_seconds, 14400);
+  EXPECT_EQ(c->queue.starvation_bound_time_limits, 2.5);
+  c = ParseConfig(std::string(kHeader) + "queue: {starvationBoundTimeLimits: 0}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();  // off: only starvationBoundSeconds
+  EXPECT_EQ(c->queue.starvation_bound_time_limits, 0);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"maxAgeSeconds: 0", "line 3: queue.maxAgeSeconds: must be at least 1"},
+      {"maxAgeSeconds: -5", "line 3: queue.maxAgeSeconds: must be at least 1"},
+      {"maxAgeSeconds: two days", "line 3: queue.maxAgeSeconds: has the wrong type: expected an integer"},
+      {"maxAgeSeconds: 1.5", "line 3: queue.maxAgeSeconds: has the wrong type: expected an integer"},
+      {"maxAgeSeconds: 99999999999", "line 3: queue.maxAgeSeconds: is 99999999999; at most"},
+      {"starvationBoundSeconds: 0", "line 3: queue.starvationBoundSeconds: must be at least 1"},
+      {"starvationBoundSeconds: -1", "line 3: queue.starvationBoundSeconds: must be at least 1"},
+      {"starvationBoundSeconds: [1]", "line 3: queue.starvationBoundSeconds: has the wrong type: expected an integer, found a list"},
+      {"starvationBoundSeconds: 99999999999", "line 3: queue.starvationBoundSeconds: is 99999999999; at most"},
+      {"starvationBoundTimeLimits: -1", "line 3: queue.starvationBoundTimeLimits: must be 0 (off) to 1000000"},
+      {"starvationBoundTimeLimits: .nan", "line 3: queue.starvationBoundTimeLimits: must be a finite number"},
+      {"starvationBoundTimeLimits: three", "line 3: queue.starvationBoundTimeLimits: has the wrong type: expected a number"},
+  };
+  for (const auto& [line, message] : bad) {
+    c = ParseConfig(std::string(kHeader) + "queue: {" + line + "}\n", "mem");
+    ASSERT_FALSE(c.ok()) << line;
+    EXPECT_THAT(c.status().message(), HasSubstr(message)) << line;
   }
 }
 

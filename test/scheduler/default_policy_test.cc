@@ -29,11 +29,30 @@ queue::SwfTrace Shape(const std::string& name) {
 }
 
 // What the default achieves on every shape (docs/queue.md "Starvation"; issue 27 asks for 0.25,
-// 1.2 and 1.5, which no configuration replayed met on all six shapes: many_small's slowdown
-// lead is 20.7 %, overestimated's p99 1.58x and many_small's max 1.66x).
-constexpr double kSlowdownLead = 0.20;
-constexpr double kP99Factor = 1.6;
-constexpr double kMaxFactor = 1.7;
+// 1.2 and 1.5: all met but overestimated's p99, 1.24x; the smallest lead is 27.3 %, the largest
+// max ratio 1.36x).
+constexpr double kSlowdownLead = 0.27;
+constexpr double kP99Factor = 1.25;
+constexpr double kMaxFactor = 1.4;
+
+// The daemon's starvation controls reach the planner (and `oq simulate --config`, which maps the
+// file with the same ToQueueConfig): the defaults, and the keys move them.
+TEST(DefaultPolicyConfig, StarvationKeysReachThePlannerConfig) {
+  auto config = ParseConfig("apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n", "defaults");
+  ASSERT_TRUE(config.ok()) << config.status();
+  queue::QueueConfig q = ToQueueConfig(*config);
+  EXPECT_EQ(q.max_age, 86400);
+  EXPECT_EQ(q.starvation_bound, 2 * 86400);
+  EXPECT_EQ(q.starvation_bound_limits, 3);  // the library's own default is 0 (off)
+  config = ParseConfig(
+      "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n"
+      "queue: {maxAgeSeconds: 3600, starvationBoundSeconds: 7200, starvationBoundTimeLimits: 0}\n", "set");
+  ASSERT_TRUE(config.ok()) << config.status();
+  q = ToQueueConfig(*config);
+  EXPECT_EQ(q.max_age, 3600);
+  EXPECT_EQ(q.starvation_bound, 7200);
+  EXPECT_EQ(q.starvation_bound_limits, 0);
+}
 
 class DefaultPolicy : public ::testing::TestWithParam<std::string> {};
 
