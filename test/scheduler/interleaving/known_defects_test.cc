@@ -96,7 +96,7 @@ TEST(KnownDefectsTest, M1_NoSlurmWriteLandsAfterTheLease) {
 // daemon #1 crashes between the two (preempt-after-reserve). n1 was lent (drain, not fenced):
 // job 1 completes and Slurm's own scheduler starts job 2 on n1 while it is reserved -> (b).
 // Open: a fix is to fence Slurm before the owner is written (or the successor to fence at once).
-TEST(KnownDefectsTest, DISABLED_D3_ACrashBetweenTheReservationAndItsFenceLetsSlurmStartAJobThere) {
+TEST(KnownDefectsTest, D3_ACrashBetweenTheReservationAndItsFenceLetsSlurmStartAJobThere) {
   ExpectClean({979, {"drain", {2, 0}, 0, 2},
                {{S::kInteractivePod, 57369}, {S::kPoll, 0}, {S::kCrashAt, 38664}, {S::kInteractivePod, 15012},
                 {S::kCycle, 21871}, {S::kJobFinishes, 54364}, {S::kSlurmSchedules, 45343}}},
