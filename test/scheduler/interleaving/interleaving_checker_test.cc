@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "absl/strings/str_split.h"
 #include "checker.h"
 #include "scheduler/invariants.h"
 
@@ -178,6 +179,21 @@ TEST(InterleavingCheckerTest, DISABLED_HuntForADefect) {
     return;
   }
   std::printf("hunting %s: nothing found\n", name.c_str());
+}
+
+// Not a test: prints the story of the generated runs of ONEQUEUE_CHECKER_SEEDS (comma separated),
+// every fault kind on, as the CI run makes them. Run: interleaving_checker_test
+// --gtest_also_run_disabled_tests --gtest_filter='*PrintStories*'
+TEST(InterleavingCheckerTest, DISABLED_PrintStories) {
+  const char* seeds = std::getenv("ONEQUEUE_CHECKER_SEEDS");
+  const Checker checker(KnownOpenDefects::None());
+  for (const std::string& seed : std::vector<std::string>(absl::StrSplit(seeds ? seeds : "1", ','))) {
+    const Scenario s = checker.Generate(std::stoull(seed), 250);
+    std::optional<Failure> f = checker.Run(s);
+    std::printf("%s%s\n", checker.Story(s).c_str(),
+                f ? absl::StrCat("VIOLATION (", std::string(1, f->violation.invariant), ") at step ", f->step + 1).c_str()
+                  : "no violation");
+  }
 }
 
 }  // namespace
