@@ -57,6 +57,7 @@ struct KnownOpenDefects {
   // it was reserved, and Slurm's own scheduler started a job there -> (b). Now the fence comes
   // first (a crash between them: preempt-after-fence) and the mark second (preempt-after-reserve).
   // Off: no crash at preempt-after-fence, preempt-after-reserve or reclaim-after-reserve.
+  bool d3 = false;
   static KnownOpenDefects All() { return {true, true, true, true, true, true}; }
   static KnownOpenDefects None() { return {}; }
 };
