@@ -199,10 +199,13 @@ void PreemptionExecutor::RollBack(const std::string& preemptor, const Preemption
 }
 
 bool PreemptionExecutor::Reserve(const queue::PreemptDecision& d, const PreemptionCycle& c) {
-  // 1. Reserve, durably, before anything is evicted: the node annotation, then (on a node Slurm
-  // shares) a fence tagged for the preemptor. Written even when a record has it already
-  // (recovered after a restart, or read back from a lagging informer after a rollback): the write
-  // is idempotent and the only proof that the mark is on the node.
+  // 1. Reserve, durably, before anything is evicted: on a node Slurm shares a fence tagged for the
+  // preemptor, then the node annotation. Fence first (issue 24 D3): the mark alone on a lent node
+  // that is not fenced lets Slurm start a job there if this process dies between the two writes;
+  // a fence alone only keeps Slurm's scheduler off, and the reconcile lifts a fence whose mark
+  // never landed (SlurmLending::Reconcile). Written even when a record has it already (recovered
+  // after a restart, or read back from a lagging informer after a rollback): the writes are
+  // idempotent and the only proof that the marks are there.
   std::set<std::string> names;
   if (!config_.test_without_reservations) {  // tests only: see Config::test_without_reservations
     for (queue::NodeIndex n : d.member_nodes) names.insert(c.built.snapshot->nodes[n].name);
@@ -211,6 +214,7 @@ bool PreemptionExecutor::Reserve(const queue::PreemptDecision& d, const Preempti
   if (made) it->second.state = PreemptionState::kReleased;
   Move(d.preemptor, it->second, PreemptionEvent::kReserve);
   const NodeOwner mark = NodeOwner::ReservedFor(d.preemptor);
+  if (!FenceForReservation(d.preemptor, names, mark, c)) return false;
   for (const auto& name : names) {
     const NodeOwner before = owners_->Of(name);
     if (!owners_->Set(name, mark).ok()) {
@@ -223,18 +227,27 @@ bool PreemptionExecutor::Reserve(const queue::PreemptDecision& d, const Preempti
   }
   Reindex();
   if (!names.empty()) Fail("preempt-after-reserve");
+  return true;
+}
+
+bool PreemptionExecutor::FenceForReservation(const std::string& preemptor, const std::set<std::string>& names,
+                                             const NodeOwner& mark, const PreemptionCycle& c) {
   if (slurm_ == nullptr) return true;
+  bool fenced = false;
   for (const auto& name : names) {
     auto joined = c.slurm.nodes.find(name);
     if (joined == c.slurm.nodes.end()) continue;
     absl::Status s = lending_->Fence(joined->second, mark.value(), c.now);
     if (!s.ok()) {
-      spdlog::warn("preemption for {}: fencing Slurm node {} failed: {}; rolled back", d.preemptor,
+      spdlog::warn("preemption for {}: fencing Slurm node {} failed: {}; rolled back", preemptor,
                    joined->second.slurm_name, s.ToString());
-      RollBack(d.preemptor, c, 0, "");
+      RollBack(preemptor, c, 0, "");
       return false;
     }
+    c.touched->insert(name);
+    fenced = true;
   }
+  if (fenced) Fail("preempt-after-fence");
   return true;
 }
 

@@ -2,7 +2,7 @@
 // Carries out the queue's preemption decisions: the atomic preemption protocol of
 // docs/architecture.md, one record per preemptor P, whose state moves only through Next():
 //
-//                 Reserve: reserved(P) marks, fences, nominations written
+//                 Reserve: Slurm fences, then reserved(P) marks, then nominations written
 //     (no record) ─────────────────────────────┐      a mark reserved(P) read back (restart)
 //          ^                                    v      ──────────────────────────┐
 //          │                               kReserved <───────────────────────────┘
@@ -144,6 +144,9 @@ class PreemptionExecutor {
   void RollBack(const std::string& preemptor, const PreemptionCycle& c, queue::Time retry_at, std::string why);
   void ClearNominations(const std::string& preemptor, const PreemptionCycle& c);
   bool Reserve(const queue::PreemptDecision& d, const PreemptionCycle& c);
+  // Reserve's first write: the joined nodes fenced for `mark`; false (rolled back) if one fails.
+  bool FenceForReservation(const std::string& preemptor, const std::set<std::string>& names, const NodeOwner& mark,
+                           const PreemptionCycle& c);
   void AskSlurmVictims(const queue::PreemptDecision& d, const PreemptionCycle& c);
   VictimOutcome EvictSlurmVictim(uint32_t job, const slurm::SlurmJob& record, std::string* why);
   // Applies an outcome; false when the preemption was given up.

@@ -49,13 +49,14 @@ struct KnownOpenDefects {
   // D1 (found by this checker): a reservation whose preemptor no longer waits is released to
   // kubernetes (ReleaseFinishedReservations) with no live check, while a Slurm victim it never
   // requeued (a crash between reserve and requeue, a start the poll had not shown) still runs.
-  // Off: no crash between reserve and requeue (failpoints preempt-after-reserve,
-  // reclaim-after-reserve), and every cycle follows a fresh poll (no lost or delayed polls).
+  // Off: no crash between reserve and requeue (failpoints preempt-after-fence,
+  // preempt-after-reserve, reclaim-after-reserve), and every cycle follows a fresh poll (no lost or delayed polls).
   bool d1 = false;
-  // D3 (found by this checker once D1 and M1 were fixed; open): Reserve writes the owner
-  // reserved(P) before the Slurm fence; a crash between the two leaves a lent node unfenced while
-  // it is reserved, and Slurm's own scheduler starts a job there -> (b). Off: no crash at
-  // preempt-after-reserve or reclaim-after-reserve.
+  // D3 (found by this checker once D1 and M1 were fixed; fixed): Reserve wrote the owner
+  // reserved(P) before the Slurm fence; a crash between the two left a lent node unfenced while
+  // it was reserved, and Slurm's own scheduler started a job there -> (b). Now the fence comes
+  // first (a crash between them: preempt-after-fence) and the mark second (preempt-after-reserve).
+  // Off: no crash at preempt-after-fence, preempt-after-reserve or reclaim-after-reserve.
   bool d3 = false;
   static KnownOpenDefects All() { return {true, true, true, true, true, true}; }
   static KnownOpenDefects None() { return {}; }
@@ -184,10 +185,16 @@ class CheckedWorld {
     leader_.reset();
     return absl::StrCat("daemon #", inc, " crashes");
   }
-  std::string ArmCrash(size_t which) {
+  // `which`: its low 16 bits pick a failpoint of FailpointNames(); bit 16 splits Reserve's crash in
+  // two (issue 24 D3's fix: preempt-after-fence, between the Slurm fence and the mark, when set;
+  // preempt-after-reserve, after the mark, when clear), so every scenario written before the split
+  // crashes where it did.
+  std::string ArmCrash(uint32_t which) {
     if (!leader_) return "(no daemon to crash)";
-    const std::string& name = FailpointNames()[which % FailpointNames().size()];
-    if ((off_.d1 || off_.d3) && (name == "preempt-after-reserve" || name == "reclaim-after-reserve")) {
+    std::string name = FailpointNames()[(which & 0xffff) % FailpointNames().size()];
+    if (name == "preempt-after-reserve" && (which & 0x10000)) name = "preempt-after-fence";
+    if ((off_.d1 || off_.d3) &&
+        (name == "preempt-after-fence" || name == "preempt-after-reserve" || name == "reclaim-after-reserve")) {
       return absl::StrCat("(no crash at ", name, off_.d3 ? ": D3 switched off)" : ": D1 switched off)");
     }
     leader_->armed_failpoint = name;
