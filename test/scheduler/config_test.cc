@@ -74,6 +74,8 @@ TEST(ConfigTest, PreemptionCandidateCapIsReadAndChecked) {
     c = ParseConfig(std::string(kHeader) + "queue: {preemption: " + bad + "}\n", "mem");
     ASSERT_FALSE(c.ok()) << bad;
     EXPECT_THAT(c.status().message(), HasSubstr("queue.preemption.")) << bad;
+  }
+}
 
 // Issue 27: the starvation controls (docs/queue.md "Starvation").
 TEST(ConfigTest, StarvationKeysAreReadAndMustBePositive) {
