@@ -52,6 +52,9 @@ void NoBindingCap(QueueConfig& c) { c.preemption.min_candidate_nodes_percentage 
 
 QueueConfig PoolConfig() {
   QueueConfig c;
+  // The fingerprints were recorded with the age cap of 6ef36a0 (2 days); issue 27 moved the
+  // library's default to 1 day, which reorders priorities, not the victim search.
+  c.max_age = 2 * 24 * 3600;
   c.qos = {
       {"interactive", 1000, /*preemptible=*/false, /*can_preempt=*/{"normal", "batch"}, /*grace_time=*/30},
       {"normal", 100, true, {"batch"}, 10},
