@@ -261,32 +261,18 @@ void SlurmLending::Reconcile(const SlurmRecords& records, const std::set<std::st
     lent_idle_since_.erase(name);
     // Kubernetes' node. One Slurm already runs jobs on, never marked by onequeue, was Slurm's
     // before onequeue came: adopt it as lent rather than fence jobs out from under their users.
-    // Issue 24 D3: a fence of ours for a reservation no mark records (the process died, or the
-    // mark's write failed, between Reserve's fence and its mark) holds nothing: read as no fence.
-    const bool stray = fenced && NodeOwner::Parse(node.holder.owner).reserved();
-    if (owner.unmarked() && !node.running_jobs.empty() && (!fenced || stray)) {
-      AdoptAsLent(name, absl::StrCat("Slurm job ", node.running_jobs.front(), " runs here"), stats);
+    if (owner.unmarked() && !node.running_jobs.empty() && !fenced) {
+      if (owners_->Set(name, NodeOwner::Parse(kOwnerSlurm)).ok()) {
+        actions_->NodeEvent(name, "Lent", absl::StrCat("Adopted as lent: Slurm job ", node.running_jobs.front(),
+                                                        " runs here"));
+        ++stats->lent;
+      }
       continue;
     }
     if (!fenced || node.holder.owner != kOwnerKubernetes) FenceOnce(node, kOwnerKubernetes, now);
-    else if (owner.unmarked()) MarkKubernetes(node, now, stats);
-  }
-}
-
-void SlurmLending::AdoptAsLent(const std::string& node, const std::string& why, CycleStats* stats) {
-  if (!owners_->Set(node, NodeOwner::Parse(kOwnerSlurm)).ok()) return;
-  actions_->NodeEvent(node, "Lent", absl::StrCat("Adopted as lent: ", why));
-  ++stats->lent;
-}
-
-void SlurmLending::MarkKubernetes(const JoinedNode& node, queue::Time now, CycleStats* stats) {
-  // Fenced for Kubernetes by the last poll, but a job may have started there since (or just
-  // before the fence landed): the same live check as a return (issue 24 H3).
-  switch (FenceForKubernetes(node, now)) {
-    case LiveCheck::kClear: (void)owners_->Set(node.k8s_name, NodeOwner::Kubernetes()); break;
-    case LiveCheck::kBusy: AdoptAsLent(node.k8s_name, "Slurm runs a job here (live check)", stats); break;
-    case LiveCheck::kNoAnswer:
-    case LiveCheck::kNotFenced: break;  // asked again next cycle
+    if (owner.unmarked() && fenced && node.holder.owner == kOwnerKubernetes) {
+      (void)owners_->Set(name, NodeOwner::Kubernetes());
+    }
   }
 }
 

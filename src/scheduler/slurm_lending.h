@@ -13,9 +13,7 @@
 //     kubernetes (issue 24 H3). A node Slurm turns out to use stays Slurm's.
 //   * Reconcile: every joined node's Slurm side is made to match its owner (fence tagged with it,
 //     or lifted for a lent node), once per kFenceRetrySeconds at most; holds keep Slurm's waiting
-//     jobs from starting anywhere onequeue did not choose. A fence for a reservation no mark
-//     records (issue 24 D3: Reserve fences before it marks) is replaced or lifted like any other
-//     that does not match. An unmarked node is marked kubernetes only after the live check.
+//     jobs from starting anywhere onequeue did not choose.
 #include <functional>
 #include <map>
 #include <memory>
@@ -90,11 +88,6 @@ class SlurmLending {
   // Returns a lent node that has been idle long enough, if Slurm says nothing runs there now.
   void ReturnIdle(const JoinedNode& node, queue::Time now, CycleStats* stats);
   void ReconcileLent(const JoinedNode& node, bool busy, queue::Time now, CycleStats* stats);
-  // An unmarked node Slurm runs jobs on becomes lent (owner slurm), and the node gets an event.
-  void AdoptAsLent(const std::string& node, const std::string& why, CycleStats* stats);
-  // An unmarked node fenced for Kubernetes: Kubernetes' if the live check (FenceForKubernetes)
-  // says nothing of Slurm's runs there, adopted as lent if something does, else asked next cycle.
-  void MarkKubernetes(const JoinedNode& node, queue::Time now, CycleStats* stats);
   std::string HoldComment(const queue::WaitingStatus& w, const slurm::SlurmJob& job, const SlurmRecords& records) const;
   void Fail(const char* name) {
     if (fail_) fail_(name);

@@ -3,8 +3,7 @@
 //   H1  restart before the first Slurm poll: nothing is taken for a pod, no reservation dropped;
 //   H2  a refused requeue is retried; a job Slurm will not requeue is cancelled, or (policy) the
 //       preemption is given up and the node returned to Slurm, the preemptor told why;
-//   H3  a lent node (or an unmarked one fenced for Kubernetes) is marked Kubernetes' only after a
-//       live check says nothing of Slurm runs there;
+//   H3  a lent node is marked Kubernetes' only after a live check says nothing of Slurm runs there;
 //   M3  a failed StartOn undoes the lend; a stale Slurm view is not acted on.
 //   M4  a bound pod past its time limit (+ queue.overTimeLimitSeconds) is evicted, as Slurm ends a
 //       job at TimeLimit (+ OverTimeLimit);
@@ -160,28 +159,6 @@ TEST(LoopDefectsTest, H3_ANodeIsReturnedToKubernetesOnlyAfterALiveCheckSaysNoSlu
   EXPECT_EQ(c.slurm.FenceOwner("n1"), "") << "left drained while job 8 runs";
   EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
   EXPECT_THAT(c.k8s.node_events, Not(Contains("n1 Returned")));
-}
-
-// H3's live check on the other way a node becomes Kubernetes': n1 carries no owner mark and the
-// last poll shows it idle and drained by onequeue for kubernetes (a fresh install's first fence),
-// but Slurm job 8 started there before the drain landed. The reconcile marked n1 kubernetes from
-// the poll alone (job 8 beside the pods to come); now it asks Slurm (Ready) first, the same check
-// as a return (SlurmLending::FenceForKubernetes): job 8 runs, so n1 is adopted as lent. With
-// nothing running there, n2 is marked kubernetes as before.
-TEST(LoopDefectsTest, H3_AnUnmarkedNodeFencedForKubernetesIsMarkedKubernetesOnlyAfterTheLiveCheck) {
-  Cluster c(2);
-  ASSERT_TRUE(c.slurm.Fence("n1", "kubernetes").ok());
-  ASSERT_TRUE(c.slurm.Fence("n2", "kubernetes").ok());
-  c.slurm.frozen_view = c.slurm.View();  // the last poll: n1 and n2 idle, fenced for kubernetes
-  c.slurm.Submit(8);
-  c.slurm.Run(8, "n1");
-  Config cfg = SlurmConfig();
-  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
-  c.Cycle(loop, kT0);
-  EXPECT_NE(c.k8s.OwnerOf("n1"), "kubernetes") << "marked kubernetes while Slurm job 8 runs there";
-  EXPECT_EQ(c.k8s.OwnerOf("n1"), "slurm");
-  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
-  EXPECT_EQ(c.k8s.OwnerOf("n2"), "kubernetes");
 }
 
 // M3: StartOn fails (slurmrestd down): the annotation and taint written for the lend are undone,
