@@ -210,6 +210,7 @@ void ReadSlurmKeys(MapReader& slurm, SlurmConfig& c) {
   slurm.Read("returnAfterSeconds", &c.return_after_seconds);
   slurm.Read("headroomNodes", &c.headroom_nodes);
   slurm.Read("pollIntervalSeconds", &c.poll_interval_seconds);
+  slurm.Read("firstPollWaitSeconds", &c.first_poll_wait_seconds);
   slurm.Read("cancelUnrequeueable", &c.cancel_unrequeueable);
   slurm.Read("qosMap", &c.qos_map);
   slurm.Read("defaultQos", &c.default_qos);
@@ -276,6 +277,8 @@ void ParseSlurm(MapReader slurm, SlurmConfig& c) {
   if (c.headroom_nodes < 0) slurm.KeyError("headroomNodes", "must be 0 or more");
   if (c.poll_interval_seconds < 0.1 || c.poll_interval_seconds > 3600)
     slurm.KeyError("pollIntervalSeconds", "must be from 0.1 to 3600");
+  if (c.first_poll_wait_seconds < 0 || c.first_poll_wait_seconds > 3600)
+    slurm.KeyError("firstPollWaitSeconds", "must be from 0 to 3600");
   static const std::set<std::string> kApiVersions = {"auto", "v0.0.38", "v0.0.39", "v0.0.40",
                                                      "v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44",
                                                      "v0.0.45"};

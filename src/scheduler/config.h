@@ -47,6 +47,10 @@ struct SlurmConfig {
   // Idle Kubernetes-owned pool nodes never lent, kept warm for interactive pods.
   int headroom_nodes = 0;
   double poll_interval_seconds = 2;
+  // At start the loop waits this long for a first Slurm poll before it schedules pods with Slurm
+  // unknown (then keeping them off lent nodes): a cycle without the poll would not know which lent
+  // nodes run Slurm jobs.
+  double first_poll_wait_seconds = 30;
   // A Slurm victim that Slurm will not requeue (requeue=false, or an srun/salloc allocation) is
   // cancelled when this is true; when false its preemption is given up instead: the reservation is
   // released, the node goes back to Slurm, and the preemptor's waiting report says why.

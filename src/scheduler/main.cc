@@ -458,13 +458,15 @@ class Daemon {
     // Slurm jobs, nor which jobs wait. Bounded: a slurmrestd that does not answer does not stop
     // the pods (the loop then keeps them off nodes lent to Slurm).
     if (!slurm_side_.poller) return true;
-    const absl::Time give_up = absl::Now() + absl::Seconds(30);
+    const double wait_seconds = config_.slurm.first_poll_wait_seconds;
+    const absl::Time give_up = absl::Now() + absl::Seconds(wait_seconds);
     while (slurm_side_.poller->View()->refreshed_at == absl::InfinitePast() && absl::Now() < give_up) {
       loop_health_.Beat();
       if (!trigger_.Wait(absl::Milliseconds(200))) return false;
     }
     if (slurm_side_.poller->View()->refreshed_at == absl::InfinitePast()) {
-      spdlog::warn("slurm: no successful poll after 30 s; scheduling pods, keeping them off lent nodes");
+      spdlog::warn("slurm: no successful poll after {} s; scheduling pods, keeping them off lent nodes",
+                   wait_seconds);
     }
     return true;
   }

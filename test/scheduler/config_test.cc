@@ -131,6 +131,7 @@ slurm:
   returnAfterSeconds: 90
   headroomNodes: 2
   pollIntervalSeconds: 0.5
+  firstPollWaitSeconds: 5
   defaultQos: batch
   qosMap: {normal: batch, high: interactive}
   gresResources: {gpu: nvidia.com/gpu}
@@ -157,6 +158,7 @@ leaderElection: {enabled: false}
   EXPECT_EQ(c->slurm.return_after_seconds, 90);
   EXPECT_EQ(c->slurm.headroom_nodes, 2);
   EXPECT_EQ(c->slurm.poll_interval_seconds, 0.5);
+  EXPECT_EQ(c->slurm.first_poll_wait_seconds, 5);
   EXPECT_EQ(c->slurm.qos_map.at("high"), "interactive");
   EXPECT_EQ(c->slurm.scontrol_path, "/usr/bin/scontrol");
   EXPECT_EQ(c->queue.reservation_depth, 1);
@@ -363,6 +365,7 @@ TEST(ConfigTest, NanInfAndNonPositiveRatesAreRefused) {
       {"kubernetes: {burst: -3}", "kubernetes.burst: must be at least 1"},
       {"kubernetes: {burst: 99999999999999999999}", "kubernetes.burst: has the wrong type: expected an integer, found a scalar"},
       {"slurm: {pollIntervalSeconds: .nan}", "slurm.pollIntervalSeconds: must be a finite number"},
+      {"slurm: {firstPollWaitSeconds: -1}", "slurm.firstPollWaitSeconds: must be from 0 to 3600"},
       {"queue: {weights: {age: .nan}}", "queue.weights: \"age\" must be a finite number"},
       {"queue: {accounts: [{name: a, shares: .inf}]}", "queue.accounts[0].shares: must be a finite number"},
       {"queue: {windowSeconds: 9223372036854775807}", "queue.windowSeconds: is 9223372036854775807; at most"},
