@@ -10,7 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "queue/eligibility.h"
 #include "queue/planner_pass.h"
@@ -19,17 +18,16 @@
 namespace onequeue::queue::internal {
 namespace {
 
-// A reservation's candidate nodes (node -> {copies, freed}), best first: the node whose last
-// block ended latest before the reservation's start first (ties by node), the nodes free since
-// the search began last. The reservation then leaves the nodes that are free now, and the nodes
-// that free early, to backfilled starts: with one node per processor its spare nodes are exactly
-// textbook EASY's extra processors (test/queue/easy_reference_test.cc), where taking the free
-// ones first let a shorter job behind start instead of the one that fitted beside it.
-template <typename FeasibleMap>
-std::vector<std::pair<NodeIndex, int64_t>> PreferLatestFreed(const FeasibleMap& feasible) {
+// A reservation's candidate nodes (node, copies), best first: the node whose last block ended
+// latest before the reservation's start first (ties by node), the nodes free since the search
+// began last. The reservation then leaves the nodes that are free now, and the nodes that free
+// early, to backfilled starts: with one node per processor its spare nodes are exactly textbook
+// EASY's extra processors (test/queue/easy_reference_test.cc), where taking the free ones first
+// let a shorter job behind start instead of the one that fitted beside it.
+std::vector<std::pair<NodeIndex, int64_t>> PreferLatestFreed(const PlacementScratch& feasible) {
   std::vector<std::tuple<Time, NodeIndex, int64_t>> ranked;
-  ranked.reserve(feasible.size());
-  for (const auto& [n, f] : feasible) ranked.emplace_back(f.freed, n, f.copies);
+  ranked.reserve(feasible.nodes.size());
+  for (NodeIndex n : feasible.nodes) ranked.emplace_back(feasible.freed[n], n, feasible.copies[n]);
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
     if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) > std::get<0>(b);
     return std::get<1>(a) < std::get<1>(b);
@@ -227,13 +225,10 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   // reservation leaves the nodes free now to backfill (textbook EASY's extra processors).
   AvailabilityProfile& p = *s_.profile;
   const int32_t members = std::max<int32_t>(1, w.members);
-  struct Feasible {
-    int64_t copies;
-    Time freed;  // the latest block end at which the node was examined (the search's start: none)
-  };
-  absl::flat_hash_map<NodeIndex, Feasible> feasible;
-  // Sized once: growing it node by node was a tenth of an EASY replay.
-  feasible.reserve(std::min<size_t>(p.size(), 2 * static_cast<size_t>(members) + 16));
+  // The nodes seen feasible: per-node arrays kept in the State and a list of the nodes in it
+  // (order does not matter: PreferLatestFreed sorts by a total order).
+  PlacementScratch& feasible = s_.placement;
+  feasible.Begin(p.size());
   int64_t total = 0;
   auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
     if (!Usable(n, w, priority, eligible)) return 0;
@@ -241,26 +236,30 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   };
   auto note = [&](NodeIndex n, int64_t c, Time freed) {
     if (c <= 0) return;
-    auto [it, inserted] = feasible.emplace(n, Feasible{c, freed});
-    if (!inserted) {
-      total -= it->second.copies;
-      it->second = Feasible{c, freed};
+    if (feasible.Contains(n)) {
+      total -= feasible.copies[n];
+    } else {
+      feasible.Insert(n);
     }
+    feasible.copies[n] = c;
+    feasible.freed[n] = freed;
     total += c;
   };
   auto try_finish = [&](Time t) -> std::optional<Placement> {
     if (total < members) return std::nullopt;
     total = 0;
-    for (auto it = feasible.begin(); it != feasible.end();) {
-      int64_t c = copies_at(it->first, t);
+    size_t kept = 0;
+    for (NodeIndex n : feasible.nodes) {
+      const int64_t c = copies_at(n, t);
       if (c <= 0) {
-        feasible.erase(it++);
+        feasible.Drop(n);
         continue;
       }
-      it->second.copies = c;
+      feasible.copies[n] = c;
       total += c;
-      ++it;
+      feasible.nodes[kept++] = n;
     }
+    feasible.nodes.resize(kept);
     if (total < members) return std::nullopt;
     return Placement{t, ChooseNodes(w, PreferLatestFreed(feasible), /*preference_order=*/true)};
   };

@@ -11,11 +11,17 @@
 namespace onequeue::queue::internal {
 
 namespace {
-// Calls visit(node, members on it) for each distinct node of `nodes`.
+// Calls visit(node, members on it) for each distinct node of `nodes`, in node order; `scratch`
+// holds the sorted copy when `nodes` is not strictly ascending already.
 template <typename Visit>
-void ForEachNodeCount(const MemberNodes& nodes, Visit visit) {
-  MemberNodes sorted_nodes = nodes;
-  std::sort(sorted_nodes.begin(), sorted_nodes.end());
+void ForEachNodeCount(const MemberNodes& nodes, MemberNodes& scratch, Visit visit) {
+  const MemberNodes* sorted = &nodes;
+  if (!std::is_sorted(nodes.begin(), nodes.end())) {
+    scratch.assign(nodes.begin(), nodes.end());
+    std::sort(scratch.begin(), scratch.end());
+    sorted = &scratch;
+  }
+  const MemberNodes& sorted_nodes = *sorted;
   for (size_t i = 0; i < sorted_nodes.size();) {
     size_t j = i;
     while (j < sorted_nodes.size() && sorted_nodes[j] == sorted_nodes[i]) ++j;
@@ -30,7 +36,7 @@ bool CyclePass::SlotFits(const PendingWorkload& w, Duration duration, double pri
   if (static_cast<int32_t>(nodes.size()) != std::max<int32_t>(1, w.members)) return false;
   const AvailabilityProfile& p = *s_.profile;
   bool fits = true;
-  ForEachNodeCount(nodes, [&](NodeIndex n, int64_t count) {
+  ForEachNodeCount(nodes, s_.scratch_member_nodes, [&](NodeIndex n, int64_t count) {
     fits = fits && n >= 0 && n < static_cast<NodeIndex>(p.size()) && Usable(n, w, priority, eligible) &&
            p.Copies(n, start, SaturatingAdd(start, duration), w.per_member, w.kind, count) >= count;
   });
@@ -43,13 +49,13 @@ bool CyclePass::AddPlaceholder(const PendingWorkload& w, const QueuePlanner::Sta
   const std::vector<char>& eligible = StaticEligible(w, facts.eligibility).bits;
   AvailabilityProfile& p = *s_.profile;
   bool fits = !promise.nodes.empty();
-  ForEachNodeCount(promise.nodes, [&](NodeIndex n, int64_t count) {
+  ForEachNodeCount(promise.nodes, s_.scratch_member_nodes, [&](NodeIndex n, int64_t count) {
     if (!fits) return;
     fits = n >= 0 && n < static_cast<NodeIndex>(p.size()) && Usable(n, w, priority, eligible) &&
            p.Copies(n, promise.start, promise.end, promise.per_member, w.kind, count) >= count;
   });
   if (!fits) return false;
-  ForEachNodeCount(promise.nodes, [&](NodeIndex n, int64_t count) {
+  ForEachNodeCount(promise.nodes, s_.scratch_member_nodes, [&](NodeIndex n, int64_t count) {
     p.Add(n, AvailabilityProfile::Block{promise.start, promise.end, promise.per_member.Times(count), w.kind, true});
     if (promise.start <= p.now()) {
       for (const auto& index : s_.free_index) {
@@ -62,7 +68,7 @@ bool CyclePass::AddPlaceholder(const PendingWorkload& w, const QueuePlanner::Sta
 
 void CyclePass::RemovePlaceholder(const PendingWorkload& w, const Promise& promise) {
   AvailabilityProfile& p = *s_.profile;
-  ForEachNodeCount(promise.nodes, [&](NodeIndex n, int64_t count) {
+  ForEachNodeCount(promise.nodes, s_.scratch_member_nodes, [&](NodeIndex n, int64_t count) {
     p.Remove(n, AvailabilityProfile::Block{promise.start, promise.end, promise.per_member.Times(count), w.kind, true});
     if (promise.start <= p.now()) {
       for (const auto& index : s_.free_index) {

@@ -38,6 +38,40 @@ inline bool CanPreemptAnything(const QosPolicy* q) { return q != nullptr && !q->
 
 }  // namespace internal
 
+namespace internal {
+
+// EarliestPlacement's nodes seen feasible so far (node -> copies, the block end at which it was
+// examined), as per-node arrays stamped per search instead of a hash map built per search.
+struct PlacementScratch {
+  std::vector<NodeIndex> nodes;  // the nodes in the set, in no particular order
+  std::vector<int64_t> copies;
+  std::vector<Time> freed;
+  std::vector<uint32_t> mark;  // == stamp: in the set
+  uint32_t stamp = 0;
+
+  void Begin(size_t node_count) {
+    nodes.clear();
+    if (mark.size() != node_count) {
+      mark.assign(node_count, 0);
+      copies.assign(node_count, 0);
+      freed.assign(node_count, 0);
+      stamp = 0;
+    }
+    if (++stamp == 0) {  // wrapped: forget every old mark
+      std::fill(mark.begin(), mark.end(), 0);
+      stamp = 1;
+    }
+  }
+  bool Contains(NodeIndex n) const { return mark[n] == stamp; }
+  void Insert(NodeIndex n) {
+    mark[n] = stamp;
+    nodes.push_back(n);
+  }
+  void Drop(NodeIndex n) { mark[n] = 0; }  // the caller takes it out of `nodes`
+};
+
+}  // namespace internal
+
 // Everything one cycle builds and OnArrival reuses.
 struct QueuePlanner::State {
   // What the priority pass learns about a workload for the planning pass, which then reads only
@@ -127,6 +161,8 @@ struct QueuePlanner::State {
   std::vector<std::pair<NodeIndex, int64_t>> scratch_candidates;
   std::vector<std::pair<NodeIndex, int64_t>> scratch_inside;
   std::vector<int64_t> scratch_capacity;
+  internal::PlacementScratch placement;  // EarliestPlacement's feasible nodes
+  MemberNodes scratch_member_nodes;      // ForEachNodeCount's sorted copy
   internal::FailureMemo failed_now;    // could not start now
   internal::NotBeforeMemo not_before;  // earliest possible starts (kForever: none inside the window)
   // Would not fit now even if no reservation existed (the reason, not the decision).

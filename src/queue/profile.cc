@@ -32,6 +32,16 @@ AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time n
   for (std::vector<StoredBlock>& b : blocks_) b.reserve(4);
 }
 
+int32_t AvailabilityProfile::InternUsage(const Resources& used) {
+  // Most blocks in a row have the same usage (a gang's members, one node each): compare with the
+  // last one before hashing.
+  if (last_usage_ >= 0 && ResourcesEq()(usages_[last_usage_], used)) return last_usage_;
+  const int32_t id = usages_.Intern(used);
+  last_usage_ = id;
+  if (static_cast<size_t>(id) == usage_nonnegative_.size()) usage_nonnegative_.push_back(!used.AnyNegative());
+  return id;
+}
+
 Time AvailabilityProfile::RoundUp(Time t) const {
   if (t <= now_) return now_;
   if (t >= kForever) return kForever;
@@ -61,7 +71,7 @@ void AvailabilityProfile::Summarise(NodeIndex node, const StoredBlock& b) {
 }
 
 void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
-  const StoredBlock stored{block.start, block.end, usages_.Intern(block.used), block.kind, block.reservation};
+  const StoredBlock stored{block.start, block.end, InternUsage(block.used), block.kind, block.reservation};
   blocks_[node].push_back(stored);
   Summarise(node, stored);
   if (block.end < kForever && block.end > now_) {
@@ -99,10 +109,16 @@ bool AvailabilityProfile::Remove(NodeIndex node, const Block& block) {
       auto g = added_ends_.find(block.end);
       if (g != added_ends_.end()) {
         std::vector<NodeIndex>& nodes = g->second.nodes;
+        // The sorted part is distinct: one binary search there; the unsorted tail (appended
+        // since the last sort) may hold the node any number of times.
         const auto sorted_end = nodes.begin() + static_cast<std::ptrdiff_t>(g->second.sorted);
-        const size_t erased_sorted = static_cast<size_t>(std::count(nodes.begin(), sorted_end, node));
-        std::erase(nodes, node);
-        g->second.sorted -= erased_sorted;
+        const auto tail = std::remove(sorted_end, nodes.end(), node);
+        nodes.erase(tail, nodes.end());
+        const auto in_sorted = std::lower_bound(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(g->second.sorted), node);
+        if (in_sorted != nodes.begin() + static_cast<std::ptrdiff_t>(g->second.sorted) && *in_sorted == node) {
+          nodes.erase(in_sorted);
+          --g->second.sorted;
+        }
         if (nodes.empty()) added_ends_.erase(g);  // a stale dirty_ends_ entry is skipped
       }
     } else {
@@ -192,9 +208,17 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
     if (ignore_reservations && b.reservation) continue;
     if (b.start < end && start < b.end) {
       if (!shared_[node] && b.kind != kind) return 0;
+      // The block is active at max(start, b.start), inside the interval: when its usage alone
+      // (the others' being >= 0) leaves no room for one copy, none fits (the answer of the
+      // sweep below, found without it; on one-processor nodes the common case).
+      if (b.start < b.end && usage_nonnegative_[b.used] &&
+          !(capacity_[node] - usages_[b.used]).Covers(request)) {
+        return 0;
+      }
       overlapping.push_back(&b);
     }
   }
+  if (overlapping.empty()) return capacity_[node].CopiesOf(request, cap);
   auto free_at = [&](Time p) {
     Resources free = capacity_[node];
     for (const StoredBlock* b : overlapping) {

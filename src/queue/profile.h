@@ -121,6 +121,10 @@ class AvailabilityProfile {
   std::vector<Resources> capacity_;
   std::vector<std::vector<StoredBlock>> blocks_;
   ResourcesTable usages_;  // the distinct usages of the blocks
+  std::vector<char> usage_nonnegative_;  // per usage number: no slot below 0
+  int32_t last_usage_ = -1;              // the number InternUsage returned last
+  // The number of `used` in usages_ (added when new).
+  int32_t InternUsage(const Resources& used);
   std::vector<Resources> free_now_;       // capacity minus blocks active at now_
   std::vector<Time> first_future_start_;  // smallest block start > now_ (kForever: none)
   // The same two, leaving reservations out (for ignore_reservations): reservations active at
