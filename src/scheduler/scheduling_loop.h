@@ -152,6 +152,11 @@ class SlurmActions {
   // Asked of Slurm now (not of the poller's view): is the node held by onequeue with nothing of
   // Slurm's left running there? A pod is bound to a node taken from Slurm only then.
   virtual absl::StatusOr<bool> Ready(const std::string& slurm_node) = 0;
+  // Issue 25: submits a pod placeholder (pod_mirror.h builds it) through the same submit as the
+  // whole-node placeholders (SlurmApi::Submit); returns its job id. Undone with Cancel.
+  virtual absl::StatusOr<uint32_t> SubmitPodPlaceholder(const slurm::JobSubmission& job) {
+    return absl::UnimplementedError("this Slurm side cannot mirror pods");
+  }
 };
 
 inline constexpr const char* kOwnerKubernetes = "kubernetes";
