@@ -73,6 +73,36 @@ class FakeSlurm : public SlurmActions {
     j.nodes = {node};
     j.start_time = absl::FromUnixSeconds(now);
     ran_on[id].push_back(node);
+    // What Slurm allocated there (issue 25: read on shared nodes): the job's CPUs.
+    slurm::NodeAllocation a;
+    a.node = node;
+    a.cpus = j.cpus;
+    j.allocation.nodes = {a};
+    j.allocation.error.clear();
+  }
+  // Issue 25: CPUs Slurm has allocated on `node` (its jobs and onequeue's pod placeholders; the
+  // whole-node fence is not counted).
+  uint32_t AllocatedCpus(const std::string& node) const {
+    uint32_t sum = 0;
+    for (const auto& [id, j] : jobs_) {
+      if (j.state == slurm::JobState::kRunning && j.nodes == std::vector<std::string>{node}) sum += j.cpus;
+    }
+    return sum;
+  }
+  // Issue 25's pod placeholders: a pending job pinned to its node, submitted by slurm.user.
+  std::vector<uint32_t> pod_placeholders;
+  absl::StatusOr<uint32_t> SubmitPodPlaceholder(const slurm::JobSubmission& s) override {
+    const uint32_t id = 500000 + static_cast<uint32_t>(pod_placeholders.size());
+    calls.push_back("placeholder " + s.name + " on " + s.nodelist);
+    slurm::SlurmJob& j = Submit(id, s.cpus);
+    j.name = s.name;
+    j.user = "slurm";
+    j.partition = s.partition;
+    j.comment = s.comment;
+    j.required_nodes = {s.nodelist};
+    j.time_limit.reset();
+    pod_placeholders.push_back(id);
+    return id;
   }
   slurm::SlurmJob& Job(uint32_t id) { return jobs_[id]; }
   bool Fenced(const std::string& node) const { return !fence_.count(node) ? false : true; }
@@ -322,6 +352,7 @@ class World : public ClusterView, public ClusterActions {
     return nullptr;
   }
   std::string NodeOf(const std::string& key) { k8s::Pod* p = Find(key); return p ? p->node_name : "<gone>"; }
+  std::string UidOf(const std::string& key) { k8s::Pod* p = Find(key); return p ? p->metadata.uid : "<gone>"; }
 
   // Asynchronous bindings (async_binds): StartBind only queues the request, as a binding in flight
   // over the API server's connection; CompleteBinds answers every queued one (refusing the pods
