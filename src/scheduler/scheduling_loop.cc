@@ -76,7 +76,8 @@ SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, Cl
       waiting_(actions, queue_config_.resolution),
       usage_(config.slurm.reclaim_partition, SlurmIdentityOf(config), queue_config_.usage_half_life),
       time_limits_(config.scheduler_name, config.queue.over_time_limit_seconds, actions),
-      mirrors_(PodMirrorOptions{SlurmIdentityOf(config)}, slurm) {}
+      mirrors_(PodMirrorOptions{SlurmIdentityOf(config)}, slurm),
+      shares_nodes_(!SlurmWorldOptionsOf(config).sharing_partitions.empty()) {}
 
 CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   CycleStats stats;
@@ -108,7 +109,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   BindMirrored(*state);
   DrainBindResults(now, &stats);  // whatever has landed already counts in this cycle
   if (lending_.known()) preemptions_.RetryVictims(cycle);
-  preemptions_.Start(plan.preemptions, cycle);
+  preemptions_.Start(WholeNodePreemptions(plan.preemptions, *built.snapshot), cycle);
   time_limits_.Enforce(*state, admitted_, now, &stats);
   if (lending_.known()) preemptions_.ReleaseUnusable(plan, cycle);
   std::map<std::string, WaitReport, std::less<>> reports = ReportWaiting(plan, built, &stats);
@@ -238,6 +239,9 @@ void SchedulingLoop::StartWorkloads(const queue::Plan& plan, const BuiltSnapshot
       auto identity = identity_of.find(keys[i]);
       const std::string id(identity == identity_of.end() ? std::string_view(keys[i]) : identity->second);
       if (bindings_.InFlight(id)) continue;  // cannot happen: an in-flight pod is assumed, not pending
+      // Before the first view of Slurm a daemon does not know which nodes are shared: no pod is
+      // bound while the configuration shares any partition (a fresh daemon's first cycles).
+      if (!mirrors_rebuilt_ && slurm_ != nullptr && shares_nodes_) continue;
       if (shared_nodes_.count(node)) {
         auto record = record_of.find(keys[i]);
         if (MirrorInsteadOfBinding(record == record_of.end() ? nullptr : record->second, node, now)) continue;
@@ -319,6 +323,21 @@ SnapshotOptions SchedulingLoop::PolicyOptions() const {
   return options;
 }
 
+std::vector<queue::PreemptDecision> SchedulingLoop::WholeNodePreemptions(
+    const std::vector<queue::PreemptDecision>& decisions, const queue::Snapshot& snapshot) const {
+  // Issue 25: a reservation is still a whole node (docs/sharing.md step 4, claims, is not built):
+  // fencing a shared node would requeue the placeholders of the pods there. A preemption that
+  // needs a shared node is not started; its preemptor waits.
+  if (shared_nodes_.empty()) return decisions;
+  std::vector<queue::PreemptDecision> out;
+  for (const queue::PreemptDecision& d : decisions) {
+    bool shared = false;
+    for (queue::NodeIndex n : d.member_nodes) shared = shared || snapshot.nodes[n].sharing == queue::NodeSharing::kShared;
+    if (!shared) out.push_back(d);
+  }
+  return out;
+}
+
 MirroredPod SchedulingLoop::MirroredPodOf(const PodRecord& pod) const {
   MirroredPod m;
   m.uid = std::string(PodIdentity(pod));
@@ -355,7 +374,7 @@ void SchedulingLoop::AdvanceMirrors(const KubeState& state, const slurm::SlurmVi
     }
     if (!m.partition.empty()) shared_nodes_.emplace(n.name, std::move(m));
   }
-  if (shared_nodes_.empty() && mirrors_.records().empty()) return;
+  if (mirrors_rebuilt_ && shared_nodes_.empty() && mirrors_.records().empty()) return;
   // The two listings: onequeue's pod placeholders, and this scheduler's pods that have a record or
   // are bound on a shared node.
   std::vector<slurm::SlurmJob> placeholders;

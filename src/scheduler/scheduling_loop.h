@@ -261,6 +261,8 @@ class SchedulingLoop {
   // Pods whose placeholder runs are bound now.
   void BindMirrored(const KubeState& state);
   MirroredPod MirroredPodOf(const PodRecord& pod) const;
+  std::vector<queue::PreemptDecision> WholeNodePreemptions(const std::vector<queue::PreemptDecision>& decisions,
+                                                           const queue::Snapshot& snapshot) const;
   // Assumes the pod on `node` and sends its binding (results drained by DrainBindResults).
   void SendBinding(const std::string& id, const std::string& key, const std::string& node, std::string message);
   void Fail(const char* name) {
@@ -341,6 +343,7 @@ class SchedulingLoop {
   // last cycle (Kubernetes name -> both names and the shared partition).
   PodMirrors mirrors_;
   bool mirrors_rebuilt_ = false;
+  bool shares_nodes_ = false;  // the configuration has a partition with sharing: shared
   std::map<std::string, MirrorNode> shared_nodes_;
 };
 

@@ -140,6 +140,7 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
   for (const std::string& name : k8s_nodes) {
     const NodeOwner before = owners_->Of(name);
     if (before.slurm()) continue;
+    if (records.nodes.at(name).shared) continue;  // issue 25: no world owns a shared node whole
     if (!owners_->Set(name, NodeOwner::LentTo(*job)).ok()) return undo();
     marked.emplace_back(name, before);
   }

@@ -80,6 +80,18 @@ class FakeSlurm : public SlurmActions {
     j.allocation.nodes = {a};
     j.allocation.error.clear();
   }
+  // Issue 25: nodes whose Slurm partitions share them: there slurmctld starts a job only where its
+  // CPUs fit beside what it has allocated (jobs and pod placeholders); it does not see pods.
+  std::set<std::string> shared;
+  void SetPartitions(const std::string& node, std::vector<std::string> partitions) {
+    nodes_[node].partitions = std::move(partitions);
+  }
+  bool Fits(uint32_t id, const std::string& node) const {
+    if (!shared.count(node)) return true;
+    auto j = jobs_.find(id);
+    return j != jobs_.end() && AllocatedCpus(node) + j->second.cpus <= nodes_.at(node).cpus;
+  }
+  const slurm::SlurmNode& Node(const std::string& node) const { return nodes_.at(node); }
   // Issue 25: CPUs Slurm has allocated on `node` (its jobs and onequeue's pod placeholders; the
   // whole-node fence is not counted).
   uint32_t AllocatedCpus(const std::string& node) const {
@@ -162,7 +174,8 @@ class FakeSlurm : public SlurmActions {
     fence_.erase(node);
     // slurmctld starts what it may: the released jobs pinned to this node.
     for (auto& [id, j] : jobs_) {
-      if (j.state == slurm::JobState::kPending && j.priority > 0 && j.required_nodes == std::vector<std::string>{node}) {
+      if (j.state == slurm::JobState::kPending && j.priority > 0 && j.required_nodes == std::vector<std::string>{node} &&
+          Fits(id, node)) {
         Run(id, node);
       }
     }
@@ -182,7 +195,7 @@ class FakeSlurm : public SlurmActions {
     j.priority = 4000000000u;
     j.comment = comment;
     j.required_nodes = nodes;
-    if (!start_lag && nodes.size() == 1 && !fence_.count(nodes[0])) Run(job, nodes[0]);
+    if (!start_lag && nodes.size() == 1 && !fence_.count(nodes[0]) && Fits(job, nodes[0])) Run(job, nodes[0]);
     return absl::OkStatus();
   }
   absl::Status Requeue(uint32_t job) override {
