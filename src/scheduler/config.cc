@@ -250,12 +250,9 @@ void ReadPartitionSharing(MapReader& slurm, SlurmConfig& c) {
       p.KeyError("sharing", absl::StrCat("is \"", sharing, "\"; expected exclusive or shared"));
     else if (std::find(c.shared_partitions.begin(), c.shared_partitions.end(), name) == c.shared_partitions.end())
       partitions.KeyError(name, "is not in slurm.sharedPartitions: only a partition onequeue shares can set sharing");
-    else if (sharing == "shared")
-      // The snapshot plans a shared node at sub-node size, but a pod placed there is not yet
-      // mirrored in Slurm (docs/sharing.md step 3): Slurm could start a job into what a pod holds.
-      p.KeyError("sharing", "shared is not available in the daemon yet: pods on a shared node are not yet "
-                            "mirrored in Slurm as placeholders (docs/sharing.md)");
     else
+      // shared: each pod placed on such a node is mirrored in Slurm by a pod placeholder before it
+      // is bound (docs/sharing.md step 3, pod_mirror.h).
       c.partition_sharing[name] = sharing;
     p.RefuseUnknown();
   }

@@ -151,4 +151,12 @@ absl::Status FencedSlurmActions::Cancel(uint32_t job) {
   return Abandoned(what, inner_->Cancel(job));
 }
 
+absl::StatusOr<uint32_t> FencedSlurmActions::SubmitPodPlaceholder(const slurm::JobSubmission& job) {
+  const std::string what = absl::StrCat("Slurm submit of pod placeholder ", job.name);
+  if (absl::Status s = Admit(what); !s.ok()) return s;
+  absl::StatusOr<uint32_t> id = inner_->SubmitPodPlaceholder(job);
+  if (!id.ok()) return Abandoned(what, id.status());
+  return id;
+}
+
 }  // namespace onequeue::scheduler

@@ -98,6 +98,7 @@ class FencedSlurmActions final : public SlurmActions {
   absl::Status StartOn(uint32_t job, const std::vector<std::string>& slurm_nodes, const std::string& comment) override;
   absl::Status Requeue(uint32_t job) override;
   absl::Status Cancel(uint32_t job) override;
+  absl::StatusOr<uint32_t> SubmitPodPlaceholder(const slurm::JobSubmission& job) override;
   // Reads: not gated.
   bool FenceRequeues() const override { return inner_->FenceRequeues(); }
   absl::StatusOr<bool> Ready(const std::string& slurm_node) override { return inner_->Ready(slurm_node); }

@@ -26,6 +26,7 @@ bool Settled(const NodeFacts& n, const WorldFacts& w) { return n.settled_cycles 
 std::vector<Violation> RunsOnItsOwnersNodes(const WorldFacts& w) {
   std::vector<Violation> out;
   for (const NodeFacts& n : w.nodes) {
+    if (n.shared) continue;  // (f)
     if (!n.pods.empty() && !n.slurm_jobs.empty()) {
       out.push_back({'a', absl::StrCat("pod ", absl::StrJoin(n.pods, ", "), " runs beside ", JobList(n.slurm_jobs),
                                        " on ", n.name, " (owner ", Shown(n.owner), ")")});
@@ -119,10 +120,30 @@ std::vector<Violation> NoWriteAfterTheLease(const WorldFacts& w) {
   return out;
 }
 
+std::vector<Violation> SharedNodesNeverOverAllocated(const WorldFacts& w) {
+  std::vector<Violation> out;
+  for (const NodeFacts& n : w.nodes) {
+    if (!n.shared) continue;
+    int64_t unknown_to_slurm = 0;
+    for (const NodeFacts::SharedPod& p : n.shared_pods) {
+      if (p.mirrored) continue;
+      unknown_to_slurm += p.cpus;
+      out.push_back({'f', absl::StrCat("pod ", p.key, " is bound on shared node ", n.name,
+                                       " without a running placeholder")});
+    }
+    if (n.slurm_allocated_cpus + unknown_to_slurm > n.capacity_cpus) {
+      out.push_back({'f', absl::StrCat("shared node ", n.name, " is over-allocated: Slurm holds ",
+                                       n.slurm_allocated_cpus, " CPUs and unmirrored pods ", unknown_to_slurm,
+                                       " of ", n.capacity_cpus)});
+    }
+  }
+  return out;
+}
+
 std::vector<Violation> CheckAll(const WorldFacts& w) {
   std::vector<Violation> out;
   for (auto check : {RunsOnItsOwnersNodes, ReservationsEndExactlyOnce, NothingIsLost, FencesAndHoldsHaveAReason,
-                     NoWriteAfterTheLease}) {
+                     NoWriteAfterTheLease, SharedNodesNeverOverAllocated}) {
     std::vector<Violation> v = check(w);
     out.insert(out.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
   }

@@ -29,6 +29,18 @@ struct NodeFacts {
   std::vector<std::string> pods;       // pod keys bound there and running
   std::vector<uint32_t> slurm_jobs;    // Slurm jobs running there (not onequeue's placeholders)
   int settled_cycles = 0;              // healthy cycles through which all of the above held still
+  // Issue 25: a shared node (slurm.partitions.<p>.sharing: shared): pods and Slurm jobs side by
+  // side, each pod mirrored in Slurm by a pod placeholder of its size. CPUs are the dimension the
+  // checker's worlds use.
+  bool shared = false;
+  int64_t capacity_cpus = 0;
+  int64_t slurm_allocated_cpus = 0;  // what slurmctld has allocated there: its jobs and pod placeholders
+  struct SharedPod {
+    std::string key;
+    int64_t cpus = 0;
+    bool mirrored = false;  // a running pod placeholder of at least its size on this node is its own
+  };
+  std::vector<SharedPod> shared_pods;  // the pods bound there
 };
 
 struct PodFacts {
@@ -77,13 +89,13 @@ struct WorldFacts {
 };
 
 struct Violation {
-  char invariant = '?';  // 'a' .. 'e'
+  char invariant = '?';  // 'a' .. 'f'
   std::string message;
 };
 
 // (a) Every running pod and every running Slurm job is on a node owned by its world: no pod on a
 // node lent to Slurm, no Slurm job on a Kubernetes node, never both on one node (nodes are
-// exclusive). A reserved node may still hold its victims while they leave.
+// exclusive). A reserved node may still hold its victims while they leave. Shared nodes: (f).
 std::vector<Violation> RunsOnItsOwnersNodes(const WorldFacts& w);
 // (b) Every reservation is consumed (its preemptor placed there) or released exactly once: no
 // other workload is placed on a reserved node (it would be consumed twice), each victim is
@@ -100,6 +112,10 @@ std::vector<Violation> NothingIsLost(const WorldFacts& w);
 std::vector<Violation> FencesAndHoldsHaveAReason(const WorldFacts& w);
 // (e) No write lands after its writer's lease ended.
 std::vector<Violation> NoWriteAfterTheLease(const WorldFacts& w);
+// (f) Issue 25, on every shared node at every step: every pod bound there has a running pod
+// placeholder (so Slurm's books hold what the pod holds), and what Slurm has allocated there plus
+// the pods it does not know of never exceeds the node's capacity.
+std::vector<Violation> SharedNodesNeverOverAllocated(const WorldFacts& w);
 
 std::vector<Violation> CheckAll(const WorldFacts& w);
 

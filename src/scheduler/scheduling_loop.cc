@@ -75,7 +75,9 @@ SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, Cl
       bindings_(actions),
       waiting_(actions, queue_config_.resolution),
       usage_(config.slurm.reclaim_partition, SlurmIdentityOf(config), queue_config_.usage_half_life),
-      time_limits_(config.scheduler_name, config.queue.over_time_limit_seconds, actions) {}
+      time_limits_(config.scheduler_name, config.queue.over_time_limit_seconds, actions),
+      mirrors_(PodMirrorOptions{SlurmIdentityOf(config)}, slurm),
+      shares_nodes_(!SlurmWorldOptionsOf(config).sharing_partitions.empty()) {}
 
 CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   CycleStats stats;
@@ -87,6 +89,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   SnapshotOptions options = ReadWorld(*state, now);
   if (slurm_view != nullptr) lending_.ConfirmStarts(*slurm_view, now);
   BuiltSnapshot built = BuildCycleSnapshot(*state, std::move(options), slurm_view, now, &stats);
+  if (slurm_view != nullptr && lending_.known()) AdvanceMirrors(*state, *slurm_view, built, now);
   std::set<std::string> terminating, touched;
   for (const auto& p : state->pods) {
     if (p->deleting) terminating.insert(p->key);
@@ -103,9 +106,10 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   MarkPhase("plan");
 
   StartWorkloads(plan, built, *state, now, &touched, &stats);
+  BindMirrored(*state);
   DrainBindResults(now, &stats);  // whatever has landed already counts in this cycle
   if (lending_.known()) preemptions_.RetryVictims(cycle);
-  preemptions_.Start(plan.preemptions, cycle);
+  preemptions_.Start(WholeNodePreemptions(plan.preemptions, *built.snapshot), cycle);
   time_limits_.Enforce(*state, admitted_, now, &stats);
   if (lending_.known()) preemptions_.ReleaseUnusable(plan, cycle);
   std::map<std::string, WaitReport, std::less<>> reports = ReportWaiting(plan, built, &stats);
@@ -125,6 +129,13 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
 SnapshotOptions SchedulingLoop::ReadWorld(const KubeState& state, queue::Time now) {
   SnapshotOptions options = PolicyOptions();
   options.assumed_bindings = bindings_.Forget(state, now);
+  // A pod whose placeholder is under way holds its place on its node until it is bound or undone
+  // (its placeholder is not counted: the pod is).
+  for (const auto& [uid, r] : mirrors_.records()) {
+    if (r.state == MirrorState::kPlanned || r.state == MirrorState::kPlaceholderPending ||
+        r.state == MirrorState::kPlaceholderRunning)
+      options.assumed_bindings.emplace(r.pod.key, r.node.node);
+  }
   if (preemptions_.HasEvictedPods()) {
     std::set<std::string_view> keys;
     for (const auto& p : state.pods) keys.insert(p->key);
@@ -198,10 +209,13 @@ void SchedulingLoop::StartWorkloads(const queue::Plan& plan, const BuiltSnapshot
                                     queue::Time now, std::set<std::string>* touched, CycleStats* stats) {
   // The pods started this cycle are assumed under their UID.
   absl::flat_hash_map<std::string_view, std::string_view> identity_of;
+  absl::flat_hash_map<std::string_view, const PodRecord*> record_of;
   if (!plan.starts.empty()) {
     identity_of.reserve(state.pods.size());
     for (const auto& p : state.pods) {
-      if (p->node_name.empty()) identity_of[p->key] = PodIdentity(*p);
+      if (!p->node_name.empty()) continue;
+      identity_of[p->key] = PodIdentity(*p);
+      if (!shared_nodes_.empty()) record_of[p->key] = p.get();
     }
   }
   std::map<std::string, size_t, std::less<>> pending_index;
@@ -225,6 +239,13 @@ void SchedulingLoop::StartWorkloads(const queue::Plan& plan, const BuiltSnapshot
       auto identity = identity_of.find(keys[i]);
       const std::string id(identity == identity_of.end() ? std::string_view(keys[i]) : identity->second);
       if (bindings_.InFlight(id)) continue;  // cannot happen: an in-flight pod is assumed, not pending
+      // Before the first view of Slurm a daemon does not know which nodes are shared: no pod is
+      // bound while the configuration shares any partition (a fresh daemon's first cycles).
+      if (!mirrors_rebuilt_ && slurm_ != nullptr && shares_nodes_) continue;
+      if (shared_nodes_.count(node)) {
+        auto record = record_of.find(keys[i]);
+        if (MirrorInsteadOfBinding(record == record_of.end() ? nullptr : record->second, node, now)) continue;
+      }
       SendBinding(id, keys[i], node,
                   absl::StrCat("Successfully assigned ", keys[i], " to ", node, " by onequeue; ", why,
                                start.backfilled ? "; backfilled" : ""));
@@ -300,6 +321,108 @@ SnapshotOptions SchedulingLoop::PolicyOptions() const {
   }
   options.queue_config = &queue_config_;
   return options;
+}
+
+std::vector<queue::PreemptDecision> SchedulingLoop::WholeNodePreemptions(
+    const std::vector<queue::PreemptDecision>& decisions, const queue::Snapshot& snapshot) const {
+  // Issue 25: a reservation is still a whole node (docs/sharing.md step 4, claims, is not built):
+  // fencing a shared node would requeue the placeholders of the pods there. A preemption that
+  // needs a shared node is not started; its preemptor waits.
+  if (shared_nodes_.empty()) return decisions;
+  std::vector<queue::PreemptDecision> out;
+  for (const queue::PreemptDecision& d : decisions) {
+    bool shared = false;
+    for (queue::NodeIndex n : d.member_nodes) shared = shared || snapshot.nodes[n].sharing == queue::NodeSharing::kShared;
+    if (!shared) out.push_back(d);
+  }
+  return out;
+}
+
+MirroredPod SchedulingLoop::MirroredPodOf(const PodRecord& pod) const {
+  MirroredPod m;
+  m.uid = std::string(PodIdentity(pod));
+  m.key = pod.key;
+  m.node = pod.node_name;
+  constexpr int64_t kMiB = 1024 * 1024;
+  if (auto cpu = pod.requests.find("cpu"); cpu != pod.requests.end()) {
+    m.size.cpus = static_cast<uint32_t>(std::max<int64_t>(1, (cpu->second.MilliValue() + 999) / 1000));
+  }
+  if (auto mem = pod.requests.find("memory"); mem != pod.requests.end()) {
+    m.size.memory_mb = (mem->second.Value() + kMiB - 1) / kMiB;
+  }
+  for (const auto& [gres, resource] : config_.slurm.gres_resources) {
+    auto r = pod.requests.find(resource);
+    if (r != pod.requests.end() && r->second.Value() > 0) m.size.gres[gres] = r->second.Value();
+  }
+  return m;
+}
+
+void SchedulingLoop::AdvanceMirrors(const KubeState& state, const slurm::SlurmView& view, const BuiltSnapshot& built,
+                                    queue::Time now) {
+  shared_nodes_.clear();
+  for (const queue::Node& n : built.snapshot->nodes) {
+    if (n.sharing != queue::NodeSharing::kShared) continue;
+    auto joined = slurm_records_.nodes.find(n.name);
+    if (joined == slurm_records_.nodes.end()) continue;
+    MirrorNode m{n.name, joined->second.slurm_name, ""};
+    for (const std::string& p : joined->second.partitions) {
+      auto s = config_.slurm.partition_sharing.find(p);
+      if (s != config_.slurm.partition_sharing.end() && s->second == "shared") {
+        m.partition = p;
+        break;
+      }
+    }
+    if (!m.partition.empty()) shared_nodes_.emplace(n.name, std::move(m));
+  }
+  if (mirrors_rebuilt_ && shared_nodes_.empty() && mirrors_.records().empty()) return;
+  // The two listings: onequeue's pod placeholders, and this scheduler's pods that have a record or
+  // are bound on a shared node.
+  std::vector<slurm::SlurmJob> placeholders;
+  if (view.jobs != nullptr) {
+    for (const auto& [id, job] : *view.jobs) {
+      if (MirroredUid(job, SlurmIdentityOf(config_))) placeholders.push_back(job);
+    }
+  }
+  std::map<std::string, MirroredPod> pods;
+  for (const auto& p : state.pods) {
+    if (p->terminal || p->daemon || p->scheduler_name != config_.scheduler_name) continue;
+    const std::string uid(PodIdentity(*p));
+    if (!mirrors_.Find(uid) && !shared_nodes_.count(p->node_name) && mirrors_rebuilt_) continue;
+    pods.emplace(uid, MirroredPodOf(*p));
+  }
+  if (!mirrors_rebuilt_) {
+    mirrors_.Rebuild(placeholders, pods, shared_nodes_, now);
+    mirrors_rebuilt_ = true;
+  } else {
+    mirrors_.AdoptUnmirrored(pods, shared_nodes_, now);
+  }
+  mirrors_.Advance(placeholders, pods, now);
+}
+
+bool SchedulingLoop::MirrorInsteadOfBinding(const PodRecord* pod, const std::string& node, queue::Time now) {
+  if (pod == nullptr || slurm_ == nullptr) return false;
+  const MirroredPod m = MirroredPodOf(*pod);
+  if (mirrors_.Find(m.uid) != nullptr) return true;  // under way (or being undone): it waits
+  if (absl::Status s = mirrors_.Plan(m, shared_nodes_.at(node), now); !s.ok()) {
+    spdlog::warn("pod {}: not started on shared node {}: {}", pod->key, node, std::string(s.message()));
+  }
+  return true;
+}
+
+void SchedulingLoop::BindMirrored(const KubeState& state) {
+  const std::vector<const PodMirrorRecord*> ready = mirrors_.ReadyToBind();
+  if (ready.empty()) return;
+  std::set<std::string_view> pending;
+  for (const auto& p : state.pods) {
+    if (p->node_name.empty() && !p->terminal && !p->deleting) pending.insert(PodIdentity(*p));
+  }
+  for (const PodMirrorRecord* r : ready) {
+    if (!pending.count(r->pod.uid) || bindings_.Find(r->pod.uid) != nullptr) continue;
+    SendBinding(r->pod.uid, r->pod.key, r->node.node,
+                absl::StrCat("Successfully assigned ", r->pod.key, " to ", r->node.node,
+                             " by onequeue; mirrored in Slurm by placeholder job ", r->job.value_or(0),
+                             " (shared node)"));
+  }
 }
 
 void SchedulingLoop::SendBinding(const std::string& id, const std::string& key, const std::string& node,

@@ -43,6 +43,7 @@
 #include "scheduler/config.h"
 #include "scheduler/cycle_status.h"
 #include "scheduler/node_owners.h"
+#include "scheduler/pod_mirror.h"
 #include "scheduler/preemption_executor.h"
 #include "scheduler/slurm_lending.h"
 #include "scheduler/slurm_world.h"
@@ -152,6 +153,11 @@ class SlurmActions {
   // Asked of Slurm now (not of the poller's view): is the node held by onequeue with nothing of
   // Slurm's left running there? A pod is bound to a node taken from Slurm only then.
   virtual absl::StatusOr<bool> Ready(const std::string& slurm_node) = 0;
+  // Issue 25: submits a pod placeholder (pod_mirror.h builds it) through the same submit as the
+  // whole-node placeholders (SlurmApi::Submit); returns its job id. Undone with Cancel.
+  virtual absl::StatusOr<uint32_t> SubmitPodPlaceholder(const slurm::JobSubmission& job) {
+    return absl::UnimplementedError("this Slurm side cannot mirror pods");
+  }
 };
 
 inline constexpr const char* kOwnerKubernetes = "kubernetes";
@@ -214,6 +220,8 @@ class SchedulingLoop {
 
   // Nodes currently reserved for a preemptor (node -> workload), for status and tests.
   const std::map<std::string, std::string>& reservations() const { return preemptions_.reservations(); }
+  // Issue 25: the pods mirrored in Slurm on shared nodes (pod_mirror.h), for status and tests.
+  const PodMirrors& mirrors() const { return mirrors_; }
 
  private:
   // The named steps of a full cycle (RunCycle).
@@ -244,6 +252,17 @@ class SchedulingLoop {
   // The snapshot options that say how a pod becomes a workload (scheduler name, pool, QOS table,
   // namespace policies): the same for a full cycle and an arrival.
   SnapshotOptions PolicyOptions() const;
+  // Issue 25 (pod_mirror.h): the shared nodes of this cycle, every mirror record moved by the two
+  // listings (rebuilt from them on the first cycle with Slurm's view), before the plan.
+  void AdvanceMirrors(const KubeState& state, const slurm::SlurmView& view, const BuiltSnapshot& built,
+                      queue::Time now);
+  // A pod the plan starts on a shared node gets a placeholder instead of its binding; true if so.
+  bool MirrorInsteadOfBinding(const PodRecord* pod, const std::string& node, queue::Time now);
+  // Pods whose placeholder runs are bound now.
+  void BindMirrored(const KubeState& state);
+  MirroredPod MirroredPodOf(const PodRecord& pod) const;
+  std::vector<queue::PreemptDecision> WholeNodePreemptions(const std::vector<queue::PreemptDecision>& decisions,
+                                                           const queue::Snapshot& snapshot) const;
   // Assumes the pod on `node` and sends its binding (results drained by DrainBindResults).
   void SendBinding(const std::string& id, const std::string& key, const std::string& node, std::string message);
   void Fail(const char* name) {
@@ -320,6 +339,12 @@ class SchedulingLoop {
   // annotations do not change how it is scheduled); and the ignored edits already reported.
   AdmittedPods admitted_;
   std::set<std::string> reported_edits_;
+  // Issue 25: pods on shared nodes, each mirrored by a Slurm placeholder; the shared nodes of the
+  // last cycle (Kubernetes name -> both names and the shared partition).
+  PodMirrors mirrors_;
+  bool mirrors_rebuilt_ = false;
+  bool shares_nodes_ = false;  // the configuration has a partition with sharing: shared
+  std::map<std::string, MirrorNode> shared_nodes_;
 };
 
 }  // namespace onequeue::scheduler

@@ -31,6 +31,12 @@ absl::Status SlurmBridgeActions::Requeue(uint32_t job) { return api_->RequeueJob
 
 absl::Status SlurmBridgeActions::Cancel(uint32_t job) { return api_->CancelJob(job); }
 
+absl::StatusOr<uint32_t> SlurmBridgeActions::SubmitPodPlaceholder(const slurm::JobSubmission& job) {
+  absl::StatusOr<slurm::SubmitResult> r = api_->Submit(job);
+  if (!r.ok()) return r.status();
+  return r->job_id;
+}
+
 bool SlurmBridgeActions::FenceRequeues() const { return std::strcmp(ownership_->mechanism(), "placeholder") == 0; }
 
 absl::StatusOr<bool> SlurmBridgeActions::Ready(const std::string& slurm_node) {

@@ -27,6 +27,7 @@ class SlurmBridgeActions : public SlurmActions {
   absl::Status Cancel(uint32_t job) override;
   bool FenceRequeues() const override;
   absl::StatusOr<bool> Ready(const std::string& slurm_node) override;
+  absl::StatusOr<uint32_t> SubmitPodPlaceholder(const slurm::JobSubmission& job) override;
 
  private:
   slurm::SlurmApi* api_;

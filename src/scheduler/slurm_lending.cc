@@ -140,6 +140,7 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
   for (const std::string& name : k8s_nodes) {
     const NodeOwner before = owners_->Of(name);
     if (before.slurm()) continue;
+    if (records.nodes.at(name).shared) continue;  // issue 25: no world owns a shared node whole
     if (!owners_->Set(name, NodeOwner::LentTo(*job)).ok()) return undo();
     marked.emplace_back(name, before);
   }
@@ -250,6 +251,12 @@ void SlurmLending::Reconcile(const SlurmRecords& records, const std::set<std::st
     // waits for it), so it comes back fenced and Slurm starts nothing there first.
     if (holder == slurm::NodeHolder::kDown && !owner.reserved() && !owner.kubernetes()) continue;
     const bool fenced = holder == slurm::NodeHolder::kOnequeue;
+    if (node.shared) {
+      // Issue 25: a shared node is never fenced whole (pods there are mirrored one by one); a
+      // fence of ours left from before it was shared is lifted.
+      if (fenced && !owner.reserved()) (void)slurm_->Unfence(node.slurm_name);
+      continue;
+    }
     if (owner.reserved()) {
       if (!fenced || node.holder.owner != owner.value()) FenceOnce(node, owner.value(), now);
       continue;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "queue/priority.h"
+#include "scheduler/pod_mirror.h"
 
 namespace onequeue::scheduler {
 namespace {
@@ -198,6 +199,7 @@ class WorldBuilder {
         }
       }
       node.sharing = SharingOf(sn->second.partitions);
+      joined.shared = node.sharing == queue::NodeSharing::kShared;
       const bool lendable = joined.slurm_usable && (node.owner.kind != queue::OwnerKind::kKubernetes ||
                                                     !options_.not_lendable.count(node.name));
       if (lendable) node.labels[kLendableLabel] = "true";
@@ -211,6 +213,7 @@ class WorldBuilder {
 
   void AddJob(uint32_t id, const slurm::SlurmJob& job) {
     if (IsPlaceholderJob(job, options_.reclaim_partition, options_.identity)) return;
+    if (MirroredUid(job, options_.identity)) return;  // a pod's mirror: the pod counts
     const std::string wid = SlurmWorkloadId(id);
     if (IsRunning(job) || job.state_flags.count("COMPLETING")) {
       std::vector<std::string> on_pool;

@@ -14,7 +14,8 @@
 //   * Running Slurm jobs on pool nodes are running workloads "slurm/<id>" (kind kSlurmJob): their
 //     time limit gives their end; jobs of the shared partitions are preemptible per their QOS,
 //     jobs of other partitions are Slurm's alone (load, never victims). onequeue's placeholders
-//     are its own fence, not workloads.
+//     are its own fence, not workloads; nor are its pod placeholders (issue 25: the pod they
+//     mirror is counted instead, bound or assumed on its node).
 //   * On a node whose partitions say `sharing: shared` (issue 25) the node is queue-shared and a
 //     running job holds what Slurm allocated it there (CPUs, memory, GRES), not its request.
 //   * Pending jobs of the shared partitions are pending workloads "slurm/<id>" with the same
@@ -85,6 +86,9 @@ struct JoinedNode {
   bool slurm_usable = false;      // up, not drained by an admin, responding
   std::vector<uint32_t> running_jobs;  // shared-partition and other jobs running there (not placeholders)
   std::vector<std::string> partitions;  // the Slurm node's partitions
+  // Issue 25: queue::NodeSharing::kShared: neither world owns it whole; onequeue never fences it
+  // and mirrors each pod there by a pod placeholder (pod_mirror.h).
+  bool shared = false;
 };
 
 struct SlurmRecords {

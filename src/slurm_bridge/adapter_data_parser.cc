@@ -86,6 +86,11 @@ class DataParserAdapter : public VersionAdapter {
     if (s.node_count > 0) job["minimum_nodes"] = s.node_count;
     if (s.cpus > 0) job["tasks"] = s.cpus;
     if (s.memory_per_node_mb > 0) job["memory_per_node"] = SetNumber(s.memory_per_node_mb);
+    if (!s.gres_per_node.empty()) {
+      std::vector<std::string> tres;
+      for (const auto& [name, count] : s.gres_per_node) tres.push_back(absl::StrCat("gres/", name, ":", count));
+      job["tres_per_node"] = absl::StrJoin(tres, ",");
+    }
     if (s.hold) job["hold"] = true;
     Json body = {{"job", job}};
     if (version_ <= ApiVersion::kV0040) body["script"] = s.script;  // top-level script until v0.0.40

@@ -63,6 +63,11 @@ class V0038Adapter : public VersionAdapter {
     if (s.node_count > 0) job["nodes"] = Json::array({s.node_count, s.node_count});
     if (s.cpus > 0) job["tasks"] = s.cpus;
     if (s.memory_per_node_mb > 0) job["memory_per_node"] = s.memory_per_node_mb;
+    if (!s.gres_per_node.empty()) {
+      std::vector<std::string> gres;
+      for (const auto& [name, count] : s.gres_per_node) gres.push_back(absl::StrCat(name, ":", count));
+      job["gres"] = absl::StrJoin(gres, ",");
+    }
     if (s.hold) job["hold"] = true;
     return Json{{"script", s.script}, {"job", job}};
   }

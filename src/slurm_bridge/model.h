@@ -194,6 +194,9 @@ struct JobSubmission {
   uint32_t node_count = 0;          // 0 = default (1)
   uint32_t cpus = 0;                // tasks; 0 = default
   int64_t memory_per_node_mb = 0;   // 0 = default
+  // GRES per node, Slurm's names and counts ("gpu" -> 2; issue 25's pod placeholders): sent as
+  // "gres": "gpu:2" on v0.0.38 and "tres_per_node": "gres/gpu:2" from v0.0.39. Empty: none.
+  std::map<std::string, int64_t> gres_per_node;
   bool hold = false;
   bool requeue = true;
   std::string working_directory = "/tmp";

@@ -145,7 +145,8 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
         "  user: ", Slurm().user, "\n", "  apiVersion: ", Slurm().rest_api, "\n", "  lendMechanism: ", GetParam(), "\n",
         "  sharedPartitions: [pool]\n", "  nodeLabel: ", kSlurmNodeLabel, "\n", "  lendAfterSeconds: ", lend_after,
         "\n", "  returnAfterSeconds: ", return_after_, "\n",
-        cancel_unrequeueable_ ? "" : "  cancelUnrequeueable: false\n", "  pollIntervalSeconds: 0.5\n",
+        cancel_unrequeueable_ ? "" : "  cancelUnrequeueable: false\n",
+        shared_pool_ ? "  partitions: {pool: {sharing: shared}}\n" : "", "  pollIntervalSeconds: 0.5\n",
         "  firstPollWaitSeconds: ", first_poll_wait_, "\n", "  defaultQos: ", default_qos, "\n",
         "  reclaimPartition: ", Slurm().reclaim_partition, "\n", "  scontrolPath: \"", Slurm().bin_dir,
         "/scontrol\"\n", "  slurmConf: \"", Slurm().slurm_conf, "\"\n");
@@ -292,6 +293,7 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
   int64_t return_after_ = 600;      // slurm.returnAfterSeconds of the next StartScheduler
   bool cancel_unrequeueable_ = true;  // slurm.cancelUnrequeueable of the next StartScheduler
   double first_poll_wait_ = 30;       // slurm.firstPollWaitSeconds of the next StartScheduler
+  bool shared_pool_ = false;          // slurm.partitions.pool.sharing: shared (issue 25)
   bool restd_stopped_ = false;      // slurmrestd stopped by the test: TearDown starts it again
   std::unique_ptr<k8s::RestClient> client_;
   std::unique_ptr<SchedulerProcess> scheduler_;
@@ -848,6 +850,89 @@ TEST_P(SlurmE2ETest, H3_AJobSlurmStartsWhileTheNodeIsReturnedIsNotSharedWithPods
   }
 }
 
+// Issue 25 step 3: on a node of a shared partition (4 GPUs) a pod asking 1 GPU binds beside a
+// running 2-GPU Slurm job, mirrored in Slurm by a placeholder of its size that squeue shows; Slurm's
+// own accounting then keeps a 2-GPU job off the node (2 + 1 + 2 > 4) until the placeholder goes,
+// and the pod's end cancels it. Shared nodes are never fenced whole, so the lend mechanism does not
+// matter: run with one of them.
+TEST_P(SlurmE2ETest, SharedNodeAPodBindsBesideASlurmJobMirroredByAPlaceholder) {
+  if (GetParam() != "placeholder") GTEST_SKIP() << "a shared node is never fenced: one mechanism is enough";
+  shared_pool_ = true;
+  // One pool node, 4 GPUs on both sides.
+  const std::string node = K8sNode(1);
+  json pool_node = PoolNode(node, ns_, "8");
+  pool_node["metadata"]["labels"][kSlurmNodeLabel] = Slurm().nodes[0];
+  pool_node["status"]["allocatable"]["nvidia.com/gpu"] = "4";
+  pool_node["status"]["capacity"]["nvidia.com/gpu"] = "4";
+  ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", pool_node).ok());
+  ASSERT_TRUE(WaitForNodeReady(client_.get(), node));
+  auto made = SlurmCommand(Slurm(), {"scontrol", "create", "PartitionName=pool", absl::StrCat("Nodes=", Slurm().nodes[0]),
+                                     "PriorityTier=1", "MaxTime=INFINITE", "State=UP"});
+  ASSERT_TRUE(made.ok()) << made.status();
+  // A 2-GPU Slurm job runs there before the daemon starts.
+  auto sbatch = [&](const std::string& gpus) {
+    auto out = SlurmCommand(Slurm(), {"sbatch", "--parsable", "-p", "pool", "-N1", "-c1", "--mem=100", "-t", "10",
+                                      absl::StrCat("--gres=gpu:", gpus), "-o", "/dev/null", "--wrap=sleep 600"});
+    uint32_t id = 0;
+    EXPECT_TRUE(out.ok() && absl::SimpleAtoi(absl::StripAsciiWhitespace(*out), &id)) << out.status();
+    return id;
+  };
+  const uint32_t job = sbatch("2");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }));
+  ASSERT_NO_FATAL_FAILURE(StartScheduler(/*lend_after=*/1));
+  // The pod asks 1 CPU, 100Mi and 1 GPU.
+  json pod = MakePod("gpu-pod", ns_, PodOptions{});
+  pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1";
+  pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1";
+  ASSERT_TRUE(Create(client_.get(), k8s::kPods, ns_, pod).ok());
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("gpu-pod") == node; })) << "on " << PodNode("gpu-pod");
+  auto p = GetPod(client_.get(), ns_, "gpu-pod");
+  ASSERT_TRUE(p.ok());
+  const std::string name = absl::StrCat("onequeue-pod-", p->metadata.uid);
+  // squeue shows the placeholder, running on the node, the pod's size.
+  auto q = SlurmCommand(Slurm(), {"squeue", "-h", "-n", name, "-o", "%i %T %N %C %P"});
+  ASSERT_TRUE(q.ok());
+  std::vector<std::string> cols = absl::StrSplit(absl::StripAsciiWhitespace(*q), ' ', absl::SkipEmpty());
+  ASSERT_EQ(cols.size(), 5u) << *q;
+  EXPECT_EQ(cols[1], "RUNNING") << *q;
+  EXPECT_EQ(cols[2], Slurm().nodes[0]) << *q;
+  EXPECT_EQ(cols[3], "1") << *q;
+  EXPECT_EQ(cols[4], "pool") << *q;
+  uint32_t placeholder = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(cols[0], &placeholder));
+  std::map<std::string, std::string> ph = ShowJob(placeholder);
+  EXPECT_TRUE(absl::StrContains(ph["TresPerNode"], "gpu:1")) << ph["TresPerNode"];
+  EXPECT_TRUE(absl::StrContains(ph["Comment"], "onequeue:")) << ph["Comment"];
+  EXPECT_EQ(ShowJob(job)["JobState"], "RUNNING");  // the job beside is untouched
+  EXPECT_EQ(SlurmFence(1), "");                      // the node is not fenced whole
+  // Slurm's own accounting, without onequeue (stopped: it would hold a waiting job of the pool):
+  // a 2-GPU job does not start while the placeholder holds the pod's GPU (2 + 1 + 2 > 4) ...
+  scheduler_.reset();
+  const uint32_t second = sbatch("2");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(second)["Reason"] == "Resources"; }))
+      << ShowJob(second)["JobState"] << " " << ShowJob(second)["Reason"];
+  EXPECT_EQ(ShowJob(second)["JobState"], "PENDING");
+  // ... and starts once it is gone (what onequeue does at the pod's end, by hand here).
+  ASSERT_TRUE(SlurmCommand(Slurm(), {"scancel", absl::StrCat(placeholder)}).ok());
+  EXPECT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(second)["JobState"] == "RUNNING"; }));
+  // The pod's end cancels its placeholder: a new daemon (rebuilt from the listings) sees the pod
+  // gone. First give it a placeholder again: a successor re-makes a bound pod's lost one.
+  ASSERT_TRUE(SlurmCommand(Slurm(), {"scancel", absl::StrCat(second)}).ok());
+  ASSERT_NO_FATAL_FAILURE(StartScheduler(/*lend_after=*/1));
+  auto running_placeholder = [&] {
+    auto r = SlurmCommand(Slurm(), {"squeue", "-h", "-n", name, "-t", "R", "-o", "%i"});
+    return r.ok() ? std::string(absl::StripAsciiWhitespace(*r)) : std::string();
+  };
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return !running_placeholder().empty(); }));
+  ASSERT_TRUE(testing::Kubectl(K8sClusterEnvironment::Info(),
+                               {"delete", "pod", "gpu-pod", "-n", ns_, "--grace-period=0", "--force"})
+                  .ok());
+  EXPECT_TRUE(Eventually(kSlurmTimeout, [&] {
+    auto r = SlurmCommand(Slurm(), {"squeue", "-h", "-n", name, "-o", "%i"});
+    return r.ok() && absl::StripAsciiWhitespace(*r).empty();
+  }));
+}
+
 INSTANTIATE_TEST_SUITE_P(Mechanisms, SlurmE2ETest, ::testing::Values("drain", "placeholder"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
@@ -858,6 +943,6 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::AddGlobalTestEnvironment(new onequeue::testing::K8sClusterEnvironment(
       {.controller_manager = true, .kwok = true, .kube_scheduler = true}));
-  ::testing::AddGlobalTestEnvironment(new onequeue::testing::SlurmClusterEnvironment({.nodes = 4}));
+  ::testing::AddGlobalTestEnvironment(new onequeue::testing::SlurmClusterEnvironment({.nodes = 4, .gpus = 4}));
   return RUN_ALL_TESTS();
 }

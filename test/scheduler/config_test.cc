@@ -172,7 +172,7 @@ leaderElection: {enabled: false}
 // Issue 25: slurm.partitions.<name>.sharing, exclusive by default, shared by opt-in.
 // `shared` is parsed and refused until pods are mirrored in Slurm (docs/sharing.md): the
 // snapshot's shared planning is tested in SlurmWorldSharingTest from a SlurmConfig directly.
-TEST(ConfigTest, PartitionSharingIsExclusiveByDefaultAndSharedIsRefusedUntilPodsAreMirrored) {
+TEST(ConfigTest, PartitionSharingIsExclusiveByDefaultAndSharedIsAccepted) {
   const std::string slurm = std::string(kHeader) +
                             "slurm: {enabled: true, url: http://127.0.0.1:6820, tokenFile: /t, sharedPartitions: [a, b]";
   auto none = ParseConfig(slurm + "}\n", "f.yaml");
@@ -181,10 +181,11 @@ TEST(ConfigTest, PartitionSharingIsExclusiveByDefaultAndSharedIsRefusedUntilPods
   auto good = ParseConfig(slurm + ", partitions: {b: {sharing: exclusive}}}\n", "f.yaml");
   ASSERT_TRUE(good.ok()) << good.status();
   EXPECT_EQ(good->slurm.partition_sharing, (std::map<std::string, std::string>{{"b", "exclusive"}}));
-  auto shared = ParseConfig(slurm + ", partitions: {a: {sharing: shared}}}\n", "f.yaml");
-  ASSERT_FALSE(shared.ok());
-  EXPECT_THAT(shared.status().message(),
-              HasSubstr("slurm.partitions.a.sharing: shared is not available in the daemon yet"));
+  // Issue 25 step 3: pods on shared nodes are mirrored in Slurm (pod_mirror.h), so shared is taken.
+  auto shared = ParseConfig(slurm + ", partitions: {a: {sharing: shared}, b: {sharing: exclusive}}}\n", "f.yaml");
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_EQ(shared->slurm.partition_sharing,
+            (std::map<std::string, std::string>{{"a", "shared"}, {"b", "exclusive"}}));
 }
 
 TEST(ConfigTest, BadPartitionSharingIsRefusedNamingTheKeyAndTheAllowedValues) {

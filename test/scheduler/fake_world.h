@@ -73,6 +73,48 @@ class FakeSlurm : public SlurmActions {
     j.nodes = {node};
     j.start_time = absl::FromUnixSeconds(now);
     ran_on[id].push_back(node);
+    // What Slurm allocated there (issue 25: read on shared nodes): the job's CPUs.
+    slurm::NodeAllocation a;
+    a.node = node;
+    a.cpus = j.cpus;
+    j.allocation.nodes = {a};
+    j.allocation.error.clear();
+  }
+  // Issue 25: nodes whose Slurm partitions share them: there slurmctld starts a job only where its
+  // CPUs fit beside what it has allocated (jobs and pod placeholders); it does not see pods.
+  std::set<std::string> shared;
+  void SetPartitions(const std::string& node, std::vector<std::string> partitions) {
+    nodes_[node].partitions = std::move(partitions);
+  }
+  bool Fits(uint32_t id, const std::string& node) const {
+    if (!shared.count(node)) return true;
+    auto j = jobs_.find(id);
+    return j != jobs_.end() && AllocatedCpus(node) + j->second.cpus <= nodes_.at(node).cpus;
+  }
+  const slurm::SlurmNode& Node(const std::string& node) const { return nodes_.at(node); }
+  // Issue 25: CPUs Slurm has allocated on `node` (its jobs and onequeue's pod placeholders; the
+  // whole-node fence is not counted).
+  uint32_t AllocatedCpus(const std::string& node) const {
+    uint32_t sum = 0;
+    for (const auto& [id, j] : jobs_) {
+      if (j.state == slurm::JobState::kRunning && j.nodes == std::vector<std::string>{node}) sum += j.cpus;
+    }
+    return sum;
+  }
+  // Issue 25's pod placeholders: a pending job pinned to its node, submitted by slurm.user.
+  std::vector<uint32_t> pod_placeholders;
+  absl::StatusOr<uint32_t> SubmitPodPlaceholder(const slurm::JobSubmission& s) override {
+    const uint32_t id = 500000 + static_cast<uint32_t>(pod_placeholders.size());
+    calls.push_back("placeholder " + s.name + " on " + s.nodelist);
+    slurm::SlurmJob& j = Submit(id, s.cpus);
+    j.name = s.name;
+    j.user = "slurm";
+    j.partition = s.partition;
+    j.comment = s.comment;
+    j.required_nodes = {s.nodelist};
+    j.time_limit.reset();
+    pod_placeholders.push_back(id);
+    return id;
   }
   slurm::SlurmJob& Job(uint32_t id) { return jobs_[id]; }
   bool Fenced(const std::string& node) const { return !fence_.count(node) ? false : true; }
@@ -132,7 +174,8 @@ class FakeSlurm : public SlurmActions {
     fence_.erase(node);
     // slurmctld starts what it may: the released jobs pinned to this node.
     for (auto& [id, j] : jobs_) {
-      if (j.state == slurm::JobState::kPending && j.priority > 0 && j.required_nodes == std::vector<std::string>{node}) {
+      if (j.state == slurm::JobState::kPending && j.priority > 0 && j.required_nodes == std::vector<std::string>{node} &&
+          Fits(id, node)) {
         Run(id, node);
       }
     }
@@ -152,7 +195,7 @@ class FakeSlurm : public SlurmActions {
     j.priority = 4000000000u;
     j.comment = comment;
     j.required_nodes = nodes;
-    if (!start_lag && nodes.size() == 1 && !fence_.count(nodes[0])) Run(job, nodes[0]);
+    if (!start_lag && nodes.size() == 1 && !fence_.count(nodes[0]) && Fits(job, nodes[0])) Run(job, nodes[0]);
     return absl::OkStatus();
   }
   absl::Status Requeue(uint32_t job) override {
@@ -322,6 +365,7 @@ class World : public ClusterView, public ClusterActions {
     return nullptr;
   }
   std::string NodeOf(const std::string& key) { k8s::Pod* p = Find(key); return p ? p->node_name : "<gone>"; }
+  std::string UidOf(const std::string& key) { k8s::Pod* p = Find(key); return p ? p->metadata.uid : "<gone>"; }
 
   // Asynchronous bindings (async_binds): StartBind only queues the request, as a binding in flight
   // over the API server's connection; CompleteBinds answers every queued one (refusing the pods

@@ -369,5 +369,73 @@ TEST(SlurmLoopTest, ARunningPodNamedLikeASlurmJobIsEvictedNotTheJob) {
   EXPECT_THAT(c.k8s.evictions, Contains("slurm/7"));
 }
 
+// Issue 25 step 3: on a node of a shared partition a pod is mirrored in Slurm by a placeholder of
+// its size pinned to the node, and bound only once Slurm runs it; the Slurm job beside keeps
+// running; the placeholder is cancelled when the pod ends. The node is never fenced whole.
+TEST(SharedNodeLoopTest, APodIsBoundBesideASlurmJobOnlyAfterItsPlaceholderRunsAndItEndsWithIt) {
+  Cluster c(1);
+  Config cfg = SlurmConfig("placeholder");
+  cfg.slurm.partition_sharing = {{"pool", "shared"}};
+  c.slurm.Submit(7, 4);
+  c.slurm.Run(7, "n1");
+  c.k8s.AddPod("web", "2", "batch", "");
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+  const uint32_t ph = c.slurm.pod_placeholders[0];
+  const slurm::SlurmJob& p = c.slurm.Job(ph);
+  EXPECT_EQ(p.state, slurm::JobState::kPending);
+  EXPECT_EQ(p.required_nodes, std::vector<std::string>{"n1"});
+  EXPECT_EQ(p.partition, "pool");
+  EXPECT_EQ(p.cpus, 2u);
+  EXPECT_THAT(p.comment, HasSubstr("pod ns/web"));
+  EXPECT_EQ(c.k8s.NodeOf("ns/web"), "");  // not bound before its placeholder runs
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "");
+  // Slurm has not started it yet: still not bound, nothing submitted twice.
+  c.Cycle(loop, kT0 + 5);
+  EXPECT_EQ(c.k8s.NodeOf("ns/web"), "");
+  EXPECT_EQ(c.slurm.pod_placeholders.size(), 1u);
+  c.slurm.Run(ph, "n1");
+  c.Cycle(loop, kT0 + 10);
+  EXPECT_EQ(c.k8s.NodeOf("ns/web"), "n1");
+  c.Cycle(loop, kT0 + 15);
+  ASSERT_NE(loop.mirrors().Find(c.k8s.UidOf("ns/web")), nullptr);
+  EXPECT_EQ(loop.mirrors().Find(c.k8s.UidOf("ns/web"))->state, MirrorState::kBound);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.AllocatedCpus("n1"), 6u);
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "");
+  EXPECT_EQ(c.Calls("requeue 7"), 0);
+  // The pod ends: its placeholder is cancelled.
+  c.k8s.DeletePod("ns/web");
+  c.Cycle(loop, kT0 + 20);
+  EXPECT_EQ(c.slurm.Job(ph).state, slurm::JobState::kCancelled);
+  EXPECT_TRUE(loop.mirrors().records().empty());
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+}
+
+// A successor rebuilds the records from the two listings: the bound pod whose placeholder an
+// admin cancelled gets a new one.
+TEST(SharedNodeLoopTest, ASuccessorGivesABoundPodWhosePlaceholderWasLostANewOne) {
+  Cluster c(1);
+  Config cfg = SlurmConfig("placeholder");
+  cfg.slurm.partition_sharing = {{"pool", "shared"}};
+  c.k8s.AddPod("web", "2", "batch", "");
+  {
+    SchedulingLoop first(cfg, &c.k8s, &c.k8s, &c.slurm);
+    c.Cycle(first, kT0);
+    ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+    c.slurm.Run(c.slurm.pod_placeholders[0], "n1");
+    c.Cycle(first, kT0 + 5);
+    ASSERT_EQ(c.k8s.NodeOf("ns/web"), "n1");
+  }
+  ASSERT_TRUE(c.slurm.Cancel(c.slurm.pod_placeholders[0]).ok());  // an admin's scancel
+  SchedulingLoop successor(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(successor, kT0 + 10);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 2u);
+  EXPECT_EQ(c.slurm.Job(c.slurm.pod_placeholders[1]).required_nodes, std::vector<std::string>{"n1"});
+  EXPECT_EQ(successor.mirrors().Find(c.k8s.UidOf("ns/web"))->state, MirrorState::kRemirrorPending);
+  EXPECT_EQ(c.k8s.NodeOf("ns/web"), "n1");  // the pod keeps running
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler

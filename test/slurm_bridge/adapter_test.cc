@@ -185,8 +185,15 @@ TYPED_TEST(AdapterTest, RequestBodiesUseKeysOfTheSpec) {
   job.node_count = 1;
   job.cpus = 2;
   job.memory_per_node_mb = 100;
+  job.gres_per_node = {{"gpu", 2}};
   job.hold = true;
   const nlohmann::json body = this->adapter_->SubmitBody(job);
+  // Issue 25's pod placeholders: GRES per node in the version's own key and syntax.
+  if (this->adapter_->version() == ApiVersion::kV0038) {
+    EXPECT_EQ(body["job"]["gres"], "gpu:2");
+  } else {
+    EXPECT_EQ(body["job"]["tres_per_node"], "gres/gpu:2");
+  }
   const std::set<std::string> submit = allowed("submit"), desc = allowed("job_desc");
   for (auto it = body.begin(); it != body.end(); ++it) EXPECT_TRUE(submit.count(it.key())) << it.key();
   for (auto it = body["job"].begin(); it != body["job"].end(); ++it) EXPECT_TRUE(desc.count(it.key())) << it.key();

@@ -27,6 +27,7 @@ enum class StepKind {
   kCycle, kPoll, kZombieCycle, kZombieExits,
   kPodCreated, kInteractivePod, kPodDeleted, kJobSubmitted, kSrunJobSubmitted, kJobFinishes, kSlurmSchedules,
   kCrash, kCrashAt, kRestart, kLoseLease, kSuccessor, kSlurmDown, kSlurmHang, kSlurmUp, kFailWrites,
+  kSharedJobSubmitted,  // issue 25: only in worlds with a shared node
 };
 
 struct Step {
@@ -40,6 +41,8 @@ struct Setup {
   std::vector<int> nodes;  // per node: 0 kubernetes idle, 1 kubernetes with a pod, 2 lent with a job
   int pending_pods = 0;
   int pending_jobs = 0;
+  // Issue 25: a shared node s1 (partition "shared", sharing: shared) besides the others.
+  bool shared_node = false;
 };
 
 struct Scenario {
@@ -68,6 +71,9 @@ class Checker {
     for (int i = 0; i < nodes; ++i) s.setup.nodes.push_back(static_cast<int>(pick(3)));
     s.setup.pending_pods = static_cast<int>(pick(2));
     s.setup.pending_jobs = static_cast<int>(pick(3));
+    // Drawn from a generator of its own, so every seed without a shared node makes the run it made
+    // before issue 25.
+    s.setup.shared_node = std::mt19937_64(seed ^ 0x25250025)() % 2 == 0;
     struct Weighted {
       StepKind kind;
       int weight;
@@ -84,6 +90,7 @@ class Checker {
         {StepKind::kLoseLease, 1, true},       {StepKind::kSuccessor, 2, true},
         {StepKind::kSlurmDown, 1, true},       {StepKind::kSlurmHang, 1, true},
         {StepKind::kSlurmUp, 4, true},         {StepKind::kFailWrites, 2, true},
+        {StepKind::kSharedJobSubmitted, 5, s.setup.shared_node},
     };
     int total = 0;
     for (const auto& w : table) total += w.allowed ? w.weight : 0;
@@ -112,8 +119,9 @@ class Checker {
   // Runs the steps; the first violation, if any. `story`: filled with one line per step.
   std::optional<Failure> Run(const Scenario& s, std::vector<std::string>* story = nullptr,
                              int64_t* steps_run = nullptr) const {
-    Config config = CheckerConfig(s.setup.mechanism);
+    Config config = CheckerConfig(s.setup.mechanism, s.setup.shared_node);
     CheckedWorld w(config, off_, story != nullptr);
+    if (s.setup.shared_node) w.AddSharedNode("s1");
     for (size_t i = 0; i < s.setup.nodes.size(); ++i) {
       const std::string name = "n" + std::to_string(i + 1);
       if (s.setup.nodes[i] == 2) w.AddLentNode(name);
@@ -172,9 +180,11 @@ class Checker {
     static const char* names[] = {"kCycle", "kPoll", "kZombieCycle", "kZombieExits", "kPodCreated",
                                   "kInteractivePod", "kPodDeleted", "kJobSubmitted", "kSrunJobSubmitted",
                                   "kJobFinishes", "kSlurmSchedules", "kCrash", "kCrashAt", "kRestart",
-                                  "kLoseLease", "kSuccessor", "kSlurmDown", "kSlurmHang", "kSlurmUp", "kFailWrites"};
+                                  "kLoseLease", "kSuccessor", "kSlurmDown", "kSlurmHang", "kSlurmUp", "kFailWrites",
+                                  "kSharedJobSubmitted"};
     std::string out = absl::StrCat("{", s.seed, ", {\"", s.setup.mechanism, "\", {", absl::StrJoin(s.setup.nodes, ", "),
-                                   "}, ", s.setup.pending_pods, ", ", s.setup.pending_jobs, "}, {");
+                                   "}, ", s.setup.pending_pods, ", ", s.setup.pending_jobs,
+                                   s.setup.shared_node ? ", true" : "", "}, {");
     for (size_t i = 0; i < s.steps.size(); ++i) {
       absl::StrAppend(&out, i ? ", " : "", "{S::", names[static_cast<int>(s.steps[i].kind)], ", ", s.steps[i].a, "}");
     }
@@ -190,6 +200,7 @@ class Checker {
       static const char* kinds[] = {"kubernetes, idle", "kubernetes, a pod", "lent, a Slurm job"};
       absl::StrAppend(&out, " n", i + 1, " (", kinds[s.setup.nodes[i]], ")");
     }
+    if (s.setup.shared_node) absl::StrAppend(&out, " s1 (shared, idle)");
     absl::StrAppend(&out, "; pending: ", s.setup.pending_pods, " pod(s), ", s.setup.pending_jobs, " job(s)\n");
     for (const auto& l : lines) absl::StrAppend(&out, "  ", l, "\n");
     return out;
@@ -218,6 +229,7 @@ class Checker {
       case StepKind::kSlurmHang: return w.SlurmHang();
       case StepKind::kSlurmUp: return w.SlurmUp();
       case StepKind::kFailWrites: return w.FailWrites(1 + static_cast<int>(step.a % 3));
+      case StepKind::kSharedJobSubmitted: return w.SharedJobSubmitted(step.a % 2);
     }
     return "?";
   }

@@ -79,7 +79,8 @@ inline const std::vector<std::string>& FailpointNames() {
   return names;
 }
 
-Config CheckerConfig(const std::string& mechanism) {
+// `shared`: the world has a shared node (issue 25) in partition "shared", which says sharing: shared.
+Config CheckerConfig(const std::string& mechanism, bool shared = false) {
   Config c;
   c.queue.reservation_depth = 10;
   c.queue.qos = {{"interactive", 1000, false, true, 0}, {"normal", 100, true, false, 0}, {"batch", 10, true, false, 0}};
@@ -89,6 +90,10 @@ Config CheckerConfig(const std::string& mechanism) {
   c.slurm.lend_after_seconds = 20;
   c.slurm.return_after_seconds = 40;
   c.slurm.default_qos = "batch";
+  if (shared) {
+    c.slurm.shared_partitions.push_back("shared");
+    c.slurm.partition_sharing = {{"shared", "shared"}};
+  }
   return c;
 }
 
@@ -131,6 +136,12 @@ class CheckedWorld {
     const uint32_t id = SubmitJob(kNodeCpus, false);
     (void)k8s_.SetNodeOwner(name, absl::StrCat(kOwnerSlurm, "/", id), "");
     slurm_.Run(id, name);
+  }
+  // Issue 25: a node of partition "shared" only, shared by pods and Slurm jobs, never fenced.
+  void AddSharedNode(const std::string& name) {
+    AddNode(name);
+    slurm_.SetPartitions(name, {"shared"});
+    slurm_.shared.insert(name);
   }
   void StartFirstDaemon() {
     NewLeader();
@@ -278,6 +289,14 @@ class CheckedWorld {
     return absl::StrCat(srun ? "srun job " : "Slurm job ", id, " (", big ? kNodeCpus : kNodeCpus / 2,
                         " CPU) is submitted", srun ? " (Slurm will not requeue it)" : "");
   }
+  // Issue 25: a job of the shared partition (2 or 4 CPUs), which only the shared node can run.
+  std::string SharedJobSubmitted(bool big) {
+    const uint32_t cpus = big ? kNodeCpus / 2 : kNodeCpus / 4;
+    const uint32_t id = SubmitJob(cpus, false);
+    slurm_.Job(id).partition = "shared";
+    poll_fresh_ = false;
+    return absl::StrCat("Slurm job ", id, " (", cpus, " CPU, partition shared) is submitted");
+  }
   std::string JobFinishes(size_t which) {
     std::vector<uint32_t> running;
     for (uint32_t id : job_ids_) {
@@ -293,12 +312,18 @@ class CheckedWorld {
     return absl::StrCat("Slurm job ", id, " on ", node, " completes");
   }
   // Slurm's own scheduler: a pending job it may start (not held) goes to an unfenced idle node.
+  // On a shared node it starts what fits beside what it has allocated there (issue 25), including
+  // onequeue's pod placeholders pinned there.
   std::string SlurmSchedules() {
-    for (uint32_t id : job_ids_) {
+    std::vector<uint32_t> candidates = job_ids_;
+    candidates.insert(candidates.end(), slurm_.pod_placeholders.begin(), slurm_.pod_placeholders.end());
+    for (uint32_t id : candidates) {
       slurm::SlurmJob& j = slurm_.Job(id);
       if (j.state != slurm::JobState::kPending || j.priority == 0) continue;
       for (const std::string& node : node_names_) {
-        if (slurm_.Fenced(node) || !JobsOn(node).empty()) continue;
+        const std::vector<std::string>& parts = slurm_.Node(node).partitions;
+        if (std::find(parts.begin(), parts.end(), j.partition) == parts.end()) continue;
+        if (slurm_.shared.count(node) ? !slurm_.Fits(id, node) : (slurm_.Fenced(node) || !JobsOn(node).empty())) continue;
         if (!j.required_nodes.empty() && j.required_nodes != std::vector<std::string>{node}) continue;
         slurm_.Run(id, node);
         poll_fresh_ = false;
@@ -368,6 +393,7 @@ class CheckedWorld {
       for (const auto& [id, node] : job_node) {
         if (node == name) n.slurm_jobs.push_back(id);
       }
+      if (slurm_.shared.count(name)) ObserveShared(pods, &n);
       // The ledger: a reservation opens when the owner becomes reserved/P, closes when it leaves.
       auto open = open_reservations_.find(name);
       const bool reserved = absl::StartsWith(n.owner, "reserved/");
@@ -429,6 +455,29 @@ class CheckedWorld {
     return w;
   }
 
+  // Issue 25, for (f): what Slurm has allocated on a shared node and whether each pod bound there
+  // has a running placeholder of at least its size there.
+  void ObserveShared(const std::vector<k8s::Pod>& pods, invariants::NodeFacts* n) {
+    n->shared = true;
+    n->capacity_cpus = kNodeCpus;
+    n->slurm_allocated_cpus = slurm_.AllocatedCpus(n->name);
+    for (const k8s::Pod& p : pods) {
+      if (p.node_name != n->name) continue;
+      invariants::NodeFacts::SharedPod sp;
+      sp.key = p.metadata.Key();
+      std::string made = sp.key;  // a recreated victim is named <name>-r
+      while (!pod_cpus_.count(made) && absl::EndsWith(made, "-r")) made.resize(made.size() - 2);
+      sp.cpus = pod_cpus_[made];
+      for (uint32_t id : slurm_.pod_placeholders) {
+        const slurm::SlurmJob& j = slurm_.Job(id);
+        if (j.name == PodPlaceholderName(p.metadata.uid) && j.state == slurm::JobState::kRunning &&
+            j.nodes == std::vector<std::string>{n->name} && j.cpus >= sp.cpus)
+          sp.mirrored = true;
+      }
+      n->shared_pods.push_back(std::move(sp));
+    }
+  }
+
   // ---- for the daemons' actions ---------------------------------------------------------------
   bool LeaseValid(int incarnation) const {
     return incarnation == holder_ && (renewing_ || now_ < lease_expires_);
@@ -483,6 +532,7 @@ class CheckedWorld {
   std::string AddPod(const std::string& qos, const std::string& cpu, const std::string& node) {
     const std::string name = absl::StrCat(qos == "interactive" ? "jupyter" : "web", ++pods_made_);
     k8s_.AddPod(name, cpu, qos, node);
+    pod_cpus_["ns/" + name] = std::stoi(cpu);
     return "ns/" + name;
   }
   uint32_t SubmitJob(uint32_t cpus, bool srun) {
@@ -536,6 +586,7 @@ class CheckedWorld {
   std::map<std::string, std::string> last_signature_;
   std::map<std::string, std::string> last_pod_node_;
   std::map<uint32_t, std::string> last_job_node_;
+  std::map<std::string, int64_t> pod_cpus_;  // pod key -> CPUs requested
 };
 
 // ---- a daemon's view and actions, over the checked world ------------------------------------
@@ -643,6 +694,17 @@ class DaemonSlurm : public SlurmActions {
         true, &landed);
     if (!nodes.empty() && landed) w_->Evicted(nodes.front(), SlurmWorkloadId(job));
     return s;
+  }
+  // Issue 25: a pod placeholder, one REST write like the others.
+  absl::StatusOr<uint32_t> SubmitPodPlaceholder(const slurm::JobSubmission& job) override {
+    uint32_t id = 0;
+    absl::Status s = Write(absl::StrCat("submit placeholder ", job.name, " on ", job.nodelist), false, [&] {
+      absl::StatusOr<uint32_t> r = fake().SubmitPodPlaceholder(job);
+      if (r.ok()) id = *r;
+      return r.status();
+    });
+    if (!s.ok()) return s;
+    return id;
   }
   bool FenceRequeues() const override { return w_->slurm().placeholder; }
   absl::StatusOr<bool> Ready(const std::string& node) override {

@@ -1,0 +1,386 @@
+#include "scheduler/pod_mirror.h"
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "scheduler/scheduling_loop.h"
+#include "spdlog/spdlog.h"
+
+namespace onequeue::scheduler {
+
+const char* MirrorStateName(MirrorState s) {
+  switch (s) {
+    case MirrorState::kPlanned: return "Planned";
+    case MirrorState::kPlaceholderPending: return "PlaceholderPending";
+    case MirrorState::kPlaceholderRunning: return "PlaceholderRunning";
+    case MirrorState::kBound: return "Bound";
+    case MirrorState::kUnmirrored: return "Unmirrored";
+    case MirrorState::kRemirrorPending: return "RemirrorPending";
+    case MirrorState::kEnding: return "Ending";
+    case MirrorState::kDone: return "Done";
+    case MirrorState::kUndoing: return "Undoing";
+    case MirrorState::kUndone: return "Undone";
+  }
+  return "?";
+}
+
+const char* MirrorEventName(MirrorEvent e) {
+  switch (e) {
+    case MirrorEvent::kSubmitted: return "submitted";
+    case MirrorEvent::kRunningSeen: return "running-seen";
+    case MirrorEvent::kPodBound: return "pod-bound";
+    case MirrorEvent::kPlaceholderLost: return "placeholder-lost";
+    case MirrorEvent::kPodGone: return "pod-gone";
+    case MirrorEvent::kCancelled: return "cancelled";
+    case MirrorEvent::kUndo: return "undo";
+  }
+  return "?";
+}
+
+namespace {
+
+struct Transition {
+  MirrorState from;
+  MirrorEvent event;
+  MirrorState to;
+};
+
+using S = MirrorState;
+using E = MirrorEvent;
+// The machine, whole.
+constexpr std::array<Transition, 15> kTransitions = {{
+    {S::kPlanned, E::kSubmitted, S::kPlaceholderPending},
+    {S::kPlaceholderPending, E::kRunningSeen, S::kPlaceholderRunning},
+    {S::kPlaceholderRunning, E::kPodBound, S::kBound},
+    {S::kBound, E::kPodGone, S::kEnding},
+    {S::kEnding, E::kCancelled, S::kDone},
+    // A placeholder lost after the bind is made again.
+    {S::kBound, E::kPlaceholderLost, S::kUnmirrored},
+    {S::kUnmirrored, E::kSubmitted, S::kRemirrorPending},
+    {S::kRemirrorPending, E::kRunningSeen, S::kBound},
+    {S::kRemirrorPending, E::kPlaceholderLost, S::kUnmirrored},
+    {S::kUnmirrored, E::kPodGone, S::kEnding},
+    {S::kRemirrorPending, E::kPodGone, S::kEnding},
+    // Undo: every state before the bind, one path.
+    {S::kPlanned, E::kUndo, S::kUndoing},
+    {S::kPlaceholderPending, E::kUndo, S::kUndoing},
+    {S::kPlaceholderRunning, E::kUndo, S::kUndoing},
+    {S::kUndoing, E::kCancelled, S::kUndone},
+}};
+
+constexpr int64_t kMiB = 1024 * 1024;
+
+}  // namespace
+
+absl::StatusOr<MirrorState> NextMirrorState(MirrorState from, MirrorEvent event) {
+  for (const Transition& t : kTransitions) {
+    if (t.from == from && t.event == event) return t.to;
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("pod mirror: ", MirrorStateName(from), " does not take ", MirrorEventName(event)));
+}
+
+bool MirrorFinal(MirrorState s) { return s == MirrorState::kDone || s == MirrorState::kUndone; }
+
+std::string PodPlaceholderName(const std::string& uid) { return absl::StrCat(kPodPlaceholderPrefix, uid); }
+
+slurm::JobSubmission PodPlaceholderSubmission(const MirroredPod& pod, const MirrorNode& node,
+                                              uint32_t time_limit_minutes) {
+  slurm::JobSubmission job;
+  job.name = PodPlaceholderName(pod.uid);
+  job.script = "#!/bin/sh\nexec sleep 100000000\n";
+  job.partition = node.partition;
+  job.nodelist = node.slurm_node;
+  job.node_count = 1;
+  job.cpus = std::max<uint32_t>(1, pod.size.cpus);
+  job.memory_per_node_mb = pod.size.memory_mb;
+  job.gres_per_node = pod.size.gres;
+  job.comment = absl::StrCat(slurm::kOwnerTagPrefix, " pod ", pod.key, " ", pod.uid);
+  job.time_limit_minutes = time_limit_minutes;
+  job.requeue = true;
+  return job;
+}
+
+std::optional<std::string> MirroredUid(const slurm::SlurmJob& job, const slurm::SlurmIdentity& identity) {
+  if (!absl::StartsWith(job.name, kPodPlaceholderPrefix) || !identity.Submitted(job.user)) return std::nullopt;
+  std::string uid = job.name.substr(sizeof(kPodPlaceholderPrefix) - 1);
+  if (uid.empty()) return std::nullopt;
+  return uid;
+}
+
+absl::Status PodMirrors::Move(PodMirrorRecord& r, MirrorEvent event, queue::Time now) {
+  absl::StatusOr<MirrorState> to = NextMirrorState(r.state, event);
+  if (!to.ok()) {
+    spdlog::error("pod {}: {}", r.pod.key, std::string(to.status().message()));
+    return to.status();
+  }
+  if (*to != r.state) r.since = now;
+  r.state = *to;
+  return absl::OkStatus();
+}
+
+absl::Status PodMirrors::Plan(const MirroredPod& pod, const MirrorNode& node, queue::Time now) {
+  if (records_.count(pod.uid)) return absl::AlreadyExistsError(absl::StrCat("pod ", pod.key, " is mirrored already"));
+  PodMirrorRecord& r = records_[pod.uid];
+  r.pod = pod;
+  r.node = node;
+  r.state = MirrorState::kPlanned;
+  r.since = now;
+  Submit(r, now);
+  if (MirrorFinal(r.state)) {
+    const std::string why = r.why;
+    records_.erase(pod.uid);
+    return absl::UnavailableError(why);
+  }
+  return absl::OkStatus();
+}
+
+void PodMirrors::Submit(PodMirrorRecord& r, queue::Time now) {
+  absl::StatusOr<uint32_t> id = slurm_->SubmitPodPlaceholder(
+      PodPlaceholderSubmission(r.pod, r.node, options_.time_limit_minutes));
+  if (!id.ok()) {
+    r.why = absl::StrCat("placeholder not submitted: ", id.status().message());
+    if (r.state == MirrorState::kPlanned) UndoRecord(r, r.why, now);
+    return;  // kUnmirrored: submitted again next cycle
+  }
+  r.job = *id;
+  (void)Move(r, MirrorEvent::kSubmitted, now);
+}
+
+void PodMirrors::CancelPlaceholder(PodMirrorRecord& r, queue::Time now) {
+  if (r.job) {
+    if (absl::Status s = slurm_->Cancel(*r.job); !s.ok()) {
+      r.why = absl::StrCat("placeholder ", *r.job, " not cancelled yet: ", s.message());
+      return;  // kEnding / kUndoing: cancelled again next cycle
+    }
+    r.job.reset();
+  }
+  (void)Move(r, MirrorEvent::kCancelled, now);
+}
+
+void PodMirrors::UndoRecord(PodMirrorRecord& r, const std::string& why, queue::Time now) {
+  if (!Move(r, MirrorEvent::kUndo, now).ok()) return;
+  r.why = why;
+  CancelPlaceholder(r, now);
+}
+
+absl::Status PodMirrors::Bound(const std::string& uid, queue::Time now) {
+  auto it = records_.find(uid);
+  if (it == records_.end()) return absl::NotFoundError(absl::StrCat("pod ", uid, " has no mirror"));
+  return Move(it->second, MirrorEvent::kPodBound, now);
+}
+
+absl::Status PodMirrors::BindFailed(const std::string& uid, const std::string& why, queue::Time now) {
+  return Undo(uid, absl::StrCat("binding failed: ", why), now);
+}
+
+absl::Status PodMirrors::Undo(const std::string& uid, const std::string& why, queue::Time now) {
+  auto it = records_.find(uid);
+  if (it == records_.end()) return absl::NotFoundError(absl::StrCat("pod ", uid, " has no mirror"));
+  PodMirrorRecord& r = it->second;
+  absl::StatusOr<MirrorState> to = NextMirrorState(r.state, MirrorEvent::kUndo);
+  if (!to.ok()) return to.status();
+  UndoRecord(r, why, now);
+  if (MirrorFinal(r.state)) records_.erase(it);
+  return absl::OkStatus();
+}
+
+void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, const MirroredPod* pod,
+                            queue::Time now) {
+  const bool running_there = job != nullptr && job->state == slurm::JobState::kRunning &&
+                             std::find(job->nodes.begin(), job->nodes.end(), r.node.slurm_node) != job->nodes.end();
+  const bool pending = job != nullptr && job->state == slurm::JobState::kPending;
+  const bool pod_here = pod != nullptr && pod->node == r.node.node;
+  const bool pod_gone = pod == nullptr;
+  switch (r.state) {
+    case MirrorState::kPlanned:
+      Submit(r, now);
+      return;
+    case MirrorState::kPlaceholderPending:
+    case MirrorState::kPlaceholderRunning:
+      if (pod_gone) return UndoRecord(r, "the pod is gone", now);
+      if (!pod->node.empty() && !pod_here) return UndoRecord(r, "the pod is bound elsewhere", now);
+      if (running_there) {
+        if (r.state == MirrorState::kPlaceholderPending) (void)Move(r, MirrorEvent::kRunningSeen, now);
+        if (pod_here) (void)Move(r, MirrorEvent::kPodBound, now);  // the binding landed
+        return;
+      }
+      if (pod_here) {
+        // Bound while its placeholder does not run: a bind sent while it ran, the placeholder lost
+        // since (kBound then makes a new one); never undone, the pod runs.
+        if (r.state == MirrorState::kPlaceholderRunning) (void)Move(r, MirrorEvent::kPodBound, now);
+        else r.why = "bound before its placeholder runs";
+        return;
+      }
+      if (!pending) return UndoRecord(r, "the placeholder is gone or runs elsewhere", now);
+      if (r.state == MirrorState::kPlaceholderRunning) return UndoRecord(r, "the placeholder no longer runs", now);
+      if (now - r.since >= options_.pending_timeout) {
+        return UndoRecord(r, absl::StrCat("Slurm has not started the placeholder in ", options_.pending_timeout, " s"),
+                          now);
+      }
+      return;
+    case MirrorState::kBound:
+      if (pod_gone || !pod_here) {
+        (void)Move(r, MirrorEvent::kPodGone, now);
+        return CancelPlaceholder(r, now);
+      }
+      if (running_there) return;
+      (void)Move(r, MirrorEvent::kPlaceholderLost, now);
+      if (pending) {  // requeued (NODE_FAIL): the same job is the new placeholder
+        (void)Move(r, MirrorEvent::kSubmitted, now);
+        return;
+      }
+      r.job.reset();
+      return Submit(r, now);
+    case MirrorState::kUnmirrored:
+      if (pod_gone || !pod_here) {
+        (void)Move(r, MirrorEvent::kPodGone, now);
+        return CancelPlaceholder(r, now);
+      }
+      return Submit(r, now);
+    case MirrorState::kRemirrorPending:
+      if (pod_gone || !pod_here) {
+        (void)Move(r, MirrorEvent::kPodGone, now);
+        return CancelPlaceholder(r, now);
+      }
+      if (running_there) {
+        (void)Move(r, MirrorEvent::kRunningSeen, now);
+        return;
+      }
+      if (!pending) {
+        (void)Move(r, MirrorEvent::kPlaceholderLost, now);
+        r.job.reset();
+        return Submit(r, now);
+      }
+      return;
+    case MirrorState::kEnding:
+    case MirrorState::kUndoing:
+      return CancelPlaceholder(r, now);
+    case MirrorState::kDone:
+    case MirrorState::kUndone:
+      return;
+  }
+}
+
+void PodMirrors::Advance(const std::vector<slurm::SlurmJob>& jobs, const std::map<std::string, MirroredPod>& pods,
+                         queue::Time now) {
+  std::map<uint32_t, const slurm::SlurmJob*> by_id;
+  for (const slurm::SlurmJob& j : jobs) by_id[j.job_id] = &j;
+  for (auto it = records_.begin(); it != records_.end();) {
+    PodMirrorRecord& r = it->second;
+    const slurm::SlurmJob* job = nullptr;
+    if (r.job) {
+      auto j = by_id.find(*r.job);
+      if (j != by_id.end()) job = j->second;
+    }
+    auto p = pods.find(it->first);
+    AdvanceOne(r, job, p == pods.end() ? nullptr : &p->second, now);
+    if (MirrorFinal(r.state)) it = records_.erase(it);
+    else ++it;
+  }
+}
+
+void PodMirrors::Rebuild(const std::vector<slurm::SlurmJob>& jobs, const std::map<std::string, MirroredPod>& pods,
+                         const std::map<std::string, MirrorNode>& shared_nodes, queue::Time now) {
+  records_.clear();
+  std::map<std::string, std::string> k8s_of_slurm;
+  for (const auto& [name, n] : shared_nodes) k8s_of_slurm[n.slurm_node] = name;
+  // The placeholders of each pod, running ones first.
+  std::map<std::string, std::vector<const slurm::SlurmJob*>> of_pod;
+  for (const slurm::SlurmJob& j : jobs) {
+    if (j.state != slurm::JobState::kRunning && j.state != slurm::JobState::kPending) continue;
+    if (std::optional<std::string> uid = MirroredUid(j, options_.identity)) of_pod[*uid].push_back(&j);
+  }
+  for (auto& [uid, list] : of_pod) {
+    std::stable_sort(list.begin(), list.end(), [](const slurm::SlurmJob* a, const slurm::SlurmJob* b) {
+      return a->state == slurm::JobState::kRunning && b->state != slurm::JobState::kRunning;
+    });
+  }
+  auto node_of = [&](const slurm::SlurmJob& j) -> const MirrorNode* {
+    const std::vector<std::string>& names = j.nodes.empty() ? j.required_nodes : j.nodes;
+    if (names.size() != 1) return nullptr;
+    auto k = k8s_of_slurm.find(names.front());
+    return k == k8s_of_slurm.end() ? nullptr : &shared_nodes.at(k->second);
+  };
+  for (const auto& [uid, list] : of_pod) {
+    auto pod = pods.find(uid);
+    bool kept = false;
+    for (const slurm::SlurmJob* j : list) {
+      const MirrorNode* node = node_of(*j);
+      const bool fits = pod != pods.end() && node != nullptr && !kept &&
+                        (pod->second.node.empty() || pod->second.node == node->node);
+      PodMirrorRecord r;
+      r.pod = pod != pods.end() ? pod->second : MirroredPod{uid, "", "", {}};
+      if (node != nullptr) r.node = *node;
+      r.job = j->job_id;
+      r.since = now;
+      const bool running = j->state == slurm::JobState::kRunning;
+      if (!fits) {
+        // A placeholder without its pod (or a second one, or one beside a pod bound elsewhere):
+        // cancelled, under a key of its own so that the pod's record is not replaced.
+        r.state = pod == pods.end() ? MirrorState::kEnding : MirrorState::kUndoing;
+        records_[absl::StrCat(uid, "#", j->job_id)] = std::move(r);
+        continue;
+      }
+      kept = true;
+      if (pod->second.node.empty()) {
+        r.state = running ? MirrorState::kPlaceholderRunning : MirrorState::kPlaceholderPending;
+      } else {
+        r.state = running ? MirrorState::kBound : MirrorState::kRemirrorPending;
+      }
+      records_[uid] = std::move(r);
+    }
+  }
+  AdoptUnmirrored(pods, shared_nodes, now);
+}
+
+void PodMirrors::AdoptUnmirrored(const std::map<std::string, MirroredPod>& pods,
+                                 const std::map<std::string, MirrorNode>& shared_nodes, queue::Time now) {
+  for (const auto& [uid, pod] : pods) {
+    if (pod.node.empty() || records_.count(uid)) continue;
+    auto node = shared_nodes.find(pod.node);
+    if (node == shared_nodes.end()) continue;
+    PodMirrorRecord r;
+    r.pod = pod;
+    r.node = node->second;
+    r.state = MirrorState::kUnmirrored;
+    r.since = now;
+    records_[uid] = std::move(r);
+  }
+}
+
+const PodMirrorRecord* PodMirrors::Find(const std::string& uid) const {
+  auto it = records_.find(uid);
+  return it == records_.end() ? nullptr : &it->second;
+}
+
+std::vector<const PodMirrorRecord*> PodMirrors::ReadyToBind() const {
+  std::vector<const PodMirrorRecord*> out;
+  for (const auto& [uid, r] : records_) {
+    if (r.state == MirrorState::kPlaceholderRunning) out.push_back(&r);
+  }
+  return out;
+}
+
+std::vector<const PodMirrorRecord*> PodMirrors::Lost(queue::Time now) const {
+  std::vector<const PodMirrorRecord*> out;
+  for (const auto& [uid, r] : records_) {
+    if ((r.state == MirrorState::kUnmirrored || r.state == MirrorState::kRemirrorPending) &&
+        now - r.since >= options_.pending_timeout)
+      out.push_back(&r);
+  }
+  return out;
+}
+
+std::map<uint32_t, std::string> PodMirrors::PlaceholderJobs() const {
+  std::map<uint32_t, std::string> out;
+  for (const auto& [uid, r] : records_) {
+    if (r.job) out[*r.job] = r.pod.key;
+  }
+  return out;
+}
+
+}  // namespace onequeue::scheduler

@@ -1,0 +1,173 @@
+#pragma once
+// Issue 25, docs/sharing.md step 3: a pod on a shared node is mirrored in Slurm by a pod
+// placeholder, a Slurm job of exactly the pod's size pinned to the node, so that Slurm's own
+// scheduler never starts a job into what the pod holds. One record per pod (by UID), whose state
+// moves only through NextMirrorState (the one table below); an event a state does not take is an
+// error (kFailedPrecondition) and leaves the record as it is.
+//
+//   kPlanned --submitted--> kPlaceholderPending --poll: RUNNING on the node--> kPlaceholderRunning
+//   kPlaceholderRunning --pod bound--> kBound --pod gone--> kEnding --cancelled--> kDone
+//   kBound --placeholder lost (cancelled, TIMEOUT, requeued)--> kUnmirrored --submitted-->
+//       kRemirrorPending --RUNNING on the node--> kBound   (kRemirrorPending --lost--> kUnmirrored)
+//   kUnmirrored | kRemirrorPending --pod gone--> kEnding
+//   kPlanned | kPlaceholderPending | kPlaceholderRunning --undo--> kUndoing --cancelled--> kUndone
+//
+// kDone and kUndone are final: the record is dropped (kUndone: the pod waits again). Undo has one
+// path: cancel the placeholder (if one was submitted), whatever the cause (submit refused, the
+// placeholder not started in time or lost before the bind, the pod deleted or bound elsewhere,
+// the bind failed, the plan no longer places the pod there).
+//
+// A placeholder counts as onequeue's only when Slurm says onequeue's Slurm user submitted it
+// (issue 24 M2); it names its pod in its job name (onequeue-pod-<uid>) and comment
+// ("onequeue: pod <namespace>/<name> <uid>"), so a successor rebuilds every record from the two
+// listings alone (Rebuild): a placeholder whose pod is gone is cancelled; a pod bound on a shared
+// node without a running placeholder gets a new one.
+//
+// No I/O of its own: Slurm is reached through SlurmActions (SubmitPodPlaceholder, Cancel), and the
+// two listings are arguments. No clock: time is an argument.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "queue/model.h"
+#include "slurm_bridge/model.h"
+#include "slurm_bridge/ownership.h"
+
+namespace onequeue::scheduler {
+
+class SlurmActions;
+
+enum class MirrorState {
+  kPlanned,
+  kPlaceholderPending,
+  kPlaceholderRunning,
+  kBound,
+  kUnmirrored,       // bound, its placeholder lost: a new one is to be submitted
+  kRemirrorPending,  // bound, a new placeholder submitted, not seen running yet
+  kEnding,
+  kDone,
+  kUndoing,
+  kUndone,
+};
+enum class MirrorEvent {
+  kSubmitted,        // the placeholder was accepted by Slurm (it has a job id)
+  kRunningSeen,      // the poll shows the placeholder RUNNING on the pod's node
+  kPodBound,         // the pod's binding landed on that node
+  kPlaceholderLost,  // the placeholder is gone or no longer runs (after the bind)
+  kPodGone,          // the pod ended or was deleted (after the bind)
+  kCancelled,        // the placeholder is cancelled (or was never submitted)
+  kUndo,             // before the bind: give up, the pod waits again
+};
+const char* MirrorStateName(MirrorState s);
+const char* MirrorEventName(MirrorEvent e);
+// ALL transitions. An event the state does not take: kFailedPrecondition naming both.
+absl::StatusOr<MirrorState> NextMirrorState(MirrorState from, MirrorEvent event);
+// Final states: the record is dropped.
+bool MirrorFinal(MirrorState s);
+
+// What a placeholder asks of Slurm: the pod's requests in Slurm's units.
+struct MirrorSize {
+  uint32_t cpus = 1;             // whole CPUs, rounded up from the pod's millicores (at least 1)
+  int64_t memory_mb = 0;         // rounded up from bytes; 0 = the partition's default
+  std::map<std::string, int64_t> gres;  // Slurm GRES name ("gpu") -> count
+  friend bool operator==(const MirrorSize&, const MirrorSize&) = default;
+};
+
+// The pod as the Kubernetes listing shows it.
+struct MirroredPod {
+  std::string uid;
+  std::string key;        // namespace/name
+  std::string node;       // Kubernetes node it is bound to; "" while pending
+  MirrorSize size;
+};
+
+// A shared pool node, both names, and the shared partition its placeholders go to.
+struct MirrorNode {
+  std::string node;        // Kubernetes name
+  std::string slurm_node;  // Slurm name
+  std::string partition;   // the node's shared partition
+};
+
+inline constexpr char kPodPlaceholderPrefix[] = "onequeue-pod-";
+std::string PodPlaceholderName(const std::string& uid);
+// The submission of a placeholder for `pod` on `node`: pinned (nodelist, one node), in the node's
+// shared partition, the pod's size, UNLIMITED (or `time_limit_minutes`), requeue, tagged.
+slurm::JobSubmission PodPlaceholderSubmission(const MirroredPod& pod, const MirrorNode& node,
+                                              uint32_t time_limit_minutes);
+// The UID of the pod a job mirrors, when it is one of onequeue's pod placeholders (its name, and
+// submitted by onequeue's Slurm user); nullopt otherwise.
+std::optional<std::string> MirroredUid(const slurm::SlurmJob& job, const slurm::SlurmIdentity& identity);
+
+struct PodMirrorOptions {
+  slurm::SlurmIdentity identity{"slurm", ""};
+  // A placeholder that has not started this long after it was submitted is undone (before the
+  // bind) or reported (a re-mirror after it).
+  queue::Time pending_timeout = 60;
+  uint32_t time_limit_minutes = slurm::kTimeLimitUnlimited;
+};
+
+struct PodMirrorRecord {
+  MirroredPod pod;
+  MirrorNode node;
+  MirrorState state = MirrorState::kPlanned;
+  std::optional<uint32_t> job;  // the placeholder, once submitted
+  queue::Time since = 0;        // when the record entered its state
+  std::string why;              // why it is undone, or what the last failed call said
+};
+
+class PodMirrors {
+ public:
+  PodMirrors(PodMirrorOptions options, SlurmActions* slurm) : options_(std::move(options)), slurm_(slurm) {}
+
+  // A pod the plan places on a shared node: a record in kPlanned and its placeholder submitted at
+  // once (kPlaceholderPending; a refused submit is undone). kAlreadyExists if the pod has a record.
+  absl::Status Plan(const MirroredPod& pod, const MirrorNode& node, queue::Time now);
+
+  // One cycle: moves every record by the two listings (the poll's jobs, the pods by UID), submits
+  // and cancels what its state asks, and drops final records.
+  void Advance(const std::vector<slurm::SlurmJob>& jobs, const std::map<std::string, MirroredPod>& pods,
+               queue::Time now);
+  // The pod's binding landed (kPodBound) or failed (undo).
+  absl::Status Bound(const std::string& uid, queue::Time now);
+  absl::Status BindFailed(const std::string& uid, const std::string& why, queue::Time now);
+  // Before the bind: the plan no longer places the pod on its record's node.
+  absl::Status Undo(const std::string& uid, const std::string& why, queue::Time now);
+
+  // After a restart: every record from the two listings. `shared_nodes`: the shared pool nodes by
+  // Kubernetes name. Replaces what the records held; then Advance acts on them.
+  void Rebuild(const std::vector<slurm::SlurmJob>& jobs, const std::map<std::string, MirroredPod>& pods,
+               const std::map<std::string, MirrorNode>& shared_nodes, queue::Time now);
+  // Pods bound on a shared node without a record (bound by another process, a bind that landed
+  // after its record was undone): a record in kUnmirrored each, so Advance gives it a placeholder.
+  void AdoptUnmirrored(const std::map<std::string, MirroredPod>& pods,
+                       const std::map<std::string, MirrorNode>& shared_nodes, queue::Time now);
+
+  const std::map<std::string, PodMirrorRecord>& records() const { return records_; }
+  const PodMirrorRecord* Find(const std::string& uid) const;
+  // Pods whose placeholder runs and that may be bound now (kPlaceholderRunning).
+  std::vector<const PodMirrorRecord*> ReadyToBind() const;
+  // Bound pods whose re-made placeholder has not started within the timeout (to be reported).
+  std::vector<const PodMirrorRecord*> Lost(queue::Time now) const;
+  // The placeholder job ids of the records (a placeholder is not a Slurm workload: its pod is).
+  std::map<uint32_t, std::string> PlaceholderJobs() const;
+
+ private:
+  // The one way a record changes state; an illegal event is logged and returned.
+  absl::Status Move(PodMirrorRecord& r, MirrorEvent event, queue::Time now);
+  void Submit(PodMirrorRecord& r, queue::Time now);
+  // Cancels the placeholder (if any) and moves on kCancelled; a failed cancel is retried next cycle.
+  void CancelPlaceholder(PodMirrorRecord& r, queue::Time now);
+  void UndoRecord(PodMirrorRecord& r, const std::string& why, queue::Time now);
+  void AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, const MirroredPod* pod, queue::Time now);
+
+  PodMirrorOptions options_;
+  SlurmActions* slurm_;
+  std::map<std::string, PodMirrorRecord> records_;  // by pod UID
+};
+
+}  // namespace onequeue::scheduler

@@ -1,0 +1,384 @@
+// Issue 25 step 3 (docs/sharing.md): the pod-placeholder state machine, over an in-memory Slurm
+// (pure logic: the fake records submits and cancels; the listings are built by each test).
+#include "scheduler/pod_mirror.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "scheduler/scheduling_loop.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using S = MirrorState;
+using E = MirrorEvent;
+
+// Slurm as the machine reaches it: submits get ids from 100, cancels are recorded.
+class FakePlaceholderSlurm : public SlurmActions {
+ public:
+  std::vector<slurm::JobSubmission> submitted;
+  std::vector<uint32_t> cancelled;
+  bool refuse_submit = false;
+  bool refuse_cancel = false;
+  uint32_t next_id = 100;
+
+  absl::StatusOr<uint32_t> SubmitPodPlaceholder(const slurm::JobSubmission& job) override {
+    if (refuse_submit) return absl::UnavailableError("slurmrestd down");
+    submitted.push_back(job);
+    return next_id++;
+  }
+  absl::Status Cancel(uint32_t job) override {
+    if (refuse_cancel) return absl::UnavailableError("slurmrestd down");
+    cancelled.push_back(job);
+    return absl::OkStatus();
+  }
+  absl::Status Fence(const std::string&, const std::string&) override { return absl::OkStatus(); }
+  absl::Status Unfence(const std::string&) override { return absl::OkStatus(); }
+  absl::Status Hold(uint32_t, const std::string&) override { return absl::OkStatus(); }
+  absl::Status StartOn(uint32_t, const std::vector<std::string>&, const std::string&) override {
+    return absl::OkStatus();
+  }
+  absl::Status Requeue(uint32_t) override { return absl::OkStatus(); }
+  bool FenceRequeues() const override { return true; }
+  absl::StatusOr<bool> Ready(const std::string&) override { return true; }
+};
+
+MirroredPod Pod(const std::string& node = "") {
+  MirroredPod p;
+  p.uid = "uid-1";
+  p.key = "ns/pod1";
+  p.node = node;
+  p.size.cpus = 2;
+  p.size.memory_mb = 512;
+  p.size.gres = {{"gpu", 1}};
+  return p;
+}
+const MirrorNode kNode{"k-n1", "n1", "shared"};
+
+slurm::SlurmJob Placeholder(uint32_t id, slurm::JobState state, const std::string& uid = "uid-1",
+                            const std::string& user = "slurm") {
+  slurm::SlurmJob j;
+  j.job_id = id;
+  j.name = PodPlaceholderName(uid);
+  j.user = user;
+  j.partition = "shared";
+  j.state = state;
+  j.required_nodes = {"n1"};
+  if (state == slurm::JobState::kRunning) j.nodes = {"n1"};
+  return j;
+}
+
+std::map<std::string, MirroredPod> Pods(const MirroredPod& p) { return {{p.uid, p}}; }
+
+class PodMirrorTest : public ::testing::Test {
+ protected:
+  PodMirrorOptions Options() {
+    PodMirrorOptions o;
+    o.pending_timeout = 60;
+    return o;
+  }
+  FakePlaceholderSlurm slurm_;
+  PodMirrors mirrors_{Options(), &slurm_};
+  S StateOf(const std::string& uid = "uid-1") {
+    const PodMirrorRecord* r = mirrors_.Find(uid);
+    return r == nullptr ? S::kDone : r->state;
+  }
+  bool Has(const std::string& uid = "uid-1") { return mirrors_.Find(uid) != nullptr; }
+};
+
+// The table, whole: every legal transition, and every other pair refused.
+TEST(PodMirrorMachine, EveryTransitionOfTheTableAndNoOther) {
+  const std::map<std::pair<S, E>, S> legal = {
+      {{S::kPlanned, E::kSubmitted}, S::kPlaceholderPending},
+      {{S::kPlaceholderPending, E::kRunningSeen}, S::kPlaceholderRunning},
+      {{S::kPlaceholderRunning, E::kPodBound}, S::kBound},
+      {{S::kBound, E::kPodGone}, S::kEnding},
+      {{S::kEnding, E::kCancelled}, S::kDone},
+      {{S::kBound, E::kPlaceholderLost}, S::kUnmirrored},
+      {{S::kUnmirrored, E::kSubmitted}, S::kRemirrorPending},
+      {{S::kRemirrorPending, E::kRunningSeen}, S::kBound},
+      {{S::kRemirrorPending, E::kPlaceholderLost}, S::kUnmirrored},
+      {{S::kUnmirrored, E::kPodGone}, S::kEnding},
+      {{S::kRemirrorPending, E::kPodGone}, S::kEnding},
+      {{S::kPlanned, E::kUndo}, S::kUndoing},
+      {{S::kPlaceholderPending, E::kUndo}, S::kUndoing},
+      {{S::kPlaceholderRunning, E::kUndo}, S::kUndoing},
+      {{S::kUndoing, E::kCancelled}, S::kUndone},
+  };
+  int refused = 0;
+  for (int s = 0; s <= static_cast<int>(S::kUndone); ++s) {
+    for (int e = 0; e <= static_cast<int>(E::kUndo); ++e) {
+      const auto from = static_cast<S>(s);
+      const auto event = static_cast<E>(e);
+      absl::StatusOr<S> to = NextMirrorState(from, event);
+      auto it = legal.find({from, event});
+      if (it == legal.end()) {
+        EXPECT_TRUE(absl::IsFailedPrecondition(to.status())) << MirrorStateName(from) << " " << MirrorEventName(event);
+        ++refused;
+      } else {
+        ASSERT_TRUE(to.ok()) << MirrorStateName(from) << " " << MirrorEventName(event);
+        EXPECT_EQ(*to, it->second) << MirrorStateName(from) << " " << MirrorEventName(event);
+      }
+    }
+  }
+  EXPECT_EQ(refused, 10 * 7 - 15);
+  // Undo only before the bind.
+  for (S after : {S::kBound, S::kUnmirrored, S::kRemirrorPending, S::kEnding, S::kDone, S::kUndoing, S::kUndone})
+    EXPECT_FALSE(NextMirrorState(after, E::kUndo).ok()) << MirrorStateName(after);
+  EXPECT_TRUE(MirrorFinal(S::kDone));
+  EXPECT_TRUE(MirrorFinal(S::kUndone));
+  EXPECT_FALSE(MirrorFinal(S::kBound));
+}
+
+TEST(PodMirrorMachine, PlaceholderIsThePodsSizePinnedAndTagged) {
+  slurm::JobSubmission j = PodPlaceholderSubmission(Pod(), kNode, slurm::kTimeLimitUnlimited);
+  EXPECT_EQ(j.name, "onequeue-pod-uid-1");
+  EXPECT_EQ(j.partition, "shared");
+  EXPECT_EQ(j.nodelist, "n1");
+  EXPECT_EQ(j.node_count, 1u);
+  EXPECT_FALSE(j.exclusive);
+  EXPECT_EQ(j.cpus, 2u);
+  EXPECT_EQ(j.memory_per_node_mb, 512);
+  EXPECT_EQ(j.gres_per_node, (std::map<std::string, int64_t>{{"gpu", 1}}));
+  EXPECT_EQ(j.comment, "onequeue: pod ns/pod1 uid-1");
+  EXPECT_EQ(j.time_limit_minutes, slurm::kTimeLimitUnlimited);
+  EXPECT_TRUE(j.requeue);
+  // Only onequeue's Slurm user's jobs of that name are pod placeholders (issue 24 M2).
+  const slurm::SlurmIdentity me{"slurm", ""};
+  EXPECT_EQ(MirroredUid(Placeholder(1, slurm::JobState::kRunning), me), "uid-1");
+  EXPECT_EQ(MirroredUid(Placeholder(1, slurm::JobState::kRunning, "uid-1", "mallory"), me), std::nullopt);
+  slurm::SlurmJob other = Placeholder(1, slurm::JobState::kRunning);
+  other.name = "train";
+  EXPECT_EQ(MirroredUid(other, me), std::nullopt);
+}
+
+// Planned -> PlaceholderPending -> PlaceholderRunning -> Bound -> Ending -> Done.
+TEST_F(PodMirrorTest, TheWholeLifeOfAMirroredPod) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  EXPECT_EQ(StateOf(), S::kPlaceholderPending);
+  ASSERT_EQ(slurm_.submitted.size(), 1u);
+  EXPECT_THAT(mirrors_.ReadyToBind(), IsEmpty());
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kPending)}, Pods(Pod()), 5);
+  EXPECT_EQ(StateOf(), S::kPlaceholderPending);
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod()), 10);
+  EXPECT_EQ(StateOf(), S::kPlaceholderRunning);
+  ASSERT_EQ(mirrors_.ReadyToBind().size(), 1u);
+  EXPECT_EQ(mirrors_.ReadyToBind()[0]->node.node, "k-n1");
+  ASSERT_TRUE(mirrors_.Bound("uid-1", 11).ok());
+  EXPECT_EQ(StateOf(), S::kBound);
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod("k-n1")), 15);
+  EXPECT_EQ(StateOf(), S::kBound);
+  EXPECT_THAT(slurm_.cancelled, IsEmpty());
+  // The pod ends: Ending, the placeholder cancelled, Done (dropped).
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, {}, 20);
+  EXPECT_FALSE(Has());
+  EXPECT_THAT(slurm_.cancelled, ElementsAre(100u));
+  EXPECT_EQ(slurm_.submitted.size(), 1u);
+}
+
+TEST_F(PodMirrorTest, AFailedCancelStaysEndingAndIsRetried) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod()), 5);
+  ASSERT_TRUE(mirrors_.Bound("uid-1", 6).ok());
+  slurm_.refuse_cancel = true;
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, {}, 10);
+  EXPECT_EQ(StateOf(), S::kEnding);
+  slurm_.refuse_cancel = false;
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, {}, 15);
+  EXPECT_FALSE(Has());
+  EXPECT_THAT(slurm_.cancelled, ElementsAre(100u));
+}
+
+// Undo from each state before the bind: one path, the placeholder cancelled, the record dropped.
+TEST_F(PodMirrorTest, UndoFromPlannedWhenTheSubmitIsRefused) {
+  slurm_.refuse_submit = true;
+  EXPECT_FALSE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  EXPECT_FALSE(Has());
+  EXPECT_THAT(slurm_.cancelled, IsEmpty());  // nothing was submitted
+}
+
+TEST_F(PodMirrorTest, UndoFromPlaceholderPendingAfterTheTimeout) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kPending)}, Pods(Pod()), 59);
+  EXPECT_EQ(StateOf(), S::kPlaceholderPending);
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kPending)}, Pods(Pod()), 60);
+  EXPECT_FALSE(Has());
+  EXPECT_THAT(slurm_.cancelled, ElementsAre(100u));
+}
+
+TEST_F(PodMirrorTest, UndoFromPlaceholderPendingWhenThePodIsDeleted) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kPending)}, {}, 5);
+  EXPECT_FALSE(Has());
+  EXPECT_THAT(slurm_.cancelled, ElementsAre(100u));
+}
+
+TEST_F(PodMirrorTest, UndoFromPlaceholderRunningWhenTheBindFails) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod()), 5);
+  ASSERT_EQ(StateOf(), S::kPlaceholderRunning);
+  ASSERT_TRUE(mirrors_.BindFailed("uid-1", "conflict", 6).ok());
+  EXPECT_FALSE(Has());
+  EXPECT_THAT(slurm_.cancelled, ElementsAre(100u));
+}
+
+TEST_F(PodMirrorTest, UndoFromPlaceholderRunningWhenItIsLostBeforeTheBind) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod()), 5);
+  mirrors_.Advance({}, Pods(Pod()), 10);  // an admin's scancel
+  EXPECT_FALSE(Has());
+  EXPECT_THAT(slurm_.cancelled, ElementsAre(100u));  // cancelling a gone job is OK (idempotent)
+}
+
+TEST_F(PodMirrorTest, UndoWhenThePlanNoLongerPlacesThePodThere) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  ASSERT_TRUE(mirrors_.Undo("uid-1", "planned elsewhere", 1).ok());
+  EXPECT_FALSE(Has());
+  EXPECT_THAT(slurm_.cancelled, ElementsAre(100u));
+}
+
+TEST_F(PodMirrorTest, AnUndoWhoseCancelFailsStaysUndoingUntilItLands) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  slurm_.refuse_cancel = true;
+  ASSERT_TRUE(mirrors_.Undo("uid-1", "planned elsewhere", 1).ok());
+  EXPECT_EQ(StateOf(), S::kUndoing);
+  EXPECT_THAT(mirrors_.ReadyToBind(), IsEmpty());
+  slurm_.refuse_cancel = false;
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod()), 5);
+  EXPECT_FALSE(Has());
+  EXPECT_THAT(slurm_.cancelled, ElementsAre(100u));
+}
+
+TEST_F(PodMirrorTest, IllegalEventsAreErrorsAndChangeNothing) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(mirrors_.Bound("uid-1", 1)));  // not running yet
+  EXPECT_EQ(StateOf(), S::kPlaceholderPending);
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod()), 5);
+  ASSERT_TRUE(mirrors_.Bound("uid-1", 6).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(mirrors_.Undo("uid-1", "too late", 7)));  // after the bind
+  EXPECT_EQ(StateOf(), S::kBound);
+  EXPECT_THAT(slurm_.cancelled, IsEmpty());
+  EXPECT_TRUE(absl::IsAlreadyExists(mirrors_.Plan(Pod(), kNode, 8)));
+  EXPECT_TRUE(absl::IsNotFound(mirrors_.Bound("nobody", 8)));
+}
+
+// After the bind a lost placeholder is made again; the pod keeps running.
+TEST_F(PodMirrorTest, ALostPlaceholderOfABoundPodIsMadeAgain) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod()), 5);
+  ASSERT_TRUE(mirrors_.Bound("uid-1", 6).ok());
+  mirrors_.Advance({}, Pods(Pod("k-n1")), 10);  // cancelled by an admin
+  EXPECT_EQ(StateOf(), S::kRemirrorPending);
+  ASSERT_EQ(slurm_.submitted.size(), 2u);
+  EXPECT_EQ(mirrors_.Find("uid-1")->job, 101u);
+  EXPECT_THAT(mirrors_.Lost(69), IsEmpty());
+  EXPECT_EQ(mirrors_.Lost(70).size(), 1u);  // not started in time: the node is reported
+  mirrors_.Advance({Placeholder(101, slurm::JobState::kRunning)}, Pods(Pod("k-n1")), 75);
+  EXPECT_EQ(StateOf(), S::kBound);
+  EXPECT_THAT(mirrors_.Lost(200), IsEmpty());
+  EXPECT_THAT(slurm_.cancelled, IsEmpty());
+}
+
+TEST_F(PodMirrorTest, ARequeuedPlaceholderIsKeptAsTheNewOne) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod()), 5);
+  ASSERT_TRUE(mirrors_.Bound("uid-1", 6).ok());
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kPending)}, Pods(Pod("k-n1")), 10);  // NODE_FAIL, requeued
+  EXPECT_EQ(StateOf(), S::kRemirrorPending);
+  EXPECT_EQ(slurm_.submitted.size(), 1u);
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod("k-n1")), 15);
+  EXPECT_EQ(StateOf(), S::kBound);
+}
+
+TEST_F(PodMirrorTest, ARefusedResubmitIsTriedAgainAndThePodEndingCancelsNothingMissing) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod()), 5);
+  ASSERT_TRUE(mirrors_.Bound("uid-1", 6).ok());
+  slurm_.refuse_submit = true;
+  mirrors_.Advance({}, Pods(Pod("k-n1")), 10);
+  EXPECT_EQ(StateOf(), S::kUnmirrored);
+  mirrors_.Advance({}, Pods(Pod("k-n1")), 15);
+  EXPECT_EQ(StateOf(), S::kUnmirrored);
+  mirrors_.Advance({}, {}, 20);  // the pod ends: Ending, nothing to cancel, Done
+  EXPECT_FALSE(Has());
+  EXPECT_THAT(slurm_.cancelled, IsEmpty());
+}
+
+// A binding that landed is seen in the pod listing even if the loop never heard of its result.
+TEST_F(PodMirrorTest, ABindingSeenInTheListingMovesToBound) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod()), 5);
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod("k-n1")), 10);
+  EXPECT_EQ(StateOf(), S::kBound);
+}
+
+// Rebuild from the two listings after a restart.
+TEST_F(PodMirrorTest, RebuildCancelsAPlaceholderWithoutItsPod) {
+  const std::map<std::string, MirrorNode> shared = {{"k-n1", kNode}};
+  mirrors_.Rebuild({Placeholder(7, slurm::JobState::kRunning, "gone-uid")}, {}, shared, 0);
+  mirrors_.Advance({Placeholder(7, slurm::JobState::kRunning, "gone-uid")}, {}, 0);
+  EXPECT_THAT(mirrors_.records(), IsEmpty());
+  EXPECT_THAT(slurm_.cancelled, ElementsAre(7u));
+}
+
+TEST_F(PodMirrorTest, RebuildGivesABoundPodWithoutAPlaceholderANewOne) {
+  const std::map<std::string, MirrorNode> shared = {{"k-n1", kNode}};
+  mirrors_.Rebuild({}, Pods(Pod("k-n1")), shared, 0);
+  EXPECT_EQ(StateOf(), S::kUnmirrored);
+  mirrors_.Advance({}, Pods(Pod("k-n1")), 0);
+  EXPECT_EQ(StateOf(), S::kRemirrorPending);
+  ASSERT_EQ(slurm_.submitted.size(), 1u);
+  EXPECT_EQ(slurm_.submitted[0].nodelist, "n1");
+  EXPECT_EQ(slurm_.submitted[0].cpus, 2u);
+}
+
+TEST_F(PodMirrorTest, RebuildKeepsWhatIsUnderWayAndIgnoresOthersJobs) {
+  const std::map<std::string, MirrorNode> shared = {{"k-n1", kNode}, {"k-n2", {"k-n2", "n2", "shared"}}};
+  MirroredPod bound = Pod("k-n1");
+  MirroredPod waiting = Pod();
+  waiting.uid = "uid-2";
+  waiting.key = "ns/pod2";
+  MirroredPod exclusive = Pod("k-x9");  // bound on an exclusive node: not mirrored
+  exclusive.uid = "uid-3";
+  const std::vector<slurm::SlurmJob> jobs = {
+      Placeholder(1, slurm::JobState::kRunning, "uid-1"), Placeholder(2, slurm::JobState::kPending, "uid-2"),
+      Placeholder(3, slurm::JobState::kRunning, "uid-9", "mallory"),  // someone else's: hands off
+  };
+  mirrors_.Rebuild(jobs, {{"uid-1", bound}, {"uid-2", waiting}, {"uid-3", exclusive}}, shared, 0);
+  EXPECT_EQ(StateOf("uid-1"), S::kBound);
+  EXPECT_EQ(StateOf("uid-2"), S::kPlaceholderPending);
+  EXPECT_FALSE(Has("uid-3"));
+  EXPECT_EQ(mirrors_.records().size(), 2u);
+  EXPECT_EQ(mirrors_.Find("uid-1")->job, 1u);
+}
+
+TEST_F(PodMirrorTest, RebuildCancelsASecondPlaceholderAndOneBesideAPodBoundElsewhere) {
+  const std::map<std::string, MirrorNode> shared = {{"k-n1", kNode}, {"k-n2", {"k-n2", "n2", "shared"}}};
+  slurm::SlurmJob elsewhere = Placeholder(2, slurm::JobState::kRunning);
+  elsewhere.nodes = elsewhere.required_nodes = {"n2"};
+  const std::vector<slurm::SlurmJob> jobs = {Placeholder(1, slurm::JobState::kRunning), elsewhere,
+                                             Placeholder(3, slurm::JobState::kPending)};
+  mirrors_.Rebuild(jobs, Pods(Pod("k-n1")), shared, 0);
+  EXPECT_EQ(StateOf(), S::kBound);
+  mirrors_.Advance(jobs, Pods(Pod("k-n1")), 0);
+  EXPECT_EQ(StateOf(), S::kBound);
+  EXPECT_EQ(mirrors_.records().size(), 1u);
+  EXPECT_THAT(slurm_.cancelled, ElementsAre(2u, 3u));
+}
+
+TEST_F(PodMirrorTest, AdoptGivesAPodBoundWithoutARecordAPlaceholder) {
+  const std::map<std::string, MirrorNode> shared = {{"k-n1", kNode}};
+  mirrors_.AdoptUnmirrored(Pods(Pod("k-n1")), shared, 0);
+  mirrors_.Advance({}, Pods(Pod("k-n1")), 0);
+  EXPECT_EQ(StateOf(), S::kRemirrorPending);
+  EXPECT_EQ(slurm_.submitted.size(), 1u);
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
