@@ -178,6 +178,9 @@ class VictimSearch {
       : in_(in), index_(index), s_(scratch), work_budget_(work_budget), with_reason_(with_reason) {}
 
   std::optional<PreemptionChoice> Run(const QosPolicy& preemptor_qos);
+  // After Run returned nullopt: true when the members cannot fit on the usable nodes even with
+  // every candidate gone (PreemptionPlanner::PlanOrRuleOut), or there is no usable node.
+  bool NoRoom() const { return no_room_; }
 
  private:
   bool Candidate(int unit) const;
@@ -206,6 +209,9 @@ class VictimSearch {
   int64_t work_ = 0;
   bool exhausted_ = false;
   bool capped_ = false;
+  bool no_room_ = false;
+  bool budget_skipped_ = false;  // Greedy passed over a unit for a disruption budget
+  bool fits_already_ = false;
   std::optional<Cost> best_cost_;
 };
 
@@ -243,7 +249,12 @@ bool VictimSearch::FindUsable(const QosPolicy& preemptor_qos) {
   const std::vector<std::string_view>& qos = index_.qos_names();
   s_.allowed_qos.resize(qos.size());
   for (size_t q = 0; q < qos.size(); ++q) s_.allowed_qos[q] = QosAllows(*in_.config, preemptor_qos, qos[q]);
-  if (in_.already_victims != nullptr) {
+  if (in_.already_victim_indices != nullptr) {  // by index: no id to look up
+    for (int32_t i : *in_.already_victim_indices) {
+      const int u = index_.unit_of_running(i);
+      if (u >= 0) s_.excluded[u] = s_.search;
+    }
+  } else if (in_.already_victims != nullptr) {
     for (const std::string& v : *in_.already_victims) {
       const int u = index_.unit_of(v);
       if (u >= 0) s_.excluded[u] = s_.search;
@@ -368,7 +379,10 @@ void VictimSearch::UseNodes(bool all_usable) {
 std::optional<PreemptionChoice> VictimSearch::SearchNodes() {
   s_.chosen.clear();
   FitState state(s_, index_, in_.preemptor->per_member, in_.preemptor->members);
-  if (state.Fits()) return std::nullopt;  // nothing to preempt: it fits already
+  if (state.Fits()) {  // nothing to preempt: it fits already
+    fits_already_ = true;
+    return std::nullopt;
+  }
   Greedy(state);
   if (!best_cost_) return std::nullopt;  // even every candidate together would not make room
   PerNode(state);
@@ -386,7 +400,10 @@ void VictimSearch::Greedy(FitState& state) {
   std::vector<int>& taken = s_.taken;
   taken.clear();
   for (size_t i = 0; i < s_.units.size() && !state.Fits(); ++i) {
-    if (!state.WithinBudget(s_.units[i])) continue;
+    if (!state.WithinBudget(s_.units[i])) {
+      budget_skipped_ = true;
+      continue;
+    }
     state.Apply(s_.units[i]);
     taken.push_back(static_cast<int>(i));
   }
@@ -538,20 +555,30 @@ PreemptionChoice VictimSearch::MakeChoice(FitState& state) const {
 }
 
 std::optional<PreemptionChoice> VictimSearch::Run(const QosPolicy& preemptor_qos) {
-  if (!FindUsable(preemptor_qos)) return std::nullopt;
+  if (!FindUsable(preemptor_qos)) {
+    no_room_ = true;
+    return std::nullopt;
+  }
   // Nothing to preempt when it fits already, anywhere it may go (capped or not).
   if (FitsWithoutVictims()) return std::nullopt;
   capped_ = ChooseWindow();
   UseNodes(/*all_usable=*/!capped_);
+  budget_skipped_ = false;
   std::optional<PreemptionChoice> choice = SearchNodes();
-  if (choice || !capped_) return choice;
-  // The window could not make room (a gang, or budgets): every usable node, as without a cap.
-  capped_ = false;
-  work_ = 0;
-  exhausted_ = false;
-  best_cost_.reset();
-  UseNodes(/*all_usable=*/true);
-  return SearchNodes();
+  if (!choice && capped_) {
+    // The window could not make room (a gang, or budgets): every usable node, as without a cap.
+    capped_ = false;
+    work_ = 0;
+    exhausted_ = false;
+    best_cost_.reset();
+    UseNodes(/*all_usable=*/true);
+    budget_skipped_ = false;
+    choice = SearchNodes();
+  }
+  // Over every usable node, Greedy applied every candidate (none passed over for a budget) and
+  // the members still did not fit: no set of victims makes room.
+  no_room_ = !choice && !best_cost_.has_value() && !budget_skipped_ && !fits_already_;
+  return choice;
 }
 
 }  // namespace
@@ -567,7 +594,8 @@ CheapestVictimsPlanner::CheapestVictimsPlanner(int64_t work_budget)
 
 CheapestVictimsPlanner::~CheapestVictimsPlanner() = default;
 
-std::optional<PreemptionChoice> CheapestVictimsPlanner::Search(const PreemptionInput& in, bool with_reason) const {
+std::optional<PreemptionChoice> CheapestVictimsPlanner::Search(const PreemptionInput& in, bool with_reason,
+                                                               bool* no_room) const {
   if (in.snapshot == nullptr || in.config == nullptr || in.preemptor == nullptr) return std::nullopt;
   const PendingWorkload& p = *in.preemptor;
   if (p.members <= 0 || !p.may_preempt) return std::nullopt;  // preemptionPolicy: Never
@@ -583,19 +611,32 @@ std::optional<PreemptionChoice> CheapestVictimsPlanner::Search(const PreemptionI
       c.snapshot = in.shared_snapshot;
       c.index.Build(*in.snapshot, *in.config, in.now);
     }
-    return VictimSearch(in, c.index, c.scratch, work_budget_, with_reason).Run(*qos);
+    VictimSearch search(in, c.index, c.scratch, work_budget_, with_reason);
+    std::optional<PreemptionChoice> choice = search.Run(*qos);
+    if (no_room != nullptr) *no_room = !choice && search.NoRoom();
+    return choice;
   }
   Cache local;  // a caller without a shared snapshot: an index for this search alone
   local.index.Build(*in.snapshot, *in.config, in.now);
-  return VictimSearch(in, local.index, local.scratch, work_budget_, with_reason).Run(*qos);
+  VictimSearch search(in, local.index, local.scratch, work_budget_, with_reason);
+  std::optional<PreemptionChoice> choice = search.Run(*qos);
+  if (no_room != nullptr) *no_room = !choice && search.NoRoom();
+  return choice;
 }
 
 std::optional<PreemptionChoice> CheapestVictimsPlanner::Choose(const PreemptionInput& input) const {
-  return Search(input, /*with_reason=*/true);
+  return Search(input, /*with_reason=*/true, /*no_room=*/nullptr);
 }
 
 std::optional<PreemptDecision> CheapestVictimsPlanner::Plan(const PreemptionInput& input) const {
-  std::optional<PreemptionChoice> choice = Search(input, /*with_reason=*/false);
+  bool no_room = false;
+  return PlanOrRuleOut(input, &no_room);
+}
+
+std::optional<PreemptDecision> CheapestVictimsPlanner::PlanOrRuleOut(const PreemptionInput& input,
+                                                                     bool* no_room) const {
+  *no_room = false;
+  std::optional<PreemptionChoice> choice = Search(input, /*with_reason=*/false, no_room);
   if (!choice) return std::nullopt;
   return std::move(choice->decision);
 }
