@@ -42,7 +42,7 @@ bool QosAllows(const QueueConfig& config, const QosPolicy& preemptor_qos, std::s
 // the search's node slots.
 struct SearchUnit {
   int unit = 0;  // in the index
-  Span frees;    // Scratch::frees: (slot, capacity freed)
+  Span frees;    // Scratch::frees: (slot, its entry in VictimIndex::frees)
   Span blockers; // Scratch::blockers: slots where it removes a workload of the other world
   Span disruptions;  // VictimIndex::disruptions
 };
@@ -72,7 +72,9 @@ struct Scratch {
   std::vector<NodeIndex> nodes;      // the search's node slots, ascending
   std::vector<int> candidate_units;  // index units, cheapest first
   std::vector<SearchUnit> units;
-  std::vector<std::pair<int, Resources>> frees;
+  std::vector<std::pair<int, uint32_t>> frees;  // (slot, entry of VictimIndex::frees): no copy
+  std::vector<uint32_t> candidate_stamp;  // per index unit: == search when `candidate` is valid
+  std::vector<char> candidate;            // per index unit: VictimSearch::Candidate's answer
   std::vector<int> blockers;
   // The fit state, per slot and per budget group.
   std::vector<Resources> capacity;
@@ -94,6 +96,7 @@ struct Scratch {
   void Next(size_t nodes, size_t units) {
     if (++search == 0) {
       std::fill(excluded.begin(), excluded.end(), 0);
+      std::fill(candidate_stamp.begin(), candidate_stamp.end(), 0);
       search = 1;
     }
     Bump();
@@ -104,6 +107,8 @@ struct Scratch {
     if (unit_stamp.size() < units) {
       unit_stamp.resize(units, 0);
       excluded.resize(units, 0);
+      candidate_stamp.resize(units, 0);
+      candidate.resize(units, 0);
     }
   }
 };
@@ -140,7 +145,8 @@ class FitState {
     }
     for (uint32_t k = u.blockers.begin; k < u.blockers.end; ++k) s_.slot_blockers[s_.blockers[k]] -= sign;
     for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) {
-      const auto& [slot, freed] = s_.frees[k];
+      const int slot = s_.frees[k].first;
+      const Resources& freed = index_.frees[s_.frees[k].second].second;
       if (sign > 0) {
         s_.capacity[slot] += freed;
       } else {
@@ -183,7 +189,8 @@ class VictimSearch {
   bool NoRoom() const { return no_room_; }
 
  private:
-  bool Candidate(int unit) const;
+  bool Candidate(int unit) const;  // cached per search (the window walk and UseNodes both ask)
+  bool CandidateUncached(int unit) const;
   Resources FreeNow(NodeIndex n) const;
   int Blockers(NodeIndex n) const { return index_.workloads_of(n, Other()); }
   WorkloadKind Other() const {
@@ -200,6 +207,17 @@ class VictimSearch {
   void Deepen(FitState& state, const int* begin, const int* end);
   void Search(FitState& state, const int* begin, const int* end, const int* at, Cost cost, int32_t count_bound);
   PreemptionChoice MakeChoice(FitState& state) const;
+  // Counts `steps` search steps that would each have been pruned, against the work budget
+  // exactly as Search counts them one by one (so the same searches run out of budget, and
+  // decide, as without the shortcut).
+  void CountPrunedSteps(int64_t steps) {
+    if (work_ + steps > work_budget_) {
+      work_ = work_budget_ + 1;
+      exhausted_ = true;
+    } else {
+      work_ += steps;
+    }
+  }
 
   const PreemptionInput& in_;
   const VictimIndex& index_;
@@ -219,6 +237,13 @@ class VictimSearch {
 // every workload preemptible and of a QOS the preemptor's may preempt, none an earlier victim of
 // this cycle, within its budget groups on its own.
 bool VictimSearch::Candidate(int unit) const {
+  if (s_.candidate_stamp[unit] == s_.search) return s_.candidate[unit];  // asked before in this search
+  s_.candidate_stamp[unit] = s_.search;
+  s_.candidate[unit] = CandidateUncached(unit);
+  return s_.candidate[unit];
+}
+
+bool VictimSearch::CandidateUncached(int unit) const {
   const IndexUnit& u = index_.unit(unit);
   if (!(u.max_priority < in_.preemptor_priority) || !u.all_preemptible || u.over_budget) return false;
   for (uint32_t k = u.qos.begin; k < u.qos.end; ++k) {
@@ -356,7 +381,7 @@ void VictimSearch::UseNodes(bool all_usable) {
     su.frees.begin = static_cast<uint32_t>(s_.frees.size());
     for (uint32_t k = iu.frees.begin; k < iu.frees.end; ++k) {
       const NodeIndex n = index_.frees[k].first;
-      if (s_.node_stamp[n] == s_.stamp) s_.frees.emplace_back(s_.slot_of[n], index_.frees[k].second);
+      if (s_.node_stamp[n] == s_.stamp) s_.frees.emplace_back(s_.slot_of[n], k);
     }
     su.frees.end = static_cast<uint32_t>(s_.frees.size());
     su.blockers.begin = static_cast<uint32_t>(s_.blockers.size());
@@ -460,6 +485,13 @@ void VictimSearch::Search(FitState& state, const int* begin, const int* end, con
     }
     const SearchUnit& su = s_.units[*c];
     const IndexUnit& u = index_.unit(su.unit);
+    // The units come cheapest first, so by non-decreasing priority: once one alone would make a
+    // set of the best set's size at least and of higher priority, so would every later one, and
+    // the loop would only count them as steps (pruned): count them at once.
+    if (cost.count + 1 >= best_cost_->count && std::max(cost.max_priority, u.max_priority) > best_cost_->max_priority) {
+      CountPrunedSteps(end - c - 1);
+      return;
+    }
     Cost next{cost.count + u.count, std::max(cost.max_priority, u.max_priority), cost.run_time_lost + u.run_time_lost};
     if (next.count > count_bound || !(next < *best_cost_) || !state.WithinBudget(su)) continue;
     work_ += static_cast<int64_t>(su.frees.size());
@@ -492,7 +524,18 @@ void VictimSearch::PerNode(FitState& state) {
   for (size_t slot = 0; slot < slots && !exhausted_; ++slot) {
     const int* begin = s_.by_slot.data() + s_.by_slot_begin[slot];
     const int* end = s_.by_slot.data() + s_.by_slot_begin[slot + 1];
-    if (begin != end) Deepen(state, begin, end);
+    if (begin == end) continue;
+    // A lower bound of every set of this slot's units: one victim at least, of at least the
+    // lowest priority among them (the first: cheapest first), no run time lost. Only a strictly
+    // cheaper set replaces the best, so a slot whose bound is not below it has nothing to give.
+    // (Then the best has one victim, so Deepen would make one pass over the slot's units, every
+    // one pruned: its steps are counted as it would count them.)
+    const Cost bound{1, index_.unit(s_.units[*begin].unit).max_priority, 0};
+    if (!(bound < *best_cost_)) {
+      CountPrunedSteps(end - begin);
+      continue;
+    }
+    Deepen(state, begin, end);
   }
 }
 
