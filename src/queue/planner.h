@@ -42,6 +42,9 @@ struct PreemptionInput {
   const std::vector<char>* claimed = nullptr;
   // Running workloads that an earlier preemption of this cycle already chose: not victims again.
   const std::vector<std::string>* already_victims = nullptr;
+  // The same workloads by index into snapshot->running (optional; the cycle pass sets it): when
+  // set, a planner may read it instead of already_victims and skip looking the ids up.
+  const std::vector<int32_t>* already_victim_indices = nullptr;
 };
 
 class PreemptionPlanner {
@@ -51,6 +54,16 @@ class PreemptionPlanner {
   // then least run time lost), gangs whole, disruption budgets respected, never a victim of equal
   // or higher priority or of a QOS the preemptor's QOS may not preempt; nullopt if none exists.
   virtual std::optional<PreemptDecision> Plan(const PreemptionInput& input) const = 0;
+  // Plan; when it returns nullopt, *no_room tells whether that is because the preemptor's
+  // members cannot fit on its usable nodes even with every candidate victim gone (or it has no
+  // usable node). That answer holds for any preemptor of the same kind and QOS that asks at
+  // least as much, has no higher priority, and sees no more usable nodes, free capacity or
+  // candidates: the cycle pass memoises it (planner_pass.cc). Not for "it fits already".
+  // The default says false (nothing is ruled out).
+  virtual std::optional<PreemptDecision> PlanOrRuleOut(const PreemptionInput& input, bool* no_room) const {
+    *no_room = false;
+    return Plan(input);
+  }
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -52,7 +52,9 @@ void CyclePass::Wait(std::string_view id, WaitReason reason, const char* fixed_m
 }
 
 std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, double priority,
-                                                     const std::vector<char>& eligible, Time now) {
+                                                     const std::vector<char>& eligible, Time now,
+                                                     bool* no_room) {
+  *no_room = false;
   if (preemption_ == nullptr) return std::nullopt;
   PreemptionInput in;
   in.snapshot = s_.snapshot.get();
@@ -61,15 +63,18 @@ std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, d
   in.preemptor = &w;
   in.preemptor_priority = priority;
   in.now = now;
+  // Buffers kept in the state: no allocation per preemptor once they have grown.
+  in.eligible_nodes = std::move(s_.scratch_preempt_nodes);
+  in.eligible_nodes.clear();
   for (NodeIndex n = 0; n < static_cast<NodeIndex>(eligible.size()); ++n) {
     if (Usable(n, w, priority, eligible)) in.eligible_nodes.push_back(n);
   }
-  std::vector<Resources> free_now(s_.profile->size());
-  for (size_t n = 0; n < free_now.size(); ++n) free_now[n] = s_.profile->FreeNow(n);
-  in.free_now = &free_now;
+  in.free_now = &s_.profile->FreeNowAll();  // read in place
   in.claimed = &s_.claimed;
   in.already_victims = &s_.victims;
-  std::optional<PreemptDecision> d = preemption_->Plan(in);
+  in.already_victim_indices = &s_.victim_indices;
+  std::optional<PreemptDecision> d = preemption_->PlanOrRuleOut(in, no_room);
+  s_.scratch_preempt_nodes = std::move(in.eligible_nodes);
   if (!d.has_value()) return std::nullopt;
   // Defence in depth: never act on a decision that breaks the queue's rules.
   if (static_cast<int32_t>(d->member_nodes.size()) != std::max<int32_t>(1, w.members)) return std::nullopt;
@@ -78,13 +83,21 @@ std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, d
       return std::nullopt;
     }
   }
+  const std::vector<RunningWorkload>& running = s_.snapshot->running;
+  if (s_.running_by_id.empty()) {
+    s_.running_by_id.reserve(running.size());
+    for (size_t i = 0; i < running.size(); ++i) s_.running_by_id.try_emplace(running[i].id, static_cast<int32_t>(i));
+  }
+  s_.scratch_victims.clear();
   for (const std::string& v : d->victims) {
-    auto it = std::find_if(s_.snapshot->running.begin(), s_.snapshot->running.end(),
-                           [&](const RunningWorkload& r) { return r.id == v; });
-    if (it == s_.snapshot->running.end() || it->priority >= priority || !it->preemptible) {
+    auto it = s_.running_by_id.find(v);
+    if (it == s_.running_by_id.end()) return std::nullopt;
+    const RunningWorkload& r = running[it->second];
+    if (r.priority >= priority || !r.preemptible) return std::nullopt;
+    if (std::find(s_.victim_indices.begin(), s_.victim_indices.end(), it->second) != s_.victim_indices.end()) {
       return std::nullopt;
     }
-    if (std::find(s_.victims.begin(), s_.victims.end(), v) != s_.victims.end()) return std::nullopt;
+    s_.scratch_victims.push_back(it->second);
   }
   d->preemptor = w.id;
   return d;
@@ -191,8 +204,23 @@ bool CyclePass::StartsNow(const Turn& t) {
 }
 
 bool CyclePass::Preempts(const Turn& t) {
-  std::optional<PreemptDecision> d = TryPreempt(t.w, t.priority, t.eligible, t.now);
-  if (!d.has_value()) return false;
+  // The memo of ruled-out searches holds along a full cycle's walk by descending priority only
+  // (an arrival evaluated later may have a higher priority: more candidates).
+  FailureMemo* memo = nullptr;
+  const RequestSize size{t.size.per_member, t.size.members, 0};  // the run time does not matter here
+  if (t.memo_valid && in_cycle_ && !s_.out_of_priority_order && t.facts.qos != nullptr &&
+      t.facts.qos >= config_.qos.data() && t.facts.qos < config_.qos.data() + config_.qos.size()) {
+    if (s_.failed_preempt.size() < config_.qos.size()) s_.failed_preempt.resize(config_.qos.size());
+    memo = &s_.failed_preempt[t.facts.qos - config_.qos.data()];
+    if (memo->KnownToFail(t.facts.kind, t.facts.eligibility, size)) return false;
+  }
+  bool no_room = false;
+  std::optional<PreemptDecision> d = TryPreempt(t.w, t.priority, t.eligible, t.now, &no_room);
+  if (!d.has_value()) {
+    if (no_room && memo != nullptr) memo->Failed(t.facts.kind, t.facts.eligibility, size);
+    return false;
+  }
+  s_.victim_indices.insert(s_.victim_indices.end(), s_.scratch_victims.begin(), s_.scratch_victims.end());
   for (NodeIndex n : d->member_nodes) {
     s_.claimed[n] = 1;
     s_.node_seq[n] = ++s_.seq;

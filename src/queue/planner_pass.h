@@ -139,8 +139,10 @@ class CyclePass {
   MemberNodes ChooseNodes(const PendingWorkload& w,
                           const std::vector<std::pair<NodeIndex, int64_t>>& candidates,
                           bool preference_order = false);
+  // no_room: set when the preemption planner ruled the preemptor out (PlanOrRuleOut).
+  // On a decision, s_.scratch_victims holds its victims as indices into snapshot->running.
   std::optional<PreemptDecision> TryPreempt(const PendingWorkload& w, double priority,
-                                            const std::vector<char>& eligible, Time now);
+                                            const std::vector<char>& eligible, Time now, bool* no_room);
   void Commit(const PendingWorkload& w, Duration duration, const MemberNodes& nodes, Time start,
               bool reservation);
   // Every member of `w` fits on `nodes` (member i on nodes[i]) over [start, start + duration).

@@ -157,6 +157,18 @@ struct QueuePlanner::State {
   std::vector<std::vector<int32_t>> domains;
   std::vector<int32_t> domain_count;  // per topology label: how many domains
   std::vector<std::string> victims;
+  // The same victims by index into snapshot->running (PreemptionInput::already_victim_indices),
+  // and the running workloads by id (built at the first preemption decision of a cycle, to check
+  // a decision's victims without a walk over every running workload).
+  std::vector<int32_t> victim_indices;
+  absl::flat_hash_map<std::string_view, int32_t> running_by_id;
+  // Preemption searches ruled out this cycle (PreemptionPlanner::PlanOrRuleOut), one memo per
+  // QOS of the config (by position): a preemptor of that QOS that asks at least as much, walked
+  // later (no higher priority, no more usable nodes, capacity or candidates) is ruled out too.
+  std::vector<internal::FailureMemo> failed_preempt;
+  // Scratch buffers of TryPreempt (its usable nodes, a decision's victims as running indices).
+  std::vector<NodeIndex> scratch_preempt_nodes;
+  std::vector<int32_t> scratch_victims;
   // Scratch buffers of TryStartNow and ChooseNodes, kept to save ~30,000 allocations per cycle.
   std::vector<std::pair<NodeIndex, int64_t>> scratch_candidates;
   std::vector<std::pair<NodeIndex, int64_t>> scratch_inside;

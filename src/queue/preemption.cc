@@ -42,7 +42,7 @@ bool QosAllows(const QueueConfig& config, const QosPolicy& preemptor_qos, std::s
 // the search's node slots.
 struct SearchUnit {
   int unit = 0;  // in the index
-  Span frees;    // Scratch::frees: (slot, capacity freed)
+  Span frees;    // Scratch::frees: (slot, its entry in VictimIndex::frees)
   Span blockers; // Scratch::blockers: slots where it removes a workload of the other world
   Span disruptions;  // VictimIndex::disruptions
 };
@@ -72,7 +72,9 @@ struct Scratch {
   std::vector<NodeIndex> nodes;      // the search's node slots, ascending
   std::vector<int> candidate_units;  // index units, cheapest first
   std::vector<SearchUnit> units;
-  std::vector<std::pair<int, Resources>> frees;
+  std::vector<std::pair<int, uint32_t>> frees;  // (slot, entry of VictimIndex::frees): no copy
+  std::vector<uint32_t> candidate_stamp;  // per index unit: == search when `candidate` is valid
+  std::vector<char> candidate;            // per index unit: VictimSearch::Candidate's answer
   std::vector<int> blockers;
   // The fit state, per slot and per budget group.
   std::vector<Resources> capacity;
@@ -94,6 +96,7 @@ struct Scratch {
   void Next(size_t nodes, size_t units) {
     if (++search == 0) {
       std::fill(excluded.begin(), excluded.end(), 0);
+      std::fill(candidate_stamp.begin(), candidate_stamp.end(), 0);
       search = 1;
     }
     Bump();
@@ -104,6 +107,8 @@ struct Scratch {
     if (unit_stamp.size() < units) {
       unit_stamp.resize(units, 0);
       excluded.resize(units, 0);
+      candidate_stamp.resize(units, 0);
+      candidate.resize(units, 0);
     }
   }
 };
@@ -140,7 +145,8 @@ class FitState {
     }
     for (uint32_t k = u.blockers.begin; k < u.blockers.end; ++k) s_.slot_blockers[s_.blockers[k]] -= sign;
     for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) {
-      const auto& [slot, freed] = s_.frees[k];
+      const int slot = s_.frees[k].first;
+      const Resources& freed = index_.frees[s_.frees[k].second].second;
       if (sign > 0) {
         s_.capacity[slot] += freed;
       } else {
@@ -178,9 +184,13 @@ class VictimSearch {
       : in_(in), index_(index), s_(scratch), work_budget_(work_budget), with_reason_(with_reason) {}
 
   std::optional<PreemptionChoice> Run(const QosPolicy& preemptor_qos);
+  // After Run returned nullopt: true when the members cannot fit on the usable nodes even with
+  // every candidate gone (PreemptionPlanner::PlanOrRuleOut), or there is no usable node.
+  bool NoRoom() const { return no_room_; }
 
  private:
-  bool Candidate(int unit) const;
+  bool Candidate(int unit) const;  // cached per search (the window walk and UseNodes both ask)
+  bool CandidateUncached(int unit) const;
   Resources FreeNow(NodeIndex n) const;
   int Blockers(NodeIndex n) const { return index_.workloads_of(n, Other()); }
   WorkloadKind Other() const {
@@ -197,6 +207,17 @@ class VictimSearch {
   void Deepen(FitState& state, const int* begin, const int* end);
   void Search(FitState& state, const int* begin, const int* end, const int* at, Cost cost, int32_t count_bound);
   PreemptionChoice MakeChoice(FitState& state) const;
+  // Counts `steps` search steps that would each have been pruned, against the work budget
+  // exactly as Search counts them one by one (so the same searches run out of budget, and
+  // decide, as without the shortcut).
+  void CountPrunedSteps(int64_t steps) {
+    if (work_ + steps > work_budget_) {
+      work_ = work_budget_ + 1;
+      exhausted_ = true;
+    } else {
+      work_ += steps;
+    }
+  }
 
   const PreemptionInput& in_;
   const VictimIndex& index_;
@@ -206,6 +227,9 @@ class VictimSearch {
   int64_t work_ = 0;
   bool exhausted_ = false;
   bool capped_ = false;
+  bool no_room_ = false;
+  bool budget_skipped_ = false;  // Greedy passed over a unit for a disruption budget
+  bool fits_already_ = false;
   std::optional<Cost> best_cost_;
 };
 
@@ -213,6 +237,13 @@ class VictimSearch {
 // every workload preemptible and of a QOS the preemptor's may preempt, none an earlier victim of
 // this cycle, within its budget groups on its own.
 bool VictimSearch::Candidate(int unit) const {
+  if (s_.candidate_stamp[unit] == s_.search) return s_.candidate[unit];  // asked before in this search
+  s_.candidate_stamp[unit] = s_.search;
+  s_.candidate[unit] = CandidateUncached(unit);
+  return s_.candidate[unit];
+}
+
+bool VictimSearch::CandidateUncached(int unit) const {
   const IndexUnit& u = index_.unit(unit);
   if (!(u.max_priority < in_.preemptor_priority) || !u.all_preemptible || u.over_budget) return false;
   for (uint32_t k = u.qos.begin; k < u.qos.end; ++k) {
@@ -243,7 +274,12 @@ bool VictimSearch::FindUsable(const QosPolicy& preemptor_qos) {
   const std::vector<std::string_view>& qos = index_.qos_names();
   s_.allowed_qos.resize(qos.size());
   for (size_t q = 0; q < qos.size(); ++q) s_.allowed_qos[q] = QosAllows(*in_.config, preemptor_qos, qos[q]);
-  if (in_.already_victims != nullptr) {
+  if (in_.already_victim_indices != nullptr) {  // by index: no id to look up
+    for (int32_t i : *in_.already_victim_indices) {
+      const int u = index_.unit_of_running(i);
+      if (u >= 0) s_.excluded[u] = s_.search;
+    }
+  } else if (in_.already_victims != nullptr) {
     for (const std::string& v : *in_.already_victims) {
       const int u = index_.unit_of(v);
       if (u >= 0) s_.excluded[u] = s_.search;
@@ -345,7 +381,7 @@ void VictimSearch::UseNodes(bool all_usable) {
     su.frees.begin = static_cast<uint32_t>(s_.frees.size());
     for (uint32_t k = iu.frees.begin; k < iu.frees.end; ++k) {
       const NodeIndex n = index_.frees[k].first;
-      if (s_.node_stamp[n] == s_.stamp) s_.frees.emplace_back(s_.slot_of[n], index_.frees[k].second);
+      if (s_.node_stamp[n] == s_.stamp) s_.frees.emplace_back(s_.slot_of[n], k);
     }
     su.frees.end = static_cast<uint32_t>(s_.frees.size());
     su.blockers.begin = static_cast<uint32_t>(s_.blockers.size());
@@ -368,7 +404,10 @@ void VictimSearch::UseNodes(bool all_usable) {
 std::optional<PreemptionChoice> VictimSearch::SearchNodes() {
   s_.chosen.clear();
   FitState state(s_, index_, in_.preemptor->per_member, in_.preemptor->members);
-  if (state.Fits()) return std::nullopt;  // nothing to preempt: it fits already
+  if (state.Fits()) {  // nothing to preempt: it fits already
+    fits_already_ = true;
+    return std::nullopt;
+  }
   Greedy(state);
   if (!best_cost_) return std::nullopt;  // even every candidate together would not make room
   PerNode(state);
@@ -386,7 +425,10 @@ void VictimSearch::Greedy(FitState& state) {
   std::vector<int>& taken = s_.taken;
   taken.clear();
   for (size_t i = 0; i < s_.units.size() && !state.Fits(); ++i) {
-    if (!state.WithinBudget(s_.units[i])) continue;
+    if (!state.WithinBudget(s_.units[i])) {
+      budget_skipped_ = true;
+      continue;
+    }
     state.Apply(s_.units[i]);
     taken.push_back(static_cast<int>(i));
   }
@@ -443,6 +485,13 @@ void VictimSearch::Search(FitState& state, const int* begin, const int* end, con
     }
     const SearchUnit& su = s_.units[*c];
     const IndexUnit& u = index_.unit(su.unit);
+    // The units come cheapest first, so by non-decreasing priority: once one alone would make a
+    // set of the best set's size at least and of higher priority, so would every later one, and
+    // the loop would only count them as steps (pruned): count them at once.
+    if (cost.count + 1 >= best_cost_->count && std::max(cost.max_priority, u.max_priority) > best_cost_->max_priority) {
+      CountPrunedSteps(end - c - 1);
+      return;
+    }
     Cost next{cost.count + u.count, std::max(cost.max_priority, u.max_priority), cost.run_time_lost + u.run_time_lost};
     if (next.count > count_bound || !(next < *best_cost_) || !state.WithinBudget(su)) continue;
     work_ += static_cast<int64_t>(su.frees.size());
@@ -475,7 +524,18 @@ void VictimSearch::PerNode(FitState& state) {
   for (size_t slot = 0; slot < slots && !exhausted_; ++slot) {
     const int* begin = s_.by_slot.data() + s_.by_slot_begin[slot];
     const int* end = s_.by_slot.data() + s_.by_slot_begin[slot + 1];
-    if (begin != end) Deepen(state, begin, end);
+    if (begin == end) continue;
+    // A lower bound of every set of this slot's units: one victim at least, of at least the
+    // lowest priority among them (the first: cheapest first), no run time lost. Only a strictly
+    // cheaper set replaces the best, so a slot whose bound is not below it has nothing to give.
+    // (Then the best has one victim, so Deepen would make one pass over the slot's units, every
+    // one pruned: its steps are counted as it would count them.)
+    const Cost bound{1, index_.unit(s_.units[*begin].unit).max_priority, 0};
+    if (!(bound < *best_cost_)) {
+      CountPrunedSteps(end - begin);
+      continue;
+    }
+    Deepen(state, begin, end);
   }
 }
 
@@ -538,20 +598,30 @@ PreemptionChoice VictimSearch::MakeChoice(FitState& state) const {
 }
 
 std::optional<PreemptionChoice> VictimSearch::Run(const QosPolicy& preemptor_qos) {
-  if (!FindUsable(preemptor_qos)) return std::nullopt;
+  if (!FindUsable(preemptor_qos)) {
+    no_room_ = true;
+    return std::nullopt;
+  }
   // Nothing to preempt when it fits already, anywhere it may go (capped or not).
   if (FitsWithoutVictims()) return std::nullopt;
   capped_ = ChooseWindow();
   UseNodes(/*all_usable=*/!capped_);
+  budget_skipped_ = false;
   std::optional<PreemptionChoice> choice = SearchNodes();
-  if (choice || !capped_) return choice;
-  // The window could not make room (a gang, or budgets): every usable node, as without a cap.
-  capped_ = false;
-  work_ = 0;
-  exhausted_ = false;
-  best_cost_.reset();
-  UseNodes(/*all_usable=*/true);
-  return SearchNodes();
+  if (!choice && capped_) {
+    // The window could not make room (a gang, or budgets): every usable node, as without a cap.
+    capped_ = false;
+    work_ = 0;
+    exhausted_ = false;
+    best_cost_.reset();
+    UseNodes(/*all_usable=*/true);
+    budget_skipped_ = false;
+    choice = SearchNodes();
+  }
+  // Over every usable node, Greedy applied every candidate (none passed over for a budget) and
+  // the members still did not fit: no set of victims makes room.
+  no_room_ = !choice && !best_cost_.has_value() && !budget_skipped_ && !fits_already_;
+  return choice;
 }
 
 }  // namespace
@@ -567,7 +637,8 @@ CheapestVictimsPlanner::CheapestVictimsPlanner(int64_t work_budget)
 
 CheapestVictimsPlanner::~CheapestVictimsPlanner() = default;
 
-std::optional<PreemptionChoice> CheapestVictimsPlanner::Search(const PreemptionInput& in, bool with_reason) const {
+std::optional<PreemptionChoice> CheapestVictimsPlanner::Search(const PreemptionInput& in, bool with_reason,
+                                                               bool* no_room) const {
   if (in.snapshot == nullptr || in.config == nullptr || in.preemptor == nullptr) return std::nullopt;
   const PendingWorkload& p = *in.preemptor;
   if (p.members <= 0 || !p.may_preempt) return std::nullopt;  // preemptionPolicy: Never
@@ -583,19 +654,32 @@ std::optional<PreemptionChoice> CheapestVictimsPlanner::Search(const PreemptionI
       c.snapshot = in.shared_snapshot;
       c.index.Build(*in.snapshot, *in.config, in.now);
     }
-    return VictimSearch(in, c.index, c.scratch, work_budget_, with_reason).Run(*qos);
+    VictimSearch search(in, c.index, c.scratch, work_budget_, with_reason);
+    std::optional<PreemptionChoice> choice = search.Run(*qos);
+    if (no_room != nullptr) *no_room = !choice && search.NoRoom();
+    return choice;
   }
   Cache local;  // a caller without a shared snapshot: an index for this search alone
   local.index.Build(*in.snapshot, *in.config, in.now);
-  return VictimSearch(in, local.index, local.scratch, work_budget_, with_reason).Run(*qos);
+  VictimSearch search(in, local.index, local.scratch, work_budget_, with_reason);
+  std::optional<PreemptionChoice> choice = search.Run(*qos);
+  if (no_room != nullptr) *no_room = !choice && search.NoRoom();
+  return choice;
 }
 
 std::optional<PreemptionChoice> CheapestVictimsPlanner::Choose(const PreemptionInput& input) const {
-  return Search(input, /*with_reason=*/true);
+  return Search(input, /*with_reason=*/true, /*no_room=*/nullptr);
 }
 
 std::optional<PreemptDecision> CheapestVictimsPlanner::Plan(const PreemptionInput& input) const {
-  std::optional<PreemptionChoice> choice = Search(input, /*with_reason=*/false);
+  bool no_room = false;
+  return PlanOrRuleOut(input, &no_room);
+}
+
+std::optional<PreemptDecision> CheapestVictimsPlanner::PlanOrRuleOut(const PreemptionInput& input,
+                                                                     bool* no_room) const {
+  *no_room = false;
+  std::optional<PreemptionChoice> choice = Search(input, /*with_reason=*/false, no_room);
   if (!choice) return std::nullopt;
   return std::move(choice->decision);
 }

@@ -77,13 +77,15 @@ class CheapestVictimsPlanner : public PreemptionPlanner {
   CheapestVictimsPlanner& operator=(const CheapestVictimsPlanner&) = delete;
 
   std::optional<PreemptDecision> Plan(const PreemptionInput& input) const override;
+  std::optional<PreemptDecision> PlanOrRuleOut(const PreemptionInput& input, bool* no_room) const override;
 
   // The same, with the reason and the cost.
   std::optional<PreemptionChoice> Choose(const PreemptionInput& input) const;
 
  private:
   struct Cache;  // the victim index of the last shared snapshot, and the search buffers
-  std::optional<PreemptionChoice> Search(const PreemptionInput& input, bool with_reason) const;
+  // no_room: may be null (PreemptionPlanner::PlanOrRuleOut).
+  std::optional<PreemptionChoice> Search(const PreemptionInput& input, bool with_reason, bool* no_room) const;
 
   int64_t work_budget_;
   mutable std::mutex mu_;

@@ -53,9 +53,11 @@ void VictimIndex::Build(const Snapshot& snap, const QueueConfig& config, Time no
   for (int i : order) sorted.push_back(units_[i]);
   units_ = std::move(sorted);
   unit_of_workload_.reserve(snap.running.size());
+  unit_of_running_.assign(snap.running.size(), -1);
   for (size_t u = 0; u < units_.size(); ++u) {
     for (uint32_t k = units_[u].workloads.begin; k < units_[u].workloads.end; ++k) {
       unit_of_workload_.try_emplace(snap.running[unit_workloads[k]].id, static_cast<int>(u));
+      unit_of_running_[unit_workloads[k]] = static_cast<int>(u);
     }
   }
   BuildNodeLists(snap, config);

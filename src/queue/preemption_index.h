@@ -63,6 +63,10 @@ class VictimIndex {
     auto it = unit_of_workload_.find(id);
     return it == unit_of_workload_.end() ? -1 : it->second;
   }
+  // The unit holding snapshot.running[i], or -1 (an index out of range).
+  int unit_of_running(int32_t i) const {
+    return i >= 0 && static_cast<size_t>(i) < unit_of_running_.size() ? unit_of_running_[i] : -1;
+  }
   const std::vector<std::string_view>& qos_names() const { return qos_names_; }
   const std::vector<int>& budget_allowed() const { return budget_allowed_; }
 
@@ -86,6 +90,7 @@ class VictimIndex {
   std::vector<std::array<int, 2>> node_kind_workloads_;
   std::vector<Resources> derived_free_;
   absl::flat_hash_map<std::string_view, int> unit_of_workload_;
+  std::vector<int> unit_of_running_;
   std::vector<std::string_view> qos_names_;
   std::vector<int> budget_allowed_;
 };

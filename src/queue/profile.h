@@ -87,6 +87,8 @@ class AvailabilityProfile {
   Time RoundUp(Time t) const;
 
   const Resources& FreeNow(NodeIndex node) const { return free_now_[node]; }
+  // FreeNow of every node, indexed by NodeIndex (the preemption planner reads it in place).
+  const std::vector<Resources>& FreeNowAll() const { return free_now_; }
   Time FirstFutureStart(NodeIndex node) const { return first_future_start_[node]; }
   // True when a block of the other world is active at now on the node (exclusive nodes only):
   // a workload of `kind` cannot start there now.

@@ -248,6 +248,48 @@ TEST(Preemption, NoDecisionWhenPreemptionCannotHelp) {
   EXPECT_FALSE(s.Choose().has_value());
 }
 
+// PlanOrRuleOut's no_room (issue 26): the cycle pass memoises it for every later preemptor that
+// asks at least as much, so it must be set only when no victim set can make room, never when the
+// preemptor fits already or when a disruption budget made the greedy pass skip a unit.
+TEST(Preemption, RulesOutOnlyWhatNoVictimSetCanHelp) {
+  Scenario s(2, 4000);
+  s.Run("a", {0}, 4000, 1);
+  const CheapestVictimsPlanner planner;
+  bool no_room = false;
+  s.preemptor.per_member = Cpu(8000);  // bigger than any node
+  EXPECT_FALSE(planner.PlanOrRuleOut(s.Input(), &no_room).has_value());
+  EXPECT_TRUE(no_room);
+  s.preemptor.per_member = Cpu(4000);  // node 1 is free: it fits already, which a bigger one may not
+  EXPECT_FALSE(planner.PlanOrRuleOut(s.Input(), &no_room).has_value());
+  EXPECT_FALSE(no_room);
+  s.eligible = {0};
+  EXPECT_TRUE(planner.PlanOrRuleOut(s.Input(), &no_room).has_value());
+  EXPECT_FALSE(no_room);
+  s.already_victims = {"a"};  // its only candidate is taken: nothing can make room
+  EXPECT_FALSE(planner.PlanOrRuleOut(s.Input(), &no_room).has_value());
+  EXPECT_TRUE(no_room);
+  s.already_victims.clear();
+  std::vector<int32_t> by_index = {0};  // the same, by index into snapshot.running
+  PreemptionInput in = s.Input();
+  in.already_victim_indices = &by_index;
+  EXPECT_FALSE(planner.PlanOrRuleOut(in, &no_room).has_value());
+  EXPECT_TRUE(no_room);
+  s.eligible = {};  // no usable node
+  EXPECT_FALSE(planner.PlanOrRuleOut(s.Input(), &no_room).has_value());
+  EXPECT_TRUE(no_room);
+}
+
+TEST(Preemption, ABudgetThatMadeTheGreedyPassSkipAUnitRulesNothingOut) {
+  Scenario s(2, 4000);
+  s.preemptor.per_member = Cpu(8000);  // fits nowhere, whatever goes
+  s.Run("a", {0}, 2000, 1).disruption_budget_group = "pdb";
+  s.Run("b", {0}, 2000, 1).disruption_budget_group = "pdb";
+  s.snapshot.disruptions_allowed["pdb"] = 1;
+  bool no_room = true;
+  EXPECT_FALSE(CheapestVictimsPlanner().PlanOrRuleOut(s.Input(), &no_room).has_value());
+  EXPECT_FALSE(no_room);  // conservative: the skipped unit could have mattered to another set
+}
+
 TEST(Preemption, AGangPreemptorGetsAllItsMembersPlaced) {
   Scenario s(4, 4000);
   s.preemptor.members = 3;
