@@ -269,6 +269,14 @@ struct QueueConfig {
   // after 30 minutes, a day-long one only at starvation_bound). 0 = off (the library's default;
   // the daemon sets queue.starvationBoundTimeLimits).
   double starvation_bound_limits = 0;
+  // At most this many reservations past the depth for starving workloads per cycle, the first
+  // in the walk's order (priority order; oldest first with backfill_shortest_first, which plans
+  // starving workloads first): each is a placement search over the window, so a backlog
+  // where thousands starve at once (a restart after an outage, a queue the pool cannot drain)
+  // would make every cycle conservative backfill over all of them (5,110 reservations, seconds
+  // per cycle in one_queue_bench). The rest wait with an estimate, and are reserved as the
+  // older ones start. Must be at least 1.
+  int32_t max_starving_reservations = 100;
   Duration resolution = 60;         // bf_resolution: reservation start times are rounded up to it
   Duration window = 24 * 3600;      // bf_window: nothing is planned beyond now + window
   // Node label keys of the topology, finest first, e.g. {"topology.onequeue.io/rack",

@@ -31,6 +31,9 @@ absl::Status ValidateConfig(const QueueConfig& c) {
   if (c.window <= 0) return absl::InvalidArgumentError("window must be > 0 seconds");
   if (c.max_age < 0) return absl::InvalidArgumentError("max_age must be >= 0");
   if (c.starvation_bound < 0) return absl::InvalidArgumentError("starvation_bound must be >= 0 (0 = off)");
+  if (c.max_starving_reservations < 1) {
+    return absl::InvalidArgumentError("max_starving_reservations must be >= 1");
+  }
   if (!(c.starvation_bound_limits >= 0) || !std::isfinite(c.starvation_bound_limits)) {
     return absl::InvalidArgumentError("starvation_bound_limits must be a finite number >= 0 (0 = off)");
   }

@@ -145,10 +145,12 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
   // 5. Blocked: reserve, within the depth or when starving.
   const WaitReason reason = WhyBlocked(turn);
   // A promise is kept even past the depth (the depth may have been lowered since); a starving
-  // workload (pending for starvation_bound or longer) gets one past the depth, uncounted.
+  // workload (pending for starvation_bound or longer) gets one past the depth, uncounted
+  // there, up to max_starving_reservations a cycle.
   const bool within_depth = config_.reservation_depth == 0 || strict ||
                             s_.reservations < config_.reservation_depth || promise != nullptr;
-  if (within_depth || Starving(w.submit_time, duration, now)) {
+  if (within_depth || (s_.starving_reservations < config_.max_starving_reservations &&
+                       Starving(w.submit_time, duration, now))) {
     ReserveOrWait(turn, reason, within_depth);
     return;
   }

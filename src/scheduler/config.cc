@@ -428,6 +428,10 @@ void ParseQueue(MapReader queue, std::vector<std::string>* errors, QueueConfig& 
   queue.Read("maxAgeSeconds", &c.max_age_seconds);
   queue.Read("starvationBoundSeconds", &c.starvation_bound_seconds);
   queue.Read("starvationBoundTimeLimits", &c.starvation_bound_time_limits);
+  queue.Read("starvationReservationsPerCycle", &c.starvation_reservations_per_cycle);
+  if (c.starvation_reservations_per_cycle < 1 || c.starvation_reservations_per_cycle > 1'000'000) {
+    queue.KeyError("starvationReservationsPerCycle", "must be 1 to 1000000");
+  }
   if (c.starvation_bound_time_limits < 0 || c.starvation_bound_time_limits > 1e6) {
     queue.KeyError("starvationBoundTimeLimits", "must be 0 (off) to 1000000 (multiples of a workload's time limit)");
   }

@@ -147,6 +147,9 @@ struct QueueConfig {
   // ... or this many times its own time limit (queue::QueueConfig::starvation_bound_limits;
   // 0 = only the bound above).
   double starvation_bound_time_limits = 3;
+  // At most this many starving workloads get a reservation past the depth per cycle, the
+  // first ones the walk meets (queue::QueueConfig::max_starving_reservations).
+  int64_t starvation_reservations_per_cycle = 100;
   std::vector<NamespacePolicyConfig> namespace_policies;
   // Issue 24 M4: a bound pod is evicted this long after its time limit (Slurm's OverTimeLimit;
   // 0, Slurm's default: at the limit).

@@ -86,6 +86,33 @@ TEST(Starvation, ANegativeBoundIsRefused) {
   }
 }
 
+// The cap on starving reservations: J1 (QOS high) takes the depth's reservation; 5 starving
+// workloads past the depth (one QOS, so in queue order, oldest first), at most 2 reserved a
+// cycle: the first 2; the others wait with an estimate. A cap below 1 is refused.
+TEST(Starvation, AtMostTheCapOfStarvingWorkloadsIsReservedACycleOldestFirst) {
+  Snapshot s;
+  s.nodes = {MakeNode("n0", 10000)};
+  s.running = {MakeRunning("R", 0, Cpu(6000), 0, 5100)};
+  s.pending = {PendingBuilder("J1", 8000).Limit(100).Submit(4900)};
+  for (int i = 0; i < 5; ++i) {
+    s.pending.push_back(PendingBuilder(absl::StrCat("OLD", i), 9000).Limit(100).Submit(i * 10));
+  }
+  s.pending[0].qos = "high";
+  for (size_t i = 1; i < s.pending.size(); ++i) s.pending[i].qos = "mid";
+  QueueConfig c = EasyWithBound(1000);
+  c.max_starving_reservations = 2;
+  QueuePlanner planner(c, nullptr);
+  const Plan p = planner.PlanCycle(std::make_shared<Snapshot>(std::move(s)), 5000);
+  EXPECT_NE(FindReservation(p, "J1"), nullptr);
+  EXPECT_NE(FindReservation(p, "OLD0"), nullptr);
+  EXPECT_NE(FindReservation(p, "OLD1"), nullptr);
+  for (const char* id : {"OLD2", "OLD3", "OLD4"}) EXPECT_EQ(FindReservation(p, id), nullptr) << id;
+  EXPECT_EQ(p.reservations.size(), 3u);  // J1's (the depth) and 2 starving
+  QueueConfig zero;
+  zero.max_starving_reservations = 0;
+  EXPECT_EQ(ValidateConfig(zero).code(), absl::StatusCode::kInvalidArgument);
+}
+
 // The relative bound in one cycle: OLD (limit 100) has waited 5000 s, 50 x its limit, and is
 // reserved past the depth with no absolute bound; with a multiple of 60 it is not starving yet.
 TEST(Starvation, AWorkloadWaitingMultiplesOfItsLimitIsReservedPastTheDepth) {

@@ -84,13 +84,16 @@ TEST(ConfigTest, StarvationKeysAreReadAndMustBePositive) {
   EXPECT_EQ(c->queue.max_age_seconds, 86400);
   EXPECT_EQ(c->queue.starvation_bound_seconds, 2 * 86400);
   EXPECT_EQ(c->queue.starvation_bound_time_limits, 3);
+  EXPECT_EQ(c->queue.starvation_reservations_per_cycle, 100);
   c = ParseConfig(std::string(kHeader) +
-                      "queue: {maxAgeSeconds: 3600, starvationBoundSeconds: 14400, starvationBoundTimeLimits: 2.5}\n",
+                      "queue: {maxAgeSeconds: 3600, starvationBoundSeconds: 14400, starvationBoundTimeLimits: 2.5, "
+                      "starvationReservationsPerCycle: 7}\n",
                   "mem");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->queue.max_age_seconds, 3600);
   EXPECT_EQ(c->queue.starvation_bound_seconds, 14400);
   EXPECT_EQ(c->queue.starvation_bound_time_limits, 2.5);
+  EXPECT_EQ(c->queue.starvation_reservations_per_cycle, 7);
   c = ParseConfig(std::string(kHeader) + "queue: {starvationBoundTimeLimits: 0}\n", "mem");
   ASSERT_TRUE(c.ok()) << c.status();  // off: only starvationBoundSeconds
   EXPECT_EQ(c->queue.starvation_bound_time_limits, 0);
@@ -107,6 +110,8 @@ TEST(ConfigTest, StarvationKeysAreReadAndMustBePositive) {
       {"starvationBoundTimeLimits: -1", "line 3: queue.starvationBoundTimeLimits: must be 0 (off) to 1000000"},
       {"starvationBoundTimeLimits: .nan", "line 3: queue.starvationBoundTimeLimits: must be a finite number"},
       {"starvationBoundTimeLimits: three", "line 3: queue.starvationBoundTimeLimits: has the wrong type: expected a number"},
+      {"starvationReservationsPerCycle: 0", "line 3: queue.starvationReservationsPerCycle: must be 1 to 1000000"},
+      {"starvationReservationsPerCycle: 1.5", "line 3: queue.starvationReservationsPerCycle: has the wrong type: expected an integer"},
   };
   for (const auto& [line, message] : bad) {
     c = ParseConfig(std::string(kHeader) + "queue: {" + line + "}\n", "mem");
