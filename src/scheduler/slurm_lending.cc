@@ -319,7 +319,7 @@ void SlurmLending::HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& 
       continue;
     }
     const std::string comment = HoldComment(w, *job->second, records);
-    if (HeldByOnequeue(*job->second) && job->second->comment == comment) {
+    if (HeldByOnequeue(*job->second) && job->second->admin_comment == comment) {
       last_hold_[*id] = comment;
       continue;
     }

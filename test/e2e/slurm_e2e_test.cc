@@ -99,10 +99,16 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
   // Kubernetes pool nodes <ns>-1..N standing for Slurm nodes n1..nN, and the partition "pool"
   // over those Slurm nodes only.
   void AddPool(int count) {
+    std::vector<int> first;
+    for (int i = 1; i <= count; ++i) first.push_back(i);
+    AddPool(first);
+  }
+  // The same over chosen Slurm nodes: pool node <ns>-i stands for Slurm node n<slurm_index[i-1]>.
+  void AddPool(const std::vector<int>& slurm_index) {
     std::vector<std::string> slurm_nodes;
-    for (int i = 1; i <= count; ++i) {
+    for (int i = 1; i <= static_cast<int>(slurm_index.size()); ++i) {
       const std::string name = absl::StrCat(ns_, "-", i);
-      const std::string slurm_node = Slurm().nodes[i - 1];
+      const std::string slurm_node = Slurm().nodes[slurm_index[i - 1] - 1];
       slurm_nodes.push_back(slurm_node);
       json node = PoolNode(name, ns_, "8");
       node["metadata"]["labels"][kSlurmNodeLabel] = slurm_node;
@@ -565,6 +571,65 @@ TEST_P(SlurmE2ETest, ANodeIsLentAgainAfterItsLastPodEnds) {
   EXPECT_GE(absl::Now() - deleted, absl::Seconds(3)) << "lent before lendAfterSeconds";
   EXPECT_EQ(ShowJob(job)["NodeList"], Slurm().nodes[0]);
   EXPECT_EQ(NodeLabel(K8sNode(1), "onequeue.io/owner"), "slurm");
+}
+
+// Issue 29: a Slurm job keeps its meaning. Pool nodes n1 (feature rack1) and n5 (rack2): a job
+// with --constraint=rack2 runs on n5 only, --nodelist=n1 on n1, --exclude=n1 on n5; a job behind
+// the --nodelist one waits held by onequeue, then starts. Afterwards every job's ReqNodeList,
+// ExcNodeList and Comment are what its user asked; onequeue's marks are in the AdminComment. A
+// constraint onequeue cannot plan node by node is refused with the reason.
+TEST_P(SlurmE2ETest, ConstraintNodeListExcludeAndTheUsersCommentAreKept) {
+  ASSERT_GE(Slurm().nodes.size(), 5u);
+  AddPool({1, 5});
+  StartScheduler(/*lend_after=*/1);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); }));
+  const std::string n1 = Slurm().nodes[0], n5 = Slurm().nodes[4];
+  const std::vector<std::string> half = {"-c4", "--mem=1000"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), half.begin(), half.end());
+    return extra;
+  };
+  const uint32_t on_rack2 = Submit(with({"--constraint=rack2", "--comment=user-note-a"}), "30");
+  const uint32_t listed = Submit(with({"--nodelist=" + n1, "--comment=user-note-b"}), "6");
+  const uint32_t excluded = Submit(with({"--exclude=" + n1, "--comment=user-note-c"}), "30");
+  // Two nodes, one of each rack: a mix across nodes, which onequeue refuses with the reason.
+  const uint32_t mixed = Submit({"-N2", "-c1", "--constraint=[rack1*1&rack2*1]", "--comment=user-note-e"}, "2");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
+    return ShowJob(on_rack2)["JobState"] == "RUNNING" && ShowJob(listed)["JobState"] == "RUNNING" &&
+           ShowJob(excluded)["JobState"] == "RUNNING";
+  })) << "jobs " << on_rack2 << ", " << listed << ", " << excluded << " never all ran";
+  EXPECT_EQ(ShowJob(on_rack2)["NodeList"], n5);
+  EXPECT_EQ(ShowJob(listed)["NodeList"], n1);
+  EXPECT_EQ(ShowJob(excluded)["NodeList"], n5);
+  // Behind `listed` on n1 (n1 has 4 CPUs left, this one asks 8): held by onequeue until it ends.
+  const uint32_t behind = Submit({"--nodelist=" + n1, "--comment=user-note-d"}, "2");
+  // While `listed` runs, `behind` waits, held by onequeue: its comment is still its user's.
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+    auto j = ShowJob(behind);
+    return j["JobState"] == "PENDING" && j["Priority"] == "0" && absl::StartsWith(j["AdminComment"], "onequeue:");
+  })) << "job " << behind << " was not held by onequeue";
+  EXPECT_EQ(ShowJob(behind)["Comment"], "user-note-d");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
+    const std::string st = ShowJob(behind)["JobState"];
+    return st == "RUNNING" || st == "COMPLETED";
+  })) << "job " << behind << " never ran after " << listed;
+  const std::map<uint32_t, std::pair<std::string, std::string>> asked = {
+      {on_rack2, {"a", ""}}, {listed, {"b", n1}}, {excluded, {"c", ""}}, {behind, {"d", n1}}};
+  for (const auto& [id, want] : asked) {
+    auto j = ShowJob(id);
+    EXPECT_EQ(j["Comment"], "user-note-" + want.first) << id;
+    EXPECT_EQ(j["ReqNodeList"] == "(null)" ? "" : j["ReqNodeList"], want.second) << id;
+    EXPECT_TRUE(absl::StartsWith(j["AdminComment"], "onequeue:")) << id << " " << j["AdminComment"];
+  }
+  EXPECT_EQ(ShowJob(behind)["NodeList"], n1);
+  EXPECT_EQ(ShowJob(excluded)["ExcNodeList"], n1);
+  EXPECT_EQ(ShowJob(on_rack2)["Features"], "rack2");
+  // The refused one: held, its reason in the AdminComment (spaces: read from the plain output).
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+    auto out = SlurmCommand(Slurm(), {"scontrol", "show", "job", absl::StrCat(mixed)});
+    return out.ok() && absl::StrContains(*out, "brackets") && absl::StrContains(*out, "Comment=user-note-e");
+  })) << SlurmCommand(Slurm(), {"scontrol", "show", "job", absl::StrCat(mixed)}).value_or("?");
+  EXPECT_EQ(ShowJob(mixed)["JobState"], "PENDING");
 }
 
 // 7. oq shows both worlds from the daemon's last cycle: Slurm jobs running on lent nodes and one
