@@ -41,7 +41,9 @@ TEST(FeatureConstraintTest, MalformedExpressionsAreRefusedWithWhereAndWhy) {
   for (const char* bad : {"", "a&", "&a", "a||b", "(a|b", "a)", "!a", "a*0", "a*x", "[a|[b]]"}) {
     absl::StatusOr<FeatureConstraint> f = FeatureConstraint::Parse(bad);
     EXPECT_FALSE(f.ok()) << "\"" << bad << "\" was accepted";
-    if (!f.ok()) EXPECT_NE(f.status().message().find("position"), std::string::npos) << f.status();
+    if (!f.ok()) {
+      EXPECT_NE(f.status().message().find("position"), std::string::npos) << f.status();
+    }
   }
 }
 

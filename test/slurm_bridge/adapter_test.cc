@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "slurm_bridge/adapter_internal.h"
 #include "slurm_bridge/json_fields.h"
+#include "absl/strings/match.h"
 
 namespace onequeue::slurm {
 namespace {
