@@ -104,8 +104,6 @@ class RestSlurmApi : public SlurmApi {
     if (update.priority && update.hold.value_or(false))
       return absl::InvalidArgumentError(
           absl::StrCat("job ", job_id, ": hold and priority exclude each other (a hold is priority 0 in Slurm)"));
-    // Only for begin_time on v0.0.39+, which takes an epoch: slurmctld raises a past begin time to
-    // its own now, so only a local clock ahead of slurmctld's delays the job (by the skew).
     if (update.admin_comment && !adapter_->SupportsAdminComment()) {
       // v0.0.38: the mark first (scontrol), then the rest over REST. In this order a failure
       // between them leaves a marked job that is not held (asked again next cycle), never a
@@ -118,6 +116,8 @@ class RestSlurmApi : public SlurmApi {
       rest.admin_comment.reset();
       return UpdateJob(job_id, rest);
     }
+    // Only for begin_time on v0.0.39+, which takes an epoch: slurmctld raises a past begin time to
+    // its own now, so only a local clock ahead of slurmctld's delays the job (by the skew).
     const absl::Time now = absl::Now();
     const std::string path = adapter_->JobPath(job_id);
     // begin_now on a job this bridge just requeued: not before the relaunch gate.

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "fake_world.h"
 #include "scheduler/scheduling_loop.h"
 
@@ -82,6 +83,47 @@ TEST(SlurmLoopTest, AHigherPriorityTierWinsOverAnOlderJobOfALowerTier) {
   c.Cycle(loop, kT0 + 61);  // lendAfterSeconds later the node goes to the higher tier's job
   EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
   EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kPending);
+}
+
+// Issue 29: a started job is not pinned to the node the plan lent for it, so Slurm may start it on
+// any node lent to it. While a start is not yet seen, no idle lent node is returned: here Slurm
+// starts job 8 on the other idle lent node, which (before this rule) had just been fenced for
+// Kubernetes past returnAfterSeconds. Once the start is seen, the unused node is returned.
+TEST(SlurmLoopTest, NoIdleLentNodeIsReturnedWhileAStartIsUnconfirmedSlurmMayPlaceTheJobThere) {
+  Cluster c(2);
+  Config cfg = SlurmConfig();
+  cfg.slurm.lend_after_seconds = 0;
+  cfg.slurm.return_after_seconds = 20;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.slurm.Submit(6, 8);
+  c.slurm.Submit(7, 8);
+  c.Cycle(loop, kT0);
+  ASSERT_EQ(c.slurm.Job(6).state, slurm::JobState::kRunning);
+  ASSERT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  c.slurm.Job(6).state = slurm::JobState::kCompleted;
+  c.slurm.Job(7).state = slurm::JobState::kCompleted;
+  c.Cycle(loop, kT0 + 1);  // both lent nodes idle from here
+  c.slurm.start_lag = true;
+  c.slurm.Submit(8, 8);
+  c.Cycle(loop, kT0 + 25);  // past returnAfterSeconds for both; job 8 released, not yet running
+  ASSERT_THAT(c.slurm.calls, Contains("start 8"));
+  EXPECT_TRUE(absl::StartsWith(c.k8s.OwnerOf("n1"), "slurm")) << c.k8s.OwnerOf("n1");
+  EXPECT_TRUE(absl::StartsWith(c.k8s.OwnerOf("n2"), "slurm")) << c.k8s.OwnerOf("n2");
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "");
+  EXPECT_EQ(c.slurm.FenceOwner("n2"), "");
+  // Slurm picks a node: the one the plan did not lend for it.
+  const std::string planned = c.k8s.OwnerOf("n1") == "slurm/8" ? "n1" : "n2";
+  const std::string other = planned == "n1" ? "n2" : "n1";
+  c.slurm.Run(8, other);
+  c.Cycle(loop, kT0 + 26);
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.requeues[8], 0);
+  EXPECT_TRUE(absl::StartsWith(c.k8s.OwnerOf(other), "slurm")) << c.k8s.OwnerOf(other);
+  EXPECT_EQ(c.slurm.FenceOwner(other), "");
+  // The node it did not use is idle: returned returnAfterSeconds after the start was seen.
+  c.Cycle(loop, kT0 + 50);
+  EXPECT_EQ(c.k8s.OwnerOf(planned), "kubernetes");
+  EXPECT_TRUE(absl::StartsWith(c.k8s.OwnerOf(other), "slurm")) << c.k8s.OwnerOf(other);
 }
 
 class ReclaimTest : public ::testing::TestWithParam<std::string> {};
