@@ -54,6 +54,18 @@ std::map<std::string, std::string> ShowJob(uint32_t id) {
   return fields;
 }
 
+// The job's AdminComment (onequeue's marks, issue 29) whole: `scontrol show job` prints it on a
+// line of its own ("   AdminComment=<text> "), spaces kept. "" when none.
+std::string AdminCommentOf(uint32_t id) {
+  auto out = SlurmCommand(SlurmClusterEnvironment::Info(), {"scontrol", "show", "job", absl::StrCat(id)});
+  if (!out.ok()) return "";
+  for (absl::string_view line : absl::StrSplit(*out, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (absl::ConsumePrefix(&line, "AdminComment=")) return std::string(line);
+  }
+  return "";
+}
+
 class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -375,7 +387,15 @@ TEST_P(SlurmE2ETest, HigherPriorityGetsTheNodeWhicheverWorld) {
   // namespace): fair-share then weighs both alike, and the QOS decides (the earlier tests' jobs
   // are usage of other accounts).
   const std::string account = "--account=" + ns_;
-  const uint32_t job = Submit({"--hold", "--comment=onequeue: held by the test", account}, "60");
+  // Held as onequeue holds a job (priority 0, its tag in the AdminComment): the daemon takes it as
+  // its own. The user's comment is the user's: it survives the hold and the start (issue 29).
+  auto held_as_onequeue = [&](uint32_t id) {
+    ASSERT_TRUE(SlurmCommand(Slurm(), {"scontrol", "update", absl::StrCat("JobId=", id),
+                                       "AdminComment=onequeue: held by the test"})
+                    .ok());
+  };
+  const uint32_t job = Submit({"--hold", "--comment=user-note-round1", account}, "60");
+  held_as_onequeue(job);
   PodOptions pod;
   pod.cpu = "4";
   pod.qos = "batch";
@@ -385,6 +405,8 @@ TEST_P(SlurmE2ETest, HigherPriorityGetsTheNodeWhicheverWorld) {
   ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }))
       << "job " << ShowJob(job)["JobState"] << " " << ShowJob(job)["Reason"];
   EXPECT_EQ(ShowJob(job)["NodeList"], Slurm().nodes[0]);
+  EXPECT_EQ(ShowJob(job)["Comment"], "user-note-round1");
+  EXPECT_TRUE(absl::StartsWith(AdminCommentOf(job), "onequeue: started by onequeue")) << AdminCommentOf(job);
   EXPECT_EQ(PodNode("web"), "");
   // 6. kubectl describe names the job.
   const std::string id = absl::StrCat(job);
@@ -396,7 +418,8 @@ TEST_P(SlurmE2ETest, HigherPriorityGetsTheNodeWhicheverWorld) {
   (void)SlurmCommand(Slurm(), {"scancel", id});
 
   // Round 2, swapped: the pod's QOS (normal) is above the job's (batch).
-  const uint32_t job2 = Submit({"--hold", "--comment=onequeue: held by the test", account}, "60");
+  const uint32_t job2 = Submit({"--hold", "--comment=user-note-round2", account}, "60");
+  held_as_onequeue(job2);
   PodOptions pod2;
   pod2.cpu = "4";
   pod2.qos = "normal";
@@ -406,12 +429,13 @@ TEST_P(SlurmE2ETest, HigherPriorityGetsTheNodeWhicheverWorld) {
   CreatePod("web2", pod2);
   StartScheduler(/*lend_after=*/0, /*default_qos=*/"batch");
   ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("web2") == K8sNode(1); }));
-  // The job waits, held by onequeue with its reason in the comment (squeue %k).
+  // The job waits, held by onequeue with its reason in the AdminComment; its comment is its user's.
   ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
-    auto j = ShowJob(job2);
-    return j["JobState"] == "PENDING" && absl::StartsWith(j["Comment"], "onequeue:") &&
-           !absl::StrContains(j["Comment"], "held by the test");
-  })) << ShowJob(job2)["Comment"];
+    const std::string mark = AdminCommentOf(job2);
+    return ShowJob(job2)["JobState"] == "PENDING" && absl::StartsWith(mark, "onequeue:") &&
+           !absl::StrContains(mark, "held by the test");
+  })) << AdminCommentOf(job2);
+  EXPECT_EQ(ShowJob(job2)["Comment"], "user-note-round2");
 }
 
 // 4. kill -9 after the reclaim is reserved but before the requeue, then after the requeue but
@@ -554,11 +578,10 @@ TEST_P(SlurmE2ETest, ANodeIsLentAgainAfterItsLastPodEnds) {
   ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("web") == K8sNode(1); }));
   ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(1); }));
   const uint32_t job = Submit({}, "20");
-  // Held by onequeue, its reason in the comment, while the pod runs.
+  // Held by onequeue, its reason in the AdminComment, while the pod runs.
   ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
-    auto j = ShowJob(job);
-    return j["JobState"] == "PENDING" && absl::StartsWith(j["Comment"], "onequeue:");
-  })) << ShowJob(job)["Comment"];
+    return ShowJob(job)["JobState"] == "PENDING" && absl::StartsWith(AdminCommentOf(job), "onequeue:");
+  })) << AdminCommentOf(job);
   absl::SleepFor(absl::Seconds(3));
   EXPECT_EQ(ShowJob(job)["JobState"], "PENDING");
   const absl::Time deleted = absl::Now();
@@ -715,15 +738,12 @@ TEST_P(SlurmE2ETest, OqShowsSlurmJobsAndPodsInOneQueue) {
   EXPECT_THAT(prio.output, ::testing::HasSubstr(wid));
   EXPECT_THAT(prio.output, ::testing::HasSubstr(ns_ + "/web"));
 
-  // oq hold on a Slurm job: an admin hold (priority 0, the reason in the comment, no onequeue
+  // oq hold on a Slurm job: an admin hold (priority 0, the reason in the AdminComment, no onequeue
   // tag); the queue says Held. oq release: the hold goes and onequeue takes the job back: held
   // again with its own reason while it waits for a node, or started by onequeue once one frees.
   CommandResult hold = oq({"hold", wid, "--reason", "license server down", "--token-file", admin_token_file_});
   ASSERT_EQ(hold.exit_code, 0) << hold.output;
-  auto comment = [&] {
-    auto out = SlurmCommand(Slurm(), {"squeue", "-h", "-j", absl::StrCat(waiting), "-o", "%k"});
-    return out.ok() ? std::string(absl::StripAsciiWhitespace(*out)) : std::string();
-  };
+  auto comment = [&] { return AdminCommentOf(waiting); };
   ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
     return ShowJob(waiting)["Priority"] == "0" &&
            comment() == "held by an administrator (oq hold): license server down";
@@ -1008,6 +1028,8 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::AddGlobalTestEnvironment(new onequeue::testing::K8sClusterEnvironment(
       {.controller_manager = true, .kwok = true, .kube_scheduler = true}));
-  ::testing::AddGlobalTestEnvironment(new onequeue::testing::SlurmClusterEnvironment({.nodes = 4, .gpus = 4}));
+  // Five nodes: n1..n4 carry the feature rack1 and n5 rack2 (racks of 4, test/cluster/slurm-up.sh),
+  // which the issue 29 case needs.
+  ::testing::AddGlobalTestEnvironment(new onequeue::testing::SlurmClusterEnvironment({.nodes = 5, .gpus = 4}));
   return RUN_ALL_TESTS();
 }
