@@ -385,6 +385,13 @@ bool UpdatePartitionTiers(const slurm::SlurmView& view, const std::vector<std::s
     auto p = view.partitions->find(name);
     if (p != view.partitions->end()) tiers.push_back({name, p->second.priority_tier});
   }
+  if (!tiers.empty()) {
+    // Workloads of no partition (pods) count as in the lowest tier: with one shared partition the
+    // factor is the same for every workload and orders nothing across the worlds.
+    const auto lowest = std::min_element(tiers.begin(), tiers.end(),
+                                         [](const auto& a, const auto& b) { return a.tier < b.tier; });
+    tiers.push_back({"", lowest->tier});
+  }
   const std::vector<queue::Partition>& now = queue_config->partitions;
   const bool same = tiers.size() == now.size() &&
                     std::equal(tiers.begin(), tiers.end(), now.begin(), [](const auto& a, const auto& b) {

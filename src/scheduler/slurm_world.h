@@ -111,7 +111,9 @@ bool HeldByOnequeue(const slurm::SlurmJob& job);
 
 // Issue 29: the partition factor from Slurm's PriorityTier. Sets `queue_config->partitions` to
 // the polled tiers of the shared partitions (the ones whose jobs onequeue orders; the factor is a
-// tier over the largest of theirs) and says whether they changed. A view without partitions (not
+// tier over the largest of theirs, as Slurm normalises) and says whether they changed. Workloads
+// of no partition (pods) get the lowest of those tiers (the entry named ""), so a Slurm job gains
+// on a pod only by a higher tier than another shared partition's. A view without partitions (not
 // polled yet) changes nothing.
 bool UpdatePartitionTiers(const slurm::SlurmView& view, const std::vector<std::string>& shared_partitions,
                           queue::QueueConfig* queue_config);

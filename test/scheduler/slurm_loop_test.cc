@@ -85,6 +85,38 @@ TEST(SlurmLoopTest, AHigherPriorityTierWinsOverAnOlderJobOfALowerTier) {
   EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kPending);
 }
 
+// Issue 29: a pod has no partition; it counts as in the lowest tier of the shared partitions. With
+// one shared partition (tier 5) the factor is equal across the worlds and the QOS decides: the
+// normal pod before the batch job (before, the job alone got the factor 1.0 and won the node).
+TEST(SlurmLoopTest, OneSharedPartitionsTierOrdersNothingAcrossTheWorlds) {
+  Cluster c(1);
+  slurm::SlurmPartition pool;
+  pool.name = "pool";
+  pool.priority_tier = 5;
+  c.slurm.partitions["pool"] = pool;
+  c.slurm.Submit(7, 8);
+  c.k8s.AddPod("web", "4", "normal");
+  Config cfg = SlurmConfig();
+  cfg.slurm.lend_after_seconds = 0;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  StatusBoard board;
+  loop.PublishTo(&board);
+  c.Cycle(loop, kT0);
+  const auto status = board.Latest();
+  ASSERT_NE(status, nullptr);
+  std::map<std::string, queue::PriorityBreakdown> factors;
+  for (size_t i = 0; i < status->plan->snapshot->pending.size(); ++i)
+    factors[status->plan->snapshot->pending[i].id] = status->plan->priorities[i];
+  ASSERT_EQ(factors.count("slurm/7"), 1u);
+  ASSERT_EQ(factors.count("ns/web"), 1u);
+  EXPECT_DOUBLE_EQ(factors["slurm/7"].partition, 1.0);
+  EXPECT_DOUBLE_EQ(factors["ns/web"].partition, 1.0);
+  EXPECT_GT(factors["ns/web"].total, factors["slurm/7"].total);
+  for (int t = 1; t < 4; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.k8s.NodeOf("ns/web"), "n1");
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kPending);
+}
+
 // Issue 29: a started job is not pinned to the node the plan lent for it, so Slurm may start it on
 // any node lent to it. While a start is not yet seen, no idle lent node is returned: here Slurm
 // starts job 8 on the other idle lent node, which (before this rule) had just been fenced for
