@@ -737,6 +737,15 @@ TEST_P(SlurmE2ETest, OqShowsSlurmJobsAndPodsInOneQueue) {
   CommandResult prio = oq({"priority"});
   EXPECT_THAT(prio.output, ::testing::HasSubstr(wid));
   EXPECT_THAT(prio.output, ::testing::HasSubstr(ns_ + "/web"));
+  // Issue 29: the PARTITION column (like sprio's): the pool partition's PriorityTier (1) over the
+  // largest tier of the shared partitions (the reclaim partition's 10 does not count), times
+  // queue.weights.partition (1000 by default); the pod counts as in the lowest shared tier.
+  json pj = json::parse(oq({"priority", "--format", "json"}).output, nullptr, false);
+  ASSERT_TRUE(pj.is_object()) << prio.output;
+  std::map<std::string, double> partition_factor;
+  for (const auto& w : pj["workloads"]) partition_factor[w.value("id", "")] = w.value("partition", -1.0);
+  EXPECT_DOUBLE_EQ(partition_factor[wid], 1000.0) << pj.dump();
+  EXPECT_DOUBLE_EQ(partition_factor[ns_ + "/web"], 1000.0) << pj.dump();
 
   // oq hold on a Slurm job: an admin hold (priority 0, the reason in the AdminComment, no onequeue
   // tag); the queue says Held. oq release: the hold goes and onequeue takes the job back: held
