@@ -3,9 +3,134 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 
 namespace onequeue::queue {
+
+// Recursive descent over Slurm's constraint syntax; one instance per Parse.
+class FeatureParser {
+ public:
+  FeatureParser(absl::string_view text, FeatureConstraint* out) : text_(text), out_(out) {}
+
+  absl::Status Run() {
+    absl::Status s = Sequence(&out_->terms_, '\0');
+    if (!s.ok()) return s;
+    if (out_->terms_.empty()) return Error("the constraint is empty");
+    return absl::OkStatus();
+  }
+
+ private:
+  using Term = FeatureConstraint::Term;
+
+  absl::Status Error(absl::string_view what) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("constraint \"", text_, "\" at position ", pos_ + 1, ": ", what));
+  }
+  bool AtEnd() const { return pos_ >= text_.size(); }
+
+  // terms joined by operators until `close` (or the end for '\0').
+  absl::Status Sequence(std::vector<Term>* terms, char close) {
+    Term::Op op = Term::Op::kAnd;
+    for (;;) {
+      Term t;
+      t.op = op;
+      if (absl::Status s = One(&t); !s.ok()) return s;
+      terms->push_back(std::move(t));
+      if (AtEnd()) return close == '\0' ? absl::OkStatus() : Error(absl::StrCat("missing '", std::string(1, close), "'"));
+      const char c = text_[pos_];
+      if (c == close) {
+        ++pos_;
+        return absl::OkStatus();
+      }
+      if (c == '&' || c == ',') op = Term::Op::kAnd;
+      else if (c == '|') op = Term::Op::kOr;
+      else return Error(absl::StrCat("unexpected '", std::string(1, c), "'"));
+      ++pos_;
+    }
+  }
+
+  absl::Status One(Term* t) {
+    if (AtEnd()) return Error("a feature is missing");
+    const char c = text_[pos_];
+    if (c == '(' || c == '[') {
+      if (c == '[') {
+        if (depth_brackets_ > 0) return Error("brackets inside brackets");
+        out_->has_brackets_ = true;
+      }
+      ++pos_;
+      ++(c == '[' ? depth_brackets_ : depth_parens_);
+      absl::Status s = Sequence(&t->group, c == '(' ? ')' : ']');
+      --(c == '[' ? depth_brackets_ : depth_parens_);
+      return s;
+    }
+    const size_t start = pos_;
+    while (!AtEnd() && (absl::ascii_isalnum(text_[pos_]) || text_[pos_] == '_' || text_[pos_] == '-' ||
+                        text_[pos_] == '.' || text_[pos_] == ':' || text_[pos_] == '=')) {
+      ++pos_;
+    }
+    if (pos_ == start) return Error(absl::StrCat("a feature is missing before '", std::string(1, c), "'"));
+    t->feature = std::string(text_.substr(start, pos_ - start));
+    if (!AtEnd() && text_[pos_] == '*') {
+      const size_t digits = ++pos_;
+      while (!AtEnd() && absl::ascii_isdigit(text_[pos_])) ++pos_;
+      if (!absl::SimpleAtoi(text_.substr(digits, pos_ - digits), &t->count) || t->count <= 0)
+        return Error("a count after '*' must be a positive number");
+      out_->has_counts_ = true;
+      out_->counts_.push_back(depth_brackets_ > 0 ? -t->count : t->count);  // negative: inside brackets
+    }
+    return absl::OkStatus();
+  }
+
+  absl::string_view text_;
+  size_t pos_ = 0;
+  int depth_parens_ = 0, depth_brackets_ = 0;
+  FeatureConstraint* out_;
+};
+
+absl::StatusOr<FeatureConstraint> FeatureConstraint::Parse(absl::string_view expression) {
+  FeatureConstraint c;
+  FeatureParser p(expression, &c);
+  if (absl::Status s = p.Run(); !s.ok()) return s;
+  return c;
+}
+
+bool FeatureConstraint::Eval(const std::vector<Term>& terms, const std::vector<std::string>& features) {
+  bool value = false;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const Term& t = terms[i];
+    const bool v = t.feature.empty() ? Eval(t.group, features)
+                                     : std::find(features.begin(), features.end(), t.feature) != features.end();
+    if (i == 0) value = v;
+    else if (t.op == Term::Op::kAnd) value = value && v;
+    else value = value || v;
+  }
+  return value;
+}
+
+bool FeatureConstraint::Matches(const std::vector<std::string>& node_features) const {
+  return Eval(terms_, node_features);
+}
+
+std::string FeatureConstraint::PerNodeRuleFor(int node_count) const {
+  if (!MixesNodes()) return "";
+  if (node_count <= 1) {
+    for (int c : counts_) {
+      if (c > 1 || c < -1) return absl::StrCat("a count of ", std::abs(c), " nodes on a one-node job");
+    }
+    return "";
+  }
+  if (has_brackets_)
+    return absl::StrCat("brackets (matching OR or multiple counts) over ", node_count,
+                        " nodes mix features across the job's nodes, which onequeue does not plan");
+  for (int c : counts_) {
+    if (c != node_count)
+      return absl::StrCat("a count of ", c, " of the job's ", node_count,
+                          " nodes mixes features across its nodes, which onequeue does not plan");
+  }
+  return "";
+}
 
 namespace {
 

@@ -35,7 +35,8 @@ absl::Status DaemonAdminActions::SetSlurmJobHold(uint32_t job, const std::string
   slurm::JobUpdate update;
   update.hold = hold;
   // Without onequeue's tag: the loop reads the hold as the administrator's and leaves the job alone.
-  if (hold) update.comment = absl::StrCat("held by an administrator (oq hold): ", reason);
+  // In the AdminComment (issue 29): the job's own comment is its user's.
+  if (hold) update.admin_comment = absl::StrCat("held by an administrator (oq hold): ", reason);
   return slurm_->UpdateJob(job, update);
 }
 

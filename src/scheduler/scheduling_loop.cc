@@ -168,6 +168,9 @@ BuiltSnapshot SchedulingLoop::BuildCycleSnapshot(const KubeState& state, Snapsho
   built.snapshot->usage = usage_.usage();
   slurm_records_ = SlurmRecords{};
   if (slurm_view != nullptr) {
+    // Issue 29: Slurm's PriorityTier is the partition factor; the planner keeps its config.
+    if (UpdatePartitionTiers(*slurm_view, config_.slurm.shared_partitions, &queue_config_))
+      planner_ = std::make_unique<queue::QueuePlanner>(queue_config_, &preemption_);
     slurm_records_ = AddSlurmWorld(slurm_view, lending_.Options(built, now), queue_config_, &built, now);
     lending_.Joined(slurm_records_);
   } else if (slurm_ != nullptr) {

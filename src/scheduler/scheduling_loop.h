@@ -139,9 +139,12 @@ class SlurmActions {
   virtual absl::Status Fence(const std::string& slurm_node, const std::string& owner) = 0;
   // Gives the node to Slurm (lend): the fence goes.
   virtual absl::Status Unfence(const std::string& slurm_node) = 0;
-  // Holds a pending job of a shared partition, onequeue's reason in its comment.
+  // Holds a pending job of a shared partition, onequeue's reason in its AdminComment.
   virtual absl::Status Hold(uint32_t job, const std::string& comment) = 0;
-  // Starts the job onequeue chose, on these Slurm nodes only (ReqNodeList, released, begin now).
+  // Starts the job onequeue chose (released with a priority above any other, begin now, `comment`
+  // in its AdminComment). `slurm_nodes` are the nodes the plan lent for it; the job is NOT pinned
+  // to them (issue 29: its ReqNodeList is its user's), so Slurm places it among the nodes lent to
+  // it, the fences keeping it off every other pool node.
   virtual absl::Status StartOn(uint32_t job, const std::vector<std::string>& slurm_nodes,
                                const std::string& comment) = 0;
   // A victim: requeued (may run again later) or cancelled.

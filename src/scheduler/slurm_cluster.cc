@@ -13,16 +13,19 @@ absl::Status SlurmBridgeActions::Unfence(const std::string& slurm_node) { return
 absl::Status SlurmBridgeActions::Hold(uint32_t job, const std::string& comment) {
   slurm::JobUpdate u;
   u.hold = true;
-  u.comment = comment;
+  u.admin_comment = comment;  // issue 29: the user's comment is never written
   return api_->UpdateJob(job, u);
 }
 
 absl::Status SlurmBridgeActions::StartOn(uint32_t job, const std::vector<std::string>& slurm_nodes,
                                          const std::string& comment) {
+  // Issue 29: neither the user's comment nor ReqNodeList is written. The plan chose `slurm_nodes`
+  // inside what the job allows (partition, --constraint, --nodelist, --exclude); Slurm places the
+  // released job on the nodes lent to it (every other pool node of its partition is fenced).
+  (void)slurm_nodes;
   slurm::JobUpdate u;
-  u.comment = comment;
+  u.admin_comment = comment;
   u.priority = kStartedJobPriority;
-  u.required_nodes = slurm_nodes;
   u.begin_now = true;
   return api_->UpdateJob(job, u);
 }

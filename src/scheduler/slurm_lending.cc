@@ -145,8 +145,10 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
     marked.emplace_back(name, before);
   }
   Fail("lend-after-annotate");
-  // 2. The job onequeue chose, and only it, may start there: pinned to the nodes, released with a
-  // priority above anything else, then the fence goes.
+  // 2. The job onequeue chose is released with a priority above anything else (the other pending
+  // jobs of shared partitions are held), then the fence goes. It is not pinned to these nodes
+  // (issue 29): Slurm may start it on any node lent to it, so Reconcile returns no idle lent node
+  // until the start is seen (ReconcileLent).
   absl::Status s = slurm_->StartOn(*job, slurm_nodes,
                                    absl::StrCat(slurm::kOwnerTagPrefix, " started by onequeue on ",
                                                 absl::StrJoin(slurm_nodes, ","),
@@ -225,7 +227,8 @@ void SlurmLending::ReturnIdle(const JoinedNode& node, queue::Time now, CycleStat
   ++stats->returned;
 }
 
-void SlurmLending::ReconcileLent(const JoinedNode& node, bool busy, queue::Time now, CycleStats* stats) {
+void SlurmLending::ReconcileLent(const JoinedNode& node, bool busy, bool start_unconfirmed, queue::Time now,
+                                 CycleStats* stats) {
   const bool fenced = node.holder.holder == slurm::NodeHolder::kOnequeue;
   if (busy) {
     lent_idle_since_.erase(node.k8s_name);
@@ -233,7 +236,7 @@ void SlurmLending::ReconcileLent(const JoinedNode& node, bool busy, queue::Time 
     return;
   }
   auto [since, inserted] = lent_idle_since_.try_emplace(node.k8s_name, now);
-  if (now - since->second >= config_.slurm.return_after_seconds) ReturnIdle(node, now, stats);
+  if (now - since->second >= config_.slurm.return_after_seconds && !start_unconfirmed) ReturnIdle(node, now, stats);
   else if (fenced) FenceOnce(node, "", now);
 }
 
@@ -262,7 +265,8 @@ void SlurmLending::Reconcile(const SlurmRecords& records, const std::set<std::st
       continue;
     }
     if (owner.slurm()) {
-      ReconcileLent(node, !node.running_jobs.empty() || assumed_nodes.count(name), now, stats);
+      ReconcileLent(node, !node.running_jobs.empty() || assumed_nodes.count(name), !assumed_jobs_.empty(), now,
+                    stats);
       continue;
     }
     lent_idle_since_.erase(name);
@@ -319,7 +323,7 @@ void SlurmLending::HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& 
       continue;
     }
     const std::string comment = HoldComment(w, *job->second, records);
-    if (HeldByOnequeue(*job->second) && job->second->comment == comment) {
+    if (HeldByOnequeue(*job->second) && job->second->admin_comment == comment) {
       last_hold_[*id] = comment;
       continue;
     }

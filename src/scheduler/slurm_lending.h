@@ -87,7 +87,11 @@ class SlurmLending {
   void FenceOnce(const JoinedNode& node, const std::string& owner, queue::Time now);
   // Returns a lent node that has been idle long enough, if Slurm says nothing runs there now.
   void ReturnIdle(const JoinedNode& node, queue::Time now, CycleStats* stats);
-  void ReconcileLent(const JoinedNode& node, bool busy, queue::Time now, CycleStats* stats);
+  // `start_unconfirmed`: a job onequeue released is not yet seen running. onequeue does not pin a
+  // job to the nodes it planned (issue 29: ReqNodeList is the user's), so Slurm may start it on any
+  // node lent to it: no idle lent node is returned (fenced) until every such start is confirmed.
+  void ReconcileLent(const JoinedNode& node, bool busy, bool start_unconfirmed, queue::Time now,
+                     CycleStats* stats);
   std::string HoldComment(const queue::WaitingStatus& w, const slurm::SlurmJob& job, const SlurmRecords& records) const;
   void Fail(const char* name) {
     if (fail_) fail_(name);

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "queue/eligibility.h"
 #include "queue/priority.h"
 #include "scheduler/pod_mirror.h"
 
@@ -159,7 +160,7 @@ bool IsPlaceholderJob(const slurm::SlurmJob& job, const std::string& reclaim_par
 
 bool HeldByOnequeue(const slurm::SlurmJob& job) {
   return job.state == slurm::JobState::kPending && job.priority == 0 &&
-         absl::StartsWith(job.comment, slurm::kOwnerTagPrefix);
+         absl::StartsWith(job.admin_comment, slurm::kOwnerTagPrefix);
 }
 
 namespace {
@@ -318,6 +319,7 @@ class WorldBuilder {
     // Taints keep pods off a node; a Slurm job is no pod (whether Slurm may run there is the
     // Slurm node's state and the lendable rule).
     w.eligibility.tolerations.push_back({"", queue::Toleration::Operator::kExists, "", std::nullopt});
+    RestrictPlacement(job, w);
     if (std::find(options_.known_qos.begin(), options_.known_qos.end(), w.qos) == options_.known_qos.end()) {
       w.admission_error = queue::AdmissionError::kQosNotAllowed;
       w.admission_message = absl::StrCat("Slurm QOS \"", job.qos, "\" maps to \"", w.qos,
@@ -325,6 +327,42 @@ class WorldBuilder {
     }
     out_->pending[w.id] = &job;
     snap_.pending.push_back(std::move(w));
+  }
+
+  // Issue 29: what the job asked of placement (--constraint, --nodelist, --exclude) as the pool
+  // nodes it may use (eligibility.allowed_nodes). A request onequeue cannot plan node by node is
+  // refused with the reason: the job waits, held, the reason in its AdminComment and in `oq`.
+  void RestrictPlacement(const slurm::SlurmJob& job, queue::PendingWorkload& w) {
+    if (job.features.empty() && job.required_nodes.empty() && job.excluded_nodes.empty()) return;
+    auto refuse = [&](const std::string& why) {
+      w.admission_error = queue::AdmissionError::kInvalidAnnotation;
+      w.admission_message = absl::StrCat("Slurm job ", job.job_id, ": ", why);
+    };
+    std::optional<queue::FeatureConstraint> constraint;
+    if (!job.features.empty()) {
+      absl::StatusOr<queue::FeatureConstraint> c = queue::FeatureConstraint::Parse(job.features);
+      if (!c.ok()) return refuse(std::string(c.status().message()));
+      if (std::string why = c->PerNodeRuleFor(w.members); !why.empty())
+        return refuse(absl::StrCat("constraint \"", job.features, "\": ", why));
+      constraint = *std::move(c);
+    }
+    // Slurm's --nodelist: these nodes and, up to the node count, others of its own choosing.
+    const std::set<std::string> required(job.required_nodes.begin(), job.required_nodes.end());
+    if (!required.empty() && static_cast<int32_t>(required.size()) < w.members)
+      return refuse(absl::StrCat("--nodelist names ", required.size(), " of the job's ", w.members,
+                                 " nodes; Slurm would add nodes of its own choosing, which onequeue does not plan"));
+    const std::set<std::string> excluded(job.excluded_nodes.begin(), job.excluded_nodes.end());
+    std::vector<std::string> allowed;
+    for (const auto& [k8s_name, joined] : out_->nodes) {
+      const std::string& s = joined.slurm_name;
+      if ((!required.empty() && !required.count(s)) || excluded.count(s)) continue;
+      if (constraint) {
+        auto sn = view_.nodes->find(s);
+        if (sn == view_.nodes->end() || !constraint->Matches(sn->second.features)) continue;
+      }
+      allowed.push_back(k8s_name);
+    }
+    w.eligibility.allowed_nodes = std::move(allowed);
   }
 
   const slurm::SlurmView& view_;
@@ -338,6 +376,31 @@ class WorldBuilder {
 };
 
 }  // namespace
+
+bool UpdatePartitionTiers(const slurm::SlurmView& view, const std::vector<std::string>& shared_partitions,
+                          queue::QueueConfig* queue_config) {
+  if (view.partitions == nullptr || view.partitions->empty()) return false;
+  std::vector<queue::Partition> tiers;
+  for (const std::string& name : shared_partitions) {
+    auto p = view.partitions->find(name);
+    if (p != view.partitions->end()) tiers.push_back({name, p->second.priority_tier});
+  }
+  if (!tiers.empty()) {
+    // Workloads of no partition (pods) count as in the lowest tier: with one shared partition the
+    // factor is the same for every workload and orders nothing across the worlds.
+    const auto lowest = std::min_element(tiers.begin(), tiers.end(),
+                                         [](const auto& a, const auto& b) { return a.tier < b.tier; });
+    tiers.push_back({"", lowest->tier});
+  }
+  const std::vector<queue::Partition>& now = queue_config->partitions;
+  const bool same = tiers.size() == now.size() &&
+                    std::equal(tiers.begin(), tiers.end(), now.begin(), [](const auto& a, const auto& b) {
+                      return a.name == b.name && a.tier == b.tier;
+                    });
+  if (same) return false;
+  queue_config->partitions = std::move(tiers);
+  return true;
+}
 
 SlurmRecords AddSlurmWorld(std::shared_ptr<const slurm::SlurmView> view, const SlurmWorldOptions& options,
                            const queue::QueueConfig& queue_config, BuiltSnapshot* built, queue::Time now) {

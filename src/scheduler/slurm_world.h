@@ -105,8 +105,18 @@ slurm::SlurmIdentity SlurmIdentityOf(const Config& config);
 // its name, partition and tag, and submitted by onequeue's Slurm user (issue 24 M2).
 bool IsPlaceholderJob(const slurm::SlurmJob& job, const std::string& reclaim_partition,
                       const slurm::SlurmIdentity& identity);
-// onequeue's own hold: priority 0 with onequeue's tag in the comment (else an admin's or user's).
+// onequeue's own hold: priority 0 with onequeue's tag in the AdminComment, which only operators
+// can write (issue 29; a tag in the user's comment proves nothing): else an admin's or user's.
 bool HeldByOnequeue(const slurm::SlurmJob& job);
+
+// Issue 29: the partition factor from Slurm's PriorityTier. Sets `queue_config->partitions` to
+// the polled tiers of the shared partitions (the ones whose jobs onequeue orders; the factor is a
+// tier over the largest of theirs, as Slurm normalises) and says whether they changed. Workloads
+// of no partition (pods) get the lowest of those tiers (the entry named ""), so a Slurm job gains
+// on a pod only by a higher tier than another shared partition's. A view without partitions (not
+// polled yet) changes nothing.
+bool UpdatePartitionTiers(const slurm::SlurmView& view, const std::vector<std::string>& shared_partitions,
+                          queue::QueueConfig* queue_config);
 
 // Adds Slurm's records to `built` (whose nodes are the pool). `view` may be null (no poll yet):
 // then nothing is added and no node is joined. `queue_config` gives running jobs their

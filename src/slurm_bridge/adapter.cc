@@ -376,6 +376,16 @@ JobAllocation ReadJobAllocation(const nlohmann::json& j, const SlurmJob& job) {
   return out;
 }
 
+// A node list field: one hostlist string ("n[1-3,5],m2": split only by the hostlist parser, whose
+// brackets may hold commas) or an array of them (csv_string from v0.0.40).
+std::vector<std::string> HostlistField(const nlohmann::json& j, const char* key) {
+  std::vector<std::string> out;
+  const std::string whole = jf::String(j, key);
+  for (const std::string& part : whole.empty() ? jf::StringList(j, key) : std::vector<std::string>{whole})
+    for (std::string& n : ExpandOrEmpty(part)) out.push_back(std::move(n));
+  return out;
+}
+
 bool ReadJob(const nlohmann::json& j, SlurmJob& out) {
   const jf::SlurmNumber id = jf::Number(j, "job_id");
   if (!j.is_object() || !id.has_value() || id.value <= 0 || id.value > 0xFFFFFFFFll) return false;
@@ -408,13 +418,16 @@ bool ReadJob(const nlohmann::json& j, SlurmJob& out) {
   out.tres_requested = ParseTres(jf::String(j, "tres_req_str"));
   out.tres_allocated = ParseTres(jf::String(j, "tres_alloc_str"));
   out.nodes = ExpandOrEmpty(jf::String(j, "nodes"));
-  for (const std::string& part : jf::StringList(j, "required_nodes"))
-    for (std::string& n : ExpandOrEmpty(part)) out.required_nodes.push_back(std::move(n));
+  out.required_nodes = HostlistField(j, "required_nodes");
   // Slurm requeues batch jobs only: an srun/salloc allocation carries requeue=true (JobRequeue=1)
   // but a requeue of it is refused (2039), so it counts as not requeueable (cancelled instead).
   out.requeue = jf::Bool(j, "requeue") && jf::Bool(j, "batch_flag", /*fallback=*/true);
   out.restart_count = static_cast<int>(std::clamp<int64_t>(jf::Number(j, "restart_cnt").value_or(0), 0, 1 << 30));
   out.comment = jf::String(j, "comment");
+  // Issue 29: every version reports these under the same keys, as strings.
+  out.features = jf::String(j, "features");
+  out.excluded_nodes = HostlistField(j, "excluded_nodes");
+  out.admin_comment = jf::String(j, "admin_comment");
   if (out.state == JobState::kRunning || out.state == JobState::kSuspended) out.allocation = ReadJobAllocation(j, out);
   return true;
 }

@@ -69,6 +69,8 @@ class VersionAdapter {
   virtual bool SupportsNodeUpdate() const = 0;
   // Whether GET job/{id}/requeue exists (v0.0.45 and later); older versions need scontrol.
   virtual bool SupportsRequeue() const { return false; }
+  // Whether a job update may carry "admin_comment" (v0.0.39 and later); v0.0.38 needs scontrol.
+  virtual bool SupportsAdminComment() const { return true; }
   virtual nlohmann::json NodeUpdateBody(const NodeUpdate& update) const = 0;
 };
 

@@ -105,6 +105,7 @@ class DataParserAdapter : public VersionAdapter {
   Json JobUpdateBody(const JobUpdate& u, absl::Time now) const override {
     Json body = Json::object();
     if (u.comment) body["comment"] = *u.comment;
+    if (u.admin_comment) body["admin_comment"] = *u.admin_comment;
     if (u.hold) body["hold"] = *u.hold;
     if (u.priority) body["priority"] = SetNumber(*u.priority);
     if (u.required_nodes) {

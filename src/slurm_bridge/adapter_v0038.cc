@@ -87,6 +87,7 @@ class V0038Adapter : public VersionAdapter {
     return body;
   }
   bool SupportsNodeUpdate() const override { return false; }
+  bool SupportsAdminComment() const override { return false; }
   Json NodeUpdateBody(const NodeUpdate&) const override { return Json::object(); }
 };
 }  // namespace

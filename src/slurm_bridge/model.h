@@ -121,6 +121,15 @@ struct SlurmJob {
   bool requeue = false;                      // may be requeued (a batch job with the requeue flag)
   int restart_count = 0;
   std::string comment;
+  // ---- Issue 29 (a Slurm job keeps its meaning): what the user asked of placement, and
+  // onequeue's own mark. The user's fields are read only: onequeue never writes them.
+  // --constraint as Slurm reports it ("fast&rack1", "a|b", "[a*2&b]"); "" = none.
+  std::string features;
+  std::vector<std::string> excluded_nodes;  // --exclude, expanded
+  // AdminComment: writable by operators only (never by the job's user), so onequeue's hold and
+  // start marks go here (REST from v0.0.39, scontrol on v0.0.38), not into the user's comment.
+  std::string admin_comment;
+  // ---- end of issue 29's block
   bool held() const { return state == JobState::kPending && priority == 0; }
 };
 
@@ -218,6 +227,8 @@ struct JobUpdate {
   std::optional<std::vector<std::string>> required_nodes;
   // Let a requeued job start now instead of waiting out the BeginTime Slurm gave it.
   bool begin_now = false;
+  // Issue 29: the job's AdminComment (onequeue's marks; the user's comment is never written).
+  std::optional<std::string> admin_comment;
 };
 
 // Drain / resume of one node.

@@ -104,6 +104,9 @@ class ScontrolImpl : public Scontrol {
   absl::Status RequeueJob(uint32_t job_id) override {
     return Call({path_, "requeue", std::to_string(job_id)});
   }
+  absl::Status SetJobAdminComment(uint32_t job_id, const std::string& text) override {
+    return Call({path_, "update", absl::StrCat("JobId=", job_id), absl::StrCat("AdminComment=", text)});
+  }
 
  private:
   absl::Status Call(const std::vector<std::string>& argv) {

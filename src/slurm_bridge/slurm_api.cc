@@ -104,6 +104,18 @@ class RestSlurmApi : public SlurmApi {
     if (update.priority && update.hold.value_or(false))
       return absl::InvalidArgumentError(
           absl::StrCat("job ", job_id, ": hold and priority exclude each other (a hold is priority 0 in Slurm)"));
+    if (update.admin_comment && !adapter_->SupportsAdminComment()) {
+      // v0.0.38: the mark first (scontrol), then the rest over REST. In this order a failure
+      // between them leaves a marked job that is not held (asked again next cycle), never a
+      // hold that reads as an administrator's.
+      if (scontrol_ == nullptr)
+        return absl::UnimplementedError(absl::StrCat("job ", job_id, ": ", VersionString(version()),
+                                                     " cannot set an AdminComment over REST and no scontrol is configured"));
+      if (absl::Status st = scontrol_->SetJobAdminComment(job_id, *update.admin_comment); !st.ok()) return st;
+      JobUpdate rest = update;
+      rest.admin_comment.reset();
+      return UpdateJob(job_id, rest);
+    }
     // Only for begin_time on v0.0.39+, which takes an epoch: slurmctld raises a past begin time to
     // its own now, so only a local clock ahead of slurmctld's delays the job (by the skew).
     const absl::Time now = absl::Now();

@@ -54,6 +54,18 @@ std::map<std::string, std::string> ShowJob(uint32_t id) {
   return fields;
 }
 
+// The job's AdminComment (onequeue's marks, issue 29) whole: `scontrol show job` prints it on a
+// line of its own ("   AdminComment=<text> "), spaces kept. "" when none.
+std::string AdminCommentOf(uint32_t id) {
+  auto out = SlurmCommand(SlurmClusterEnvironment::Info(), {"scontrol", "show", "job", absl::StrCat(id)});
+  if (!out.ok()) return "";
+  for (absl::string_view line : absl::StrSplit(*out, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (absl::ConsumePrefix(&line, "AdminComment=")) return std::string(line);
+  }
+  return "";
+}
+
 class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -99,10 +111,16 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
   // Kubernetes pool nodes <ns>-1..N standing for Slurm nodes n1..nN, and the partition "pool"
   // over those Slurm nodes only.
   void AddPool(int count) {
+    std::vector<int> first;
+    for (int i = 1; i <= count; ++i) first.push_back(i);
+    AddPool(first);
+  }
+  // The same over chosen Slurm nodes: pool node <ns>-i stands for Slurm node n<slurm_index[i-1]>.
+  void AddPool(const std::vector<int>& slurm_index) {
     std::vector<std::string> slurm_nodes;
-    for (int i = 1; i <= count; ++i) {
+    for (int i = 1; i <= static_cast<int>(slurm_index.size()); ++i) {
       const std::string name = absl::StrCat(ns_, "-", i);
-      const std::string slurm_node = Slurm().nodes[i - 1];
+      const std::string slurm_node = Slurm().nodes[slurm_index[i - 1] - 1];
       slurm_nodes.push_back(slurm_node);
       json node = PoolNode(name, ns_, "8");
       node["metadata"]["labels"][kSlurmNodeLabel] = slurm_node;
@@ -369,7 +387,15 @@ TEST_P(SlurmE2ETest, HigherPriorityGetsTheNodeWhicheverWorld) {
   // namespace): fair-share then weighs both alike, and the QOS decides (the earlier tests' jobs
   // are usage of other accounts).
   const std::string account = "--account=" + ns_;
-  const uint32_t job = Submit({"--hold", "--comment=onequeue: held by the test", account}, "60");
+  // Held as onequeue holds a job (priority 0, its tag in the AdminComment): the daemon takes it as
+  // its own. The user's comment is the user's: it survives the hold and the start (issue 29).
+  auto held_as_onequeue = [&](uint32_t id) {
+    ASSERT_TRUE(SlurmCommand(Slurm(), {"scontrol", "update", absl::StrCat("JobId=", id),
+                                       "AdminComment=onequeue: held by the test"})
+                    .ok());
+  };
+  const uint32_t job = Submit({"--hold", "--comment=user-note-round1", account}, "60");
+  held_as_onequeue(job);
   PodOptions pod;
   pod.cpu = "4";
   pod.qos = "batch";
@@ -379,6 +405,8 @@ TEST_P(SlurmE2ETest, HigherPriorityGetsTheNodeWhicheverWorld) {
   ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }))
       << "job " << ShowJob(job)["JobState"] << " " << ShowJob(job)["Reason"];
   EXPECT_EQ(ShowJob(job)["NodeList"], Slurm().nodes[0]);
+  EXPECT_EQ(ShowJob(job)["Comment"], "user-note-round1");
+  EXPECT_TRUE(absl::StartsWith(AdminCommentOf(job), "onequeue: started by onequeue")) << AdminCommentOf(job);
   EXPECT_EQ(PodNode("web"), "");
   // 6. kubectl describe names the job.
   const std::string id = absl::StrCat(job);
@@ -390,7 +418,8 @@ TEST_P(SlurmE2ETest, HigherPriorityGetsTheNodeWhicheverWorld) {
   (void)SlurmCommand(Slurm(), {"scancel", id});
 
   // Round 2, swapped: the pod's QOS (normal) is above the job's (batch).
-  const uint32_t job2 = Submit({"--hold", "--comment=onequeue: held by the test", account}, "60");
+  const uint32_t job2 = Submit({"--hold", "--comment=user-note-round2", account}, "60");
+  held_as_onequeue(job2);
   PodOptions pod2;
   pod2.cpu = "4";
   pod2.qos = "normal";
@@ -400,12 +429,13 @@ TEST_P(SlurmE2ETest, HigherPriorityGetsTheNodeWhicheverWorld) {
   CreatePod("web2", pod2);
   StartScheduler(/*lend_after=*/0, /*default_qos=*/"batch");
   ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("web2") == K8sNode(1); }));
-  // The job waits, held by onequeue with its reason in the comment (squeue %k).
+  // The job waits, held by onequeue with its reason in the AdminComment; its comment is its user's.
   ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
-    auto j = ShowJob(job2);
-    return j["JobState"] == "PENDING" && absl::StartsWith(j["Comment"], "onequeue:") &&
-           !absl::StrContains(j["Comment"], "held by the test");
-  })) << ShowJob(job2)["Comment"];
+    const std::string mark = AdminCommentOf(job2);
+    return ShowJob(job2)["JobState"] == "PENDING" && absl::StartsWith(mark, "onequeue:") &&
+           !absl::StrContains(mark, "held by the test");
+  })) << AdminCommentOf(job2);
+  EXPECT_EQ(ShowJob(job2)["Comment"], "user-note-round2");
 }
 
 // 4. kill -9 after the reclaim is reserved but before the requeue, then after the requeue but
@@ -548,11 +578,10 @@ TEST_P(SlurmE2ETest, ANodeIsLentAgainAfterItsLastPodEnds) {
   ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("web") == K8sNode(1); }));
   ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(1); }));
   const uint32_t job = Submit({}, "20");
-  // Held by onequeue, its reason in the comment, while the pod runs.
+  // Held by onequeue, its reason in the AdminComment, while the pod runs.
   ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
-    auto j = ShowJob(job);
-    return j["JobState"] == "PENDING" && absl::StartsWith(j["Comment"], "onequeue:");
-  })) << ShowJob(job)["Comment"];
+    return ShowJob(job)["JobState"] == "PENDING" && absl::StartsWith(AdminCommentOf(job), "onequeue:");
+  })) << AdminCommentOf(job);
   absl::SleepFor(absl::Seconds(3));
   EXPECT_EQ(ShowJob(job)["JobState"], "PENDING");
   const absl::Time deleted = absl::Now();
@@ -565,6 +594,65 @@ TEST_P(SlurmE2ETest, ANodeIsLentAgainAfterItsLastPodEnds) {
   EXPECT_GE(absl::Now() - deleted, absl::Seconds(3)) << "lent before lendAfterSeconds";
   EXPECT_EQ(ShowJob(job)["NodeList"], Slurm().nodes[0]);
   EXPECT_EQ(NodeLabel(K8sNode(1), "onequeue.io/owner"), "slurm");
+}
+
+// Issue 29: a Slurm job keeps its meaning. Pool nodes n1 (feature rack1) and n5 (rack2): a job
+// with --constraint=rack2 runs on n5 only, --nodelist=n1 on n1, --exclude=n1 on n5; a job behind
+// the --nodelist one waits held by onequeue, then starts. Afterwards every job's ReqNodeList,
+// ExcNodeList and Comment are what its user asked; onequeue's marks are in the AdminComment. A
+// constraint onequeue cannot plan node by node is refused with the reason.
+TEST_P(SlurmE2ETest, ConstraintNodeListExcludeAndTheUsersCommentAreKept) {
+  ASSERT_GE(Slurm().nodes.size(), 5u);
+  AddPool({1, 5});
+  StartScheduler(/*lend_after=*/1);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); }));
+  const std::string n1 = Slurm().nodes[0], n5 = Slurm().nodes[4];
+  const std::vector<std::string> half = {"-c4", "--mem=1000"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), half.begin(), half.end());
+    return extra;
+  };
+  const uint32_t on_rack2 = Submit(with({"--constraint=rack2", "--comment=user-note-a"}), "30");
+  const uint32_t listed = Submit(with({"--nodelist=" + n1, "--comment=user-note-b"}), "6");
+  const uint32_t excluded = Submit(with({"--exclude=" + n1, "--comment=user-note-c"}), "30");
+  // Two nodes, one of each rack: a mix across nodes, which onequeue refuses with the reason.
+  const uint32_t mixed = Submit({"-N2", "-c1", "--constraint=[rack1*1&rack2*1]", "--comment=user-note-e"}, "2");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
+    return ShowJob(on_rack2)["JobState"] == "RUNNING" && ShowJob(listed)["JobState"] == "RUNNING" &&
+           ShowJob(excluded)["JobState"] == "RUNNING";
+  })) << "jobs " << on_rack2 << ", " << listed << ", " << excluded << " never all ran";
+  EXPECT_EQ(ShowJob(on_rack2)["NodeList"], n5);
+  EXPECT_EQ(ShowJob(listed)["NodeList"], n1);
+  EXPECT_EQ(ShowJob(excluded)["NodeList"], n5);
+  // Behind `listed` on n1 (n1 has 4 CPUs left, this one asks 8): held by onequeue until it ends.
+  const uint32_t behind = Submit({"--nodelist=" + n1, "--comment=user-note-d"}, "2");
+  // While `listed` runs, `behind` waits, held by onequeue: its comment is still its user's.
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+    auto j = ShowJob(behind);
+    return j["JobState"] == "PENDING" && j["Priority"] == "0" && absl::StartsWith(j["AdminComment"], "onequeue:");
+  })) << "job " << behind << " was not held by onequeue";
+  EXPECT_EQ(ShowJob(behind)["Comment"], "user-note-d");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
+    const std::string st = ShowJob(behind)["JobState"];
+    return st == "RUNNING" || st == "COMPLETED";
+  })) << "job " << behind << " never ran after " << listed;
+  const std::map<uint32_t, std::pair<std::string, std::string>> asked = {
+      {on_rack2, {"a", ""}}, {listed, {"b", n1}}, {excluded, {"c", ""}}, {behind, {"d", n1}}};
+  for (const auto& [id, want] : asked) {
+    auto j = ShowJob(id);
+    EXPECT_EQ(j["Comment"], "user-note-" + want.first) << id;
+    EXPECT_EQ(j["ReqNodeList"] == "(null)" ? "" : j["ReqNodeList"], want.second) << id;
+    EXPECT_TRUE(absl::StartsWith(j["AdminComment"], "onequeue:")) << id << " " << j["AdminComment"];
+  }
+  EXPECT_EQ(ShowJob(behind)["NodeList"], n1);
+  EXPECT_EQ(ShowJob(excluded)["ExcNodeList"], n1);
+  EXPECT_EQ(ShowJob(on_rack2)["Features"], "rack2");
+  // The refused one: held, its reason in the AdminComment (spaces: read from the plain output).
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+    auto out = SlurmCommand(Slurm(), {"scontrol", "show", "job", absl::StrCat(mixed)});
+    return out.ok() && absl::StrContains(*out, "brackets") && absl::StrContains(*out, "Comment=user-note-e");
+  })) << SlurmCommand(Slurm(), {"scontrol", "show", "job", absl::StrCat(mixed)}).value_or("?");
+  EXPECT_EQ(ShowJob(mixed)["JobState"], "PENDING");
 }
 
 // 7. oq shows both worlds from the daemon's last cycle: Slurm jobs running on lent nodes and one
@@ -649,16 +737,22 @@ TEST_P(SlurmE2ETest, OqShowsSlurmJobsAndPodsInOneQueue) {
   CommandResult prio = oq({"priority"});
   EXPECT_THAT(prio.output, ::testing::HasSubstr(wid));
   EXPECT_THAT(prio.output, ::testing::HasSubstr(ns_ + "/web"));
+  // Issue 29: the PARTITION column (like sprio's): the pool partition's PriorityTier (1) over the
+  // largest tier of the shared partitions (the reclaim partition's 10 does not count), times
+  // queue.weights.partition (1000 by default); the pod counts as in the lowest shared tier.
+  json pj = json::parse(oq({"priority", "--format", "json"}).output, nullptr, false);
+  ASSERT_TRUE(pj.is_object()) << prio.output;
+  std::map<std::string, double> partition_factor;
+  for (const auto& w : pj["workloads"]) partition_factor[w.value("id", "")] = w.value("partition", -1.0);
+  EXPECT_DOUBLE_EQ(partition_factor[wid], 1000.0) << pj.dump();
+  EXPECT_DOUBLE_EQ(partition_factor[ns_ + "/web"], 1000.0) << pj.dump();
 
-  // oq hold on a Slurm job: an admin hold (priority 0, the reason in the comment, no onequeue
+  // oq hold on a Slurm job: an admin hold (priority 0, the reason in the AdminComment, no onequeue
   // tag); the queue says Held. oq release: the hold goes and onequeue takes the job back: held
   // again with its own reason while it waits for a node, or started by onequeue once one frees.
   CommandResult hold = oq({"hold", wid, "--reason", "license server down", "--token-file", admin_token_file_});
   ASSERT_EQ(hold.exit_code, 0) << hold.output;
-  auto comment = [&] {
-    auto out = SlurmCommand(Slurm(), {"squeue", "-h", "-j", absl::StrCat(waiting), "-o", "%k"});
-    return out.ok() ? std::string(absl::StripAsciiWhitespace(*out)) : std::string();
-  };
+  auto comment = [&] { return AdminCommentOf(waiting); };
   ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
     return ShowJob(waiting)["Priority"] == "0" &&
            comment() == "held by an administrator (oq hold): license server down";
@@ -943,6 +1037,8 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::AddGlobalTestEnvironment(new onequeue::testing::K8sClusterEnvironment(
       {.controller_manager = true, .kwok = true, .kube_scheduler = true}));
-  ::testing::AddGlobalTestEnvironment(new onequeue::testing::SlurmClusterEnvironment({.nodes = 4, .gpus = 4}));
+  // Five nodes: n1..n4 carry the feature rack1 and n5 rack2 (racks of 4, test/cluster/slurm-up.sh),
+  // which the issue 29 case needs.
+  ::testing::AddGlobalTestEnvironment(new onequeue::testing::SlurmClusterEnvironment({.nodes = 5, .gpus = 4}));
   return RUN_ALL_TESTS();
 }

@@ -44,6 +44,10 @@ class FakeSlurm : public SlurmActions {
   // NODE_FAIL, a drain an admin lifted).
   void LoseFence(const std::string& node) { fence_.erase(node); }
 
+  // Slurm's partitions as the poller reads them (PriorityTier ...); empty = none polled yet.
+  slurm::SlurmView::Partitions partitions;
+  slurm::SlurmNode& Node(const std::string& name) { return nodes_[name]; }
+
   void AddNode(const std::string& name) {
     slurm::SlurmNode n;
     n.name = name;
@@ -154,6 +158,7 @@ class FakeSlurm : public SlurmActions {
       }
     }
     v->nodes = std::make_shared<const slurm::SlurmView::Nodes>(std::move(nodes));
+    v->partitions = std::make_shared<const slurm::SlurmView::Partitions>(partitions);
     v->jobs = std::make_shared<const slurm::SlurmView::Jobs>(std::move(jobs));
     v->refreshed_at = absl::FromUnixSeconds(now);
     return v;
@@ -172,11 +177,14 @@ class FakeSlurm : public SlurmActions {
   absl::Status Unfence(const std::string& node) override {
     calls.push_back("lend " + node);
     fence_.erase(node);
-    // slurmctld starts what it may: the released jobs pinned to this node.
+    // slurmctld starts what it may: a released job (onequeue's start) allowed on this node. Issue
+    // 29: onequeue no longer pins the job (ReqNodeList is the user's), so any released job of the
+    // node's partitions whose own node list allows the node may take it.
     for (auto& [id, j] : jobs_) {
-      if (j.state == slurm::JobState::kPending && j.priority > 0 && j.required_nodes == std::vector<std::string>{node} &&
-          Fits(id, node)) {
+      if (j.state == slurm::JobState::kPending && j.priority >= 4000000000u &&
+          (j.required_nodes.empty() || j.required_nodes == std::vector<std::string>{node}) && Fits(id, node)) {
         Run(id, node);
+        break;
       }
     }
     return absl::OkStatus();
@@ -184,7 +192,7 @@ class FakeSlurm : public SlurmActions {
   absl::Status Hold(uint32_t job, const std::string& comment) override {
     calls.push_back("hold " + std::to_string(job));
     jobs_[job].priority = 0;
-    jobs_[job].comment = comment;
+    jobs_[job].admin_comment = comment;  // issue 29: the user's comment is never written
     jobs_[job].state_reason = "JobHeldAdmin";
     return absl::OkStatus();
   }
@@ -193,8 +201,7 @@ class FakeSlurm : public SlurmActions {
     if (!start_error.ok()) return start_error;
     slurm::SlurmJob& j = jobs_[job];
     j.priority = 4000000000u;
-    j.comment = comment;
-    j.required_nodes = nodes;
+    j.admin_comment = comment;  // issue 29: neither the comment nor ReqNodeList is written
     if (!start_lag && nodes.size() == 1 && !fence_.count(nodes[0]) && Fits(job, nodes[0])) Run(job, nodes[0]);
     return absl::OkStatus();
   }

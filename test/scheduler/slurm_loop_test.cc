@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "fake_world.h"
 #include "scheduler/scheduling_loop.h"
 
@@ -27,7 +28,7 @@ TEST(SlurmLoopTest, AnIdlePoolIsFencedThenLentAfterLendAfterToTheJobOnequeueChos
   // Kubernetes' node is fenced on the Slurm side; the job waits, held, with onequeue's reason.
   EXPECT_EQ(c.slurm.FenceOwner("n1"), "kubernetes");
   EXPECT_EQ(c.slurm.Job(7).priority, 0);
-  EXPECT_THAT(c.slurm.Job(7).comment, HasSubstr("onequeue:"));
+  EXPECT_THAT(c.slurm.Job(7).admin_comment, HasSubstr("onequeue:"));
   EXPECT_EQ(s.slurm_pending, 1);
   c.Cycle(loop, kT0 + 1);
   EXPECT_EQ(c.k8s.OwnerOf("n1"), "kubernetes");
@@ -38,11 +39,123 @@ TEST(SlurmLoopTest, AnIdlePoolIsFencedThenLentAfterLendAfterToTheJobOnequeueChos
   EXPECT_EQ(c.k8s.OwnerOf("n1"), "slurm/7");
   EXPECT_EQ(c.slurm.FenceOwner("n1"), "");
   EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
-  EXPECT_EQ(c.slurm.Job(7).required_nodes, std::vector<std::string>{"n1"});
+  EXPECT_EQ(c.slurm.Job(7).nodes, std::vector<std::string>{"n1"});
+  EXPECT_TRUE(c.slurm.Job(7).required_nodes.empty());  // issue 29: ReqNodeList stays the user's
   EXPECT_THAT(c.k8s.node_events, Contains("n1 Lent"));
   // Running, not started twice.
   c.Cycle(loop, kT0 + 62);
   EXPECT_EQ(std::count(c.slurm.calls.begin(), c.slurm.calls.end(), "start 7"), 1);
+}
+
+// Issue 29: Slurm's PriorityTier feeds the partition factor. A job of the higher-tier partition
+// gets the one node before an older job of a lower tier, and the plan's breakdown (what `oq
+// priority` prints in its PARTITION column) carries the factor, normalised by the largest tier
+// among the shared partitions (the reclaim partition's tier 10 does not count).
+TEST(SlurmLoopTest, AHigherPriorityTierWinsOverAnOlderJobOfALowerTier) {
+  Cluster c(1);
+  c.slurm.Node("n1").partitions = {"low", "high", "reclaim"};
+  for (auto [name, tier] : {std::pair{"low", 1}, {"high", 4}, {"reclaim", 10}}) {
+    slurm::SlurmPartition p;
+    p.name = name;
+    p.priority_tier = tier;
+    c.slurm.partitions[name] = p;
+  }
+  slurm::SlurmJob& old = c.slurm.Submit(7, 8);
+  old.partition = "low";
+  old.submit_time = absl::FromUnixSeconds(kT0 - 1800);  // half an hour older
+  c.slurm.Submit(8, 8).partition = "high";
+  Config cfg = SlurmConfig();
+  cfg.slurm.shared_partitions = {"low", "high"};
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  StatusBoard board;
+  loop.PublishTo(&board);
+  c.Cycle(loop, kT0);
+  std::map<std::string, queue::PriorityBreakdown> factors;
+  const auto status = board.Latest();
+  ASSERT_NE(status, nullptr);
+  for (size_t i = 0; i < status->plan->snapshot->pending.size(); ++i)
+    factors[status->plan->snapshot->pending[i].id] = status->plan->priorities[i];
+  ASSERT_EQ(factors.size(), 2u);
+  EXPECT_DOUBLE_EQ(factors["slurm/8"].partition, 1.0);
+  EXPECT_DOUBLE_EQ(factors["slurm/7"].partition, 0.25);
+  EXPECT_GT(factors["slurm/7"].age, factors["slurm/8"].age);
+  EXPECT_GT(factors["slurm/8"].total, factors["slurm/7"].total);
+  c.Cycle(loop, kT0 + 61);  // lendAfterSeconds later the node goes to the higher tier's job
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kPending);
+}
+
+// Issue 29: a pod has no partition; it counts as in the lowest tier of the shared partitions. With
+// one shared partition (tier 5) the factor is equal across the worlds and the QOS decides: the
+// normal pod before the batch job (before, the job alone got the factor 1.0 and won the node).
+TEST(SlurmLoopTest, OneSharedPartitionsTierOrdersNothingAcrossTheWorlds) {
+  Cluster c(1);
+  slurm::SlurmPartition pool;
+  pool.name = "pool";
+  pool.priority_tier = 5;
+  c.slurm.partitions["pool"] = pool;
+  c.slurm.Submit(7, 8);
+  c.k8s.AddPod("web", "4", "normal");
+  Config cfg = SlurmConfig();
+  cfg.slurm.lend_after_seconds = 0;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  StatusBoard board;
+  loop.PublishTo(&board);
+  c.Cycle(loop, kT0);
+  const auto status = board.Latest();
+  ASSERT_NE(status, nullptr);
+  std::map<std::string, queue::PriorityBreakdown> factors;
+  for (size_t i = 0; i < status->plan->snapshot->pending.size(); ++i)
+    factors[status->plan->snapshot->pending[i].id] = status->plan->priorities[i];
+  ASSERT_EQ(factors.count("slurm/7"), 1u);
+  ASSERT_EQ(factors.count("ns/web"), 1u);
+  EXPECT_DOUBLE_EQ(factors["slurm/7"].partition, 1.0);
+  EXPECT_DOUBLE_EQ(factors["ns/web"].partition, 1.0);
+  EXPECT_GT(factors["ns/web"].total, factors["slurm/7"].total);
+  for (int t = 1; t < 4; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.k8s.NodeOf("ns/web"), "n1");
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kPending);
+}
+
+// Issue 29: a started job is not pinned to the node the plan lent for it, so Slurm may start it on
+// any node lent to it. While a start is not yet seen, no idle lent node is returned: here Slurm
+// starts job 8 on the other idle lent node, which (before this rule) had just been fenced for
+// Kubernetes past returnAfterSeconds. Once the start is seen, the unused node is returned.
+TEST(SlurmLoopTest, NoIdleLentNodeIsReturnedWhileAStartIsUnconfirmedSlurmMayPlaceTheJobThere) {
+  Cluster c(2);
+  Config cfg = SlurmConfig();
+  cfg.slurm.lend_after_seconds = 0;
+  cfg.slurm.return_after_seconds = 20;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.slurm.Submit(6, 8);
+  c.slurm.Submit(7, 8);
+  c.Cycle(loop, kT0);
+  ASSERT_EQ(c.slurm.Job(6).state, slurm::JobState::kRunning);
+  ASSERT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  c.slurm.Job(6).state = slurm::JobState::kCompleted;
+  c.slurm.Job(7).state = slurm::JobState::kCompleted;
+  c.Cycle(loop, kT0 + 1);  // both lent nodes idle from here
+  c.slurm.start_lag = true;
+  c.slurm.Submit(8, 8);
+  c.Cycle(loop, kT0 + 25);  // past returnAfterSeconds for both; job 8 released, not yet running
+  ASSERT_THAT(c.slurm.calls, Contains("start 8"));
+  EXPECT_TRUE(absl::StartsWith(c.k8s.OwnerOf("n1"), "slurm")) << c.k8s.OwnerOf("n1");
+  EXPECT_TRUE(absl::StartsWith(c.k8s.OwnerOf("n2"), "slurm")) << c.k8s.OwnerOf("n2");
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "");
+  EXPECT_EQ(c.slurm.FenceOwner("n2"), "");
+  // Slurm picks a node: the one the plan did not lend for it.
+  const std::string planned = c.k8s.OwnerOf("n1") == "slurm/8" ? "n1" : "n2";
+  const std::string other = planned == "n1" ? "n2" : "n1";
+  c.slurm.Run(8, other);
+  c.Cycle(loop, kT0 + 26);
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.requeues[8], 0);
+  EXPECT_TRUE(absl::StartsWith(c.k8s.OwnerOf(other), "slurm")) << c.k8s.OwnerOf(other);
+  EXPECT_EQ(c.slurm.FenceOwner(other), "");
+  // The node it did not use is idle: returned returnAfterSeconds after the start was seen.
+  c.Cycle(loop, kT0 + 50);
+  EXPECT_EQ(c.k8s.OwnerOf(planned), "kubernetes");
+  EXPECT_TRUE(absl::StartsWith(c.k8s.OwnerOf(other), "slurm")) << c.k8s.OwnerOf(other);
 }
 
 class ReclaimTest : public ::testing::TestWithParam<std::string> {};
@@ -240,7 +353,7 @@ TEST(SlurmLoopTest, FinishedPodsAndJobsAreChargedToTheirAccountsAndOrderTheQueue
     c.slurm.Submit(2, 8);
     for (int t = 2; t < 5; ++t) c.Cycle(loop, kT0 + t);
     if (pods_used_more) {
-      EXPECT_EQ(c.slurm.Job(2).state, slurm::JobState::kRunning) << c.slurm.Job(2).comment;
+      EXPECT_EQ(c.slurm.Job(2).state, slurm::JobState::kRunning) << c.slurm.Job(2).admin_comment;
       EXPECT_EQ(c.k8s.NodeOf("ns/new"), "") << (c.k8s.bind_messages.empty() ? "" : c.k8s.bind_messages.back());
     } else {
       EXPECT_EQ(c.k8s.NodeOf("ns/new"), "n1");
@@ -319,21 +432,21 @@ TEST(SlurmLoopTest, AJobReleasedFromAnAdminHoldIsHeldByOnequeueAgainWhileItWaits
   SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
   for (int t = 0; t < 3; ++t) c.Cycle(loop, kT0 + t);
   ASSERT_EQ(c.slurm.Job(7).priority, 0);
-  ASSERT_THAT(c.slurm.Job(7).comment, HasSubstr("onequeue:"));
+  ASSERT_THAT(c.slurm.Job(7).admin_comment, HasSubstr("onequeue:"));
   const auto holds = [&] { return std::count(c.slurm.calls.begin(), c.slurm.calls.end(), "hold 7"); };
   const auto before = holds();
   // The administrator's hold replaces onequeue's; the loop does not touch it.
-  c.slurm.Job(7).comment = "held by an administrator (oq hold): maintenance";
+  c.slurm.Job(7).admin_comment = "held by an administrator (oq hold): maintenance";
   for (int t = 3; t < 6; ++t) c.Cycle(loop, kT0 + t);
   EXPECT_EQ(holds(), before);
-  EXPECT_EQ(c.slurm.Job(7).comment, "held by an administrator (oq hold): maintenance");
+  EXPECT_EQ(c.slurm.Job(7).admin_comment, "held by an administrator (oq hold): maintenance");
   // Released (oq release): the job is onequeue's to hold again.
   c.slurm.Job(7).priority = 1000;
   c.slurm.Job(7).state_reason = "None";
   c.Cycle(loop, kT0 + 6);
   EXPECT_EQ(holds(), before + 1);
   EXPECT_EQ(c.slurm.Job(7).priority, 0);
-  EXPECT_THAT(c.slurm.Job(7).comment, HasSubstr("onequeue:"));
+  EXPECT_THAT(c.slurm.Job(7).admin_comment, HasSubstr("onequeue:"));
 }
 
 // Issue 24 M5: a pod's workload id never reads as a Slurm job's. A pod named "123" in namespace

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "../slurm_bridge/fake_slurm_api.h"
 #include "nlohmann/json.hpp"
+#include "scheduler/slurm_cluster.h"
 
 namespace onequeue::scheduler {
 namespace {
@@ -167,13 +169,19 @@ TEST(SlurmWorldTest, HoldsOfUsersAndDependenciesAreKeptButOnequeuesOwnHoldIsNot)
   SlurmJob ours = Job(2, JobState::kPending);
   ours.priority = 0;
   ours.state_reason = "JobHeldAdmin";
-  ours.comment = "onequeue: Priority: waiting";
+  ours.admin_comment = "onequeue: Priority: waiting";  // issue 29: the mark is the AdminComment
+  ours.comment = "my own notes";
+  // Issue 29: the comment is the user's to write: a tag there proves nothing (an admin's hold).
+  SlurmJob forged = Job(5, JobState::kPending);
+  forged.priority = 0;
+  forged.state_reason = "JobHeldAdmin";
+  forged.comment = "onequeue: Priority: waiting";
   SlurmJob dependent = Job(3, JobState::kPending);
   dependent.state_reason = "Dependency";
   SlurmJob requeued = Job(4, JobState::kPending);
   requeued.state_reason = "BeginTime";
   requeued.restart_count = 1;
-  f.jobs = {{1, user_held}, {2, ours}, {3, dependent}, {4, requeued}};
+  f.jobs = {{1, user_held}, {2, ours}, {3, dependent}, {4, requeued}, {5, forged}};
   auto [built, records] = f.Build();
   std::map<std::string, bool> held;
   for (const auto& w : built.snapshot->pending) held[w.id] = w.held;
@@ -181,6 +189,85 @@ TEST(SlurmWorldTest, HoldsOfUsersAndDependenciesAreKeptButOnequeuesOwnHoldIsNot)
   EXPECT_FALSE(held.at("slurm/2"));
   EXPECT_TRUE(held.at("slurm/3"));
   EXPECT_FALSE(held.at("slurm/4"));
+  EXPECT_TRUE(held.at("slurm/5"));
+}
+
+// Issue 29: --constraint, --nodelist and --exclude become the pool nodes the job may use; what a
+// per-node set cannot say is refused with the reason (the job waits, never started by onequeue).
+TEST(SlurmWorldTest, ConstraintNodeListAndExcludeAreTheNodesAJobMayUse) {
+  Fixture f;
+  f.k8s_nodes = {PoolNode("k1", "n1"), PoolNode("k2", "n2"), PoolNode("k3", "n3")};
+  f.nodes["n1"] = Node("n1");
+  f.nodes["n1"].features = {"fast", "rack1"};
+  f.nodes["n2"] = Node("n2");
+  f.nodes["n2"].features = {"fast", "rack2"};
+  f.nodes["n3"] = Node("n3");
+  f.nodes["n3"].features = {"rack2"};
+  f.options.node_label = "onequeue.io/slurm-node";
+  auto job = [&](uint32_t id, auto set) {
+    SlurmJob j = Job(id, JobState::kPending);
+    set(j);
+    f.jobs[id] = j;
+  };
+  job(10, [](SlurmJob& j) { j.features = "rack2&fast"; });
+  job(11, [](SlurmJob& j) { j.features = "rack1|rack2"; j.excluded_nodes = {"n2"}; });
+  job(12, [](SlurmJob& j) { j.required_nodes = {"n3"}; });
+  job(13, [](SlurmJob& j) { j.excluded_nodes = {"n1", "n2"}; });
+  job(14, [](SlurmJob& j) { j.features = "[rack1|rack2]"; j.node_count = 2; });
+  job(15, [](SlurmJob& j) { j.required_nodes = {"n1"}; j.node_count = 2; });
+  job(16, [](SlurmJob& j) { j.features = "fast||ib"; });
+  job(17, [](SlurmJob& j) { j.features = "gpu"; });
+  job(18, [](SlurmJob& j) {});
+  auto [built, records] = f.Build();
+  std::map<std::string, const queue::PendingWorkload*> w;
+  for (const auto& p : built.snapshot->pending) w[p.id] = &p;
+  auto allowed = [&](const char* id) {
+    const auto& a = w.at(id)->eligibility.allowed_nodes;
+    return a ? *a : std::vector<std::string>{"<any>"};
+  };
+  EXPECT_EQ(allowed("slurm/10"), std::vector<std::string>{"k2"});
+  EXPECT_EQ(allowed("slurm/11"), (std::vector<std::string>{"k1", "k3"}));
+  EXPECT_EQ(allowed("slurm/12"), std::vector<std::string>{"k3"});
+  EXPECT_EQ(allowed("slurm/13"), std::vector<std::string>{"k3"});
+  EXPECT_EQ(allowed("slurm/17"), std::vector<std::string>{});  // no pool node has it: waits
+  EXPECT_EQ(allowed("slurm/18"), std::vector<std::string>{"<any>"});
+  for (const char* id : {"slurm/10", "slurm/11", "slurm/12", "slurm/13", "slurm/17", "slurm/18"})
+    EXPECT_EQ(w.at(id)->admission_error, queue::AdmissionError::kNone) << id;
+  for (const char* id : {"slurm/14", "slurm/15", "slurm/16"}) {
+    EXPECT_EQ(w.at(id)->admission_error, queue::AdmissionError::kInvalidAnnotation) << id;
+    EXPECT_NE(w.at(id)->admission_message.find(std::string("Slurm job ") + (id + 6)), std::string::npos)
+        << w.at(id)->admission_message;
+  }
+  EXPECT_NE(w.at("slurm/14")->admission_message.find("brackets"), std::string::npos);
+  EXPECT_NE(w.at("slurm/15")->admission_message.find("--nodelist"), std::string::npos);
+  EXPECT_NE(w.at("slurm/16")->admission_message.find("position"), std::string::npos);
+}
+
+// Issue 29: onequeue's hold and start go to the AdminComment; the user's comment and ReqNodeList
+// are never written (the plan honours the node list; Slurm enforces it).
+TEST(SlurmBridgeActionsTest, HoldAndStartNeverWriteTheUsersCommentOrNodeList) {
+  slurm::testing::FakeSlurmApi api;
+  SlurmJob mine = Job(7, JobState::kPending);
+  mine.comment = "run 42 of the sweep";
+  SlurmJob listed = Job(8, JobState::kPending);
+  listed.required_nodes = {"n1", "n2"};
+  api.jobs = {{7, mine}, {8, listed}};
+  auto ownership = slurm::MakeDrainOwnership(api, {"slurm", ""});
+  SlurmBridgeActions actions(&api, ownership.get());
+  ASSERT_TRUE(actions.Hold(7, "onequeue: Priority: waiting").ok());
+  EXPECT_EQ(api.jobs[7].comment, "run 42 of the sweep");
+  EXPECT_EQ(api.jobs[7].admin_comment, "onequeue: Priority: waiting");
+  EXPECT_TRUE(HeldByOnequeue(api.jobs[7]));
+  ASSERT_TRUE(actions.StartOn(7, {"n3"}, "onequeue: started by onequeue on n3").ok());
+  EXPECT_EQ(api.jobs[7].comment, "run 42 of the sweep");
+  EXPECT_TRUE(api.jobs[7].required_nodes.empty()) << "the user asked for no node list";
+  EXPECT_EQ(api.jobs[7].admin_comment, "onequeue: started by onequeue on n3");
+  ASSERT_TRUE(actions.StartOn(8, {"n1", "n2"}, "onequeue: started").ok());
+  EXPECT_EQ(api.jobs[8].required_nodes, (std::vector<std::string>{"n1", "n2"}));
+  for (const auto& [id, u] : api.job_updates) {
+    EXPECT_FALSE(u.comment.has_value()) << id;
+    EXPECT_FALSE(u.required_nodes.has_value()) << id;
+  }
 }
 
 TEST(SlurmWorldTest, AJobOnequeueStartedCountsAsRunningUntilSlurmShowsIt) {

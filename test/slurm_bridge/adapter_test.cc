@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "slurm_bridge/adapter_internal.h"
 #include "slurm_bridge/json_fields.h"
+#include "absl/strings/match.h"
 
 namespace onequeue::slurm {
 namespace {
@@ -260,6 +261,61 @@ TYPED_TEST(AdapterTest, JobUpdateBodyFollowsTheVersionsShapes) {
   } else {
     EXPECT_EQ(cleared.size(), 1u);
   }
+}
+
+// Issue 29: what the user asked of placement (--constraint, --nodelist, --exclude) and the
+// AdminComment are read in every version (the same keys, strings, in every fixture's shape).
+TYPED_TEST(AdapterTest, ConstraintNodeListExcludeAndAdminCommentAreRead) {
+  nlohmann::json body = this->Fixture("jobs");
+  nlohmann::json& j = body["jobs"][1];
+  j["features"] = "[rack1*2&fast]";
+  j["required_nodes"] = "n[1-2]";
+  j["excluded_nodes"] = "n[3-4,7]";
+  j["admin_comment"] = "onequeue: Priority: waiting";
+  j["comment"] = "the user's own";
+  absl::StatusOr<JobListing> l = this->adapter_->ParseJobs(body);
+  ASSERT_TRUE(l.ok()) << l.status();
+  const SlurmJob& big = Job(*l, 2);
+  EXPECT_EQ(big.features, "[rack1*2&fast]");
+  EXPECT_THAT(big.required_nodes, ElementsAre("n1", "n2"));
+  EXPECT_THAT(big.excluded_nodes, ElementsAre("n3", "n4", "n7"));
+  EXPECT_EQ(big.admin_comment, "onequeue: Priority: waiting");
+  EXPECT_EQ(big.comment, "the user's own");
+  EXPECT_TRUE(Job(*l, 1).features.empty());
+  EXPECT_THAT(Job(*l, 1).excluded_nodes, IsEmpty());
+}
+
+// Issue 29: the AdminComment is written over REST from v0.0.39 ("admin_comment"); v0.0.38's parser
+// has no such key, so the bridge sets it with scontrol there (RestSlurmApi::UpdateJob).
+TYPED_TEST(AdapterTest, AdminCommentIsWrittenOverRestFromV0039) {
+  JobUpdate u;
+  u.admin_comment = "onequeue: started";
+  const nlohmann::json b = this->adapter_->JobUpdateBody(u, absl::Now());
+  if (this->kVersion == ApiVersion::kV0038) {
+    EXPECT_FALSE(this->adapter_->SupportsAdminComment());
+    EXPECT_TRUE(b.empty()) << b;
+  } else {
+    EXPECT_TRUE(this->adapter_->SupportsAdminComment());
+    EXPECT_EQ(b, (nlohmann::json{{"admin_comment", "onequeue: started"}}));
+  }
+}
+
+TEST(AdminCommentTest, V0038SetsTheAdminCommentWithScontrolAndTheRestOverRest) {
+  using testing::Recorded;
+  testing::ScriptedTransport* t = nullptr;
+  std::vector<std::string> calls;
+  std::unique_ptr<SlurmApi> api =
+      testing::ScriptedSlurmApi(ApiVersion::kV0038, t, std::make_unique<testing::RecordingScontrol>(&calls));
+  t->answers = {Recorded(200, "slurm-25.11/job-update-comment.json")};
+  JobUpdate u;
+  u.hold = true;
+  u.admin_comment = "onequeue: Priority: waiting";
+  ASSERT_TRUE(api->UpdateJob(7, u).ok());
+  EXPECT_THAT(calls, ElementsAre("admin_comment 7 onequeue: Priority: waiting"));
+  ASSERT_EQ(t->seen.size(), 1u);
+  EXPECT_FALSE(absl::StrContains(t->seen[0].body, "comment")) << t->seen[0].body;
+  api = testing::ScriptedSlurmApi(ApiVersion::kV0038, t);
+  EXPECT_TRUE(absl::IsUnimplemented(api->UpdateJob(7, u)));
 }
 
 TYPED_TEST(AdapterTest, PathsCarryTheVersion) {

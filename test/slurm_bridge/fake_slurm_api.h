@@ -96,6 +96,7 @@ class FakeSlurmApi : public SlurmApi {
   absl::Status UpdateJob(uint32_t id, const JobUpdate& u) override {
     std::string call = absl::StrCat("UpdateJob ", id);
     if (u.comment) absl::StrAppend(&call, " comment=", *u.comment);
+    if (u.admin_comment) absl::StrAppend(&call, " admin_comment=", *u.admin_comment);
     if (u.hold) absl::StrAppend(&call, " hold=", *u.hold);
     if (u.priority) absl::StrAppend(&call, " priority=", *u.priority);
     if (u.required_nodes) absl::StrAppend(&call, " nodes=", absl::StrJoin(*u.required_nodes, ","));
@@ -107,6 +108,7 @@ class FakeSlurmApi : public SlurmApi {
     if (it == jobs.end()) return absl::NotFoundError("no job");
     SlurmJob& j = it->second;
     if (u.comment) j.comment = *u.comment;
+    if (u.admin_comment) j.admin_comment = *u.admin_comment;
     if (u.hold) j.priority = *u.hold ? 0 : 1;
     if (u.priority) j.priority = *u.priority;
     if (u.required_nodes) j.required_nodes = *u.required_nodes;

@@ -52,6 +52,9 @@ class RecordingScontrol : public Scontrol {
   absl::Status DrainNode(const std::string& node, const std::string&) override { return Record("drain " + node); }
   absl::Status ResumeNode(const std::string& node) override { return Record("resume " + node); }
   absl::Status RequeueJob(uint32_t job_id) override { return Record("requeue " + std::to_string(job_id)); }
+  absl::Status SetJobAdminComment(uint32_t job_id, const std::string& text) override {
+    return Record("admin_comment " + std::to_string(job_id) + " " + text);
+  }
 
  private:
   absl::Status Record(std::string call) {

@@ -353,7 +353,7 @@ class CheckedWorld {
       const slurm::SlurmJob& j = slurm_.Job(id);
       invariants::JobFacts f;
       f.id = id;
-      f.comment = j.comment;
+      f.comment = j.admin_comment;  // onequeue's reason (issue 29: never the user's comment)
       f.requeueable = j.requeue && !srun_.count(id);
       f.cancelled_by_onequeue = cancelled_by_onequeue_.count(id) > 0;
       switch (j.state) {
