@@ -289,5 +289,45 @@ TEST(ReplayPredictions, AnOverrunIsCorrectedToTheLimit) {
   EXPECT_EQ(r->jobs[2].start, 801);  // H when C2 (702) and X (801) are done
 }
 
+
+// Issue 27 (docs/simulate.md "Run-time predictions"): a reservation that starts where no arrival
+// or completion falls. 2 processors, conservative with promises. R1 (user 1, predicted 50 s)
+// and R2 (user 2, predicted 150 s) both run 200-300. H (2 processors, 50 s, at 210) is reserved
+// at R2's predicted end 350, L (1 processor, 100 s, at 220) at R1's, 250: promised [250, 350).
+// R1 outlives its prediction; at 300 both end and the machine is idle, but L's promise is held
+// only from 300 to 350, too short for it, so H keeps 350 and L is reserved after H. Nothing
+// starts at 300 and no arrival or completion follows: the replay used to stop with "2 job(s)
+// can never start on an idle machine". It now runs a cycle at the earliest reservation's start
+// too: at 250 L cannot start (R1 outlived its prediction, which that cycle corrects, dropping L's
+// promise), so at 300 the idle machine starts H, and L follows at 350.
+TEST(ReplayPredictions, AReservationWithNoEventAtItsStartStillStarts) {
+  auto trace = ParseSwfStrict(
+      "; MaxProcs: 2\n"
+      "1   0 -1   50 1 -1 -1 1 1000 -1 1 1 1 -1 1 -1 -1 -1\n"
+      "2   0 -1  150 1 -1 -1 1 1000 -1 1 2 1 -1 1 -1 -1 -1\n"
+      "3 200 -1  100 1 -1 -1 1 1000 -1 1 1 1 -1 1 -1 -1 -1\n"
+      "4 200 -1  100 1 -1 -1 1 1000 -1 1 2 1 -1 1 -1 -1 -1\n"
+      "5 210 -1   50 2 -1 -1 2   50 -1 1 3 1 -1 1 -1 -1 -1\n"
+      "6 220 -1  100 1 -1 -1 1  100 -1 1 4 1 -1 1 -1 -1 -1\n");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  ReplayOptions options;
+  options.policy = ReplayPolicy::kConservative;
+  options.keep_reservations = true;
+  options.runtime_prediction = RuntimePrediction::kUserHistory;
+  auto r = ReplayTrace(*trace, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->jobs[2].end, 300);
+  EXPECT_EQ(r->jobs[3].end, 300);
+  EXPECT_EQ(r->jobs[4].start, 300);
+  EXPECT_EQ(r->jobs[5].start, 350);
+  // With time limits the reservations sit at the limits' ends and the completions at 300 start
+  // H at once, then L.
+  options.runtime_prediction = RuntimePrediction::kTimeLimit;
+  auto limits = ReplayTrace(*trace, options);
+  ASSERT_TRUE(limits.ok()) << limits.status();
+  EXPECT_EQ(limits->jobs[4].start, 300);
+  EXPECT_EQ(limits->jobs[5].start, 350);
+}
+
 }  // namespace
 }  // namespace onequeue::queue
