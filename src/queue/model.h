@@ -175,8 +175,9 @@ struct PendingWorkload {
 // Usage history (fair-share input)
 // ---------------------------------------------------------------------------------------------
 
-// One usage record: `amount` (e.g. cpu-seconds weighted like Slurm's TRES billing) charged to
-// `account`, finished at `time`. Decayed with the half-life from `time` to `now`.
+// One usage record: `amount` (TRES billing-unit seconds, like Slurm's; the daemon keeps one
+// record per account, its decayed total as of `time`) charged to `account` at `time`. Decayed
+// with the half-life from `time` to `now`.
 struct UsageRecord {
   std::string account;
   Time time = 0;

@@ -415,10 +415,48 @@ void ParseQueuePreemption(MapReader preemption, QueueConfig::Preemption& c) {
   preemption.RefuseUnknown();
 }
 
+// queue.tresBillingWeights (issue 29): Slurm's TRESBillingWeights, as Slurm writes it
+// ("CPU=1.0,Mem=0.25G,GRES/gpu=2.0") or as a mapping ({cpu: 1.0, mem: 0.25G, gres/gpu: 4.0}).
+// queue.usageChargeSeconds and queue.usageConfigMap: when usage is charged and where it is kept.
+void ParseUsage(MapReader& queue, QueueConfig& c) {
+  const YAML::Node weights = queue.Raw("tresBillingWeights");
+  if (weights && !weights.IsNull()) {
+    absl::StatusOr<TresBillingWeights> parsed = absl::InvalidArgumentError(
+        "must be a mapping of TRES to weights ({cpu: 1.0, mem: 0.25G, gres/gpu: 4.0}) or Slurm's "
+        "string (\"CPU=1.0,Mem=0.25G,GRES/gpu=4.0\")");
+    if (weights.IsScalar()) {
+      parsed = ParseTresBillingWeights(weights.Scalar());
+    } else if (weights.IsMap()) {
+      std::map<std::string, std::string> entries;
+      bool scalars = true;
+      for (const auto& kv : weights) scalars = scalars && kv.first.IsScalar() && kv.second.IsScalar();
+      if (scalars) {
+        for (const auto& kv : weights) entries[kv.first.Scalar()] = kv.second.Scalar();
+        parsed = ParseTresBillingWeights(entries);
+      }
+    }
+    if (parsed.ok()) c.tres_billing_weights = *parsed;
+    else queue.KeyError("tresBillingWeights", std::string(parsed.status().message()));
+  }
+  queue.Read("usageChargeSeconds", &c.usage_charge_seconds);
+  if (c.usage_charge_seconds < 1 || c.usage_charge_seconds > 86400) {
+    queue.KeyError("usageChargeSeconds", "must be 1 to 86400 (seconds between two charges of running work)");
+  }
+  queue.Read("usageConfigMap", &c.usage_config_map);
+  // A ConfigMap's name is a DNS subdomain.
+  if (c.usage_config_map.size() > 253 ||
+      c.usage_config_map.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") != std::string::npos) {
+    queue.KeyError("usageConfigMap", absl::StrCat("\"", c.usage_config_map,
+                                                  "\" is not a ConfigMap name (lower-case letters, digits, '-', '.'; "
+                                                  "\"\" keeps usage in memory only)"));
+  }
+}
+
 void ParseQueue(MapReader queue, std::vector<std::string>* errors, QueueConfig& c) {
   ParseQueueScalars(queue, c);
   ParseQosList(queue, errors, c.qos);
   queue.Read("usageHalfLifeSeconds", &c.usage_half_life_seconds);
+  ParseUsage(queue, c);
   // Issue 24 M4: Slurm's OverTimeLimit for pods.
   queue.Read("overTimeLimitSeconds", &c.over_time_limit_seconds);
   if (c.over_time_limit_seconds < 0) queue.KeyError("overTimeLimitSeconds", "must be 0 or more");

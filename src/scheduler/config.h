@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "scheduler/tres_billing.h"
 
 namespace onequeue::scheduler {
 
@@ -138,6 +139,13 @@ struct QueueConfig {
   // without an association).
   std::vector<AccountConfig> accounts;
   int64_t usage_half_life_seconds = 12 * 3600;  // PriorityDecayHalfLife (Slurm's default: 7 days)
+  // Issue 29 (docs/lending.md "Fair-share from real usage"): usage is charged in TRES billing
+  // units (queue.tresBillingWeights, Slurm's TRESBillingWeights; default CPU 1 only), every
+  // usageChargeSeconds while a workload runs, and saved by the leader every usageChargeSeconds to
+  // the ConfigMap usageConfigMap in leaderElection.namespace ("": kept in memory only).
+  TresBillingWeights tres_billing_weights;
+  int64_t usage_charge_seconds = 60;
+  std::string usage_config_map = "onequeue-usage";
   // Issue 27 (docs/queue.md "Starvation"): the age factor reaches 1 after this long pending
   // (Slurm's PriorityMaxAge; queue::QueueConfig::max_age), and a blocked workload pending this
   // long gets a reservation past the depth (queue::QueueConfig::starvation_bound). Both at least

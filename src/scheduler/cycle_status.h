@@ -39,6 +39,13 @@ struct CycleStatus {
   // Lent nodes no Slurm job uses: since when (they return after slurm.returnAfterSeconds).
   std::map<std::string, queue::Time> lent_idle_since;
   int64_t return_after_seconds = 0;
+  // Issue 29: each account's fair-share usage (TRES billing-unit seconds, decayed to `now`) and
+  // its fair-share factor (0..1), for accounts with usage or shares.
+  struct AccountShare {
+    double usage = 0;
+    double fair_share = 0;
+  };
+  std::map<std::string, AccountShare> accounts;
 };
 
 // The last published CycleStatus. Written by the loop's thread, read by any.

@@ -393,6 +393,15 @@ class QueueServiceImpl final : public onequeue::v1::QueueService::Service {
       f->set_qos_factor(p.qos * wt.qos);
       f->set_total(p.total);
     }
+    double all_usage = 0;
+    for (const auto& [account, a] : st->accounts) all_usage += a.usage;
+    for (const auto& [account, a] : st->accounts) {
+      v1::AccountUsage* u = out->add_accounts();
+      u->set_account(account);
+      u->set_usage(a.usage);
+      u->set_usage_share(all_usage > 0 ? a.usage / all_usage : 0);
+      u->set_fair_share(a.fair_share);
+    }
     return grpc::Status::OK;
   }
 

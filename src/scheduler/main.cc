@@ -30,6 +30,7 @@
 #include "scheduler/grpc_service.h"
 #include "scheduler/kube_cluster.h"
 #include "scheduler/leader_elector.h"
+#include "scheduler/usage_store.h"
 #include "scheduler/loop_health.h"
 #include "scheduler/metrics.h"
 #include "scheduler/metrics_server.h"
@@ -503,6 +504,15 @@ class Daemon {
       phase_start_ = now;
     });
     loop.PublishTo(&status_board_);
+    // Issue 29: fair-share usage in a ConfigMap of the daemon's namespace, written through the
+    // loop's client (its write gate: only the leader writes), read when this replica leads.
+    std::unique_ptr<ConfigMapUsageStore> usage_store;
+    if (!config_.queue.usage_config_map.empty()) {
+      usage_store = std::make_unique<ConfigMapUsageStore>(loop_writer_ ? loop_writer_.get() : client_.get(),
+                                                          config_.leader_election.namespace_,
+                                                          config_.queue.usage_config_map);
+      loop.PersistUsageTo(usage_store.get());
+    }
     RunCycles(loop, actions, failpoint);
   }
 

@@ -29,6 +29,7 @@ constexpr const char* kStatusUsage = R"(  queue [--start] [-u USER] [-n NAMESPAC
                      pool nodes: owner, CPUs and memory used/total, what runs there, lending
   priority [-u USER] [-n NAMESPACE] [--format json]
                      each priority factor (weighted) and the total of every pending workload
+                     (like sprio), then each account's fair-share usage and factor (like sshare)
   explain NAMESPACE/POD | NAMESPACE/group/NAME | slurm/JOBID [--format json]
                      why it is not running: per node, its reservation, the workloads ahead
   hold WORKLOAD [--reason TEXT] | release WORKLOAD
@@ -269,6 +270,16 @@ int Priority(v1::QueueService::Stub* stub, const std::string& server, const Flag
            Fixed(p.age()), Fixed(p.fair_share()), Fixed(p.job_size()), Fixed(p.partition()), Fixed(p.qos_factor())});
   }
   t.Print();
+  // Issue 29: each account's usage (TRES billing-unit seconds, decayed) and factor, like sshare.
+  if (resp.accounts_size() > 0) {
+    std::printf("\n");
+    Table a({"ACCOUNT", "USAGE", "USAGE_SHARE", "FAIRSHARE"});
+    for (const auto& u : resp.accounts()) {
+      a.Add({u.account(), absl::StrFormat("%.0f", u.usage()), absl::StrFormat("%.4f", u.usage_share()),
+             absl::StrFormat("%.4f", u.fair_share())});
+    }
+    a.Print();
+  }
   return 0;
 }
 

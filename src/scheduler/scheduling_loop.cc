@@ -61,6 +61,18 @@ queue::QueueConfig ToQueueConfig(const Config& config) {
   return q;
 }
 
+UsageOptions UsageOptionsOf(const Config& config) {
+  UsageOptions o;
+  o.reclaim_partition = config.slurm.reclaim_partition;
+  o.identity = SlurmIdentityOf(config);
+  o.half_life = config.queue.usage_half_life_seconds;
+  o.charge_interval = config.queue.usage_charge_seconds;
+  o.weights = config.queue.tres_billing_weights;
+  o.gres_resources = config.slurm.gres_resources;
+  o.scheduler_name = config.scheduler_name;
+  return o;
+}
+
 SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, ClusterActions* actions,
                                SlurmActions* slurm, Failpoint failpoint)
     : config_(config),
@@ -75,7 +87,7 @@ SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, Cl
       preemptions_(config, actions, slurm, &owners_, &lending_, failpoint_),
       bindings_(actions),
       waiting_(actions, queue_config_.resolution),
-      usage_(config.slurm.reclaim_partition, SlurmIdentityOf(config), queue_config_.usage_half_life),
+      usage_(UsageOptionsOf(config)),
       time_limits_(config.scheduler_name, config.queue.over_time_limit_seconds, actions),
       mirrors_(PodMirrorOptions{SlurmIdentityOf(config)}, slurm),
       shares_nodes_(!SlurmWorldOptionsOf(config).sharing_partitions.empty()) {}
@@ -447,6 +459,10 @@ void SchedulingLoop::PublishStatus(std::shared_ptr<const queue::Plan> plan, Buil
   status->node_owner = owners_.Values();
   status->lent_idle_since = lending_.lent_idle_since();
   status->return_after_seconds = config_.slurm.return_after_seconds;
+  // Issue 29: each account's usage and fair-share factor (oq priority, like sshare).
+  const auto factors = queue::ComputeFairShare(queue_config_, usage_.usage(), now);
+  for (const auto& [account, used] : usage_.UsageAt(now)) status->accounts[account].usage = used;
+  for (const auto& [account, factor] : factors) status->accounts[account].fair_share = factor;
   board_->Publish(std::move(status));
 }
 

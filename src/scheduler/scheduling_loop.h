@@ -201,6 +201,8 @@ using Failpoint = std::function<void(const char* name)>;
 
 // Maps the daemon's configuration onto the queue's.
 queue::QueueConfig ToQueueConfig(const Config& config);
+// The fair-share usage settings of the configuration (usage_accounting.h).
+UsageOptions UsageOptionsOf(const Config& config);
 // "priority 1.0 (age 0.10, ...)", for the Scheduled event.
 std::string DescribePriority(const queue::PriorityBreakdown& p);
 
@@ -217,6 +219,9 @@ class SchedulingLoop {
 
   // After each cycle, what it saw and decided goes to `board` (for the gRPC QueueService); null: not kept.
   void PublishTo(StatusBoard* board) { board_ = board; }
+  // Issue 29: the fair-share usage is saved to `store` and restored from it when this replica
+  // starts leading (its first cycle); null: memory only.
+  void PersistUsageTo(UsageStore* store) { usage_.PersistTo(store); }
   // Called as each phase of a cycle ends ("snapshot", "plan", "act"): the daemon times them for
   // its metrics (the loop itself reads no clock). Null: not called.
   void MarkPhasesWith(std::function<void(const char* phase)> mark) { mark_phase_ = std::move(mark); }

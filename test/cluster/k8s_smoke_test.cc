@@ -128,6 +128,8 @@ TEST(K8sSmoke, SchedulerIdentityHasLeastPrivilegeAndNobodyIsForbidden) {
       {{"delete", "nodes"}, false},
       {{"get", "secrets", "-n", "onequeue-system"}, false},
       {{"update", "leases.coordination.k8s.io", "-n", "kube-system"}, false},
+      {{"update", "configmaps", "-n", "onequeue-system"}, true},  // fair-share usage (issue 29)
+      {{"update", "configmaps", "-n", "default"}, false},
   };
   for (const Case& tc : cases) {
     std::vector<std::string> args = {"auth", "can-i"};

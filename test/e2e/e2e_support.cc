@@ -134,6 +134,7 @@ kubernetes: {kubeconfig: ")", info.scheduler_kubeconfig, R"(", qps: 100, burst: 
 queue:
   reservationDepth: 10
   resolutionSeconds: 60
+  usageConfigMap: ""
   qos:
     - {name: interactive, priority: 1000, canPreempt: true, preemptible: false}
     - {name: normal, priority: 100}

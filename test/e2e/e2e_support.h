@@ -87,7 +87,8 @@ class SchedulerProcess {
 
 // A SchedulerConfiguration for the local cluster: the scheduler's own least-privilege identity,
 // the pool `pool_label`, QOS interactive (canPreempt) > normal > batch > scavenger, no leader
-// election unless asked, gRPC on a free port.
+// election unless asked, gRPC on a free port, fair-share usage in memory only (usageConfigMap ""):
+// each test's daemon starts from its own empty usage, not from the last test's.
 // `leader_election`: the leaderElection block as flow YAML.
 std::string SchedulerConfigYaml(const testing::K8sClusterInfo& info, const std::string& pool_label,
                                 const std::string& leader_election = "{enabled: false}");

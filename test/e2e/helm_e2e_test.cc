@@ -132,16 +132,22 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
       {"policy/poddisruptionbudgets", {"list", "watch"}},
   };
   EXPECT_EQ(grants, exact);
-  // The Lease: create, and get/update of this release's Lease only.
+  // The Lease: create, and get/update of this release's Lease only; the fair-share usage (issue
+  // 29): create, and get/update of the ConfigMap queue.usageConfigMap only.
   ASSERT_TRUE(by_kind.count("Role"));
   const YAML::Node lease_rules = by_kind["Role"]["rules"];
-  ASSERT_EQ(lease_rules.size(), 2u);
+  ASSERT_EQ(lease_rules.size(), 4u);
   EXPECT_EQ(Grants(by_kind["Role"]), (std::map<std::string, std::set<std::string>>{
-                                         {"coordination.k8s.io/leases", {"create", "get", "update"}}}));
-  EXPECT_FALSE(lease_rules[0]["resourceNames"]);
-  EXPECT_EQ(lease_rules[0]["verbs"].size(), 1u);
+                                         {"coordination.k8s.io/leases", {"create", "get", "update"}},
+                                         {"/configmaps", {"create", "get", "update"}}}));
+  for (int i : {0, 2}) {
+    EXPECT_FALSE(lease_rules[i]["resourceNames"]);
+    EXPECT_EQ(lease_rules[i]["verbs"].size(), 1u);
+  }
   ASSERT_TRUE(lease_rules[1]["resourceNames"]);
   EXPECT_EQ(lease_rules[1]["resourceNames"][0].as<std::string>(), "onequeue");
+  ASSERT_TRUE(lease_rules[3]["resourceNames"]);
+  EXPECT_EQ(lease_rules[3]["resourceNames"][0].as<std::string>(), "onequeue-usage");
 
   // Liveness and readiness probe /healthz on the metrics port (issue 13 defect 8), which listens on
   // the pod's IP where the kubelet reaches it.
@@ -486,6 +492,8 @@ TEST_F(HelmE2E, InstallRunsTwoReplicasWithLeastPrivilegeAndUninstallRemovesIt) {
   EXPECT_TRUE(CanI({"create", "leases.coordination.k8s.io", "-n", kNamespace}));
   EXPECT_TRUE(CanI({"update", "leases.coordination.k8s.io/onequeue", "-n", kNamespace}));
   EXPECT_FALSE(CanI({"update", "leases.coordination.k8s.io/other", "-n", kNamespace}));
+  EXPECT_TRUE(CanI({"update", "configmaps/onequeue-usage", "-n", kNamespace}));  // fair-share usage
+  EXPECT_FALSE(CanI({"update", "configmaps/onequeue-config", "-n", kNamespace}));
   EXPECT_FALSE(CanI({"create", "pods", "-n", "default"}));
   EXPECT_FALSE(CanI({"delete", "pods", "-n", "default"}));
   EXPECT_FALSE(CanI({"get", "secrets", "-n", kNamespace}));

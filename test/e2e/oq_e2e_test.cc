@@ -488,6 +488,106 @@ TEST_F(OqE2E, AStuckLeaderExitsAndTheStandbyTakesOver) {
   EXPECT_THAT(standby.Log(), HasSubstr("leader election: leading"));
 }
 
+// Issue 29: fair-share usage in TRES billing units (Slurm's TRESBillingWeights line), charged
+// while pods run, saved by the daemon to a ConfigMap and read back by the next daemon: after a
+// restart in the middle, `oq priority` shows every account's usage as it was (within one charging
+// interval), the finished pod's account included, which a daemon starting from nothing would not
+// know.
+TEST_F(OqE2E, FairShareUsageSurvivesARestart) {
+  AddPool(1, "4");
+  const std::string map_name = "usage-" + ns_;
+  const k8s::ResourceType configmaps{"/api/v1", "configmaps", true};
+  const std::string map_path = k8s::ObjectPath(configmaps, "onequeue-system", map_name);
+  (void)client_->Delete(map_path);  // a re-run against a kept cluster starts from nothing
+  std::string config = SchedulerConfigYaml(testing::K8sClusterEnvironment::Info(), "onequeue.io/pool=" + ns_);
+  ASSERT_TRUE(absl::StrContains(config, "  usageConfigMap: \"\"\n"));
+  config = absl::StrReplaceAll(config, {{"  usageConfigMap: \"\"\n",
+                                         absl::StrCat("  usageConfigMap: ", map_name, "\n  usageChargeSeconds: 1\n",
+                                                      "  tresBillingWeights: \"CPU=1.0,Mem=1G\"\n")}});
+  auto pod = [&](const std::string& name, const std::string& cpu, const std::string& account) {
+    PodOptions o;
+    o.cpu = cpu;
+    o.extra_annotations = {{"onequeue.io/account", account}};
+    CreatePod(name, o);
+  };
+  pod("a", "2", "team-a");
+  pod("b", "1", "team-b");
+  pod("done", "1", "team-done");
+  // usage per account, and the cycle's time, from `oq priority --format json`
+  auto usage = [&](int64_t* at = nullptr) {
+    std::map<std::string, double> out;
+    const json j = OqJson({"priority"});
+    if (!j.is_object()) return out;
+    if (at != nullptr) *at = std::stoll(j["cycle"].value("cycle_time", "0"));
+    for (const auto& a : j.value("accounts", json::array())) out[a.value("account", "")] = a.value("usage", 0.0);
+    return out;
+  };
+  std::map<std::string, double> seen;
+  {
+    SchedulerProcess first(dir_, "first-scheduler");
+    ASSERT_TRUE(first.Start(config).ok());
+    server_ = first.GrpcAddress();
+    ASSERT_FALSE(server_.empty()) << first.Log();
+    for (const std::string name : {"a", "b", "done"}) {
+      ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool(name); })) << name << first.Log();
+    }
+    // Charged while running: every account has usage before anything ends.
+    ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+      seen = usage();
+      return seen["team-a"] > 0 && seen["team-b"] > 0 && seen["team-done"] > 0;
+    })) << first.Log();
+    ASSERT_TRUE(client_->Delete(k8s::ObjectPath(k8s::kPods, ns_, "done"), 0).ok());
+    // The finished pod's account stops growing once the daemon saw it go.
+    double last = -1;
+    ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+      seen = usage();
+      const bool gone = !GetPod(client_.get(), ns_, "done").ok() && seen["team-done"] == last;
+      last = seen["team-done"];
+      return gone;
+    }));
+    EXPECT_EQ(first.Stop(), 0);
+  }
+  // What the first daemon saved last.
+  absl::StatusOr<json> saved_map = client_->Get(map_path);
+  ASSERT_TRUE(saved_map.ok()) << saved_map.status();
+  const json saved = json::parse((*saved_map)["data"].value("usage.json", "{}"));
+  std::cout << "saved: " << saved.dump() << "\n";
+  EXPECT_EQ(saved.value("tresBillingWeights", ""), "cpu=1,mem=1G");
+  const int64_t saved_at = saved.value("savedAt", int64_t{0});
+  ASSERT_GT(saved_at, 0);
+
+  SchedulerProcess second(dir_, "second-scheduler");
+  ASSERT_TRUE(second.Start(config).ok());
+  server_ = second.GrpcAddress();
+  ASSERT_FALSE(server_.empty()) << second.Log();
+  int64_t now = 0;
+  std::map<std::string, double> after;
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+    after = usage(&now);
+    return after.count("team-a") && after.count("team-done");
+  })) << second.Log();
+  EXPECT_THAT(second.Log(), HasSubstr("usage: restored 3 accounts"));
+  // Billing per second: CPUs + 100Mi x 1 per GB.
+  const std::map<std::string, double> rate = {{"team-a", 2 + 100.0 / 1024}, {"team-b", 1 + 100.0 / 1024}};
+  for (const std::string account : {"team-a", "team-b", "team-done"}) {
+    SCOPED_TRACE(account);
+    const double before = saved["accounts"][account].value("usage", 0.0);
+    ASSERT_GT(before, 0);
+    EXPECT_GE(after[account], before * 0.999) << "nothing lost (the half-life is 12 h)";
+    const double r = rate.count(account) ? rate.at(account) : 0;
+    // What ran since the save, up to the last charge (at most one charging interval, 1 s, and the
+    // cycle's rounding to whole seconds before `now`).
+    EXPECT_LE(after[account], before + r * static_cast<double>(now - saved_at) + 0.01);
+    EXPECT_GE(after[account], before * 0.999 + r * static_cast<double>(now - saved_at - 2));
+  }
+  std::cout << "[ measure ] usage across the restart: team-a " << saved["accounts"]["team-a"].value("usage", 0.0)
+            << " -> " << after["team-a"] << ", team-done " << saved["accounts"]["team-done"].value("usage", 0.0)
+            << " -> " << after["team-done"] << " (" << now - saved_at << " s after the save)\n";
+  Oq({"priority"});  // the table as users read it
+  EXPECT_EQ(second.Stop(), 0);
+  (void)client_->Delete(map_path);
+}
+
 TEST_F(OqE2E, WithoutADaemonOqSaysWhereItLooked) {
   server_ = "127.0.0.1:1";
   CommandResult r = Oq({"queue"});

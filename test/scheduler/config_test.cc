@@ -485,3 +485,65 @@ TEST(ConfigTest, AnAdminTokenWithoutTlsIsRefusedUnlessExplicitlyAllowed) {
 
 }  // namespace
 }  // namespace onequeue::scheduler
+
+namespace onequeue::scheduler {
+namespace {
+
+// Issue 29: queue.tresBillingWeights as Slurm's TRESBillingWeights (its string, or a mapping),
+// usageChargeSeconds and usageConfigMap; every mistake named.
+TEST(ConfigTest, TresBillingWeightsReadAsSlurmWritesThemOrAsAMapping) {
+  auto c = ParseConfig(kHeader, "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.tres_billing_weights, TresBillingWeights{});  // CPU 1 only: the figures of before
+  EXPECT_EQ(c->queue.tres_billing_weights.cpu, 1);
+  EXPECT_EQ(c->queue.usage_charge_seconds, 60);
+  EXPECT_EQ(c->queue.usage_config_map, "onequeue-usage");
+
+  c = ParseConfig(std::string(kHeader) + "queue:\n  tresBillingWeights: {cpu: 1.0, mem: 0.25G, gres/gpu: 4.0}\n"
+                                         "  usageChargeSeconds: 5\n  usageConfigMap: ''\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(c->queue.tres_billing_weights.cpu, 1.0);
+  EXPECT_DOUBLE_EQ(c->queue.tres_billing_weights.mem_per_mb, 0.25 / 1024);  // 0.25 per GB
+  EXPECT_EQ(c->queue.tres_billing_weights.gres, (std::map<std::string, double>{{"gpu", 4.0}}));
+  EXPECT_EQ(c->queue.usage_charge_seconds, 5);
+  EXPECT_EQ(c->queue.usage_config_map, "");
+
+  // Slurm's own line, names in any case; what is not listed is not billed (as in Slurm).
+  c = ParseConfig(std::string(kHeader) + "queue: {tresBillingWeights: \"Mem=2,GRES/gpu:a100=8\"}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.tres_billing_weights.cpu, 0);
+  EXPECT_DOUBLE_EQ(c->queue.tres_billing_weights.mem_per_mb, 2);  // no unit: per MB
+  EXPECT_EQ(c->queue.tres_billing_weights.gres, (std::map<std::string, double>{{"gpu:a100", 8}}));
+}
+
+TEST(ConfigTest, BadTresBillingWeightsAreRefusedSayingWhy) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{cpu: -1}", "must not be negative"},
+      {"{cpu: 2G}", "a unit suffix (K, M, G, T) is allowed on mem only"},
+      {"{mem: 1X}", "the unit must be K, M, G or T"},
+      {"{cpu: lots}", "the weight must be a number"},
+      {"{license/matlab: 1}", "unknown TRES \"license/matlab\": onequeue bills cpu, mem or gres/NAME"},
+      {"{cpu: 1, CPU: 2}", "name the same TRES"},
+      {"\"CPU=1,Mem\"", "expected NAME=WEIGHT"},
+      {"\"CPU=1,CPU=2\"", "is given twice"},
+      {"[cpu]", "must be a mapping of TRES to weights"},
+      {"{}", "no weights given"},
+      {"{cpu: .nan}", "the weight must be a number"},
+  };
+  for (const auto& [value, why] : cases) {
+    SCOPED_TRACE(value);
+    auto c = ParseConfig(std::string(kHeader) + "queue:\n  tresBillingWeights: " + value + "\n", "mem");
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(c.status().message(), HasSubstr("line 4: queue.tresBillingWeights: "));
+    EXPECT_THAT(c.status().message(), HasSubstr(why));
+  }
+  auto c = ParseConfig(std::string(kHeader) + "queue: {usageChargeSeconds: 0}\n", "mem");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("queue.usageChargeSeconds: must be 1 to 86400"));
+  c = ParseConfig(std::string(kHeader) + "queue: {usageConfigMap: Usage_Map}\n", "mem");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("queue.usageConfigMap: \"Usage_Map\" is not a ConfigMap name"));
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
