@@ -21,7 +21,10 @@ constexpr const char* kAllowed = "cpu, mem or gres/NAME (e.g. gres/gpu)";
 absl::StatusOr<double> ParseWeight(const std::string& name, const std::string& text, bool memory) {
   std::string number = std::string(absl::StripAsciiWhitespace(text));
   double per_mb = 1;
-  if (!number.empty() && std::isalpha(static_cast<unsigned char>(number.back()))) {
+  // A trailing letter is a unit only after a number ("0.25G"); "lots" or ".nan" are not numbers.
+  const bool has_unit = number.size() > 1 && std::isalpha(static_cast<unsigned char>(number.back())) &&
+                        std::isdigit(static_cast<unsigned char>(number[number.size() - 2]));
+  if (has_unit) {
     if (!memory) {
       return absl::InvalidArgumentError(
           absl::StrCat("\"", name, "=", text, "\": a unit suffix (K, M, G, T) is allowed on mem only"));
