@@ -216,7 +216,7 @@ absl::Status PodMirrors::VictimsAsked(const std::string& uid, const absl::Status
   PodMirrorRecord& r = it->second;
   if (asked.ok()) return Move(r, MirrorEvent::kVictimsAsked, now);
   const std::string why = absl::StrCat("preemption on shared node ", r.node.node, " undone: ", asked.message());
-  refused_[uid] = Refusal{now + options_.refused_retry, why};
+  refused_[uid] = Refusal{now + options_.refused_retry, why, r.pod.key};
   UndoRecord(r, why, now);
   if (MirrorFinal(r.state)) records_.erase(it);
   return absl::OkStatus();
@@ -233,6 +233,13 @@ std::vector<const PodMirrorRecord*> PodMirrors::ToAskVictims() const {
 const std::string* PodMirrors::Refused(const std::string& uid, queue::Time now) const {
   auto it = refused_.find(uid);
   return it == refused_.end() || now >= it->second.until ? nullptr : &it->second.why;
+}
+
+const std::string* PodMirrors::RefusedPod(const std::string& key) const {
+  for (const auto& [uid, refusal] : refused_) {
+    if (refusal.key == key) return &refusal.why;
+  }
+  return nullptr;
 }
 
 absl::Status PodMirrors::Bound(const std::string& uid, queue::Time now) {

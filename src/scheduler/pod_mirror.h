@@ -172,6 +172,8 @@ class PodMirrors {
   std::vector<const PodMirrorRecord*> ToAskVictims() const;
   // Why the pod may not claim now (a victim refused lately); null if it may.
   const std::string* Refused(const std::string& uid, queue::Time now) const;
+  // The same by pod key, for its waiting report (a refusal is forgotten by Advance once over).
+  const std::string* RefusedPod(const std::string& key) const;
 
   // The pod's binding landed (kPodBound) or failed (undo).
   absl::Status Bound(const std::string& uid, queue::Time now);
@@ -212,6 +214,7 @@ class PodMirrors {
   struct Refusal {
     queue::Time until = 0;
     std::string why;
+    std::string key;  // the pod's namespace/name
   };
   std::map<std::string, Refusal> refused_;  // by pod UID: no claim before `until`
 };

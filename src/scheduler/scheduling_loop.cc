@@ -268,8 +268,10 @@ std::map<std::string, WaitReport, std::less<>> SchedulingLoop::ReportWaiting(con
     auto pods_of = built.pending_pods.find(w.workload);
     if (pods_of == built.pending_pods.end()) continue;
     ++stats->waiting;
-    const WaitReport report =
-        ExplainWait(w, plan, built, slurm_records_, preemptions_.BlockedMessage(w.workload));
+    const std::string* blocked = preemptions_.BlockedMessage(w.workload);
+    // A sub-node preemption refused lately (issue 25 step 4) says so likewise.
+    if (blocked == nullptr && pods_of->second.pod_keys.size() == 1) blocked = mirrors_.RefusedPod(pods_of->second.pod_keys[0]);
+    const WaitReport report = ExplainWait(w, plan, built, slurm_records_, blocked);
     if (board_ != nullptr) reports.emplace(std::string(w.workload), report);
     waiting_.Write(pods_of->second.pod_keys, report, stats);
   }

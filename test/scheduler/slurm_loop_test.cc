@@ -676,6 +676,9 @@ TEST(SharedNodeLoopTest, ARefusedVictimUndoesTheClaimAndTheJobRunsOn) {
   c.Cycle(loop, kT0 + 3);
   EXPECT_EQ(c.slurm.pod_placeholders.size(), 2u);  // blocked for a while: no new claim
   EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "");
+  ASSERT_FALSE(c.k8s.reports["ns/jupyter"].empty());
+  EXPECT_THAT(c.k8s.reports["ns/jupyter"].back().message, HasSubstr("preemption on shared node n1 undone"));
+  EXPECT_THAT(c.k8s.reports["ns/jupyter"].back().message, HasSubstr("will not requeue"));
 }
 
 }  // namespace
