@@ -170,6 +170,7 @@ void PodMirrors::Submit(PodMirrorRecord& r, queue::Time now) {
     return;  // kUnmirrored: submitted again next cycle
   }
   r.job = *id;
+  r.submitted_at = now;
   (void)Move(r, claim ? MirrorEvent::kClaimSubmitted : MirrorEvent::kSubmitted, now);
 }
 
@@ -263,7 +264,7 @@ absl::Status PodMirrors::Undo(const std::string& uid, const std::string& why, qu
   return absl::OkStatus();
 }
 
-void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, const MirroredPod* pod,
+void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, const MirroredPod* pod, bool unseen,
                             queue::Time now) {
   const bool running_there = job != nullptr && job->state == slurm::JobState::kRunning &&
                              std::find(job->nodes.begin(), job->nodes.end(), r.node.slurm_node) != job->nodes.end();
@@ -290,6 +291,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
         else r.why = "bound before its placeholder runs";
         return;
       }
+      if (unseen) return;  // the poll predates the submit
       if (!pending) return UndoRecord(r, "the placeholder is gone or runs elsewhere", now);
       if (r.state == MirrorState::kPlaceholderRunning) return UndoRecord(r, "the placeholder no longer runs", now);
       if (now - r.since >= options_.pending_timeout) {
@@ -306,6 +308,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
         if (pod_here) (void)Move(r, MirrorEvent::kPodBound, now);
         return;
       }
+      if (unseen) return;  // the poll predates the submit
       if (!pending) return UndoRecord(r, "the claim's placeholder is gone or runs elsewhere", now);
       if (r.state == MirrorState::kWaitingForVictims && now - r.since >= options_.victims_timeout) {
         return UndoRecord(r, absl::StrCat("the victims have not left in ", options_.victims_timeout, " s"), now);
@@ -339,6 +342,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
         (void)Move(r, MirrorEvent::kRunningSeen, now);
         return;
       }
+      if (unseen) return;  // the poll predates the submit
       if (!pending) {
         (void)Move(r, MirrorEvent::kPlaceholderLost, now);
         r.job.reset();
@@ -355,7 +359,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
 }
 
 void PodMirrors::Advance(const std::vector<slurm::SlurmJob>& jobs, const std::map<std::string, MirroredPod>& pods,
-                         queue::Time now) {
+                         queue::Time now, queue::Time listed_at) {
   std::erase_if(refused_, [&](const auto& e) { return now >= e.second.until; });
   std::map<uint32_t, const slurm::SlurmJob*> by_id;
   for (const slurm::SlurmJob& j : jobs) by_id[j.job_id] = &j;
@@ -367,7 +371,8 @@ void PodMirrors::Advance(const std::vector<slurm::SlurmJob>& jobs, const std::ma
       if (j != by_id.end()) job = j->second;
     }
     auto p = pods.find(it->first);
-    AdvanceOne(r, job, p == pods.end() ? nullptr : &p->second, now);
+    const bool unseen = job == nullptr && r.job && r.submitted_at != 0 && listed_at <= r.submitted_at;
+    AdvanceOne(r, job, p == pods.end() ? nullptr : &p->second, unseen, now);
     if (MirrorFinal(r.state)) it = records_.erase(it);
     else ++it;
   }

@@ -38,6 +38,7 @@
 // two listings are arguments. No clock: time is an argument.
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -141,6 +142,7 @@ struct PodMirrorRecord {
   MirrorNode node;
   MirrorState state = MirrorState::kPlanned;
   std::optional<uint32_t> job;  // the placeholder, once submitted
+  queue::Time submitted_at = 0;  // by this process (0: read from a listing)
   queue::Time since = 0;        // when the record entered its state
   std::string why;              // why it is undone, or what the last failed call said
   std::vector<std::string> victims;  // a preemptor's (step 4): the workloads asked to leave
@@ -156,8 +158,10 @@ class PodMirrors {
 
   // One cycle: moves every record by the two listings (the poll's jobs, the pods by UID), submits
   // and cancels what its state asks, and drops final records.
+  // `listed_at`: when the jobs were listed (the poll); a placeholder submitted since is not in it
+  // yet and is not taken for gone.
   void Advance(const std::vector<slurm::SlurmJob>& jobs, const std::map<std::string, MirroredPod>& pods,
-               queue::Time now);
+               queue::Time now, queue::Time listed_at = std::numeric_limits<queue::Time>::max());
   // Step 4: a pod the plan starts on a shared node by preempting `victims` there: a record in
   // kPlanned, its placeholder submitted at once (kClaimed, pending: the claim), the victims named
   // in its comment. The caller then asks the victims and says how it went (VictimsAsked).
@@ -206,7 +210,9 @@ class PodMirrors {
   // Cancels the placeholder (if any) and moves on kCancelled; a failed cancel is retried next cycle.
   void CancelPlaceholder(PodMirrorRecord& r, queue::Time now);
   void UndoRecord(PodMirrorRecord& r, const std::string& why, queue::Time now);
-  void AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, const MirroredPod* pod, queue::Time now);
+  // `unseen`: the placeholder was submitted after the listing was taken (not in it yet).
+  void AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, const MirroredPod* pod, bool unseen,
+                  queue::Time now);
 
   PodMirrorOptions options_;
   SlurmActions* slurm_;

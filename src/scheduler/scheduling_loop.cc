@@ -431,7 +431,8 @@ void SchedulingLoop::AdvanceMirrors(const KubeState& state, const slurm::SlurmVi
   } else {
     mirrors_.AdoptUnmirrored(pods, shared_nodes_, now);
   }
-  mirrors_.Advance(placeholders, pods, now);
+  mirrors_.Advance(placeholders, pods, now,
+                   view.refreshed_at == absl::InfinitePast() ? now : absl::ToUnixSeconds(view.refreshed_at));
 }
 
 bool SchedulingLoop::MirrorInsteadOfBinding(const PodRecord* pod, const std::string& node, queue::Time now) {

@@ -1123,6 +1123,10 @@ TEST_P(SlurmE2ETest, SharedNodeAnInteractivePodRequeuesOnlyTheSlurmJobBesideAnot
   ASSERT_TRUE(absl::SimpleAtoi(claim[0], &claim_id));
   std::map<std::string, std::string> c = ShowJob(claim_id);
   EXPECT_TRUE(absl::StrContains(c["TresPerNode"], "gpu:2")) << c["TresPerNode"];
+  // The placeholder the pod is bound with is its claim, made before the requeue: it names the victim.
+  auto comment = SlurmCommand(Slurm(), {"squeue", "-h", "-j", claim[0], "-o", "%k"});
+  ASSERT_TRUE(comment.ok());
+  EXPECT_TRUE(absl::StrContains(*comment, absl::StrCat("preempting slurm/", job))) << *comment;
   EXPECT_EQ(ShowJob(job)["Restarts"], "1");
   EXPECT_EQ(ShowJob(job)["JobState"], "PENDING");  // not started back into the room
   // The other pod and its placeholder untouched; the node never fenced or drained.
