@@ -264,6 +264,24 @@ absl::Status PodMirrors::Undo(const std::string& uid, const std::string& why, qu
   return absl::OkStatus();
 }
 
+void PodMirrors::AdvanceClaim(PodMirrorRecord& r, const MirroredPod* pod, bool running_there, bool pending,
+                              bool unseen, queue::Time now) {
+  const bool pod_here = pod != nullptr && pod->node == r.node.node;
+  if (pod == nullptr) return UndoRecord(r, "the pod is gone", now);
+  if (!pod->node.empty() && !pod_here) return UndoRecord(r, "the pod is bound elsewhere", now);
+  if (running_there) {
+    (void)Move(r, MirrorEvent::kRunningSeen, now);  // the victims have left: Slurm gave it the room
+    if (pod_here) (void)Move(r, MirrorEvent::kPodBound, now);
+    return;
+  }
+  if (unseen) return;  // the poll predates the submit
+  if (!pending) return UndoRecord(r, "the claim's placeholder is gone or runs elsewhere", now);
+  if (r.state == MirrorState::kWaitingForVictims && now - r.since >= options_.victims_timeout) {
+    return UndoRecord(r, absl::StrCat("the victims have not left in ", options_.victims_timeout, " s"), now);
+  }
+  // kClaimed: the loop asks the victims (ToAskVictims).
+}
+
 void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, const MirroredPod* pod, bool unseen,
                             queue::Time now) {
   const bool running_there = job != nullptr && job->state == slurm::JobState::kRunning &&
@@ -273,8 +291,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
   const bool pod_gone = pod == nullptr;
   switch (r.state) {
     case MirrorState::kPlanned:
-      Submit(r, now);
-      return;
+      return Submit(r, now);
     case MirrorState::kPlaceholderPending:
     case MirrorState::kPlaceholderRunning:
       if (pod_gone) return UndoRecord(r, "the pod is gone", now);
@@ -301,19 +318,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
       return;
     case MirrorState::kClaimed:
     case MirrorState::kWaitingForVictims:
-      if (pod_gone) return UndoRecord(r, "the pod is gone", now);
-      if (!pod->node.empty() && !pod_here) return UndoRecord(r, "the pod is bound elsewhere", now);
-      if (running_there) {
-        (void)Move(r, MirrorEvent::kRunningSeen, now);  // the victims have left: Slurm gave it the room
-        if (pod_here) (void)Move(r, MirrorEvent::kPodBound, now);
-        return;
-      }
-      if (unseen) return;  // the poll predates the submit
-      if (!pending) return UndoRecord(r, "the claim's placeholder is gone or runs elsewhere", now);
-      if (r.state == MirrorState::kWaitingForVictims && now - r.since >= options_.victims_timeout) {
-        return UndoRecord(r, absl::StrCat("the victims have not left in ", options_.victims_timeout, " s"), now);
-      }
-      return;  // kClaimed: the loop asks the victims (ToAskVictims)
+      return AdvanceClaim(r, pod, running_there, pending, unseen, now);
     case MirrorState::kBound:
       if (pod_gone || !pod_here) {
         (void)Move(r, MirrorEvent::kPodGone, now);
@@ -353,8 +358,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
     case MirrorState::kUndoing:
       return CancelPlaceholder(r, now);
     case MirrorState::kDone:
-    case MirrorState::kUndone:
-      return;
+    case MirrorState::kUndone: return;
   }
 }
 

@@ -210,6 +210,9 @@ class PodMirrors {
   // Cancels the placeholder (if any) and moves on kCancelled; a failed cancel is retried next cycle.
   void CancelPlaceholder(PodMirrorRecord& r, queue::Time now);
   void UndoRecord(PodMirrorRecord& r, const std::string& why, queue::Time now);
+  // A preemptor's claim (kClaimed, kWaitingForVictims) by the listings.
+  void AdvanceClaim(PodMirrorRecord& r, const MirroredPod* pod, bool running_there, bool pending, bool unseen,
+                    queue::Time now);
   // `unseen`: the placeholder was submitted after the listing was taken (not in it yet).
   void AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, const MirroredPod* pod, bool unseen,
                   queue::Time now);
