@@ -681,5 +681,41 @@ TEST(SharedNodeLoopTest, ARefusedVictimUndoesTheClaimAndTheJobRunsOn) {
   EXPECT_THAT(c.k8s.reports["ns/jupyter"].back().message, HasSubstr("will not requeue"));
 }
 
+// The victim may be a pod: it is evicted (its placeholder cancelled once it is gone, which frees
+// the room in Slurm's books), the claim runs, the preemptor is bound; the Slurm job beside and the
+// other pod are untouched.
+TEST(SharedNodeLoopTest, APodVictimIsEvictedAndItsPlaceholderCancelledBeforeTheClaimRuns) {
+  Cluster c(1);
+  Config cfg = SlurmConfig("placeholder");
+  cfg.slurm.partition_sharing = {{"pool", "shared"}};
+  c.slurm.shared.insert("n1");
+  c.slurm.Submit(7, 2);
+  c.slurm.Run(7, "n1");
+  c.slurm.Job(7).qos = "interactive";  // not preemptible: the pod must go
+  c.k8s.AddPod("low", "4", "batch", "n1");
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+  const uint32_t low_placeholder = c.slurm.pod_placeholders[0];
+  c.slurm.Run(low_placeholder, "n1");
+  c.Cycle(loop, kT0 + 1);
+  c.k8s.AddPod("jupyter", "4", "interactive");
+  c.Cycle(loop, kT0 + 2);
+  EXPECT_THAT(c.k8s.evictions, ::testing::ElementsAre("ns/low"));
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 2u);
+  const uint32_t claim = c.slurm.pod_placeholders[1];
+  EXPECT_THAT(c.slurm.Job(claim).comment, HasSubstr("preempting ns/low"));
+  EXPECT_EQ(c.Calls("requeue 7"), 0);
+  c.Cycle(loop, kT0 + 3);  // the victim is gone: its placeholder is cancelled
+  EXPECT_EQ(c.slurm.Job(low_placeholder).state, slurm::JobState::kCancelled);
+  ASSERT_TRUE(c.slurm.Fits(claim, "n1"));
+  c.slurm.Run(claim, "n1");
+  c.Cycle(loop, kT0 + 4);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "n1");
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "");
+  EXPECT_EQ(c.k8s.evictions.size(), 1u);
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
