@@ -6,6 +6,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "scheduler/scheduling_loop.h"
 #include "spdlog/spdlog.h"
 
@@ -23,6 +25,8 @@ const char* MirrorStateName(MirrorState s) {
     case MirrorState::kDone: return "Done";
     case MirrorState::kUndoing: return "Undoing";
     case MirrorState::kUndone: return "Undone";
+    case MirrorState::kClaimed: return "Claimed";
+    case MirrorState::kWaitingForVictims: return "WaitingForVictims";
   }
   return "?";
 }
@@ -36,6 +40,8 @@ const char* MirrorEventName(MirrorEvent e) {
     case MirrorEvent::kPodGone: return "pod-gone";
     case MirrorEvent::kCancelled: return "cancelled";
     case MirrorEvent::kUndo: return "undo";
+    case MirrorEvent::kClaimSubmitted: return "claim-submitted";
+    case MirrorEvent::kVictimsAsked: return "victims-asked";
   }
   return "?";
 }
@@ -51,7 +57,7 @@ struct Transition {
 using S = MirrorState;
 using E = MirrorEvent;
 // The machine, whole.
-constexpr std::array<Transition, 15> kTransitions = {{
+constexpr std::array<Transition, 21> kTransitions = {{
     {S::kPlanned, E::kSubmitted, S::kPlaceholderPending},
     {S::kPlaceholderPending, E::kRunningSeen, S::kPlaceholderRunning},
     {S::kPlaceholderRunning, E::kPodBound, S::kBound},
@@ -69,7 +75,16 @@ constexpr std::array<Transition, 15> kTransitions = {{
     {S::kPlaceholderPending, E::kUndo, S::kUndoing},
     {S::kPlaceholderRunning, E::kUndo, S::kUndoing},
     {S::kUndoing, E::kCancelled, S::kUndone},
+    // Step 4: a preemptor claims its room (the placeholder pending), then its victims are asked.
+    {S::kPlanned, E::kClaimSubmitted, S::kClaimed},
+    {S::kClaimed, E::kVictimsAsked, S::kWaitingForVictims},
+    {S::kClaimed, E::kRunningSeen, S::kPlaceholderRunning},
+    {S::kWaitingForVictims, E::kRunningSeen, S::kPlaceholderRunning},
+    {S::kClaimed, E::kUndo, S::kUndoing},
+    {S::kWaitingForVictims, E::kUndo, S::kUndoing},
 }};
+
+constexpr char kPreempting[] = " preempting ";
 
 constexpr int64_t kMiB = 1024 * 1024;
 
@@ -88,7 +103,7 @@ bool MirrorFinal(MirrorState s) { return s == MirrorState::kDone || s == MirrorS
 std::string PodPlaceholderName(const std::string& uid) { return absl::StrCat(kPodPlaceholderPrefix, uid); }
 
 slurm::JobSubmission PodPlaceholderSubmission(const MirroredPod& pod, const MirrorNode& node,
-                                              uint32_t time_limit_minutes) {
+                                              uint32_t time_limit_minutes, const std::vector<std::string>& victims) {
   slurm::JobSubmission job;
   job.name = PodPlaceholderName(pod.uid);
   job.script = "#!/bin/sh\nexec sleep 100000000\n";
@@ -99,9 +114,16 @@ slurm::JobSubmission PodPlaceholderSubmission(const MirroredPod& pod, const Mirr
   job.memory_per_node_mb = pod.size.memory_mb;
   job.gres_per_node = pod.size.gres;
   job.comment = absl::StrCat(slurm::kOwnerTagPrefix, " pod ", pod.key, " ", pod.uid);
+  if (!victims.empty()) absl::StrAppend(&job.comment, kPreempting, absl::StrJoin(victims, ","));
   job.time_limit_minutes = time_limit_minutes;
   job.requeue = true;
   return job;
+}
+
+std::vector<std::string> ClaimVictims(const std::string& comment) {
+  const size_t at = comment.find(kPreempting);
+  if (at == std::string::npos) return {};
+  return absl::StrSplit(comment.substr(at + sizeof(kPreempting) - 1), ',', absl::SkipEmpty());
 }
 
 std::optional<std::string> MirroredUid(const slurm::SlurmJob& job, const slurm::SlurmIdentity& identity) {
@@ -139,15 +161,17 @@ absl::Status PodMirrors::Plan(const MirroredPod& pod, const MirrorNode& node, qu
 }
 
 void PodMirrors::Submit(PodMirrorRecord& r, queue::Time now) {
+  const bool claim = r.state == MirrorState::kPlanned && !r.victims.empty();
   absl::StatusOr<uint32_t> id = slurm_->SubmitPodPlaceholder(
-      PodPlaceholderSubmission(r.pod, r.node, options_.time_limit_minutes));
+      PodPlaceholderSubmission(r.pod, r.node, options_.time_limit_minutes, claim ? r.victims : std::vector<std::string>{}));
   if (!id.ok()) {
     r.why = absl::StrCat("placeholder not submitted: ", id.status().message());
     if (r.state == MirrorState::kPlanned) UndoRecord(r, r.why, now);
     return;  // kUnmirrored: submitted again next cycle
   }
   r.job = *id;
-  (void)Move(r, MirrorEvent::kSubmitted, now);
+  r.submitted_at = now;
+  (void)Move(r, claim ? MirrorEvent::kClaimSubmitted : MirrorEvent::kSubmitted, now);
 }
 
 void PodMirrors::CancelPlaceholder(PodMirrorRecord& r, queue::Time now) {
@@ -165,6 +189,58 @@ void PodMirrors::UndoRecord(PodMirrorRecord& r, const std::string& why, queue::T
   if (!Move(r, MirrorEvent::kUndo, now).ok()) return;
   r.why = why;
   CancelPlaceholder(r, now);
+}
+
+absl::Status PodMirrors::Claim(const MirroredPod& pod, const MirrorNode& node, const std::vector<std::string>& victims,
+                               queue::Time now) {
+  if (victims.empty()) return absl::InvalidArgumentError(absl::StrCat("pod ", pod.key, ": a claim without victims"));
+  if (const std::string* why = Refused(pod.uid, now)) return absl::FailedPreconditionError(*why);
+  if (records_.count(pod.uid)) return absl::AlreadyExistsError(absl::StrCat("pod ", pod.key, " is mirrored already"));
+  PodMirrorRecord& r = records_[pod.uid];
+  r.pod = pod;
+  r.node = node;
+  r.victims = victims;
+  r.state = MirrorState::kPlanned;
+  r.since = now;
+  Submit(r, now);
+  if (MirrorFinal(r.state)) {
+    const std::string why = r.why;
+    records_.erase(pod.uid);
+    return absl::UnavailableError(why);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PodMirrors::VictimsAsked(const std::string& uid, const absl::Status& asked, queue::Time now) {
+  auto it = records_.find(uid);
+  if (it == records_.end()) return absl::NotFoundError(absl::StrCat("pod ", uid, " has no mirror"));
+  PodMirrorRecord& r = it->second;
+  if (asked.ok()) return Move(r, MirrorEvent::kVictimsAsked, now);
+  const std::string why = absl::StrCat("preemption on shared node ", r.node.node, " undone: ", asked.message());
+  refused_[uid] = Refusal{now + options_.refused_retry, why, r.pod.key};
+  UndoRecord(r, why, now);
+  if (MirrorFinal(r.state)) records_.erase(it);
+  return absl::OkStatus();
+}
+
+std::vector<const PodMirrorRecord*> PodMirrors::ToAskVictims() const {
+  std::vector<const PodMirrorRecord*> out;
+  for (const auto& [uid, r] : records_) {
+    if (r.state == MirrorState::kClaimed) out.push_back(&r);
+  }
+  return out;
+}
+
+const std::string* PodMirrors::Refused(const std::string& uid, queue::Time now) const {
+  auto it = refused_.find(uid);
+  return it == refused_.end() || now >= it->second.until ? nullptr : &it->second.why;
+}
+
+const std::string* PodMirrors::RefusedPod(const std::string& key) const {
+  for (const auto& [uid, refusal] : refused_) {
+    if (refusal.key == key) return &refusal.why;
+  }
+  return nullptr;
 }
 
 absl::Status PodMirrors::Bound(const std::string& uid, queue::Time now) {
@@ -188,7 +264,25 @@ absl::Status PodMirrors::Undo(const std::string& uid, const std::string& why, qu
   return absl::OkStatus();
 }
 
-void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, const MirroredPod* pod,
+void PodMirrors::AdvanceClaim(PodMirrorRecord& r, const MirroredPod* pod, bool running_there, bool pending,
+                              bool unseen, queue::Time now) {
+  const bool pod_here = pod != nullptr && pod->node == r.node.node;
+  if (pod == nullptr) return UndoRecord(r, "the pod is gone", now);
+  if (!pod->node.empty() && !pod_here) return UndoRecord(r, "the pod is bound elsewhere", now);
+  if (running_there) {
+    (void)Move(r, MirrorEvent::kRunningSeen, now);  // the victims have left: Slurm gave it the room
+    if (pod_here) (void)Move(r, MirrorEvent::kPodBound, now);
+    return;
+  }
+  if (unseen) return;  // the poll predates the submit
+  if (!pending) return UndoRecord(r, "the claim's placeholder is gone or runs elsewhere", now);
+  if (r.state == MirrorState::kWaitingForVictims && now - r.since >= options_.victims_timeout) {
+    return UndoRecord(r, absl::StrCat("the victims have not left in ", options_.victims_timeout, " s"), now);
+  }
+  // kClaimed: the loop asks the victims (ToAskVictims).
+}
+
+void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, const MirroredPod* pod, bool unseen,
                             queue::Time now) {
   const bool running_there = job != nullptr && job->state == slurm::JobState::kRunning &&
                              std::find(job->nodes.begin(), job->nodes.end(), r.node.slurm_node) != job->nodes.end();
@@ -197,8 +291,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
   const bool pod_gone = pod == nullptr;
   switch (r.state) {
     case MirrorState::kPlanned:
-      Submit(r, now);
-      return;
+      return Submit(r, now);
     case MirrorState::kPlaceholderPending:
     case MirrorState::kPlaceholderRunning:
       if (pod_gone) return UndoRecord(r, "the pod is gone", now);
@@ -215,6 +308,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
         else r.why = "bound before its placeholder runs";
         return;
       }
+      if (unseen) return;  // the poll predates the submit
       if (!pending) return UndoRecord(r, "the placeholder is gone or runs elsewhere", now);
       if (r.state == MirrorState::kPlaceholderRunning) return UndoRecord(r, "the placeholder no longer runs", now);
       if (now - r.since >= options_.pending_timeout) {
@@ -222,6 +316,9 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
                           now);
       }
       return;
+    case MirrorState::kClaimed:
+    case MirrorState::kWaitingForVictims:
+      return AdvanceClaim(r, pod, running_there, pending, unseen, now);
     case MirrorState::kBound:
       if (pod_gone || !pod_here) {
         (void)Move(r, MirrorEvent::kPodGone, now);
@@ -250,6 +347,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
         (void)Move(r, MirrorEvent::kRunningSeen, now);
         return;
       }
+      if (unseen) return;  // the poll predates the submit
       if (!pending) {
         (void)Move(r, MirrorEvent::kPlaceholderLost, now);
         r.job.reset();
@@ -260,13 +358,13 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
     case MirrorState::kUndoing:
       return CancelPlaceholder(r, now);
     case MirrorState::kDone:
-    case MirrorState::kUndone:
-      return;
+    case MirrorState::kUndone: return;
   }
 }
 
 void PodMirrors::Advance(const std::vector<slurm::SlurmJob>& jobs, const std::map<std::string, MirroredPod>& pods,
-                         queue::Time now) {
+                         queue::Time now, queue::Time listed_at) {
+  std::erase_if(refused_, [&](const auto& e) { return now >= e.second.until; });
   std::map<uint32_t, const slurm::SlurmJob*> by_id;
   for (const slurm::SlurmJob& j : jobs) by_id[j.job_id] = &j;
   for (auto it = records_.begin(); it != records_.end();) {
@@ -277,7 +375,8 @@ void PodMirrors::Advance(const std::vector<slurm::SlurmJob>& jobs, const std::ma
       if (j != by_id.end()) job = j->second;
     }
     auto p = pods.find(it->first);
-    AdvanceOne(r, job, p == pods.end() ? nullptr : &p->second, now);
+    const bool unseen = job == nullptr && r.job && r.submitted_at != 0 && listed_at <= r.submitted_at;
+    AdvanceOne(r, job, p == pods.end() ? nullptr : &p->second, unseen, now);
     if (MirrorFinal(r.state)) it = records_.erase(it);
     else ++it;
   }
@@ -326,7 +425,10 @@ void PodMirrors::Rebuild(const std::vector<slurm::SlurmJob>& jobs, const std::ma
         continue;
       }
       kept = true;
-      if (pod->second.node.empty()) {
+      r.victims = ClaimVictims(j->comment);
+      if (pod->second.node.empty() && !running && !r.victims.empty()) {
+        r.state = MirrorState::kClaimed;  // a preemptor's claim: its victims are asked (again)
+      } else if (pod->second.node.empty()) {
         r.state = running ? MirrorState::kPlaceholderRunning : MirrorState::kPlaceholderPending;
       } else {
         r.state = running ? MirrorState::kBound : MirrorState::kRemirrorPending;

@@ -12,6 +12,17 @@
 //   kUnmirrored | kRemirrorPending --pod gone--> kEnding
 //   kPlanned | kPlaceholderPending | kPlaceholderRunning --undo--> kUndoing --cancelled--> kUndone
 //
+// Step 4, sub-node preemption (docs/sharing.md section 4): a pod the plan starts on a shared node
+// only by preempting there claims its room first, then the victims are asked to leave:
+//   kPlanned --claim submitted (placeholder pending, pinned, victims in its comment)--> kClaimed
+//   kClaimed --every victim asked (requeued, cancelled, evicted)--> kWaitingForVictims
+//   kClaimed | kWaitingForVictims --RUNNING on the node--> kPlaceholderRunning (then as above)
+//   kClaimed | kWaitingForVictims --undo--> kUndoing (a victim refused, the pod gone, timeout)
+// The pending placeholder is the claim in Slurm (when a victim leaves, Slurm gives the room to
+// it); the record is the claim in onequeue's plan (the pod counts on the node). A successor reads
+// the victims back from the placeholder's comment and asks them again (a victim that left already
+// is not asked twice: it no longer runs).
+//
 // kDone and kUndone are final: the record is dropped (kUndone: the pod waits again). Undo has one
 // path: cancel the placeholder (if one was submitted), whatever the cause (submit refused, the
 // placeholder not started in time or lost before the bind, the pod deleted or bound elsewhere,
@@ -27,6 +38,7 @@
 // two listings are arguments. No clock: time is an argument.
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -53,6 +65,8 @@ enum class MirrorState {
   kDone,
   kUndoing,
   kUndone,
+  kClaimed,            // a preemptor's placeholder submitted (pending); its victims not all asked
+  kWaitingForVictims,  // every victim asked; the placeholder pending until they have left
 };
 enum class MirrorEvent {
   kSubmitted,        // the placeholder was accepted by Slurm (it has a job id)
@@ -62,6 +76,8 @@ enum class MirrorEvent {
   kPodGone,          // the pod ended or was deleted (after the bind)
   kCancelled,        // the placeholder is cancelled (or was never submitted)
   kUndo,             // before the bind: give up, the pod waits again
+  kClaimSubmitted,   // a preemptor's placeholder was accepted by Slurm (pending behind its victims)
+  kVictimsAsked,     // every victim of the preemptor was asked to leave
 };
 const char* MirrorStateName(MirrorState s);
 const char* MirrorEventName(MirrorEvent e);
@@ -97,8 +113,12 @@ inline constexpr char kPodPlaceholderPrefix[] = "onequeue-pod-";
 std::string PodPlaceholderName(const std::string& uid);
 // The submission of a placeholder for `pod` on `node`: pinned (nodelist, one node), in the node's
 // shared partition, the pod's size, UNLIMITED (or `time_limit_minutes`), requeue, tagged.
+// A preemptor's placeholder (step 4) names its victims in the comment: " preempting a,b".
 slurm::JobSubmission PodPlaceholderSubmission(const MirroredPod& pod, const MirrorNode& node,
-                                              uint32_t time_limit_minutes);
+                                              uint32_t time_limit_minutes,
+                                              const std::vector<std::string>& victims = {});
+// The victims a preemptor's placeholder names in its comment (" preempting a,b"); empty if none.
+std::vector<std::string> ClaimVictims(const std::string& comment);
 // The UID of the pod a job mirrors, when it is one of onequeue's pod placeholders (its name, and
 // submitted by onequeue's Slurm user); nullopt otherwise.
 std::optional<std::string> MirroredUid(const slurm::SlurmJob& job, const slurm::SlurmIdentity& identity);
@@ -108,6 +128,12 @@ struct PodMirrorOptions {
   // A placeholder that has not started this long after it was submitted is undone (before the
   // bind) or reported (a re-mirror after it).
   queue::Time pending_timeout = 60;
+  // A preemptor's claim whose placeholder has not started this long after its victims were asked
+  // is undone (a victim that does not leave: a long grace, a stuck node).
+  queue::Time victims_timeout = 300;
+  // After a victim refused (a PodDisruptionBudget, a job Slurm will not requeue), the same pod does
+  // not claim again for this long.
+  queue::Time refused_retry = 30;
   uint32_t time_limit_minutes = slurm::kTimeLimitUnlimited;
 };
 
@@ -116,8 +142,10 @@ struct PodMirrorRecord {
   MirrorNode node;
   MirrorState state = MirrorState::kPlanned;
   std::optional<uint32_t> job;  // the placeholder, once submitted
+  queue::Time submitted_at = 0;  // by this process (0: read from a listing)
   queue::Time since = 0;        // when the record entered its state
   std::string why;              // why it is undone, or what the last failed call said
+  std::vector<std::string> victims;  // a preemptor's (step 4): the workloads asked to leave
 };
 
 class PodMirrors {
@@ -130,8 +158,27 @@ class PodMirrors {
 
   // One cycle: moves every record by the two listings (the poll's jobs, the pods by UID), submits
   // and cancels what its state asks, and drops final records.
+  // `listed_at`: when the jobs were listed (the poll); a placeholder submitted since is not in it
+  // yet and is not taken for gone.
   void Advance(const std::vector<slurm::SlurmJob>& jobs, const std::map<std::string, MirroredPod>& pods,
-               queue::Time now);
+               queue::Time now, queue::Time listed_at = std::numeric_limits<queue::Time>::max());
+  // Step 4: a pod the plan starts on a shared node by preempting `victims` there: a record in
+  // kPlanned, its placeholder submitted at once (kClaimed, pending: the claim), the victims named
+  // in its comment. The caller then asks the victims and says how it went (VictimsAsked).
+  // kAlreadyExists if the pod has a record; kFailedPrecondition while a refusal blocks it.
+  absl::Status Claim(const MirroredPod& pod, const MirrorNode& node, const std::vector<std::string>& victims,
+                     queue::Time now);
+  // The victims of a kClaimed record were asked: ok moves it to kWaitingForVictims; an error (a
+  // refusal, a failed call) undoes it (one path: the placeholder cancelled) and blocks the pod's
+  // next claim for refused_retry.
+  absl::Status VictimsAsked(const std::string& uid, const absl::Status& asked, queue::Time now);
+  // Records whose victims are to be asked (kClaimed: just claimed, or rebuilt after a restart).
+  std::vector<const PodMirrorRecord*> ToAskVictims() const;
+  // Why the pod may not claim now (a victim refused lately); null if it may.
+  const std::string* Refused(const std::string& uid, queue::Time now) const;
+  // The same by pod key, for its waiting report (a refusal is forgotten by Advance once over).
+  const std::string* RefusedPod(const std::string& key) const;
+
   // The pod's binding landed (kPodBound) or failed (undo).
   absl::Status Bound(const std::string& uid, queue::Time now);
   absl::Status BindFailed(const std::string& uid, const std::string& why, queue::Time now);
@@ -163,11 +210,22 @@ class PodMirrors {
   // Cancels the placeholder (if any) and moves on kCancelled; a failed cancel is retried next cycle.
   void CancelPlaceholder(PodMirrorRecord& r, queue::Time now);
   void UndoRecord(PodMirrorRecord& r, const std::string& why, queue::Time now);
-  void AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, const MirroredPod* pod, queue::Time now);
+  // A preemptor's claim (kClaimed, kWaitingForVictims) by the listings.
+  void AdvanceClaim(PodMirrorRecord& r, const MirroredPod* pod, bool running_there, bool pending, bool unseen,
+                    queue::Time now);
+  // `unseen`: the placeholder was submitted after the listing was taken (not in it yet).
+  void AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, const MirroredPod* pod, bool unseen,
+                  queue::Time now);
 
   PodMirrorOptions options_;
   SlurmActions* slurm_;
   std::map<std::string, PodMirrorRecord> records_;  // by pod UID
+  struct Refusal {
+    queue::Time until = 0;
+    std::string why;
+    std::string key;  // the pod's namespace/name
+  };
+  std::map<std::string, Refusal> refused_;  // by pod UID: no claim before `until`
 };
 
 }  // namespace onequeue::scheduler

@@ -252,10 +252,10 @@ bool PreemptionExecutor::FenceForReservation(const std::string& preemptor, const
 }
 
 PreemptionExecutor::VictimOutcome PreemptionExecutor::EvictSlurmVictim(uint32_t job, const slurm::SlurmJob& record,
-                                                                      std::string* why) {
+                                                                      std::string* why, bool fenced) {
   absl::Status s;
   if (record.requeue) {
-    if (slurm_->FenceRequeues()) return VictimOutcome::kLeaving;  // the fence requeues it
+    if (fenced && slurm_->FenceRequeues()) return VictimOutcome::kLeaving;  // the fence requeues it
     s = slurm_->Requeue(job);
     // Not found, or not running any more (completing, pending again): it has left. A job Slurm
     // will not requeue (not a batch job) is still running: it goes on to the cancel path below.
@@ -324,6 +324,46 @@ void PreemptionExecutor::AskSlurmVictims(const queue::PreemptDecision& d, const 
     if (!NoteVictim(d.preemptor, victim, outcome, why, c)) return;
   }
   if (slurm_victims) Fail("reclaim-after-requeue");
+}
+
+absl::Status PreemptionExecutor::AskSubNodeVictims(const std::string& preemptor, const std::vector<std::string>& victims,
+                                                   const PreemptionCycle& c) {
+  const std::string message = absl::StrCat("Preempted by ", preemptor, " (higher priority, shared node)");
+  int asked = 0;
+  // Pods first: a PodDisruptionBudget refusal (the likely one) then stops the preemption before
+  // any Slurm job has been requeued for nothing.
+  for (const std::string& victim : victims) {
+    auto vp = c.built.running_pods.find(victim);
+    if (SlurmJobOf(victim) || vp == c.built.running_pods.end()) continue;  // a job, or gone
+    for (const std::string& pod_key : vp->second.pod_keys) {
+      if (evicted_pods_.count(pod_key) || c.terminating.count(pod_key)) continue;  // leaving already
+      absl::Status s = actions_->Evict(pod_key, preemptor, message);
+      if (!s.ok() && !absl::IsNotFound(s)) {
+        return absl::FailedPreconditionError(absl::StrCat("eviction of ", pod_key, " refused: ", s.message()));
+      }
+      if (s.ok()) actions_->EvictSucceeded(pod_key, preemptor, message);
+      evicted_pods_.insert(pod_key);
+      ++c.stats->evictions;
+      ++asked;
+    }
+  }
+  for (const std::string& victim : victims) {
+    const std::optional<uint32_t> job_id = SlurmJobOf(victim);
+    if (!job_id) continue;
+    if (slurm_ == nullptr) return absl::FailedPreconditionError("no Slurm side to requeue a Slurm victim");
+    lending_->ForgetStart(*job_id);
+    auto job = c.slurm.running.find(victim);
+    if (job == c.slurm.running.end()) continue;  // left already (requeued by a predecessor, ended)
+    std::string why;
+    if (EvictSlurmVictim(*job_id, *job->second, &why, /*fenced=*/false) != VictimOutcome::kLeaving) {
+      return absl::UnavailableError(why);
+    }
+    ++c.stats->requeued;
+    ++asked;
+  }
+  ++c.stats->preemptions_started;
+  c.stats->preemption_victims.push_back(asked);
+  return absl::OkStatus();
 }
 
 void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisions, const PreemptionCycle& c) {

@@ -85,6 +85,14 @@ class PreemptionExecutor {
   void Recover();
   // Step 1 and the Slurm victims of step 2 of each decision, then step 2 for pods in waves.
   void Start(const std::vector<queue::PreemptDecision>& decisions, const PreemptionCycle& c);
+  // Issue 25 step 4: on a shared node nothing is reserved or fenced whole (the claim is the
+  // preemptor's pod placeholder, PodMirrors, which keeps the state): the victims of `preemptor`
+  // are asked to leave by the same rules as Start's (Slurm jobs requeued, or cancelled where
+  // slurm.cancelUnrequeueable allows; pods evicted, each once). A victim gone or leaving already is
+  // not asked again. OK when every victim was asked; else why not (a PodDisruptionBudget, a job
+  // Slurm will not requeue, a failed call): the caller undoes the claim.
+  absl::Status AskSubNodeVictims(const std::string& preemptor, const std::vector<std::string>& victims,
+                                 const PreemptionCycle& c);
   // Slurm victims whose requeue or cancel failed, asked again once their backoff has passed.
   void RetryVictims(const PreemptionCycle& c);
   // Releases the reservations of preemptors that no longer wait (started, deleted).
@@ -148,7 +156,8 @@ class PreemptionExecutor {
   bool FenceForReservation(const std::string& preemptor, const std::set<std::string>& names, const NodeOwner& mark,
                            const PreemptionCycle& c);
   void AskSlurmVictims(const queue::PreemptDecision& d, const PreemptionCycle& c);
-  VictimOutcome EvictSlurmVictim(uint32_t job, const slurm::SlurmJob& record, std::string* why);
+  // `fenced`: its node is fenced for the preemptor (false on a shared node: requeued here).
+  VictimOutcome EvictSlurmVictim(uint32_t job, const slurm::SlurmJob& record, std::string* why, bool fenced = true);
   // Applies an outcome; false when the preemption was given up.
   bool NoteVictim(const std::string& preemptor, const std::string& victim, VictimOutcome outcome,
                   const std::string& why, const PreemptionCycle& c);

@@ -123,6 +123,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   DrainBindResults(now, &stats);  // whatever has landed already counts in this cycle
   if (lending_.known()) preemptions_.RetryVictims(cycle);
   preemptions_.Start(WholeNodePreemptions(plan.preemptions, *built.snapshot), cycle);
+  if (lending_.known()) StartSubNodePreemptions(plan.preemptions, *state, cycle);
   time_limits_.Enforce(*state, admitted_, now, &stats);
   if (lending_.known()) preemptions_.ReleaseUnusable(plan, cycle);
   std::map<std::string, WaitReport, std::less<>> reports = ReportWaiting(plan, built, &stats);
@@ -146,7 +147,8 @@ SnapshotOptions SchedulingLoop::ReadWorld(const KubeState& state, queue::Time no
   // (its placeholder is not counted: the pod is).
   for (const auto& [uid, r] : mirrors_.records()) {
     if (r.state == MirrorState::kPlanned || r.state == MirrorState::kPlaceholderPending ||
-        r.state == MirrorState::kPlaceholderRunning)
+        r.state == MirrorState::kPlaceholderRunning || r.state == MirrorState::kClaimed ||
+        r.state == MirrorState::kWaitingForVictims)
       options.assumed_bindings.emplace(r.pod.key, r.node.node);
   }
   if (preemptions_.HasEvictedPods()) {
@@ -278,8 +280,10 @@ std::map<std::string, WaitReport, std::less<>> SchedulingLoop::ReportWaiting(con
     auto pods_of = built.pending_pods.find(w.workload);
     if (pods_of == built.pending_pods.end()) continue;
     ++stats->waiting;
-    const WaitReport report =
-        ExplainWait(w, plan, built, slurm_records_, preemptions_.BlockedMessage(w.workload));
+    const std::string* blocked = preemptions_.BlockedMessage(w.workload);
+    // A sub-node preemption refused lately (issue 25 step 4) says so likewise.
+    if (blocked == nullptr && pods_of->second.pod_keys.size() == 1) blocked = mirrors_.RefusedPod(pods_of->second.pod_keys[0]);
+    const WaitReport report = ExplainWait(w, plan, built, slurm_records_, blocked);
     if (board_ != nullptr) reports.emplace(std::string(w.workload), report);
     waiting_.Write(pods_of->second.pod_keys, report, stats);
   }
@@ -354,6 +358,33 @@ std::vector<queue::PreemptDecision> SchedulingLoop::WholeNodePreemptions(
   return out;
 }
 
+void SchedulingLoop::StartSubNodePreemptions(const std::vector<queue::PreemptDecision>& decisions,
+                                             const KubeState& state, const PreemptionCycle& c) {
+  if (shared_nodes_.empty() || slurm_ == nullptr || !mirrors_rebuilt_) return;
+  for (const queue::PreemptDecision& d : decisions) {
+    if (d.member_nodes.size() != 1 || d.victims.empty()) continue;
+    auto node = shared_nodes_.find(c.built.snapshot->nodes[d.member_nodes[0]].name);
+    auto pods = c.built.pending_pods.find(d.preemptor);
+    // A Slurm preemptor, or a gang, on a shared node waits (not built: docs/sharing.md).
+    if (node == shared_nodes_.end() || pods == c.built.pending_pods.end() || pods->second.pod_keys.size() != 1) continue;
+    auto pod = std::find_if(state.pods.begin(), state.pods.end(),
+                            [&](const auto& p) { return p->key == pods->second.pod_keys[0]; });
+    if (pod == state.pods.end() || !(*pod)->node_name.empty() || (*pod)->deleting) continue;
+    if (absl::Status s = mirrors_.Claim(MirroredPodOf(**pod), node->second, d.victims, c.now); !s.ok()) {
+      spdlog::info("pod {}: no preemption on shared node {}: {}", (*pod)->key, node->first, std::string(s.message()));
+      continue;
+    }
+    Fail("claim-after-submit");
+  }
+  std::vector<std::pair<std::string, std::string>> to_ask;  // uid, preemptor
+  for (const PodMirrorRecord* r : mirrors_.ToAskVictims()) to_ask.emplace_back(r->pod.uid, r->pod.key);
+  for (const auto& [uid, preemptor] : to_ask) {
+    const absl::Status asked = preemptions_.AskSubNodeVictims(preemptor, mirrors_.Find(uid)->victims, c);
+    if (!asked.ok()) spdlog::warn("pod {}: {}", preemptor, std::string(asked.message()));
+    (void)mirrors_.VictimsAsked(uid, asked, c.now);
+  }
+}
+
 MirroredPod SchedulingLoop::MirroredPodOf(const PodRecord& pod) const {
   MirroredPod m;
   m.uid = std::string(PodIdentity(pod));
@@ -412,7 +443,8 @@ void SchedulingLoop::AdvanceMirrors(const KubeState& state, const slurm::SlurmVi
   } else {
     mirrors_.AdoptUnmirrored(pods, shared_nodes_, now);
   }
-  mirrors_.Advance(placeholders, pods, now);
+  mirrors_.Advance(placeholders, pods, now,
+                   view.refreshed_at == absl::InfinitePast() ? now : absl::ToUnixSeconds(view.refreshed_at));
 }
 
 bool SchedulingLoop::MirrorInsteadOfBinding(const PodRecord* pod, const std::string& node, queue::Time now) {

@@ -269,6 +269,11 @@ class SchedulingLoop {
   // Pods whose placeholder runs are bound now.
   void BindMirrored(const KubeState& state);
   MirroredPod MirroredPodOf(const PodRecord& pod) const;
+  // Issue 25 step 4: a pod preemptor whose decision is on one shared node claims its room (its
+  // placeholder, pending: PodMirrors::Claim), then its victims are asked to leave; a claim rebuilt
+  // after a restart has its victims asked again. Slurm preemptors and gangs there still wait.
+  void StartSubNodePreemptions(const std::vector<queue::PreemptDecision>& decisions, const KubeState& state,
+                               const PreemptionCycle& c);
   std::vector<queue::PreemptDecision> WholeNodePreemptions(const std::vector<queue::PreemptDecision>& decisions,
                                                            const queue::Snapshot& snapshot) const;
   // Assumes the pod on `node` and sends its binding (results drained by DrainBindResults).

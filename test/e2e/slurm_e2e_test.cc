@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <string>
 #include <thread>
@@ -304,6 +305,48 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
     auto jobs = SlurmCommand(Slurm(), {"squeue", "-h", "-a", "-o", "%i %k"});
     ASSERT_TRUE(jobs.ok());
     EXPECT_FALSE(absl::StrContains(*jobs, "onequeue:reserved/")) << *jobs;
+  }
+
+  // Issue 25: one pool node <ns>-1 for Slurm node n1, 4 GPUs on both sides, and the partition
+  // "pool" over n1 marked `sharing: shared` in the next StartScheduler.
+  void AddSharedGpuNode() {
+    shared_pool_ = true;
+    json pool_node = PoolNode(K8sNode(1), ns_, "8");
+    pool_node["metadata"]["labels"][kSlurmNodeLabel] = Slurm().nodes[0];
+    pool_node["status"]["allocatable"]["nvidia.com/gpu"] = "4";
+    pool_node["status"]["capacity"]["nvidia.com/gpu"] = "4";
+    ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", pool_node).ok());
+    ASSERT_TRUE(WaitForNodeReady(client_.get(), K8sNode(1)));
+    auto made = SlurmCommand(Slurm(), {"scontrol", "create", "PartitionName=pool",
+                                       absl::StrCat("Nodes=", Slurm().nodes[0]), "PriorityTier=1", "MaxTime=INFINITE",
+                                       "State=UP"});
+    ASSERT_TRUE(made.ok()) << made.status();
+  }
+  // sbatch of a 1-CPU, 100 MB job asking `gpus` GPUs in the pool partition; returns its id.
+  uint32_t SubmitGpus(const std::string& gpus) {
+    auto out = SlurmCommand(Slurm(), {"sbatch", "--parsable", "-p", "pool", "-N1", "-c1", "--mem=100", "-t", "10",
+                                      absl::StrCat("--gres=gpu:", gpus), "-o", "/dev/null", "--wrap=sleep 600"});
+    uint32_t id = 0;
+    EXPECT_TRUE(out.ok() && absl::SimpleAtoi(absl::StripAsciiWhitespace(*out), &id)) << out.status();
+    return id;
+  }
+  // A pod asking 1 CPU, 100Mi and `gpus` GPUs, in QOS `qos`.
+  void CreateGpuPod(const std::string& name, const std::string& gpus, const std::string& qos) {
+    PodOptions o;
+    o.qos = qos;
+    json pod = MakePod(name, ns_, o);
+    pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = gpus;
+    pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = gpus;
+    ASSERT_TRUE(Create(client_.get(), k8s::kPods, ns_, pod).ok()) << name;
+  }
+  // squeue's line for the pod's placeholder: id, state, node, CPUs, partition; empty if none.
+  std::vector<std::string> PodPlaceholder(const std::string& pod) {
+    auto p = GetPod(client_.get(), ns_, pod);
+    if (!p.ok()) return {};
+    auto q = SlurmCommand(Slurm(), {"squeue", "-h", "-n", absl::StrCat("onequeue-pod-", p->metadata.uid), "-o",
+                                    "%i %T %N %C %P"});
+    if (!q.ok()) return {};
+    return absl::StrSplit(absl::StripAsciiWhitespace(*q), ' ', absl::SkipEmpty());
   }
 
   std::string ns_, dir_;
@@ -951,26 +994,10 @@ TEST_P(SlurmE2ETest, H3_AJobSlurmStartsWhileTheNodeIsReturnedIsNotSharedWithPods
 // matter: run with one of them.
 TEST_P(SlurmE2ETest, SharedNodeAPodBindsBesideASlurmJobMirroredByAPlaceholder) {
   if (GetParam() != "placeholder") GTEST_SKIP() << "a shared node is never fenced: one mechanism is enough";
-  shared_pool_ = true;
-  // One pool node, 4 GPUs on both sides.
+  ASSERT_NO_FATAL_FAILURE(AddSharedGpuNode());
   const std::string node = K8sNode(1);
-  json pool_node = PoolNode(node, ns_, "8");
-  pool_node["metadata"]["labels"][kSlurmNodeLabel] = Slurm().nodes[0];
-  pool_node["status"]["allocatable"]["nvidia.com/gpu"] = "4";
-  pool_node["status"]["capacity"]["nvidia.com/gpu"] = "4";
-  ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", pool_node).ok());
-  ASSERT_TRUE(WaitForNodeReady(client_.get(), node));
-  auto made = SlurmCommand(Slurm(), {"scontrol", "create", "PartitionName=pool", absl::StrCat("Nodes=", Slurm().nodes[0]),
-                                     "PriorityTier=1", "MaxTime=INFINITE", "State=UP"});
-  ASSERT_TRUE(made.ok()) << made.status();
   // A 2-GPU Slurm job runs there before the daemon starts.
-  auto sbatch = [&](const std::string& gpus) {
-    auto out = SlurmCommand(Slurm(), {"sbatch", "--parsable", "-p", "pool", "-N1", "-c1", "--mem=100", "-t", "10",
-                                      absl::StrCat("--gres=gpu:", gpus), "-o", "/dev/null", "--wrap=sleep 600"});
-    uint32_t id = 0;
-    EXPECT_TRUE(out.ok() && absl::SimpleAtoi(absl::StripAsciiWhitespace(*out), &id)) << out.status();
-    return id;
-  };
+  auto sbatch = [&](const std::string& gpus) { return SubmitGpus(gpus); };
   const uint32_t job = sbatch("2");
   ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }));
   ASSERT_NO_FATAL_FAILURE(StartScheduler(/*lend_after=*/1));
@@ -1025,6 +1052,93 @@ TEST_P(SlurmE2ETest, SharedNodeAPodBindsBesideASlurmJobMirroredByAPlaceholder) {
     auto r = SlurmCommand(Slurm(), {"squeue", "-h", "-n", name, "-o", "%i"});
     return r.ok() && absl::StripAsciiWhitespace(*r).empty();
   }));
+}
+
+// Issue 25 step 4, the issue's scene on one 4-GPU shared node: a 2-GPU Slurm job and a 2-GPU pod
+// run side by side (squeue shows the pod's placeholder at the pod's size); a 3-GPU Slurm job is not
+// started there (onequeue holds it: it does not fit); a 3-GPU pod waits with its reason; then an
+// interactive 2-GPU pod requeues only the Slurm job (its own placeholder, pending and pinned, is
+// the claim that Slurm gives the freed GPUs to), is bound after the job's exit, and the other pod
+// and its placeholder are untouched; the requeued job is not started back into the room. Shared
+// nodes are never fenced whole: one mechanism is enough.
+TEST_P(SlurmE2ETest, SharedNodeAnInteractivePodRequeuesOnlyTheSlurmJobBesideAnotherPod) {
+  if (GetParam() != "placeholder") GTEST_SKIP() << "a shared node is never fenced: one mechanism is enough";
+  const absl::Time began = absl::Now();
+  ASSERT_NO_FATAL_FAILURE(AddSharedGpuNode());
+  const std::string node = K8sNode(1);
+  const uint32_t job = SubmitGpus("2");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }));
+  ASSERT_NO_FATAL_FAILURE(StartScheduler(/*lend_after=*/1));
+  // A 2-GPU pod beside the 2-GPU job (interactive: not preemptible, so it is never the victim).
+  ASSERT_NO_FATAL_FAILURE(CreateGpuPod("notebook", "2", "interactive"));
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("notebook") == node; })) << PodNode("notebook");
+  const std::vector<std::string> notebook = PodPlaceholder("notebook");
+  ASSERT_EQ(notebook.size(), 5u);
+  EXPECT_EQ(notebook[1], "RUNNING");
+  EXPECT_EQ(notebook[2], Slurm().nodes[0]);
+  uint32_t notebook_placeholder = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(notebook[0], &notebook_placeholder));
+  EXPECT_TRUE(absl::StrContains(ShowJob(notebook_placeholder)["TresPerNode"], "gpu:2"))
+      << ShowJob(notebook_placeholder)["TresPerNode"];
+  EXPECT_EQ(ShowJob(job)["JobState"], "RUNNING");
+  const std::string notebook_uid = GetPod(client_.get(), ns_, "notebook")->metadata.uid;
+  // A 3-GPU Slurm job does not fit (2 + 2 + 3 > 4): onequeue holds it, Slurm does not start it.
+  const uint32_t three = SubmitGpus("3");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return absl::StrContains(AdminCommentOf(three), "onequeue"); }))
+      << AdminCommentOf(three);
+  EXPECT_EQ(ShowJob(three)["JobState"], "PENDING");
+  // A 3-GPU pod that cannot preempt waits with its reason.
+  ASSERT_NO_FATAL_FAILURE(CreateGpuPod("big", "3", "batch"));
+  std::string big_reason;
+  EXPECT_TRUE(Eventually(kBindTimeout, [&] {
+    for (const auto& e : EventsWithReason(client_.get(), ns_, "big", "FailedScheduling")) big_reason = e.note;
+    return !big_reason.empty();
+  }));
+  std::cout << "[scene] 3-GPU pod waits: " << big_reason << "\n";
+  EXPECT_EQ(PodNode("big"), "");
+  EXPECT_EQ(ShowJob(three)["JobState"], "PENDING");
+  ASSERT_TRUE(SlurmCommand(Slurm(), {"scancel", absl::StrCat(three)}).ok());
+  ASSERT_TRUE(testing::Kubectl(K8sClusterEnvironment::Info(),
+                               {"delete", "pod", "big", "-n", ns_, "--grace-period=0", "--force"})
+                  .ok());
+  // The interactive 2-GPU pod: only the Slurm job is requeued.
+  ASSERT_NO_FATAL_FAILURE(CreateGpuPod("jupyter", "2", "interactive"));
+  absl::Time left = absl::InfinitePast(), bound = absl::InfinitePast();
+  ASSERT_TRUE(Eventually(
+      kBindTimeout,
+      [&] {
+        if (left == absl::InfinitePast() && ShowJob(job)["JobState"] != "RUNNING") left = absl::Now();
+        if (PodNode("jupyter") != node) return false;
+        bound = absl::Now();
+        return true;
+      },
+      absl::Milliseconds(50)))
+      << "jupyter on " << PodNode("jupyter") << "; job " << ShowJob(job)["JobState"];
+  std::cout << "[measured] Slurm job " << job << " seen leaving -> jupyter seen bound: "
+            << absl::FormatDuration(bound - left) << "\n";
+  const std::vector<std::string> claim = PodPlaceholder("jupyter");
+  ASSERT_EQ(claim.size(), 5u);
+  EXPECT_EQ(claim[1], "RUNNING");
+  uint32_t claim_id = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(claim[0], &claim_id));
+  std::map<std::string, std::string> c = ShowJob(claim_id);
+  EXPECT_TRUE(absl::StrContains(c["TresPerNode"], "gpu:2")) << c["TresPerNode"];
+  // The placeholder the pod is bound with is its claim, made before the requeue: it names the victim.
+  auto comment = SlurmCommand(Slurm(), {"squeue", "-h", "-j", claim[0], "-o", "%k"});
+  ASSERT_TRUE(comment.ok());
+  EXPECT_TRUE(absl::StrContains(*comment, absl::StrCat("preempting slurm/", job))) << *comment;
+  EXPECT_EQ(ShowJob(job)["Restarts"], "1");
+  EXPECT_EQ(ShowJob(job)["JobState"], "PENDING");  // not started back into the room
+  // The other pod and its placeholder untouched; the node never fenced or drained.
+  auto nb = GetPod(client_.get(), ns_, "notebook");
+  ASSERT_TRUE(nb.ok());
+  EXPECT_EQ(nb->metadata.uid, notebook_uid);
+  EXPECT_EQ(nb->node_name, node);
+  EXPECT_TRUE(nb->metadata.deletion_timestamp.empty());
+  EXPECT_EQ(ShowJob(notebook_placeholder)["JobState"], "RUNNING");
+  EXPECT_EQ(SlurmFence(1), "");
+  EXPECT_FALSE(SlurmDrained(1));
+  std::cout << "[measured] scene took " << absl::FormatDuration(absl::Now() - began) << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Mechanisms, SlurmE2ETest, ::testing::Values("drain", "placeholder"),

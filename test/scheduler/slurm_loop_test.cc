@@ -550,5 +550,172 @@ TEST(SharedNodeLoopTest, ASuccessorGivesABoundPodWhosePlaceholderWasLostANewOne)
   EXPECT_EQ(c.k8s.NodeOf("ns/web"), "n1");  // the pod keeps running
 }
 
+// Issue 25 step 4, sub-node preemption: on a shared 8-CPU node a 4-CPU Slurm job (batch) and a
+// 4-CPU interactive pod run; an interactive pod needing 4 CPUs claims the room first (its
+// placeholder pending, pinned, naming its victim), then only the job is requeued: no fence, no
+// drain, the other pod and its placeholder untouched. When Slurm gives the room to the claim the
+// pod is bound; the requeued job waits, held by onequeue (the room is the pod's).
+struct SubNodeScene {
+  Cluster c{1};
+  Config cfg = SlurmConfig("placeholder");
+  uint32_t half_placeholder = 0;
+  SubNodeScene() {
+    cfg.slurm.partition_sharing = {{"pool", "shared"}};
+    c.slurm.shared.insert("n1");
+    c.slurm.Submit(7, 4);
+    c.slurm.Run(7, "n1");
+    c.k8s.AddPod("half", "4", "interactive", "n1");  // bound already: adopted, mirrored
+  }
+  void MirrorTheBoundPod(SchedulingLoop& loop) {
+    c.Cycle(loop, kT0);
+    ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+    half_placeholder = c.slurm.pod_placeholders[0];
+    c.slurm.Run(half_placeholder, "n1");
+    c.Cycle(loop, kT0 + 1);
+    c.k8s.AddPod("jupyter", "4", "interactive");
+  }
+};
+
+TEST(SharedNodeLoopTest, AnInteractivePodRequeuesOnlyTheSlurmJobAndIsBoundOnceItsClaimRuns) {
+  SubNodeScene s;
+  Cluster& c = s.c;
+  SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPod(loop));
+  c.Cycle(loop, kT0 + 2);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 2u);
+  const uint32_t claim = c.slurm.pod_placeholders[1];
+  EXPECT_THAT(c.slurm.Job(claim).comment, HasSubstr("pod ns/jupyter"));
+  EXPECT_THAT(c.slurm.Job(claim).comment, HasSubstr("preempting slurm/7"));
+  EXPECT_EQ(c.slurm.Job(claim).required_nodes, std::vector<std::string>{"n1"});
+  EXPECT_EQ(c.slurm.Job(claim).state, slurm::JobState::kPending);
+  EXPECT_EQ(c.slurm.requeues[7], 1);
+  EXPECT_EQ(loop.mirrors().Find(c.k8s.UidOf("ns/jupyter"))->state, MirrorState::kWaitingForVictims);
+  // Nothing whole-node: no fence, no reservation mark; the other pod and its placeholder untouched.
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "");
+  EXPECT_THAT(c.slurm.calls, ::testing::Not(Contains(::testing::StartsWith("fence"))));
+  EXPECT_FALSE(absl::StartsWith(c.k8s.OwnerOf("n1"), "reserved/"));
+  EXPECT_TRUE(c.k8s.evictions.empty());
+  EXPECT_EQ(c.k8s.NodeOf("ns/half"), "n1");
+  EXPECT_EQ(c.slurm.Job(s.half_placeholder).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "");  // not before its claim runs
+  // The requeued job is not started back into the room: onequeue holds it.
+  c.Cycle(loop, kT0 + 3);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kPending);
+  EXPECT_EQ(c.Calls("start 7"), 0);
+  EXPECT_EQ(c.slurm.requeues[7], 1);  // asked once
+  EXPECT_EQ(c.slurm.pod_placeholders.size(), 2u);
+  // slurmctld gives the freed room to the pending claim: the pod is bound there.
+  ASSERT_TRUE(c.slurm.Fits(claim, "n1"));
+  c.slurm.Run(claim, "n1");
+  c.Cycle(loop, kT0 + 4);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "n1");
+  c.Cycle(loop, kT0 + 5);
+  EXPECT_EQ(loop.mirrors().Find(c.k8s.UidOf("ns/jupyter"))->state, MirrorState::kBound);
+  EXPECT_EQ(c.slurm.AllocatedCpus("n1"), 8u);  // the two pods' placeholders
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kPending);
+  EXPECT_EQ(c.slurm.Job(7).priority, 0);  // held while it cannot run there
+  EXPECT_EQ(c.slurm.requeues[7], 1);
+  EXPECT_EQ(c.k8s.NodeOf("ns/half"), "n1");
+}
+
+// A crash between the claim and the requeue: the successor reads the claim back from Slurm (the
+// pending placeholder names its victims), requeues the job once, and binds the pod when the claim
+// runs. A second successor after the requeue asks nothing again.
+TEST(SharedNodeLoopTest, ASuccessorFinishesASubNodePreemptionThatCrashedAfterTheClaim) {
+  SubNodeScene s;
+  Cluster& c = s.c;
+  {
+    SchedulingLoop first(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+    ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPod(first));
+  }
+  auto crash_at = [](const char* armed) {
+    return [armed = std::string(armed)](const char* name) {
+      if (armed == name) throw Crash{name};
+    };
+  };
+  {
+    SchedulingLoop crashing(s.cfg, &c.k8s, &c.k8s, &c.slurm, crash_at("claim-after-submit"));
+    EXPECT_THROW(c.Cycle(crashing, kT0 + 2), Crash);
+  }
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 2u);
+  const uint32_t claim = c.slurm.pod_placeholders[1];
+  EXPECT_EQ(c.slurm.requeues[7], 0);
+  {
+    SchedulingLoop successor(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+    c.Cycle(successor, kT0 + 3);
+    EXPECT_EQ(c.slurm.requeues[7], 1);
+    EXPECT_EQ(c.slurm.pod_placeholders.size(), 2u);  // the claim is kept, not made again
+    EXPECT_EQ(successor.mirrors().Find(c.k8s.UidOf("ns/jupyter"))->state, MirrorState::kWaitingForVictims);
+  }
+  SchedulingLoop third(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(third, kT0 + 4);
+  EXPECT_EQ(c.slurm.requeues[7], 1);
+  EXPECT_EQ(c.Calls("requeue 7"), 1);
+  c.slurm.Run(claim, "n1");
+  c.Cycle(third, kT0 + 5);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "n1");
+  EXPECT_EQ(c.slurm.Job(s.half_placeholder).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.k8s.NodeOf("ns/half"), "n1");
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "");
+}
+
+// A victim Slurm will not requeue, with slurm.cancelUnrequeueable false: the claim is undone (its
+// placeholder cancelled), the job runs on, and the pod does not claim again at once.
+TEST(SharedNodeLoopTest, ARefusedVictimUndoesTheClaimAndTheJobRunsOn) {
+  SubNodeScene s;
+  Cluster& c = s.c;
+  s.cfg.slurm.cancel_unrequeueable = false;
+  c.slurm.not_requeueable.insert(7);
+  SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPod(loop));
+  c.Cycle(loop, kT0 + 2);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 2u);
+  EXPECT_EQ(c.slurm.Job(c.slurm.pod_placeholders[1]).state, slurm::JobState::kCancelled);
+  EXPECT_EQ(loop.mirrors().Find(c.k8s.UidOf("ns/jupyter")), nullptr);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  c.Cycle(loop, kT0 + 3);
+  EXPECT_EQ(c.slurm.pod_placeholders.size(), 2u);  // blocked for a while: no new claim
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "");
+  ASSERT_FALSE(c.k8s.reports["ns/jupyter"].empty());
+  EXPECT_THAT(c.k8s.reports["ns/jupyter"].back().message, HasSubstr("preemption on shared node n1 undone"));
+  EXPECT_THAT(c.k8s.reports["ns/jupyter"].back().message, HasSubstr("will not requeue"));
+}
+
+// The victim may be a pod: it is evicted (its placeholder cancelled once it is gone, which frees
+// the room in Slurm's books), the claim runs, the preemptor is bound; the Slurm job beside and the
+// other pod are untouched.
+TEST(SharedNodeLoopTest, APodVictimIsEvictedAndItsPlaceholderCancelledBeforeTheClaimRuns) {
+  Cluster c(1);
+  Config cfg = SlurmConfig("placeholder");
+  cfg.slurm.partition_sharing = {{"pool", "shared"}};
+  c.slurm.shared.insert("n1");
+  c.slurm.Submit(7, 2);
+  c.slurm.Run(7, "n1");
+  c.slurm.Job(7).qos = "interactive";  // not preemptible: the pod must go
+  c.k8s.AddPod("low", "4", "batch", "n1");
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+  const uint32_t low_placeholder = c.slurm.pod_placeholders[0];
+  c.slurm.Run(low_placeholder, "n1");
+  c.Cycle(loop, kT0 + 1);
+  c.k8s.AddPod("jupyter", "4", "interactive");
+  c.Cycle(loop, kT0 + 2);
+  EXPECT_THAT(c.k8s.evictions, ::testing::ElementsAre("ns/low"));
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 2u);
+  const uint32_t claim = c.slurm.pod_placeholders[1];
+  EXPECT_THAT(c.slurm.Job(claim).comment, HasSubstr("preempting ns/low"));
+  EXPECT_EQ(c.Calls("requeue 7"), 0);
+  c.Cycle(loop, kT0 + 3);  // the victim is gone: its placeholder is cancelled
+  EXPECT_EQ(c.slurm.Job(low_placeholder).state, slurm::JobState::kCancelled);
+  ASSERT_TRUE(c.slurm.Fits(claim, "n1"));
+  c.slurm.Run(claim, "n1");
+  c.Cycle(loop, kT0 + 4);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "n1");
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "");
+  EXPECT_EQ(c.k8s.evictions.size(), 1u);
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
