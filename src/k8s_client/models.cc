@@ -318,6 +318,7 @@ absl::StatusOr<Pod> Pod::FromJson(const json& j) {
     for (const json& c : Array(spec, "containers")) p.containers.push_back(ParseContainer(c));
     for (const json& c : Array(spec, "initContainers")) p.init_containers.push_back(ParseContainer(c));
     for (const json& g : Array(spec, "schedulingGates")) p.scheduling_gates.push_back(Str(g, "name"));
+    for (const json& c : Array(spec, "resourceClaims")) p.resource_claims.push_back(Str(c, "name"));
     p.overhead = Resources(spec, "overhead");
     p.pod_level_requests = Resources(Field(spec, "resources"), "requests");
     const json& status = Field(j, "status");

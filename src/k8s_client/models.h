@@ -106,6 +106,7 @@ struct Pod {
   ResourceList pod_level_requests;  // spec.resources.requests (PodLevelResources)
   std::optional<int64_t> active_deadline_seconds;
   std::vector<std::string> scheduling_gates;  // spec.schedulingGates[].name
+  std::vector<std::string> resource_claims;   // spec.resourceClaims[].name (DynamicResources)
   // status
   std::string phase, nominated_node_name;
   std::vector<Condition> conditions;

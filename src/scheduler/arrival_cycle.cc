@@ -38,7 +38,7 @@ bool SchedulesAlike(const PodRecord& a, const PodRecord& b) {
          a.group_size == b.group_size && a.hold == b.hold && a.priority == b.priority && a.created == b.created &&
          a.bound == b.bound && a.active_deadline_seconds == b.active_deadline_seconds && a.requests == b.requests &&
          a.gated == b.gated && a.may_preempt == b.may_preempt && a.labels == b.labels && a.anti_affinity.empty() &&
-         b.anti_affinity.empty() && a.unsupported_pod_affinity == b.unsupported_pod_affinity;
+         b.anti_affinity.empty() && a.unsupported_placement == b.unsupported_placement;
 }
 
 }  // namespace

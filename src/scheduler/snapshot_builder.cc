@@ -378,17 +378,21 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
   r.eligibility = ToEligibility(pod);
   r.labels = pod.metadata.labels;
   if (!pod.required_pod_affinity.empty()) {
-    r.unsupported_pod_affinity = "required podAffinity is not supported yet";
+    r.unsupported_placement = "required podAffinity is not supported yet";
   }
   for (const auto& term : pod.required_pod_anti_affinity) {
     if (term.topology_key != kHostnameLabel) {
-      r.unsupported_pod_affinity = absl::StrCat("required podAntiAffinity with topologyKey \"", term.topology_key,
+      r.unsupported_placement = absl::StrCat("required podAntiAffinity with topologyKey \"", term.topology_key,
                                                 "\" is not supported yet (only ", kHostnameLabel, ")");
     } else if (term.has_namespace_selector) {
-      r.unsupported_pod_affinity = "required podAntiAffinity with a namespaceSelector is not supported yet";
+      r.unsupported_placement = "required podAntiAffinity with a namespaceSelector is not supported yet";
     } else if (term.has_selector) {
       r.anti_affinity.push_back(term);
     }
+  }
+  if (!pod.resource_claims.empty()) {  // DynamicResources: nothing would be allocated
+    r.unsupported_placement = absl::StrCat("spec.resourceClaims (", absl::StrJoin(pod.resource_claims, ", "),
+                                           "): DynamicResources claim allocation is not supported yet");
   }
   return r;
 }
@@ -519,9 +523,10 @@ queue::PendingWorkload BuildPendingWorkload(
     w.qos = QosOfRefused(policy, options);
     w.account = policy != nullptr && !policy->default_account.empty() ? policy->default_account : first.namespace_;
   }
-  if (!first.unsupported_pod_affinity.empty()) {
-    fail(queue::AdmissionError::kInvalidAnnotation, first.unsupported_pod_affinity);
-  } else if (!first.anti_affinity.empty()) {
+  for (const PodRecord* p : members) {
+    if (!p->unsupported_placement.empty()) fail(queue::AdmissionError::kInvalidAnnotation, p->unsupported_placement);
+  }
+  if (w.admission_error == queue::AdmissionError::kNone && !first.anti_affinity.empty()) {
     w.eligibility.allowed_nodes = allowed_nodes(first);
   }
   for (const PodRecord* p : members) {

@@ -134,10 +134,10 @@ struct PodRecord {
   bool may_preempt = true;  // false: spec.preemptionPolicy Never
   // Inter-pod rules: onequeue enforces a pending pod's own required podAntiAffinity per node
   // (topologyKey kubernetes.io/hostname); any other required inter-pod term keeps it pending
-  // with the reason in `unsupported_pod_affinity` rather than being ignored.
+  // with the reason in `unsupported_placement` rather than being ignored.
   k8s::StringMap labels;
   std::vector<k8s::PodAffinityTerm> anti_affinity;
-  std::string unsupported_pod_affinity;
+  std::string unsupported_placement;
   uint64_t generation = 0;
 
   static PodRecord From(const k8s::Pod& pod);
