@@ -170,10 +170,11 @@ struct PendingWorkload {
   std::string account;
   std::string partition;
   Time submit_time = 0;
-  std::string admission_message;  // the plain message for admission_error
   // Inter-pod rules (topology spread, pod affinity and anti-affinity) over Snapshot::pod_counts,
-  // and the counts its members add to. Null: none (most workloads).
+  // and the counts its members add to. Null: none (most workloads). Beside submit_time: the
+  // priority pass reads both (FactsOf), one cache line.
   std::shared_ptr<const PlacementRules> placement;
+  std::string admission_message;  // the plain message for admission_error
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -259,10 +259,9 @@ void AddInterPodRules(const std::vector<std::vector<const PodRecord*>>& bound,
   }
   RulesBuilder builder(bound, snap);
   builder.AddAntiAffinityCarriers(members);
-  std::vector<std::unique_ptr<queue::PlacementRules>> rules(members.size());
+  std::vector<queue::PlacementRules> rules(members.size());  // most stay empty: no allocation
   for (size_t i = 0; i < members.size(); ++i) {
-    rules[i] = std::make_unique<queue::PlacementRules>();
-    std::string refusal = builder.RulesOf(members[i], *rules[i]);
+    std::string refusal = builder.RulesOf(members[i], rules[i]);
     queue::PendingWorkload& w = snap.pending[i];
     if (!refusal.empty() && w.admission_error == queue::AdmissionError::kNone) {
       w.admission_error = queue::AdmissionError::kInvalidAnnotation;
@@ -270,8 +269,10 @@ void AddInterPodRules(const std::vector<std::vector<const PodRecord*>>& bound,
     }
   }
   for (size_t i = 0; i < members.size(); ++i) {
-    builder.AddCountsToward(*members[i].front(), *rules[i]);
-    if (!rules[i]->rules.empty() || !rules[i]->counts_toward.empty()) snap.pending[i].placement = std::move(rules[i]);
+    builder.AddCountsToward(*members[i].front(), rules[i]);
+    if (!rules[i].rules.empty() || !rules[i].counts_toward.empty()) {
+      snap.pending[i].placement = std::make_shared<const queue::PlacementRules>(std::move(rules[i]));
+    }
   }
 }
 
