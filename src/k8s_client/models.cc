@@ -145,9 +145,32 @@ std::vector<PodAffinityTerm> PodAffinityTerms(const json& affinity) {
       if (!n.is_string()) throw ModelError("namespaces entry is not a string");
       term.namespaces.push_back(n.get<std::string>());
     }
-    term.has_namespace_selector = Field(t, "namespaceSelector").is_object();
+    const json& ns_sel = Field(t, "namespaceSelector");
+    term.has_namespace_selector = ns_sel.is_object();
+    term.namespace_selector = LabelSelector{StrMap(ns_sel, "matchLabels"), Requirements(ns_sel, "matchExpressions")};
     term.topology_key = Str(t, "topologyKey");
     out.push_back(std::move(term));
+  }
+  return out;
+}
+
+std::vector<TopologySpreadConstraint> SpreadConstraints(const json& spec) {
+  std::vector<TopologySpreadConstraint> out;
+  for (const json& c : Array(spec, "topologySpreadConstraints")) {
+    TopologySpreadConstraint t;
+    t.max_skew = OptInt<int32_t>(c, "maxSkew").value_or(1);
+    t.topology_key = Str(c, "topologyKey");
+    t.when_unsatisfiable = Str(c, "whenUnsatisfiable");
+    const json& sel = Field(c, "labelSelector");
+    if (sel.is_object()) t.selector = LabelSelector{StrMap(sel, "matchLabels"), Requirements(sel, "matchExpressions")};
+    t.min_domains = OptInt<int32_t>(c, "minDomains");
+    t.node_affinity_policy = Str(c, "nodeAffinityPolicy");
+    t.node_taints_policy = Str(c, "nodeTaintsPolicy");
+    for (const json& k : Array(c, "matchLabelKeys")) {
+      if (!k.is_string()) throw ModelError("matchLabelKeys entry is not a string");
+      t.match_label_keys.push_back(k.get<std::string>());
+    }
+    out.push_back(std::move(t));
   }
   return out;
 }
@@ -311,6 +334,7 @@ absl::StatusOr<Pod> Pod::FromJson(const json& j) {
     const json& affinity = Field(spec, "affinity");
     p.required_pod_affinity = PodAffinityTerms(Field(affinity, "podAffinity"));
     p.required_pod_anti_affinity = PodAffinityTerms(Field(affinity, "podAntiAffinity"));
+    p.topology_spread_constraints = SpreadConstraints(spec);
     for (const json& t : Array(spec, "tolerations")) {
       p.tolerations.push_back({Str(t, "key"), Str(t, "operator"), Str(t, "value"), Str(t, "effect"),
                                OptInt<int64_t>(t, "tolerationSeconds")});
@@ -318,6 +342,7 @@ absl::StatusOr<Pod> Pod::FromJson(const json& j) {
     for (const json& c : Array(spec, "containers")) p.containers.push_back(ParseContainer(c));
     for (const json& c : Array(spec, "initContainers")) p.init_containers.push_back(ParseContainer(c));
     for (const json& g : Array(spec, "schedulingGates")) p.scheduling_gates.push_back(Str(g, "name"));
+    for (const json& c : Array(spec, "resourceClaims")) p.resource_claims.push_back(Str(c, "name"));
     p.overhead = Resources(spec, "overhead");
     p.pod_level_requests = Resources(Field(spec, "resources"), "requests");
     const json& status = Field(j, "status");

@@ -54,8 +54,20 @@ struct PodAffinityTerm {
   LabelSelector selector;
   bool has_selector = false;            // no labelSelector matches no pod
   std::vector<std::string> namespaces;
-  bool has_namespace_selector = false;  // namespaceSelector: not modelled by onequeue
+  bool has_namespace_selector = false;
+  LabelSelector namespace_selector;  // when has_namespace_selector; empty: every namespace
   std::string topology_key;
+};
+
+// One spec.topologySpreadConstraints entry (PodTopologySpread).
+struct TopologySpreadConstraint {
+  int32_t max_skew = 1;
+  std::string topology_key;
+  std::string when_unsatisfiable;  // DoNotSchedule or ScheduleAnyway
+  std::optional<LabelSelector> selector;  // none: matches no pod
+  std::optional<int32_t> min_domains;
+  std::string node_affinity_policy, node_taints_policy;  // Honor or Ignore; "" = the default
+  std::vector<std::string> match_label_keys;
 };
 
 struct NodeSelectorTerm {
@@ -101,11 +113,13 @@ struct Pod {
   std::vector<Toleration> tolerations;
   // requiredDuringSchedulingIgnoredDuringExecution of podAffinity / podAntiAffinity.
   std::vector<PodAffinityTerm> required_pod_affinity, required_pod_anti_affinity;
+  std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::vector<Container> containers, init_containers;
   ResourceList overhead;
   ResourceList pod_level_requests;  // spec.resources.requests (PodLevelResources)
   std::optional<int64_t> active_deadline_seconds;
   std::vector<std::string> scheduling_gates;  // spec.schedulingGates[].name
+  std::vector<std::string> resource_claims;   // spec.resourceClaims[].name (DynamicResources)
   // status
   std::string phase, nominated_node_name;
   std::vector<Condition> conditions;

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "queue/placement_rules.h"
 #include "queue/resources.h"
 
 namespace onequeue::queue {
@@ -168,6 +170,10 @@ struct PendingWorkload {
   std::string account;
   std::string partition;
   Time submit_time = 0;
+  // Inter-pod rules (topology spread, pod affinity and anti-affinity) over Snapshot::pod_counts,
+  // and the counts its members add to. Null: none (most workloads). Beside submit_time: the
+  // priority pass reads both (FactsOf), one cache line.
+  std::shared_ptr<const PlacementRules> placement;
   std::string admission_message;  // the plain message for admission_error
 };
 
@@ -305,6 +311,9 @@ struct Snapshot {
   UsageHistory usage;
   // PodDisruptionBudget group -> disruptions allowed now.
   std::map<std::string, int32_t> disruptions_allowed;
+  // What PendingWorkload::placement rules read: node label domains and per-node pod counts.
+  std::vector<TopologyDomains> topologies;
+  std::vector<PodCounts> pod_counts;
 };
 
 // True when pods and Slurm jobs may run side by side on `node` (see NodeSharing).

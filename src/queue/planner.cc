@@ -361,6 +361,7 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now,
   State& s = *st;
   s.snapshot = std::move(snapshot);
   s.now = now;
+  s.pod_counts = s.snapshot->pod_counts;  // the cycle's starts add to it (placement_rules.h)
   BuildProfile(config_, s);
   s.priority = std::make_unique<PriorityCalculator>(config_, s.snapshot->usage, s.pool_total, now);
   IndexNodes(config_, s);

@@ -112,8 +112,11 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
   const QueuePlanner::State::EligibleSet& eligible_set = StaticEligible(w, facts.eligibility);
   if (eligible_set.count == 0) {
     // Never runs as things are: it must not hold anyone else back, even in strict order.
+    const bool by_rules = static_cast<size_t>(facts.eligibility) < s_.class_has_rules.size() &&
+                          s_.class_has_rules[facts.eligibility];
     Wait(id, WaitReason::kPartitionNodesUnavailable,
-         "no node of the pool matches its partition, selector, affinity and tolerations",
+         by_rules ? "no node of the pool satisfies its topology spread constraints and pod (anti-)affinity now"
+                  : "no node of the pool matches its partition, selector, affinity and tolerations",
          position, std::nullopt, false);
     return;
   }
@@ -197,6 +200,7 @@ bool CyclePass::StartsNow(const Turn& t) {
   if (t.KnownToFail(s_.failed_now)) return false;
   if (std::optional<MemberNodes> nodes = TryStartNow(t.w, t.duration, t.priority, t.eligible, t.now)) {
     Commit(t.w, t.duration, *nodes, t.now, false);
+    if (t.facts.counts_placed) CountPlaced(t.w, *nodes);
     EmitOwnerChanges(t.w, *nodes);
     plan_.starts.push_back(StartDecision{t.w.id, std::move(*nodes), s_.any_blocked});
     return true;
@@ -228,6 +232,7 @@ bool CyclePass::Preempts(const Turn& t) {
     s_.node_seq[n] = ++s_.seq;
   }
   s_.victims.insert(s_.victims.end(), d->victims.begin(), d->victims.end());
+  if (t.facts.counts_placed) CountPlaced(t.w, d->member_nodes);
   std::string msg = absl::StrCat("preempting ", d->victims.size(), " lower-priority workload(s)");
   Time start = d->earliest_start;
   plan_.preemptions.push_back(std::move(*d));

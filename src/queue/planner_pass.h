@@ -100,6 +100,8 @@ class CyclePass {
   };
   // 3. Starts now if it fits without delaying any reservation (the profile holds them).
   bool StartsNow(const Turn& t);
+  // A start or preemption of a workload whose members add to pod counts (PlacementRules).
+  void CountPlaced(const PendingWorkload& w, const MemberNodes& nodes);
   // 4. Preempts, when the preemption planner finds victims (its QOS may preempt: checked by the
   // caller).
   bool Preempts(const Turn& t);

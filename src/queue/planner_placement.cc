@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "queue/eligibility.h"
+#include "queue/placement_rules.h"
 #include "queue/planner_pass.h"
 #include "queue/profile.h"
 
@@ -95,7 +96,8 @@ void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit vi
 const QueuePlanner::State::EligibleSet& CyclePass::StaticEligible(const PendingWorkload& w,
                                                                   int32_t eclass) {
   std::unique_ptr<QueuePlanner::State::EligibleSet>& slot = s_.eligible_by_class[eclass];
-  if (slot != nullptr) return *slot;
+  const bool has_rules = static_cast<size_t>(eclass) < s_.class_has_rules.size() && s_.class_has_rules[eclass];
+  if (slot != nullptr && !has_rules) return *slot;
   const Snapshot& snap = *s_.snapshot;
   slot = std::make_unique<QueuePlanner::State::EligibleSet>();
   QueuePlanner::State::EligibleSet& set = *slot;
@@ -110,9 +112,20 @@ const QueuePlanner::State::EligibleSet& CyclePass::StaticEligible(const PendingW
     bits[i] = node.schedulable && MatchesSelectorAndAffinity(node, w.eligibility) &&
               ToleratesTaints(node, w.eligibility.tolerations) &&
               (!w.eligibility.allowed_nodes.has_value() || allowed.contains(node.name));
-    set.count += bits[i];
   }
+  if (has_rules) {
+    const std::vector<char> by_rules = NodesAllowedByRules(snap.nodes, snap.topologies, s_.pod_counts, *w.placement);
+    for (size_t i = 0; i < bits.size(); ++i) bits[i] = bits[i] && by_rules[i];
+  }
+  for (char b : bits) set.count += b;
   return set;
+}
+
+void CyclePass::CountPlaced(const PendingWorkload& w, const MemberNodes& nodes) {
+  for (int32_t counter : w.placement->counts_toward) {
+    PodCounts& counts = s_.pod_counts[counter];
+    for (NodeIndex n : nodes) ++counts[n];
+  }
 }
 MemberNodes CyclePass::ChooseNodes(
     const PendingWorkload& w, const std::vector<std::pair<NodeIndex, int64_t>>& candidates,

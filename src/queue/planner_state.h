@@ -90,6 +90,8 @@ struct QueuePlanner::State {
     bool qos_unknown = false;  // names a QOS the (non-empty) table lacks
     // No admission error, not held, no missing gang member: the planner may place it.
     bool placeable = true;
+    // Its members add to some Snapshot::pod_counts when placed (PlacementRules::counts_toward).
+    bool counts_placed = false;
   };
 
   std::shared_ptr<const Snapshot> snapshot;
@@ -121,6 +123,9 @@ struct QueuePlanner::State {
   };
   std::vector<std::unique_ptr<EligibleSet>> eligible_by_class{1};
   absl::flat_hash_map<std::string, int32_t> class_of_signature;  // constrained classes only
+  std::vector<char> class_has_rules;  // by class (shorter: 0): a workload's own, with PlacementRules
+  // Snapshot::pod_counts plus the members this cycle started (placement_rules.h).
+  std::vector<PodCounts> pod_counts;
 
   Facts FactsOf(const PendingWorkload& w, const QosPolicy* qos, const QueueConfig& config) {
     Facts f;
@@ -134,7 +139,15 @@ struct QueuePlanner::State {
     f.qos_unknown = !w.qos.empty() && !config.qos.empty() && qos == nullptr;
     f.duration = internal::RunDuration(w);
     const Eligibility& e = w.eligibility;
-    if (!e.node_selector.empty() || !e.required_affinity.empty() || !e.node_affinity_terms.empty() ||
+    f.counts_placed = w.placement != nullptr && !w.placement->counts_toward.empty();
+    if (w.placement != nullptr && !w.placement->rules.empty()) {
+      // Inter-pod rules: a class of its own, its nodes read anew against the counts of the moment
+      // (StaticEligible), and no memo shared with another workload.
+      f.eligibility = static_cast<int32_t>(eligible_by_class.size());
+      eligible_by_class.emplace_back();
+      class_has_rules.resize(eligible_by_class.size(), 0);
+      class_has_rules.back() = 1;
+    } else if (!e.node_selector.empty() || !e.required_affinity.empty() || !e.node_affinity_terms.empty() ||
         !e.tolerations.empty() || e.allowed_nodes.has_value()) {
       auto [it, added] = class_of_signature.try_emplace(internal::EligibilitySignature(e),
                                                         static_cast<int32_t>(eligible_by_class.size()));

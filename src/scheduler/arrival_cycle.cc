@@ -37,8 +37,8 @@ bool SchedulesAlike(const PodRecord& a, const PodRecord& b) {
          a.account == b.account && a.time_limit == b.time_limit && a.group == b.group &&
          a.group_size == b.group_size && a.hold == b.hold && a.priority == b.priority && a.created == b.created &&
          a.bound == b.bound && a.active_deadline_seconds == b.active_deadline_seconds && a.requests == b.requests &&
-         a.gated == b.gated && a.may_preempt == b.may_preempt && a.labels == b.labels && a.anti_affinity.empty() &&
-         b.anti_affinity.empty() && a.unsupported_pod_affinity == b.unsupported_pod_affinity;
+         a.gated == b.gated && a.may_preempt == b.may_preempt && a.labels == b.labels && !HasInterPodRules(a) &&
+         !HasInterPodRules(b) && a.unsupported_placement == b.unsupported_placement;
 }
 
 }  // namespace
@@ -124,7 +124,7 @@ bool SchedulingLoop::SortChanges(const KubeChanges& changes, ArrivalChanges* out
     if (pod.scheduler_name != config_.scheduler_name || pod.gated) continue;
     // A gang member (its group may be complete now), or a rule that reads the pods bound where.
     if (pod.terminal || pod.deleting || !pod.group.empty() || !pod.group_size.empty() ||
-        !pod.anti_affinity.empty()) {
+        HasInterPodRules(pod)) {
       return false;
     }
     out->arrivals.push_back(&pod);
@@ -142,9 +142,11 @@ bool SchedulingLoop::RankArrivals(const ArrivalChanges& changes, queue::Time now
   queue::Resources pool_total;
   for (const queue::Node& n : basis.nodes) pool_total += n.allocatable;
   const queue::PriorityCalculator calculator(queue_config_, basis.usage, pool_total, arrival_basis_.at);
+  // Inter-pod rules in play (some pod's anti-affinity, spread or affinity): an arrival may match
+  // them or add to their counts, which only the full cycle reads (pod_placement.h).
+  if (!basis.topologies.empty()) return false;
   for (const PodRecord* pod : changes.arrivals) {
-    queue::PendingWorkload w = BuildPendingWorkload(pod->key, {pod}, options, &names, now,
-                                                    [](const PodRecord&) { return std::vector<std::string>(); });
+    queue::PendingWorkload w = BuildPendingWorkload(pod->key, {pod}, options, &names, now);
     // An extended resource the snapshot has no slot for, or an account the planner does not know
     // yet (it is remade with it): the full cycle's.
     if (names.names.size() != basis.resource_names.names.size()) return false;

@@ -181,29 +181,6 @@ std::vector<std::vector<const PodRecord*>> BoundPodsByNode(
   return out;
 }
 
-// The pool nodes where none of `pod`'s required anti-affinity terms (hostname topology) matches a
-// pod bound there. The rule is read against this cycle's snapshot: two pods placed in the same
-// cycle are not checked against each other.
-std::vector<std::string> NodesWithoutMatchingPods(const PodRecord& pod, const std::vector<queue::Node>& nodes,
-                                                  const std::vector<std::vector<const PodRecord*>>& bound) {
-  std::vector<std::string> allowed;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    bool conflict = false;
-    for (const PodRecord* other : bound[i]) {
-      for (const auto& term : pod.anti_affinity) {
-        const bool in_namespace =
-            term.namespaces.empty()
-                ? other->namespace_ == pod.namespace_
-                : std::find(term.namespaces.begin(), term.namespaces.end(), other->namespace_) != term.namespaces.end();
-        if (in_namespace && k8s::SelectorMatches(term.selector, other->labels)) conflict = true;
-      }
-      if (conflict) break;
-    }
-    if (!conflict) allowed.push_back(nodes[i].name);
-  }
-  return allowed;
-}
-
 std::string WorkloadId(const PodRecord& pod, const std::string& group) {
   if (!group.empty()) return pod.namespace_ + "/group/" + group;
   // "slurm/<n>" names Slurm job n: a pod of namespace "slurm" gets "slurm/pod/<name>" (issue 24 M5).
@@ -377,18 +354,10 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
   r.may_preempt = pod.preemption_policy != "Never";
   r.eligibility = ToEligibility(pod);
   r.labels = pod.metadata.labels;
-  if (!pod.required_pod_affinity.empty()) {
-    r.unsupported_pod_affinity = "required podAffinity is not supported yet";
-  }
-  for (const auto& term : pod.required_pod_anti_affinity) {
-    if (term.topology_key != kHostnameLabel) {
-      r.unsupported_pod_affinity = absl::StrCat("required podAntiAffinity with topologyKey \"", term.topology_key,
-                                                "\" is not supported yet (only ", kHostnameLabel, ")");
-    } else if (term.has_namespace_selector) {
-      r.unsupported_pod_affinity = "required podAntiAffinity with a namespaceSelector is not supported yet";
-    } else if (term.has_selector) {
-      r.anti_affinity.push_back(term);
-    }
+  ReadInterPodRules(pod, r);
+  if (!pod.resource_claims.empty()) {  // DynamicResources: nothing would be allocated
+    r.unsupported_placement = absl::StrCat("spec.resourceClaims (", absl::StrJoin(pod.resource_claims, ", "),
+                                           "): DynamicResources claim allocation is not supported yet");
   }
   return r;
 }
@@ -454,10 +423,9 @@ void AddMembers(const std::vector<const PodRecord*>& members, queue::ResourceNam
 }
 }  // namespace
 
-queue::PendingWorkload BuildPendingWorkload(
-    const std::string& id, const std::vector<const PodRecord*>& members, const SnapshotOptions& options,
-    queue::ResourceNames* resource_names, queue::Time now,
-    const std::function<std::vector<std::string>(const PodRecord&)>& allowed_nodes) {
+queue::PendingWorkload BuildPendingWorkload(const std::string& id, const std::vector<const PodRecord*>& members,
+                                            const SnapshotOptions& options, queue::ResourceNames* resource_names,
+                                            queue::Time now) {
   const PodRecord& first = *members.front();
   queue::PendingWorkload w;
   w.id = id;
@@ -519,10 +487,8 @@ queue::PendingWorkload BuildPendingWorkload(
     w.qos = QosOfRefused(policy, options);
     w.account = policy != nullptr && !policy->default_account.empty() ? policy->default_account : first.namespace_;
   }
-  if (!first.unsupported_pod_affinity.empty()) {
-    fail(queue::AdmissionError::kInvalidAnnotation, first.unsupported_pod_affinity);
-  } else if (!first.anti_affinity.empty()) {
-    w.eligibility.allowed_nodes = allowed_nodes(first);
+  for (const PodRecord* p : members) {
+    if (!p->unsupported_placement.empty()) fail(queue::AdmissionError::kInvalidAnnotation, p->unsupported_placement);
   }
   for (const PodRecord* p : members) {
     if (std::string name = UnmappedRequest(p->requests, *resource_names); !name.empty()) {
@@ -633,17 +599,17 @@ class SnapshotAssembler {
 
   void AddPendingWorkloads() {
     queue::Snapshot& snap = *out_.snapshot;
-    // Built once, and only if some pending pod has an anti-affinity rule.
-    std::optional<std::vector<std::vector<const PodRecord*>>> bound_pods_by_node;
-    auto allowed_nodes = [&](const PodRecord& first) {
-      if (!bound_pods_by_node) bound_pods_by_node = BoundPodsByNode(state_, node_index_, options_.assumed_bindings);
-      return NodesWithoutMatchingPods(first, snap.nodes, *bound_pods_by_node);
-    };
+    std::vector<std::vector<const PodRecord*>> members_of;  // by snap.pending index
     for (auto& [id, members] : pending_groups_) {
       std::sort(members.begin(), members.end(),
                 [](const PodRecord* a, const PodRecord* b) { return a->name < b->name; });
       for (const PodRecord* p : members) out_.pending_pods[id].pod_keys.push_back(p->key);
-      snap.pending.push_back(BuildPendingWorkload(id, members, options_, &snap.resource_names, now_, allowed_nodes));
+      snap.pending.push_back(BuildPendingWorkload(id, members, options_, &snap.resource_names, now_));
+      members_of.push_back(members);
+    }
+    const auto has_rules = [](const auto& record) { return HasInterPodRules(*record); };
+    if (std::any_of(state_.pods.begin(), state_.pods.end(), has_rules)) {  // else spare the walk below
+      AddInterPodRules(BoundPodsByNode(state_, node_index_, options_.assumed_bindings), members_of, snap);
     }
   }
 

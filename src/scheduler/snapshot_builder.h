@@ -28,6 +28,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "k8s_client/models.h"
+#include "scheduler/pod_placement.h"
 #include "queue/model.h"
 
 namespace onequeue::scheduler {
@@ -44,8 +45,6 @@ inline constexpr const char* kOwnerAnnotation = "onequeue.io/owner";
 // tenant cannot lift an administrator's hold (issue 24). The annotation onequeue.io/hold of
 // earlier versions is ignored.
 inline constexpr const char* kHeldCondition = "onequeue.io/Held";
-// The only topologyKey of inter-pod anti-affinity onequeue models (one domain per node).
-inline constexpr const char* kHostnameLabel = "kubernetes.io/hostname";
 // Label (kubernetes | slurm | reserved) and NoSchedule taint onequeue sets on the pool nodes it
 // manages; the taint keeps other schedulers off nodes lent to Slurm or reserved, and onequeue's
 // own placement ignores it.
@@ -132,12 +131,13 @@ struct PodRecord {
   // spec.schedulingGates is not empty: never planned until they are removed (SchedulingGates).
   bool gated = false;
   bool may_preempt = true;  // false: spec.preemptionPolicy Never
-  // Inter-pod rules: onequeue enforces a pending pod's own required podAntiAffinity per node
-  // (topologyKey kubernetes.io/hostname); any other required inter-pod term keeps it pending
-  // with the reason in `unsupported_pod_affinity` rather than being ignored.
+  // Inter-pod rules (pod_placement.h): hard topology spread constraints, required pod affinity and
+  // anti-affinity terms. What onequeue cannot honour (those rules' unsupported forms, DRA claims)
+  // keeps the pod pending with the reason in `unsupported_placement` rather than being ignored.
   k8s::StringMap labels;
-  std::vector<k8s::PodAffinityTerm> anti_affinity;
-  std::string unsupported_pod_affinity;
+  std::vector<SpreadRule> spread;
+  std::vector<InterPodTerm> affinity, anti_affinity;
+  std::string unsupported_placement;
   uint64_t generation = 0;
 
   static PodRecord From(const k8s::Pod& pod);
@@ -215,12 +215,11 @@ KubeState ToKubeState(const std::vector<k8s::Node>& nodes, const std::vector<k8s
 
 // The pending workload `id` made of `members` (one pod, or a gang's pods sorted by name), exactly as
 // BuildSnapshot makes it: requests, QOS, account and namespace policy, time limit, admission
-// errors. Extended resources not in `resource_names` yet are added to it. `allowed_nodes` answers
-// the first member's required anti-affinity (called only when it has some).
-queue::PendingWorkload BuildPendingWorkload(
-    const std::string& id, const std::vector<const PodRecord*>& members, const SnapshotOptions& options,
-    queue::ResourceNames* resource_names, queue::Time now,
-    const std::function<std::vector<std::string>(const PodRecord&)>& allowed_nodes);
+// errors. Extended resources not in `resource_names` yet are added to it. Inter-pod rules are not
+// read here (AddInterPodRules reads them over the whole snapshot).
+queue::PendingWorkload BuildPendingWorkload(const std::string& id, const std::vector<const PodRecord*>& members,
+                                            const SnapshotOptions& options, queue::ResourceNames* resource_names,
+                                            queue::Time now);
 // The workload id of a pod: its key, or its gang's "<namespace>/group/<group>". Slurm jobs are
 // "slurm/<job id>" (slurm_world.h), so a pod of namespace "slurm" is "slurm/pod/<name>": no pod id
 // ever reads as a Slurm job's, whose decisions would start, requeue or cancel that job.

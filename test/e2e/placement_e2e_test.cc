@@ -4,10 +4,14 @@
 //   * two pods asking one hostPort: one bound, the other Pending (Unschedulable);
 //   * a pod asking more ephemeral-storage than any node has: Pending (Unschedulable), named;
 //   * a gated pod: Pending with PodScheduled=False/SchedulingGated and no FailedScheduling, and
-//     bound once its gates are removed.
+//     bound once its gates are removed;
+//   * four pods with a hard topology spread constraint over two zones (two nodes a side): two
+//     per zone; a pod with a DRA resource claim: never bound (onequeue refuses it with an event).
 // The real kube-apiserver, kube-scheduler and kwok; no mock. Bounded polling only.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <map>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -21,8 +25,9 @@ using ::testing::HasSubstr;
 class PlacementE2E : public E2ETest {
  protected:
   // A one-node pool: `pool` is the onequeue.io/pool label value; 100Gi of ephemeral-storage.
-  void AddNode(const std::string& name, const std::string& pool) {
+  void AddNode(const std::string& name, const std::string& pool, const std::string& zone = "") {
     json node = PoolNode(name, pool, "4");
+    if (!zone.empty()) node["metadata"]["labels"]["topology.kubernetes.io/zone"] = zone;
     for (const char* field : {"allocatable", "capacity"}) node["status"][field]["ephemeral-storage"] = "100Gi";
     ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", node).ok());
     ASSERT_TRUE(WaitForNodeReady(client_.get(), name)) << name;
@@ -123,6 +128,51 @@ TEST_F(PlacementE2E, HostPortEphemeralStorageAndGatesEndAsKubeSchedulersTwins) {
   EXPECT_NE(Bound("ks-port-a"), Bound("ks-port-b"));
   EXPECT_FALSE(Bound("oq-disk"));
   EXPECT_FALSE(Bound("ks-disk"));
+}
+
+// PodTopologySpread and DynamicResources. Each side's spread pods carry their own app label, so
+// neither side counts the other's pods.
+TEST_F(PlacementE2E, TopologySpreadOverZonesAndAResourceClaimEndAsKubeSchedulersTwins) {
+  for (const char* zone : {"za", "zb"}) {
+    AddNode(absl::StrCat(ns_, "-", zone), ns_, zone);
+    AddNode(absl::StrCat("peer-", ns_, "-", zone), peer_pool(), zone);
+  }
+  for (int i = 0; i < 4; ++i) {
+    CreateTwins(absl::StrCat("spread-", i), [](json& p) {
+      const std::string app = p["metadata"]["name"].get<std::string>().substr(0, 3) + "spread";
+      p["metadata"]["labels"]["app"] = app;
+      p["spec"]["topologySpreadConstraints"] = json::array({{{"maxSkew", 1},
+                                                             {"topologyKey", "topology.kubernetes.io/zone"},
+                                                             {"whenUnsatisfiable", "DoNotSchedule"},
+                                                             {"labelSelector", {{"matchLabels", {{"app", app}}}}}}});
+    });
+  }
+  CreateTwins("dra", [](json& p) {
+    p["spec"]["resourceClaims"] = json::array({{{"name", "gpu"}, {"resourceClaimName", "no-such-claim"}}});
+  });
+  StartScheduler();
+
+  for (const std::string side : {"oq-", "ks-"}) {
+    SCOPED_TRACE(side);
+    std::map<std::string, int> per_zone;
+    ASSERT_TRUE(Eventually(kBindTimeout, [&] {
+      per_zone.clear();
+      for (int i = 0; i < 4; ++i) {
+        auto p = GetPod(client_.get(), ns_, absl::StrCat(side, "spread-", i));
+        if (!p.ok() || p->node_name.empty()) return false;
+        ++per_zone[p->node_name.substr(p->node_name.size() - 2)];
+      }
+      return true;
+    })) << (scheduler_ ? scheduler_->Log() : "");
+    EXPECT_EQ(per_zone, (std::map<std::string, int>{{"za", 2}, {"zb", 2}}));
+  }
+  // DynamicResources: onequeue says why (the claim named); neither side binds the pod.
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return absl::StrContains(FailedNotes("oq-dra"), "resourceClaims (gpu)"); }))
+      << FailedNotes("oq-dra");
+  EXPECT_FALSE(Bound("oq-dra"));
+  EXPECT_FALSE(Bound("ks-dra"));
+  std::cout << "[ compare ] dra: kube-scheduler: " << ScheduledReason("ks-dra") << " " << FailedNotes("ks-dra")
+            << "\n[ compare ] dra: onequeue: " << FailedNotes("oq-dra") << std::flush;
 }
 
 }  // namespace

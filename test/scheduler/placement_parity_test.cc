@@ -261,5 +261,21 @@ TEST(PlacementParityTest, PreemptionPolicyNeverNeverPreempts) {
   EXPECT_NE(WaitingOf(waits, "ns/urgent"), nullptr);
 }
 
+// DynamicResources: a pod with spec.resourceClaims is refused (never planned, the reason names
+// the claims) until onequeue allocates claims; before, it was bound with nothing allocated.
+TEST(PlacementParityTest, APodWithResourceClaimsIsRefusedWithTheClaimsNamed) {
+  json claim = PodJson("dra");
+  claim["spec"]["resourceClaims"] = json::array({{{"name", "gpu"}, {"resourceClaimTemplateName", "one-gpu"}}});
+  const BuiltSnapshot built = BuildSnapshot({MakeNode("n1")}, {FromJson(claim), FromJson(PodJson("plain"))},
+                                            SnapshotOptions(), kNow);
+  const queue::Plan plan = PlanOf(built);
+  EXPECT_THAT(StartedIds(plan), ElementsAre("ns/plain"));
+  const queue::WaitingStatus* waiting = WaitingOf(plan, "ns/dra");
+  ASSERT_NE(waiting, nullptr);
+  EXPECT_EQ(waiting->reason, queue::WaitReason::kInvalidAnnotation);
+  EXPECT_THAT(std::string(waiting->Message()), HasSubstr("spec.resourceClaims (gpu)"));
+  EXPECT_THAT(std::string(waiting->Message()), HasSubstr("DynamicResources"));
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler

@@ -161,8 +161,8 @@ TEST(SnapshotBuilderTest, BadAnnotationsBecomeAdmissionErrorsNotCrashes) {
 }
 
 // A Slinky-style worker keeps off nodes where an interactive app runs (required podAntiAffinity,
-// hostname topology): those nodes leave its allowed set. Other inter-pod rules are refused with a
-// reason, never silently ignored.
+// hostname topology): its placement rules allow only the others. A namespaceSelector with labels
+// is refused with a reason, never silently ignored (more: inter_pod_placement_test.cc).
 TEST(SnapshotBuilderTest, RequiredPodAntiAffinityKeepsThePodOffNodesWithMatchingPods) {
   auto labelled = [](k8s::Pod p, json labels, std::string ns = "ns") {
     p.metadata.labels = labels.get<k8s::StringMap>();
@@ -178,7 +178,8 @@ TEST(SnapshotBuilderTest, RequiredPodAntiAffinityKeepsThePodOffNodesWithMatching
   json wj = {{"metadata", {{"name", "worker"}, {"namespace", "ns"}, {"creationTimestamp", "2026-11-21T10:00:00Z"}}},
              {"spec", {{"schedulerName", "onequeue"}, {"affinity", anti}, {"containers", json::array({{{"name", "c"}}})}}}};
   k8s::Pod worker = *k8s::Pod::FromJson(wj);
-  auto built = BuildSnapshot({MakeNode("n1"), MakeNode("n2"), MakeNode("n3")},
+  auto host = [](const char* name) { return MakeNode(name, {{"onequeue.io/pool", "a"}, {"kubernetes.io/hostname", name}}); };
+  auto built = BuildSnapshot({host("n1"), host("n2"), host("n3")},
                              {worker, labelled(MakePod("app", {}, "n1"), {{"app", "jupyter"}}),
                               labelled(MakePod("other", {}, "n2"), {{"app", "web"}}),
                               labelled(MakePod("elsewhere", {}, "n3"), {{"app", "jupyter"}}, "other-ns")},
@@ -186,15 +187,17 @@ TEST(SnapshotBuilderTest, RequiredPodAntiAffinityKeepsThePodOffNodesWithMatching
   ASSERT_EQ(built.snapshot->pending.size(), 1u);
   const auto& w = built.snapshot->pending[0];
   EXPECT_EQ(w.admission_error, queue::AdmissionError::kNone);
-  ASSERT_TRUE(w.eligibility.allowed_nodes.has_value());
-  EXPECT_THAT(*w.eligibility.allowed_nodes, ::testing::ElementsAre("n2", "n3"));
+  ASSERT_NE(w.placement, nullptr);
+  const queue::Snapshot& s = *built.snapshot;
+  EXPECT_THAT(queue::NodesAllowedByRules(s.nodes, s.topologies, s.pod_counts, *w.placement),
+              ::testing::ElementsAre(0, 1, 1));
 
-  wj["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"] =
-      "topology.kubernetes.io/zone";
+  wj["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["namespaceSelector"] =
+      {{"matchLabels", {{"team", "a"}}}};
   built = BuildSnapshot({MakeNode("n1")}, {*k8s::Pod::FromJson(wj)}, Options(), 0);
   ASSERT_EQ(built.snapshot->pending.size(), 1u);
   EXPECT_EQ(built.snapshot->pending[0].admission_error, queue::AdmissionError::kInvalidAnnotation);
-  EXPECT_THAT(built.snapshot->pending[0].admission_message, ::testing::HasSubstr("topology.kubernetes.io/zone"));
+  EXPECT_THAT(built.snapshot->pending[0].admission_message, ::testing::HasSubstr("namespaceSelector"));
 }
 
 TEST(SnapshotBuilderTest, TimeLimitParsing) {
