@@ -104,7 +104,7 @@ class ScontrolImpl : public Scontrol {
   absl::Status RequeueJob(uint32_t job_id) override {
     return Call({path_, "requeue", std::to_string(job_id)});
   }
-  absl::Status SetJobAdminComment(uint32_t job_id, const std::string& text) override {
+  absl::Status SetJobAdminComment(const std::string& job_id, const std::string& text) override {
     return Call({path_, "update", absl::StrCat("JobId=", job_id), absl::StrCat("AdminComment=", text)});
   }
 

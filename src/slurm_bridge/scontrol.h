@@ -38,7 +38,8 @@ class Scontrol {
   virtual absl::Status ResumeNode(const std::string& node) = 0;
   virtual absl::Status RequeueJob(uint32_t job_id) = 0;
   // Issue 29: the job's AdminComment (onequeue's marks), which v0.0.38's REST parser cannot write.
-  virtual absl::Status SetJobAdminComment(uint32_t job_id, const std::string& text) = 0;
+  // `job_id`: "123", or "<array>_<task>" for one task of an array (issue 29).
+  virtual absl::Status SetJobAdminComment(const std::string& job_id, const std::string& text) = 0;
 };
 
 // `scontrol_path` is the binary (e.g. /usr/bin/scontrol); its messages are mapped to codes:

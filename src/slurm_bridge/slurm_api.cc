@@ -49,6 +49,11 @@ class RestSlurmApi : public SlurmApi {
                                 [&](const nlohmann::json& b) { return adapter_->ParsePartitions(b); });
   }
 
+  absl::StatusOr<ReservationListing> ListReservations() override {
+    return List<SlurmReservation>(adapter_->ReservationsPath(),
+                                  [&](const nlohmann::json& b) { return adapter_->ParseReservations(b); });
+  }
+
   absl::StatusOr<SlurmJob> GetJob(uint32_t job_id) override {
     absl::StatusOr<JobListing> l =
         List<SlurmJob>(adapter_->JobPath(job_id), [&](const nlohmann::json& b) { return adapter_->ParseJobs(b); });
@@ -111,7 +116,7 @@ class RestSlurmApi : public SlurmApi {
       if (scontrol_ == nullptr)
         return absl::UnimplementedError(absl::StrCat("job ", job_id, ": ", VersionString(version()),
                                                      " cannot set an AdminComment over REST and no scontrol is configured"));
-      if (absl::Status st = scontrol_->SetJobAdminComment(job_id, *update.admin_comment); !st.ok()) return st;
+      if (absl::Status st = scontrol_->SetJobAdminComment(absl::StrCat(job_id), *update.admin_comment); !st.ok()) return st;
       JobUpdate rest = update;
       rest.admin_comment.reset();
       return UpdateJob(job_id, rest);
@@ -148,6 +153,30 @@ class RestSlurmApi : public SlurmApi {
     priority.begin_now = update.begin_now;
     body = gated(adapter_->JobUpdateBody(priority, now), priority);
     return Simple("POST", path, &body);
+  }
+  absl::StatusOr<uint32_t> SplitArrayTask(uint32_t array_job_id, uint32_t task_id,
+                                          const std::string& admin_comment) override {
+    const std::string id = ArrayTaskId(array_job_id, task_id);
+    const std::string path = adapter_->Prefix() + "job/" + id;
+    absl::Status st;
+    if (adapter_->SupportsAdminComment()) {
+      JobUpdate mark;
+      mark.admin_comment = admin_comment;
+      const nlohmann::json body = adapter_->JobUpdateBody(mark, absl::Now());
+      st = Simple("POST", path, &body);
+    } else if (scontrol_ == nullptr) {
+      return absl::UnimplementedError(absl::StrCat("job ", id, ": ", VersionString(version()),
+                                                   " cannot update one array task over REST and no scontrol is configured"));
+    } else {
+      st = scontrol_->SetJobAdminComment(id, admin_comment);
+    }
+    if (!st.ok()) return st;
+    absl::StatusOr<JobListing> l =
+        List<SlurmJob>(path, [&](const nlohmann::json& b) { return adapter_->ParseJobs(b); });
+    if (!l.ok()) return l.status();
+    for (const SlurmJob& j : l->items)
+      if (j.array_job_id == array_job_id && j.array_task_id == task_id) return j.job_id;
+    return absl::NotFoundError(absl::StrCat("Slurm lists no record of array task ", id, " after updating it"));
   }
   absl::Status StartAt(uint32_t job_id, absl::Time at, absl::Time now) override {
     const nlohmann::json body = adapter_->BeginAtBody(std::max(at, RelaunchGate(job_id, now)), now);
