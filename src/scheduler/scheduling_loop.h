@@ -154,6 +154,12 @@ class SlurmActions {
     (void)array_job, (void)task, (void)comment;
     return absl::UnimplementedError("this Slurm side cannot start array tasks");
   }
+  // Issue 29: StartOn for a task split off an array, by its task id (slurm::ArrayTaskId).
+  virtual absl::Status StartArrayTask(uint32_t array_job, uint32_t task, const std::vector<std::string>& slurm_nodes,
+                                      const std::string& comment) {
+    (void)array_job, (void)task, (void)slurm_nodes, (void)comment;
+    return absl::UnimplementedError("this Slurm side cannot start array tasks");
+  }
   // A victim: requeued (may run again later) or cancelled.
   virtual absl::Status Requeue(uint32_t job) = 0;
   virtual absl::Status Cancel(uint32_t job) = 0;

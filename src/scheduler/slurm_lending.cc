@@ -145,10 +145,10 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
     const auto array = records.pending.find(start.workload);
     if (array != records.pending.end() && !HeldByOnequeue(*array->second) && !last_hold_.count(task->first)) {
       const std::string comment = absl::StrCat(slurm::kOwnerTagPrefix, " Priority: its tasks are started one by one by onequeue");
-      if (absl::Status h = slurm_->Hold(task->first, comment); !h.ok()) {
+      // Slurm answers an error when a record of the array is past holding (finished, running)
+      // although it held the pending ones: logged, and the task is started all the same.
+      if (absl::Status h = slurm_->Hold(task->first, comment); !h.ok())
         spdlog::warn("holding Slurm array {} before starting a task: {}", task->first, h.ToString());
-        return {};
-      }
       last_hold_[task->first] = comment;
     }
     absl::StatusOr<uint32_t> own = slurm_->SplitArrayTask(
@@ -187,10 +187,11 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
   // jobs of shared partitions are held), then the fence goes. It is not pinned to these nodes
   // (issue 29): Slurm may start it on any node lent to it, so Reconcile returns no idle lent node
   // until the start is seen (ReconcileLent).
-  absl::Status s = slurm_->StartOn(*job, slurm_nodes,
-                                   absl::StrCat(slurm::kOwnerTagPrefix, " started by onequeue on ",
-                                                absl::StrJoin(slurm_nodes, ","),
-                                                start.backfilled ? " (backfilled)" : ""));
+  const std::string started = absl::StrCat(slurm::kOwnerTagPrefix, " started by onequeue on ",
+                                           absl::StrJoin(slurm_nodes, ","), start.backfilled ? " (backfilled)" : "");
+  // An array task by its task id: by its own job id it may be the array's record itself.
+  absl::Status s = task ? slurm_->StartArrayTask(task->first, task->second, slurm_nodes, started)
+                        : slurm_->StartOn(*job, slurm_nodes, started);
   if (!s.ok()) {
     spdlog::warn("starting Slurm job {}: {}; the nodes marked for it are given back", *job, s.ToString());
     return undo();

@@ -53,12 +53,22 @@ class SlurmApi {
   virtual absl::Status UpdateJob(uint32_t job_id, const JobUpdate& update) = 0;
   // Issue 29: one pending task of an array. Slurm keeps pending tasks in the array's one record
   // until one is updated by its own id "<array>_<task>": then it splits the task off into a record
-  // of its own. Writes `admin_comment` to the task that way (REST from v0.0.39, scontrol on
-  // v0.0.38) and returns the task's own job id, which every other call then takes.
+  // of its own. Writes `admin_comment` to the task that way (scontrol: REST v0.0.40+ refuses an
+  // update by task id, v0.0.38 would update the whole array; REST only without scontrol) and
+  // returns the task's own job id, which every other call then takes.
   virtual absl::StatusOr<uint32_t> SplitArrayTask(uint32_t array_job_id, uint32_t task_id,
                                                   const std::string& admin_comment) {
     (void)array_job_id, (void)task_id, (void)admin_comment;
     return absl::UnimplementedError("this SlurmApi cannot split array tasks");
+  }
+  // Issue 29: UpdateJob for one task of an array by its id "<array>_<task>" (after SplitArrayTask:
+  // by its own job id the task may be the array's record itself, which every update by that id
+  // reaches whole). Through scontrol on every version (REST v0.0.40+ refuses task ids); with a
+  // priority: released with its begin time a minute ahead, then the priority and begin now, as
+  // UpdateJob does. kUnimplemented without scontrol.
+  virtual absl::Status UpdateArrayTask(uint32_t array_job_id, uint32_t task_id, const JobUpdate& update) {
+    (void)array_job_id, (void)task_id, (void)update;
+    return absl::UnimplementedError("this SlurmApi cannot update array tasks");
   }
   // Lets a requeued job start at `at` instead of waiting out the BeginTime Slurm gave it (not
   // sooner than kRelaunchMargin after a RequeueJob of the job).
