@@ -66,6 +66,16 @@ enum class NodeSharing : uint8_t {
   kShared,     // both worlds side by side, each workload at the size it asks for
 };
 
+// A time during which nothing onequeue plans may run on a node (issue 29: a Slurm advance
+// reservation, maintenance included): the planner counts the node's whole capacity as used over
+// [start, end). `end` may be kForever.
+struct Unavailability {
+  Time start = 0;
+  Time end = kForever;
+  std::string reason;  // e.g. "Slurm reservation maint1 (MAINT)"
+  friend bool operator==(const Unavailability&, const Unavailability&) = default;
+};
+
 struct Node {
   std::string name;
   Resources allocatable;
@@ -75,6 +85,7 @@ struct Node {
   // False when the node is down, drained by an admin, or not ready: nothing new starts here.
   bool schedulable = true;
   NodeSharing sharing = NodeSharing::kExclusive;
+  std::vector<Unavailability> unavailable;  // windows, any order (issue 29)
 };
 
 // ---------------------------------------------------------------------------------------------

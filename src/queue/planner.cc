@@ -156,6 +156,14 @@ void BuildProfile(const QueueConfig& config, State& s) {
                                                         r.kind, false});
     }
   }
+  // Issue 29: a node's windows of unavailability (Slurm reservations) take its whole capacity.
+  for (NodeIndex n = 0; n < static_cast<NodeIndex>(snap.nodes.size()); ++n) {
+    for (const Unavailability& u : snap.nodes[n].unavailable) {
+      if (u.end <= now || u.end <= u.start) continue;
+      s.profile->Add(n, AvailabilityProfile::Block{u.start, u.end, snap.nodes[n].allocatable,
+                                                   WorkloadKind::kSlurmJob, false});
+    }
+  }
 }
 
 // What the searches look up per node, built once per cycle: claims and sequence numbers, the

@@ -178,7 +178,9 @@ bool CyclePass::WaitsForAdmission(const PendingWorkload& w,
       return true;
     }
     if (w.held) {
-      Wait(id, WaitReason::kHeld, "held by an administrator", position, std::nullopt, false);
+      // A message the scheduler gave (issue 29: a Slurm job left to Slurm says why).
+      Wait(id, WaitReason::kHeld, w.admission_message.empty() ? "held by an administrator" : w.admission_message,
+           position, std::nullopt, false);
       return true;
     }
   }

@@ -213,6 +213,11 @@ std::string NodeVerdict(const CycleStatus& st, const queue::PendingWorkload& w, 
       return absl::StrCat("taint ", taint.key, taint.value.empty() ? "" : "=", taint.value, " not tolerated");
     }
   }
+  if (!node.schedulable && !node.unavailable.empty()) {  // issue 29: in an active Slurm reservation
+    std::vector<std::string> why;
+    for (const auto& u : node.unavailable) why.push_back(u.reason);
+    return absl::StrCat("unavailable: ", absl::StrJoin(why, "; "));
+  }
   if (!node.schedulable) {
     return slurm_job ? "not schedulable (not Ready or cordoned, or its Slurm node is down or drained)"
                      : "not schedulable (not Ready, cordoned, or lent to Slurm while Slurm's state is unknown)";

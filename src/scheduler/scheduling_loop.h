@@ -147,6 +147,19 @@ class SlurmActions {
   // it, the fences keeping it off every other pool node.
   virtual absl::Status StartOn(uint32_t job, const std::vector<std::string>& slurm_nodes,
                                const std::string& comment) = 0;
+  // Issue 29: one pending task of an array, split off into a record of its own (Slurm keeps the
+  // pending tasks in the array's record) with `comment` in its AdminComment; returns the task's
+  // own job id, which StartOn then starts. The task stays held as the array was.
+  virtual absl::StatusOr<uint32_t> SplitArrayTask(uint32_t array_job, uint32_t task, const std::string& comment) {
+    (void)array_job, (void)task, (void)comment;
+    return absl::UnimplementedError("this Slurm side cannot start array tasks");
+  }
+  // Issue 29: StartOn for a task split off an array, by its task id (slurm::ArrayTaskId).
+  virtual absl::Status StartArrayTask(uint32_t array_job, uint32_t task, const std::vector<std::string>& slurm_nodes,
+                                      const std::string& comment) {
+    (void)array_job, (void)task, (void)slurm_nodes, (void)comment;
+    return absl::UnimplementedError("this Slurm side cannot start array tasks");
+  }
   // A victim: requeued (may run again later) or cancelled.
   virtual absl::Status Requeue(uint32_t job) = 0;
   virtual absl::Status Cancel(uint32_t job) = 0;

@@ -30,6 +30,21 @@ absl::Status SlurmBridgeActions::StartOn(uint32_t job, const std::vector<std::st
   return api_->UpdateJob(job, u);
 }
 
+absl::StatusOr<uint32_t> SlurmBridgeActions::SplitArrayTask(uint32_t array_job, uint32_t task,
+                                                            const std::string& comment) {
+  return api_->SplitArrayTask(array_job, task, comment);
+}
+
+absl::Status SlurmBridgeActions::StartArrayTask(uint32_t array_job, uint32_t task,
+                                                const std::vector<std::string>& slurm_nodes, const std::string& comment) {
+  (void)slurm_nodes;  // not pinned, as StartOn
+  slurm::JobUpdate u;
+  u.admin_comment = comment;
+  u.priority = kStartedJobPriority;
+  u.begin_now = true;
+  return api_->UpdateArrayTask(array_job, task, u);
+}
+
 absl::Status SlurmBridgeActions::Requeue(uint32_t job) { return api_->RequeueJob(job); }
 
 absl::Status SlurmBridgeActions::Cancel(uint32_t job) { return api_->CancelJob(job); }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "scheduler/scheduling_loop.h"
+#include "scheduler/slurm_arrays.h"
 #include "spdlog/spdlog.h"
 
 namespace onequeue::scheduler {
@@ -57,7 +58,10 @@ void SlurmLending::Joined(const SlurmRecords& records) {
 
 SlurmWorldOptions SlurmLending::Options(const BuiltSnapshot& built, queue::Time now) {
   SlurmWorldOptions o = SlurmWorldOptionsOf(config_);
-  for (const auto& [job, a] : assumed_jobs_) o.assumed_starts[job] = a.nodes;
+  for (const auto& [job, a] : assumed_jobs_) {
+    o.assumed_starts[job] = a.nodes;
+    if (a.array_task) o.started_tasks.insert(*a.array_task);
+  }
   // Hysteresis: a node pods used lately is not lent, nor is the headroom kept for interactive pods.
   const queue::Snapshot& snap = *built.snapshot;
   const std::vector<char> has_pod = NodesWithPods(snap);
@@ -80,8 +84,18 @@ void SlurmLending::ConfirmStarts(const slurm::SlurmView& view, queue::Time now) 
     auto job = view.jobs->find(it->first);
     // Seen running (or ended, or gone): confirmed. Still pending past its time: Slurm did not
     // start it, and the next plan decides again.
-    const bool confirmed = job == view.jobs->end() || job->second.state != slurm::JobState::kPending ||
-                           job->second.restart_count > it->second.restarts;
+    bool confirmed = job == view.jobs->end() || job->second.state != slurm::JobState::kPending ||
+                     job->second.restart_count > it->second.restarts;
+    // Issue 29: a task split off an array is missing from a view made before the split, which
+    // still lists it in the array's record: not gone.
+    if (job == view.jobs->end() && it->second.array_task) {
+      auto array = view.jobs->find(it->second.array_task->first);
+      if (array != view.jobs->end() && IsPendingArrayRecord(array->second)) {
+        absl::StatusOr<slurm::ArrayTasks> tasks = slurm::ParseArrayTasks(array->second.array_tasks);
+        confirmed = !tasks.ok() || std::find(tasks->ids.begin(), tasks->ids.end(), it->second.array_task->second) ==
+                                       tasks->ids.end();
+      }
+    }
     if (confirmed || now > it->second.until) it = assumed_jobs_.erase(it);
     else ++it;
   }
@@ -119,8 +133,32 @@ bool SlurmLending::TakeNodeFor(const std::string& node, const std::string& workl
 std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& start, const BuiltSnapshot& built,
                                                 const SlurmRecords& records, queue::Time now,
                                                 std::set<std::string>* touched, CycleStats* stats) {
-  const std::optional<uint32_t> job = SlurmJobOf(start.workload);
+  std::optional<uint32_t> job = SlurmJobOf(start.workload);
   if (!job || slurm_ == nullptr) return {};
+  // Issue 29: an array task is split off its array's record first (it stays held, as the array
+  // is); from then on it is a job of its own, started like any other.
+  const std::optional<ArrayTask> task = ArrayTaskOf(start.workload);
+  if (task) {
+    // The array is held first if it is not yet: a hold of the array's id reaches every record of
+    // the array, so once a task is split off and released it must not be written again while
+    // that task waits to run (HoldWaitingJobs skips such arrays).
+    const auto array = records.pending.find(start.workload);
+    if (array != records.pending.end() && !HeldByOnequeue(*array->second) && !last_hold_.count(task->first)) {
+      const std::string comment = absl::StrCat(slurm::kOwnerTagPrefix, " Priority: its tasks are started one by one by onequeue");
+      // Slurm answers an error when a record of the array is past holding (finished, running)
+      // although it held the pending ones: logged, and the task is started all the same.
+      if (absl::Status h = slurm_->Hold(task->first, comment); !h.ok())
+        spdlog::warn("holding Slurm array {} before starting a task: {}", task->first, h.ToString());
+      last_hold_[task->first] = comment;
+    }
+    absl::StatusOr<uint32_t> own = slurm_->SplitArrayTask(
+        task->first, task->second, absl::StrCat(slurm::kOwnerTagPrefix, " starting ", slurm::ArrayTaskId(task->first, task->second)));
+    if (!own.ok()) {
+      spdlog::warn("starting Slurm array task {}: {}", slurm::ArrayTaskId(task->first, task->second), own.status().ToString());
+      return {};
+    }
+    job = *own;
+  }
   std::vector<std::string> k8s_nodes, slurm_nodes;
   for (queue::NodeIndex n : start.member_nodes) {
     const std::string& name = built.snapshot->nodes[n].name;
@@ -149,10 +187,11 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
   // jobs of shared partitions are held), then the fence goes. It is not pinned to these nodes
   // (issue 29): Slurm may start it on any node lent to it, so Reconcile returns no idle lent node
   // until the start is seen (ReconcileLent).
-  absl::Status s = slurm_->StartOn(*job, slurm_nodes,
-                                   absl::StrCat(slurm::kOwnerTagPrefix, " started by onequeue on ",
-                                                absl::StrJoin(slurm_nodes, ","),
-                                                start.backfilled ? " (backfilled)" : ""));
+  const std::string started = absl::StrCat(slurm::kOwnerTagPrefix, " started by onequeue on ",
+                                           absl::StrJoin(slurm_nodes, ","), start.backfilled ? " (backfilled)" : "");
+  // An array task by its task id: by its own job id it may be the array's record itself.
+  absl::Status s = task ? slurm_->StartArrayTask(task->first, task->second, slurm_nodes, started)
+                        : slurm_->StartOn(*job, slurm_nodes, started);
   if (!s.ok()) {
     spdlog::warn("starting Slurm job {}: {}; the nodes marked for it are given back", *job, s.ToString());
     return undo();
@@ -174,7 +213,7 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
   }
   const auto pending = records.pending.find(start.workload);
   assumed_jobs_[*job] = {k8s_nodes, now + kAssumedStartSeconds,
-                         pending == records.pending.end() ? 0 : pending->second->restart_count};
+                         pending == records.pending.end() ? 0 : pending->second->restart_count, task};
   last_hold_.erase(*job);
   ++stats->slurm_started;
   return k8s_nodes;
@@ -310,12 +349,20 @@ std::string SlurmLending::HoldComment(const queue::WaitingStatus& w, const slurm
 }
 
 void SlurmLending::HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& records, CycleStats* stats) {
+  std::set<uint32_t> asked;  // issue 29: an array's tasks share one record, held once
   for (const auto& w : plan.waiting) {
-    const std::optional<uint32_t> id = SlurmJobOf(w.workload);
-    if (!id) continue;
+    if (!SlurmJobOf(w.workload)) continue;
     auto job = records.pending.find(w.workload);
     if (job == records.pending.end()) continue;
     ++stats->slurm_pending;
+    const std::optional<uint32_t> id = job->second->job_id;
+    if (!asked.insert(*id).second) continue;
+    // Issue 29: a hold of an array reaches every record of it, tasks onequeue has just released
+    // included: not written while one of them waits to run (StartJob held the array before).
+    if (IsPendingArrayRecord(*job->second) &&
+        std::any_of(assumed_jobs_.begin(), assumed_jobs_.end(),
+                    [&](const auto& a) { return a.second.array_task && a.second.array_task->first == *id; }))
+      continue;
     if (w.reason == queue::WaitReason::kHeld) {
       // Slurm's own hold, dependency or begin time (or an admin's oq hold): not onequeue's to
       // write. Once it is lifted the job needs onequeue's hold again, so forget the last one asked.
@@ -337,8 +384,10 @@ void SlurmLending::HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& 
       spdlog::warn("holding Slurm job {}: {}", *id, s.ToString());
     }
   }
+  std::set<uint32_t> pending_records;
+  for (const auto& [id, job] : records.pending) pending_records.insert(job->job_id);
   for (auto it = last_hold_.begin(); it != last_hold_.end();) {
-    if (!records.pending.count(SlurmWorkloadId(it->first))) it = last_hold_.erase(it);
+    if (!pending_records.count(it->first)) it = last_hold_.erase(it);
     else ++it;
   }
 }

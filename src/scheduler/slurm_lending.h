@@ -110,6 +110,7 @@ class SlurmLending {
     std::vector<std::string> nodes;
     queue::Time until = 0;
     int restarts = 0;  // the job's restart count when started: a higher one means it was requeued
+    std::optional<std::pair<uint32_t, uint32_t>> array_task;  // issue 29: (array, task) it was split from
   };
   std::map<uint32_t, AssumedStart> assumed_jobs_;
   std::map<std::string, queue::Time> last_pod_seen_;    // node -> last cycle a pod ran there

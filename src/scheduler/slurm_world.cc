@@ -10,6 +10,8 @@
 #include "queue/eligibility.h"
 #include "queue/priority.h"
 #include "scheduler/pod_mirror.h"
+#include "scheduler/slurm_arrays.h"
+#include "scheduler/slurm_reservations.h"
 
 namespace onequeue::scheduler {
 namespace {
@@ -114,7 +116,10 @@ std::optional<uint32_t> SlurmJobOf(std::string_view workload_id) {
   const absl::string_view w(workload_id.data(), workload_id.size());
   if (!absl::StartsWith(w, kSlurmIdPrefix)) return std::nullopt;
   uint32_t id = 0;
-  if (!absl::SimpleAtoi(w.substr(absl::string_view(kSlurmIdPrefix).size()), &id)) return std::nullopt;
+  if (!absl::SimpleAtoi(w.substr(absl::string_view(kSlurmIdPrefix).size()), &id)) {
+    if (auto task = ArrayTaskOf(workload_id)) return task->first;  // issue 29: the array's record
+    return std::nullopt;
+  }
   return id;
 }
 
@@ -235,6 +240,7 @@ class WorldBuilder {
       out_->running[wid] = &job;
       return;
     }
+    if (IsPendingArrayRecord(job)) return AddArrayTasks(job, partition);
     AddPending(job, partition);
   }
 
@@ -311,8 +317,26 @@ class WorldBuilder {
     snap_.running.push_back(std::move(r));
   }
 
-  void AddPending(const slurm::SlurmJob& job, const std::string& partition) {
+  // Issue 29 (slurm_arrays.h): each pending task a workload of its own, in task order: the
+  // n-th counts as submitted n seconds after the array, so that at equal priority the queue
+  // orders tasks as Slurm does. A task string that cannot be read: the record is one workload.
+  void AddArrayTasks(const slurm::SlurmJob& job, const std::string& partition) {
+    if (!running_tasks_) running_tasks_ = RunningTasksByArray(view_);
+    const auto running = running_tasks_->find(job.array_job_id);
+    const TasksToPlan plan =
+        PendingTasksToPlan(job, running == running_tasks_->end() ? 0 : running->second, options_.started_tasks);
+    if (!plan.error.empty()) return AddPending(job, partition);
+    for (size_t i = 0; i < plan.tasks.size(); ++i)
+      AddPending(job, partition, ArrayTaskWorkloadId(job.array_job_id, plan.tasks[i]), static_cast<queue::Time>(i));
+  }
+
+  void AddPending(const slurm::SlurmJob& job, const std::string& partition, const std::string& task_id = "",
+                  queue::Time task_offset = 0) {
     queue::PendingWorkload w = BaseWorkload(job, partition);
+    if (!task_id.empty()) {
+      w.id = task_id;
+      w.submit_time += task_offset;
+    }
     w.held = WaitsForSlurmReason(job);
     w.eligibility.node_selector[absl::StrCat(kPartitionLabelPrefix, partition)] = "true";
     w.eligibility.node_selector[kLendableLabel] = "true";
@@ -320,6 +344,10 @@ class WorldBuilder {
     // Slurm node's state and the lendable rule).
     w.eligibility.tolerations.push_back({"", queue::Toleration::Operator::kExists, "", std::nullopt});
     RestrictPlacement(job, w);
+    if (!job.reservation.empty()) {  // issue 29: left to Slurm (slurm_reservations.h)
+      w.held = true;
+      if (w.admission_error == queue::AdmissionError::kNone) w.admission_message = LeftToSlurmMessage(job, view_);
+    }
     if (std::find(options_.known_qos.begin(), options_.known_qos.end(), w.qos) == options_.known_qos.end()) {
       w.admission_error = queue::AdmissionError::kQosNotAllowed;
       w.admission_message = absl::StrCat("Slurm QOS \"", job.qos, "\" maps to \"", w.qos,
@@ -373,6 +401,7 @@ class WorldBuilder {
   SlurmRecords* out_;
   std::map<std::string, queue::NodeIndex> index_of_;  // Kubernetes name -> index
   std::optional<queue::PriorityCalculator> priority_;
+  std::optional<std::map<uint32_t, int>> running_tasks_;  // issue 29: by array, built at the first array
 };
 
 }  // namespace
@@ -409,6 +438,7 @@ SlurmRecords AddSlurmWorld(std::shared_ptr<const slurm::SlurmView> view, const S
   if (view == nullptr) return out;
   WorldBuilder builder(*view, options, queue_config, *built->snapshot, now, &out);
   builder.JoinNodes();
+  ApplyReservations(*view, out, built->snapshot.get(), now);
   for (const auto& [id, job] : *view->jobs) builder.AddJob(id, job);
   return out;
 }

@@ -41,7 +41,8 @@ inline constexpr const char* kSlurmIdPrefix = "slurm/";
 inline constexpr const char* kLendableLabel = "slurm.onequeue.io/lendable";
 inline constexpr const char* kPartitionLabelPrefix = "slurm.onequeue.io/partition.";
 
-// "slurm/123" -> 123; nullopt for a pod workload id.
+// "slurm/123" -> 123; nullopt for a pod workload id. An array task "slurm/100_3" (issue 29,
+// slurm_arrays.h) -> 100, the record that holds the task while it is pending.
 std::optional<uint32_t> SlurmJobOf(std::string_view workload_id);
 std::string SlurmWorkloadId(uint32_t job_id);
 
@@ -63,6 +64,9 @@ struct SlurmWorldOptions {
   // Jobs onequeue started whose start the view does not show yet: job id -> Kubernetes node names.
   // Counted as running there (assume), never as pending.
   std::map<uint32_t, std::vector<std::string>> assumed_starts;
+  // Issue 29: array tasks (array id, task id) onequeue split off and started (their own job ids
+  // are in assumed_starts): not planned again from a view that still lists them in the array.
+  std::set<std::pair<uint32_t, uint32_t>> started_tasks;
   // Issue 25: shared partitions whose nodes are shared (slurm.partitions.<p>.sharing: shared). A
   // joined node is queue::NodeSharing::kShared when it is in at least one shared partition and
   // every shared partition it is in is listed here; its running Slurm jobs then hold exactly what

@@ -70,6 +70,7 @@ std::string VersionAdapter::NodesPath(std::optional<int64_t> update_time) const 
 }
 std::string VersionAdapter::NodePath(const std::string& node) const { return Prefix() + "node/" + node; }
 std::string VersionAdapter::PartitionsPath() const { return Prefix() + "partitions/"; }
+std::string VersionAdapter::ReservationsPath() const { return Prefix() + "reservations/"; }
 std::string VersionAdapter::SubmitPath() const { return Prefix() + "job/submit"; }
 std::string VersionAdapter::PingPath() const { return Prefix() + "ping/"; }
 std::string VersionAdapter::RequeuePath(uint32_t job_id) const {
@@ -100,6 +101,10 @@ absl::StatusOr<SubmitResult> VersionAdapter::ParseSubmit(const nlohmann::json& b
   if (!id.has_value() || id.value <= 0 || id.value > 0xFFFFFFFFll)
     return absl::InternalError("job submit answer carries no job_id");
   return SubmitResult{static_cast<uint32_t>(id.value)};
+}
+
+absl::StatusOr<ReservationListing> VersionAdapter::ParseReservations(const nlohmann::json& body) const {
+  return internal::ReadListing<SlurmReservation>(body, "reservations", internal::ReadReservation);
 }
 
 std::unique_ptr<VersionAdapter> MakeAdapter(ApiVersion v) {
@@ -395,6 +400,8 @@ bool ReadJob(const nlohmann::json& j, SlurmJob& out) {
   if (task.has_value() && task.value >= 0 && out.array_job_id != 0)
     out.array_task_id = static_cast<uint32_t>(task.value & 0xFFFFFFFF);
   if (out.array_job_id != 0 && !out.array_task_id) out.array_tasks = jf::String(j, "array_task_string");
+  const jf::SlurmNumber max_tasks = jf::Number(j, "array_max_tasks", true);
+  if (max_tasks.has_value() && max_tasks.value > 0) out.array_max_tasks = static_cast<uint32_t>(max_tasks.value & 0xFFFFFFFF);
   out.name = jf::String(j, "name");
   out.user = jf::String(j, "user_name");
   out.account = jf::String(j, "account");
@@ -428,6 +435,7 @@ bool ReadJob(const nlohmann::json& j, SlurmJob& out) {
   out.features = jf::String(j, "features");
   out.excluded_nodes = HostlistField(j, "excluded_nodes");
   out.admin_comment = jf::String(j, "admin_comment");
+  out.reservation = jf::String(j, "resv_name");
   if (out.state == JobState::kRunning || out.state == JobState::kSuspended) out.allocation = ReadJobAllocation(j, out);
   return true;
 }
@@ -457,6 +465,21 @@ bool ReadNode(const nlohmann::json& j, SlurmNode& out) {
   out.reason = jf::String(j, "reason");
   out.reason_set_by_user = jf::String(j, "reason_set_by_user");
   out.comment = jf::String(j, "comment");
+  return true;
+}
+
+bool ReadReservation(const nlohmann::json& j, SlurmReservation& out) {
+  out.name = jf::String(j, "name");
+  if (out.name.empty()) return false;
+  out.nodes = HostlistField(j, "node_list");
+  // 22.05 plain epoch seconds; v0.0.40+ {"set","infinite","number"}. An infinite or unset end is
+  // a reservation without end (Duration=UNLIMITED); an unset start is one already active.
+  const jf::SlurmNumber start = jf::Number(j, "start_time", true);
+  if (start.has_value() && start.value > 0) out.start = absl::FromUnixSeconds(start.value);
+  const jf::SlurmNumber end = jf::Number(j, "end_time", true);
+  if (end.has_value() && end.value > 0) out.end = absl::FromUnixSeconds(end.value);
+  for (std::string& f : jf::StateTokens(j, "flags")) out.flags.insert(std::move(f));
+  out.partition = jf::String(j, "partition");
   return true;
 }
 

@@ -35,6 +35,7 @@ class VersionAdapter {
   std::string NodesPath(std::optional<int64_t> update_time) const;
   std::string NodePath(const std::string& node) const;
   std::string PartitionsPath() const;
+  std::string ReservationsPath() const;  // issue 29: every version, same keys
   std::string SubmitPath() const;
   std::string PingPath() const;
   // GET job/{id}/requeue: v0.0.45 (Slurm 26.05) is the first version that can requeue a job.
@@ -54,6 +55,9 @@ class VersionAdapter {
   virtual absl::StatusOr<NodeListing> ParseNodes(const nlohmann::json& body) const = 0;
   virtual absl::StatusOr<PartitionListing> ParsePartitions(const nlohmann::json& body) const = 0;
   absl::StatusOr<SubmitResult> ParseSubmit(const nlohmann::json& body) const;
+  // The `reservations` array: name, node_list, start_time, end_time, flags, partition. v0.0.38
+  // gives plain numbers, v0.0.40+ {"set","infinite","number"} objects; the reader takes both.
+  absl::StatusOr<ReservationListing> ParseReservations(const nlohmann::json& body) const;
 
   virtual nlohmann::json SubmitBody(const JobSubmission& job) const = 0;
   // Job update that lets a requeued job start at `at` (at or after `now`) instead of waiting out

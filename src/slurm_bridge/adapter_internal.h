@@ -31,6 +31,7 @@ namespace onequeue::slurm::internal {
 // the tolerant readers of json_fields. Returns false when the object is not a usable entry.
 bool ReadJob(const nlohmann::json& j, SlurmJob& out);
 bool ReadNode(const nlohmann::json& j, SlurmNode& out);
+bool ReadReservation(const nlohmann::json& j, SlurmReservation& out);
 // A running job's allocation on each node (issue 25): job_resources in either layout (v0.0.38's
 // allocated_nodes, v0.0.41+'s nodes.allocation) and gres_detail. Never fails: an answer it cannot
 // read gives JobAllocation::error, which says why.

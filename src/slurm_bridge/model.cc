@@ -151,4 +151,41 @@ absl::Status ParseGresWithIndices(const std::string& s, GresMap* counts, GresInd
   return absl::OkStatus();
 }
 
+absl::StatusOr<ArrayTasks> ParseArrayTasks(const std::string& s, size_t limit) {
+  ArrayTasks out;
+  absl::string_view rest = absl::StripAsciiWhitespace(s);
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("array tasks \"", s, "\": ", why));
+  };
+  if (const size_t pct = rest.find('%'); pct != absl::string_view::npos) {
+    if (!absl::SimpleAtoi(rest.substr(pct + 1), &out.max_running)) return bad("the %N throttle is not a number");
+    rest = rest.substr(0, pct);
+  }
+  if (rest.empty()) return bad("no task");
+  for (absl::string_view part : absl::StrSplit(rest, ',')) {
+    uint32_t first = 0, last = 0, step = 1;
+    absl::string_view range = part;
+    if (const size_t colon = range.find(':'); colon != absl::string_view::npos) {
+      if (!absl::SimpleAtoi(range.substr(colon + 1), &step) || step == 0) return bad("the step is not a positive number");
+      range = range.substr(0, colon);
+    }
+    if (const size_t dash = range.find('-'); dash != absl::string_view::npos) {
+      if (!absl::SimpleAtoi(range.substr(0, dash), &first) || !absl::SimpleAtoi(range.substr(dash + 1), &last))
+        return bad("a range is not two numbers");
+    } else if (absl::SimpleAtoi(range, &first)) {
+      last = first;
+    } else {
+      return bad("a task is not a number");
+    }
+    if (last < first) return bad("a range ends before it starts");
+    for (uint64_t t = first; t <= last; t += step) {
+      if (out.ids.size() >= limit) return bad(absl::StrCat("more than ", limit, " tasks"));
+      out.ids.push_back(static_cast<uint32_t>(t));
+    }
+  }
+  return out;
+}
+
+std::string ArrayTaskId(uint32_t array_job_id, uint32_t task_id) { return absl::StrCat(array_job_id, "_", task_id); }
+
 }  // namespace onequeue::slurm

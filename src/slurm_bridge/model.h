@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
 namespace onequeue::slurm {
@@ -86,6 +87,17 @@ struct JobAllocation {
 absl::Status ParseGresWithIndices(const std::string& s, GresMap* counts, GresIndices* indices);
 // --- end of per-node allocations --------------------------------------------------------------
 
+// Issue 29: the tasks a pending array record stands for, from its array_task_string: "0-9",
+// "1,3,5-7", "0-15:4" (a step), any of them followed by "%N" (at most N tasks run at once).
+struct ArrayTasks {
+  std::vector<uint32_t> ids;  // ascending as Slurm lists them
+  uint32_t max_running = 0;   // 0: no throttle
+};
+// Refuses text that is not that syntax, and more than `limit` tasks.
+absl::StatusOr<ArrayTasks> ParseArrayTasks(const std::string& s, size_t limit = 1'000'000);
+// "<array_job_id>_<task>", the id scontrol and REST accept for one task of an array.
+std::string ArrayTaskId(uint32_t array_job_id, uint32_t task_id);
+
 struct SlurmJob {
   uint32_t job_id = 0;
   uint32_t array_job_id = 0;                // 0 when not part of an array
@@ -93,6 +105,7 @@ struct SlurmJob {
   // Tasks a pending array record still stands for ("1-3"); Slurm keeps them in one record until
   // they start.
   std::string array_tasks;
+  uint32_t array_max_tasks = 0;  // the array's %N throttle (array_max_tasks); 0 = none
   std::string name;
   std::string user;
   std::string account;
@@ -129,6 +142,8 @@ struct SlurmJob {
   // AdminComment: writable by operators only (never by the job's user), so onequeue's hold and
   // start marks go here (REST from v0.0.39, scontrol on v0.0.38), not into the user's comment.
   std::string admin_comment;
+  // --reservation (resv_name): the advance reservation the job must run in; "" = none.
+  std::string reservation;
   // ---- end of issue 29's block
   bool held() const { return state == JobState::kPending && priority == 0; }
 };
@@ -169,6 +184,20 @@ struct SlurmPartition {
   std::optional<absl::Duration> default_time;
 };
 
+// An advance reservation (`scontrol create reservation`; issue 29): its nodes are Slurm's for the
+// jobs that name it (--reservation) from start to end; flags such as "MAINT", "IGNORE_JOBS".
+struct SlurmReservation {
+  std::string name;
+  std::vector<std::string> nodes;  // expanded; empty for a reservation of licenses or cores only
+  absl::Time start = absl::InfinitePast();
+  absl::Time end = absl::InfiniteFuture();  // InfiniteFuture: no end (Duration=UNLIMITED)
+  std::set<std::string> flags;              // upper case
+  std::string partition;
+  bool maint() const { return flags.count("MAINT") > 0; }
+  // Active at `now`, or starting before `until`, and not over.
+  bool Overlaps(absl::Time from, absl::Time until) const { return start < until && end > from; }
+};
+
 // What one list call returned, with the server's own clock for the next incremental call.
 template <typename T>
 struct Listing {
@@ -182,6 +211,7 @@ struct Listing {
 using JobListing = Listing<SlurmJob>;
 using NodeListing = Listing<SlurmNode>;
 using PartitionListing = Listing<SlurmPartition>;
+using ReservationListing = Listing<SlurmReservation>;
 
 // What a submit returned.
 struct SubmitResult {

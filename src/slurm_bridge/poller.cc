@@ -1,5 +1,6 @@
 #include "slurm_bridge/poller.h"
 
+#include <algorithm>
 #include <set>
 #include <tuple>
 
@@ -12,7 +13,7 @@ namespace {
 // The fields whose change matters to the queue (a new estimate alone does not wake it up).
 auto JobKey(const SlurmJob& j) {
   return std::tie(j.state, j.state_flags, j.state_reason, j.priority, j.nodes, j.restart_count, j.partition,
-                  j.time_limit, j.node_count, j.cpus, j.comment, j.allocation);
+                  j.time_limit, j.node_count, j.cpus, j.comment, j.allocation, j.reservation, j.array_tasks);
 }
 auto NodeKey(const SlurmNode& n) {
   return std::tie(n.state, n.state_flags, n.alloc_cpus, n.alloc_memory_mb, n.gres_used, n.reason, n.partitions,
@@ -101,6 +102,26 @@ std::shared_ptr<const SlurmView::Partitions> FreshPartitions(std::vector<SlurmPa
   return fresh;
 }
 
+// Issue 29: the reservations table, or nullptr when it is the same as `old` (name, nodes, window,
+// flags). kUnimplemented (an api that lists none) reads as no reservation.
+absl::StatusOr<std::shared_ptr<const SlurmView::Reservations>> FreshReservations(
+    SlurmApi& api, const SlurmView::Reservations& old) {
+  absl::StatusOr<ReservationListing> listing = api.ListReservations();
+  if (!listing.ok() && !absl::IsUnimplemented(listing.status())) return listing.status();
+  auto fresh = std::make_shared<SlurmView::Reservations>();
+  if (listing.ok())
+    for (SlurmReservation& r : listing->items) {
+      const std::string name = r.name;
+      fresh->emplace(name, std::move(r));
+    }
+  auto key = [](const SlurmReservation& r) { return std::tie(r.name, r.nodes, r.start, r.end, r.flags, r.partition); };
+  const bool same = fresh->size() == old.size() &&
+                    std::equal(fresh->begin(), fresh->end(), old.begin(),
+                               [&](const auto& a, const auto& b) { return key(a.second) == key(b.second); });
+  if (same) return std::shared_ptr<const SlurmView::Reservations>();
+  return std::shared_ptr<const SlurmView::Reservations>(std::move(fresh));
+}
+
 }  // namespace
 
 SlurmPoller::SlurmPoller(SlurmApi& api, PollerOptions options)
@@ -142,6 +163,16 @@ absl::StatusOr<PollChanges> SlurmPoller::PollOnce(absl::Time now) {
   if (want_partitions) {
     partitions = api_.ListPartitions();
     if (!partitions.ok()) return fail(partitions.status());
+  }
+  // Last, and not fatal: jobs and nodes are fresh; the reservations table is kept as it was
+  // (it changes seldom) and the failure logged, so one refused call does not stale the view.
+  absl::StatusOr<std::shared_ptr<const SlurmView::Reservations>> reservations =
+      FreshReservations(api_, *old->reservations);
+  if (!reservations.ok()) {
+    spdlog::warn("slurm poller: listing reservations: {}; the last list is kept", reservations.status().ToString());
+  } else if (*reservations != nullptr) {
+    next->reservations = *std::move(reservations);
+    changes.reservations_changed = true;
   }
 
   if (!jobs->unchanged) next->jobs = FreshJobs(jobs->items, *old->jobs, changes);

@@ -26,9 +26,14 @@ struct SlurmView {
   using Jobs = std::map<uint32_t, SlurmJob>;
   using Nodes = std::map<std::string, SlurmNode>;
   using Partitions = std::map<std::string, SlurmPartition>;
+  using Reservations = std::map<std::string, SlurmReservation>;
   std::shared_ptr<const Jobs> jobs = std::make_shared<const Jobs>();
   std::shared_ptr<const Nodes> nodes = std::make_shared<const Nodes>();
   std::shared_ptr<const Partitions> partitions = std::make_shared<const Partitions>();
+  // Issue 29: advance reservations, listed in full every poll (a maintenance reservation must
+  // keep onequeue off its nodes from the next cycle on; the list is short). A failed listing
+  // keeps the last table (logged); it does not fail the poll.
+  std::shared_ptr<const Reservations> reservations = std::make_shared<const Reservations>();
   absl::Time refreshed_at = absl::InfinitePast();  // time of the last fully successful poll
 };
 
@@ -52,8 +57,10 @@ struct PollChanges {
   int jobs_removed = 0;
   int nodes_changed = 0;
   bool partitions_changed = false;
+  bool reservations_changed = false;
   bool any() const {
-    return jobs_added + jobs_changed + jobs_removed + nodes_changed > 0 || partitions_changed;
+    return jobs_added + jobs_changed + jobs_removed + nodes_changed > 0 || partitions_changed ||
+           reservations_changed;
   }
 };
 

@@ -104,8 +104,20 @@ class ScontrolImpl : public Scontrol {
   absl::Status RequeueJob(uint32_t job_id) override {
     return Call({path_, "requeue", std::to_string(job_id)});
   }
-  absl::Status SetJobAdminComment(uint32_t job_id, const std::string& text) override {
+  absl::Status SetJobAdminComment(const std::string& job_id, const std::string& text) override {
     return Call({path_, "update", absl::StrCat("JobId=", job_id), absl::StrCat("AdminComment=", text)});
+  }
+  absl::Status UpdateJobFields(const std::string& job_id, const std::vector<std::string>& fields) override {
+    std::vector<std::string> argv = {path_, "update", absl::StrCat("JobId=", job_id)};
+    argv.insert(argv.end(), fields.begin(), fields.end());
+    return Call(argv);
+  }
+  absl::Status ReleaseJob(const std::string& job_id) override { return Call({path_, "release", job_id}); }
+  absl::StatusOr<std::string> ShowJob(const std::string& job_id) override {
+    absl::StatusOr<std::string> out = runner_->Run({path_, "show", "job", "-o", job_id});
+    if (!out.ok() && absl::StrContains(out.status().message(), "Invalid job id"))
+      return absl::NotFoundError(out.status().message());
+    return out;
   }
 
  private:

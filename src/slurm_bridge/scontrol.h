@@ -38,7 +38,24 @@ class Scontrol {
   virtual absl::Status ResumeNode(const std::string& node) = 0;
   virtual absl::Status RequeueJob(uint32_t job_id) = 0;
   // Issue 29: the job's AdminComment (onequeue's marks), which v0.0.38's REST parser cannot write.
-  virtual absl::Status SetJobAdminComment(uint32_t job_id, const std::string& text) = 0;
+  // `job_id`: "123", or "<array>_<task>" for one task of an array (issue 29).
+  virtual absl::Status SetJobAdminComment(const std::string& job_id, const std::string& text) = 0;
+  // Issue 29: `scontrol update JobId=<job_id> <fields...>` ("Priority=5", "StartTime=now"), and
+  // `scontrol release <job_id>`: for one task of an array by its id "<array>_<task>", which no
+  // REST version updates alone.
+  virtual absl::Status UpdateJobFields(const std::string& job_id, const std::vector<std::string>& fields) {
+    (void)job_id, (void)fields;
+    return absl::UnimplementedError("this scontrol cannot update jobs");
+  }
+  // `scontrol show job -o <job_id>`: one line per record.
+  virtual absl::StatusOr<std::string> ShowJob(const std::string& job_id) {
+    (void)job_id;
+    return absl::UnimplementedError("this scontrol cannot show jobs");
+  }
+  virtual absl::Status ReleaseJob(const std::string& job_id) {
+    (void)job_id;
+    return absl::UnimplementedError("this scontrol cannot release jobs");
+  }
 };
 
 // `scontrol_path` is the binary (e.g. /usr/bin/scontrol); its messages are mapped to codes:

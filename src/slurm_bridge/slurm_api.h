@@ -30,6 +30,11 @@ class SlurmApi {
   virtual absl::StatusOr<JobListing> ListJobs(std::optional<int64_t> update_time = std::nullopt) = 0;
   virtual absl::StatusOr<NodeListing> ListNodes(std::optional<int64_t> update_time = std::nullopt) = 0;
   virtual absl::StatusOr<PartitionListing> ListPartitions() = 0;
+  // Issue 29: advance reservations (GET reservations/, every version). kUnimplemented where an
+  // implementation cannot list them (test fakes that do not model them): read as none.
+  virtual absl::StatusOr<ReservationListing> ListReservations() {
+    return absl::UnimplementedError("this SlurmApi lists no reservations");
+  }
   virtual absl::StatusOr<SlurmJob> GetJob(uint32_t job_id) = 0;
   virtual absl::StatusOr<SlurmNode> GetNode(const std::string& node) = 0;
 
@@ -46,6 +51,25 @@ class SlurmApi {
   // kInvalidArgument: hold together with priority, or priority 0 / a sentinel. A failed request
   // may have applied part of its body (22.05 applies the fields it processed before the error).
   virtual absl::Status UpdateJob(uint32_t job_id, const JobUpdate& update) = 0;
+  // Issue 29: one pending task of an array. Slurm keeps pending tasks in the array's one record
+  // until one is updated by its own id "<array>_<task>": then it splits the task off into a record
+  // of its own. Writes `admin_comment` to the task that way (scontrol: REST v0.0.40+ refuses an
+  // update by task id, v0.0.38 would update the whole array; REST only without scontrol) and
+  // returns the task's own job id, which every other call then takes.
+  virtual absl::StatusOr<uint32_t> SplitArrayTask(uint32_t array_job_id, uint32_t task_id,
+                                                  const std::string& admin_comment) {
+    (void)array_job_id, (void)task_id, (void)admin_comment;
+    return absl::UnimplementedError("this SlurmApi cannot split array tasks");
+  }
+  // Issue 29: UpdateJob for one task of an array by its id "<array>_<task>" (after SplitArrayTask:
+  // by its own job id the task may be the array's record itself, which every update by that id
+  // reaches whole). Through scontrol on every version (REST v0.0.40+ refuses task ids); with a
+  // priority: released with its begin time a minute ahead, then the priority and begin now, as
+  // UpdateJob does. kUnimplemented without scontrol.
+  virtual absl::Status UpdateArrayTask(uint32_t array_job_id, uint32_t task_id, const JobUpdate& update) {
+    (void)array_job_id, (void)task_id, (void)update;
+    return absl::UnimplementedError("this SlurmApi cannot update array tasks");
+  }
   // Lets a requeued job start at `at` instead of waiting out the BeginTime Slurm gave it (not
   // sooner than kRelaunchMargin after a RequeueJob of the job).
   virtual absl::Status StartAt(uint32_t job_id, absl::Time at, absl::Time now) = 0;

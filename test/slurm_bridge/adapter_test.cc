@@ -3,6 +3,7 @@
 #include "slurm_bridge/adapter.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "fixture_util.h"
@@ -636,5 +637,36 @@ TEST(RequeueTest, ABatchOnlyRefusalIsToldApartFromAJobThatHasLeft) {
   EXPECT_FALSE(IsBatchOnlyRefusal(absl::FailedPreconditionError("job already completing or completed")));
   EXPECT_FALSE(IsBatchOnlyRefusal(absl::UnavailableError("Only batch jobs are accepted or processed")));
 }
+// Issue 29: reservations as three real slurmrestd answered them (recorded by the integration test
+// with ONEQUEUE_RECORD_DIR): a MAINT reservation active from now, UNLIMITED (Slurm says 365 days),
+// on n7, and one starting an hour later for 30 minutes on n8. 22.05 gives plain epoch numbers,
+// 24.11 and 26.05 {"set","infinite","number"} objects.
+TEST(ReservationsTest, RecordedAnswersOfEverySlurmReadTheSame) {
+  const std::vector<std::pair<ApiVersion, std::string>> answers = {
+      {ApiVersion::kV0038, "slurm-22.05/reservations.json"},
+      {ApiVersion::kV0042, "slurm-24.11/reservations.json"},
+      {ApiVersion::kV0045, "slurm-26.05/reservations.json"}};
+  for (const auto& [version, file] : answers) {
+    SCOPED_TRACE(file);
+    absl::StatusOr<ReservationListing> l = MakeAdapter(version)->ParseReservations(testing::ReadFixture(file));
+    ASSERT_TRUE(l.ok()) << l.status();
+    ASSERT_EQ(l->items.size(), 2u);
+    std::map<std::string, SlurmReservation> by_name;
+    for (const SlurmReservation& r : l->items) by_name[r.name] = r;
+    const SlurmReservation& maint = by_name.at("oq_maint");
+    EXPECT_EQ(maint.nodes, std::vector<std::string>{"n7"});
+    EXPECT_TRUE(maint.maint());
+    EXPECT_EQ(maint.end - maint.start, absl::Hours(24 * 365));
+    const SlurmReservation& later = by_name.at("oq_later");
+    EXPECT_EQ(later.nodes, std::vector<std::string>{"n8"});
+    EXPECT_FALSE(later.maint());
+    EXPECT_EQ(later.end - later.start, absl::Minutes(30));
+    EXPECT_GE(later.start - maint.start, absl::Hours(1));  // "now+3600", asked a moment later
+    EXPECT_LE(later.start - maint.start, absl::Hours(1) + absl::Seconds(2));
+  }
+  EXPECT_EQ(MakeAdapter(ApiVersion::kV0045)->ReservationsPath(), "/slurm/v0.0.45/reservations/");
+}
+
 }  // namespace
 }  // namespace onequeue::slurm
+

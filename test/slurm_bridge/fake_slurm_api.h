@@ -54,6 +54,42 @@ class FakeSlurmApi : public SlurmApi {
     l.items = partitions;
     return l;
   }
+  // Issue 29: listed only when set (no call recorded, so call-order tests stay as they were).
+  std::optional<std::vector<SlurmReservation>> reservations;
+  absl::StatusOr<ReservationListing> ListReservations() override {
+    if (!reservations) return SlurmApi::ListReservations();
+    if (!fail_with.ok()) return fail_with;
+    ReservationListing l;
+    l.items = *reservations;
+    return l;
+  }
+  // Issue 29: like slurmctld, the task leaves the array's record for one of its own.
+  absl::StatusOr<uint32_t> SplitArrayTask(uint32_t array_job_id, uint32_t task_id,
+                                          const std::string& admin_comment) override {
+    calls.push_back(absl::StrCat("SplitArrayTask ", array_job_id, "_", task_id));
+    if (!fail_with.ok()) return fail_with;
+    auto it = jobs.find(array_job_id);
+    if (it == jobs.end()) return absl::NotFoundError("no array");
+    absl::StatusOr<ArrayTasks> tasks = ParseArrayTasks(it->second.array_tasks);
+    if (!tasks.ok()) return tasks.status();
+    std::vector<std::string> left;
+    bool found = false;
+    for (uint32_t t : tasks->ids) {
+      if (t == task_id) found = true;
+      else left.push_back(absl::StrCat(t));
+    }
+    if (!found) return absl::NotFoundError("no such task");
+    SlurmJob own = it->second;
+    own.job_id = next_job_id++;
+    own.array_task_id = task_id;
+    own.array_tasks.clear();
+    own.admin_comment = admin_comment;
+    it->second.array_tasks = absl::StrJoin(left, ",");
+    if (tasks->max_running > 0 && !left.empty()) absl::StrAppend(&it->second.array_tasks, "%", tasks->max_running);
+    ++last_job_update;
+    jobs[own.job_id] = own;
+    return own.job_id;
+  }
   absl::StatusOr<SlurmJob> GetJob(uint32_t id) override {
     if (!fail_with.ok()) return fail_with;
     auto it = jobs.find(id);

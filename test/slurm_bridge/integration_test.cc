@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -256,6 +257,88 @@ TEST_F(SlurmBridgeIntegrationTest, JobsNodesAndPartitionsMatchSqueueAndSinfo) {
   EXPECT_EQ(partition_lines, 2);
   EXPECT_EQ(by_part[Info().shared_partition].priority_tier, 1);
   EXPECT_EQ(by_part[Info().reclaim_partition].priority_tier, 10);
+}
+
+// Issue 29: advance reservations over REST on every version, as `scontrol show reservation`
+// says: a maintenance reservation active now (no end) and a future one with an end. With
+// ONEQUEUE_RECORD_DIR set, the raw answer is written there (the adapter tests' fixtures
+// test/slurm_bridge/fixtures/slurm-*/reservations.json were recorded so).
+TEST_F(SlurmBridgeIntegrationTest, ReservationsAreReadAsScontrolShowsThem) {
+  absl::StatusOr<ReservationListing> none = api_->ListReservations();
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->items.empty());
+  const std::string maint_node = Info().nodes[6], later_nodes = Info().nodes[7];
+  Slurm({"scontrol", "create", "reservation", "ReservationName=oq_maint", "StartTime=now", "Duration=UNLIMITED",
+         "Flags=MAINT", "Users=" + Info().user, "Nodes=" + maint_node});
+  Slurm({"scontrol", "create", "reservation", "ReservationName=oq_later", "StartTime=now+3600", "Duration=30",
+         "Users=" + Info().user, "Nodes=" + later_nodes});
+  absl::StatusOr<ReservationListing> listed = api_->ListReservations();
+  (void)SlurmCommand(Info(), {"scontrol", "delete", "ReservationName=oq_maint"});
+  (void)SlurmCommand(Info(), {"scontrol", "delete", "ReservationName=oq_later"});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  std::map<std::string, SlurmReservation> by_name;
+  for (const SlurmReservation& r : listed->items) by_name[r.name] = r;
+  ASSERT_EQ(by_name.size(), 2u);
+  const SlurmReservation& maint = by_name["oq_maint"];
+  EXPECT_EQ(maint.nodes, std::vector<std::string>{maint_node});
+  EXPECT_TRUE(maint.maint());
+  EXPECT_LE(maint.start, absl::Now() + absl::Seconds(1));
+  EXPECT_GT(maint.end, absl::Now() + absl::Hours(24 * 300));  // UNLIMITED: Slurm says a year or no end
+  const SlurmReservation& later = by_name["oq_later"];
+  EXPECT_EQ(later.nodes, std::vector<std::string>{later_nodes});
+  EXPECT_FALSE(later.maint());
+  EXPECT_GT(later.start, absl::Now() + absl::Minutes(55));
+  EXPECT_EQ(later.end - later.start, absl::Minutes(30));
+  if (const char* dir = std::getenv("ONEQUEUE_RECORD_DIR"); dir != nullptr) {
+    Slurm({"scontrol", "create", "reservation", "ReservationName=oq_maint", "StartTime=now", "Duration=UNLIMITED",
+           "Flags=MAINT", "Users=" + Info().user, "Nodes=" + maint_node});
+    Slurm({"scontrol", "create", "reservation", "ReservationName=oq_later", "StartTime=now+3600", "Duration=30",
+           "Users=" + Info().user, "Nodes=" + later_nodes});
+    std::ifstream token(Info().token_file);
+    std::string jwt((std::istreambuf_iterator<char>(token)), std::istreambuf_iterator<char>());
+    const std::string cmd = absl::StrCat("curl -s -H 'X-SLURM-USER-NAME: ", Info().user, "' -H 'X-SLURM-USER-TOKEN: ",
+                                         absl::StripAsciiWhitespace(jwt), "' ", Info().rest_url, "/slurm/",
+                                         ClusterEnv("SLURMRESTD_API"), "/reservations/ > ", dir, "/reservations.json");
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    (void)SlurmCommand(Info(), {"scontrol", "delete", "ReservationName=oq_maint"});
+    (void)SlurmCommand(Info(), {"scontrol", "delete", "ReservationName=oq_later"});
+  }
+}
+
+// Issue 29: one task of a held pending array is split off by its own id "<array>_<task>" with
+// onequeue's AdminComment, on every version (REST from v0.0.39, scontrol on 22.05): it gets a job
+// id of its own and stays held; the array's record keeps the other tasks, still held. Started
+// (released with a priority), that task runs alone.
+TEST_F(SlurmBridgeIntegrationTest, AnArrayTaskIsSplitOffByItsOwnIdAndStartsAlone) {
+  const uint32_t array = Sbatch({"--hold", "--array=0-4%2", "-J", "arr", "-t", "1"}, "sleep 30");
+  absl::StatusOr<uint32_t> own = api_->SplitArrayTask(array, 3, "onequeue: starting");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_NE(*own, array);
+  absl::StatusOr<SlurmJob> task = api_->GetJob(*own);
+  ASSERT_TRUE(task.ok()) << task.status();
+  EXPECT_EQ(task->array_job_id, array);
+  EXPECT_EQ(task->array_task_id, std::optional<uint32_t>(3));
+  EXPECT_EQ(task->admin_comment, "onequeue: starting");
+  EXPECT_TRUE(task->held());
+  absl::StatusOr<SlurmJob> rest = api_->GetJob(array);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  absl::StatusOr<ArrayTasks> left = ParseArrayTasks(rest->array_tasks);
+  ASSERT_TRUE(left.ok()) << left.status();
+  EXPECT_EQ(left->ids, (std::vector<uint32_t>{0, 1, 2, 4})) << rest->array_tasks;
+  EXPECT_EQ(left->max_running, 2u) << rest->array_tasks;
+  EXPECT_TRUE(rest->held());
+  JobUpdate start;
+  start.priority = 1000000;
+  start.begin_now = true;
+  ASSERT_TRUE(api_->UpdateJob(*own, start).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<SlurmJob> j = api_->GetJob(*own);
+    return j.ok() && j->state == JobState::kRunning;
+  }));
+  rest = api_->GetJob(array);
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(rest->state, JobState::kPending);
+  EXPECT_TRUE(rest->held());
 }
 
 TEST_F(SlurmBridgeIntegrationTest, DrainAndResumeAreVisibleOverRest) {

@@ -49,6 +49,37 @@ TEST_F(PollerTest, AJobWithAnUnreadableAllocationIsKeptAndItsAllocationIsPartOfI
   EXPECT_TRUE(poller.View()->jobs->at(1).allocation.readable());
 }
 
+// Issue 29: reservations are listed every poll; a change of one (new, gone, other nodes or
+// window) is a change that wakes the queue; the same list again is none.
+TEST_F(PollerTest, ReservationsAreListedEveryPollAndTheirChangesCount) {
+  SlurmPoller poller(api_);
+  ASSERT_TRUE(poller.PollOnce(t0_).ok());
+  EXPECT_TRUE(poller.View()->reservations->empty());  // an api without reservations: none
+  SlurmReservation maint;
+  maint.name = "maint";
+  maint.nodes = {"n1"};
+  maint.flags = {"MAINT"};
+  api_.reservations = std::vector<SlurmReservation>{maint};
+  absl::StatusOr<PollChanges> c = poller.PollOnce(t0_ + absl::Seconds(1));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->reservations_changed);
+  EXPECT_TRUE(c->any());
+  ASSERT_EQ(poller.View()->reservations->count("maint"), 1u);
+  EXPECT_TRUE(poller.View()->reservations->at("maint").maint());
+  c = poller.PollOnce(t0_ + absl::Seconds(2));
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->reservations_changed);
+  api_.reservations->front().nodes = {"n1", "n2"};
+  c = poller.PollOnce(t0_ + absl::Seconds(3));
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->reservations_changed);
+  api_.reservations->clear();
+  c = poller.PollOnce(t0_ + absl::Seconds(4));
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->reservations_changed);
+  EXPECT_TRUE(poller.View()->reservations->empty());
+}
+
 TEST_F(PollerTest, FirstPollIsFullThenIncremental) {
   SlurmPoller poller(api_);
   EXPECT_EQ(poller.Staleness(t0_), absl::InfiniteDuration());
@@ -153,10 +184,14 @@ class PollerOverRecordedAnswersTest : public ::testing::Test {
   // The first poll's answers: jobs, nodes, partitions, recorded on 25.11.7.
   static std::vector<HttpResponse> Full2511() {
     return {Recorded(200, "slurm-25.11/jobs.json"), Recorded(200, "slurm-25.11/nodes.json"),
-            Recorded(200, "slurm-25.11/partitions.json")};
+            Recorded(200, "slurm-25.11/partitions.json"), NoReservations()};
   }
-  // Polls once more with `answers` (jobs, then nodes) at t0 + `seconds`.
+  // Issue 29: every poll ends with the reservations listing; none here.
+  static HttpResponse NoReservations() { return HttpResponse{200, R"({"reservations": []})"}; }
+  // Polls once more with `answers` (jobs, then nodes; the reservations answer is added) at
+  // t0 + `seconds`.
   absl::StatusOr<PollChanges> PollAgain(std::vector<HttpResponse> answers, int seconds) {
+    answers.push_back(NoReservations());
     t_->answers = std::move(answers);
     return poller_->PollOnce(t0_ + absl::Seconds(seconds));
   }
@@ -170,7 +205,7 @@ class PollerOverRecordedAnswersTest : public ::testing::Test {
 // real answers). It has no last_update: the next update_time is the poll's local start.
 TEST_F(PollerOverRecordedAnswersTest, UnchangedAnswersOf2205KeepTheView) {
   Start(ApiVersion::kV0038, {Recorded(200, "raw-22.05/jobs38.json"), Recorded(200, "raw-22.05/nodes38.json"),
-                             Recorded(200, "raw-22.05/parts38.json")});
+                             Recorded(200, "raw-22.05/parts38.json"), NoReservations()});
   const std::vector<uint32_t> all = ViewJobs(*poller_);
   ASSERT_EQ(all.size(), 3u);
   for (int i = 1; i <= 3; ++i) {
@@ -215,7 +250,7 @@ TEST_F(PollerOverRecordedAnswersTest, The2511EmptyListAnswerLosesNoJob) {
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(c->jobs_removed, 0) << "poll " << i;
     EXPECT_EQ(poller_->View()->jobs, first) << "poll " << i;  // the same table, not a copy
-    EXPECT_EQ(t_->seen.size() - requests, 2u) << "poll " << i;  // jobs + nodes, no full listing
+    EXPECT_EQ(t_->seen.size() - requests, 3u) << "poll " << i;  // jobs + nodes + reservations, no full listing
     EXPECT_EQ(LastJobsPath(), "/slurm/v0.0.44/jobs/?update_time=1795368320");
   }
   EXPECT_EQ(poller_->stats().unchanged_job_answers, 6u);
@@ -236,8 +271,8 @@ TEST_F(PollerOverRecordedAnswersTest, AnUnrecognisedEmptyAnswerIsCheckedWithAFul
   EXPECT_EQ(c->jobs_removed, 0);
   EXPECT_EQ(poller_->View()->jobs->size(), 9u);
   EXPECT_EQ(poller_->stats().confirming_fetches, 1u);
-  ASSERT_EQ(t_->seen.size(), 3u + 3u);
-  EXPECT_EQ(t_->seen[4].path, "/slurm/v0.0.44/jobs/");  // the full listing
+  ASSERT_EQ(t_->seen.size(), 4u + 4u);  // each poll lists reservations last (issue 29)
+  EXPECT_EQ(t_->seen[5].path, "/slurm/v0.0.44/jobs/");  // the full listing
 }
 
 }  // namespace

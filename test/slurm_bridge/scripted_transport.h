@@ -52,8 +52,8 @@ class RecordingScontrol : public Scontrol {
   absl::Status DrainNode(const std::string& node, const std::string&) override { return Record("drain " + node); }
   absl::Status ResumeNode(const std::string& node) override { return Record("resume " + node); }
   absl::Status RequeueJob(uint32_t job_id) override { return Record("requeue " + std::to_string(job_id)); }
-  absl::Status SetJobAdminComment(uint32_t job_id, const std::string& text) override {
-    return Record("admin_comment " + std::to_string(job_id) + " " + text);
+  absl::Status SetJobAdminComment(const std::string& job_id, const std::string& text) override {
+    return Record("admin_comment " + job_id + " " + text);
   }
 
  private:

@@ -1,0 +1,58 @@
+#include "scheduler/slurm_arrays.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace onequeue::scheduler {
+
+std::string ArrayTaskWorkloadId(uint32_t array_job_id, uint32_t task_id) {
+  return absl::StrCat("slurm/", slurm::ArrayTaskId(array_job_id, task_id));
+}
+
+std::optional<ArrayTask> ArrayTaskOf(std::string_view workload_id) {
+  absl::string_view w(workload_id.data(), workload_id.size());
+  if (!absl::ConsumePrefix(&w, "slurm/")) return std::nullopt;
+  const size_t us = w.find('_');
+  if (us == absl::string_view::npos) return std::nullopt;
+  ArrayTask t;
+  if (!absl::SimpleAtoi(w.substr(0, us), &t.first) || !absl::SimpleAtoi(w.substr(us + 1), &t.second))
+    return std::nullopt;
+  return t;
+}
+
+std::map<uint32_t, int> RunningTasksByArray(const slurm::SlurmView& view) {
+  std::map<uint32_t, int> out;
+  for (const auto& [id, j] : *view.jobs) {
+    if (j.array_job_id == 0 || !j.array_task_id) continue;
+    if (j.state == slurm::JobState::kRunning || j.state == slurm::JobState::kSuspended ||
+        j.state_flags.count("COMPLETING"))
+      ++out[j.array_job_id];
+  }
+  return out;
+}
+
+TasksToPlan PendingTasksToPlan(const slurm::SlurmJob& job, int running, const std::set<ArrayTask>& started) {
+  TasksToPlan out;
+  absl::StatusOr<slurm::ArrayTasks> tasks = slurm::ParseArrayTasks(job.array_tasks);
+  if (!tasks.ok()) {
+    out.error = std::string(tasks.status().message());
+    return out;
+  }
+  const uint32_t throttle = tasks->max_running > 0 ? tasks->max_running : job.array_max_tasks;
+  int started_here = 0;
+  for (const ArrayTask& s : started) started_here += s.first == job.array_job_id ? 1 : 0;
+  int64_t room = throttle > 0 ? static_cast<int64_t>(throttle) - running - started_here : INT64_MAX;
+  for (uint32_t t : tasks->ids) {
+    if (room <= 0) break;
+    if (started.count({job.array_job_id, t})) continue;
+    out.tasks.push_back(t);
+    --room;
+  }
+  return out;
+}
+
+}  // namespace onequeue::scheduler

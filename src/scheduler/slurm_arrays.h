@@ -1,0 +1,48 @@
+#pragma once
+// Issue 29: Slurm job arrays in the one queue. Pure: no I/O.
+//
+// Slurm lists a pending array as one record (job id = the array's id, array_task_string "0-9" or
+// "3-9%2") until a task starts: then the task gets a record and a job id of its own. onequeue
+// plans each pending task as a workload "slurm/<array>_<task>", in task order (Slurm's order at
+// equal priority), at most as many at once as the %N throttle lets run beside the array's running
+// tasks. A task is started through the ordinary start path after it is split off by its own id
+// (SlurmActions::SplitArrayTask): from then on it is a job like any other.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "slurm_bridge/model.h"
+#include "slurm_bridge/poller.h"
+
+namespace onequeue::scheduler {
+
+using ArrayTask = std::pair<uint32_t, uint32_t>;  // (array job id, task id)
+
+// "slurm/100_3"; and back (nullopt for a workload that is no array task).
+std::string ArrayTaskWorkloadId(uint32_t array_job_id, uint32_t task_id);
+std::optional<ArrayTask> ArrayTaskOf(std::string_view workload_id);
+
+// The array's tasks that run (or finish their run) in `view`, by array job id.
+std::map<uint32_t, int> RunningTasksByArray(const slurm::SlurmView& view);
+
+// The tasks of the pending array record `job` to plan now, ascending: its pending tasks except
+// those in `started` (onequeue started them; the view may not show the split yet), and with a
+// %N throttle only N - running - started of them. `error` when the task string cannot be read
+// (the record is then planned as one job, as before issue 29).
+struct TasksToPlan {
+  std::vector<uint32_t> tasks;
+  std::string error;
+};
+TasksToPlan PendingTasksToPlan(const slurm::SlurmJob& job, int running, const std::set<ArrayTask>& started);
+
+// Whether `job` is a pending array record that still stands for tasks (not one task's own record).
+inline bool IsPendingArrayRecord(const slurm::SlurmJob& job) {
+  return job.array_job_id != 0 && !job.array_task_id && !job.array_tasks.empty();
+}
+
+}  // namespace onequeue::scheduler
