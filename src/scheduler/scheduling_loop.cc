@@ -77,7 +77,7 @@ SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, Cl
       waiting_(actions, queue_config_.resolution),
       usage_(config.slurm.reclaim_partition, SlurmIdentityOf(config), queue_config_.usage_half_life),
       time_limits_(config.scheduler_name, config.queue.over_time_limit_seconds, actions),
-      mirrors_(PodMirrorOptions{SlurmIdentityOf(config)}, slurm),
+      mirrors_(PodMirrorOptions{.identity = SlurmIdentityOf(config), .failpoint = failpoint_}, slurm),
       shares_nodes_(!SlurmWorldOptionsOf(config).sharing_partitions.empty()) {}
 
 CycleStats SchedulingLoop::RunCycle(queue::Time now) {
@@ -90,7 +90,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   SnapshotOptions options = ReadWorld(*state, now);
   if (slurm_view != nullptr) lending_.ConfirmStarts(*slurm_view, now);
   BuiltSnapshot built = BuildCycleSnapshot(*state, std::move(options), slurm_view, now, &stats);
-  if (slurm_view != nullptr && lending_.known()) AdvanceMirrors(*state, *slurm_view, built, now);
+  if (slurm_view != nullptr && lending_.known()) AdvanceMirrors(*state, *slurm_view, built, now, &stats);
   std::set<std::string> terminating, touched;
   for (const auto& p : state->pods) {
     if (p->deleting) terminating.insert(p->key);
@@ -362,7 +362,7 @@ MirroredPod SchedulingLoop::MirroredPodOf(const PodRecord& pod) const {
 }
 
 void SchedulingLoop::AdvanceMirrors(const KubeState& state, const slurm::SlurmView& view, const BuiltSnapshot& built,
-                                    queue::Time now) {
+                                    queue::Time now, CycleStats* stats) {
   shared_nodes_.clear();
   for (const queue::Node& n : built.snapshot->nodes) {
     if (n.sharing != queue::NodeSharing::kShared) continue;
@@ -401,6 +401,25 @@ void SchedulingLoop::AdvanceMirrors(const KubeState& state, const slurm::SlurmVi
     mirrors_.AdoptUnmirrored(pods, shared_nodes_, now);
   }
   mirrors_.Advance(placeholders, pods, now);
+  ReportLostMirrors(now, stats);
+}
+
+void SchedulingLoop::ReportLostMirrors(queue::Time now, CycleStats* stats) {
+  for (const PodMirrorRecord* r : mirrors_.Lost(now)) {
+    if (r->lost_reported) continue;
+    const std::string note = absl::StrCat(
+        "the Slurm placeholder that mirrors this pod on shared node ", r->node.node,
+        " was lost (cancelled, timed out or forgotten by slurmctld) and a new one has not started in ",
+        now - r->since, " s: Slurm may have given the pod's CPUs, memory or GPUs to its own jobs", r->why.empty() ? "" : "; ",
+        r->why);
+    if (absl::Status s = actions_->PodEvent(r->pod.key, kMirrorLostReason, note); !s.ok()) {
+      spdlog::warn("pod {}: {} not reported: {}", r->pod.key, kMirrorLostReason, std::string(s.message()));
+      continue;  // reported by a later cycle
+    }
+    spdlog::warn("pod {}: {}", r->pod.key, note);
+    stats->mirrors_lost.push_back(r->node.node);
+    mirrors_.MarkReported(r->pod.uid);
+  }
 }
 
 bool SchedulingLoop::MirrorInsteadOfBinding(const PodRecord* pod, const std::string& node, queue::Time now) {
@@ -409,7 +428,9 @@ bool SchedulingLoop::MirrorInsteadOfBinding(const PodRecord* pod, const std::str
   if (mirrors_.Find(m.uid) != nullptr) return true;  // under way (or being undone): it waits
   if (absl::Status s = mirrors_.Plan(m, shared_nodes_.at(node), now); !s.ok()) {
     spdlog::warn("pod {}: not started on shared node {}: {}", pod->key, node, std::string(s.message()));
+    return true;
   }
+  Fail("mirror-after-submit");
   return true;
 }
 

@@ -27,7 +27,8 @@ enum class StepKind {
   kCycle, kPoll, kZombieCycle, kZombieExits,
   kPodCreated, kInteractivePod, kPodDeleted, kJobSubmitted, kSrunJobSubmitted, kJobFinishes, kSlurmSchedules,
   kCrash, kCrashAt, kRestart, kLoseLease, kSuccessor, kSlurmDown, kSlurmHang, kSlurmUp, kFailWrites,
-  kSharedJobSubmitted,  // issue 25: only in worlds with a shared node
+  // Issue 25: only in worlds with a shared node.
+  kSharedJobSubmitted, kSharedPodCreated, kPlaceholderLost, kSharedCrashAt,
 };
 
 struct Step {
@@ -91,6 +92,9 @@ class Checker {
         {StepKind::kSlurmDown, 1, true},       {StepKind::kSlurmHang, 1, true},
         {StepKind::kSlurmUp, 4, true},         {StepKind::kFailWrites, 2, true},
         {StepKind::kSharedJobSubmitted, 5, s.setup.shared_node},
+        {StepKind::kSharedPodCreated, 5, s.setup.shared_node},
+        {StepKind::kPlaceholderLost, 3, s.setup.shared_node},
+        {StepKind::kSharedCrashAt, 2, s.setup.shared_node},
     };
     int total = 0;
     for (const auto& w : table) total += w.allowed ? w.weight : 0;
@@ -181,7 +185,8 @@ class Checker {
                                   "kInteractivePod", "kPodDeleted", "kJobSubmitted", "kSrunJobSubmitted",
                                   "kJobFinishes", "kSlurmSchedules", "kCrash", "kCrashAt", "kRestart",
                                   "kLoseLease", "kSuccessor", "kSlurmDown", "kSlurmHang", "kSlurmUp", "kFailWrites",
-                                  "kSharedJobSubmitted"};
+                                  "kSharedJobSubmitted", "kSharedPodCreated", "kPlaceholderLost",
+                                  "kSharedCrashAt"};
     std::string out = absl::StrCat("{", s.seed, ", {\"", s.setup.mechanism, "\", {", absl::StrJoin(s.setup.nodes, ", "),
                                    "}, ", s.setup.pending_pods, ", ", s.setup.pending_jobs,
                                    s.setup.shared_node ? ", true" : "", "}, {");
@@ -229,7 +234,10 @@ class Checker {
       case StepKind::kSlurmHang: return w.SlurmHang();
       case StepKind::kSlurmUp: return w.SlurmUp();
       case StepKind::kFailWrites: return w.FailWrites(1 + static_cast<int>(step.a % 3));
-      case StepKind::kSharedJobSubmitted: return w.SharedJobSubmitted(step.a % 2);
+      case StepKind::kSharedJobSubmitted: return w.SharedJobSubmitted(step.a);
+      case StepKind::kSharedPodCreated: return w.SharedPodCreated(step.a);
+      case StepKind::kPlaceholderLost: return w.PlaceholderLost(step.a);
+      case StepKind::kSharedCrashAt: return w.ArmSharedCrash(step.a);
     }
     return "?";
   }
