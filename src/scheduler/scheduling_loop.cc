@@ -412,7 +412,18 @@ void SchedulingLoop::ReportLostMirrors(queue::Time now, CycleStats* stats) {
         " was lost (cancelled, timed out or forgotten by slurmctld) and a new one has not started in ",
         now - r->since, " s: Slurm may have given the pod's CPUs, memory or GPUs to its own jobs", r->why.empty() ? "" : "; ",
         r->why);
-    if (absl::Status s = actions_->PodEvent(r->pod.key, kMirrorLostReason, note); !s.ok()) {
+    const bool evict = config_.sharing.on_lost_mirror == "evict";
+    if (evict) {
+      absl::Status s = actions_->Evict(r->pod.key, "sharing.onLostMirror",
+                                       absl::StrCat("Evicted by onequeue (sharing.onLostMirror: evict): ", note));
+      if (!s.ok() && !absl::IsNotFound(s)) {
+        spdlog::warn("pod {}: not evicted after losing its placeholder: {}", r->pod.key, std::string(s.message()));
+        continue;  // evicted and reported by a later cycle
+      }
+    }
+    if (absl::Status s = actions_->PodEvent(r->pod.key, kMirrorLostReason,
+                                            evict ? absl::StrCat(note, "; evicted (sharing.onLostMirror: evict)") : note);
+        !s.ok()) {
       spdlog::warn("pod {}: {} not reported: {}", r->pod.key, kMirrorLostReason, std::string(s.message()));
       continue;  // reported by a later cycle
     }

@@ -363,6 +363,12 @@ class World : public ClusterView, public ClusterActions {
     if (s.ok()) time_limit_evictions.push_back(key);
     return s;
   }
+  // Issue 25: pod events, "<reason> <pod key>: <note>".
+  std::vector<std::string> pod_events;
+  absl::Status PodEvent(const std::string& key, const std::string& reason, const std::string& note) override {
+    pod_events.push_back(reason + " " + key + ": " + note);
+    return absl::OkStatus();
+  }
   absl::Status Evict(const std::string& key, const std::string& preemptor, const std::string&) override {
     k8s::Pod* p = Find(key);
     if (!p) return absl::NotFoundError(key);

@@ -44,6 +44,8 @@ struct Setup {
   int pending_jobs = 0;
   // Issue 25: a shared node s1 (partition "shared", sharing: shared) besides the others.
   bool shared_node = false;
+  // Issue 25: sharing.onLostMirror: evict (else remake), in half the shared worlds.
+  bool evict_lost_mirror = false;
 };
 
 struct Scenario {
@@ -75,6 +77,7 @@ class Checker {
     // Drawn from a generator of its own, so every seed without a shared node makes the run it made
     // before issue 25.
     s.setup.shared_node = std::mt19937_64(seed ^ 0x25250025)() % 2 == 0;
+    s.setup.evict_lost_mirror = s.setup.shared_node && std::mt19937_64(seed ^ 0x25250026)() % 2 == 0;
     struct Weighted {
       StepKind kind;
       int weight;
@@ -124,6 +127,7 @@ class Checker {
   std::optional<Failure> Run(const Scenario& s, std::vector<std::string>* story = nullptr,
                              int64_t* steps_run = nullptr) const {
     Config config = CheckerConfig(s.setup.mechanism, s.setup.shared_node);
+    if (s.setup.evict_lost_mirror) config.sharing.on_lost_mirror = "evict";
     CheckedWorld w(config, off_, story != nullptr);
     if (s.setup.shared_node) w.AddSharedNode("s1");
     for (size_t i = 0; i < s.setup.nodes.size(); ++i) {
@@ -189,7 +193,8 @@ class Checker {
                                   "kSharedCrashAt"};
     std::string out = absl::StrCat("{", s.seed, ", {\"", s.setup.mechanism, "\", {", absl::StrJoin(s.setup.nodes, ", "),
                                    "}, ", s.setup.pending_pods, ", ", s.setup.pending_jobs,
-                                   s.setup.shared_node ? ", true" : "", "}, {");
+                                   s.setup.shared_node ? ", true" : "", s.setup.evict_lost_mirror ? ", true" : "",
+                                   "}, {");
     for (size_t i = 0; i < s.steps.size(); ++i) {
       absl::StrAppend(&out, i ? ", " : "", "{S::", names[static_cast<int>(s.steps[i].kind)], ", ", s.steps[i].a, "}");
     }
@@ -205,7 +210,9 @@ class Checker {
       static const char* kinds[] = {"kubernetes, idle", "kubernetes, a pod", "lent, a Slurm job"};
       absl::StrAppend(&out, " n", i + 1, " (", kinds[s.setup.nodes[i]], ")");
     }
-    if (s.setup.shared_node) absl::StrAppend(&out, " s1 (shared, idle)");
+    if (s.setup.shared_node) {
+      absl::StrAppend(&out, " s1 (shared, idle", s.setup.evict_lost_mirror ? ", onLostMirror: evict" : "", ")");
+    }
     absl::StrAppend(&out, "; pending: ", s.setup.pending_pods, " pod(s), ", s.setup.pending_jobs, " job(s)\n");
     for (const auto& l : lines) absl::StrAppend(&out, "  ", l, "\n");
     return out;

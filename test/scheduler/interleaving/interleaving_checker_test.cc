@@ -169,7 +169,8 @@ TEST(InvariantsTest, SharedNodesNeverOverAllocated) {
 // reported; daemons crash inside a mirror.
 TEST(InterleavingCheckerTest, SharedNodesRunPodsBesideSlurmJobs) {
   const Checker checker(KnownOpenDefects::None());
-  int shared_worlds = 0, with_pod_beside_job = 0, with_gpu_pod = 0, losses = 0, reported = 0, crashes = 0;
+  int shared_worlds = 0, with_pod_beside_job = 0, with_gpu_pod = 0, losses = 0, reported = 0, evicted = 0,
+      crashes = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     const Scenario s = checker.Generate(seed, 250);
     if (!s.setup.shared_node) continue;
@@ -182,19 +183,21 @@ TEST(InterleavingCheckerTest, SharedNodesRunPodsBesideSlurmJobs) {
       gpu = gpu || (absl::StrContains(line, "bind ns/gpu") && absl::StrContains(line, "-> s1"));
       losses += absl::StrContains(line, ". pod placeholder ");
       reported += absl::StrContains(line, "event MirrorLost");
+      evicted += absl::StrContains(line, "for sharing.onLostMirror");
       crashes += absl::StrContains(line, "CRASH at mirror-");
     }
     with_pod_beside_job += seen;
     with_gpu_pod += gpu;
   }
   std::printf("shared worlds: %d of 200 seeds; a pod bound on s1 in %d, a GPU pod in %d; %d placeholders lost, "
-              "%d reported; %d crashes inside a mirror\n",
-              shared_worlds, with_pod_beside_job, with_gpu_pod, losses, reported, crashes);
+              "%d reported, %d of them evicted (onLostMirror: evict); %d crashes inside a mirror\n",
+              shared_worlds, with_pod_beside_job, with_gpu_pod, losses, reported, evicted, crashes);
   EXPECT_GT(shared_worlds, 50);
   EXPECT_GT(with_pod_beside_job, 10);
   EXPECT_GT(with_gpu_pod, 10);
   EXPECT_GT(losses, 50);
   EXPECT_GT(reported, 0);
+  EXPECT_GT(evicted, 0);
   EXPECT_GT(crashes, 0);
 }
 
