@@ -111,6 +111,9 @@ class TimedClusterActions final : public ClusterActions {
   absl::Status PodEvent(const std::string& pod_key, const std::string& reason, const std::string& note) override {
     return inner_->PodEvent(pod_key, reason, note);
   }
+  absl::Status AnnotateNode(const std::string& node, const std::string& key, const std::string& value) override {
+    return inner_->AnnotateNode(node, key, value);
+  }
   absl::Status Nominate(const std::string& pod_key, const std::string& node) override {
     return inner_->Nominate(pod_key, node);
   }

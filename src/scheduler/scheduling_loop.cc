@@ -1,3 +1,4 @@
+#include "scheduler/node_split.h"
 #include "scheduler/scheduling_loop.h"
 
 #include <algorithm>
@@ -118,6 +119,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
     lending_.HoldWaitingJobs(plan, slurm_records_, &stats);
     lending_.Reconcile(slurm_records_, touched, now, &stats);
   }
+  if (shares_nodes_) AnnotateSplits(built);
   MarkPhase("act");
   RememberArrivalBasis(state, built, now);
   // A start that waited for its nodes to change hands did not happen although the planner counts
@@ -402,6 +404,19 @@ void SchedulingLoop::AdvanceMirrors(const KubeState& state, const slurm::SlurmVi
   }
   mirrors_.Advance(placeholders, pods, now);
   ReportLostMirrors(now, stats);
+}
+
+void SchedulingLoop::AnnotateSplits(const BuiltSnapshot& built) {
+  for (const NodeSplit& split : SharedNodeSplits(*built.snapshot, slurm_records_)) {
+    const std::string value = DescribeSplit(split, built.snapshot->resource_names);
+    auto& written = split_written_[split.node];
+    if (written == value) continue;
+    if (absl::Status s = actions_->AnnotateNode(split.node, kSplitAnnotation, value); !s.ok()) {
+      spdlog::warn("node {}: {} not written: {}", split.node, kSplitAnnotation, std::string(s.message()));
+      continue;
+    }
+    written = value;
+  }
 }
 
 void SchedulingLoop::ReportLostMirrors(queue::Time now, CycleStats* stats) {

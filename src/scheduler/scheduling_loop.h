@@ -107,6 +107,10 @@ class ClusterActions {
                                                    const std::string& resource_version) = 0;
   // An event about a node (Lent, Reclaimed, Returned). Best effort.
   virtual void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) {}
+  // Sets (or, with "", removes) one annotation of a node (issue 25: onequeue.io/split). Best effort.
+  virtual absl::Status AnnotateNode(const std::string& node, const std::string& key, const std::string& value) {
+    return absl::OkStatus();
+  }
   // A Warning event about a pod (issue 25: MirrorLost). OK once it is on its way (recorded
   // asynchronously, like every event); an error when it was not sent (no lease, API refused).
   virtual absl::Status PodEvent(const std::string& pod_key, const std::string& reason, const std::string& note) {
@@ -271,6 +275,9 @@ class SchedulingLoop {
   // loss (the MirrorLost event on the pod, stats->mirrors_lost), and evicted if
   // sharing.onLostMirror says evict.
   void ReportLostMirrors(queue::Time now, CycleStats* stats);
+  // Writes each shared node's split (node_split.h) to its onequeue.io/split annotation when it
+  // changed since this process last wrote it.
+  void AnnotateSplits(const BuiltSnapshot& built);
   // A pod the plan starts on a shared node gets a placeholder instead of its binding; true if so.
   bool MirrorInsteadOfBinding(const PodRecord* pod, const std::string& node, queue::Time now);
   // Pods whose placeholder runs are bound now.
@@ -360,6 +367,7 @@ class SchedulingLoop {
   bool mirrors_rebuilt_ = false;
   bool shares_nodes_ = false;  // the configuration has a partition with sharing: shared
   std::map<std::string, MirrorNode> shared_nodes_;
+  std::map<std::string, std::string> split_written_;  // node -> the onequeue.io/split value written
 };
 
 }  // namespace onequeue::scheduler

@@ -363,6 +363,12 @@ class World : public ClusterView, public ClusterActions {
     if (s.ok()) time_limit_evictions.push_back(key);
     return s;
   }
+  // Issue 25: node annotations onequeue writes besides its owner mark (onequeue.io/split).
+  std::map<std::string, std::map<std::string, std::string>> node_annotations;
+  absl::Status AnnotateNode(const std::string& node, const std::string& key, const std::string& value) override {
+    node_annotations[node][key] = value;
+    return absl::OkStatus();
+  }
   // Issue 25: pod events, "<reason> <pod key>: <note>".
   std::vector<std::string> pod_events;
   absl::Status PodEvent(const std::string& key, const std::string& reason, const std::string& note) override {

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "scheduler/node_split.h"
 #include "absl/strings/match.h"
 #include "fake_world.h"
 #include "scheduler/scheduling_loop.h"
@@ -612,6 +613,40 @@ TEST(SharedNodeLoopTest, ALostPlaceholderThatCannotBeMadeAgainEvictsThePodWhenTh
   ASSERT_EQ(c.k8s.pod_events.size(), 1u);
   EXPECT_THAT(c.k8s.pod_events[0], HasSubstr("evicted (sharing.onLostMirror: evict)"));
   EXPECT_EQ(c.k8s.NodeOf("ns/web"), "<gone>");
+}
+
+// Issue 25, docs/sharing.md section 5: the daemon writes how a shared node is split now to its
+// onequeue.io/split annotation (what `kubectl describe node` shows), with the GPU indices Slurm
+// gave its job, and again only when the split changes; `oq nodes` shows the same text
+// (ListNodes' NodeInfo.split, from the same DescribeSplit).
+TEST(SharedNodeLoopTest, TheSplitOfASharedNodeIsWrittenToItsAnnotationWithSlurmsGpuIndices) {
+  SlurmLoopCluster c(0);
+  c.k8s.AddNode("n1", "8", {{"nvidia.com/gpu", "4"}});
+  c.slurm.AddNode("n1");
+  Config cfg = SlurmConfig("placeholder");
+  cfg.slurm.partition_sharing = {{"pool", "shared"}};
+  slurm::SlurmJob& job = c.slurm.Submit(7, 4);
+  job.memory_per_node_mb = 8192;
+  job.gres_per_node = {{"gpu", 2}};
+  c.slurm.Run(7, "n1");
+  c.slurm.Job(7).allocation.nodes[0].gres_indices = {{"gpu", {0, 1}}};
+  c.k8s.AddSizedPod("web", {{"cpu", "2"}, {"memory", "4Gi"}, {"nvidia.com/gpu", "1"}}, "batch");
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  c.slurm.Run(c.slurm.pod_placeholders.at(0), "n1");
+  c.Cycle(loop, kT0 + 5);
+  ASSERT_EQ(c.k8s.NodeOf("ns/web"), "n1");
+  c.Cycle(loop, kT0 + 10);
+  EXPECT_EQ(c.k8s.node_annotations["n1"][kSplitAnnotation],
+            "pods cpu=2 memory=4Gi nvidia.com/gpu=1 (ns/web); "
+            "slurm cpu=4 memory=8Gi nvidia.com/gpu=2 [gpu 0,1] (slurm/7); "
+            "free cpu=2 memory=20Gi nvidia.com/gpu=1");
+  c.k8s.DeletePod("ns/web");
+  c.Cycle(loop, kT0 + 15);
+  c.Cycle(loop, kT0 + 20);
+  EXPECT_EQ(c.k8s.node_annotations["n1"][kSplitAnnotation],
+            "pods cpu=0 memory=0 nvidia.com/gpu=0; slurm cpu=4 memory=8Gi nvidia.com/gpu=2 [gpu 0,1] (slurm/7); "
+            "free cpu=4 memory=24Gi nvidia.com/gpu=2");
 }
 
 }  // namespace
