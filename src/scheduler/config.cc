@@ -512,6 +512,13 @@ void ParseServer(MapReader server, ServerConfig& c) {
   server.RefuseUnknown();
 }
 
+void ParseSharing(MapReader sharing, SharingConfig& c) {
+  sharing.Read("onLostMirror", &c.on_lost_mirror);
+  if (c.on_lost_mirror != "remake" && c.on_lost_mirror != "evict")
+    sharing.KeyError("onLostMirror", absl::StrCat("is \"", c.on_lost_mirror, "\"; expected remake or evict"));
+  sharing.RefuseUnknown();
+}
+
 void ParseLeaderElection(MapReader le, LeaderElectionConfig& c) {
   le.Read("enabled", &c.enabled);
   le.Read("namespace", &c.namespace_);
@@ -560,6 +567,7 @@ absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const s
   ParseQueue(top.Child("queue"), &errors, c.queue);
   ParseServer(top.Child("server"), c.server);
   ParseLeaderElection(top.Child("leaderElection"), c.leader_election);
+  ParseSharing(top.Child("sharing"), c.sharing);
   top.RefuseUnknown();
   if (c.scheduler_name.empty()) errors.push_back("schedulerName: must not be empty");
   if (!errors.empty()) {

@@ -187,6 +187,16 @@ struct ServerConfig {
   bool allow_insecure_admin_token = false;
 };
 
+// Issue 25, shared nodes (docs/sharing.md).
+struct SharingConfig {
+  // What happens to a pod on a shared node whose Slurm placeholder was lost (cancelled by an admin,
+  // TIMEOUT, forgotten by a slurmctld restart) and whose new placeholder has not started within
+  // 60 s: "remake" (default) reports it (the MirrorLost event, onequeue_shared_mirror_lost_total)
+  // and keeps trying to make the placeholder again while the pod runs; "evict" reports it and
+  // evicts the pod (its space may be Slurm's now), whose controller makes it again elsewhere.
+  std::string on_lost_mirror = "remake";
+};
+
 struct LeaderElectionConfig {
   bool enabled = true;
   std::string namespace_ = "onequeue-system";
@@ -202,6 +212,7 @@ struct Config {
   QueueConfig queue;
   ServerConfig server;
   LeaderElectionConfig leader_election;
+  SharingConfig sharing;
   // Tests only, never read from the YAML: set by ONEQUEUE_TEST_WITHOUT_RESERVATIONS=1 (main.cc).
   // A preemption then evicts without writing the reservation (no reserved/<P> mark on the node,
   // no reservation-tagged Slurm fence), so a test can show that the mark, not luck, keeps the

@@ -74,6 +74,18 @@ void FencedClusterActions::NodeEvent(const std::string& node, const std::string&
   inner_->NodeEvent(node, reason, note);
 }
 
+absl::Status FencedClusterActions::PodEvent(const std::string& pod_key, const std::string& reason,
+                                           const std::string& note) {
+  if (absl::Status s = Admit(absl::StrCat(reason, " event of pod ", pod_key)); !s.ok()) return s;
+  return inner_->PodEvent(pod_key, reason, note);
+}
+
+absl::Status FencedClusterActions::AnnotateNode(const std::string& node, const std::string& key,
+                                               const std::string& value) {
+  if (absl::Status s = Admit(absl::StrCat("annotation ", key, " of node ", node)); !s.ok()) return s;
+  return inner_->AnnotateNode(node, key, value);
+}
+
 absl::Status FencedClusterActions::Nominate(const std::string& pod_key, const std::string& node) {
   if (absl::Status s = Admit(absl::StrCat("nomination of ", pod_key, " to '", node, "'")); !s.ok()) return s;
   return inner_->Nominate(pod_key, node);

@@ -1,3 +1,4 @@
+#include "scheduler/node_split.h"
 #include "scheduler/grpc_service.h"
 
 #include <grpcpp/grpcpp.h>
@@ -339,9 +340,12 @@ class QueueServiceImpl final : public onequeue::v1::QueueService::Service {
       for (const auto& a : r.allocations) on.insert(a.node);
       for (auto n : on) running[n].push_back(r.id);
     }
+    std::map<std::string, std::string> splits;
+    for (const NodeSplit& split : SharedNodeSplits(s, st->slurm)) splits[split.node] = DescribeSplit(split, s.resource_names);
     for (size_t i = 0; i < s.nodes.size(); ++i) {
       const queue::Node& node = s.nodes[i];
       v1::NodeInfo* n = out->add_nodes();
+      if (auto split = splits.find(node.name); split != splits.end()) n->set_split(split->second);
       n->set_name(node.name);
       n->set_owner(OwnerName(node.owner.kind));
       n->set_reserved_for(node.owner.reserved_for);

@@ -124,17 +124,32 @@ std::vector<Violation> SharedNodesNeverOverAllocated(const WorldFacts& w) {
   std::vector<Violation> out;
   for (const NodeFacts& n : w.nodes) {
     if (!n.shared) continue;
-    int64_t unknown_to_slurm = 0;
+    NodeFacts::Amounts used = n.slurm_jobs_allocated, lost;
     for (const NodeFacts::SharedPod& p : n.shared_pods) {
-      if (p.mirrored) continue;
-      unknown_to_slurm += p.cpus;
-      out.push_back({'f', absl::StrCat("pod ", p.key, " is bound on shared node ", n.name,
-                                       " without a running placeholder")});
+      for (const auto& [dim, amount] : p.size) {
+        used[dim] += amount;
+        if (p.mirror_lost && !p.mirrored) lost[dim] += amount;
+      }
+      if (!p.mirrored && !p.mirror_lost) {
+        out.push_back({'f', absl::StrCat("pod ", p.key, " is bound on shared node ", n.name,
+                                         " without a running placeholder of its size")});
+      }
+      if (!p.mirrored && p.mirror_lost && !p.reported && p.lost_cycles >= w.lost_mirror_cycles) {
+        out.push_back({'f', absl::StrCat("pod ", p.key, " on shared node ", n.name, " lost its placeholder ",
+                                         p.lost_cycles, " healthy cycles ago: neither made again nor reported")});
+      }
     }
-    if (n.slurm_allocated_cpus + unknown_to_slurm > n.capacity_cpus) {
-      out.push_back({'f', absl::StrCat("shared node ", n.name, " is over-allocated: Slurm holds ",
-                                       n.slurm_allocated_cpus, " CPUs and unmirrored pods ", unknown_to_slurm,
-                                       " of ", n.capacity_cpus)});
+    for (const auto& [dim, amount] : used) {
+      auto cap = n.capacity.find(dim);
+      const int64_t capacity = cap == n.capacity.end() ? 0 : cap->second;
+      auto l = lost.find(dim);
+      const int64_t excused = l == lost.end() ? 0 : l->second;
+      if (amount - excused > capacity) {
+        out.push_back({'f', absl::StrCat("shared node ", n.name, " is over-allocated in ", dim, ": pods and Slurm's jobs hold ",
+                                         amount, " of ", capacity,
+                                         excused ? absl::StrCat(" (", excused, " of it pods whose placeholder was lost)")
+                                                 : "")});
+      }
     }
   }
   return out;

@@ -16,6 +16,7 @@
 // "reserved/<workload>", or "" (free). A fence is onequeue's drain or placeholder on the Slurm
 // node, named by the owner it was made for ("kubernetes", "reserved/<workload>"); "" = none.
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,15 +31,26 @@ struct NodeFacts {
   std::vector<uint32_t> slurm_jobs;    // Slurm jobs running there (not onequeue's placeholders)
   int settled_cycles = 0;              // healthy cycles through which all of the above held still
   // Issue 25: a shared node (slurm.partitions.<p>.sharing: shared): pods and Slurm jobs side by
-  // side, each pod mirrored in Slurm by a pod placeholder of its size. CPUs are the dimension the
-  // checker's worlds use.
+  // side, each pod mirrored in Slurm by a pod placeholder of its size. Amounts are per dimension,
+  // in the queue's names and units ("cpu" in millicores or CPUs, "memory" in bytes or MiB,
+  // "nvidia.com/gpu", ...): whatever the world uses, the same for the capacity, pods and jobs.
+  using Amounts = std::map<std::string, int64_t>;
   bool shared = false;
-  int64_t capacity_cpus = 0;
-  int64_t slurm_allocated_cpus = 0;  // what slurmctld has allocated there: its jobs and pod placeholders
+  Amounts capacity;
+  Amounts slurm_jobs_allocated;  // Slurm's own jobs running there (not onequeue's pod placeholders)
   struct SharedPod {
     std::string key;
-    int64_t cpus = 0;
-    bool mirrored = false;  // a running pod placeholder of at least its size on this node is its own
+    Amounts size;
+    // A running pod placeholder of this pod on this node, of at least its size in every dimension.
+    bool mirrored = false;
+    // Something other than onequeue (an admin's scancel, TIMEOUT, a slurmctld restart that forgot
+    // it) ended a placeholder of this pod, and no placeholder of it has run since: Slurm's books
+    // no longer hold the pod, and Slurm may start its own work into that space.
+    bool mirror_lost = false;
+    // Onequeue reported the loss on the pod (the MirrorLost event) since it was lost.
+    bool reported = false;
+    // Healthy cycles of one leader since the loss (a new leader starts again from 0).
+    int lost_cycles = 0;
   };
   std::vector<SharedPod> shared_pods;  // the pods bound there
 };
@@ -86,6 +98,9 @@ struct WorldFacts {
   std::vector<ReservationFacts> reservations;
   std::vector<WriteFacts> writes;  // landed since the last check
   int settle_cycles = 8;
+  // (f): healthy cycles within which a lost pod placeholder is made again or its pod reported (the
+  // daemon waits PodMirrorOptions::pending_timeout, 60 s, for a re-made one to start).
+  int lost_mirror_cycles = 16;
 };
 
 struct Violation {
@@ -112,9 +127,16 @@ std::vector<Violation> NothingIsLost(const WorldFacts& w);
 std::vector<Violation> FencesAndHoldsHaveAReason(const WorldFacts& w);
 // (e) No write lands after its writer's lease ended.
 std::vector<Violation> NoWriteAfterTheLease(const WorldFacts& w);
-// (f) Issue 25, on every shared node at every step: every pod bound there has a running pod
-// placeholder (so Slurm's books hold what the pod holds), and what Slurm has allocated there plus
-// the pods it does not know of never exceeds the node's capacity.
+// (f) Issue 25, on every shared node at every step:
+//   f1. every pod bound there is mirrored (a running placeholder of at least its size in every
+//       dimension), unless its placeholder was lost by something other than onequeue and no
+//       placeholder of it has run since (mirror_lost);
+//   f2. in every dimension, the pods bound there plus Slurm's own jobs there never exceed the
+//       node's capacity, except by at most the sizes of the pods whose mirror is lost: while a
+//       mirror is lost Slurm does not hold the pod's space and may start its work there, which
+//       onequeue cannot prevent, only report;
+//   f3. a lost mirror does not stay unreported: within lost_mirror_cycles healthy cycles of one
+//       leader the pod is mirrored again, gone, or reported (the MirrorLost event on the pod).
 std::vector<Violation> SharedNodesNeverOverAllocated(const WorldFacts& w);
 
 std::vector<Violation> CheckAll(const WorldFacts& w);

@@ -265,6 +265,19 @@ void KubeClusterActions::NodeEvent(const std::string& node, const std::string& r
   });
 }
 
+absl::Status KubeClusterActions::PodEvent(const std::string& pod_key, const std::string& reason,
+                                          const std::string& note) {
+  RecordEvent(pod_key, "Warning", reason, "Scheduling", note);
+  return absl::OkStatus();
+}
+
+absl::Status KubeClusterActions::AnnotateNode(const std::string& node, const std::string& key,
+                                              const std::string& value) {
+  nlohmann::json patch = {
+      {"metadata", {{"annotations", {{key, value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value)}}}}}};
+  return client_->Patch(k8s::ObjectPath(k8s::kNodes, "", node), patch, "application/merge-patch+json").status();
+}
+
 absl::Status KubeClusterActions::Nominate(const std::string& pod_key, const std::string& node) {
   auto [ns, name] = SplitKey(pod_key);
   // "" clears the nomination (null removes the field in a merge patch).

@@ -106,6 +106,9 @@ SchedulerMetrics::SchedulerMetrics() : registry_(std::make_shared<prometheus::Re
       "Watches of an informer ended because the events not yet handled passed "
       "kubernetes.maxResponseBytes; each is followed by a full relist");
   cycles_ = &CounterFamily(r, "onequeue_cycles_total", "Scheduling cycles run").Add({});
+  mirrors_lost_ = &CounterFamily(r, "onequeue_shared_mirror_lost_total",
+                                 "Pods on shared nodes whose Slurm placeholder was lost and not made again in time "
+                                 "(issue 25), by node");
   arrival_cycles_ = &CounterFamily(r, "onequeue_arrival_cycles_total",
       "Scheduling cycles that planned only the pods arrived since the last full cycle "
       "(queue.fullCycleSeconds); onequeue_cycles_total counts them too").Add({});
@@ -166,6 +169,7 @@ void SchedulerMetrics::ObserveCycle(const CycleStats& stats, const CycleStatus* 
   returns_->Increment(stats.returned);
   slurm_requeues_->Increment(stats.requeued);
   slurm_started_->Increment(stats.slurm_started);
+  for (const std::string& node : stats.mirrors_lost) mirrors_lost_->Add({{"node", node}}).Increment();
   if (status != nullptr && status->plan != nullptr) ObserveStatus(*status);
 }
 

@@ -64,6 +64,7 @@ class SchedulerMetrics {
   prometheus::Counter* returns_;
   prometheus::Counter* slurm_requeues_;
   prometheus::Counter* slurm_started_;
+  prometheus::Family<prometheus::Counter>* mirrors_lost_;
   prometheus::Histogram* lend_duration_;
   prometheus::Histogram* reclaim_duration_;
   prometheus::Family<prometheus::Histogram>* slurm_poll_duration_;
@@ -106,6 +107,12 @@ class TimedClusterActions final : public ClusterActions {
   }
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override {
     inner_->NodeEvent(node, reason, note);
+  }
+  absl::Status PodEvent(const std::string& pod_key, const std::string& reason, const std::string& note) override {
+    return inner_->PodEvent(pod_key, reason, note);
+  }
+  absl::Status AnnotateNode(const std::string& node, const std::string& key, const std::string& value) override {
+    return inner_->AnnotateNode(node, key, value);
   }
   absl::Status Nominate(const std::string& pod_key, const std::string& node) override {
     return inner_->Nominate(pod_key, node);

@@ -244,6 +244,14 @@ int Nodes(v1::QueueService::Stub* stub, const std::string& server, const Flags& 
            n.lending(), n.workloads().empty() ? "-" : absl::StrJoin(n.workloads().begin(), n.workloads().end(), ",")});
   }
   t.Print();
+  // Issue 25: each shared node's split between the worlds (also its onequeue.io/split annotation).
+  bool header = false;
+  for (const auto& n : resp.nodes()) {
+    if (n.split().empty()) continue;
+    if (!header) std::printf("\nShared nodes (pods | Slurm | free):\n");
+    header = true;
+    std::printf("  %s: %s\n", n.name().c_str(), n.split().c_str());
+  }
   return 0;
 }
 

@@ -140,8 +140,19 @@ absl::Status PodMirrors::Move(PodMirrorRecord& r, MirrorEvent event, queue::Time
     return to.status();
   }
   if (*to != r.state) r.since = now;
+  if (*to == MirrorState::kBound) r.lost_reported = false;
   r.state = *to;
   return absl::OkStatus();
+}
+
+void PodMirrors::EndMirror(PodMirrorRecord& r, queue::Time now) {
+  (void)Move(r, MirrorEvent::kPodGone, now);
+  if (options_.failpoint) options_.failpoint("mirror-after-pod-end");
+  CancelPlaceholder(r, now);
+}
+
+void PodMirrors::MarkReported(const std::string& uid) {
+  if (auto it = records_.find(uid); it != records_.end()) it->second.lost_reported = true;
 }
 
 absl::Status PodMirrors::Plan(const MirroredPod& pod, const MirrorNode& node, queue::Time now) {
@@ -320,10 +331,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
     case MirrorState::kWaitingForVictims:
       return AdvanceClaim(r, pod, running_there, pending, unseen, now);
     case MirrorState::kBound:
-      if (pod_gone || !pod_here) {
-        (void)Move(r, MirrorEvent::kPodGone, now);
-        return CancelPlaceholder(r, now);
-      }
+      if (pod_gone || !pod_here) return EndMirror(r, now);
       if (running_there) return;
       (void)Move(r, MirrorEvent::kPlaceholderLost, now);
       if (pending) {  // requeued (NODE_FAIL): the same job is the new placeholder
@@ -333,16 +341,10 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
       r.job.reset();
       return Submit(r, now);
     case MirrorState::kUnmirrored:
-      if (pod_gone || !pod_here) {
-        (void)Move(r, MirrorEvent::kPodGone, now);
-        return CancelPlaceholder(r, now);
-      }
+      if (pod_gone || !pod_here) return EndMirror(r, now);
       return Submit(r, now);
     case MirrorState::kRemirrorPending:
-      if (pod_gone || !pod_here) {
-        (void)Move(r, MirrorEvent::kPodGone, now);
-        return CancelPlaceholder(r, now);
-      }
+      if (pod_gone || !pod_here) return EndMirror(r, now);
       if (running_there) {
         (void)Move(r, MirrorEvent::kRunningSeen, now);
         return;

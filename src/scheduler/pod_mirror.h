@@ -110,6 +110,8 @@ struct MirrorNode {
 };
 
 inline constexpr char kPodPlaceholderPrefix[] = "onequeue-pod-";
+// The reason of the Warning event on a pod whose placeholder was lost and not made again.
+inline constexpr char kMirrorLostReason[] = "MirrorLost";
 std::string PodPlaceholderName(const std::string& uid);
 // The submission of a placeholder for `pod` on `node`: pinned (nodelist, one node), in the node's
 // shared partition, the pod's size, UNLIMITED (or `time_limit_minutes`), requeue, tagged.
@@ -135,6 +137,9 @@ struct PodMirrorOptions {
   // not claim again for this long.
   queue::Time refused_retry = 30;
   uint32_t time_limit_minutes = slurm::kTimeLimitUnlimited;
+  // Test hook (the daemon's Failpoint): "mirror-after-pod-end", after a bound pod's end is seen
+  // and before its placeholder is cancelled.
+  std::function<void(const char*)> failpoint;
 };
 
 struct PodMirrorRecord {
@@ -146,6 +151,7 @@ struct PodMirrorRecord {
   queue::Time since = 0;        // when the record entered its state
   std::string why;              // why it is undone, or what the last failed call said
   std::vector<std::string> victims;  // a preemptor's (step 4): the workloads asked to leave
+  bool lost_reported = false;   // this loss of its placeholder is reported (cleared when mirrored again)
 };
 
 class PodMirrors {
@@ -200,6 +206,8 @@ class PodMirrors {
   std::vector<const PodMirrorRecord*> ReadyToBind() const;
   // Bound pods whose re-made placeholder has not started within the timeout (to be reported).
   std::vector<const PodMirrorRecord*> Lost(queue::Time now) const;
+  // The loss of the pod's placeholder was reported (until it is mirrored again).
+  void MarkReported(const std::string& uid);
   // The placeholder job ids of the records (a placeholder is not a Slurm workload: its pod is).
   std::map<uint32_t, std::string> PlaceholderJobs() const;
 
@@ -216,6 +224,8 @@ class PodMirrors {
   // `unseen`: the placeholder was submitted after the listing was taken (not in it yet).
   void AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, const MirroredPod* pod, bool unseen,
                   queue::Time now);
+  // After the bind: the pod is gone (or bound elsewhere); its placeholder is cancelled.
+  void EndMirror(PodMirrorRecord& r, queue::Time now);
 
   PodMirrorOptions options_;
   SlurmActions* slurm_;

@@ -1,3 +1,4 @@
+#include "scheduler/node_split.h"
 #include "scheduler/scheduling_loop.h"
 
 #include <algorithm>
@@ -89,7 +90,7 @@ SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, Cl
       waiting_(actions, queue_config_.resolution),
       usage_(UsageOptionsOf(config)),
       time_limits_(config.scheduler_name, config.queue.over_time_limit_seconds, actions),
-      mirrors_(PodMirrorOptions{SlurmIdentityOf(config)}, slurm),
+      mirrors_(PodMirrorOptions{.identity = SlurmIdentityOf(config), .failpoint = failpoint_}, slurm),
       shares_nodes_(!SlurmWorldOptionsOf(config).sharing_partitions.empty()) {}
 
 CycleStats SchedulingLoop::RunCycle(queue::Time now) {
@@ -102,7 +103,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   SnapshotOptions options = ReadWorld(*state, now);
   if (slurm_view != nullptr) lending_.ConfirmStarts(*slurm_view, now);
   BuiltSnapshot built = BuildCycleSnapshot(*state, std::move(options), slurm_view, now, &stats);
-  if (slurm_view != nullptr && lending_.known()) AdvanceMirrors(*state, *slurm_view, built, now);
+  if (slurm_view != nullptr && lending_.known()) AdvanceMirrors(*state, *slurm_view, built, now, &stats);
   std::set<std::string> terminating, touched;
   for (const auto& p : state->pods) {
     if (p->deleting) terminating.insert(p->key);
@@ -131,6 +132,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
     lending_.HoldWaitingJobs(plan, slurm_records_, &stats);
     lending_.Reconcile(slurm_records_, touched, now, &stats);
   }
+  if (shares_nodes_) AnnotateSplits(built);
   MarkPhase("act");
   RememberArrivalBasis(state, built, now);
   // A start that waited for its nodes to change hands did not happen although the planner counts
@@ -405,7 +407,7 @@ MirroredPod SchedulingLoop::MirroredPodOf(const PodRecord& pod) const {
 }
 
 void SchedulingLoop::AdvanceMirrors(const KubeState& state, const slurm::SlurmView& view, const BuiltSnapshot& built,
-                                    queue::Time now) {
+                                    queue::Time now, CycleStats* stats) {
   shared_nodes_.clear();
   for (const queue::Node& n : built.snapshot->nodes) {
     if (n.sharing != queue::NodeSharing::kShared) continue;
@@ -445,6 +447,49 @@ void SchedulingLoop::AdvanceMirrors(const KubeState& state, const slurm::SlurmVi
   }
   mirrors_.Advance(placeholders, pods, now,
                    view.refreshed_at == absl::InfinitePast() ? now : absl::ToUnixSeconds(view.refreshed_at));
+  ReportLostMirrors(now, stats);
+}
+
+void SchedulingLoop::AnnotateSplits(const BuiltSnapshot& built) {
+  for (const NodeSplit& split : SharedNodeSplits(*built.snapshot, slurm_records_)) {
+    const std::string value = DescribeSplit(split, built.snapshot->resource_names);
+    auto& written = split_written_[split.node];
+    if (written == value) continue;
+    if (absl::Status s = actions_->AnnotateNode(split.node, kSplitAnnotation, value); !s.ok()) {
+      spdlog::warn("node {}: {} not written: {}", split.node, kSplitAnnotation, std::string(s.message()));
+      continue;
+    }
+    written = value;
+  }
+}
+
+void SchedulingLoop::ReportLostMirrors(queue::Time now, CycleStats* stats) {
+  for (const PodMirrorRecord* r : mirrors_.Lost(now)) {
+    if (r->lost_reported) continue;
+    const std::string note = absl::StrCat(
+        "the Slurm placeholder that mirrors this pod on shared node ", r->node.node,
+        " was lost (cancelled, timed out or forgotten by slurmctld) and a new one has not started in ",
+        now - r->since, " s: Slurm may have given the pod's CPUs, memory or GPUs to its own jobs", r->why.empty() ? "" : "; ",
+        r->why);
+    const bool evict = config_.sharing.on_lost_mirror == "evict";
+    if (evict) {
+      absl::Status s = actions_->Evict(r->pod.key, "sharing.onLostMirror",
+                                       absl::StrCat("Evicted by onequeue (sharing.onLostMirror: evict): ", note));
+      if (!s.ok() && !absl::IsNotFound(s)) {
+        spdlog::warn("pod {}: not evicted after losing its placeholder: {}", r->pod.key, std::string(s.message()));
+        continue;  // evicted and reported by a later cycle
+      }
+    }
+    if (absl::Status s = actions_->PodEvent(r->pod.key, kMirrorLostReason,
+                                            evict ? absl::StrCat(note, "; evicted (sharing.onLostMirror: evict)") : note);
+        !s.ok()) {
+      spdlog::warn("pod {}: {} not reported: {}", r->pod.key, kMirrorLostReason, std::string(s.message()));
+      continue;  // reported by a later cycle
+    }
+    spdlog::warn("pod {}: {}", r->pod.key, note);
+    stats->mirrors_lost.push_back(r->node.node);
+    mirrors_.MarkReported(r->pod.uid);
+  }
 }
 
 bool SchedulingLoop::MirrorInsteadOfBinding(const PodRecord* pod, const std::string& node, queue::Time now) {
@@ -453,7 +498,9 @@ bool SchedulingLoop::MirrorInsteadOfBinding(const PodRecord* pod, const std::str
   if (mirrors_.Find(m.uid) != nullptr) return true;  // under way (or being undone): it waits
   if (absl::Status s = mirrors_.Plan(m, shared_nodes_.at(node), now); !s.ok()) {
     spdlog::warn("pod {}: not started on shared node {}: {}", pod->key, node, std::string(s.message()));
+    return true;
   }
+  Fail("mirror-after-submit");
   return true;
 }
 

@@ -107,6 +107,15 @@ class ClusterActions {
                                                    const std::string& resource_version) = 0;
   // An event about a node (Lent, Reclaimed, Returned). Best effort.
   virtual void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) {}
+  // Sets (or, with "", removes) one annotation of a node (issue 25: onequeue.io/split). Best effort.
+  virtual absl::Status AnnotateNode(const std::string& node, const std::string& key, const std::string& value) {
+    return absl::OkStatus();
+  }
+  // A Warning event about a pod (issue 25: MirrorLost). OK once it is on its way (recorded
+  // asynchronously, like every event); an error when it was not sent (no lease, API refused).
+  virtual absl::Status PodEvent(const std::string& pod_key, const std::string& reason, const std::string& note) {
+    return absl::OkStatus();
+  }
   // Sets status.nominatedNodeName; "" clears it (a rolled-back preemption).
   virtual absl::Status Nominate(const std::string& pod_key, const std::string& node) = 0;
   // Eviction API; a PodDisruptionBudget refusal is kFailedPrecondition.
@@ -202,6 +211,9 @@ struct CycleStats {
   // The cycle planned only the pods that arrived since the last full cycle (RunArrivalCycle);
   // false: a full cycle.
   bool incremental = false;
+  // Issue 25: shared nodes (Kubernetes names), one entry per pod reported this cycle as having
+  // lost its placeholder for good (onequeue_shared_mirror_lost_total{node}).
+  std::vector<std::string> mirrors_lost;
   std::vector<int> preemption_victims;  // victims of each preemption started (for metrics)
   // Bound pods whose QOS, account or gang edits (or values their namespace may not use) were
   // ignored, each said once while it lasts (the daemon logs them).
@@ -276,7 +288,14 @@ class SchedulingLoop {
   // Issue 25 (pod_mirror.h): the shared nodes of this cycle, every mirror record moved by the two
   // listings (rebuilt from them on the first cycle with Slurm's view), before the plan.
   void AdvanceMirrors(const KubeState& state, const slurm::SlurmView& view, const BuiltSnapshot& built,
-                      queue::Time now);
+                      queue::Time now, CycleStats* stats);
+  // Pods whose placeholder is lost and not made again within the timeout: each reported once per
+  // loss (the MirrorLost event on the pod, stats->mirrors_lost), and evicted if
+  // sharing.onLostMirror says evict.
+  void ReportLostMirrors(queue::Time now, CycleStats* stats);
+  // Writes each shared node's split (node_split.h) to its onequeue.io/split annotation when it
+  // changed since this process last wrote it.
+  void AnnotateSplits(const BuiltSnapshot& built);
   // A pod the plan starts on a shared node gets a placeholder instead of its binding; true if so.
   bool MirrorInsteadOfBinding(const PodRecord* pod, const std::string& node, queue::Time now);
   // Pods whose placeholder runs are bound now.
@@ -371,6 +390,7 @@ class SchedulingLoop {
   bool mirrors_rebuilt_ = false;
   bool shares_nodes_ = false;  // the configuration has a partition with sharing: shared
   std::map<std::string, MirrorNode> shared_nodes_;
+  std::map<std::string, std::string> split_written_;  // node -> the onequeue.io/split value written
 };
 
 }  // namespace onequeue::scheduler

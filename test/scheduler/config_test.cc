@@ -211,6 +211,22 @@ TEST(ConfigTest, BadPartitionSharingIsRefusedNamingTheKeyAndTheAllowedValues) {
   EXPECT_THAT(wrong_type.status().message(), HasSubstr("slurm.partitions must be a mapping"));
 }
 
+// Issue 25: sharing.onLostMirror, remake by default, evict accepted, anything else refused.
+TEST(ConfigTest, SharingOnLostMirrorIsRemakeByDefaultEvictIsAcceptedAndOtherValuesAreRefused) {
+  auto none = ParseConfig(std::string(kHeader), "f.yaml");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->sharing.on_lost_mirror, "remake");
+  auto evict = ParseConfig(std::string(kHeader) + "sharing: {onLostMirror: evict}\n", "f.yaml");
+  ASSERT_TRUE(evict.ok()) << evict.status();
+  EXPECT_EQ(evict->sharing.on_lost_mirror, "evict");
+  auto bad = ParseConfig(std::string(kHeader) + "sharing: {onLostMirror: report}\n", "f.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("sharing.onLostMirror: is \"report\"; expected remake or evict"));
+  auto unknown = ParseConfig(std::string(kHeader) + "sharing: {onLostMirrors: evict}\n", "f.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.status().message(), HasSubstr("sharing.onLostMirrors: unknown key"));
+}
+
 TEST(ConfigTest, LendingThatCannotWorkIsRefusedWithTheReason) {
   const std::string slurm = std::string(kHeader) +
                             "slurm: {enabled: true, url: http://127.0.0.1:6820, tokenFile: /t, sharedPartitions: [b], ";

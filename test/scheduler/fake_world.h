@@ -77,10 +77,12 @@ class FakeSlurm : public SlurmActions {
     j.nodes = {node};
     j.start_time = absl::FromUnixSeconds(now);
     ran_on[id].push_back(node);
-    // What Slurm allocated there (issue 25: read on shared nodes): the job's CPUs.
+    // What Slurm allocated there (issue 25: read on shared nodes): the job's CPUs, memory and GRES.
     slurm::NodeAllocation a;
     a.node = node;
     a.cpus = j.cpus;
+    a.memory_mb = j.memory_per_node_mb;
+    a.gres = j.gres_per_node;
     j.allocation.nodes = {a};
     j.allocation.error.clear();
   }
@@ -90,11 +92,40 @@ class FakeSlurm : public SlurmActions {
   void SetPartitions(const std::string& node, std::vector<std::string> partitions) {
     nodes_[node].partitions = std::move(partitions);
   }
+  // In every dimension the node has: CPUs always; memory where the node has some (memory_mb > 0);
+  // each GRES the job asks (a GRES the node lacks: 0 of it).
   bool Fits(uint32_t id, const std::string& node) const {
     if (!shared.count(node)) return true;
     auto j = jobs_.find(id);
-    return j != jobs_.end() && AllocatedCpus(node) + j->second.cpus <= nodes_.at(node).cpus;
+    if (j == jobs_.end()) return false;
+    const slurm::SlurmNode& n = nodes_.at(node);
+    if (AllocatedCpus(node) + j->second.cpus > n.cpus) return false;
+    if (n.memory_mb > 0 && Allocated(node).memory_mb + j->second.memory_per_node_mb > n.memory_mb) return false;
+    const slurm::NodeAllocation used = Allocated(node);
+    for (const auto& [gres, count] : j->second.gres_per_node) {
+      auto have = n.gres.find(gres);
+      auto taken = used.gres.find(gres);
+      if ((taken == used.gres.end() ? 0 : taken->second) + count > (have == n.gres.end() ? 0 : have->second)) {
+        return false;
+      }
+    }
+    return true;
   }
+  // Issue 25: what Slurm has allocated on `node` in every dimension (its running jobs and pod
+  // placeholders pinned there; the whole-node fence is not counted).
+  slurm::NodeAllocation Allocated(const std::string& node) const {
+    slurm::NodeAllocation sum;
+    sum.node = node;
+    for (const auto& [id, j] : jobs_) {
+      if (j.state != slurm::JobState::kRunning || j.nodes != std::vector<std::string>{node}) continue;
+      sum.cpus += j.cpus;
+      sum.memory_mb += j.memory_per_node_mb;
+      for (const auto& [gres, count] : j.gres_per_node) sum.gres[gres] += count;
+    }
+    return sum;
+  }
+  // slurmctld restarted and lost the job (its state save did not have it): gone from every listing.
+  void Forget(uint32_t id) { jobs_.erase(id); }
   const slurm::SlurmNode& Node(const std::string& node) const { return nodes_.at(node); }
   // Issue 25: CPUs Slurm has allocated on `node` (its jobs and onequeue's pod placeholders; the
   // whole-node fence is not counted).
@@ -111,6 +142,8 @@ class FakeSlurm : public SlurmActions {
     const uint32_t id = 500000 + static_cast<uint32_t>(pod_placeholders.size());
     calls.push_back("placeholder " + s.name + " on " + s.nodelist);
     slurm::SlurmJob& j = Submit(id, s.cpus);
+    j.memory_per_node_mb = s.memory_per_node_mb;
+    j.gres_per_node = s.gres_per_node;
     j.name = s.name;
     j.user = "slurm";
     j.partition = s.partition;
@@ -330,6 +363,18 @@ class World : public ClusterView, public ClusterActions {
     if (s.ok()) time_limit_evictions.push_back(key);
     return s;
   }
+  // Issue 25: node annotations onequeue writes besides its owner mark (onequeue.io/split).
+  std::map<std::string, std::map<std::string, std::string>> node_annotations;
+  absl::Status AnnotateNode(const std::string& node, const std::string& key, const std::string& value) override {
+    node_annotations[node][key] = value;
+    return absl::OkStatus();
+  }
+  // Issue 25: pod events, "<reason> <pod key>: <note>".
+  std::vector<std::string> pod_events;
+  absl::Status PodEvent(const std::string& key, const std::string& reason, const std::string& note) override {
+    pod_events.push_back(reason + " " + key + ": " + note);
+    return absl::OkStatus();
+  }
   absl::Status Evict(const std::string& key, const std::string& preemptor, const std::string&) override {
     k8s::Pod* p = Find(key);
     if (!p) return absl::NotFoundError(key);
@@ -348,12 +393,28 @@ class World : public ClusterView, public ClusterActions {
     return absl::OkStatus();
   }
 
-  void AddNode(const std::string& name, const std::string& cpu = "4") {
+  // `extra`: more allocatable resources ("nvidia.com/gpu" -> "4"), issue 25's shared nodes.
+  void AddNode(const std::string& name, const std::string& cpu = "4",
+               const std::map<std::string, std::string>& extra = {}) {
     json j = {{"metadata", {{"name", name}, {"resourceVersion", std::to_string(++last_version_)},
                             {"labels", {{"onequeue.io/pool", "a"}}}}},
               {"status", {{"allocatable", {{"cpu", cpu}, {"memory", "32Gi"}, {"pods", "110"}}},
                           {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+    for (const auto& [resource, amount] : extra) j["status"]["allocatable"][resource] = amount;
     nodes_.push_back(*k8s::Node::FromJson(j));
+  }
+  // A pod with more requests than CPUs (issue 25: memory, GPUs): `requests` replaces {"cpu": cpu}.
+  void AddSizedPod(const std::string& name, const std::map<std::string, std::string>& requests,
+                   const std::string& qos) {
+    json r = json::object();
+    for (const auto& [resource, amount] : requests) r[resource] = amount;
+    json j = {{"metadata", {{"name", name}, {"namespace", "ns"}, {"creationTimestamp", "2026-11-21T10:00:00Z"},
+                            {"uid", "uid-" + name + "-" + std::to_string(++last_version_)},
+                            {"annotations", {{"onequeue.io/qos", qos}}}}},
+              {"spec", {{"schedulerName", "onequeue"},
+                        {"containers", json::array({{{"name", "c"}, {"resources", {{"requests", r}}}}})}}},
+              {"status", {{"phase", "Pending"}}}};
+    pods_.push_back(*k8s::Pod::FromJson(j));
   }
   void AddPod(const std::string& name, const std::string& cpu, const std::string& qos,
               const std::string& node = "", const std::string& created = "2026-11-21T10:00:00Z") {

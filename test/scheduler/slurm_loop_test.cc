@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "scheduler/node_split.h"
 #include "absl/strings/match.h"
 #include "fake_world.h"
 #include "scheduler/scheduling_loop.h"
@@ -715,6 +716,102 @@ TEST(SharedNodeLoopTest, APodVictimIsEvictedAndItsPlaceholderCancelledBeforeTheC
   EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
   EXPECT_EQ(c.slurm.FenceOwner("n1"), "");
   EXPECT_EQ(c.k8s.evictions.size(), 1u);
+// Issue 25: a bound pod's placeholder is cancelled by an admin and Slurm starts a job into the
+// space at once, so the new placeholder cannot start: after 60 s the pod is reported once (the
+// MirrorLost event, CycleStats::mirrors_lost for onequeue_shared_mirror_lost_total{node}) and keeps
+// running (sharing.onLostMirror: remake); once the job ends the new placeholder runs, and a later
+// loss is reported again.
+TEST(SharedNodeLoopTest, ALostPlaceholderThatCannotBeMadeAgainIsReportedOnceAndThePodKeepsRunning) {
+  Cluster c(1);
+  Config cfg = SlurmConfig("placeholder");
+  cfg.slurm.partition_sharing = {{"pool", "shared"}};
+  c.k8s.AddPod("web", "2", "batch", "");
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+  c.slurm.Run(c.slurm.pod_placeholders[0], "n1");
+  c.Cycle(loop, kT0 + 5);
+  ASSERT_EQ(c.k8s.NodeOf("ns/web"), "n1");
+  ASSERT_TRUE(c.slurm.Cancel(c.slurm.pod_placeholders[0]).ok());  // an admin's scancel
+  c.slurm.Submit(8, 8);
+  c.slurm.Job(8).partition = "pool";
+  c.slurm.Run(8, "n1");  // Slurm's own scheduler, into the space the pod holds
+  std::vector<std::string> lost;
+  for (queue::Time t = kT0 + 10; t <= kT0 + 100; t += 5) {
+    CycleStats stats = c.Cycle(loop, t);
+    lost.insert(lost.end(), stats.mirrors_lost.begin(), stats.mirrors_lost.end());
+    if (t < kT0 + 70) EXPECT_TRUE(c.k8s.pod_events.empty()) << "before the 60 s timeout, t+" << t - kT0;
+  }
+  EXPECT_EQ(lost, std::vector<std::string>{"n1"});
+  ASSERT_EQ(c.k8s.pod_events.size(), 1u);
+  EXPECT_THAT(c.k8s.pod_events[0], HasSubstr("MirrorLost ns/web: the Slurm placeholder"));
+  EXPECT_THAT(c.k8s.pod_events[0], HasSubstr("shared node n1"));
+  EXPECT_EQ(c.k8s.NodeOf("ns/web"), "n1");  // remake: the pod runs on
+  EXPECT_TRUE(c.k8s.evictions.empty());
+  // The job ends; Slurm starts the pending new placeholder: mirrored again.
+  c.slurm.Job(8).state = slurm::JobState::kCompleted;
+  const uint32_t remade = c.slurm.pod_placeholders.back();
+  ASSERT_EQ(c.slurm.Job(remade).state, slurm::JobState::kPending);
+  c.slurm.Run(remade, "n1");
+  c.Cycle(loop, kT0 + 105);
+  EXPECT_EQ(loop.mirrors().Find(c.k8s.UidOf("ns/web"))->state, MirrorState::kBound);
+  EXPECT_FALSE(loop.mirrors().Find(c.k8s.UidOf("ns/web"))->lost_reported);
+}
+
+// sharing.onLostMirror: evict: the same loss evicts the pod (its controller makes it again), once.
+TEST(SharedNodeLoopTest, ALostPlaceholderThatCannotBeMadeAgainEvictsThePodWhenTheConfigSaysEvict) {
+  Cluster c(1);
+  Config cfg = SlurmConfig("placeholder");
+  cfg.slurm.partition_sharing = {{"pool", "shared"}};
+  cfg.sharing.on_lost_mirror = "evict";
+  c.k8s.AddPod("web", "2", "batch", "");
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  c.slurm.Run(c.slurm.pod_placeholders[0], "n1");
+  c.Cycle(loop, kT0 + 5);
+  ASSERT_EQ(c.k8s.NodeOf("ns/web"), "n1");
+  c.slurm.Forget(c.slurm.pod_placeholders[0]);  // a slurmctld restart lost it
+  c.slurm.Submit(8, 8);
+  c.slurm.Run(8, "n1");
+  for (queue::Time t = kT0 + 10; t <= kT0 + 100; t += 5) c.Cycle(loop, t);
+  EXPECT_EQ(c.k8s.evictions, std::vector<std::string>{"ns/web"});
+  ASSERT_EQ(c.k8s.pod_events.size(), 1u);
+  EXPECT_THAT(c.k8s.pod_events[0], HasSubstr("evicted (sharing.onLostMirror: evict)"));
+  EXPECT_EQ(c.k8s.NodeOf("ns/web"), "<gone>");
+}
+
+// Issue 25, docs/sharing.md section 5: the daemon writes how a shared node is split now to its
+// onequeue.io/split annotation (what `kubectl describe node` shows), with the GPU indices Slurm
+// gave its job, and again only when the split changes; `oq nodes` shows the same text
+// (ListNodes' NodeInfo.split, from the same DescribeSplit).
+TEST(SharedNodeLoopTest, TheSplitOfASharedNodeIsWrittenToItsAnnotationWithSlurmsGpuIndices) {
+  SlurmLoopCluster c(0);
+  c.k8s.AddNode("n1", "8", {{"nvidia.com/gpu", "4"}});
+  c.slurm.AddNode("n1");
+  Config cfg = SlurmConfig("placeholder");
+  cfg.slurm.partition_sharing = {{"pool", "shared"}};
+  slurm::SlurmJob& job = c.slurm.Submit(7, 4);
+  job.memory_per_node_mb = 8192;
+  job.gres_per_node = {{"gpu", 2}};
+  c.slurm.Run(7, "n1");
+  c.slurm.Job(7).allocation.nodes[0].gres_indices = {{"gpu", {0, 1}}};
+  c.k8s.AddSizedPod("web", {{"cpu", "2"}, {"memory", "4Gi"}, {"nvidia.com/gpu", "1"}}, "batch");
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  c.slurm.Run(c.slurm.pod_placeholders.at(0), "n1");
+  c.Cycle(loop, kT0 + 5);
+  ASSERT_EQ(c.k8s.NodeOf("ns/web"), "n1");
+  c.Cycle(loop, kT0 + 10);
+  EXPECT_EQ(c.k8s.node_annotations["n1"][kSplitAnnotation],
+            "pods cpu=2 memory=4Gi nvidia.com/gpu=1 (ns/web); "
+            "slurm cpu=4 memory=8Gi nvidia.com/gpu=2 [gpu 0,1] (slurm/7); "
+            "free cpu=2 memory=20Gi nvidia.com/gpu=1");
+  c.k8s.DeletePod("ns/web");
+  c.Cycle(loop, kT0 + 15);
+  c.Cycle(loop, kT0 + 20);
+  EXPECT_EQ(c.k8s.node_annotations["n1"][kSplitAnnotation],
+            "pods cpu=0 memory=0 nvidia.com/gpu=0; slurm cpu=4 memory=8Gi nvidia.com/gpu=2 [gpu 0,1] (slurm/7); "
+            "free cpu=4 memory=24Gi nvidia.com/gpu=2");
 }
 
 }  // namespace

@@ -237,6 +237,22 @@ TEST(EventMetricsTest, RecorderTotalsBecomeOnequeueEventsTotal) {
   EXPECT_EQ(by_outcome.count("aggregated"), 0u);  // never seen: no series yet
 }
 
+// Issue 25: each pod reported as having lost its Slurm placeholder counts once in
+// onequeue_shared_mirror_lost_total, by its shared node.
+TEST(SharedMirrorMetricsTest, ReportedLossesBecomeOnequeueSharedMirrorLostTotalByNode) {
+  SchedulerMetrics metrics;
+  CycleStats stats;
+  stats.mirrors_lost = {"s1", "s2", "s1"};
+  metrics.ObserveCycle(stats, nullptr, 0.01);
+  metrics.ObserveCycle(CycleStats{}, nullptr, 0.01);  // nothing new
+  std::map<std::string, double> by_node;
+  for (const auto& family : metrics.registry()->Collect()) {
+    if (family.name != "onequeue_shared_mirror_lost_total") continue;
+    for (const auto& m : family.metric) by_node[m.label.at(0).value] = m.counter.value;
+  }
+  EXPECT_EQ(by_node, (std::map<std::string, double>{{"s1", 2}, {"s2", 1}}));
+}
+
 // Issue 13: an informer's backlog overflows (each a relist) are exported as running totals per
 // resource, every series present at zero from the start.
 TEST(InformerMetricsTest, BacklogOverflowsBecomeOnequeueInformerBacklogOverflowsTotal) {

@@ -27,7 +27,8 @@ enum class StepKind {
   kCycle, kPoll, kZombieCycle, kZombieExits,
   kPodCreated, kInteractivePod, kPodDeleted, kJobSubmitted, kSrunJobSubmitted, kJobFinishes, kSlurmSchedules,
   kCrash, kCrashAt, kRestart, kLoseLease, kSuccessor, kSlurmDown, kSlurmHang, kSlurmUp, kFailWrites,
-  kSharedJobSubmitted,  // issue 25: only in worlds with a shared node
+  // Issue 25: only in worlds with a shared node.
+  kSharedJobSubmitted, kSharedPodCreated, kPlaceholderLost, kSharedCrashAt,
 };
 
 struct Step {
@@ -43,6 +44,8 @@ struct Setup {
   int pending_jobs = 0;
   // Issue 25: a shared node s1 (partition "shared", sharing: shared) besides the others.
   bool shared_node = false;
+  // Issue 25: sharing.onLostMirror: evict (else remake), in half the shared worlds.
+  bool evict_lost_mirror = false;
 };
 
 struct Scenario {
@@ -74,6 +77,7 @@ class Checker {
     // Drawn from a generator of its own, so every seed without a shared node makes the run it made
     // before issue 25.
     s.setup.shared_node = std::mt19937_64(seed ^ 0x25250025)() % 2 == 0;
+    s.setup.evict_lost_mirror = s.setup.shared_node && std::mt19937_64(seed ^ 0x25250026)() % 2 == 0;
     struct Weighted {
       StepKind kind;
       int weight;
@@ -91,6 +95,9 @@ class Checker {
         {StepKind::kSlurmDown, 1, true},       {StepKind::kSlurmHang, 1, true},
         {StepKind::kSlurmUp, 4, true},         {StepKind::kFailWrites, 2, true},
         {StepKind::kSharedJobSubmitted, 5, s.setup.shared_node},
+        {StepKind::kSharedPodCreated, 5, s.setup.shared_node},
+        {StepKind::kPlaceholderLost, 3, s.setup.shared_node},
+        {StepKind::kSharedCrashAt, 2, s.setup.shared_node},
     };
     int total = 0;
     for (const auto& w : table) total += w.allowed ? w.weight : 0;
@@ -120,6 +127,7 @@ class Checker {
   std::optional<Failure> Run(const Scenario& s, std::vector<std::string>* story = nullptr,
                              int64_t* steps_run = nullptr) const {
     Config config = CheckerConfig(s.setup.mechanism, s.setup.shared_node);
+    if (s.setup.evict_lost_mirror) config.sharing.on_lost_mirror = "evict";
     CheckedWorld w(config, off_, story != nullptr);
     if (s.setup.shared_node) w.AddSharedNode("s1");
     for (size_t i = 0; i < s.setup.nodes.size(); ++i) {
@@ -181,10 +189,12 @@ class Checker {
                                   "kInteractivePod", "kPodDeleted", "kJobSubmitted", "kSrunJobSubmitted",
                                   "kJobFinishes", "kSlurmSchedules", "kCrash", "kCrashAt", "kRestart",
                                   "kLoseLease", "kSuccessor", "kSlurmDown", "kSlurmHang", "kSlurmUp", "kFailWrites",
-                                  "kSharedJobSubmitted"};
+                                  "kSharedJobSubmitted", "kSharedPodCreated", "kPlaceholderLost",
+                                  "kSharedCrashAt"};
     std::string out = absl::StrCat("{", s.seed, ", {\"", s.setup.mechanism, "\", {", absl::StrJoin(s.setup.nodes, ", "),
                                    "}, ", s.setup.pending_pods, ", ", s.setup.pending_jobs,
-                                   s.setup.shared_node ? ", true" : "", "}, {");
+                                   s.setup.shared_node ? ", true" : "", s.setup.evict_lost_mirror ? ", true" : "",
+                                   "}, {");
     for (size_t i = 0; i < s.steps.size(); ++i) {
       absl::StrAppend(&out, i ? ", " : "", "{S::", names[static_cast<int>(s.steps[i].kind)], ", ", s.steps[i].a, "}");
     }
@@ -200,7 +210,9 @@ class Checker {
       static const char* kinds[] = {"kubernetes, idle", "kubernetes, a pod", "lent, a Slurm job"};
       absl::StrAppend(&out, " n", i + 1, " (", kinds[s.setup.nodes[i]], ")");
     }
-    if (s.setup.shared_node) absl::StrAppend(&out, " s1 (shared, idle)");
+    if (s.setup.shared_node) {
+      absl::StrAppend(&out, " s1 (shared, idle", s.setup.evict_lost_mirror ? ", onLostMirror: evict" : "", ")");
+    }
     absl::StrAppend(&out, "; pending: ", s.setup.pending_pods, " pod(s), ", s.setup.pending_jobs, " job(s)\n");
     for (const auto& l : lines) absl::StrAppend(&out, "  ", l, "\n");
     return out;
@@ -229,7 +241,10 @@ class Checker {
       case StepKind::kSlurmHang: return w.SlurmHang();
       case StepKind::kSlurmUp: return w.SlurmUp();
       case StepKind::kFailWrites: return w.FailWrites(1 + static_cast<int>(step.a % 3));
-      case StepKind::kSharedJobSubmitted: return w.SharedJobSubmitted(step.a % 2);
+      case StepKind::kSharedJobSubmitted: return w.SharedJobSubmitted(step.a);
+      case StepKind::kSharedPodCreated: return w.SharedPodCreated(step.a);
+      case StepKind::kPlaceholderLost: return w.PlaceholderLost(step.a);
+      case StepKind::kSharedCrashAt: return w.ArmSharedCrash(step.a);
     }
     return "?";
   }

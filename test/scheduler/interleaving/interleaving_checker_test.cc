@@ -106,12 +106,14 @@ TEST(InvariantsTest, NoWriteAfterTheLease) {
 }
 
 TEST(InvariantsTest, SharedNodesNeverOverAllocated) {
-  auto shared = [](int64_t slurm, std::vector<NodeFacts::SharedPod> pods) {
+  using Pod = NodeFacts::SharedPod;
+  // s1: 8 CPUs, 32 GiB (in MiB), 4 GPUs; Slurm's own job holds 4 CPUs, 8 GiB, 2 GPUs.
+  auto shared = [](std::vector<Pod> pods, NodeFacts::Amounts slurm = {{"cpu", 4}, {"memory", 8192}, {"gpu", 2}}) {
     NodeFacts n;
     n.name = "s1";
     n.shared = true;
-    n.capacity_cpus = 8;
-    n.slurm_allocated_cpus = slurm;
+    n.capacity = {{"cpu", 8}, {"memory", 32768}, {"gpu", 4}};
+    n.slurm_jobs_allocated = std::move(slurm);
     n.shared_pods = std::move(pods);
     for (const auto& p : n.shared_pods) n.pods.push_back(p.key);
     n.slurm_jobs = {7};
@@ -119,39 +121,84 @@ TEST(InvariantsTest, SharedNodesNeverOverAllocated) {
     w.nodes = {n};
     return w;
   };
-  // A pod beside a Slurm job, mirrored (its placeholder's 4 CPUs are in Slurm's 8): fine, and (a)
-  // does not apply to a shared node.
-  EXPECT_EQ(Letters(invariants::CheckAll(shared(8, {{"ns/a", 4, true}}))), "");
-  // Bound without a running placeholder: (f), even where it fits.
-  EXPECT_EQ(Letters(invariants::SharedNodesNeverOverAllocated(shared(4, {{"ns/a", 4, false}}))), "f");
-  // And over the capacity: Slurm's 6 plus an unmirrored pod's 4.
-  EXPECT_EQ(Letters(invariants::SharedNodesNeverOverAllocated(shared(6, {{"ns/a", 4, false}}))), "ff");
+  auto pod = [](int64_t cpu, int64_t mem, int64_t gpu, bool mirrored) {
+    Pod p;
+    p.key = "ns/a";
+    p.size = {{"cpu", cpu}, {"memory", mem}, {"gpu", gpu}};
+    p.mirrored = mirrored;
+    return p;
+  };
+  // A mirrored pod beside the job, filling the node: fine, and (a) does not apply to a shared node.
+  EXPECT_EQ(Letters(invariants::CheckAll(shared({pod(4, 8192, 2, true)}))), "");
+  // Bound without a running placeholder: (f1), even where it fits.
+  EXPECT_EQ(Letters(invariants::SharedNodesNeverOverAllocated(shared({pod(1, 1024, 1, false)}))), "f");
+  // Over the capacity in each dimension alone (the others fit): (f2), though mirrored.
+  EXPECT_EQ(Letters(invariants::SharedNodesNeverOverAllocated(shared({pod(5, 1024, 1, true)}))), "f") << "cpu";
+  EXPECT_EQ(Letters(invariants::SharedNodesNeverOverAllocated(shared({pod(1, 30000, 1, true)}))), "f") << "memory";
+  EXPECT_EQ(Letters(invariants::SharedNodesNeverOverAllocated(shared({pod(1, 1024, 3, true)}))), "f") << "gpu";
+  // A dimension the node does not offer counts as capacity 0.
+  Pod fpga = pod(1, 1024, 1, true);
+  fpga.size["fpga"] = 1;
+  EXPECT_EQ(Letters(invariants::SharedNodesNeverOverAllocated(shared({fpga}))), "f");
+  // The placeholder lost by an admin and Slurm started a 2-GPU job into its space (4 GPUs held by
+  // Slurm + the pod's 2): excused up to the lost pod's size, not beyond; reported in time or not.
+  Pod lost = pod(2, 4096, 2, false);
+  lost.mirror_lost = true;
+  EXPECT_EQ(Letters(invariants::SharedNodesNeverOverAllocated(shared({lost}, {{"cpu", 4}, {"gpu", 4}}))), "");
+  EXPECT_EQ(Letters(invariants::SharedNodesNeverOverAllocated(shared({lost}, {{"cpu", 4}, {"gpu", 5}}))), "f")
+      << "beyond what the lost pod frees";
+  lost.lost_cycles = 16;
+  EXPECT_EQ(Letters(invariants::SharedNodesNeverOverAllocated(shared({lost}, {{"cpu", 4}, {"gpu", 4}}))), "f")
+      << "(f3): neither made again nor reported";
+  lost.reported = true;
+  EXPECT_EQ(Letters(invariants::SharedNodesNeverOverAllocated(shared({lost}, {{"cpu", 4}, {"gpu", 4}}))), "");
+  lost.reported = false;
+  lost.mirrored = true;  // made again (the lost flag clears in the world once it runs)
+  EXPECT_EQ(Letters(invariants::SharedNodesNeverOverAllocated(shared({lost}))), "");
   // An exclusive node is (a)'s.
-  WorldFacts w = shared(8, {{"ns/a", 4, false}});
+  WorldFacts w = shared({pod(8, 1024, 1, false)});
   w.nodes[0].shared = false;
   EXPECT_EQ(Letters(invariants::SharedNodesNeverOverAllocated(w)), "");
 }
 
 // ---- the checker ----------------------------------------------------------------------------
 
-// Issue 25: the worlds with a shared node do what (f) is about: pods mirrored by placeholders run
-// beside Slurm jobs there (else the million steps would check (f) of empty nodes).
+// Issue 25: the worlds with a shared node do what (f) is about (else the million steps would
+// check (f) of empty nodes): pods mirrored by placeholders run beside Slurm jobs there, GPU pods
+// among them; placeholders are lost (scancel, TIMEOUT, slurmctld restart) and either made again or
+// reported; daemons crash inside a mirror.
 TEST(InterleavingCheckerTest, SharedNodesRunPodsBesideSlurmJobs) {
   const Checker checker(KnownOpenDefects::None());
-  int shared_worlds = 0, with_pod_beside_job = 0;
+  int shared_worlds = 0, with_pod_beside_job = 0, with_gpu_pod = 0, losses = 0, reported = 0, evicted = 0,
+      crashes = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     const Scenario s = checker.Generate(seed, 250);
     if (!s.setup.shared_node) continue;
     ++shared_worlds;
     std::vector<std::string> story;
     EXPECT_FALSE(checker.Run(s, &story).has_value()) << "seed " << seed;
-    bool seen = false;
-    for (const std::string& line : story) seen = seen || absl::StrContains(line, "-> s1");
+    bool seen = false, gpu = false;
+    for (const std::string& line : story) {
+      seen = seen || absl::StrContains(line, "-> s1");
+      gpu = gpu || (absl::StrContains(line, "bind ns/gpu") && absl::StrContains(line, "-> s1"));
+      losses += absl::StrContains(line, ". pod placeholder ");
+      reported += absl::StrContains(line, "event MirrorLost");
+      evicted += absl::StrContains(line, "for sharing.onLostMirror");
+      crashes += absl::StrContains(line, "CRASH at mirror-");
+    }
     with_pod_beside_job += seen;
+    with_gpu_pod += gpu;
   }
-  std::printf("shared worlds: %d of 200 seeds; a pod bound on s1 in %d\n", shared_worlds, with_pod_beside_job);
+  std::printf("shared worlds: %d of 200 seeds; a pod bound on s1 in %d, a GPU pod in %d; %d placeholders lost, "
+              "%d reported, %d of them evicted (onLostMirror: evict); %d crashes inside a mirror\n",
+              shared_worlds, with_pod_beside_job, with_gpu_pod, losses, reported, evicted, crashes);
   EXPECT_GT(shared_worlds, 50);
   EXPECT_GT(with_pod_beside_job, 10);
+  EXPECT_GT(with_gpu_pod, 10);
+  EXPECT_GT(losses, 50);
+  EXPECT_GT(reported, 0);
+  EXPECT_GT(evicted, 0);
+  EXPECT_GT(crashes, 0);
 }
 
 TEST(InterleavingCheckerTest, TheSameSeedMakesTheSameRun) {

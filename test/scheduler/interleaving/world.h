@@ -71,11 +71,21 @@ constexpr int kHangSeconds = 60;
 constexpr int kLeaseSeconds = 15;
 constexpr int kRenewDeadlineSeconds = 10;
 constexpr int kNodeCpus = 8;
+// Issue 25: the shared node s1 has 8 CPUs, 32 GiB and 4 GPUs; its pods and jobs ask all three.
+constexpr int64_t kSharedNodeMemoryMb = 32768;
+constexpr int64_t kSharedNodeGpus = 4;
+using Amounts = invariants::NodeFacts::Amounts;  // "cpu" (CPUs), "memory" (MiB), "gpu"
 
 inline const std::vector<std::string>& FailpointNames() {
   static const std::vector<std::string> names = {"preempt-after-reserve", "reclaim-after-reserve",
                                                  "reclaim-after-requeue", "release-after-write",
                                                  "lend-after-annotate", "bind-after-send"};
+  return names;
+}
+// Issue 25: where a daemon may crash in a pod's mirror (only in worlds with a shared node, picked
+// by a step of their own so that the crashes of every other world stay where they were).
+inline const std::vector<std::string>& SharedFailpointNames() {
+  static const std::vector<std::string> names = {"mirror-after-submit", "mirror-after-pod-end", "bind-after-send"};
   return names;
 }
 
@@ -139,7 +149,11 @@ class CheckedWorld {
   }
   // Issue 25: a node of partition "shared" only, shared by pods and Slurm jobs, never fenced.
   void AddSharedNode(const std::string& name) {
-    AddNode(name);
+    k8s_.AddNode(name, std::to_string(kNodeCpus), {{"nvidia.com/gpu", std::to_string(kSharedNodeGpus)}});
+    slurm_.AddNode(name);
+    slurm_.Node(name).memory_mb = kSharedNodeMemoryMb;
+    slurm_.Node(name).gres = {{"gpu", kSharedNodeGpus}};
+    node_names_.push_back(name);
     slurm_.SetPartitions(name, {"shared"});
     slurm_.shared.insert(name);
   }
@@ -289,13 +303,67 @@ class CheckedWorld {
     return absl::StrCat(srun ? "srun job " : "Slurm job ", id, " (", big ? kNodeCpus : kNodeCpus / 2,
                         " CPU) is submitted", srun ? " (Slurm will not requeue it)" : "");
   }
-  // Issue 25: a job of the shared partition (2 or 4 CPUs), which only the shared node can run.
-  std::string SharedJobSubmitted(bool big) {
-    const uint32_t cpus = big ? kNodeCpus / 2 : kNodeCpus / 4;
-    const uint32_t id = SubmitJob(cpus, false);
-    slurm_.Job(id).partition = "shared";
+  // Issue 25: a job of the shared partition, which only the shared node can run, of one of three
+  // sizes: 2 CPUs 4 GiB 1 GPU; 4 CPUs 8 GiB 2 GPUs; 2 CPUs 24 GiB no GPU (memory binds).
+  std::string SharedJobSubmitted(uint32_t which) {
+    static const Amounts kSizes[] = {{{"cpu", 2}, {"memory", 4096}, {"gpu", 1}},
+                                     {{"cpu", 4}, {"memory", 8192}, {"gpu", 2}},
+                                     {{"cpu", 2}, {"memory", 24576}, {"gpu", 0}}};
+    const Amounts& size = kSizes[which % 3];
+    const uint32_t id = SubmitJob(static_cast<uint32_t>(size.at("cpu")), false);
+    slurm::SlurmJob& j = slurm_.Job(id);
+    j.partition = "shared";
+    j.memory_per_node_mb = size.at("memory");
+    if (size.at("gpu") > 0) j.gres_per_node = {{"gpu", size.at("gpu")}};
     poll_fresh_ = false;
-    return absl::StrCat("Slurm job ", id, " (", cpus, " CPU, partition shared) is submitted");
+    return absl::StrCat("Slurm job ", id, " (", Shown(size), ", partition shared) is submitted");
+  }
+  // Issue 25: a pod asking GPUs (so only s1 can take it) or much memory: 1 CPU 2 GiB 1 GPU; 2 CPUs
+  // 8 GiB 2 GPUs; 1 CPU 16 GiB no GPU.
+  std::string SharedPodCreated(uint32_t which) {
+    static const Amounts kSizes[] = {{{"cpu", 1}, {"memory", 2048}, {"gpu", 1}},
+                                     {{"cpu", 2}, {"memory", 8192}, {"gpu", 2}},
+                                     {{"cpu", 1}, {"memory", 16384}, {"gpu", 0}}};
+    const Amounts& size = kSizes[which % 3];
+    const std::string name = absl::StrCat("gpu", ++pods_made_);
+    std::map<std::string, std::string> requests = {{"cpu", std::to_string(size.at("cpu"))},
+                                                   {"memory", absl::StrCat(size.at("memory"), "Mi")}};
+    if (size.at("gpu") > 0) requests["nvidia.com/gpu"] = std::to_string(size.at("gpu"));
+    k8s_.AddSizedPod(name, requests, which % 2 ? "normal" : "batch");
+    pod_size_["ns/" + name] = size;
+    return absl::StrCat("pod ns/", name, " (", Shown(size), ") arrives");
+  }
+  // Issue 25: a pod placeholder ends without onequeue: an admin's scancel, its TIMEOUT, or a
+  // slurmctld restart that lost it (gone from the listings). Its pod's mirror is lost (for (f)).
+  std::string PlaceholderLost(uint32_t which) {
+    std::vector<uint32_t> live;
+    for (uint32_t id : slurm_.pod_placeholders) {
+      const slurm::SlurmJob& j = slurm_.Job(id);
+      if (j.state == slurm::JobState::kRunning || j.state == slurm::JobState::kPending) live.push_back(id);
+    }
+    if (live.empty()) return "(no pod placeholder to lose)";
+    const uint32_t id = live[which % live.size()];
+    const std::string name = slurm_.Job(id).name;
+    static const char* kHow[] = {"is cancelled by an admin (scancel)", "reaches its time limit (TIMEOUT)",
+                                 "is lost by a slurmctld restart"};
+    const uint32_t how = (which / 7) % 3;
+    if (how == 0) slurm_.Job(id).state = slurm::JobState::kCancelled;
+    if (how == 1) slurm_.Job(id).state = slurm::JobState::kTimeout;
+    if (how == 2) slurm_.Forget(id);
+    for (const k8s::Pod& p : k8s_.Pods()) {
+      if (PodPlaceholderName(p.metadata.uid) == name) mirror_lost_[p.metadata.uid] = LostMirror{};
+    }
+    poll_fresh_ = false;
+    return absl::StrCat("pod placeholder ", id, " (", name, ") ", kHow[how]);
+  }
+  std::string ArmSharedCrash(uint32_t which) {
+    if (!leader_) return "(no daemon to crash)";
+    leader_->armed_failpoint = SharedFailpointNames()[which % SharedFailpointNames().size()];
+    return absl::StrCat("daemon #", leader_->incarnation, " will crash at ", leader_->armed_failpoint,
+                        " in its next cycle");
+  }
+  static std::string Shown(const Amounts& size) {
+    return absl::StrCat(size.at("cpu"), " CPU ", size.at("memory") / 1024, " GiB ", size.at("gpu"), " GPU");
   }
   std::string JobFinishes(size_t which) {
     std::vector<uint32_t> running;
@@ -339,6 +407,7 @@ class CheckedWorld {
     invariants::WorldFacts w;
     w.settle_cycles = kSettleCycles;
     const std::vector<k8s::Pod> pods = k8s_.Pods();
+    AgeLostMirrors(pods);
     std::map<std::string, std::string> pod_node;
     std::set<std::string> pending_pods;
     for (const k8s::Pod& p : pods) {
@@ -455,26 +524,77 @@ class CheckedWorld {
     return w;
   }
 
-  // Issue 25, for (f): what Slurm has allocated on a shared node and whether each pod bound there
-  // has a running placeholder of at least its size there.
+  // Issue 25, for (f): per dimension, the node's capacity, what Slurm's own jobs hold there, and
+  // each pod bound there: its size, whether a running placeholder of its size mirrors it, whether
+  // its mirror was lost (PlaceholderLost) and not made again, and whether the loss was reported.
   void ObserveShared(const std::vector<k8s::Pod>& pods, invariants::NodeFacts* n) {
     n->shared = true;
-    n->capacity_cpus = kNodeCpus;
-    n->slurm_allocated_cpus = slurm_.AllocatedCpus(n->name);
+    n->capacity = {{"cpu", kNodeCpus}, {"memory", kSharedNodeMemoryMb}, {"gpu", kSharedNodeGpus}};
+    const std::set<uint32_t> placeholders(slurm_.pod_placeholders.begin(), slurm_.pod_placeholders.end());
+    for (uint32_t id : job_ids_) {
+      const slurm::SlurmJob& j = slurm_.Job(id);
+      if (j.state != slurm::JobState::kRunning || j.nodes != std::vector<std::string>{n->name}) continue;
+      n->slurm_jobs_allocated["cpu"] += j.cpus;
+      n->slurm_jobs_allocated["memory"] += j.memory_per_node_mb;
+      if (auto g = j.gres_per_node.find("gpu"); g != j.gres_per_node.end()) n->slurm_jobs_allocated["gpu"] += g->second;
+    }
     for (const k8s::Pod& p : pods) {
       if (p.node_name != n->name) continue;
       invariants::NodeFacts::SharedPod sp;
       sp.key = p.metadata.Key();
-      std::string made = sp.key;  // a recreated victim is named <name>-r
-      while (!pod_cpus_.count(made) && absl::EndsWith(made, "-r")) made.resize(made.size() - 2);
-      sp.cpus = pod_cpus_[made];
+      sp.size = SizeOf(sp.key);
       for (uint32_t id : slurm_.pod_placeholders) {
         const slurm::SlurmJob& j = slurm_.Job(id);
-        if (j.name == PodPlaceholderName(p.metadata.uid) && j.state == slurm::JobState::kRunning &&
-            j.nodes == std::vector<std::string>{n->name} && j.cpus >= sp.cpus)
+        if (j.name != PodPlaceholderName(p.metadata.uid) || j.state != slurm::JobState::kRunning ||
+            j.nodes != std::vector<std::string>{n->name})
+          continue;
+        auto gpus = j.gres_per_node.find("gpu");
+        if (j.cpus >= sp.size["cpu"] && j.memory_per_node_mb >= sp.size["memory"] &&
+            (gpus == j.gres_per_node.end() ? 0 : gpus->second) >= sp.size["gpu"])
           sp.mirrored = true;
       }
+      if (auto lost = mirror_lost_.find(p.metadata.uid); lost != mirror_lost_.end()) {
+        sp.mirror_lost = true;
+        sp.reported = lost->second.reported;
+        sp.lost_cycles = lost->second.cycles;
+      }
       n->shared_pods.push_back(std::move(sp));
+    }
+  }
+  // The pod's requests as the world made them (a recreated victim is named <name>-r).
+  Amounts SizeOf(const std::string& key) const {
+    std::string made = key;
+    while (!pod_size_.count(made) && absl::EndsWith(made, "-r")) made.resize(made.size() - 2);
+    auto it = pod_size_.find(made);
+    return it == pod_size_.end() ? Amounts{} : it->second;
+  }
+  // After every step: a lost mirror ends once a placeholder of the pod runs on the pod's node, or
+  // the pod is gone, or it is pending after a healthy cycle (the daemon saw the loss before any
+  // bind: it undid the record); a healthy cycle counts towards (f3).
+  void AgeLostMirrors(const std::vector<k8s::Pod>& pods) {
+    std::map<std::string, const k8s::Pod*> by_uid;
+    for (const k8s::Pod& p : pods) by_uid[p.metadata.uid] = &p;
+    for (auto it = mirror_lost_.begin(); it != mirror_lost_.end();) {
+      auto pod = by_uid.find(it->first);
+      bool ended = pod == by_uid.end() || (pod->second->node_name.empty() && healthy_cycle_);
+      for (uint32_t id : slurm_.pod_placeholders) {
+        const slurm::SlurmJob& j = slurm_.Job(id);
+        ended = ended || (pod != by_uid.end() && j.name == PodPlaceholderName(it->first) &&
+                          j.state == slurm::JobState::kRunning && !pod->second->node_name.empty() &&
+                          j.nodes == std::vector<std::string>{pod->second->node_name});
+      }
+      if (ended) {
+        it = mirror_lost_.erase(it);
+        continue;
+      }
+      if (healthy_cycle_) ++it->second.cycles;
+      ++it;
+    }
+  }
+  void MirrorLostReported(const std::string& pod_key) {
+    for (const k8s::Pod& p : k8s_.Pods()) {
+      if (p.metadata.Key() != pod_key) continue;
+      if (auto lost = mirror_lost_.find(p.metadata.uid); lost != mirror_lost_.end()) lost->second.reported = true;
     }
   }
 
@@ -532,7 +652,7 @@ class CheckedWorld {
   std::string AddPod(const std::string& qos, const std::string& cpu, const std::string& node) {
     const std::string name = absl::StrCat(qos == "interactive" ? "jupyter" : "web", ++pods_made_);
     k8s_.AddPod(name, cpu, qos, node);
-    pod_cpus_["ns/" + name] = std::stoi(cpu);
+    pod_size_["ns/" + name] = {{"cpu", std::stoi(cpu)}, {"memory", 0}, {"gpu", 0}};
     return "ns/" + name;
   }
   uint32_t SubmitJob(uint32_t cpus, bool srun) {
@@ -586,7 +706,13 @@ class CheckedWorld {
   std::map<std::string, std::string> last_signature_;
   std::map<std::string, std::string> last_pod_node_;
   std::map<uint32_t, std::string> last_job_node_;
-  std::map<std::string, int64_t> pod_cpus_;  // pod key -> CPUs requested
+  std::map<std::string, Amounts> pod_size_;  // pod key -> its requests
+  // Issue 25: pods (by UID) whose placeholder was lost by a fault, until mirrored again or gone.
+  struct LostMirror {
+    bool reported = false;
+    int cycles = 0;  // healthy cycles of the current leader since the loss
+  };
+  std::map<std::string, LostMirror> mirror_lost_;
 };
 
 // ---- a daemon's view and actions, over the checked world ------------------------------------
@@ -630,6 +756,12 @@ class DaemonKube : public ClusterActions {
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override {
     if (w_->InjectFailure("event " + node)) return;
     w_->Landed(inc_, absl::StrCat("event ", reason, " on ", node), /*in_story=*/false);
+  }
+  absl::Status PodEvent(const std::string& key, const std::string& reason, const std::string& note) override {
+    if (w_->InjectFailure(absl::StrCat("event ", reason, " on ", key))) return absl::UnavailableError("injected");
+    w_->Landed(inc_, absl::StrCat("event ", reason, " on ", key));
+    if (reason == kMirrorLostReason) w_->MirrorLostReported(key);
+    return absl::OkStatus();
   }
   absl::Status Nominate(const std::string& key, const std::string& node) override {
     if (w_->InjectFailure("nominate " + key)) return absl::UnavailableError("injected");
@@ -788,6 +920,7 @@ void CheckedWorld::NewLeader() {
                                              });
   holder_ = d->incarnation;
   renewing_ = true;
+  for (auto& [uid, lost] : mirror_lost_) lost.cycles = 0;  // (f3) counts one leader's cycles
   leader_ = std::move(d);
 }
 
