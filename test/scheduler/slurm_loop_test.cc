@@ -716,6 +716,8 @@ TEST(SharedNodeLoopTest, APodVictimIsEvictedAndItsPlaceholderCancelledBeforeTheC
   EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
   EXPECT_EQ(c.slurm.FenceOwner("n1"), "");
   EXPECT_EQ(c.k8s.evictions.size(), 1u);
+}
+
 // Issue 25: a bound pod's placeholder is cancelled by an admin and Slurm starts a job into the
 // space at once, so the new placeholder cannot start: after 60 s the pod is reported once (the
 // MirrorLost event, CycleStats::mirrors_lost for onequeue_shared_mirror_lost_total{node}) and keeps

@@ -171,7 +171,7 @@ TEST(InterleavingCheckerTest, SharedNodesRunPodsBesideSlurmJobs) {
   const Checker checker(KnownOpenDefects::None());
   int shared_worlds = 0, with_pod_beside_job = 0, with_gpu_pod = 0, losses = 0, reported = 0, evicted = 0,
       crashes = 0;
-  for (uint64_t seed = 1; seed <= 200; ++seed) {
+  for (uint64_t seed = 1; seed <= 600; ++seed) {
     const Scenario s = checker.Generate(seed, 250);
     if (!s.setup.shared_node) continue;
     ++shared_worlds;
@@ -189,7 +189,7 @@ TEST(InterleavingCheckerTest, SharedNodesRunPodsBesideSlurmJobs) {
     with_pod_beside_job += seen;
     with_gpu_pod += gpu;
   }
-  std::printf("shared worlds: %d of 200 seeds; a pod bound on s1 in %d, a GPU pod in %d; %d placeholders lost, "
+  std::printf("shared worlds: %d of 600 seeds; a pod bound on s1 in %d, a GPU pod in %d; %d placeholders lost, "
               "%d reported, %d of them evicted (onLostMirror: evict); %d crashes inside a mirror\n",
               shared_worlds, with_pod_beside_job, with_gpu_pod, losses, reported, evicted, crashes);
   EXPECT_GT(shared_worlds, 50);
