@@ -130,6 +130,30 @@ bool SlurmLending::TakeNodeFor(const std::string& node, const std::string& workl
   return true;
 }
 
+// An array task's own job id, split off the array's pending record (nullopt: not now, logged).
+std::optional<uint32_t> SlurmLending::SplitOffArrayTask(const ArrayTask& task, const std::string& workload,
+                                                        const SlurmRecords& records) {
+  // The array is held first if it is not yet: a hold of the array's id reaches every record of
+  // the array, so once a task is split off and released it must not be written again while
+  // that task waits to run (HoldWaitingJobs skips such arrays).
+  const auto array = records.pending.find(workload);
+  if (array != records.pending.end() && !HeldByOnequeue(*array->second) && !last_hold_.count(task.first)) {
+    const std::string comment = absl::StrCat(slurm::kOwnerTagPrefix, " Priority: its tasks are started one by one by onequeue");
+    // Slurm answers an error when a record of the array is past holding (finished, running)
+    // although it held the pending ones: logged, and the task is started all the same.
+    if (absl::Status h = slurm_->Hold(task.first, comment); !h.ok())
+      spdlog::warn("holding Slurm array {} before starting a task: {}", task.first, h.ToString());
+    last_hold_[task.first] = comment;
+  }
+  absl::StatusOr<uint32_t> own = slurm_->SplitArrayTask(
+      task.first, task.second, absl::StrCat(slurm::kOwnerTagPrefix, " starting ", slurm::ArrayTaskId(task.first, task.second)));
+  if (!own.ok()) {
+    spdlog::warn("starting Slurm array task {}: {}", slurm::ArrayTaskId(task.first, task.second), own.status().ToString());
+    return std::nullopt;
+  }
+  return *own;
+}
+
 std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& start, const BuiltSnapshot& built,
                                                 const SlurmRecords& records, queue::Time now,
                                                 std::set<std::string>* touched, CycleStats* stats) {
@@ -139,25 +163,8 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
   // is); from then on it is a job of its own, started like any other.
   const std::optional<ArrayTask> task = ArrayTaskOf(start.workload);
   if (task) {
-    // The array is held first if it is not yet: a hold of the array's id reaches every record of
-    // the array, so once a task is split off and released it must not be written again while
-    // that task waits to run (HoldWaitingJobs skips such arrays).
-    const auto array = records.pending.find(start.workload);
-    if (array != records.pending.end() && !HeldByOnequeue(*array->second) && !last_hold_.count(task->first)) {
-      const std::string comment = absl::StrCat(slurm::kOwnerTagPrefix, " Priority: its tasks are started one by one by onequeue");
-      // Slurm answers an error when a record of the array is past holding (finished, running)
-      // although it held the pending ones: logged, and the task is started all the same.
-      if (absl::Status h = slurm_->Hold(task->first, comment); !h.ok())
-        spdlog::warn("holding Slurm array {} before starting a task: {}", task->first, h.ToString());
-      last_hold_[task->first] = comment;
-    }
-    absl::StatusOr<uint32_t> own = slurm_->SplitArrayTask(
-        task->first, task->second, absl::StrCat(slurm::kOwnerTagPrefix, " starting ", slurm::ArrayTaskId(task->first, task->second)));
-    if (!own.ok()) {
-      spdlog::warn("starting Slurm array task {}: {}", slurm::ArrayTaskId(task->first, task->second), own.status().ToString());
-      return {};
-    }
-    job = *own;
+    job = SplitOffArrayTask(*task, start.workload, records);
+    if (!job) return {};
   }
   std::vector<std::string> k8s_nodes, slurm_nodes;
   for (queue::NodeIndex n : start.member_nodes) {

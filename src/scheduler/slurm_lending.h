@@ -17,12 +17,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "queue/planner.h"
 #include "scheduler/config.h"
+#include "scheduler/slurm_arrays.h"
 #include "scheduler/node_owners.h"
 #include "scheduler/slurm_world.h"
 #include "scheduler/snapshot_builder.h"
@@ -84,6 +86,9 @@ class SlurmLending {
   const std::map<std::string, queue::Time>& lent_idle_since() const { return lent_idle_since_; }
 
  private:
+  // Issue 29: an array task's own job id, split off the array's pending record (nullopt: not now).
+  std::optional<uint32_t> SplitOffArrayTask(const ArrayTask& task, const std::string& workload,
+                                            const SlurmRecords& records);
   void FenceOnce(const JoinedNode& node, const std::string& owner, queue::Time now);
   // Returns a lent node that has been idle long enough, if Slurm says nothing runs there now.
   void ReturnIdle(const JoinedNode& node, queue::Time now, CycleStats* stats);
