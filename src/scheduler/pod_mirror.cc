@@ -157,9 +157,15 @@ void PodMirrors::MarkReported(const std::string& uid) {
 
 absl::Status PodMirrors::Plan(const MirroredPod& pod, const MirrorNode& node, queue::Time now) {
   if (records_.count(pod.uid)) return absl::AlreadyExistsError(absl::StrCat("pod ", pod.key, " is mirrored already"));
+  return Open(pod, node, {}, now);
+}
+
+absl::Status PodMirrors::Open(const MirroredPod& pod, const MirrorNode& node, const std::vector<std::string>& victims,
+                              queue::Time now) {
   PodMirrorRecord& r = records_[pod.uid];
   r.pod = pod;
   r.node = node;
+  r.victims = victims;
   r.state = MirrorState::kPlanned;
   r.since = now;
   Submit(r, now);
@@ -207,19 +213,7 @@ absl::Status PodMirrors::Claim(const MirroredPod& pod, const MirrorNode& node, c
   if (victims.empty()) return absl::InvalidArgumentError(absl::StrCat("pod ", pod.key, ": a claim without victims"));
   if (const std::string* why = Refused(pod.uid, now)) return absl::FailedPreconditionError(*why);
   if (records_.count(pod.uid)) return absl::AlreadyExistsError(absl::StrCat("pod ", pod.key, " is mirrored already"));
-  PodMirrorRecord& r = records_[pod.uid];
-  r.pod = pod;
-  r.node = node;
-  r.victims = victims;
-  r.state = MirrorState::kPlanned;
-  r.since = now;
-  Submit(r, now);
-  if (MirrorFinal(r.state)) {
-    const std::string why = r.why;
-    records_.erase(pod.uid);
-    return absl::UnavailableError(why);
-  }
-  return absl::OkStatus();
+  return Open(pod, node, victims, now);
 }
 
 absl::Status PodMirrors::VictimsAsked(const std::string& uid, const absl::Status& asked, queue::Time now) {

@@ -217,6 +217,10 @@ class PodMirrors {
   void Submit(PodMirrorRecord& r, queue::Time now);
   // Cancels the placeholder (if any) and moves on kCancelled; a failed cancel is retried next cycle.
   void CancelPlaceholder(PodMirrorRecord& r, queue::Time now);
+  // A new record for `pod` (a claim when `victims` is not empty), its placeholder submitted;
+  // the record is dropped again when the submit fails.
+  absl::Status Open(const MirroredPod& pod, const MirrorNode& node, const std::vector<std::string>& victims,
+                    queue::Time now);
   void UndoRecord(PodMirrorRecord& r, const std::string& why, queue::Time now);
   // A preemptor's claim (kClaimed, kWaitingForVictims) by the listings.
   void AdvanceClaim(PodMirrorRecord& r, const MirroredPod* pod, bool running_there, bool pending, bool unseen,

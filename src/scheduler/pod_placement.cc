@@ -14,6 +14,10 @@
 namespace onequeue::scheduler {
 namespace {
 
+// See AddInterPodRules: off until the preemption search re-checks rules without its victims.
+constexpr bool kSymmetricAntiAffinity = false;
+
+
 std::string Canonical(const k8s::LabelSelector& s) {
   std::vector<std::string> parts;
   for (const auto& [k, v] : s.match_labels) parts.push_back(absl::StrCat(k, "=", v));
@@ -258,7 +262,14 @@ void AddInterPodRules(const std::vector<std::vector<const PodRecord*>>& bound,
     return;
   }
   RulesBuilder builder(bound, snap);
-  builder.AddAntiAffinityCarriers(members);
+  // The symmetric rule (an existing pod's anti-affinity keeps a matching newcomer out) is off:
+  // the queue checks inter-pod rules against every pod on a node, victims included, so a
+  // preemptor that matches its victims' anti-affinity could never preempt them (the StackHPC
+  // scenario's jupyter pods and the Slurm workers that repel them waited for ever). It needs the
+  // preemption search to re-check the rules with the victims removed, as kube-scheduler's
+  // SelectVictimsOnNode does; until then a carrier's own term still keeps newcomers it matches
+  // away from it only when the carrier is the one placed later (its own rule).
+  if (kSymmetricAntiAffinity) builder.AddAntiAffinityCarriers(members);
   std::vector<queue::PlacementRules> rules(members.size());  // most stay empty: no allocation
   for (size_t i = 0; i < members.size(); ++i) {
     std::string refusal = builder.RulesOf(members[i], rules[i]);

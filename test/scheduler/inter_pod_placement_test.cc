@@ -201,8 +201,10 @@ TEST(InterPodPlacementTest, AntiAffinityOnAnyKeyHoldsWithinOneCycle) {
 }
 
 // Symmetric: a bound pod's anti-affinity keeps a new matching pod (with no rule of its own) out of
-// its zone; and a pod placed earlier in the cycle does the same.
-TEST(InterPodPlacementTest, AnExistingPodsAntiAffinityKeepsMatchingPodsOut) {
+// its zone; and a pod placed earlier in the cycle does the same. DISABLED: the symmetric rule is off
+// (pod_placement.cc kSymmetricAntiAffinity) until the preemption search re-checks the rules with
+// its victims removed; with it on, stackhpc_e2e_test's onequeue-workers way bound no interactive pod.
+TEST(InterPodPlacementTest, DISABLED_AnExistingPodsAntiAffinityKeepsMatchingPodsOut) {
   const json repels_web = WithAffinity(Pod("guard", {{"app", "guard"}}), "podAntiAffinity", Term(Labels("web")));
   const Result bound = Plan(TwoZones(), {Bound(repels_web, "a1"), Pod("web", {{"app", "web"}})});
   EXPECT_EQ(bound.where.at("ns/web"), "b");
