@@ -314,8 +314,16 @@ void RunFromSignalHandler(char* const argv[]) {
 bool ProcessGone(int pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return true;
   // The comm field may hold spaces ("slurmstepd: [1.batch]"): the state follows the last ')'.
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string all((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  // read(2), not a stream: a process that exits between kill() and the read makes read() fail
+  // with ESRCH, which libstdc++'s filebuf throws as an exception (seen in a teardown of
+  // stackhpc_e2e_test); a failed read means the process is gone.
+  const int fd = open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  std::string all(4096, '\0');
+  const ssize_t n = read(fd, all.data(), all.size());
+  close(fd);
+  if (n <= 0) return true;
+  all.resize(static_cast<size_t>(n));
   const auto paren = all.rfind(')');
   return paren != std::string::npos && paren + 2 < all.size() && all[paren + 2] == 'Z';
 }
