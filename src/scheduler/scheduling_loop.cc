@@ -91,7 +91,8 @@ SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, Cl
       usage_(UsageOptionsOf(config)),
       time_limits_(config.scheduler_name, config.queue.over_time_limit_seconds, actions),
       mirrors_(PodMirrorOptions{.identity = SlurmIdentityOf(config), .failpoint = failpoint_}, slurm),
-      shares_nodes_(!SlurmWorldOptionsOf(config).sharing_partitions.empty()) {}
+      shares_nodes_(!SlurmWorldOptionsOf(config).sharing_partitions.empty()),
+      job_claims_(JobClaimOptions{}, slurm) {}
 
 CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   CycleStats stats;
@@ -125,11 +126,12 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   if (lending_.known()) preemptions_.RetryVictims(cycle);
   preemptions_.Start(WholeNodePreemptions(plan.preemptions, *built.snapshot), cycle);
   if (lending_.known()) StartSubNodePreemptions(plan.preemptions, *state, cycle);
+  if (lending_.known()) StartSubNodeJobPreemptions(plan.preemptions, cycle);
   time_limits_.Enforce(*state, admitted_, now, &stats);
   if (lending_.known()) preemptions_.ReleaseUnusable(plan, cycle);
   std::map<std::string, WaitReport, std::less<>> reports = ReportWaiting(plan, built, &stats);
   if (slurm_view != nullptr) {
-    lending_.HoldWaitingJobs(plan, slurm_records_, &stats);
+    lending_.HoldWaitingJobs(plan, slurm_records_, &stats, job_claims_.CommentsOwned(now));
     lending_.Reconcile(slurm_records_, touched, now, &stats);
   }
   if (shares_nodes_) AnnotateSplits(built);
@@ -187,7 +189,15 @@ BuiltSnapshot SchedulingLoop::BuildCycleSnapshot(const KubeState& state, Snapsho
     // Issue 29: Slurm's PriorityTier is the partition factor; the planner keeps its config.
     if (UpdatePartitionTiers(*slurm_view, config_.slurm.shared_partitions, &queue_config_))
       planner_ = std::make_unique<queue::QueuePlanner>(queue_config_, &preemption_);
-    slurm_records_ = AddSlurmWorld(slurm_view, lending_.Options(built, now), queue_config_, &built, now);
+    // Issue 25 step 4: a job claiming room on a shared node counts there, as a start not yet seen
+    // does (job_claim.h); the claims are read back from Slurm on the first cycle with its view.
+    if (!job_claims_rebuilt_ && slurm_view->jobs != nullptr) {
+      job_claims_.Rebuild(*slurm_view->jobs, now);
+      job_claims_rebuilt_ = true;
+    }
+    SlurmWorldOptions world = lending_.Options(built, now);
+    for (auto& [job, nodes] : job_claims_.Holding()) world.assumed_starts.emplace(job, std::move(nodes));
+    slurm_records_ = AddSlurmWorld(slurm_view, world, queue_config_, &built, now);
     lending_.Joined(slurm_records_);
   } else if (slurm_ != nullptr) {
     lending_.FenceUnknownNodes(&built);
@@ -384,6 +394,49 @@ void SchedulingLoop::StartSubNodePreemptions(const std::vector<queue::PreemptDec
     const absl::Status asked = preemptions_.AskSubNodeVictims(preemptor, mirrors_.Find(uid)->victims, c);
     if (!asked.ok()) spdlog::warn("pod {}: {}", preemptor, std::string(asked.message()));
     (void)mirrors_.VictimsAsked(uid, asked, c.now);
+  }
+}
+
+void SchedulingLoop::StartSubNodeJobPreemptions(const std::vector<queue::PreemptDecision>& decisions,
+                                                const PreemptionCycle& c) {
+  if (slurm_ == nullptr || !job_claims_rebuilt_ || c.slurm.view == nullptr || c.slurm.view->jobs == nullptr) return;
+  std::set<std::string> shared;
+  for (const auto& [name, node] : shared_nodes_) shared.insert(name);
+  job_claims_.Advance(*c.slurm.view->jobs, shared, c.now);
+  for (const queue::PreemptDecision& d : decisions) {
+    const std::optional<uint32_t> job = SlurmJobOf(d.preemptor);
+    // A gang (a job of several nodes) or an array task on a shared node waits (not built).
+    if (!job || ArrayTaskOf(d.preemptor) || d.member_nodes.size() != 1 || d.victims.empty()) continue;
+    const std::string& node = c.built.snapshot->nodes[d.member_nodes[0]].name;
+    if (!shared.count(node) || !c.slurm.pending.count(d.preemptor)) continue;
+    if (absl::Status s = job_claims_.Claim(d.preemptor, *job, node, d.victims, c.now); !s.ok()) {
+      spdlog::info("{}: no preemption on shared node {}: {}", d.preemptor, node, std::string(s.message()));
+      continue;
+    }
+    Fail("job-claim-after-hold");
+  }
+  std::vector<std::string> to_ask;
+  for (const JobClaimRecord* r : job_claims_.ToAskVictims()) to_ask.push_back(r->workload);
+  for (const std::string& workload : to_ask) {
+    const absl::Status asked = preemptions_.AskSubNodeVictims(workload, job_claims_.Find(workload)->victims, c);
+    if (!asked.ok()) spdlog::warn("{}: {}", workload, std::string(asked.message()));
+    (void)job_claims_.VictimsAsked(workload, asked, c.now);
+  }
+  // Every victim gone (a requeued job no longer holds its allocation, an evicted pod has left):
+  // the job is started there the way every Slurm job is.
+  const auto running = [&](const std::string& victim) {
+    return SlurmJobOf(victim) ? c.slurm.running.count(victim) > 0 : c.built.running_pods.count(victim) > 0;
+  };
+  std::vector<std::pair<std::string, std::string>> ready;  // workload, node
+  for (const JobClaimRecord* r : job_claims_.ReadyToStart(running)) ready.emplace_back(r->workload, r->node);
+  for (const auto& [workload, node] : ready) {
+    queue::StartDecision start{workload, {}, false};
+    for (size_t i = 0; i < c.built.snapshot->nodes.size(); ++i) {
+      if (c.built.snapshot->nodes[i].name == node) start.member_nodes.push_back(static_cast<queue::NodeIndex>(i));
+    }
+    if (start.member_nodes.empty()) continue;  // the node is gone: Advance undoes the claim
+    if (lending_.StartJob(start, c.built, c.slurm, c.now, c.touched, c.stats).empty()) continue;  // next cycle
+    (void)job_claims_.Started(workload, c.now);
   }
 }
 

@@ -42,6 +42,7 @@
 #include "scheduler/binding_tracker.h"
 #include "scheduler/config.h"
 #include "scheduler/cycle_status.h"
+#include "scheduler/job_claim.h"
 #include "scheduler/node_owners.h"
 #include "scheduler/pod_mirror.h"
 #include "scheduler/preemption_executor.h"
@@ -255,6 +256,8 @@ class SchedulingLoop {
   const std::map<std::string, std::string>& reservations() const { return preemptions_.reservations(); }
   // Issue 25: the pods mirrored in Slurm on shared nodes (pod_mirror.h), for status and tests.
   const PodMirrors& mirrors() const { return mirrors_; }
+  // Issue 25 step 4: Slurm jobs claiming room on a shared node (job_claim.h), for status and tests.
+  const JobClaims& job_claims() const { return job_claims_; }
 
  private:
   // The named steps of a full cycle (RunCycle).
@@ -303,9 +306,13 @@ class SchedulingLoop {
   MirroredPod MirroredPodOf(const PodRecord& pod) const;
   // Issue 25 step 4: a pod preemptor whose decision is on one shared node claims its room (its
   // placeholder, pending: PodMirrors::Claim), then its victims are asked to leave; a claim rebuilt
-  // after a restart has its victims asked again. Slurm preemptors and gangs there still wait.
+  // after a restart has its victims asked again. Gangs there still wait.
   void StartSubNodePreemptions(const std::vector<queue::PreemptDecision>& decisions, const KubeState& state,
                                const PreemptionCycle& c);
+  // The same for a Slurm job preemptor (job_claim.h): the job is held with its claim, its victims
+  // asked (pods first), and once they are gone it is started there as every job is
+  // (SlurmLending::StartJob).
+  void StartSubNodeJobPreemptions(const std::vector<queue::PreemptDecision>& decisions, const PreemptionCycle& c);
   std::vector<queue::PreemptDecision> WholeNodePreemptions(const std::vector<queue::PreemptDecision>& decisions,
                                                            const queue::Snapshot& snapshot) const;
   // Assumes the pod on `node` and sends its binding (results drained by DrainBindResults).
@@ -390,6 +397,10 @@ class SchedulingLoop {
   bool mirrors_rebuilt_ = false;
   bool shares_nodes_ = false;  // the configuration has a partition with sharing: shared
   std::map<std::string, MirrorNode> shared_nodes_;
+  // Issue 25 step 4: Slurm jobs holding room on a shared node until their victims are gone; read
+  // back from Slurm on the first cycle with its view.
+  JobClaims job_claims_;
+  bool job_claims_rebuilt_ = false;
   std::map<std::string, std::string> split_written_;  // node -> the onequeue.io/split value written
 };
 

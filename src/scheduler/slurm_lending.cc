@@ -218,9 +218,11 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
     last_fence_.erase(k8s_nodes[i]);
     touched->insert(k8s_nodes[i]);
   }
-  const auto pending = records.pending.find(start.workload);
-  assumed_jobs_[*job] = {k8s_nodes, now + kAssumedStartSeconds,
-                         pending == records.pending.end() ? 0 : pending->second->restart_count, task};
+  // A job that held a sub-node claim (issue 25) is in `running` already, as assumed.
+  const slurm::SlurmJob* record = nullptr;
+  if (auto p = records.pending.find(start.workload); p != records.pending.end()) record = p->second;
+  else if (auto r = records.running.find(start.workload); r != records.running.end()) record = r->second;
+  assumed_jobs_[*job] = {k8s_nodes, now + kAssumedStartSeconds, record == nullptr ? 0 : record->restart_count, task};
   last_hold_.erase(*job);
   ++stats->slurm_started;
   return k8s_nodes;
@@ -355,7 +357,8 @@ std::string SlurmLending::HoldComment(const queue::WaitingStatus& w, const slurm
   return absl::StrCat(slurm::kOwnerTagPrefix, " ", reason, ": ", message);
 }
 
-void SlurmLending::HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& records, CycleStats* stats) {
+void SlurmLending::HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& records, CycleStats* stats,
+                                   const std::set<uint32_t>& leave) {
   std::set<uint32_t> asked;  // issue 29: an array's tasks share one record, held once
   for (const auto& w : plan.waiting) {
     if (!SlurmJobOf(w.workload)) continue;
@@ -363,7 +366,7 @@ void SlurmLending::HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& 
     if (job == records.pending.end()) continue;
     ++stats->slurm_pending;
     const std::optional<uint32_t> id = job->second->job_id;
-    if (!asked.insert(*id).second) continue;
+    if (!asked.insert(*id).second || leave.count(*id)) continue;
     // Issue 29: a hold of an array reaches every record of it, tasks onequeue has just released
     // included: not written while one of them waits to run (StartJob held the array before).
     if (IsPendingArrayRecord(*job->second) &&

@@ -81,7 +81,10 @@ class SlurmLending {
   void ForgetNode(const std::string& node) { last_fence_.erase(node); }
   void Reconcile(const SlurmRecords& records, const std::set<std::string>& touched, queue::Time now,
                  CycleStats* stats);
-  void HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& records, CycleStats* stats);
+  // `leave`: jobs whose AdminComment is another part's (issue 25: a sub-node claim, job_claim.h),
+  // not written here.
+  void HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& records, CycleStats* stats,
+                       const std::set<uint32_t>& leave = {});
 
   const std::map<std::string, queue::Time>& lent_idle_since() const { return lent_idle_since_; }
 

@@ -206,7 +206,9 @@ class WorldBuilder {
       }
       node.sharing = SharingOf(sn->second.partitions);
       joined.shared = node.sharing == queue::NodeSharing::kShared;
-      const bool lendable = joined.slurm_usable && (node.owner.kind != queue::OwnerKind::kKubernetes ||
+      // Issue 25: a shared node is never lent whole, so the hysteresis and the headroom (which
+      // keep whole nodes for pods) do not apply: Slurm jobs fit there beside pods, planned.
+      const bool lendable = joined.slurm_usable && (joined.shared || node.owner.kind != queue::OwnerKind::kKubernetes ||
                                                     !options_.not_lendable.count(node.name));
       if (lendable) node.labels[kLendableLabel] = "true";
       out_->k8s_of_slurm[slurm_name] = node.name;

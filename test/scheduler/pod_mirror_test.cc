@@ -1,6 +1,7 @@
 // Issue 25 step 3 (docs/sharing.md): the pod-placeholder state machine, over an in-memory Slurm
 // (pure logic: the fake records submits and cancels; the listings are built by each test).
 #include "scheduler/pod_mirror.h"
+#include "scheduler/job_claim.h"
 
 #include <map>
 #include <set>
@@ -487,6 +488,56 @@ TEST_F(PodMirrorTest, AdoptGivesAPodBoundWithoutARecordAPlaceholder) {
   mirrors_.Advance({}, Pods(Pod("k-n1")), 0);
   EXPECT_EQ(StateOf(), S::kRemirrorPending);
   EXPECT_EQ(slurm_.submitted.size(), 1u);
+}
+
+
+// Issue 25 step 4 with a Slurm job preemptor (job_claim.h): the sibling table, whole.
+TEST(JobClaimMachine, EveryTransitionOfTheTableAndNoOther) {
+  using JS = JobClaimState;
+  using JE = JobClaimEvent;
+  const std::map<std::pair<JS, JE>, JS> legal = {
+      {{JS::kPlanned, JE::kHeld}, JS::kClaimed},
+      {{JS::kClaimed, JE::kVictimsAsked}, JS::kWaitingForVictims},
+      {{JS::kWaitingForVictims, JE::kStarted}, JS::kStarted},
+      {{JS::kPlanned, JE::kUndo}, JS::kUndoing},
+      {{JS::kClaimed, JE::kUndo}, JS::kUndoing},
+      {{JS::kWaitingForVictims, JE::kUndo}, JS::kUndoing},
+      {{JS::kUndoing, JE::kRewritten}, JS::kUndone},
+  };
+  int refused = 0;
+  for (int s = 0; s <= static_cast<int>(JS::kUndone); ++s) {
+    for (int e = 0; e <= static_cast<int>(JE::kRewritten); ++e) {
+      const auto from = static_cast<JS>(s);
+      const auto event = static_cast<JE>(e);
+      absl::StatusOr<JS> to = NextJobClaimState(from, event);
+      auto it = legal.find({from, event});
+      if (it == legal.end()) {
+        EXPECT_TRUE(absl::IsFailedPrecondition(to.status())) << JobClaimStateName(from) << " " << JobClaimEventName(event);
+        ++refused;
+      } else {
+        ASSERT_TRUE(to.ok()) << JobClaimStateName(from) << " " << JobClaimEventName(event);
+        EXPECT_EQ(*to, it->second);
+      }
+    }
+  }
+  EXPECT_EQ(refused, 6 * 5 - static_cast<int>(legal.size()));
+  EXPECT_TRUE(JobClaimFinal(JS::kStarted));
+  EXPECT_TRUE(JobClaimFinal(JS::kUndone));
+  EXPECT_FALSE(JobClaimFinal(JS::kWaitingForVictims));
+}
+
+// The claim is written in the job's AdminComment and read back from it alone; the comment of an
+// undone claim (and any other of onequeue's) is no claim.
+TEST(JobClaimMachine, TheClaimIsReadBackFromTheAdminComment) {
+  const std::string c = JobClaimComment("n1", {"ns/low", "slurm/7"});
+  EXPECT_EQ(c, "onequeue: Preempting on shared node n1: ns/low,slurm/7");
+  std::optional<ParsedJobClaim> p = ParseJobClaim(c);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->node, "n1");
+  EXPECT_EQ(p->victims, (std::vector<std::string>{"ns/low", "slurm/7"}));
+  EXPECT_EQ(ParseJobClaim("onequeue: Preempting: preempting 1 lower-priority workload(s)"), std::nullopt);
+  EXPECT_EQ(ParseJobClaim("onequeue: PreemptionUndone: preemption on shared node n1 undone: x"), std::nullopt);
+  EXPECT_EQ(ParseJobClaim("onequeue: Preempting on shared node n1: "), std::nullopt);
 }
 
 }  // namespace

@@ -718,6 +718,128 @@ TEST(SharedNodeLoopTest, APodVictimIsEvictedAndItsPlaceholderCancelledBeforeTheC
   EXPECT_EQ(c.k8s.evictions.size(), 1u);
 }
 
+// Issue 25 step 4 with a Slurm job as the preemptor: on a shared 8-CPU node a 4-CPU interactive
+// Slurm job (not preemptible) and a 4-CPU batch pod run; a 4-CPU interactive job claims the pod's
+// room: it is held with the claim in its AdminComment (node and victims) and counts there in the
+// plan, only the pod is evicted, and once it is gone (its placeholder cancelled) the job is started
+// the way onequeue starts every job; Slurm starts it there. The pod's replacement waits.
+struct JobPreemptorScene {
+  Cluster c{1};
+  Config cfg = SlurmConfig("placeholder");
+  uint32_t low_placeholder = 0;
+  JobPreemptorScene() {
+    cfg.slurm.partition_sharing = {{"pool", "shared"}};
+    cfg.slurm.qos_map = {{"", "interactive"}};  // the jobs' (empty) Slurm QOS
+    c.slurm.shared.insert("n1");
+    c.slurm.Submit(7, 4);
+    c.slurm.Run(7, "n1");
+    c.k8s.AddPod("low", "4", "batch", "n1");  // bound already: adopted, mirrored
+  }
+  void MirrorTheBoundPodThenSubmit(SchedulingLoop& loop, uint32_t cpus = 4) {
+    c.Cycle(loop, kT0);
+    ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+    low_placeholder = c.slurm.pod_placeholders[0];
+    c.slurm.Run(low_placeholder, "n1");
+    c.Cycle(loop, kT0 + 1);
+    c.slurm.Submit(8, cpus);
+  }
+};
+
+TEST(SharedNodeLoopTest, ASlurmJobEvictsOnlyThePodAndIsStartedThereOnceItIsGone) {
+  JobPreemptorScene s;
+  Cluster& c = s.c;
+  SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPodThenSubmit(loop));
+  c.Cycle(loop, kT0 + 2);
+  EXPECT_THAT(c.k8s.evictions, ::testing::ElementsAre("ns/low"));
+  EXPECT_EQ(c.Calls("requeue 7"), 0);
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kPending);
+  EXPECT_EQ(c.slurm.Job(8).priority, 0);  // held: Slurm does not start it before the room is free
+  EXPECT_EQ(c.slurm.Job(8).admin_comment, "onequeue: Preempting on shared node n1: ns/low");
+  ASSERT_NE(loop.job_claims().Find("slurm/8"), nullptr);
+  EXPECT_EQ(loop.job_claims().Find("slurm/8")->state, JobClaimState::kWaitingForVictims);
+  EXPECT_EQ(c.Calls("start 8"), 0);
+  // Nothing whole-node: no fence, no reservation mark.
+  EXPECT_THAT(c.slurm.calls, ::testing::Not(Contains(::testing::StartsWith("fence"))));
+  EXPECT_FALSE(absl::StartsWith(c.k8s.OwnerOf("n1"), "reserved/"));
+  // The pod is gone: its placeholder is cancelled and the job started there; the replacement waits.
+  c.Cycle(loop, kT0 + 3);
+  EXPECT_EQ(c.slurm.Job(s.low_placeholder).state, slurm::JobState::kCancelled);
+  EXPECT_EQ(c.Calls("start 8"), 1);
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(8).nodes, std::vector<std::string>{"n1"});
+  EXPECT_EQ(loop.job_claims().Find("slurm/8"), nullptr);
+  for (int t = 4; t <= 6; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.k8s.NodeOf("ns/low-r"), "");
+  EXPECT_EQ(c.slurm.pod_placeholders.size(), 1u);  // none for the replacement: no room
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.AllocatedCpus("n1"), 8u);
+  EXPECT_EQ(c.Calls("start 8"), 1);
+  EXPECT_EQ(c.k8s.evictions.size(), 1u);
+}
+
+// A crash after the claim's hold and before the eviction: the successor reads the claim back from
+// the job's AdminComment, evicts the pod once and starts the job; a third process asks nothing
+// again.
+TEST(SharedNodeLoopTest, ASuccessorFinishesAJobsSubNodePreemptionThatCrashedAfterTheHold) {
+  JobPreemptorScene s;
+  Cluster& c = s.c;
+  {
+    SchedulingLoop first(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+    ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPodThenSubmit(first));
+  }
+  {
+    SchedulingLoop crashing(s.cfg, &c.k8s, &c.k8s, &c.slurm, [](const char* name) {
+      if (std::string(name) == "job-claim-after-hold") throw Crash{name};
+    });
+    EXPECT_THROW(c.Cycle(crashing, kT0 + 2), Crash);
+  }
+  EXPECT_TRUE(c.k8s.evictions.empty());
+  EXPECT_EQ(c.slurm.Job(8).admin_comment, "onequeue: Preempting on shared node n1: ns/low");
+  {
+    SchedulingLoop successor(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+    c.Cycle(successor, kT0 + 3);
+    EXPECT_THAT(c.k8s.evictions, ::testing::ElementsAre("ns/low"));
+    EXPECT_EQ(successor.job_claims().Find("slurm/8")->state, JobClaimState::kWaitingForVictims);
+  }
+  SchedulingLoop third(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(third, kT0 + 4);
+  c.Cycle(third, kT0 + 5);
+  EXPECT_EQ(c.k8s.evictions.size(), 1u);
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(8).nodes, std::vector<std::string>{"n1"});
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.Calls("requeue 7"), 0);
+}
+
+// Pods first: a job needing the whole node has two victims, the pod and the batch job beside; the
+// pod's PodDisruptionBudget refuses, so the job is never requeued and the claim is undone (its hold
+// rewritten: no claim left for a successor to read); the job waits, held, and does not claim again
+// at once.
+TEST(SharedNodeLoopTest, APodVictimsBudgetRefusalUndoesTheJobsClaimBeforeAnyJobIsRequeued) {
+  JobPreemptorScene s;
+  Cluster& c = s.c;
+  c.slurm.Job(7).qos = "batch";  // preemptible now
+  c.k8s.pdb_blocks.insert("ns/low");
+  SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPodThenSubmit(loop, 8));
+  c.Cycle(loop, kT0 + 2);
+  EXPECT_EQ(c.Calls("hold 8"), 2);  // the claim, then its undo
+  EXPECT_TRUE(c.k8s.evictions.empty());
+  EXPECT_EQ(c.Calls("requeue 7"), 0);
+  EXPECT_EQ(loop.job_claims().Find("slurm/8"), nullptr);
+  EXPECT_THAT(c.slurm.Job(8).admin_comment, HasSubstr("preemption on shared node n1 undone"));
+  EXPECT_THAT(c.slurm.Job(8).admin_comment, HasSubstr("PodDisruptionBudget"));
+  EXPECT_EQ(ParseJobClaim(c.slurm.Job(8).admin_comment), std::nullopt);
+  EXPECT_EQ(c.slurm.Job(8).priority, 0);
+  c.Cycle(loop, kT0 + 3);
+  EXPECT_EQ(c.Calls("hold 8"), 2);  // blocked for a while: no new claim, the reason stays
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.k8s.NodeOf("ns/low"), "n1");
+  EXPECT_EQ(c.Calls("start 8"), 0);
+}
+
 // Issue 25: a bound pod's placeholder is cancelled by an admin and Slurm starts a job into the
 // space at once, so the new placeholder cannot start: after 60 s the pod is reported once (the
 // MirrorLost event, CycleStats::mirrors_lost for onequeue_shared_mirror_lost_total{node}) and keeps
