@@ -801,6 +801,7 @@ TEST(SharedNodeLoopTest, ASuccessorFinishesAJobsSubNodePreemptionThatCrashedAfte
     SchedulingLoop successor(s.cfg, &c.k8s, &c.k8s, &c.slurm);
     c.Cycle(successor, kT0 + 3);
     EXPECT_THAT(c.k8s.evictions, ::testing::ElementsAre("ns/low"));
+    ASSERT_NE(successor.job_claims().Find("slurm/8"), nullptr);
     EXPECT_EQ(successor.job_claims().Find("slurm/8")->state, JobClaimState::kWaitingForVictims);
   }
   SchedulingLoop third(s.cfg, &c.k8s, &c.k8s, &c.slurm);

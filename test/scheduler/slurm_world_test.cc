@@ -393,6 +393,23 @@ TEST(SlurmWorldSharingTest, ExclusiveIsTheDefaultAndTheStricterPartitionWins) {
   }
 }
 
+// Issue 25 step 4: a shared node is never lent whole, so the hysteresis and the headroom
+// (not_lendable) do not keep Slurm's jobs off it while pods run there; an exclusive node beside
+// keeps them.
+TEST(SlurmWorldSharingTest, ASharedNodeStaysLendableWhilePodsUseIt) {
+  Fixture f;
+  f.options.shared_partitions = {"pool", "other"};
+  f.options.sharing_partitions = {"pool"};
+  f.k8s_nodes = {PoolNode("n1"), PoolNode("n2")};
+  f.nodes["n1"] = Node("n1", {"pool"});
+  f.nodes["n2"] = Node("n2", {"other"});
+  f.options.not_lendable = {"n1", "n2"};  // pods used both a moment ago
+  auto [built, records] = f.Build();
+  ASSERT_EQ(built.snapshot->nodes[0].sharing, queue::NodeSharing::kShared);
+  EXPECT_EQ(built.snapshot->nodes[0].labels.count(kLendableLabel), 1u);
+  EXPECT_EQ(built.snapshot->nodes[1].labels.count(kLendableLabel), 0u);
+}
+
 TEST(SlurmWorldSharingTest, OptionsComeFromTheConfig) {
   Config c;
   c.slurm.shared_partitions = {"a", "b", "c"};
