@@ -41,7 +41,14 @@ class FakePlaceholderSlurm : public SlurmActions {
   }
   absl::Status Fence(const std::string&, const std::string&) override { return absl::OkStatus(); }
   absl::Status Unfence(const std::string&) override { return absl::OkStatus(); }
-  absl::Status Hold(uint32_t, const std::string&) override { return absl::OkStatus(); }
+  // Holds (issue 25 step 4: a Slurm job's claim is its hold's AdminComment), by job.
+  std::map<uint32_t, std::string> holds;
+  bool refuse_hold = false;
+  absl::Status Hold(uint32_t job, const std::string& comment) override {
+    if (refuse_hold) return absl::UnavailableError("slurmrestd down");
+    holds[job] = comment;
+    return absl::OkStatus();
+  }
   absl::Status StartOn(uint32_t, const std::vector<std::string>&, const std::string&) override {
     return absl::OkStatus();
   }
@@ -538,6 +545,72 @@ TEST(JobClaimMachine, TheClaimIsReadBackFromTheAdminComment) {
   EXPECT_EQ(ParseJobClaim("onequeue: Preempting: preempting 1 lower-priority workload(s)"), std::nullopt);
   EXPECT_EQ(ParseJobClaim("onequeue: PreemptionUndone: preemption on shared node n1 undone: x"), std::nullopt);
   EXPECT_EQ(ParseJobClaim("onequeue: Preempting on shared node n1: "), std::nullopt);
+}
+
+
+slurm::SlurmView::Jobs PendingHeldJob(uint32_t id, const std::string& admin_comment) {
+  slurm::SlurmJob j;
+  j.job_id = id;
+  j.state = slurm::JobState::kPending;
+  j.priority = 0;
+  j.admin_comment = admin_comment;
+  return {{id, j}};
+}
+
+// Undo has one path, the hold rewritten without the claim, whatever the cause: the job no longer
+// pending (nothing to write), victims not gone in time, a failed rewrite retried next cycle.
+TEST(JobClaimMachine, EveryCauseUndoesThroughTheRewrittenHold) {
+  FakePlaceholderSlurm slurm;
+  JobClaims claims(JobClaimOptions{}, &slurm);
+  const std::set<std::string> shared = {"n1"};
+  ASSERT_TRUE(claims.Claim("slurm/8", 8, "n1", {"ns/low"}, 100).ok());
+  EXPECT_EQ(slurm.holds[8], "onequeue: Preempting on shared node n1: ns/low");
+  EXPECT_EQ(claims.Holding(), (std::map<uint32_t, std::vector<std::string>>{{8, {"n1"}}}));
+  EXPECT_EQ(claims.Claim("slurm/8", 8, "n1", {"ns/low"}, 101).code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(claims.VictimsAsked("slurm/8", absl::OkStatus(), 101).ok());
+  claims.Advance(PendingHeldJob(8, slurm.holds[8]), shared, 200);
+  EXPECT_EQ(claims.Find("slurm/8")->state, JobClaimState::kWaitingForVictims);
+  // Victims not gone in 300 s; the first rewrite fails and is retried.
+  slurm.refuse_hold = true;
+  claims.Advance(PendingHeldJob(8, slurm.holds[8]), shared, 401);
+  ASSERT_NE(claims.Find("slurm/8"), nullptr);
+  EXPECT_EQ(claims.Find("slurm/8")->state, JobClaimState::kUndoing);
+  EXPECT_TRUE(claims.Holding().empty());
+  slurm.refuse_hold = false;
+  claims.Advance(PendingHeldJob(8, slurm.holds[8]), shared, 402);
+  EXPECT_EQ(claims.Find("slurm/8"), nullptr);
+  EXPECT_THAT(slurm.holds[8], ::testing::HasSubstr("PreemptionUndone: preemption on shared node n1 undone: the victims"));
+  // A claim whose job was cancelled meanwhile: undone with nothing to write.
+  ASSERT_TRUE(claims.Claim("slurm/9", 9, "n1", {"slurm/7"}, 500).ok());
+  slurm.holds.erase(9);
+  claims.Advance({}, shared, 501);
+  EXPECT_EQ(claims.Find("slurm/9"), nullptr);
+  EXPECT_FALSE(slurm.holds.count(9));
+  // A hold that cannot be written makes no claim.
+  slurm.refuse_hold = true;
+  EXPECT_FALSE(claims.Claim("slurm/10", 10, "n1", {"ns/low"}, 600).ok());
+  EXPECT_EQ(claims.Find("slurm/10"), nullptr);
+}
+
+// A successor reads a claim back from a pending job held by onequeue, and nothing else: not an
+// undone claim, not a claim comment on a job released (priority > 0) or running.
+TEST(JobClaimMachine, RebuildReadsOnlyHeldPendingJobsWithAClaim) {
+  FakePlaceholderSlurm slurm;
+  JobClaims claims(JobClaimOptions{}, &slurm);
+  slurm::SlurmView::Jobs jobs = PendingHeldJob(8, JobClaimComment("n1", {"ns/low", "slurm/7"}));
+  jobs.merge(PendingHeldJob(9, "onequeue: PreemptionUndone: preemption on shared node n1 undone: x"));
+  jobs.merge(PendingHeldJob(10, JobClaimComment("n1", {"ns/a"})));
+  jobs.at(10).priority = 4000000000u;
+  jobs.merge(PendingHeldJob(11, JobClaimComment("n1", {"ns/b"})));
+  jobs.at(11).state = slurm::JobState::kRunning;
+  claims.Rebuild(jobs, 100);
+  ASSERT_EQ(claims.records().size(), 1u);
+  const JobClaimRecord* r = claims.Find("slurm/8");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->state, JobClaimState::kClaimed);
+  EXPECT_EQ(r->node, "n1");
+  EXPECT_EQ(r->victims, (std::vector<std::string>{"ns/low", "slurm/7"}));
+  EXPECT_EQ(claims.ToAskVictims().size(), 1u);
 }
 
 }  // namespace
