@@ -292,11 +292,11 @@ class WorldBuilder {
     return r;
   }
 
-  void AddRunning(const slurm::SlurmJob& job, const std::vector<std::string>& k8s_nodes) {
+  void AddRunning(const slurm::SlurmJob& job, const std::vector<std::string>& k8s_nodes, const std::string& id = "") {
     const std::string partition = SharedPartitionOf(job, options_.shared_partitions);
     queue::PendingWorkload as_pending = BaseWorkload(job, partition.empty() ? job.partition : partition);
     queue::RunningWorkload r;
-    r.id = as_pending.id;
+    r.id = id.empty() ? as_pending.id : id;
     r.kind = queue::WorkloadKind::kSlurmJob;
     r.qos = as_pending.qos;
     r.account = as_pending.account;
@@ -326,6 +326,8 @@ class WorldBuilder {
     const TasksToPlan plan =
         PendingTasksToPlan(job, running == running_tasks_->end() ? 0 : running->second, options_.started_tasks);
     if (!plan.error.empty()) return AddPending(job, partition);
+    for (uint32_t t : plan.started_listed)  // started, the view not showing it split off yet
+      AddRunning(job, options_.started_tasks.at({job.array_job_id, t}), ArrayTaskWorkloadId(job.array_job_id, t));
     for (size_t i = 0; i < plan.tasks.size(); ++i)
       AddPending(job, partition, ArrayTaskWorkloadId(job.array_job_id, plan.tasks[i]), static_cast<queue::Time>(i));
   }
