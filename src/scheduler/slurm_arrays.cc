@@ -58,6 +58,12 @@ TasksToPlan PendingTasksToPlan(const slurm::SlurmJob& job, int running, const St
   return out;
 }
 
+std::string HetJobLeftToSlurmMessage(const slurm::SlurmJob& job) {
+  return absl::StrCat("left to Slurm: job ", job.job_id, " is component ", job.het_job_offset,
+                      " of heterogeneous job ", job.het_job_id,
+                      "; onequeue plans gangs of equal members only: Slurm starts it on nodes that are Slurm's");
+}
+
 ArrayTask LowestTaskToStart(const ArrayTask& planned, const std::vector<ArrayTask>& pending_tasks,
                             const StartedTasks& started) {
   ArrayTask lowest = planned;

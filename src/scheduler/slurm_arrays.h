@@ -53,6 +53,13 @@ TasksToPlan PendingTasksToPlan(const slurm::SlurmJob& job, int running, const St
 ArrayTask LowestTaskToStart(const ArrayTask& planned, const std::vector<ArrayTask>& pending_tasks,
                             const StartedTasks& started);
 
+// Issue 29: a heterogeneous job's components are left to Slurm: onequeue neither holds nor starts
+// them (they wait as held with this message). The queue's gang is N equal members, started
+// together; a hetjob's components ask different shapes, and releasing one component lends nodes
+// Slurm cannot use until every component can start. Slurm starts the hetjob on nodes that are
+// its own (outside the pool, or lent).
+std::string HetJobLeftToSlurmMessage(const slurm::SlurmJob& job);
+
 // Whether `job` is a pending array record that still stands for tasks (not one task's own record).
 inline bool IsPendingArrayRecord(const slurm::SlurmJob& job) {
   return job.array_job_id != 0 && !job.array_task_id && !job.array_tasks.empty();

@@ -349,6 +349,9 @@ class WorldBuilder {
     if (!job.reservation.empty()) {  // issue 29: left to Slurm (slurm_reservations.h)
       w.held = true;
       if (w.admission_error == queue::AdmissionError::kNone) w.admission_message = LeftToSlurmMessage(job, view_);
+    } else if (job.het_job_id != 0) {  // issue 29: left to Slurm (slurm_arrays.h)
+      w.held = true;
+      if (w.admission_error == queue::AdmissionError::kNone) w.admission_message = HetJobLeftToSlurmMessage(job);
     }
     if (std::find(options_.known_qos.begin(), options_.known_qos.end(), w.qos) == options_.known_qos.end()) {
       w.admission_error = queue::AdmissionError::kQosNotAllowed;

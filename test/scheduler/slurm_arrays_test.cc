@@ -175,6 +175,38 @@ TEST(SlurmArraysTest, AStartedTaskTheViewStillListsHoldsItsNode) {
   EXPECT_EQ(built.snapshot->nodes[built.snapshot->running[0].allocations[0].node].name, "n1");
 }
 
+// Issue 29: a heterogeneous job's components are left to Slurm. Before, each component was a job
+// of its own and the plan started one on the idle node: a release Slurm cannot use until the
+// other component can start too (the lent node idles). Now both wait, held, saying why, and the
+// ordinary job beside them takes the node.
+TEST(SlurmJobShapesTest, AHeterogeneousJobsComponentsAreLeftToSlurm) {
+  World w;
+  for (uint32_t offset : {0u, 1u}) {
+    SlurmJob c = Array(500 + offset, "");
+    c.array_job_id = 0;
+    c.het_job_id = 500;
+    c.het_job_offset = offset;
+    c.cpus = offset == 0 ? 8 : 2;
+    w.jobs[c.job_id] = c;
+  }
+  SlurmJob plain = Array(600, "");
+  plain.array_job_id = 0;
+  plain.submit_time = absl::FromUnixSeconds(kNow - 60);  // younger than the hetjob
+  w.jobs[600] = plain;
+  w.nodes.erase("n2");
+  auto [built, records] = w.Build();
+  queue::QueuePlanner planner(w.queue_config, nullptr);
+  queue::Plan plan = planner.PlanCycle(built.snapshot, kNow);
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(plan.starts[0].workload, "slurm/600");
+  for (const char* id : {"slurm/500", "slurm/501"}) {
+    auto it = std::find_if(plan.waiting.begin(), plan.waiting.end(), [&](const auto& s) { return s.workload == id; });
+    ASSERT_NE(it, plan.waiting.end()) << id;
+    EXPECT_EQ(it->reason, queue::WaitReason::kHeld) << id;
+    EXPECT_NE(std::string(it->Message()).find("heterogeneous job 500"), std::string::npos) << it->Message();
+  }
+}
+
 TEST(SlurmArraysTest, SplittingATaskGivesItItsOwnRecordAndLeavesTheRestInTheArray) {
   slurm::testing::FakeSlurmApi api;
   api.jobs[300] = Array(300, "0-4%2");
