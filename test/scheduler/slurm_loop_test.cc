@@ -175,12 +175,14 @@ TEST(SlurmLoopTest, ArrayTasksStartedButNotYetSeenSplitHoldTheirNodes) {
   EXPECT_EQ(c.Calls("split 100_0"), 1);
   EXPECT_EQ(c.Calls("split 100_1"), 1);
   ASSERT_EQ(c.Calls("split 100_2"), 0);
-  // The poller lags: its view shows the array's record as it was before both splits.
-  slurm::SlurmJob& array = c.slurm.Job(100);
-  const std::string after = array.array_tasks;
-  array.array_tasks = "0-9";
-  c.slurm.frozen_view = c.slurm.View();
-  array.array_tasks = after;
+  // The poller lags: its view shows the array's record as it was before both splits, and not the
+  // tasks' own records (101, 102).
+  auto lagging = std::make_shared<slurm::SlurmView>(*c.slurm.View());
+  slurm::SlurmView::Jobs jobs = *lagging->jobs;
+  ASSERT_EQ(jobs.erase(101) + jobs.erase(102), 2u);
+  jobs[100].array_tasks = "0-9";
+  lagging->jobs = std::make_shared<const slurm::SlurmView::Jobs>(std::move(jobs));
+  c.slurm.frozen_view = lagging;
   c.Cycle(loop, kT0 + 1);
   EXPECT_EQ(c.Calls("split 100_2"), 0) << "a task was started on a node lent to a task not yet running";
   EXPECT_EQ(c.Calls("split 100_3"), 0);
