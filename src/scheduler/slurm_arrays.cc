@@ -35,7 +35,7 @@ std::map<uint32_t, int> RunningTasksByArray(const slurm::SlurmView& view) {
   return out;
 }
 
-TasksToPlan PendingTasksToPlan(const slurm::SlurmJob& job, int running, const std::set<ArrayTask>& started) {
+TasksToPlan PendingTasksToPlan(const slurm::SlurmJob& job, int running, const StartedTasks& started) {
   TasksToPlan out;
   absl::StatusOr<slurm::ArrayTasks> tasks = slurm::ParseArrayTasks(job.array_tasks);
   if (!tasks.ok()) {
@@ -44,15 +44,33 @@ TasksToPlan PendingTasksToPlan(const slurm::SlurmJob& job, int running, const st
   }
   const uint32_t throttle = tasks->max_running > 0 ? tasks->max_running : job.array_max_tasks;
   int started_here = 0;
-  for (const ArrayTask& s : started) started_here += s.first == job.array_job_id ? 1 : 0;
+  for (const auto& [s, nodes] : started) started_here += s.first == job.array_job_id ? 1 : 0;
   int64_t room = throttle > 0 ? static_cast<int64_t>(throttle) - running - started_here : INT64_MAX;
   for (uint32_t t : tasks->ids) {
-    if (room <= 0) break;
-    if (started.count({job.array_job_id, t})) continue;
+    if (started.count({job.array_job_id, t})) {
+      out.started_listed.push_back(t);
+      continue;
+    }
+    if (room <= 0) continue;
     out.tasks.push_back(t);
     --room;
   }
   return out;
+}
+
+std::string HetJobLeftToSlurmMessage(const slurm::SlurmJob& job) {
+  return absl::StrCat("left to Slurm: job ", job.job_id, " is component ", job.het_job_offset,
+                      " of heterogeneous job ", job.het_job_id,
+                      "; onequeue plans gangs of equal members only: Slurm starts it on nodes that are Slurm's");
+}
+
+ArrayTask LowestTaskToStart(const ArrayTask& planned, const std::vector<ArrayTask>& pending_tasks,
+                            const StartedTasks& started) {
+  ArrayTask lowest = planned;
+  for (const ArrayTask& t : pending_tasks) {
+    if (t.first == planned.first && t.second < lowest.second && !started.count(t)) lowest = t;
+  }
+  return lowest;
 }
 
 }  // namespace onequeue::scheduler

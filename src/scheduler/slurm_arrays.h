@@ -22,6 +22,9 @@
 namespace onequeue::scheduler {
 
 using ArrayTask = std::pair<uint32_t, uint32_t>;  // (array job id, task id)
+// Tasks onequeue split off and started, not yet seen in their own records: task -> the
+// Kubernetes nodes lent for it.
+using StartedTasks = std::map<ArrayTask, std::vector<std::string>>;
 
 // "slurm/100_3"; and back (nullopt for a workload that is no array task).
 std::string ArrayTaskWorkloadId(uint32_t array_job_id, uint32_t task_id);
@@ -32,13 +35,30 @@ std::map<uint32_t, int> RunningTasksByArray(const slurm::SlurmView& view);
 
 // The tasks of the pending array record `job` to plan now, ascending: its pending tasks except
 // those in `started` (onequeue started them; the view may not show the split yet), and with a
-// %N throttle only N - running - started of them. `error` when the task string cannot be read
-// (the record is then planned as one job, as before issue 29).
+// %N throttle only N - running - started of them. `started_listed`: the started tasks the record
+// still lists (a view made before their split): they hold their nodes as if running. `error`
+// when the task string cannot be read (the record is then planned as one job, as before issue 29).
 struct TasksToPlan {
   std::vector<uint32_t> tasks;
+  std::vector<uint32_t> started_listed;
   std::string error;
 };
-TasksToPlan PendingTasksToPlan(const slurm::SlurmJob& job, int running, const std::set<ArrayTask>& started);
+TasksToPlan PendingTasksToPlan(const slurm::SlurmJob& job, int running, const StartedTasks& started);
+
+// Issue 29: the task to start when the plan starts `planned` (a task of an array): the lowest
+// task of that array in `pending_tasks` (this cycle's planned tasks, any order) not in `started`.
+// An array's pending tasks share one record, so they ask the same: any of them fits the slot the
+// plan chose, and Slurm's order (task order) decides which. The plan itself may put a lower task
+// later (a reservation it lost to a change of the world while later tasks kept theirs).
+ArrayTask LowestTaskToStart(const ArrayTask& planned, const std::vector<ArrayTask>& pending_tasks,
+                            const StartedTasks& started);
+
+// Issue 29: a heterogeneous job's components are left to Slurm: onequeue neither holds nor starts
+// them (they wait as held with this message). The queue's gang is N equal members, started
+// together; a hetjob's components ask different shapes, and releasing one component lends nodes
+// Slurm cannot use until every component can start. Slurm starts the hetjob on nodes that are
+// its own (outside the pool, or lent).
+std::string HetJobLeftToSlurmMessage(const slurm::SlurmJob& job);
 
 // Whether `job` is a pending array record that still stands for tasks (not one task's own record).
 inline bool IsPendingArrayRecord(const slurm::SlurmJob& job) {

@@ -58,10 +58,8 @@ void SlurmLending::Joined(const SlurmRecords& records) {
 
 SlurmWorldOptions SlurmLending::Options(const BuiltSnapshot& built, queue::Time now) {
   SlurmWorldOptions o = SlurmWorldOptionsOf(config_);
-  for (const auto& [job, a] : assumed_jobs_) {
-    o.assumed_starts[job] = a.nodes;
-    if (a.array_task) o.started_tasks.insert(*a.array_task);
-  }
+  for (const auto& [job, a] : assumed_jobs_) o.assumed_starts[job] = a.nodes;
+  o.started_tasks = StartedArrayTasks();
   // Hysteresis: a node pods used lately is not lent, nor is the headroom kept for interactive pods.
   const queue::Snapshot& snap = *built.snapshot;
   const std::vector<char> has_pod = NodesWithPods(snap);
@@ -130,6 +128,22 @@ bool SlurmLending::TakeNodeFor(const std::string& node, const std::string& workl
   return true;
 }
 
+StartedTasks SlurmLending::StartedArrayTasks() const {
+  scheduler::StartedTasks out;
+  for (const auto& [job, a] : assumed_jobs_)
+    if (a.array_task) out[*a.array_task] = a.nodes;
+  return out;
+}
+
+std::vector<ArrayTask> SlurmLending::PendingTasksOf(uint32_t array, const SlurmRecords& records) {
+  std::vector<ArrayTask> out;
+  const std::string prefix = ArrayTaskWorkloadId(array, 0).substr(0, ArrayTaskWorkloadId(array, 0).size() - 1);
+  for (auto it = records.pending.lower_bound(prefix); it != records.pending.end() && absl::StartsWith(it->first, prefix);
+       ++it)
+    if (std::optional<ArrayTask> t = ArrayTaskOf(it->first); t && t->first == array) out.push_back(*t);
+  return out;
+}
+
 // An array task's own job id, split off the array's pending record (nullopt: not now, logged).
 std::optional<uint32_t> SlurmLending::SplitOffArrayTask(const ArrayTask& task, const std::string& workload,
                                                         const SlurmRecords& records) {
@@ -160,10 +174,12 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
   std::optional<uint32_t> job = SlurmJobOf(start.workload);
   if (!job || slurm_ == nullptr) return {};
   // Issue 29: an array task is split off its array's record first (it stays held, as the array
-  // is); from then on it is a job of its own, started like any other.
-  const std::optional<ArrayTask> task = ArrayTaskOf(start.workload);
+  // is); from then on it is a job of its own, started like any other. The array's lowest task not
+  // started yet takes the slot the plan chose for any of them (slurm_arrays.h LowestTaskToStart).
+  std::optional<ArrayTask> task = ArrayTaskOf(start.workload);
   if (task) {
-    job = SplitOffArrayTask(*task, start.workload, records);
+    task = LowestTaskToStart(*task, PendingTasksOf(task->first, records), StartedArrayTasks());
+    job = SplitOffArrayTask(*task, ArrayTaskWorkloadId(task->first, task->second), records);
     if (!job) return {};
   }
   std::vector<std::string> k8s_nodes, slurm_nodes;
@@ -218,10 +234,12 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
     last_fence_.erase(k8s_nodes[i]);
     touched->insert(k8s_nodes[i]);
   }
-  // A job that held a sub-node claim (issue 25) is in `running` already, as assumed.
+  // A job that held a sub-node claim (issue 25) is in `running` already, as assumed; an array
+  // task is looked up under the task actually started (issue 29).
+  const std::string started = task ? ArrayTaskWorkloadId(task->first, task->second) : start.workload;
   const slurm::SlurmJob* record = nullptr;
-  if (auto p = records.pending.find(start.workload); p != records.pending.end()) record = p->second;
-  else if (auto r = records.running.find(start.workload); r != records.running.end()) record = r->second;
+  if (auto p = records.pending.find(started); p != records.pending.end()) record = p->second;
+  else if (auto r = records.running.find(started); r != records.running.end()) record = r->second;
   assumed_jobs_[*job] = {k8s_nodes, now + kAssumedStartSeconds, record == nullptr ? 0 : record->restart_count, task};
   last_hold_.erase(*job);
   ++stats->slurm_started;

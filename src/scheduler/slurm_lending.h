@@ -121,6 +121,9 @@ class SlurmLending {
     std::optional<std::pair<uint32_t, uint32_t>> array_task;  // issue 29: (array, task) it was split from
   };
   std::map<uint32_t, AssumedStart> assumed_jobs_;
+  // Issue 29: the array tasks among assumed_jobs_, and the tasks of `array` planned this cycle.
+  scheduler::StartedTasks StartedArrayTasks() const;
+  static std::vector<ArrayTask> PendingTasksOf(uint32_t array, const SlurmRecords& records);
   std::map<std::string, queue::Time> last_pod_seen_;    // node -> last cycle a pod ran there
   std::map<std::string, queue::Time> lent_idle_since_;  // lent node -> since when no Slurm job runs there
   std::map<std::string, std::pair<std::string, queue::Time>> last_fence_;  // node -> (wanted, when asked)

@@ -294,11 +294,11 @@ class WorldBuilder {
     return r;
   }
 
-  void AddRunning(const slurm::SlurmJob& job, const std::vector<std::string>& k8s_nodes) {
+  void AddRunning(const slurm::SlurmJob& job, const std::vector<std::string>& k8s_nodes, const std::string& id = "") {
     const std::string partition = SharedPartitionOf(job, options_.shared_partitions);
     queue::PendingWorkload as_pending = BaseWorkload(job, partition.empty() ? job.partition : partition);
     queue::RunningWorkload r;
-    r.id = as_pending.id;
+    r.id = id.empty() ? as_pending.id : id;
     r.kind = queue::WorkloadKind::kSlurmJob;
     r.qos = as_pending.qos;
     r.account = as_pending.account;
@@ -328,6 +328,8 @@ class WorldBuilder {
     const TasksToPlan plan =
         PendingTasksToPlan(job, running == running_tasks_->end() ? 0 : running->second, options_.started_tasks);
     if (!plan.error.empty()) return AddPending(job, partition);
+    for (uint32_t t : plan.started_listed)  // started, the view not showing it split off yet
+      AddRunning(job, options_.started_tasks.at({job.array_job_id, t}), ArrayTaskWorkloadId(job.array_job_id, t));
     for (size_t i = 0; i < plan.tasks.size(); ++i)
       AddPending(job, partition, ArrayTaskWorkloadId(job.array_job_id, plan.tasks[i]), static_cast<queue::Time>(i));
   }
@@ -349,6 +351,9 @@ class WorldBuilder {
     if (!job.reservation.empty()) {  // issue 29: left to Slurm (slurm_reservations.h)
       w.held = true;
       if (w.admission_error == queue::AdmissionError::kNone) w.admission_message = LeftToSlurmMessage(job, view_);
+    } else if (job.het_job_id != 0) {  // issue 29: left to Slurm (slurm_arrays.h)
+      w.held = true;
+      if (w.admission_error == queue::AdmissionError::kNone) w.admission_message = HetJobLeftToSlurmMessage(job);
     }
     if (std::find(options_.known_qos.begin(), options_.known_qos.end(), w.qos) == options_.known_qos.end()) {
       w.admission_error = queue::AdmissionError::kQosNotAllowed;

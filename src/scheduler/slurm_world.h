@@ -65,8 +65,9 @@ struct SlurmWorldOptions {
   // Counted as running there (assume), never as pending.
   std::map<uint32_t, std::vector<std::string>> assumed_starts;
   // Issue 29: array tasks (array id, task id) onequeue split off and started (their own job ids
-  // are in assumed_starts): not planned again from a view that still lists them in the array.
-  std::set<std::pair<uint32_t, uint32_t>> started_tasks;
+  // are in assumed_starts) -> the Kubernetes nodes lent for them: not planned again from a view
+  // that still lists them in the array, and counted as running on those nodes there.
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<std::string>> started_tasks;
   // Issue 25: shared partitions whose nodes are shared (slurm.partitions.<p>.sharing: shared). A
   // joined node is queue::NodeSharing::kShared when it is in at least one shared partition and
   // every shared partition it is in is listed here; its running Slurm jobs then hold exactly what

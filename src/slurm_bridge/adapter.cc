@@ -400,6 +400,9 @@ bool ReadJob(const nlohmann::json& j, SlurmJob& out) {
   if (task.has_value() && task.value >= 0 && out.array_job_id != 0)
     out.array_task_id = static_cast<uint32_t>(task.value & 0xFFFFFFFF);
   if (out.array_job_id != 0 && !out.array_task_id) out.array_tasks = jf::String(j, "array_task_string");
+  out.het_job_id = static_cast<uint32_t>(jf::Number(j, "het_job_id", true).value_or(0) & 0xFFFFFFFF);
+  if (out.het_job_id != 0)
+    out.het_job_offset = static_cast<uint32_t>(jf::Number(j, "het_job_offset", true).value_or(0) & 0xFFFFFFFF);
   const jf::SlurmNumber max_tasks = jf::Number(j, "array_max_tasks", true);
   if (max_tasks.has_value() && max_tasks.value > 0) out.array_max_tasks = static_cast<uint32_t>(max_tasks.value & 0xFFFFFFFF);
   out.name = jf::String(j, "name");

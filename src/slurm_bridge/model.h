@@ -106,6 +106,10 @@ struct SlurmJob {
   // they start.
   std::string array_tasks;
   uint32_t array_max_tasks = 0;  // the array's %N throttle (array_max_tasks); 0 = none
+  // Issue 29: a component of a heterogeneous job (`sbatch ... : ...`, `#SBATCH hetjob`): the
+  // leader's job id (het_job_id) and this component's offset; 0 and 0 for any other job.
+  uint32_t het_job_id = 0;
+  uint32_t het_job_offset = 0;
   std::string name;
   std::string user;
   std::string account;

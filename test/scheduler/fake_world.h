@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/scheduling_loop.h"
 
@@ -237,6 +238,38 @@ class FakeSlurm : public SlurmActions {
     j.admin_comment = comment;  // issue 29: neither the comment nor ReqNodeList is written
     if (!start_lag && nodes.size() == 1 && !fence_.count(nodes[0]) && Fits(job, nodes[0])) Run(job, nodes[0]);
     return absl::OkStatus();
+  }
+  // Issue 29: an array of `tasks` (Slurm's task string) as one pending record, as slurmctld lists it.
+  slurm::SlurmJob& SubmitArray(uint32_t id, const std::string& tasks, uint32_t cpus = 8) {
+    slurm::SlurmJob& j = Submit(id, cpus);
+    j.array_job_id = id;
+    j.array_tasks = tasks;
+    return j;
+  }
+  // Like slurmctld: the task leaves the array's record for one of its own (the next job id).
+  absl::StatusOr<uint32_t> SplitArrayTask(uint32_t array_job, uint32_t task, const std::string& comment) override {
+    calls.push_back("split " + slurm::ArrayTaskId(array_job, task));
+    slurm::SlurmJob& a = jobs_[array_job];
+    absl::StatusOr<slurm::ArrayTasks> ids = slurm::ParseArrayTasks(a.array_tasks);
+    if (!ids.ok()) return ids.status();
+    std::vector<std::string> left;
+    for (uint32_t t : ids->ids)
+      if (t != task) left.push_back(std::to_string(t));
+    if (left.size() == ids->ids.size()) return absl::NotFoundError("no such pending task");
+    slurm::SlurmJob own = a;
+    own.job_id = jobs_.rbegin()->first + 1;
+    own.array_task_id = task;
+    own.array_tasks.clear();
+    own.admin_comment = comment;
+    a.array_tasks = absl::StrJoin(left, ",");
+    jobs_[own.job_id] = own;
+    return own.job_id;
+  }
+  absl::Status StartArrayTask(uint32_t array_job, uint32_t task, const std::vector<std::string>& nodes,
+                              const std::string& comment) override {
+    for (auto& [id, j] : jobs_)
+      if (j.array_job_id == array_job && j.array_task_id == task) return StartOn(id, nodes, comment);
+    return absl::NotFoundError("no record of that task");
   }
   absl::Status Requeue(uint32_t job) override {
     calls.push_back("requeue " + std::to_string(job));

@@ -133,7 +133,7 @@ TEST(SlurmArraysTest, TheThrottleCountsRunningTasksAndTasksOnequeueStarted) {
   running.state = JobState::kRunning;
   running.nodes = {"n1"};
   w.jobs[201] = running;
-  w.options.started_tasks = {{200, 2}};  // split off and started: the view may still list it
+  w.options.started_tasks = {{{200, 2}, {"n2"}}};  // split off and started: the view may still list it
   auto [built, records] = w.Build();
   // %3 with task 1 running and task 2 started: one more, the first pending one.
   EXPECT_EQ(PendingIds(built), std::vector<std::string>{"slurm/200_3"});
@@ -147,6 +147,64 @@ TEST(SlurmArraysTest, TheThrottleCountsRunningTasksAndTasksOnequeueStarted) {
   w.jobs[200].array_tasks = "nonsense";  // unreadable: the record is one workload, as before
   auto [built4, records4] = w.Build();
   EXPECT_EQ(PendingIds(built4), std::vector<std::string>{"slurm/200"});
+}
+
+// Issue 29: an array's pending tasks ask the same, so the lowest one not started yet takes the
+// slot the plan chose for any of them: the plan may have put a lower task later (it lost its
+// reservation to a change of the world while later tasks kept theirs: seen live on 24.11, tasks
+// 6 and 7 backfilled ahead of 4 and 5).
+TEST(ArrayTasksTest, TheLowestTaskNotStartedTakesTheSlotThePlanChoseForAnyTaskOfItsArray) {
+  const std::vector<ArrayTask> pending = {{100, 7}, {100, 6}, {100, 5}, {100, 4}, {200, 0}};
+  EXPECT_EQ(LowestTaskToStart({100, 6}, pending, {}), (ArrayTask{100, 4}));
+  EXPECT_EQ(LowestTaskToStart({100, 7}, pending, {{{100, 4}, {"n1"}}}), (ArrayTask{100, 5}));
+  EXPECT_EQ(LowestTaskToStart({200, 0}, pending, {}), (ArrayTask{200, 0}));  // another array's tasks do not count
+  EXPECT_EQ(LowestTaskToStart({100, 4}, pending, {}), (ArrayTask{100, 4}));
+}
+
+// The view lists a started task in the array's record (made before the split): it is not planned
+// again and holds the node lent for it, as running there.
+TEST(SlurmArraysTest, AStartedTaskTheViewStillListsHoldsItsNode) {
+  World w;
+  w.jobs[100] = Array(100, "0-3");
+  w.options.started_tasks = {{{100, 0}, {"n1"}}};
+  auto [built, records] = w.Build();
+  EXPECT_EQ(PendingIds(built), (std::vector<std::string>{"slurm/100_1", "slurm/100_2", "slurm/100_3"}));
+  ASSERT_EQ(built.snapshot->running.size(), 1u);
+  EXPECT_EQ(built.snapshot->running[0].id, "slurm/100_0");
+  ASSERT_EQ(built.snapshot->running[0].allocations.size(), 1u);
+  EXPECT_EQ(built.snapshot->nodes[built.snapshot->running[0].allocations[0].node].name, "n1");
+}
+
+// Issue 29: a heterogeneous job's components are left to Slurm. Before, each component was a job
+// of its own and the plan started one on the idle node: a release Slurm cannot use until the
+// other component can start too (the lent node idles). Now both wait, held, saying why, and the
+// ordinary job beside them takes the node.
+TEST(SlurmJobShapesTest, AHeterogeneousJobsComponentsAreLeftToSlurm) {
+  World w;
+  for (uint32_t offset : {0u, 1u}) {
+    SlurmJob c = Array(500 + offset, "");
+    c.array_job_id = 0;
+    c.het_job_id = 500;
+    c.het_job_offset = offset;
+    c.cpus = offset == 0 ? 8 : 2;
+    w.jobs[c.job_id] = c;
+  }
+  SlurmJob plain = Array(600, "");
+  plain.array_job_id = 0;
+  plain.submit_time = absl::FromUnixSeconds(kNow - 60);  // younger than the hetjob
+  w.jobs[600] = plain;
+  w.nodes.erase("n2");
+  auto [built, records] = w.Build();
+  queue::QueuePlanner planner(w.queue_config, nullptr);
+  queue::Plan plan = planner.PlanCycle(built.snapshot, kNow);
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(plan.starts[0].workload, "slurm/600");
+  for (const char* id : {"slurm/500", "slurm/501"}) {
+    auto it = std::find_if(plan.waiting.begin(), plan.waiting.end(), [&](const auto& s) { return s.workload == id; });
+    ASSERT_NE(it, plan.waiting.end()) << id;
+    EXPECT_EQ(it->reason, queue::WaitReason::kHeld) << id;
+    EXPECT_NE(std::string(it->Message()).find("heterogeneous job 500"), std::string::npos) << it->Message();
+  }
 }
 
 TEST(SlurmArraysTest, SplittingATaskGivesItItsOwnRecordAndLeavesTheRestInTheArray) {

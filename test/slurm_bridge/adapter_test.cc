@@ -53,6 +53,30 @@ const SlurmNode& Node(const NodeListing& l, const std::string& name) {
   return *it;
 }
 
+// Issue 29: a heterogeneous job's component carries its leader's id and its offset, in each
+// version's number shape (a plain number on v0.0.38, a no-val struct from v0.0.40).
+TYPED_TEST(AdapterTest, AHeterogeneousJobsComponentsCarryTheirLeaderAndOffset) {
+  nlohmann::json listing = this->Fixture("jobs");
+  ASSERT_FALSE(listing["jobs"].empty());
+  nlohmann::json& j = listing["jobs"][0];
+  const uint32_t id = j["job_id"].is_object() ? j["job_id"]["number"].get<uint32_t>() : j["job_id"].get<uint32_t>();
+  for (auto [key, value] : {std::pair{"het_job_id", 41}, {"het_job_offset", 1}}) {
+    if (j.contains(key) && j[key].is_object()) {
+      j[key]["number"] = value;
+      j[key]["set"] = true;
+    } else {
+      j[key] = value;
+    }
+  }
+  absl::StatusOr<JobListing> l = this->adapter_->ParseJobs(listing);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(Job(*l, id).het_job_id, 41u);
+  EXPECT_EQ(Job(*l, id).het_job_offset, 1u);
+  absl::StatusOr<JobListing> plain = this->adapter_->ParseJobs(this->Fixture("jobs"));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (const SlurmJob& other : plain->items) EXPECT_EQ(other.het_job_id, 0u) << other.job_id;
+}
+
 TYPED_TEST(AdapterTest, Jobs) {
   absl::StatusOr<JobListing> l = this->adapter_->ParseJobs(this->Fixture("jobs"));
   ASSERT_TRUE(l.ok()) << l.status();
