@@ -236,10 +236,10 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
   }
   // A job that held a sub-node claim (issue 25) is in `running` already, as assumed; an array
   // task is looked up under the task actually started (issue 29).
-  const std::string started = task ? ArrayTaskWorkloadId(task->first, task->second) : start.workload;
+  const std::string started_id = task ? ArrayTaskWorkloadId(task->first, task->second) : start.workload;
   const slurm::SlurmJob* record = nullptr;
-  if (auto p = records.pending.find(started); p != records.pending.end()) record = p->second;
-  else if (auto r = records.running.find(started); r != records.running.end()) record = r->second;
+  if (auto p = records.pending.find(started_id); p != records.pending.end()) record = p->second;
+  else if (auto r = records.running.find(started_id); r != records.running.end()) record = r->second;
   assumed_jobs_[*job] = {k8s_nodes, now + kAssumedStartSeconds, record == nullptr ? 0 : record->restart_count, task};
   last_hold_.erase(*job);
   ++stats->slurm_started;
