@@ -42,6 +42,7 @@ const char* MirrorEventName(MirrorEvent e) {
     case MirrorEvent::kUndo: return "undo";
     case MirrorEvent::kClaimSubmitted: return "claim-submitted";
     case MirrorEvent::kVictimsAsked: return "victims-asked";
+    case MirrorEvent::kBoundWhilePending: return "bound-while-pending";
   }
   return "?";
 }
@@ -57,7 +58,7 @@ struct Transition {
 using S = MirrorState;
 using E = MirrorEvent;
 // The machine, whole.
-constexpr std::array<Transition, 21> kTransitions = {{
+constexpr std::array<Transition, 22> kTransitions = {{
     {S::kPlanned, E::kSubmitted, S::kPlaceholderPending},
     {S::kPlaceholderPending, E::kRunningSeen, S::kPlaceholderRunning},
     {S::kPlaceholderRunning, E::kPodBound, S::kBound},
@@ -70,6 +71,10 @@ constexpr std::array<Transition, 21> kTransitions = {{
     {S::kRemirrorPending, E::kPlaceholderLost, S::kUnmirrored},
     {S::kUnmirrored, E::kPodGone, S::kEnding},
     {S::kRemirrorPending, E::kPodGone, S::kEnding},
+    // Bound while its placeholder is still pending: the pod runs; it waits for the placeholder as a
+    // bound pod whose placeholder was re-made does (kRemirrorPending: running -> kBound, lost ->
+    // submitted again, reported if it does not run in time).
+    {S::kPlaceholderPending, E::kBoundWhilePending, S::kRemirrorPending},
     // Undo: every state before the bind, one path.
     {S::kPlanned, E::kUndo, S::kUndoing},
     {S::kPlaceholderPending, E::kUndo, S::kUndoing},
@@ -309,8 +314,11 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
       if (pod_here) {
         // Bound while its placeholder does not run: a bind sent while it ran, the placeholder lost
         // since (kBound then makes a new one); never undone, the pod runs.
-        if (r.state == MirrorState::kPlaceholderRunning) (void)Move(r, MirrorEvent::kPodBound, now);
-        else r.why = "bound before its placeholder runs";
+        if (r.state == MirrorState::kPlaceholderRunning) return (void)Move(r, MirrorEvent::kPodBound, now);
+        r.why = "bound before its placeholder runs";
+        (void)Move(r, MirrorEvent::kBoundWhilePending, now);
+        // kRemirrorPending from now on: the same placeholder, or a new one if it is gone.
+        if (!unseen && !pending) AdvanceOne(r, job, pod, unseen, now);
         return;
       }
       if (unseen) return;  // the poll predates the submit

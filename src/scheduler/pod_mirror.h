@@ -11,6 +11,9 @@
 //       kRemirrorPending --RUNNING on the node--> kBound   (kRemirrorPending --lost--> kUnmirrored)
 //   kUnmirrored | kRemirrorPending --pod gone--> kEnding
 //   kPlanned | kPlaceholderPending | kPlaceholderRunning --undo--> kUndoing --cancelled--> kUndone
+//   kPlaceholderPending --pod found bound there, placeholder still pending--> kRemirrorPending
+//       (a bind that landed before the poll saw the placeholder run, or a pod bound by someone
+//       else: the pod runs, so it is never undone; it waits for its placeholder as a re-made one does)
 //
 // Step 4, sub-node preemption (docs/sharing.md section 4): a pod the plan starts on a shared node
 // only by preempting there claims its room first, then the victims are asked to leave:
@@ -78,6 +81,7 @@ enum class MirrorEvent {
   kUndo,             // before the bind: give up, the pod waits again
   kClaimSubmitted,   // a preemptor's placeholder was accepted by Slurm (pending behind its victims)
   kVictimsAsked,     // every victim of the preemptor was asked to leave
+  kBoundWhilePending,  // the pod is found bound on the node while its placeholder is still pending
 };
 const char* MirrorStateName(MirrorState s);
 const char* MirrorEventName(MirrorEvent e);

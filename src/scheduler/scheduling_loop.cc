@@ -154,6 +154,7 @@ SnapshotOptions SchedulingLoop::ReadWorld(const KubeState& state, queue::Time no
         r.state == MirrorState::kPlaceholderRunning || r.state == MirrorState::kClaimed ||
         r.state == MirrorState::kWaitingForVictims)
       options.assumed_bindings.emplace(r.pod.key, r.node.node);
+    if (r.state == MirrorState::kClaimed || r.state == MirrorState::kWaitingForVictims) options.claims.insert(r.pod.key);
   }
   if (preemptions_.HasEvictedPods()) {
     std::set<std::string_view> keys;
@@ -196,7 +197,10 @@ BuiltSnapshot SchedulingLoop::BuildCycleSnapshot(const KubeState& state, Snapsho
       job_claims_rebuilt_ = true;
     }
     SlurmWorldOptions world = lending_.Options(built, now);
-    for (auto& [job, nodes] : job_claims_.Holding()) world.assumed_starts.emplace(job, std::move(nodes));
+    for (auto& [job, nodes] : job_claims_.Holding()) {
+      world.claimed_jobs.insert(job);
+      world.assumed_starts.emplace(job, std::move(nodes));
+    }
     slurm_records_ = AddSlurmWorld(slurm_view, world, queue_config_, &built, now);
     lending_.Joined(slurm_records_);
   } else if (slurm_ != nullptr) {

@@ -307,6 +307,8 @@ class WorldBuilder {
     if (as_pending.time_limit) r.expected_end = r.start_time + *as_pending.time_limit;
     // Jobs of partitions onequeue does not share are Slurm's alone: load, never victims.
     r.preemptible = !partition.empty() && options_.preemptible_qos.count(r.qos) > 0;
+    // Issue 25 step 4: a job claiming room (held while its victims leave) is never a victim.
+    if (options_.claimed_jobs.count(job.job_id)) r.preemptible = false;
     const bool started = IsRunning(job) || job.state_flags.count("COMPLETING");
     for (const std::string& k : k8s_nodes) {
       const queue::NodeIndex i = index_of_[k];

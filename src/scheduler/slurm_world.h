@@ -73,6 +73,10 @@ struct SlurmWorldOptions {
   // every shared partition it is in is listed here; its running Slurm jobs then hold exactly what
   // Slurm allocated them there (SlurmJob::allocation), or the whole node when that is unreadable.
   std::set<std::string> sharing_partitions;
+  // Issue 25 step 4: jobs holding a sub-node preemption claim (JobClaims::Holding; their nodes are
+  // in assumed_starts). They count on their node as running but are never a victim: a claim is
+  // committed (its own victims are leaving for it), so a later preemptor cannot take its room.
+  std::set<uint32_t> claimed_jobs;
 };
 
 // Per snapshot node: 1 if a pod workload runs there (a Kubernetes tenant's; DaemonSet pods are

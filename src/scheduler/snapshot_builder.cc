@@ -702,6 +702,8 @@ class SnapshotAssembler {
     Resources used = mapper.Map(pod.requests);
     used[queue::kPods] = 1;
     rw.allocations.push_back({node, used});
+    // Issue 25 step 4: a pod claiming room (not bound yet, its victims leaving) is never a victim.
+    if (pod.node_name.empty() && options_.claims.contains(pod.key)) rw.preemptible = false;
     if (pod.priority && (!group.priority_class || *pod.priority > *group.priority_class)) {
       group.priority_class = pod.priority;
     }

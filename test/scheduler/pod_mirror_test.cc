@@ -125,10 +125,12 @@ TEST(PodMirrorMachine, EveryTransitionOfTheTableAndNoOther) {
       {{S::kWaitingForVictims, E::kRunningSeen}, S::kPlaceholderRunning},
       {{S::kClaimed, E::kUndo}, S::kUndoing},
       {{S::kWaitingForVictims, E::kUndo}, S::kUndoing},
+      // Found bound while its placeholder is still pending: waits for it as a re-made one.
+      {{S::kPlaceholderPending, E::kBoundWhilePending}, S::kRemirrorPending},
   };
   int refused = 0;
   for (int s = 0; s <= static_cast<int>(S::kWaitingForVictims); ++s) {
-    for (int e = 0; e <= static_cast<int>(E::kVictimsAsked); ++e) {
+    for (int e = 0; e <= static_cast<int>(E::kBoundWhilePending); ++e) {
       const auto from = static_cast<S>(s);
       const auto event = static_cast<E>(e);
       absl::StatusOr<S> to = NextMirrorState(from, event);
@@ -142,7 +144,7 @@ TEST(PodMirrorMachine, EveryTransitionOfTheTableAndNoOther) {
       }
     }
   }
-  EXPECT_EQ(refused, 12 * 9 - 21);
+  EXPECT_EQ(refused, 12 * 10 - 22);
   // Undo only before the bind.
   for (S after : {S::kBound, S::kUnmirrored, S::kRemirrorPending, S::kEnding, S::kDone, S::kUndoing, S::kUndone})
     EXPECT_FALSE(NextMirrorState(after, E::kUndo).ok()) << MirrorStateName(after);
@@ -331,6 +333,37 @@ TEST_F(PodMirrorTest, ABindingSeenInTheListingMovesToBound) {
   mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod()), 5);
   mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod("k-n1")), 10);
   EXPECT_EQ(StateOf(), S::kBound);
+}
+
+// A pod found bound on its node while its placeholder is still pending (a bind that landed before
+// the poll saw the placeholder run, or a pod bound by someone else) is never undone: it runs. It
+// goes PlaceholderPending -> RemirrorPending and waits for its placeholder as a bound pod whose
+// placeholder was re-made does: reported when it does not run in time, Bound once it runs (it
+// used to stay PlaceholderPending, neither bound nor reported).
+TEST_F(PodMirrorTest, APodBoundWhileItsPlaceholderIsPendingWaitsForItAsARemadeOne) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kPending)}, Pods(Pod("k-n1")), 5);
+  EXPECT_EQ(StateOf(), S::kRemirrorPending);
+  EXPECT_EQ(mirrors_.Find("uid-1")->job, 100u);  // the same placeholder
+  EXPECT_THAT(slurm_.cancelled, IsEmpty());
+  EXPECT_THAT(mirrors_.Lost(64), IsEmpty());
+  EXPECT_EQ(mirrors_.Lost(65).size(), 1u);  // not running 60 s later: reported
+  mirrors_.Advance({Placeholder(100, slurm::JobState::kRunning)}, Pods(Pod("k-n1")), 70);
+  EXPECT_EQ(StateOf(), S::kBound);
+  EXPECT_EQ(slurm_.submitted.size(), 1u);
+  EXPECT_THAT(slurm_.cancelled, IsEmpty());
+}
+
+// The same with the pending placeholder gone meanwhile: a new one is submitted at once.
+TEST_F(PodMirrorTest, APodBoundWhileItsPlaceholderIsPendingGetsANewOneIfThatIsGone) {
+  ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
+  mirrors_.Advance({}, Pods(Pod("k-n1")), 5);
+  EXPECT_EQ(StateOf(), S::kRemirrorPending);
+  ASSERT_EQ(slurm_.submitted.size(), 2u);
+  EXPECT_EQ(mirrors_.Find("uid-1")->job, 101u);
+  mirrors_.Advance({Placeholder(101, slurm::JobState::kRunning)}, Pods(Pod("k-n1")), 10);
+  EXPECT_EQ(StateOf(), S::kBound);
+  EXPECT_THAT(slurm_.cancelled, IsEmpty());
 }
 
 // Rebuild from the two listings after a restart.

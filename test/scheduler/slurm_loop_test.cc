@@ -657,6 +657,43 @@ TEST(SharedNodeLoopTest, AnInteractivePodRequeuesOnlyTheSlurmJobAndIsBoundOnceIt
   EXPECT_EQ(c.k8s.NodeOf("ns/half"), "n1");
 }
 
+// Issue 25 step 4, the pod side: a pod holding a claim (its placeholder pending behind its victims)
+// counts on its node but is never another preemptor's victim. A normal pod (preemptible, may
+// preempt batch) claims the room of a batch Slurm job beside an interactive pod; while its claim
+// waits for Slurm, an urgent pod arrives needing the same 4 CPUs: it waits, no placeholder names
+// the claiming pod, nothing is evicted; the claim runs and its pod is bound.
+TEST(SharedNodeLoopTest, APodHoldingAClaimIsNeverAnotherPreemptorsVictim) {
+  SubNodeScene s;
+  Cluster& c = s.c;
+  s.cfg.queue.qos = {{"urgent", 5000, false, true, 0},
+                     {"interactive", 1000, false, true, 0},
+                     {"normal", 100, true, true, 0},
+                     {"batch", 10, true, false, 0}};
+  SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+  c.slurm.Run(c.slurm.pod_placeholders[0], "n1");
+  c.Cycle(loop, kT0 + 1);
+  c.k8s.AddPod("mid", "4", "normal");
+  c.Cycle(loop, kT0 + 2);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 2u);
+  const uint32_t claim = c.slurm.pod_placeholders[1];
+  EXPECT_THAT(c.slurm.Job(claim).comment, HasSubstr("pod ns/mid"));
+  EXPECT_THAT(c.slurm.Job(claim).comment, HasSubstr("preempting slurm/7"));
+  EXPECT_EQ(loop.mirrors().Find(c.k8s.UidOf("ns/mid"))->state, MirrorState::kWaitingForVictims);
+  c.k8s.AddPod("urgent", "4", "urgent");
+  for (int t = 3; t <= 5; ++t) c.Cycle(loop, kT0 + t);
+  for (uint32_t p : c.slurm.pod_placeholders)
+    EXPECT_THAT(c.slurm.Job(p).comment, ::testing::Not(HasSubstr("preempting ns/mid"))) << "placeholder " << p;
+  EXPECT_TRUE(c.k8s.evictions.empty());
+  EXPECT_EQ(c.k8s.NodeOf("ns/urgent"), "");
+  EXPECT_EQ(loop.mirrors().Find(c.k8s.UidOf("ns/mid"))->state, MirrorState::kWaitingForVictims);
+  c.slurm.Run(claim, "n1");
+  c.Cycle(loop, kT0 + 6);
+  EXPECT_EQ(c.k8s.NodeOf("ns/mid"), "n1");
+  EXPECT_EQ(c.k8s.NodeOf("ns/half"), "n1");
+}
+
 // A crash between the claim and the requeue: the successor reads the claim back from Slurm (the
 // pending placeholder names its victims), requeues the job once, and binds the pod when the claim
 // runs. A second successor after the requeue asks nothing again.
@@ -877,6 +914,49 @@ TEST(SharedNodeLoopTest, APodVictimsBudgetRefusalUndoesTheJobsClaimBeforeAnyJobI
   EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
   EXPECT_EQ(c.k8s.NodeOf("ns/low"), "n1");
   EXPECT_EQ(c.Calls("start 8"), 0);
+}
+
+// Issue 25 step 4: a Slurm job holding a claim (held while its victims leave) counts on its node
+// as running, but is never chosen as another preemptor's victim: its claim is committed. Here a
+// normal job (preemptible, may preempt batch) claims the room of a batch pod beside an interactive
+// job; while it waits for the pod to go, an urgent pod arrives that needs the same 4 CPUs. The
+// only preemptible work on the node is the claimed job: the urgent pod waits, no placeholder
+// names the job as a victim, and the job is started where it claimed (without the rule the pod
+// claimed with "preempting slurm/8").
+TEST(SharedNodeLoopTest, AJobHoldingAClaimIsNeverAnotherPreemptorsVictim) {
+  Cluster c(1);
+  Config cfg = SlurmConfig("placeholder");
+  cfg.queue.qos = {{"urgent", 5000, false, true, 0},
+                   {"interactive", 1000, false, true, 0},
+                   {"normal", 100, true, true, 0},
+                   {"batch", 10, true, false, 0}};
+  cfg.slurm.partition_sharing = {{"pool", "shared"}};
+  cfg.slurm.qos_map = {{"int", "interactive"}, {"", "normal"}};
+  c.slurm.shared.insert("n1");
+  c.slurm.Submit(7, 4);
+  c.slurm.Job(7).qos = "int";  // interactive: never a victim
+  c.slurm.Run(7, "n1");
+  c.k8s.AddPod("low", "4", "batch", "n1");
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+  c.slurm.Run(c.slurm.pod_placeholders[0], "n1");
+  c.Cycle(loop, kT0 + 1);
+  c.slurm.Submit(8, 4);  // normal
+  c.Cycle(loop, kT0 + 2);
+  EXPECT_THAT(c.k8s.evictions, ::testing::ElementsAre("ns/low"));
+  ASSERT_NE(loop.job_claims().Find("slurm/8"), nullptr);
+  EXPECT_EQ(loop.job_claims().Find("slurm/8")->state, JobClaimState::kWaitingForVictims);
+  c.k8s.AddPod("urgent", "4", "urgent");
+  c.Cycle(loop, kT0 + 3);
+  for (uint32_t p : c.slurm.pod_placeholders)
+    EXPECT_THAT(c.slurm.Job(p).comment, ::testing::Not(HasSubstr("slurm/8"))) << "placeholder " << p;
+  EXPECT_EQ(c.Calls("requeue 8"), 0);
+  EXPECT_EQ(c.k8s.NodeOf("ns/urgent"), "");
+  EXPECT_EQ(c.Calls("start 8"), 1);
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(8).nodes, std::vector<std::string>{"n1"});
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
 }
 
 // Issue 25: a bound pod's placeholder is cancelled by an admin and Slurm starts a job into the

@@ -410,6 +410,28 @@ TEST(SlurmWorldSharingTest, ASharedNodeStaysLendableWhilePodsUseIt) {
   EXPECT_EQ(built.snapshot->nodes[1].labels.count(kLendableLabel), 0u);
 }
 
+// Issue 25 step 4: a job holding a sub-node preemption claim counts on its node as running (as a
+// start not yet seen does) but is never preemptible; a start not yet seen stays preemptible.
+TEST(SlurmWorldSharingTest, AJobHoldingAClaimCountsOnItsNodeButIsNoVictim) {
+  Fixture f;
+  f.options.sharing_partitions = {"pool"};
+  f.k8s_nodes = {PoolNode("n1")};
+  f.nodes["n1"] = Node("n1");
+  f.jobs[1] = Job(1, JobState::kPending);
+  f.jobs[2] = Job(2, JobState::kPending);
+  f.options.assumed_starts = {{1, {"n1"}}, {2, {"n1"}}};
+  f.options.claimed_jobs = {1};
+  auto [built, records] = f.Build();
+  const queue::Snapshot& snap = *built.snapshot;
+  EXPECT_TRUE(snap.pending.empty());
+  ASSERT_EQ(snap.running.size(), 2u);
+  for (const queue::RunningWorkload& r : snap.running) {
+    ASSERT_EQ(r.allocations.size(), 1u);
+    EXPECT_EQ(r.allocations[0].used[queue::kCpu], 4000) << r.id;
+    EXPECT_EQ(r.preemptible, r.id != "slurm/1") << r.id;
+  }
+}
+
 TEST(SlurmWorldSharingTest, OptionsComeFromTheConfig) {
   Config c;
   c.slurm.shared_partitions = {"a", "b", "c"};

@@ -130,6 +130,20 @@ TEST(SnapshotBuilderTest, RunningAndPendingPodsAndOtherSchedulers) {
   EXPECT_EQ(s.pending[0].submit_time, 1795255200);  // 2026-11-21T10:00:00Z
 }
 
+// Issue 25 step 4: a pod holding a sub-node preemption claim (assumed on its node while its
+// victims leave) counts there as running but is never a victim; the other assumed pod is.
+TEST(SnapshotBuilderTest, APodHoldingAClaimCountsOnItsNodeButIsNoVictim) {
+  SnapshotOptions o = Options();
+  o.assumed_bindings["ns/claiming"] = "n1";
+  o.assumed_bindings["ns/assumed"] = "n1";
+  o.claims.insert("ns/claiming");
+  auto built = BuildSnapshot({MakeNode("n1")}, {MakePod("claiming"), MakePod("assumed")}, o, 0);
+  const auto& s = *built.snapshot;
+  ASSERT_EQ(s.running.size(), 2u);
+  EXPECT_TRUE(s.pending.empty());
+  for (const queue::RunningWorkload& r : s.running) EXPECT_EQ(r.preemptible, r.id != "ns/claiming") << r.id;
+}
+
 TEST(SnapshotBuilderTest, GangMembersFormOneWorkload) {
   json g = {{"onequeue.io/group", "train"}, {"onequeue.io/group-size", "3"}, {"onequeue.io/time-limit", "2h"}};
   auto built = BuildSnapshot({MakeNode("n1")}, {MakePod("w-1", g), MakePod("w-0", g)}, Options(), 0);
