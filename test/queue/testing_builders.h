@@ -318,6 +318,15 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
     if (preempting[w.id] > 0) {
       EXPECT_TRUE(wait_of.count(w.id) && wait_of[w.id]->reason == WaitReason::kPreempting) << w.id;
     }
+    if (w.not_before > plan.now) {  // issue 29: nothing before its time, and nothing taken for it now
+      EXPECT_EQ(started[w.id] + preempting[w.id], 0) << w.id << " started or preempting before its not_before";
+    }
+  }
+  for (const ReserveDecision& r : plan.reservations) {
+    auto it = index_of.find(r.workload);
+    if (it != index_of.end()) {
+      EXPECT_GE(r.start, snap.pending[it->second].not_before) << r.workload << " reserved before its not_before";
+    }
   }
   for (const auto& m : {started, waiting, reserved, preempting}) {
     for (const auto& [id, count] : m) EXPECT_TRUE(index_of.count(id)) << id << " is not a pending workload";
