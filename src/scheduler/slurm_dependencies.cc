@@ -25,32 +25,32 @@ const char* TypeName(Type t) {
   return "?";
 }
 
-absl::Status Refuse(std::string_view text, std::string_view why) {
+absl::Status Refuse(absl::string_view text, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("dependency \"", text, "\": ", why));
 }
 
 // "12", "12_3", "12_*", "12+5" (after only), each with an optional "(state)".
-absl::StatusOr<SlurmDependency> ParseJob(Type type, std::string_view spec, std::string_view text) {
+absl::StatusOr<SlurmDependency> ParseJob(Type type, absl::string_view spec, absl::string_view text) {
   SlurmDependency d;
   d.type = type;
   if (absl::EndsWith(spec, ")")) {
     const size_t open = spec.rfind('(');
-    if (open == std::string_view::npos) return Refuse(text, absl::StrCat("unbalanced \")\" in \"", spec, "\""));
-    const std::string_view state = spec.substr(open + 1, spec.size() - open - 2);
+    if (open == absl::string_view::npos) return Refuse(text, absl::StrCat("unbalanced \")\" in \"", spec, "\""));
+    const absl::string_view state = spec.substr(open + 1, spec.size() - open - 2);
     if (state == "unfulfilled") d.state = State::kUnfulfilled;
     else if (state == "fulfilled") d.state = State::kFulfilled;
     else if (state == "failed") d.state = State::kFailed;
     else return Refuse(text, absl::StrCat("unknown state \"", state, "\""));
     spec = spec.substr(0, open);
   }
-  if (const size_t plus = spec.find('+'); plus != std::string_view::npos) {
+  if (const size_t plus = spec.find('+'); plus != absl::string_view::npos) {
     if (type != Type::kAfter) return Refuse(text, absl::StrCat("\"+minutes\" is for after only, not ", TypeName(type)));
     if (!absl::SimpleAtoi(spec.substr(plus + 1), &d.minutes) || d.minutes < 0)
       return Refuse(text, absl::StrCat("\"", spec.substr(plus + 1), "\" is no number of minutes"));
     spec = spec.substr(0, plus);
   }
-  if (const size_t under = spec.find('_'); under != std::string_view::npos) {
-    const std::string_view task = spec.substr(under + 1);
+  if (const size_t under = spec.find('_'); under != absl::string_view::npos) {
+    const absl::string_view task = spec.substr(under + 1);
     uint32_t t = 0;
     if (task == "*") d.all_tasks = true;
     else if (absl::SimpleAtoi(task, &t)) d.array_task = t;
@@ -84,22 +84,22 @@ bool SlurmDependencies::Unfulfilled() const {
                                   [](const SlurmDependency& d) { return d.state != State::kFulfilled; });
 }
 
-absl::StatusOr<SlurmDependencies> ParseSlurmDependencies(std::string_view text) {
+absl::StatusOr<SlurmDependencies> ParseSlurmDependencies(absl::string_view text) {
   SlurmDependencies out;
-  const std::string_view trimmed = absl::StripAsciiWhitespace(text);
+  const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
   if (trimmed.empty() || trimmed == "(null)") return out;
   const bool has_and = absl::StrContains(trimmed, ',');
   out.any = absl::StrContains(trimmed, '?');
   if (has_and && out.any) return Refuse(text, "',' (all of) and '?' (any of) mixed, which Slurm does not allow");
-  for (std::string_view item : absl::StrSplit(trimmed, out.any ? '?' : ',')) {
+  for (absl::string_view item : absl::StrSplit(trimmed, out.any ? '?' : ',')) {
     if (item.empty()) return Refuse(text, "an empty part");
     if (item == "singleton" || absl::StartsWith(item, "singleton(")) {
       out.singleton = true;
       continue;
     }
     const size_t colon = item.find(':');
-    if (colon == std::string_view::npos) return Refuse(text, absl::StrCat("\"", item, "\" names no job"));
-    const std::string_view type_name = item.substr(0, colon);
+    if (colon == absl::string_view::npos) return Refuse(text, absl::StrCat("\"", item, "\" names no job"));
+    const absl::string_view type_name = item.substr(0, colon);
     Type type;
     if (type_name == "after") type = Type::kAfter;
     else if (type_name == "afterany") type = Type::kAfterAny;
@@ -108,7 +108,7 @@ absl::StatusOr<SlurmDependencies> ParseSlurmDependencies(std::string_view text) 
     else if (type_name == "aftercorr" || type_name == "afterburstbuffer")
       return Refuse(text, absl::StrCat(type_name, " is not planned by onequeue"));
     else return Refuse(text, absl::StrCat("unknown dependency type \"", type_name, "\""));
-    for (std::string_view spec : absl::StrSplit(item.substr(colon + 1), ':')) {
+    for (absl::string_view spec : absl::StrSplit(item.substr(colon + 1), ':')) {
       absl::StatusOr<SlurmDependency> d = ParseJob(type, spec, text);
       if (!d.ok()) return d.status();
       out.items.push_back(*d);

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -50,7 +50,7 @@ struct SlurmDependencies {
 // and scontrol) and the `--dependency` syntax: "afterok:12:13,afterany:14", "after:12+5",
 // "afterok:12_3", "afterok:12_*", "afterok:12(unfulfilled)", "a?b", "singleton", "" and "(null)".
 // Refuses anything else with a message naming the part it could not read.
-absl::StatusOr<SlurmDependencies> ParseSlurmDependencies(std::string_view text);
+absl::StatusOr<SlurmDependencies> ParseSlurmDependencies(absl::string_view text);
 
 // What the plan does with a pending job of the view.
 struct DependencyPlan {

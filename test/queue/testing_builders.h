@@ -409,6 +409,7 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
     const std::string id(ws.workload);
     const PendingWorkload& w = snap.pending[index_of[id]];
     if (w.admission_error != AdmissionError::kNone || w.held || w.members_present < w.members) continue;
+    if (w.not_before > plan.now) continue;  // issue 29: may not start now, whatever fits
     bool qos_known = w.qos.empty() || config.qos.empty();
     for (const QosPolicy& q : config.qos) qos_known = qos_known || q.name == w.qos;
     if (!qos_known) continue;

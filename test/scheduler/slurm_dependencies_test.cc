@@ -223,6 +223,7 @@ TEST(SlurmDependenciesTest, WhatCannotBePlannedIsLeftToSlurmWithTheReason) {
   w.jobs[8] = Job(8, JobState::kPending);  // a pending parent: its start is not known
   w.jobs[9] = Job(9, JobState::kRunning);
   w.jobs[9].nodes = {"n2"};
+  w.jobs[9].start_time = absl::FromUnixSeconds(kNow - 60);
   w.jobs[9].time_limit.reset();  // no time limit: no expected end
   const std::pair<const char*, const char*> cases[] = {
       {"afterok:8(unfulfilled)", "depends on job 8, which has not started: not planned"},
