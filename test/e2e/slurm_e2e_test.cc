@@ -822,6 +822,7 @@ TEST_P(SlurmE2ETest, AJobWaitingOnADependencyIsNeitherHeldNorStartedAndRunsAfter
   const uint32_t child = Submit({absl::StrCat("--dependency=afterok:", parent)}, "1");
   // While the parent runs (8 s), sampled every second after the daemon's next cycles.
   int samples = 0;
+  std::string explained;  // `oq explain slurm/<child>` while the parent runs
   for (int i = 0; i < 5 && ShowJob(parent)["JobState"] == "RUNNING"; ++i) {
     absl::SleepFor(absl::Seconds(1));
     auto c = ShowJob(child);
@@ -831,8 +832,14 @@ TEST_P(SlurmE2ETest, AJobWaitingOnADependencyIsNeitherHeldNorStartedAndRunsAfter
     EXPECT_EQ(c["Reason"], "Dependency");
     EXPECT_NE(c["Priority"], "0") << "onequeue held the child: " << c["AdminComment"];
     EXPECT_FALSE(absl::StartsWith(c["AdminComment"], "onequeue:")) << c["AdminComment"];
+    if (samples == 2)
+      explained = RunCommand({OQ_BIN, "--server", scheduler_->GrpcAddress(), "explain", absl::StrCat("slurm/", child)},
+                             absl::Seconds(10))
+                      .output;
   }
   EXPECT_GE(samples, 2) << "the parent ended too soon to see the child wait";
+  // The plan's reason for it while it waited (before: Held, its start not planned).
+  EXPECT_THAT(explained, ::testing::HasSubstr("Dependency")) << explained;
   ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(child)["JobState"] == "COMPLETED"; }))
       << "the child never ran after its parent: " << SlurmCommand(Slurm(), {"squeue", "-a"}).value_or("?");
   EXPECT_EQ(ShowJob(parent)["JobState"], "COMPLETED");
