@@ -186,6 +186,12 @@ struct PendingWorkload {
   // priority pass reads both (FactsOf), one cache line.
   std::shared_ptr<const PlacementRules> placement;
   std::string admission_message;  // the plain message for admission_error
+  // Issue 29: the earliest time it may start (0: none), e.g. a Slurm job's dependency on a
+  // running parent (its expected end). While now < not_before the queue neither starts nor
+  // preempts for it; it is reserved from not_before on (docs/queue.md "Not before"), waiting
+  // with WaitReason::kDependency and admission_message, if given, as the message. The last field:
+  // aggregate initialisers elsewhere list the fields before it.
+  Time not_before = 0;
 };
 
 // ---------------------------------------------------------------------------------------------

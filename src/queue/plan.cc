@@ -21,6 +21,7 @@ const char* WaitReasonName(WaitReason reason) {
     case WaitReason::kHeld: return "Held";
     case WaitReason::kPreempting: return "Preempting";
     case WaitReason::kBeyondWindow: return "BeyondWindow";
+    case WaitReason::kDependency: return "Dependency";
   }
   return "Unknown";
 }

@@ -59,6 +59,7 @@ enum class WaitReason {
   kPreempting,                 // victims are being evicted for it
   kBeyondWindow,               // cannot start within the planning window
   kAccountNotAllowed,          // its namespace may not charge the account it asked for
+  kDependency,                 // may not start before PendingWorkload::not_before (issue 29)
 };
 
 const char* WaitReasonName(WaitReason reason);

@@ -120,6 +120,14 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
          position, std::nullopt, false);
     return;
   }
+  // Issue 29: not before its time (a Slurm dependency's parent's expected end). It neither starts
+  // nor preempts now; it is reserved from then on, and blocks nobody meanwhile: it takes no
+  // reservation of the depth and does not mark the queue blocked (Slurm does not plan a job
+  // whose dependency is unmet at all), so what is behind it backfills as before, around its slot.
+  if (facts.has_not_before && w.not_before > now) {
+    ReserveNotBefore(w, facts, priority, position, promise, eligible_set.bits);
+    return;
+  }
   // 2. Strict order (no backfill): behind a blocked workload nothing starts.
   const bool strict = config_.backfill == BackfillMode::kNone;
   if (strict && s_.any_blocked) {
@@ -330,6 +338,34 @@ void CyclePass::ReserveOrWait(const Turn& t, WaitReason reason, bool within_dept
   // (the daemon patches a pod's status only when what it shows changes).
   Wait(id, reason, "nodes are reserved for it from its estimated start", t.position, at->start,
        true);
+}
+
+void CyclePass::ReserveNotBefore(const PendingWorkload& w, const QueuePlanner::State::Facts& facts, double priority,
+                                 int32_t position, const Promise* promise, const std::vector<char>& eligible) {
+  // No memo: the memos are keyed by a workload's shape, and this one's earliest start is its own.
+  std::optional<Placement> at = EarliestPlacement(w, facts.duration, priority, eligible, w.not_before);
+  if (promise != nullptr && promise->placeholder && promise->start >= w.not_before &&
+      (!at.has_value() || at->start > promise->start) &&
+      SlotFits(w, facts.duration, priority, eligible, promise->nodes, promise->start)) {
+    at = Placement{promise->start, promise->nodes};
+  }
+  const std::string& why = w.admission_message;
+  if (!at.has_value()) {
+    Wait(facts.id, WaitReason::kDependency,
+         absl::StrCat(why.empty() ? "may not start yet" : why, "; no room within the planning window after that"),
+         position, std::nullopt, false);
+    return;
+  }
+  Commit(w, facts.duration, at->nodes, at->start, true);
+  // An arrival ahead of it changes its slot: OnArrival asks for a full cycle then.
+  s_.last_reservation_position = std::max(s_.last_reservation_position, position);
+  plan_.reservations.push_back(ReserveDecision{w.id, at->nodes, at->start});
+  if (why.empty()) {
+    Wait(facts.id, WaitReason::kDependency, "may not start yet: nodes are reserved for it from its estimated start",
+         position, at->start, true);
+  } else {
+    Wait(facts.id, WaitReason::kDependency, why, position, at->start, true);
+  }
 }
 
 void CyclePass::WaitWithEstimate(const Turn& t, WaitReason reason) {

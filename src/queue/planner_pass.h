@@ -111,6 +111,10 @@ class CyclePass {
   // 5. Reserves the earliest placement in the window (or the promised slot), or waits without
   // one when none exists. within_depth: the reservation counts against the depth.
   void ReserveOrWait(const Turn& t, WaitReason reason, bool within_depth);
+  // Issue 29: a workload whose not_before is after now: reserved at its earliest placement from
+  // not_before on (or a promise no earlier), uncounted against the depth; waits kDependency.
+  void ReserveNotBefore(const PendingWorkload& w, const QueuePlanner::State::Facts& facts, double priority,
+                        int32_t position, const Promise* promise, const std::vector<char>& eligible);
   // 6. Beyond the reservation depth: waits with an estimate from the profile, without reserving.
   void WaitWithEstimate(const Turn& t, WaitReason reason);
   // The earliest start the NotBeforeMemo allows for this request (`now` when unknown).

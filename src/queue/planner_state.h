@@ -92,6 +92,8 @@ struct QueuePlanner::State {
     bool placeable = true;
     // Its members add to some Snapshot::pod_counts when placed (PlacementRules::counts_toward).
     bool counts_placed = false;
+    // PendingWorkload::not_before is set (issue 29): compared with the cycle's now in PlanOne.
+    bool has_not_before = false;
   };
 
   std::shared_ptr<const Snapshot> snapshot;
@@ -140,6 +142,7 @@ struct QueuePlanner::State {
     f.duration = internal::RunDuration(w);
     const Eligibility& e = w.eligibility;
     f.counts_placed = w.placement != nullptr && !w.placement->counts_toward.empty();
+    f.has_not_before = w.not_before > 0;
     if (w.placement != nullptr && !w.placement->rules.empty()) {
       // Inter-pod rules: a class of its own, its nodes read anew against the counts of the moment
       // (StaticEligible), and no memo shared with another workload.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "scheduler/scheduling_loop.h"
 #include "scheduler/slurm_arrays.h"
+#include "scheduler/slurm_dependencies.h"
 #include "spdlog/spdlog.h"
 
 namespace onequeue::scheduler {
@@ -391,7 +392,10 @@ void SlurmLending::HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& 
         std::any_of(assumed_jobs_.begin(), assumed_jobs_.end(),
                     [&](const auto& a) { return a.second.array_task && a.second.array_task->first == *id; }))
       continue;
-    if (w.reason == queue::WaitReason::kHeld) {
+    // Issue 29: a job waiting for its dependency is Slurm's to release, whatever else the plan
+    // says of it (a refused constraint, an unknown QOS): not held by onequeue either.
+    if (w.reason == queue::WaitReason::kHeld || w.reason == queue::WaitReason::kDependency ||
+        WaitsForDependency(*job->second)) {
       // Slurm's own hold, dependency or begin time (or an admin's oq hold): not onequeue's to
       // write. Once it is lifted the job needs onequeue's hold again, so forget the last one asked.
       last_hold_.erase(*id);

@@ -11,6 +11,7 @@
 #include "queue/priority.h"
 #include "scheduler/pod_mirror.h"
 #include "scheduler/slurm_arrays.h"
+#include "scheduler/slurm_dependencies.h"
 #include "scheduler/slurm_reservations.h"
 
 namespace onequeue::scheduler {
@@ -101,7 +102,8 @@ bool SlurmNodeUsable(const slurm::SlurmNode& n, const slurm::OwnershipStatus& ho
 // a user's or an admin's hold, a dependency, a begin time the user asked for.
 bool WaitsForSlurmReason(const slurm::SlurmJob& job) {
   if (job.priority == 0 && !HeldByOnequeue(job)) return true;
-  static const char* const kReasons[] = {"Dependency", "DependencyNeverSatisfied", "JobHeldUser", "JobHeldAdmin"};
+  // A dependency is read on its own (slurm_dependencies.h, AddPending).
+  static const char* const kReasons[] = {"JobHeldUser", "JobHeldAdmin"};
   for (const char* r : kReasons) {
     if (job.state_reason == r && !HeldByOnequeue(job)) return true;
   }
@@ -344,6 +346,15 @@ class WorldBuilder {
       w.submit_time += task_offset;
     }
     w.held = WaitsForSlurmReason(job);
+    // Issue 29: a job waiting for its dependency is Slurm's to release: never held nor started by
+    // onequeue; planned from its parents' expected end, or left to Slurm (held, with the reason).
+    if (!w.held) {
+      if (DependencyPlan dep = PlanDependency(job, view_, now_); dep.waits) {
+        if (dep.not_before) w.not_before = *dep.not_before;
+        else w.held = true;
+        w.admission_message = std::move(dep.message);
+      }
+    }
     w.eligibility.node_selector[absl::StrCat(kPartitionLabelPrefix, partition)] = "true";
     w.eligibility.node_selector[kLendableLabel] = "true";
     // Taints keep pods off a node; a Slurm job is no pod (whether Slurm may run there is the

@@ -439,6 +439,7 @@ bool ReadJob(const nlohmann::json& j, SlurmJob& out) {
   out.excluded_nodes = HostlistField(j, "excluded_nodes");
   out.admin_comment = jf::String(j, "admin_comment");
   out.reservation = jf::String(j, "resv_name");
+  out.dependency = jf::String(j, "dependency");
   if (out.state == JobState::kRunning || out.state == JobState::kSuspended) out.allocation = ReadJobAllocation(j, out);
   return true;
 }

@@ -148,6 +148,9 @@ struct SlurmJob {
   std::string admin_comment;
   // --reservation (resv_name): the advance reservation the job must run in; "" = none.
   std::string reservation;
+  // --dependency as Slurm reports it ("afterok:12(unfulfilled),afterany:13"; "" = none), read
+  // by scheduler/slurm_dependencies.h.
+  std::string dependency;
   // ---- end of issue 29's block
   bool held() const { return state == JobState::kPending && priority == 0; }
 };

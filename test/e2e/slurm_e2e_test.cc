@@ -807,6 +807,45 @@ TEST_P(SlurmE2ETest, ATenTaskArrayRunsAsTenTasksInOrder) {
   }
 }
 
+// 6d. Issue 29: a job submitted with --dependency=afterok:<parent> is Slurm's to release: while
+// its parent runs onequeue neither holds it (its Priority stays Slurm's, no onequeue mark in its
+// AdminComment) nor starts it, though the second pool node is free; it runs after its parent
+// ended. One mechanism: dependencies do not depend on the fence.
+TEST_P(SlurmE2ETest, AJobWaitingOnADependencyIsNeitherHeldNorStartedAndRunsAfterItsParent) {
+  if (GetParam() != "drain") GTEST_SKIP() << "dependencies do not depend on the fence: one mechanism is enough";
+  AddPool(2);
+  StartScheduler(/*lend_after=*/1);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(2); }));
+  const uint32_t parent = Submit({}, "8");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(parent)["JobState"] == "RUNNING"; }))
+      << "the parent never ran";
+  const uint32_t child = Submit({absl::StrCat("--dependency=afterok:", parent)}, "1");
+  // While the parent runs (8 s), sampled every second after the daemon's next cycles.
+  int samples = 0;
+  std::string explained;  // `oq explain slurm/<child>` while the parent runs
+  for (int i = 0; i < 5 && ShowJob(parent)["JobState"] == "RUNNING"; ++i) {
+    absl::SleepFor(absl::Seconds(1));
+    auto c = ShowJob(child);
+    if (ShowJob(parent)["JobState"] != "RUNNING") break;
+    ++samples;
+    EXPECT_EQ(c["JobState"], "PENDING") << "the child ran while its parent ran";
+    EXPECT_EQ(c["Reason"], "Dependency");
+    EXPECT_NE(c["Priority"], "0") << "onequeue held the child: " << c["AdminComment"];
+    EXPECT_FALSE(absl::StartsWith(c["AdminComment"], "onequeue:")) << c["AdminComment"];
+    if (samples == 2)
+      explained = RunCommand({OQ_BIN, "--server", scheduler_->GrpcAddress(), "explain", absl::StrCat("slurm/", child)},
+                             absl::Seconds(10))
+                      .output;
+  }
+  EXPECT_GE(samples, 2) << "the parent ended too soon to see the child wait";
+  // The plan's reason for it while it waited (before: Held, its start not planned).
+  EXPECT_THAT(explained, ::testing::HasSubstr("Dependency")) << explained;
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(child)["JobState"] == "COMPLETED"; }))
+      << "the child never ran after its parent: " << SlurmCommand(Slurm(), {"squeue", "-a"}).value_or("?");
+  EXPECT_EQ(ShowJob(parent)["JobState"], "COMPLETED");
+  EXPECT_LE(ShowJob(parent)["EndTime"], ShowJob(child)["StartTime"]);
+}
+
 // 7. oq shows both worlds from the daemon's last cycle: Slurm jobs running on lent nodes and one
 // waiting beside a waiting pod in `oq queue`, the lent nodes in `oq nodes`, and why the waiting job
 // fits nowhere in `oq explain slurm/<id>`; --format json parses.

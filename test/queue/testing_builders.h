@@ -318,6 +318,15 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
     if (preempting[w.id] > 0) {
       EXPECT_TRUE(wait_of.count(w.id) && wait_of[w.id]->reason == WaitReason::kPreempting) << w.id;
     }
+    if (w.not_before > plan.now) {  // issue 29: nothing before its time, and nothing taken for it now
+      EXPECT_EQ(started[w.id] + preempting[w.id], 0) << w.id << " started or preempting before its not_before";
+    }
+  }
+  for (const ReserveDecision& r : plan.reservations) {
+    auto it = index_of.find(r.workload);
+    if (it != index_of.end()) {
+      EXPECT_GE(r.start, snap.pending[it->second].not_before) << r.workload << " reserved before its not_before";
+    }
   }
   for (const auto& m : {started, waiting, reserved, preempting}) {
     for (const auto& [id, count] : m) EXPECT_TRUE(index_of.count(id)) << id << " is not a pending workload";
@@ -400,6 +409,7 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
     const std::string id(ws.workload);
     const PendingWorkload& w = snap.pending[index_of[id]];
     if (w.admission_error != AdmissionError::kNone || w.held || w.members_present < w.members) continue;
+    if (w.not_before > plan.now) continue;  // issue 29: may not start now, whatever fits
     bool qos_known = w.qos.empty() || config.qos.empty();
     for (const QosPolicy& q : config.qos) qos_known = qos_known || q.name == w.qos;
     if (!qos_known) continue;

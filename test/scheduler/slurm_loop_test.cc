@@ -488,6 +488,44 @@ TEST(SlurmLoopTest, AJobReleasedFromAnAdminHoldIsHeldByOnequeueAgainWhileItWaits
   EXPECT_THAT(c.slurm.Job(7).admin_comment, HasSubstr("onequeue:"));
 }
 
+// Issue 29: a job pending on a dependency is Slurm's to release. onequeue neither holds it (it held
+// every such job as startable work: Slurm's reason Dependency was overwritten by onequeue's hold)
+// nor starts it while the parent runs, though a node is free and lendable for it; once Slurm
+// lifts the dependency (the parent ended) it is an ordinary job that onequeue starts. Job 9 was
+// held by onequeue before its dependency showed (its reason is then JobHeldAdmin, only the
+// dependency field says it): it is not started either.
+TEST(SlurmLoopTest, AJobWaitingOnADependencyIsNeitherHeldNorStartedByOnequeue) {
+  Cluster c(2);
+  c.slurm.Submit(7);
+  c.slurm.Run(7, "n1");  // the parent, 30 minutes at most
+  slurm::SlurmJob& child = c.slurm.Submit(8);
+  child.dependency = "afterok:7(unfulfilled)";
+  child.state_reason = "Dependency";
+  slurm::SlurmJob& held = c.slurm.Submit(9);
+  held.dependency = "afterany:7(unfulfilled)";
+  held.priority = 0;
+  held.admin_comment = "onequeue: Priority: waiting behind higher-priority workloads";
+  held.state_reason = "JobHeldAdmin";
+  Config cfg = SlurmConfig();
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  for (int t = 0; t <= 120; t += 10) c.Cycle(loop, kT0 + t);  // n2 is lendable after 60 s
+  EXPECT_EQ(c.Calls("hold 8"), 0);
+  EXPECT_EQ(c.Calls("start 8"), 0);
+  EXPECT_EQ(c.Calls("start 9"), 0);
+  EXPECT_EQ(c.slurm.Job(8).priority, 1);
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kPending);
+  EXPECT_EQ(c.slurm.Job(9).state, slurm::JobState::kPending);
+  // The parent ends; Slurm lifts the dependencies: ordinary jobs now, started by onequeue.
+  c.slurm.Job(7).state = slurm::JobState::kCompleted;
+  for (uint32_t id : {8u, 9u}) {
+    c.slurm.Job(id).dependency = "";
+    if (id == 8) c.slurm.Job(id).state_reason = "None";
+  }
+  for (int t = 130; t <= 150; t += 10) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.Calls("start 8"), 1);
+  EXPECT_EQ(c.Calls("start 9"), 1);
+}
+
 // Issue 24 M5: a pod's workload id never reads as a Slurm job's. A pod named "123" in namespace
 // "slurm" had the id "slurm/123", the id of Slurm job 123: the plan's decision to start the pod
 // force-started the real job (pinned to the node, released with the top priority) instead.

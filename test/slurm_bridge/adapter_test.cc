@@ -77,6 +77,22 @@ TYPED_TEST(AdapterTest, AHeterogeneousJobsComponentsCarryTheirLeaderAndOffset) {
   for (const SlurmJob& other : plain->items) EXPECT_EQ(other.het_job_id, 0u) << other.job_id;
 }
 
+// Issue 29: the job's `dependency` is a plain string on every REST version (v0.0.38 to v0.0.45),
+// as Slurm reports it; read as is (scheduler/slurm_dependencies.h parses it).
+TYPED_TEST(AdapterTest, AJobsDependencyIsReadAsSlurmReportsIt) {
+  nlohmann::json listing = this->Fixture("jobs");
+  ASSERT_FALSE(listing["jobs"].empty());
+  nlohmann::json& j = listing["jobs"][0];
+  const uint32_t id = j["job_id"].is_object() ? j["job_id"]["number"].get<uint32_t>() : j["job_id"].get<uint32_t>();
+  j["dependency"] = "afterok:12(unfulfilled),afterany:13(fulfilled)";
+  absl::StatusOr<JobListing> l = this->adapter_->ParseJobs(listing);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(Job(*l, id).dependency, "afterok:12(unfulfilled),afterany:13(fulfilled)");
+  absl::StatusOr<JobListing> plain = this->adapter_->ParseJobs(this->Fixture("jobs"));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (const SlurmJob& other : plain->items) EXPECT_EQ(other.dependency, "") << other.job_id;
+}
+
 TYPED_TEST(AdapterTest, Jobs) {
   absl::StatusOr<JobListing> l = this->adapter_->ParseJobs(this->Fixture("jobs"));
   ASSERT_TRUE(l.ok()) << l.status();
