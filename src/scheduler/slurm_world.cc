@@ -358,9 +358,14 @@ class WorldBuilder {
     // Slurm node's state and the lendable rule).
     w.eligibility.tolerations.push_back({"", queue::Toleration::Operator::kExists, "", std::nullopt});
     RestrictPlacement(job, w, allowed.size() > 1 ? &allowed : nullptr);
-    if (allowed.empty()) {  // every partition of the job refuses it: Slurm keeps it pending too
-      w.held = true;
-      if (w.admission_error == queue::AdmissionError::kNone) w.admission_message = checks.Reason(job.job_id);
+    if (allowed.empty()) {
+      // Every partition of the job refuses it (Slurm keeps it pending too): refused with the
+      // reason, as a placement onequeue cannot plan; it waits held by onequeue, the reason in its
+      // AdminComment, until a poll shows a partition that allows it.
+      if (w.admission_error == queue::AdmissionError::kNone) {
+        w.admission_error = queue::AdmissionError::kInvalidAnnotation;
+        w.admission_message = checks.Reason(job.job_id);
+      }
     } else if (!job.reservation.empty()) {  // issue 29: left to Slurm (slurm_reservations.h)
       w.held = true;
       if (w.admission_error == queue::AdmissionError::kNone) w.admission_message = LeftToSlurmMessage(job, view_);

@@ -193,14 +193,14 @@ TEST(SlurmPartitionsWorldTest, APartitionWhoseLimitRefusesTheJobGivesItNoneOfIts
   EXPECT_EQ(p.eligibility.node_selector.at("slurm.onequeue.io/partition.long"), "true");
 }
 
-TEST(SlurmPartitionsWorldTest, AJobEveryPartitionRefusesIsHeldWithTheReason) {
+TEST(SlurmPartitionsWorldTest, AJobEveryPartitionRefusesIsRefusedWithTheReason) {
   World w;
   w.partitions["short"].max_time = absl::Minutes(10);
   w.jobs[7] = Pending(7, "short", 1, 60);
   auto [built, records] = w.Build();
   const queue::PendingWorkload& p = built.snapshot->pending[0];
-  EXPECT_TRUE(p.held);
-  EXPECT_EQ(p.admission_error, queue::AdmissionError::kNone);
+  EXPECT_FALSE(p.held);  // not Slurm's hold: onequeue holds it, with the reason
+  EXPECT_EQ(p.admission_error, queue::AdmissionError::kInvalidAnnotation);
   EXPECT_THAT(p.admission_message, HasSubstr("partition short: time limit 60 min over its MaxTime 10 min"));
 }
 
