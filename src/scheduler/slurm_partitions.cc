@@ -67,8 +67,8 @@ std::string JobPartitions::Reason(uint32_t job_id) const {
   std::vector<std::string> whys;
   for (const PartitionCheck& c : checks)
     if (c.verdict != PartitionVerdict::kAllowed) whys.push_back(c.why);
-  return absl::StrCat("Slurm job ", job_id, " is not started by onequeue: ", absl::StrJoin(whys, "; "),
-                      "; Slurm keeps it pending too");
+  return absl::StrCat("Slurm job ", job_id, ": no partition of its list lets it run (", absl::StrJoin(whys, "; "),
+                      "); onequeue does not start it, Slurm keeps it pending too");
 }
 
 JobPartitions CheckJobPartitions(const slurm::SlurmJob& job, uint32_t node_count,

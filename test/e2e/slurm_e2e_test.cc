@@ -834,7 +834,7 @@ TEST_P(SlurmE2ETest, AJobOverItsPartitionsMaxTimeStaysPendingAndOnequeueDoesNotS
   auto j = ShowJob(over);
   EXPECT_EQ(j["JobState"], "PENDING");
   EXPECT_EQ(j["Priority"], "0");
-  EXPECT_FALSE(absl::StrContains(AdminCommentOf(over), "started by onequeue")) << AdminCommentOf(over);
+  EXPECT_FALSE(absl::StrContains(AdminCommentOf(over), "started by onequeue on")) << AdminCommentOf(over);
 }
 
 // 7. oq shows both worlds from the daemon's last cycle: Slurm jobs running on lent nodes and one
