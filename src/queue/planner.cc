@@ -181,12 +181,16 @@ void IndexNodes(const QueueConfig& config, State& s) {
   }
   for (const std::string& label : config.topology_labels) {
     absl::flat_hash_map<std::string, int32_t> ids;
-    std::vector<int32_t>& of = s.domains.emplace_back(snap.nodes.size(), -1);
+    std::vector<int32_t> of(snap.nodes.size(), -1);
     for (size_t n = 0; n < snap.nodes.size(); ++n) {
       auto it = snap.nodes[n].labels.find(label);
       if (it == snap.nodes[n].labels.end()) continue;
       of[n] = ids.emplace(it->second, static_cast<int32_t>(ids.size())).first->second;
     }
+    // A label no node has is no level (issue 29: the daemon's default, topology.kubernetes.io/zone,
+    // packs only where the nodes carry it; without any, gangs are placed as without packing).
+    if (ids.empty()) continue;
+    s.domains.push_back(std::move(of));
     s.domain_count.push_back(static_cast<int32_t>(ids.size()));
   }
   s.reserved_owner.assign(snap.nodes.size(), 0);

@@ -196,7 +196,7 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
                                                   const std::vector<char>& eligible, Time now) {
   const int32_t members = std::max<int32_t>(1, w.members);
   const Time end = SaturatingAdd(now, duration);
-  const bool pack = w.pack_topology && !config_.topology_labels.empty() && members > 1;
+  const bool pack = w.pack_topology && !s_.domains.empty() && members > 1;
   std::vector<std::pair<NodeIndex, int64_t>>& candidates = s_.scratch_candidates;
   int64_t found = 0;
   const AvailabilityProfile& p = *s_.profile;

@@ -459,6 +459,11 @@ void ParseQueue(MapReader queue, std::vector<std::string>* errors, QueueConfig& 
   ParseUsage(queue, c);
   // Issue 24 M4: Slurm's OverTimeLimit for pods.
   queue.Read("overTimeLimitSeconds", &c.over_time_limit_seconds);
+  queue.Read("topologyLabels", &c.topology_labels);
+  for (const std::string& label : c.topology_labels) {
+    if (label.empty() || label.size() > 317 || label.find_first_of(" =,\t") != std::string::npos)
+      queue.KeyError("topologyLabels", absl::StrCat("\"", label, "\" is not a node label key"));
+  }
   if (c.over_time_limit_seconds < 0) queue.KeyError("overTimeLimitSeconds", "must be 0 or more");
   RefuseLongerThanACentury(queue, "overTimeLimitSeconds", c.over_time_limit_seconds);
   if (c.usage_half_life_seconds < 1) queue.KeyError("usageHalfLifeSeconds", "must be at least 1");

@@ -162,6 +162,10 @@ struct QueueConfig {
   // Issue 24 M4: a bound pod is evicted this long after its time limit (Slurm's OverTimeLimit;
   // 0, Slurm's default: at the limit).
   int64_t over_time_limit_seconds = 0;
+  // Issue 29: node label keys of the topology, finest first (queue::QueueConfig::topology_labels):
+  // a gang (pods of a group, a multi-node Slurm job) is packed into the fewest domains. A key no
+  // pool node has is ignored; [] turns packing off.
+  std::vector<std::string> topology_labels = {"topology.kubernetes.io/zone"};
   // queue.preemption (issue 26): candidate nodes per preemption decision, like kube-scheduler's
   // DefaultPreemption arguments; queue::PreemptionConfig, docs/queue.md "Preemption".
   struct Preemption {

@@ -57,6 +57,7 @@ queue::QueueConfig ToQueueConfig(const Config& config) {
   q.backfill_shortest_first = config.queue.backfill_shortest_first;
   q.resolution = config.queue.resolution_seconds;
   q.window = config.queue.window_seconds;
+  q.topology_labels = config.queue.topology_labels;
   q.preemption.min_candidate_nodes_percentage = config.queue.preemption.min_candidate_nodes_percentage;
   q.preemption.min_candidate_nodes_absolute = config.queue.preemption.min_candidate_nodes_absolute;
   return q;

@@ -12,6 +12,7 @@
 #include "scheduler/pod_mirror.h"
 #include "scheduler/slurm_arrays.h"
 #include "scheduler/slurm_dependencies.h"
+#include "scheduler/slurm_partitions.h"
 #include "scheduler/slurm_reservations.h"
 
 namespace onequeue::scheduler {
@@ -256,6 +257,7 @@ class WorldBuilder {
     w.members = static_cast<int32_t>(NodeCount(job));
     w.members_present = w.members;
     w.gang = w.members > 1;
+    w.pack_topology = w.gang;  // issue 29: queue.topologyLabels, like Slurm's topology/tree
     w.per_member = PerNodeRequest(job, options_, &snap_.resource_names);
     if (job.time_limit) w.time_limit = absl::ToInt64Seconds(*job.time_limit);
     w.qos = MappedQos(job, options_);
@@ -307,8 +309,10 @@ class WorldBuilder {
     r.priority = priority_->Compute(as_pending).total;
     r.start_time = job.start_time == absl::InfinitePast() ? now_ : absl::ToUnixSeconds(job.start_time);
     if (as_pending.time_limit) r.expected_end = r.start_time + *as_pending.time_limit;
-    // Jobs of partitions onequeue does not share are Slurm's alone: load, never victims.
-    r.preemptible = !partition.empty() && options_.preemptible_qos.count(r.qos) > 0;
+    // Jobs of partitions onequeue does not share are Slurm's alone: load, never victims; nor are
+    // jobs of a partition with PreemptMode=OFF, which Slurm never preempts (slurm_partitions.h).
+    r.preemptible = !partition.empty() && options_.preemptible_qos.count(r.qos) > 0 &&
+                    !NeverPreemptedIn(job.partition, view_.partitions.get());
     // Issue 25 step 4: a job claiming room (held while its victims leave) is never a victim.
     if (options_.claimed_jobs.count(job.job_id)) r.preemptible = false;
     const bool started = IsRunning(job) || job.state_flags.count("COMPLETING");
@@ -340,7 +344,12 @@ class WorldBuilder {
 
   void AddPending(const slurm::SlurmJob& job, const std::string& partition, const std::string& task_id = "",
                   queue::Time task_offset = 0) {
-    queue::PendingWorkload w = BaseWorkload(job, partition);
+    // Issue 29 (slurm_partitions.h): each shared partition of the job's list checked against its
+    // own state and limits; the job may start on the nodes of those that allow it.
+    const JobPartitions checks =
+        CheckJobPartitions(job, NodeCount(job), view_.partitions.get(), options_.shared_partitions);
+    const std::vector<std::string> allowed = checks.Allowed();
+    queue::PendingWorkload w = BaseWorkload(job, allowed.empty() ? partition : allowed.front());
     if (!task_id.empty()) {
       w.id = task_id;
       w.submit_time += task_offset;
@@ -355,13 +364,22 @@ class WorldBuilder {
         w.admission_message = std::move(dep.message);
       }
     }
-    w.eligibility.node_selector[absl::StrCat(kPartitionLabelPrefix, partition)] = "true";
+    if (allowed.size() <= 1)
+      w.eligibility.node_selector[absl::StrCat(kPartitionLabelPrefix, w.partition)] = "true";
     w.eligibility.node_selector[kLendableLabel] = "true";
     // Taints keep pods off a node; a Slurm job is no pod (whether Slurm may run there is the
     // Slurm node's state and the lendable rule).
     w.eligibility.tolerations.push_back({"", queue::Toleration::Operator::kExists, "", std::nullopt});
-    RestrictPlacement(job, w);
-    if (!job.reservation.empty()) {  // issue 29: left to Slurm (slurm_reservations.h)
+    RestrictPlacement(job, w, allowed.size() > 1 ? &allowed : nullptr);
+    if (allowed.empty()) {
+      // Every partition of the job refuses it (Slurm keeps it pending too): refused with the
+      // reason, as a placement onequeue cannot plan; it waits held by onequeue, the reason in its
+      // AdminComment, until a poll shows a partition that allows it.
+      if (w.admission_error == queue::AdmissionError::kNone) {
+        w.admission_error = queue::AdmissionError::kInvalidAnnotation;
+        w.admission_message = checks.Reason(job.job_id);
+      }
+    } else if (!job.reservation.empty()) {  // issue 29: left to Slurm (slurm_reservations.h)
       w.held = true;
       if (w.admission_error == queue::AdmissionError::kNone) w.admission_message = LeftToSlurmMessage(job, view_);
     } else if (job.het_job_id != 0) {  // issue 29: left to Slurm (slurm_arrays.h)
@@ -380,8 +398,12 @@ class WorldBuilder {
   // Issue 29: what the job asked of placement (--constraint, --nodelist, --exclude) as the pool
   // nodes it may use (eligibility.allowed_nodes). A request onequeue cannot plan node by node is
   // refused with the reason: the job waits, held, the reason in its AdminComment and in `oq`.
-  void RestrictPlacement(const slurm::SlurmJob& job, queue::PendingWorkload& w) {
-    if (job.features.empty() && job.required_nodes.empty() && job.excluded_nodes.empty()) return;
+  // `partitions`: a multi-partition job's partitions that allow it (the nodes of any of them),
+  // null when the partition label in the node selector says it.
+  void RestrictPlacement(const slurm::SlurmJob& job, queue::PendingWorkload& w,
+                         const std::vector<std::string>* partitions) {
+    if (job.features.empty() && job.required_nodes.empty() && job.excluded_nodes.empty() && partitions == nullptr)
+      return;
     auto refuse = [&](const std::string& why) {
       w.admission_error = queue::AdmissionError::kInvalidAnnotation;
       w.admission_message = absl::StrCat("Slurm job ", job.job_id, ": ", why);
@@ -404,6 +426,11 @@ class WorldBuilder {
     for (const auto& [k8s_name, joined] : out_->nodes) {
       const std::string& s = joined.slurm_name;
       if ((!required.empty() && !required.count(s)) || excluded.count(s)) continue;
+      if (partitions != nullptr &&
+          std::none_of(joined.partitions.begin(), joined.partitions.end(), [&](const std::string& p) {
+            return std::find(partitions->begin(), partitions->end(), p) != partitions->end();
+          }))
+        continue;
       if (constraint) {
         auto sn = view_.nodes->find(s);
         if (sn == view_.nodes->end() || !constraint->Matches(sn->second.features)) continue;

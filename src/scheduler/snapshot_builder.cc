@@ -458,6 +458,8 @@ queue::PendingWorkload BuildPendingWorkload(const std::string& id, const std::ve
       w.members = size;
     }
   }
+  // Issue 29: a gang packs into the fewest topology domains (queue.topologyLabels).
+  w.pack_topology = w.members > 1;
   const std::string& tl = first.time_limit;
   if (!tl.empty()) {
     auto d = ParseTimeLimit(tl);

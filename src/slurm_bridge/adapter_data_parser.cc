@@ -10,6 +10,7 @@
 //    `power`, adds e.g. container_type, memory_update_*, partition flags/preempt_mode).
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "slurm_bridge/adapter_internal.h"
@@ -42,6 +43,16 @@ bool ReadPartitionDataParser(const Json& p, SlurmPartition& out) {
   if (max_time.has_value() && max_time.value >= 0) out.max_time = absl::Minutes(max_time.value);
   const jf::SlurmNumber def_time = jf::Number(Child(p, "defaults"), "time");
   if (def_time.has_value() && def_time.value >= 0) out.default_time = absl::Minutes(def_time.value);
+  // Issue 29: node limits per job (maximums.nodes unset or infinite: UNLIMITED), and PreemptMode,
+  // which only v0.0.45 reports ("DISABLED" is slurm.conf's OFF; [] the cluster's PreemptMode).
+  const jf::SlurmNumber max_nodes = jf::Number(Child(p, "maximums"), "nodes");
+  if (max_nodes.has_value() && max_nodes.value >= 0) out.max_nodes = static_cast<uint32_t>(max_nodes.value);
+  const jf::SlurmNumber min_nodes = jf::Number(Child(p, "minimums"), "nodes");
+  if (min_nodes.has_value() && min_nodes.value > 0) out.min_nodes = static_cast<uint32_t>(min_nodes.value);
+  for (const std::string& m : jf::StringList(p, "preempt_mode")) {
+    std::string mode = absl::AsciiStrToUpper(m);
+    out.preempt_mode.push_back(mode == "DISABLED" ? "OFF" : mode);
+  }
   return true;
 }
 

@@ -29,6 +29,12 @@ bool ReadPartition38(const Json& p, SlurmPartition& out) {
   if (max_time.has_value() && max_time.value >= 0) out.max_time = absl::Minutes(max_time.value);
   const jf::SlurmNumber def_time = jf::Number(p, "default_time_limit", true);
   if (def_time.has_value() && def_time.value >= 0) out.default_time = absl::Minutes(def_time.value);
+  // Issue 29: node limits per job (-1 / 0xFFFFFFFF: UNLIMITED). preemption_mode is not read: on
+  // 22.05 it is not the partition's PreemptMode (docs/lending.md "Partition limits").
+  const jf::SlurmNumber max_nodes = jf::Number(p, "maximum_nodes_per_job", true);
+  if (max_nodes.has_value() && max_nodes.value >= 0) out.max_nodes = static_cast<uint32_t>(max_nodes.value);
+  const jf::SlurmNumber min_nodes = jf::Number(p, "min_nodes_per_job", true);
+  if (min_nodes.has_value() && min_nodes.value > 0) out.min_nodes = static_cast<uint32_t>(min_nodes.value);
   return true;
 }
 

@@ -188,4 +188,10 @@ absl::StatusOr<ArrayTasks> ParseArrayTasks(const std::string& s, size_t limit) {
 
 std::string ArrayTaskId(uint32_t array_job_id, uint32_t task_id) { return absl::StrCat(array_job_id, "_", task_id); }
 
+bool SlurmPartition::preempt_off() const {
+  for (const std::string& m : preempt_mode)
+    if (m == "OFF") return true;
+  return false;
+}
+
 }  // namespace onequeue::slurm

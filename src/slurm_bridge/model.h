@@ -189,6 +189,15 @@ struct SlurmPartition {
   std::string state;                       // "UP", "DOWN", "DRAIN", "INACTIVE"
   std::optional<absl::Duration> max_time;  // unset = unlimited
   std::optional<absl::Duration> default_time;
+  // Issue 29: MaxNodes and MinNodes per job (unset = unlimited; MinNodes 0 or 1 = none).
+  std::optional<uint32_t> max_nodes;
+  uint32_t min_nodes = 0;
+  // PreemptMode of the partition, upper case, "OFF" for Slurm's DISABLED ("OFF", "CANCEL",
+  // "REQUEUE", "SUSPEND", "GANG", ...). Empty: the cluster's PreemptMode applies, or the REST
+  // version does not say: only v0.0.45 (26.05) reports it as configured; v0.0.39..v0.0.44 have no
+  // such field and v0.0.38's preemption_mode is not the partition's (docs/lending.md).
+  std::vector<std::string> preempt_mode;
+  bool preempt_off() const;
 };
 
 // An advance reservation (`scontrol create reservation`; issue 29): its nodes are Slurm's for the

@@ -83,7 +83,7 @@ std::shared_ptr<const SlurmView::Nodes> FreshNodes(std::vector<SlurmNode>& items
 }
 
 // The same for partitions (always listed in full): changed when their number, or one's nodes,
-// state or priority tier changed.
+// state, priority tier, or (issue 29) limits or PreemptMode changed.
 std::shared_ptr<const SlurmView::Partitions> FreshPartitions(std::vector<SlurmPartition>& items,
                                                              const SlurmView::Partitions& old,
                                                              PollChanges& changes) {
@@ -96,7 +96,9 @@ std::shared_ptr<const SlurmView::Partitions> FreshPartitions(std::vector<SlurmPa
   for (const auto& [name, p] : *fresh) {
     auto it = old.find(name);
     if (it == old.end() || it->second.nodes != p.nodes || it->second.state != p.state ||
-        it->second.priority_tier != p.priority_tier)
+        it->second.priority_tier != p.priority_tier || it->second.max_time != p.max_time ||
+        it->second.max_nodes != p.max_nodes || it->second.min_nodes != p.min_nodes ||
+        it->second.preempt_mode != p.preempt_mode)
       changes.partitions_changed = true;
   }
   return fresh;

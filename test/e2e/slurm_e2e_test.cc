@@ -846,6 +846,36 @@ TEST_P(SlurmE2ETest, AJobWaitingOnADependencyIsNeitherHeldNorStartedAndRunsAfter
   EXPECT_LE(ShowJob(parent)["EndTime"], ShowJob(child)["StartTime"]);
 }
 
+// 6e. Issue 29 (slurm_partitions.h): the pool partition's MaxTime is 2 minutes. A job asking 5
+// (Slurm accepts it, EnforcePartLimits=NO, and keeps it pending: PartitionTimeLimit) is never
+// started by onequeue though it is the oldest: it stays held with the partition's reason in its
+// AdminComment, while a younger job asking 1 minute is started on the one pool node and ends.
+// One mechanism: partition limits do not depend on the fence.
+TEST_P(SlurmE2ETest, AJobOverItsPartitionsMaxTimeStaysPendingAndOnequeueDoesNotStartIt) {
+  if (GetParam() != "drain") GTEST_SKIP() << "partition limits do not depend on the fence: one mechanism is enough";
+  AddPool(1);
+  auto limited = SlurmCommand(Slurm(), {"scontrol", "update", "PartitionName=pool", "MaxTime=2"});
+  ASSERT_TRUE(limited.ok()) << limited.status();
+  StartScheduler(/*lend_after=*/1);
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PoolFenced(1); }));
+  const uint32_t over = Submit({}, "30");              // -t 5: over MaxTime 2
+  const uint32_t within = Submit({"-t", "1"}, "1");    // the last -t wins
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
+    const std::string st = ShowJob(within)["JobState"];
+    return st == "RUNNING" || st == "COMPLETED";
+  })) << "job " << within << " within MaxTime never ran";
+  ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
+    return absl::StrContains(AdminCommentOf(over), "over its MaxTime 2 min (PartitionTimeLimit)");
+  })) << "job " << over << ": " << AdminCommentOf(over);
+  // The pool node idle again after `within`: `over` still waits, never released by onequeue.
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(within)["JobState"] == "COMPLETED"; }));
+  absl::SleepFor(absl::Seconds(2));
+  auto j = ShowJob(over);
+  EXPECT_EQ(j["JobState"], "PENDING");
+  EXPECT_EQ(j["Priority"], "0");
+  EXPECT_FALSE(absl::StrContains(AdminCommentOf(over), "started by onequeue on")) << AdminCommentOf(over);
+}
+
 // 7. oq shows both worlds from the daemon's last cycle: Slurm jobs running on lent nodes and one
 // waiting beside a waiting pod in `oq queue`, the lent nodes in `oq nodes`, and why the waiting job
 // fits nowhere in `oq explain slurm/<id>`; --format json parses.

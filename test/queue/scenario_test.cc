@@ -227,6 +227,23 @@ TEST(Scenario, GangPacksIntoOneRackWhenAsked) {
   EXPECT_EQ(FindStart(p, "spread")->member_nodes, (MemberNodes{0, 1, 2}));
 }
 
+// Issue 29: the daemon's default topology key (topology.kubernetes.io/zone) on nodes that lack
+// it: no level, so a packing gang is placed as without packing (best fit), not in node order.
+TEST(Scenario, ATopologyLabelNoNodeHasChangesNoPlacement) {
+  Snapshot s;
+  s.nodes = {MakeNode("big", 8000), MakeNode("s0", 4000), MakeNode("s1", 4000)};
+  s.pending = {PendingBuilder("spread", 4000, 2).Submit(0)};
+  QueueConfig c = SubmitOrderConfig();
+  Plan p = RunWith(c, s, 0);
+  ASSERT_NE(FindStart(p, "spread"), nullptr);
+  const MemberNodes unpacked = FindStart(p, "spread")->member_nodes;
+  s.pending = {PendingBuilder("packed", 4000, 2).Pack().Submit(0)};
+  c.topology_labels = {"topology.kubernetes.io/zone"};
+  p = RunWith(c, s, 0);
+  ASSERT_NE(FindStart(p, "packed"), nullptr);
+  EXPECT_EQ(FindStart(p, "packed")->member_nodes, unpacked);
+}
+
 TEST(Scenario, GangPicksTheSmallestRackThatHoldsIt) {
   Snapshot s;
   s.nodes = {MakeNode("a0", 4000, 1 << 30, 0, {{"rack", "big"}}),

@@ -53,6 +53,23 @@ TEST(ConfigTest, OverTimeLimitSecondsIsReadAndMustNotBeNegative) {
   EXPECT_THAT(c.status().message(), HasSubstr("queue.overTimeLimitSeconds"));
 }
 
+// Issue 29: queue.topologyLabels reaches the queue (gang packing); the zone key by default.
+TEST(ConfigTest, TopologyLabelsDefaultToTheZoneAndReachTheQueue) {
+  auto c = ParseConfig(std::string(kHeader) + "queue: {}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(ToQueueConfig(*c).topology_labels, std::vector<std::string>{"topology.kubernetes.io/zone"});
+  c = ParseConfig(std::string(kHeader) + "queue: {topologyLabels: [topology.onequeue.io/rack, topology.kubernetes.io/zone]}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(ToQueueConfig(*c).topology_labels,
+            (std::vector<std::string>{"topology.onequeue.io/rack", "topology.kubernetes.io/zone"}));
+  c = ParseConfig(std::string(kHeader) + "queue: {topologyLabels: []}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(ToQueueConfig(*c).topology_labels.empty());
+  c = ParseConfig(std::string(kHeader) + "queue: {topologyLabels: [\"a b\"]}\n", "mem");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("queue.topologyLabels"));
+}
+
 // Issue 26: the preemption candidate cap, kube-scheduler's names and defaults.
 TEST(ConfigTest, PreemptionCandidateCapIsReadAndChecked) {
   auto c = ParseConfig(std::string(kHeader) + "queue: {}\n", "mem");

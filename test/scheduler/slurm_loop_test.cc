@@ -86,6 +86,63 @@ TEST(SlurmLoopTest, AHigherPriorityTierWinsOverAnOlderJobOfALowerTier) {
   EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kPending);
 }
 
+// Issue 29 (slurm_partitions.h): a job whose time limit is over its partition's MaxTime is never
+// started by onequeue, though it is older and Slurm would take it at that priority; a younger
+// job within the limit gets the node, and the refused job's AdminComment says why.
+TEST(SlurmLoopTest, AJobOverItsPartitionsMaxTimeIsNeverStartedAndAJobWithinItGetsTheNode) {
+  Cluster c(1);
+  slurm::SlurmPartition pool;
+  pool.name = "pool";
+  pool.state = "UP";
+  pool.priority_tier = 1;
+  pool.max_time = absl::Minutes(10);
+  c.slurm.partitions["pool"] = pool;
+  slurm::SlurmJob& over = c.slurm.Submit(7, 8);
+  over.time_limit = absl::Minutes(60);
+  over.submit_time = absl::FromUnixSeconds(kT0 - 1800);
+  c.slurm.Submit(8, 8).time_limit = absl::Minutes(5);
+  Config cfg = SlurmConfig();
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  c.Cycle(loop, kT0 + 61);
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kPending);
+  EXPECT_EQ(c.slurm.Job(7).priority, 0);
+  EXPECT_THAT(c.slurm.Job(7).admin_comment, HasSubstr("over its MaxTime 10 min (PartitionTimeLimit)"));
+  // The node idle again: still not started.
+  c.slurm.Job(8).state = slurm::JobState::kCompleted;
+  for (int t = 62; t < 200; t += 30) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kPending);
+  EXPECT_EQ(std::count(c.slurm.calls.begin(), c.slurm.calls.end(), "start 7"), 0);
+}
+
+// Issue 29: `-p down,pool` is checked partition by partition: the DOWN partition refuses it, the
+// UP one takes it; a job only of the DOWN partition is never started, though it is the oldest.
+TEST(SlurmLoopTest, AMultiPartitionJobStartsThroughAnyOfItsPartitionsThatAllowsIt) {
+  Cluster c(1);
+  c.slurm.Node("n1").partitions = {"down", "pool", "reclaim"};
+  for (auto [name, state] : {std::pair{"down", "DOWN"}, {"pool", "UP"}, {"reclaim", "UP"}}) {
+    slurm::SlurmPartition p;
+    p.name = name;
+    p.state = state;
+    p.priority_tier = std::string(name) == "reclaim" ? 10 : 1;
+    c.slurm.partitions[name] = p;
+  }
+  slurm::SlurmJob& only_down = c.slurm.Submit(9, 8);
+  only_down.partition = "down";
+  only_down.submit_time = absl::FromUnixSeconds(kT0 - 3600);
+  slurm::SlurmJob& either = c.slurm.Submit(7, 8);
+  either.partition = "down,pool";
+  Config cfg = SlurmConfig();
+  cfg.slurm.shared_partitions = {"down", "pool"};
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  c.Cycle(loop, kT0 + 61);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(9).state, slurm::JobState::kPending);
+  EXPECT_THAT(c.slurm.Job(9).admin_comment, HasSubstr("partition down: state DOWN"));
+}
+
 // Issue 29: a pod has no partition; it counts as in the lowest tier of the shared partitions. With
 // one shared partition (tier 5) the factor is equal across the worlds and the QOS decides: the
 // normal pod before the batch job (before, the job alone got the factor 1.0 and won the node).

@@ -574,6 +574,53 @@ TEST(AdapterV0038Test, RealResponsesFrom2205) {
   EXPECT_EQ(parts->items.size(), 2u);
 }
 
+// Issue 29: partition limits as each version spells them (fixtures partitions-limits.json: batch
+// DRAIN, MaxTime 60, MaxNodes 2, MinNodes 2, PreemptMode OFF; gpu INACTIVE, MaxNodes UNLIMITED).
+TEST(PartitionLimitsTest, V0045ReadsNodeLimitsStateAndPreemptMode) {
+  auto a = MakeAdapter(ApiVersion::kV0045);
+  absl::StatusOr<PartitionListing> l = a->ParsePartitions(ReadFixture("v0.0.45/partitions-limits.json"));
+  ASSERT_TRUE(l.ok()) << l.status();
+  ASSERT_EQ(l->items.size(), 2u);
+  const SlurmPartition& batch = l->items[0];
+  EXPECT_EQ(batch.state, "DRAIN");
+  EXPECT_EQ(batch.max_time, absl::Minutes(60));
+  EXPECT_EQ(batch.max_nodes, 2u);
+  EXPECT_EQ(batch.min_nodes, 2u);
+  EXPECT_THAT(batch.preempt_mode, ElementsAre("OFF"));  // Slurm's DISABLED
+  EXPECT_TRUE(batch.preempt_off());
+  const SlurmPartition& gpu = l->items[1];
+  EXPECT_EQ(gpu.state, "INACTIVE");
+  EXPECT_FALSE(gpu.max_nodes.has_value());
+  EXPECT_EQ(gpu.min_nodes, 0u);
+  EXPECT_THAT(gpu.preempt_mode, ElementsAre("CANCEL"));
+  EXPECT_FALSE(gpu.preempt_off());
+}
+
+TEST(PartitionLimitsTest, V0038ReadsNodeLimitsButNotItsPreemptionMode) {
+  auto a = MakeAdapter(ApiVersion::kV0038);
+  absl::StatusOr<PartitionListing> l = a->ParsePartitions(ReadFixture("v0.0.38/partitions-limits.json"));
+  ASSERT_TRUE(l.ok()) << l.status();
+  ASSERT_EQ(l->items.size(), 2u);
+  const SlurmPartition& batch = l->items[0];
+  EXPECT_EQ(batch.state, "DRAIN");
+  EXPECT_EQ(batch.max_time, absl::Minutes(60));
+  EXPECT_EQ(batch.max_nodes, 2u);
+  EXPECT_EQ(batch.min_nodes, 2u);
+  EXPECT_THAT(batch.preempt_mode, IsEmpty());  // 22.05's preemption_mode is not the partition's
+  EXPECT_EQ(l->items[1].state, "INACTIVE");
+  EXPECT_FALSE(l->items[1].max_nodes.has_value());  // 0xFFFFFFFF: UNLIMITED
+}
+
+TYPED_TEST(AdapterTest, PartitionsWithoutLimitsHaveNone) {
+  absl::StatusOr<PartitionListing> l = this->adapter_->ParsePartitions(this->Fixture("partitions"));
+  ASSERT_TRUE(l.ok()) << l.status();
+  for (const SlurmPartition& p : l->items) {
+    EXPECT_FALSE(p.max_nodes.has_value()) << p.name;
+    EXPECT_LE(p.min_nodes, 1u) << p.name;
+    EXPECT_FALSE(p.preempt_off()) << p.name;
+  }
+}
+
 TEST(AdapterV0038Test, PlaceholderBodyUsesTheKeysThatWorkOn2205) {
   auto a = MakeAdapter(ApiVersion::kV0038);
   JobSubmission job;
