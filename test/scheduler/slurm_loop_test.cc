@@ -959,6 +959,35 @@ TEST(SharedNodeLoopTest, AJobHoldingAClaimIsNeverAnotherPreemptorsVictim) {
   EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
 }
 
+// Issue 25 tenancy in the loop: on a node of a shared-same-tenant partition where a physics Slurm
+// job runs, a physics pod (namespace phys) is mirrored under the physics account and bound beside
+// it; a pod of another namespace (a tenant of its own) waits although it fits there too.
+TEST(SharedNodeLoopTest, ASameTenantNodeTakesOnlyPodsOfTheTenantOfItsSlurmJob) {
+  Cluster c(1);
+  Config cfg = SlurmConfig("placeholder");
+  cfg.slurm.partition_sharing = {{"pool", "shared-same-tenant"}};
+  cfg.sharing.tenants = {{"physics", {"phys"}, {"physics"}}};
+  c.slurm.shared.insert("n1");
+  c.slurm.Submit(7, 2);  // account physics
+  c.slurm.Run(7, "n1");
+  c.k8s.AddPod("web", "2", "batch");  // namespace ns
+  c.k8s.AddPod("sim", "2", "normal");
+  c.k8s.Find("ns/sim")->metadata.namespace_ = "phys";
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+  const uint32_t p = c.slurm.pod_placeholders[0];
+  EXPECT_THAT(c.slurm.Job(p).comment, HasSubstr("pod phys/sim"));
+  EXPECT_EQ(c.slurm.placeholder_accounts[p], "physics");
+  c.slurm.Run(p, "n1");
+  c.Cycle(loop, kT0 + 1);
+  EXPECT_EQ(c.k8s.NodeOf("phys/sim"), "n1");
+  for (int t = 2; t <= 4; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.k8s.NodeOf("ns/web"), "");
+  EXPECT_EQ(c.slurm.pod_placeholders.size(), 1u);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+}
+
 // Issue 25: a bound pod's placeholder is cancelled by an admin and Slurm starts a job into the
 // space at once, so the new placeholder cannot start: after 60 s the pod is reported once (the
 // MirrorLost event, CycleStats::mirrors_lost for onequeue_shared_mirror_lost_total{node}) and keeps
