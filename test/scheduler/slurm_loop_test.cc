@@ -680,6 +680,7 @@ TEST(SharedNodeLoopTest, APodHoldingAClaimIsNeverAnotherPreemptorsVictim) {
   const uint32_t claim = c.slurm.pod_placeholders[1];
   EXPECT_THAT(c.slurm.Job(claim).comment, HasSubstr("pod ns/mid"));
   EXPECT_THAT(c.slurm.Job(claim).comment, HasSubstr("preempting slurm/7"));
+  ASSERT_NE(loop.mirrors().Find(c.k8s.UidOf("ns/mid")), nullptr);
   EXPECT_EQ(loop.mirrors().Find(c.k8s.UidOf("ns/mid"))->state, MirrorState::kWaitingForVictims);
   c.k8s.AddPod("urgent", "4", "urgent");
   for (int t = 3; t <= 5; ++t) c.Cycle(loop, kT0 + t);
@@ -687,6 +688,7 @@ TEST(SharedNodeLoopTest, APodHoldingAClaimIsNeverAnotherPreemptorsVictim) {
     EXPECT_THAT(c.slurm.Job(p).comment, ::testing::Not(HasSubstr("preempting ns/mid"))) << "placeholder " << p;
   EXPECT_TRUE(c.k8s.evictions.empty());
   EXPECT_EQ(c.k8s.NodeOf("ns/urgent"), "");
+  ASSERT_NE(loop.mirrors().Find(c.k8s.UidOf("ns/mid")), nullptr);
   EXPECT_EQ(loop.mirrors().Find(c.k8s.UidOf("ns/mid"))->state, MirrorState::kWaitingForVictims);
   c.slurm.Run(claim, "n1");
   c.Cycle(loop, kT0 + 6);
