@@ -85,6 +85,11 @@ struct Node {
   // False when the node is down, drained by an admin, or not ready: nothing new starts here.
   bool schedulable = true;
   NodeSharing sharing = NodeSharing::kExclusive;
+  // Issue 25 tenancy (docs/sharing.md section 6, `sharing: shared-same-tenant`): work of one tenant
+  // at a time. A workload is placed here only over a time when every other block on the node
+  // (running, started, reserved) is of its own tenant (Workload::tenant); the worlds still share it
+  // as `sharing` says.
+  bool same_tenant = false;
   std::vector<Unavailability> unavailable;  // windows, any order (issue 29)
 };
 
@@ -113,6 +118,8 @@ struct RunningWorkload {
   std::optional<Time> expected_end;
   std::string gang_id;  // members of one gang are preempted together (empty: no gang)
   bool preemptible = true;
+  // Issue 25: whose work it is, for same-tenant nodes (Node::same_tenant). Empty is a tenant too.
+  std::string tenant;
   // Pods covered by one PodDisruptionBudget share a group; Snapshot::disruptions_allowed says
   // how many of them may be disrupted now. Empty: not covered.
   std::string disruption_budget_group;
@@ -180,6 +187,8 @@ struct PendingWorkload {
   std::optional<int32_t> priority_class_value;
   std::string account;
   std::string partition;
+  // Issue 25: whose work it is, for same-tenant nodes (Node::same_tenant). Empty is a tenant too.
+  std::string tenant;
   Time submit_time = 0;
   // Inter-pod rules (topology spread, pod affinity and anti-affinity) over Snapshot::pod_counts,
   // and the counts its members add to. Null: none (most workloads). Beside submit_time: the

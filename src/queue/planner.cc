@@ -133,16 +133,23 @@ void BuildProfile(const QueueConfig& config, State& s) {
   const Snapshot& snap = *s.snapshot;
   const Time now = s.now;
   std::vector<Resources> capacity;
-  std::vector<uint8_t> shared;
+  std::vector<uint8_t> shared, same_tenant;
   capacity.reserve(snap.nodes.size());
   shared.reserve(snap.nodes.size());
+  s.any_same_tenant = false;
   for (const Node& n : snap.nodes) {
     capacity.push_back(n.allocatable);
     shared.push_back(SharesWorlds(n, config) ? 1 : 0);
+    s.any_same_tenant = s.any_same_tenant || n.same_tenant;
     s.pool_total += n.allocatable;
   }
   s.profile = std::make_unique<AvailabilityProfile>(std::move(capacity), now, config.window,
                                                     config.resolution, std::move(shared));
+  if (s.any_same_tenant) {
+    same_tenant.reserve(snap.nodes.size());
+    for (const Node& n : snap.nodes) same_tenant.push_back(n.same_tenant ? 1 : 0);
+    s.profile->SetSameTenant(std::move(same_tenant));
+  }
   // Running workloads occupy their nodes until their expected end (a workload past its end is
   // assumed to end within one resolution step, like Slurm), or for good when it has none.
   for (const RunningWorkload& r : snap.running) {
@@ -150,10 +157,11 @@ void BuildProfile(const QueueConfig& config, State& s) {
     // Only past its end: one ending within the next step ends when it says (a promise made
     // before may start right then).
     if (r.expected_end.has_value()) end = *r.expected_end > now ? *r.expected_end : now + config.resolution;
+    const int16_t tenant = s.TenantId(r.tenant);
     for (const Allocation& a : r.allocations) {
       if (a.node < 0 || a.node >= static_cast<NodeIndex>(snap.nodes.size())) continue;
       s.profile->Add(a.node, AvailabilityProfile::Block{std::min(r.start_time, now), end, a.used,
-                                                        r.kind, false});
+                                                        r.kind, false, tenant});
     }
   }
   // Issue 29: a node's windows of unavailability (Slurm reservations) take its whole capacity.

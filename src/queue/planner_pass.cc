@@ -66,8 +66,11 @@ std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, d
   // Buffers kept in the state: no allocation per preemptor once they have grown.
   in.eligible_nodes = std::move(s_.scratch_preempt_nodes);
   in.eligible_nodes.clear();
+  // Issue 25: preemption never crosses tenants on a same-tenant node (the victims would have to be
+  // all of the other tenant's work there, which the search does not know): such a node is out.
+  const int16_t tenant = s_.TenantId(w.tenant);
   for (NodeIndex n = 0; n < static_cast<NodeIndex>(eligible.size()); ++n) {
-    if (Usable(n, w, priority, eligible)) in.eligible_nodes.push_back(n);
+    if (Usable(n, w, priority, eligible) && !s_.profile->OtherTenant(n, tenant)) in.eligible_nodes.push_back(n);
   }
   in.free_now = &s_.profile->FreeNowAll();  // read in place
   in.claimed = &s_.claimed;
@@ -79,7 +82,8 @@ std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, d
   // Defence in depth: never act on a decision that breaks the queue's rules.
   if (static_cast<int32_t>(d->member_nodes.size()) != std::max<int32_t>(1, w.members)) return std::nullopt;
   for (NodeIndex n : d->member_nodes) {
-    if (n < 0 || n >= static_cast<NodeIndex>(eligible.size()) || !Usable(n, w, priority, eligible)) {
+    if (n < 0 || n >= static_cast<NodeIndex>(eligible.size()) || !Usable(n, w, priority, eligible) ||
+        s_.profile->OtherTenant(n, tenant)) {
       return std::nullopt;
     }
   }
@@ -148,7 +152,7 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
                   now == s_.now &&
                       ((in_cycle_ && !s_.out_of_priority_order) ||
                        s_.reserved_for_priority.empty()) &&
-                      !s_.promise_phase};
+                      !s_.promise_phase && !s_.any_same_tenant};
   // 3. Start now if it fits without delaying any reservation (the profile holds them).
   if (StartsNow(turn)) return;
   // 4. Preempt, if its QOS may.
@@ -377,13 +381,13 @@ void CyclePass::WaitWithEstimate(const Turn& t, WaitReason reason) {
     auto key = std::make_pair(ShapeKey{w.per_member, std::max<int32_t>(1, w.members), w.kind,
                                        w.pack_topology, t.facts.eligibility},
                               t.duration);
-    auto it = s_.estimate_memo.find(key);
+    auto it = s_.any_same_tenant ? s_.estimate_memo.end() : s_.estimate_memo.find(key);
     if (it != s_.estimate_memo.end()) {
       if (it->second < kForever) estimate = it->second;
     } else if (const Time bound = NotBefore(t); bound < kForever) {
       ++s_.estimates;  // the budget counts searches, not what memos answer
       std::optional<Placement> at = Earliest(t, bound);
-      s_.estimate_memo[key] = at.has_value() ? at->start : kForever;
+      if (!s_.any_same_tenant) s_.estimate_memo[key] = at.has_value() ? at->start : kForever;
       if (at.has_value()) estimate = at->start;
     }
   }

@@ -200,9 +200,10 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
   std::vector<std::pair<NodeIndex, int64_t>>& candidates = s_.scratch_candidates;
   int64_t found = 0;
   const AvailabilityProfile& p = *s_.profile;
+  const int16_t tenant = s_.TenantId(w.tenant);
   auto consider = [&](NodeIndex n) {
     if (!Usable(n, w, priority, eligible)) return;
-    int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, pack ? members : members - found);
+    int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, pack ? members : members - found, false, tenant);
     if (copies <= 0) return;
     candidates.emplace_back(n, copies);
     found += copies;
@@ -243,9 +244,10 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   PlacementScratch& feasible = s_.placement;
   feasible.Begin(p.size());
   int64_t total = 0;
+  const int16_t tenant = s_.TenantId(w.tenant);
   auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
     if (!Usable(n, w, priority, eligible)) return 0;
-    return p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, members);
+    return p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, members, false, tenant);
   };
   auto note = [&](NodeIndex n, int64_t c, Time freed) {
     if (c <= 0) return;
@@ -309,9 +311,10 @@ bool CyclePass::FitsIgnoringReservations(const PendingWorkload& w, Duration dura
   const Time end = SaturatingAdd(now, duration);
   int64_t found = 0;
   const AvailabilityProfile& p = *s_.profile;
+  const int16_t tenant = s_.TenantId(w.tenant);
   auto consider = [&](NodeIndex n) {
     if (Usable(n, w, priority, eligible)) {
-      const int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, members - found, true);
+      const int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, members - found, true, tenant);
       if (copies > 0) witnesses->push_back(n);
       found += copies;
     }
@@ -333,9 +336,10 @@ bool CyclePass::FitsNowButForReservedNodes(const PendingWorkload& w, Duration du
   int64_t found = 0;
   bool needs_a_reserved_node = false;
   const AvailabilityProfile& p = *s_.profile;
+  const int16_t tenant = s_.TenantId(w.tenant);
   ForEachNodeWithRoomAt(w, now, [&](NodeIndex n) {
     if (!eligible[n] || s_.claimed[n]) return true;
-    const int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, members - found);
+    const int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, members - found, false, tenant);
     if (copies > 0 && !Usable(n, w, priority, eligible)) needs_a_reserved_node = true;
     found += copies;
     return found < members;
@@ -367,6 +371,7 @@ void CyclePass::Commit(const PendingWorkload& w, Duration duration, const Member
     b.used = w.per_member.Times(count);
     b.kind = w.kind;
     b.reservation = reservation;
+    b.tenant = s_.TenantId(w.tenant);
     s_.profile->Add(n, b);
     if (!reservation) s_.node_seq[n] = ++s_.seq;
     if (start <= s_.profile->now()) {

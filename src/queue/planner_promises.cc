@@ -38,7 +38,8 @@ bool CyclePass::SlotFits(const PendingWorkload& w, Duration duration, double pri
   bool fits = true;
   ForEachNodeCount(nodes, s_.scratch_member_nodes, [&](NodeIndex n, int64_t count) {
     fits = fits && n >= 0 && n < static_cast<NodeIndex>(p.size()) && Usable(n, w, priority, eligible) &&
-           p.Copies(n, start, SaturatingAdd(start, duration), w.per_member, w.kind, count) >= count;
+           p.Copies(n, start, SaturatingAdd(start, duration), w.per_member, w.kind, count, false,
+                    s_.TenantId(w.tenant)) >= count;
   });
   return fits;
 }
@@ -52,11 +53,13 @@ bool CyclePass::AddPlaceholder(const PendingWorkload& w, const QueuePlanner::Sta
   ForEachNodeCount(promise.nodes, s_.scratch_member_nodes, [&](NodeIndex n, int64_t count) {
     if (!fits) return;
     fits = n >= 0 && n < static_cast<NodeIndex>(p.size()) && Usable(n, w, priority, eligible) &&
-           p.Copies(n, promise.start, promise.end, promise.per_member, w.kind, count) >= count;
+           p.Copies(n, promise.start, promise.end, promise.per_member, w.kind, count, false,
+                    s_.TenantId(w.tenant)) >= count;
   });
   if (!fits) return false;
   ForEachNodeCount(promise.nodes, s_.scratch_member_nodes, [&](NodeIndex n, int64_t count) {
-    p.Add(n, AvailabilityProfile::Block{promise.start, promise.end, promise.per_member.Times(count), w.kind, true});
+    p.Add(n, AvailabilityProfile::Block{promise.start, promise.end, promise.per_member.Times(count), w.kind, true,
+                                        s_.TenantId(w.tenant)});
     if (promise.start <= p.now()) {
       for (const auto& index : s_.free_index) {
         if (index != nullptr) index->Update(n, p);
@@ -69,7 +72,8 @@ bool CyclePass::AddPlaceholder(const PendingWorkload& w, const QueuePlanner::Sta
 void CyclePass::RemovePlaceholder(const PendingWorkload& w, const Promise& promise) {
   AvailabilityProfile& p = *s_.profile;
   ForEachNodeCount(promise.nodes, s_.scratch_member_nodes, [&](NodeIndex n, int64_t count) {
-    p.Remove(n, AvailabilityProfile::Block{promise.start, promise.end, promise.per_member.Times(count), w.kind, true});
+    p.Remove(n, AvailabilityProfile::Block{promise.start, promise.end, promise.per_member.Times(count), w.kind, true,
+                                           s_.TenantId(w.tenant)});
     if (promise.start <= p.now()) {
       for (const auto& index : s_.free_index) {
         if (index != nullptr) index->Update(n, p);

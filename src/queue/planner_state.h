@@ -160,6 +160,19 @@ struct QueuePlanner::State {
     return f;
   }
   std::vector<char> claimed;  // nodes promised to a preemptor this cycle
+  // Issue 25 tenancy: some node is same-tenant (Node::same_tenant). Then every block carries its
+  // workload's tenant as a number (TenantId), and the memos, which compare workloads by shape
+  // alone, are neither read nor written (two tenants of one shape differ there).
+  bool any_same_tenant = false;
+  absl::flat_hash_map<std::string, int16_t> tenant_ids;
+  int16_t TenantId(const std::string& tenant) {
+    if (!any_same_tenant) return AvailabilityProfile::kNoTenant;
+    auto [it, added] = tenant_ids.try_emplace(tenant, static_cast<int16_t>(tenant_ids.size()));
+    // More tenants than an int16 counts share the last number (never kMixedTenants).
+    if (added && tenant_ids.size() >= static_cast<size_t>(AvailabilityProfile::kMixedTenants))
+      it->second = AvailabilityProfile::kMixedTenants - 1;
+    return it->second;
+  }
   std::vector<char> reserved_owner;  // node owner is reserved(W) (compact: checked per node)
   bool any_reserved_owner = false;   // some node is reserved(W): a preemption is under way
   std::vector<OwnerKind> owner_kind;  // per node, compact (Node is large and scattered)

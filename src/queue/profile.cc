@@ -25,7 +25,9 @@ AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time n
       now_(now),
       horizon_(SaturatingAdd(now, std::max<Duration>(0, window))),
       resolution_(std::max<Duration>(1, resolution)),
-      shared_(std::move(shared)) {
+      shared_(std::move(shared)),
+      same_tenant_(capacity_.size(), 0),
+      node_tenant_(capacity_.size(), kNoTenant) {
   shared_.resize(capacity_.size(), 0);
   // A node holds a few running workloads and gains a few blocks per cycle: one allocation for
   // the common case instead of a vector growing 1, 2, 4, 8 (~25,000 reallocations per cycle).
@@ -60,6 +62,10 @@ void AvailabilityProfile::Summarise(NodeIndex node, const StoredBlock& b) {
   }
   if (b.start > now_) first_future_start_[node] = std::min(first_future_start_[node], b.start);
   kinds_[node] |= kind_bit;
+  if (same_tenant_[node] && b.tenant != kNoTenant) {
+    int16_t& t = node_tenant_[node];
+    t = t == kNoTenant || t == b.tenant ? b.tenant : kMixedTenants;
+  }
   if (b.reservation) {
     if (b.start <= now_ && b.end > now_) reserved_now_[node] += used;
   } else {
@@ -71,7 +77,8 @@ void AvailabilityProfile::Summarise(NodeIndex node, const StoredBlock& b) {
 }
 
 void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
-  const StoredBlock stored{block.start, block.end, InternUsage(block.used), block.kind, block.reservation};
+  const StoredBlock stored{block.start, block.end, InternUsage(block.used), block.kind, block.reservation,
+                           block.tenant};
   blocks_[node].push_back(stored);
   Summarise(node, stored);
   if (block.end < kForever && block.end > now_) {
@@ -90,7 +97,7 @@ bool AvailabilityProfile::Remove(NodeIndex node, const Block& block) {
   std::vector<StoredBlock>& blocks = blocks_[node];
   auto it = std::find_if(blocks.begin(), blocks.end(), [&](const StoredBlock& b) {
     return b.start == block.start && b.end == block.end && b.kind == block.kind &&
-           b.reservation == block.reservation && usages_[b.used] == block.used;
+           b.reservation == block.reservation && b.tenant == block.tenant && usages_[b.used] == block.used;
   });
   if (it == blocks.end()) return false;
   blocks.erase(it);
@@ -100,6 +107,7 @@ bool AvailabilityProfile::Remove(NodeIndex node, const Block& block) {
   first_future_start_[node] = kForever;
   first_future_nonreserved_start_[node] = kForever;
   kinds_[node] = kinds_now_[node] = kinds_nonreserved_[node] = 0;
+  node_tenant_[node] = kNoTenant;
   for (const StoredBlock& b : blocks) Summarise(node, b);
   // Its end stops being a moment at which the node frees, unless another block ends then too.
   const bool end_still_there = std::any_of(blocks.begin(), blocks.end(),
@@ -185,10 +193,11 @@ void AvailabilityProfile::SortAddedEnds() const {
 
 int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
                                         const Resources& request, WorkloadKind kind, int64_t cap,
-                                        bool ignore_reservations) const {
+                                        bool ignore_reservations, int16_t tenant) const {
   if (start < now_) start = now_;
   if (end <= start) return cap;
-  const bool kinds_ok = (kinds_[node] & ~KindBit(kind)) == 0;  // always 0 on shared nodes
+  // Always 0 on shared nodes; and no block of another tenant (always off same-tenant nodes).
+  const bool kinds_ok = (kinds_[node] & ~KindBit(kind)) == 0 && TenantFits(node, tenant);
   // Fast path: starting now and ending before any future block starts: the tightest moment is
   // now (blocks active now only end later), so free_now answers it.
   if (start == now_ && end <= first_future_start_[node] && kinds_ok && !ignore_reservations) {
@@ -196,7 +205,7 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
   }
   // The same without reservations: the other blocks active at now only end later either.
   if (ignore_reservations && start == now_ && end <= first_future_nonreserved_start_[node] &&
-      (kinds_nonreserved_[node] & ~KindBit(kind)) == 0) {
+      (kinds_nonreserved_[node] & ~KindBit(kind)) == 0 && TenantFits(node, tenant)) {
     return (free_now_[node] + reserved_now_[node]).CopiesOf(request, cap);
   }
   const std::vector<StoredBlock>& blocks = blocks_[node];
@@ -208,6 +217,8 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
     if (ignore_reservations && b.reservation) continue;
     if (b.start < end && start < b.end) {
       if (!shared_[node] && b.kind != kind) return 0;
+      // Issue 25: a block of another tenant on a same-tenant node leaves no room while it lasts.
+      if (same_tenant_[node] && b.tenant != kNoTenant && b.tenant != tenant) return 0;
       // The block is active at max(start, b.start), inside the interval: when its usage alone
       // (the others' being >= 0) leaves no room for one copy, none fits (the answer of the
       // sweep below, found without it; on one-processor nodes the common case).
@@ -235,11 +246,11 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
 }
 
 Time AvailabilityProfile::AvailTimeFirst(NodeIndex node, Time on_or_after, Duration duration,
-                                         const Resources& request, WorkloadKind kind) const {
+                                         const Resources& request, WorkloadKind kind, int16_t tenant) const {
   // Candidates: on_or_after and every block end after it (usage only falls at block ends).
   Time first = RoundUp(std::max(on_or_after, now_));
   if (first > horizon_) return kForever;
-  if (Copies(node, first, SaturatingAdd(first, duration), request, kind, 1) > 0) return first;
+  if (Copies(node, first, SaturatingAdd(first, duration), request, kind, 1, false, tenant) > 0) return first;
   std::vector<Time> candidates;
   for (const StoredBlock& b : blocks_[node]) {
     if (b.end > first && b.end <= horizon_) candidates.push_back(RoundUp(b.end));
@@ -248,7 +259,7 @@ Time AvailabilityProfile::AvailTimeFirst(NodeIndex node, Time on_or_after, Durat
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   for (Time t : candidates) {
     if (t > horizon_) break;
-    if (Copies(node, t, SaturatingAdd(t, duration), request, kind, 1) > 0) return t;
+    if (Copies(node, t, SaturatingAdd(t, duration), request, kind, 1, false, tenant) > 0) return t;
   }
   return kForever;
 }

@@ -38,7 +38,20 @@ class AvailabilityProfile {
     Resources used;
     WorkloadKind kind = WorkloadKind::kPodGroup;
     bool reservation = false;  // a reservation of a blocked workload (not yet running)
+    // Issue 25: the block's tenant (an id the planner numbers per cycle); on a same-tenant node a
+    // query of another tenant finds no room while it lasts. kNoTenant: anyone's (a Slurm
+    // reservation's whole-node window).
+    int16_t tenant = -1;
   };
+  static constexpr int16_t kNoTenant = -1;
+  static constexpr int16_t kMixedTenants = std::numeric_limits<int16_t>::max();
+
+  // Issue 25: same_tenant[n] != 0: node n holds work of one tenant at a time (Node::same_tenant).
+  // Call before any Add.
+  void SetSameTenant(std::vector<uint8_t> same_tenant) {
+    same_tenant_ = std::move(same_tenant);
+    same_tenant_.resize(capacity_.size(), 0);
+  }
 
   // capacity[n]: node n's allocatable. shared_nodes=false: pods and Slurm jobs never overlap
   // on one node.
@@ -57,22 +70,30 @@ class AvailabilityProfile {
   // Copies of `request` (0..cap) that fit on `node` throughout [start, end) for a workload of
   // `kind`. ignore_reservations: as if no reservation existed (used to tell the reason
   // ReservedForHigherPriority from Resources).
+  // `tenant`: the querying workload's (issue 25); on a same-tenant node a block of another tenant
+  // overlapping [start, end) leaves no room.
   int64_t Copies(NodeIndex node, Time start, Time end, const Resources& request,
-                 WorkloadKind kind, int64_t cap, bool ignore_reservations = false) const {
+                 WorkloadKind kind, int64_t cap, bool ignore_reservations = false,
+                 int16_t tenant = kNoTenant) const {
     // Fast path, inline (the planner asks this of ~200,000 nodes per cycle): starting now and
     // ending before any future block starts, the tightest moment is now (blocks active now only
     // end later), so free_now answers it.
     if (start <= now_ && end <= first_future_start_[node] && !ignore_reservations && end > now_ &&
-        (kinds_[node] & ~KindBit(kind)) == 0) {  // kinds_ stays 0 on shared nodes
+        (kinds_[node] & ~KindBit(kind)) == 0 &&  // kinds_ stays 0 on shared nodes
+        TenantFits(node, tenant)) {
       return free_now_[node].CopiesOf(request, cap);
     }
-    return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations);
+    return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations, tenant);
   }
 
   // Earliest grid time t >= on_or_after, t <= horizon(), at which one copy of `request` fits on
   // `node` over [t, t + duration); kForever when there is none.
   Time AvailTimeFirst(NodeIndex node, Time on_or_after, Duration duration,
-                      const Resources& request, WorkloadKind kind) const;
+                      const Resources& request, WorkloadKind kind, int16_t tenant = kNoTenant) const;
+
+  // Issue 25: the node is same-tenant and holds (now or planned) a block of a tenant other than
+  // `tenant`. No tenant's block at all, or only `tenant`'s: false.
+  bool OtherTenant(NodeIndex node, int16_t tenant) const { return !TenantFits(node, tenant); }
 
   // Block ends in (after, horizon()], ascending, as (end, node): the only moments at which a
   // node's availability can rise. `visit` returns false to stop. Ends of the blocks added before
@@ -106,7 +127,12 @@ class AvailabilityProfile {
 
  private:
   int64_t CopiesSlow(NodeIndex node, Time start, Time end, const Resources& request,
-                     WorkloadKind kind, int64_t cap, bool ignore_reservations) const;
+                     WorkloadKind kind, int64_t cap, bool ignore_reservations, int16_t tenant) const;
+  // No block of another tenant anywhere on the node (always true off same-tenant nodes).
+  bool TenantFits(NodeIndex node, int16_t tenant) const {
+    const int16_t t = node_tenant_[node];
+    return t == kNoTenant || t == tenant;
+  }
   // A block as stored: its usage by number in usages_, 24 bytes instead of 88 (the placement
   // searches read every block of every node they visit, and stalled on loading them).
   struct StoredBlock {
@@ -115,6 +141,7 @@ class AvailabilityProfile {
     int32_t used;  // usages_[used]
     WorkloadKind kind;
     bool reservation;
+    int16_t tenant;
   };
   static_assert(sizeof(StoredBlock) == 24);
   // Folds one block into the node's summaries (free_now_, first future starts, kinds).
@@ -142,6 +169,10 @@ class AvailabilityProfile {
   Time horizon_;
   Duration resolution_;
   std::vector<uint8_t> shared_;  // per node: 1 = shared
+  std::vector<uint8_t> same_tenant_;  // per node: 1 = one tenant at a time (issue 25)
+  // Per node: kNoTenant (no tenant's block), the one tenant of all its blocks, or kMixedTenants.
+  // Kept for same-tenant nodes only (kNoTenant elsewhere), so off them the fast paths pass.
+  std::vector<int16_t> node_tenant_;
   uint64_t version_ = 0;
   bool sealed_ = false;
   std::vector<std::pair<Time, NodeIndex>> base_ends_;

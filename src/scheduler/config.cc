@@ -246,8 +246,9 @@ void ReadPartitionSharing(MapReader& slurm, SlurmConfig& c) {
     MapReader p = partitions.Child(name);
     std::string sharing = "exclusive";
     p.Read("sharing", &sharing);
-    if (sharing != "exclusive" && sharing != "shared")
-      p.KeyError("sharing", absl::StrCat("is \"", sharing, "\"; expected exclusive or shared"));
+    if (sharing != "exclusive" && sharing != "shared" && sharing != "shared-same-tenant")
+      p.KeyError("sharing",
+                 absl::StrCat("is \"", sharing, "\"; expected exclusive, shared or shared-same-tenant"));
     else if (std::find(c.shared_partitions.begin(), c.shared_partitions.end(), name) == c.shared_partitions.end())
       partitions.KeyError(name, "is not in slurm.sharedPartitions: only a partition onequeue shares can set sharing");
     else
@@ -517,10 +518,31 @@ void ParseServer(MapReader server, ServerConfig& c) {
   server.RefuseUnknown();
 }
 
-void ParseSharing(MapReader sharing, SharingConfig& c) {
+void ParseSharing(MapReader sharing, std::vector<std::string>* errors, SharingConfig& c) {
   sharing.Read("onLostMirror", &c.on_lost_mirror);
   if (c.on_lost_mirror != "remake" && c.on_lost_mirror != "evict")
     sharing.KeyError("onLostMirror", absl::StrCat("is \"", c.on_lost_mirror, "\"; expected remake or evict"));
+  // Issue 25 tenancy: each tenant named once, each namespace and account in one tenant.
+  std::set<std::string> names;
+  std::map<std::string, std::string> namespace_of, account_of;
+  ForEachListEntry(sharing, "tenants", errors, [&](MapReader& t) {
+    TenantConfig tc;
+    t.Read("name", &tc.name);
+    t.Read("namespaces", &tc.namespaces);
+    t.Read("accounts", &tc.accounts);
+    if (tc.name.empty()) t.KeyError("name", "is required");
+    else if (!names.insert(tc.name).second) t.KeyError("name", absl::StrCat("\"", tc.name, "\" is defined twice"));
+    for (const std::string& ns : tc.namespaces) {
+      auto [it, added] = namespace_of.emplace(ns, tc.name);
+      if (!added) t.KeyError("namespaces", absl::StrCat("\"", ns, "\" is already in tenant \"", it->second, "\""));
+    }
+    for (const std::string& a : tc.accounts) {
+      auto [it, added] = account_of.emplace(a, tc.name);
+      if (!added) t.KeyError("accounts", absl::StrCat("\"", a, "\" is already in tenant \"", it->second, "\""));
+    }
+    t.RefuseUnknown();
+    c.tenants.push_back(std::move(tc));
+  });
   sharing.RefuseUnknown();
 }
 
@@ -572,7 +594,7 @@ absl::StatusOr<Config> ParseConfigMayThrow(const std::string& yaml_text, const s
   ParseQueue(top.Child("queue"), &errors, c.queue);
   ParseServer(top.Child("server"), c.server);
   ParseLeaderElection(top.Child("leaderElection"), c.leader_election);
-  ParseSharing(top.Child("sharing"), c.sharing);
+  ParseSharing(top.Child("sharing"), &errors, c.sharing);
   top.RefuseUnknown();
   if (c.scheduler_name.empty()) errors.push_back("schedulerName: must not be empty");
   if (!errors.empty()) {
@@ -625,6 +647,29 @@ absl::StatusOr<Config> LoadConfigFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ParseConfig(ss.str(), path);
+}
+
+// Issue 25 tenancy.
+std::string TenantOfNamespace(const SharingConfig& sharing, const std::string& namespace_) {
+  for (const TenantConfig& t : sharing.tenants) {
+    if (std::find(t.namespaces.begin(), t.namespaces.end(), namespace_) != t.namespaces.end()) return t.name;
+  }
+  return absl::StrCat("namespace/", namespace_);
+}
+
+std::string TenantOfAccount(const SharingConfig& sharing, const std::string& account) {
+  for (const TenantConfig& t : sharing.tenants) {
+    if (std::find(t.accounts.begin(), t.accounts.end(), account) != t.accounts.end()) return t.name;
+  }
+  return absl::StrCat("account/", account);
+}
+
+std::string PlaceholderAccountOf(const SharingConfig& sharing, const std::string& namespace_) {
+  for (const TenantConfig& t : sharing.tenants) {
+    if (std::find(t.namespaces.begin(), t.namespaces.end(), namespace_) != t.namespaces.end())
+      return t.accounts.empty() ? "" : t.accounts.front();
+  }
+  return "";
 }
 
 }  // namespace onequeue::scheduler

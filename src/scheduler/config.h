@@ -70,7 +70,8 @@ struct SlurmConfig {
   // Never read from the YAML: the daemon's own Unix user, set by main.cc when scontrol_path is
   // set. scontrol drains as this user, so a tagged drain it set is onequeue's (issue 24 M2).
   std::string scontrol_user;
-  // Issue 25 (docs/sharing.md): slurm.partitions.<name>.sharing, exclusive (the default) or
+  // Issue 25 (docs/sharing.md): slurm.partitions.<name>.sharing, exclusive (the default),
+  // shared-same-tenant (shared, one tenant at a time: SharingConfig::tenants) or
   // shared, for partitions of sharedPartitions. A pool node is shared when every shared partition
   // it is in says shared: pods and that node's Slurm jobs are then planned side by side.
   std::map<std::string, std::string> partition_sharing;
@@ -191,6 +192,16 @@ struct ServerConfig {
   bool allow_insecure_admin_token = false;
 };
 
+// Issue 25 tenancy (docs/sharing.md section 6): who a tenant is, for the nodes of partitions marked
+// `sharing: shared-same-tenant`. A pod's tenant is the one listing its namespace; a Slurm job's the
+// one listing its account; work no tenant lists is a tenant of its own (its namespace, or its
+// account). A pod's placeholder in Slurm is submitted under the first of its tenant's accounts.
+struct TenantConfig {
+  std::string name;
+  std::vector<std::string> namespaces;
+  std::vector<std::string> accounts;
+};
+
 // Issue 25, shared nodes (docs/sharing.md).
 struct SharingConfig {
   // What happens to a pod on a shared node whose Slurm placeholder was lost (cancelled by an admin,
@@ -199,7 +210,16 @@ struct SharingConfig {
   // and keeps trying to make the placeholder again while the pod runs; "evict" reports it and
   // evicts the pod (its space may be Slurm's now), whose controller makes it again elsewhere.
   std::string on_lost_mirror = "remake";
+  // sharing.tenants: [{name, namespaces, accounts}] (each namespace and account in one tenant).
+  std::vector<TenantConfig> tenants;
 };
+
+// Issue 25 tenancy: the tenant of a pod's namespace / a Slurm account (TenantConfig).
+std::string TenantOfNamespace(const SharingConfig& sharing, const std::string& namespace_);
+std::string TenantOfAccount(const SharingConfig& sharing, const std::string& account);
+// The Slurm account a pod placeholder of that namespace is submitted under: the first account of
+// its tenant, else "" (onequeue's user's default account).
+std::string PlaceholderAccountOf(const SharingConfig& sharing, const std::string& namespace_);
 
 struct LeaderElectionConfig {
   bool enabled = true;

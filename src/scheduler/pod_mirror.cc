@@ -118,6 +118,7 @@ slurm::JobSubmission PodPlaceholderSubmission(const MirroredPod& pod, const Mirr
   job.cpus = std::max<uint32_t>(1, pod.size.cpus);
   job.memory_per_node_mb = pod.size.memory_mb;
   job.gres_per_node = pod.size.gres;
+  job.account = pod.account;  // issue 25 tenancy: under the pod's tenant's account
   job.comment = absl::StrCat(slurm::kOwnerTagPrefix, " pod ", pod.key, " ", pod.uid);
   if (!victims.empty()) absl::StrAppend(&job.comment, kPreempting, absl::StrJoin(victims, ","));
   job.time_limit_minutes = time_limit_minutes;

@@ -104,6 +104,9 @@ struct MirroredPod {
   std::string key;        // namespace/name
   std::string node;       // Kubernetes node it is bound to; "" while pending
   MirrorSize size;
+  // Issue 25 tenancy: the Slurm account its placeholder is submitted under (its tenant's first
+  // account, PlaceholderAccountOf); "" = onequeue's user's default.
+  std::string account;
 };
 
 // A shared pool node, both names, and the shared partition its placeholders go to.

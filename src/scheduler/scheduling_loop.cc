@@ -357,6 +357,8 @@ SnapshotOptions SchedulingLoop::PolicyOptions() const {
     options.namespace_policies[p.namespace_] = {p.allowed_qos, p.default_qos, p.allowed_accounts, p.default_account};
   }
   options.queue_config = &queue_config_;
+  for (const auto& [partition, sharing] : config_.slurm.partition_sharing)
+    if (sharing == "shared-same-tenant") options.tenancy = &config_.sharing;
   return options;
 }
 
@@ -450,6 +452,7 @@ MirroredPod SchedulingLoop::MirroredPodOf(const PodRecord& pod) const {
   m.uid = std::string(PodIdentity(pod));
   m.key = pod.key;
   m.node = pod.node_name;
+  m.account = PlaceholderAccountOf(config_.sharing, pod.namespace_);
   constexpr int64_t kMiB = 1024 * 1024;
   if (auto cpu = pod.requests.find("cpu"); cpu != pod.requests.end()) {
     m.size.cpus = static_cast<uint32_t>(std::max<int64_t>(1, (cpu->second.MilliValue() + 999) / 1000));
@@ -474,7 +477,7 @@ void SchedulingLoop::AdvanceMirrors(const KubeState& state, const slurm::SlurmVi
     MirrorNode m{n.name, joined->second.slurm_name, ""};
     for (const std::string& p : joined->second.partitions) {
       auto s = config_.slurm.partition_sharing.find(p);
-      if (s != config_.slurm.partition_sharing.end() && s->second == "shared") {
+      if (s != config_.slurm.partition_sharing.end() && (s->second == "shared" || s->second == "shared-same-tenant")) {
         m.partition = p;
         break;
       }

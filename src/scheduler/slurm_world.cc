@@ -152,7 +152,10 @@ SlurmWorldOptions SlurmWorldOptionsOf(const Config& config) {
   o.gres_resources = config.slurm.gres_resources;
   o.identity = SlurmIdentityOf(config);
   for (const auto& [partition, sharing] : config.slurm.partition_sharing)
-    if (sharing == "shared") o.sharing_partitions.insert(partition);
+    if (sharing == "shared" || sharing == "shared-same-tenant") o.sharing_partitions.insert(partition);
+  for (const auto& [partition, sharing] : config.slurm.partition_sharing)
+    if (sharing == "shared-same-tenant") o.same_tenant_partitions.insert(partition);
+  o.tenants = config.sharing;
   return o;
 }
 
@@ -209,6 +212,10 @@ class WorldBuilder {
       }
       node.sharing = SharingOf(sn->second.partitions);
       joined.shared = node.sharing == queue::NodeSharing::kShared;
+      if (joined.shared && !options_.same_tenant_partitions.empty()) {
+        for (const std::string& p : sn->second.partitions)
+          node.same_tenant = node.same_tenant || options_.same_tenant_partitions.count(p) > 0;
+      }
       // Issue 25: a shared node is never lent whole, so the hysteresis and the headroom (which
       // keep whole nodes for pods) do not apply: Slurm jobs fit there beside pods, planned.
       const bool lendable = joined.slurm_usable && (joined.shared || node.owner.kind != queue::OwnerKind::kKubernetes ||
@@ -263,6 +270,7 @@ class WorldBuilder {
     w.qos = MappedQos(job, options_);
     w.account = job.account.empty() ? "slurm" : job.account;
     w.partition = partition;
+    if (!options_.same_tenant_partitions.empty()) w.tenant = TenantOfAccount(options_.tenants, job.account);
     w.submit_time = job.submit_time == absl::InfinitePast() ? now_ : absl::ToUnixSeconds(job.submit_time);
     return w;
   }
@@ -306,6 +314,7 @@ class WorldBuilder {
     r.kind = queue::WorkloadKind::kSlurmJob;
     r.qos = as_pending.qos;
     r.account = as_pending.account;
+    r.tenant = as_pending.tenant;
     r.priority = priority_->Compute(as_pending).total;
     r.start_time = job.start_time == absl::InfinitePast() ? now_ : absl::ToUnixSeconds(job.start_time);
     if (as_pending.time_limit) r.expected_end = r.start_time + *as_pending.time_limit;

@@ -73,6 +73,11 @@ struct SlurmWorldOptions {
   // every shared partition it is in is listed here; its running Slurm jobs then hold exactly what
   // Slurm allocated them there (SlurmJob::allocation), or the whole node when that is unreadable.
   std::set<std::string> sharing_partitions;
+  // Issue 25 tenancy: the sharing partitions marked shared-same-tenant. A shared node in one of
+  // them is queue::Node::same_tenant (the stricter wins); every Slurm workload then carries the
+  // tenant of its account (TenantOfAccount over `tenants`).
+  std::set<std::string> same_tenant_partitions;
+  SharingConfig tenants;
   // Issue 25 step 4: jobs holding a sub-node preemption claim (JobClaims::Holding; their nodes are
   // in assumed_starts). They count on their node as running but are never a victim: a claim is
   // committed (its own victims are leaving for it), so a later preemptor cannot take its room.

@@ -440,6 +440,7 @@ queue::PendingWorkload BuildPendingWorkload(const std::string& id, const std::ve
                                                                       : first.namespace_;
   w.priority_class_value = first.priority;
   w.eligibility = first.eligibility;
+  if (options.tenancy != nullptr) w.tenant = TenantOfNamespace(*options.tenancy, first.namespace_);
   AddMembers(members, resource_names, now, w);
 
   // Annotations are user input: anything wrong leaves the workload pending with the reason.
@@ -697,6 +698,7 @@ class SnapshotAssembler {
     }
     rw.qos = qos;
     rw.account = account.empty() ? pod.namespace_ : account;
+    if (options_.tenancy != nullptr) rw.tenant = TenantOfNamespace(*options_.tenancy, pod.namespace_);
     rw.gang_id = as.group.empty() ? "" : id;
     const queue::Time start = pod.bound;
     rw.start_time = rw.start_time == 0 ? start : std::min(rw.start_time, start);

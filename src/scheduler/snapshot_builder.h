@@ -29,6 +29,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "k8s_client/models.h"
+#include "scheduler/config.h"
 #include "scheduler/pod_placement.h"
 #include "queue/model.h"
 
@@ -108,6 +109,9 @@ struct SnapshotOptions {
   // default weights, no QOS table, no usage.
   const queue::QueueConfig* queue_config = nullptr;
   const queue::UsageHistory* usage = nullptr;
+  // Issue 25 tenancy: set when some partition is shared-same-tenant; every pod workload then carries
+  // the tenant of its namespace (TenantOfNamespace). Null: no tenants.
+  const SharingConfig* tenancy = nullptr;
 };
 
 // What the snapshot needs of one pod, parsed once when the informer delivers it (not every

@@ -89,6 +89,7 @@ class DataParserAdapter : public VersionAdapter {
     // version; "exclusive" was deprecated in v0.0.41 and removed in v0.0.42.
     if (s.exclusive) job["shared"] = arrays ? Json::array({"none"}) : Json("none");
     if (!s.comment.empty()) job["comment"] = s.comment;
+    if (!s.account.empty()) job["account"] = s.account;
     if (s.time_limit_minutes == kTimeLimitUnlimited) {
       job["time_limit"] = Json{{"set", true}, {"infinite", true}, {"number", 0}};
     } else if (s.time_limit_minutes > 0) {

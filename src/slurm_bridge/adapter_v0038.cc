@@ -64,6 +64,7 @@ class V0038Adapter : public VersionAdapter {
     if (!s.nodelist.empty()) job["nodelist"] = s.nodelist;
     if (s.exclusive) job["exclusive"] = "exclusive";
     if (!s.comment.empty()) job["comment"] = s.comment;
+    if (!s.account.empty()) job["account"] = s.account;
     // kTimeLimitUnlimited is Slurm's INFINITE (0xFFFFFFFF), as 22.05 reads this uint32.
     if (s.time_limit_minutes > 0) job["time_limit"] = s.time_limit_minutes;
     if (s.node_count > 0) job["nodes"] = Json::array({s.node_count, s.node_count});

@@ -252,6 +252,9 @@ struct JobSubmission {
   // GRES per node, Slurm's names and counts ("gpu" -> 2; issue 25's pod placeholders): sent as
   // "gres": "gpu:2" on v0.0.38 and "tres_per_node": "gres/gpu:2" from v0.0.39. Empty: none.
   std::map<std::string, int64_t> gres_per_node;
+  // The Slurm account (issue 25 tenancy: a pod placeholder under its tenant's account). Empty: the
+  // submitting user's default.
+  std::string account;
   bool hold = false;
   bool requeue = true;
   std::string working_directory = "/tmp";

@@ -214,7 +214,8 @@ inline Duration RunTime(const PendingWorkload& w) {
 //    may use (its own matching; a node reserved(W) only for W or a higher priority);
 //  - per node and per resource, running + started + reserved never exceed allocatable at any
 //    moment (so no backfilled start delays a reservation); pods and Slurm jobs never overlap on a
-//    node unless shared_nodes or the node's own sharing is kShared;
+//    node unless shared_nodes or the node's own sharing is kShared; on a same-tenant node
+//    (Node::same_tenant) work of two tenants never overlaps;
 //  - no workload is decided twice, and nothing with an admission error, held or an incomplete
 //    gang starts;
 //  - backfill modes (in queue order, not shortest-first): whatever fits now starts. A placeable workload that waits does not fit now
@@ -226,6 +227,7 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
     Resources used;
     WorkloadKind kind;
     std::string who;
+    std::string tenant = "";  // issue 25: work of two tenants never overlaps on a same-tenant node
   };
   const size_t pending_count = snap.pending.size();
   std::map<std::string, size_t> index_of;
@@ -338,7 +340,7 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
     Time end = kForever;
     if (r.expected_end.has_value()) end = *r.expected_end > plan.now ? *r.expected_end : plan.now + config.resolution;
     for (const Allocation& a : r.allocations) {
-      per_node[a.node].push_back({std::min(r.start_time, plan.now), end, a.used, r.kind, r.id});
+      per_node[a.node].push_back({std::min(r.start_time, plan.now), end, a.used, r.kind, r.id, r.tenant});
     }
   }
   auto may_use = [&](NodeIndex n, const PendingWorkload& w) {
@@ -359,7 +361,7 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
       ASSERT_GE(n, 0);
       ASSERT_LT(n, static_cast<NodeIndex>(snap.nodes.size()));
       EXPECT_TRUE(may_use(n, w)) << id << " may not use " << snap.nodes[n].name;
-      per_node[n].push_back({start, end, w.per_member, w.kind, id});
+      per_node[n].push_back({start, end, w.per_member, w.kind, id, w.tenant});
     }
   };
   for (const StartDecision& s : plan.starts) place(s.workload, s.member_nodes, plan.now);
@@ -382,6 +384,10 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
                 << "pods and Slurm jobs overlap on " << snap.nodes[n].name << ": " << other.who
                 << " and " << at.who;
           }
+          if (snap.nodes[n].same_tenant) {
+            EXPECT_EQ(other.tenant, at.tenant) << "two tenants overlap on same-tenant node " << snap.nodes[n].name
+                                               << ": " << other.who << " and " << at.who;
+          }
         }
       }
       ASSERT_TRUE(snap.nodes[n].allocatable.Covers(used))
@@ -399,7 +405,8 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
   auto record = [&](const std::string& id, const MemberNodes& nodes, Time start) {
     const PendingWorkload& w = snap.pending[index_of[id]];
     for (NodeIndex n : nodes) {
-      given[id].push_back({n, Interval{start, SaturatingAdd(start, checker::RunTime(w)), w.per_member, w.kind, id}});
+      given[id].push_back(
+          {n, Interval{start, SaturatingAdd(start, checker::RunTime(w)), w.per_member, w.kind, id, w.tenant}});
     }
   };
   for (const StartDecision& s : plan.starts) record(s.workload, s.member_nodes, plan.now);
@@ -437,14 +444,16 @@ inline void CheckPlanInvariants(const Snapshot& snap, const QueueConfig& config,
       if (claimed[n] || !may_use(n, w)) continue;
       // The tightest moment in [now, end): now, or when a block that overlaps the span starts.
       std::vector<Time> moments = {now};
-      bool other_world = false;
+      bool other_world = false, other_tenant = false;
       for (const Interval& i : held[n]) {
         if (i.start < end && i.end > now) {
           if (i.start > now) moments.push_back(i.start);
           other_world = other_world || i.kind != w.kind;
+          other_tenant = other_tenant || i.tenant != w.tenant;
         }
       }
       if (other_world && !config.shared_nodes && snap.nodes[n].sharing != NodeSharing::kShared) continue;
+      if (other_tenant && snap.nodes[n].same_tenant) continue;
       int64_t fit = members;
       for (Time t : moments) {
         Resources free = snap.nodes[n].allocatable;

@@ -2,6 +2,7 @@
 // several errors are reported at once.
 #include "scheduler/config.h"
 #include "scheduler/scheduling_loop.h"  // ToQueueConfig
+#include "scheduler/slurm_world.h"  // SlurmWorldOptionsOf
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -216,7 +217,7 @@ TEST(ConfigTest, BadPartitionSharingIsRefusedNamingTheKeyAndTheAllowedValues) {
   auto bad = ParseConfig(slurm + "partitions: {a: {sharing: both}}}\n", "f.yaml");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(),
-              HasSubstr("slurm.partitions.a.sharing: is \"both\"; expected exclusive or shared"));
+              HasSubstr("slurm.partitions.a.sharing: is \"both\"; expected exclusive, shared or shared-same-tenant"));
   auto unknown_key = ParseConfig(slurm + "partitions: {a: {sharng: shared}}}\n", "f.yaml");
   ASSERT_FALSE(unknown_key.ok());
   EXPECT_THAT(unknown_key.status().message(), HasSubstr("slurm.partitions.a.sharng: unknown key"));
@@ -242,6 +243,57 @@ TEST(ConfigTest, SharingOnLostMirrorIsRemakeByDefaultEvictIsAcceptedAndOtherValu
   auto unknown = ParseConfig(std::string(kHeader) + "sharing: {onLostMirrors: evict}\n", "f.yaml");
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(unknown.status().message(), HasSubstr("sharing.onLostMirrors: unknown key"));
+}
+
+// Issue 25 tenancy: shared-same-tenant is a third sharing mode; sharing.tenants maps namespaces and
+// Slurm accounts to tenants, each tenant named once and each namespace and account in one tenant;
+// unlisted work is a tenant of its own; a pod's placeholder goes under its tenant's first account.
+TEST(ConfigTest, SharedSameTenantAndTenantsAreReadAndChecked) {
+  const std::string slurm = std::string(kHeader) +
+                            "slurm: {enabled: true, url: http://127.0.0.1:6820, tokenFile: /t, sharedPartitions: [a], "
+                            "partitions: {a: {sharing: shared-same-tenant}}}\n";
+  auto good = ParseConfig(slurm +
+                              "sharing: {tenants: [{name: physics, namespaces: [phys, phys-dev], accounts: [physics]},"
+                              " {name: chemistry, namespaces: [chem]}]}\n",
+                          "f.yaml");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->slurm.partition_sharing.at("a"), "shared-same-tenant");
+  ASSERT_EQ(good->sharing.tenants.size(), 2u);
+  EXPECT_EQ(good->sharing.tenants[0].name, "physics");
+  EXPECT_EQ(good->sharing.tenants[0].namespaces, (std::vector<std::string>{"phys", "phys-dev"}));
+  EXPECT_EQ(good->sharing.tenants[0].accounts, std::vector<std::string>{"physics"});
+  EXPECT_EQ(TenantOfNamespace(good->sharing, "phys-dev"), "physics");
+  EXPECT_EQ(TenantOfAccount(good->sharing, "physics"), "physics");
+  EXPECT_EQ(TenantOfNamespace(good->sharing, "other"), "namespace/other");
+  EXPECT_EQ(TenantOfAccount(good->sharing, "other"), "account/other");
+  EXPECT_EQ(PlaceholderAccountOf(good->sharing, "phys"), "physics");
+  EXPECT_EQ(PlaceholderAccountOf(good->sharing, "chem"), "");   // a tenant without accounts
+  EXPECT_EQ(PlaceholderAccountOf(good->sharing, "other"), "");  // no tenant
+  const SlurmWorldOptions world = SlurmWorldOptionsOf(*good);
+  EXPECT_EQ(world.sharing_partitions, std::set<std::string>{"a"});
+  EXPECT_EQ(world.same_tenant_partitions, std::set<std::string>{"a"});
+
+  auto twice = ParseConfig(slurm + "sharing: {tenants: [{name: x, namespaces: [n]}, {name: x, namespaces: [m]}]}\n",
+                           "f.yaml");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(twice.status().message(), HasSubstr("sharing.tenants[1].name: \"x\" is defined twice"));
+  auto both = ParseConfig(slurm + "sharing: {tenants: [{name: x, namespaces: [n]}, {name: y, namespaces: [n]}]}\n",
+                          "f.yaml");
+  ASSERT_FALSE(both.ok());
+  EXPECT_THAT(both.status().message(), HasSubstr("sharing.tenants[1].namespaces: \"n\" is already in tenant \"x\""));
+  auto account = ParseConfig(slurm + "sharing: {tenants: [{name: x, accounts: [a]}, {name: y, accounts: [a]}]}\n",
+                             "f.yaml");
+  ASSERT_FALSE(account.ok());
+  EXPECT_THAT(account.status().message(), HasSubstr("sharing.tenants[1].accounts: \"a\" is already in tenant \"x\""));
+  auto nameless = ParseConfig(slurm + "sharing: {tenants: [{namespaces: [n]}]}\n", "f.yaml");
+  ASSERT_FALSE(nameless.ok());
+  EXPECT_THAT(nameless.status().message(), HasSubstr("sharing.tenants[0].name: is required"));
+  auto unknown = ParseConfig(slurm + "sharing: {tenants: [{name: x, namespace: [n]}]}\n", "f.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.status().message(), HasSubstr("sharing.tenants[0].namespace: unknown key"));
+  auto not_list = ParseConfig(slurm + "sharing: {tenants: {name: x}}\n", "f.yaml");
+  ASSERT_FALSE(not_list.ok());
+  EXPECT_THAT(not_list.status().message(), HasSubstr("sharing.tenants: must be a list"));
 }
 
 TEST(ConfigTest, LendingThatCannotWorkIsRefusedWithTheReason) {

@@ -139,6 +139,7 @@ class FakeSlurm : public SlurmActions {
   }
   // Issue 25's pod placeholders: a pending job pinned to its node, submitted by slurm.user.
   std::vector<uint32_t> pod_placeholders;
+  std::map<uint32_t, std::string> placeholder_accounts;  // pod placeholder -> JobSubmission::account
   absl::StatusOr<uint32_t> SubmitPodPlaceholder(const slurm::JobSubmission& s) override {
     const uint32_t id = 500000 + static_cast<uint32_t>(pod_placeholders.size());
     calls.push_back("placeholder " + s.name + " on " + s.nodelist);
@@ -151,6 +152,7 @@ class FakeSlurm : public SlurmActions {
     j.comment = s.comment;
     j.required_nodes = {s.nodelist};
     j.time_limit.reset();
+    placeholder_accounts[id] = s.account;  // issue 25 tenancy (the job keeps the fake's default)
     pod_placeholders.push_back(id);
     return id;
   }

@@ -176,6 +176,15 @@ TEST(PodMirrorMachine, PlaceholderIsThePodsSizePinnedAndTagged) {
 }
 
 // Planned -> PlaceholderPending -> PlaceholderRunning -> Bound -> Ending -> Done.
+// Issue 25 tenancy: a pod's placeholder is submitted under its tenant's account
+// (PlaceholderAccountOf), so Slurm's MCS / ExclusiveUser sees it as the tenant's; none: the default.
+TEST(PodMirrorMachine, APlaceholderGoesUnderThePodsTenantAccount) {
+  MirroredPod p = Pod();
+  EXPECT_EQ(PodPlaceholderSubmission(p, kNode, slurm::kTimeLimitUnlimited).account, "");
+  p.account = "physics";
+  EXPECT_EQ(PodPlaceholderSubmission(p, kNode, slurm::kTimeLimitUnlimited).account, "physics");
+}
+
 TEST_F(PodMirrorTest, TheWholeLifeOfAMirroredPod) {
   ASSERT_TRUE(mirrors_.Plan(Pod(), kNode, 0).ok());
   EXPECT_EQ(StateOf(), S::kPlaceholderPending);

@@ -775,6 +775,7 @@ TEST(SharedNodeLoopTest, APodHoldingAClaimIsNeverAnotherPreemptorsVictim) {
   const uint32_t claim = c.slurm.pod_placeholders[1];
   EXPECT_THAT(c.slurm.Job(claim).comment, HasSubstr("pod ns/mid"));
   EXPECT_THAT(c.slurm.Job(claim).comment, HasSubstr("preempting slurm/7"));
+  ASSERT_NE(loop.mirrors().Find(c.k8s.UidOf("ns/mid")), nullptr);
   EXPECT_EQ(loop.mirrors().Find(c.k8s.UidOf("ns/mid"))->state, MirrorState::kWaitingForVictims);
   c.k8s.AddPod("urgent", "4", "urgent");
   for (int t = 3; t <= 5; ++t) c.Cycle(loop, kT0 + t);
@@ -782,6 +783,7 @@ TEST(SharedNodeLoopTest, APodHoldingAClaimIsNeverAnotherPreemptorsVictim) {
     EXPECT_THAT(c.slurm.Job(p).comment, ::testing::Not(HasSubstr("preempting ns/mid"))) << "placeholder " << p;
   EXPECT_TRUE(c.k8s.evictions.empty());
   EXPECT_EQ(c.k8s.NodeOf("ns/urgent"), "");
+  ASSERT_NE(loop.mirrors().Find(c.k8s.UidOf("ns/mid")), nullptr);
   EXPECT_EQ(loop.mirrors().Find(c.k8s.UidOf("ns/mid"))->state, MirrorState::kWaitingForVictims);
   c.slurm.Run(claim, "n1");
   c.Cycle(loop, kT0 + 6);
@@ -1051,6 +1053,35 @@ TEST(SharedNodeLoopTest, AJobHoldingAClaimIsNeverAnotherPreemptorsVictim) {
   EXPECT_EQ(c.Calls("start 8"), 1);
   EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
   EXPECT_EQ(c.slurm.Job(8).nodes, std::vector<std::string>{"n1"});
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+}
+
+// Issue 25 tenancy in the loop: on a node of a shared-same-tenant partition where a physics Slurm
+// job runs, a physics pod (namespace phys) is mirrored under the physics account and bound beside
+// it; a pod of another namespace (a tenant of its own) waits although it fits there too.
+TEST(SharedNodeLoopTest, ASameTenantNodeTakesOnlyPodsOfTheTenantOfItsSlurmJob) {
+  Cluster c(1);
+  Config cfg = SlurmConfig("placeholder");
+  cfg.slurm.partition_sharing = {{"pool", "shared-same-tenant"}};
+  cfg.sharing.tenants = {{"physics", {"phys"}, {"physics"}}};
+  c.slurm.shared.insert("n1");
+  c.slurm.Submit(7, 2);  // account physics
+  c.slurm.Run(7, "n1");
+  c.k8s.AddPod("web", "2", "batch");  // namespace ns
+  c.k8s.AddPod("sim", "2", "normal");
+  c.k8s.Find("ns/sim")->metadata.namespace_ = "phys";
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+  const uint32_t p = c.slurm.pod_placeholders[0];
+  EXPECT_THAT(c.slurm.Job(p).comment, HasSubstr("pod phys/sim"));
+  EXPECT_EQ(c.slurm.placeholder_accounts[p], "physics");
+  c.slurm.Run(p, "n1");
+  c.Cycle(loop, kT0 + 1);
+  EXPECT_EQ(c.k8s.NodeOf("phys/sim"), "n1");
+  for (int t = 2; t <= 4; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.k8s.NodeOf("ns/web"), "");
+  EXPECT_EQ(c.slurm.pod_placeholders.size(), 1u);
   EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
 }
 

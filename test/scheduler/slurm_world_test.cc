@@ -432,6 +432,34 @@ TEST(SlurmWorldSharingTest, AJobHoldingAClaimCountsOnItsNodeButIsNoVictim) {
   }
 }
 
+// Issue 25 tenancy: a node of a shared-same-tenant partition is shared and same-tenant (the
+// stricter wins beside a plain shared partition); a plain shared node is not; every Slurm workload
+// carries the tenant of its account, an unlisted account being a tenant of its own.
+TEST(SlurmWorldSharingTest, ASameTenantPartitionMarksItsNodesAndGivesJobsTheirTenant) {
+  Fixture f;
+  f.options.shared_partitions = {"pool", "other"};
+  f.options.sharing_partitions = {"pool", "other"};
+  f.options.same_tenant_partitions = {"pool"};
+  f.options.tenants.tenants = {{"physics", {"phys"}, {"physics"}}};
+  f.k8s_nodes = {PoolNode("n1"), PoolNode("n2")};
+  f.nodes["n1"] = Node("n1", {"pool", "other"});
+  f.nodes["n2"] = Node("n2", {"other"});
+  f.jobs[1] = Job(1, JobState::kRunning);  // account physics
+  f.jobs[1].nodes = {"n1"};
+  f.jobs[2] = Job(2, JobState::kPending);
+  f.jobs[2].account = "chem";
+  auto [built, records] = f.Build();
+  const queue::Snapshot& snap = *built.snapshot;
+  EXPECT_EQ(snap.nodes[0].sharing, queue::NodeSharing::kShared);
+  EXPECT_TRUE(snap.nodes[0].same_tenant);
+  EXPECT_EQ(snap.nodes[1].sharing, queue::NodeSharing::kShared);
+  EXPECT_FALSE(snap.nodes[1].same_tenant);
+  ASSERT_EQ(snap.running.size(), 1u);
+  EXPECT_EQ(snap.running[0].tenant, "physics");
+  ASSERT_EQ(snap.pending.size(), 1u);
+  EXPECT_EQ(snap.pending[0].tenant, "account/chem");
+}
+
 TEST(SlurmWorldSharingTest, OptionsComeFromTheConfig) {
   Config c;
   c.slurm.shared_partitions = {"a", "b", "c"};

@@ -144,6 +144,26 @@ TEST(SnapshotBuilderTest, APodHoldingAClaimCountsOnItsNodeButIsNoVictim) {
   for (const queue::RunningWorkload& r : s.running) EXPECT_EQ(r.preemptible, r.id != "ns/claiming") << r.id;
 }
 
+// Issue 25 tenancy: with SnapshotOptions::tenancy every pod workload, running or pending, carries
+// the tenant of its namespace (an unlisted namespace a tenant of its own); without it none.
+TEST(SnapshotBuilderTest, PodsCarryTheTenantOfTheirNamespace) {
+  SharingConfig sharing;
+  sharing.tenants = {{"physics", {"ns"}, {"physics"}}};
+  SnapshotOptions o = Options();
+  o.tenancy = &sharing;
+  k8s::Pod other = MakePod("other");
+  other.metadata.namespace_ = "chem";
+  auto built = BuildSnapshot({MakeNode("n1")}, {MakePod("runs", {}, "n1", "2"), MakePod("waits"), other}, o, 0);
+  const auto& s = *built.snapshot;
+  ASSERT_EQ(s.running.size(), 1u);
+  EXPECT_EQ(s.running[0].tenant, "physics");
+  ASSERT_EQ(s.pending.size(), 2u);
+  for (const queue::PendingWorkload& w : s.pending)
+    EXPECT_EQ(w.tenant, w.id == "ns/waits" ? "physics" : "namespace/chem") << w.id;
+  auto plain = BuildSnapshot({MakeNode("n1")}, {MakePod("waits")}, Options(), 0);
+  EXPECT_EQ(plain.snapshot->pending.at(0).tenant, "");
+}
+
 TEST(SnapshotBuilderTest, GangMembersFormOneWorkload) {
   json g = {{"onequeue.io/group", "train"}, {"onequeue.io/group-size", "3"}, {"onequeue.io/time-limit", "2h"}};
   auto built = BuildSnapshot({MakeNode("n1")}, {MakePod("w-1", g), MakePod("w-0", g)}, Options(), 0);
