@@ -269,6 +269,18 @@ TYPED_TEST(AdapterTest, AnUnlimitedTimeLimitIsWrittenAsSlurmsInfinite) {
 }
 
 // Job updates: names and number shapes per version, read back by the same tolerant readers.
+// Issue 25 tenancy: a pod placeholder's Slurm account is sent as `account` (a key of every
+// version's job_desc); with none, the body has no account key and Slurm's default applies.
+TYPED_TEST(AdapterTest, APlaceholdersAccountIsSentOnlyWhenSet) {
+  JobSubmission job;
+  job.name = "onequeue-placeholder-n3";
+  job.account = "tenant-a";
+  EXPECT_EQ(this->adapter_->SubmitBody(job)["job"]["account"], "tenant-a");
+  job.account.clear();
+  const nlohmann::json body = this->adapter_->SubmitBody(job);
+  EXPECT_FALSE(body["job"].contains("account")) << body["job"].dump();
+}
+
 TYPED_TEST(AdapterTest, JobUpdateBodyFollowsTheVersionsShapes) {
   const bool v38 = this->kVersion == ApiVersion::kV0038;
   const absl::Time now = absl::FromUnixSeconds(1795301662);

@@ -1,5 +1,8 @@
 #include "slurm_bridge/poller.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "absl/strings/str_cat.h"
 
 #include "fake_slurm_api.h"
@@ -78,6 +81,42 @@ TEST_F(PollerTest, ReservationsAreListedEveryPollAndTheirChangesCount) {
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->reservations_changed);
   EXPECT_TRUE(poller.View()->reservations->empty());
+}
+
+// Issue 29: a partition's limits (MaxTime, MaxNodes, MinNodes) or PreemptMode changing in Slurm
+// is a partitions change, so it counts from the next poll; the same answer again is none.
+TEST_F(PollerTest, APartitionsLimitsOrPreemptModeChangingIsAPartitionsChange) {
+  SlurmPartition p;
+  p.name = "batch";
+  p.nodes = {"n1"};
+  p.state = "UP";
+  api_.partitions = {p};
+  SlurmPoller poller(api_);
+  ASSERT_TRUE(poller.PollOnce(t0_).ok());
+  absl::Time now = t0_;
+  auto changed = [&]() {
+    now += PollerOptions().partition_interval;  // a poll that lists partitions
+    const auto listed = std::count(api_.calls.begin(), api_.calls.end(), "ListPartitions");
+    absl::StatusOr<PollChanges> c = poller.PollOnce(now);
+    EXPECT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(std::count(api_.calls.begin(), api_.calls.end(), "ListPartitions"), listed + 1);
+    return c.ok() && c->partitions_changed;
+  };
+  EXPECT_FALSE(changed());  // an identical answer
+  const std::vector<std::pair<std::string, std::function<void(SlurmPartition&)>>> edits = {
+      {"MaxTime", [](SlurmPartition& q) { q.max_time = absl::Hours(1); }},
+      {"MaxNodes", [](SlurmPartition& q) { q.max_nodes = 2; }},
+      {"MinNodes", [](SlurmPartition& q) { q.min_nodes = 2; }},
+      {"PreemptMode", [](SlurmPartition& q) { q.preempt_mode = {"OFF"}; }},
+  };
+  for (const auto& [field, edit] : edits) {
+    edit(api_.partitions.front());
+    EXPECT_TRUE(changed()) << field;
+    EXPECT_FALSE(changed()) << field << " again";
+    api_.partitions.front() = p;
+    EXPECT_TRUE(changed()) << field << " back";
+  }
+  ASSERT_EQ(poller.View()->partitions->count("batch"), 1u);
 }
 
 TEST_F(PollerTest, FirstPollIsFullThenIncremental) {
