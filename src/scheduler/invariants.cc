@@ -155,10 +155,30 @@ std::vector<Violation> SharedNodesNeverOverAllocated(const WorldFacts& w) {
   return out;
 }
 
+std::vector<Violation> ClaimsAreNeverVictims(const WorldFacts& w) {
+  std::vector<Violation> out;
+  std::map<std::string, const ClaimFacts*> claimants;
+  for (const ClaimFacts& c : w.claims) claimants[c.claimant] = &c;
+  for (const ClaimFacts& c : w.claims) {
+    for (const std::string& victim : c.victims) {
+      auto other = claimants.find(victim);
+      if (other == claimants.end() || victim == c.claimant) continue;
+      out.push_back({'g', absl::StrCat("the claim of ", c.claimant, " on shared node ", c.node, " names ", victim,
+                                       " as a victim, which holds a claim of its own on ", other->second->node)});
+    }
+  }
+  for (const VictimFacts& v : w.victims) {
+    if (v.held_claim) {
+      out.push_back({'g', absl::StrCat(v.by, " evicted/requeued ", v.victim, " while it held a claim")});
+    }
+  }
+  return out;
+}
+
 std::vector<Violation> CheckAll(const WorldFacts& w) {
   std::vector<Violation> out;
   for (auto check : {RunsOnItsOwnersNodes, ReservationsEndExactlyOnce, NothingIsLost, FencesAndHoldsHaveAReason,
-                     NoWriteAfterTheLease, SharedNodesNeverOverAllocated}) {
+                     NoWriteAfterTheLease, SharedNodesNeverOverAllocated, ClaimsAreNeverVictims}) {
     std::vector<Violation> v = check(w);
     out.insert(out.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
   }

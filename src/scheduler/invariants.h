@@ -91,8 +91,26 @@ struct WriteFacts {
   bool writer_leads = true;  // the writer's lease was valid when the write landed
 };
 
+// Issue 25 step 4: a sub-node preemption's claim standing now: a pod's pending placeholder pinned
+// to a shared node that names victims, or a Slurm job held by onequeue with the claim in its
+// AdminComment ("onequeue: Preempting on shared node N: victims").
+struct ClaimFacts {
+  std::string claimant;  // the preemptor's workload id ("ns/name", "slurm/<id>")
+  std::string node;
+  std::vector<std::string> victims;
+};
+
+// A victim asked to leave (evicted, requeued, cancelled) whose request landed since the last check.
+struct VictimFacts {
+  std::string victim;  // workload id
+  std::string by;      // the writer ("daemon #2")
+  bool held_claim = false;  // the victim held a claim of its own when the request landed
+};
+
 struct WorldFacts {
   std::vector<NodeFacts> nodes;
+  std::vector<ClaimFacts> claims;
+  std::vector<VictimFacts> victims;  // asked since the last check
   std::vector<PodFacts> pods;
   std::vector<JobFacts> jobs;
   std::vector<ReservationFacts> reservations;
@@ -104,7 +122,7 @@ struct WorldFacts {
 };
 
 struct Violation {
-  char invariant = '?';  // 'a' .. 'f'
+  char invariant = '?';  // 'a' .. 'g'
   std::string message;
 };
 
@@ -138,6 +156,13 @@ std::vector<Violation> NoWriteAfterTheLease(const WorldFacts& w);
 //   f3. a lost mirror does not stay unreported: within lost_mirror_cycles healthy cycles of one
 //       leader the pod is mirrored again, gone, or reported (the MirrorLost event on the pod).
 std::vector<Violation> SharedNodesNeverOverAllocated(const WorldFacts& w);
+// (g) Issue 25 step 4, at every step: work holding a claim is never another preemptor's victim.
+//   g1. no standing claim names as a victim a workload that holds a standing claim itself (its
+//       room is promised to it while its own victims leave);
+//   g2. no eviction, requeue or cancel lands on a workload that held a claim when it landed.
+// (Once the claimed job starts or the claiming pod is bound, its claim is gone: it is ordinary
+// running work again, preemptible by its QOS.)
+std::vector<Violation> ClaimsAreNeverVictims(const WorldFacts& w);
 
 std::vector<Violation> CheckAll(const WorldFacts& w);
 

@@ -12,6 +12,7 @@
 #define ONEQUEUE_TEST_SCHEDULER_INTERLEAVING_CHECKER_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -52,6 +53,15 @@ struct Scenario {
   uint64_t seed = 0;
   Setup setup;
   std::vector<Step> steps;
+};
+
+// Issue 25 step 4: what the runs did with sub-node preemption (for the test that shows they do).
+struct ClaimStats {
+  int pod_claims = 0;       // distinct pods seen holding a claim
+  int job_claims = 0;       // distinct Slurm jobs seen holding a claim
+  int started = 0;          // claimants later seen placed on the node they claimed
+  int victims_asked = 0;    // evictions, requeues and cancels that landed
+  int steps_with_claim = 0; // steps after which a claim stood
 };
 
 struct Failure {
@@ -125,7 +135,8 @@ class Checker {
 
   // Runs the steps; the first violation, if any. `story`: filled with one line per step.
   std::optional<Failure> Run(const Scenario& s, std::vector<std::string>* story = nullptr,
-                             int64_t* steps_run = nullptr) const {
+                             int64_t* steps_run = nullptr, ClaimStats* claims = nullptr) const {
+    std::map<std::string, std::string> claimed;  // claimant -> node, for `claims`
     Config config = CheckerConfig(s.setup.mechanism, s.setup.shared_node);
     if (s.setup.evict_lost_mirror) config.sharing.on_lost_mirror = "evict";
     CheckedWorld w(config, off_, story != nullptr);
@@ -142,7 +153,9 @@ class Checker {
     for (size_t i = 0; i < s.steps.size(); ++i) {
       std::string line = Apply(w, s.steps[i]);
       if (steps_run) ++*steps_run;
-      std::vector<invariants::Violation> v = invariants::CheckAll(w.Observe(static_cast<int>(i)));
+      const invariants::WorldFacts facts = w.Observe(static_cast<int>(i));
+      if (claims) Count(facts, &claimed, claims);
+      std::vector<invariants::Violation> v = invariants::CheckAll(facts);
       if (story) {
         std::string text = absl::StrCat(story->size() + 1, ". ", line);
         if (!v.empty()) absl::StrAppend(&text, " -> VIOLATION (", std::string(1, v.front().invariant), "): ",
@@ -219,6 +232,26 @@ class Checker {
   }
 
  private:
+  static void Count(const invariants::WorldFacts& w, std::map<std::string, std::string>* claimed, ClaimStats* c) {
+    c->victims_asked += static_cast<int>(w.victims.size());
+    c->steps_with_claim += !w.claims.empty();
+    for (const invariants::ClaimFacts& f : w.claims) {
+      if (claimed->emplace(f.claimant, f.node).second) ++(SlurmJobOf(f.claimant) ? c->job_claims : c->pod_claims);
+    }
+    for (auto it = claimed->begin(); it != claimed->end();) {
+      bool placed = false;
+      for (const invariants::PodFacts& p : w.pods) placed = placed || (p.key == it->first && p.node == it->second);
+      for (const invariants::NodeFacts& n : w.nodes) {
+        for (uint32_t id : n.slurm_jobs) placed = placed || (SlurmWorkloadId(id) == it->first && n.name == it->second);
+      }
+      if (placed) {
+        ++c->started;
+        it = claimed->erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
   std::string Apply(CheckedWorld& w, const Step& step) const {
     switch (step.kind) {
       case StepKind::kCycle: return w.Cycle(false);

@@ -13,6 +13,7 @@
 #ifndef ONEQUEUE_TEST_SCHEDULER_INTERLEAVING_WORLD_H_
 #define ONEQUEUE_TEST_SCHEDULER_INTERLEAVING_WORLD_H_
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,6 +27,8 @@
 #include "absl/strings/str_join.h"
 #include "scheduler/fenced_actions.h"
 #include "scheduler/invariants.h"
+#include "scheduler/job_claim.h"
+#include "scheduler/pod_mirror.h"
 #include "scheduler/scheduling_loop.h"
 
 namespace onequeue::scheduler {
@@ -85,7 +88,10 @@ inline const std::vector<std::string>& FailpointNames() {
 // Issue 25: where a daemon may crash in a pod's mirror (only in worlds with a shared node, picked
 // by a step of their own so that the crashes of every other world stay where they were).
 inline const std::vector<std::string>& SharedFailpointNames() {
-  static const std::vector<std::string> names = {"mirror-after-submit", "mirror-after-pod-end", "bind-after-send"};
+  // Step 4: a pod's claim submitted, its victims not yet asked (claim-after-submit); a Slurm job
+  // held with its claim, its victims not yet asked (job-claim-after-hold).
+  static const std::vector<std::string> names = {"mirror-after-submit", "mirror-after-pod-end", "bind-after-send",
+                                                 "claim-after-submit", "job-claim-after-hold"};
   return names;
 }
 
@@ -101,6 +107,9 @@ Config CheckerConfig(const std::string& mechanism, bool shared = false) {
   c.slurm.return_after_seconds = 40;
   c.slurm.default_qos = "batch";
   if (shared) {
+    // Issue 25 step 4: "high" claims room on s1 from batch and normal work and is itself the victim
+    // of an interactive claim (while it holds no claim); only s1's pods and jobs ask it.
+    c.queue.qos.push_back({"high", 500, true, true, 0});
     c.slurm.shared_partitions.push_back("shared");
     c.slurm.partition_sharing = {{"shared", "shared"}};
   }
@@ -304,7 +313,8 @@ class CheckedWorld {
                         " CPU) is submitted", srun ? " (Slurm will not requeue it)" : "");
   }
   // Issue 25: a job of the shared partition, which only the shared node can run, of one of three
-  // sizes: 2 CPUs 4 GiB 1 GPU; 4 CPUs 8 GiB 2 GPUs; 2 CPUs 24 GiB no GPU (memory binds).
+  // sizes: 2 CPUs 4 GiB 1 GPU; 4 CPUs 8 GiB 2 GPUs; 2 CPUs 24 GiB no GPU (memory binds). Step 4:
+  // one in four is interactive and one in four high, preemptors of a part of s1 (else batch).
   std::string SharedJobSubmitted(uint32_t which) {
     static const Amounts kSizes[] = {{{"cpu", 2}, {"memory", 4096}, {"gpu", 1}},
                                      {{"cpu", 4}, {"memory", 8192}, {"gpu", 2}},
@@ -315,11 +325,15 @@ class CheckedWorld {
     j.partition = "shared";
     j.memory_per_node_mb = size.at("memory");
     if (size.at("gpu") > 0) j.gres_per_node = {{"gpu", size.at("gpu")}};
+    static const char* kQos[] = {"interactive", "high", "", ""};
+    j.qos = kQos[(which / 3) % 4];
     poll_fresh_ = false;
-    return absl::StrCat("Slurm job ", id, " (", Shown(size), ", partition shared) is submitted");
+    return absl::StrCat("Slurm job ", id, " (", Shown(size), ", partition shared", j.qos.empty() ? "" : ", QOS ",
+                        j.qos, ") is submitted");
   }
   // Issue 25: a pod asking GPUs (so only s1 can take it) or much memory: 1 CPU 2 GiB 1 GPU; 2 CPUs
-  // 8 GiB 2 GPUs; 1 CPU 16 GiB no GPU.
+  // 8 GiB 2 GPUs; 1 CPU 16 GiB no GPU. Step 4: one in four is interactive and one in four high
+  // (else normal or batch).
   std::string SharedPodCreated(uint32_t which) {
     static const Amounts kSizes[] = {{{"cpu", 1}, {"memory", 2048}, {"gpu", 1}},
                                      {{"cpu", 2}, {"memory", 8192}, {"gpu", 2}},
@@ -329,9 +343,12 @@ class CheckedWorld {
     std::map<std::string, std::string> requests = {{"cpu", std::to_string(size.at("cpu"))},
                                                    {"memory", absl::StrCat(size.at("memory"), "Mi")}};
     if (size.at("gpu") > 0) requests["nvidia.com/gpu"] = std::to_string(size.at("gpu"));
-    k8s_.AddSizedPod(name, requests, which % 2 ? "normal" : "batch");
+    const uint32_t q = (which / 6) % 4;
+    const std::string qos = q == 0 ? "interactive" : q == 1 ? "high" : which % 2 ? "normal" : "batch";
+    k8s_.AddSizedPod(name, requests, qos);
     pod_size_["ns/" + name] = size;
-    return absl::StrCat("pod ns/", name, " (", Shown(size), ") arrives");
+    return absl::StrCat(qos == "interactive" || qos == "high" ? qos + " pod ns/" : "pod ns/", name, " (",
+                        Shown(size), ") arrives");
   }
   // Issue 25: a pod placeholder ends without onequeue: an admin's scancel, its TIMEOUT, or a
   // slurmctld restart that lost it (gone from the listings). Its pod's mirror is lost (for (f)).
@@ -516,6 +533,9 @@ class CheckedWorld {
       n.settled_cycles = settled;
       w.nodes.push_back(std::move(n));
     }
+    w.claims = Claims(pods);
+    w.victims = std::move(victims_);
+    victims_.clear();
     last_pod_node_ = std::move(pod_node);
     last_job_node_ = std::move(job_node);
     w.writes = std::move(writes_);
@@ -590,6 +610,39 @@ class CheckedWorld {
       if (healthy_cycle_) ++it->second.cycles;
       ++it;
     }
+  }
+  // Issue 25 step 4, for (g): the claims standing in Slurm now. A pod's: its placeholder pending,
+  // pinned, naming victims; a job's: pending, held, its AdminComment a claim.
+  std::vector<invariants::ClaimFacts> Claims(const std::vector<k8s::Pod>& pods) {
+    std::vector<invariants::ClaimFacts> out;
+    for (uint32_t id : slurm_.pod_placeholders) {
+      const slurm::SlurmJob& j = slurm_.Job(id);
+      if (j.state != slurm::JobState::kPending) continue;
+      std::vector<std::string> victims = ClaimVictims(j.comment);
+      if (victims.empty()) continue;
+      for (const k8s::Pod& p : pods) {
+        if (PodPlaceholderName(p.metadata.uid) != j.name) continue;
+        out.push_back({p.metadata.Key(), j.required_nodes.empty() ? "" : j.required_nodes.front(), victims});
+      }
+    }
+    for (uint32_t id : job_ids_) {
+      const slurm::SlurmJob& j = slurm_.Job(id);
+      if (j.state != slurm::JobState::kPending || j.priority != 0) continue;
+      if (std::optional<ParsedJobClaim> c = ParseJobClaim(j.admin_comment)) {
+        out.push_back({SlurmWorkloadId(id), c->node, c->victims});
+      }
+    }
+    return out;
+  }
+  // Whether the workload holds a claim in Slurm now (for (g2), asked as a victim's request lands).
+  bool HoldsClaim(const std::string& workload) {
+    for (const invariants::ClaimFacts& c : Claims(k8s_.Pods())) {
+      if (c.claimant == workload) return true;
+    }
+    return false;
+  }
+  void VictimAsked(int incarnation, const std::string& victim, bool held_claim) {
+    victims_.push_back({victim, absl::StrCat("daemon #", incarnation), held_claim});
   }
   void MirrorLostReported(const std::string& pod_key) {
     for (const k8s::Pod& p : k8s_.Pods()) {
@@ -697,6 +750,7 @@ class CheckedWorld {
   std::vector<std::string> step_log_;
   std::vector<invariants::WriteFacts> writes_;
   std::map<std::string, std::vector<std::string>> evicted_from_;
+  std::vector<invariants::VictimFacts> victims_;  // (g2): since the last Observe
   // The ledger and the settling counters (Observe).
   struct OpenReservation : invariants::ReservationFacts {
     std::map<std::string, int> evictions;  // victim -> evictions while it stood
@@ -773,10 +827,12 @@ class DaemonKube : public ClusterActions {
     const std::string what = absl::StrCat("evict ", key, " for ", preemptor);
     if (w_->InjectFailure(what)) return absl::UnavailableError("injected");
     const std::string node = w_->k8s().NodeOf(key);
+    const bool held_claim = w_->HoldsClaim(key);
     absl::Status s = w_->k8s().Evict(key, preemptor, message);
     if (s.ok()) {
       w_->Landed(inc_, what);
       w_->Evicted(node, key);
+      w_->VictimAsked(inc_, key, held_claim);
     }
     return s;
   }
@@ -810,13 +866,16 @@ class DaemonSlurm : public SlurmActions {
           absl::StrCat("Requeue of JobId=", job, " returned an error: Only batch jobs are accepted or processed"));
     }
     bool landed = false;
+    const bool held_claim = w_->HoldsClaim(SlurmWorkloadId(job));
     absl::Status s = Write(absl::StrCat("requeue job ", job), true, [&] { return fake().Requeue(job); }, true, &landed);
     if (!nodes.empty() && landed) w_->Evicted(nodes.front(), SlurmWorkloadId(job));
+    if (landed) w_->VictimAsked(inc_, SlurmWorkloadId(job), held_claim);
     return s;
   }
   absl::Status Cancel(uint32_t job) override {
     const std::vector<std::string> nodes = fake().Job(job).nodes;
     bool landed = false;
+    const bool held_claim = w_->HoldsClaim(SlurmWorkloadId(job));
     absl::Status s = Write(
         absl::StrCat("cancel job ", job), true,
         [&] {
@@ -825,6 +884,10 @@ class DaemonSlurm : public SlurmActions {
         },
         true, &landed);
     if (!nodes.empty() && landed) w_->Evicted(nodes.front(), SlurmWorkloadId(job));
+    const std::vector<uint32_t>& placeholders = w_->slurm().pod_placeholders;  // a mirror's cancel: no victim
+    if (landed && std::find(placeholders.begin(), placeholders.end(), job) == placeholders.end()) {
+      w_->VictimAsked(inc_, SlurmWorkloadId(job), held_claim);
+    }
     return s;
   }
   // Issue 25: a pod placeholder, one REST write like the others.
