@@ -160,6 +160,7 @@ std::vector<Violation> ClaimsAreNeverVictims(const WorldFacts& w) {
   std::map<std::string, const ClaimFacts*> claimants;
   for (const ClaimFacts& c : w.claims) claimants[c.claimant] = &c;
   for (const ClaimFacts& c : w.claims) {
+    if (!c.made_now) continue;
     for (const std::string& victim : c.victims) {
       auto other = claimants.find(victim);
       if (other == claimants.end() || victim == c.claimant) continue;

@@ -98,6 +98,7 @@ struct ClaimFacts {
   std::string claimant;  // the preemptor's workload id ("ns/name", "slurm/<id>")
   std::string node;
   std::vector<std::string> victims;
+  bool made_now = false;  // not standing at the last check (a new claim, or one written again)
 };
 
 // A victim asked to leave (evicted, requeued, cancelled) whose request landed since the last check.
@@ -157,8 +158,10 @@ std::vector<Violation> NoWriteAfterTheLease(const WorldFacts& w);
 //       leader the pod is mirrored again, gone, or reported (the MirrorLost event on the pod).
 std::vector<Violation> SharedNodesNeverOverAllocated(const WorldFacts& w);
 // (g) Issue 25 step 4, at every step: work holding a claim is never another preemptor's victim.
-//   g1. no standing claim names as a victim a workload that holds a standing claim itself (its
-//       room is promised to it while its own victims leave);
+//   g1. no claim is made naming as a victim a workload that holds a standing claim itself (its
+//       room is promised to it while its own victims leave). Only claims made since the last
+//       check: a victim that has left (a requeued job, pending again) may claim room of its own
+//       while the claim that named it still stands;
 //   g2. no eviction, requeue or cancel lands on a workload that held a claim when it landed.
 // (Once the claimed job starts or the claiming pod is bound, its claim is gone: it is ordinary
 // running work again, preemptible by its QOS.)

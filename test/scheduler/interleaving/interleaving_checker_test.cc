@@ -163,10 +163,12 @@ TEST(InvariantsTest, SharedNodesNeverOverAllocated) {
 
 TEST(InvariantsTest, ClaimsAreNeverVictims) {
   WorldFacts w;
-  w.claims = {{"ns/urgent", "s1", {"ns/low"}}, {"slurm/8", "s1", {"ns/batch"}}};
+  w.claims = {{"ns/urgent", "s1", {"ns/low"}, true}, {"slurm/8", "s1", {"ns/batch"}, true}};
   EXPECT_TRUE(invariants::ClaimsAreNeverVictims(w).empty()) << "two claims, neither names the other";
   w.claims[0].victims.push_back("slurm/8");
-  EXPECT_EQ(Letters(invariants::ClaimsAreNeverVictims(w)), "g") << "(g1) a claim names a claimant";
+  EXPECT_EQ(Letters(invariants::ClaimsAreNeverVictims(w)), "g") << "(g1) a claim made naming a claimant";
+  w.claims[0].made_now = false;
+  EXPECT_TRUE(invariants::ClaimsAreNeverVictims(w).empty()) << "its victim left, then claimed room of its own";
   w.claims[0].victims.pop_back();
   w.victims = {{"slurm/9", "daemon #1", false}};
   EXPECT_TRUE(invariants::ClaimsAreNeverVictims(w).empty()) << "a victim holding no claim";

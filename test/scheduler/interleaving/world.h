@@ -534,6 +534,13 @@ class CheckedWorld {
       w.nodes.push_back(std::move(n));
     }
     w.claims = Claims(pods);
+    std::set<std::string> standing;
+    for (invariants::ClaimFacts& c : w.claims) {
+      const std::string id = absl::StrCat(c.claimant, "@", c.node, ":", absl::StrJoin(c.victims, ","));
+      c.made_now = !last_claims_.count(id);
+      standing.insert(id);
+    }
+    last_claims_ = std::move(standing);
     w.victims = std::move(victims_);
     victims_.clear();
     last_pod_node_ = std::move(pod_node);
@@ -751,6 +758,7 @@ class CheckedWorld {
   std::vector<invariants::WriteFacts> writes_;
   std::map<std::string, std::vector<std::string>> evicted_from_;
   std::vector<invariants::VictimFacts> victims_;  // (g2): since the last Observe
+  std::set<std::string> last_claims_;  // (g1): the claims standing at the last Observe
   // The ledger and the settling counters (Observe).
   struct OpenReservation : invariants::ReservationFacts {
     std::map<std::string, int> evictions;  // victim -> evictions while it stood
