@@ -168,6 +168,12 @@ std::vector<Violation> ClaimsAreNeverVictims(const WorldFacts& w) {
                                        " as a victim, which holds a claim of its own on ", other->second->node)});
     }
   }
+  for (const ClaimFacts& c : w.claims) {
+    for (const std::string& back : c.taken_back) {
+      out.push_back({'g', absl::StrCat(back, " took the room on shared node ", c.node, " claimed by ", c.claimant,
+                                       " back before the claimant started")});
+    }
+  }
   for (const VictimFacts& v : w.victims) {
     if (v.held_claim) {
       out.push_back({'g', absl::StrCat(v.by, " evicted/requeued ", v.victim, " while it held a claim")});

@@ -99,6 +99,10 @@ struct ClaimFacts {
   std::string node;
   std::vector<std::string> victims;
   bool made_now = false;  // not standing at the last check (a new claim, or one written again)
+  // Victims of this claim, or their replacements (a requeued job, an evicted pod's recreated
+  // twin), placed back on the node since the last check while the claim stood, where the node's
+  // allocations of both worlds plus the claimant's request no longer fit its capacity.
+  std::vector<std::string> taken_back;
 };
 
 // A victim asked to leave (evicted, requeued, cancelled) whose request landed since the last check.
@@ -162,7 +166,9 @@ std::vector<Violation> SharedNodesNeverOverAllocated(const WorldFacts& w);
 //       room is promised to it while its own victims leave). Only claims made since the last
 //       check: a victim that has left (a requeued job, pending again) may claim room of its own
 //       while the claim that named it still stands;
-//   g2. no eviction, requeue or cancel lands on a workload that held a claim when it landed.
+//   g2. no eviction, requeue or cancel lands on a workload that held a claim when it landed;
+//   g3. the no-loop guarantee at sub-node size: while a claim stands, no victim of it (nor its
+//       replacement) takes the claimed room back before the claimant starts (taken_back).
 // (Once the claimed job starts or the claiming pod is bound, its claim is gone: it is ordinary
 // running work again, preemptible by its QOS.)
 std::vector<Violation> ClaimsAreNeverVictims(const WorldFacts& w);

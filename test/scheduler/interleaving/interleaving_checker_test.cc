@@ -170,6 +170,9 @@ TEST(InvariantsTest, ClaimsAreNeverVictims) {
   w.claims[0].made_now = false;
   EXPECT_TRUE(invariants::ClaimsAreNeverVictims(w).empty()) << "its victim left, then claimed room of its own";
   w.claims[0].victims.pop_back();
+  w.claims[1].taken_back = {"ns/batch-r"};
+  EXPECT_EQ(Letters(invariants::ClaimsAreNeverVictims(w)), "g") << "(g3) a victim's replacement took the room back";
+  w.claims[1].taken_back.clear();
   w.victims = {{"slurm/9", "daemon #1", false}};
   EXPECT_TRUE(invariants::ClaimsAreNeverVictims(w).empty()) << "a victim holding no claim";
   w.victims.push_back({"slurm/8", "daemon #1", true});

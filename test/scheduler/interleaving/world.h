@@ -541,6 +541,7 @@ class CheckedWorld {
       standing.insert(id);
     }
     last_claims_ = std::move(standing);
+    TakenBack(pod_node, job_node, w);
     w.victims = std::move(victims_);
     victims_.clear();
     last_pod_node_ = std::move(pod_node);
@@ -640,6 +641,53 @@ class CheckedWorld {
       }
     }
     return out;
+  }
+  // (g3): per claim standing now, its victims or their replacements placed back on its node this
+  // step (not there at the last Observe) where the node's allocations plus the claimant's request
+  // exceed its capacity in some dimension.
+  void TakenBack(const std::map<std::string, std::string>& pod_node, const std::map<uint32_t, std::string>& job_node,
+                 invariants::WorldFacts& w) {
+    for (invariants::ClaimFacts& c : w.claims) {
+      const invariants::NodeFacts* n = nullptr;
+      for (const invariants::NodeFacts& x : w.nodes) n = x.name == c.node && x.shared ? &x : n;
+      if (n == nullptr) continue;
+      std::vector<std::string> back;
+      for (const std::string& v : c.victims) {
+        if (std::optional<uint32_t> job = SlurmJobOf(v)) {
+          auto now = job_node.find(*job);
+          auto before = last_job_node_.find(*job);
+          if (now != job_node.end() && now->second == c.node &&
+              (before == last_job_node_.end() || before->second != c.node))
+            back.push_back(v);
+          continue;
+        }
+        for (const std::string& key : {v, v + "-r"}) {
+          auto now = pod_node.find(key);
+          auto before = last_pod_node_.find(key);
+          if (now != pod_node.end() && now->second == c.node && (before == last_pod_node_.end() || before->second != c.node))
+            back.push_back(key);
+        }
+      }
+      if (back.empty()) continue;
+      Amounts used = n->slurm_jobs_allocated;
+      for (const auto& p : n->shared_pods) {
+        for (const auto& [dim, amount] : p.size) used[dim] += amount;
+      }
+      Amounts want;
+      if (std::optional<uint32_t> job = SlurmJobOf(c.claimant)) {
+        const slurm::SlurmJob& j = slurm_.Job(*job);
+        auto g = j.gres_per_node.find("gpu");
+        want = {{"cpu", j.cpus}, {"memory", j.memory_per_node_mb}, {"gpu", g == j.gres_per_node.end() ? 0 : g->second}};
+      } else {
+        want = SizeOf(c.claimant);
+      }
+      bool fits = true;
+      for (const auto& [dim, amount] : want) {
+        auto cap = n->capacity.find(dim);
+        fits = fits && used[dim] + amount <= (cap == n->capacity.end() ? 0 : cap->second);
+      }
+      if (!fits) c.taken_back = std::move(back);
+    }
   }
   // Whether the workload holds a claim in Slurm now (for (g2), asked as a victim's request lands).
   bool HoldsClaim(const std::string& workload) {
