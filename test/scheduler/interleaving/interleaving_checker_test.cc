@@ -163,7 +163,7 @@ TEST(InvariantsTest, SharedNodesNeverOverAllocated) {
 
 TEST(InvariantsTest, ClaimsAreNeverVictims) {
   WorldFacts w;
-  w.claims = {{"ns/urgent", "s1", {"ns/low"}, true}, {"slurm/8", "s1", {"ns/batch"}, true}};
+  w.claims = {{"ns/urgent", "s1", {"ns/low"}, true, {}}, {"slurm/8", "s1", {"ns/batch"}, true, {}}};
   EXPECT_TRUE(invariants::ClaimsAreNeverVictims(w).empty()) << "two claims, neither names the other";
   w.claims[0].victims.push_back("slurm/8");
   EXPECT_EQ(Letters(invariants::ClaimsAreNeverVictims(w)), "g") << "(g1) a claim made naming a claimant";
