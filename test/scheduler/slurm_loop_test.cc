@@ -1070,6 +1070,7 @@ TEST(SharedNodeLoopTest, ASameTenantNodeTakesOnlyPodsOfTheTenantOfItsSlurmJob) {
   c.slurm.Run(7, "n1");
   c.k8s.AddPod("web", "2", "batch");  // namespace ns
   c.k8s.AddPod("sim", "2", "normal");
+  c.k8s.Find("ns/sim")->metadata.annotations["onequeue.io/time-limit"] = "1h";  // web is reserved for after it
   c.k8s.Find("ns/sim")->metadata.namespace_ = "phys";
   SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
   c.Cycle(loop, kT0);
