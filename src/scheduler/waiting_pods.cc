@@ -37,6 +37,11 @@ std::vector<std::string> SlurmJobsAhead(const queue::WaitingStatus& w, const que
     for (const auto& a : r.allocations) {
       if (!nodes.count(a.node)) continue;
       jobs.push_back(absl::StrCat("Slurm job ", JobNumber(r.id), " on ", snap_nodes[a.node].name));
+      // Issue 25: on a same-tenant node the job's tenant may be all that stands in the way.
+      if (snap_nodes[a.node].same_tenant) {
+        absl::StrAppend(&jobs.back(), " (tenant ", r.tenant, "'s; ", snap_nodes[a.node].name,
+                        " is shared only within one tenant)");
+      }
       break;
     }
   }

@@ -83,6 +83,14 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = std::move(*client);
     ASSERT_TRUE(CreateNamespace(client_.get(), ns_).ok());
+    namespaces_ = {ns_};
+  }
+  // Another namespace of this test, its pods deleted in TearDown.
+  std::string AddNamespace(const std::string& suffix) {
+    const std::string ns = absl::StrCat(ns_, "-", suffix);
+    EXPECT_TRUE(CreateNamespace(client_.get(), ns).ok()) << ns;
+    namespaces_.push_back(ns);
+    return ns;
   }
 
   void TearDown() override {
@@ -104,8 +112,10 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
     (void)SlurmCommand(Slurm(), {"scontrol", "update", absl::StrCat("nodename=", absl::StrJoin(Slurm().nodes, ",")),
                                  "state=resume"});
     (void)SlurmCommand(Slurm(), {"scontrol", "delete", "partition=pool"});
-    (void)testing::Kubectl(K8sClusterEnvironment::Info(),
-                           {"delete", "pods", "--all", "-n", ns_, "--grace-period=0", "--force", "--wait=false"});
+    for (const std::string& ns : namespaces_) {
+      (void)testing::Kubectl(K8sClusterEnvironment::Info(),
+                             {"delete", "pods", "--all", "-n", ns, "--grace-period=0", "--force", "--wait=false"});
+    }
   }
 
   static const testing::SlurmClusterInfo& Slurm() { return SlurmClusterEnvironment::Info(); }
@@ -166,10 +176,11 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
         "  sharedPartitions: [pool]\n", "  nodeLabel: ", kSlurmNodeLabel, "\n", "  lendAfterSeconds: ", lend_after,
         "\n", "  returnAfterSeconds: ", return_after_, "\n",
         cancel_unrequeueable_ ? "" : "  cancelUnrequeueable: false\n",
-        shared_pool_ ? "  partitions: {pool: {sharing: shared}}\n" : "", "  pollIntervalSeconds: 0.5\n",
+        shared_pool_ ? absl::StrCat("  partitions: {pool: {sharing: ", pool_sharing_, "}}\n") : "",
+        "  pollIntervalSeconds: 0.5\n",
         "  firstPollWaitSeconds: ", first_poll_wait_, "\n", "  defaultQos: ", default_qos, "\n",
         "  reclaimPartition: ", Slurm().reclaim_partition, "\n", "  scontrolPath: \"", Slurm().bin_dir,
-        "/scontrol\"\n", "  slurmConf: \"", Slurm().slurm_conf, "\"\n");
+        "/scontrol\"\n", "  slurmConf: \"", Slurm().slurm_conf, "\"\n", extra_yaml_);
     auto stops = [&] { return CountSubstr(scheduler_->Log(), "stopping dead"); };
     const int stops_before = stops();
     auto s = scheduler_->Start(yaml, env);
@@ -324,28 +335,34 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(made.ok()) << made.status();
   }
   // sbatch of a 1-CPU, 100 MB job asking `gpus` GPUs in the pool partition; returns its id.
-  uint32_t SubmitGpus(const std::string& gpus) {
-    auto out = SlurmCommand(Slurm(), {"sbatch", "--parsable", "-p", "pool", "-N1", "-c1", "--mem=100", "-t", "10",
-                                      absl::StrCat("--gres=gpu:", gpus), "-o", "/dev/null", "--wrap=sleep 600"});
+  // `extra`: more sbatch options (e.g. -A <account>).
+  uint32_t SubmitGpus(const std::string& gpus, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {"sbatch", "--parsable", "-p", "pool", "-N1", "-c1", "--mem=100", "-t", "10",
+                                     absl::StrCat("--gres=gpu:", gpus), "-o", "/dev/null", "--wrap=sleep 600"};
+    argv.insert(argv.end() - 1, extra.begin(), extra.end());
+    auto out = SlurmCommand(Slurm(), argv);
     uint32_t id = 0;
     EXPECT_TRUE(out.ok() && absl::SimpleAtoi(absl::StripAsciiWhitespace(*out), &id)) << out.status();
     return id;
   }
-  // A pod asking 1 CPU, 100Mi and `gpus` GPUs, in QOS `qos`.
-  void CreateGpuPod(const std::string& name, const std::string& gpus, const std::string& qos) {
+  // A pod asking 1 CPU, 100Mi and `gpus` GPUs, in QOS `qos` (in namespace `ns`, this test's if empty).
+  void CreateGpuPod(const std::string& name, const std::string& gpus, const std::string& qos,
+                    const std::string& ns = "") {
+    const std::string& in = ns.empty() ? ns_ : ns;
     PodOptions o;
     o.qos = qos;
-    json pod = MakePod(name, ns_, o);
+    json pod = MakePod(name, in, o);
     pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = gpus;
     pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = gpus;
-    ASSERT_TRUE(Create(client_.get(), k8s::kPods, ns_, pod).ok()) << name;
+    ASSERT_TRUE(Create(client_.get(), k8s::kPods, in, pod).ok()) << name;
   }
-  // squeue's line for the pod's placeholder: id, state, node, CPUs, partition; empty if none.
-  std::vector<std::string> PodPlaceholder(const std::string& pod) {
+  // squeue's line for the pod's placeholder: id, state, node, CPUs, partition (and `more` squeue
+  // fields after them); empty if none.
+  std::vector<std::string> PodPlaceholder(const std::string& pod, const std::string& more = "") {
     auto p = GetPod(client_.get(), ns_, pod);
     if (!p.ok()) return {};
     auto q = SlurmCommand(Slurm(), {"squeue", "-h", "-n", absl::StrCat("onequeue-pod-", p->metadata.uid), "-o",
-                                    "%i %T %N %C %P"});
+                                    absl::StrCat("%i %T %N %C %P", more)});
     if (!q.ok()) return {};
     return absl::StrSplit(absl::StripAsciiWhitespace(*q), ' ', absl::SkipEmpty());
   }
@@ -355,7 +372,10 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
   int64_t return_after_ = 600;      // slurm.returnAfterSeconds of the next StartScheduler
   bool cancel_unrequeueable_ = true;  // slurm.cancelUnrequeueable of the next StartScheduler
   double first_poll_wait_ = 30;       // slurm.firstPollWaitSeconds of the next StartScheduler
-  bool shared_pool_ = false;          // slurm.partitions.pool.sharing: shared (issue 25)
+  bool shared_pool_ = false;          // slurm.partitions.pool.sharing: pool_sharing_ (issue 25)
+  std::string pool_sharing_ = "shared";
+  std::string extra_yaml_;            // appended to the next StartScheduler's configuration
+  std::vector<std::string> namespaces_;  // this test's namespaces: ns_ and AddNamespace's
   bool restd_stopped_ = false;      // slurmrestd stopped by the test: TearDown starts it again
   std::unique_ptr<k8s::RestClient> client_;
   std::unique_ptr<SchedulerProcess> scheduler_;
@@ -1368,6 +1388,53 @@ TEST_P(SlurmE2ETest, SharedNodeASlurmJobEvictsOnlyThePodBesideAnotherJob) {
   EXPECT_EQ(ShowJob(job)["Restarts"], "0");
   EXPECT_EQ(SlurmFence(1), "");
   EXPECT_FALSE(SlurmDrained(1));
+  std::cout << "[measured] scene took " << absl::FormatDuration(absl::Now() - began) << "\n";
+}
+
+// Issue 25 tenancy (docs/sharing.md section 6), on the 4-GPU node of a partition marked
+// `sharing: shared-same-tenant`, tenant a = this test's namespace + account acct-a, tenant b =
+// namespace <ns>-b + account acct-b: beside a running 2-GPU Slurm job of account acct-a, a 1-GPU
+// pod of tenant a binds, its placeholder in squeue under acct-a; a 1-GPU pod of tenant b, which
+// would fit by size (2 + 1 + 1 <= 4), waits with its reason naming the job. The local Slurm keeps
+// no accounting (accounting_storage/none): any account string is taken. One mechanism is enough.
+TEST_P(SlurmE2ETest, SharedSameTenantNodeTakesAPodOfTheJobsTenantAndKeepsAnotherTenantsPodWaiting) {
+  if (GetParam() != "placeholder") GTEST_SKIP() << "a shared node is never fenced: one mechanism is enough";
+  const absl::Time began = absl::Now();
+  const std::string ns_b = AddNamespace("b");
+  ASSERT_NO_FATAL_FAILURE(AddSharedGpuNode());
+  pool_sharing_ = "shared-same-tenant";
+  extra_yaml_ = absl::StrCat("sharing:\n  tenants:\n  - {name: a, namespaces: [", ns_,
+                             "], accounts: [acct-a]}\n  - {name: b, namespaces: [", ns_b, "], accounts: [acct-b]}\n");
+  const std::string node = K8sNode(1);
+  const uint32_t job = SubmitGpus("2", {"-A", "acct-a"});
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }));
+  EXPECT_EQ(ShowJob(job)["Account"], "acct-a");
+  ASSERT_NO_FATAL_FAILURE(StartScheduler(/*lend_after=*/1));
+  // Tenant a's pod binds beside the job, mirrored under acct-a.
+  ASSERT_NO_FATAL_FAILURE(CreateGpuPod("mine", "1", "batch"));
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("mine") == node; })) << PodNode("mine");
+  const std::vector<std::string> mine = PodPlaceholder("mine", " %a");
+  ASSERT_EQ(mine.size(), 6u);
+  EXPECT_EQ(mine[1], "RUNNING");
+  EXPECT_EQ(mine[2], Slurm().nodes[0]);
+  EXPECT_EQ(mine[5], "acct-a");
+  // Tenant b's pod would fit by size but waits, with the reason kubectl describe shows.
+  ASSERT_NO_FATAL_FAILURE(CreateGpuPod("theirs", "1", "batch", ns_b));
+  std::string reason;
+  EXPECT_TRUE(Eventually(kBindTimeout, [&] {
+    for (const auto& e : EventsWithReason(client_.get(), ns_b, "theirs", "FailedScheduling")) reason = e.note;
+    return !reason.empty();
+  }));
+  std::cout << "[scene] tenant b's pod waits: " << reason << "\n";
+  EXPECT_TRUE(absl::StrContains(reason, absl::StrCat("Slurm job ", job))) << reason;
+  EXPECT_TRUE(absl::StrContains(reason, "tenant a")) << reason;
+  absl::SleepFor(absl::Seconds(2));  // a few more cycles: still not bound
+  auto theirs = GetPod(client_.get(), ns_b, "theirs");
+  ASSERT_TRUE(theirs.ok());
+  EXPECT_EQ(theirs->node_name, "");
+  EXPECT_EQ(ShowJob(job)["JobState"], "RUNNING");
+  EXPECT_EQ(ShowJob(job)["Restarts"], "0");
+  EXPECT_EQ(SlurmFence(1), "");
   std::cout << "[measured] scene took " << absl::FormatDuration(absl::Now() - began) << "\n";
 }
 
