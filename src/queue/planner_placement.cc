@@ -244,8 +244,7 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   PlacementScratch& feasible = s_.placement;
   feasible.Begin(p.size());
   int64_t total = 0;
-  const int16_t tenant = s_.TenantId(w.tenant);
-  auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
+  auto copies_at = [&, tenant = s_.TenantId(w.tenant)](NodeIndex n, Time t) -> int64_t {
     if (!Usable(n, w, priority, eligible)) return 0;
     return p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, members, false, tenant);
   };
