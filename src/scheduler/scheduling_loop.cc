@@ -153,9 +153,9 @@ SnapshotOptions SchedulingLoop::ReadWorld(const KubeState& state, queue::Time no
   for (const auto& [uid, r] : mirrors_.records()) {
     if (r.state == MirrorState::kPlanned || r.state == MirrorState::kPlaceholderPending ||
         r.state == MirrorState::kPlaceholderRunning || r.state == MirrorState::kClaimed ||
-        r.state == MirrorState::kWaitingForVictims)
+        r.state == MirrorState::kWaitingForVictims || r.state == MirrorState::kSubmitUnknown)
       options.assumed_bindings.emplace(r.pod.key, r.node.node);
-    if (r.state == MirrorState::kClaimed || r.state == MirrorState::kWaitingForVictims) options.claims.insert(r.pod.key);
+    if (MirrorClaimStands(r)) options.claims.insert(r.pod.key);
   }
   if (preemptions_.HasEvictedPods()) {
     std::set<std::string_view> keys;
