@@ -234,7 +234,10 @@ bool SchedulingLoop::TakeNodes(const queue::Plan& plan, const std::string& workl
     const bool was_reserved = owners_.Of(node).reserved();
     const bool taken = lending_.TakeNodeFor(node, workload, slurm_records_, now, stats);
     // A reservation taken back this way is released by the write (the fence is re-tagged later).
-    if (taken && was_reserved && owners_.Of(node).kubernetes()) preemptions_.Consumed(node, /*fail_after=*/true);
+    if (taken && was_reserved && owners_.Of(node).kubernetes()) {
+      preemptions_.Consumed(node, /*fail_after=*/true);
+      retaken_this_cycle_.insert(node);
+    }
     ready = taken && ready;
   }
   return ready;
@@ -253,6 +256,7 @@ void SchedulingLoop::StartWorkloads(const queue::Plan& plan, const BuiltSnapshot
       if (!shared_nodes_.empty()) record_of[p->key] = p.get();
     }
   }
+  retaken_this_cycle_.clear();
   std::map<std::string, size_t, std::less<>> pending_index;
   for (size_t i = 0; i < built.snapshot->pending.size(); ++i) pending_index[built.snapshot->pending[i].id] = i;
   for (const auto& start : plan.starts) {
@@ -367,12 +371,19 @@ std::vector<queue::PreemptDecision> SchedulingLoop::WholeNodePreemptions(
   // Issue 25: a reservation is still a whole node (docs/sharing.md step 4, claims, is not built):
   // fencing a shared node would requeue the placeholders of the pods there. A preemption that
   // needs a shared node is not started; its preemptor waits.
-  if (shared_nodes_.empty()) return decisions;
+  // C1: nor is one that needs a node a higher-priority start took from a reservation this cycle
+  // (its pods are being bound there): it is planned again next cycle with them on the node, so a
+  // reservation never stands while a bind it did not see lands (b), and the fence is not flipped
+  // back within one cycle.
+  if (shared_nodes_.empty() && retaken_this_cycle_.empty()) return decisions;
   std::vector<queue::PreemptDecision> out;
   for (const queue::PreemptDecision& d : decisions) {
-    bool shared = false;
-    for (queue::NodeIndex n : d.member_nodes) shared = shared || snapshot.nodes[n].sharing == queue::NodeSharing::kShared;
-    if (!shared) out.push_back(d);
+    bool skip = false;
+    for (queue::NodeIndex n : d.member_nodes) {
+      skip = skip || snapshot.nodes[n].sharing == queue::NodeSharing::kShared ||
+             retaken_this_cycle_.count(snapshot.nodes[n].name) > 0;
+    }
+    if (!skip) out.push_back(d);
   }
   return out;
 }

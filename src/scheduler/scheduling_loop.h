@@ -391,6 +391,9 @@ class SchedulingLoop {
   // annotations do not change how it is scheduled); and the ignored edits already reported.
   AdmittedPods admitted_;
   std::set<std::string> reported_edits_;
+  // C1: the nodes a start took from a reservation this cycle (TakeNodes); no preemption reserves
+  // them again in the same cycle (WholeNodePreemptions).
+  std::set<std::string> retaken_this_cycle_;
   // Issue 25: pods on shared nodes, each mirrored by a Slurm placeholder; the shared nodes of the
   // last cycle (Kubernetes name -> both names and the shared partition).
   PodMirrors mirrors_;
