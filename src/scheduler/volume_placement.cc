@@ -164,6 +164,28 @@ VolumeVerdict VolumeIndex::Check(const PodRecord& pod, const std::vector<queue::
                           "\" may be bound to a pre-made PersistentVolume, which onequeue does not choose yet"));
       continue;
     }
+    // Being provisioned for a pod already placed: the node it selected, nothing to annotate.
+    if (auto user = running_user_.find(key); user != running_user_.end()) {
+      auto selected = claim.metadata.annotations.find(kSelectedNodeAnnotation);
+      if (selected == claim.metadata.annotations.end()) {
+        refuse(absl::StrCat("VolumeBinding: claim \"", name, "\" is used by pod ", user->second,
+                            ", which no node was selected for"));
+        continue;
+      }
+      Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return n.name == selected->second; });
+      if (v.allowed_nodes->empty()) {
+        refuse(absl::StrCat("VolumeBinding: claim \"", name, "\" is being provisioned on node ", selected->second,
+                            ", which this pod cannot use"));
+      }
+      continue;
+    }
+    // One node per claim: of pending pods sharing an unbound claim, the oldest chooses it.
+    if (auto first = first_pending_user_.find(key);
+        first != first_pending_user_.end() && first->second->key != pod.key) {
+      refuse(absl::StrCat("VolumeBinding: claim \"", name, "\" waits for pending pod ", first->second->key,
+                          " to choose its node first"));
+      continue;
+    }
     if (!storage_class.allowed_topologies.empty()) {
       const std::vector<queue::NodeSelectorTerm> terms = NodeAffinityTermsOf(storage_class.allowed_topologies);
       Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return queue::MatchesNodeAffinityTerms(n, terms); });

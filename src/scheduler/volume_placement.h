@@ -10,7 +10,9 @@
 //   the nodes to those its spec.nodeAffinity matches (a missing volume: no node). An unbound claim
 //   of a WaitForFirstConsumer class is provisioned where the pod goes: the nodes its class's
 //   allowedTopologies allow, and before binding the pod the loop annotates the claim
-//   volume.kubernetes.io/selected-node (kube-scheduler's PreBind). Not built, refused with the
+//   volume.kubernetes.io/selected-node (kube-scheduler's PreBind). Such a claim several pods
+//   use: the oldest pending one chooses the node, the others wait; once a pod using it is placed,
+//   they go to the node the annotation names. Not built, refused with the
 //   reason: a WaitForFirstConsumer claim that a pre-made PersistentVolume could satisfy (a class
 //   with no provisioner, or an Available volume of its class), which kube-scheduler binds itself.
 // - VolumeZone: a bound volume's zone and region labels (topology.kubernetes.io/* and the beta

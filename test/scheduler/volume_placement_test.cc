@@ -199,6 +199,22 @@ TEST(VolumeBindingTest, AnUnboundWaitForFirstConsumerClaimIsSelectedForThePodsNo
   EXPECT_THAT(built.claims_to_select.at("ns/q"), ElementsAre("ns/zonal"));
 }
 
+TEST(VolumeBindingTest, PodsSharingAWaitForFirstConsumerClaimFollowTheNodeTheFirstOneSelected) {
+  VolumeWorld w;
+  w.pods = {Pod("first", {"shared"}, "", "2026-11-21T09:00:00Z"), Pod("second", {"shared"})};
+  w.claims = {ClaimJson("shared", "wffc")};
+  w.classes = {ClassJson("wffc", "WaitForFirstConsumer")};
+  BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/first"), ElementsAre("n1", "n2"));
+  EXPECT_THAT(NodesFor(built, "ns/second"), ElementsAre(HasSubstr("waits for pending pod ns/first to choose its node first")));
+  // The first is bound to n2 and its claim names n2, the volume not made yet: the second follows.
+  w.pods[0] = Pod("first", {"shared"}, "n2", "2026-11-21T09:00:00Z");
+  w.claims[0]["metadata"]["annotations"][kSelectedNodeAnnotation] = "n2";
+  built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/second"), ElementsAre("n2"));
+  EXPECT_FALSE(built.claims_to_select.contains("ns/second"));
+}
+
 TEST(VolumeBindingTest, AWaitForFirstConsumerClaimAPreMadeVolumeCouldSatisfyIsRefusedAsNotBuilt) {
   VolumeWorld w;
   w.pods = {Pod("p", {"local"}), Pod("q", {"mixed"})};
