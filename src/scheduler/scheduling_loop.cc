@@ -281,6 +281,7 @@ void SchedulingLoop::StartWorkloads(const queue::Plan& plan, const BuiltSnapshot
       // Before the first view of Slurm a daemon does not know which nodes are shared: no pod is
       // bound while the configuration shares any partition (a fresh daemon's first cycles).
       if (!mirrors_rebuilt_ && slurm_ != nullptr && shares_nodes_) continue;
+      if (!SelectVolumeNodes(built, keys[i], node)) continue;  // bound once its claims name the node
       if (shared_nodes_.count(node)) {
         auto record = record_of.find(keys[i]);
         if (MirrorInsteadOfBinding(record == record_of.end() ? nullptr : record->second, node, now)) continue;
@@ -590,6 +591,18 @@ void SchedulingLoop::BindMirrored(const KubeState& state) {
                              " by onequeue; mirrored in Slurm by placeholder job ", r->job.value_or(0),
                              " (shared node)"));
   }
+}
+
+bool SchedulingLoop::SelectVolumeNodes(const BuiltSnapshot& built, const std::string& pod_key, const std::string& node) {
+  auto claims = built.claims_to_select.find(pod_key);
+  if (claims == built.claims_to_select.end()) return true;
+  for (const std::string& claim : claims->second) {
+    if (absl::Status s = actions_->SelectVolumeNode(claim, node); !s.ok()) {
+      spdlog::warn("annotating claim {} with node {} for pod {}: {}", claim, node, pod_key, s.ToString());
+      return false;  // planned again next cycle
+    }
+  }
+  return true;
 }
 
 void SchedulingLoop::SendBinding(const std::string& id, const std::string& key, const std::string& node,
