@@ -146,7 +146,7 @@ for _ in $(seq 60); do
   [ "$(k get nodes -l onequeue.io/owner=kubernetes -o name | wc -l)" -ge 4 ] && break
   sleep 0.5
 done
-say "An idle pool: onequeue owns gpu-1..4 for Kubernetes and fences them on the Slurm side (drain tagged onequeue:kubernetes); gpu-5, shared, is neither world's whole"
+say "An idle pool: onequeue owns gpu-1..4 for Kubernetes and fences them on the Slurm side (drain tagged onequeue:kubernetes); gpu-5, in the shared partition, gets no owner mark and no fence"
 owners
 S sinfo -N -o "%N %P %T %G %E"
 
@@ -162,13 +162,15 @@ pod notebook-2gpu interactive 2 "" 2 | k apply -f - >/dev/null
 split=""
 for _ in $(seq 80); do
   split=$(k get node gpu-5 -o jsonpath='{.metadata.annotations.onequeue\.io/split}')
-  [[ "$split" == *notebook-2gpu* && "$split" == *slurm/* ]] && break
+  [[ "$split" == *notebook-2gpu* && "$split" == *slurm/* ]] \
+    && [ "$(k -n research get pod notebook-2gpu -o jsonpath='{.status.phase}')" = Running ] && break
   sleep 0.25
 done
 run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" -n research get pod notebook-2gpu -o wide
 S squeue -p shared -o "%.6i %.9P %.8T %.8N %.5C %.13b %j"
 run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" describe node gpu-5 | sed -n '/^Annotations:/,/^CreationTimestamp:/p' \
   | grep -v '^CreationTimestamp:'
+echo "(kubectl describe cuts a long annotation; oq nodes prints the whole split)"
 oq nodes
 
 say "Slurm users submit 6 GPU batch jobs (4 GPUs each): onequeue orders them with the pods and lends every idle node"
