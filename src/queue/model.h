@@ -123,6 +123,10 @@ struct RunningWorkload {
   // Pods covered by one PodDisruptionBudget share a group; Snapshot::disruptions_allowed says
   // how many of them may be disrupted now. Empty: not covered.
   std::string disruption_budget_group;
+  // Issue 28: a pod group without an explicit QOS: its PriorityClass value (spec.priority, the
+  // highest of its pods; 0 without one). Pod groups without QOS preempt each other by this value,
+  // like kube-scheduler's DefaultPreemption (preemption.h). Empty: QOS rules only.
+  std::optional<int32_t> class_priority;
 };
 
 // A node label requirement (a nodeSelector entry is kIn with one value). kGt / kLt: the label's

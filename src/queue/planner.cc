@@ -425,7 +425,7 @@ absl::StatusOr<PlanDelta> QueuePlanner::OnArrival(const PendingWorkload& workloa
   const int32_t position = static_cast<int32_t>(pos - s.order.begin()) + 1;
   // Landing ahead of a reservation (or with preemption rights) changes what the workloads
   // behind it get: only a full cycle answers that correctly.
-  if (position <= s.last_reservation_position || (CanPreemptAnything(qos) && preemption_)) {
+  if (position <= s.last_reservation_position || ((CanPreemptAnything(qos) || internal::ByClass(w)) && preemption_)) {
     s.arrivals.pop_back();
     s.facts.pop_back();
     delta.needs_full_cycle = true;

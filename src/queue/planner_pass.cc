@@ -156,7 +156,7 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
   // 3. Start now if it fits without delaying any reservation (the profile holds them).
   if (StartsNow(turn)) return;
   // 4. Preempt, if its QOS may.
-  if (CanPreemptAnything(facts.qos) && Preempts(turn)) return;
+  if ((CanPreemptAnything(facts.qos) || ByClass(w)) && Preempts(turn)) return;
   // 5. Blocked: reserve, within the depth or when starving.
   const WaitReason reason = WhyBlocked(turn);
   // A promise is kept even past the depth (the depth may have been lowered since); a starving

@@ -1,5 +1,6 @@
 #include "queue/preemption.h"
 #include "queue/preemption_index.h"
+#include "queue/planner_state.h"
 
 #include <algorithm>
 #include <array>
@@ -21,6 +22,7 @@ using internal::IndexUnit;
 using internal::KindSlot;
 using internal::Span;
 using internal::VictimIndex;
+using internal::ByClass;
 
 const QosPolicy* FindQos(const QueueConfig& config, std::string_view name) {
   for (const QosPolicy& q : config.qos) {
@@ -245,6 +247,14 @@ bool VictimSearch::Candidate(int unit) const {
 
 bool VictimSearch::CandidateUncached(int unit) const {
   const IndexUnit& u = index_.unit(unit);
+  if (ByClass(*in_.preemptor)) {
+    // Issue 28 (kube-scheduler's rule): pod groups without QOS, of strictly lower PriorityClass.
+    if (!u.all_by_class || !(u.max_class_priority < in_.preemptor->priority_class_value.value_or(0)) ||
+        !u.all_preemptible || u.over_budget) {
+      return false;
+    }
+    return s_.excluded[unit] != s_.search;
+  }
   if (!(u.max_priority < in_.preemptor_priority) || !u.all_preemptible || u.over_budget) return false;
   for (uint32_t k = u.qos.begin; k < u.qos.end; ++k) {
     if (!s_.allowed_qos[index_.unit_qos[k]]) return false;
@@ -642,8 +652,9 @@ std::optional<PreemptionChoice> CheapestVictimsPlanner::Search(const PreemptionI
   if (in.snapshot == nullptr || in.config == nullptr || in.preemptor == nullptr) return std::nullopt;
   const PendingWorkload& p = *in.preemptor;
   if (p.members <= 0 || !p.may_preempt) return std::nullopt;  // preemptionPolicy: Never
-  const QosPolicy* qos = FindQos(*in.config, p.qos);
-  if (qos == nullptr || qos->can_preempt.empty()) return std::nullopt;
+  static const QosPolicy kByClass;  // issue 28: no QOS; Candidate compares PriorityClass values
+  const QosPolicy* qos = ByClass(p) ? &kByClass : FindQos(*in.config, p.qos);
+  if (qos == nullptr || (qos->can_preempt.empty() && !ByClass(p))) return std::nullopt;
   if (in.shared_snapshot != nullptr && in.shared_snapshot.get() == in.snapshot) {
     // One index per snapshot, kept across the searches of its cycles; one search at a time.
     std::lock_guard<std::mutex> lock(mu_);

@@ -81,6 +81,8 @@ void VictimIndex::BuildUnit(const Snapshot& snap, const QueueConfig& config, Tim
     if (u.first_id.empty() || r.id < u.first_id) u.first_id = r.id;
     u.run_time_lost += std::max<int64_t>(0, now - r.start_time);
     u.all_preemptible = u.all_preemptible && r.preemptible;
+    u.all_by_class = u.all_by_class && r.class_priority.has_value();
+    if (r.class_priority) u.max_class_priority = std::max(u.max_class_priority, *r.class_priority);
     auto [q, q_new] = qos_of.try_emplace(r.qos, static_cast<int>(qos_names_.size()));
     if (q_new) qos_names_.push_back(r.qos);
     if (std::find(unit_qos.begin() + u.qos.begin, unit_qos.end(), q->second) == unit_qos.end()) {

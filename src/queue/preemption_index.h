@@ -37,6 +37,9 @@ struct IndexUnit {
   std::string_view first_id;  // smallest workload id, for a deterministic order
   bool all_preemptible = true;
   bool over_budget = false;  // takes more pods from a budget group than it allows: never a victim
+  // Issue 28: every workload has a class_priority (pod groups without QOS); the highest of them.
+  bool all_by_class = true;
+  int32_t max_class_priority = INT32_MIN;
 };
 
 // Built once per snapshot (and `now`), shared by every victim search of a cycle: the victim units

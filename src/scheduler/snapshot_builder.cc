@@ -593,6 +593,8 @@ class SnapshotAssembler {
       const queue::Time waited = group.submit == queue::kForever ? 0 : std::max<queue::Time>(0, rw.start_time - group.submit);
       as_pending.submit_time = now_ - waited;
       rw.priority = calculator.Compute(as_pending).total;
+      // Issue 28: without QOS, pods preempt each other by PriorityClass (kube-scheduler's rule).
+      if (group.ranks_without_qos) rw.class_priority = group.priority_class.value_or(0);
       // One budget group per workload (the planner's model). A gang whose pods fall under
       // different budgets is in a group that allows nothing; one whose pods are partly under one
       // budget counts all its pods against that budget (over-counting refuses, never evicts).
