@@ -665,6 +665,7 @@ std::optional<PreemptionChoice> CheapestVictimsPlanner::Search(const PreemptionI
       c.snapshot = in.shared_snapshot;
       c.index.Build(*in.snapshot, *in.config, in.now);
     }
+    if (ByClass(p) && !(c.index.min_class_priority() < p.priority_class_value.value_or(0))) return std::nullopt;
     VictimSearch search(in, c.index, c.scratch, work_budget_, with_reason);
     std::optional<PreemptionChoice> choice = search.Run(*qos);
     if (no_room != nullptr) *no_room = !choice && search.NoRoom();
@@ -672,6 +673,7 @@ std::optional<PreemptionChoice> CheapestVictimsPlanner::Search(const PreemptionI
   }
   Cache local;  // a caller without a shared snapshot: an index for this search alone
   local.index.Build(*in.snapshot, *in.config, in.now);
+  if (ByClass(p) && !(local.index.min_class_priority() < p.priority_class_value.value_or(0))) return std::nullopt;
   VictimSearch search(in, local.index, local.scratch, work_budget_, with_reason);
   std::optional<PreemptionChoice> choice = search.Run(*qos);
   if (no_room != nullptr) *no_room = !choice && search.NoRoom();

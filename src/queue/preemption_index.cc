@@ -48,6 +48,12 @@ void VictimIndex::Build(const Snapshot& snap, const QueueConfig& config, Time no
     return std::tie(a.max_priority, a.run_time_lost, a.count, a.first_id) <
            std::tie(b.max_priority, b.run_time_lost, b.count, b.first_id);
   });
+  min_class_priority_ = INT32_MAX;
+  for (const IndexUnit& u : units_) {
+    if (u.all_by_class && u.all_preemptible && !u.over_budget) {
+      min_class_priority_ = std::min(min_class_priority_, u.max_class_priority);
+    }
+  }
   std::vector<IndexUnit> sorted;
   sorted.reserve(units_.size());
   for (int i : order) sorted.push_back(units_[i]);

@@ -72,6 +72,10 @@ class VictimIndex {
   }
   const std::vector<std::string_view>& qos_names() const { return qos_names_; }
   const std::vector<int>& budget_allowed() const { return budget_allowed_; }
+  // Issue 28: the lowest max_class_priority of a unit that could go by PriorityClass (every
+  // workload with a class_priority, preemptible, within budget); INT32_MAX when none: a
+  // preemptor by class below or at it has no candidate, and its search stops at once.
+  int32_t min_class_priority() const { return min_class_priority_; }
 
   std::vector<int> unit_workloads;
   std::vector<std::pair<NodeIndex, Resources>> frees;
@@ -96,6 +100,7 @@ class VictimIndex {
   std::vector<int> unit_of_running_;
   std::vector<std::string_view> qos_names_;
   std::vector<int> budget_allowed_;
+  int32_t min_class_priority_ = INT32_MAX;
 };
 
 

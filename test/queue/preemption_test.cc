@@ -232,6 +232,62 @@ TEST(Preemption, OnlyPreemptibleQosNamedByThePreemptorsQos) {
   EXPECT_FALSE(s.Choose().has_value());
 }
 
+// Issue 28, kube-scheduler's DefaultPreemption: a pod group without QOS preempts pod groups
+// without QOS (class_priority set) of strictly lower PriorityClass value, whatever their
+// multifactor priority; never a workload with a QOS, never equal or higher class.
+TEST(Preemption, WithoutQosAPodPreemptsPodsWithoutQosOfStrictlyLowerPriorityClass) {
+  Scenario s(1, 4000);
+  s.preemptor.qos = "";
+  s.preemptor.priority_class_value = 1000;
+  s.preemptor_priority = 1;  // the multifactor priority does not decide here
+  RunningWorkload& v = s.Run("v", {0}, 4000, /*priority=*/50);
+  v.class_priority = 1000;  // equal class: no
+  EXPECT_FALSE(s.Choose().has_value());
+  s.snapshot.running[0].class_priority = 2000;  // higher: no
+  EXPECT_FALSE(s.Choose().has_value());
+  s.snapshot.running[0].class_priority = 999;
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("v"));
+  s.snapshot.running[0].class_priority.reset();  // a workload with an explicit QOS: QOS rules only
+  EXPECT_FALSE(s.Choose().has_value());
+  s.snapshot.running[0].class_priority = 999;
+  s.snapshot.running[0].preemptible = false;  // the workload itself says no
+  EXPECT_FALSE(s.Choose().has_value());
+}
+
+TEST(Preemption, WithoutQosPreemptionPolicyNeverStillNeverPreempts) {
+  Scenario s(1, 4000);
+  s.preemptor.qos = "";
+  s.preemptor.priority_class_value = 1000;
+  s.Run("v", {0}, 4000, 1).class_priority = 0;
+  EXPECT_TRUE(s.Choose().has_value());
+  s.preemptor.may_preempt = false;
+  EXPECT_FALSE(s.Choose().has_value());
+}
+
+TEST(Preemption, WithoutQosVictimsAreStillTheFewestThenLowestPriority) {
+  Scenario s(3, 4000);
+  s.preemptor.qos = "";
+  s.preemptor.priority_class_value = 1000;
+  s.Run("a", {0}, 2000, 1).class_priority = 0;
+  s.Run("b", {0}, 2000, 1).class_priority = 0;
+  s.Run("c", {1}, 4000, 30).class_priority = 0;
+  s.Run("d", {2}, 4000, 20).class_priority = 0;
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("d"));
+}
+
+TEST(Preemption, ASlurmJobWithoutQosDoesNotPreemptByPriorityClass) {
+  Scenario s(1, 4000);
+  s.preemptor.qos = "";
+  s.preemptor.kind = WorkloadKind::kSlurmJob;
+  s.preemptor.priority_class_value = 1000;
+  s.Run("v", {0}, 4000, 1).class_priority = 0;
+  EXPECT_FALSE(s.Choose().has_value());
+}
+
 TEST(Preemption, NoDecisionWhenPreemptionCannotHelp) {
   Scenario s(2, 4000);
   s.Run("a", {0}, 4000, 1);
@@ -331,6 +387,41 @@ TEST(Preemption, TheDecisionIsOneAtomicStepWithItsReason) {
   auto plain = CheapestVictimsPlanner().Plan(s.Input());
   ASSERT_TRUE(plain.has_value());
   EXPECT_EQ(plain->victims, c->decision.victims);
+}
+
+// Issue 28 through the queue planner: a pod group without QOS and of a higher PriorityClass is
+// planned a preemption (the planner asks the hook without a preempting QOS), one with
+// preemptionPolicy: Never waits.
+TEST(Preemption, ThroughTheQueuePlannerAPodWithoutQosPreemptsByPriorityClass) {
+  auto snapshot = std::make_shared<Snapshot>();
+  Node n;
+  n.name = "n0";
+  n.allocatable = Cpu(4000);
+  snapshot->nodes.push_back(n);
+  RunningWorkload low;
+  low.id = "low";
+  low.allocations = {{0, Cpu(4000)}};
+  low.class_priority = 1;
+  low.expected_end = 100000;
+  snapshot->running.push_back(low);
+  PendingWorkload p;
+  p.id = "high";
+  p.per_member = Cpu(4000);
+  p.priority_class_value = 1000;
+  p.time_limit = 600;
+  snapshot->pending.push_back(p);
+  QueueConfig config;
+  CheapestVictimsPlanner victims;
+  QueuePlanner planner(config, &victims);
+  Plan plan = planner.PlanCycle(snapshot, 1000);
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_EQ(plan.preemptions[0].preemptor, "high");
+  EXPECT_THAT(plan.preemptions[0].victims, ElementsAre("low"));
+
+  snapshot = std::make_shared<Snapshot>(*snapshot);
+  snapshot->pending[0].may_preempt = false;
+  QueuePlanner again(config, &victims);
+  EXPECT_TRUE(again.PlanCycle(snapshot, 1000).preemptions.empty());
 }
 
 // Through the queue planner: the hook is called for a preempting QOS, the decision lands in the

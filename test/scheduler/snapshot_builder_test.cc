@@ -130,6 +130,22 @@ TEST(SnapshotBuilderTest, RunningAndPendingPodsAndOtherSchedulers) {
   EXPECT_EQ(s.pending[0].submit_time, 1795255200);  // 2026-11-21T10:00:00Z
 }
 
+// Issue 28: a running pod without a QOS annotation (and no namespace default) carries its
+// PriorityClass value (0 without one) for kube-scheduler's preemption rule; one with a QOS does not.
+TEST(SnapshotBuilderTest, ARunningPodWithoutQosCarriesItsPriorityClassForPreemption) {
+  k8s::Pod classed = MakePod("classed", {}, "n1", "1");
+  classed.priority = 7;
+  auto built = BuildSnapshot({MakeNode("n1")},
+                             {classed, MakePod("plain", {}, "n1", "1"),
+                              MakePod("qos", {{"onequeue.io/qos", "batch"}}, "n1", "1")},
+                             Options(), 0);
+  std::map<std::string, std::optional<int32_t>> class_of;
+  for (const queue::RunningWorkload& r : built.snapshot->running) class_of[r.id] = r.class_priority;
+  EXPECT_EQ(class_of["ns/classed"], std::optional<int32_t>(7));
+  EXPECT_EQ(class_of["ns/plain"], std::optional<int32_t>(0));
+  EXPECT_EQ(class_of["ns/qos"], std::nullopt);
+}
+
 // Issue 25 step 4: a pod holding a sub-node preemption claim (assumed on its node while its
 // victims leave) counts there as running but is never a victim; the other assumed pod is.
 TEST(SnapshotBuilderTest, APodHoldingAClaimCountsOnItsNodeButIsNoVictim) {
