@@ -37,10 +37,11 @@ inline Duration RunDuration(const PendingWorkload& w) {
 inline bool CanPreemptAnything(const QosPolicy* q) { return q != nullptr && !q->can_preempt.empty(); }
 
 // Issue 28, kube-scheduler's DefaultPreemption for pods onequeue manages without a QOS: a pod
-// group without an explicit QOS preempts (unless preemptionPolicy: Never) pod groups without QOS
-// of strictly lower PriorityClass value (RunningWorkload::class_priority). QOS rules otherwise.
+// group without an explicit QOS and with a PriorityClass value (spec.priority, which the
+// apiserver always sets) preempts (unless preemptionPolicy: Never) pod groups without QOS of
+// strictly lower PriorityClass value (RunningWorkload::class_priority). QOS rules otherwise.
 inline bool ByClass(const PendingWorkload& w) {
-  return w.kind == WorkloadKind::kPodGroup && w.qos.empty() && w.may_preempt;
+  return w.kind == WorkloadKind::kPodGroup && w.qos.empty() && w.may_preempt && w.priority_class_value.has_value();
 }
 
 }  // namespace internal
