@@ -19,15 +19,13 @@ work=$(cd "$work" && pwd)
 focus=${ONEQUEUE_CONFORMANCE_FOCUS:-'\[sig-scheduling\].*\[Conformance\]'}
 nodes=${ONEQUEUE_CONFORMANCE_NODES:-2}
 # Skipped by name (regexps joined with |). SKIP: specs that need what kwok nodes cannot give
-# (none of the 11 does). OPEN: specs onequeue fails today (docs/e2e.md, "Conformance": a pod's
-# PriorityClass alone does not let it preempt; onequeue preempts by QOS, `canPreempt`), skipped so
-# the target proves what works; ONEQUEUE_CONFORMANCE_OPEN=1 runs them too (each fails after its
-# 2-5 minute timeout).
+# (none of the 11 does). OPEN: specs onequeue fails today (docs/e2e.md, "Conformance": a pod
+# without QOS preempts by PriorityClass, but onequeue picks the fewest victims, then the lowest
+# multifactor priority, where kube-scheduler picks the lowest PriorityClass), skipped so the
+# target proves what works; ONEQUEUE_CONFORMANCE_OPEN=1 runs them too (each fails in 1-5 minutes).
 SKIP=()
 OPEN=(
   'SchedulerPreemption validates basic preemption works'
-  'SchedulerPreemption validates lower priority pod preemption by critical pod'
-  'SchedulerPreemption validates pod disruption condition is added to the preempted pod'
   'SchedulerPreemption PreemptionExecutionPath runs ReplicaSets to verify preemption running path'
 )
 [ "${ONEQUEUE_CONFORMANCE_OPEN:-0}" = 1 ] || SKIP+=("${OPEN[@]}")
