@@ -75,13 +75,6 @@ UsageOptions UsageOptionsOf(const Config& config) {
   return o;
 }
 
-// Whether a start places its workload on a shared node (issue 25).
-static bool OnSharedNode(const queue::StartDecision& start, const queue::Snapshot& snapshot) {
-  return std::any_of(start.member_nodes.begin(), start.member_nodes.end(), [&](queue::NodeIndex n) {
-    return snapshot.nodes[n].sharing == queue::NodeSharing::kShared;
-  });
-}
-
 SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, ClusterActions* actions,
                                SlurmActions* slurm, Failpoint failpoint)
     : config_(config),
@@ -104,7 +97,6 @@ SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, Cl
 
 CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   CycleStats stats;
-  plan_lacks_mirrors_ = false;
   if (RunArrivalCycle(now, &stats)) return stats;
   const std::shared_ptr<const KubeState> state = view_->State();
   const std::shared_ptr<const slurm::SlurmView> slurm_view =
@@ -268,7 +260,6 @@ void SchedulingLoop::StartWorkloads(const queue::Plan& plan, const BuiltSnapshot
   for (size_t i = 0; i < built.snapshot->pending.size(); ++i) pending_index[built.snapshot->pending[i].id] = i;
   for (const auto& start : plan.starts) {
     if (SlurmJobOf(start.workload)) {
-      if (plan_lacks_mirrors_ && OnSharedNode(start, *built.snapshot)) continue;  // G3: the next cycle
       for (const std::string& node : lending_.StartJob(start, built, slurm_records_, now, touched, stats)) {
         preemptions_.Consumed(node, /*fail_after=*/false);
       }
@@ -290,7 +281,6 @@ void SchedulingLoop::StartWorkloads(const queue::Plan& plan, const BuiltSnapshot
       // bound while the configuration shares any partition (a fresh daemon's first cycles).
       if (!mirrors_rebuilt_ && slurm_ != nullptr && shares_nodes_) continue;
       if (shared_nodes_.count(node)) {
-        if (plan_lacks_mirrors_) continue;  // G3: the plan did not count the claims read back
         auto record = record_of.find(keys[i]);
         if (MirrorInsteadOfBinding(record == record_of.end() ? nullptr : record->second, node, now)) continue;
       }
@@ -393,7 +383,7 @@ std::vector<queue::PreemptDecision> SchedulingLoop::WholeNodePreemptions(
 void SchedulingLoop::StartSubNodePreemptions(const std::vector<queue::PreemptDecision>& decisions,
                                              const KubeState& state, const PreemptionCycle& c) {
   if (shared_nodes_.empty() || slurm_ == nullptr || !mirrors_rebuilt_) return;
-  for (const queue::PreemptDecision& d : plan_lacks_mirrors_ ? std::vector<queue::PreemptDecision>{} : decisions) {
+  for (const queue::PreemptDecision& d : decisions) {
     if (d.member_nodes.size() != 1 || d.victims.empty()) continue;
     auto node = shared_nodes_.find(c.built.snapshot->nodes[d.member_nodes[0]].name);
     auto pods = c.built.pending_pods.find(d.preemptor);
@@ -423,7 +413,7 @@ void SchedulingLoop::StartSubNodeJobPreemptions(const std::vector<queue::Preempt
   std::set<std::string> shared;
   for (const auto& [name, node] : shared_nodes_) shared.insert(name);
   job_claims_.Advance(*c.slurm.view->jobs, shared, c.now);
-  for (const queue::PreemptDecision& d : plan_lacks_mirrors_ ? std::vector<queue::PreemptDecision>{} : decisions) {
+  for (const queue::PreemptDecision& d : decisions) {
     const std::optional<uint32_t> job = SlurmJobOf(d.preemptor);
     // A gang (a job of several nodes) or an array task on a shared node waits (not built).
     if (!job || ArrayTaskOf(d.preemptor) || d.member_nodes.size() != 1 || d.victims.empty()) continue;
@@ -516,7 +506,6 @@ void SchedulingLoop::AdvanceMirrors(const KubeState& state, const slurm::SlurmVi
   if (!mirrors_rebuilt_) {
     mirrors_.Rebuild(placeholders, pods, shared_nodes_, now);
     mirrors_rebuilt_ = true;
-    plan_lacks_mirrors_ = !mirrors_.records().empty();
   } else {
     mirrors_.AdoptUnmirrored(pods, shared_nodes_, now);
   }

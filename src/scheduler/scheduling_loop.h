@@ -395,10 +395,6 @@ class SchedulingLoop {
   // last cycle (Kubernetes name -> both names and the shared partition).
   PodMirrors mirrors_;
   bool mirrors_rebuilt_ = false;
-  // Issue 25 G3: the records were rebuilt in this cycle, after its plan was made without them (a
-  // restarted daemon's first cycle with Slurm's view): the plan does not count the claims read
-  // back, so nothing is started on a shared node, and no new claim made, until the next cycle.
-  bool plan_lacks_mirrors_ = false;
   bool shares_nodes_ = false;  // the configuration has a partition with sharing: shared
   std::map<std::string, MirrorNode> shared_nodes_;
   // Issue 25 step 4: Slurm jobs holding room on a shared node until their victims are gone; read
