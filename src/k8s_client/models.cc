@@ -343,6 +343,15 @@ absl::StatusOr<Pod> Pod::FromJson(const json& j) {
     for (const json& c : Array(spec, "initContainers")) p.init_containers.push_back(ParseContainer(c));
     for (const json& g : Array(spec, "schedulingGates")) p.scheduling_gates.push_back(Str(g, "name"));
     for (const json& c : Array(spec, "resourceClaims")) p.resource_claims.push_back(Str(c, "name"));
+    for (const json& v : Array(spec, "volumes")) {
+      if (const json& pvc = Field(v, "persistentVolumeClaim"); pvc.is_object()) {
+        p.volume_claims.push_back(Str(pvc, "claimName"));
+      } else if (Field(v, "ephemeral").is_object()) {
+        p.volume_claims.push_back(absl::StrCat(p.metadata.name, "-", Str(v, "name")));
+      }
+    }
+    std::sort(p.volume_claims.begin(), p.volume_claims.end());
+    p.volume_claims.erase(std::unique(p.volume_claims.begin(), p.volume_claims.end()), p.volume_claims.end());
     p.overhead = Resources(spec, "overhead");
     p.pod_level_requests = Resources(Field(spec, "resources"), "requests");
     const json& status = Field(j, "status");
@@ -368,6 +377,65 @@ absl::StatusOr<Node> Node::FromJson(const json& j) {
     n.allocatable = Resources(status, "allocatable");
     n.conditions = Conditions(status);
     return n;
+  });
+}
+
+namespace {
+std::vector<std::string> StrList(const json& j, const char* key) {
+  std::vector<std::string> out;
+  for (const json& v : Array(j, key)) {
+    if (!v.is_string()) throw ModelError(absl::StrCat(key, " holds a non-string"));
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+}  // namespace
+
+absl::StatusOr<PersistentVolumeClaim> PersistentVolumeClaim::FromJson(const json& j) {
+  return Guarded<PersistentVolumeClaim>("PersistentVolumeClaim", j, [&] {
+    PersistentVolumeClaim c;
+    c.metadata = Meta(j);
+    const json& spec = Field(j, "spec");
+    if (!Field(spec, "storageClassName").is_null()) c.storage_class_name = Str(spec, "storageClassName");
+    c.volume_name = Str(spec, "volumeName");
+    c.access_modes = StrList(spec, "accessModes");
+    c.phase = Str(Field(j, "status"), "phase");
+    return c;
+  });
+}
+
+absl::StatusOr<PersistentVolume> PersistentVolume::FromJson(const json& j) {
+  return Guarded<PersistentVolume>("PersistentVolume", j, [&] {
+    PersistentVolume v;
+    v.metadata = Meta(j);
+    const json& spec = Field(j, "spec");
+    v.storage_class_name = Str(spec, "storageClassName");
+    v.access_modes = StrList(spec, "accessModes");
+    for (const json& term : Array(Field(Field(spec, "nodeAffinity"), "required"), "nodeSelectorTerms")) {
+      v.node_affinity.push_back({Requirements(term, "matchExpressions"), Requirements(term, "matchFields")});
+    }
+    const json& ref = Field(spec, "claimRef");
+    v.claim_namespace = Str(ref, "namespace");
+    v.claim_name = Str(ref, "name");
+    v.phase = Str(Field(j, "status"), "phase");
+    return v;
+  });
+}
+
+absl::StatusOr<StorageClass> StorageClass::FromJson(const json& j) {
+  return Guarded<StorageClass>("StorageClass", j, [&] {
+    StorageClass sc;
+    sc.metadata = Meta(j);
+    sc.provisioner = Str(j, "provisioner");
+    sc.volume_binding_mode = Str(j, "volumeBindingMode");
+    for (const json& t : Array(j, "allowedTopologies")) {
+      NodeSelectorTerm term;
+      for (const json& e : Array(t, "matchLabelExpressions")) {
+        term.match_expressions.push_back({Str(e, "key"), "In", StrList(e, "values")});
+      }
+      sc.allowed_topologies.push_back(std::move(term));
+    }
+    return sc;
   });
 }
 

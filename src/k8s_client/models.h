@@ -120,6 +120,10 @@ struct Pod {
   std::optional<int64_t> active_deadline_seconds;
   std::vector<std::string> scheduling_gates;  // spec.schedulingGates[].name
   std::vector<std::string> resource_claims;   // spec.resourceClaims[].name (DynamicResources)
+  // The PersistentVolumeClaims its volumes use, by name in its namespace: each
+  // persistentVolumeClaim.claimName, and for a generic ephemeral volume "<pod>-<volume>" (the
+  // claim the ephemeral controller makes). Sorted, without repeats.
+  std::vector<std::string> volume_claims;
   // status
   std::string phase, nominated_node_name;
   std::vector<Condition> conditions;
@@ -198,6 +202,41 @@ struct Event {
 
   static absl::StatusOr<Event> FromJson(const nlohmann::json& j);
   nlohmann::json ToJson() const;
+};
+
+// core/v1 PersistentVolumeClaim: what VolumeBinding, VolumeZone and VolumeRestrictions read.
+struct PersistentVolumeClaim {
+  ObjectMeta metadata;
+  std::optional<std::string> storage_class_name;  // spec.storageClassName; none: no class asked
+  std::string volume_name;                        // spec.volumeName: the PV it is bound to
+  std::vector<std::string> access_modes;          // spec.accessModes
+  std::string phase;                              // status.phase: Pending, Bound, Lost
+
+  static absl::StatusOr<PersistentVolumeClaim> FromJson(const nlohmann::json& j);
+};
+
+// core/v1 PersistentVolume.
+struct PersistentVolume {
+  ObjectMeta metadata;  // labels: topology.kubernetes.io/zone and region (VolumeZone)
+  std::string storage_class_name;
+  std::vector<std::string> access_modes;
+  // spec.nodeAffinity.required.nodeSelectorTerms (ORed); empty: any node.
+  std::vector<NodeSelectorTerm> node_affinity;
+  std::string claim_namespace, claim_name;  // spec.claimRef
+  std::string phase;                        // status.phase: Available, Bound, Released, Failed
+
+  static absl::StatusOr<PersistentVolume> FromJson(const nlohmann::json& j);
+};
+
+// storage.k8s.io/v1 StorageClass.
+struct StorageClass {
+  ObjectMeta metadata;
+  std::string provisioner;
+  std::string volume_binding_mode;  // Immediate (default) or WaitForFirstConsumer
+  // allowedTopologies[].matchLabelExpressions as node selector terms (ORed); empty: anywhere.
+  std::vector<NodeSelectorTerm> allowed_topologies;
+
+  static absl::StatusOr<StorageClass> FromJson(const nlohmann::json& j);
 };
 
 // ObjectMeta parsing shared by the models (and by the informer for unknown kinds).

@@ -36,6 +36,9 @@ inline const ResourceType kPriorityClasses{"/apis/scheduling.k8s.io/v1", "priori
 inline const ResourceType kPodDisruptionBudgets{"/apis/policy/v1", "poddisruptionbudgets", true};
 inline const ResourceType kLeases{"/apis/coordination.k8s.io/v1", "leases", true};
 inline const ResourceType kEvents{"/apis/events.k8s.io/v1", "events", true};
+inline const ResourceType kPersistentVolumeClaims{"/api/v1", "persistentvolumeclaims", true};
+inline const ResourceType kPersistentVolumes{"/api/v1", "persistentvolumes", false};
+inline const ResourceType kStorageClasses{"/apis/storage.k8s.io/v1", "storageclasses", false};
 
 // Empty namespace on a namespaced type = all namespaces.
 std::string CollectionPath(const ResourceType& type, const std::string& ns);

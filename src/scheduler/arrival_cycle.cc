@@ -124,7 +124,7 @@ bool SchedulingLoop::SortChanges(const KubeChanges& changes, ArrivalChanges* out
     if (pod.scheduler_name != config_.scheduler_name || pod.gated) continue;
     // A gang member (its group may be complete now), or a rule that reads the pods bound where.
     if (pod.terminal || pod.deleting || !pod.group.empty() || !pod.group_size.empty() ||
-        HasInterPodRules(pod)) {
+        HasInterPodRules(pod) || !pod.claims.empty()) {  // volumes: read over the whole snapshot
       return false;
     }
     out->arrivals.push_back(&pod);

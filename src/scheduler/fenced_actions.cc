@@ -86,6 +86,11 @@ absl::Status FencedClusterActions::AnnotateNode(const std::string& node, const s
   return inner_->AnnotateNode(node, key, value);
 }
 
+absl::Status FencedClusterActions::SelectVolumeNode(const std::string& claim_key, const std::string& node) {
+  if (absl::Status s = Admit(absl::StrCat("selected node of claim ", claim_key)); !s.ok()) return s;
+  return inner_->SelectVolumeNode(claim_key, node);
+}
+
 absl::Status FencedClusterActions::Nominate(const std::string& pod_key, const std::string& node) {
   if (absl::Status s = Admit(absl::StrCat("nomination of ", pod_key, " to '", node, "'")); !s.ok()) return s;
   return inner_->Nominate(pod_key, node);

@@ -187,6 +187,8 @@ std::string NodeVerdict(const CycleStatus& st, const queue::PendingWorkload& w, 
   if (w.eligibility.allowed_nodes.has_value()) {
     const auto& allowed = *w.eligibility.allowed_nodes;
     if (std::find(allowed.begin(), allowed.end(), node.name) == allowed.end()) {
+      // A pod's allowed nodes are its volumes' (volume_placement.h), a Slurm job's its partition's.
+      if (!slurm_job) return "its volumes cannot be used here (PersistentVolume node affinity, zone or storage class topology)";
       return absl::StrCat("not a node of partition ", w.partition);
     }
   }

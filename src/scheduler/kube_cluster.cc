@@ -1,5 +1,7 @@
 #include "scheduler/kube_cluster.h"
 
+#include "scheduler/volume_placement.h"
+
 #include <atomic>
 #include <utility>
 
@@ -276,6 +278,14 @@ absl::Status KubeClusterActions::AnnotateNode(const std::string& node, const std
   nlohmann::json patch = {
       {"metadata", {{"annotations", {{key, value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value)}}}}}};
   return client_->Patch(k8s::ObjectPath(k8s::kNodes, "", node), patch, "application/merge-patch+json").status();
+}
+
+absl::Status KubeClusterActions::SelectVolumeNode(const std::string& claim_key, const std::string& node) {
+  auto [ns, name] = SplitKey(claim_key);
+  nlohmann::json patch = {{"metadata", {{"annotations", {{kSelectedNodeAnnotation, node}}}}}};
+  return client_->Patch(k8s::ObjectPath(k8s::kPersistentVolumeClaims, ns, name), patch,
+                        "application/merge-patch+json")
+      .status();
 }
 
 absl::Status KubeClusterActions::Nominate(const std::string& pod_key, const std::string& node) {

@@ -42,6 +42,47 @@ void KubeSource::DeleteBudget(const k8s::PodDisruptionBudget& pdb) {
   if (budgets_.erase(pdb.metadata.Key()) > 0) last_other_change_ = ++generation_;
 }
 
+namespace {
+// A volume object changed: no pod's record moves, so it is an "other" change (a full cycle).
+template <typename T>
+void Upsert(std::map<std::string, std::shared_ptr<const T>>& into, const T& object) {
+  into[object.metadata.Key()] = std::make_shared<const T>(object);
+}
+}  // namespace
+
+void KubeSource::UpsertClaim(const k8s::PersistentVolumeClaim& claim) {
+  absl::MutexLock lock(&mu_);
+  Upsert(claims_, claim);
+  last_other_change_ = ++generation_;
+}
+
+void KubeSource::DeleteClaim(const k8s::PersistentVolumeClaim& claim) {
+  absl::MutexLock lock(&mu_);
+  if (claims_.erase(claim.metadata.Key()) > 0) last_other_change_ = ++generation_;
+}
+
+void KubeSource::UpsertVolume(const k8s::PersistentVolume& volume) {
+  absl::MutexLock lock(&mu_);
+  Upsert(volumes_, volume);
+  last_other_change_ = ++generation_;
+}
+
+void KubeSource::DeleteVolume(const k8s::PersistentVolume& volume) {
+  absl::MutexLock lock(&mu_);
+  if (volumes_.erase(volume.metadata.Key()) > 0) last_other_change_ = ++generation_;
+}
+
+void KubeSource::UpsertClass(const k8s::StorageClass& storage_class) {
+  absl::MutexLock lock(&mu_);
+  Upsert(classes_, storage_class);
+  last_other_change_ = ++generation_;
+}
+
+void KubeSource::DeleteClass(const k8s::StorageClass& storage_class) {
+  absl::MutexLock lock(&mu_);
+  if (classes_.erase(storage_class.metadata.Key()) > 0) last_other_change_ = ++generation_;
+}
+
 std::shared_ptr<const KubeState> KubeSource::State() const {
   absl::MutexLock lock(&mu_);
   if (state_ != nullptr && state_->generation == generation_) return state_;
@@ -53,6 +94,9 @@ std::shared_ptr<const KubeState> KubeSource::State() const {
   for (const auto& [key, p] : pods_) state->pods.push_back(p);
   state->budgets.reserve(budgets_.size());
   for (const auto& [key, b] : budgets_) state->budgets.push_back(b);
+  for (const auto& [key, c] : claims_) state->claims.push_back(c);
+  for (const auto& [key, v] : volumes_) state->volumes.push_back(v);
+  for (const auto& [key, c] : classes_) state->classes.push_back(c);
   state_ = std::move(state);
   return state_;
 }

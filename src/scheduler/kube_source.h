@@ -25,6 +25,13 @@ class KubeSource {
   void DeleteNode(const k8s::Node& node);
   void UpsertBudget(const k8s::PodDisruptionBudget& pdb);
   void DeleteBudget(const k8s::PodDisruptionBudget& pdb);
+  // Volumes (volume_placement.h): claims, persistent volumes, storage classes.
+  void UpsertClaim(const k8s::PersistentVolumeClaim& claim);
+  void DeleteClaim(const k8s::PersistentVolumeClaim& claim);
+  void UpsertVolume(const k8s::PersistentVolume& volume);
+  void DeleteVolume(const k8s::PersistentVolume& volume);
+  void UpsertClass(const k8s::StorageClass& storage_class);
+  void DeleteClass(const k8s::StorageClass& storage_class);
 
   // The current state; the same object as last time when nothing changed.
   std::shared_ptr<const KubeState> State() const;
@@ -40,6 +47,9 @@ class KubeSource {
   std::map<std::string, std::shared_ptr<const PodRecord>> pods_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<const NodeRecord>> nodes_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<const BudgetRecord>> budgets_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<const k8s::PersistentVolumeClaim>> claims_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<const k8s::PersistentVolume>> volumes_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<const k8s::StorageClass>> classes_ ABSL_GUARDED_BY(mu_);
   mutable std::shared_ptr<const KubeState> state_ ABSL_GUARDED_BY(mu_);
   // The recent pod upserts (generation -> pod key), at most kChangeLogSize of them; the changes
   // since a generation older than `log_starts_after_` are no longer known.

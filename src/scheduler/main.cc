@@ -403,9 +403,37 @@ class Daemon {
         [this](const k8s::PodDisruptionBudget& b) { kube_source_.DeleteBudget(b); trigger_.Fire(); }};
     budgets_ = std::make_unique<k8s::Informer<k8s::PodDisruptionBudget>>(client_.get(), k8s::kPodDisruptionBudgets,
                                                                           informer_options, budget_handlers);
+    // Volumes (VolumeBinding, VolumeZone, VolumeRestrictions: volume_placement.h).
+    k8s::InformerHandlers<k8s::PersistentVolumeClaim> claim_handlers{
+        [this](const k8s::PersistentVolumeClaim& c) { kube_source_.UpsertClaim(c); trigger_.Fire(); },
+        [this](const k8s::PersistentVolumeClaim&, const k8s::PersistentVolumeClaim& c) {
+          kube_source_.UpsertClaim(c);
+          trigger_.Fire();
+        },
+        [this](const k8s::PersistentVolumeClaim& c) { kube_source_.DeleteClaim(c); trigger_.Fire(); }};
+    k8s::InformerHandlers<k8s::PersistentVolume> volume_handlers{
+        [this](const k8s::PersistentVolume& v) { kube_source_.UpsertVolume(v); trigger_.Fire(); },
+        [this](const k8s::PersistentVolume&, const k8s::PersistentVolume& v) {
+          kube_source_.UpsertVolume(v);
+          trigger_.Fire();
+        },
+        [this](const k8s::PersistentVolume& v) { kube_source_.DeleteVolume(v); trigger_.Fire(); }};
+    k8s::InformerHandlers<k8s::StorageClass> class_handlers{
+        [this](const k8s::StorageClass& c) { kube_source_.UpsertClass(c); trigger_.Fire(); },
+        [this](const k8s::StorageClass&, const k8s::StorageClass& c) { kube_source_.UpsertClass(c); trigger_.Fire(); },
+        [this](const k8s::StorageClass& c) { kube_source_.DeleteClass(c); trigger_.Fire(); }};
+    claims_ = std::make_unique<k8s::Informer<k8s::PersistentVolumeClaim>>(client_.get(), k8s::kPersistentVolumeClaims,
+                                                                           informer_options, claim_handlers);
+    volumes_ = std::make_unique<k8s::Informer<k8s::PersistentVolume>>(client_.get(), k8s::kPersistentVolumes,
+                                                                       informer_options, volume_handlers);
+    classes_ = std::make_unique<k8s::Informer<k8s::StorageClass>>(client_.get(), k8s::kStorageClasses,
+                                                                   informer_options, class_handlers);
     nodes_->Start();
     pods_->Start();
     budgets_->Start();
+    claims_->Start();
+    volumes_->Start();
+    classes_->Start();
   }
 
   int StartLeaderElection(const k8s::ClientConfig& kc) {
@@ -449,7 +477,8 @@ class Daemon {
   // False when stopped while waiting.
   bool WaitForInformersAndFirstPoll() {
     while (!nodes_->WaitForSync(absl::Seconds(1)) || !pods_->WaitForSync(absl::Seconds(1)) ||
-           !budgets_->WaitForSync(absl::Seconds(1))) {
+           !budgets_->WaitForSync(absl::Seconds(1)) || !claims_->WaitForSync(absl::Seconds(1)) ||
+           !volumes_->WaitForSync(absl::Seconds(1)) || !classes_->WaitForSync(absl::Seconds(1))) {
       loop_health_.Beat();  // waiting, not stuck: a large cluster's first list takes a while
       if (!trigger_.Wait(absl::ZeroDuration())) return false;
       spdlog::info("waiting for the pod and node informers to sync");
@@ -567,6 +596,9 @@ class Daemon {
     stop_lease_.Notify();
     if (lease_thread_.joinable()) lease_thread_.join();
     if (budgets_) budgets_->Stop();
+    if (claims_) claims_->Stop();
+    if (volumes_) volumes_->Stop();
+    if (classes_) classes_->Stop();
     if (pods_) pods_->Stop();
     if (nodes_) nodes_->Stop();
     if (server_) server_->Shutdown();
@@ -589,6 +621,9 @@ class Daemon {
   std::unique_ptr<k8s::Informer<k8s::Node>> nodes_;
   std::unique_ptr<k8s::Informer<k8s::Pod>> pods_;
   std::unique_ptr<k8s::Informer<k8s::PodDisruptionBudget>> budgets_;
+  std::unique_ptr<k8s::Informer<k8s::PersistentVolumeClaim>> claims_;
+  std::unique_ptr<k8s::Informer<k8s::PersistentVolume>> volumes_;
+  std::unique_ptr<k8s::Informer<k8s::StorageClass>> classes_;
   std::unique_ptr<k8s::RestClient> lease_rest_client_, loop_writer_;
   std::unique_ptr<k8s::SchedulerApi> lease_api_;
   std::unique_ptr<LeaderElector> elector_;

@@ -114,6 +114,9 @@ class TimedClusterActions final : public ClusterActions {
   absl::Status AnnotateNode(const std::string& node, const std::string& key, const std::string& value) override {
     return inner_->AnnotateNode(node, key, value);
   }
+  absl::Status SelectVolumeNode(const std::string& claim_key, const std::string& node) override {
+    return inner_->SelectVolumeNode(claim_key, node);
+  }
   absl::Status Nominate(const std::string& pod_key, const std::string& node) override {
     return inner_->Nominate(pod_key, node);
   }

@@ -27,6 +27,7 @@ const char* MirrorStateName(MirrorState s) {
     case MirrorState::kUndone: return "Undone";
     case MirrorState::kClaimed: return "Claimed";
     case MirrorState::kWaitingForVictims: return "WaitingForVictims";
+    case MirrorState::kSubmitUnknown: return "SubmitUnknown";
   }
   return "?";
 }
@@ -43,6 +44,7 @@ const char* MirrorEventName(MirrorEvent e) {
     case MirrorEvent::kClaimSubmitted: return "claim-submitted";
     case MirrorEvent::kVictimsAsked: return "victims-asked";
     case MirrorEvent::kBoundWhilePending: return "bound-while-pending";
+    case MirrorEvent::kSubmitTimedOut: return "submit-timed-out";
   }
   return "?";
 }
@@ -58,7 +60,7 @@ struct Transition {
 using S = MirrorState;
 using E = MirrorEvent;
 // The machine, whole.
-constexpr std::array<Transition, 22> kTransitions = {{
+constexpr std::array<Transition, 26> kTransitions = {{
     {S::kPlanned, E::kSubmitted, S::kPlaceholderPending},
     {S::kPlaceholderPending, E::kRunningSeen, S::kPlaceholderRunning},
     {S::kPlaceholderRunning, E::kPodBound, S::kBound},
@@ -87,6 +89,11 @@ constexpr std::array<Transition, 22> kTransitions = {{
     {S::kWaitingForVictims, E::kRunningSeen, S::kPlaceholderRunning},
     {S::kClaimed, E::kUndo, S::kUndoing},
     {S::kWaitingForVictims, E::kUndo, S::kUndoing},
+    // C1: a submit that timed out may have landed; the listing says which (found: as submitted).
+    {S::kPlanned, E::kSubmitTimedOut, S::kSubmitUnknown},
+    {S::kSubmitUnknown, E::kSubmitted, S::kPlaceholderPending},
+    {S::kSubmitUnknown, E::kClaimSubmitted, S::kClaimed},
+    {S::kSubmitUnknown, E::kUndo, S::kUndoing},
 }};
 
 constexpr char kPreempting[] = " preempting ";
@@ -104,6 +111,11 @@ absl::StatusOr<MirrorState> NextMirrorState(MirrorState from, MirrorEvent event)
 }
 
 bool MirrorFinal(MirrorState s) { return s == MirrorState::kDone || s == MirrorState::kUndone; }
+
+bool MirrorClaimStands(const PodMirrorRecord& r) {
+  return r.state == MirrorState::kClaimed || r.state == MirrorState::kWaitingForVictims ||
+         (r.state == MirrorState::kSubmitUnknown && !r.victims.empty());
+}
 
 std::string PodPlaceholderName(const std::string& uid) { return absl::StrCat(kPodPlaceholderPrefix, uid); }
 
@@ -189,6 +201,13 @@ void PodMirrors::Submit(PodMirrorRecord& r, queue::Time now) {
       PodPlaceholderSubmission(r.pod, r.node, options_.time_limit_minutes, claim ? r.victims : std::vector<std::string>{}));
   if (!id.ok()) {
     r.why = absl::StrCat("placeholder not submitted: ", id.status().message());
+    if (r.state == MirrorState::kPlanned && absl::IsDeadlineExceeded(id.status())) {
+      // It may have landed (C1): known by the listing, a claim standing until then.
+      r.submitted_at = now;
+      r.unknown_after = 0;
+      (void)Move(r, MirrorEvent::kSubmitTimedOut, now);
+      return;
+    }
     if (r.state == MirrorState::kPlanned) UndoRecord(r, r.why, now);
     return;  // kUnmirrored: submitted again next cycle
   }
@@ -293,6 +312,30 @@ void PodMirrors::AdvanceClaim(PodMirrorRecord& r, const MirroredPod* pod, bool r
   // kClaimed: the loop asks the victims (ToAskVictims).
 }
 
+void PodMirrors::AdvanceUnknown(PodMirrorRecord& r, const std::vector<slurm::SlurmJob>& jobs, const MirroredPod* pod,
+                                queue::Time now, queue::Time listed_at) {
+  const std::string uid = r.pod.uid;
+  const slurm::SlurmJob* found = nullptr;
+  for (const slurm::SlurmJob& j : jobs) {
+    if ((j.state == slurm::JobState::kPending || j.state == slurm::JobState::kRunning) &&
+        MirroredUid(j, options_.identity) == uid) {
+      found = &j;
+      break;
+    }
+  }
+  if (found != nullptr) {
+    r.job = found->job_id;
+    (void)Move(r, r.victims.empty() ? MirrorEvent::kSubmitted : MirrorEvent::kClaimSubmitted, now);
+    return AdvanceOne(r, found, pod, /*unseen=*/false, now);  // then as any submitted record
+  }
+  if (r.unknown_after == 0) {
+    if (now > r.submitted_at) r.unknown_after = now;  // this cycle began after the call returned
+    return;
+  }
+  if (listed_at <= r.unknown_after) return;  // the listing may predate the landing
+  UndoRecord(r, absl::StrCat(r.why, "; not in Slurm's listing since"), now);
+}
+
 void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, const MirroredPod* pod, bool unseen,
                             queue::Time now) {
   const bool running_there = job != nullptr && job->state == slurm::JobState::kRunning &&
@@ -362,6 +405,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
     case MirrorState::kEnding:
     case MirrorState::kUndoing:
       return CancelPlaceholder(r, now);
+    case MirrorState::kSubmitUnknown:  // Advance: AdvanceUnknown
     case MirrorState::kDone:
     case MirrorState::kUndone: return;
   }
@@ -381,7 +425,8 @@ void PodMirrors::Advance(const std::vector<slurm::SlurmJob>& jobs, const std::ma
     }
     auto p = pods.find(it->first);
     const bool unseen = job == nullptr && r.job && r.submitted_at != 0 && listed_at <= r.submitted_at;
-    AdvanceOne(r, job, p == pods.end() ? nullptr : &p->second, unseen, now);
+    if (r.state == MirrorState::kSubmitUnknown) AdvanceUnknown(r, jobs, p == pods.end() ? nullptr : &p->second, now, listed_at);
+    else AdvanceOne(r, job, p == pods.end() ? nullptr : &p->second, unseen, now);
     if (MirrorFinal(r.state)) it = records_.erase(it);
     else ++it;
   }

@@ -21,6 +21,13 @@
 //   kClaimed --every victim asked (requeued, cancelled, evicted)--> kWaitingForVictims
 //   kClaimed | kWaitingForVictims --RUNNING on the node--> kPlaceholderRunning (then as above)
 //   kClaimed | kWaitingForVictims --undo--> kUndoing (a victim refused, the pod gone, timeout)
+//
+// A submit that timed out (kDeadlineExceeded: slurmrestd hung, the job may have landed) is not
+// undone at once: the placeholder may stand in Slurm, pending, and for a claim name its victims.
+//   kPlanned --submit timed out--> kSubmitUnknown (the pod holds its place on the node, and a
+//       claim counts as standing: its pod is no victim)
+//   kSubmitUnknown --the listing shows onequeue-pod-<uid>--> kPlaceholderPending | kClaimed
+//   kSubmitUnknown --undo (a listing taken after the call returned does not show it)--> kUndoing
 // The pending placeholder is the claim in Slurm (when a victim leaves, Slurm gives the room to
 // it); the record is the claim in onequeue's plan (the pod counts on the node). A successor reads
 // the victims back from the placeholder's comment and asks them again (a victim that left already
@@ -70,6 +77,7 @@ enum class MirrorState {
   kUndone,
   kClaimed,            // a preemptor's placeholder submitted (pending); its victims not all asked
   kWaitingForVictims,  // every victim asked; the placeholder pending until they have left
+  kSubmitUnknown,      // the submit timed out: the placeholder may have landed (a claim counts as standing)
 };
 enum class MirrorEvent {
   kSubmitted,        // the placeholder was accepted by Slurm (it has a job id)
@@ -82,6 +90,7 @@ enum class MirrorEvent {
   kClaimSubmitted,   // a preemptor's placeholder was accepted by Slurm (pending behind its victims)
   kVictimsAsked,     // every victim of the preemptor was asked to leave
   kBoundWhilePending,  // the pod is found bound on the node while its placeholder is still pending
+  kSubmitTimedOut,   // the submit ended in kDeadlineExceeded: it may or may not have landed
 };
 const char* MirrorStateName(MirrorState s);
 const char* MirrorEventName(MirrorEvent e);
@@ -159,7 +168,15 @@ struct PodMirrorRecord {
   std::string why;              // why it is undone, or what the last failed call said
   std::vector<std::string> victims;  // a preemptor's (step 4): the workloads asked to leave
   bool lost_reported = false;   // this loss of its placeholder is reported (cleared when mirrored again)
+  // kSubmitUnknown: the time of the first cycle after the timed-out submit returned; a listing
+  // taken after it is the answer (0: not known yet).
+  queue::Time unknown_after = 0;
 };
+
+// Issue 25 C1: the placeholder of a record in this state may stand in Slurm, pending, as the pod's
+// claim when `victims` is not empty (kClaimed, kWaitingForVictims, and kSubmitUnknown until a
+// listing says otherwise): its pod is never another preemptor's victim meanwhile.
+bool MirrorClaimStands(const PodMirrorRecord& r);
 
 class PodMirrors {
  public:
@@ -229,6 +246,10 @@ class PodMirrors {
   absl::Status Open(const MirroredPod& pod, const MirrorNode& node, const std::vector<std::string>& victims,
                     queue::Time now);
   void UndoRecord(PodMirrorRecord& r, const std::string& why, queue::Time now);
+  // kSubmitUnknown by the listing: the placeholder found (by its name) is taken as submitted; not
+  // in a listing taken after the call returned, the record is undone.
+  void AdvanceUnknown(PodMirrorRecord& r, const std::vector<slurm::SlurmJob>& jobs, const MirroredPod* pod,
+                      queue::Time now, queue::Time listed_at);
   // A preemptor's claim (kClaimed, kWaitingForVictims) by the listings.
   void AdvanceClaim(PodMirrorRecord& r, const MirroredPod* pod, bool running_there, bool pending, bool unseen,
                     queue::Time now);

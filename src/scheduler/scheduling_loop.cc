@@ -155,9 +155,9 @@ SnapshotOptions SchedulingLoop::ReadWorld(const KubeState& state, queue::Time no
   for (const auto& [uid, r] : mirrors_.records()) {
     if (r.state == MirrorState::kPlanned || r.state == MirrorState::kPlaceholderPending ||
         r.state == MirrorState::kPlaceholderRunning || r.state == MirrorState::kClaimed ||
-        r.state == MirrorState::kWaitingForVictims) {
+        r.state == MirrorState::kWaitingForVictims || r.state == MirrorState::kSubmitUnknown) {
       options.assumed_bindings.emplace(r.pod.key, r.node.node);
-      options.claims.insert(r.pod.key);
+      options.claims.insert(r.pod.key);  // covers MirrorClaimStands (C1) and the unbound (G3)
     }
   }
   if (preemptions_.HasEvictedPods()) {
@@ -237,7 +237,10 @@ bool SchedulingLoop::TakeNodes(const queue::Plan& plan, const std::string& workl
     const bool was_reserved = owners_.Of(node).reserved();
     const bool taken = lending_.TakeNodeFor(node, workload, slurm_records_, now, stats);
     // A reservation taken back this way is released by the write (the fence is re-tagged later).
-    if (taken && was_reserved && owners_.Of(node).kubernetes()) preemptions_.Consumed(node, /*fail_after=*/true);
+    if (taken && was_reserved && owners_.Of(node).kubernetes()) {
+      preemptions_.Consumed(node, /*fail_after=*/true);
+      retaken_this_cycle_.insert(node);
+    }
     ready = taken && ready;
   }
   return ready;
@@ -256,6 +259,7 @@ void SchedulingLoop::StartWorkloads(const queue::Plan& plan, const BuiltSnapshot
       if (!shared_nodes_.empty()) record_of[p->key] = p.get();
     }
   }
+  retaken_this_cycle_.clear();
   std::map<std::string, size_t, std::less<>> pending_index;
   for (size_t i = 0; i < built.snapshot->pending.size(); ++i) pending_index[built.snapshot->pending[i].id] = i;
   for (const auto& start : plan.starts) {
@@ -280,6 +284,7 @@ void SchedulingLoop::StartWorkloads(const queue::Plan& plan, const BuiltSnapshot
       // Before the first view of Slurm a daemon does not know which nodes are shared: no pod is
       // bound while the configuration shares any partition (a fresh daemon's first cycles).
       if (!mirrors_rebuilt_ && slurm_ != nullptr && shares_nodes_) continue;
+      if (!SelectVolumeNodes(built, keys[i], node)) continue;  // bound once its claims name the node
       if (shared_nodes_.count(node)) {
         auto record = record_of.find(keys[i]);
         if (MirrorInsteadOfBinding(record == record_of.end() ? nullptr : record->second, node, now)) continue;
@@ -370,12 +375,19 @@ std::vector<queue::PreemptDecision> SchedulingLoop::WholeNodePreemptions(
   // Issue 25: a reservation is still a whole node (docs/sharing.md step 4, claims, is not built):
   // fencing a shared node would requeue the placeholders of the pods there. A preemption that
   // needs a shared node is not started; its preemptor waits.
-  if (shared_nodes_.empty()) return decisions;
+  // C1: nor is one that needs a node a higher-priority start took from a reservation this cycle
+  // (its pods are being bound there): it is planned again next cycle with them on the node, so a
+  // reservation never stands while a bind it did not see lands (b), and the fence is not flipped
+  // back within one cycle.
+  if (shared_nodes_.empty() && retaken_this_cycle_.empty()) return decisions;
   std::vector<queue::PreemptDecision> out;
   for (const queue::PreemptDecision& d : decisions) {
-    bool shared = false;
-    for (queue::NodeIndex n : d.member_nodes) shared = shared || snapshot.nodes[n].sharing == queue::NodeSharing::kShared;
-    if (!shared) out.push_back(d);
+    bool skip = false;
+    for (queue::NodeIndex n : d.member_nodes) {
+      skip = skip || snapshot.nodes[n].sharing == queue::NodeSharing::kShared ||
+             retaken_this_cycle_.count(snapshot.nodes[n].name) > 0;
+    }
+    if (!skip) out.push_back(d);
   }
   return out;
 }
@@ -582,6 +594,18 @@ void SchedulingLoop::BindMirrored(const KubeState& state) {
                              " by onequeue; mirrored in Slurm by placeholder job ", r->job.value_or(0),
                              " (shared node)"));
   }
+}
+
+bool SchedulingLoop::SelectVolumeNodes(const BuiltSnapshot& built, const std::string& pod_key, const std::string& node) {
+  auto claims = built.claims_to_select.find(pod_key);
+  if (claims == built.claims_to_select.end()) return true;
+  for (const std::string& claim : claims->second) {
+    if (absl::Status s = actions_->SelectVolumeNode(claim, node); !s.ok()) {
+      spdlog::warn("annotating claim {} with node {} for pod {}: {}", claim, node, pod_key, s.ToString());
+      return false;  // planned again next cycle
+    }
+  }
+  return true;
 }
 
 void SchedulingLoop::SendBinding(const std::string& id, const std::string& key, const std::string& node,

@@ -117,6 +117,12 @@ class ClusterActions {
   virtual absl::Status PodEvent(const std::string& pod_key, const std::string& reason, const std::string& note) {
     return absl::OkStatus();
   }
+  // VolumeBinding's PreBind: annotates the claim ("namespace/name") with
+  // volume.kubernetes.io/selected-node = `node`, so its provisioner makes the volume there. The
+  // loop binds the pod only once this returned OK.
+  virtual absl::Status SelectVolumeNode(const std::string& claim_key, const std::string& node) {
+    return absl::OkStatus();
+  }
   // Sets status.nominatedNodeName; "" clears it (a rolled-back preemption).
   virtual absl::Status Nominate(const std::string& pod_key, const std::string& node) = 0;
   // Eviction API; a PodDisruptionBudget refusal is kFailedPrecondition.
@@ -317,6 +323,9 @@ class SchedulingLoop {
                                                            const queue::Snapshot& snapshot) const;
   // Assumes the pod on `node` and sends its binding (results drained by DrainBindResults).
   void SendBinding(const std::string& id, const std::string& key, const std::string& node, std::string message);
+  // VolumeBinding's PreBind: the pod's unbound WaitForFirstConsumer claims annotated with its
+  // node; false when one could not be (the pod is not bound this cycle).
+  bool SelectVolumeNodes(const BuiltSnapshot& built, const std::string& pod_key, const std::string& node);
   void Fail(const char* name) {
     if (failpoint_) failpoint_(name);
   }
@@ -391,6 +400,9 @@ class SchedulingLoop {
   // annotations do not change how it is scheduled); and the ignored edits already reported.
   AdmittedPods admitted_;
   std::set<std::string> reported_edits_;
+  // C1: the nodes a start took from a reservation this cycle (TakeNodes); no preemption reserves
+  // them again in the same cycle (WholeNodePreemptions).
+  std::set<std::string> retaken_this_cycle_;
   // Issue 25: pods on shared nodes, each mirrored by a Slurm placeholder; the shared nodes of the
   // last cycle (Kubernetes name -> both names and the shared partition).
   PodMirrors mirrors_;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "queue/priority.h"
+#include "scheduler/volume_placement.h"
 
 namespace onequeue::scheduler {
 namespace {
@@ -284,6 +285,10 @@ struct RunningGroup {
 
 }  // namespace
 
+std::vector<queue::NodeSelectorTerm> NodeAffinityTermsOf(const std::vector<k8s::NodeSelectorTerm>& terms) {
+  return ToNodeAffinityTerms(terms);
+}
+
 AdmittedAs AdmittedValues(const PodRecord& pod) {
   return {pod.qos, pod.account, pod.group, pod.group_size, pod.time_limit, pod.active_deadline_seconds};
 }
@@ -355,6 +360,7 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
   r.eligibility = ToEligibility(pod);
   r.labels = pod.metadata.labels;
   ReadInterPodRules(pod, r);
+  r.claims = pod.volume_claims;
   if (!pod.resource_claims.empty()) {  // DynamicResources: nothing would be allocated
     r.unsupported_placement = absl::StrCat("spec.resourceClaims (", absl::StrJoin(pod.resource_claims, ", "),
                                            "): DynamicResources claim allocation is not supported yet");
@@ -610,6 +616,7 @@ class SnapshotAssembler {
       snap.pending.push_back(BuildPendingWorkload(id, members, options_, &snap.resource_names, now_));
       members_of.push_back(members);
     }
+    if (AnyPodUsesClaims(state_)) AddVolumeRules(members_of);
     const auto has_rules = [](const auto& record) { return HasInterPodRules(*record); };
     if (std::any_of(state_.pods.begin(), state_.pods.end(), has_rules)) {  // else spare the walk below
       AddInterPodRules(BoundPodsByNode(state_, node_index_, options_.assumed_bindings), members_of, snap);
@@ -634,6 +641,53 @@ class SnapshotAssembler {
   }
 
   BuiltSnapshot Take() { return std::move(out_); }
+
+  // Volumes (volume_placement.h): each pending workload whose pods use claims is refused with the
+  // reason, or kept to the nodes its volumes allow; its unbound WaitForFirstConsumer claims are
+  // noted for the loop to annotate before binding.
+  void AddVolumeRules(const std::vector<std::vector<const PodRecord*>>& members_of) {
+    queue::Snapshot& snap = *out_.snapshot;
+    const VolumeIndex index(state_, options_.assumed_bindings);
+    for (size_t i = 0; i < snap.pending.size() && i < members_of.size(); ++i) {
+      queue::PendingWorkload& w = snap.pending[i];
+      const auto& members = members_of[i];
+      if (std::none_of(members.begin(), members.end(), [](const PodRecord* p) { return !p->claims.empty(); })) continue;
+      std::vector<VolumeVerdict> verdicts;
+      std::string refusal;
+      for (const PodRecord* p : members) {
+        verdicts.push_back(index.Check(*p, snap.nodes));
+        if (refusal.empty()) refusal = verdicts.back().refusal;
+      }
+      if (refusal.empty() && members.size() > 1) {
+        for (const VolumeVerdict& v : verdicts) {
+          if (v.allowed_nodes != verdicts.front().allowed_nodes) {
+            refusal = "VolumeBinding: a group whose pods' volumes allow different nodes is not supported yet";
+          }
+        }
+      }
+      if (!refusal.empty()) {
+        if (w.admission_error == queue::AdmissionError::kNone) {
+          w.admission_error = queue::AdmissionError::kInvalidAnnotation;
+          w.admission_message = std::move(refusal);
+        }
+        continue;
+      }
+      if (const auto& allowed = verdicts.front().allowed_nodes; allowed.has_value()) {
+        if (!w.eligibility.allowed_nodes) {
+          w.eligibility.allowed_nodes = *allowed;
+        } else {
+          std::vector<std::string> both;
+          for (const std::string& n : *w.eligibility.allowed_nodes) {
+            if (std::find(allowed->begin(), allowed->end(), n) != allowed->end()) both.push_back(n);
+          }
+          w.eligibility.allowed_nodes = std::move(both);
+        }
+      }
+      for (size_t m = 0; m < members.size(); ++m) {
+        if (!verdicts[m].claims_to_select.empty()) out_.claims_to_select[members[m]->key] = verdicts[m].claims_to_select;
+      }
+    }
+  }
 
  private:
   // A daemon pod's requests are not the pool's to plan: they come off its node's capacity.

@@ -147,6 +147,8 @@ struct PodRecord {
   std::vector<SpreadRule> spread;
   std::vector<InterPodTerm> affinity, anti_affinity;
   std::string unsupported_placement;
+  // The PersistentVolumeClaims its volumes use (names in its namespace; volume_placement.h).
+  std::vector<std::string> claims;
   uint64_t generation = 0;
 
   static PodRecord From(const k8s::Pod& pod);
@@ -185,6 +187,11 @@ struct KubeState {
   std::vector<std::shared_ptr<const NodeRecord>> nodes;
   std::vector<std::shared_ptr<const PodRecord>> pods;
   std::vector<std::shared_ptr<const BudgetRecord>> budgets;
+  // Volumes (volume_placement.h): claims, persistent volumes and storage classes as the informers
+  // hold them. Read only for pods that use claims.
+  std::vector<std::shared_ptr<const k8s::PersistentVolumeClaim>> claims;
+  std::vector<std::shared_ptr<const k8s::PersistentVolume>> volumes;
+  std::vector<std::shared_ptr<const k8s::StorageClass>> classes;
   uint64_t generation = 0;  // the highest record generation in it
 };
 
@@ -212,6 +219,9 @@ struct BuiltSnapshot {
   // One line per bound pod whose annotations differ from what it was admitted with, or whose QOS
   // or account its namespace does not allow: the values used instead (for the daemon's log).
   std::vector<std::string> ignored_edits;
+  // VolumeBinding: pod key -> its unbound WaitForFirstConsumer claims ("namespace/name"). Before
+  // such a pod is bound the loop annotates each with volume.kubernetes.io/selected-node.
+  std::map<std::string, std::vector<std::string>, std::less<>> claims_to_select;
 };
 
 BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& options, queue::Time now);
@@ -245,6 +255,9 @@ inline constexpr queue::Duration kMaxTimeLimitSeconds = queue::Duration{100} * 3
 // "90s", "30m", "2h", "1h30m", "3600" -> seconds; error message on anything else, including a
 // limit longer than kMaxTimeLimitSeconds.
 absl::StatusOr<queue::Duration> ParseTimeLimit(const std::string& text);
+
+// Node selector terms (required node affinity, a PersistentVolume's node affinity) as the queue's.
+std::vector<queue::NodeSelectorTerm> NodeAffinityTermsOf(const std::vector<k8s::NodeSelectorTerm>& terms);
 
 // RFC 3339 ("2026-11-21T23:40:00Z") -> Unix seconds; 0 when absent or unparsable.
 queue::Time ParseTimestamp(const std::string& rfc3339);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the upstream binaries the tests need from their Go modules (no downloads of release
 # binaries are possible here) and caches them outside the work tree, keyed by version:
-#   $ONEQUEUE_CACHE/upstream/<key>/bin/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kwok,helm,etcd}
+#   $ONEQUEUE_CACHE/upstream/<key>/bin/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kwok,helm,etcd,e2e-scheduling.test}
 # Idempotent: a finished build (marked by .done) is reused. A lock keeps two builds from racing.
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
@@ -61,9 +61,42 @@ GO
   mv "$bin/etcd.tmp" "$bin/etcd"
 }
 
+major=${KUBERNETES_VERSION#v}; minor=${major#*.}; major=${major%%.*}; minor=${minor%%.*}
+ldflags="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor"
+  ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+done
+# --- The upstream sig-scheduling e2e specs (test/conformance/scheduling_e2e_test.go): the same
+# k8s.io/kubernetes module as the apiserver, linked as a Go test binary without the other SIGs
+# (about 80 s on 2 cores with a warm module cache; the full e2e.test links every SIG and cloud
+# provider). Rebuilt when that source changes (its sha256 is kept beside the binary); also built
+# into an existing cache.
+build_conformance() {
+  local src="$here/../conformance/scheduling_e2e_test.go" cw="$out/conformance-wrapper"
+  local sum
+  sum=$(sha256sum "$src" | cut -d' ' -f1)
+  [ -x "$bin/e2e-scheduling.test" ] && [ "$(cat "$bin/e2e-scheduling.test.sha256" 2>/dev/null)" = "$sum" ] && return 0
+  log "building e2e-scheduling.test (upstream test/e2e/scheduling at $KUBERNETES_VERSION)"
+  mkdir -p "$cw"
+  sed 's#^module onequeue.local/k8swrapper$#module onequeue.local/conformance#' "$out/k8s-wrapper/go.mod" > "$cw/go.mod"
+  cp "$out/k8s-wrapper/go.sum" "$cw/go.sum"
+  cp "$src" "$cw/"
+  (cd "$cw" && { go mod tidy -e >&2 || GOSUMDB=off go mod tidy -e >&2; } &&
+    go test -c -tags=selinux,notest,grpcnotrace -ldflags "$ldflags" -o "$bin/e2e-scheduling.test.tmp" . >&2) ||
+    return 1
+  mv "$bin/e2e-scheduling.test.tmp" "$bin/e2e-scheduling.test" || return 1
+  echo "$sum" > "$bin/e2e-scheduling.test.sha256"
+}
+# A failed build of the specs costs only the conformance test (its run.sh says the binary is
+# missing), not every other tool of the cache.
+build_conformance_or_warn() {
+  build_conformance || log "e2e-scheduling.test NOT built: sig_scheduling_conformance_e2e_test will fail"
+}
+
 command -v go >/dev/null || { echo "build-upstream: go is not installed" >&2; exit 1; }
 mkdir -p "$bin"
-if [ -f "$out/.done" ]; then [ -n "$newest_bin" ] || build_etcd; echo "$bin"; exit 0; fi
+if [ -f "$out/.done" ]; then [ -n "$newest_bin" ] || { build_etcd; build_conformance_or_warn; }; echo "$bin"; exit 0; fi
 
 # --- Kubernetes: a wrapper module replacing each staging module with its published version.
 wrap="$out/k8s-wrapper"
@@ -98,12 +131,6 @@ import (
 	_ "k8s.io/kubernetes/cmd/kubectl"
 )
 GO
-major=${KUBERNETES_VERSION#v}; minor=${major#*.}; major=${major%%.*}; minor=${minor%%.*}
-ldflags="-s -w"
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor"
-  ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
-done
 cd "$wrap"
 log "resolving Kubernetes $KUBERNETES_VERSION modules"
 go mod tidy -e >&2 || GOSUMDB=off go mod tidy -e >&2
@@ -137,6 +164,7 @@ if [ ! -x "$bin/helm" ]; then
   GOBIN="$bin" go install -ldflags "$helm_ld" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
 fi
 build_etcd
+build_conformance_or_warn
 touch "$out/.done"
 log "done: $(du -sh "$out" | cut -f1) in $out"
 echo "$bin"

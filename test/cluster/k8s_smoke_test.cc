@@ -122,6 +122,8 @@ TEST(K8sSmoke, SchedulerIdentityHasLeastPrivilegeAndNobodyIsForbidden) {
       {{"list", "priorityclasses.scheduling.k8s.io"}, false},
       {{"watch", "poddisruptionbudgets.policy"}, true},  // victims the budgets allow
       {{"create", "poddisruptionbudgets.policy", "-n", "default"}, false},
+      {{"patch", "persistentvolumeclaims", "-n", "default"}, true},  // selected-node (VolumeBinding)
+      {{"update", "persistentvolumes"}, false},
       {{"create", "pods", "-n", "default"}, false},
       {{"update", "pods", "-n", "default"}, false},
       {{"delete", "pods", "-n", "default"}, false},  // preemption goes through pods/eviction

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # make demo: the StackHPC story on a local Kubernetes control plane (kube-apiserver, etcd,
 # kube-controller-manager, kwok) and a local Slurm ($ONEQUEUE_SLURM: 22.05, 24.11 or 26.05; make demo
-# SLURM=...) (munge, slurmctld, 4 slurmd with 4 GPUs
+# SLURM=...) (munge, slurmctld, 5 slurmd with 4 GPUs
 # each, slurmrestd with JWT); onequeue-scheduler runs against both under its own least-privilege
-# identity. What users see: a GPU pool busy with Slurm batch work onequeue lent it; a researcher's
+# identity. What users see: a shared node (issue 25, docs/sharing.md) where a 2-GPU Slurm job and a
+# 2-GPU pod run side by side (squeue shows the pod's placeholder at its size; kubectl describe node
+# and `oq nodes` the node's split); a GPU pool busy with Slurm batch work onequeue lent it; a researcher's
 # Jupyter pod (QOS interactive, 4 GPUs) starts in seconds on a node taken back from Slurm, the job
 # there requeued once and never evicted again (no preemption loop); kubectl get/describe, squeue,
 # `oq queue`, `oq nodes`; the node returned to Slurm when the notebook ends; then a gang that waits
@@ -39,15 +41,19 @@ source "$demo/k8s/env"
 k() { "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" "$@"; }
 run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" version
 
-say "Starting a local Slurm ${ONEQUEUE_SLURM:-22.05} (munge, slurmctld, 4 slurmd with 4 GPUs each, slurmrestd with JWT)"
-bash "$root/test/cluster/slurm-up.sh" "$demo/slurm" --nodes 4 --gpus 4 >"$demo/slurm-up.log" 2>&1 \
+say "Starting a local Slurm ${ONEQUEUE_SLURM:-22.05} (munge, slurmctld, 5 slurmd with 4 GPUs each, slurmrestd with JWT)"
+bash "$root/test/cluster/slurm-up.sh" "$demo/slurm" --nodes 5 --gpus 4 >"$demo/slurm-up.log" 2>&1 \
   || { cat "$demo/slurm-up.log"; exit 1; }
 # shellcheck disable=SC1091
 source "$demo/slurm/slurm.env"
+# n1-n4 stay in partition batch; n5 alone makes partition shared (sharing: shared below).
+env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/scontrol" update PartitionName=batch Nodes=n[1-4]
+env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/scontrol" create PartitionName=shared Nodes=n5 PriorityTier=1 \
+  MaxTime=INFINITE State=UP
 run env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/sinfo"
 
-say "A GPU pool of 4 nodes (8 CPUs, 4 GPUs each), labelled onequeue.io/pool=demo, each the Kubernetes face of Slurm node nK; kwok plays their kubelets"
-for i in 1 2 3 4; do
+say "A GPU pool of 5 nodes (8 CPUs, 4 GPUs each), labelled onequeue.io/pool=demo, each the Kubernetes face of Slurm node nK; kwok plays their kubelets"
+for i in 1 2 3 4 5; do
   cat <<YAML
 apiVersion: v1
 kind: Node
@@ -85,10 +91,11 @@ slurm:
   user: $SLURM_USER
   apiVersion: $SLURMRESTD_API
   lendMechanism: drain
-  sharedPartitions: [batch]
+  sharedPartitions: [batch, shared]
+  partitions: {shared: {sharing: shared}}
   nodeLabel: onequeue.io/slurm-node
   lendAfterSeconds: 3
-  returnAfterSeconds: 20
+  returnAfterSeconds: 8
   pollIntervalSeconds: 1
   defaultQos: batch
   scontrolPath: "$SLURM_BIN/scontrol"
@@ -139,14 +146,37 @@ for _ in $(seq 60); do
   [ "$(k get nodes -l onequeue.io/owner=kubernetes -o name | wc -l)" -ge 4 ] && break
   sleep 0.5
 done
-say "An idle pool: onequeue owns it for Kubernetes and fences it on the Slurm side (drain tagged onequeue:kubernetes)"
+say "An idle pool: onequeue owns gpu-1..4 for Kubernetes and fences them on the Slurm side (drain tagged onequeue:kubernetes); gpu-5, in the shared partition, gets no owner mark and no fence"
 owners
-S sinfo -N -p batch -o "%N %T %G %E"
+S sinfo -N -o "%N %P %T %G %E"
+
+say "A shared node: gpu-5 (Slurm n5, partition shared, sharing: shared) runs a 2-GPU Slurm job and a 2-GPU pod side by side"
+as_slurm_user env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/sbatch" -p shared -N1 -c2 --mem=2048 --gres=gpu:2 -t 10 \
+  -J train-2gpu -o /dev/null -D "$SLURM_JOBS_DIR" --wrap="sleep 600" >/dev/null
+for _ in $(seq 60); do
+  [ "$(env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/squeue" -h -t R -p shared | wc -l)" -ge 1 ] && break
+  sleep 0.25
+done
+echo "(onequeue mirrors the pod in Slurm by a placeholder job of its size, then binds it beside the job)"
+pod notebook-2gpu interactive 2 "" 2 | k apply -f - >/dev/null
+split=""
+for _ in $(seq 80); do
+  split=$(k get node gpu-5 -o jsonpath='{.metadata.annotations.onequeue\.io/split}')
+  [[ "$split" == *notebook-2gpu* && "$split" == *slurm/* ]] \
+    && [ "$(k -n research get pod notebook-2gpu -o jsonpath='{.status.phase}')" = Running ] && break
+  sleep 0.25
+done
+run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" -n research get pod notebook-2gpu -o wide
+S squeue -p shared -o "%.6i %.9P %.8T %.8N %.5C %.13b %j"
+run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" describe node gpu-5 | sed -n '/^Annotations:/,/^CreationTimestamp:/p' \
+  | grep -v '^CreationTimestamp:'
+echo "(kubectl describe cuts a long annotation; oq nodes prints the whole split)"
+oq nodes
 
 say "Slurm users submit 6 GPU batch jobs (4 GPUs each): onequeue orders them with the pods and lends every idle node"
 for i in 1 2 3 4 5 6; do
   as_slurm_user env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/sbatch" -p batch -N1 -c8 --gres=gpu:4 -t 10 \
-    --requeue -o /dev/null -D "$SLURM_JOBS_DIR" --wrap="sleep $((40 + 5 * i))" >/dev/null
+    --requeue -o /dev/null -D "$SLURM_JOBS_DIR" --wrap="sleep $((15 + 2 * i))" >/dev/null
 done
 for _ in $(seq 120); do
   [ "$(env SLURM_CONF="$SLURM_CONF" "$SLURM_BIN/squeue" -h -t R -p batch | wc -l)" -ge 4 ] && break
@@ -181,7 +211,7 @@ oq queue
 oq nodes
 
 say "No loop: the Slurm job was requeued once; nothing took the node back while the notebook runs"
-sleep 5
+sleep 3
 run "$KUBECTL" --kubeconfig "$ONEQUEUE_KUBECONFIG" -n research get pod jupyter -o wide
 [ -n "$requeued" ] && S scontrol show job "$requeued" | grep -o "Restarts=[0-9]*" || true
 

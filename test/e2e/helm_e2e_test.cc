@@ -130,6 +130,9 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
       {"/nodes", {"get", "list", "watch", "patch"}},
       {"events.k8s.io/events", {"create", "patch"}},
       {"policy/poddisruptionbudgets", {"list", "watch"}},
+      {"/persistentvolumeclaims", {"list", "watch", "patch"}},
+      {"/persistentvolumes", {"list", "watch"}},
+      {"storage.k8s.io/storageclasses", {"list", "watch"}},
   };
   EXPECT_EQ(grants, exact);
   // The Lease: create, and get/update of this release's Lease only; the fair-share usage (issue
@@ -488,6 +491,8 @@ TEST_F(HelmE2E, InstallRunsTwoReplicasWithLeastPrivilegeAndUninstallRemovesIt) {
   EXPECT_TRUE(CanI({"watch", "pods", "--all-namespaces"}));
   EXPECT_TRUE(CanI({"watch", "poddisruptionbudgets.policy", "--all-namespaces"}));  // victims the budgets allow
   EXPECT_FALSE(CanI({"update", "poddisruptionbudgets.policy", "-n", "default"}));
+  EXPECT_TRUE(CanI({"patch", "persistentvolumeclaims", "-n", "default"}));  // selected-node (VolumeBinding)
+  EXPECT_FALSE(CanI({"patch", "persistentvolumes"}));
   EXPECT_TRUE(CanI({"create", "events.events.k8s.io", "-n", "default"}));
   EXPECT_TRUE(CanI({"create", "leases.coordination.k8s.io", "-n", kNamespace}));
   EXPECT_TRUE(CanI({"update", "leases.coordination.k8s.io/onequeue", "-n", kNamespace}));

@@ -6,7 +6,11 @@
 //   * a gated pod: Pending with PodScheduled=False/SchedulingGated and no FailedScheduling, and
 //     bound once its gates are removed;
 //   * four pods with a hard topology spread constraint over two zones (two nodes a side): two
-//     per zone; a pod with a DRA resource claim: never bound (onequeue refuses it with an event).
+//     per zone; a pod with a DRA resource claim: never bound (onequeue refuses it with an event);
+//   * a pod whose claim is of a WaitForFirstConsumer class: the claim annotated
+//     volume.kubernetes.io/selected-node with the pod's node (onequeue binds the pod then; kube-
+//     scheduler waits for a provisioner, which kwok's cluster has not); a pod whose claim does not
+//     exist: Pending, the claim named.
 // The real kube-apiserver, kube-scheduler and kwok; no mock. Bounded polling only.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -173,6 +177,66 @@ TEST_F(PlacementE2E, TopologySpreadOverZonesAndAResourceClaimEndAsKubeSchedulers
   EXPECT_FALSE(Bound("ks-dra"));
   std::cout << "[ compare ] dra: kube-scheduler: " << ScheduledReason("ks-dra") << " " << FailedNotes("ks-dra")
             << "\n[ compare ] dra: onequeue: " << FailedNotes("oq-dra") << std::flush;
+}
+
+// VolumeBinding. The class names a provisioner no one runs, so no volume is ever made: each side's
+// claim shows where its scheduler chose to put it.
+TEST_F(PlacementE2E, AWaitForFirstConsumerClaimAndAMissingClaimEndAsKubeSchedulersTwins) {
+  AddNode(ns_ + "-1", ns_);
+  AddNode("peer-" + ns_, peer_pool());
+  const std::string storage_class = "wffc-" + ns_;
+  ASSERT_TRUE(Create(client_.get(), k8s::kStorageClasses, "",
+                     {{"apiVersion", "storage.k8s.io/v1"},
+                      {"kind", "StorageClass"},
+                      {"metadata", {{"name", storage_class}}},
+                      {"provisioner", "example.com/nobody"},
+                      {"volumeBindingMode", "WaitForFirstConsumer"}})
+                  .ok());
+  for (const std::string side : {"oq-", "ks-"}) {
+    ASSERT_TRUE(Create(client_.get(), k8s::kPersistentVolumeClaims, ns_,
+                       {{"apiVersion", "v1"},
+                        {"kind", "PersistentVolumeClaim"},
+                        {"metadata", {{"name", side + "home"}}},
+                        {"spec", {{"storageClassName", storage_class},
+                                  {"accessModes", json::array({"ReadWriteOnce"})},
+                                  {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}})
+                    .ok());
+  }
+  const auto with_claim = [](const std::string& claim_of_side) {
+    return [claim_of_side](json& p) {
+      const std::string side = p["metadata"]["name"].get<std::string>().substr(0, 3);
+      const std::string claim = claim_of_side.empty() ? "missing" : side + claim_of_side;
+      p["spec"]["volumes"] = json::array({{{"name", "data"}, {"persistentVolumeClaim", {{"claimName", claim}}}}});
+    };
+  };
+  CreateTwins("wffc", with_claim("home"));
+  CreateTwins("nopvc", with_claim(""));
+  StartScheduler();
+
+  const auto selected_node = [&](const std::string& claim) -> std::string {
+    auto c = client_->Get(k8s::ObjectPath(k8s::kPersistentVolumeClaims, ns_, claim));
+    if (!c.ok()) return "";
+    return (*c)["metadata"].value("annotations", json::object()).value("volume.kubernetes.io/selected-node", "");
+  };
+  // onequeue: the claim names the node, and the pod is bound there.
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] {
+    auto p = GetPod(client_.get(), ns_, "oq-wffc");
+    return p.ok() && !p->node_name.empty() && selected_node("oq-home") == p->node_name;
+  })) << selected_node("oq-home") << "\n" << (scheduler_ ? scheduler_->Log() : "");
+  EXPECT_EQ(Pod("oq-wffc").node_name, ns_ + "-1");
+  // kube-scheduler: the claim names its node (PreBind), the pod waits for the volume.
+  EXPECT_TRUE(Eventually(kBindTimeout, [&] { return selected_node("ks-home") == "peer-" + ns_; }))
+      << selected_node("ks-home");
+  // A missing claim: Pending on both sides, each naming the claim.
+  for (const std::string pod : {"oq-nopvc", "ks-nopvc"}) {
+    EXPECT_TRUE(Eventually(kBindTimeout, [&] {
+      return absl::StrContains(FailedNotes(pod), "persistentvolumeclaim \"missing\" not found");
+    })) << pod << ": " << FailedNotes(pod);
+    EXPECT_FALSE(Bound(pod)) << pod;
+  }
+  std::cout << "[ compare ] missing claim: kube-scheduler: " << ScheduledReason("ks-nopvc") << " " << FailedNotes("ks-nopvc")
+            << "[ compare ] missing claim: onequeue: " << ScheduledReason("oq-nopvc") << " " << FailedNotes("oq-nopvc")
+            << "[ compare ] wffc: kube-scheduler bound: " << Bound("ks-wffc") << std::flush;
 }
 
 }  // namespace

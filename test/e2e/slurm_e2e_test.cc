@@ -1280,6 +1280,29 @@ TEST_P(SlurmE2ETest, SharedNodeAnInteractivePodRequeuesOnlyTheSlurmJobBesideAnot
       << ShowJob(notebook_placeholder)["TresPerNode"];
   EXPECT_EQ(ShowJob(job)["JobState"], "RUNNING");
   const std::string notebook_uid = GetPod(client_.get(), ns_, "notebook")->metadata.uid;
+  // What a site sees of the split (docs/sharing.md section 5): the node's onequeue.io/split
+  // annotation (kubectl describe node) and `oq nodes` name the pod (its placeholder counts as the
+  // pod) and the Slurm job, 2 GPUs each, the job's GPU indices as Slurm gave them, none free.
+  std::string split;
+  EXPECT_TRUE(Eventually(kBindTimeout, [&] {
+    auto n = GetNode(client_.get(), node);
+    if (!n.ok() || !n->metadata.annotations.count("onequeue.io/split")) return false;
+    split = n->metadata.annotations.at("onequeue.io/split");
+    return absl::StrContains(split, absl::StrCat("(", ns_, "/notebook)")) &&
+           absl::StrContains(split, absl::StrCat("(slurm/", job, ")"));
+  })) << split;
+  std::cout << "[scene] onequeue.io/split: " << split << "\n";
+  const std::vector<std::string> sides = absl::StrSplit(split, "; ");
+  ASSERT_EQ(sides.size(), 3u) << split;
+  EXPECT_TRUE(absl::StartsWith(sides[0], "pods ")) << split;
+  EXPECT_TRUE(absl::StrContains(sides[0], absl::StrCat("nvidia.com/gpu=2 (", ns_, "/notebook)"))) << split;
+  EXPECT_TRUE(absl::StartsWith(sides[1], "slurm ")) << split;
+  EXPECT_TRUE(absl::StrContains(sides[1], "nvidia.com/gpu=2 [gpu ")) << split;  // [gpu i,j]
+  EXPECT_TRUE(absl::StrContains(sides[1], absl::StrCat("(slurm/", job, ")"))) << split;
+  EXPECT_TRUE(absl::StartsWith(sides[2], "free ") && absl::StrContains(sides[2], "nvidia.com/gpu=0")) << split;
+  CommandResult nodes = RunCommand({OQ_BIN, "--server", scheduler_->GrpcAddress(), "nodes"}, absl::Seconds(30));
+  std::cout << "$ oq nodes\n" << nodes.output << std::flush;
+  EXPECT_TRUE(absl::StrContains(nodes.output, absl::StrCat("  ", node, ": ", split))) << nodes.output;
   // A 3-GPU Slurm job does not fit (2 + 2 + 3 > 4): onequeue holds it, Slurm does not start it.
   const uint32_t three = SubmitGpus("3");
   ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return absl::StrContains(AdminCommentOf(three), "onequeue"); }))

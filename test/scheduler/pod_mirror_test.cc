@@ -27,11 +27,15 @@ class FakePlaceholderSlurm : public SlurmActions {
   std::vector<uint32_t> cancelled;
   bool refuse_submit = false;
   bool refuse_cancel = false;
+  // A hanging slurmrestd (C1): the submit ends in kDeadlineExceeded, after landing or not.
+  enum { kAnswers, kLandsThenTimesOut, kTimesOut } hang = kAnswers;
   uint32_t next_id = 100;
 
   absl::StatusOr<uint32_t> SubmitPodPlaceholder(const slurm::JobSubmission& job) override {
     if (refuse_submit) return absl::UnavailableError("slurmrestd down");
+    if (hang == kTimesOut) return absl::DeadlineExceededError("slurmrestd hangs");
     submitted.push_back(job);
+    if (hang == kLandsThenTimesOut) return ++next_id, absl::DeadlineExceededError("slurmrestd hangs");
     return next_id++;
   }
   absl::Status Cancel(uint32_t job) override {
@@ -127,10 +131,15 @@ TEST(PodMirrorMachine, EveryTransitionOfTheTableAndNoOther) {
       {{S::kWaitingForVictims, E::kUndo}, S::kUndoing},
       // Found bound while its placeholder is still pending: waits for it as a re-made one.
       {{S::kPlaceholderPending, E::kBoundWhilePending}, S::kRemirrorPending},
+      // C1: a submit that timed out may have landed; the listing says which.
+      {{S::kPlanned, E::kSubmitTimedOut}, S::kSubmitUnknown},
+      {{S::kSubmitUnknown, E::kSubmitted}, S::kPlaceholderPending},
+      {{S::kSubmitUnknown, E::kClaimSubmitted}, S::kClaimed},
+      {{S::kSubmitUnknown, E::kUndo}, S::kUndoing},
   };
   int refused = 0;
-  for (int s = 0; s <= static_cast<int>(S::kWaitingForVictims); ++s) {
-    for (int e = 0; e <= static_cast<int>(E::kBoundWhilePending); ++e) {
+  for (int s = 0; s <= static_cast<int>(S::kSubmitUnknown); ++s) {
+    for (int e = 0; e <= static_cast<int>(E::kSubmitTimedOut); ++e) {
       const auto from = static_cast<S>(s);
       const auto event = static_cast<E>(e);
       absl::StatusOr<S> to = NextMirrorState(from, event);
@@ -144,7 +153,7 @@ TEST(PodMirrorMachine, EveryTransitionOfTheTableAndNoOther) {
       }
     }
   }
-  EXPECT_EQ(refused, 12 * 10 - 22);
+  EXPECT_EQ(refused, 13 * 11 - 26);
   // Undo only before the bind.
   for (S after : {S::kBound, S::kUnmirrored, S::kRemirrorPending, S::kEnding, S::kDone, S::kUndoing, S::kUndone})
     EXPECT_FALSE(NextMirrorState(after, E::kUndo).ok()) << MirrorStateName(after);
@@ -529,6 +538,49 @@ TEST_F(PodMirrorTest, APlaceholderMissingFromAListingOlderThanItsSubmitIsNotTake
   mirrors_.Advance({}, both, 12, /*listed_at=*/11);
   EXPECT_FALSE(Has("uid-1"));
   EXPECT_FALSE(Has("uid-2"));
+}
+
+// C1 (seed 739/385 of the checker): a claim whose submit timed out may have landed, pending and
+// naming its victims: it stands (the pod holds its place, no preemptor may take it as a victim)
+// until a listing taken after the call returned says; found, it is the claim; not found, undone.
+TEST_F(PodMirrorTest, AClaimWhoseSubmitTimedOutStandsUntilAListingSaysWhetherItLanded) {
+  slurm_.hang = FakePlaceholderSlurm::kLandsThenTimesOut;
+  ASSERT_TRUE(mirrors_.Claim(Pod(), kNode, {"slurm/17"}, 10).ok());
+  EXPECT_EQ(StateOf(), S::kSubmitUnknown);
+  EXPECT_TRUE(MirrorClaimStands(*mirrors_.Find("uid-1")));
+  EXPECT_THAT(mirrors_.ToAskVictims(), IsEmpty());  // not before it is known to stand
+  EXPECT_TRUE(absl::IsAlreadyExists(mirrors_.Claim(Pod(), kNode, {"slurm/17"}, 10)));  // no second one
+  slurm::SlurmJob landed = Placeholder(100, slurm::JobState::kPending);
+  landed.comment = slurm_.submitted[0].comment;
+  mirrors_.Advance({}, Pods(Pod()), 70, /*listed_at=*/69);  // the cycle after the call returned
+  mirrors_.Advance({}, Pods(Pod()), 75, /*listed_at=*/70);  // a listing not after that cycle
+  EXPECT_EQ(StateOf(), S::kSubmitUnknown);
+  mirrors_.Advance({landed}, Pods(Pod()), 80, /*listed_at=*/79);
+  EXPECT_EQ(StateOf(), S::kClaimed);
+  EXPECT_EQ(mirrors_.Find("uid-1")->job, 100u);
+  ASSERT_EQ(mirrors_.ToAskVictims().size(), 1u);
+  EXPECT_THAT(slurm_.cancelled, IsEmpty());
+
+  // Not landed: undone once a listing after the call returned does not show it (nothing to cancel).
+  slurm_.hang = FakePlaceholderSlurm::kTimesOut;
+  MirroredPod other = Pod();
+  other.uid = "uid-2";
+  other.key = "ns/pod2";
+  ASSERT_TRUE(mirrors_.Claim(other, kNode, {"slurm/18"}, 100).ok());
+  EXPECT_EQ(StateOf("uid-2"), S::kSubmitUnknown);
+  mirrors_.Advance({landed}, {{"uid-1", Pod()}, {"uid-2", other}}, 160, 159);
+  EXPECT_EQ(StateOf("uid-2"), S::kSubmitUnknown);
+  mirrors_.Advance({landed}, {{"uid-1", Pod()}, {"uid-2", other}}, 165, 161);
+  EXPECT_FALSE(Has("uid-2"));
+  EXPECT_THAT(slurm_.cancelled, IsEmpty());
+  // A plain placeholder's timed-out submit likewise, found: kPlaceholderPending.
+  slurm_.hang = FakePlaceholderSlurm::kLandsThenTimesOut;
+  ASSERT_TRUE(mirrors_.Plan(other, kNode, 200).ok());
+  EXPECT_EQ(StateOf("uid-2"), S::kSubmitUnknown);
+  EXPECT_FALSE(MirrorClaimStands(*mirrors_.Find("uid-2")));
+  slurm::SlurmJob plain = Placeholder(slurm_.next_id - 1, slurm::JobState::kPending, "uid-2");
+  mirrors_.Advance({landed, plain}, {{"uid-1", Pod()}, {"uid-2", other}}, 205, 204);
+  EXPECT_EQ(StateOf("uid-2"), S::kPlaceholderPending);
 }
 
 TEST_F(PodMirrorTest, AdoptGivesAPodBoundWithoutARecordAPlaceholder) {

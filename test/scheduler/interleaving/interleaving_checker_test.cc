@@ -181,11 +181,10 @@ TEST(InvariantsTest, ClaimsAreNeverVictims) {
 
 // ---- the checker ----------------------------------------------------------------------------
 
-// What CI runs with: every fault kind on; (g3) computed (G3 is fixed); C1's switch off while C1 is
-// open (world.h KnownOpenDefects).
+// What CI runs with: every fault kind on, the sub-node preemptors among them, and (g3) computed
+// (C1 and G3 are fixed: known_defects_test.cc's C1_ and G3_).
 KnownOpenDefects CiDefects() {
   KnownOpenDefects off = KnownOpenDefects::None();
-  off.c1 = true;
   return off;
 }
 
@@ -233,7 +232,7 @@ TEST(InterleavingCheckerTest, SharedNodesRunPodsBesideSlurmJobs) {
 // delay and placeholder loss, and claimants start where they claimed.
 TEST(InterleavingCheckerTest, SharedNodesPlanSubNodePreemptionsOfBothWorlds) {
   KnownOpenDefects off = CiDefects();
-  off.c1 = false;  // the preemptors; seeds 1-200 meet no C1 violation
+  off.c1 = false;  // the preemptors (as in CiDefects since C1 is fixed)
   const Checker checker(off);
   ClaimStats c;
   int crashes = 0;
@@ -267,8 +266,9 @@ TEST(InterleavingCheckerTest, TheSameSeedMakesTheSameRun) {
 // kinds that trigger the defects still open switched off by name (KnownOpenDefects). A violation
 // is shrunk and printed as a story.
 TEST(InterleavingCheckerTest, AMillionStepsKeepEveryInvariant) {
-  // H1, H2, H3, D1, D3 and M1 are fixed (known_defects_test.cc's H1_, H2_, H3_, D1_, D3_, M1_
-  // pass): every fault kind is on, and (g3) is computed (G3 is fixed: known_defects_test.cc's G3_).
+  // H1, H2, H3, D1, D3, M1, C1 and G3 are fixed (known_defects_test.cc's H1_, H2_, H3_, D1_, D3_,
+  // M1_, C1_, G3_ pass): every fault kind is on, s1's interactive and high preemptors among them,
+  // and (g3) is computed.
   const Checker checker(CiDefects());
   const int64_t target = std::getenv("ONEQUEUE_CHECKER_STEPS") ? std::atoll(std::getenv("ONEQUEUE_CHECKER_STEPS"))
                                                                : 1000000;

@@ -68,11 +68,12 @@ struct KnownOpenDefects {
   // there (seed 523), a released job not yet running named as a victim (seed 5086).
   // Off: (g3) is not computed (taken_back stays empty); g1 and g2 are checked.
   bool g3 = false;
-  // C1 (found by this checker with issue 25 step 4's preemptors, open): with interactive and high
-  // pods and jobs on s1, (b) breaks (seeds 407, 1862: a whole-node reservation for a high pod) and
-  // (g2) breaks (seed 739: a pod whose claim placeholder landed while slurmrestd hung, the daemon
-  // saw kDeadlineExceeded, is evicted as another preemptor's victim while that claim stands).
-  // Off: s1's pods and jobs are batch or normal only (no sub-node preemptor).
+  // C1 (found by this checker with issue 25 step 4's preemptors; fixed, known_defects_test.cc C1_):
+  // with interactive and high pods and jobs on s1, (b) broke (a node a higher-priority pod took
+  // from a high pod's reservation was reserved again in the same cycle) and (g2) broke (a pod whose
+  // claim placeholder landed while slurmrestd hung, the daemon saw kDeadlineExceeded, was evicted
+  // as another preemptor's victim while that claim stood). Off: s1's pods and jobs are batch or
+  // normal only (no sub-node preemptor); CI runs with it on.
   bool c1 = false;
   static KnownOpenDefects All() { return {true, true, true, true, true, true, true, true}; }
   static KnownOpenDefects None() { return {}; }

@@ -1,0 +1,206 @@
+#include "scheduler/volume_placement.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "queue/eligibility.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+constexpr const char* kWaitForFirstConsumer = "WaitForFirstConsumer";
+constexpr const char* kNoProvisioner = "kubernetes.io/no-provisioner";
+constexpr const char* kReadWriteOncePod = "ReadWriteOncePod";
+
+// VolumeZone's labels, each with its other name (GA <-> beta): a volume labelled with one matches
+// a node labelled with either.
+struct ZoneKey {
+  const char* key;
+  const char* other;
+};
+constexpr ZoneKey kZoneKeys[] = {
+    {"topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"},
+    {"failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone"},
+    {"topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region"},
+    {"failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region"},
+};
+
+bool Has(const std::vector<std::string>& list, const std::string& value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+// VolumeZone for one node: every zone/region label of the volume (values joined by "__" mean
+// several) holds on the node, unless the node has none of these labels.
+bool ZoneAllows(const k8s::PersistentVolume& pv, const queue::Node& node) {
+  bool node_has_any = false;
+  for (const ZoneKey& z : kZoneKeys) node_has_any = node_has_any || node.labels.contains(z.key);
+  if (!node_has_any) return true;
+  for (const ZoneKey& z : kZoneKeys) {
+    auto v = pv.metadata.labels.find(z.key);
+    if (v == pv.metadata.labels.end()) continue;
+    auto n = node.labels.find(z.key);
+    if (n == node.labels.end()) n = node.labels.find(z.other);
+    if (n == node.labels.end()) return false;
+    const std::vector<std::string> values = absl::StrSplit(v->second, "__");
+    if (!Has(values, n->second)) return false;
+  }
+  return true;
+}
+
+bool Deleting(const k8s::ObjectMeta& m) { return !m.deletion_timestamp.empty(); }
+
+// The nodes of `pool` for which `allows` holds, intersected into `allowed`.
+template <typename F>
+void Restrict(const std::vector<queue::Node>& pool, std::optional<std::vector<std::string>>& allowed, F allows) {
+  std::vector<std::string> out;
+  for (const queue::Node& n : pool) {
+    if (!allows(n)) continue;
+    if (allowed && !Has(*allowed, n.name)) continue;
+    out.push_back(n.name);
+  }
+  allowed = std::move(out);
+}
+
+}  // namespace
+
+bool AnyPodUsesClaims(const KubeState& state) {
+  return std::any_of(state.pods.begin(), state.pods.end(), [](const auto& p) { return !p->claims.empty(); });
+}
+
+VolumeIndex::VolumeIndex(const KubeState& state, const std::map<std::string, std::string>& assumed) {
+  for (const auto& c : state.claims) claims_[c->metadata.Key()] = c.get();
+  for (const auto& v : state.volumes) {
+    volumes_[v->metadata.name] = v.get();
+    if (v->phase == "Available" && v->claim_name.empty()) available_by_class_[v->storage_class_name].push_back(v->metadata.name);
+  }
+  for (const auto& c : state.classes) classes_[c->metadata.name] = c.get();
+  for (const auto& record : state.pods) {
+    const PodRecord& pod = *record;
+    if (pod.claims.empty() || pod.terminal) continue;
+    const bool placed = !pod.node_name.empty() || assumed.contains(pod.key);
+    for (const std::string& name : pod.claims) {
+      const std::string key = absl::StrCat(pod.namespace_, "/", name);
+      if (placed) {
+        running_user_.emplace(key, pod.key);
+      } else if (!pod.deleting && !pod.gated) {
+        const PodRecord*& first = first_pending_user_[key];
+        if (first == nullptr || std::tie(pod.created, pod.key) < std::tie(first->created, first->key)) first = &pod;
+      }
+    }
+  }
+}
+
+VolumeVerdict VolumeIndex::Check(const PodRecord& pod, const std::vector<queue::Node>& pool) const {
+  VolumeVerdict v;
+  const auto refuse = [&v](std::string why) {
+    if (v.refusal.empty()) v.refusal = std::move(why);
+  };
+  for (const std::string& name : pod.claims) {
+    const std::string key = absl::StrCat(pod.namespace_, "/", name);
+    auto c = claims_.find(key);
+    if (c == claims_.end()) {
+      refuse(absl::StrCat("VolumeBinding: persistentvolumeclaim \"", name, "\" not found"));
+      continue;
+    }
+    const k8s::PersistentVolumeClaim& claim = *c->second;
+    if (Deleting(claim.metadata)) {
+      refuse(absl::StrCat("VolumeBinding: persistentvolumeclaim \"", name, "\" is being deleted"));
+      continue;
+    }
+    // VolumeRestrictions: one pod at a time uses a ReadWriteOncePod claim.
+    if (Has(claim.access_modes, kReadWriteOncePod)) {
+      if (auto user = running_user_.find(key); user != running_user_.end()) {
+        refuse(absl::StrCat("VolumeRestrictions: pod ", user->second, " uses PersistentVolumeClaim \"", name,
+                            "\" with the ReadWriteOncePod access mode"));
+        continue;
+      }
+      if (auto first = first_pending_user_.find(key); first != first_pending_user_.end() && first->second != &pod &&
+                                                     first->second->key != pod.key) {
+        refuse(absl::StrCat("VolumeRestrictions: PersistentVolumeClaim \"", name,
+                            "\" (ReadWriteOncePod) goes to pending pod ", first->second->key, " first"));
+        continue;
+      }
+    }
+    if (!claim.volume_name.empty()) {  // bound (or being bound) to a volume
+      auto pv = volumes_.find(claim.volume_name);
+      if (pv == volumes_.end()) {
+        refuse(absl::StrCat("VolumeBinding: persistentvolumeclaim \"", name, "\" is bound to persistentvolume \"",
+                            claim.volume_name, "\", which does not exist"));
+        continue;
+      }
+      const k8s::PersistentVolume& volume = *pv->second;
+      const std::vector<queue::NodeSelectorTerm> terms = NodeAffinityTermsOf(volume.node_affinity);
+      Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) {
+        return queue::MatchesNodeAffinityTerms(n, terms) && ZoneAllows(volume, n);
+      });
+      if (v.allowed_nodes->empty()) {
+        refuse(absl::StrCat("VolumeBinding/VolumeZone: no node matches the node affinity and zone of persistentvolume \"",
+                            volume.metadata.name, "\" (claim \"", name, "\")"));
+      }
+      continue;
+    }
+    const std::string class_name = claim.storage_class_name.value_or("");
+    if (class_name.empty()) {
+      refuse(absl::StrCat("VolumeBinding: pod has unbound immediate PersistentVolumeClaims (\"", name,
+                          "\", no storage class)"));
+      continue;
+    }
+    auto sc = classes_.find(class_name);
+    if (sc == classes_.end()) {
+      refuse(absl::StrCat("VolumeBinding: storageclass.storage.k8s.io \"", class_name, "\" not found (claim \"", name,
+                          "\")"));
+      continue;
+    }
+    const k8s::StorageClass& storage_class = *sc->second;
+    if (storage_class.volume_binding_mode != kWaitForFirstConsumer) {
+      refuse(absl::StrCat("VolumeBinding: pod has unbound immediate PersistentVolumeClaims (\"", name, "\")"));
+      continue;
+    }
+    if (storage_class.provisioner == kNoProvisioner || available_by_class_.contains(class_name)) {
+      refuse(absl::StrCat("VolumeBinding: claim \"", name, "\" of WaitForFirstConsumer class \"", class_name,
+                          "\" may be bound to a pre-made PersistentVolume, which onequeue does not choose yet"));
+      continue;
+    }
+    // Being provisioned for a pod already placed: the node it selected, nothing to annotate.
+    if (auto user = running_user_.find(key); user != running_user_.end()) {
+      auto selected = claim.metadata.annotations.find(kSelectedNodeAnnotation);
+      if (selected == claim.metadata.annotations.end()) {
+        refuse(absl::StrCat("VolumeBinding: claim \"", name, "\" is used by pod ", user->second,
+                            ", which no node was selected for"));
+        continue;
+      }
+      Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return n.name == selected->second; });
+      if (v.allowed_nodes->empty()) {
+        refuse(absl::StrCat("VolumeBinding: claim \"", name, "\" is being provisioned on node ", selected->second,
+                            ", which this pod cannot use"));
+      }
+      continue;
+    }
+    // One node per claim: of pending pods sharing an unbound claim, the oldest chooses it.
+    if (auto first = first_pending_user_.find(key);
+        first != first_pending_user_.end() && first->second->key != pod.key) {
+      refuse(absl::StrCat("VolumeBinding: claim \"", name, "\" waits for pending pod ", first->second->key,
+                          " to choose its node first"));
+      continue;
+    }
+    if (!storage_class.allowed_topologies.empty()) {
+      const std::vector<queue::NodeSelectorTerm> terms = NodeAffinityTermsOf(storage_class.allowed_topologies);
+      Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return queue::MatchesNodeAffinityTerms(n, terms); });
+      if (v.allowed_nodes->empty()) {
+        refuse(absl::StrCat("VolumeBinding: no node is in the allowedTopologies of storage class \"", class_name,
+                            "\" (claim \"", name, "\")"));
+      }
+    }
+    v.claims_to_select.push_back(key);
+  }
+  if (!v.refusal.empty()) {
+    v.allowed_nodes.reset();
+    v.claims_to_select.clear();
+  }
+  return v;
+}
+
+}  // namespace onequeue::scheduler

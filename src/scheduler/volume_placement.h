@@ -1,0 +1,67 @@
+#pragma once
+// Volumes (issue 28): kube-scheduler v1.37's VolumeBinding, VolumeZone and VolumeRestrictions
+// filters, computed from the snapshot into per-node eligibility (the queue's
+// Eligibility::allowed_nodes) or a refusal with the reason, so src/queue stays pure. Pure: no I/O.
+//
+// For each PersistentVolumeClaim a pending pod's volumes use (persistentVolumeClaim and generic
+// ephemeral volumes), as kube-scheduler's plugins decide:
+// - VolumeBinding: a claim missing or being deleted, or unbound with no class or an Immediate
+//   class, keeps the pod pending with the claim named. A bound claim's PersistentVolume restricts
+//   the nodes to those its spec.nodeAffinity matches (a missing volume: no node). An unbound claim
+//   of a WaitForFirstConsumer class is provisioned where the pod goes: the nodes its class's
+//   allowedTopologies allow, and before binding the pod the loop annotates the claim
+//   volume.kubernetes.io/selected-node (kube-scheduler's PreBind). Such a claim several pods
+//   use: the oldest pending one chooses the node, the others wait; once a pod using it is placed,
+//   they go to the node the annotation names. Not built, refused with the
+//   reason: a WaitForFirstConsumer claim that a pre-made PersistentVolume could satisfy (a class
+//   with no provisioner, or an Available volume of its class), which kube-scheduler binds itself.
+// - VolumeZone: a bound volume's zone and region labels (topology.kubernetes.io/* and the beta
+//   failure-domain keys) must match the node's; a node with none of these labels passes.
+// - VolumeRestrictions: a ReadWriteOncePod claim a bound (or assumed) pod uses keeps the pod
+//   pending; of pending pods sharing one, only the oldest is planned.
+// A gang whose members' volumes allow different nodes is refused. Not read: NodeVolumeLimits
+// (CSINode attach limits), CSIStorageCapacity, in-tree inline disk conflicts.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "k8s_client/models.h"
+#include "queue/model.h"
+#include "scheduler/snapshot_builder.h"
+
+namespace onequeue::scheduler {
+
+inline constexpr const char* kSelectedNodeAnnotation = "volume.kubernetes.io/selected-node";
+
+// What the volume filters say about one pending pod.
+struct VolumeVerdict {
+  std::string refusal;  // non-empty: never placed, this is why
+  // The pool nodes its volumes allow (names); nullopt: any.
+  std::optional<std::vector<std::string>> allowed_nodes;
+  std::vector<std::string> claims_to_select;  // "namespace/name", WaitForFirstConsumer and unbound
+  friend bool operator==(const VolumeVerdict&, const VolumeVerdict&) = default;
+};
+
+// The claims, volumes and classes of one KubeState, indexed; and who uses each claim.
+class VolumeIndex {
+ public:
+  // `assumed`: pods bound this cycle but not yet seen bound ("namespace/name" -> node).
+  VolumeIndex(const KubeState& state, const std::map<std::string, std::string>& assumed);
+
+  // `pool`: the snapshot's nodes.
+  VolumeVerdict Check(const PodRecord& pod, const std::vector<queue::Node>& pool) const;
+
+ private:
+  std::map<std::string, const k8s::PersistentVolumeClaim*> claims_;
+  std::map<std::string, const k8s::PersistentVolume*> volumes_;
+  std::map<std::string, const k8s::StorageClass*> classes_;
+  std::map<std::string, std::vector<std::string>> available_by_class_;  // Available, unclaimed PVs
+  std::map<std::string, std::string> running_user_;  // claim key -> a bound or assumed pod using it
+  std::map<std::string, const PodRecord*> first_pending_user_;  // claim key -> oldest pending user
+};
+
+// True when some pending pod uses a claim (else the builder skips the index altogether).
+bool AnyPodUsesClaims(const KubeState& state);
+
+}  // namespace onequeue::scheduler

@@ -1,0 +1,286 @@
+// Volumes (issue 28): kube-scheduler's VolumeBinding, VolumeZone and VolumeRestrictions filters
+// as onequeue computes them into the snapshot (volume_placement.h). Each case names the rule.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "nlohmann/json.hpp"
+#include "queue/eligibility.h"
+#include "queue/planner.h"
+#include "queue/preemption.h"
+#include "scheduler/snapshot_builder.h"
+#include "scheduler/volume_placement.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr queue::Time kNow = 1795262400;  // 2026-11-21T12:00:00Z
+
+k8s::Node Node(const std::string& name, json labels = json::object()) {
+  labels["onequeue.io/pool"] = "a";
+  labels["kubernetes.io/hostname"] = name;
+  return *k8s::Node::FromJson(
+      {{"metadata", {{"name", name}, {"labels", labels}}},
+       {"status", {{"allocatable", {{"cpu", "4"}, {"memory", "32Gi"}, {"pods", "110"}}},
+                   {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}});
+}
+
+// A pod of namespace "ns" whose volumes use `claims` (persistentVolumeClaim volumes).
+json PodJson(const std::string& name, const std::vector<std::string>& claims, const std::string& node = "",
+             const std::string& created = "2026-11-21T10:00:00Z") {
+  json volumes = json::array();
+  for (const std::string& c : claims) volumes.push_back({{"name", "v-" + c}, {"persistentVolumeClaim", {{"claimName", c}}}});
+  json j = {{"metadata", {{"name", name}, {"namespace", "ns"}, {"uid", "uid-" + name}, {"creationTimestamp", created}}},
+            {"spec", {{"schedulerName", "onequeue"},
+                      {"volumes", volumes},
+                      {"containers", json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}})}}},
+            {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
+  if (!node.empty()) j["spec"]["nodeName"] = node;
+  return j;
+}
+k8s::Pod Pod(const std::string& name, const std::vector<std::string>& claims, const std::string& node = "",
+             const std::string& created = "2026-11-21T10:00:00Z") {
+  auto p = k8s::Pod::FromJson(PodJson(name, claims, node, created));
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *p;
+}
+
+json ClaimJson(const std::string& name, std::optional<std::string> storage_class, const std::string& volume = "",
+               json access_modes = json::array({"ReadWriteOnce"})) {
+  json j = {{"metadata", {{"name", name}, {"namespace", "ns"}}},
+            {"spec", {{"accessModes", access_modes}}},
+            {"status", {{"phase", volume.empty() ? "Pending" : "Bound"}}}};
+  if (storage_class) j["spec"]["storageClassName"] = *storage_class;
+  if (!volume.empty()) j["spec"]["volumeName"] = volume;
+  return j;
+}
+
+// A PersistentVolume whose node affinity (when `hostname` is set) names one node.
+json VolumeJson(const std::string& name, const std::string& hostname = "", json labels = json::object(),
+                const std::string& storage_class = "", const std::string& phase = "Bound") {
+  json j = {{"metadata", {{"name", name}, {"labels", labels}}},
+            {"spec", {{"storageClassName", storage_class}, {"accessModes", json::array({"ReadWriteOnce"})}}},
+            {"status", {{"phase", phase}}}};
+  if (!hostname.empty()) {
+    j["spec"]["nodeAffinity"] = {
+        {"required",
+         {{"nodeSelectorTerms",
+           json::array({{{"matchExpressions",
+                          json::array({{{"key", "kubernetes.io/hostname"}, {"operator", "In"}, {"values", {hostname}}}})}}})}}}};
+  }
+  return j;
+}
+
+json ClassJson(const std::string& name, const std::string& mode, const std::string& provisioner = "csi.example.com",
+               json allowed_topologies = json()) {
+  json j = {{"metadata", {{"name", name}}}, {"provisioner", provisioner}, {"volumeBindingMode", mode}};
+  if (!allowed_topologies.is_null()) j["allowedTopologies"] = allowed_topologies;
+  return j;
+}
+
+// The world: nodes, pods, and the volume objects as JSON.
+struct VolumeWorld {
+  std::vector<k8s::Node> nodes = {Node("n1", {{"topology.kubernetes.io/zone", "z1"}}),
+                                  Node("n2", {{"topology.kubernetes.io/zone", "z2"}})};
+  std::vector<k8s::Pod> pods;
+  std::vector<json> claims, volumes, classes;
+
+  BuiltSnapshot Build() const {
+    KubeState state = ToKubeState(nodes, pods);
+    for (const json& c : claims) state.claims.push_back(std::make_shared<const k8s::PersistentVolumeClaim>(*k8s::PersistentVolumeClaim::FromJson(c)));
+    for (const json& v : volumes) state.volumes.push_back(std::make_shared<const k8s::PersistentVolume>(*k8s::PersistentVolume::FromJson(v)));
+    for (const json& c : classes) state.classes.push_back(std::make_shared<const k8s::StorageClass>(*k8s::StorageClass::FromJson(c)));
+    SnapshotOptions options;
+    return BuildSnapshot(state, options, kNow);
+  }
+};
+
+const queue::PendingWorkload* Pending(const BuiltSnapshot& built, const std::string& id) {
+  for (const auto& w : built.snapshot->pending) {
+    if (w.id == id) return &w;
+  }
+  return nullptr;
+}
+
+// The nodes the workload may use, or {"refused: <message>"}.
+std::vector<std::string> NodesFor(const BuiltSnapshot& built, const std::string& id) {
+  const queue::PendingWorkload* w = Pending(built, id);
+  if (w == nullptr) return {"<not pending>"};
+  if (w->admission_error != queue::AdmissionError::kNone) return {"refused: " + w->admission_message};
+  const queue::EligibilityChecker checker(*built.snapshot, {});
+  std::vector<std::string> names;
+  for (queue::NodeIndex n : checker.EligibleNodes(*w, 0)) names.push_back(built.snapshot->nodes[n].name);
+  return names;
+}
+
+std::vector<std::string> StartedOn(const BuiltSnapshot& built, const std::string& id) {
+  queue::CheapestVictimsPlanner preemption;
+  queue::QueuePlanner planner({}, &preemption);
+  const queue::Plan plan = planner.PlanCycle(built.snapshot, kNow);
+  for (const auto& s : plan.starts) {
+    if (s.workload != id) continue;
+    std::vector<std::string> nodes;
+    for (queue::NodeIndex n : s.member_nodes) nodes.push_back(built.snapshot->nodes[n].name);
+    return nodes;
+  }
+  return {};
+}
+
+TEST(VolumeBindingTest, AMissingClaimKeepsThePodPendingWithTheClaimNamed) {
+  VolumeWorld w;
+  w.pods = {Pod("p", {"data"})};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"),
+              ElementsAre(HasSubstr("VolumeBinding: persistentvolumeclaim \"data\" not found")));
+  EXPECT_THAT(StartedOn(built, "ns/p"), IsEmpty());
+}
+
+TEST(VolumeBindingTest, AClaimBeingDeletedKeepsThePodPending) {
+  VolumeWorld w;
+  w.pods = {Pod("p", {"data"})};
+  json claim = ClaimJson("data", "fast", "pv1");
+  claim["metadata"]["deletionTimestamp"] = "2026-11-21T11:00:00Z";
+  w.claims = {claim};
+  w.volumes = {VolumeJson("pv1")};
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre(HasSubstr("persistentvolumeclaim \"data\" is being deleted")));
+}
+
+TEST(VolumeBindingTest, AnUnboundClaimOfAnImmediateClassOrOfNoClassIsRefusedWithItsName) {
+  VolumeWorld w;
+  w.pods = {Pod("p", {"now"}), Pod("q", {"none"}), Pod("r", {"lost"})};
+  w.claims = {ClaimJson("now", "fast"), ClaimJson("none", std::nullopt), ClaimJson("lost", "gone")};
+  w.classes = {ClassJson("fast", "Immediate")};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre(HasSubstr("pod has unbound immediate PersistentVolumeClaims (\"now\")")));
+  EXPECT_THAT(NodesFor(built, "ns/q"), ElementsAre(HasSubstr("unbound immediate PersistentVolumeClaims (\"none\"")));
+  EXPECT_THAT(NodesFor(built, "ns/r"), ElementsAre(HasSubstr("storageclass.storage.k8s.io \"gone\" not found")));
+}
+
+TEST(VolumeBindingTest, ABoundClaimsVolumeNodeAffinityRestrictsTheNodes) {
+  VolumeWorld w;
+  w.pods = {Pod("p", {"data"})};
+  w.claims = {ClaimJson("data", "local", "pv-n2")};
+  w.volumes = {VolumeJson("pv-n2", "n2")};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre("n2"));
+  EXPECT_THAT(StartedOn(built, "ns/p"), ElementsAre("n2"));
+  EXPECT_FALSE(built.claims_to_select.contains("ns/p"));  // bound already: nothing to annotate
+}
+
+TEST(VolumeBindingTest, AClaimBoundToAMissingVolumeOrToAVolumeOfNoPoolNodeIsRefused) {
+  VolumeWorld w;
+  w.pods = {Pod("p", {"data"}), Pod("q", {"elsewhere"})};
+  w.claims = {ClaimJson("data", "local", "pv-gone"), ClaimJson("elsewhere", "local", "pv-n9")};
+  w.volumes = {VolumeJson("pv-n9", "n9")};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre(HasSubstr("persistentvolume \"pv-gone\", which does not exist")));
+  EXPECT_THAT(NodesFor(built, "ns/q"), ElementsAre(HasSubstr("no node matches the node affinity and zone of persistentvolume \"pv-n9\"")));
+}
+
+TEST(VolumeBindingTest, AnUnboundWaitForFirstConsumerClaimIsSelectedForThePodsNode) {
+  VolumeWorld w;
+  w.pods = {Pod("p", {"scratch"}), Pod("q", {"zonal"})};
+  w.claims = {ClaimJson("scratch", "wffc"), ClaimJson("zonal", "wffc-z2")};
+  w.classes = {ClassJson("wffc", "WaitForFirstConsumer"),
+               ClassJson("wffc-z2", "WaitForFirstConsumer", "csi.example.com",
+                         json::array({{{"matchLabelExpressions",
+                                        json::array({{{"key", "topology.kubernetes.io/zone"}, {"values", {"z2"}}}})}}}))};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre("n1", "n2"));
+  EXPECT_THAT(built.claims_to_select.at("ns/p"), ElementsAre("ns/scratch"));
+  // allowedTopologies: provisioned only where the class allows.
+  EXPECT_THAT(NodesFor(built, "ns/q"), ElementsAre("n2"));
+  EXPECT_THAT(built.claims_to_select.at("ns/q"), ElementsAre("ns/zonal"));
+}
+
+TEST(VolumeBindingTest, PodsSharingAWaitForFirstConsumerClaimFollowTheNodeTheFirstOneSelected) {
+  VolumeWorld w;
+  w.pods = {Pod("first", {"shared"}, "", "2026-11-21T09:00:00Z"), Pod("second", {"shared"})};
+  w.claims = {ClaimJson("shared", "wffc")};
+  w.classes = {ClassJson("wffc", "WaitForFirstConsumer")};
+  BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/first"), ElementsAre("n1", "n2"));
+  EXPECT_THAT(NodesFor(built, "ns/second"), ElementsAre(HasSubstr("waits for pending pod ns/first to choose its node first")));
+  // The first is bound to n2 and its claim names n2, the volume not made yet: the second follows.
+  w.pods[0] = Pod("first", {"shared"}, "n2", "2026-11-21T09:00:00Z");
+  w.claims[0]["metadata"]["annotations"][kSelectedNodeAnnotation] = "n2";
+  built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/second"), ElementsAre("n2"));
+  EXPECT_FALSE(built.claims_to_select.contains("ns/second"));
+}
+
+TEST(VolumeBindingTest, AWaitForFirstConsumerClaimAPreMadeVolumeCouldSatisfyIsRefusedAsNotBuilt) {
+  VolumeWorld w;
+  w.pods = {Pod("p", {"local"}), Pod("q", {"mixed"})};
+  w.claims = {ClaimJson("local", "local-storage"), ClaimJson("mixed", "wffc")};
+  w.classes = {ClassJson("local-storage", "WaitForFirstConsumer", "kubernetes.io/no-provisioner"),
+               ClassJson("wffc", "WaitForFirstConsumer")};
+  w.volumes = {VolumeJson("pv-free", "n1", json::object(), "wffc", "Available")};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre(HasSubstr("pre-made PersistentVolume, which onequeue does not choose yet")));
+  EXPECT_THAT(NodesFor(built, "ns/q"), ElementsAre(HasSubstr("pre-made PersistentVolume")));
+  EXPECT_TRUE(built.claims_to_select.empty());
+}
+
+TEST(VolumeBindingTest, AGenericEphemeralVolumeUsesTheClaimNamedAfterThePodAndVolume) {
+  json j = PodJson("p", {});
+  j["spec"]["volumes"] = json::array({{{"name", "scratch"}, {"ephemeral", {{"volumeClaimTemplate", json::object()}}}}});
+  VolumeWorld w;
+  w.pods = {*k8s::Pod::FromJson(j)};
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre(HasSubstr("persistentvolumeclaim \"p-scratch\" not found")));
+  w.claims = {ClaimJson("p-scratch", "wffc")};
+  w.classes = {ClassJson("wffc", "WaitForFirstConsumer")};
+  EXPECT_THAT(w.Build().claims_to_select.at("ns/p"), ElementsAre("ns/p-scratch"));
+}
+
+TEST(VolumeZoneTest, ABoundVolumesZoneLabelsKeepThePodInItsZone) {
+  VolumeWorld w;
+  w.nodes.push_back(Node("n3"));  // no zone label: VolumeZone lets it pass
+  w.nodes.push_back(Node("n4", {{"failure-domain.beta.kubernetes.io/zone", "z1"}}));  // the beta key counts too
+  w.pods = {Pod("p", {"data"}), Pod("q", {"multi"})};
+  w.claims = {ClaimJson("data", "zonal", "pv-z1"), ClaimJson("multi", "zonal", "pv-z12")};
+  w.volumes = {VolumeJson("pv-z1", "", {{"topology.kubernetes.io/zone", "z1"}}),
+               VolumeJson("pv-z12", "", {{"topology.kubernetes.io/zone", "z1__z2"}})};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre("n1", "n3", "n4"));
+  EXPECT_THAT(NodesFor(built, "ns/q"), ElementsAre("n1", "n2", "n3", "n4"));
+}
+
+TEST(VolumeRestrictionsTest, AReadWriteOncePodClaimInUseKeepsTheOtherPodPending) {
+  VolumeWorld w;
+  w.pods = {Pod("running", {"solo"}, "n1"), Pod("p", {"solo"})};
+  w.claims = {ClaimJson("solo", "local", "pv-any", json::array({"ReadWriteOncePod"}))};
+  w.volumes = {VolumeJson("pv-any")};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre(HasSubstr("VolumeRestrictions: pod ns/running uses PersistentVolumeClaim \"solo\" with the ReadWriteOncePod access mode")));
+}
+
+TEST(VolumeRestrictionsTest, OfPendingPodsSharingAReadWriteOncePodClaimOnlyTheOldestIsPlanned) {
+  VolumeWorld w;
+  w.pods = {Pod("young", {"solo"}, "", "2026-11-21T11:00:00Z"), Pod("old", {"solo"}, "", "2026-11-21T10:00:00Z")};
+  w.claims = {ClaimJson("solo", "local", "pv-any", json::array({"ReadWriteOncePod"}))};
+  w.volumes = {VolumeJson("pv-any")};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/old"), ElementsAre("n1", "n2"));
+  EXPECT_THAT(NodesFor(built, "ns/young"), ElementsAre(HasSubstr("goes to pending pod ns/old first")));
+  // ReadWriteOnce (not ...Pod) claims are shared by pods freely, as kube-scheduler lets them.
+  w.claims = {ClaimJson("solo", "local", "pv-any")};
+  EXPECT_THAT(NodesFor(w.Build(), "ns/young"), ElementsAre("n1", "n2"));
+}
+
+TEST(VolumeBindingTest, PodsWithoutClaimsAreUntouched) {
+  VolumeWorld w;
+  w.pods = {Pod("p", {})};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_FALSE(Pending(built, "ns/p")->eligibility.allowed_nodes.has_value());
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre("n1", "n2"));
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
