@@ -79,6 +79,12 @@ struct Call {
   bool body_too_large = false;  // the write callback refused a chunk past max_body
   std::optional<absl::Duration> retry_after;
   char error[CURL_ERROR_SIZE] = {0};
+  // Counts this call among the transport's unsent ones until libcurl is about to send it
+  // (PrereqCallback) or it completes; `had_socket`: libcurl asked to watch a socket for it.
+  int* unsent = nullptr;
+  bool sent = false;
+  bool had_socket = false;
+  absl::Time added;  // to the multi handle (last time)
 
   ~Call() {
     if (easy) curl_easy_cleanup(easy);
@@ -123,6 +129,16 @@ size_t HeaderCallback(char* data, size_t size, size_t nmemb, void* user) {
     }
   }
   return n;
+}
+
+// Called by libcurl once the call has a connection, just before the request goes out.
+int PrereqCallback(void* user, char*, char*, int, int) {
+  Call* call = static_cast<Call*>(user);
+  if (!call->sent) {
+    call->sent = true;
+    --*call->unsent;
+  }
+  return CURL_PREREQFUNC_OK;
 }
 
 // `url` is the request's URL, with the peer's name and the unix socket when the config has them.
@@ -275,6 +291,8 @@ class CurlTransport : public HttpTransport {
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &call);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, HeaderCallback);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, &call);
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, PrereqCallback);
+    curl_easy_setopt(e, CURLOPT_PREREQDATA, &call);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // gzip for large lists
     const absl::Duration timeout = call.request.timeout > absl::ZeroDuration() ? call.request.timeout
                                    : call.stream                              ? absl::ZeroDuration()
@@ -357,6 +375,9 @@ class CurlTransport : public HttpTransport {
       }
     }
     SetUp(*call);
+    call->unsent = &unsent_;
+    ++unsent_;
+    call->added = absl::Now();
     CURL* easy = call->easy;
     if (call->stream) streams_.push_back(easy);
     else ++unary_in_flight_;
@@ -384,6 +405,7 @@ class CurlTransport : public HttpTransport {
     if (it == active_.end()) return;
     std::unique_ptr<Call> call = std::move(it->second);
     active_.erase(it);
+    if (!call->sent) --unsent_;
     if (call->stream) streams_.erase(std::remove(streams_.begin(), streams_.end(), easy), streams_.end());
     else --unary_in_flight_;
     if (call->stream && call->stream->cancelled.load()) {
@@ -462,13 +484,16 @@ class CurlTransport : public HttpTransport {
   // CURLMOPT_SOCKETFUNCTION: keep the epoll set equal to what libcurl wants watched. A socket
   // in the set carries a non-null socketp (curl_multi_assign); the fallbacks cover a descriptor
   // number reused after a close that epoll already forgot.
-  static int OnSocket(CURL*, curl_socket_t s, int what, void* userp, void* socketp) {
+  static int OnSocket(CURL* easy, curl_socket_t s, int what, void* userp, void* socketp) {
     auto* self = static_cast<CurlTransport*>(userp);
     if (what == CURL_POLL_REMOVE) {
       epoll_ctl(self->epoll_fd_, EPOLL_CTL_DEL, s, nullptr);
       curl_multi_assign(self->multi_, s, nullptr);
       return 0;
     }
+    Call* call = nullptr;
+    if (easy) curl_easy_getinfo(easy, CURLINFO_PRIVATE, &call);  // null: curl's own handle
+    if (call) call->had_socket = true;
     epoll_event ev{};
     ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) | (what & CURL_POLL_OUT ? EPOLLOUT : 0u);
     ev.data.fd = s;
@@ -503,16 +528,42 @@ class CurlTransport : public HttpTransport {
     }
   }
 
+  // libcurl 7.88 parks a transfer that waits for a connection to become multiplexable
+  // (CURLOPT_PIPEWAIT) in a pending list, and takes it back only when a later run of *another*
+  // transfer sees that a connection changed. curl_multi_socket_action runs only the transfers
+  // whose socket or timer fired, so that run may never come: three watches opened at once on an
+  // HTTP/1.1 server left one or two parked for good with idle watches
+  // (TransportLoopTest.ShutdownWithWatchesOpenEndsThemAndReturns, 2 runs in 3). Such a transfer
+  // has nothing on the wire (no socket asked for, request not sent), so taking it out of the
+  // multi handle and adding it again is safe: it then finds the connection's state known. The
+  // check runs only while some started call is unsent, every kRecheckUnsent.
+  static constexpr absl::Duration kRecheckUnsent = absl::Milliseconds(50);
+
+  void RestartParked(absl::Time now) {
+    std::vector<Call*> parked;
+    for (auto& [easy, call] : active_) {
+      if (!call->sent && !call->had_socket && now - call->added >= kRecheckUnsent) parked.push_back(call.get());
+    }
+    for (Call* call : parked) {
+      spdlog::debug("http client: restarting a transfer parked by libcurl: {}", Where(call->request));
+      curl_multi_remove_handle(multi_, call->easy);
+      call->added = now;
+      curl_multi_add_handle(multi_, call->easy);
+    }
+  }
+
   void Loop() {
     bool stopping = false;
     constexpr int kMaxEvents = 64;
     epoll_event events[kMaxEvents];
+    absl::Time last_check = absl::InfinitePast();
     while (true) {
       const absl::Time next_delayed = StartPending(&stopping);
       if (stopping) break;
       CancelStreams();
-      const int n = epoll_wait(epoll_fd_, events, kMaxEvents,
-                               WaitMillis(std::min(timer_due_, next_delayed), absl::Now()));
+      absl::Time due = std::min(timer_due_, next_delayed);
+      if (unsent_ > 0) due = std::min(due, last_check + kRecheckUnsent);
+      const int n = epoll_wait(epoll_fd_, events, kMaxEvents, WaitMillis(due, absl::Now()));
       if (n < 0 && errno != EINTR) {
         spdlog::error("http client: epoll_wait: {}", std::strerror(errno));
         absl::SleepFor(absl::Milliseconds(10));  // never spin on a broken epoll set
@@ -531,6 +582,10 @@ class CurlTransport : public HttpTransport {
       if (timer_due_ <= absl::Now()) {
         timer_due_ = absl::InfiniteFuture();  // OnTimer may set the next one inside the call
         curl_multi_socket_action(multi_, CURL_SOCKET_TIMEOUT, 0, &running);
+      }
+      if (const absl::Time now = absl::Now(); unsent_ > 0 && now >= last_check + kRecheckUnsent) {
+        RestartParked(now);
+        last_check = now;
       }
       CompleteFinished();
     }
@@ -581,6 +636,7 @@ class CurlTransport : public HttpTransport {
   uint64_t next_sequence_ = 0;
   std::deque<std::unique_ptr<Call>> ready_;  // due, waiting for room under the cap
   int unary_in_flight_ = 0;
+  int unsent_ = 0;  // started calls libcurl has not sent yet (PrereqCallback)
   const int max_in_flight_ = std::max(1, config_.max_requests_in_flight);
 };
 

@@ -234,11 +234,27 @@ TEST_F(TransportLoopTest, CancellingAnIdleWatchEndsItPromptly) {
   EXPECT_LT(absl::Now() - cancelled, absl::Seconds(1));
 }
 
+// libcurl parks the second and third watch until the first connection's protocol is known
+// (CURLOPT_PIPEWAIT) and, driven by socket events alone, may never take them back; the loop
+// restarts such parked transfers (CurlTransport::RestartParked).
+TEST_F(TransportLoopTest, WatchesOpenedAtOnceAllStart) {
+  auto transport = Transport();
+  ASSERT_NE(transport, nullptr);
+  std::vector<std::unique_ptr<Watch>> watches;
+  for (int i = 0; i < 3; ++i) {  // at most 4: HTTP/1.1, MAX_HOST_CONNECTIONS
+    watches.push_back(std::make_unique<Watch>());
+    Open(transport.get(), watches.back().get());
+  }
+  for (auto& w : watches) {
+    EXPECT_TRUE(w->first_chunk.WaitForNotificationWithTimeout(absl::Seconds(5))) << "a watch never started";
+  }
+}
+
 TEST_F(TransportLoopTest, ShutdownWithWatchesOpenEndsThemAndReturns) {
   auto transport = Transport();
   ASSERT_NE(transport, nullptr);
   std::vector<std::unique_ptr<Watch>> watches;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 3; ++i) {  // at most 4: HTTP/1.1, MAX_HOST_CONNECTIONS
     watches.push_back(std::make_unique<Watch>());
     Open(transport.get(), watches.back().get());
   }
