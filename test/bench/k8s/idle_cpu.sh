@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The idle daemon's CPU: test/bench/k8s/idle_cpu.sh DIR SECONDS NODES BINARY...
+# Starts a local control plane in DIR (test/cluster/up.sh --kwok), makes NODES kwok nodes in the
+# daemon's pool and no pods, then for each BINARY (an onequeue-scheduler) in turn: starts it, waits
+# until its informers have synced plus 5 s, and prints the utime+stime it used over SECONDS
+# (/proc/PID/stat) as a share of one core. Stops everything at the end. Run by hand, one at a time
+# (flock /tmp/oq-e2e.lock).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cluster=$here/../../cluster
+# shellcheck source=../../cluster/lib.sh
+source "$cluster/lib.sh"
+[ $# -ge 4 ] || { echo "usage: $0 DIR SECONDS NODES BINARY..." >&2; exit 2; }
+DIR=$1 seconds=$2 nodes=$3
+shift 3
+mkdir -p "$DIR"
+DIR=$(cd "$DIR" && pwd)
+trap 'bash "$cluster/down.sh" "$DIR" >/dev/null 2>&1 || true' EXIT
+bash "$cluster/up.sh" "$DIR" --kwok >/dev/null
+python3 "$here/../cluster/bench_driver.py" "$DIR" nodes "$nodes" bench >/dev/null
+cat > "$DIR/idle-onequeue.yaml" <<YAML
+apiVersion: onequeue.io/v1alpha1
+kind: SchedulerConfiguration
+schedulerName: onequeue
+poolLabel: "onequeue.io/pool=bench"
+kubernetes: {kubeconfig: "$DIR/scheduler.kubeconfig"}
+server: {grpcAddress: "127.0.0.1:0", metricsAddress: "127.0.0.1:0"}
+leaderElection: {enabled: false}
+YAML
+clk=$(getconf CLK_TCK)
+for bin in "$@"; do
+  log=$DIR/idle-$(basename "$(dirname "$(dirname "$(dirname "$bin")")")").log
+  "$bin" --config "$DIR/idle-onequeue.yaml" >"$log" 2>&1 &
+  pid=$!
+  for _ in $(seq 120); do grep -q "informers synced" "$log" && break; sleep 1; done
+  grep -q "informers synced" "$log" || { tail -20 "$log"; kill "$pid"; exit 1; }
+  sleep 5
+  t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  sleep "$seconds"
+  t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  kill "$pid"
+  wait "$pid" || true
+  awk -v b="$bin" -v d=$((t1 - t0)) -v c="$clk" -v s="$seconds" \
+    'BEGIN { printf "%s: %.2f CPU-s in %d s = %.2f%% of a core\n", b, d / c, s, 100 * d / c / s }'
+done
