@@ -191,6 +191,7 @@ TEST(KnownDefectsTest, G3_AJobReleasedOnASharedNodeIsNoVictimUntilItIsSeenRunnin
                 {S::kCycle, 52306}, {S::kInteractivePod, 6214}, {S::kPlaceholderLost, 10657}, {S::kCycle, 50718},
                 {S::kSlurmSchedules, 62125}}},
               G3Switches());
+}
 
 // C1 (issue 25 step 4, found by the checker with the sub-node preemptors; g2 at seed 739, later
 // 385 and 1638): slurmrestd hangs while daemon #2 submits the claim placeholder of high pod
