@@ -367,7 +367,7 @@ void CyclePass::Commit(const PendingWorkload& w, Duration duration, const Member
     AvailabilityProfile::Block b;
     b.start = start;
     b.end = end;
-    b.used = w.per_member.Times(count);
+    b.used = count == 1 ? w.per_member : w.per_member.Times(count);
     b.kind = w.kind;
     b.reservation = reservation;
     b.tenant = s_.TenantId(w.tenant);

@@ -58,7 +58,7 @@ bool CyclePass::AddPlaceholder(const PendingWorkload& w, const QueuePlanner::Sta
   });
   if (!fits) return false;
   ForEachNodeCount(promise.nodes, s_.scratch_member_nodes, [&](NodeIndex n, int64_t count) {
-    p.Add(n, AvailabilityProfile::Block{promise.start, promise.end, promise.per_member.Times(count), w.kind, true,
+    p.Add(n, AvailabilityProfile::Block{promise.start, promise.end, count == 1 ? promise.per_member : promise.per_member.Times(count), w.kind, true,
                                         s_.TenantId(w.tenant)});
     if (promise.start <= p.now()) {
       for (const auto& index : s_.free_index) {
@@ -72,7 +72,7 @@ bool CyclePass::AddPlaceholder(const PendingWorkload& w, const QueuePlanner::Sta
 void CyclePass::RemovePlaceholder(const PendingWorkload& w, const Promise& promise) {
   AvailabilityProfile& p = *s_.profile;
   ForEachNodeCount(promise.nodes, s_.scratch_member_nodes, [&](NodeIndex n, int64_t count) {
-    p.Remove(n, AvailabilityProfile::Block{promise.start, promise.end, promise.per_member.Times(count), w.kind, true,
+    p.Remove(n, AvailabilityProfile::Block{promise.start, promise.end, count == 1 ? promise.per_member : promise.per_member.Times(count), w.kind, true,
                                            s_.TenantId(w.tenant)});
     if (promise.start <= p.now()) {
       for (const auto& index : s_.free_index) {

@@ -79,7 +79,16 @@ void AvailabilityProfile::Summarise(NodeIndex node, const StoredBlock& b) {
 void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
   const StoredBlock stored{block.start, block.end, InternUsage(block.used), block.kind, block.reservation,
                            block.tenant};
-  blocks_[node].push_back(stored);
+  // Kept sorted by start (ties in insertion order): CopiesSlow stops at the first block that
+  // starts after its interval. Every query is independent of the order of a node's blocks.
+  std::vector<StoredBlock>& blocks = blocks_[node];
+  if (blocks.empty() || blocks.back().start <= stored.start) {
+    blocks.push_back(stored);
+  } else {
+    blocks.insert(std::upper_bound(blocks.begin(), blocks.end(), stored.start,
+                                   [](Time t, const StoredBlock& b) { return t < b.start; }),
+                  stored);
+  }
   Summarise(node, stored);
   if (block.end < kForever && block.end > now_) {
     if (sealed_) {
@@ -93,6 +102,40 @@ void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
   ++version_;
 }
 
+void AvailabilityProfile::ResummariseAfterRemove(NodeIndex node, const Block& removed) {
+  // The sums active at now lose the block's usage (integers: the same as summing the rest again);
+  // the times, kind bits and tenant are found again from the remaining blocks (a node holds a few).
+  if (removed.start <= now_ && removed.end > now_) {
+    free_now_[node] += removed.used;
+    if (removed.reservation) reserved_now_[node] -= removed.used;
+  }
+  Time first_future = kForever;
+  Time first_future_nonreserved = kForever;
+  uint8_t kinds = 0, kinds_now = 0, kinds_nonreserved = 0;
+  int16_t tenant = kNoTenant;
+  const bool shared = shared_[node] != 0;
+  const bool same_tenant = same_tenant_[node] != 0;
+  for (const StoredBlock& b : blocks_[node]) {
+    const uint8_t kind_bit = shared ? 0 : KindBit(b.kind);
+    if (b.start <= now_ && b.end > now_) kinds_now |= kind_bit;
+    if (b.start > now_) first_future = std::min(first_future, b.start);
+    kinds |= kind_bit;
+    if (same_tenant && b.tenant != kNoTenant) {
+      tenant = tenant == kNoTenant || tenant == b.tenant ? b.tenant : kMixedTenants;
+    }
+    if (!b.reservation) {
+      kinds_nonreserved |= kind_bit;
+      if (b.start > now_) first_future_nonreserved = std::min(first_future_nonreserved, b.start);
+    }
+  }
+  first_future_start_[node] = first_future;
+  first_future_nonreserved_start_[node] = first_future_nonreserved;
+  kinds_[node] = kinds;
+  kinds_now_[node] = kinds_now;
+  kinds_nonreserved_[node] = kinds_nonreserved;
+  node_tenant_[node] = tenant;
+}
+
 bool AvailabilityProfile::Remove(NodeIndex node, const Block& block) {
   std::vector<StoredBlock>& blocks = blocks_[node];
   auto it = std::find_if(blocks.begin(), blocks.end(), [&](const StoredBlock& b) {
@@ -101,14 +144,7 @@ bool AvailabilityProfile::Remove(NodeIndex node, const Block& block) {
   });
   if (it == blocks.end()) return false;
   blocks.erase(it);
-  // The node's summaries, again from its remaining blocks (a node holds a few).
-  free_now_[node] = capacity_[node];
-  reserved_now_[node] = Resources{};
-  first_future_start_[node] = kForever;
-  first_future_nonreserved_start_[node] = kForever;
-  kinds_[node] = kinds_now_[node] = kinds_nonreserved_[node] = 0;
-  node_tenant_[node] = kNoTenant;
-  for (const StoredBlock& b : blocks) Summarise(node, b);
+  ResummariseAfterRemove(node, block);
   // Its end stops being a moment at which the node frees, unless another block ends then too.
   const bool end_still_there = std::any_of(blocks.begin(), blocks.end(),
                                            [&](const StoredBlock& b) { return b.end == block.end; });
@@ -191,6 +227,17 @@ void AvailabilityProfile::SortAddedEnds() const {
   dirty_ends_.clear();
 }
 
+namespace {
+// !(capacity - used).Covers(request), slot by slot without building the difference: on a
+// one-processor node the first slot (cpu) already answers.
+bool LeavesNoRoom(const Resources& capacity, const Resources& used, const Resources& request) {
+  for (int i = 0; i < kMaxResourceKinds; ++i) {
+    if (request.amount[i] > capacity.amount[i] - used.amount[i]) return true;
+  }
+  return false;
+}
+}  // namespace
+
 int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
                                         const Resources& request, WorkloadKind kind, int64_t cap,
                                         bool ignore_reservations, int16_t tenant) const {
@@ -214,16 +261,16 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
   // and every block start inside the interval.
   absl::InlinedVector<const StoredBlock*, 16> overlapping;
   for (const StoredBlock& b : blocks) {
+    if (b.start >= end) break;  // sorted by start: no later block overlaps either
     if (ignore_reservations && b.reservation) continue;
-    if (b.start < end && start < b.end) {
+    if (start < b.end) {
       if (!shared_[node] && b.kind != kind) return 0;
       // Issue 25: a block of another tenant on a same-tenant node leaves no room while it lasts.
       if (same_tenant_[node] && b.tenant != kNoTenant && b.tenant != tenant) return 0;
       // The block is active at max(start, b.start), inside the interval: when its usage alone
       // (the others' being >= 0) leaves no room for one copy, none fits (the answer of the
       // sweep below, found without it; on one-processor nodes the common case).
-      if (b.start < b.end && usage_nonnegative_[b.used] &&
-          !(capacity_[node] - usages_[b.used]).Covers(request)) {
+      if (b.start < b.end && usage_nonnegative_[b.used] && LeavesNoRoom(capacity_[node], usages_[b.used], request)) {
         return 0;
       }
       overlapping.push_back(&b);

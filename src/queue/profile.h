@@ -146,9 +146,11 @@ class AvailabilityProfile {
   static_assert(sizeof(StoredBlock) == 24);
   // Folds one block into the node's summaries (free_now_, first future starts, kinds).
   void Summarise(NodeIndex node, const StoredBlock& b);
+  // The node's summaries once `removed` is gone from its blocks.
+  void ResummariseAfterRemove(NodeIndex node, const Block& removed);
 
   std::vector<Resources> capacity_;
-  std::vector<std::vector<StoredBlock>> blocks_;
+  std::vector<std::vector<StoredBlock>> blocks_;  // per node, sorted by start
   ResourcesTable usages_;  // the distinct usages of the blocks
   std::vector<char> usage_nonnegative_;  // per usage number: no slot below 0
   int32_t last_usage_ = -1;              // the number InternUsage returned last

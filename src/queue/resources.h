@@ -12,6 +12,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -96,11 +97,10 @@ struct ResourcesHash {
 };
 struct ResourcesEq {
   bool operator()(const Resources& a, const Resources& b) const {
-    uint64_t diff = 0;  // xor-or: no branch per slot
-    for (int i = 0; i < kMaxResourceKinds; ++i) {
-      diff |= static_cast<uint64_t>(a.amount[i]) ^ static_cast<uint64_t>(b.amount[i]);
-    }
-    return diff == 0;
+    // Bytewise: the slots are int64 without padding; libc's memcmp compares 32 bytes a step
+    // where the xor-or loop over slots, not vectorised at -O2, took ~60 instructions.
+    static_assert(sizeof(Resources) == kMaxResourceKinds * sizeof(int64_t));
+    return std::memcmp(a.amount.data(), b.amount.data(), sizeof(Resources)) == 0;
   }
 };
 

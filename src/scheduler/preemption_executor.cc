@@ -252,11 +252,13 @@ bool PreemptionExecutor::FenceForReservation(const std::string& preemptor, const
 }
 
 PreemptionExecutor::VictimOutcome PreemptionExecutor::EvictSlurmVictim(uint32_t job, const slurm::SlurmJob& record,
-                                                                      std::string* why, bool fenced) {
+                                                                      std::string* why, bool fenced,
+                                                                      bool* requeued) {
   absl::Status s;
   if (record.requeue) {
     if (fenced && slurm_->FenceRequeues()) return VictimOutcome::kLeaving;  // the fence requeues it
     s = slurm_->Requeue(job);
+    if (requeued != nullptr) *requeued = s.ok();
     // Not found, or not running any more (completing, pending again): it has left. A job Slurm
     // will not requeue (not a batch job) is still running: it goes on to the cancel path below.
     if (s.ok() || absl::IsNotFound(s) || (absl::IsFailedPrecondition(s) && !slurm::IsBatchOnlyRefusal(s))) {
@@ -355,8 +357,18 @@ absl::Status PreemptionExecutor::AskSubNodeVictims(const std::string& preemptor,
     auto job = c.slurm.running.find(victim);
     if (job == c.slurm.running.end()) continue;  // left already (requeued by a predecessor, ended)
     std::string why;
-    if (EvictSlurmVictim(*job_id, *job->second, &why, /*fenced=*/false) != VictimOutcome::kLeaving) {
+    bool requeued = false;
+    if (EvictSlurmVictim(*job_id, *job->second, &why, /*fenced=*/false, &requeued) != VictimOutcome::kLeaving) {
       return absl::UnavailableError(why);
+    }
+    // Issue 25 G3: held at once, so Slurm's own scheduler does not start it again into the claimed
+    // room once its BeginTime has passed while onequeue cannot poll or write (slurmrestd down or
+    // hanging); onequeue starts it again when its plan does (SlurmLending::StartJob), as every
+    // held job. A failed hold is written by HoldWaitingJobs once the poll shows the job pending.
+    if (requeued) {
+      const absl::Status h = slurm_->Hold(
+          *job_id, absl::StrCat(slurm::kOwnerTagPrefix, " Requeued for ", preemptor, "'s claim on a shared node"));
+      if (!h.ok()) spdlog::warn("Slurm job {} requeued for {} but not held: {}", *job_id, preemptor, h.ToString());
     }
     ++c.stats->requeued;
     ++asked;

@@ -157,7 +157,9 @@ class PreemptionExecutor {
                            const PreemptionCycle& c);
   void AskSlurmVictims(const queue::PreemptDecision& d, const PreemptionCycle& c);
   // `fenced`: its node is fenced for the preemptor (false on a shared node: requeued here).
-  VictimOutcome EvictSlurmVictim(uint32_t job, const slurm::SlurmJob& record, std::string* why, bool fenced = true);
+  // `requeued`: set when Slurm took the requeue (the job is pending again).
+  VictimOutcome EvictSlurmVictim(uint32_t job, const slurm::SlurmJob& record, std::string* why, bool fenced = true,
+                                 bool* requeued = nullptr);
   // Applies an outcome; false when the preemption was given up.
   bool NoteVictim(const std::string& preemptor, const std::string& victim, VictimOutcome outcome,
                   const std::string& why, const PreemptionCycle& c);

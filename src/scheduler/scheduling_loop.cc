@@ -149,13 +149,16 @@ SnapshotOptions SchedulingLoop::ReadWorld(const KubeState& state, queue::Time no
   SnapshotOptions options = PolicyOptions();
   options.assumed_bindings = bindings_.Forget(state, now);
   // A pod whose placeholder is under way holds its place on its node until it is bound or undone
-  // (its placeholder is not counted: the pod is).
+  // (its placeholder is not counted: the pod is). Until it is bound it is no victim either (issue
+  // 25 G3): its bind may land in the very cycle whose claim would name it (BindMirrored), so a
+  // preemptor that needs its room waits for the bind (or the undo) and plans again.
   for (const auto& [uid, r] : mirrors_.records()) {
     if (r.state == MirrorState::kPlanned || r.state == MirrorState::kPlaceholderPending ||
         r.state == MirrorState::kPlaceholderRunning || r.state == MirrorState::kClaimed ||
-        r.state == MirrorState::kWaitingForVictims || r.state == MirrorState::kSubmitUnknown)
+        r.state == MirrorState::kWaitingForVictims || r.state == MirrorState::kSubmitUnknown) {
       options.assumed_bindings.emplace(r.pod.key, r.node.node);
-    if (MirrorClaimStands(r)) options.claims.insert(r.pod.key);
+      options.claims.insert(r.pod.key);  // covers MirrorClaimStands (C1) and the unbound (G3)
+    }
   }
   if (preemptions_.HasEvictedPods()) {
     std::set<std::string_view> keys;

@@ -324,6 +324,11 @@ class WorldBuilder {
                     !NeverPreemptedIn(job.partition, view_.partitions.get());
     // Issue 25 step 4: a job claiming room (held while its victims leave) is never a victim.
     if (options_.claimed_jobs.count(job.job_id)) r.preemptible = false;
+    // Issue 25 G3: nor is a job onequeue released on a shared node and not yet seen running: a
+    // requeue would miss it (it is pending) and Slurm would start it into the claimed room.
+    if (job.state == slurm::JobState::kPending && options_.assumed_starts.count(job.job_id) &&
+        options_.sharing_partitions.count(partition))
+      r.preemptible = false;
     const bool started = IsRunning(job) || job.state_flags.count("COMPLETING");
     for (const std::string& k : k8s_nodes) {
       const queue::NodeIndex i = index_of_[k];

@@ -94,8 +94,9 @@ struct SnapshotOptions {
   // Pods bound by this scheduler whose binding the informer has not shown yet (assumed), by
   // "namespace/name" -> node name: counted as running there.
   std::map<std::string, std::string> assumed_bindings;
-  // Issue 25 step 4: pods ("namespace/name") holding a sub-node preemption claim (their nodes are
-  // in assumed_bindings). Counted there as running but never a victim: the claim is committed.
+  // Issue 25 step 4: pods ("namespace/name") holding a sub-node preemption claim, or whose
+  // placeholder is under way and not yet bound (G3) (their nodes are in assumed_bindings). Counted
+  // there as running but never a victim: the claim, or the bind, is committed.
   std::set<std::string, std::less<>> claims;
   // Owner values this scheduler wrote that the informer does not show yet: node -> value.
   std::map<std::string, std::string> owner_overrides;

@@ -24,6 +24,14 @@ nodes=${ONEQUEUE_CONFORMANCE_NODES:-2}
 # multifactor priority, where kube-scheduler picks the lowest PriorityClass), skipped so the
 # target proves what works; ONEQUEUE_CONFORMANCE_OPEN=1 runs them too (each fails in 1-5 minutes).
 SKIP=()
+# SLOW: passes with onequeue, but waits upstream's fixed 5-minute podStartTimeout for a pod that
+# must stay Pending (e2epod.WaitForPodNotPending), two thirds of the target's time; `make test`
+# skips it by name (the rule: PlacementParityTest.PodsAskingOneHostPortNeverShareANode and
+# placement_e2e_test), ONEQUEUE_CONFORMANCE_SLOW=1 runs it too.
+SLOW=(
+  'SchedulerPredicates validates that there exists conflict between pods with same hostPort and protocol but one using 0.0.0.0 hostIP'
+)
+[ "${ONEQUEUE_CONFORMANCE_SLOW:-0}" = 1 ] || SKIP+=("${SLOW[@]}")
 OPEN=(
   'SchedulerPreemption validates basic preemption works'
   'SchedulerPreemption PreemptionExecutionPath runs ReplicaSets to verify preemption running path'

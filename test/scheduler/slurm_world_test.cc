@@ -411,7 +411,8 @@ TEST(SlurmWorldSharingTest, ASharedNodeStaysLendableWhilePodsUseIt) {
 }
 
 // Issue 25 step 4: a job holding a sub-node preemption claim counts on its node as running (as a
-// start not yet seen does) but is never preemptible; a start not yet seen stays preemptible.
+// start not yet seen does) but is never preemptible; since G3's fix (seed 5086) neither is a start
+// not yet seen on a shared node (a requeue would miss it and Slurm would start it into the room).
 TEST(SlurmWorldSharingTest, AJobHoldingAClaimCountsOnItsNodeButIsNoVictim) {
   Fixture f;
   f.options.sharing_partitions = {"pool"};
@@ -428,7 +429,7 @@ TEST(SlurmWorldSharingTest, AJobHoldingAClaimCountsOnItsNodeButIsNoVictim) {
   for (const queue::RunningWorkload& r : snap.running) {
     ASSERT_EQ(r.allocations.size(), 1u);
     EXPECT_EQ(r.allocations[0].used[queue::kCpu], 4000) << r.id;
-    EXPECT_EQ(r.preemptible, r.id != "slurm/1") << r.id;
+    EXPECT_FALSE(r.preemptible) << r.id;
   }
 }
 

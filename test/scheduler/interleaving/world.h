@@ -61,11 +61,12 @@ struct KnownOpenDefects {
   // first (a crash between them: preempt-after-fence) and the mark second (preempt-after-reserve).
   // Off: no crash at preempt-after-fence, preempt-after-reserve or reclaim-after-reserve.
   bool d3 = false;
-  // G3 (found by this checker with issue 25 step 4's preemptors, open): a claimed room on a shared
-  // node is taken back before its claimant starts: an evicted pod's recreated twin bound there
-  // (seed 252), a victim job Slurm starts again there after its BeginTime while a Slurm claimant is
-  // held (seed 483, the gap docs/sharing.md names), a pod bound there in the cycle of a claim that
-  // names it (seed 523). Off: (g3) is not computed (taken_back stays empty); g1 and g2 are checked.
+  // G3 (found by this checker with issue 25 step 4's preemptors; fixed, known_defects_test.cc's
+  // G3_): a claimed room on a shared node was taken back before its claimant started: a pod bound
+  // there in the cycle of a claim naming it (seed 252), a requeued victim job Slurm started again
+  // there after its BeginTime while a Slurm claimant was held (seed 483), a job a successor started
+  // there (seed 523), a released job not yet running named as a victim (seed 5086).
+  // Off: (g3) is not computed (taken_back stays empty); g1 and g2 are checked.
   bool g3 = false;
   // C1 (found by this checker with issue 25 step 4's preemptors; fixed, known_defects_test.cc C1_):
   // with interactive and high pods and jobs on s1, (b) broke (a node a higher-priority pod took
