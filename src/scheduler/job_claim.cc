@@ -110,6 +110,9 @@ absl::Status JobClaims::Claim(const std::string& workload, uint32_t job, const s
   if (victims.empty()) return absl::InvalidArgumentError(absl::StrCat(workload, ": a claim without victims"));
   if (const std::string* why = Refused(workload, now)) return absl::FailedPreconditionError(*why);
   if (records_.count(workload)) return absl::AlreadyExistsError(absl::StrCat(workload, " claims already"));
+  for (const auto& [w, r] : records_) {  // an array's tasks share one record: one claim at a time
+    if (r.job == job) return absl::AlreadyExistsError(absl::StrCat(w, " claims by job ", job, " already"));
+  }
   JobClaimRecord r{workload, job, node, victims, JobClaimState::kPlanned, now, ""};
   if (absl::Status s = slurm_->Hold(job, JobClaimComment(node, victims)); !s.ok()) {
     return absl::UnavailableError(absl::StrCat("the claim's hold of job ", job, " not written: ", s.message()));
@@ -182,7 +185,12 @@ void JobClaims::Rebuild(const slurm::SlurmView::Jobs& jobs, queue::Time now) {
     if (job.state != slurm::JobState::kPending || !HeldByOnequeue(job)) continue;
     std::optional<ParsedJobClaim> c = ParseJobClaim(job.admin_comment);
     if (!c) continue;
-    const std::string workload = SlurmWorkloadId(id);
+    std::string workload = SlurmWorkloadId(id);
+    if (IsPendingArrayRecord(job)) {  // an array task's claim: the array's lowest pending task
+      absl::StatusOr<slurm::ArrayTasks> tasks = slurm::ParseArrayTasks(job.array_tasks);
+      if (!tasks.ok() || tasks->ids.empty()) continue;
+      workload = ArrayTaskWorkloadId(id, tasks->ids.front());
+    }
     records_[workload] = JobClaimRecord{workload, id, c->node, c->victims, JobClaimState::kClaimed, now, ""};
   }
 }
@@ -209,8 +217,20 @@ std::map<uint32_t, std::vector<std::string>> JobClaims::Holding() const {
   std::map<uint32_t, std::vector<std::string>> out;
   for (const auto& [w, r] : records_) {
     if (r.state == JobClaimState::kPlanned || r.state == JobClaimState::kClaimed ||
-        r.state == JobClaimState::kWaitingForVictims)
-      out[r.job] = {r.node};
+        r.state == JobClaimState::kWaitingForVictims) {
+      if (!ArrayTaskOf(r.workload)) out[r.job] = {r.node};
+    }
+  }
+  return out;
+}
+
+std::map<ArrayTask, std::vector<std::string>> JobClaims::HoldingTasks() const {
+  std::map<ArrayTask, std::vector<std::string>> out;
+  for (const auto& [w, r] : records_) {
+    if (r.state != JobClaimState::kPlanned && r.state != JobClaimState::kClaimed &&
+        r.state != JobClaimState::kWaitingForVictims)
+      continue;
+    if (std::optional<ArrayTask> task = ArrayTaskOf(r.workload)) out[*task] = {r.node};
   }
   return out;
 }

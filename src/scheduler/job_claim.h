@@ -29,6 +29,11 @@
 // onequeue whose AdminComment is a claim is kClaimed, and its victims are asked again (one that has
 // left already no longer runs and is not asked twice).
 //
+// An array task (issue 29, "slurm/<array>_<task>") claims the same way: its pending tasks share the
+// array's record, so the claim is the hold of that record (`job` is the array's id), and once the
+// victims are gone SlurmLending::StartJob splits the task off and starts it, as for any task. A
+// successor reads such a claim back as the array's lowest pending task's (the tasks ask the same).
+//
 // No I/O of its own: Slurm is reached through SlurmActions::Hold. No clock: time is an argument.
 #include <cstdint>
 #include <functional>
@@ -41,6 +46,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "queue/model.h"
+#include "scheduler/slurm_arrays.h"
 #include "slurm_bridge/poller.h"
 
 namespace onequeue::scheduler {
@@ -113,7 +119,12 @@ class JobClaims {
   // kWaitingForVictims records none of whose victims is `running` any more.
   std::vector<const JobClaimRecord*> ReadyToStart(const std::function<bool(const std::string&)>& running) const;
   // The claims that hold a room in the plan: job id -> its node (kPlanned, kClaimed, kWaitingForVictims).
+  // Not an array task's claim: see HoldingTasks.
   std::map<uint32_t, std::vector<std::string>> Holding() const;
+  // The same for array tasks' claims ("slurm/<array>_<task>", its hold on the array's pending
+  // record): (array, task) -> its node. The task counts on its node as one started, not planned
+  // again from the array's record (SlurmWorldOptions::started_tasks); the rest of the array waits.
+  std::map<ArrayTask, std::vector<std::string>> HoldingTasks() const;
   // Jobs whose AdminComment is the claim's or a refusal's (records, refusals): HoldWaitingJobs
   // leaves them alone.
   std::set<uint32_t> CommentsOwned(queue::Time now) const;

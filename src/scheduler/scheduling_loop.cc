@@ -205,6 +205,10 @@ BuiltSnapshot SchedulingLoop::BuildCycleSnapshot(const KubeState& state, Snapsho
       world.claimed_jobs.insert(job);
       world.assumed_starts.emplace(job, std::move(nodes));
     }
+    for (auto& [task, nodes] : job_claims_.HoldingTasks()) {  // an array task's claim
+      world.claimed_jobs.insert(task.first);
+      world.started_tasks[task] = std::move(nodes);
+    }
     slurm_records_ = AddSlurmWorld(slurm_view, world, queue_config_, &built, now);
     lending_.Joined(slurm_records_);
   } else if (slurm_ != nullptr) {
@@ -427,8 +431,9 @@ void SchedulingLoop::StartSubNodeJobPreemptions(const std::vector<queue::Preempt
   job_claims_.Advance(*c.slurm.view->jobs, shared, c.now);
   for (const queue::PreemptDecision& d : decisions) {
     const std::optional<uint32_t> job = SlurmJobOf(d.preemptor);
-    // A gang (a job of several nodes) or an array task on a shared node waits (not built).
-    if (!job || ArrayTaskOf(d.preemptor) || d.member_nodes.size() != 1 || d.victims.empty()) continue;
+    // A gang (a job of several nodes) on a shared node waits (not built). An array task claims by
+    // its array's record (job_claim.h).
+    if (!job || d.member_nodes.size() != 1 || d.victims.empty()) continue;
     const std::string& node = c.built.snapshot->nodes[d.member_nodes[0]].name;
     if (!shared.count(node) || !c.slurm.pending.count(d.preemptor)) continue;
     if (absl::Status s = job_claims_.Claim(d.preemptor, *job, node, d.victims, c.now); !s.ok()) {

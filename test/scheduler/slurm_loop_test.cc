@@ -951,6 +951,76 @@ TEST(SharedNodeLoopTest, ASlurmJobEvictsOnlyThePodAndIsStartedThereOnceItIsGone)
   EXPECT_EQ(c.k8s.evictions.size(), 1u);
 }
 
+// An array task as the preemptor (issue 29's tasks share the array's pending record): the claim is
+// the hold of the array's record, the task counts on the node while the pod leaves, and once it is
+// gone the task is split off and started there; the array's other task waits, no second claim.
+TEST(SharedNodeLoopTest, AnArrayTaskClaimsByItsArraysRecordAndIsSplitOffAndStartedOnceThePodIsGone) {
+  JobPreemptorScene s;
+  Cluster& c = s.c;
+  SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+  s.low_placeholder = c.slurm.pod_placeholders[0];
+  c.slurm.Run(s.low_placeholder, "n1");
+  c.Cycle(loop, kT0 + 1);
+  c.slurm.SubmitArray(8, "0-1", 4);
+  c.Cycle(loop, kT0 + 2);
+  EXPECT_THAT(c.k8s.evictions, ::testing::ElementsAre("ns/low"));
+  EXPECT_EQ(c.Calls("requeue 7"), 0);
+  EXPECT_EQ(c.slurm.Job(8).priority, 0);
+  EXPECT_EQ(c.slurm.Job(8).admin_comment, "onequeue: Preempting on shared node n1: ns/low");
+  ASSERT_NE(loop.job_claims().Find("slurm/8_0"), nullptr);
+  EXPECT_EQ(loop.job_claims().Find("slurm/8_0")->state, JobClaimState::kWaitingForVictims);
+  EXPECT_EQ(loop.job_claims().records().size(), 1u);
+  EXPECT_EQ(c.Calls("split 8_0"), 0);
+  c.Cycle(loop, kT0 + 3);
+  EXPECT_EQ(c.slurm.Job(s.low_placeholder).state, slurm::JobState::kCancelled);
+  EXPECT_EQ(c.Calls("split 8_0"), 1);
+  EXPECT_EQ(loop.job_claims().Find("slurm/8_0"), nullptr);
+  for (int t = 4; t <= 6; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.AllocatedCpus("n1"), 8u);
+  EXPECT_EQ(c.Calls("split 8_0"), 1);
+  EXPECT_EQ(c.Calls("split 8_1"), 0);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.k8s.evictions.size(), 1u);
+}
+
+// A crash after an array task's claim (the hold of the array's record) and before the eviction:
+// the successor reads the claim back as the array's lowest pending task's, evicts the pod once,
+// then splits that task off and starts it there.
+TEST(SharedNodeLoopTest, ASuccessorReadsAnArrayTasksClaimBackFromTheArraysRecord) {
+  JobPreemptorScene s;
+  Cluster& c = s.c;
+  {
+    SchedulingLoop first(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+    c.Cycle(first, kT0);
+    ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+    s.low_placeholder = c.slurm.pod_placeholders[0];
+    c.slurm.Run(s.low_placeholder, "n1");
+    c.Cycle(first, kT0 + 1);
+    c.slurm.SubmitArray(8, "0-1", 4);
+  }
+  {
+    SchedulingLoop crashing(s.cfg, &c.k8s, &c.k8s, &c.slurm, [](const char* name) {
+      if (std::string(name) == "job-claim-after-hold") throw Crash{name};
+    });
+    EXPECT_THROW(c.Cycle(crashing, kT0 + 2), Crash);
+  }
+  EXPECT_TRUE(c.k8s.evictions.empty());
+  EXPECT_EQ(c.slurm.Job(8).admin_comment, "onequeue: Preempting on shared node n1: ns/low");
+  SchedulingLoop successor(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(successor, kT0 + 3);
+  EXPECT_THAT(c.k8s.evictions, ::testing::ElementsAre("ns/low"));
+  ASSERT_NE(successor.job_claims().Find("slurm/8_0"), nullptr);
+  EXPECT_EQ(successor.job_claims().Find("slurm/8"), nullptr);
+  for (int t = 4; t <= 6; ++t) c.Cycle(successor, kT0 + t);
+  EXPECT_EQ(c.k8s.evictions.size(), 1u);
+  EXPECT_EQ(c.Calls("split 8_0"), 1);
+  EXPECT_EQ(c.Calls("split 8_1"), 0);
+  EXPECT_EQ(c.slurm.AllocatedCpus("n1"), 8u);
+  EXPECT_EQ(c.Calls("requeue 7"), 0);
+}
+
 // A crash after the claim's hold and before the eviction: the successor reads the claim back from
 // the job's AdminComment, evicts the pod once and starts the job; a third process asks nothing
 // again.
