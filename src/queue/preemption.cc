@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -50,12 +51,21 @@ struct SearchUnit {
 };
 
 struct Cost {
+  // For a by-class preemptor, its highest PriorityClass (= max_priority), compared before the
+  // count: kube-scheduler takes more victims of lower classes (on one node it reprieves the
+  // highest first; across nodes it prefers the lowest highest class) rather than one of a higher
+  // class. Constant for any other preemptor, whose sets are the fewest victims first.
+  double class_first = -std::numeric_limits<double>::infinity();
   int32_t count = 0;
-  double max_priority = 0;
+  // Empty sets weigh below every unit (PriorityClass values may be negative).
+  double max_priority = -std::numeric_limits<double>::infinity();  // the highest VictimSearch::Weight of its units
+  // The highest multifactor priority: breaks ties of PriorityClass for a by-class preemptor (for
+  // any other it equals max_priority).
+  double max_multifactor = -std::numeric_limits<double>::infinity();
   int64_t run_time_lost = 0;
   friend bool operator<(const Cost& a, const Cost& b) {
-    return std::tie(a.count, a.max_priority, a.run_time_lost) <
-           std::tie(b.count, b.max_priority, b.run_time_lost);
+    return std::tie(a.class_first, a.count, a.max_priority, a.max_multifactor, a.run_time_lost) <
+           std::tie(b.class_first, b.count, b.max_priority, b.max_multifactor, b.run_time_lost);
   }
 };
 
@@ -183,7 +193,12 @@ class VictimSearch {
  public:
   VictimSearch(const PreemptionInput& in, const VictimIndex& index, Scratch& scratch, int64_t work_budget,
                bool with_reason)
-      : in_(in), index_(index), s_(scratch), work_budget_(work_budget), with_reason_(with_reason) {}
+      : in_(in),
+        index_(index),
+        s_(scratch),
+        work_budget_(work_budget),
+        with_reason_(with_reason),
+        by_class_(ByClass(*in.preemptor)) {}
 
   std::optional<PreemptionChoice> Run(const QosPolicy& preemptor_qos);
   // After Run returned nullopt: true when the members cannot fit on the usable nodes even with
@@ -193,6 +208,13 @@ class VictimSearch {
  private:
   bool Candidate(int unit) const;  // cached per search (the window walk and UseNodes both ask)
   bool CandidateUncached(int unit) const;
+  // What a unit weighs in this search (Cost::max_priority): its multifactor priority, or, for a
+  // preemptor that goes by PriorityClass (issue 28), its highest PriorityClass value, as
+  // kube-scheduler prefers the victims of the lowest PriorityClass. Its candidates all go by
+  // class (CandidateUncached), and UseNodes orders them by it.
+  double Weight(const IndexUnit& u) const {
+    return by_class_ ? static_cast<double>(u.max_class_priority) : u.max_priority;
+  }
   Resources FreeNow(NodeIndex n) const;
   int Blockers(NodeIndex n) const { return index_.workloads_of(n, Other()); }
   WorkloadKind Other() const {
@@ -226,6 +248,7 @@ class VictimSearch {
   Scratch& s_;
   int64_t work_budget_;
   bool with_reason_;
+  bool by_class_;
   int64_t work_ = 0;
   bool exhausted_ = false;
   bool capped_ = false;
@@ -247,7 +270,7 @@ bool VictimSearch::Candidate(int unit) const {
 
 bool VictimSearch::CandidateUncached(int unit) const {
   const IndexUnit& u = index_.unit(unit);
-  if (ByClass(*in_.preemptor)) {
+  if (by_class_) {
     // Issue 28 (kube-scheduler's rule): pod groups without QOS, of strictly lower PriorityClass.
     if (!u.all_by_class || !(u.max_class_priority < in_.preemptor->priority_class_value.value_or(0)) ||
         !u.all_preemptible || u.over_budget) {
@@ -378,7 +401,16 @@ void VictimSearch::UseNodes(bool all_usable) {
       if (Candidate(*u)) s_.candidate_units.push_back(*u);
     }
   }
-  std::sort(s_.candidate_units.begin(), s_.candidate_units.end());
+  // Cheapest first: the index's order (by multifactor priority), or by class for a by-class
+  // preemptor (ties in the index's order), as Greedy, PerNode and Search's pruning assume.
+  if (by_class_) {
+    std::sort(s_.candidate_units.begin(), s_.candidate_units.end(), [&](int a, int b) {
+      const double wa = Weight(index_.unit(a)), wb = Weight(index_.unit(b));
+      return wa != wb ? wa < wb : a < b;
+    });
+  } else {
+    std::sort(s_.candidate_units.begin(), s_.candidate_units.end());
+  }
   s_.units.clear();
   s_.frees.clear();
   s_.blockers.clear();
@@ -458,7 +490,9 @@ void VictimSearch::Greedy(FitState& state) {
   for (int i : taken) {
     const IndexUnit& u = index_.unit(s_.units[i].unit);
     cost.count += u.count;
-    cost.max_priority = std::max(cost.max_priority, u.max_priority);
+    cost.max_priority = std::max(cost.max_priority, Weight(u));
+    cost.max_multifactor = std::max(cost.max_multifactor, u.max_priority);
+    if (by_class_) cost.class_first = cost.max_priority;
     cost.run_time_lost += u.run_time_lost;
   }
   best_cost_ = cost;
@@ -468,7 +502,9 @@ void VictimSearch::Greedy(FitState& state) {
 
 // Iterative deepening on the victim count over [begin, end) (search units, cheapest first): the
 // first count at which any set fits is the fewest; within it, branch and bound on (highest
-// priority, run time lost). Starts from best_cost_ (greedy, or an earlier search).
+// priority, run time lost). Starts from best_cost_ (greedy, or an earlier search). By class
+// (Cost::class_first), Greedy's cheapest-first prefix already has the lowest highest class any
+// fitting set can have (more victims only free more), so the better sets are among the fewer.
 void VictimSearch::Deepen(FitState& state, const int* begin, const int* end) {
   if (!best_cost_) return;
   const int32_t best_count = best_cost_->count;
@@ -498,11 +534,16 @@ void VictimSearch::Search(FitState& state, const int* begin, const int* end, con
     // The units come cheapest first, so by non-decreasing priority: once one alone would make a
     // set of the best set's size at least and of higher priority, so would every later one, and
     // the loop would only count them as steps (pruned): count them at once.
-    if (cost.count + 1 >= best_cost_->count && std::max(cost.max_priority, u.max_priority) > best_cost_->max_priority) {
+    if (cost.count + 1 >= best_cost_->count && std::max(cost.max_priority, Weight(u)) > best_cost_->max_priority) {
       CountPrunedSteps(end - c - 1);
       return;
     }
-    Cost next{cost.count + u.count, std::max(cost.max_priority, u.max_priority), cost.run_time_lost + u.run_time_lost};
+    Cost next = cost;
+    next.count += u.count;
+    next.max_priority = std::max(cost.max_priority, Weight(u));
+    next.max_multifactor = std::max(cost.max_multifactor, u.max_priority);
+    next.run_time_lost += u.run_time_lost;
+    if (by_class_) next.class_first = next.max_priority;
     if (next.count > count_bound || !(next < *best_cost_) || !state.WithinBudget(su)) continue;
     work_ += static_cast<int64_t>(su.frees.size());
     state.Apply(su);
@@ -540,7 +581,15 @@ void VictimSearch::PerNode(FitState& state) {
     // cheaper set replaces the best, so a slot whose bound is not below it has nothing to give.
     // (Then the best has one victim, so Deepen would make one pass over the slot's units, every
     // one pruned: its steps are counted as it would count them.)
-    const Cost bound{1, index_.unit(s_.units[*begin].unit).max_priority, 0};
+    const IndexUnit& cheapest = index_.unit(s_.units[*begin].unit);
+    const double weight = Weight(cheapest);
+    // By class, a later unit of the same class may have a lower multifactor priority.
+    Cost bound;
+    bound.count = 1;
+    bound.max_priority = weight;
+    bound.max_multifactor = by_class_ ? -std::numeric_limits<double>::infinity() : weight;
+    bound.run_time_lost = 0;
+    if (by_class_) bound.class_first = weight;
     if (!(bound < *best_cost_)) {
       CountPrunedSteps(end - begin);
       continue;
@@ -596,12 +645,16 @@ PreemptionChoice VictimSearch::MakeChoice(FitState& state) const {
     nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
     std::vector<std::string> node_names;
     for (NodeIndex n : nodes) node_names.push_back(snap.nodes[n].name);
-    choice.reason = absl::StrFormat(
-        "preempts %d workload%s (%s) of lower priority (highest %.1f < %.1f) on node%s %s; %d s of "
-        "run time lost",
-        choice.victim_count, choice.victim_count == 1 ? "" : "s", absl::StrJoin(d.victims, ", "),
-        choice.max_victim_priority, in_.preemptor_priority, nodes.size() == 1 ? "" : "s",
-        absl::StrJoin(node_names, ", "), choice.run_time_lost);
+    const std::string lower =
+        by_class_
+            ? absl::StrFormat("lower PriorityClass (highest %d < %d)", static_cast<int32_t>(choice.max_victim_priority),
+                              in_.preemptor->priority_class_value.value_or(0))
+            : absl::StrFormat("lower priority (highest %.1f < %.1f)", choice.max_victim_priority,
+                              in_.preemptor_priority);
+    choice.reason = absl::StrFormat("preempts %d workload%s (%s) of %s on node%s %s; %d s of run time lost",
+                                    choice.victim_count, choice.victim_count == 1 ? "" : "s",
+                                    absl::StrJoin(d.victims, ", "), lower, nodes.size() == 1 ? "" : "s",
+                                    absl::StrJoin(node_names, ", "), choice.run_time_lost);
   }
   for (int ui : s_.best) state.Unapply(s_.units[ui]);
   return choice;

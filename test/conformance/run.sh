@@ -18,25 +18,14 @@ mkdir -p "$work"
 work=$(cd "$work" && pwd)
 focus=${ONEQUEUE_CONFORMANCE_FOCUS:-'\[sig-scheduling\].*\[Conformance\]'}
 nodes=${ONEQUEUE_CONFORMANCE_NODES:-2}
-# Skipped by name (regexps joined with |). SKIP: specs that need what kwok nodes cannot give
-# (none of the 11 does). OPEN: specs onequeue fails today (docs/e2e.md, "Conformance": a pod
-# without QOS preempts by PriorityClass, but onequeue picks the fewest victims, then the lowest
-# multifactor priority, where kube-scheduler picks the lowest PriorityClass), skipped so the
-# target proves what works; ONEQUEUE_CONFORMANCE_OPEN=1 runs them too (each fails in 1-5 minutes).
+# Skipped by name (regexps joined with |): none needs what kwok nodes cannot give, and all 11 pass.
 SKIP=()
-# SLOW: passes with onequeue, but waits upstream's fixed 5-minute podStartTimeout for a pod that
-# must stay Pending (e2epod.WaitForPodNotPending), two thirds of the target's time; `make test`
-# skips it by name (the rule: PlacementParityTest.PodsAskingOneHostPortNeverShareANode and
-# placement_e2e_test), ONEQUEUE_CONFORMANCE_SLOW=1 runs it too.
+# SLOW: waits upstream's fixed 5-minute podStartTimeout for a pod that must stay Pending
+# (e2epod.WaitForPodNotPending); ONEQUEUE_CONFORMANCE_SLOW=0 skips it for a quick local run.
 SLOW=(
   'SchedulerPredicates validates that there exists conflict between pods with same hostPort and protocol but one using 0.0.0.0 hostIP'
 )
-[ "${ONEQUEUE_CONFORMANCE_SLOW:-0}" = 1 ] || SKIP+=("${SLOW[@]}")
-OPEN=(
-  'SchedulerPreemption validates basic preemption works'
-  'SchedulerPreemption PreemptionExecutionPath runs ReplicaSets to verify preemption running path'
-)
-[ "${ONEQUEUE_CONFORMANCE_OPEN:-0}" = 1 ] || SKIP+=("${OPEN[@]}")
+[ "${ONEQUEUE_CONFORMANCE_SLOW:-1}" = 0 ] && SKIP+=("${SLOW[@]}")
 
 bin=$(bash "$cluster/build-upstream.sh" | tail -n 1)
 [ -x "$bin/e2e-scheduling.test" ] || { echo "run.sh: missing $bin/e2e-scheduling.test" >&2; exit 1; }
@@ -76,6 +65,29 @@ status:
 EOF
 done
 k wait --for=condition=Ready node -l onequeue.io/pool=conformance --timeout=60s >&2
+# The per-node system pods upstream's e2e framework looks for (e2enode.WaitForTotalHealthy: a running
+# kube-system pod matching kube-proxy, fluentd-elasticsearch and node-problem-detector on every
+# schedulable node, else each preemption spec first waits its full minute). No requests; a scheduler
+# name no scheduler serves, then bound through the binding subresource (which sets PodScheduled, as
+# the specs' pod listings check).
+for i in $(seq 1 "$nodes"); do
+  for daemon in kube-proxy fluentd-elasticsearch node-problem-detector; do
+    pod=$daemon-conformance-$i
+    k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $pod, namespace: kube-system, labels: {onequeue.io/conformance-system-pod: "true"}}
+spec:
+  schedulerName: conformance-setup
+  priorityClassName: system-node-critical
+  tolerations: [{operator: Exists}]
+  containers: [{name: $daemon, image: registry.k8s.io/pause:3.10}]
+EOF
+    echo "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"$pod\"},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"conformance-$i\"}}" |
+      k create --raw "/api/v1/namespaces/kube-system/pods/$pod/binding" -f - >/dev/null
+  done
+done
+k -n kube-system wait --for=jsonpath='{.status.phase}'=Running pod -l onequeue.io/conformance-system-pod=true --timeout=60s >&2
 
 cat > "$work/onequeue.yaml" <<EOF
 apiVersion: onequeue.io/v1alpha1

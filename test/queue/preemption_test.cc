@@ -279,6 +279,43 @@ TEST(Preemption, WithoutQosVictimsAreStillTheFewestThenLowestPriority) {
   EXPECT_THAT(c->decision.victims, ElementsAre("d"));
 }
 
+// kube-scheduler's conformance spec "validates lower priority pod preemption by critical pod":
+// with one victim either way, the victim of the lower PriorityClass goes, whatever the
+// multifactor priorities (age and size made the medium pod's the lower one in CI).
+TEST(Preemption, WithoutQosAmongEquallyFewVictimsTheLowestPriorityClassGoes) {
+  Scenario s(2, 4000);
+  s.preemptor.qos = "";
+  s.preemptor.priority_class_value = 2000000000;
+  s.Run("low", {0}, 4000, /*priority=*/10000.2).class_priority = 1;
+  s.Run("medium", {1}, 4000, /*priority=*/10000.0).class_priority = 100;
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("low"));
+  EXPECT_THAT(c->reason, HasSubstr("of lower PriorityClass (highest 1 < 2000000000)"));
+  // Swapped classes: the other one.
+  s.snapshot.running[0].class_priority = 100;
+  s.snapshot.running[1].class_priority = 1;
+  c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("medium"));
+}
+
+// kube-scheduler's conformance spec "runs ReplicaSets to verify preemption running path": on one
+// node, two victims of lower classes go rather than one of a higher class (kube-scheduler
+// reprieves the highest class first).
+TEST(Preemption, WithoutQosMoreVictimsOfLowerClassesGoRatherThanOneOfAHigherClass) {
+  Scenario s(1, 1000);
+  s.preemptor.qos = "";
+  s.preemptor.priority_class_value = 4;
+  s.preemptor.per_member = Cpu(500);
+  s.Run("p1", {0}, 200, /*priority=*/1).class_priority = 1;
+  s.Run("p2", {0}, 300, /*priority=*/1).class_priority = 2;
+  s.Run("p3", {0}, 450, /*priority=*/1).class_priority = 3;
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, UnorderedElementsAre("p1", "p2"));
+}
+
 TEST(Preemption, ASlurmJobWithoutQosDoesNotPreemptByPriorityClass) {
   Scenario s(1, 4000);
   s.preemptor.qos = "";
