@@ -348,6 +348,20 @@ absl::StatusOr<Pod> Pod::FromJson(const json& j) {
         p.volume_claims.push_back(Str(pvc, "claimName"));
       } else if (Field(v, "ephemeral").is_object()) {
         p.volume_claims.push_back(absl::StrCat(p.metadata.name, "-", Str(v, "name")));
+      } else if (const json& gce = Field(v, "gcePersistentDisk"); gce.is_object()) {
+        p.inline_disks.push_back({InlineDisk::Kind::kGcePersistentDisk, Str(gce, "pdName"), {}, Bool(gce, "readOnly")});
+      } else if (const json& aws = Field(v, "awsElasticBlockStore"); aws.is_object()) {
+        p.inline_disks.push_back({InlineDisk::Kind::kAwsElasticBlockStore, Str(aws, "volumeID"), {}, Bool(aws, "readOnly")});
+      } else if (const json& iscsi = Field(v, "iscsi"); iscsi.is_object()) {
+        p.inline_disks.push_back({InlineDisk::Kind::kIscsi, Str(iscsi, "iqn"), {}, Bool(iscsi, "readOnly")});
+      } else if (const json& rbd = Field(v, "rbd"); rbd.is_object()) {
+        InlineDisk d{InlineDisk::Kind::kRbd, "", {}, Bool(rbd, "readOnly")};
+        const std::string pool = Str(rbd, "pool");
+        d.id = absl::StrCat(pool.empty() ? "rbd" : pool, "/", Str(rbd, "image"));
+        for (const json& m : Array(rbd, "monitors")) {
+          if (m.is_string()) d.monitors.push_back(m.get<std::string>());
+        }
+        p.inline_disks.push_back(std::move(d));
       }
     }
     std::sort(p.volume_claims.begin(), p.volume_claims.end());

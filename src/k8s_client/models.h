@@ -103,6 +103,17 @@ struct Container {
   std::vector<HostPort> host_ports;
 };
 
+// An in-tree volume kube-scheduler's VolumeRestrictions keeps apart on one node: gcePersistentDisk
+// (pdName), awsElasticBlockStore (volumeID), iscsi (iqn), rbd (pool/image, with its monitors).
+struct InlineDisk {
+  enum class Kind : uint8_t { kGcePersistentDisk, kAwsElasticBlockStore, kIscsi, kRbd };
+  Kind kind = Kind::kGcePersistentDisk;
+  std::string id;                       // pdName, volumeID, iqn, or "<pool>/<image>" (pool "rbd" when unset)
+  std::vector<std::string> monitors;    // rbd: cephMonitors
+  bool read_only = false;
+  friend bool operator==(const InlineDisk&, const InlineDisk&) = default;
+};
+
 struct Pod {
   ObjectMeta metadata;
   // spec
@@ -124,6 +135,7 @@ struct Pod {
   // persistentVolumeClaim.claimName, and for a generic ephemeral volume "<pod>-<volume>" (the
   // claim the ephemeral controller makes). Sorted, without repeats.
   std::vector<std::string> volume_claims;
+  std::vector<InlineDisk> inline_disks;  // spec.volumes of the four in-tree kinds above
   // status
   std::string phase, nominated_node_name;
   std::vector<Condition> conditions;

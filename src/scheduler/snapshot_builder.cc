@@ -3,6 +3,7 @@
 #include "scheduler/node_owner.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -42,6 +43,9 @@ queue::TaintEffect ToEffect(const std::string& effect) {
 queue::NodeOwner ParseOwner(const std::string& v) { return NodeOwner::Parse(v).ToQueue(); }
 
 bool IsHostPortName(const std::string& name) { return name.rfind(kHostPortResourcePrefix, 0) == 0; }
+bool IsInlineDiskName(const std::string& name) { return name.rfind(kInlineDiskResourcePrefix, 0) == 0; }
+// Resources of one node's own (host ports, in-tree disks): a slot only where a pending pod asks.
+bool IsNodeLocalName(const std::string& name) { return IsHostPortName(name) || IsInlineDiskName(name); }
 
 // Maps Kubernetes resource names onto the queue's fixed slots: every name but cpu, memory and pods
 // (ephemeral-storage, hugepages-*, extended resources) takes the next free slot; past
@@ -70,7 +74,7 @@ class ResourceMapper {
     if (name == "pods") return queue::kPods;
     int i = names_->IndexOf(name);
     if (i >= 0) return i;
-    if (IsHostPortName(name) && !creates_host_ports_) return -1;
+    if (IsNodeLocalName(name) && !creates_host_ports_) return -1;
     if (static_cast<int>(names_->names.size()) >= queue::kMaxResourceKinds) return -1;
     names_->names.push_back(name);
     return static_cast<int>(names_->names.size()) - 1;
@@ -103,6 +107,31 @@ std::vector<std::string> HostPortNames(const k8s::Pod& pod) {
   for (const auto& c : pod.containers) add(c);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// kube-scheduler's VolumeRestrictions for in-tree disks (kInlineDiskResourcePrefix): per disk
+// name the largest share any of the pod's volumes takes (a pod never conflicts with itself).
+std::map<std::string, int64_t> InlineDiskShares(const k8s::Pod& pod) {
+  using Kind = k8s::InlineDisk::Kind;
+  std::map<std::string, int64_t> out;
+  for (const k8s::InlineDisk& d : pod.inline_disks) {
+    const bool writer = !d.read_only || d.kind == Kind::kAwsElasticBlockStore;
+    const int64_t share = writer ? kInlineDiskShares : 1;
+    std::vector<std::string> names;
+    switch (d.kind) {
+      case Kind::kGcePersistentDisk: names.push_back(absl::StrCat("gce/", d.id)); break;
+      case Kind::kAwsElasticBlockStore: names.push_back(absl::StrCat("aws/", d.id)); break;
+      case Kind::kIscsi: names.push_back(absl::StrCat("iscsi/", d.id)); break;
+      case Kind::kRbd:
+        for (const std::string& m : d.monitors) names.push_back(absl::StrCat("rbd/", m, "/", d.id));
+        break;
+    }
+    for (const std::string& n : names) {
+      int64_t& s = out[absl::StrCat(kInlineDiskResourcePrefix, n)];
+      s = std::max(s, share);
+    }
+  }
   return out;
 }
 
@@ -355,6 +384,7 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
   // Host ports as resources of one unit per node (NodePorts), so the planner keeps two pods
   // asking one port apart within a cycle and over time as it does for any other resource.
   for (std::string& port : HostPortNames(pod)) r.requests[std::move(port)] = k8s::Quantity::FromInt(1);
+  for (const auto& [disk, share] : InlineDiskShares(pod)) r.requests[disk] = k8s::Quantity::FromInt(share);
   r.gated = !pod.scheduling_gates.empty();
   r.may_preempt = pod.preemption_policy != "Never";
   r.eligibility = ToEligibility(pod);
@@ -627,17 +657,19 @@ class SnapshotAssembler {
 
   // NodePorts: one slot per host port a pending pod asks for, one unit of it on every pool node,
   // before any pod is counted (a bound pod's or a daemon's port then takes its node's unit). Ports
-  // no pending pod asks for take no slot.
+  // no pending pod asks for take no slot. In-tree disks (VolumeRestrictions) likewise, with
+  // kInlineDiskShares units per node.
   void AddHostPortSlots() {
     queue::Snapshot& snap = *out_.snapshot;
     for (const auto& record : state_.pods) {
       if (!IsPendingForUs(*record, options_)) continue;
       for (const auto& [name, q] : record->requests) {
-        if (!IsHostPortName(name) || snap.resource_names.IndexOf(name) >= 0) continue;
+        if (!IsNodeLocalName(name) || snap.resource_names.IndexOf(name) >= 0) continue;
         if (static_cast<int>(snap.resource_names.names.size()) >= queue::kMaxResourceKinds) break;  // refused later
         snap.resource_names.names.push_back(name);
         const int slot = static_cast<int>(snap.resource_names.names.size()) - 1;
-        for (queue::Node& n : snap.nodes) n.allocatable[slot] = 1;
+        const int64_t per_node = IsInlineDiskName(name) ? kInlineDiskShares : 1;
+        for (queue::Node& n : snap.nodes) n.allocatable[slot] = per_node;
       }
     }
   }

@@ -55,6 +55,13 @@ inline constexpr const char* kOwnerTaintKey = "onequeue.io/owner";
 // Resource names standing for host ports in PodRecord::requests ("hostPort:TCP/8080"): one unit
 // per pool node, so two pods asking one port/protocol never share a node (NodePorts).
 inline constexpr const char* kHostPortResourcePrefix = "hostPort:";
+// Resource names standing for in-tree disks in PodRecord::requests (VolumeRestrictions), e.g.
+// "inlineDisk:gce/<pdName>": kInlineDiskShares units per pool node; a pod mounting the disk
+// read-write takes them all, read-only one, so read-only users share a node and nothing shares
+// it with a writer (an awsElasticBlockStore volume is always a writer: upstream ignores readOnly
+// there). An rbd image asks for one name per monitor, so images with overlapping monitors meet.
+inline constexpr const char* kInlineDiskResourcePrefix = "inlineDisk:";
+inline constexpr int64_t kInlineDiskShares = 1000;
 inline constexpr const char* kEstimatedStartAnnotation = "onequeue.io/estimated-start";
 inline constexpr const char* kQueuePositionAnnotation = "onequeue.io/queue-position";
 

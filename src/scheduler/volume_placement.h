@@ -20,7 +20,8 @@
 // - VolumeRestrictions: a ReadWriteOncePod claim a bound (or assumed) pod uses keeps the pod
 //   pending; of pending pods sharing one, only the oldest is planned.
 // A gang whose members' volumes allow different nodes is refused. Not read: NodeVolumeLimits
-// (CSINode attach limits), CSIStorageCapacity, in-tree inline disk conflicts.
+// (CSINode attach limits), CSIStorageCapacity. In-tree inline disk conflicts are node-local
+// resources (kInlineDiskResourcePrefix, snapshot_builder.h), not here.
 #include <map>
 #include <optional>
 #include <string>

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "queue/eligibility.h"
 #include "queue/planner.h"
@@ -221,6 +222,61 @@ TEST(PlacementParityTest, PodsAskingOneHostPortNeverShareANode) {
                      FromJson(WithHostPort(PodJson("udp"), 80, "UDP")), FromJson(WithHostPort(PodJson("other"), 81))},
                     SnapshotOptions(), kNow);
   EXPECT_THAT(StartedIds(PlanOf(against_bound)), ElementsAre("ns/other", "ns/udp"));
+}
+
+// VolumeRestrictions for in-tree disks (kube-scheduler's isVolumeConflict): one gcePersistentDisk
+// or iscsi volume is shared on a node only by read-only users; an awsElasticBlockStore volume
+// never; an rbd image when the monitors overlap, the same pool and image. Within a cycle and
+// against pods already bound; on another node the same disk is fine (the rule is per node).
+json WithDisk(json pod, const std::string& kind, const json& source) {
+  pod["spec"]["volumes"].push_back({{"name", "disk"}, {kind, source}});
+  return pod;
+}
+json BoundTo(json pod, const std::string& node) {
+  pod["spec"]["nodeName"] = node;
+  pod["spec"]["schedulerName"] = "default-scheduler";
+  pod["status"]["phase"] = "Running";
+  return pod;
+}
+
+TEST(PlacementParityTest, InTreeDisksAreSharedOnANodeOnlyAsUpstreamAllows) {
+  const json rw = {{"pdName", "data"}};
+  const json ro = {{"pdName", "data"}, {"readOnly", true}};
+  auto started = [](std::vector<k8s::Pod> pods, int nodes = 1) {
+    std::vector<k8s::Node> ns;
+    for (int i = 1; i <= nodes; ++i) ns.push_back(MakeNode(absl::StrCat("n", i)));
+    return StartedIds(PlanOf(BuildSnapshot(ns, pods, SnapshotOptions(), kNow)));
+  };
+  // Two writers of one disk: one per node.
+  EXPECT_EQ(started({FromJson(WithDisk(PodJson("a"), "gcePersistentDisk", rw)),
+                     FromJson(WithDisk(PodJson("b"), "gcePersistentDisk", rw))}).size(), 1u);
+  EXPECT_EQ(started({FromJson(WithDisk(PodJson("a"), "gcePersistentDisk", rw)),
+                     FromJson(WithDisk(PodJson("b"), "gcePersistentDisk", rw))}, 2).size(), 2u);
+  // Readers share; a reader and a writer do not.
+  EXPECT_THAT(started({FromJson(WithDisk(PodJson("a"), "gcePersistentDisk", ro)),
+                       FromJson(WithDisk(PodJson("b"), "gcePersistentDisk", ro))}),
+              ElementsAre("ns/a", "ns/b"));
+  EXPECT_THAT(started({FromJson(BoundTo(WithDisk(PodJson("w"), "gcePersistentDisk", rw), "n1")),
+                       FromJson(WithDisk(PodJson("r"), "gcePersistentDisk", ro)),
+                       FromJson(WithDisk(PodJson("other"), "gcePersistentDisk", json{{"pdName", "logs"}}))}),
+              ElementsAre("ns/other"));
+  // EBS: readOnly does not matter.
+  const json ebs_ro = {{"volumeID", "vol-1"}, {"readOnly", true}};
+  EXPECT_EQ(started({FromJson(WithDisk(PodJson("a"), "awsElasticBlockStore", ebs_ro)),
+                     FromJson(WithDisk(PodJson("b"), "awsElasticBlockStore", ebs_ro))}).size(), 1u);
+  // iSCSI by iqn.
+  EXPECT_EQ(started({FromJson(WithDisk(PodJson("a"), "iscsi", json{{"iqn", "iqn.x:1"}, {"lun", 0}})),
+                     FromJson(WithDisk(PodJson("b"), "iscsi", json{{"iqn", "iqn.x:1"}, {"lun", 1}}))}).size(), 1u);
+  // RBD: overlapping monitors, same pool and image conflict; disjoint monitors do not.
+  const json rbd_ab = {{"monitors", {"m1", "m2"}}, {"image", "img"}};
+  const json rbd_bc = {{"monitors", {"m2", "m3"}}, {"image", "img"}};
+  const json rbd_d = {{"monitors", {"m4"}}, {"image", "img"}};
+  EXPECT_EQ(started({FromJson(WithDisk(PodJson("a"), "rbd", rbd_ab)), FromJson(WithDisk(PodJson("b"), "rbd", rbd_bc))}).size(), 1u);
+  EXPECT_EQ(started({FromJson(WithDisk(PodJson("a"), "rbd", rbd_ab)), FromJson(WithDisk(PodJson("b"), "rbd", rbd_d))}).size(), 2u);
+  // A pod mounting its own disk twice does not conflict with itself.
+  json twice = WithDisk(WithDisk(PodJson("twice"), "gcePersistentDisk", rw), "gcePersistentDisk", ro);
+  twice["spec"]["volumes"][1]["name"] = "again";
+  EXPECT_THAT(started({FromJson(twice)}), ElementsAre("ns/twice"));
 }
 
 // SchedulingGates: a gated pod is not planned (the API server already reports it
