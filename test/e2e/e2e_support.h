@@ -298,9 +298,15 @@ class E2ETest : public ::testing::Test {
 
   // Waits for a FailedScheduling event about `pod` whose note starts with `reason`.
   bool WaitForFailedScheduling(const std::string& pod, const std::string& reason) {
+    return WaitForFailedSchedulingAny(pod, {reason});
+  }
+  // Any one of several reasons: one wait, not one timeout per reason that did not come.
+  bool WaitForFailedSchedulingAny(const std::string& pod, const std::vector<std::string>& reasons) {
     return Eventually(kBindTimeout, [&] {
       for (const auto& e : EventsWithReason(client_.get(), ns_, pod, "FailedScheduling")) {
-        if (absl::StartsWith(e.note, reason + ":")) return true;
+        for (const auto& reason : reasons) {
+          if (absl::StartsWith(e.note, reason + ":")) return true;
+        }
       }
       return false;
     });

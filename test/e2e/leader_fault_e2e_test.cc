@@ -214,8 +214,7 @@ void LeaderFaultE2E::Run(StopAt stop_at, bool gate) {
     auto it = n->metadata.annotations.find("onequeue.io/owner");
     return it == n->metadata.annotations.end() || !absl::StartsWith(it->second, "reserved/");
   })) << "the node stayed reserved";
-  EXPECT_TRUE(WaitForFailedScheduling("late", "Resources") || WaitForFailedScheduling("late", "Priority") ||
-              WaitForFailedScheduling("late", "ReservedForHigherPriority"))
+  EXPECT_TRUE(WaitForFailedSchedulingAny("late", {"Resources", "Priority", "ReservedForHigherPriority"}))
       << Describe(EventsAbout(client_.get(), ns_, "late"));
 
   // The audit log: the takeover is the standby's first successful write of the Lease.

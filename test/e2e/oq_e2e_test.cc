@@ -106,7 +106,7 @@ TEST_F(OqE2E, MetricsCountWhatHappened) {
   late.cpu = "4";
   late.qos = "batch";
   CreatePod("late", late);
-  ASSERT_TRUE(WaitForFailedScheduling("late", "Priority") || WaitForFailedScheduling("late", "Resources"));
+  ASSERT_TRUE(WaitForFailedSchedulingAny("late", {"Priority", "Resources"}));
 
   // The gauges follow the cycle after the report; counters only grow.
   ASSERT_TRUE(Eventually(absl::Seconds(30), [&] {
@@ -185,8 +185,8 @@ TEST_F(OqE2E, QueueNodesPriorityAndExplainShowWhatTheDaemonDecided) {
   small.cpu = "1";
   small.qos = "normal";
   CreatePod("small", small);
-  ASSERT_TRUE(WaitForFailedScheduling("big", "Priority") || WaitForFailedScheduling("big", "Resources"));
-  ASSERT_TRUE(WaitForFailedScheduling("small", "Resources") || WaitForFailedScheduling("small", "Priority"));
+  ASSERT_TRUE(WaitForFailedSchedulingAny("big", {"Priority", "Resources"}));
+  ASSERT_TRUE(WaitForFailedSchedulingAny("small", {"Resources", "Priority"}));
 
   // oq queue: the running pods with their nodes, the waiting ones with position and reason.
   CommandResult queue;
