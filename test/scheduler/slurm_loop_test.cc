@@ -1253,5 +1253,40 @@ TEST(SharedNodeLoopTest, TheSplitOfASharedNodeIsWrittenToItsAnnotationWithSlurms
             "free cpu=4 memory=24Gi nvidia.com/gpu=2");
 }
 
+// Issue 25: `oq nodes`' table (ListNodes' OWNER and LENDING, from NodeOwnerColumn and
+// NodeLendingColumn) shows a shared node as shared, never lent whole, while a pod and a Slurm job
+// run there; an exclusive node of another shared partition still shows its owner and lending.
+TEST(SharedNodeLoopTest, OqNodesShowsASharedNodeAsSharedAndNeverLentWhole) {
+  Cluster c(2);
+  c.slurm.Node("n2").partitions = {"whole"};
+  Config cfg = SlurmConfig("placeholder");
+  cfg.slurm.shared_partitions = {"pool", "whole"};
+  cfg.slurm.partition_sharing = {{"pool", "shared"}};
+  c.slurm.Submit(7, 4);
+  c.slurm.Run(7, "n1");
+  c.k8s.AddPod("web", "2", "batch", "");
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  StatusBoard board;
+  loop.PublishTo(&board);
+  c.Cycle(loop, kT0);
+  ASSERT_FALSE(c.slurm.pod_placeholders.empty());
+  c.slurm.Run(c.slurm.pod_placeholders.at(0), "n1");
+  c.Cycle(loop, kT0 + 5);
+  c.Cycle(loop, kT0 + 10);
+  ASSERT_EQ(c.k8s.NodeOf("ns/web"), "n1");
+  const auto st = board.Latest();
+  ASSERT_NE(st, nullptr);
+  std::map<std::string, std::pair<std::string, std::string>> columns;
+  for (const queue::Node& node : st->plan->snapshot->nodes) {
+    auto j = st->slurm.nodes.find(node.name);
+    columns[node.name] = {NodeOwnerColumn(node),
+                          NodeLendingColumn(*st, node, j == st->slurm.nodes.end() ? nullptr : &j->second)};
+  }
+  EXPECT_EQ(columns["n1"].first, "shared");
+  EXPECT_EQ(columns["n1"].second, "shared with Slurm: never lent whole");
+  EXPECT_EQ(columns["n2"].first, "kubernetes");
+  EXPECT_THAT(columns["n2"].second, HasSubstr("Kubernetes'"));
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
