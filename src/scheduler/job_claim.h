@@ -1,7 +1,7 @@
 #pragma once
 // Issue 25 step 4, sub-node preemption with a Slurm job as the preemptor (docs/sharing.md, "What
-// step 4 does today"), of one node or of several (a gang: every member node shared). The sibling of pod_mirror.h's claim: a pod preemptor claims its room with
-// its own pending placeholder; a Slurm job claims it by staying held, its AdminComment naming the
+// step 4 does today"), of one node or of several (a gang: every member node shared). The sibling
+// of pod_mirror.h's claim: a pod preemptor claims its room with its own pending placeholder; a Slurm job claims it by staying held, its AdminComment naming the
 // node and the victims, while it counts on that node in onequeue's plan. One record per job, whose
 // state moves only through NextJobClaimState (the one table below); an event a state does not take
 // is an error (kFailedPrecondition) and leaves the record as it is.
@@ -104,8 +104,9 @@ class JobClaims {
   JobClaims(JobClaimOptions options, SlurmActions* slurm) : options_(options), slurm_(slurm) {}
 
   // A job the plan starts on shared nodes `nodes` (one, or each of a gang's) only by preempting
-  // `victims` there: a record in kPlanned, the claim written as its hold at once (kClaimed). kAlreadyExists if the job has a
-  // record; kFailedPrecondition while a refusal blocks it; the hold's error (record dropped).
+  // `victims` there: a record in kPlanned, the claim written as its hold at once (kClaimed).
+  // kAlreadyExists if the job has a record; kFailedPrecondition while a refusal blocks it; the
+  // hold's error (record dropped).
   absl::Status Claim(const std::string& workload, uint32_t job, const std::vector<std::string>& nodes,
                      const std::vector<std::string>& victims, queue::Time now);
   // The victims of a kClaimed record were asked: ok moves it to kWaitingForVictims; an error undoes
@@ -114,8 +115,8 @@ class JobClaims {
   // The job was released to start (kStarted; the record is dropped).
   absl::Status Started(const std::string& workload, queue::Time now);
   // One cycle, before any claim is made: a record whose job is no longer pending (by `jobs`, the
-  // poll), one of whose nodes is no longer one of `shared_nodes`, or whose victims have not left within the
-  // timeout is undone; an undo whose write failed is written again; final records are dropped.
+  // poll), one of whose nodes is no longer one of `shared_nodes`, or whose victims have not left
+  // within the timeout is undone; an undo whose write failed is written again; final records are dropped.
   void Advance(const slurm::SlurmView::Jobs& jobs, const std::set<std::string>& shared_nodes, queue::Time now);
   // After a restart: every record from the listing (replaces what the records held).
   void Rebuild(const slurm::SlurmView::Jobs& jobs, queue::Time now);
