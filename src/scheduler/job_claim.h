@@ -1,8 +1,9 @@
 #pragma once
 // Issue 25 step 4, sub-node preemption with a Slurm job as the preemptor (docs/sharing.md, "What
 // step 4 does today"), of one node or of several (a gang: every member node shared). The sibling
-// of pod_mirror.h's claim: a pod preemptor claims its room with its own pending placeholder; a Slurm job claims it by staying held, its AdminComment naming the
-// node and the victims, while it counts on that node in onequeue's plan. One record per job, whose
+// of pod_mirror.h's claim: a pod preemptor claims its room with its own pending placeholder; a
+// Slurm job claims it by staying held, its AdminComment naming the node(s) and the victims, while
+// it counts on its node(s) in onequeue's plan. One record per job, whose
 // state moves only through NextJobClaimState (the one table below); an event a state does not take
 // is an error (kFailedPrecondition) and leaves the record as it is.
 //
