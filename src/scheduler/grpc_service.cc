@@ -43,15 +43,6 @@ std::string Amount(const queue::ResourceNames& names, int kind, int64_t v) {
   return absl::StrCat(v);
 }
 
-const char* OwnerName(queue::OwnerKind k) {
-  switch (k) {
-    case queue::OwnerKind::kKubernetes: return "kubernetes";
-    case queue::OwnerKind::kSlurm: return "slurm";
-    case queue::OwnerKind::kFree: return "free";
-    case queue::OwnerKind::kReserved: return "reserved";
-  }
-  return "free";
-}
 
 // Name and namespace from a pod workload id: "ns/pod" or "ns/group/name".
 void SplitPodId(const std::string& id, std::string* ns, std::string* name) {
@@ -260,35 +251,6 @@ std::string NodeVerdict(const CycleStatus& st, const queue::PendingWorkload& w, 
   return "";
 }
 
-std::string LendingState(const CycleStatus& st, const queue::Node& node, const JoinedNode* joined) {
-  const std::string owner = st.node_owner.count(node.name) ? st.node_owner.at(node.name) : "";
-  if (absl::StartsWith(owner, "reserved/")) {
-    return absl::StrCat("reserved for ", owner.substr(9), ": being reclaimed");
-  }
-  if (joined == nullptr) return "not a Slurm node";
-  switch (joined->holder.holder) {
-    case slurm::NodeHolder::kAdmin: return "drained by a Slurm admin: left alone";
-    case slurm::NodeHolder::kDown: return "Slurm node down";
-    default: break;
-  }
-  if (node.owner.kind == queue::OwnerKind::kSlurm) {
-    if (!joined->running_jobs.empty()) {
-      return absl::StrCat("lent to Slurm: job ", absl::StrJoin(joined->running_jobs, ","), " runs here");
-    }
-    auto idle = st.lent_idle_since.find(node.name);
-    if (idle != st.lent_idle_since.end()) {
-      return absl::StrCat("lent to Slurm, idle for ", st.now - idle->second, "s (returns after ",
-                          st.return_after_seconds, "s)");
-    }
-    return "lent to Slurm";
-  }
-  const bool fenced = joined->holder.holder == slurm::NodeHolder::kOnequeue;
-  auto lendable = node.labels.find(kLendableLabel);
-  if (lendable != node.labels.end() && lendable->second == "true") {
-    return fenced ? "Kubernetes', idle: lendable to Slurm" : "lendable to Slurm";
-  }
-  return fenced ? "Kubernetes' (fenced off in Slurm)" : "Kubernetes'";
-}
 
 class QueueServiceImpl final : public onequeue::v1::QueueService::Service {
  public:
@@ -349,7 +311,7 @@ class QueueServiceImpl final : public onequeue::v1::QueueService::Service {
       v1::NodeInfo* n = out->add_nodes();
       if (auto split = splits.find(node.name); split != splits.end()) n->set_split(split->second);
       n->set_name(node.name);
-      n->set_owner(OwnerName(node.owner.kind));
+      n->set_owner(NodeOwnerColumn(node));
       n->set_reserved_for(node.owner.reserved_for);
       n->set_schedulable(node.schedulable);
       for (size_t k = 0; k < s.resource_names.names.size() && k < queue::kMaxResourceKinds; ++k) {
@@ -367,7 +329,7 @@ class QueueServiceImpl final : public onequeue::v1::QueueService::Service {
       }
       auto lendable = node.labels.find(kLendableLabel);
       n->set_lendable(lendable != node.labels.end() && lendable->second == "true");
-      n->set_lending(LendingState(*st, node, joined));
+      n->set_lending(NodeLendingColumn(*st, node, joined));
     }
     return grpc::Status::OK;
   }

@@ -58,8 +58,13 @@ constexpr std::array<Transition, 7> kTransitions = {{
     {S::kUndoing, E::kRewritten, S::kUndone},
 }};
 
-constexpr char kClaimPrefix[] = "onequeue: Preempting on shared node ";
+constexpr char kClaimPrefix[] = "onequeue: Preempting on shared node";
 constexpr char kUndonePrefix[] = "onequeue: PreemptionUndone: ";
+
+// "node n1" or "nodes n1,n2".
+std::string NodesText(const std::vector<std::string>& nodes) {
+  return absl::StrCat(nodes.size() == 1 ? "node " : "nodes ", absl::StrJoin(nodes, ","));
+}
 
 bool Pending(const slurm::SlurmView::Jobs& jobs, uint32_t id) {
   auto j = jobs.find(id);
@@ -78,17 +83,23 @@ absl::StatusOr<JobClaimState> NextJobClaimState(JobClaimState from, JobClaimEven
 
 bool JobClaimFinal(JobClaimState s) { return s == JobClaimState::kStarted || s == JobClaimState::kUndone; }
 
-std::string JobClaimComment(const std::string& node, const std::vector<std::string>& victims) {
-  return absl::StrCat(kClaimPrefix, node, ": ", absl::StrJoin(victims, ","));
+std::string JobClaimComment(const std::vector<std::string>& nodes, const std::vector<std::string>& victims) {
+  return absl::StrCat(kClaimPrefix, nodes.size() == 1 ? " " : "s ", absl::StrJoin(nodes, ","), ": ",
+                      absl::StrJoin(victims, ","));
 }
 
 std::optional<ParsedJobClaim> ParseJobClaim(const std::string& admin_comment) {
   if (!absl::StartsWith(admin_comment, kClaimPrefix)) return std::nullopt;
-  const std::string rest = admin_comment.substr(sizeof(kClaimPrefix) - 1);
+  std::string rest = admin_comment.substr(sizeof(kClaimPrefix) - 1);
+  const bool several = absl::StartsWith(rest, "s ");
+  if (!several && !absl::StartsWith(rest, " ")) return std::nullopt;
+  rest = rest.substr(several ? 2 : 1);
   const size_t colon = rest.find(": ");
   if (colon == std::string::npos || colon == 0) return std::nullopt;
   ParsedJobClaim c;
-  c.node = rest.substr(0, colon);
+  if (several) c.nodes = absl::StrSplit(rest.substr(0, colon), ',', absl::SkipEmpty());
+  else c.nodes = {rest.substr(0, colon)};
+  if (c.nodes.empty()) return std::nullopt;
   c.victims = absl::StrSplit(rest.substr(colon + 2), ',', absl::SkipEmpty());
   if (c.victims.empty()) return std::nullopt;
   return c;
@@ -105,16 +116,17 @@ absl::Status JobClaims::Move(JobClaimRecord& r, JobClaimEvent event, queue::Time
   return absl::OkStatus();
 }
 
-absl::Status JobClaims::Claim(const std::string& workload, uint32_t job, const std::string& node,
+absl::Status JobClaims::Claim(const std::string& workload, uint32_t job, const std::vector<std::string>& nodes,
                               const std::vector<std::string>& victims, queue::Time now) {
+  if (nodes.empty()) return absl::InvalidArgumentError(absl::StrCat(workload, ": a claim without a node"));
   if (victims.empty()) return absl::InvalidArgumentError(absl::StrCat(workload, ": a claim without victims"));
   if (const std::string* why = Refused(workload, now)) return absl::FailedPreconditionError(*why);
   if (records_.count(workload)) return absl::AlreadyExistsError(absl::StrCat(workload, " claims already"));
   for (const auto& [w, r] : records_) {  // an array's tasks share one record: one claim at a time
     if (r.job == job) return absl::AlreadyExistsError(absl::StrCat(w, " claims by job ", job, " already"));
   }
-  JobClaimRecord r{workload, job, node, victims, JobClaimState::kPlanned, now, ""};
-  if (absl::Status s = slurm_->Hold(job, JobClaimComment(node, victims)); !s.ok()) {
+  JobClaimRecord r{workload, job, nodes, victims, JobClaimState::kPlanned, now, ""};
+  if (absl::Status s = slurm_->Hold(job, JobClaimComment(nodes, victims)); !s.ok()) {
     return absl::UnavailableError(absl::StrCat("the claim's hold of job ", job, " not written: ", s.message()));
   }
   (void)Move(r, JobClaimEvent::kHeld, now);
@@ -135,7 +147,7 @@ void JobClaims::Rewrite(JobClaimRecord& r, bool pending, queue::Time now) {
 
 void JobClaims::UndoRecord(JobClaimRecord& r, const std::string& why, bool pending, queue::Time now) {
   if (!Move(r, JobClaimEvent::kUndo, now).ok()) return;
-  r.why = absl::StrCat("preemption on shared node ", r.node, " undone: ", why);
+  r.why = absl::StrCat("preemption on shared ", NodesText(r.nodes), " undone: ", why);
   spdlog::info("{}: {}", r.workload, r.why);
   Rewrite(r, pending, now);
 }
@@ -169,8 +181,11 @@ void JobClaims::Advance(const slurm::SlurmView::Jobs& jobs, const std::set<std::
       Rewrite(r, pending, now);
     } else if (!pending) {
       UndoRecord(r, "the job is no longer pending", false, now);
-    } else if (!shared_nodes.count(r.node)) {
-      UndoRecord(r, "the node is no longer shared", true, now);
+    } else if (auto n = std::find_if(r.nodes.begin(), r.nodes.end(),
+                                     [&](const std::string& node) { return !shared_nodes.count(node); });
+               n != r.nodes.end()) {
+      UndoRecord(r, r.nodes.size() == 1 ? "the node is no longer shared" : absl::StrCat(*n, " is no longer shared"),
+                 true, now);
     } else if (r.state == JobClaimState::kWaitingForVictims && now - r.since >= options_.victims_timeout) {
       UndoRecord(r, absl::StrCat("the victims have not left in ", options_.victims_timeout, " s"), true, now);
     }
@@ -191,7 +206,7 @@ void JobClaims::Rebuild(const slurm::SlurmView::Jobs& jobs, queue::Time now) {
       if (!tasks.ok() || tasks->ids.empty()) continue;
       workload = ArrayTaskWorkloadId(id, tasks->ids.front());
     }
-    records_[workload] = JobClaimRecord{workload, id, c->node, c->victims, JobClaimState::kClaimed, now, ""};
+    records_[workload] = JobClaimRecord{workload, id, c->nodes, c->victims, JobClaimState::kClaimed, now, ""};
   }
 }
 
@@ -218,7 +233,7 @@ std::map<uint32_t, std::vector<std::string>> JobClaims::Holding() const {
   for (const auto& [w, r] : records_) {
     if (r.state == JobClaimState::kPlanned || r.state == JobClaimState::kClaimed ||
         r.state == JobClaimState::kWaitingForVictims) {
-      if (!ArrayTaskOf(r.workload)) out[r.job] = {r.node};
+      if (!ArrayTaskOf(r.workload)) out[r.job] = r.nodes;
     }
   }
   return out;
@@ -230,7 +245,7 @@ std::map<ArrayTask, std::vector<std::string>> JobClaims::HoldingTasks() const {
     if (r.state != JobClaimState::kPlanned && r.state != JobClaimState::kClaimed &&
         r.state != JobClaimState::kWaitingForVictims)
       continue;
-    if (std::optional<ArrayTask> task = ArrayTaskOf(r.workload)) out[*task] = {r.node};
+    if (std::optional<ArrayTask> task = ArrayTaskOf(r.workload)) out[*task] = r.nodes;
   }
   return out;
 }

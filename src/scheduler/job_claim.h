@@ -1,17 +1,23 @@
 #pragma once
 // Issue 25 step 4, sub-node preemption with a Slurm job as the preemptor (docs/sharing.md, "What
-// step 4 does today"). The sibling of pod_mirror.h's claim: a pod preemptor claims its room with
-// its own pending placeholder; a Slurm job claims it by staying held, its AdminComment naming the
-// node and the victims, while it counts on that node in onequeue's plan. One record per job, whose
+// step 4 does today"), of one node or of several (a gang: every member node shared). The sibling
+// of pod_mirror.h's claim: a pod preemptor claims its room with its own pending placeholder; a
+// Slurm job claims it by staying held, its AdminComment naming the node(s) and the victims, while
+// it counts on its node(s) in onequeue's plan. One record per job, whose
 // state moves only through NextJobClaimState (the one table below); an event a state does not take
 // is an error (kFailedPrecondition) and leaves the record as it is.
 //
-//   kPlanned --held (AdminComment "onequeue: Preempting on shared node N: victims")--> kClaimed
+//   kPlanned --held (AdminComment "onequeue: Preempting on shared node N: victims", or
+//             "... shared nodes N1,N2: victims" for a job of several nodes)--> kClaimed
 //   kClaimed --every victim asked (pods evicted first, then jobs requeued)--> kWaitingForVictims
 //   kWaitingForVictims --every victim gone: released through SlurmLending::StartJob--> kStarted
 //   kPlanned | kClaimed | kWaitingForVictims --undo--> kUndoing --hold rewritten--> kUndone
 //
-// The room is held in onequeue's plan by the record (the job counts as assumed on its node, like a
+// A job of several nodes claims on all of them at once with one record and one hold: its victims
+// are the queue's victims on every member node, it starts only once every one of them is gone,
+// and the one undo (a refusal, a timeout) releases the room on every node together.
+//
+// The room is held in onequeue's plan by the record (the job counts as assumed on its nodes, like a
 // start not yet seen, so no pod and no other job is planned there) and in Slurm by holds: the job
 // itself stays held until its victims are gone, and onequeue holds every other pending job of the
 // shared partitions (SlurmLending::HoldWaitingJobs, which leaves the claimed jobs' comments alone).
@@ -67,10 +73,11 @@ const char* JobClaimEventName(JobClaimEvent e);
 absl::StatusOr<JobClaimState> NextJobClaimState(JobClaimState from, JobClaimEvent event);
 bool JobClaimFinal(JobClaimState s);
 
-// The AdminComment of a claimed job: "onequeue: Preempting on shared node <node>: <v1>,<v2>".
-std::string JobClaimComment(const std::string& node, const std::vector<std::string>& victims);
+// The AdminComment of a claimed job: "onequeue: Preempting on shared node <node>: <v1>,<v2>", or
+// "onequeue: Preempting on shared nodes <n1>,<n2>: <v1>,<v2>" when it claims on several nodes.
+std::string JobClaimComment(const std::vector<std::string>& nodes, const std::vector<std::string>& victims);
 struct ParsedJobClaim {
-  std::string node;  // Kubernetes name
+  std::vector<std::string> nodes;  // Kubernetes names, at least one
   std::vector<std::string> victims;
 };
 // The claim an AdminComment carries; nullopt if it carries none.
@@ -86,8 +93,8 @@ struct JobClaimOptions {
 struct JobClaimRecord {
   std::string workload;  // "slurm/<id>"
   uint32_t job = 0;
-  std::string node;  // Kubernetes name of the shared node
-  std::vector<std::string> victims;
+  std::vector<std::string> nodes;  // Kubernetes names of the shared nodes (one per member node)
+  std::vector<std::string> victims;  // on all of them
   JobClaimState state = JobClaimState::kPlanned;
   queue::Time since = 0;
   std::string why;  // why it is undone, or what the last failed call said
@@ -97,10 +104,11 @@ class JobClaims {
  public:
   JobClaims(JobClaimOptions options, SlurmActions* slurm) : options_(options), slurm_(slurm) {}
 
-  // A job the plan starts on shared node `node` only by preempting `victims` there: a record in
-  // kPlanned, the claim written as its hold at once (kClaimed). kAlreadyExists if the job has a
-  // record; kFailedPrecondition while a refusal blocks it; the hold's error (record dropped).
-  absl::Status Claim(const std::string& workload, uint32_t job, const std::string& node,
+  // A job the plan starts on shared nodes `nodes` (one, or each of a gang's) only by preempting
+  // `victims` there: a record in kPlanned, the claim written as its hold at once (kClaimed).
+  // kAlreadyExists if the job has a record; kFailedPrecondition while a refusal blocks it; the
+  // hold's error (record dropped).
+  absl::Status Claim(const std::string& workload, uint32_t job, const std::vector<std::string>& nodes,
                      const std::vector<std::string>& victims, queue::Time now);
   // The victims of a kClaimed record were asked: ok moves it to kWaitingForVictims; an error undoes
   // it and blocks the job's next claim for refused_retry.
@@ -108,8 +116,8 @@ class JobClaims {
   // The job was released to start (kStarted; the record is dropped).
   absl::Status Started(const std::string& workload, queue::Time now);
   // One cycle, before any claim is made: a record whose job is no longer pending (by `jobs`, the
-  // poll), whose node is no longer one of `shared_nodes`, or whose victims have not left within the
-  // timeout is undone; an undo whose write failed is written again; final records are dropped.
+  // poll), one of whose nodes is no longer one of `shared_nodes`, or whose victims have not left
+  // within the timeout is undone; an undo whose write failed is written again; final records are dropped.
   void Advance(const slurm::SlurmView::Jobs& jobs, const std::set<std::string>& shared_nodes, queue::Time now);
   // After a restart: every record from the listing (replaces what the records held).
   void Rebuild(const slurm::SlurmView::Jobs& jobs, queue::Time now);
@@ -118,7 +126,7 @@ class JobClaims {
   std::vector<const JobClaimRecord*> ToAskVictims() const;
   // kWaitingForVictims records none of whose victims is `running` any more.
   std::vector<const JobClaimRecord*> ReadyToStart(const std::function<bool(const std::string&)>& running) const;
-  // The claims that hold a room in the plan: job id -> its node (kPlanned, kClaimed, kWaitingForVictims).
+  // The claims that hold a room in the plan: job id -> its nodes (kPlanned, kClaimed, kWaitingForVictims).
   // Not an array task's claim: see HoldingTasks.
   std::map<uint32_t, std::vector<std::string>> Holding() const;
   // The same for array tasks' claims ("slurm/<array>_<task>", its hold on the array's pending

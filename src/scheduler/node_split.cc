@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -78,6 +79,51 @@ std::string DescribeSplit(const NodeSplit& split, const queue::ResourceNames& na
   }
   if (!split.slurm_jobs.empty()) absl::StrAppend(&slurm, " (", absl::StrJoin(split.slurm_jobs, ","), ")");
   return absl::StrCat(pods, "; ", slurm, "; ", side("free", split.free));
+}
+
+std::string NodeOwnerColumn(const queue::Node& node) {
+  if (node.sharing == queue::NodeSharing::kShared) return kSharedOwner;
+  switch (node.owner.kind) {
+    case queue::OwnerKind::kKubernetes: return "kubernetes";
+    case queue::OwnerKind::kSlurm: return "slurm";
+    case queue::OwnerKind::kFree: return "free";
+    case queue::OwnerKind::kReserved: return "reserved";
+  }
+  return "free";
+}
+
+std::string NodeLendingColumn(const CycleStatus& st, const queue::Node& node, const JoinedNode* joined) {
+  const std::string owner = st.node_owner.count(node.name) ? st.node_owner.at(node.name) : "";
+  if (absl::StartsWith(owner, "reserved/")) {
+    return absl::StrCat("reserved for ", owner.substr(9), ": being reclaimed");
+  }
+  if (joined == nullptr) return "not a Slurm node";
+  switch (joined->holder.holder) {
+    case slurm::NodeHolder::kAdmin: return "drained by a Slurm admin: left alone";
+    case slurm::NodeHolder::kDown: return "Slurm node down";
+    default: break;
+  }
+  if (node.sharing == queue::NodeSharing::kShared) {
+    return node.same_tenant ? "shared with Slurm within one tenant: never lent whole"
+                            : "shared with Slurm: never lent whole";
+  }
+  if (node.owner.kind == queue::OwnerKind::kSlurm) {
+    if (!joined->running_jobs.empty()) {
+      return absl::StrCat("lent to Slurm: job ", absl::StrJoin(joined->running_jobs, ","), " runs here");
+    }
+    auto idle = st.lent_idle_since.find(node.name);
+    if (idle != st.lent_idle_since.end()) {
+      return absl::StrCat("lent to Slurm, idle for ", st.now - idle->second, "s (returns after ",
+                          st.return_after_seconds, "s)");
+    }
+    return "lent to Slurm";
+  }
+  const bool fenced = joined->holder.holder == slurm::NodeHolder::kOnequeue;
+  auto lendable = node.labels.find(kLendableLabel);
+  if (lendable != node.labels.end() && lendable->second == "true") {
+    return fenced ? "Kubernetes', idle: lendable to Slurm" : "lendable to Slurm";
+  }
+  return fenced ? "Kubernetes' (fenced off in Slurm)" : "Kubernetes'";
 }
 
 }  // namespace onequeue::scheduler

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "queue/model.h"
+#include "scheduler/cycle_status.h"
 #include "scheduler/slurm_world.h"
 
 namespace onequeue::scheduler {
@@ -29,5 +30,13 @@ std::vector<NodeSplit> SharedNodeSplits(const queue::Snapshot& snapshot, const S
 // [gpu 0,1] (slurm/7); free cpu=2 memory=16Gi nvidia.com/gpu=1". CPUs in cores (millicores
 // shown as 1.5), memory in Mi/Gi; resources no side uses and the node lacks are left out.
 std::string DescribeSplit(const NodeSplit& split, const queue::ResourceNames& names);
+
+// `oq nodes`' OWNER and LENDING columns (ListNodes). A shared node's OWNER is "shared" and its
+// LENDING says it is shared, never lent whole: it carries no owner mark, fence or reservation
+// (its split is NodeSplit's line); every other node shows its owner and lending as before.
+inline constexpr char kSharedOwner[] = "shared";
+std::string NodeOwnerColumn(const queue::Node& node);
+// joined: the node's Slurm side, null when it is no Slurm node.
+std::string NodeLendingColumn(const CycleStatus& st, const queue::Node& node, const JoinedNode* joined);
 
 }  // namespace onequeue::scheduler

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "queue/priority.h"
 #include "spdlog/spdlog.h"
 
@@ -431,13 +432,21 @@ void SchedulingLoop::StartSubNodeJobPreemptions(const std::vector<queue::Preempt
   job_claims_.Advance(*c.slurm.view->jobs, shared, c.now);
   for (const queue::PreemptDecision& d : decisions) {
     const std::optional<uint32_t> job = SlurmJobOf(d.preemptor);
-    // A gang (a job of several nodes) on a shared node waits (not built). An array task claims by
-    // its array's record (job_claim.h).
-    if (!job || d.member_nodes.size() != 1 || d.victims.empty()) continue;
-    const std::string& node = c.built.snapshot->nodes[d.member_nodes[0]].name;
-    if (!shared.count(node) || !c.slurm.pending.count(d.preemptor)) continue;
-    if (absl::Status s = job_claims_.Claim(d.preemptor, *job, node, d.victims, c.now); !s.ok()) {
-      spdlog::info("{}: no preemption on shared node {}: {}", d.preemptor, node, std::string(s.message()));
+    // One node, or a job of several (a gang): claimed on all its member nodes at once, when every
+    // one of them is shared (one also exclusive: a whole-node reservation is not mixed with a
+    // claim; the job waits). An array task claims by its array's record (job_claim.h).
+    if (!job || d.member_nodes.empty() || d.victims.empty()) continue;
+    std::vector<std::string> nodes;
+    bool all_shared = true;
+    for (queue::NodeIndex n : d.member_nodes) {
+      const std::string& node = c.built.snapshot->nodes[n].name;
+      all_shared = all_shared && shared.count(node) > 0;
+      if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+    }
+    if (!all_shared || !c.slurm.pending.count(d.preemptor)) continue;
+    if (absl::Status s = job_claims_.Claim(d.preemptor, *job, nodes, d.victims, c.now); !s.ok()) {
+      spdlog::info("{}: no preemption on shared nodes {}: {}", d.preemptor, absl::StrJoin(nodes, ","),
+                   std::string(s.message()));
       continue;
     }
     Fail("job-claim-after-hold");
@@ -454,14 +463,16 @@ void SchedulingLoop::StartSubNodeJobPreemptions(const std::vector<queue::Preempt
   const auto running = [&](const std::string& victim) {
     return SlurmJobOf(victim) ? c.slurm.running.count(victim) > 0 : c.built.running_pods.count(victim) > 0;
   };
-  std::vector<std::pair<std::string, std::string>> ready;  // workload, node
-  for (const JobClaimRecord* r : job_claims_.ReadyToStart(running)) ready.emplace_back(r->workload, r->node);
-  for (const auto& [workload, node] : ready) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> ready;  // workload, nodes
+  for (const JobClaimRecord* r : job_claims_.ReadyToStart(running)) ready.emplace_back(r->workload, r->nodes);
+  for (const auto& [workload, nodes] : ready) {
     queue::StartDecision start{workload, {}, false};
-    for (size_t i = 0; i < c.built.snapshot->nodes.size(); ++i) {
-      if (c.built.snapshot->nodes[i].name == node) start.member_nodes.push_back(static_cast<queue::NodeIndex>(i));
+    for (const std::string& node : nodes) {
+      for (size_t i = 0; i < c.built.snapshot->nodes.size(); ++i) {
+        if (c.built.snapshot->nodes[i].name == node) start.member_nodes.push_back(static_cast<queue::NodeIndex>(i));
+      }
     }
-    if (start.member_nodes.empty()) continue;  // the node is gone: Advance undoes the claim
+    if (start.member_nodes.size() != nodes.size()) continue;  // a node is gone: Advance undoes the claim
     if (lending_.StartJob(start, c.built, c.slurm, c.now, c.touched, c.stats).empty()) continue;  // next cycle
     (void)job_claims_.Started(workload, c.now);
   }

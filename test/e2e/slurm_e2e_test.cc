@@ -321,17 +321,22 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
 
   // Issue 25: one pool node <ns>-1 for Slurm node n1, 4 GPUs on both sides, and the partition
   // "pool" over n1 marked `sharing: shared` in the next StartScheduler.
-  void AddSharedGpuNode() {
+  // `count` nodes (Slurm's first ones) in partition pool; the k8s nodes <ns>-1 .. <ns>-count.
+  void AddSharedGpuNode(int count = 1) {
     shared_pool_ = true;
-    json pool_node = PoolNode(K8sNode(1), ns_, "8");
-    pool_node["metadata"]["labels"][kSlurmNodeLabel] = Slurm().nodes[0];
-    pool_node["status"]["allocatable"]["nvidia.com/gpu"] = "4";
-    pool_node["status"]["capacity"]["nvidia.com/gpu"] = "4";
-    ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", pool_node).ok());
-    ASSERT_TRUE(WaitForNodeReady(client_.get(), K8sNode(1)));
+    std::vector<std::string> slurm_nodes;
+    for (int i = 1; i <= count; ++i) {
+      json pool_node = PoolNode(K8sNode(i), ns_, "8");
+      pool_node["metadata"]["labels"][kSlurmNodeLabel] = Slurm().nodes[i - 1];
+      pool_node["status"]["allocatable"]["nvidia.com/gpu"] = "4";
+      pool_node["status"]["capacity"]["nvidia.com/gpu"] = "4";
+      ASSERT_TRUE(Create(client_.get(), k8s::kNodes, "", pool_node).ok());
+      ASSERT_TRUE(WaitForNodeReady(client_.get(), K8sNode(i)));
+      slurm_nodes.push_back(Slurm().nodes[i - 1]);
+    }
     auto made = SlurmCommand(Slurm(), {"scontrol", "create", "PartitionName=pool",
-                                       absl::StrCat("Nodes=", Slurm().nodes[0]), "PriorityTier=1", "MaxTime=INFINITE",
-                                       "State=UP"});
+                                       absl::StrCat("Nodes=", absl::StrJoin(slurm_nodes, ",")), "PriorityTier=1",
+                                       "MaxTime=INFINITE", "State=UP"});
     ASSERT_TRUE(made.ok()) << made.status();
   }
   // sbatch of a 1-CPU, 100 MB job asking `gpus` GPUs in the pool partition; returns its id.
@@ -1411,6 +1416,68 @@ TEST_P(SlurmE2ETest, SharedNodeASlurmJobEvictsOnlyThePodBesideAnotherJob) {
   EXPECT_EQ(ShowJob(job)["Restarts"], "0");
   EXPECT_EQ(SlurmFence(1), "");
   EXPECT_FALSE(SlurmDrained(1));
+  std::cout << "[measured] scene took " << absl::FormatDuration(absl::Now() - began) << "\n";
+}
+
+// Issue 25 step 4, a Slurm job of two nodes as the preemptor (docs/sharing.md, "A job of several
+// nodes"), on two 4-GPU shared nodes: on each a 2-GPU Slurm job (interactive: never a victim) and
+// a low-priority 2-GPU pod; a 2-node job asking 2 GPUs per node claims on both nodes with one hold,
+// both pods are evicted, and the job runs on the two nodes; the jobs beside it untouched.
+TEST_P(SlurmE2ETest, SharedNodesASlurmJobOfTwoNodesEvictsOnlyThePodOnEachNode) {
+  if (GetParam() != "placeholder") GTEST_SKIP() << "a shared node is never fenced: one mechanism is enough";
+  const absl::Time began = absl::Now();
+  ASSERT_NO_FATAL_FAILURE(AddSharedGpuNode(2));
+  const uint32_t a = SubmitGpus("2", {"-w", Slurm().nodes[0]});
+  const uint32_t b = SubmitGpus("2", {"-w", Slurm().nodes[1]});
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
+    return ShowJob(a)["JobState"] == "RUNNING" && ShowJob(b)["JobState"] == "RUNNING";
+  }));
+  ASSERT_NO_FATAL_FAILURE(StartScheduler(/*lend_after=*/1, "interactive"));
+  ASSERT_NO_FATAL_FAILURE(CreateGpuPod("low1", "2", "batch"));
+  ASSERT_NO_FATAL_FAILURE(CreateGpuPod("low2", "2", "batch"));
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return !PodNode("low1").empty() && !PodNode("low2").empty(); }))
+      << PodNode("low1") << " " << PodNode("low2");
+  EXPECT_NE(PodNode("low1"), PodNode("low2"));
+  const std::string uid1 = GetPod(client_.get(), ns_, "low1")->metadata.uid;
+  const std::string uid2 = GetPod(client_.get(), ns_, "low2")->metadata.uid;
+  auto out = SlurmCommand(Slurm(), {"sbatch", "--parsable", "-p", "pool", "-N2", "-c1", "--mem=100", "-t", "10",
+                                    "--gres=gpu:2", "-o", "/dev/null", "--wrap=sleep 600"});
+  uint32_t gang = 0;
+  ASSERT_TRUE(out.ok() && absl::SimpleAtoi(absl::StripAsciiWhitespace(*out), &gang)) << out.status();
+  std::string claim;
+  ASSERT_TRUE(Eventually(
+      kSlurmTimeout,
+      [&] {
+        const std::string c = AdminCommentOf(gang);
+        if (absl::StrContains(c, "Preempting on shared nodes")) claim = c;
+        return ShowJob(gang)["JobState"] == "RUNNING";
+      },
+      absl::Milliseconds(100)))
+      << ShowJob(gang)["JobState"] << " " << ShowJob(gang)["Reason"] << " " << AdminCommentOf(gang);
+  std::cout << "[scene] the claim, as Slurm showed it: " << (claim.empty() ? "(not caught)" : claim) << "\n";
+  if (!claim.empty()) {
+    EXPECT_TRUE(absl::StrContains(claim, absl::StrCat(K8sNode(1), ",", K8sNode(2), ": "))) << claim;
+    EXPECT_TRUE(absl::StrContains(claim, absl::StrCat(ns_, "/low1"))) << claim;
+    EXPECT_TRUE(absl::StrContains(claim, absl::StrCat(ns_, "/low2"))) << claim;
+  }
+  EXPECT_TRUE(absl::StartsWith(ShowJob(gang)["NumNodes"], "2")) << ShowJob(gang)["NumNodes"];
+  // Both pods left: evicted (gone, or another pod by now), each Preempted by the gang.
+  for (const auto& [pod, uid] : {std::pair{std::string("low1"), uid1}, {std::string("low2"), uid2}}) {
+    auto gone = GetPod(client_.get(), ns_, pod);
+    EXPECT_TRUE(!gone.ok() || gone->metadata.uid != uid || !gone->metadata.deletion_timestamp.empty()) << pod;
+    std::string preempted;
+    for (const auto& e : EventsWithReason(client_.get(), ns_, pod, "Preempted")) preempted = e.note;
+    EXPECT_TRUE(absl::StrContains(preempted, absl::StrCat("slurm/", gang))) << pod << ": " << preempted;
+  }
+  // The jobs beside untouched; neither node fenced or drained.
+  for (uint32_t j : {a, b}) {
+    EXPECT_EQ(ShowJob(j)["JobState"], "RUNNING") << j;
+    EXPECT_EQ(ShowJob(j)["Restarts"], "0") << j;
+  }
+  for (int i : {1, 2}) {
+    EXPECT_EQ(SlurmFence(i), "") << i;
+    EXPECT_FALSE(SlurmDrained(i)) << i;
+  }
   std::cout << "[measured] scene took " << absl::FormatDuration(absl::Now() - began) << "\n";
 }
 

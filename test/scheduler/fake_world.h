@@ -72,20 +72,29 @@ class FakeSlurm : public SlurmActions {
     j.submit_time = absl::FromUnixSeconds(now - 60);
     return jobs_[id] = j;
   }
-  void Run(uint32_t id, const std::string& node) {
+  void Run(uint32_t id, const std::string& node) { RunOn(id, {node}); }
+  // A job of several nodes (node_count > 1): its CPUs split evenly over them.
+  void RunOn(uint32_t id, const std::vector<std::string>& nodes) {
     slurm::SlurmJob& j = jobs_[id];
     j.state = slurm::JobState::kRunning;
-    j.nodes = {node};
+    j.nodes = nodes;
     j.start_time = absl::FromUnixSeconds(now);
-    ran_on[id].push_back(node);
-    // What Slurm allocated there (issue 25: read on shared nodes): the job's CPUs, memory and GRES.
-    slurm::NodeAllocation a;
-    a.node = node;
-    a.cpus = j.cpus;
-    a.memory_mb = j.memory_per_node_mb;
-    a.gres = j.gres_per_node;
-    j.allocation.nodes = {a};
+    j.allocation.nodes.clear();
+    for (const std::string& node : nodes) {
+      ran_on[id].push_back(node);
+      // What Slurm allocated there (issue 25: read on shared nodes): the job's CPUs, memory and GRES.
+      slurm::NodeAllocation a;
+      a.node = node;
+      a.cpus = CpusPerNode(j);
+      a.memory_mb = j.memory_per_node_mb;
+      a.gres = j.gres_per_node;
+      j.allocation.nodes.push_back(a);
+    }
     j.allocation.error.clear();
+  }
+  static uint32_t CpusPerNode(const slurm::SlurmJob& j) { return j.cpus / std::max<uint32_t>(1, j.node_count); }
+  static bool On(const slurm::SlurmJob& j, const std::string& node) {
+    return std::find(j.nodes.begin(), j.nodes.end(), node) != j.nodes.end();
   }
   // Issue 25: nodes whose Slurm partitions share them: there slurmctld starts a job only where its
   // CPUs fit beside what it has allocated (jobs and pod placeholders); it does not see pods.
@@ -100,7 +109,7 @@ class FakeSlurm : public SlurmActions {
     auto j = jobs_.find(id);
     if (j == jobs_.end()) return false;
     const slurm::SlurmNode& n = nodes_.at(node);
-    if (AllocatedCpus(node) + j->second.cpus > n.cpus) return false;
+    if (AllocatedCpus(node) + CpusPerNode(j->second) > n.cpus) return false;
     if (n.memory_mb > 0 && Allocated(node).memory_mb + j->second.memory_per_node_mb > n.memory_mb) return false;
     const slurm::NodeAllocation used = Allocated(node);
     for (const auto& [gres, count] : j->second.gres_per_node) {
@@ -118,8 +127,8 @@ class FakeSlurm : public SlurmActions {
     slurm::NodeAllocation sum;
     sum.node = node;
     for (const auto& [id, j] : jobs_) {
-      if (j.state != slurm::JobState::kRunning || j.nodes != std::vector<std::string>{node}) continue;
-      sum.cpus += j.cpus;
+      if (j.state != slurm::JobState::kRunning || !On(j, node)) continue;
+      sum.cpus += CpusPerNode(j);
       sum.memory_mb += j.memory_per_node_mb;
       for (const auto& [gres, count] : j.gres_per_node) sum.gres[gres] += count;
     }
@@ -133,7 +142,7 @@ class FakeSlurm : public SlurmActions {
   uint32_t AllocatedCpus(const std::string& node) const {
     uint32_t sum = 0;
     for (const auto& [id, j] : jobs_) {
-      if (j.state == slurm::JobState::kRunning && j.nodes == std::vector<std::string>{node}) sum += j.cpus;
+      if (j.state == slurm::JobState::kRunning && On(j, node)) sum += CpusPerNode(j);
     }
     return sum;
   }
@@ -238,7 +247,10 @@ class FakeSlurm : public SlurmActions {
     slurm::SlurmJob& j = jobs_[job];
     j.priority = 4000000000u;
     j.admin_comment = comment;  // issue 29: neither the comment nor ReqNodeList is written
-    if (!start_lag && nodes.size() == 1 && !fence_.count(nodes[0]) && Fits(job, nodes[0])) Run(job, nodes[0]);
+    if (!start_lag && nodes.size() == std::max<uint32_t>(1, j.node_count) &&
+        std::none_of(nodes.begin(), nodes.end(), [&](const std::string& n) { return fence_.count(n) > 0; }) &&
+        std::all_of(nodes.begin(), nodes.end(), [&](const std::string& n) { return Fits(job, n); }))
+      RunOn(job, nodes);
     return absl::OkStatus();
   }
   // Issue 29: an array of `tasks` (Slurm's task string) as one pending record, as slurmctld lists it.

@@ -630,11 +630,11 @@ TEST(JobClaimMachine, EveryTransitionOfTheTableAndNoOther) {
 // The claim is written in the job's AdminComment and read back from it alone; the comment of an
 // undone claim (and any other of onequeue's) is no claim.
 TEST(JobClaimMachine, TheClaimIsReadBackFromTheAdminComment) {
-  const std::string c = JobClaimComment("n1", {"ns/low", "slurm/7"});
+  const std::string c = JobClaimComment({"n1"}, {"ns/low", "slurm/7"});
   EXPECT_EQ(c, "onequeue: Preempting on shared node n1: ns/low,slurm/7");
   std::optional<ParsedJobClaim> p = ParseJobClaim(c);
   ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(p->node, "n1");
+  EXPECT_EQ(p->nodes, std::vector<std::string>{"n1"});
   EXPECT_EQ(p->victims, (std::vector<std::string>{"ns/low", "slurm/7"}));
   EXPECT_EQ(ParseJobClaim("onequeue: Preempting: preempting 1 lower-priority workload(s)"), std::nullopt);
   EXPECT_EQ(ParseJobClaim("onequeue: PreemptionUndone: preemption on shared node n1 undone: x"), std::nullopt);
@@ -651,16 +651,43 @@ slurm::SlurmView::Jobs PendingHeldJob(uint32_t id, const std::string& admin_comm
   return {{id, j}};
 }
 
+// A job of several nodes (a gang) claims on every member node with one hold: the comment names
+// the nodes and is read back whole, the record holds the room on each, and one undo (here: one of
+// the nodes is no longer shared) releases them all at once through the one rewritten hold.
+TEST(JobClaimMachine, AClaimOnSeveralNodesIsReadBackAndUndoneOnEveryNodeAtOnce) {
+  const std::string c = JobClaimComment({"n1", "n2"}, {"ns/low", "slurm/9"});
+  EXPECT_EQ(c, "onequeue: Preempting on shared nodes n1,n2: ns/low,slurm/9");
+  std::optional<ParsedJobClaim> p = ParseJobClaim(c);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->nodes, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(p->victims, (std::vector<std::string>{"ns/low", "slurm/9"}));
+  EXPECT_EQ(ParseJobClaim("onequeue: Preempting on shared nodes : ns/low"), std::nullopt);
+  EXPECT_EQ(ParseJobClaim("onequeue: Preempting on shared nodesn1: ns/low"), std::nullopt);
+  FakePlaceholderSlurm slurm;
+  JobClaims claims(JobClaimOptions{}, &slurm);
+  ASSERT_TRUE(claims.Claim("slurm/8", 8, {"n1", "n2"}, {"ns/low", "slurm/9"}, 100).ok());
+  EXPECT_EQ(slurm.holds[8], c);
+  EXPECT_EQ(claims.Holding(), (std::map<uint32_t, std::vector<std::string>>{{8, {"n1", "n2"}}}));
+  claims.Advance(PendingHeldJob(8, slurm.holds[8]), {"n1", "n2"}, 101);
+  ASSERT_NE(claims.Find("slurm/8"), nullptr);
+  claims.Advance(PendingHeldJob(8, slurm.holds[8]), {"n1"}, 102);
+  EXPECT_EQ(claims.Find("slurm/8"), nullptr);
+  EXPECT_TRUE(claims.Holding().empty());
+  EXPECT_EQ(slurm.holds[8],
+            "onequeue: PreemptionUndone: preemption on shared nodes n1,n2 undone: n2 is no longer shared");
+  EXPECT_EQ(ParseJobClaim(slurm.holds[8]), std::nullopt);
+}
+
 // Undo has one path, the hold rewritten without the claim, whatever the cause: the job no longer
 // pending (nothing to write), victims not gone in time, a failed rewrite retried next cycle.
 TEST(JobClaimMachine, EveryCauseUndoesThroughTheRewrittenHold) {
   FakePlaceholderSlurm slurm;
   JobClaims claims(JobClaimOptions{}, &slurm);
   const std::set<std::string> shared = {"n1"};
-  ASSERT_TRUE(claims.Claim("slurm/8", 8, "n1", {"ns/low"}, 100).ok());
+  ASSERT_TRUE(claims.Claim("slurm/8", 8, {"n1"}, {"ns/low"}, 100).ok());
   EXPECT_EQ(slurm.holds[8], "onequeue: Preempting on shared node n1: ns/low");
   EXPECT_EQ(claims.Holding(), (std::map<uint32_t, std::vector<std::string>>{{8, {"n1"}}}));
-  EXPECT_EQ(claims.Claim("slurm/8", 8, "n1", {"ns/low"}, 101).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(claims.Claim("slurm/8", 8, {"n1"}, {"ns/low"}, 101).code(), absl::StatusCode::kAlreadyExists);
   ASSERT_TRUE(claims.VictimsAsked("slurm/8", absl::OkStatus(), 101).ok());
   claims.Advance(PendingHeldJob(8, slurm.holds[8]), shared, 200);
   EXPECT_EQ(claims.Find("slurm/8")->state, JobClaimState::kWaitingForVictims);
@@ -675,14 +702,14 @@ TEST(JobClaimMachine, EveryCauseUndoesThroughTheRewrittenHold) {
   EXPECT_EQ(claims.Find("slurm/8"), nullptr);
   EXPECT_THAT(slurm.holds[8], ::testing::HasSubstr("PreemptionUndone: preemption on shared node n1 undone: the victims"));
   // A claim whose job was cancelled meanwhile: undone with nothing to write.
-  ASSERT_TRUE(claims.Claim("slurm/9", 9, "n1", {"slurm/7"}, 500).ok());
+  ASSERT_TRUE(claims.Claim("slurm/9", 9, {"n1"}, {"slurm/7"}, 500).ok());
   slurm.holds.erase(9);
   claims.Advance({}, shared, 501);
   EXPECT_EQ(claims.Find("slurm/9"), nullptr);
   EXPECT_FALSE(slurm.holds.count(9));
   // A hold that cannot be written makes no claim.
   slurm.refuse_hold = true;
-  EXPECT_FALSE(claims.Claim("slurm/10", 10, "n1", {"ns/low"}, 600).ok());
+  EXPECT_FALSE(claims.Claim("slurm/10", 10, {"n1"}, {"ns/low"}, 600).ok());
   EXPECT_EQ(claims.Find("slurm/10"), nullptr);
 }
 
@@ -691,18 +718,18 @@ TEST(JobClaimMachine, EveryCauseUndoesThroughTheRewrittenHold) {
 TEST(JobClaimMachine, RebuildReadsOnlyHeldPendingJobsWithAClaim) {
   FakePlaceholderSlurm slurm;
   JobClaims claims(JobClaimOptions{}, &slurm);
-  slurm::SlurmView::Jobs jobs = PendingHeldJob(8, JobClaimComment("n1", {"ns/low", "slurm/7"}));
+  slurm::SlurmView::Jobs jobs = PendingHeldJob(8, JobClaimComment({"n1"}, {"ns/low", "slurm/7"}));
   jobs.merge(PendingHeldJob(9, "onequeue: PreemptionUndone: preemption on shared node n1 undone: x"));
-  jobs.merge(PendingHeldJob(10, JobClaimComment("n1", {"ns/a"})));
+  jobs.merge(PendingHeldJob(10, JobClaimComment({"n1"}, {"ns/a"})));
   jobs.at(10).priority = 4000000000u;
-  jobs.merge(PendingHeldJob(11, JobClaimComment("n1", {"ns/b"})));
+  jobs.merge(PendingHeldJob(11, JobClaimComment({"n1"}, {"ns/b"})));
   jobs.at(11).state = slurm::JobState::kRunning;
   claims.Rebuild(jobs, 100);
   ASSERT_EQ(claims.records().size(), 1u);
   const JobClaimRecord* r = claims.Find("slurm/8");
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->state, JobClaimState::kClaimed);
-  EXPECT_EQ(r->node, "n1");
+  EXPECT_EQ(r->nodes, std::vector<std::string>{"n1"});
   EXPECT_EQ(r->victims, (std::vector<std::string>{"ns/low", "slurm/7"}));
   EXPECT_EQ(claims.ToAskVictims().size(), 1u);
 }

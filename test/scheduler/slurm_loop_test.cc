@@ -1253,5 +1253,187 @@ TEST(SharedNodeLoopTest, TheSplitOfASharedNodeIsWrittenToItsAnnotationWithSlurms
             "free cpu=4 memory=24Gi nvidia.com/gpu=2");
 }
 
+// Issue 25: `oq nodes`' table (ListNodes' OWNER and LENDING, from NodeOwnerColumn and
+// NodeLendingColumn) shows a shared node as shared, never lent whole, while a pod and a Slurm job
+// run there; an exclusive node of another shared partition still shows its owner and lending.
+TEST(SharedNodeLoopTest, OqNodesShowsASharedNodeAsSharedAndNeverLentWhole) {
+  Cluster c(2);
+  c.slurm.Node("n2").partitions = {"whole"};
+  Config cfg = SlurmConfig("placeholder");
+  cfg.slurm.shared_partitions = {"pool", "whole"};
+  cfg.slurm.partition_sharing = {{"pool", "shared"}};
+  c.slurm.Submit(7, 4);
+  c.slurm.Run(7, "n1");
+  c.k8s.AddPod("web", "2", "batch", "");
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  StatusBoard board;
+  loop.PublishTo(&board);
+  c.Cycle(loop, kT0);
+  ASSERT_FALSE(c.slurm.pod_placeholders.empty());
+  c.slurm.Run(c.slurm.pod_placeholders.at(0), "n1");
+  c.Cycle(loop, kT0 + 5);
+  c.Cycle(loop, kT0 + 10);
+  ASSERT_EQ(c.k8s.NodeOf("ns/web"), "n1");
+  const auto st = board.Latest();
+  ASSERT_NE(st, nullptr);
+  std::map<std::string, std::pair<std::string, std::string>> columns;
+  for (const queue::Node& node : st->plan->snapshot->nodes) {
+    auto j = st->slurm.nodes.find(node.name);
+    columns[node.name] = {NodeOwnerColumn(node),
+                          NodeLendingColumn(*st, node, j == st->slurm.nodes.end() ? nullptr : &j->second)};
+  }
+  EXPECT_EQ(columns["n1"].first, "shared");
+  EXPECT_EQ(columns["n1"].second, "shared with Slurm: never lent whole");
+  EXPECT_EQ(columns["n2"].first, "kubernetes");
+  EXPECT_THAT(columns["n2"].second, HasSubstr("Kubernetes'"));
+}
+
+// Issue 25 step 4, a gang as the preemptor on shared nodes: a Slurm job of two nodes (4 CPUs on
+// each) needs room on n1 and n2, both shared, both half taken by interactive jobs (never victims).
+// The other half of n1 holds a batch pod, of n2 a batch Slurm job: the plan's victims, one per
+// node. The job claims on both nodes with one hold (job_claim.h).
+struct GangPreemptorScene {
+  Cluster c{2};
+  Config cfg = SlurmConfig("placeholder");
+  uint32_t low_placeholder = 0;
+  GangPreemptorScene() {
+    cfg.slurm.partition_sharing = {{"pool", "shared"}};
+    cfg.slurm.qos_map = {{"", "interactive"}, {"b", "batch"}};
+    c.slurm.shared = {"n1", "n2"};
+    c.slurm.Submit(6, 4);
+    c.slurm.Run(6, "n2");
+    c.slurm.Submit(7, 4);
+    c.slurm.Run(7, "n1");
+    c.slurm.Submit(9, 4).qos = "b";
+    c.slurm.Run(9, "n2");
+    c.k8s.AddPod("low", "4", "batch", "n1");  // bound already: adopted, mirrored
+  }
+  void MirrorTheBoundPodThenSubmit(SchedulingLoop& loop) {
+    c.Cycle(loop, kT0);
+    ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+    low_placeholder = c.slurm.pod_placeholders[0];
+    c.slurm.Run(low_placeholder, "n1");
+    c.Cycle(loop, kT0 + 1);
+    slurm::SlurmJob& gang = c.slurm.Submit(8, 8);
+    gang.node_count = 2;
+  }
+  // The claim as written: one hold naming both nodes and the victim on each.
+  void ExpectTheClaimOnBothNodes(const SchedulingLoop& loop) {
+    ASSERT_NE(loop.job_claims().Find("slurm/8"), nullptr);
+    EXPECT_EQ(loop.job_claims().Find("slurm/8")->nodes, (std::vector<std::string>{"n1", "n2"}));
+    std::optional<ParsedJobClaim> claim = ParseJobClaim(c.slurm.Job(8).admin_comment);
+    ASSERT_TRUE(claim.has_value()) << c.slurm.Job(8).admin_comment;
+    EXPECT_EQ(claim->nodes, (std::vector<std::string>{"n1", "n2"}));
+    EXPECT_THAT(claim->victims, ::testing::UnorderedElementsAre("ns/low", "slurm/9"));
+    EXPECT_EQ(c.slurm.Job(8).priority, 0);
+  }
+};
+
+// The gang starts only once its victims on EVERY node are gone: the pod on n1 leaves at once, the
+// job on n2 still runs (its requeue not through yet), and the gang waits, held, its room on both
+// nodes kept; once the job has left too it is started on n1 and n2. The interactive jobs beside
+// run on untouched, the pod's replacement and the requeued job wait (held).
+TEST(SharedNodeLoopTest, AGangJobClaimsOnEveryNodeAndStartsOnlyOnceItsVictimsOnEveryNodeAreGone) {
+  GangPreemptorScene s;
+  Cluster& c = s.c;
+  SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPodThenSubmit(loop));
+  c.Cycle(loop, kT0 + 2);
+  ASSERT_NO_FATAL_FAILURE(s.ExpectTheClaimOnBothNodes(loop));
+  EXPECT_THAT(c.k8s.evictions, ::testing::ElementsAre("ns/low"));
+  EXPECT_EQ(c.Calls("requeue 9"), 1);
+  EXPECT_EQ(c.slurm.Job(9).priority, 0);  // held at once (G3)
+  // The requeue has not taken effect yet: job 9 still runs on n2.
+  c.slurm.Run(9, "n2");
+  for (int t = 3; t <= 5; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.Job(s.low_placeholder).state, slurm::JobState::kCancelled);
+  EXPECT_EQ(c.Calls("start 8"), 0) << "started while its victim on n2 still runs";
+  EXPECT_EQ(loop.job_claims().Find("slurm/8")->state, JobClaimState::kWaitingForVictims);
+  EXPECT_EQ(c.Calls("requeue 9"), 1);  // each victim asked once
+  EXPECT_EQ(c.k8s.NodeOf("ns/low-r"), "");  // the room on n1 stays claimed
+  EXPECT_EQ(c.slurm.pod_placeholders.size(), 1u);
+  // Job 9 leaves: the gang is started on both nodes.
+  ASSERT_TRUE(c.slurm.Requeue(9).ok());
+  c.Cycle(loop, kT0 + 6);
+  EXPECT_EQ(c.Calls("start 8"), 1);
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(8).nodes, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(loop.job_claims().Find("slurm/8"), nullptr);
+  for (int t = 7; t <= 9; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.Job(6).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.Calls("requeue 6") + c.Calls("requeue 7"), 0);
+  EXPECT_EQ(c.slurm.Job(9).state, slurm::JobState::kPending);
+  EXPECT_EQ(c.k8s.NodeOf("ns/low-r"), "");
+  EXPECT_EQ(c.slurm.AllocatedCpus("n1"), 8u);
+  EXPECT_EQ(c.slurm.AllocatedCpus("n2"), 8u);
+  EXPECT_EQ(c.Calls("start 8"), 1);
+  EXPECT_EQ(c.k8s.evictions.size(), 1u);
+  EXPECT_THAT(c.slurm.calls, ::testing::Not(Contains(::testing::StartsWith("fence"))));
+}
+
+// A victim that does not leave: the job on n2 keeps running past the timeout (300 s after the
+// victims were asked), and the whole claim is undone at once, through the one rewritten hold: no
+// claim left on either node for the plan or a successor, the gang not started.
+TEST(SharedNodeLoopTest, AGangJobsClaimIsUndoneOnEveryNodeWhenOneVictimDoesNotLeave) {
+  GangPreemptorScene s;
+  Cluster& c = s.c;
+  SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPodThenSubmit(loop));
+  c.Cycle(loop, kT0 + 2);
+  ASSERT_NO_FATAL_FAILURE(s.ExpectTheClaimOnBothNodes(loop));
+  c.slurm.Run(9, "n2");  // the requeue never takes effect
+  for (int t = 3; t < 302; t += 30) c.Cycle(loop, kT0 + t);
+  ASSERT_NE(loop.job_claims().Find("slurm/8"), nullptr);
+  EXPECT_TRUE(loop.job_claims().Holding().count(8));
+  c.Cycle(loop, kT0 + 302);
+  EXPECT_EQ(loop.job_claims().Find("slurm/8"), nullptr);
+  EXPECT_FALSE(loop.job_claims().Holding().count(8));
+  EXPECT_THAT(c.slurm.Job(8).admin_comment,
+              HasSubstr("preemption on shared nodes n1,n2 undone: the victims have not left in 300 s"));
+  EXPECT_EQ(ParseJobClaim(c.slurm.Job(8).admin_comment), std::nullopt);
+  EXPECT_EQ(c.slurm.Job(8).priority, 0);
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kPending);
+  EXPECT_EQ(c.Calls("start 8"), 0);
+  EXPECT_EQ(c.slurm.Job(6).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+}
+
+// A crash after the gang's hold and before any victim is asked: the successor reads the claim on
+// both nodes back from the AdminComment, asks each victim once, and starts the job on both nodes
+// once they are gone; a third process asks nothing again.
+TEST(SharedNodeLoopTest, ASuccessorReadsAGangJobsClaimOnEveryNodeBackAndFinishesIt) {
+  GangPreemptorScene s;
+  Cluster& c = s.c;
+  {
+    SchedulingLoop first(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+    ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPodThenSubmit(first));
+  }
+  {
+    SchedulingLoop crashing(s.cfg, &c.k8s, &c.k8s, &c.slurm, [](const char* name) {
+      if (std::string(name) == "job-claim-after-hold") throw Crash{name};
+    });
+    EXPECT_THROW(c.Cycle(crashing, kT0 + 2), Crash);
+  }
+  EXPECT_TRUE(c.k8s.evictions.empty());
+  EXPECT_EQ(c.Calls("requeue 9"), 0);
+  {
+    SchedulingLoop successor(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+    c.Cycle(successor, kT0 + 3);
+    ASSERT_NO_FATAL_FAILURE(s.ExpectTheClaimOnBothNodes(successor));
+    EXPECT_EQ(successor.job_claims().Find("slurm/8")->state, JobClaimState::kWaitingForVictims);
+    EXPECT_THAT(c.k8s.evictions, ::testing::ElementsAre("ns/low"));
+    EXPECT_EQ(c.Calls("requeue 9"), 1);
+  }
+  SchedulingLoop third(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  for (int t = 4; t <= 6; ++t) c.Cycle(third, kT0 + t);
+  EXPECT_EQ(c.k8s.evictions.size(), 1u);
+  EXPECT_EQ(c.Calls("requeue 9"), 1);
+  EXPECT_EQ(c.Calls("start 8"), 1);
+  EXPECT_EQ(c.slurm.Job(8).nodes, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(c.slurm.Job(6).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler

@@ -658,7 +658,7 @@ class CheckedWorld {
       const slurm::SlurmJob& j = slurm_.Job(id);
       if (j.state != slurm::JobState::kPending || j.priority != 0) continue;
       if (std::optional<ParsedJobClaim> c = ParseJobClaim(j.admin_comment)) {
-        out.push_back({SlurmWorkloadId(id), c->node, c->victims, false, {}});
+        out.push_back({SlurmWorkloadId(id), c->nodes.front(), c->victims, false, {}});  // its jobs are one-node
       }
     }
     return out;
