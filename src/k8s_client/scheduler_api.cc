@@ -76,6 +76,47 @@ void SchedulerApi::EvictAsync(const std::string& ns, const std::string& pod,
                                        absl::StatusOr<std::string> r) { done(Annotate(r.status(), what)); });
 }
 
+void SchedulerApi::PreemptByDeleteAsync(const std::string& ns, const std::string& pod, const std::string& pod_uid,
+                                        const std::string& message, absl::Time now,
+                                        std::function<void(absl::Status)> done) {
+  // kube-scheduler's DisruptionTarget condition (pkg/scheduler/framework/preemption/executor.go):
+  // what the pod's controller and kubectl describe read as "preempted by the scheduler".
+  json condition = {{"type", "DisruptionTarget"},
+                    {"status", "True"},
+                    {"reason", "PreemptionByScheduler"},
+                    {"message", message},
+                    {"lastTransitionTime", FormatRfc3339(now)}};
+  HttpRequest status;
+  status.method = "PATCH";
+  status.path = ObjectPath(kPods, ns, pod, "status");
+  status.content_type = "application/strategic-merge-patch+json";
+  status.body = json{{"status", {{"conditions", json::array({condition})}}}}.dump();
+  HttpRequest del;
+  del.method = "DELETE";
+  del.path = ObjectPath(kPods, ns, pod);
+  if (!pod_uid.empty()) {
+    del.body = json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", pod_uid}}}}.dump();
+  }
+  RestClient* client = client_;
+  client_->DoAsync(std::move(status), [client, del = std::move(del), done = std::move(done),
+                                       what = absl::StrCat("preempt ", ns, "/", pod)](
+                                          absl::StatusOr<std::string> r) mutable {
+    if (!r.ok()) {
+      done(Annotate(r.status(), absl::StrCat(what, ": DisruptionTarget condition")));
+      return;
+    }
+    const bool uid_precondition = !del.body.empty();
+    client->DoAsync(std::move(del), [done = std::move(done), what, uid_precondition](absl::StatusOr<std::string> d) {
+      // 409 on a uid precondition: the victim is gone and another pod has its name now.
+      if (uid_precondition && absl::IsAborted(d.status())) {
+        done(absl::NotFoundError(absl::StrCat(what, ": gone, its name taken by another pod: ", d.status().message())));
+        return;
+      }
+      done(Annotate(d.status(), absl::StrCat(what, ": delete")));
+    });
+  });
+}
+
 absl::Status SchedulerApi::PatchPodScheduling(const std::string& ns, const std::string& pod,
                                               const Condition& pod_scheduled,
                                               std::optional<std::string> nominated_node_name,
