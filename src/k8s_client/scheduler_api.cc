@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "k8s_client/api_status.h"
@@ -90,7 +91,11 @@ void SchedulerApi::PreemptByDeleteAsync(const std::string& ns, const std::string
   status.method = "PATCH";
   status.path = ObjectPath(kPods, ns, pod, "status");
   status.content_type = "application/strategic-merge-patch+json";
-  status.body = json{{"status", {{"conditions", json::array({condition})}}}}.dump();
+  json status_patch = {{"status", {{"conditions", json::array({condition})}}}};
+  // The uid in the patch guards it too: the apiserver refuses another pod's ("metadata.uid: field
+  // is immutable", 422).
+  if (!pod_uid.empty()) status_patch["metadata"] = {{"uid", pod_uid}};
+  status.body = status_patch.dump();
   HttpRequest del;
   del.method = "DELETE";
   del.path = ObjectPath(kPods, ns, pod);
@@ -98,16 +103,21 @@ void SchedulerApi::PreemptByDeleteAsync(const std::string& ns, const std::string
     del.body = json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", pod_uid}}}}.dump();
   }
   RestClient* client = client_;
-  client_->DoAsync(std::move(status), [client, del = std::move(del), done = std::move(done),
+  const bool uid_precondition = !pod_uid.empty();
+  client_->DoAsync(std::move(status), [client, del = std::move(del), done = std::move(done), uid_precondition,
                                        what = absl::StrCat("preempt ", ns, "/", pod)](
                                           absl::StatusOr<std::string> r) mutable {
+    // Refused for its uid: the victim is gone and another pod has its name now.
+    if (uid_precondition && absl::IsInvalidArgument(r.status()) && absl::StrContains(r.status().message(), "metadata.uid")) {
+      done(absl::NotFoundError(absl::StrCat(what, ": gone, its name taken by another pod: ", r.status().message())));
+      return;
+    }
     if (!r.ok()) {
       done(Annotate(r.status(), absl::StrCat(what, ": DisruptionTarget condition")));
       return;
     }
-    const bool uid_precondition = !del.body.empty();
     client->DoAsync(std::move(del), [done = std::move(done), what, uid_precondition](absl::StatusOr<std::string> d) {
-      // 409 on a uid precondition: the victim is gone and another pod has its name now.
+      // 409 on the uid precondition: likewise (a pod made again between the two writes).
       if (uid_precondition && absl::IsAborted(d.status())) {
         done(absl::NotFoundError(absl::StrCat(what, ": gone, its name taken by another pod: ", d.status().message())));
         return;
