@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "k8s_client/api_status.h"
@@ -74,6 +75,56 @@ void SchedulerApi::EvictAsync(const std::string& ns, const std::string& pod,
                  .dump();
   client_->DoAsync(std::move(req), [done = std::move(done), what = absl::StrCat("evict ", ns, "/", pod)](
                                        absl::StatusOr<std::string> r) { done(Annotate(r.status(), what)); });
+}
+
+void SchedulerApi::PreemptByDeleteAsync(const std::string& ns, const std::string& pod, const std::string& pod_uid,
+                                        const std::string& message, absl::Time now,
+                                        std::function<void(absl::Status)> done) {
+  // kube-scheduler's DisruptionTarget condition (pkg/scheduler/framework/preemption/executor.go):
+  // what the pod's controller and kubectl describe read as "preempted by the scheduler".
+  json condition = {{"type", "DisruptionTarget"},
+                    {"status", "True"},
+                    {"reason", "PreemptionByScheduler"},
+                    {"message", message},
+                    {"lastTransitionTime", FormatRfc3339(now)}};
+  HttpRequest status;
+  status.method = "PATCH";
+  status.path = ObjectPath(kPods, ns, pod, "status");
+  status.content_type = "application/strategic-merge-patch+json";
+  json status_patch = {{"status", {{"conditions", json::array({condition})}}}};
+  // The uid in the patch guards it too: the apiserver refuses another pod's ("metadata.uid: field
+  // is immutable", 422).
+  if (!pod_uid.empty()) status_patch["metadata"] = {{"uid", pod_uid}};
+  status.body = status_patch.dump();
+  HttpRequest del;
+  del.method = "DELETE";
+  del.path = ObjectPath(kPods, ns, pod);
+  if (!pod_uid.empty()) {
+    del.body = json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", pod_uid}}}}.dump();
+  }
+  RestClient* client = client_;
+  const bool uid_precondition = !pod_uid.empty();
+  client_->DoAsync(std::move(status), [client, del = std::move(del), done = std::move(done), uid_precondition,
+                                       what = absl::StrCat("preempt ", ns, "/", pod)](
+                                          absl::StatusOr<std::string> r) mutable {
+    // Refused for its uid: the victim is gone and another pod has its name now.
+    if (uid_precondition && absl::IsInvalidArgument(r.status()) && absl::StrContains(r.status().message(), "metadata.uid")) {
+      done(absl::NotFoundError(absl::StrCat(what, ": gone, its name taken by another pod: ", r.status().message())));
+      return;
+    }
+    if (!r.ok()) {
+      done(Annotate(r.status(), absl::StrCat(what, ": DisruptionTarget condition")));
+      return;
+    }
+    client->DoAsync(std::move(del), [done = std::move(done), what, uid_precondition](absl::StatusOr<std::string> d) {
+      // 409 on the uid precondition: likewise (a pod made again between the two writes).
+      if (uid_precondition && absl::IsAborted(d.status())) {
+        done(absl::NotFoundError(absl::StrCat(what, ": gone, its name taken by another pod: ", d.status().message())));
+        return;
+      }
+      done(Annotate(d.status(), absl::StrCat(what, ": delete")));
+    });
+  });
 }
 
 absl::Status SchedulerApi::PatchPodScheduling(const std::string& ns, const std::string& pod,

@@ -3,6 +3,8 @@
 //   Bind          OK | Aborted (already bound / conflict: re-read the pod) | NotFound | ...
 //   Evict         OK | FailedPrecondition "blocked by PodDisruptionBudget <name>" (do not retry
 //                 until the budget allows) | NotFound (already gone) | ...
+//   PreemptByDelete  DisruptionTarget condition, then DELETE (a victim no budget covers, as
+//                 kube-scheduler removes its victims): OK | NotFound (already gone) | ...
 //   status patch  PodScheduled condition and status.nominatedNodeName (strategic merge patch)
 //   Events        events.k8s.io/v1 through an EventCorrelator: repeats become a series (a patch,
 //                 not a new object), similar events are combined, a per-object token bucket
@@ -47,6 +49,14 @@ class SchedulerApi {
                      std::optional<int64_t> grace_period_seconds = std::nullopt);
   // The same without waiting; `done` runs on the transport's thread.
   void EvictAsync(const std::string& ns, const std::string& pod, std::function<void(absl::Status)> done);
+  // A preemption victim removed as kube-scheduler v1.37's preemption executor does, without
+  // waiting: PATCH pods/{name}/status with the condition DisruptionTarget=True, reason
+  // PreemptionByScheduler, `message` (strategic merge: other conditions kept), then, once that
+  // landed, DELETE the pod with its own grace period (`pod_uid`, when known, as the delete's
+  // precondition: a pod made again under the name is not deleted). `done` (transport thread) gets
+  // the first failure (NotFound: gone already; the delete is then not sent) or the delete's OK.
+  void PreemptByDeleteAsync(const std::string& ns, const std::string& pod, const std::string& pod_uid,
+                            const std::string& message, absl::Time now, std::function<void(absl::Status)> done);
 
   // Sets the PodScheduled condition (status "False" with reason e.g. "Unschedulable", or "True")
   // and, when given, status.nominatedNodeName ("" clears it).

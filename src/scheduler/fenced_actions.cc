@@ -117,6 +117,16 @@ void FencedClusterActions::EvictSucceeded(const std::string& pod_key, const std:
   inner_->EvictSucceeded(pod_key, preemptor, message);
 }
 
+void FencedClusterActions::StartDeleteVictim(const std::string& pod_key, const std::string& preemptor,
+                                             const std::string& condition_message,
+                                             std::function<void(absl::Status)> done) {
+  if (absl::Status s = Admit(absl::StrCat("deletion of victim ", pod_key, " for ", preemptor)); !s.ok()) {
+    done(std::move(s));
+    return;
+  }
+  inner_->StartDeleteVictim(pod_key, preemptor, condition_message, std::move(done));
+}
+
 absl::Status FencedClusterActions::EvictForTimeLimit(const std::string& pod_key, const std::string& message) {
   if (absl::Status s = Admit(absl::StrCat("time-limit eviction of ", pod_key)); !s.ok()) return s;
   return inner_->EvictForTimeLimit(pod_key, message);

@@ -311,6 +311,15 @@ void KubeClusterActions::StartEvict(const std::string& pod_key, const std::strin
   api_.EvictAsync(ns, name, std::move(done));
 }
 
+void KubeClusterActions::StartDeleteVictim(const std::string& pod_key, const std::string& preemptor,
+                                           const std::string& condition_message,
+                                           std::function<void(absl::Status)> done) {
+  auto [ns, name] = SplitKey(pod_key);
+  std::string uid;
+  if (auto pod = pods_->Get(pod_key)) uid = pod->metadata.uid;
+  api_.PreemptByDeleteAsync(ns, name, uid, condition_message, absl::Now(), std::move(done));
+}
+
 void KubeClusterActions::EvictSucceeded(const std::string& pod_key, const std::string& preemptor,
                                         const std::string& message) {
   RecordEvent(pod_key, "Normal", "Preempted", "Preempting", message);

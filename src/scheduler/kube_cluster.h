@@ -75,6 +75,9 @@ class KubeClusterActions : public ClusterActions {
   void StartEvict(const std::string& pod_key, const std::string& preemptor, const std::string& message,
                   std::function<void(absl::Status)> done) override;
   void EvictSucceeded(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
+  // DisruptionTarget condition, then DELETE (k8s::SchedulerApi::PreemptByDeleteAsync).
+  void StartDeleteVictim(const std::string& pod_key, const std::string& preemptor, const std::string& condition_message,
+                         std::function<void(absl::Status)> done) override;
   absl::Status EvictForTimeLimit(const std::string& pod_key, const std::string& message) override;
 
  private:

@@ -130,6 +130,10 @@ class TimedClusterActions final : public ClusterActions {
   void EvictSucceeded(const std::string& pod_key, const std::string& preemptor, const std::string& message) override {
     inner_->EvictSucceeded(pod_key, preemptor, message);
   }
+  void StartDeleteVictim(const std::string& pod_key, const std::string& preemptor, const std::string& condition_message,
+                         std::function<void(absl::Status)> done) override {
+    inner_->StartDeleteVictim(pod_key, preemptor, condition_message, std::move(done));
+  }
   absl::Status EvictForTimeLimit(const std::string& pod_key, const std::string& message) override {
     return inner_->EvictForTimeLimit(pod_key, message);
   }

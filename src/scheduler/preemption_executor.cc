@@ -46,6 +46,10 @@ const char* PreemptionStateName(PreemptionState s) {
   return "?";
 }
 
+VictimRemoval RemovalOf(const queue::RunningWorkload& victim, bool budgets_read) {
+  return budgets_read && victim.disruption_budget_group.empty() ? VictimRemoval::kDelete : VictimRemoval::kEvict;
+}
+
 PreemptionState Next(PreemptionState from, PreemptionEvent event, bool victims_asked) {
   using S = PreemptionState;
   switch (event) {
@@ -380,6 +384,16 @@ absl::Status PreemptionExecutor::AskSubNodeVictims(const std::string& preemptor,
 
 void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisions, const PreemptionCycle& c) {
   std::vector<PlannedEvictions> evictions;
+  // How each victim leaves (issue 26): deleted unless a budget covers it.
+  std::map<std::string, VictimRemoval, std::less<>> removal;
+  for (const queue::PreemptDecision& d : decisions) {
+    for (const auto& victim : d.victims) removal.emplace(victim, VictimRemoval::kEvict);
+  }
+  if (!removal.empty()) {
+    for (const queue::RunningWorkload& rw : c.built.snapshot->running) {
+      if (auto it = removal.find(rw.id); it != removal.end()) it->second = RemovalOf(rw, !config_.test_without_budgets);
+    }
+  }
   for (const queue::PreemptDecision& d : decisions) {
     if (auto it = records_.find(d.preemptor); it != records_.end()) {
       const Preemption& p = it->second;
@@ -408,6 +422,7 @@ void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisi
         // Already leaving (evicted by a predecessor that crashed, or deleted): not evicted again.
         if (evicted_pods_.count(pod_key) || c.terminating.count(pod_key)) continue;
         planned.pod_keys.push_back(pod_key);
+        planned.removals.push_back(removal.at(victim));
       }
     }
     evictions.push_back(std::move(planned));
@@ -440,12 +455,21 @@ void PreemptionExecutor::EvictInWaves(std::vector<PlannedEvictions>* evictions, 
     }
     for (size_t m = 0; m < members.size(); ++m) {
       const PlannedEvictions& p = (*evictions)[members[m]];
-      actions_->StartEvict(p.pod_keys[k], p.preemptor, absl::StrCat("Preempted by ", p.preemptor, " (higher priority)"),
-                           [wave, m](absl::Status s) {
-                             absl::MutexLock lock(&wave->mu);
-                             wave->results[m] = std::move(s);
-                             --wave->left;
-                           });
+      auto done = [wave, m](absl::Status s) {
+        absl::MutexLock lock(&wave->mu);
+        wave->results[m] = std::move(s);
+        --wave->left;
+      };
+      if (p.removals[k] == VictimRemoval::kDelete) {
+        // kube-scheduler's words, for whoever reads the victim's conditions.
+        actions_->StartDeleteVictim(p.pod_keys[k], p.preemptor,
+                                    absl::StrCat(config_.scheduler_name, ": preempting to accommodate a higher priority ",
+                                                 SlurmJobOf(p.preemptor) ? "Slurm job" : "pod"),
+                                    std::move(done));
+      } else {
+        actions_->StartEvict(p.pod_keys[k], p.preemptor, absl::StrCat("Preempted by ", p.preemptor, " (higher priority)"),
+                             std::move(done));
+      }
     }
     std::vector<absl::Status> results;
     {
@@ -460,7 +484,9 @@ void PreemptionExecutor::EvictInWaves(std::vector<PlannedEvictions>* evictions, 
       const absl::Status& s = results[m];
       if (!s.ok() && !absl::IsNotFound(s)) {
         RollBack(p.preemptor, c, c.now + kBlockedPreemptionRetrySeconds,
-                 absl::StrCat("preemption rolled back, eviction of ", pod_key, " refused: ", s.message(),
+                 absl::StrCat("preemption rolled back, ",
+                              p.removals[k] == VictimRemoval::kDelete ? "deletion" : "eviction", " of ", pod_key,
+                              " refused: ", s.message(),
                               "; retrying in ", kBlockedPreemptionRetrySeconds, "s"));
         p.refused = true;
         continue;

@@ -57,6 +57,15 @@ enum class PreemptionEvent {
   kRelease,       // over
 };
 const char* PreemptionStateName(PreemptionState s);
+// Issue 26: how a victim pod of a whole-node preemption leaves. kEvict: the Eviction API, which
+// honours a PodDisruptionBudget (and costs the apiserver a budget lookup for every pod). kDelete:
+// as kube-scheduler v1.37 removes its victims, the condition DisruptionTarget=True (reason
+// PreemptionByScheduler) on the pod's status, then a DELETE with the pod's grace period.
+enum class VictimRemoval { kEvict, kDelete };
+// kEvict when a PodDisruptionBudget covers the victim (its budget group is set), or when the
+// budgets are not read (Config::test_without_budgets: only the Eviction API honours them then);
+// kDelete otherwise.
+VictimRemoval RemovalOf(const queue::RunningWorkload& victim, bool budgets_read);
 // ALL transitions. An event a state does not take leaves it as it is (and is logged).
 PreemptionState Next(PreemptionState from, PreemptionEvent event, bool victims_asked);
 
@@ -138,6 +147,7 @@ class PreemptionExecutor {
   struct PlannedEvictions {
     std::string preemptor;
     std::vector<std::string> pod_keys;
+    std::vector<VictimRemoval> removals;  // one per pod key
     bool refused = false;
   };
 

@@ -136,6 +136,15 @@ class ClusterActions {
     done(Evict(pod_key, preemptor, message));
   }
   virtual void EvictSucceeded(const std::string& pod_key, const std::string& preemptor, const std::string& message) {}
+  // Issue 26: a victim no PodDisruptionBudget covers leaves as kube-scheduler's victims do: its
+  // status gets the condition DisruptionTarget=True (reason PreemptionByScheduler, message
+  // `condition_message`), then the pod is deleted (its own grace period). Without waiting, like
+  // StartEvict (NotFound: gone already); EvictSucceeded follows a removal that happened. This
+  // default evicts: a decorator must forward it (FencedClusterActions, TimedClusterActions do).
+  virtual void StartDeleteVictim(const std::string& pod_key, const std::string& preemptor,
+                                 const std::string& condition_message, std::function<void(absl::Status)> done) {
+    StartEvict(pod_key, preemptor, condition_message, std::move(done));
+  }
   // Ends a pod that ran past its time limit (issue 24 M4), as Slurm ends a job at its TimeLimit:
   // the Eviction API (a PodDisruptionBudget refusal is kFailedPrecondition), then a
   // TimeLimitExceeded event on the pod. This default evicts with Evict (whose event says

@@ -123,7 +123,7 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
   // watch; preemption picks victims the budgets allow, issue 13 defect 7). No core events,
   // namespaces or priority classes: nothing reads them today.
   const std::map<std::string, std::set<std::string>> exact = {
-      {"/pods", {"list", "watch", "patch"}},
+      {"/pods", {"list", "watch", "patch", "delete"}},  // delete: victims no budget covers (issue 26)
       {"/pods/binding", {"create"}},
       {"/pods/eviction", {"create"}},
       {"/pods/status", {"patch"}},
@@ -500,7 +500,7 @@ TEST_F(HelmE2E, InstallRunsTwoReplicasWithLeastPrivilegeAndUninstallRemovesIt) {
   EXPECT_TRUE(CanI({"update", "configmaps/onequeue-usage", "-n", kNamespace}));  // fair-share usage
   EXPECT_FALSE(CanI({"update", "configmaps/onequeue-config", "-n", kNamespace}));
   EXPECT_FALSE(CanI({"create", "pods", "-n", "default"}));
-  EXPECT_FALSE(CanI({"delete", "pods", "-n", "default"}));
+  EXPECT_TRUE(CanI({"delete", "pods", "-n", "default"}));  // victims no budget covers (issue 26)
   EXPECT_FALSE(CanI({"get", "secrets", "-n", kNamespace}));
   EXPECT_FALSE(CanI({"update", "deployments.apps", "-n", "default"}));
   EXPECT_FALSE(CanI({"delete", "nodes"}));

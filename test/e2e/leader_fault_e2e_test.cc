@@ -231,7 +231,10 @@ void LeaderFaultE2E::Run(StopAt stop_at, bool gate) {
   std::vector<std::string> leader_after;
   absl::Time last_renewal = absl::InfinitePast(), last_write = absl::InfinitePast();
   for (const auto& w : writes) {
-    const bool evicts_victim = w.subresource == "eviction" && w.name == "victim" && w.code / 100 == 2;
+    // Evicted, or (no budget covers it, issue 26) deleted as kube-scheduler removes victims.
+    const bool evicts_victim = (w.subresource == "eviction" || (w.verb == "delete" && w.resource == "pods" &&
+                                                                w.subresource.empty())) &&
+                               w.name == "victim" && w.code / 100 == 2;
     if (From(w, leader_pid)) {
       if (w.received >= *takeover) {
         leader_after.push_back(w.Describe());

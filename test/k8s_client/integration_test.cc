@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -394,6 +396,52 @@ TEST(K8sClientIntegration, SchedulerWritesUnderItsOwnIdentity) {
   EXPECT_EQ(blocked.code(), absl::StatusCode::kFailedPrecondition) << blocked;
   EXPECT_TRUE(absl::StrContains(blocked.message(), "blocked by PodDisruptionBudget guard-pdb")) << blocked;
   EXPECT_TRUE(Admin().Get(ObjectPath(kPods, ns, "guarded")).ok());  // still there
+
+  // Issue 26: a victim no budget covers, removed as kube-scheduler does: DisruptionTarget=True
+  // (PreemptionByScheduler), then DELETE (a finalizer keeps the pod to read what was written).
+  auto preempt = [&](const std::string& pod, const std::string& uid) {
+    auto result = std::make_shared<std::optional<absl::Status>>();
+    auto mu = std::make_shared<absl::Mutex>();
+    api.PreemptByDeleteAsync(ns, pod, uid, "onequeue: preempting to accommodate a higher priority pod", absl::Now(),
+                             [result, mu](absl::Status st) {
+                               absl::MutexLock lock(mu.get());
+                               *result = std::move(st);
+                             });
+    EXPECT_TRUE(Eventually([&] {
+      absl::MutexLock lock(mu.get());
+      return result->has_value();
+    }, absl::Seconds(20)));
+    absl::MutexLock lock(mu.get());
+    return result->value_or(absl::DeadlineExceededError("no answer"));
+  };
+  json kept = PodJson(ns, "delete-me", "free");
+  kept["metadata"]["finalizers"] = {"onequeue.io/test"};
+  auto made = Admin().Post(CollectionPath(kPods, ns), kept);
+  ASSERT_TRUE(made.ok()) << made.status();
+  MarkRunning(ns, "delete-me");
+  // A uid that is not the pod's: the delete's precondition spares a pod made again under the name.
+  absl::Status other = preempt("delete-me", "not-its-uid");
+  EXPECT_EQ(other.code(), absl::StatusCode::kNotFound) << other;
+  json spared = *Admin().Get(ObjectPath(kPods, ns, "delete-me"));
+  EXPECT_FALSE(spared["metadata"].contains("deletionTimestamp"));
+  EXPECT_FALSE(absl::StrContains(spared["status"].dump(), "DisruptionTarget")) << spared["status"].dump();
+  absl::Status deleted = preempt("delete-me", (*made)["metadata"]["uid"].get<std::string>());
+  ASSERT_TRUE(deleted.ok()) << deleted;
+  auto victim = Admin().Get(ObjectPath(kPods, ns, "delete-me"));
+  ASSERT_TRUE(victim.ok()) << victim.status();
+  EXPECT_TRUE((*victim)["metadata"].contains("deletionTimestamp"));
+  bool disruption = false;
+  for (const auto& c : (*victim)["status"]["conditions"]) {
+    if (c.value("type", "") != "DisruptionTarget") continue;
+    disruption = true;
+    EXPECT_EQ(c.value("status", ""), "True");
+    EXPECT_EQ(c.value("reason", ""), "PreemptionByScheduler");
+    EXPECT_EQ(c.value("message", ""), "onequeue: preempting to accommodate a higher priority pod");
+  }
+  EXPECT_TRUE(disruption) << victim->dump();
+  EXPECT_EQ(preempt("no-such-pod", "").code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(Admin().Patch(ObjectPath(kPods, ns, "delete-me"), json{{"metadata", {{"finalizers", nullptr}}}},
+                            "application/merge-patch+json").ok());
 
   // Events with series deduplication.
   EventRecorder recorder(sched_client.get(), "onequeue", "onequeue-test");

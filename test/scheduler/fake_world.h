@@ -422,6 +422,36 @@ class World : public ClusterView, public ClusterActions {
     pod_events.push_back(reason + " " + key + ": " + note);
     return absl::OkStatus();
   }
+  // Issue 26: victims no budget covers, deleted after a DisruptionTarget condition (never refused
+  // by a budget): "<key>: <condition message>". They are in `evictions` too (every victim removed).
+  std::vector<std::string> victim_deletions;
+  void StartDeleteVictim(const std::string& key, const std::string& preemptor, const std::string& condition_message,
+                         std::function<void(absl::Status)> done) override {
+    if (!Find(key)) return done(absl::NotFoundError(key));
+    victim_deletions.push_back(key + ": " + condition_message);
+    std::set<std::string> blocked = std::exchange(pdb_blocks, {});  // a DELETE no budget refuses
+    absl::Status s = Evict(key, preemptor, condition_message);
+    pdb_blocks = std::move(blocked);
+    done(std::move(s));
+  }
+  // PodDisruptionBudgets the budget informer shows (BudgetRecord: State()).
+  std::vector<k8s::PodDisruptionBudget> budgets;
+  std::shared_ptr<const KubeState> State() const override {
+    return std::make_shared<const KubeState>(ToKubeState(Nodes(), Pods(), budgets));
+  }
+  // A budget of its own over the pod `key` (a label budget=<its name>), `allowed` disruptions in
+  // its (current) status. With pdb_blocks: the budget changed after the snapshot, so the Eviction
+  // API refuses what the planner chose.
+  void CoverByBudget(const std::string& key, int allowed) {
+    k8s::Pod* p = Find(key);
+    if (!p) return;
+    const std::string name = p->metadata.name;
+    p->metadata.labels["budget"] = name;
+    json b = {{"metadata", {{"name", "pdb-" + name}, {"namespace", p->metadata.namespace_}, {"generation", 1}}},
+              {"spec", {{"minAvailable", 1}, {"selector", {{"matchLabels", {{"budget", name}}}}}}},
+              {"status", {{"observedGeneration", 1}, {"disruptionsAllowed", allowed}}}};
+    budgets.push_back(*k8s::PodDisruptionBudget::FromJson(b));
+  }
   absl::Status Evict(const std::string& key, const std::string& preemptor, const std::string&) override {
     k8s::Pod* p = Find(key);
     if (!p) return absl::NotFoundError(key);

@@ -128,6 +128,7 @@ TEST(SchedulingLoopTest, PdbRefusalRollsTheWholeStepBack) {
   w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
   w.AddPod("jupyter", "2", "interactive");
   w.pdb_blocks.insert("ns/batch");
+  w.CoverByBudget("ns/batch", 1);  // the budget allowed it when the planner chose
   Config cfg = TestConfig();
   SchedulingLoop loop(cfg, &w, &w);
   CycleStats s = loop.RunCycle(kNow);
@@ -182,6 +183,8 @@ TEST(SchedulingLoopTest, EvictionsGoOutInWavesAndARefusalStopsOnlyItsPreemption)
   }
   // Both pods of n1 refused by a budget: n1's preemption stops at its first refusal; n2's goes on.
   w.pdb_blocks = {"ns/a1", "ns/a2"};
+  w.CoverByBudget("ns/a1", 1);
+  w.CoverByBudget("ns/a2", 1);
   SchedulingLoop loop(cfg, &w, &w);
   CycleStats s = loop.RunCycle(kNow);
   EXPECT_EQ(s.rollbacks, 1);
@@ -189,6 +192,67 @@ TEST(SchedulingLoopTest, EvictionsGoOutInWavesAndARefusalStopsOnlyItsPreemption)
   EXPECT_THAT(w.evictions, ::testing::UnorderedElementsAre("ns/b1", "ns/b2"));
   EXPECT_EQ(w.NodeOf("ns/a1"), "n1");
   EXPECT_EQ(w.NodeOf("ns/a2"), "n1");
+}
+
+// Issue 26: a victim no PodDisruptionBudget covers is removed as kube-scheduler removes its
+// victims (DisruptionTarget condition, then DELETE), not through the Eviction API, whose budget
+// lookup is what the apiserver spends its time on under many preemptions. The reservation comes
+// first as before: the replacement the "ReplicaSet" makes at once waits.
+TEST(SchedulingLoopTest, AVictimNoBudgetCoversIsDeletedAfterADisruptionTargetCondition) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "2", "interactive");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  EXPECT_THAT(w.victim_deletions,
+              ::testing::ElementsAre("ns/batch: onequeue: preempting to accommodate a higher priority pod"));
+  EXPECT_THAT(w.evictions, ::testing::ElementsAre("ns/batch"));
+  EXPECT_EQ(w.evict_attempts, 1) << "asked once";
+  EXPECT_EQ(w.Nodes()[0].metadata.annotations[kOwnerAnnotation], "reserved/ns/jupyter");
+  loop.RunCycle(kNow + 1);
+  EXPECT_EQ(w.NodeOf("ns/jupyter"), "n1");
+}
+
+// A victim a budget covers keeps the Eviction API, which honours the budget; on one node the two
+// kinds of victim each leave by their own rule.
+TEST(SchedulingLoopTest, AVictimABudgetCoversIsEvictedThroughTheEvictionApi) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("guarded", "2", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("free", "2", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "4", "interactive");
+  w.CoverByBudget("ns/guarded", 1);
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  EXPECT_THAT(w.evictions, ::testing::UnorderedElementsAre("ns/guarded", "ns/free"));
+  EXPECT_THAT(w.victim_deletions, ::testing::ElementsAre(::testing::StartsWith("ns/free: ")))
+      << "only the pod no budget covers is deleted directly";
+}
+
+// Config::test_without_budgets (the e2e control run): budgets are not read, so nothing says a
+// victim is uncovered, and only the Eviction API can honour a budget: every victim is evicted.
+TEST(SchedulingLoopTest, WithoutBudgetsReadEveryVictimIsEvicted) {
+  World w;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "2", "interactive");
+  Config cfg = TestConfig();
+  cfg.test_without_budgets = true;
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  EXPECT_THAT(w.evictions, ::testing::ElementsAre("ns/batch"));
+  EXPECT_THAT(w.victim_deletions, ::testing::IsEmpty());
+}
+
+TEST(SchedulingLoopTest, VictimRemovalIsEvictionExactlyWhenABudgetCoversOrBudgetsAreUnread) {
+  queue::RunningWorkload covered, uncovered;
+  covered.disruption_budget_group = "ns/pdb";
+  EXPECT_EQ(RemovalOf(covered, /*budgets_read=*/true), VictimRemoval::kEvict);
+  EXPECT_EQ(RemovalOf(uncovered, /*budgets_read=*/true), VictimRemoval::kDelete);
+  EXPECT_EQ(RemovalOf(uncovered, /*budgets_read=*/false), VictimRemoval::kEvict);
 }
 
 // Found end to end (test/e2e/preemption_e2e_test.cc): after a refusal the preemptor was retried
@@ -200,6 +264,7 @@ TEST(SchedulingLoopTest, PdbRefusalIsReportedClearsTheNominationAndBacksOff) {
   w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
   w.AddPod("jupyter", "2", "interactive");
   w.pdb_blocks.insert("ns/batch");
+  w.CoverByBudget("ns/batch", 1);  // the budget allowed it when the planner chose
   Config cfg = TestConfig();
   SchedulingLoop loop(cfg, &w, &w);
   loop.RunCycle(kNow);
