@@ -3,6 +3,7 @@
 // the queue finds equal, for a start now and for a reservation; without one, nothing changes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,22 +73,28 @@ TEST(NodePreference, AGangFillsItsPreferredNodesFirst) {
   EXPECT_EQ(nodes, (MemberNodes{1, 3}));
 }
 
-// A reservation: both nodes free at 50; without a preference the one freed latest (n1) is taken,
-// with one for n0 the preference wins.
-TEST(NodePreference, AReservationTakesThePreferredNodeAmongThoseFreeAtItsStart) {
+// A reservation of two members at 40: n0 frees at 30, n1 and n2 at 40. Without a preference the
+// nodes freed latest (n1, n2) are taken; with one for n0 and n2, those.
+TEST(NodePreference, AReservationTakesThePreferredNodesAmongThoseFreeAtItsStart) {
   Snapshot s;
-  s.nodes = {MakeNode("n0", 1000), MakeNode("n1", 1000)};
-  s.running = {MakeRunning("R0", 0, Cpu(1000), 0, 40), MakeRunning("R1", 1, Cpu(1000), 0, 50)};
-  s.pending = {PendingBuilder("H", 1000).Limit(100).Submit(0)};
+  s.nodes = {MakeNode("n0", 1000), MakeNode("n1", 1000), MakeNode("n2", 1000)};
+  s.running = {MakeRunning("R0", 0, Cpu(1000), 0, 30), MakeRunning("R1", 1, Cpu(1000), 0, 40),
+               MakeRunning("R2", 2, Cpu(1000), 0, 40)};
+  s.pending = {PendingBuilder("H", 1000, 2).Limit(100).Submit(0)};
   Plan p = RunWith(SubmitOrderConfig(), s, 0);
   ASSERT_NE(FindReservation(p, "H"), nullptr);
-  EXPECT_EQ(FindReservation(p, "H")->member_nodes, (MemberNodes{1}));
+  EXPECT_EQ(FindReservation(p, "H")->start, 40);
+  MemberNodes nodes = FindReservation(p, "H")->member_nodes;
+  std::sort(nodes.begin(), nodes.end());
+  EXPECT_EQ(nodes, (MemberNodes{1, 2}));
 
-  s.pending = {Preferring(PendingBuilder("H", 1000).Limit(100).Submit(0), {7, 0})};
+  s.pending = {Preferring(PendingBuilder("H", 1000, 2).Limit(100).Submit(0), {9, 0, 1})};
   p = RunWith(SubmitOrderConfig(), s, 0);
   ASSERT_NE(FindReservation(p, "H"), nullptr);
-  EXPECT_EQ(FindReservation(p, "H")->start, 60);
-  EXPECT_EQ(FindReservation(p, "H")->member_nodes, (MemberNodes{0}));
+  EXPECT_EQ(FindReservation(p, "H")->start, 40);
+  nodes = FindReservation(p, "H")->member_nodes;
+  std::sort(nodes.begin(), nodes.end());
+  EXPECT_EQ(nodes, (MemberNodes{0, 2}));
 }
 
 // A vector that does not name every node is no preference (never read out of bounds).
