@@ -233,10 +233,9 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
     return every_node || found < members;
   });
   if (found < members) return std::nullopt;
-  if (preference != nullptr) {  // higher score first, then by node; packing keeps this order
-    std::sort(candidates.begin(), candidates.end(), [preference](const auto& a, const auto& b) {
-      const int32_t pa = (*preference)[a.first], pb = (*preference)[b.first];
-      return pa != pb ? pa > pb : a.first < b.first;
+  if (preference != nullptr) {  // higher score first, equal scores in the walk's (best-fit) order
+    std::stable_sort(candidates.begin(), candidates.end(), [preference](const auto& a, const auto& b) {
+      return (*preference)[a.first] > (*preference)[b.first];
     });
     return ChooseNodes(w, candidates, /*preference_order=*/true);
   }
