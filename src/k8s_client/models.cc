@@ -332,6 +332,11 @@ absl::StatusOr<Pod> Pod::FromJson(const json& j) {
           {Requirements(term, "matchExpressions"), Requirements(term, "matchFields")});
     }
     const json& affinity = Field(spec, "affinity");
+    for (const json& t : Array(Field(affinity, "nodeAffinity"), "preferredDuringSchedulingIgnoredDuringExecution")) {
+      const json& pref = Field(t, "preference");
+      p.preferred_node_affinity.push_back({OptInt<int32_t>(t, "weight").value_or(0),
+                                           {Requirements(pref, "matchExpressions"), Requirements(pref, "matchFields")}});
+    }
     p.required_pod_affinity = PodAffinityTerms(Field(affinity, "podAffinity"));
     p.required_pod_anti_affinity = PodAffinityTerms(Field(affinity, "podAntiAffinity"));
     p.topology_spread_constraints = SpreadConstraints(spec);

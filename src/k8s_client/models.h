@@ -75,6 +75,12 @@ struct NodeSelectorTerm {
   std::vector<LabelSelectorRequirement> match_fields;
 };
 
+// One preferredDuringSchedulingIgnoredDuringExecution entry of a pod's node affinity.
+struct PreferredSchedulingTerm {
+  int32_t weight = 0;
+  NodeSelectorTerm preference;
+};
+
 struct Toleration {
   std::string key, op, value, effect;  // op: Equal (default) or Exists
   std::optional<int64_t> toleration_seconds;
@@ -121,6 +127,7 @@ struct Pod {
   std::optional<int32_t> priority;
   StringMap node_selector;
   std::vector<NodeSelectorTerm> required_node_affinity;  // ORed terms
+  std::vector<PreferredSchedulingTerm> preferred_node_affinity;
   std::vector<Toleration> tolerations;
   // requiredDuringSchedulingIgnoredDuringExecution of podAffinity / podAntiAffinity.
   std::vector<PodAffinityTerm> required_pod_affinity, required_pod_anti_affinity;

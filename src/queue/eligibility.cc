@@ -206,6 +206,16 @@ bool Tolerates(const Toleration& t, const Taint& taint) {
 }
 }  // namespace
 
+int32_t IntolerablePreferNoScheduleTaints(const Node& node, const std::vector<Toleration>& tolerations) {
+  int32_t count = 0;
+  for (const Taint& taint : node.taints) {
+    if (taint.effect != TaintEffect::kPreferNoSchedule) continue;
+    count += std::none_of(tolerations.begin(), tolerations.end(),
+                          [&](const Toleration& t) { return Tolerates(t, taint); });
+  }
+  return count;
+}
+
 bool ToleratesTaints(const Node& node, const std::vector<Toleration>& tolerations) {
   for (const Taint& taint : node.taints) {
     // PreferNoSchedule is a preference, not a rule: it never makes a node ineligible.

@@ -56,6 +56,9 @@ bool MatchesNodeSelectorTerm(const Node& node, const NodeSelectorTerm& term);
 // At least one term matches; no terms: true.
 bool MatchesNodeAffinityTerms(const Node& node, const std::vector<NodeSelectorTerm>& terms);
 bool ToleratesTaints(const Node& node, const std::vector<Toleration>& tolerations);
+// The node's PreferNoSchedule taints no toleration tolerates (kube-scheduler's TaintToleration
+// score counts these; fewer is better).
+int32_t IntolerablePreferNoScheduleTaints(const Node& node, const std::vector<Toleration>& tolerations);
 
 class EligibilityChecker {
  public:

@@ -202,9 +202,15 @@ struct PendingWorkload {
   // Issue 29: the earliest time it may start (0: none), e.g. a Slurm job's dependency on a
   // running parent (its expected end). While now < not_before the queue neither starts nor
   // preempts for it; it is reserved from not_before on (docs/queue.md "Not before"), waiting
-  // with WaitReason::kDependency and admission_message, if given, as the message. The last field:
-  // aggregate initialisers elsewhere list the fields before it.
+  // with WaitReason::kDependency and admission_message, if given, as the message. Aggregate
+  // initialisers elsewhere list the fields up to it.
   Time not_before = 0;
+  // Issue 28: how much the workload prefers each node (by NodeIndex, higher is better), e.g.
+  // kube-scheduler's NodeAffinity and TaintToleration scores (the scheduler computes them). Among
+  // the nodes where it may start now, and among those a reservation may take, a higher score is
+  // taken first; equal scores keep the usual order. Null: no preference (most workloads; the
+  // planner then does no extra work).
+  std::shared_ptr<const std::vector<int32_t>> node_preference;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -25,11 +25,24 @@ namespace {
 // early, to backfilled starts: with one node per processor its spare nodes are exactly textbook
 // EASY's extra processors (test/queue/easy_reference_test.cc), where taking the free ones first
 // let a shorter job behind start instead of the one that fitted beside it.
-std::vector<std::pair<NodeIndex, int64_t>> PreferLatestFreed(const PlacementScratch& feasible) {
+// The workload's node scores, or null without any (or with a vector of the wrong length).
+const std::vector<int32_t>* PreferenceOf(const PendingWorkload& w, size_t nodes) {
+  const std::vector<int32_t>* preference = w.node_preference.get();
+  return preference != nullptr && preference->size() == nodes ? preference : nullptr;
+}
+
+// With a node preference (PendingWorkload::node_preference), a higher score comes first and
+// this order breaks the ties.
+std::vector<std::pair<NodeIndex, int64_t>> PreferLatestFreed(const PlacementScratch& feasible,
+                                                             const std::vector<int32_t>* preference) {
   std::vector<std::tuple<Time, NodeIndex, int64_t>> ranked;
   ranked.reserve(feasible.nodes.size());
   for (NodeIndex n : feasible.nodes) ranked.emplace_back(feasible.freed[n], n, feasible.copies[n]);
-  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+  std::sort(ranked.begin(), ranked.end(), [preference](const auto& a, const auto& b) {
+    if (preference != nullptr) {
+      const int32_t pa = (*preference)[std::get<1>(a)], pb = (*preference)[std::get<1>(b)];
+      if (pa != pb) return pa > pb;
+    }
     if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) > std::get<0>(b);
     return std::get<1>(a) < std::get<1>(b);
   });
@@ -197,13 +210,16 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
   const int32_t members = std::max<int32_t>(1, w.members);
   const Time end = SaturatingAdd(now, duration);
   const bool pack = w.pack_topology && !s_.domains.empty() && members > 1;
+  // A node preference, like packing, needs every node with room to choose from.
+  const std::vector<int32_t>* preference = PreferenceOf(w, s_.profile->size());
+  const bool every_node = pack || preference != nullptr;
   std::vector<std::pair<NodeIndex, int64_t>>& candidates = s_.scratch_candidates;
   int64_t found = 0;
   const AvailabilityProfile& p = *s_.profile;
   const int16_t tenant = s_.TenantId(w.tenant);
   auto consider = [&](NodeIndex n) {
     if (!Usable(n, w, priority, eligible)) return;
-    int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, pack ? members : members - found, false, tenant);
+    int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, every_node ? members : members - found, false, tenant);
     if (copies <= 0) return;
     candidates.emplace_back(n, copies);
     found += copies;
@@ -214,9 +230,15 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
   candidates.clear();
   ForEachNodeWithRoomAt(w, now, [&](NodeIndex n) {
     consider(n);
-    return pack || found < members;
+    return every_node || found < members;
   });
   if (found < members) return std::nullopt;
+  if (preference != nullptr) {  // higher score first, equal scores in the walk's (best-fit) order
+    std::stable_sort(candidates.begin(), candidates.end(), [preference](const auto& a, const auto& b) {
+      return (*preference)[a.first] > (*preference)[b.first];
+    });
+    return ChooseNodes(w, candidates, /*preference_order=*/true);
+  }
   if (!pack) std::sort(candidates.begin(), candidates.end());  // packing sorts what it takes
   return ChooseNodes(w, candidates);
 }
@@ -275,7 +297,8 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     }
     feasible.nodes.resize(kept);
     if (total < members) return std::nullopt;
-    return Placement{t, ChooseNodes(w, PreferLatestFreed(feasible), /*preference_order=*/true)};
+    return Placement{t, ChooseNodes(w, PreferLatestFreed(feasible, PreferenceOf(w, p.size())),
+                                    /*preference_order=*/true)};
   };
 
   const Time start = p.RoundUp(std::max(on_or_after, p.now()));

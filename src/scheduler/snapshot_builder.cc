@@ -3,7 +3,9 @@
 #include "scheduler/node_owner.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -11,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "queue/eligibility.h"
 #include "queue/priority.h"
 #include "scheduler/volume_placement.h"
 
@@ -388,6 +391,9 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
   r.gated = !pod.scheduling_gates.empty();
   r.may_preempt = pod.preemption_policy != "Never";
   r.eligibility = ToEligibility(pod);
+  for (const auto& t : pod.preferred_node_affinity) {
+    if (t.weight != 0) r.preferred_node_affinity.emplace_back(t.weight, ToNodeAffinityTerms({t.preference}).front());
+  }
   r.labels = pod.metadata.labels;
   ReadInterPodRules(pod, r);
   r.claims = pod.volume_claims;
@@ -648,10 +654,48 @@ class SnapshotAssembler {
       snap.pending.push_back(BuildPendingWorkload(id, members, options_, &snap.resource_names, now_));
       members_of.push_back(members);
     }
+    AddNodePreferences(members_of);
     if (AnyPodUsesClaims(state_)) AddVolumeRules(members_of);
     const auto has_rules = [](const auto& record) { return HasInterPodRules(*record); };
     if (std::any_of(state_.pods.begin(), state_.pods.end(), has_rules)) {  // else spare the walk below
       AddInterPodRules(BoundPodsByNode(state_, node_index_, options_.assumed_bindings), members_of, snap);
+    }
+  }
+
+  // Issue 28: node preference scores (queue::PendingWorkload::node_preference), from the first
+  // pod of each workload, as kube-scheduler's default score plugins weigh them: NodeAffinity
+  // (weight 2; the sum of the weights of the preferred terms a node matches, scaled to 0..100 by
+  // the highest) and TaintToleration (weight 3; 100 less the node's intolerable PreferNoSchedule
+  // taints scaled by the most any node has). Scaled over the pool's nodes (kube-scheduler: over
+  // the nodes that pass its filters). All equal: none (the planner's usual order).
+  void AddNodePreferences(const std::vector<std::vector<const PodRecord*>>& members_of) {
+    queue::Snapshot& snap = *out_.snapshot;
+    bool prefer_no_schedule = false;
+    for (const queue::Node& n : snap.nodes) {
+      for (const queue::Taint& t : n.taints) prefer_no_schedule |= t.effect == queue::TaintEffect::kPreferNoSchedule;
+    }
+    const size_t count = snap.nodes.size();
+    for (size_t i = 0; i < snap.pending.size() && i < members_of.size(); ++i) {
+      const PodRecord& pod = *members_of[i].front();
+      if (pod.preferred_node_affinity.empty() && !prefer_no_schedule) continue;
+      std::vector<int64_t> affinity(count, 0), taints(count, 0);
+      int64_t max_affinity = 0, max_taints = 0;
+      for (size_t n = 0; n < count; ++n) {
+        for (const auto& [weight, term] : pod.preferred_node_affinity) {
+          if (queue::MatchesNodeSelectorTerm(snap.nodes[n], term)) affinity[n] += weight;
+        }
+        if (prefer_no_schedule) taints[n] = queue::IntolerablePreferNoScheduleTaints(snap.nodes[n], pod.eligibility.tolerations);
+        max_affinity = std::max(max_affinity, affinity[n]);
+        max_taints = std::max(max_taints, taints[n]);
+      }
+      auto scores = std::make_shared<std::vector<int32_t>>(count, 0);
+      for (size_t n = 0; n < count; ++n) {
+        const int64_t a = max_affinity > 0 ? affinity[n] * 100 / max_affinity : 0;
+        const int64_t t = max_taints > 0 ? 100 - taints[n] * 100 / max_taints : 100;
+        (*scores)[n] = static_cast<int32_t>(2 * a + 3 * t);
+      }
+      if (std::adjacent_find(scores->begin(), scores->end(), std::not_equal_to<>()) == scores->end()) continue;
+      snap.pending[i].node_preference = std::move(scores);
     }
   }
 

@@ -144,6 +144,8 @@ struct PodRecord {
   std::optional<int64_t> active_deadline_seconds;
   k8s::ResourceList requests;  // ComputePodRequests
   queue::Eligibility eligibility;
+  // Issue 28: preferred node affinity terms (weight, term), for the node preference scores.
+  std::vector<std::pair<int32_t, queue::NodeSelectorTerm>> preferred_node_affinity;
   // spec.schedulingGates is not empty: never planned until they are removed (SchedulingGates).
   bool gated = false;
   bool may_preempt = true;  // false: spec.preemptionPolicy Never

@@ -198,6 +198,40 @@ json WithHostPort(json pod, int port, const std::string& protocol = "TCP") {
 
 // NodePorts: two pods asking one hostPort/protocol never share a node, within one cycle and
 // against a pod already bound (whoever bound it).
+// Issue 28, NodeAffinity score: preferred terms break the tie between equal nodes (the sum of
+// the weights of the terms a node matches); without them the pod takes the first node.
+TEST(PlacementParityTest, PreferredNodeAffinityBreaksTiesBetweenEqualNodes) {
+  const std::vector<k8s::Node> nodes = {MakeNode("n1", {{"disk", "hdd"}}), MakeNode("n2", {{"disk", "ssd"}}),
+                                        MakeNode("n3", {{"disk", "ssd"}, {"zone", "b"}})};
+  json p = PodJson("p");
+  p["spec"]["affinity"] = {{"nodeAffinity", {{"preferredDuringSchedulingIgnoredDuringExecution",
+      json::array({{{"weight", 10}, {"preference", {{"matchExpressions", json::array({Expr("disk", "In", {"ssd"})})}}}},
+                   {{"weight", 5}, {"preference", {{"matchExpressions", json::array({Expr("zone", "In", {"b"})})}}}}})}}}};
+  const BuiltSnapshot built = BuildSnapshot(nodes, {FromJson(p)}, SnapshotOptions(), kNow);
+  ASSERT_NE(built.snapshot->pending.front().node_preference, nullptr);
+  queue::Plan plan = PlanOf(built);
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(built.snapshot->nodes[plan.starts[0].member_nodes[0]].name, "n3");
+  const BuiltSnapshot plain = BuildSnapshot(nodes, {FromJson(PodJson("p"))}, SnapshotOptions(), kNow);
+  EXPECT_EQ(plain.snapshot->pending.front().node_preference, nullptr);
+}
+
+// Issue 28, TaintToleration score: a PreferNoSchedule taint never excludes a node, but a node
+// without one is preferred; a pod that tolerates it finds the nodes equal.
+TEST(PlacementParityTest, PreferNoScheduleTaintsMakeANodeTheLastChoice) {
+  json tainted = NodeJson("n1");
+  tainted["spec"]["taints"] = json::array({{{"key", "spot"}, {"value", "yes"}, {"effect", "PreferNoSchedule"}}});
+  const std::vector<k8s::Node> nodes = {*k8s::Node::FromJson(tainted), MakeNode("n2")};
+  const BuiltSnapshot built = BuildSnapshot(nodes, {FromJson(PodJson("p"))}, SnapshotOptions(), kNow);
+  queue::Plan plan = PlanOf(built);
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(built.snapshot->nodes[plan.starts[0].member_nodes[0]].name, "n2");
+  json tolerant = PodJson("p");
+  tolerant["spec"]["tolerations"] = json::array({{{"key", "spot"}, {"operator", "Exists"}}});
+  const BuiltSnapshot tolerated = BuildSnapshot(nodes, {FromJson(tolerant)}, SnapshotOptions(), kNow);
+  EXPECT_EQ(tolerated.snapshot->pending.front().node_preference, nullptr);
+}
+
 TEST(PlacementParityTest, PodsAskingOneHostPortNeverShareANode) {
   const BuiltSnapshot one_node =
       BuildSnapshot({MakeNode("n1")}, {FromJson(WithHostPort(PodJson("a"), 8080)), FromJson(WithHostPort(PodJson("b"), 8080))},
