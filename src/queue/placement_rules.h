@@ -6,6 +6,7 @@
 // one cycle see each other as kube-scheduler's pods placed one at a time do. Pure data and one
 // pure function.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct TopologyDomains {
 // Pods of one kind (those a selector in some namespaces matches, or those carrying one
 // anti-affinity term) per node, by NodeIndex.
 using PodCounts = std::vector<int32_t>;
+
+// Per node (by NodeIndex), running workload ids (PlacementRules::carriers).
+using CarriersByNode = std::vector<std::vector<std::string>>;
 
 struct PlacementRule {
   enum class Kind : uint8_t {
@@ -66,9 +70,10 @@ struct PlacementRules {
   // every one of them may be a victim of this preemptor; they are then victims of any set that
   // uses the node, whatever the resources need (kube-scheduler's SelectVictimsOnNode removes every
   // lower-priority pod and reprieves only those the filters pass without). An id that names no
-  // running workload (a pod that is not one, e.g. a DaemonSet's) keeps the node out. Empty: no
-  // symmetric rule (the search is as without this field).
-  std::vector<std::vector<std::string>> carriers;
+  // running workload (a pod that is not one, e.g. a DaemonSet's) keeps the node out. Null: no
+  // symmetric rule (the search is as without this field). Shared by the workloads that match
+  // the same carried terms.
+  std::shared_ptr<const CarriersByNode> carriers;
 };
 
 // Per node (by NodeIndex): 1 when every rule holds there, given `counts` (Snapshot::pod_counts

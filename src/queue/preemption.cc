@@ -340,13 +340,13 @@ bool VictimSearch::FindUsable(const QosPolicy& preemptor_qos) {
 bool VictimSearch::RequireCarriers() {
   required_.clear();
   const PlacementRules* rules = in_.preemptor->placement.get();
-  if (rules == nullptr || rules->carriers.empty()) return true;
+  if (rules == nullptr || rules->carriers == nullptr) return true;
   size_t kept = 0;
   for (NodeIndex n : s_.usable) {
     const size_t begin = required_.size();
     bool usable = true;
-    if (static_cast<size_t>(n) < rules->carriers.size()) {
-      for (const std::string& id : rules->carriers[n]) {
+    if (static_cast<size_t>(n) < rules->carriers->size()) {
+      for (const std::string& id : (*rules->carriers)[n]) {
         const int u = index_.unit_of(id);
         if (u < 0 || !Candidate(u)) {
           usable = false;

@@ -135,6 +135,7 @@ class RulesBuilder {
     }
     // Symmetric: pods (bound, or placed earlier this cycle) whose anti-affinity this pod matches;
     // the bound ones are the preemption search's carriers (PlacementRules::carriers).
+    std::vector<size_t> matched;
     for (size_t c = 0; c < carried_.size(); ++c) {
       const InterPodTerm& term = carried_[c];
       if (!std::any_of(members.begin(), members.end(), [&](const PodRecord* p) { return term.Matches(*p); })) continue;
@@ -143,10 +144,10 @@ class RulesBuilder {
       r.topology = Topology(term.topology_key);
       r.counter = counter_index_.at(absl::StrCat("has:", term.identity));
       r.symmetric = true;
-      const int32_t topology = r.topology;
       out.rules.push_back(std::move(r));
-      AddCarriers(c, topology, out);
+      matched.push_back(c);
     }
+    if (!matched.empty()) out.carriers = CarriersOf(matched);
     return "";
   }
 
@@ -204,12 +205,23 @@ class RulesBuilder {
     }
   }
 
-  // The running workloads whose bound pods carry carried_[c], by domain of `topology`, into
-  // out.carriers of every node of the domain.
-  void AddCarriers(size_t c, int32_t topology, queue::PlacementRules& out) {
+  // Per node, the running workloads whose bound pods carry one of carried_[matched] in the node's
+  // domain; null when there are none. One per distinct set of terms, shared.
+  std::shared_ptr<const queue::CarriersByNode> CarriersOf(const std::vector<size_t>& matched) {
+    auto [it, added] = carriers_of_.try_emplace(matched);
+    if (!added) return it->second;
+    queue::CarriersByNode out;
+    for (size_t c : matched) AddCarriers(c, out);
+    if (!out.empty()) it->second = std::make_shared<const queue::CarriersByNode>(std::move(out));
+    return it->second;
+  }
+
+  // The running workloads whose bound pods carry carried_[c], by domain of its key, into `out`
+  // (sized on the first carrier) for every node of the domain.
+  void AddCarriers(size_t c, queue::CarriersByNode& out) {
     if (carriers_by_domain_.size() <= c) carriers_by_domain_.resize(carried_.size());
     std::optional<std::vector<std::vector<std::string>>>& by_domain = carriers_by_domain_[c];
-    const queue::TopologyDomains& t = snap_.topologies[topology];
+    const queue::TopologyDomains& t = snap_.topologies[Topology(carried_[c].topology_key)];
     if (!by_domain.has_value()) {
       by_domain.emplace(static_cast<size_t>(t.count));
       const std::string& identity = carried_[c].identity;
@@ -227,11 +239,11 @@ class RulesBuilder {
     bool any = false;
     for (const auto& ids : *by_domain) any = any || !ids.empty();
     if (!any) return;
-    if (out.carriers.empty()) out.carriers.resize(snap_.nodes.size());
-    for (size_t n = 0; n < out.carriers.size() && n < t.domain_of_node.size(); ++n) {
+    if (out.empty()) out.resize(snap_.nodes.size());
+    for (size_t n = 0; n < out.size() && n < t.domain_of_node.size(); ++n) {
       const int32_t d = t.domain_of_node[n];
       if (d < 0 || (*by_domain)[d].empty()) continue;
-      std::vector<std::string>& ids = out.carriers[n];
+      std::vector<std::string>& ids = out[n];
       ids.insert(ids.end(), (*by_domain)[d].begin(), (*by_domain)[d].end());
       std::sort(ids.begin(), ids.end());
       ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
@@ -241,6 +253,7 @@ class RulesBuilder {
   const std::vector<std::vector<const PodRecord*>>& bound_;
   queue::Snapshot& snap_;
   std::vector<std::optional<std::vector<std::vector<std::string>>>> carriers_by_domain_;  // by carried_ index
+  std::map<std::vector<size_t>, std::shared_ptr<const queue::CarriersByNode>> carriers_of_;
   std::map<std::string, int32_t> topology_index_, counter_index_;
   std::vector<CountsPod> counter_fn_;
   std::vector<InterPodTerm> carried_;

@@ -466,8 +466,9 @@ TEST(Preemption, ThroughTheQueuePlannerAPodWithoutQosPreemptsByPriorityClass) {
 // a victim; then they go whatever the resources need (kube-scheduler's SelectVictimsOnNode).
 std::shared_ptr<PlacementRules> CarriersOn(size_t nodes, std::map<NodeIndex, std::vector<std::string>> carriers) {
   auto rules = std::make_shared<PlacementRules>();
-  rules->carriers.resize(nodes);
-  for (auto& [n, ids] : carriers) rules->carriers[n] = std::move(ids);
+  auto by_node = std::make_shared<CarriersByNode>(nodes);
+  for (auto& [n, ids] : carriers) (*by_node)[n] = std::move(ids);
+  rules->carriers = by_node;
   return rules;
 }
 
@@ -573,7 +574,7 @@ TEST(Preemption, ThroughTheQueuePlannerSymmetricAntiAffinityPreemptsTheCarriers)
   r.kind = PlacementRule::Kind::kAntiAffinity;
   r.symmetric = true;
   rules->rules.push_back(r);
-  rules->carriers = {{"slurm-worker"}};
+  rules->carriers = std::make_shared<const CarriersByNode>(CarriersByNode{{"slurm-worker"}});
   p.placement = rules;
   snapshot->pending.push_back(p);
   QueueConfig config;
