@@ -59,6 +59,12 @@ struct PodAffinityTerm {
   std::string topology_key;
 };
 
+// One preferredDuringSchedulingIgnoredDuringExecution entry of podAffinity / podAntiAffinity.
+struct WeightedPodAffinityTerm {
+  int32_t weight = 0;  // 1-100
+  PodAffinityTerm term;
+};
+
 // One spec.topologySpreadConstraints entry (PodTopologySpread).
 struct TopologySpreadConstraint {
   int32_t max_skew = 1;
@@ -131,6 +137,8 @@ struct Pod {
   std::vector<Toleration> tolerations;
   // requiredDuringSchedulingIgnoredDuringExecution of podAffinity / podAntiAffinity.
   std::vector<PodAffinityTerm> required_pod_affinity, required_pod_anti_affinity;
+  // preferredDuringSchedulingIgnoredDuringExecution of podAffinity / podAntiAffinity.
+  std::vector<WeightedPodAffinityTerm> preferred_pod_affinity, preferred_pod_anti_affinity;
   std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::vector<Container> containers, init_containers;
   ResourceList overhead;

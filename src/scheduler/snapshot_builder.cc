@@ -396,6 +396,7 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
   }
   r.labels = pod.metadata.labels;
   ReadInterPodRules(pod, r);
+  ReadPodPreferences(pod, r);
   r.claims = pod.volume_claims;
   if (!pod.resource_claims.empty()) {  // DynamicResources: nothing would be allocated
     r.unsupported_placement = absl::StrCat("spec.resourceClaims (", absl::StrJoin(pod.resource_claims, ", "),
@@ -665,19 +666,34 @@ class SnapshotAssembler {
   // Issue 28: node preference scores (queue::PendingWorkload::node_preference), from the first
   // pod of each workload, as kube-scheduler's default score plugins weigh them: NodeAffinity
   // (weight 2; the sum of the weights of the preferred terms a node matches, scaled to 0..100 by
-  // the highest) and TaintToleration (weight 3; 100 less the node's intolerable PreferNoSchedule
-  // taints scaled by the most any node has). Scaled over the pool's nodes (kube-scheduler: over
-  // the nodes that pass its filters). All equal: none (the planner's usual order).
+  // the highest), TaintToleration (weight 3; 100 less the node's intolerable PreferNoSchedule
+  // taints scaled by the most any node has), PodTopologySpread and InterPodAffinity (weight 2
+  // each; ScheduleAnyway constraints and preferred pod (anti-)affinity terms, pod_preferences.h).
+  // Scaled over the pool's nodes (kube-scheduler: over the nodes that pass its filters). All
+  // equal: none (the planner's usual order).
   void AddNodePreferences(const std::vector<std::vector<const PodRecord*>>& members_of) {
     queue::Snapshot& snap = *out_.snapshot;
     bool prefer_no_schedule = false;
     for (const queue::Node& n : snap.nodes) {
       for (const queue::Taint& t : n.taints) prefer_no_schedule |= t.effect == queue::TaintEffect::kPreferNoSchedule;
     }
+    // Inter-pod preferences: a pending pod's own, or a bound pod's preferred terms (symmetric).
+    const auto has_terms = [](const auto& r) { return !r->preferred_affinity.empty() || !r->preferred_anti_affinity.empty(); };
+    const bool inter_pod = std::any_of(state_.pods.begin(), state_.pods.end(), [&](const auto& r) {
+      return (r->node_name.empty() && HasPodPreferences(*r)) || (!r->node_name.empty() && has_terms(r));
+    });
+    std::vector<std::vector<const PodRecord*>> bound;
+    if (inter_pod) bound = BoundPodsByNode(state_, node_index_, options_.assumed_bindings);
+    const PodPreferenceScorer scorer(bound, snap.nodes);
     const size_t count = snap.nodes.size();
     for (size_t i = 0; i < snap.pending.size() && i < members_of.size(); ++i) {
       const PodRecord& pod = *members_of[i].front();
-      if (pod.preferred_node_affinity.empty() && !prefer_no_schedule) continue;
+      std::vector<int64_t> spread, inter;
+      if (inter_pod) {
+        spread = scorer.SpreadScores(pod);
+        inter = scorer.AffinityScores(pod);
+      }
+      if (pod.preferred_node_affinity.empty() && !prefer_no_schedule && spread.empty() && inter.empty()) continue;
       std::vector<int64_t> affinity(count, 0), taints(count, 0);
       int64_t max_affinity = 0, max_taints = 0;
       for (size_t n = 0; n < count; ++n) {
@@ -692,7 +708,9 @@ class SnapshotAssembler {
       for (size_t n = 0; n < count; ++n) {
         const int64_t a = max_affinity > 0 ? affinity[n] * 100 / max_affinity : 0;
         const int64_t t = max_taints > 0 ? 100 - taints[n] * 100 / max_taints : 100;
-        (*scores)[n] = static_cast<int32_t>(2 * a + 3 * t);
+        const int64_t s = spread.empty() ? 0 : spread[n];
+        const int64_t p = inter.empty() ? 0 : inter[n];
+        (*scores)[n] = static_cast<int32_t>(2 * a + 3 * t + 2 * s + 2 * p);
       }
       if (std::adjacent_find(scores->begin(), scores->end(), std::not_equal_to<>()) == scores->end()) continue;
       snap.pending[i].node_preference = std::move(scores);
