@@ -1,5 +1,5 @@
 #pragma once
-// Volumes (issue 28): kube-scheduler v1.37's VolumeBinding, VolumeZone and VolumeRestrictions
+// Volumes (issue 28): kube-scheduler v1.37's VolumeBinding, VolumeZone, VolumeRestrictions and NodeVolumeLimits
 // filters, computed from the snapshot into per-node eligibility (the queue's
 // Eligibility::allowed_nodes) or a refusal with the reason, so src/queue stays pure. Pure: no I/O.
 //
@@ -19,9 +19,6 @@
 //   failure-domain keys) must match the node's; a node with none of these labels passes.
 // - VolumeRestrictions: a ReadWriteOncePod claim a bound (or assumed) pod uses keeps the pod
 //   pending; of pending pods sharing one, only the oldest is planned.
-// A gang whose members' volumes allow different nodes is refused. Not read: CSIStorageCapacity.
-// In-tree inline disk conflicts are node-local resources (kInlineDiskResourcePrefix,
-// snapshot_builder.h), not here.
 // - NodeVolumeLimits (VolumeLimits below, kube-scheduler's CSILimits): a node's CSINode gives each
 //   CSI driver's attach limit (spec.drivers[].allocatable.count). A pod's CSI volumes are its
 //   claims bound to a PersistentVolume with spec.csi (driver/volumeHandle), or unbound (or bound to
@@ -31,8 +28,11 @@
 //   count"): a volume shared with a pod on the node counts once, a pod adding no new volume always
 //   passes. No CSINode, or a driver without allocatable.count: no limit. Pods placed earlier in the
 //   same cycle count through a node-local resource per driver (kCsiVolumesResourcePrefix). Not
-//   counted (as kube-scheduler does): in-tree volumes migrated to CSI, the deprecated
+//   counted, unlike kube-scheduler: in-tree volumes migrated to CSI, the deprecated
 //   attachable-volumes-csi-* node allocatable.
+// A gang whose members' volumes allow different nodes is refused. Not read: CSIStorageCapacity.
+// In-tree inline disk conflicts are node-local resources (kInlineDiskResourcePrefix,
+// snapshot_builder.h), not here.
 #include <map>
 #include <optional>
 #include <set>
