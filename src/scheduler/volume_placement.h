@@ -1,6 +1,6 @@
 #pragma once
-// Volumes (issue 28): kube-scheduler v1.37's VolumeBinding, VolumeZone, VolumeRestrictions and NodeVolumeLimits
-// filters, computed from the snapshot into per-node eligibility (the queue's
+// Volumes (issue 28): kube-scheduler v1.37's VolumeBinding, VolumeZone, VolumeRestrictions and
+// NodeVolumeLimits filters, computed from the snapshot into per-node eligibility (the queue's
 // Eligibility::allowed_nodes) or a refusal with the reason, so src/queue stays pure. Pure: no I/O.
 //
 // For each PersistentVolumeClaim a pending pod's volumes use (persistentVolumeClaim and generic
