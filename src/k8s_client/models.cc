@@ -449,7 +449,21 @@ absl::StatusOr<PersistentVolume> PersistentVolume::FromJson(const json& j) {
     v.claim_namespace = Str(ref, "namespace");
     v.claim_name = Str(ref, "name");
     v.phase = Str(Field(j, "status"), "phase");
+    const json& csi = Field(spec, "csi");
+    v.csi_driver = Str(csi, "driver");
+    v.csi_volume_handle = Str(csi, "volumeHandle");
     return v;
+  });
+}
+
+absl::StatusOr<CsiNode> CsiNode::FromJson(const json& j) {
+  return Guarded<CsiNode>("CSINode", j, [&] {
+    CsiNode n;
+    n.metadata = Meta(j);
+    for (const json& d : Array(Field(j, "spec"), "drivers")) {
+      n.drivers.push_back({Str(d, "name"), OptInt<int64_t>(Field(d, "allocatable"), "count")});
+    }
+    return n;
   });
 }
 

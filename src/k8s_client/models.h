@@ -251,6 +251,8 @@ struct PersistentVolume {
   std::vector<NodeSelectorTerm> node_affinity;
   std::string claim_namespace, claim_name;  // spec.claimRef
   std::string phase;                        // status.phase: Available, Bound, Released, Failed
+  // spec.csi.driver and spec.csi.volumeHandle (NodeVolumeLimits); empty: not a CSI volume.
+  std::string csi_driver, csi_volume_handle;
 
   static absl::StatusOr<PersistentVolume> FromJson(const nlohmann::json& j);
 };
@@ -264,6 +266,20 @@ struct StorageClass {
   std::vector<NodeSelectorTerm> allowed_topologies;
 
   static absl::StatusOr<StorageClass> FromJson(const nlohmann::json& j);
+};
+
+// storage.k8s.io/v1 CSINode (name = the node's): the attach limit of each CSI driver on the node
+// (NodeVolumeLimits).
+struct CsiNode {
+  ObjectMeta metadata;
+  struct Driver {
+    std::string name;
+    std::optional<int64_t> allocatable_count;  // spec.drivers[].allocatable.count; none: no limit
+    friend bool operator==(const Driver&, const Driver&) = default;
+  };
+  std::vector<Driver> drivers;
+
+  static absl::StatusOr<CsiNode> FromJson(const nlohmann::json& j);
 };
 
 // ObjectMeta parsing shared by the models (and by the informer for unknown kinds).

@@ -657,6 +657,7 @@ class SnapshotAssembler {
     }
     AddNodePreferences(members_of);
     if (AnyPodUsesClaims(state_)) AddVolumeRules(members_of);
+    if (!state_.csi_nodes.empty() && AnyPodUsesClaims(state_)) AddVolumeLimits(members_of);
     const auto has_rules = [](const auto& record) { return HasInterPodRules(*record); };
     if (std::any_of(state_.pods.begin(), state_.pods.end(), has_rules)) {  // else spare the walk below
       AddInterPodRules(BoundPodsByNode(state_, node_index_, options_.assumed_bindings), members_of, snap);
@@ -782,6 +783,61 @@ class SnapshotAssembler {
       for (size_t m = 0; m < members.size(); ++m) {
         if (!verdicts[m].claims_to_select.empty()) out_.claims_to_select[members[m]->key] = verdicts[m].claims_to_select;
       }
+    }
+  }
+
+  // NodeVolumeLimits (VolumeLimits, volume_placement.h): each pending workload whose pods use CSI
+  // volumes is kept off the nodes where they would exceed a driver's attach limit (refused with
+  // the reason when no node is left), and asks one slot of the driver's node-local resource
+  // (kCsiVolumesResourcePrefix) per volume attached nowhere yet, so that the pods the planner
+  // places earlier in the same cycle count.
+  void AddVolumeLimits(const std::vector<std::vector<const PodRecord*>>& members_of) {
+    queue::Snapshot& snap = *out_.snapshot;
+    const VolumeLimits limits(state_, options_.assumed_bindings, snap.nodes);
+    if (limits.empty()) return;
+    std::map<std::string, int> slot_of;  // driver -> resource slot (-1: none left)
+    const auto slot_for = [&](const std::string& driver) {
+      auto [it, added] = slot_of.emplace(driver, -1);
+      if (!added) return it->second;
+      const std::string name = absl::StrCat(kCsiVolumesResourcePrefix, driver);
+      int slot = snap.resource_names.IndexOf(name);
+      if (slot < 0 && static_cast<int>(snap.resource_names.names.size()) < queue::kMaxResourceKinds) {
+        snap.resource_names.names.push_back(name);
+        slot = static_cast<int>(snap.resource_names.names.size()) - 1;
+        for (size_t n = 0; n < snap.nodes.size(); ++n) snap.nodes[n].allocatable[slot] = limits.SlotsLeft(n, driver);
+      }
+      return it->second = slot;
+    };
+    for (size_t i = 0; i < snap.pending.size() && i < members_of.size(); ++i) {
+      queue::PendingWorkload& w = snap.pending[i];
+      if (w.admission_error != queue::AdmissionError::kNone) continue;
+      const auto& members = members_of[i];
+      if (std::none_of(members.begin(), members.end(), [](const PodRecord* p) { return !p->claims.empty(); })) continue;
+      std::optional<std::vector<std::string>> allowed = w.eligibility.allowed_nodes;
+      std::string example;
+      for (const PodRecord* p : members) {
+        VolumeLimitVerdict v = limits.Check(*p);
+        if (v.allowed_nodes) {
+          if (example.empty()) example = v.example;
+          if (!allowed) {
+            allowed = std::move(v.allowed_nodes);
+          } else {
+            std::erase_if(*allowed, [&](const std::string& n) {
+              return std::find(v.allowed_nodes->begin(), v.allowed_nodes->end(), n) == v.allowed_nodes->end();
+            });
+          }
+        }
+        for (const auto& [driver, count] : v.new_volumes) {
+          if (const int slot = slot_for(driver); slot >= 0) w.per_member[slot] = std::max(w.per_member[slot], count);
+        }
+      }
+      if (example.empty()) continue;  // no node refused
+      if (allowed->empty()) {
+        w.admission_error = queue::AdmissionError::kInvalidAnnotation;
+        w.admission_message = absl::StrCat("NodeVolumeLimits: node(s) exceed max volume count (", example, ")");
+        continue;
+      }
+      w.eligibility.allowed_nodes = std::move(allowed);
     }
   }
 

@@ -206,6 +206,8 @@ struct KubeState {
   std::vector<std::shared_ptr<const k8s::PersistentVolumeClaim>> claims;
   std::vector<std::shared_ptr<const k8s::PersistentVolume>> volumes;
   std::vector<std::shared_ptr<const k8s::StorageClass>> classes;
+  // NodeVolumeLimits: the CSINode objects (each CSI driver's attach limit on a node).
+  std::vector<std::shared_ptr<const k8s::CsiNode>> csi_nodes;
   uint64_t generation = 0;  // the highest record generation in it
 };
 
