@@ -134,22 +134,32 @@ std::vector<LabelSelectorRequirement> Requirements(const json& j, const char* ke
   return out;
 }
 
+PodAffinityTerm ReadPodAffinityTerm(const json& t) {
+  PodAffinityTerm term;
+  const json& sel = Field(t, "labelSelector");
+  term.has_selector = sel.is_object();
+  term.selector = LabelSelector{StrMap(sel, "matchLabels"), Requirements(sel, "matchExpressions")};
+  for (const json& n : Array(t, "namespaces")) {
+    if (!n.is_string()) throw ModelError("namespaces entry is not a string");
+    term.namespaces.push_back(n.get<std::string>());
+  }
+  const json& ns_sel = Field(t, "namespaceSelector");
+  term.has_namespace_selector = ns_sel.is_object();
+  term.namespace_selector = LabelSelector{StrMap(ns_sel, "matchLabels"), Requirements(ns_sel, "matchExpressions")};
+  term.topology_key = Str(t, "topologyKey");
+  return term;
+}
+
 std::vector<PodAffinityTerm> PodAffinityTerms(const json& affinity) {
   std::vector<PodAffinityTerm> out;
-  for (const json& t : Array(affinity, "requiredDuringSchedulingIgnoredDuringExecution")) {
-    PodAffinityTerm term;
-    const json& sel = Field(t, "labelSelector");
-    term.has_selector = sel.is_object();
-    term.selector = LabelSelector{StrMap(sel, "matchLabels"), Requirements(sel, "matchExpressions")};
-    for (const json& n : Array(t, "namespaces")) {
-      if (!n.is_string()) throw ModelError("namespaces entry is not a string");
-      term.namespaces.push_back(n.get<std::string>());
-    }
-    const json& ns_sel = Field(t, "namespaceSelector");
-    term.has_namespace_selector = ns_sel.is_object();
-    term.namespace_selector = LabelSelector{StrMap(ns_sel, "matchLabels"), Requirements(ns_sel, "matchExpressions")};
-    term.topology_key = Str(t, "topologyKey");
-    out.push_back(std::move(term));
+  for (const json& t : Array(affinity, "requiredDuringSchedulingIgnoredDuringExecution")) out.push_back(ReadPodAffinityTerm(t));
+  return out;
+}
+
+std::vector<WeightedPodAffinityTerm> WeightedPodAffinityTerms(const json& affinity) {
+  std::vector<WeightedPodAffinityTerm> out;
+  for (const json& t : Array(affinity, "preferredDuringSchedulingIgnoredDuringExecution")) {
+    out.push_back({OptInt<int32_t>(t, "weight").value_or(0), ReadPodAffinityTerm(Field(t, "podAffinityTerm"))});
   }
   return out;
 }
@@ -339,6 +349,8 @@ absl::StatusOr<Pod> Pod::FromJson(const json& j) {
     }
     p.required_pod_affinity = PodAffinityTerms(Field(affinity, "podAffinity"));
     p.required_pod_anti_affinity = PodAffinityTerms(Field(affinity, "podAntiAffinity"));
+    p.preferred_pod_affinity = WeightedPodAffinityTerms(Field(affinity, "podAffinity"));
+    p.preferred_pod_anti_affinity = WeightedPodAffinityTerms(Field(affinity, "podAntiAffinity"));
     p.topology_spread_constraints = SpreadConstraints(spec);
     for (const json& t : Array(spec, "tolerations")) {
       p.tolerations.push_back({Str(t, "key"), Str(t, "operator"), Str(t, "value"), Str(t, "effect"),
@@ -437,7 +449,21 @@ absl::StatusOr<PersistentVolume> PersistentVolume::FromJson(const json& j) {
     v.claim_namespace = Str(ref, "namespace");
     v.claim_name = Str(ref, "name");
     v.phase = Str(Field(j, "status"), "phase");
+    const json& csi = Field(spec, "csi");
+    v.csi_driver = Str(csi, "driver");
+    v.csi_volume_handle = Str(csi, "volumeHandle");
     return v;
+  });
+}
+
+absl::StatusOr<CsiNode> CsiNode::FromJson(const json& j) {
+  return Guarded<CsiNode>("CSINode", j, [&] {
+    CsiNode n;
+    n.metadata = Meta(j);
+    for (const json& d : Array(Field(j, "spec"), "drivers")) {
+      n.drivers.push_back({Str(d, "name"), OptInt<int64_t>(Field(d, "allocatable"), "count")});
+    }
+    return n;
   });
 }
 

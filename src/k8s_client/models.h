@@ -59,6 +59,12 @@ struct PodAffinityTerm {
   std::string topology_key;
 };
 
+// One preferredDuringSchedulingIgnoredDuringExecution entry of podAffinity / podAntiAffinity.
+struct WeightedPodAffinityTerm {
+  int32_t weight = 0;  // 1-100
+  PodAffinityTerm term;
+};
+
 // One spec.topologySpreadConstraints entry (PodTopologySpread).
 struct TopologySpreadConstraint {
   int32_t max_skew = 1;
@@ -131,6 +137,8 @@ struct Pod {
   std::vector<Toleration> tolerations;
   // requiredDuringSchedulingIgnoredDuringExecution of podAffinity / podAntiAffinity.
   std::vector<PodAffinityTerm> required_pod_affinity, required_pod_anti_affinity;
+  // preferredDuringSchedulingIgnoredDuringExecution of podAffinity / podAntiAffinity.
+  std::vector<WeightedPodAffinityTerm> preferred_pod_affinity, preferred_pod_anti_affinity;
   std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::vector<Container> containers, init_containers;
   ResourceList overhead;
@@ -243,6 +251,8 @@ struct PersistentVolume {
   std::vector<NodeSelectorTerm> node_affinity;
   std::string claim_namespace, claim_name;  // spec.claimRef
   std::string phase;                        // status.phase: Available, Bound, Released, Failed
+  // spec.csi.driver and spec.csi.volumeHandle (NodeVolumeLimits); empty: not a CSI volume.
+  std::string csi_driver, csi_volume_handle;
 
   static absl::StatusOr<PersistentVolume> FromJson(const nlohmann::json& j);
 };
@@ -256,6 +266,20 @@ struct StorageClass {
   std::vector<NodeSelectorTerm> allowed_topologies;
 
   static absl::StatusOr<StorageClass> FromJson(const nlohmann::json& j);
+};
+
+// storage.k8s.io/v1 CSINode (name = the node's): the attach limit of each CSI driver on the node
+// (NodeVolumeLimits).
+struct CsiNode {
+  ObjectMeta metadata;
+  struct Driver {
+    std::string name;
+    std::optional<int64_t> allocatable_count;  // spec.drivers[].allocatable.count; none: no limit
+    friend bool operator==(const Driver&, const Driver&) = default;
+  };
+  std::vector<Driver> drivers;
+
+  static absl::StatusOr<CsiNode> FromJson(const nlohmann::json& j);
 };
 
 // ObjectMeta parsing shared by the models (and by the informer for unknown kinds).

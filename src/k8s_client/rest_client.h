@@ -39,6 +39,7 @@ inline const ResourceType kEvents{"/apis/events.k8s.io/v1", "events", true};
 inline const ResourceType kPersistentVolumeClaims{"/api/v1", "persistentvolumeclaims", true};
 inline const ResourceType kPersistentVolumes{"/api/v1", "persistentvolumes", false};
 inline const ResourceType kStorageClasses{"/apis/storage.k8s.io/v1", "storageclasses", false};
+inline const ResourceType kCsiNodes{"/apis/storage.k8s.io/v1", "csinodes", false};
 
 // Empty namespace on a namespaced type = all namespaces.
 std::string CollectionPath(const ResourceType& type, const std::string& ns);

@@ -93,8 +93,10 @@ void ApplyAffinity(const std::vector<const PlacementRule*>& terms, const std::ve
 }  // namespace
 
 std::vector<char> NodesAllowedByRules(const std::vector<Node>& nodes, const std::vector<TopologyDomains>& topologies,
-                                      const std::vector<PodCounts>& counts, const PlacementRules& rules) {
+                                      const std::vector<PodCounts>& counts, const PlacementRules& rules,
+                                      const std::vector<PodCounts>* placed_before) {
   std::vector<char> allowed(nodes.size(), 1);
+  PodCounts added;
   std::vector<const PlacementRule*> affinity;
   for (const PlacementRule& r : rules.rules) {
     switch (r.kind) {
@@ -102,6 +104,14 @@ std::vector<char> NodesAllowedByRules(const std::vector<Node>& nodes, const std:
         ApplySpread(r, topologies[r.topology], counts[r.counter], allowed);
         break;
       case PlacementRule::Kind::kAntiAffinity:
+        if (r.symmetric && placed_before != nullptr) {
+          const PodCounts& now = counts[r.counter];
+          const PodCounts& before = (*placed_before)[r.counter];
+          added.assign(now.size(), 0);
+          for (size_t n = 0; n < now.size(); ++n) added[n] = now[n] - (n < before.size() ? before[n] : 0);
+          ApplyAntiAffinity(r, topologies[r.topology], added, allowed);
+          break;
+        }
         ApplyAntiAffinity(r, topologies[r.topology], counts[r.counter], allowed);
         break;
       case PlacementRule::Kind::kAffinity:

@@ -6,6 +6,7 @@
 // one cycle see each other as kube-scheduler's pods placed one at a time do. Pure data and one
 // pure function.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct TopologyDomains {
 // Pods of one kind (those a selector in some namespaces matches, or those carrying one
 // anti-affinity term) per node, by NodeIndex.
 using PodCounts = std::vector<int32_t>;
+
+// Per node (by NodeIndex), running workload ids (PlacementRules::carriers).
+using CarriersByNode = std::vector<std::vector<std::string>>;
 
 struct PlacementRule {
   enum class Kind : uint8_t {
@@ -45,6 +49,12 @@ struct PlacementRule {
   int32_t max_skew = 1;
   int32_t min_domains = 1;
   bool self_match = false;
+  // kAntiAffinity only: the term is an existing pod's (InterPodAffinity's symmetric rule: a pod
+  // already placed whose required anti-affinity the workload matches), not the workload's own.
+  // For a start or a reservation it holds like any other rule; the preemption search reads it
+  // against the pods this cycle placed only, and removes the carriers already running instead
+  // (PlacementRules::carriers).
+  bool symmetric = false;
   // kSpread: the nodes whose pods and domains take part (nodeAffinityPolicy, nodeTaintsPolicy,
   // every constraint's key present), by NodeIndex. Empty: every node with the key.
   std::vector<char> counted_nodes;
@@ -54,11 +64,24 @@ struct PlacementRules {
   std::vector<PlacementRule> rules;  // every one holds
   // Snapshot::pod_counts each member placed adds one to (on its node).
   std::vector<int32_t> counts_toward;
+  // Symmetric anti-affinity in the preemption search (issue 28), by NodeIndex: the running
+  // workloads (RunningWorkload::id) carrying a term of a `symmetric` rule in the node's domain.
+  // A node kept out by symmetric rules alone is a candidate of the preemption search only if
+  // every one of them may be a victim of this preemptor; they are then victims of any set that
+  // uses the node, whatever the resources need (kube-scheduler's SelectVictimsOnNode removes every
+  // lower-priority pod and reprieves only those the filters pass without). An id that names no
+  // running workload (a pod that is not one, e.g. a DaemonSet's) keeps the node out. Null: no
+  // symmetric rule (the search is as without this field). Shared by the workloads that match
+  // the same carried terms.
+  std::shared_ptr<const CarriersByNode> carriers;
 };
 
 // Per node (by NodeIndex): 1 when every rule holds there, given `counts` (Snapshot::pod_counts
-// plus what the cycle placed so far).
+// plus what the cycle placed so far). With `placed_before` (Snapshot::pod_counts), the nodes the
+// preemption search may use: `symmetric` rules read counts - placed_before (the pods this cycle
+// placed; the running carriers are the search's to evict, PlacementRules::carriers).
 std::vector<char> NodesAllowedByRules(const std::vector<Node>& nodes, const std::vector<TopologyDomains>& topologies,
-                                      const std::vector<PodCounts>& counts, const PlacementRules& rules);
+                                      const std::vector<PodCounts>& counts, const PlacementRules& rules,
+                                      const std::vector<PodCounts>* placed_before = nullptr);
 
 }  // namespace onequeue::queue

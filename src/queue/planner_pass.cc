@@ -114,13 +114,41 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
   // 1. What the queue cannot fix by waiting for capacity.
   if (WaitsForAdmission(w, facts, position)) return;
   const QueuePlanner::State::EligibleSet& eligible_set = StaticEligible(w, facts.eligibility);
+  const bool strict = config_.backfill == BackfillMode::kNone;
+  const Duration duration = facts.duration;
+  const auto make_turn = [&]() {
+    return Turn{w,
+                facts,
+                priority,
+                position,
+                now,
+                promise,
+                eligible_set.bits,
+                duration,
+                RequestSize{s_.shapes[facts.shape], facts.members, duration},
+                now == s_.now &&
+                    ((in_cycle_ && !s_.out_of_priority_order) || s_.reserved_for_priority.empty()) &&
+                    !s_.promise_phase && !s_.any_same_tenant,
+                eligible_set.preempt_bits.empty() ? nullptr : &eligible_set.preempt_bits};
+  };
   if (eligible_set.count == 0) {
+    // Symmetric anti-affinity: running pods whose anti-affinity it matches keep it off every
+    // node, but a preemption that evicts them may make room (PlacementRules::carriers).
+    if (eligible_set.preempt_count > 0 && !(strict && s_.any_blocked) &&
+        !(facts.has_not_before && w.not_before > now) && (CanPreemptAnything(facts.qos) || ByClass(w)) &&
+        Preempts(make_turn())) {
+      return;
+    }
     // Never runs as things are: it must not hold anyone else back, even in strict order.
     const bool by_rules = static_cast<size_t>(facts.eligibility) < s_.class_has_rules.size() &&
                           s_.class_has_rules[facts.eligibility];
+    // Nodes that only existing pods' anti-affinity keeps it off: kube-scheduler's reason.
+    const bool by_carriers = eligible_set.preempt_count > 0;
     Wait(id, WaitReason::kPartitionNodesUnavailable,
-         by_rules ? "no node of the pool satisfies its topology spread constraints and pod (anti-)affinity now"
-                  : "no node of the pool matches its partition, selector, affinity and tolerations",
+         by_carriers ? "no node of the pool satisfies its pod (anti-)affinity now: node(s) didn't satisfy existing "
+                       "pods anti-affinity rules"
+         : by_rules  ? "no node of the pool satisfies its topology spread constraints and pod (anti-)affinity now"
+                     : "no node of the pool matches its partition, selector, affinity and tolerations",
          position, std::nullopt, false);
     return;
   }
@@ -133,26 +161,12 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
     return;
   }
   // 2. Strict order (no backfill): behind a blocked workload nothing starts.
-  const bool strict = config_.backfill == BackfillMode::kNone;
   if (strict && s_.any_blocked) {
     Wait(id, WaitReason::kPriority, "waiting behind higher-priority workloads (no backfill)",
          position, std::nullopt, false);
     return;
   }
-  const Duration duration = facts.duration;
-  const Turn turn{w,
-                  facts,
-                  priority,
-                  position,
-                  now,
-                  promise,
-                  eligible_set.bits,
-                  duration,
-                  RequestSize{s_.shapes[facts.shape], facts.members, duration},
-                  now == s_.now &&
-                      ((in_cycle_ && !s_.out_of_priority_order) ||
-                       s_.reserved_for_priority.empty()) &&
-                      !s_.promise_phase && !s_.any_same_tenant};
+  const Turn turn = make_turn();
   // 3. Start now if it fits without delaying any reservation (the profile holds them).
   if (StartsNow(turn)) return;
   // 4. Preempt, if its QOS may.
@@ -235,7 +249,8 @@ bool CyclePass::Preempts(const Turn& t) {
     if (memo->KnownToFail(t.facts.kind, t.facts.eligibility, size)) return false;
   }
   bool no_room = false;
-  std::optional<PreemptDecision> d = TryPreempt(t.w, t.priority, t.eligible, t.now, &no_room);
+  std::optional<PreemptDecision> d =
+      TryPreempt(t.w, t.priority, t.preempt_eligible != nullptr ? *t.preempt_eligible : t.eligible, t.now, &no_room);
   if (!d.has_value()) {
     if (no_room && memo != nullptr) memo->Failed(t.facts.kind, t.facts.eligibility, size);
     return false;

@@ -90,6 +90,9 @@ class CyclePass {
     // evaluated later sits between them, which matters only where a node is reserved(W) for a
     // pending workload (usable only by higher priorities), or when time moved on.
     bool memo_valid;
+    // Symmetric anti-affinity: the nodes the preemption search may use (EligibleSet::preempt_bits).
+    // Null: `eligible`.
+    const std::vector<char>* preempt_eligible = nullptr;
 
     bool KnownToFail(FailureMemo& memo) const {
       return memo_valid && memo.KnownToFail(facts.kind, facts.eligibility, size);

@@ -127,6 +127,15 @@ const QueuePlanner::State::EligibleSet& CyclePass::StaticEligible(const PendingW
               (!w.eligibility.allowed_nodes.has_value() || allowed.contains(node.name));
   }
   if (has_rules) {
+    if (w.placement->carriers != nullptr) {  // symmetric anti-affinity: the preemption search's nodes
+      const std::vector<char> by_rules =
+          NodesAllowedByRules(snap.nodes, snap.topologies, s_.pod_counts, *w.placement, &snap.pod_counts);
+      set.preempt_bits.assign(bits.size(), 0);
+      for (size_t i = 0; i < bits.size(); ++i) {
+        set.preempt_bits[i] = bits[i] && by_rules[i];
+        set.preempt_count += set.preempt_bits[i];
+      }
+    }
     const std::vector<char> by_rules = NodesAllowedByRules(snap.nodes, snap.topologies, s_.pod_counts, *w.placement);
     for (size_t i = 0; i < bits.size(); ++i) bits[i] = bits[i] && by_rules[i];
   }

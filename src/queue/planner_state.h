@@ -130,6 +130,11 @@ struct QueuePlanner::State {
   struct EligibleSet {
     std::vector<char> bits;
     int32_t count = 0;
+    // With symmetric anti-affinity (PlacementRules::carriers): the nodes the preemption search
+    // may use, whose running carriers it must evict (NodesAllowedByRules' placed_before). Else
+    // empty: the search uses `bits`.
+    std::vector<char> preempt_bits;
+    int32_t preempt_count = 0;
   };
   std::vector<std::unique_ptr<EligibleSet>> eligible_by_class{1};
   absl::flat_hash_map<std::string, int32_t> class_of_signature;  // constrained classes only

@@ -47,6 +47,8 @@ struct SearchUnit {
   int unit = 0;  // in the index
   Span frees;    // Scratch::frees: (slot, its entry in VictimIndex::frees)
   Span blockers; // Scratch::blockers: slots where it removes a workload of the other world
+  // blockers from here on: slots where it is a required victim (VictimSearch::required_)
+  uint32_t required_begin = 0;
   Span disruptions;  // VictimIndex::disruptions
 };
 
@@ -221,6 +223,14 @@ class VictimSearch {
     return in_.preemptor->kind == WorkloadKind::kPodGroup ? WorkloadKind::kSlurmJob : WorkloadKind::kPodGroup;
   }
   bool FindUsable(const QosPolicy& preemptor_qos);
+  bool RequireCarriers();
+  // Units node `n` needs gone before a member may use it (symmetric anti-affinity's carriers).
+  int Required(NodeIndex n) const {
+    if (required_.empty()) return 0;
+    auto lo = std::lower_bound(required_.begin(), required_.end(), std::make_pair(n, -1));
+    auto hi = std::lower_bound(lo, required_.end(), std::make_pair(n + 1, -1));
+    return static_cast<int>(hi - lo);
+  }
   bool FitsWithoutVictims() const;
   int64_t ViableCopies(NodeIndex n) const;
   bool ChooseWindow();
@@ -256,6 +266,9 @@ class VictimSearch {
   bool budget_skipped_ = false;  // Greedy passed over a unit for a disruption budget
   bool fits_already_ = false;
   std::optional<Cost> best_cost_;
+  // (node, index unit): the carriers that must be victims for a member to use the node, sorted.
+  std::vector<std::pair<NodeIndex, int>> required_;
+  std::vector<std::pair<int, int>> required_by_unit_;  // (index unit, slot) of UseNodes' slots
 };
 
 // May this index unit go for this preemptor (before looking at nodes)? Strictly lower priority,
@@ -318,14 +331,48 @@ bool VictimSearch::FindUsable(const QosPolicy& preemptor_qos) {
       if (u >= 0) s_.excluded[u] = s_.search;
     }
   }
-  return true;
+  return RequireCarriers();
+}
+
+// Symmetric anti-affinity (PlacementRules::carriers): a node whose running carriers may all be
+// victims stays usable, each of them a required victim there (required_); any other node with
+// carriers goes.
+bool VictimSearch::RequireCarriers() {
+  required_.clear();
+  const PlacementRules* rules = in_.preemptor->placement.get();
+  if (rules == nullptr || rules->carriers == nullptr) return true;
+  size_t kept = 0;
+  for (NodeIndex n : s_.usable) {
+    const size_t begin = required_.size();
+    bool usable = true;
+    if (static_cast<size_t>(n) < rules->carriers->size()) {
+      for (const std::string& id : (*rules->carriers)[n]) {
+        const int u = index_.unit_of(id);
+        if (u < 0 || !Candidate(u)) {
+          usable = false;
+          break;
+        }
+        required_.emplace_back(n, u);
+      }
+    }
+    if (!usable) {
+      required_.resize(begin);
+      continue;
+    }
+    std::sort(required_.begin() + static_cast<std::ptrdiff_t>(begin), required_.end());
+    required_.erase(std::unique(required_.begin() + static_cast<std::ptrdiff_t>(begin), required_.end()),
+                    required_.end());
+    s_.usable[kept++] = n;
+  }
+  s_.usable.resize(kept);
+  return !s_.usable.empty();
 }
 
 bool VictimSearch::FitsWithoutVictims() const {
   const PendingWorkload& p = *in_.preemptor;
   int64_t total = 0;
   for (NodeIndex n : s_.usable) {
-    if (Blockers(n) > 0) continue;
+    if (Blockers(n) > 0 || Required(n) > 0) continue;
     total += FreeNow(n).CopiesOf(p.per_member, p.members);
     if (total >= p.members) return true;
   }
@@ -401,6 +448,16 @@ void VictimSearch::UseNodes(bool all_usable) {
       if (Candidate(*u)) s_.candidate_units.push_back(*u);
     }
   }
+  // Carriers required on a search node that run elsewhere in its domain (a wider topology key).
+  required_by_unit_.clear();
+  for (const auto& [n, u] : required_) {
+    if (s_.node_stamp[n] != s_.stamp) continue;
+    required_by_unit_.emplace_back(u, s_.slot_of[n]);
+    if (s_.unit_stamp[u] == s_.stamp) continue;
+    s_.unit_stamp[u] = s_.stamp;
+    s_.candidate_units.push_back(u);  // a candidate: RequireCarriers kept only such nodes
+  }
+  std::sort(required_by_unit_.begin(), required_by_unit_.end());
   // Cheapest first: the index's order (by multifactor priority), or by class for a by-class
   // preemptor (ties in the index's order), as Greedy, PerNode and Search's pruning assume.
   if (by_class_) {
@@ -431,6 +488,13 @@ void VictimSearch::UseNodes(bool all_usable) {
       const NodeIndex n = index_.blockers[k].first;
       if (index_.blockers[k].second == other && s_.node_stamp[n] == s_.stamp) s_.blockers.push_back(s_.slot_of[n]);
     }
+    su.required_begin = static_cast<uint32_t>(s_.blockers.size());
+    if (!required_by_unit_.empty()) {
+      for (auto r = std::lower_bound(required_by_unit_.begin(), required_by_unit_.end(), std::make_pair(u, -1));
+           r != required_by_unit_.end() && r->first == u; ++r) {
+        s_.blockers.push_back(r->second);
+      }
+    }
     su.blockers.end = static_cast<uint32_t>(s_.blockers.size());
     s_.units.push_back(su);
   }
@@ -438,7 +502,7 @@ void VictimSearch::UseNodes(bool all_usable) {
   s_.slot_blockers.resize(s_.nodes.size());
   for (size_t slot = 0; slot < s_.nodes.size(); ++slot) {
     s_.capacity[slot] = FreeNow(s_.nodes[slot]);
-    s_.slot_blockers[slot] = Blockers(s_.nodes[slot]);
+    s_.slot_blockers[slot] = Blockers(s_.nodes[slot]) + Required(s_.nodes[slot]);
   }
   s_.budget_left.assign(index_.budget_allowed().begin(), index_.budget_allowed().end());
 }
@@ -561,15 +625,27 @@ void VictimSearch::Search(FitState& state, const int* begin, const int* end, con
 void VictimSearch::PerNode(FitState& state) {
   const size_t slots = s_.nodes.size();
   s_.by_slot_begin.assign(slots + 1, 0);
+  // A unit touches the slots it frees, and those where it is a required victim without freeing.
+  const auto frees_on = [this](const SearchUnit& u, int slot) {
+    for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) {
+      if (s_.frees[k].first == slot) return true;
+    }
+    return false;
+  };
   for (const SearchUnit& u : s_.units) {
     for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) ++s_.by_slot_begin[s_.frees[k].first + 1];
+    for (uint32_t k = u.required_begin; k < u.blockers.end; ++k) {
+      if (!frees_on(u, s_.blockers[k])) ++s_.by_slot_begin[s_.blockers[k] + 1];
+    }
   }
   for (size_t n = 0; n < slots; ++n) s_.by_slot_begin[n + 1] += s_.by_slot_begin[n];
   s_.by_slot.resize(s_.by_slot_begin[slots]);
   s_.taken.assign(s_.by_slot_begin.begin(), s_.by_slot_begin.end() - 1);  // fill positions
   for (size_t i = 0; i < s_.units.size(); ++i) {
-    for (uint32_t k = s_.units[i].frees.begin; k < s_.units[i].frees.end; ++k) {
-      s_.by_slot[s_.taken[s_.frees[k].first]++] = static_cast<int>(i);
+    const SearchUnit& u = s_.units[i];
+    for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) s_.by_slot[s_.taken[s_.frees[k].first]++] = static_cast<int>(i);
+    for (uint32_t k = u.required_begin; k < u.blockers.end; ++k) {
+      if (!frees_on(u, s_.blockers[k])) s_.by_slot[s_.taken[s_.blockers[k]]++] = static_cast<int>(i);
     }
   }
   for (size_t slot = 0; slot < slots && !exhausted_; ++slot) {

@@ -83,6 +83,17 @@ void KubeSource::DeleteClass(const k8s::StorageClass& storage_class) {
   if (classes_.erase(storage_class.metadata.Key()) > 0) last_other_change_ = ++generation_;
 }
 
+void KubeSource::UpsertCsiNode(const k8s::CsiNode& csi_node) {
+  absl::MutexLock lock(&mu_);
+  Upsert(csi_nodes_, csi_node);
+  last_other_change_ = ++generation_;
+}
+
+void KubeSource::DeleteCsiNode(const k8s::CsiNode& csi_node) {
+  absl::MutexLock lock(&mu_);
+  if (csi_nodes_.erase(csi_node.metadata.Key()) > 0) last_other_change_ = ++generation_;
+}
+
 std::shared_ptr<const KubeState> KubeSource::State() const {
   absl::MutexLock lock(&mu_);
   if (state_ != nullptr && state_->generation == generation_) return state_;
@@ -97,6 +108,7 @@ std::shared_ptr<const KubeState> KubeSource::State() const {
   for (const auto& [key, c] : claims_) state->claims.push_back(c);
   for (const auto& [key, v] : volumes_) state->volumes.push_back(v);
   for (const auto& [key, c] : classes_) state->classes.push_back(c);
+  for (const auto& [key, n] : csi_nodes_) state->csi_nodes.push_back(n);
   state_ = std::move(state);
   return state_;
 }

@@ -32,6 +32,9 @@ class KubeSource {
   void DeleteVolume(const k8s::PersistentVolume& volume);
   void UpsertClass(const k8s::StorageClass& storage_class);
   void DeleteClass(const k8s::StorageClass& storage_class);
+  // NodeVolumeLimits: CSINode objects (volume_placement.h).
+  void UpsertCsiNode(const k8s::CsiNode& csi_node);
+  void DeleteCsiNode(const k8s::CsiNode& csi_node);
 
   // The current state; the same object as last time when nothing changed.
   std::shared_ptr<const KubeState> State() const;
@@ -50,6 +53,7 @@ class KubeSource {
   std::map<std::string, std::shared_ptr<const k8s::PersistentVolumeClaim>> claims_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<const k8s::PersistentVolume>> volumes_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<const k8s::StorageClass>> classes_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<const k8s::CsiNode>> csi_nodes_ ABSL_GUARDED_BY(mu_);
   mutable std::shared_ptr<const KubeState> state_ ABSL_GUARDED_BY(mu_);
   // The recent pod upserts (generation -> pod key), at most kChangeLogSize of them; the changes
   // since a generation older than `log_starts_after_` are no longer known.

@@ -428,12 +428,20 @@ class Daemon {
                                                                        informer_options, volume_handlers);
     classes_ = std::make_unique<k8s::Informer<k8s::StorageClass>>(client_.get(), k8s::kStorageClasses,
                                                                    informer_options, class_handlers);
+    // NodeVolumeLimits: each CSI driver's attach limit per node.
+    k8s::InformerHandlers<k8s::CsiNode> csi_node_handlers{
+        [this](const k8s::CsiNode& n) { kube_source_.UpsertCsiNode(n); trigger_.Fire(); },
+        [this](const k8s::CsiNode&, const k8s::CsiNode& n) { kube_source_.UpsertCsiNode(n); trigger_.Fire(); },
+        [this](const k8s::CsiNode& n) { kube_source_.DeleteCsiNode(n); trigger_.Fire(); }};
+    csi_nodes_ = std::make_unique<k8s::Informer<k8s::CsiNode>>(client_.get(), k8s::kCsiNodes, informer_options,
+                                                                csi_node_handlers);
     nodes_->Start();
     pods_->Start();
     budgets_->Start();
     claims_->Start();
     volumes_->Start();
     classes_->Start();
+    csi_nodes_->Start();
   }
 
   int StartLeaderElection(const k8s::ClientConfig& kc) {
@@ -478,7 +486,8 @@ class Daemon {
   bool WaitForInformersAndFirstPoll() {
     while (!nodes_->WaitForSync(absl::Seconds(1)) || !pods_->WaitForSync(absl::Seconds(1)) ||
            !budgets_->WaitForSync(absl::Seconds(1)) || !claims_->WaitForSync(absl::Seconds(1)) ||
-           !volumes_->WaitForSync(absl::Seconds(1)) || !classes_->WaitForSync(absl::Seconds(1))) {
+           !volumes_->WaitForSync(absl::Seconds(1)) || !classes_->WaitForSync(absl::Seconds(1)) ||
+           !csi_nodes_->WaitForSync(absl::Seconds(1))) {
       loop_health_.Beat();  // waiting, not stuck: a large cluster's first list takes a while
       if (!trigger_.Wait(absl::ZeroDuration())) return false;
       spdlog::info("waiting for the pod and node informers to sync");
@@ -599,6 +608,7 @@ class Daemon {
     if (claims_) claims_->Stop();
     if (volumes_) volumes_->Stop();
     if (classes_) classes_->Stop();
+    if (csi_nodes_) csi_nodes_->Stop();
     if (pods_) pods_->Stop();
     if (nodes_) nodes_->Stop();
     if (server_) server_->Shutdown();
@@ -624,6 +634,7 @@ class Daemon {
   std::unique_ptr<k8s::Informer<k8s::PersistentVolumeClaim>> claims_;
   std::unique_ptr<k8s::Informer<k8s::PersistentVolume>> volumes_;
   std::unique_ptr<k8s::Informer<k8s::StorageClass>> classes_;
+  std::unique_ptr<k8s::Informer<k8s::CsiNode>> csi_nodes_;
   std::unique_ptr<k8s::RestClient> lease_rest_client_, loop_writer_;
   std::unique_ptr<k8s::SchedulerApi> lease_api_;
   std::unique_ptr<LeaderElector> elector_;

@@ -14,9 +14,6 @@
 namespace onequeue::scheduler {
 namespace {
 
-// See AddInterPodRules: off until the preemption search re-checks rules without its victims.
-constexpr bool kSymmetricAntiAffinity = false;
-
 
 std::string Canonical(const k8s::LabelSelector& s) {
   std::vector<std::string> parts;
@@ -136,12 +133,21 @@ class RulesBuilder {
                            Counter(absl::StrCat("match:", term.identity),
                                    [term](const PodRecord& p) { return term.Matches(p); })});
     }
-    // Symmetric: pods (bound, or placed earlier this cycle) whose anti-affinity this pod matches.
-    for (const InterPodTerm& term : carried_) {
+    // Symmetric: pods (bound, or placed earlier this cycle) whose anti-affinity this pod matches;
+    // the bound ones are the preemption search's carriers (PlacementRules::carriers).
+    std::vector<size_t> matched;
+    for (size_t c = 0; c < carried_.size(); ++c) {
+      const InterPodTerm& term = carried_[c];
       if (!std::any_of(members.begin(), members.end(), [&](const PodRecord* p) { return term.Matches(*p); })) continue;
-      out.rules.push_back({queue::PlacementRule::Kind::kAntiAffinity, Topology(term.topology_key),
-                           counter_index_.at(absl::StrCat("has:", term.identity))});
+      queue::PlacementRule r;
+      r.kind = queue::PlacementRule::Kind::kAntiAffinity;
+      r.topology = Topology(term.topology_key);
+      r.counter = counter_index_.at(absl::StrCat("has:", term.identity));
+      r.symmetric = true;
+      out.rules.push_back(std::move(r));
+      matched.push_back(c);
     }
+    if (!matched.empty()) out.carriers = CarriersOf(matched);
     return "";
   }
 
@@ -199,8 +205,55 @@ class RulesBuilder {
     }
   }
 
+  // Per node, the running workloads whose bound pods carry one of carried_[matched] in the node's
+  // domain; null when there are none. One per distinct set of terms, shared.
+  std::shared_ptr<const queue::CarriersByNode> CarriersOf(const std::vector<size_t>& matched) {
+    auto [it, added] = carriers_of_.try_emplace(matched);
+    if (!added) return it->second;
+    queue::CarriersByNode out;
+    for (size_t c : matched) AddCarriers(c, out);
+    if (!out.empty()) it->second = std::make_shared<const queue::CarriersByNode>(std::move(out));
+    return it->second;
+  }
+
+  // The running workloads whose bound pods carry carried_[c], by domain of its key, into `out`
+  // (sized on the first carrier) for every node of the domain.
+  void AddCarriers(size_t c, queue::CarriersByNode& out) {
+    if (carriers_by_domain_.size() <= c) carriers_by_domain_.resize(carried_.size());
+    std::optional<std::vector<std::vector<std::string>>>& by_domain = carriers_by_domain_[c];
+    const queue::TopologyDomains& t = snap_.topologies[Topology(carried_[c].topology_key)];
+    if (!by_domain.has_value()) {
+      by_domain.emplace(static_cast<size_t>(t.count));
+      const std::string& identity = carried_[c].identity;
+      for (size_t n = 0; n < bound_.size() && n < t.domain_of_node.size(); ++n) {
+        const int32_t d = t.domain_of_node[n];
+        if (d < 0) continue;
+        for (const PodRecord* p : bound_[n]) {
+          if (std::any_of(p->anti_affinity.begin(), p->anti_affinity.end(),
+                          [&](const InterPodTerm& term) { return term.identity == identity; })) {
+            (*by_domain)[d].push_back(WorkloadIdOf(*p));
+          }
+        }
+      }
+    }
+    bool any = false;
+    for (const auto& ids : *by_domain) any = any || !ids.empty();
+    if (!any) return;
+    if (out.empty()) out.resize(snap_.nodes.size());
+    for (size_t n = 0; n < out.size() && n < t.domain_of_node.size(); ++n) {
+      const int32_t d = t.domain_of_node[n];
+      if (d < 0 || (*by_domain)[d].empty()) continue;
+      std::vector<std::string>& ids = out[n];
+      ids.insert(ids.end(), (*by_domain)[d].begin(), (*by_domain)[d].end());
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    }
+  }
+
   const std::vector<std::vector<const PodRecord*>>& bound_;
   queue::Snapshot& snap_;
+  std::vector<std::optional<std::vector<std::vector<std::string>>>> carriers_by_domain_;  // by carried_ index
+  std::map<std::vector<size_t>, std::shared_ptr<const queue::CarriersByNode>> carriers_of_;
   std::map<std::string, int32_t> topology_index_, counter_index_;
   std::vector<CountsPod> counter_fn_;
   std::vector<InterPodTerm> carried_;
@@ -262,14 +315,12 @@ void AddInterPodRules(const std::vector<std::vector<const PodRecord*>>& bound,
     return;
   }
   RulesBuilder builder(bound, snap);
-  // The symmetric rule (an existing pod's anti-affinity keeps a matching newcomer out) is off:
-  // the queue checks inter-pod rules against every pod on a node, victims included, so a
-  // preemptor that matches its victims' anti-affinity could never preempt them (the StackHPC
-  // scenario's jupyter pods and the Slurm workers that repel them waited for ever). It needs the
-  // preemption search to re-check the rules with the victims removed, as kube-scheduler's
-  // SelectVictimsOnNode does; until then a carrier's own term still keeps newcomers it matches
-  // away from it only when the carrier is the one placed later (its own rule).
-  if (kSymmetricAntiAffinity) builder.AddAntiAffinityCarriers(members);
+  // The symmetric rule (kube-scheduler's "node(s) didn't satisfy existing pods anti-affinity
+  // rules"): an existing pod's anti-affinity keeps a matching newcomer out of its domain. The
+  // preemption search may still use such a node by evicting every running carrier there
+  // (PlacementRules::carriers), as kube-scheduler's SelectVictimsOnNode re-checks the filters
+  // with the lower-priority pods removed.
+  builder.AddAntiAffinityCarriers(members);
   std::vector<queue::PlacementRules> rules(members.size());  // most stay empty: no allocation
   for (size_t i = 0; i < members.size(); ++i) {
     std::string refusal = builder.RulesOf(members[i], rules[i]);

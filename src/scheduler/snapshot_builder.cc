@@ -396,6 +396,7 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
   }
   r.labels = pod.metadata.labels;
   ReadInterPodRules(pod, r);
+  ReadPodPreferences(pod, r);
   r.claims = pod.volume_claims;
   if (!pod.resource_claims.empty()) {  // DynamicResources: nothing would be allocated
     r.unsupported_placement = absl::StrCat("spec.resourceClaims (", absl::StrJoin(pod.resource_claims, ", "),
@@ -656,6 +657,7 @@ class SnapshotAssembler {
     }
     AddNodePreferences(members_of);
     if (AnyPodUsesClaims(state_)) AddVolumeRules(members_of);
+    if (!state_.csi_nodes.empty() && AnyPodUsesClaims(state_)) AddVolumeLimits(members_of);
     const auto has_rules = [](const auto& record) { return HasInterPodRules(*record); };
     if (std::any_of(state_.pods.begin(), state_.pods.end(), has_rules)) {  // else spare the walk below
       AddInterPodRules(BoundPodsByNode(state_, node_index_, options_.assumed_bindings), members_of, snap);
@@ -665,19 +667,34 @@ class SnapshotAssembler {
   // Issue 28: node preference scores (queue::PendingWorkload::node_preference), from the first
   // pod of each workload, as kube-scheduler's default score plugins weigh them: NodeAffinity
   // (weight 2; the sum of the weights of the preferred terms a node matches, scaled to 0..100 by
-  // the highest) and TaintToleration (weight 3; 100 less the node's intolerable PreferNoSchedule
-  // taints scaled by the most any node has). Scaled over the pool's nodes (kube-scheduler: over
-  // the nodes that pass its filters). All equal: none (the planner's usual order).
+  // the highest), TaintToleration (weight 3; 100 less the node's intolerable PreferNoSchedule
+  // taints scaled by the most any node has), PodTopologySpread and InterPodAffinity (weight 2
+  // each; ScheduleAnyway constraints and preferred pod (anti-)affinity terms, pod_preferences.h).
+  // Scaled over the pool's nodes (kube-scheduler: over the nodes that pass its filters). All
+  // equal: none (the planner's usual order).
   void AddNodePreferences(const std::vector<std::vector<const PodRecord*>>& members_of) {
     queue::Snapshot& snap = *out_.snapshot;
     bool prefer_no_schedule = false;
     for (const queue::Node& n : snap.nodes) {
       for (const queue::Taint& t : n.taints) prefer_no_schedule |= t.effect == queue::TaintEffect::kPreferNoSchedule;
     }
+    // Inter-pod preferences: a pending pod's own, or a bound pod's preferred terms (symmetric).
+    const auto has_terms = [](const auto& r) { return !r->preferred_affinity.empty() || !r->preferred_anti_affinity.empty(); };
+    const bool inter_pod = std::any_of(state_.pods.begin(), state_.pods.end(), [&](const auto& r) {
+      return (r->node_name.empty() && HasPodPreferences(*r)) || (!r->node_name.empty() && has_terms(r));
+    });
+    std::vector<std::vector<const PodRecord*>> bound;
+    if (inter_pod) bound = BoundPodsByNode(state_, node_index_, options_.assumed_bindings);
+    const PodPreferenceScorer scorer(bound, snap.nodes);
     const size_t count = snap.nodes.size();
     for (size_t i = 0; i < snap.pending.size() && i < members_of.size(); ++i) {
       const PodRecord& pod = *members_of[i].front();
-      if (pod.preferred_node_affinity.empty() && !prefer_no_schedule) continue;
+      std::vector<int64_t> spread, inter;
+      if (inter_pod) {
+        spread = scorer.SpreadScores(pod);
+        inter = scorer.AffinityScores(pod);
+      }
+      if (pod.preferred_node_affinity.empty() && !prefer_no_schedule && spread.empty() && inter.empty()) continue;
       std::vector<int64_t> affinity(count, 0), taints(count, 0);
       int64_t max_affinity = 0, max_taints = 0;
       for (size_t n = 0; n < count; ++n) {
@@ -692,7 +709,9 @@ class SnapshotAssembler {
       for (size_t n = 0; n < count; ++n) {
         const int64_t a = max_affinity > 0 ? affinity[n] * 100 / max_affinity : 0;
         const int64_t t = max_taints > 0 ? 100 - taints[n] * 100 / max_taints : 100;
-        (*scores)[n] = static_cast<int32_t>(2 * a + 3 * t);
+        const int64_t s = spread.empty() ? 0 : spread[n];
+        const int64_t p = inter.empty() ? 0 : inter[n];
+        (*scores)[n] = static_cast<int32_t>(2 * a + 3 * t + 2 * s + 2 * p);
       }
       if (std::adjacent_find(scores->begin(), scores->end(), std::not_equal_to<>()) == scores->end()) continue;
       snap.pending[i].node_preference = std::move(scores);
@@ -764,6 +783,61 @@ class SnapshotAssembler {
       for (size_t m = 0; m < members.size(); ++m) {
         if (!verdicts[m].claims_to_select.empty()) out_.claims_to_select[members[m]->key] = verdicts[m].claims_to_select;
       }
+    }
+  }
+
+  // NodeVolumeLimits (VolumeLimits, volume_placement.h): each pending workload whose pods use CSI
+  // volumes is kept off the nodes where they would exceed a driver's attach limit (refused with
+  // the reason when no node is left), and asks one slot of the driver's node-local resource
+  // (kCsiVolumesResourcePrefix) per volume attached nowhere yet, so that the pods the planner
+  // places earlier in the same cycle count.
+  void AddVolumeLimits(const std::vector<std::vector<const PodRecord*>>& members_of) {
+    queue::Snapshot& snap = *out_.snapshot;
+    const VolumeLimits limits(state_, options_.assumed_bindings, snap.nodes);
+    if (limits.empty()) return;
+    std::map<std::string, int> slot_of;  // driver -> resource slot (-1: none left)
+    const auto slot_for = [&](const std::string& driver) {
+      auto [it, added] = slot_of.emplace(driver, -1);
+      if (!added) return it->second;
+      const std::string name = absl::StrCat(kCsiVolumesResourcePrefix, driver);
+      int slot = snap.resource_names.IndexOf(name);
+      if (slot < 0 && static_cast<int>(snap.resource_names.names.size()) < queue::kMaxResourceKinds) {
+        snap.resource_names.names.push_back(name);
+        slot = static_cast<int>(snap.resource_names.names.size()) - 1;
+        for (size_t n = 0; n < snap.nodes.size(); ++n) snap.nodes[n].allocatable[slot] = limits.SlotsLeft(n, driver);
+      }
+      return it->second = slot;
+    };
+    for (size_t i = 0; i < snap.pending.size() && i < members_of.size(); ++i) {
+      queue::PendingWorkload& w = snap.pending[i];
+      if (w.admission_error != queue::AdmissionError::kNone) continue;
+      const auto& members = members_of[i];
+      if (std::none_of(members.begin(), members.end(), [](const PodRecord* p) { return !p->claims.empty(); })) continue;
+      std::optional<std::vector<std::string>> allowed = w.eligibility.allowed_nodes;
+      std::string example;
+      for (const PodRecord* p : members) {
+        VolumeLimitVerdict v = limits.Check(*p);
+        if (v.allowed_nodes) {
+          if (example.empty()) example = v.example;
+          if (!allowed) {
+            allowed = std::move(v.allowed_nodes);
+          } else {
+            std::erase_if(*allowed, [&](const std::string& n) {
+              return std::find(v.allowed_nodes->begin(), v.allowed_nodes->end(), n) == v.allowed_nodes->end();
+            });
+          }
+        }
+        for (const auto& [driver, count] : v.new_volumes) {
+          if (const int slot = slot_for(driver); slot >= 0) w.per_member[slot] = std::max(w.per_member[slot], count);
+        }
+      }
+      if (example.empty()) continue;  // no node refused
+      if (allowed->empty()) {
+        w.admission_error = queue::AdmissionError::kInvalidAnnotation;
+        w.admission_message = absl::StrCat("NodeVolumeLimits: node(s) exceed max volume count (", example, ")");
+        continue;
+      }
+      w.eligibility.allowed_nodes = std::move(allowed);
     }
   }
 

@@ -31,6 +31,7 @@
 #include "k8s_client/models.h"
 #include "scheduler/config.h"
 #include "scheduler/pod_placement.h"
+#include "scheduler/pod_preferences.h"
 #include "queue/model.h"
 
 namespace onequeue::scheduler {
@@ -156,6 +157,10 @@ struct PodRecord {
   std::vector<SpreadRule> spread;
   std::vector<InterPodTerm> affinity, anti_affinity;
   std::string unsupported_placement;
+  // Inter-pod preferences (pod_preferences.h): ScheduleAnyway spread constraints and preferred pod
+  // (anti-)affinity terms, for the node preference scores.
+  std::vector<SpreadRule> soft_spread;
+  std::vector<WeightedInterPodTerm> preferred_affinity, preferred_anti_affinity;
   // The PersistentVolumeClaims its volumes use (names in its namespace; volume_placement.h).
   std::vector<std::string> claims;
   uint64_t generation = 0;
@@ -201,6 +206,8 @@ struct KubeState {
   std::vector<std::shared_ptr<const k8s::PersistentVolumeClaim>> claims;
   std::vector<std::shared_ptr<const k8s::PersistentVolume>> volumes;
   std::vector<std::shared_ptr<const k8s::StorageClass>> classes;
+  // NodeVolumeLimits: the CSINode objects (each CSI driver's attach limit on a node).
+  std::vector<std::shared_ptr<const k8s::CsiNode>> csi_nodes;
   uint64_t generation = 0;  // the highest record generation in it
 };
 

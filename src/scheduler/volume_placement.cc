@@ -203,4 +203,118 @@ VolumeVerdict VolumeIndex::Check(const PodRecord& pod, const std::vector<queue::
   return v;
 }
 
+VolumeLimits::VolumeLimits(const KubeState& state, const std::map<std::string, std::string>& assumed,
+                           const std::vector<queue::Node>& pool) {
+  std::map<std::string, size_t> index;
+  for (const queue::Node& n : pool) {
+    index[n.name] = names_.size();
+    names_.push_back(n.name);
+  }
+  limits_.resize(pool.size());
+  attached_.resize(pool.size());
+  for (const auto& csi_node : state.csi_nodes) {
+    auto i = index.find(csi_node->metadata.name);
+    if (i == index.end()) continue;
+    for (const k8s::CsiNode::Driver& d : csi_node->drivers) {
+      if (!d.allocatable_count) continue;
+      limits_[i->second][d.name] = *d.allocatable_count;
+      any_limit_ = true;
+    }
+  }
+  if (!any_limit_) return;
+  for (const auto& c : state.claims) claims_[c->metadata.Key()] = c.get();
+  for (const auto& v : state.volumes) volumes_[v->metadata.name] = v.get();
+  for (const auto& c : state.classes) classes_[c->metadata.name] = c.get();
+  // The volumes of the pods on each node: bound or assumed, not finished (being deleted still
+  // counts: its volumes stay attached until it is gone).
+  for (const auto& record : state.pods) {
+    const PodRecord& pod = *record;
+    if (pod.claims.empty() || pod.terminal) continue;
+    const std::string* node = &pod.node_name;
+    if (node->empty()) {
+      auto a = assumed.find(pod.key);
+      if (a == assumed.end()) continue;
+      node = &a->second;
+    }
+    auto i = index.find(*node);
+    if (i == index.end()) continue;
+    for (auto& [name, driver] : VolumesOf(pod)) {
+      attached_[i->second][driver].insert(name);
+      attached_anywhere_.insert(std::move(name));
+    }
+  }
+}
+
+std::map<std::string, std::string> VolumeLimits::VolumesOf(const PodRecord& pod) const {
+  std::map<std::string, std::string> out;
+  for (const std::string& name : pod.claims) {
+    const std::string key = absl::StrCat(pod.namespace_, "/", name);
+    auto c = claims_.find(key);
+    if (c == claims_.end()) continue;  // a missing claim: VolumeBinding's to refuse, nothing to count
+    const k8s::PersistentVolumeClaim& claim = *c->second;
+    if (!claim.volume_name.empty()) {
+      if (auto pv = volumes_.find(claim.volume_name); pv != volumes_.end()) {
+        const k8s::PersistentVolume& v = *pv->second;
+        if (!v.csi_driver.empty() && !v.csi_volume_handle.empty()) {
+          out[absl::StrCat(v.csi_driver, "/", v.csi_volume_handle)] = v.csi_driver;
+        }
+        continue;  // not a CSI volume (in-tree migration is not counted)
+      }
+    }
+    // Unbound, or bound to a volume not seen: the driver its class provisions with, one volume
+    // per claim (kube-scheduler's getCSIDriverInfoFromSC).
+    const std::string class_name = claim.storage_class_name.value_or("");
+    if (class_name.empty()) continue;
+    auto sc = classes_.find(class_name);
+    if (sc == classes_.end() || sc->second->provisioner.empty()) continue;
+    const std::string& driver = sc->second->provisioner;
+    out[absl::StrCat(driver, "/claim:", key)] = driver;
+  }
+  return out;
+}
+
+int64_t VolumeLimits::SlotsLeft(size_t node, const std::string& driver) const {
+  auto l = limits_[node].find(driver);
+  if (l == limits_[node].end()) return kUnlimitedCsiVolumes;
+  auto a = attached_[node].find(driver);
+  const int64_t used = a == attached_[node].end() ? 0 : static_cast<int64_t>(a->second.size());
+  return std::max<int64_t>(0, l->second - used);
+}
+
+VolumeLimitVerdict VolumeLimits::Check(const PodRecord& pod) const {
+  VolumeLimitVerdict v;
+  const std::map<std::string, std::string> volumes = VolumesOf(pod);
+  if (volumes.empty()) return v;
+  for (const auto& [name, driver] : volumes) {
+    if (!attached_anywhere_.contains(name)) ++v.new_volumes[driver];
+  }
+  std::vector<std::string> allowed;
+  for (size_t n = 0; n < names_.size(); ++n) {
+    // Per driver, the pod's volumes not attached on the node yet.
+    std::map<std::string, int64_t> added;
+    for (const auto& [name, driver] : volumes) {
+      auto a = attached_[n].find(driver);
+      if (a == attached_[n].end() || !a->second.contains(name)) ++added[driver];
+    }
+    bool fits = true;
+    for (const auto& [driver, count] : added) {
+      auto l = limits_[n].find(driver);
+      if (l == limits_[n].end()) continue;
+      auto a = attached_[n].find(driver);
+      const int64_t attached = a == attached_[n].end() ? 0 : static_cast<int64_t>(a->second.size());
+      if (attached + count <= l->second) continue;
+      fits = false;
+      if (v.example.empty()) {
+        v.example = absl::StrCat("node ", names_[n], ": CSI driver ", driver, " has ", attached, " of its ", l->second,
+                                 " volumes attached, the pod adds ", count);
+      }
+      break;
+    }
+    if (fits) allowed.push_back(names_[n]);
+    else ++v.refused;
+  }
+  if (v.refused > 0) v.allowed_nodes = std::move(allowed);
+  return v;
+}
+
 }  // namespace onequeue::scheduler

@@ -1,6 +1,6 @@
 #pragma once
-// Volumes (issue 28): kube-scheduler v1.37's VolumeBinding, VolumeZone and VolumeRestrictions
-// filters, computed from the snapshot into per-node eligibility (the queue's
+// Volumes (issue 28): kube-scheduler v1.37's VolumeBinding, VolumeZone, VolumeRestrictions and
+// NodeVolumeLimits filters, computed from the snapshot into per-node eligibility (the queue's
 // Eligibility::allowed_nodes) or a refusal with the reason, so src/queue stays pure. Pure: no I/O.
 //
 // For each PersistentVolumeClaim a pending pod's volumes use (persistentVolumeClaim and generic
@@ -19,11 +19,23 @@
 //   failure-domain keys) must match the node's; a node with none of these labels passes.
 // - VolumeRestrictions: a ReadWriteOncePod claim a bound (or assumed) pod uses keeps the pod
 //   pending; of pending pods sharing one, only the oldest is planned.
-// A gang whose members' volumes allow different nodes is refused. Not read: NodeVolumeLimits
-// (CSINode attach limits), CSIStorageCapacity. In-tree inline disk conflicts are node-local
-// resources (kInlineDiskResourcePrefix, snapshot_builder.h), not here.
+// - NodeVolumeLimits (VolumeLimits below, kube-scheduler's CSILimits): a node's CSINode gives each
+//   CSI driver's attach limit (spec.drivers[].allocatable.count). A pod's CSI volumes are its
+//   claims bound to a PersistentVolume with spec.csi (driver/volumeHandle), or unbound (or bound to
+//   a missing volume) with a storage class whose provisioner is the driver (one volume per claim).
+//   A node is refused when, for some driver, the unique volumes the pods bound (or assumed bound)
+//   there use plus the pod's volumes not among them exceed the limit ("node(s) exceed max volume
+//   count"): a volume shared with a pod on the node counts once, a pod adding no new volume always
+//   passes. No CSINode, or a driver without allocatable.count: no limit. Pods placed earlier in the
+//   same cycle count through a node-local resource per driver (kCsiVolumesResourcePrefix). Not
+//   counted, unlike kube-scheduler: in-tree volumes migrated to CSI, the deprecated
+//   attachable-volumes-csi-* node allocatable.
+// A gang whose members' volumes allow different nodes is refused. Not read: CSIStorageCapacity.
+// In-tree inline disk conflicts are node-local resources (kInlineDiskResourcePrefix,
+// snapshot_builder.h), not here.
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,6 +72,48 @@ class VolumeIndex {
   std::map<std::string, std::vector<std::string>> available_by_class_;  // Available, unclaimed PVs
   std::map<std::string, std::string> running_user_;  // claim key -> a bound or assumed pod using it
   std::map<std::string, const PodRecord*> first_pending_user_;  // claim key -> oldest pending user
+};
+
+// Resource names standing for one CSI driver's attach slots ("csiVolumes:<driver>"): per pool
+// node the slots its CSINode limit leaves after the volumes already attached there (no limit: a
+// great many); a pending pod asks one per volume of the driver attached on no pool node, so the
+// planner counts the pods it places earlier in the same cycle.
+inline constexpr const char* kCsiVolumesResourcePrefix = "csiVolumes:";
+inline constexpr int64_t kUnlimitedCsiVolumes = int64_t{1} << 30;
+
+// What NodeVolumeLimits says about one pending pod.
+struct VolumeLimitVerdict {
+  // The pool nodes (names) it may go to; nullopt: no node refused.
+  std::optional<std::vector<std::string>> allowed_nodes;
+  std::string example;  // one refused node and why, for the reason
+  int32_t refused = 0;  // how many pool nodes are refused
+  // Driver -> how many of its volumes are attached on no pool node (the same-cycle slots it takes).
+  std::map<std::string, int64_t> new_volumes;
+};
+
+// NodeVolumeLimits over one KubeState and the snapshot's pool nodes.
+class VolumeLimits {
+ public:
+  // `assumed`: pods bound this cycle but not yet seen bound ("namespace/name" -> node).
+  VolumeLimits(const KubeState& state, const std::map<std::string, std::string>& assumed,
+               const std::vector<queue::Node>& pool);
+  bool empty() const { return !any_limit_; }  // no pool node has a limit
+  VolumeLimitVerdict Check(const PodRecord& pod) const;
+  // The slots `driver` has left on pool node `node` (index): kUnlimitedCsiVolumes without a limit.
+  int64_t SlotsLeft(size_t node, const std::string& driver) const;
+
+ private:
+  // The CSI volumes a pod uses: unique name ("<driver>/<handle>") -> driver.
+  std::map<std::string, std::string> VolumesOf(const PodRecord& pod) const;
+
+  std::map<std::string, const k8s::PersistentVolumeClaim*> claims_;
+  std::map<std::string, const k8s::PersistentVolume*> volumes_;
+  std::map<std::string, const k8s::StorageClass*> classes_;
+  std::vector<std::string> names_;                         // pool node names
+  std::vector<std::map<std::string, int64_t>> limits_;      // by pool node: driver -> limit
+  std::vector<std::map<std::string, std::set<std::string>>> attached_;  // by pool node: driver -> volumes
+  std::set<std::string> attached_anywhere_;
+  bool any_limit_ = false;
 };
 
 // True when some pending pod uses a claim (else the builder skips the index altogether).

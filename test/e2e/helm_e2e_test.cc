@@ -133,6 +133,7 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
       {"/persistentvolumeclaims", {"list", "watch", "patch"}},
       {"/persistentvolumes", {"list", "watch"}},
       {"storage.k8s.io/storageclasses", {"list", "watch"}},
+      {"storage.k8s.io/csinodes", {"list", "watch"}},
   };
   EXPECT_EQ(grants, exact);
   // The Lease: create, and get/update of this release's Lease only; the fair-share usage (issue

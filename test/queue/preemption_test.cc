@@ -461,6 +461,140 @@ TEST(Preemption, ThroughTheQueuePlannerAPodWithoutQosPreemptsByPriorityClass) {
   EXPECT_TRUE(again.PlanCycle(snapshot, 1000).preemptions.empty());
 }
 
+// Symmetric pod anti-affinity (issue 28, PlacementRules::carriers): running workloads whose
+// required anti-affinity the preemptor matches keep it off their node unless every one of them is
+// a victim; then they go whatever the resources need (kube-scheduler's SelectVictimsOnNode).
+std::shared_ptr<PlacementRules> CarriersOn(size_t nodes, std::map<NodeIndex, std::vector<std::string>> carriers) {
+  auto rules = std::make_shared<PlacementRules>();
+  auto by_node = std::make_shared<CarriersByNode>(nodes);
+  for (auto& [n, ids] : carriers) (*by_node)[n] = std::move(ids);
+  rules->carriers = by_node;
+  return rules;
+}
+
+TEST(Preemption, SymmetricAntiAffinityACarrierOfLowerPriorityIsEvicted) {
+  Scenario s(1, 4000);
+  s.Run("worker", {0}, 2000, 5);
+  s.Run("filler", {0}, 2000, 1);
+  s.preemptor.per_member = Cpu(2000);
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("filler"));  // without the rule: the cheapest
+  s.preemptor.placement = CarriersOn(1, {{0, {"worker"}}});
+  c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("worker"));  // the carrier goes, and frees enough
+  EXPECT_THAT(c->decision.member_nodes, ElementsAre(0));
+}
+
+TEST(Preemption, SymmetricAntiAffinityACarrierIsNeverReprievedEvenWhenTheResourcesDoNotNeedIt) {
+  Scenario s(1, 4000);
+  s.Run("worker", {0}, 1000, 1);  // room for the preemptor (2000) beside it
+  s.preemptor.per_member = Cpu(2000);
+  EXPECT_FALSE(s.Choose().has_value());  // without the rule: it fits, nothing to preempt
+  s.preemptor.placement = CarriersOn(1, {{0, {"worker"}}});
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("worker"));
+  EXPECT_THAT(c->decision.member_nodes, ElementsAre(0));
+
+  // Two carriers on the node: both go, although one would free enough.
+  s.Run("worker-b", {0}, 3000, 2);
+  s.snapshot.running[0].allocations[0].used = Cpu(1000);
+  s.preemptor.per_member = Cpu(1000);
+  s.snapshot.running[1].allocations[0].used = Cpu(2000);
+  s.preemptor.placement = CarriersOn(1, {{0, {"worker", "worker-b"}}});
+  c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("worker", "worker-b"));
+}
+
+TEST(Preemption, SymmetricAntiAffinityACarrierThatCannotBeAVictimKeepsTheNodeOut) {
+  Scenario s(2, 4000);
+  s.Run("pinned-worker", {0}, 1000, 1, 0, "pinned");  // not preemptible, room beside it
+  s.Run("batch", {1}, 4000, 5);
+  s.preemptor.per_member = Cpu(2000);
+  s.preemptor.placement = CarriersOn(2, {{0, {"pinned-worker"}}});
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("batch"));  // node 0 is out, not "fits already"
+  EXPECT_THAT(c->decision.member_nodes, ElementsAre(1));
+
+  // Higher priority than the preemptor, or a pod that is no running workload: out too.
+  s.snapshot.running[0].qos = "low";
+  s.snapshot.running[0].priority = 500;
+  c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.member_nodes, ElementsAre(1));
+  s.snapshot.running[0].priority = 1;
+  s.preemptor.placement = CarriersOn(2, {{0, {"kube-system/daemon"}}});
+  c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.member_nodes, ElementsAre(1));
+  s.eligible = {0};
+  EXPECT_FALSE(s.Choose().has_value());
+}
+
+TEST(Preemption, SymmetricAntiAffinityACarrierElsewhereInTheDomainIsAVictimToo) {
+  // A zone key: the carrier runs on node 1, the preemptor fits on node 0 of the same zone.
+  Scenario s(2, 4000);
+  s.Run("zone-guard", {1}, 4000, 1);
+  s.preemptor.per_member = Cpu(2000);
+  s.preemptor.placement = CarriersOn(2, {{0, {"zone-guard"}}, {1, {"zone-guard"}}});
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("zone-guard"));
+  EXPECT_EQ(c->decision.member_nodes.size(), 1u);
+}
+
+// Through the queue planner: the carriers keep it off every node for a start (no node satisfies
+// the rule), and the preemption search evicts them.
+TEST(Preemption, ThroughTheQueuePlannerSymmetricAntiAffinityPreemptsTheCarriers) {
+  auto snapshot = std::make_shared<Snapshot>();
+  Node n;
+  n.name = "n0";
+  n.allocatable = Cpu(4000);
+  n.labels["kubernetes.io/hostname"] = "n0";
+  snapshot->nodes.push_back(n);
+  snapshot->topologies.push_back({"kubernetes.io/hostname", {0}, 1});
+  snapshot->pod_counts.push_back({1});  // one pod carrying the term on n0
+  RunningWorkload worker;
+  worker.id = "slurm-worker";
+  worker.allocations = {{0, Cpu(1000)}};
+  worker.class_priority = 1;
+  worker.expected_end = 100000;
+  snapshot->running.push_back(worker);
+  PendingWorkload p;
+  p.id = "jupyter";
+  p.per_member = Cpu(1000);
+  p.priority_class_value = 1000;
+  p.time_limit = 600;
+  auto rules = std::make_shared<PlacementRules>();
+  PlacementRule r;
+  r.kind = PlacementRule::Kind::kAntiAffinity;
+  r.symmetric = true;
+  rules->rules.push_back(r);
+  rules->carriers = std::make_shared<const CarriersByNode>(CarriersByNode{{"slurm-worker"}});
+  p.placement = rules;
+  snapshot->pending.push_back(p);
+  QueueConfig config;
+  CheapestVictimsPlanner victims;
+  QueuePlanner planner(config, &victims);
+  Plan plan = planner.PlanCycle(snapshot, 1000);
+  EXPECT_TRUE(plan.starts.empty());
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_THAT(plan.preemptions[0].victims, ElementsAre("slurm-worker"));
+
+  // A carrier of a higher class: no preemption, and the reason names the rule.
+  snapshot = std::make_shared<Snapshot>(*snapshot);
+  snapshot->running[0].class_priority = 5000;
+  QueuePlanner again(config, &victims);
+  plan = again.PlanCycle(snapshot, 1000);
+  EXPECT_TRUE(plan.preemptions.empty());
+  ASSERT_EQ(plan.waiting.size(), 1u);
+  EXPECT_THAT(std::string(plan.waiting[0].Message()), HasSubstr("didn't satisfy existing pods anti-affinity rules"));
+}
+
 // Through the queue planner: the hook is called for a preempting QOS, the decision lands in the
 // Plan as one PreemptDecision, and the claimed nodes are off limits for the rest of the cycle.
 TEST(Preemption, ThroughTheQueuePlannerTheDecisionIsOneAtomicStep) {

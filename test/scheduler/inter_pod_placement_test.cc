@@ -201,10 +201,8 @@ TEST(InterPodPlacementTest, AntiAffinityOnAnyKeyHoldsWithinOneCycle) {
 }
 
 // Symmetric: a bound pod's anti-affinity keeps a new matching pod (with no rule of its own) out of
-// its zone; and a pod placed earlier in the cycle does the same. DISABLED: the symmetric rule is off
-// (pod_placement.cc kSymmetricAntiAffinity) until the preemption search re-checks the rules with
-// its victims removed; with it on, stackhpc_e2e_test's onequeue-workers way bound no interactive pod.
-TEST(InterPodPlacementTest, DISABLED_AnExistingPodsAntiAffinityKeepsMatchingPodsOut) {
+// its zone; and a pod placed earlier in the cycle does the same.
+TEST(InterPodPlacementTest, AnExistingPodsAntiAffinityKeepsMatchingPodsOut) {
   const json repels_web = WithAffinity(Pod("guard", {{"app", "guard"}}), "podAntiAffinity", Term(Labels("web")));
   const Result bound = Plan(TwoZones(), {Bound(repels_web, "a1"), Pod("web", {{"app", "web"}})});
   EXPECT_EQ(bound.where.at("ns/web"), "b");
@@ -216,6 +214,33 @@ TEST(InterPodPlacementTest, DISABLED_AnExistingPodsAntiAffinityKeepsMatchingPods
   ASSERT_EQ(cycle.where.size(), 3u);
   EXPECT_NE(cycle.where.at("ns/web-0"), cycle.where.at("ns/guard"));
   EXPECT_NE(cycle.where.at("ns/web-1"), cycle.where.at("ns/guard"));
+}
+
+// Symmetric, with preemption (kube-scheduler's SelectVictimsOnNode): where every pod repelling the
+// newcomer has a lower priority, they are its victims, even when the node has room beside them;
+// a repelling pod it may not preempt keeps the node out ("node(s) didn't satisfy existing pods
+// anti-affinity rules").
+TEST(InterPodPlacementTest, ExistingPodsAntiAffinityIsLiftedOnlyByPreemptingThePodsThatCarryIt) {
+  const json repels_web = WithAffinity(Pod("guard", {{"app", "guard"}}), "podAntiAffinity",
+                                       Term(Labels("web"), "kubernetes.io/hostname"));
+  json guard = Bound(repels_web, "a1");
+  guard["spec"]["schedulerName"] = "onequeue";
+  guard["spec"]["priority"] = 10;
+  json web = Pod("web", {{"app", "web"}});
+  web["spec"]["priority"] = 1000;
+  const Result r = Plan({Node("a1", "a")}, {guard, web}, /*by_node=*/true);
+  EXPECT_TRUE(r.plan.starts.empty());
+  ASSERT_EQ(r.plan.preemptions.size(), 1u);
+  EXPECT_EQ(r.plan.preemptions[0].preemptor, "ns/web");
+  EXPECT_THAT(r.plan.preemptions[0].victims, ElementsAre("ns/guard"));
+
+  guard["spec"]["priority"] = 5000;  // it may not preempt the guard: the node stays out
+  const Result kept = Plan({Node("a1", "a")}, {guard, web}, /*by_node=*/true);
+  EXPECT_TRUE(kept.plan.starts.empty());
+  EXPECT_TRUE(kept.plan.preemptions.empty());
+  ASSERT_EQ(kept.plan.waiting.size(), 1u);
+  EXPECT_THAT(std::string(kept.plan.waiting[0].Message()),
+              HasSubstr("node(s) didn't satisfy existing pods anti-affinity rules"));
 }
 
 // Required podAffinity: the pod goes where a matching pod runs; the first pod of a self-affine

@@ -74,5 +74,24 @@ TEST(KubeSourceTest, BudgetsAreInTheStateAndTheirChangesMoveTheGeneration) {
   EXPECT_GT(source.generation(), second->generation);
 }
 
+TEST(KubeSourceTest, CsiNodesAreInTheStateWithEachDriversLimitAndTheirChangesNeedAFullCycle) {
+  const auto csi_node = *k8s::CsiNode::FromJson(json{
+      {"metadata", {{"name", "n1"}}},
+      {"spec", {{"drivers", json::array({{{"name", "ebs.csi.aws.com"}, {"allocatable", {{"count", 25}}}},
+                                         {{"name", "efs.csi.aws.com"}}})}}}});
+  KubeSource source;
+  const uint64_t before = source.generation();
+  source.UpsertCsiNode(csi_node);
+  auto state = source.State();
+  ASSERT_EQ(state->csi_nodes.size(), 1u);
+  EXPECT_EQ(state->csi_nodes[0]->metadata.name, "n1");
+  ASSERT_EQ(state->csi_nodes[0]->drivers.size(), 2u);
+  EXPECT_EQ(state->csi_nodes[0]->drivers[0].allocatable_count, 25);
+  EXPECT_EQ(state->csi_nodes[0]->drivers[1].allocatable_count, std::nullopt);  // no limit
+  EXPECT_TRUE(source.ChangesSince(before)->others);
+  source.DeleteCsiNode(csi_node);
+  EXPECT_TRUE(source.State()->csi_nodes.empty());
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler

@@ -367,5 +367,88 @@ TEST(PlacementParityTest, APodWithResourceClaimsIsRefusedWithTheClaimsNamed) {
   EXPECT_THAT(std::string(waiting->Message()), HasSubstr("DynamicResources"));
 }
 
+// Issue 28, inter-pod preferences (pod_preferences.h): nodes in two zones, each with its hostname.
+constexpr const char* kZone = "topology.kubernetes.io/zone";
+constexpr const char* kHost = "kubernetes.io/hostname";
+k8s::Node ZoneNode(const std::string& name, const std::string& zone) {
+  return MakeNode(name, {{kZone, zone}, {kHost, name}});
+}
+json Labelled(json pod, const std::string& app) {
+  pod["metadata"]["labels"] = {{"app", app}};
+  return pod;
+}
+json AppSelector(const std::string& app) { return {{"matchLabels", {{"app", app}}}}; }
+json WithPreferred(json pod, const char* kind, int weight, const std::string& app, const std::string& key) {
+  pod["spec"]["affinity"][kind]["preferredDuringSchedulingIgnoredDuringExecution"].push_back(
+      {{"weight", weight}, {"podAffinityTerm", {{"labelSelector", AppSelector(app)}, {"topologyKey", key}}}});
+  return pod;
+}
+std::string PlacedOn(const BuiltSnapshot& built) {
+  const queue::Plan plan = PlanOf(built);
+  if (plan.starts.size() != 1 || plan.starts[0].member_nodes.size() != 1) return "";
+  return built.snapshot->nodes[plan.starts[0].member_nodes[0]].name;
+}
+
+// PodTopologySpread score: a ScheduleAnyway constraint sends the pod to the zone with fewer
+// matching pods among nodes the queue otherwise finds equal (a2 and b1 both run one pod; best fit
+// alone takes a2, the first). Without a constraint: no preference.
+TEST(PlacementParityTest, ScheduleAnywaySpreadPicksTheEmptierZone) {
+  const std::vector<k8s::Node> nodes = {ZoneNode("a1", "a"), ZoneNode("a2", "a"), ZoneNode("b1", "b")};
+  const k8s::Pod web = FromJson(BoundTo(Labelled(PodJson("web-0"), "web"), "a2"));
+  const k8s::Pod other = FromJson(BoundTo(Labelled(PodJson("other"), "other"), "b1"));
+  json p = Labelled(PodJson("web-1"), "web");
+  p["spec"]["topologySpreadConstraints"] = json::array(
+      {{{"maxSkew", 1}, {"topologyKey", kZone}, {"whenUnsatisfiable", "ScheduleAnyway"}, {"labelSelector", AppSelector("web")}}});
+  const BuiltSnapshot built = BuildSnapshot(nodes, {web, other, FromJson(p)}, SnapshotOptions(), kNow);
+  ASSERT_NE(built.snapshot->pending.front().node_preference, nullptr);
+  EXPECT_EQ(PlacedOn(built), "b1");
+  const BuiltSnapshot plain = BuildSnapshot(nodes, {web, other, FromJson(Labelled(PodJson("web-1"), "web"))}, SnapshotOptions(), kNow);
+  EXPECT_EQ(plain.snapshot->pending.front().node_preference, nullptr);
+}
+
+// InterPodAffinity score: a preferred podAffinity term takes the pod next to the pod it matches
+// (its hostname), though best fit alone would take the first of the two equally loaded nodes.
+TEST(PlacementParityTest, PreferredPodAffinityPicksTheNodeNextToTheMatchingPod) {
+  const std::vector<k8s::Node> nodes = {ZoneNode("a1", "a"), ZoneNode("a2", "a"), ZoneNode("b1", "b")};
+  const k8s::Pod other = FromJson(BoundTo(Labelled(PodJson("other"), "other"), "a1"));
+  const k8s::Pod cache = FromJson(BoundTo(Labelled(PodJson("cache"), "cache"), "b1"));
+  const json p = WithPreferred(PodJson("app"), "podAffinity", 50, "cache", kHost);
+  EXPECT_EQ(PlacedOn(BuildSnapshot(nodes, {other, cache, FromJson(p)}, SnapshotOptions(), kNow)), "b1");
+}
+
+// InterPodAffinity score: a preferred podAntiAffinity term keeps the pod away from the matching
+// pod's node; symmetrically, a bound pod's preferred podAntiAffinity keeps a pod it matches away
+// (the newcomer has no term of its own).
+TEST(PlacementParityTest, PreferredPodAntiAffinityAvoidsTheMatchingPod) {
+  const std::vector<k8s::Node> nodes = {ZoneNode("a1", "a"), ZoneNode("a2", "a")};
+  const k8s::Pod noisy = FromJson(BoundTo(Labelled(PodJson("noisy"), "noisy"), "a1"));
+  const k8s::Pod other = FromJson(BoundTo(Labelled(PodJson("other"), "other"), "a2"));
+  const json p = WithPreferred(PodJson("quiet"), "podAntiAffinity", 100, "noisy", kHost);
+  EXPECT_EQ(PlacedOn(BuildSnapshot(nodes, {noisy, other, FromJson(p)}, SnapshotOptions(), kNow)), "a2");
+
+  const k8s::Pod shy = FromJson(BoundTo(WithPreferred(Labelled(PodJson("shy"), "shy"), "podAntiAffinity", 10, "web", kHost), "a1"));
+  const BuiltSnapshot symmetric = BuildSnapshot(nodes, {shy, other, FromJson(Labelled(PodJson("web"), "web"))}, SnapshotOptions(), kNow);
+  ASSERT_NE(symmetric.snapshot->pending.front().node_preference, nullptr);
+  EXPECT_EQ(PlacedOn(symmetric), "a2");
+}
+
+// Preferences only order the nodes the required rules allow: required podAntiAffinity keeps the
+// pod off the cache's node although its preferred podAffinity (zone) scores that zone highest;
+// it then takes the other node of that zone. A preference the allowed nodes cannot meet never
+// keeps it waiting.
+TEST(PlacementParityTest, RequiredConstraintsStillWinOverPreferences) {
+  const std::vector<k8s::Node> nodes = {ZoneNode("a1", "a"), ZoneNode("a2", "a"), ZoneNode("b1", "b")};
+  const k8s::Pod cache = FromJson(BoundTo(Labelled(PodJson("cache"), "cache"), "a1"));
+  const k8s::Pod other = FromJson(BoundTo(Labelled(PodJson("other"), "other"), "b1"));
+  json p = WithPreferred(PodJson("app"), "podAffinity", 100, "cache", kZone);
+  p["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] =
+      json::array({{{"labelSelector", AppSelector("cache")}, {"topologyKey", kHost}}});
+  EXPECT_EQ(PlacedOn(BuildSnapshot(nodes, {cache, other, FromJson(p)}, SnapshotOptions(), kNow)), "a2");
+
+  json pinned = WithPreferred(PodJson("pinned"), "podAffinity", 100, "cache", kHost);
+  pinned["spec"]["nodeSelector"] = {{kZone, "b"}};
+  EXPECT_EQ(PlacedOn(BuildSnapshot(nodes, {cache, other, FromJson(pinned)}, SnapshotOptions(), kNow)), "b1");
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler

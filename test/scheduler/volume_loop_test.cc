@@ -20,7 +20,7 @@ using ::testing::IsEmpty;
 class VolumeWorld : public World {
  public:
   std::map<std::string, json> claims;  // by name, namespace "ns"
-  std::vector<json> volumes, classes;
+  std::vector<json> volumes, classes, csi_nodes;
   std::vector<std::string> writes;  // "select <claim> <node>" and "bind <pod>-><node>", in order
   bool refuse_select = false;
 
@@ -31,6 +31,7 @@ class VolumeWorld : public World {
     }
     for (const json& v : volumes) state->volumes.push_back(std::make_shared<const k8s::PersistentVolume>(*k8s::PersistentVolume::FromJson(v)));
     for (const json& c : classes) state->classes.push_back(std::make_shared<const k8s::StorageClass>(*k8s::StorageClass::FromJson(c)));
+    for (const json& n : csi_nodes) state->csi_nodes.push_back(std::make_shared<const k8s::CsiNode>(*k8s::CsiNode::FromJson(n)));
     return state;
   }
   absl::Status SelectVolumeNode(const std::string& claim_key, const std::string& node) override {
@@ -96,6 +97,36 @@ TEST(VolumeLoopTest, APodWithAMissingClaimWaitsWithTheClaimNamedUntilItExists) {
   loop.RunCycle(kNow + 1);
   EXPECT_THAT(w.binds, ElementsAre("ns/p->n2"));
   EXPECT_THAT(w.writes, ElementsAre("bind ns/p->n2"));  // bound claim: nothing to annotate
+}
+
+// NodeVolumeLimits: one CSI volume per node. Two pods placed in one cycle go to different nodes
+// (the first one's volume counts for the second), and a third, once both are bound, waits with
+// kube-scheduler's reason.
+TEST(VolumeLoopTest, PodsPlacedInOneCycleCountAgainstANodesCsiVolumeLimitAndTheNextWaitsWithTheReason) {
+  VolumeWorld w;
+  for (const char* n : {"n1", "n2"}) {
+    w.AddNode(n);
+    w.csi_nodes.push_back({{"metadata", {{"name", n}}},
+                           {"spec", {{"drivers", json::array({{{"name", "ebs.csi.aws.com"}, {"allocatable", {{"count", 1}}}}})}}}});
+  }
+  for (const char* c : {"a", "b", "c"}) {
+    w.AddClaim(c, "ebs", std::string("pv-") + c);
+    w.volumes.push_back({{"metadata", {{"name", std::string("pv-") + c}}},
+                         {"spec", {{"csi", {{"driver", "ebs.csi.aws.com"}, {"volumeHandle", std::string("vol-") + c}}}}},
+                         {"status", {{"phase", "Bound"}}}});
+  }
+  w.AddPodWithClaims("p", {"a"});
+  w.AddPodWithClaims("q", {"b"});
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  ASSERT_EQ(w.binds.size(), 2u);
+  EXPECT_NE(w.NodeOf("ns/p"), w.NodeOf("ns/q"));
+  w.AddPodWithClaims("r", {"c"});
+  loop.RunCycle(kNow + 1);
+  EXPECT_EQ(w.NodeOf("ns/r"), "");
+  ASSERT_FALSE(w.reports["ns/r"].empty());
+  EXPECT_THAT(w.reports["ns/r"].back().message, HasSubstr("node(s) exceed max volume count"));
 }
 
 }  // namespace

@@ -89,13 +89,14 @@ struct VolumeWorld {
   std::vector<k8s::Node> nodes = {Node("n1", {{"topology.kubernetes.io/zone", "z1"}}),
                                   Node("n2", {{"topology.kubernetes.io/zone", "z2"}})};
   std::vector<k8s::Pod> pods;
-  std::vector<json> claims, volumes, classes;
+  std::vector<json> claims, volumes, classes, csi_nodes;
 
   BuiltSnapshot Build() const {
     KubeState state = ToKubeState(nodes, pods);
     for (const json& c : claims) state.claims.push_back(std::make_shared<const k8s::PersistentVolumeClaim>(*k8s::PersistentVolumeClaim::FromJson(c)));
     for (const json& v : volumes) state.volumes.push_back(std::make_shared<const k8s::PersistentVolume>(*k8s::PersistentVolume::FromJson(v)));
     for (const json& c : classes) state.classes.push_back(std::make_shared<const k8s::StorageClass>(*k8s::StorageClass::FromJson(c)));
+    for (const json& n : csi_nodes) state.csi_nodes.push_back(std::make_shared<const k8s::CsiNode>(*k8s::CsiNode::FromJson(n)));
     SnapshotOptions options;
     return BuildSnapshot(state, options, kNow);
   }
@@ -272,6 +273,93 @@ TEST(VolumeRestrictionsTest, OfPendingPodsSharingAReadWriteOncePodClaimOnlyTheOl
   // ReadWriteOnce (not ...Pod) claims are shared by pods freely, as kube-scheduler lets them.
   w.claims = {ClaimJson("solo", "local", "pv-any")};
   EXPECT_THAT(NodesFor(w.Build(), "ns/young"), ElementsAre("n1", "n2"));
+}
+
+// NodeVolumeLimits: a CSINode naming each driver's attach limit (none: the driver has no limit).
+json CsiNodeJson(const std::string& node, const std::map<std::string, std::optional<int>>& limits) {
+  json drivers = json::array();
+  for (const auto& [driver, count] : limits) {
+    json d = {{"name", driver}, {"nodeID", node}};
+    if (count) d["allocatable"] = {{"count", *count}};
+    drivers.push_back(d);
+  }
+  return {{"metadata", {{"name", node}}}, {"spec", {{"drivers", drivers}}}};
+}
+// A CSI PersistentVolume of `driver` (any node), and a claim "<name>" bound to it ("pv-<name>").
+json CsiVolumeJson(const std::string& name, const std::string& driver = "ebs.csi.aws.com") {
+  json j = VolumeJson("pv-" + name);
+  j["spec"]["csi"] = {{"driver", driver}, {"volumeHandle", "vol-" + name}};
+  return j;
+}
+void AddCsiClaim(VolumeWorld& w, const std::string& name, const std::string& driver = "ebs.csi.aws.com") {
+  w.claims.push_back(ClaimJson(name, "ebs", "pv-" + name));
+  w.volumes.push_back(CsiVolumeJson(name, driver));
+}
+
+TEST(NodeVolumeLimitsTest, ANodeAtItsDriversLimitIsRefusedAndThePodGoesToAnother) {
+  VolumeWorld w;
+  for (const char* c : {"a", "b"}) AddCsiClaim(w, c);
+  w.csi_nodes = {CsiNodeJson("n1", {{"ebs.csi.aws.com", 1}}), CsiNodeJson("n2", {{"ebs.csi.aws.com", 1}})};
+  w.pods = {Pod("running", {"a"}, "n1"), Pod("p", {"b"})};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre("n2"));
+  EXPECT_THAT(StartedOn(built, "ns/p"), ElementsAre("n2"));
+  // Another driver's volumes do not count against this one's limit.
+  VolumeWorld other = w;
+  other.volumes[0] = CsiVolumeJson("a", "pd.csi.storage.gke.io");
+  EXPECT_THAT(NodesFor(other.Build(), "ns/p"), ElementsAre("n1", "n2"));
+}
+
+TEST(NodeVolumeLimitsTest, AVolumeAlreadyAttachedOnTheNodeCountsOnce) {
+  VolumeWorld w;
+  for (const char* c : {"shared", "own", "extra"}) AddCsiClaim(w, c);
+  w.csi_nodes = {CsiNodeJson("n1", {{"ebs.csi.aws.com", 2}}), CsiNodeJson("n2", {{"ebs.csi.aws.com", 0}})};
+  // n1 holds 2 volumes (one used by two pods): full, but a pod using only those adds nothing.
+  w.pods = {Pod("r1", {"shared", "own"}, "n1"), Pod("r2", {"shared"}, "n1"), Pod("p", {"shared", "own"}),
+            Pod("q", {"shared", "extra"})};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre("n1"));  // n2 has room for none
+  EXPECT_THAT(NodesFor(built, "ns/q"),
+              ElementsAre(HasSubstr("NodeVolumeLimits: node(s) exceed max volume count (node n1: CSI driver "
+                                    "ebs.csi.aws.com has 2 of its 2 volumes attached, the pod adds 1)")));
+  // One volume more of room on n1: "shared" is attached there, so q adds only "extra".
+  w.csi_nodes[0] = CsiNodeJson("n1", {{"ebs.csi.aws.com", 3}});
+  EXPECT_THAT(NodesFor(w.Build(), "ns/q"), ElementsAre("n1"));
+}
+
+TEST(NodeVolumeLimitsTest, WithoutACsiNodeOrAnAllocatableCountThereIsNoLimit) {
+  VolumeWorld w;
+  for (const char* c : {"a", "b"}) AddCsiClaim(w, c);
+  w.pods = {Pod("running", {"a"}, "n1"), Pod("p", {"b"})};
+  w.csi_nodes = {CsiNodeJson("n2", {{"ebs.csi.aws.com", 0}})};  // n1 has none
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre("n1"));
+  w.csi_nodes = {CsiNodeJson("n1", {{"ebs.csi.aws.com", std::nullopt}}), CsiNodeJson("n2", {{"ebs.csi.aws.com", 0}})};
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre("n1"));
+}
+
+TEST(NodeVolumeLimitsTest, AnUnboundClaimCountsAsAVolumeOfItsClassesProvisioner) {
+  VolumeWorld w;
+  AddCsiClaim(w, "a");
+  w.claims.push_back(ClaimJson("scratch", "wffc"));
+  w.classes = {ClassJson("wffc", "WaitForFirstConsumer", "ebs.csi.aws.com")};
+  w.csi_nodes = {CsiNodeJson("n1", {{"ebs.csi.aws.com", 1}})};
+  w.pods = {Pod("running", {"a"}, "n1"), Pod("p", {"scratch"})};
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre("n2"));
+}
+
+TEST(NodeVolumeLimitsTest, PodsPlacedEarlierInTheSameCycleCountAgainstTheLimit) {
+  VolumeWorld w;
+  for (const char* c : {"a", "b"}) AddCsiClaim(w, c);
+  w.csi_nodes = {CsiNodeJson("n1", {{"ebs.csi.aws.com", 1}}), CsiNodeJson("n2", {{"ebs.csi.aws.com", 1}})};
+  w.pods = {Pod("p", {"a"}), Pod("q", {"b"})};
+  const BuiltSnapshot built = w.Build();
+  // Both nodes have room for one new volume: each pod may go to either, but not both to one.
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre("n1", "n2"));
+  std::vector<std::string> nodes = StartedOn(built, "ns/p");
+  const std::vector<std::string> q = StartedOn(built, "ns/q");
+  nodes.insert(nodes.end(), q.begin(), q.end());
+  std::sort(nodes.begin(), nodes.end());
+  EXPECT_THAT(nodes, ElementsAre("n1", "n2"));
 }
 
 TEST(VolumeBindingTest, PodsWithoutClaimsAreUntouched) {
