@@ -763,6 +763,7 @@ class SnapshotAssembler {
       }
       for (size_t m = 0; m < members.size(); ++m) {
         if (!verdicts[m].claims_to_select.empty()) out_.claims_to_select[members[m]->key] = verdicts[m].claims_to_select;
+        if (!verdicts[m].volumes_to_bind.empty()) out_.volumes_to_bind[members[m]->key] = verdicts[m].volumes_to_bind;
       }
     }
   }
