@@ -259,6 +259,7 @@ VolumeToBind VolumeIndex::MatchPreMadeVolumes(const std::string& key, const k8s:
   VolumeToBind out;
   out.claim_key = key;
   out.claim_uid = claim.metadata.uid;
+  out.storage_class = claim.storage_class_name.value_or("");
   auto available = available_by_class_.find(claim.storage_class_name.value_or(""));
   if (available == available_by_class_.end()) return out;
   std::vector<const k8s::PersistentVolume*> matching;
@@ -281,6 +282,17 @@ VolumeToBind VolumeIndex::MatchPreMadeVolumes(const std::string& key, const k8s:
     }
   }
   return out;
+}
+
+int64_t VolumeIndex::CountAvailable(const std::string& storage_class, const queue::Node& node) const {
+  auto available = available_by_class_.find(storage_class);
+  if (available == available_by_class_.end()) return 0;
+  int64_t count = 0;
+  for (const std::string& pv_name : available->second) {
+    const k8s::PersistentVolume& pv = *volumes_.at(pv_name);
+    if (!Deleting(pv.metadata) && queue::MatchesNodeAffinityTerms(node, NodeAffinityTermsOf(pv.node_affinity))) ++count;
+  }
+  return count;
 }
 
 }  // namespace onequeue::scheduler

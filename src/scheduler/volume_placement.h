@@ -59,6 +59,8 @@ class VolumeIndex {
 
   // `pool`: the snapshot's nodes.
   VolumeVerdict Check(const PodRecord& pod, const std::vector<queue::Node>& pool) const;
+  // The Available, unclaimed volumes of `storage_class` whose node affinity allows `node`.
+  int64_t CountAvailable(const std::string& storage_class, const queue::Node& node) const;
 
  private:
   std::map<std::string, const k8s::PersistentVolumeClaim*> claims_;

@@ -13,12 +13,19 @@ namespace onequeue::scheduler {
 // claimRef of the first one on the pod's node not chosen for another claim this cycle (guarded by
 // its resourceVersion); none left: with `provisions`, the selected-node annotation instead, else
 // the pod waits.
+// Resource names standing for the Available volumes of one class without a provisioner
+// ("persistentVolumes:<class>"): per pool node one unit per such volume its node affinity allows,
+// one unit asked per claim of the class a pending pod binds, so the queue plans no more claims on
+// a node than it has volumes (a pod whose volume another took this cycle still waits at binding).
+inline constexpr const char* kPreMadeVolumeResourcePrefix = "persistentVolumes:";
+
 struct PreMadeVolume {
   std::string name, resource_version;
   friend bool operator==(const PreMadeVolume&, const PreMadeVolume&) = default;
 };
 struct VolumeToBind {
   std::string claim_key, claim_uid;  // "namespace/name"
+  std::string storage_class;
   bool provisions = false;           // the class has a provisioner
   std::map<std::string, std::vector<PreMadeVolume>> candidates;  // node -> volumes, smallest first
   friend bool operator==(const VolumeToBind&, const VolumeToBind&) = default;

@@ -94,6 +94,11 @@ class VolumeWorld : public World {
                        json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", {node}}}})}}})}}}}}}},
          {"status", {{"phase", "Available"}}}});
   }
+  // An Available volume of class local-storage any node may use (no node affinity).
+  void AddSharedVolume(const std::string& name, const std::string& size) {
+    AddLocalVolume(name, "", size);
+    volumes.back()["spec"].erase("nodeAffinity");
+  }
   void AddLocalClass() {
     classes = {{{"metadata", {{"name", "local-storage"}}}, {"provisioner", "kubernetes.io/no-provisioner"},
                 {"volumeBindingMode", "WaitForFirstConsumer"}}};
@@ -194,17 +199,41 @@ TEST(VolumeLoopTest, TwoClaimsAndOneVolumeOnePodRunsTheOtherWaitsWithTheReason) 
   Config cfg = TestConfig();
   SchedulingLoop loop(cfg, &w, &w);
   loop.RunCycle(kNow);
-  // One claim gets the volume; the other pod is not bound, and no second write is even tried.
+  // The queue plans one claim on n1's one volume; the other pod waits.
   ASSERT_EQ(w.writes.size(), 2u);
   const std::string winner = w.writes[0] == "claim pv-only ns/a-data" ? "a" : "b";
   const std::string loser = winner == "a" ? "b" : "a";
   EXPECT_THAT(w.writes, ElementsAre("claim pv-only ns/" + winner + "-data", "bind ns/" + winner + "->n1"));
   EXPECT_EQ(w.NodeOf("ns/" + loser), "");
-  loop.RunCycle(kNow + 1);
+  ASSERT_FALSE(w.reports["ns/" + loser].empty());
+  EXPECT_THAT(w.reports["ns/" + loser].back().message, HasSubstr("persistentVolumes:local-storage"));
+  loop.RunCycle(kNow + 1);  // the volume is claimed now: the reason names the claim
   EXPECT_EQ(w.NodeOf("ns/" + loser), "");
   ASSERT_FALSE(w.reports["ns/" + loser].empty());
   EXPECT_THAT(w.reports["ns/" + loser].back().message,
               HasSubstr("no PersistentVolume of storage class \"local-storage\" matches claim \"" + loser + "-data\""));
+}
+
+TEST(VolumeLoopTest, AVolumeChosenForOneClaimIsNotWrittenForAnotherInTheSameCycle) {
+  VolumeWorld w;
+  w.AddNode("n1");
+  w.AddNode("n2");
+  w.AddLocalClass();
+  // One volume both nodes may use: the queue counts it on each, so both pods are planned.
+  w.AddSharedVolume("pv-any", "10Gi");
+  w.AddLocalClaim("a-data", "1Gi");
+  w.AddLocalClaim("b-data", "1Gi");
+  w.AddPodWithClaims("a", {"a-data"});
+  w.AddPodWithClaims("b", {"b-data"});
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  // One claim gets it; for the other no write is even tried (no conflict), and its pod is not bound.
+  ASSERT_EQ(w.writes.size(), 2u) << testing::PrintToString(w.writes);
+  const std::string winner = w.writes[0] == "claim pv-any ns/a-data" ? "a" : "b";
+  const std::string loser = winner == "a" ? "b" : "a";
+  EXPECT_THAT(w.writes[1], HasSubstr("bind ns/" + winner + "->"));
+  EXPECT_EQ(w.NodeOf("ns/" + loser), "");
 }
 
 TEST(VolumeLoopTest, AVolumeWriteThatConflictsLeavesThePodUnboundAndIsRetried) {

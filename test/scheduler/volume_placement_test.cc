@@ -301,6 +301,24 @@ TEST(VolumeBindingTest, AProvisioningClassUsesAMatchingPreMadeVolumeOrProvisions
   EXPECT_TRUE(built.claims_to_select.empty());
 }
 
+TEST(VolumeBindingTest, OneCyclePlansNoMoreClaimsOnANodeThanItHasPreMadeVolumes) {
+  VolumeWorld w;
+  w.pods = {Pod("a", {"a-data"}, "", "2026-11-21T09:00:00Z"), Pod("b", {"b-data"}, "", "2026-11-21T09:30:00Z"),
+            Pod("c", {"c-data"})};
+  w.claims = {SizedClaim("a-data", "local-storage", "1Gi"), SizedClaim("b-data", "local-storage", "1Gi"),
+              SizedClaim("c-data", "local-storage", "1Gi")};
+  w.classes = {ClassJson("local-storage", "WaitForFirstConsumer", "kubernetes.io/no-provisioner")};
+  // n1 holds one local volume, n2 one: each node takes one claim; the third pod waits.
+  w.volumes = {LocalVolume("pv-n1", "n1", "5Gi"), LocalVolume("pv-n2", "n2", "5Gi")};
+  const BuiltSnapshot built = w.Build();
+  const std::vector<std::string> a = StartedOn(built, "ns/a");
+  const std::vector<std::string> b = StartedOn(built, "ns/b");
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_NE(a, b);
+  EXPECT_THAT(StartedOn(built, "ns/c"), IsEmpty());
+}
+
 TEST(VolumeBindingTest, AVolumePreBoundToTheClaimKeepsItsPodOnTheVolumesNodes) {
   VolumeWorld w;
   w.pods = {Pod("p", {"local"})};
