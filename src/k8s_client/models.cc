@@ -431,6 +431,12 @@ absl::StatusOr<PersistentVolumeClaim> PersistentVolumeClaim::FromJson(const json
     c.volume_name = Str(spec, "volumeName");
     c.access_modes = StrList(spec, "accessModes");
     c.phase = Str(Field(j, "status"), "phase");
+    const ResourceList requests = Resources(Field(spec, "resources"), "requests");
+    if (auto r = requests.find("storage"); r != requests.end()) c.storage_request = r->second;
+    c.volume_mode = Str(spec, "volumeMode");
+    if (const json& sel = Field(spec, "selector"); sel.is_object()) {
+      c.selector = LabelSelector{StrMap(sel, "matchLabels"), Requirements(sel, "matchExpressions")};
+    }
     return c;
   });
 }
@@ -448,10 +454,14 @@ absl::StatusOr<PersistentVolume> PersistentVolume::FromJson(const json& j) {
     const json& ref = Field(spec, "claimRef");
     v.claim_namespace = Str(ref, "namespace");
     v.claim_name = Str(ref, "name");
+    v.claim_uid = Str(ref, "uid");
     v.phase = Str(Field(j, "status"), "phase");
     const json& csi = Field(spec, "csi");
     v.csi_driver = Str(csi, "driver");
     v.csi_volume_handle = Str(csi, "volumeHandle");
+    const ResourceList capacity = Resources(spec, "capacity");
+    if (auto c = capacity.find("storage"); c != capacity.end()) v.capacity = c->second;
+    v.volume_mode = Str(spec, "volumeMode");
     return v;
   });
 }

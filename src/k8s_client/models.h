@@ -238,6 +238,10 @@ struct PersistentVolumeClaim {
   std::string volume_name;                        // spec.volumeName: the PV it is bound to
   std::vector<std::string> access_modes;          // spec.accessModes
   std::string phase;                              // status.phase: Pending, Bound, Lost
+  // What a pre-made PersistentVolume must offer to be bound to it (VolumeBinding).
+  std::optional<Quantity> storage_request;  // spec.resources.requests.storage
+  std::string volume_mode;                  // spec.volumeMode; "" = Filesystem
+  std::optional<LabelSelector> selector;    // spec.selector
 
   static absl::StatusOr<PersistentVolumeClaim> FromJson(const nlohmann::json& j);
 };
@@ -250,9 +254,12 @@ struct PersistentVolume {
   // spec.nodeAffinity.required.nodeSelectorTerms (ORed); empty: any node.
   std::vector<NodeSelectorTerm> node_affinity;
   std::string claim_namespace, claim_name;  // spec.claimRef
+  std::string claim_uid;                    // spec.claimRef.uid
   std::string phase;                        // status.phase: Available, Bound, Released, Failed
   // spec.csi.driver and spec.csi.volumeHandle (NodeVolumeLimits); empty: not a CSI volume.
   std::string csi_driver, csi_volume_handle;
+  std::optional<Quantity> capacity;         // spec.capacity.storage
+  std::string volume_mode;                  // spec.volumeMode; "" = Filesystem
 
   static absl::StatusOr<PersistentVolume> FromJson(const nlohmann::json& j);
 };

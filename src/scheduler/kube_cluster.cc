@@ -288,6 +288,20 @@ absl::Status KubeClusterActions::SelectVolumeNode(const std::string& claim_key, 
       .status();
 }
 
+absl::Status KubeClusterActions::BindVolume(const std::string& volume, const std::string& resource_version,
+                                            const std::string& claim_key, const std::string& claim_uid) {
+  auto [ns, name] = SplitKey(claim_key);
+  // kube-scheduler's bindAPIUpdate: claimRef and bound-by-controller; resourceVersion in the patch
+  // makes the apiserver refuse it (409) if the volume changed since it was read.
+  nlohmann::json patch = {
+      {"metadata", {{"resourceVersion", resource_version}, {"annotations", {{kBoundByControllerAnnotation, "yes"}}}}},
+      {"spec",
+       {{"claimRef",
+         {{"kind", "PersistentVolumeClaim"}, {"apiVersion", "v1"}, {"namespace", ns}, {"name", name}, {"uid", claim_uid}}}}}};
+  return client_->Patch(k8s::ObjectPath(k8s::kPersistentVolumes, "", volume), patch, "application/merge-patch+json")
+      .status();
+}
+
 absl::Status KubeClusterActions::Nominate(const std::string& pod_key, const std::string& node) {
   auto [ns, name] = SplitKey(pod_key);
   // "" clears the nomination (null removes the field in a merge patch).

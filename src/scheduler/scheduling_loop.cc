@@ -265,6 +265,7 @@ void SchedulingLoop::StartWorkloads(const queue::Plan& plan, const BuiltSnapshot
     }
   }
   retaken_this_cycle_.clear();
+  volumes_chosen_.clear();
   std::map<std::string, size_t, std::less<>> pending_index;
   for (size_t i = 0; i < built.snapshot->pending.size(); ++i) pending_index[built.snapshot->pending[i].id] = i;
   for (const auto& start : plan.starts) {
@@ -289,6 +290,7 @@ void SchedulingLoop::StartWorkloads(const queue::Plan& plan, const BuiltSnapshot
       // Before the first view of Slurm a daemon does not know which nodes are shared: no pod is
       // bound while the configuration shares any partition (a fresh daemon's first cycles).
       if (!mirrors_rebuilt_ && slurm_ != nullptr && shares_nodes_) continue;
+      if (!BindPreMadeVolumes(built, keys[i], node)) continue;  // bound once its volumes name its claims
       if (!SelectVolumeNodes(built, keys[i], node)) continue;  // bound once its claims name the node
       if (shared_nodes_.count(node)) {
         auto record = record_of.find(keys[i]);
@@ -618,6 +620,43 @@ bool SchedulingLoop::SelectVolumeNodes(const BuiltSnapshot& built, const std::st
   for (const std::string& claim : claims->second) {
     if (absl::Status s = actions_->SelectVolumeNode(claim, node); !s.ok()) {
       spdlog::warn("annotating claim {} with node {} for pod {}: {}", claim, node, pod_key, s.ToString());
+      return false;  // planned again next cycle
+    }
+  }
+  return true;
+}
+
+bool SchedulingLoop::BindPreMadeVolumes(const BuiltSnapshot& built, const std::string& pod_key,
+                                        const std::string& node) {
+  auto claims = built.volumes_to_bind.find(pod_key);
+  if (claims == built.volumes_to_bind.end()) return true;
+  for (const VolumeToBind& claim : claims->second) {
+    const PreMadeVolume* chosen = nullptr;
+    if (auto on_node = claim.candidates.find(node); on_node != claim.candidates.end()) {
+      for (const PreMadeVolume& pv : on_node->second) {
+        if (!volumes_chosen_.contains(pv.name)) {
+          chosen = &pv;
+          break;
+        }
+      }
+    }
+    if (chosen == nullptr) {
+      if (claim.provisions) {  // no volume left here: the class provisions one
+        if (absl::Status s = actions_->SelectVolumeNode(claim.claim_key, node); !s.ok()) {
+          spdlog::warn("annotating claim {} with node {} for pod {}: {}", claim.claim_key, node, pod_key, s.ToString());
+          return false;
+        }
+        continue;
+      }
+      spdlog::warn("pod {}: every PersistentVolume on node {} that claim {} could be bound to was taken this cycle; "
+                   "planned again next cycle", pod_key, node, claim.claim_key);
+      return false;
+    }
+    volumes_chosen_.insert(chosen->name);  // failed or not: not offered to another claim this cycle
+    if (absl::Status s = actions_->BindVolume(chosen->name, chosen->resource_version, claim.claim_key, claim.claim_uid);
+        !s.ok()) {
+      spdlog::warn("binding persistentvolume {} to claim {} for pod {}: {}", chosen->name, claim.claim_key, pod_key,
+                   s.ToString());
       return false;  // planned again next cycle
     }
   }

@@ -123,6 +123,15 @@ class ClusterActions {
   virtual absl::Status SelectVolumeNode(const std::string& claim_key, const std::string& node) {
     return absl::OkStatus();
   }
+  // VolumeBinding's PreBind with a pre-made volume: sets the PersistentVolume's spec.claimRef to
+  // the claim ("namespace/name", its uid) and the annotation pv.kubernetes.io/bound-by-controller,
+  // only if the volume is still at `resource_version` (else kAborted, HTTP 409: another writer
+  // took it). The PV controller then binds the claim. The loop binds the pod only once this
+  // returned OK.
+  virtual absl::Status BindVolume(const std::string& volume, const std::string& resource_version,
+                                  const std::string& claim_key, const std::string& claim_uid) {
+    return absl::OkStatus();
+  }
   // Sets status.nominatedNodeName; "" clears it (a rolled-back preemption).
   virtual absl::Status Nominate(const std::string& pod_key, const std::string& node) = 0;
   // Eviction API; a PodDisruptionBudget refusal is kFailedPrecondition.
@@ -335,6 +344,9 @@ class SchedulingLoop {
   // VolumeBinding's PreBind: the pod's unbound WaitForFirstConsumer claims annotated with its
   // node; false when one could not be (the pod is not bound this cycle).
   bool SelectVolumeNodes(const BuiltSnapshot& built, const std::string& pod_key, const std::string& node);
+  // The same for claims going to pre-made volumes: each bound to the smallest volume on `node` not
+  // chosen this cycle (volumes_chosen_); false when one could not be.
+  bool BindPreMadeVolumes(const BuiltSnapshot& built, const std::string& pod_key, const std::string& node);
   void Fail(const char* name) {
     if (failpoint_) failpoint_(name);
   }
@@ -412,6 +424,7 @@ class SchedulingLoop {
   // C1: the nodes a start took from a reservation this cycle (TakeNodes); no preemption reserves
   // them again in the same cycle (WholeNodePreemptions).
   std::set<std::string> retaken_this_cycle_;
+  std::set<std::string> volumes_chosen_;  // PersistentVolumes claimed in this StartWorkloads
   // Issue 25: pods on shared nodes, each mirrored by a Slurm placeholder; the shared nodes of the
   // last cycle (Kubernetes name -> both names and the shared partition).
   PodMirrors mirrors_;

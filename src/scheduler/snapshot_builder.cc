@@ -739,6 +739,19 @@ class SnapshotAssembler {
 
   BuiltSnapshot Take() { return std::move(out_); }
 
+  // The slot of kPreMadeVolumeResourcePrefix + `storage_class`, made with its units on every pool
+  // node the first time; -1 when no slot is left (the loop's binding step still keeps volumes apart).
+  int PreMadeVolumeSlot(const VolumeIndex& index, const std::string& storage_class) {
+    queue::Snapshot& snap = *out_.snapshot;
+    const std::string name = absl::StrCat(kPreMadeVolumeResourcePrefix, storage_class);
+    if (const int i = snap.resource_names.IndexOf(name); i >= 0) return i;
+    if (static_cast<int>(snap.resource_names.names.size()) >= queue::kMaxResourceKinds) return -1;
+    snap.resource_names.names.push_back(name);
+    const int slot = static_cast<int>(snap.resource_names.names.size()) - 1;
+    for (queue::Node& n : snap.nodes) n.allocatable[slot] = index.CountAvailable(storage_class, n);
+    return slot;
+  }
+
   // Volumes (volume_placement.h): each pending workload whose pods use claims is refused with the
   // reason, or kept to the nodes its volumes allow; its unbound WaitForFirstConsumer claims are
   // noted for the loop to annotate before binding.
@@ -780,8 +793,17 @@ class SnapshotAssembler {
           w.eligibility.allowed_nodes = std::move(both);
         }
       }
+      // Pre-made volumes of a class without a provisioner: one unit of its node-local resource
+      // per claim (kPreMadeVolumeResourcePrefix), so one cycle plans no two claims on one volume.
+      if (members.size() == 1) {
+        for (const VolumeToBind& b : verdicts[0].volumes_to_bind) {
+          if (b.provisions) continue;
+          if (const int slot = PreMadeVolumeSlot(index, b.storage_class); slot >= 0) w.per_member[slot] += 1;
+        }
+      }
       for (size_t m = 0; m < members.size(); ++m) {
         if (!verdicts[m].claims_to_select.empty()) out_.claims_to_select[members[m]->key] = verdicts[m].claims_to_select;
+        if (!verdicts[m].volumes_to_bind.empty()) out_.volumes_to_bind[members[m]->key] = verdicts[m].volumes_to_bind;
       }
     }
   }

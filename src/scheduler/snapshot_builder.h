@@ -32,6 +32,7 @@
 #include "scheduler/config.h"
 #include "scheduler/pod_placement.h"
 #include "scheduler/pod_preferences.h"
+#include "scheduler/volume_to_bind.h"
 #include "queue/model.h"
 
 namespace onequeue::scheduler {
@@ -238,6 +239,9 @@ struct BuiltSnapshot {
   // VolumeBinding: pod key -> its unbound WaitForFirstConsumer claims ("namespace/name"). Before
   // such a pod is bound the loop annotates each with volume.kubernetes.io/selected-node.
   std::map<std::string, std::vector<std::string>, std::less<>> claims_to_select;
+  // VolumeBinding with pre-made volumes: pod key -> its claims to bind to a PersistentVolume
+  // (VolumeToBind, volume_placement.h) before the pod is bound.
+  std::map<std::string, std::vector<VolumeToBind>, std::less<>> volumes_to_bind;
 };
 
 BuiltSnapshot BuildSnapshot(const KubeState& state, const SnapshotOptions& options, queue::Time now);

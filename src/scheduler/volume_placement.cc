@@ -52,6 +52,20 @@ bool ZoneAllows(const k8s::PersistentVolume& pv, const queue::Node& node) {
 
 bool Deleting(const k8s::ObjectMeta& m) { return !m.deletion_timestamp.empty(); }
 
+// pvutil.FindMatchingVolume's test of one Available, unclaimed volume against a claim: same
+// volumeMode, every access mode the claim asks, at least the storage it requests, its selector.
+bool VolumeMatchesClaim(const k8s::PersistentVolume& pv, const k8s::PersistentVolumeClaim& claim) {
+  if (Deleting(pv.metadata)) return false;
+  const auto mode = [](const std::string& m) { return m.empty() ? std::string("Filesystem") : m; };
+  if (mode(pv.volume_mode) != mode(claim.volume_mode)) return false;
+  for (const std::string& m : claim.access_modes) {
+    if (!Has(pv.access_modes, m)) return false;
+  }
+  if (claim.storage_request && (!pv.capacity || *pv.capacity < *claim.storage_request)) return false;
+  if (claim.selector && !k8s::SelectorMatches(*claim.selector, pv.metadata.labels)) return false;
+  return true;
+}
+
 // The nodes of `pool` for which `allows` holds, intersected into `allowed`.
 template <typename F>
 void Restrict(const std::vector<queue::Node>& pool, std::optional<std::vector<std::string>>& allowed, F allows) {
@@ -75,6 +89,9 @@ VolumeIndex::VolumeIndex(const KubeState& state, const std::map<std::string, std
   for (const auto& v : state.volumes) {
     volumes_[v->metadata.name] = v.get();
     if (v->phase == "Available" && v->claim_name.empty()) available_by_class_[v->storage_class_name].push_back(v->metadata.name);
+    if (!v->claim_name.empty() && v->phase != "Released" && v->phase != "Failed") {
+      prebound_[absl::StrCat(v->claim_namespace, "/", v->claim_name)] = v.get();
+    }
   }
   for (const auto& c : state.classes) classes_[c->metadata.name] = c.get();
   for (const auto& record : state.pods) {
@@ -159,9 +176,18 @@ VolumeVerdict VolumeIndex::Check(const PodRecord& pod, const std::vector<queue::
       refuse(absl::StrCat("VolumeBinding: pod has unbound immediate PersistentVolumeClaims (\"", name, "\")"));
       continue;
     }
-    if (storage_class.provisioner == kNoProvisioner || available_by_class_.contains(class_name)) {
-      refuse(absl::StrCat("VolumeBinding: claim \"", name, "\" of WaitForFirstConsumer class \"", class_name,
-                          "\" may be bound to a pre-made PersistentVolume, which onequeue does not choose yet"));
+    const bool provisions = storage_class.provisioner != kNoProvisioner;
+    // Pre-bound: a volume's claimRef names this claim (written by the loop or an admin), the PV
+    // controller has yet to bind the claim: the volume's nodes, as for a bound claim.
+    if (auto pre = prebound_.find(key);
+        pre != prebound_.end() && (pre->second->claim_uid.empty() || pre->second->claim_uid == claim.metadata.uid)) {
+      const k8s::PersistentVolume& volume = *pre->second;
+      const std::vector<queue::NodeSelectorTerm> terms = NodeAffinityTermsOf(volume.node_affinity);
+      Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return queue::MatchesNodeAffinityTerms(n, terms); });
+      if (v.allowed_nodes->empty()) {
+        refuse(absl::StrCat("VolumeBinding: no node matches the node affinity of persistentvolume \"",
+                            volume.metadata.name, "\", pre-bound to claim \"", name, "\""));
+      }
       continue;
     }
     // Being provisioned for a pod already placed: the node it selected, nothing to annotate.
@@ -186,6 +212,30 @@ VolumeVerdict VolumeIndex::Check(const PodRecord& pod, const std::vector<queue::
                           " to choose its node first"));
       continue;
     }
+    // Pre-made volumes (kube-scheduler's FindPodVolumes): the nodes where one matches, and, if the
+    // class provisions, the nodes it can provision on (allowedTopologies).
+    if (!provisions || available_by_class_.contains(class_name)) {
+      VolumeToBind bind = MatchPreMadeVolumes(key, claim, pool);
+      if (!provisions && bind.candidates.empty()) {
+        refuse(absl::StrCat("VolumeBinding: no PersistentVolume of storage class \"", class_name,
+                            "\" matches claim \"", name, "\" (node(s) didn't find available persistent volumes to bind)"));
+        continue;
+      }
+      if (!bind.candidates.empty()) {
+        const std::vector<queue::NodeSelectorTerm> topology = NodeAffinityTermsOf(storage_class.allowed_topologies);
+        Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) {
+          return bind.candidates.contains(n.name) ||
+                 (provisions && (topology.empty() || queue::MatchesNodeAffinityTerms(n, topology)));
+        });
+        if (v.allowed_nodes->empty()) {
+          refuse(absl::StrCat("VolumeBinding: no node this pod can use has a PersistentVolume matching claim \"", name,
+                              "\""));
+        }
+        bind.provisions = provisions;
+        v.volumes_to_bind.push_back(std::move(bind));
+        continue;
+      }
+    }
     if (!storage_class.allowed_topologies.empty()) {
       const std::vector<queue::NodeSelectorTerm> terms = NodeAffinityTermsOf(storage_class.allowed_topologies);
       Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return queue::MatchesNodeAffinityTerms(n, terms); });
@@ -199,6 +249,7 @@ VolumeVerdict VolumeIndex::Check(const PodRecord& pod, const std::vector<queue::
   if (!v.refusal.empty()) {
     v.allowed_nodes.reset();
     v.claims_to_select.clear();
+    v.volumes_to_bind.clear();
   }
   return v;
 }
@@ -273,6 +324,36 @@ std::map<std::string, std::string> VolumeLimits::VolumesOf(const PodRecord& pod)
   return out;
 }
 
+VolumeToBind VolumeIndex::MatchPreMadeVolumes(const std::string& key, const k8s::PersistentVolumeClaim& claim,
+                                              const std::vector<queue::Node>& pool) const {
+  VolumeToBind out;
+  out.claim_key = key;
+  out.claim_uid = claim.metadata.uid;
+  out.storage_class = claim.storage_class_name.value_or("");
+  auto available = available_by_class_.find(claim.storage_class_name.value_or(""));
+  if (available == available_by_class_.end()) return out;
+  std::vector<const k8s::PersistentVolume*> matching;
+  for (const std::string& pv_name : available->second) {
+    const k8s::PersistentVolume& pv = *volumes_.at(pv_name);
+    if (VolumeMatchesClaim(pv, claim)) matching.push_back(&pv);
+  }
+  // Smallest first (pvutil.FindMatchingVolume keeps the smallest that fits), then by name.
+  std::sort(matching.begin(), matching.end(), [](const k8s::PersistentVolume* a, const k8s::PersistentVolume* b) {
+    const k8s::Quantity zero;
+    return std::forward_as_tuple(a->capacity.value_or(zero), a->metadata.name) <
+           std::forward_as_tuple(b->capacity.value_or(zero), b->metadata.name);
+  });
+  for (const k8s::PersistentVolume* pv : matching) {
+    const std::vector<queue::NodeSelectorTerm> terms = NodeAffinityTermsOf(pv->node_affinity);
+    for (const queue::Node& n : pool) {
+      if (queue::MatchesNodeAffinityTerms(n, terms)) {
+        out.candidates[n.name].push_back({pv->metadata.name, pv->metadata.resource_version});
+      }
+    }
+  }
+  return out;
+}
+
 int64_t VolumeLimits::SlotsLeft(size_t node, const std::string& driver) const {
   auto l = limits_[node].find(driver);
   if (l == limits_[node].end()) return kUnlimitedCsiVolumes;
@@ -315,6 +396,17 @@ VolumeLimitVerdict VolumeLimits::Check(const PodRecord& pod) const {
   }
   if (v.refused > 0) v.allowed_nodes = std::move(allowed);
   return v;
+}
+
+int64_t VolumeIndex::CountAvailable(const std::string& storage_class, const queue::Node& node) const {
+  auto available = available_by_class_.find(storage_class);
+  if (available == available_by_class_.end()) return 0;
+  int64_t count = 0;
+  for (const std::string& pv_name : available->second) {
+    const k8s::PersistentVolume& pv = *volumes_.at(pv_name);
+    if (!Deleting(pv.metadata) && queue::MatchesNodeAffinityTerms(node, NodeAffinityTermsOf(pv.node_affinity))) ++count;
+  }
+  return count;
 }
 
 }  // namespace onequeue::scheduler

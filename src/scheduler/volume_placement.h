@@ -12,9 +12,13 @@
 //   allowedTopologies allow, and before binding the pod the loop annotates the claim
 //   volume.kubernetes.io/selected-node (kube-scheduler's PreBind). Such a claim several pods
 //   use: the oldest pending one chooses the node, the others wait; once a pod using it is placed,
-//   they go to the node the annotation names. Not built, refused with the
-//   reason: a WaitForFirstConsumer claim that a pre-made PersistentVolume could satisfy (a class
-//   with no provisioner, or an Available volume of its class), which kube-scheduler binds itself.
+//   they go to the node the annotation names. A WaitForFirstConsumer claim a pre-made
+//   PersistentVolume could satisfy (a class with no provisioner, or an Available volume of its
+//   class) goes to the nodes where an Available, unclaimed volume matches it (class, access modes,
+//   capacity, volumeMode, selector, node affinity; pvutil.FindMatchingVolume); before binding the
+//   pod the loop writes the smallest such volume's claimRef (VolumeToBind). No volume matches and
+//   the class has no provisioner: pending with the claim named. A volume whose claimRef already
+//   names the claim (the PV controller has yet to bind it) restricts the nodes as a bound one.
 // - VolumeZone: a bound volume's zone and region labels (topology.kubernetes.io/* and the beta
 //   failure-domain keys) must match the node's; a node with none of these labels passes.
 // - VolumeRestrictions: a ReadWriteOncePod claim a bound (or assumed) pod uses keeps the pod
@@ -42,10 +46,12 @@
 #include "k8s_client/models.h"
 #include "queue/model.h"
 #include "scheduler/snapshot_builder.h"
+#include "scheduler/volume_to_bind.h"
 
 namespace onequeue::scheduler {
 
 inline constexpr const char* kSelectedNodeAnnotation = "volume.kubernetes.io/selected-node";
+inline constexpr const char* kBoundByControllerAnnotation = "pv.kubernetes.io/bound-by-controller";
 
 // What the volume filters say about one pending pod.
 struct VolumeVerdict {
@@ -53,6 +59,7 @@ struct VolumeVerdict {
   // The pool nodes its volumes allow (names); nullopt: any.
   std::optional<std::vector<std::string>> allowed_nodes;
   std::vector<std::string> claims_to_select;  // "namespace/name", WaitForFirstConsumer and unbound
+  std::vector<VolumeToBind> volumes_to_bind;  // WaitForFirstConsumer claims to bind to pre-made volumes
   friend bool operator==(const VolumeVerdict&, const VolumeVerdict&) = default;
 };
 
@@ -64,6 +71,8 @@ class VolumeIndex {
 
   // `pool`: the snapshot's nodes.
   VolumeVerdict Check(const PodRecord& pod, const std::vector<queue::Node>& pool) const;
+  // The Available, unclaimed volumes of `storage_class` whose node affinity allows `node`.
+  int64_t CountAvailable(const std::string& storage_class, const queue::Node& node) const;
 
  private:
   std::map<std::string, const k8s::PersistentVolumeClaim*> claims_;
@@ -72,6 +81,11 @@ class VolumeIndex {
   std::map<std::string, std::vector<std::string>> available_by_class_;  // Available, unclaimed PVs
   std::map<std::string, std::string> running_user_;  // claim key -> a bound or assumed pod using it
   std::map<std::string, const PodRecord*> first_pending_user_;  // claim key -> oldest pending user
+  std::map<std::string, const k8s::PersistentVolume*> prebound_;  // claim key -> volume whose claimRef names it
+
+  // The Available volumes of the claim's class that match it, per pool node, smallest first.
+  VolumeToBind MatchPreMadeVolumes(const std::string& key, const k8s::PersistentVolumeClaim& claim,
+                                   const std::vector<queue::Node>& pool) const;
 };
 
 // Resource names standing for one CSI driver's attach slots ("csiVolumes:<driver>"): per pool

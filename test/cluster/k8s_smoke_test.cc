@@ -123,6 +123,7 @@ TEST(K8sSmoke, SchedulerIdentityHasLeastPrivilegeAndNobodyIsForbidden) {
       {{"watch", "poddisruptionbudgets.policy"}, true},  // victims the budgets allow
       {{"create", "poddisruptionbudgets.policy", "-n", "default"}, false},
       {{"patch", "persistentvolumeclaims", "-n", "default"}, true},  // selected-node (VolumeBinding)
+      {{"patch", "persistentvolumes"}, true},  // claimRef of a pre-made volume (VolumeBinding)
       {{"update", "persistentvolumes"}, false},
       {{"create", "pods", "-n", "default"}, false},
       {{"update", "pods", "-n", "default"}, false},

@@ -131,7 +131,7 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
       {"events.k8s.io/events", {"create", "patch"}},
       {"policy/poddisruptionbudgets", {"list", "watch"}},
       {"/persistentvolumeclaims", {"list", "watch", "patch"}},
-      {"/persistentvolumes", {"list", "watch"}},
+      {"/persistentvolumes", {"list", "watch", "patch"}},  // a pre-made volume's claimRef
       {"storage.k8s.io/storageclasses", {"list", "watch"}},
       {"storage.k8s.io/csinodes", {"list", "watch"}},
   };
@@ -493,7 +493,8 @@ TEST_F(HelmE2E, InstallRunsTwoReplicasWithLeastPrivilegeAndUninstallRemovesIt) {
   EXPECT_TRUE(CanI({"watch", "poddisruptionbudgets.policy", "--all-namespaces"}));  // victims the budgets allow
   EXPECT_FALSE(CanI({"update", "poddisruptionbudgets.policy", "-n", "default"}));
   EXPECT_TRUE(CanI({"patch", "persistentvolumeclaims", "-n", "default"}));  // selected-node (VolumeBinding)
-  EXPECT_FALSE(CanI({"patch", "persistentvolumes"}));
+  EXPECT_TRUE(CanI({"patch", "persistentvolumes"}));  // claimRef (VolumeBinding, pre-made volumes)
+  EXPECT_FALSE(CanI({"update", "persistentvolumes"}));
   EXPECT_TRUE(CanI({"create", "events.events.k8s.io", "-n", "default"}));
   EXPECT_TRUE(CanI({"create", "leases.coordination.k8s.io", "-n", kNamespace}));
   EXPECT_TRUE(CanI({"update", "leases.coordination.k8s.io/onequeue", "-n", kNamespace}));

@@ -41,6 +41,31 @@ class VolumeWorld : public World {
     writes.push_back("select " + claim_key + " " + node);
     return absl::OkStatus();
   }
+  // The apiserver's optimistic concurrency: a write at another resourceVersion is a conflict.
+  bool conflict_next = false;  // another writer changes the volume just before ours
+  absl::Status BindVolume(const std::string& volume, const std::string& resource_version, const std::string& claim_key,
+                          const std::string& claim_uid) override {
+    for (json& v : volumes) {
+      if (v["metadata"]["name"] != volume) continue;
+      if (conflict_next) {
+        conflict_next = false;
+        v["metadata"]["resourceVersion"] = v["metadata"]["resourceVersion"].get<std::string>() + "+";
+      }
+      if (v["metadata"]["resourceVersion"] != resource_version) {
+        writes.push_back("conflict " + volume + " " + claim_key);
+        return absl::AbortedError("Operation cannot be fulfilled: the object has been modified");
+      }
+      const std::string ns = claim_key.substr(0, claim_key.find('/'));
+      const std::string name = claim_key.substr(claim_key.find('/') + 1);
+      v["spec"]["claimRef"] = {{"kind", "PersistentVolumeClaim"}, {"apiVersion", "v1"}, {"namespace", ns},
+                               {"name", name}, {"uid", claim_uid}};
+      v["metadata"]["annotations"][kBoundByControllerAnnotation] = "yes";
+      v["metadata"]["resourceVersion"] = resource_version + "+";
+      writes.push_back("claim " + volume + " " + claim_key);
+      return absl::OkStatus();
+    }
+    return absl::NotFoundError(volume);
+  }
   absl::Status Bind(const std::string& key, const std::string& node, const std::string& message) override {
     writes.push_back("bind " + key + "->" + node);
     return World::Bind(key, node, message);
@@ -54,6 +79,36 @@ class VolumeWorld : public World {
               {"spec", {{"storageClassName", storage_class}, {"accessModes", json::array({"ReadWriteOnce"})}}}};
     if (!volume.empty()) j["spec"]["volumeName"] = volume;
     claims[name] = j;
+  }
+  void AddLocalClaim(const std::string& name, const std::string& size) {
+    AddClaim(name, "local-storage");
+    claims[name]["spec"]["resources"] = {{"requests", {{"storage", size}}}};
+    claims[name]["metadata"]["uid"] = "uid-" + name;
+  }
+  // An Available local volume on `node` (local-static-provisioner's kind).
+  void AddLocalVolume(const std::string& name, const std::string& node, const std::string& size) {
+    volumes.push_back(
+        {{"metadata", {{"name", name}, {"resourceVersion", "1"}}},
+         {"spec", {{"storageClassName", "local-storage"}, {"accessModes", json::array({"ReadWriteOnce"})},
+                   {"capacity", {{"storage", size}}},
+                   {"nodeAffinity", {{"required", {{"nodeSelectorTerms", json::array({{{"matchFields",
+                       json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", {node}}}})}}})}}}}}}},
+         {"status", {{"phase", "Available"}}}});
+  }
+  // An Available volume of class local-storage any node may use (no node affinity).
+  void AddSharedVolume(const std::string& name, const std::string& size) {
+    AddLocalVolume(name, "", size);
+    volumes.back()["spec"].erase("nodeAffinity");
+  }
+  void AddLocalClass() {
+    classes = {{{"metadata", {{"name", "local-storage"}}}, {"provisioner", "kubernetes.io/no-provisioner"},
+                {"volumeBindingMode", "WaitForFirstConsumer"}}};
+  }
+  json& Volume(const std::string& name) {
+    for (json& v : volumes) {
+      if (v["metadata"]["name"] == name) return v;
+    }
+    throw std::out_of_range(name);
   }
 };
 
@@ -127,6 +182,104 @@ TEST(VolumeLoopTest, PodsPlacedInOneCycleCountAgainstANodesCsiVolumeLimitAndTheN
   EXPECT_EQ(w.NodeOf("ns/r"), "");
   ASSERT_FALSE(w.reports["ns/r"].empty());
   EXPECT_THAT(w.reports["ns/r"].back().message, HasSubstr("node(s) exceed max volume count"));
+}
+
+TEST(VolumeLoopTest, AClaimWithALocalVolumeOnOneNodeGoesThereAndTheVolumeIsClaimedBeforeThePodIsBound) {
+  VolumeWorld w;
+  w.AddNode("n1");
+  w.AddNode("n2");
+  w.AddLocalClass();
+  w.AddLocalVolume("pv-n2", "n2", "10Gi");
+  w.AddLocalClaim("data", "5Gi");
+  w.AddPodWithClaims("p", {"data"});
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  EXPECT_THAT(w.writes, ElementsAre("claim pv-n2 ns/data", "bind ns/p->n2"));
+  const json& ref = w.Volume("pv-n2")["spec"]["claimRef"];
+  EXPECT_EQ(ref["namespace"], "ns");
+  EXPECT_EQ(ref["name"], "data");
+  EXPECT_EQ(ref["uid"], "uid-data");
+  EXPECT_EQ(w.Volume("pv-n2")["metadata"]["annotations"][kBoundByControllerAnnotation], "yes");
+}
+
+TEST(VolumeLoopTest, TheSmallestFittingVolumeOnTheNodeIsBound) {
+  VolumeWorld w;
+  w.AddNode("n1");
+  w.AddLocalClass();
+  w.AddLocalVolume("pv-100g", "n1", "100Gi");
+  w.AddLocalVolume("pv-20g", "n1", "20Gi");
+  w.AddLocalVolume("pv-5g", "n1", "5Gi");  // too small
+  w.AddLocalClaim("data", "10Gi");
+  w.AddPodWithClaims("p", {"data"});
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  EXPECT_THAT(w.writes, ElementsAre("claim pv-20g ns/data", "bind ns/p->n1"));
+}
+
+TEST(VolumeLoopTest, TwoClaimsAndOneVolumeOnePodRunsTheOtherWaitsWithTheReason) {
+  VolumeWorld w;
+  w.AddNode("n1");
+  w.AddLocalClass();
+  w.AddLocalVolume("pv-only", "n1", "10Gi");
+  w.AddLocalClaim("a-data", "1Gi");
+  w.AddLocalClaim("b-data", "1Gi");
+  w.AddPodWithClaims("a", {"a-data"});
+  w.AddPodWithClaims("b", {"b-data"});
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  // The queue plans one claim on n1's one volume; the other pod waits.
+  ASSERT_EQ(w.writes.size(), 2u);
+  const std::string winner = w.writes[0] == "claim pv-only ns/a-data" ? "a" : "b";
+  const std::string loser = winner == "a" ? "b" : "a";
+  EXPECT_THAT(w.writes, ElementsAre("claim pv-only ns/" + winner + "-data", "bind ns/" + winner + "->n1"));
+  EXPECT_EQ(w.NodeOf("ns/" + loser), "");
+  loop.RunCycle(kNow + 1);  // the volume is claimed now: the reason names the claim
+  EXPECT_EQ(w.NodeOf("ns/" + loser), "");
+  ASSERT_FALSE(w.reports["ns/" + loser].empty());
+  EXPECT_THAT(w.reports["ns/" + loser].back().message,
+              HasSubstr("no PersistentVolume of storage class \"local-storage\" matches claim \"" + loser + "-data\""));
+}
+
+TEST(VolumeLoopTest, AVolumeChosenForOneClaimIsNotWrittenForAnotherInTheSameCycle) {
+  VolumeWorld w;
+  w.AddNode("n1");
+  w.AddNode("n2");
+  w.AddLocalClass();
+  // One volume both nodes may use: the queue counts it on each, so both pods are planned.
+  w.AddSharedVolume("pv-any", "10Gi");
+  w.AddLocalClaim("a-data", "1Gi");
+  w.AddLocalClaim("b-data", "1Gi");
+  w.AddPodWithClaims("a", {"a-data"});
+  w.AddPodWithClaims("b", {"b-data"});
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  // One claim gets it; for the other no write is even tried (no conflict), and its pod is not bound.
+  ASSERT_EQ(w.writes.size(), 2u) << testing::PrintToString(w.writes);
+  const std::string winner = w.writes[0] == "claim pv-any ns/a-data" ? "a" : "b";
+  const std::string loser = winner == "a" ? "b" : "a";
+  EXPECT_THAT(w.writes[1], HasSubstr("bind ns/" + winner + "->"));
+  EXPECT_EQ(w.NodeOf("ns/" + loser), "");
+}
+
+TEST(VolumeLoopTest, AVolumeWriteThatConflictsLeavesThePodUnboundAndIsRetried) {
+  VolumeWorld w;
+  w.AddNode("n1");
+  w.AddLocalClass();
+  w.AddLocalVolume("pv-n1", "n1", "10Gi");
+  w.AddLocalClaim("data", "1Gi");
+  w.AddPodWithClaims("p", {"data"});
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  w.conflict_next = true;  // the volume changed after this cycle read it
+  loop.RunCycle(kNow);
+  EXPECT_THAT(w.writes, ElementsAre("conflict pv-n1 ns/data"));
+  EXPECT_EQ(w.NodeOf("ns/p"), "");
+  loop.RunCycle(kNow + 1);  // read again: the write goes through at the new version
+  EXPECT_THAT(w.writes, ElementsAre("conflict pv-n1 ns/data", "claim pv-n1 ns/data", "bind ns/p->n1"));
 }
 
 }  // namespace

@@ -216,17 +216,123 @@ TEST(VolumeBindingTest, PodsSharingAWaitForFirstConsumerClaimFollowTheNodeTheFir
   EXPECT_FALSE(built.claims_to_select.contains("ns/second"));
 }
 
-TEST(VolumeBindingTest, AWaitForFirstConsumerClaimAPreMadeVolumeCouldSatisfyIsRefusedAsNotBuilt) {
+// A local volume: class local-storage, Available, on `hostname`, of `size`.
+json LocalVolume(const std::string& name, const std::string& hostname, const std::string& size,
+                 const std::string& storage_class = "local-storage") {
+  json j = VolumeJson(name, hostname, json::object(), storage_class, "Available");
+  j["spec"]["capacity"] = {{"storage", size}};
+  j["metadata"]["resourceVersion"] = "rv-" + name;
+  return j;
+}
+json SizedClaim(const std::string& name, const std::string& storage_class, const std::string& size) {
+  json j = ClaimJson(name, storage_class);
+  j["spec"]["resources"] = {{"requests", {{"storage", size}}}};
+  j["metadata"]["uid"] = "uid-" + name;
+  return j;
+}
+
+TEST(VolumeBindingTest, AWaitForFirstConsumerClaimGoesToTheNodesOfAMatchingPreMadeVolume) {
   VolumeWorld w;
-  w.pods = {Pod("p", {"local"}), Pod("q", {"mixed"})};
-  w.claims = {ClaimJson("local", "local-storage"), ClaimJson("mixed", "wffc")};
-  w.classes = {ClassJson("local-storage", "WaitForFirstConsumer", "kubernetes.io/no-provisioner"),
-               ClassJson("wffc", "WaitForFirstConsumer")};
-  w.volumes = {VolumeJson("pv-free", "n1", json::object(), "wffc", "Available")};
+  w.pods = {Pod("p", {"local"})};
+  w.claims = {SizedClaim("local", "local-storage", "10Gi")};
+  w.classes = {ClassJson("local-storage", "WaitForFirstConsumer", "kubernetes.io/no-provisioner")};
+  // n1's volume is too small; n2 has one that fits and a bigger one.
+  w.volumes = {LocalVolume("pv-n1-small", "n1", "5Gi"), LocalVolume("pv-n2-big", "n2", "100Gi"),
+               LocalVolume("pv-n2-fit", "n2", "20Gi")};
   const BuiltSnapshot built = w.Build();
-  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre(HasSubstr("pre-made PersistentVolume, which onequeue does not choose yet")));
-  EXPECT_THAT(NodesFor(built, "ns/q"), ElementsAre(HasSubstr("pre-made PersistentVolume")));
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre("n2"));
+  ASSERT_EQ(built.volumes_to_bind.at("ns/p").size(), 1u);
+  const VolumeToBind& bind = built.volumes_to_bind.at("ns/p")[0];
+  EXPECT_EQ(bind.claim_key, "ns/local");
+  EXPECT_EQ(bind.claim_uid, "uid-local");
+  EXPECT_FALSE(bind.provisions);
+  // Smallest fitting first, each with the resourceVersion its write is guarded by.
+  EXPECT_THAT(bind.candidates.at("n2"), ElementsAre(PreMadeVolume{"pv-n2-fit", "rv-pv-n2-fit"},
+                                                    PreMadeVolume{"pv-n2-big", "rv-pv-n2-big"}));
+  EXPECT_FALSE(bind.candidates.contains("n1"));
   EXPECT_TRUE(built.claims_to_select.empty());
+}
+
+TEST(VolumeBindingTest, APreMadeVolumeMatchesOnlyWithTheClaimsAccessModesVolumeModeAndSelector) {
+  VolumeWorld w;
+  w.pods = {Pod("p", {"local"})};
+  json claim = SizedClaim("local", "local-storage", "1Gi");
+  claim["spec"]["accessModes"] = json::array({"ReadWriteMany"});
+  w.claims = {claim};
+  w.classes = {ClassJson("local-storage", "WaitForFirstConsumer", "kubernetes.io/no-provisioner")};
+  w.volumes = {LocalVolume("pv-n1", "n1", "5Gi"), LocalVolume("pv-n2", "n2", "5Gi")};
+  w.volumes[1]["spec"]["accessModes"] = json::array({"ReadWriteOnce", "ReadWriteMany"});
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre("n2"));
+  w.claims[0]["spec"]["volumeMode"] = "Block";
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre(HasSubstr("no PersistentVolume")));
+  w.volumes[1]["spec"]["volumeMode"] = "Block";
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre("n2"));
+  w.claims[0]["spec"]["selector"] = {{"matchLabels", {{"disk", "ssd"}}}};
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre(HasSubstr("no PersistentVolume")));
+  w.volumes[1]["metadata"]["labels"]["disk"] = "ssd";
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre("n2"));
+}
+
+TEST(VolumeBindingTest, ANoProvisionerClaimNoPreMadeVolumeMatchesWaitsWithTheClaimNamed) {
+  VolumeWorld w;
+  w.pods = {Pod("p", {"local"})};
+  w.claims = {SizedClaim("local", "local-storage", "50Gi")};
+  w.classes = {ClassJson("local-storage", "WaitForFirstConsumer", "kubernetes.io/no-provisioner")};
+  w.volumes = {LocalVolume("pv-n1", "n1", "10Gi"), VolumeJson("pv-taken", "n2", json::object(), "local-storage", "Bound")};
+  w.volumes[1]["spec"]["capacity"] = {{"storage", "100Gi"}};
+  w.volumes[1]["spec"]["claimRef"] = {{"namespace", "other"}, {"name", "c"}};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"),
+              ElementsAre(HasSubstr("no PersistentVolume of storage class \"local-storage\" matches claim \"local\" "
+                                    "(node(s) didn't find available persistent volumes to bind)")));
+  EXPECT_TRUE(built.volumes_to_bind.empty());
+}
+
+TEST(VolumeBindingTest, AProvisioningClassUsesAMatchingPreMadeVolumeOrProvisionsElsewhere) {
+  VolumeWorld w;
+  w.pods = {Pod("q", {"mixed"})};
+  w.claims = {SizedClaim("mixed", "wffc", "1Gi")};
+  w.classes = {ClassJson("wffc", "WaitForFirstConsumer")};
+  w.volumes = {LocalVolume("pv-free", "n1", "5Gi", "wffc")};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/q"), ElementsAre("n1", "n2"));  // n2: provisioned there
+  const VolumeToBind& bind = built.volumes_to_bind.at("ns/q")[0];
+  EXPECT_TRUE(bind.provisions);
+  EXPECT_THAT(bind.candidates.at("n1"), ElementsAre(PreMadeVolume{"pv-free", "rv-pv-free"}));
+  EXPECT_TRUE(built.claims_to_select.empty());
+}
+
+TEST(VolumeBindingTest, OneCyclePlansNoMoreClaimsOnANodeThanItHasPreMadeVolumes) {
+  VolumeWorld w;
+  w.pods = {Pod("a", {"a-data"}, "", "2026-11-21T09:00:00Z"), Pod("b", {"b-data"}, "", "2026-11-21T09:30:00Z"),
+            Pod("c", {"c-data"})};
+  w.claims = {SizedClaim("a-data", "local-storage", "1Gi"), SizedClaim("b-data", "local-storage", "1Gi"),
+              SizedClaim("c-data", "local-storage", "1Gi")};
+  w.classes = {ClassJson("local-storage", "WaitForFirstConsumer", "kubernetes.io/no-provisioner")};
+  // n1 holds one local volume, n2 one: each node takes one claim; the third pod waits.
+  w.volumes = {LocalVolume("pv-n1", "n1", "5Gi"), LocalVolume("pv-n2", "n2", "5Gi")};
+  const BuiltSnapshot built = w.Build();
+  const std::vector<std::string> a = StartedOn(built, "ns/a");
+  const std::vector<std::string> b = StartedOn(built, "ns/b");
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_NE(a, b);
+  EXPECT_THAT(StartedOn(built, "ns/c"), IsEmpty());
+}
+
+TEST(VolumeBindingTest, AVolumePreBoundToTheClaimKeepsItsPodOnTheVolumesNodes) {
+  VolumeWorld w;
+  w.pods = {Pod("p", {"local"})};
+  w.claims = {SizedClaim("local", "local-storage", "1Gi")};
+  w.classes = {ClassJson("local-storage", "WaitForFirstConsumer", "kubernetes.io/no-provisioner")};
+  w.volumes = {LocalVolume("pv-n1", "n1", "5Gi"), LocalVolume("pv-n2", "n2", "5Gi")};
+  w.volumes[1]["spec"]["claimRef"] = {{"namespace", "ns"}, {"name", "local"}, {"uid", "uid-local"}};
+  BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre("n2"));
+  EXPECT_TRUE(built.volumes_to_bind.empty());  // written already
+  // A claimRef to an earlier claim of that name (another uid) is not this claim's.
+  w.volumes[1]["spec"]["claimRef"]["uid"] = "uid-old";
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre("n1"));
 }
 
 TEST(VolumeBindingTest, AGenericEphemeralVolumeUsesTheClaimNamedAfterThePodAndVolume) {
