@@ -112,139 +112,10 @@ VolumeIndex::VolumeIndex(const KubeState& state, const std::map<std::string, std
 
 VolumeVerdict VolumeIndex::Check(const PodRecord& pod, const std::vector<queue::Node>& pool) const {
   VolumeVerdict v;
-  const auto refuse = [&v](std::string why) {
-    if (v.refusal.empty()) v.refusal = std::move(why);
-  };
   for (const std::string& name : pod.claims) {
-    const std::string key = absl::StrCat(pod.namespace_, "/", name);
-    auto c = claims_.find(key);
-    if (c == claims_.end()) {
-      refuse(absl::StrCat("VolumeBinding: persistentvolumeclaim \"", name, "\" not found"));
-      continue;
-    }
-    const k8s::PersistentVolumeClaim& claim = *c->second;
-    if (Deleting(claim.metadata)) {
-      refuse(absl::StrCat("VolumeBinding: persistentvolumeclaim \"", name, "\" is being deleted"));
-      continue;
-    }
-    // VolumeRestrictions: one pod at a time uses a ReadWriteOncePod claim.
-    if (Has(claim.access_modes, kReadWriteOncePod)) {
-      if (auto user = running_user_.find(key); user != running_user_.end()) {
-        refuse(absl::StrCat("VolumeRestrictions: pod ", user->second, " uses PersistentVolumeClaim \"", name,
-                            "\" with the ReadWriteOncePod access mode"));
-        continue;
-      }
-      if (auto first = first_pending_user_.find(key); first != first_pending_user_.end() && first->second != &pod &&
-                                                     first->second->key != pod.key) {
-        refuse(absl::StrCat("VolumeRestrictions: PersistentVolumeClaim \"", name,
-                            "\" (ReadWriteOncePod) goes to pending pod ", first->second->key, " first"));
-        continue;
-      }
-    }
-    if (!claim.volume_name.empty()) {  // bound (or being bound) to a volume
-      auto pv = volumes_.find(claim.volume_name);
-      if (pv == volumes_.end()) {
-        refuse(absl::StrCat("VolumeBinding: persistentvolumeclaim \"", name, "\" is bound to persistentvolume \"",
-                            claim.volume_name, "\", which does not exist"));
-        continue;
-      }
-      const k8s::PersistentVolume& volume = *pv->second;
-      const std::vector<queue::NodeSelectorTerm> terms = NodeAffinityTermsOf(volume.node_affinity);
-      Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) {
-        return queue::MatchesNodeAffinityTerms(n, terms) && ZoneAllows(volume, n);
-      });
-      if (v.allowed_nodes->empty()) {
-        refuse(absl::StrCat("VolumeBinding/VolumeZone: no node matches the node affinity and zone of persistentvolume \"",
-                            volume.metadata.name, "\" (claim \"", name, "\")"));
-      }
-      continue;
-    }
-    const std::string class_name = claim.storage_class_name.value_or("");
-    if (class_name.empty()) {
-      refuse(absl::StrCat("VolumeBinding: pod has unbound immediate PersistentVolumeClaims (\"", name,
-                          "\", no storage class)"));
-      continue;
-    }
-    auto sc = classes_.find(class_name);
-    if (sc == classes_.end()) {
-      refuse(absl::StrCat("VolumeBinding: storageclass.storage.k8s.io \"", class_name, "\" not found (claim \"", name,
-                          "\")"));
-      continue;
-    }
-    const k8s::StorageClass& storage_class = *sc->second;
-    if (storage_class.volume_binding_mode != kWaitForFirstConsumer) {
-      refuse(absl::StrCat("VolumeBinding: pod has unbound immediate PersistentVolumeClaims (\"", name, "\")"));
-      continue;
-    }
-    const bool provisions = storage_class.provisioner != kNoProvisioner;
-    // Pre-bound: a volume's claimRef names this claim (written by the loop or an admin), the PV
-    // controller has yet to bind the claim: the volume's nodes, as for a bound claim.
-    if (auto pre = prebound_.find(key);
-        pre != prebound_.end() && (pre->second->claim_uid.empty() || pre->second->claim_uid == claim.metadata.uid)) {
-      const k8s::PersistentVolume& volume = *pre->second;
-      const std::vector<queue::NodeSelectorTerm> terms = NodeAffinityTermsOf(volume.node_affinity);
-      Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return queue::MatchesNodeAffinityTerms(n, terms); });
-      if (v.allowed_nodes->empty()) {
-        refuse(absl::StrCat("VolumeBinding: no node matches the node affinity of persistentvolume \"",
-                            volume.metadata.name, "\", pre-bound to claim \"", name, "\""));
-      }
-      continue;
-    }
-    // Being provisioned for a pod already placed: the node it selected, nothing to annotate.
-    if (auto user = running_user_.find(key); user != running_user_.end()) {
-      auto selected = claim.metadata.annotations.find(kSelectedNodeAnnotation);
-      if (selected == claim.metadata.annotations.end()) {
-        refuse(absl::StrCat("VolumeBinding: claim \"", name, "\" is used by pod ", user->second,
-                            ", which no node was selected for"));
-        continue;
-      }
-      Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return n.name == selected->second; });
-      if (v.allowed_nodes->empty()) {
-        refuse(absl::StrCat("VolumeBinding: claim \"", name, "\" is being provisioned on node ", selected->second,
-                            ", which this pod cannot use"));
-      }
-      continue;
-    }
-    // One node per claim: of pending pods sharing an unbound claim, the oldest chooses it.
-    if (auto first = first_pending_user_.find(key);
-        first != first_pending_user_.end() && first->second->key != pod.key) {
-      refuse(absl::StrCat("VolumeBinding: claim \"", name, "\" waits for pending pod ", first->second->key,
-                          " to choose its node first"));
-      continue;
-    }
-    // Pre-made volumes (kube-scheduler's FindPodVolumes): the nodes where one matches, and, if the
-    // class provisions, the nodes it can provision on (allowedTopologies).
-    if (!provisions || available_by_class_.contains(class_name)) {
-      VolumeToBind bind = MatchPreMadeVolumes(key, claim, pool);
-      if (!provisions && bind.candidates.empty()) {
-        refuse(absl::StrCat("VolumeBinding: no PersistentVolume of storage class \"", class_name,
-                            "\" matches claim \"", name, "\" (node(s) didn't find available persistent volumes to bind)"));
-        continue;
-      }
-      if (!bind.candidates.empty()) {
-        const std::vector<queue::NodeSelectorTerm> topology = NodeAffinityTermsOf(storage_class.allowed_topologies);
-        Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) {
-          return bind.candidates.contains(n.name) ||
-                 (provisions && (topology.empty() || queue::MatchesNodeAffinityTerms(n, topology)));
-        });
-        if (v.allowed_nodes->empty()) {
-          refuse(absl::StrCat("VolumeBinding: no node this pod can use has a PersistentVolume matching claim \"", name,
-                              "\""));
-        }
-        bind.provisions = provisions;
-        v.volumes_to_bind.push_back(std::move(bind));
-        continue;
-      }
-    }
-    if (!storage_class.allowed_topologies.empty()) {
-      const std::vector<queue::NodeSelectorTerm> terms = NodeAffinityTermsOf(storage_class.allowed_topologies);
-      Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return queue::MatchesNodeAffinityTerms(n, terms); });
-      if (v.allowed_nodes->empty()) {
-        refuse(absl::StrCat("VolumeBinding: no node is in the allowedTopologies of storage class \"", class_name,
-                            "\" (claim \"", name, "\")"));
-      }
-    }
-    v.claims_to_select.push_back(key);
+    // Every claim restricts the nodes; the first refusal is the one reported.
+    std::string refusal = CheckClaim(pod, name, pool, v);
+    if (!refusal.empty() && v.refusal.empty()) v.refusal = std::move(refusal);
   }
   if (!v.refusal.empty()) {
     v.allowed_nodes.reset();
@@ -252,6 +123,160 @@ VolumeVerdict VolumeIndex::Check(const PodRecord& pod, const std::vector<queue::
     v.volumes_to_bind.clear();
   }
   return v;
+}
+
+std::string VolumeIndex::CheckClaim(const PodRecord& pod, const std::string& name, const std::vector<queue::Node>& pool,
+                                    VolumeVerdict& v) const {
+  const std::string key = absl::StrCat(pod.namespace_, "/", name);
+  auto c = claims_.find(key);
+  if (c == claims_.end()) return absl::StrCat("VolumeBinding: persistentvolumeclaim \"", name, "\" not found");
+  const k8s::PersistentVolumeClaim& claim = *c->second;
+  if (Deleting(claim.metadata)) {
+    return absl::StrCat("VolumeBinding: persistentvolumeclaim \"", name, "\" is being deleted");
+  }
+  // VolumeRestrictions: one pod at a time uses a ReadWriteOncePod claim.
+  if (Has(claim.access_modes, kReadWriteOncePod)) {
+    if (auto user = running_user_.find(key); user != running_user_.end()) {
+      return absl::StrCat("VolumeRestrictions: pod ", user->second, " uses PersistentVolumeClaim \"", name,
+                          "\" with the ReadWriteOncePod access mode");
+    }
+    if (auto first = first_pending_user_.find(key);
+        first != first_pending_user_.end() && first->second != &pod && first->second->key != pod.key) {
+      return absl::StrCat("VolumeRestrictions: PersistentVolumeClaim \"", name,
+                          "\" (ReadWriteOncePod) goes to pending pod ", first->second->key, " first");
+    }
+  }
+  if (claim.volume_name.empty()) return CheckUnboundClaim(pod, key, name, claim, pool, v);
+  // Bound (or being bound) to a volume: its node affinity and zone.
+  auto pv = volumes_.find(claim.volume_name);
+  if (pv == volumes_.end()) {
+    return absl::StrCat("VolumeBinding: persistentvolumeclaim \"", name, "\" is bound to persistentvolume \"",
+                        claim.volume_name, "\", which does not exist");
+  }
+  const k8s::PersistentVolume& volume = *pv->second;
+  const std::vector<queue::NodeSelectorTerm> terms = NodeAffinityTermsOf(volume.node_affinity);
+  Restrict(pool, v.allowed_nodes,
+           [&](const queue::Node& n) { return queue::MatchesNodeAffinityTerms(n, terms) && ZoneAllows(volume, n); });
+  if (!v.allowed_nodes->empty()) return "";
+  return absl::StrCat("VolumeBinding/VolumeZone: no node matches the node affinity and zone of persistentvolume \"",
+                      volume.metadata.name, "\" (claim \"", name, "\")");
+}
+
+std::string VolumeIndex::CheckUnboundClaim(const PodRecord& pod, const std::string& key, const std::string& name,
+                                           const k8s::PersistentVolumeClaim& claim,
+                                           const std::vector<queue::Node>& pool, VolumeVerdict& v) const {
+  const std::string class_name = claim.storage_class_name.value_or("");
+  if (class_name.empty()) {
+    return absl::StrCat("VolumeBinding: pod has unbound immediate PersistentVolumeClaims (\"", name,
+                        "\", no storage class)");
+  }
+  auto sc = classes_.find(class_name);
+  if (sc == classes_.end()) {
+    return absl::StrCat("VolumeBinding: storageclass.storage.k8s.io \"", class_name, "\" not found (claim \"", name,
+                        "\")");
+  }
+  const k8s::StorageClass& storage_class = *sc->second;
+  if (storage_class.volume_binding_mode != kWaitForFirstConsumer) {
+    return absl::StrCat("VolumeBinding: pod has unbound immediate PersistentVolumeClaims (\"", name, "\")");
+  }
+  const bool provisions = storage_class.provisioner != kNoProvisioner;
+  // Pre-bound: a volume's claimRef names this claim (written by the loop or an admin), the PV
+  // controller has yet to bind the claim: the volume's nodes, as for a bound claim.
+  if (auto pre = prebound_.find(key);
+      pre != prebound_.end() && (pre->second->claim_uid.empty() || pre->second->claim_uid == claim.metadata.uid)) {
+    const k8s::PersistentVolume& volume = *pre->second;
+    const std::vector<queue::NodeSelectorTerm> terms = NodeAffinityTermsOf(volume.node_affinity);
+    Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return queue::MatchesNodeAffinityTerms(n, terms); });
+    if (!v.allowed_nodes->empty()) return "";
+    return absl::StrCat("VolumeBinding: no node matches the node affinity of persistentvolume \"",
+                        volume.metadata.name, "\", pre-bound to claim \"", name, "\"");
+  }
+  // Being provisioned for a pod already placed: the node it selected, nothing to annotate.
+  if (auto user = running_user_.find(key); user != running_user_.end()) {
+    auto selected = claim.metadata.annotations.find(kSelectedNodeAnnotation);
+    if (selected == claim.metadata.annotations.end()) {
+      return absl::StrCat("VolumeBinding: claim \"", name, "\" is used by pod ", user->second,
+                          ", which no node was selected for");
+    }
+    Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return n.name == selected->second; });
+    if (!v.allowed_nodes->empty()) return "";
+    return absl::StrCat("VolumeBinding: claim \"", name, "\" is being provisioned on node ", selected->second,
+                        ", which this pod cannot use");
+  }
+  // One node per claim: of pending pods sharing an unbound claim, the oldest chooses it.
+  if (auto first = first_pending_user_.find(key); first != first_pending_user_.end() && first->second->key != pod.key) {
+    return absl::StrCat("VolumeBinding: claim \"", name, "\" waits for pending pod ", first->second->key,
+                        " to choose its node first");
+  }
+  const std::vector<queue::NodeSelectorTerm> topology = NodeAffinityTermsOf(storage_class.allowed_topologies);
+  // Pre-made volumes (kube-scheduler's FindPodVolumes): the nodes where one matches, and, if the
+  // class provisions, the nodes it can provision on (allowedTopologies).
+  if (!provisions || available_by_class_.contains(class_name)) {
+    VolumeToBind bind = MatchPreMadeVolumes(key, claim, pool);
+    if (!provisions && bind.candidates.empty()) {
+      return absl::StrCat("VolumeBinding: no PersistentVolume of storage class \"", class_name, "\" matches claim \"",
+                          name, "\" (node(s) didn't find available persistent volumes to bind)");
+    }
+    if (!bind.candidates.empty()) {
+      Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) {
+        return bind.candidates.contains(n.name) ||
+               (provisions && (topology.empty() || queue::MatchesNodeAffinityTerms(n, topology)));
+      });
+      bind.provisions = provisions;
+      v.volumes_to_bind.push_back(std::move(bind));
+      if (!v.allowed_nodes->empty()) return "";
+      return absl::StrCat("VolumeBinding: no node this pod can use has a PersistentVolume matching claim \"", name,
+                          "\"");
+    }
+  }
+  // Provisioned where the pod goes: the class's allowedTopologies, and the claim to annotate.
+  v.claims_to_select.push_back(key);
+  if (topology.empty()) return "";
+  Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return queue::MatchesNodeAffinityTerms(n, topology); });
+  if (!v.allowed_nodes->empty()) return "";
+  return absl::StrCat("VolumeBinding: no node is in the allowedTopologies of storage class \"", class_name,
+                      "\" (claim \"", name, "\")");
+}
+
+VolumeToBind VolumeIndex::MatchPreMadeVolumes(const std::string& key, const k8s::PersistentVolumeClaim& claim,
+                                              const std::vector<queue::Node>& pool) const {
+  VolumeToBind out;
+  out.claim_key = key;
+  out.claim_uid = claim.metadata.uid;
+  out.storage_class = claim.storage_class_name.value_or("");
+  auto available = available_by_class_.find(claim.storage_class_name.value_or(""));
+  if (available == available_by_class_.end()) return out;
+  std::vector<const k8s::PersistentVolume*> matching;
+  for (const std::string& pv_name : available->second) {
+    const k8s::PersistentVolume& pv = *volumes_.at(pv_name);
+    if (VolumeMatchesClaim(pv, claim)) matching.push_back(&pv);
+  }
+  // Smallest first (pvutil.FindMatchingVolume keeps the smallest that fits), then by name.
+  std::sort(matching.begin(), matching.end(), [](const k8s::PersistentVolume* a, const k8s::PersistentVolume* b) {
+    const k8s::Quantity zero;
+    return std::forward_as_tuple(a->capacity.value_or(zero), a->metadata.name) <
+           std::forward_as_tuple(b->capacity.value_or(zero), b->metadata.name);
+  });
+  for (const k8s::PersistentVolume* pv : matching) {
+    const std::vector<queue::NodeSelectorTerm> terms = NodeAffinityTermsOf(pv->node_affinity);
+    for (const queue::Node& n : pool) {
+      if (queue::MatchesNodeAffinityTerms(n, terms)) {
+        out.candidates[n.name].push_back({pv->metadata.name, pv->metadata.resource_version});
+      }
+    }
+  }
+  return out;
+}
+
+int64_t VolumeIndex::CountAvailable(const std::string& storage_class, const queue::Node& node) const {
+  auto available = available_by_class_.find(storage_class);
+  if (available == available_by_class_.end()) return 0;
+  int64_t count = 0;
+  for (const std::string& pv_name : available->second) {
+    const k8s::PersistentVolume& pv = *volumes_.at(pv_name);
+    if (!Deleting(pv.metadata) && queue::MatchesNodeAffinityTerms(node, NodeAffinityTermsOf(pv.node_affinity))) ++count;
+  }
+  return count;
 }
 
 VolumeLimits::VolumeLimits(const KubeState& state, const std::map<std::string, std::string>& assumed,
@@ -324,36 +349,6 @@ std::map<std::string, std::string> VolumeLimits::VolumesOf(const PodRecord& pod)
   return out;
 }
 
-VolumeToBind VolumeIndex::MatchPreMadeVolumes(const std::string& key, const k8s::PersistentVolumeClaim& claim,
-                                              const std::vector<queue::Node>& pool) const {
-  VolumeToBind out;
-  out.claim_key = key;
-  out.claim_uid = claim.metadata.uid;
-  out.storage_class = claim.storage_class_name.value_or("");
-  auto available = available_by_class_.find(claim.storage_class_name.value_or(""));
-  if (available == available_by_class_.end()) return out;
-  std::vector<const k8s::PersistentVolume*> matching;
-  for (const std::string& pv_name : available->second) {
-    const k8s::PersistentVolume& pv = *volumes_.at(pv_name);
-    if (VolumeMatchesClaim(pv, claim)) matching.push_back(&pv);
-  }
-  // Smallest first (pvutil.FindMatchingVolume keeps the smallest that fits), then by name.
-  std::sort(matching.begin(), matching.end(), [](const k8s::PersistentVolume* a, const k8s::PersistentVolume* b) {
-    const k8s::Quantity zero;
-    return std::forward_as_tuple(a->capacity.value_or(zero), a->metadata.name) <
-           std::forward_as_tuple(b->capacity.value_or(zero), b->metadata.name);
-  });
-  for (const k8s::PersistentVolume* pv : matching) {
-    const std::vector<queue::NodeSelectorTerm> terms = NodeAffinityTermsOf(pv->node_affinity);
-    for (const queue::Node& n : pool) {
-      if (queue::MatchesNodeAffinityTerms(n, terms)) {
-        out.candidates[n.name].push_back({pv->metadata.name, pv->metadata.resource_version});
-      }
-    }
-  }
-  return out;
-}
-
 int64_t VolumeLimits::SlotsLeft(size_t node, const std::string& driver) const {
   auto l = limits_[node].find(driver);
   if (l == limits_[node].end()) return kUnlimitedCsiVolumes;
@@ -396,17 +391,6 @@ VolumeLimitVerdict VolumeLimits::Check(const PodRecord& pod) const {
   }
   if (v.refused > 0) v.allowed_nodes = std::move(allowed);
   return v;
-}
-
-int64_t VolumeIndex::CountAvailable(const std::string& storage_class, const queue::Node& node) const {
-  auto available = available_by_class_.find(storage_class);
-  if (available == available_by_class_.end()) return 0;
-  int64_t count = 0;
-  for (const std::string& pv_name : available->second) {
-    const k8s::PersistentVolume& pv = *volumes_.at(pv_name);
-    if (!Deleting(pv.metadata) && queue::MatchesNodeAffinityTerms(node, NodeAffinityTermsOf(pv.node_affinity))) ++count;
-  }
-  return count;
 }
 
 }  // namespace onequeue::scheduler

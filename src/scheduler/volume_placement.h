@@ -83,6 +83,13 @@ class VolumeIndex {
   std::map<std::string, const PodRecord*> first_pending_user_;  // claim key -> oldest pending user
   std::map<std::string, const k8s::PersistentVolume*> prebound_;  // claim key -> volume whose claimRef names it
 
+  // One claim of `pod`: restricts v.allowed_nodes and adds what to write; returns the refusal, or "".
+  std::string CheckClaim(const PodRecord& pod, const std::string& name, const std::vector<queue::Node>& pool,
+                         VolumeVerdict& v) const;
+  // A claim with no volume yet (`key` is "namespace/name"): its class, pre-made and pre-bound volumes.
+  std::string CheckUnboundClaim(const PodRecord& pod, const std::string& key, const std::string& name,
+                                const k8s::PersistentVolumeClaim& claim, const std::vector<queue::Node>& pool,
+                                VolumeVerdict& v) const;
   // The Available volumes of the claim's class that match it, per pool node, smallest first.
   VolumeToBind MatchPreMadeVolumes(const std::string& key, const k8s::PersistentVolumeClaim& claim,
                                    const std::vector<queue::Node>& pool) const;
