@@ -24,6 +24,12 @@ class VolumeWorld : public World {
   std::vector<std::string> writes;  // "select <claim> <node>" and "bind <pod>-><node>", in order
   bool refuse_select = false;
 
+  // Each node labelled kubernetes.io/hostname=<name>, as the kubelet does (CSIStorageCapacity's nodeTopology).
+  std::vector<k8s::Node> Nodes() const override {
+    std::vector<k8s::Node> nodes = World::Nodes();
+    for (k8s::Node& n : nodes) n.metadata.labels["kubernetes.io/hostname"] = n.metadata.name;
+    return nodes;
+  }
   std::shared_ptr<const KubeState> State() const override {
     auto state = std::make_shared<KubeState>(ToKubeState(Nodes(), Pods()));
     for (const auto& [name, c] : claims) {
