@@ -25,10 +25,9 @@
 //   CSIStorageCapacity of the class whose nodeTopology selects the node has maximumVolumeSize (if
 //   set, else capacity) >= the request; no node left: pending with the claim and class named and
 //   kube-scheduler's "node(s) did not have enough free storage". No CSIDriver, or storageCapacity
-//   unset or false: no check. Unlike kube-scheduler's checks, each pod is checked against the
-//   capacities as last reported: claims placed earlier in the same cycle do not decrement them,
-//   and a claim already selected for a node (being provisioned for a placed pod) is not checked
-//   again.
+//   unset or false: no check. As in kube-scheduler, the capacities are the ones last reported:
+//   claims placed earlier (in this cycle or not yet provisioned) do not decrement them. Unlike it,
+//   a claim already selected for a node (being provisioned for a placed pod) is not checked again.
 // - VolumeZone: a bound volume's zone and region labels (topology.kubernetes.io/* and the beta
 //   failure-domain keys) must match the node's; a node with none of these labels passes.
 // - VolumeRestrictions: a ReadWriteOncePod claim a bound (or assumed) pod uses keeps the pod
