@@ -477,6 +477,31 @@ absl::StatusOr<CsiNode> CsiNode::FromJson(const json& j) {
   });
 }
 
+absl::StatusOr<CsiDriver> CsiDriver::FromJson(const json& j) {
+  return Guarded<CsiDriver>("CSIDriver", j, [&] {
+    CsiDriver d;
+    d.metadata = Meta(j);
+    d.storage_capacity = Bool(Field(j, "spec"), "storageCapacity");
+    return d;
+  });
+}
+
+absl::StatusOr<CsiStorageCapacity> CsiStorageCapacity::FromJson(const json& j) {
+  return Guarded<CsiStorageCapacity>("CSIStorageCapacity", j, [&] {
+    CsiStorageCapacity c;
+    c.metadata = Meta(j);
+    c.storage_class_name = Str(j, "storageClassName");
+    if (const json& sel = Field(j, "nodeTopology"); sel.is_object()) {
+      c.node_topology = LabelSelector{StrMap(sel, "matchLabels"), Requirements(sel, "matchExpressions")};
+    }
+    if (const json& v = Field(j, "capacity"); !v.is_null()) c.capacity = ParseQuantityValue(v, "capacity");
+    if (const json& v = Field(j, "maximumVolumeSize"); !v.is_null()) {
+      c.maximum_volume_size = ParseQuantityValue(v, "maximumVolumeSize");
+    }
+    return c;
+  });
+}
+
 absl::StatusOr<StorageClass> StorageClass::FromJson(const json& j) {
   return Guarded<StorageClass>("StorageClass", j, [&] {
     StorageClass sc;

@@ -289,6 +289,26 @@ struct CsiNode {
   static absl::StatusOr<CsiNode> FromJson(const nlohmann::json& j);
 };
 
+// storage.k8s.io/v1 CSIDriver (name = the driver's, as in a StorageClass's provisioner).
+struct CsiDriver {
+  ObjectMeta metadata;
+  // spec.storageCapacity: VolumeBinding checks CSIStorageCapacity for volumes it provisions.
+  bool storage_capacity = false;
+
+  static absl::StatusOr<CsiDriver> FromJson(const nlohmann::json& j);
+};
+
+// storage.k8s.io/v1 CSIStorageCapacity: the room one storage class has left for new volumes on
+// the nodes its nodeTopology selects (VolumeBinding).
+struct CsiStorageCapacity {
+  ObjectMeta metadata;
+  std::string storage_class_name;
+  std::optional<LabelSelector> node_topology;  // none: no node has access
+  std::optional<Quantity> capacity, maximum_volume_size;
+
+  static absl::StatusOr<CsiStorageCapacity> FromJson(const nlohmann::json& j);
+};
+
 // ObjectMeta parsing shared by the models (and by the informer for unknown kinds).
 absl::StatusOr<ObjectMeta> ParseObjectMeta(const nlohmann::json& j);
 

@@ -40,6 +40,8 @@ inline const ResourceType kPersistentVolumeClaims{"/api/v1", "persistentvolumecl
 inline const ResourceType kPersistentVolumes{"/api/v1", "persistentvolumes", false};
 inline const ResourceType kStorageClasses{"/apis/storage.k8s.io/v1", "storageclasses", false};
 inline const ResourceType kCsiNodes{"/apis/storage.k8s.io/v1", "csinodes", false};
+inline const ResourceType kCsiDrivers{"/apis/storage.k8s.io/v1", "csidrivers", false};
+inline const ResourceType kCsiStorageCapacities{"/apis/storage.k8s.io/v1", "csistoragecapacities", true};
 
 // Empty namespace on a namespaced type = all namespaces.
 std::string CollectionPath(const ResourceType& type, const std::string& ns);

@@ -94,6 +94,28 @@ void KubeSource::DeleteCsiNode(const k8s::CsiNode& csi_node) {
   if (csi_nodes_.erase(csi_node.metadata.Key()) > 0) last_other_change_ = ++generation_;
 }
 
+void KubeSource::UpsertCsiDriver(const k8s::CsiDriver& driver) {
+  absl::MutexLock lock(&mu_);
+  Upsert(csi_drivers_, driver);
+  last_other_change_ = ++generation_;
+}
+
+void KubeSource::DeleteCsiDriver(const k8s::CsiDriver& driver) {
+  absl::MutexLock lock(&mu_);
+  if (csi_drivers_.erase(driver.metadata.Key()) > 0) last_other_change_ = ++generation_;
+}
+
+void KubeSource::UpsertCsiCapacity(const k8s::CsiStorageCapacity& capacity) {
+  absl::MutexLock lock(&mu_);
+  Upsert(csi_capacities_, capacity);
+  last_other_change_ = ++generation_;
+}
+
+void KubeSource::DeleteCsiCapacity(const k8s::CsiStorageCapacity& capacity) {
+  absl::MutexLock lock(&mu_);
+  if (csi_capacities_.erase(capacity.metadata.Key()) > 0) last_other_change_ = ++generation_;
+}
+
 std::shared_ptr<const KubeState> KubeSource::State() const {
   absl::MutexLock lock(&mu_);
   if (state_ != nullptr && state_->generation == generation_) return state_;
@@ -109,6 +131,8 @@ std::shared_ptr<const KubeState> KubeSource::State() const {
   for (const auto& [key, v] : volumes_) state->volumes.push_back(v);
   for (const auto& [key, c] : classes_) state->classes.push_back(c);
   for (const auto& [key, n] : csi_nodes_) state->csi_nodes.push_back(n);
+  for (const auto& [key, d] : csi_drivers_) state->csi_drivers.push_back(d);
+  for (const auto& [key, c] : csi_capacities_) state->csi_capacities.push_back(c);
   state_ = std::move(state);
   return state_;
 }

@@ -35,6 +35,11 @@ class KubeSource {
   // NodeVolumeLimits: CSINode objects (volume_placement.h).
   void UpsertCsiNode(const k8s::CsiNode& csi_node);
   void DeleteCsiNode(const k8s::CsiNode& csi_node);
+  // VolumeBinding's storage capacity check: CSIDriver and CSIStorageCapacity objects.
+  void UpsertCsiDriver(const k8s::CsiDriver& driver);
+  void DeleteCsiDriver(const k8s::CsiDriver& driver);
+  void UpsertCsiCapacity(const k8s::CsiStorageCapacity& capacity);
+  void DeleteCsiCapacity(const k8s::CsiStorageCapacity& capacity);
 
   // The current state; the same object as last time when nothing changed.
   std::shared_ptr<const KubeState> State() const;
@@ -54,6 +59,8 @@ class KubeSource {
   std::map<std::string, std::shared_ptr<const k8s::PersistentVolume>> volumes_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<const k8s::StorageClass>> classes_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<const k8s::CsiNode>> csi_nodes_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<const k8s::CsiDriver>> csi_drivers_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<const k8s::CsiStorageCapacity>> csi_capacities_ ABSL_GUARDED_BY(mu_);
   mutable std::shared_ptr<const KubeState> state_ ABSL_GUARDED_BY(mu_);
   // The recent pod upserts (generation -> pod key), at most kChangeLogSize of them; the changes
   // since a generation older than `log_starts_after_` are no longer known.

@@ -435,6 +435,22 @@ class Daemon {
         [this](const k8s::CsiNode& n) { kube_source_.DeleteCsiNode(n); trigger_.Fire(); }};
     csi_nodes_ = std::make_unique<k8s::Informer<k8s::CsiNode>>(client_.get(), k8s::kCsiNodes, informer_options,
                                                                 csi_node_handlers);
+    // VolumeBinding's storage capacity check: which CSI drivers opt in, and their capacity per class.
+    k8s::InformerHandlers<k8s::CsiDriver> csi_driver_handlers{
+        [this](const k8s::CsiDriver& d) { kube_source_.UpsertCsiDriver(d); trigger_.Fire(); },
+        [this](const k8s::CsiDriver&, const k8s::CsiDriver& d) { kube_source_.UpsertCsiDriver(d); trigger_.Fire(); },
+        [this](const k8s::CsiDriver& d) { kube_source_.DeleteCsiDriver(d); trigger_.Fire(); }};
+    csi_drivers_ = std::make_unique<k8s::Informer<k8s::CsiDriver>>(client_.get(), k8s::kCsiDrivers, informer_options,
+                                                                    csi_driver_handlers);
+    k8s::InformerHandlers<k8s::CsiStorageCapacity> csi_capacity_handlers{
+        [this](const k8s::CsiStorageCapacity& c) { kube_source_.UpsertCsiCapacity(c); trigger_.Fire(); },
+        [this](const k8s::CsiStorageCapacity&, const k8s::CsiStorageCapacity& c) {
+          kube_source_.UpsertCsiCapacity(c);
+          trigger_.Fire();
+        },
+        [this](const k8s::CsiStorageCapacity& c) { kube_source_.DeleteCsiCapacity(c); trigger_.Fire(); }};
+    csi_capacities_ = std::make_unique<k8s::Informer<k8s::CsiStorageCapacity>>(
+        client_.get(), k8s::kCsiStorageCapacities, informer_options, csi_capacity_handlers);
     nodes_->Start();
     pods_->Start();
     budgets_->Start();
@@ -442,6 +458,8 @@ class Daemon {
     volumes_->Start();
     classes_->Start();
     csi_nodes_->Start();
+    csi_drivers_->Start();
+    csi_capacities_->Start();
   }
 
   int StartLeaderElection(const k8s::ClientConfig& kc) {
@@ -487,7 +505,8 @@ class Daemon {
     while (!nodes_->WaitForSync(absl::Seconds(1)) || !pods_->WaitForSync(absl::Seconds(1)) ||
            !budgets_->WaitForSync(absl::Seconds(1)) || !claims_->WaitForSync(absl::Seconds(1)) ||
            !volumes_->WaitForSync(absl::Seconds(1)) || !classes_->WaitForSync(absl::Seconds(1)) ||
-           !csi_nodes_->WaitForSync(absl::Seconds(1))) {
+           !csi_nodes_->WaitForSync(absl::Seconds(1)) || !csi_drivers_->WaitForSync(absl::Seconds(1)) ||
+           !csi_capacities_->WaitForSync(absl::Seconds(1))) {
       loop_health_.Beat();  // waiting, not stuck: a large cluster's first list takes a while
       if (!trigger_.Wait(absl::ZeroDuration())) return false;
       spdlog::info("waiting for the pod and node informers to sync");
@@ -609,6 +628,8 @@ class Daemon {
     if (volumes_) volumes_->Stop();
     if (classes_) classes_->Stop();
     if (csi_nodes_) csi_nodes_->Stop();
+    if (csi_drivers_) csi_drivers_->Stop();
+    if (csi_capacities_) csi_capacities_->Stop();
     if (pods_) pods_->Stop();
     if (nodes_) nodes_->Stop();
     if (server_) server_->Shutdown();
@@ -635,6 +656,8 @@ class Daemon {
   std::unique_ptr<k8s::Informer<k8s::PersistentVolume>> volumes_;
   std::unique_ptr<k8s::Informer<k8s::StorageClass>> classes_;
   std::unique_ptr<k8s::Informer<k8s::CsiNode>> csi_nodes_;
+  std::unique_ptr<k8s::Informer<k8s::CsiDriver>> csi_drivers_;
+  std::unique_ptr<k8s::Informer<k8s::CsiStorageCapacity>> csi_capacities_;
   std::unique_ptr<k8s::RestClient> lease_rest_client_, loop_writer_;
   std::unique_ptr<k8s::SchedulerApi> lease_api_;
   std::unique_ptr<LeaderElector> elector_;

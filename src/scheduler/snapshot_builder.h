@@ -209,6 +209,9 @@ struct KubeState {
   std::vector<std::shared_ptr<const k8s::StorageClass>> classes;
   // NodeVolumeLimits: the CSINode objects (each CSI driver's attach limit on a node).
   std::vector<std::shared_ptr<const k8s::CsiNode>> csi_nodes;
+  // VolumeBinding's storage capacity check: CSIDriver and CSIStorageCapacity objects.
+  std::vector<std::shared_ptr<const k8s::CsiDriver>> csi_drivers;
+  std::vector<std::shared_ptr<const k8s::CsiStorageCapacity>> csi_capacities;
   uint64_t generation = 0;  // the highest record generation in it
 };
 

@@ -94,6 +94,8 @@ VolumeIndex::VolumeIndex(const KubeState& state, const std::map<std::string, std
     }
   }
   for (const auto& c : state.classes) classes_[c->metadata.name] = c.get();
+  for (const auto& d : state.csi_drivers) driver_capacity_[d->metadata.name] = d->storage_capacity;
+  for (const auto& c : state.csi_capacities) capacities_by_class_[c->storage_class_name].push_back(c.get());
   for (const auto& record : state.pods) {
     const PodRecord& pod = *record;
     if (pod.claims.empty() || pod.terminal) continue;
@@ -218,24 +220,59 @@ std::string VolumeIndex::CheckUnboundClaim(const PodRecord& pod, const std::stri
                           name, "\" (node(s) didn't find available persistent volumes to bind)");
     }
     if (!bind.candidates.empty()) {
+      // A node with a matching volume needs no capacity; the others are provisioned on.
+      const bool capacity = provisions && ChecksCapacity(storage_class, claim);
       Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) {
         return bind.candidates.contains(n.name) ||
-               (provisions && (topology.empty() || queue::MatchesNodeAffinityTerms(n, topology)));
+               (provisions && (topology.empty() || queue::MatchesNodeAffinityTerms(n, topology)) &&
+                (!capacity || HasEnoughCapacity(storage_class, claim, n)));
       });
       bind.provisions = provisions;
       v.volumes_to_bind.push_back(std::move(bind));
       if (!v.allowed_nodes->empty()) return "";
       return absl::StrCat("VolumeBinding: no node this pod can use has a PersistentVolume matching claim \"", name,
-                          "\"");
+                          "\"",
+                          capacity ? absl::StrCat(" or enough CSIStorageCapacity of storage class \"", class_name,
+                                                  "\" to provision it (node(s) did not have enough free storage)")
+                                   : "");
     }
   }
-  // Provisioned where the pod goes: the class's allowedTopologies, and the claim to annotate.
+  // Provisioned where the pod goes: the class's allowedTopologies, the driver's reported capacity,
+  // and the claim to annotate.
   v.claims_to_select.push_back(key);
-  if (topology.empty()) return "";
-  Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return queue::MatchesNodeAffinityTerms(n, topology); });
+  if (!topology.empty()) {
+    Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return queue::MatchesNodeAffinityTerms(n, topology); });
+    if (v.allowed_nodes->empty()) {
+      return absl::StrCat("VolumeBinding: no node is in the allowedTopologies of storage class \"", class_name,
+                          "\" (claim \"", name, "\")");
+    }
+  }
+  if (!ChecksCapacity(storage_class, claim)) return "";
+  Restrict(pool, v.allowed_nodes, [&](const queue::Node& n) { return HasEnoughCapacity(storage_class, claim, n); });
   if (!v.allowed_nodes->empty()) return "";
-  return absl::StrCat("VolumeBinding: no node is in the allowedTopologies of storage class \"", class_name,
-                      "\" (claim \"", name, "\")");
+  return absl::StrCat("VolumeBinding: no node this pod can use has enough CSIStorageCapacity of storage class \"",
+                      class_name, "\" for claim \"", name, "\" (node(s) did not have enough free storage)");
+}
+
+bool VolumeIndex::ChecksCapacity(const k8s::StorageClass& storage_class,
+                                 const k8s::PersistentVolumeClaim& claim) const {
+  if (!claim.storage_request) return false;  // no size to check
+  auto driver = driver_capacity_.find(storage_class.provisioner);
+  return driver != driver_capacity_.end() && driver->second;
+}
+
+bool VolumeIndex::HasEnoughCapacity(const k8s::StorageClass& storage_class, const k8s::PersistentVolumeClaim& claim,
+                                    const queue::Node& node) const {
+  auto capacities = capacities_by_class_.find(storage_class.metadata.name);
+  if (capacities == capacities_by_class_.end()) return false;
+  for (const k8s::CsiStorageCapacity* c : capacities->second) {
+    // maximumVolumeSize when set (the more precise), else capacity (capacitySufficient).
+    const std::optional<k8s::Quantity>& limit = c->maximum_volume_size ? c->maximum_volume_size : c->capacity;
+    if (!limit || limit->Value() < claim.storage_request->Value()) continue;
+    // nodeHasAccess: no nodeTopology, no node.
+    if (c->node_topology && k8s::SelectorMatches(*c->node_topology, node.labels)) return true;
+  }
+  return false;
 }
 
 VolumeToBind VolumeIndex::MatchPreMadeVolumes(const std::string& key, const k8s::PersistentVolumeClaim& claim,

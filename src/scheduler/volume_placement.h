@@ -19,6 +19,15 @@
 //   pod the loop writes the smallest such volume's claimRef (VolumeToBind). No volume matches and
 //   the class has no provisioner: pending with the claim named. A volume whose claimRef already
 //   names the claim (the PV controller has yet to bind it) restricts the nodes as a bound one.
+//   Storage capacity (kube-scheduler's hasEnoughCapacity): a claim that would be provisioned on a
+//   node (no pre-made volume chosen there), with a storage request, of a class whose provisioner
+//   is a CSI driver whose CSIDriver says spec.storageCapacity: true, may go to the node only if a
+//   CSIStorageCapacity of the class whose nodeTopology selects the node has maximumVolumeSize (if
+//   set, else capacity) >= the request; no node left: pending with the claim and class named and
+//   kube-scheduler's "node(s) did not have enough free storage". No CSIDriver, or storageCapacity
+//   unset or false: no check. As in kube-scheduler, the capacities are the ones last reported:
+//   claims placed earlier (in this cycle or not yet provisioned) do not decrement them. Unlike it,
+//   a claim already selected for a node (being provisioned for a placed pod) is not checked again.
 // - VolumeZone: a bound volume's zone and region labels (topology.kubernetes.io/* and the beta
 //   failure-domain keys) must match the node's; a node with none of these labels passes.
 // - VolumeRestrictions: a ReadWriteOncePod claim a bound (or assumed) pod uses keeps the pod
@@ -34,7 +43,7 @@
 //   same cycle count through a node-local resource per driver (kCsiVolumesResourcePrefix). Not
 //   counted, unlike kube-scheduler: in-tree volumes migrated to CSI, the deprecated
 //   attachable-volumes-csi-* node allocatable.
-// A gang whose members' volumes allow different nodes is refused. Not read: CSIStorageCapacity.
+// A gang whose members' volumes allow different nodes is refused.
 // In-tree inline disk conflicts are node-local resources (kInlineDiskResourcePrefix,
 // snapshot_builder.h), not here.
 #include <map>
@@ -82,6 +91,14 @@ class VolumeIndex {
   std::map<std::string, std::string> running_user_;  // claim key -> a bound or assumed pod using it
   std::map<std::string, const PodRecord*> first_pending_user_;  // claim key -> oldest pending user
   std::map<std::string, const k8s::PersistentVolume*> prebound_;  // claim key -> volume whose claimRef names it
+  std::map<std::string, bool> driver_capacity_;  // CSIDriver name -> spec.storageCapacity
+  std::map<std::string, std::vector<const k8s::CsiStorageCapacity*>> capacities_by_class_;
+
+  // Whether provisioning `claim` of `storage_class` is checked against CSIStorageCapacity.
+  bool ChecksCapacity(const k8s::StorageClass& storage_class, const k8s::PersistentVolumeClaim& claim) const;
+  // Some CSIStorageCapacity of the class that selects `node` has room for the claim's request.
+  bool HasEnoughCapacity(const k8s::StorageClass& storage_class, const k8s::PersistentVolumeClaim& claim,
+                         const queue::Node& node) const;
 
   // One claim of `pod`: restricts v.allowed_nodes and adds what to write; returns the refusal, or "".
   std::string CheckClaim(const PodRecord& pod, const std::string& name, const std::vector<queue::Node>& pool,

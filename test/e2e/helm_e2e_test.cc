@@ -134,6 +134,8 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
       {"/persistentvolumes", {"list", "watch", "patch"}},  // a pre-made volume's claimRef
       {"storage.k8s.io/storageclasses", {"list", "watch"}},
       {"storage.k8s.io/csinodes", {"list", "watch"}},
+      {"storage.k8s.io/csidrivers", {"list", "watch"}},
+      {"storage.k8s.io/csistoragecapacities", {"list", "watch"}},
   };
   EXPECT_EQ(grants, exact);
   // The Lease: create, and get/update of this release's Lease only; the fair-share usage (issue

@@ -155,5 +155,22 @@ TEST(ModelsTest, NodePdbPriorityClassLeaseEvent) {
   EXPECT_EQ(eb->regarding.name, "p");
 }
 
+TEST(ModelsTest, CsiDriverAndStorageCapacityParseAndBadFieldsAreErrors) {
+  auto driver = CsiDriver::FromJson(json::parse(R"({"metadata": {"name": "lvm"}, "spec": {}})"));
+  ASSERT_TRUE(driver.ok());
+  EXPECT_FALSE(driver->storage_capacity);  // unset: no capacity check
+  auto capacity = CsiStorageCapacity::FromJson(
+      json::parse(R"({"metadata": {"name": "c", "namespace": "kube-system"}, "storageClassName": "lvm",
+                                "capacity": "1Gi"})"));
+  ASSERT_TRUE(capacity.ok());
+  EXPECT_FALSE(capacity->node_topology.has_value());  // no node has access
+  EXPECT_EQ(capacity->capacity->Value(), int64_t{1} << 30);
+  EXPECT_FALSE(capacity->maximum_volume_size.has_value());
+  EXPECT_EQ(CsiStorageCapacity::FromJson(json::parse(R"({"capacity": "lots"})")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CsiDriver::FromJson(json::parse(R"({"spec": {"storageCapacity": "yes"}})")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace onequeue::k8s

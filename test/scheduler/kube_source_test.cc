@@ -93,5 +93,41 @@ TEST(KubeSourceTest, CsiNodesAreInTheStateWithEachDriversLimitAndTheirChangesNee
   EXPECT_TRUE(source.State()->csi_nodes.empty());
 }
 
+TEST(KubeSourceTest, CsiDriversAndStorageCapacitiesAreInTheStateAndTheirChangesNeedAFullCycle) {
+  const auto driver = *k8s::CsiDriver::FromJson(
+      json{{"metadata", {{"name", "lvm.csi.example.com"}}}, {"spec", {{"storageCapacity", true}}}});
+  const auto capacity = *k8s::CsiStorageCapacity::FromJson(
+      json{{"metadata", {{"name", "cap-n1"}, {"namespace", "kube-system"}}},
+           {"storageClassName", "lvm"},
+           {"nodeTopology", {{"matchLabels", {{"kubernetes.io/hostname", "n1"}}}}},
+           {"capacity", "100Gi"},
+           {"maximumVolumeSize", "10Gi"}});
+  KubeSource source;
+  uint64_t before = source.generation();
+  source.UpsertCsiDriver(driver);
+  EXPECT_TRUE(source.ChangesSince(before)->others);
+  before = source.generation();
+  source.UpsertCsiCapacity(capacity);
+  EXPECT_TRUE(source.ChangesSince(before)->others);
+  auto state = source.State();
+  ASSERT_EQ(state->csi_drivers.size(), 1u);
+  EXPECT_EQ(state->csi_drivers[0]->metadata.name, "lvm.csi.example.com");
+  EXPECT_TRUE(state->csi_drivers[0]->storage_capacity);
+  ASSERT_EQ(state->csi_capacities.size(), 1u);
+  const k8s::CsiStorageCapacity& c = *state->csi_capacities[0];
+  EXPECT_EQ(c.metadata.Key(), "kube-system/cap-n1");
+  EXPECT_EQ(c.storage_class_name, "lvm");
+  ASSERT_TRUE(c.node_topology.has_value());
+  EXPECT_EQ(c.node_topology->match_labels.at("kubernetes.io/hostname"), "n1");
+  EXPECT_EQ(c.capacity->Value(), int64_t{100} << 30);
+  EXPECT_EQ(c.maximum_volume_size->Value(), int64_t{10} << 30);
+  before = source.generation();
+  source.DeleteCsiDriver(driver);
+  source.DeleteCsiCapacity(capacity);
+  EXPECT_TRUE(source.ChangesSince(before)->others);
+  EXPECT_TRUE(source.State()->csi_drivers.empty());
+  EXPECT_TRUE(source.State()->csi_capacities.empty());
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler

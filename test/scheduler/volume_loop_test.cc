@@ -20,10 +20,16 @@ using ::testing::IsEmpty;
 class VolumeWorld : public World {
  public:
   std::map<std::string, json> claims;  // by name, namespace "ns"
-  std::vector<json> volumes, classes, csi_nodes;
+  std::vector<json> volumes, classes, csi_nodes, csi_drivers, csi_capacities;
   std::vector<std::string> writes;  // "select <claim> <node>" and "bind <pod>-><node>", in order
   bool refuse_select = false;
 
+  // Each node labelled kubernetes.io/hostname=<name>, as the kubelet does (CSIStorageCapacity's nodeTopology).
+  std::vector<k8s::Node> Nodes() const override {
+    std::vector<k8s::Node> nodes = World::Nodes();
+    for (k8s::Node& n : nodes) n.metadata.labels["kubernetes.io/hostname"] = n.metadata.name;
+    return nodes;
+  }
   std::shared_ptr<const KubeState> State() const override {
     auto state = std::make_shared<KubeState>(ToKubeState(Nodes(), Pods()));
     for (const auto& [name, c] : claims) {
@@ -32,6 +38,10 @@ class VolumeWorld : public World {
     for (const json& v : volumes) state->volumes.push_back(std::make_shared<const k8s::PersistentVolume>(*k8s::PersistentVolume::FromJson(v)));
     for (const json& c : classes) state->classes.push_back(std::make_shared<const k8s::StorageClass>(*k8s::StorageClass::FromJson(c)));
     for (const json& n : csi_nodes) state->csi_nodes.push_back(std::make_shared<const k8s::CsiNode>(*k8s::CsiNode::FromJson(n)));
+    for (const json& d : csi_drivers) state->csi_drivers.push_back(std::make_shared<const k8s::CsiDriver>(*k8s::CsiDriver::FromJson(d)));
+    for (const json& c : csi_capacities) {
+      state->csi_capacities.push_back(std::make_shared<const k8s::CsiStorageCapacity>(*k8s::CsiStorageCapacity::FromJson(c)));
+    }
     return state;
   }
   absl::Status SelectVolumeNode(const std::string& claim_key, const std::string& node) override {
@@ -182,6 +192,34 @@ TEST(VolumeLoopTest, PodsPlacedInOneCycleCountAgainstANodesCsiVolumeLimitAndTheN
   EXPECT_EQ(w.NodeOf("ns/r"), "");
   ASSERT_FALSE(w.reports["ns/r"].empty());
   EXPECT_THAT(w.reports["ns/r"].back().message, HasSubstr("node(s) exceed max volume count"));
+}
+
+// VolumeBinding's storage capacity: the driver reports room for 50Gi on n2 only. A 20Gi claim is
+// provisioned there (annotated with n2, then the pod bound); a 100Gi one waits with the reason.
+TEST(VolumeLoopTest, AClaimIsProvisionedOnlyWhereItsCsiDriverReportsEnoughCapacityAndABiggerOneWaits) {
+  VolumeWorld w;
+  w.AddNode("n1");
+  w.AddNode("n2");
+  w.classes = {{{"metadata", {{"name", "lvm"}}}, {"provisioner", "lvm.csi.example.com"},
+                {"volumeBindingMode", "WaitForFirstConsumer"}}};
+  w.csi_drivers = {{{"metadata", {{"name", "lvm.csi.example.com"}}}, {"spec", {{"storageCapacity", true}}}}};
+  w.csi_capacities = {{{"metadata", {{"name", "cap-n2"}, {"namespace", "kube-system"}}},
+                       {"storageClassName", "lvm"},
+                       {"nodeTopology", {{"matchLabels", {{"kubernetes.io/hostname", "n2"}}}}},
+                       {"capacity", "50Gi"}}};
+  w.AddClaim("small", "lvm");
+  w.claims["small"]["spec"]["resources"] = {{"requests", {{"storage", "20Gi"}}}};
+  w.AddClaim("big", "lvm");
+  w.claims["big"]["spec"]["resources"] = {{"requests", {{"storage", "100Gi"}}}};
+  w.AddPodWithClaims("p", {"small"});
+  w.AddPodWithClaims("q", {"big"});
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  EXPECT_THAT(w.writes, ElementsAre("select ns/small n2", "bind ns/p->n2"));
+  EXPECT_EQ(w.NodeOf("ns/q"), "");
+  ASSERT_FALSE(w.reports["ns/q"].empty());
+  EXPECT_THAT(w.reports["ns/q"].back().message, HasSubstr("claim \"big\" (node(s) did not have enough free storage)"));
 }
 
 TEST(VolumeLoopTest, AClaimWithALocalVolumeOnOneNodeGoesThereAndTheVolumeIsClaimedBeforeThePodIsBound) {

@@ -89,7 +89,7 @@ struct VolumeWorld {
   std::vector<k8s::Node> nodes = {Node("n1", {{"topology.kubernetes.io/zone", "z1"}}),
                                   Node("n2", {{"topology.kubernetes.io/zone", "z2"}})};
   std::vector<k8s::Pod> pods;
-  std::vector<json> claims, volumes, classes, csi_nodes;
+  std::vector<json> claims, volumes, classes, csi_nodes, csi_drivers, csi_capacities;
 
   BuiltSnapshot Build() const {
     KubeState state = ToKubeState(nodes, pods);
@@ -97,6 +97,10 @@ struct VolumeWorld {
     for (const json& v : volumes) state.volumes.push_back(std::make_shared<const k8s::PersistentVolume>(*k8s::PersistentVolume::FromJson(v)));
     for (const json& c : classes) state.classes.push_back(std::make_shared<const k8s::StorageClass>(*k8s::StorageClass::FromJson(c)));
     for (const json& n : csi_nodes) state.csi_nodes.push_back(std::make_shared<const k8s::CsiNode>(*k8s::CsiNode::FromJson(n)));
+    for (const json& d : csi_drivers) state.csi_drivers.push_back(std::make_shared<const k8s::CsiDriver>(*k8s::CsiDriver::FromJson(d)));
+    for (const json& c : csi_capacities) {
+      state.csi_capacities.push_back(std::make_shared<const k8s::CsiStorageCapacity>(*k8s::CsiStorageCapacity::FromJson(c)));
+    }
     SnapshotOptions options;
     return BuildSnapshot(state, options, kNow);
   }
@@ -466,6 +470,91 @@ TEST(NodeVolumeLimitsTest, PodsPlacedEarlierInTheSameCycleCountAgainstTheLimit) 
   nodes.insert(nodes.end(), q.begin(), q.end());
   std::sort(nodes.begin(), nodes.end());
   EXPECT_THAT(nodes, ElementsAre("n1", "n2"));
+}
+
+// Storage capacity (kube-scheduler's hasEnoughCapacity): class "lvm" provisioned by a CSI driver
+// that reports capacity per node.
+constexpr const char* kLvmDriver = "lvm.csi.example.com";
+json CsiDriverJson(const std::string& name, std::optional<bool> storage_capacity) {
+  json j = {{"metadata", {{"name", name}}}, {"spec", json::object()}};
+  if (storage_capacity) j["spec"]["storageCapacity"] = *storage_capacity;
+  return j;
+}
+// A CSIStorageCapacity of `storage_class` for the node named `hostname` ("" : no nodeTopology).
+json CapacityJson(const std::string& name, const std::string& hostname, std::optional<std::string> capacity,
+                  std::optional<std::string> maximum = std::nullopt, const std::string& storage_class = "lvm") {
+  json j = {{"apiVersion", "storage.k8s.io/v1"}, {"kind", "CSIStorageCapacity"},
+            {"metadata", {{"name", name}, {"namespace", "kube-system"}}}, {"storageClassName", storage_class}};
+  if (!hostname.empty()) j["nodeTopology"] = {{"matchLabels", {{"kubernetes.io/hostname", hostname}}}};
+  if (capacity) j["capacity"] = *capacity;
+  if (maximum) j["maximumVolumeSize"] = *maximum;
+  return j;
+}
+VolumeWorld LvmWorld(const std::string& request) {
+  VolumeWorld w;
+  w.pods = {Pod("p", {"data"})};
+  w.claims = {SizedClaim("data", "lvm", request)};
+  w.classes = {ClassJson("lvm", "WaitForFirstConsumer", kLvmDriver)};
+  w.csi_drivers = {CsiDriverJson(kLvmDriver, true)};
+  return w;
+}
+
+TEST(VolumeBindingCapacityTest, AProvisionedClaimGoesOnlyToNodesWhoseStorageCapacityHoldsItsRequest) {
+  VolumeWorld w = LvmWorld("10Gi");
+  w.csi_capacities = {CapacityJson("cap-n1", "n1", "5Gi"), CapacityJson("cap-n2", "n2", "20Gi")};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre("n2"));
+  EXPECT_THAT(built.claims_to_select.at("ns/p"), ElementsAre("ns/data"));
+  EXPECT_THAT(StartedOn(built, "ns/p"), ElementsAre("n2"));
+  // Exactly the request fits; a capacity of another class does not count.
+  w.csi_capacities = {CapacityJson("cap-n1", "n1", "10Gi"), CapacityJson("cap-n2", "n2", "1Ti", std::nullopt, "other")};
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre("n1"));
+}
+
+TEST(VolumeBindingCapacityTest, MaximumVolumeSizeWinsOverCapacity) {
+  VolumeWorld w = LvmWorld("10Gi");
+  // n1 has 100Gi in all but no volume larger than 5Gi; n2's largest volume is 10Gi.
+  w.csi_capacities = {CapacityJson("cap-n1", "n1", "100Gi", "5Gi"), CapacityJson("cap-n2", "n2", "8Gi", "10Gi")};
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre("n2"));
+}
+
+TEST(VolumeBindingCapacityTest, ADriverWithoutStorageCapacityOrAClaimWithoutARequestIsNotChecked) {
+  VolumeWorld w = LvmWorld("10Gi");  // and no CSIStorageCapacity at all
+  w.csi_drivers = {CsiDriverJson(kLvmDriver, false)};
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre("n1", "n2"));
+  w.csi_drivers = {CsiDriverJson(kLvmDriver, std::nullopt)};
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre("n1", "n2"));
+  w.csi_drivers = {CsiDriverJson(kLvmDriver, true)};
+  w.claims = {ClaimJson("data", "lvm")};  // no storage request: nothing to check
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre("n1", "n2"));
+}
+
+TEST(VolumeBindingCapacityTest, AProvisionerWithoutACsiDriverObjectIsNotChecked) {
+  VolumeWorld w = LvmWorld("10Gi");
+  w.csi_drivers = {CsiDriverJson("another.csi.example.com", true)};
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre("n1", "n2"));
+}
+
+TEST(VolumeBindingCapacityTest, NoStorageCapacityForAnyNodeKeepsThePodPendingWithTheClaimAndClassNamed) {
+  VolumeWorld w = LvmWorld("10Gi");
+  // Room enough, but selecting no node: no nodeTopology, or another node's label.
+  w.csi_capacities = {CapacityJson("cap-none", "", "1Ti"), CapacityJson("cap-n3", "n3", "1Ti")};
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"),
+              ElementsAre(HasSubstr("VolumeBinding: no node this pod can use has enough CSIStorageCapacity of storage "
+                                    "class \"lvm\" for claim \"data\" (node(s) did not have enough free storage)")));
+  EXPECT_TRUE(built.claims_to_select.empty());
+  EXPECT_THAT(StartedOn(built, "ns/p"), IsEmpty());
+}
+
+TEST(VolumeBindingCapacityTest, ANodeWithAMatchingPreMadeVolumeNeedsNoCapacity) {
+  VolumeWorld w = LvmWorld("10Gi");
+  w.volumes = {LocalVolume("pv-n1", "n1", "20Gi", "lvm")};  // no CSIStorageCapacity anywhere
+  const BuiltSnapshot built = w.Build();
+  EXPECT_THAT(NodesFor(built, "ns/p"), ElementsAre("n1"));  // n2 would be provisioned on: no room
+  EXPECT_TRUE(built.volumes_to_bind.at("ns/p")[0].provisions);
+  w.csi_capacities = {CapacityJson("cap-n2", "n2", "10Gi")};
+  EXPECT_THAT(NodesFor(w.Build(), "ns/p"), ElementsAre("n1", "n2"));
 }
 
 TEST(VolumeBindingTest, PodsWithoutClaimsAreUntouched) {
