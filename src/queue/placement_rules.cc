@@ -104,7 +104,7 @@ std::vector<char> NodesAllowedByRules(const std::vector<Node>& nodes, const std:
         ApplySpread(r, topologies[r.topology], counts[r.counter], allowed);
         break;
       case PlacementRule::Kind::kAntiAffinity:
-        if (r.symmetric && placed_before != nullptr) {
+        if (placed_before != nullptr) {  // own or symmetric: both lifted by evicting (carriers)
           const PodCounts& now = counts[r.counter];
           const PodCounts& before = (*placed_before)[r.counter];
           added.assign(now.size(), 0);

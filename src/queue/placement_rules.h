@@ -51,9 +51,10 @@ struct PlacementRule {
   bool self_match = false;
   // kAntiAffinity only: the term is an existing pod's (InterPodAffinity's symmetric rule: a pod
   // already placed whose required anti-affinity the workload matches), not the workload's own.
-  // For a start or a reservation it holds like any other rule; the preemption search reads it
-  // against the pods this cycle placed only, and removes the carriers already running instead
-  // (PlacementRules::carriers).
+  // Both hold alike (for a start or a reservation like any other rule; the preemption search
+  // reads every anti-affinity rule against the pods this cycle placed only and removes the
+  // running pods it counts instead, PlacementRules::carriers); the flag names the reason a
+  // workload waits ("existing pods anti-affinity rules" or "pod anti-affinity rules").
   bool symmetric = false;
   // kSpread: the nodes whose pods and domains take part (nodeAffinityPolicy, nodeTaintsPolicy,
   // every constraint's key present), by NodeIndex. Empty: every node with the key.
@@ -64,22 +65,27 @@ struct PlacementRules {
   std::vector<PlacementRule> rules;  // every one holds
   // Snapshot::pod_counts each member placed adds one to (on its node).
   std::vector<int32_t> counts_toward;
-  // Symmetric anti-affinity in the preemption search (issue 28), by NodeIndex: the running
-  // workloads (RunningWorkload::id) carrying a term of a `symmetric` rule in the node's domain.
-  // A node kept out by symmetric rules alone is a candidate of the preemption search only if
-  // every one of them may be a victim of this preemptor; they are then victims of any set that
-  // uses the node, whatever the resources need (kube-scheduler's SelectVictimsOnNode removes every
+  // Anti-affinity in the preemption search (issue 28), by NodeIndex: the running workloads
+  // (RunningWorkload::id) whose pods a kAntiAffinity rule counts in the node's domain: for a
+  // `symmetric` rule those carrying the existing pod's term, for the workload's own term those
+  // matching it. Removing every pod an anti-affinity rule counts satisfies it, so a node kept out
+  // by anti-affinity rules alone is a candidate of the preemption search only if every one of
+  // them may be a victim of this preemptor; they are then victims of any set that uses the node,
+  // whatever the resources need (kube-scheduler's SelectVictimsOnNode removes every
   // lower-priority pod and reprieves only those the filters pass without). An id that names no
-  // running workload (a pod that is not one, e.g. a DaemonSet's) keeps the node out. Null: no
-  // symmetric rule (the search is as without this field). Shared by the workloads that match
-  // the same carried terms.
+  // running workload (a pod that is not one, e.g. a DaemonSet's) keeps the node out. The
+  // scheduler fills it for every anti-affinity rule at once; null: no running pod counted by any
+  // (the search is as without this field). Shared by the workloads with the same rules.
+  // (Affinity and spread rules are not lifted: evicting pods cannot satisfy a required affinity,
+  // and the spread rules hold in the search as for a start.)
   std::shared_ptr<const CarriersByNode> carriers;
 };
 
 // Per node (by NodeIndex): 1 when every rule holds there, given `counts` (Snapshot::pod_counts
 // plus what the cycle placed so far). With `placed_before` (Snapshot::pod_counts), the nodes the
-// preemption search may use: `symmetric` rules read counts - placed_before (the pods this cycle
-// placed; the running carriers are the search's to evict, PlacementRules::carriers).
+// preemption search may use: kAntiAffinity rules, own and `symmetric`, read counts -
+// placed_before (the pods this cycle placed; the running pods they count are the search's to
+// evict, PlacementRules::carriers).
 std::vector<char> NodesAllowedByRules(const std::vector<Node>& nodes, const std::vector<TopologyDomains>& topologies,
                                       const std::vector<PodCounts>& counts, const PlacementRules& rules,
                                       const std::vector<PodCounts>* placed_before = nullptr);

@@ -15,6 +15,25 @@
 #include "queue/profile.h"
 
 namespace onequeue::queue::internal {
+namespace {
+
+// Why no node admits it when evicting running pods is what anti-affinity rules ask and it may not
+// preempt them: kube-scheduler's reasons for the kinds of anti-affinity rules it has.
+const char* AntiAffinityReason(const PlacementRules& rules) {
+  bool own = false, existing = false;
+  for (const PlacementRule& r : rules.rules) {
+    if (r.kind == PlacementRule::Kind::kAntiAffinity) (r.symmetric ? existing : own) = true;
+  }
+  if (own && existing) {
+    return "no node of the pool satisfies its pod (anti-)affinity now: node(s) didn't match pod anti-affinity rules, "
+           "node(s) didn't satisfy existing pods anti-affinity rules";
+  }
+  return own ? "no node of the pool satisfies its pod (anti-)affinity now: node(s) didn't match pod anti-affinity rules"
+             : "no node of the pool satisfies its pod (anti-)affinity now: node(s) didn't satisfy existing pods "
+               "anti-affinity rules";
+}
+
+}  // namespace
 
 void CyclePass::EmitOwnerChanges(const PendingWorkload& w, const MemberNodes& nodes) {
   const OwnerKind world =
@@ -132,8 +151,9 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
                 eligible_set.preempt_bits.empty() ? nullptr : &eligible_set.preempt_bits};
   };
   if (eligible_set.count == 0) {
-    // Symmetric anti-affinity: running pods whose anti-affinity it matches keep it off every
-    // node, but a preemption that evicts them may make room (PlacementRules::carriers).
+    // Anti-affinity: running pods whose anti-affinity it matches, or that its own anti-affinity
+    // repels, keep it off every node, but a preemption that evicts them may make room
+    // (PlacementRules::carriers).
     if (eligible_set.preempt_count > 0 && !(strict && s_.any_blocked) &&
         !(facts.has_not_before && w.not_before > now) && (CanPreemptAnything(facts.qos) || ByClass(w)) &&
         Preempts(make_turn())) {
@@ -142,11 +162,10 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
     // Never runs as things are: it must not hold anyone else back, even in strict order.
     const bool by_rules = static_cast<size_t>(facts.eligibility) < s_.class_has_rules.size() &&
                           s_.class_has_rules[facts.eligibility];
-    // Nodes that only existing pods' anti-affinity keeps it off: kube-scheduler's reason.
+    // Nodes that only running pods' anti-affinity keeps it off: kube-scheduler's reason.
     const bool by_carriers = eligible_set.preempt_count > 0;
     Wait(id, WaitReason::kPartitionNodesUnavailable,
-         by_carriers ? "no node of the pool satisfies its pod (anti-)affinity now: node(s) didn't satisfy existing "
-                       "pods anti-affinity rules"
+         by_carriers ? AntiAffinityReason(*w.placement)
          : by_rules  ? "no node of the pool satisfies its topology spread constraints and pod (anti-)affinity now"
                      : "no node of the pool matches its partition, selector, affinity and tolerations",
          position, std::nullopt, false);

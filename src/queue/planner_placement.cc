@@ -127,7 +127,7 @@ const QueuePlanner::State::EligibleSet& CyclePass::StaticEligible(const PendingW
               (!w.eligibility.allowed_nodes.has_value() || allowed.contains(node.name));
   }
   if (has_rules) {
-    if (w.placement->carriers != nullptr) {  // symmetric anti-affinity: the preemption search's nodes
+    if (w.placement->carriers != nullptr) {  // anti-affinity lifted by evicting: the preemption search's nodes
       const std::vector<char> by_rules =
           NodesAllowedByRules(snap.nodes, snap.topologies, s_.pod_counts, *w.placement, &snap.pod_counts);
       set.preempt_bits.assign(bits.size(), 0);

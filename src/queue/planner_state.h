@@ -130,8 +130,8 @@ struct QueuePlanner::State {
   struct EligibleSet {
     std::vector<char> bits;
     int32_t count = 0;
-    // With symmetric anti-affinity (PlacementRules::carriers): the nodes the preemption search
-    // may use, whose running carriers it must evict (NodesAllowedByRules' placed_before). Else
+    // With anti-affinity that running pods break (PlacementRules::carriers): the nodes the
+    // preemption search may use, whose running carriers it must evict (NodesAllowedByRules' placed_before). Else
     // empty: the search uses `bits`.
     std::vector<char> preempt_bits;
     int32_t preempt_count = 0;

@@ -224,7 +224,7 @@ class VictimSearch {
   }
   bool FindUsable(const QosPolicy& preemptor_qos);
   bool RequireCarriers();
-  // Units node `n` needs gone before a member may use it (symmetric anti-affinity's carriers).
+  // Units node `n` needs gone before a member may use it (anti-affinity's carriers).
   int Required(NodeIndex n) const {
     if (required_.empty()) return 0;
     auto lo = std::lower_bound(required_.begin(), required_.end(), std::make_pair(n, -1));
@@ -334,7 +334,7 @@ bool VictimSearch::FindUsable(const QosPolicy& preemptor_qos) {
   return RequireCarriers();
 }
 
-// Symmetric anti-affinity (PlacementRules::carriers): a node whose running carriers may all be
+// Anti-affinity, own and symmetric (PlacementRules::carriers): a node whose running carriers may all be
 // victims stays usable, each of them a required victim there (required_); any other node with
 // carriers goes.
 bool VictimSearch::RequireCarriers() {

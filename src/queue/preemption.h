@@ -17,8 +17,9 @@
 //   * exclusive nodes (not SharesWorlds, model.h): a pod group may only use a node once every
 //     Slurm job on it is a victim, and the other way round; on a shared node only what the
 //     preemptor's size needs goes, of either world;
-//   * symmetric pod anti-affinity (PlacementRules::carriers): a node that running workloads'
-//     anti-affinity keeps the preemptor off is usable only if every such carrier there may be a
+//   * pod anti-affinity (PlacementRules::carriers): a node that running workloads' anti-affinity
+//     keeps the preemptor off (symmetric), or that running workloads matching the preemptor's own
+//     anti-affinity terms keep it off, is usable only if every such carrier there may be a
 //     victim, and then each of them is one, whatever the resources need (never reprieved);
 //   * the preemptor's members (identical, `per_member` each) all fit on eligible, unclaimed nodes
 //     in what is free now plus what the victims free; if they already fit without victims, or

@@ -128,26 +128,27 @@ class RulesBuilder {
     }
     AddSpreadRules(first, out);
     AddAffinityRules(first, out);
+    // Anti-affinity, own and symmetric: the running pods each rule counts are the preemption
+    // search's to evict (PlacementRules::carriers), as (counter, topology) pairs.
+    std::vector<std::pair<int32_t, int32_t>> lifted;
     for (const InterPodTerm& term : first.anti_affinity) {
       out.rules.push_back({queue::PlacementRule::Kind::kAntiAffinity, Topology(term.topology_key),
                            Counter(absl::StrCat("match:", term.identity),
                                    [term](const PodRecord& p) { return term.Matches(p); })});
+      lifted.emplace_back(out.rules.back().counter, out.rules.back().topology);
     }
-    // Symmetric: pods (bound, or placed earlier this cycle) whose anti-affinity this pod matches;
-    // the bound ones are the preemption search's carriers (PlacementRules::carriers).
-    std::vector<size_t> matched;
-    for (size_t c = 0; c < carried_.size(); ++c) {
-      const InterPodTerm& term = carried_[c];
+    // Symmetric: pods (bound, or placed earlier this cycle) whose anti-affinity this pod matches.
+    for (const InterPodTerm& term : carried_) {
       if (!std::any_of(members.begin(), members.end(), [&](const PodRecord* p) { return term.Matches(*p); })) continue;
       queue::PlacementRule r;
       r.kind = queue::PlacementRule::Kind::kAntiAffinity;
       r.topology = Topology(term.topology_key);
       r.counter = counter_index_.at(absl::StrCat("has:", term.identity));
       r.symmetric = true;
+      lifted.emplace_back(r.counter, r.topology);
       out.rules.push_back(std::move(r));
-      matched.push_back(c);
     }
-    if (!matched.empty()) out.carriers = CarriersOf(matched);
+    if (!lifted.empty()) out.carriers = CarriersOf(std::move(lifted));
     return "";
   }
 
@@ -205,46 +206,45 @@ class RulesBuilder {
     }
   }
 
-  // Per node, the running workloads whose bound pods carry one of carried_[matched] in the node's
-  // domain; null when there are none. One per distinct set of terms, shared.
-  std::shared_ptr<const queue::CarriersByNode> CarriersOf(const std::vector<size_t>& matched) {
-    auto [it, added] = carriers_of_.try_emplace(matched);
+  // Per node, the running workloads whose bound pods one of the `lifted` (counter, topology)
+  // counts in the node's domain; null when there are none. One per distinct set, shared.
+  std::shared_ptr<const queue::CarriersByNode> CarriersOf(std::vector<std::pair<int32_t, int32_t>> lifted) {
+    std::sort(lifted.begin(), lifted.end());
+    lifted.erase(std::unique(lifted.begin(), lifted.end()), lifted.end());
+    auto [it, added] = carriers_of_.try_emplace(lifted);
     if (!added) return it->second;
     queue::CarriersByNode out;
-    for (size_t c : matched) AddCarriers(c, out);
+    for (const auto& [counter, topology] : lifted) AddCarriers(counter, topology, out);
     if (!out.empty()) it->second = std::make_shared<const queue::CarriersByNode>(std::move(out));
     return it->second;
   }
 
-  // The running workloads whose bound pods carry carried_[c], by domain of its key, into `out`
-  // (sized on the first carrier) for every node of the domain.
-  void AddCarriers(size_t c, queue::CarriersByNode& out) {
-    if (carriers_by_domain_.size() <= c) carriers_by_domain_.resize(carried_.size());
-    std::optional<std::vector<std::vector<std::string>>>& by_domain = carriers_by_domain_[c];
-    const queue::TopologyDomains& t = snap_.topologies[Topology(carried_[c].topology_key)];
-    if (!by_domain.has_value()) {
-      by_domain.emplace(static_cast<size_t>(t.count));
-      const std::string& identity = carried_[c].identity;
+  // The running workloads whose bound pods `counter` counts, by domain of `topology`, into `out`
+  // (sized on the first one) for every node of the domain.
+  void AddCarriers(int32_t counter, int32_t topology, queue::CarriersByNode& out) {
+    const queue::TopologyDomains& t = snap_.topologies[topology];
+    auto [cached, fresh] = carriers_by_domain_.try_emplace({counter, topology});
+    std::vector<std::vector<std::string>>& by_domain = cached->second;
+    if (fresh) {
+      by_domain.resize(static_cast<size_t>(t.count));
+      const CountsPod& counts = counter_fn_[counter];
       for (size_t n = 0; n < bound_.size() && n < t.domain_of_node.size(); ++n) {
         const int32_t d = t.domain_of_node[n];
         if (d < 0) continue;
         for (const PodRecord* p : bound_[n]) {
-          if (std::any_of(p->anti_affinity.begin(), p->anti_affinity.end(),
-                          [&](const InterPodTerm& term) { return term.identity == identity; })) {
-            (*by_domain)[d].push_back(WorkloadIdOf(*p));
-          }
+          if (counts(*p)) by_domain[d].push_back(WorkloadIdOf(*p));
         }
       }
     }
     bool any = false;
-    for (const auto& ids : *by_domain) any = any || !ids.empty();
+    for (const auto& ids : by_domain) any = any || !ids.empty();
     if (!any) return;
     if (out.empty()) out.resize(snap_.nodes.size());
     for (size_t n = 0; n < out.size() && n < t.domain_of_node.size(); ++n) {
       const int32_t d = t.domain_of_node[n];
-      if (d < 0 || (*by_domain)[d].empty()) continue;
+      if (d < 0 || by_domain[d].empty()) continue;
       std::vector<std::string>& ids = out[n];
-      ids.insert(ids.end(), (*by_domain)[d].begin(), (*by_domain)[d].end());
+      ids.insert(ids.end(), by_domain[d].begin(), by_domain[d].end());
       std::sort(ids.begin(), ids.end());
       ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     }
@@ -252,8 +252,9 @@ class RulesBuilder {
 
   const std::vector<std::vector<const PodRecord*>>& bound_;
   queue::Snapshot& snap_;
-  std::vector<std::optional<std::vector<std::vector<std::string>>>> carriers_by_domain_;  // by carried_ index
-  std::map<std::vector<size_t>, std::shared_ptr<const queue::CarriersByNode>> carriers_of_;
+  // By (counter, topology): per domain, the running workloads whose bound pods the counter counts.
+  std::map<std::pair<int32_t, int32_t>, std::vector<std::vector<std::string>>> carriers_by_domain_;
+  std::map<std::vector<std::pair<int32_t, int32_t>>, std::shared_ptr<const queue::CarriersByNode>> carriers_of_;
   std::map<std::string, int32_t> topology_index_, counter_index_;
   std::vector<CountsPod> counter_fn_;
   std::vector<InterPodTerm> carried_;
@@ -317,9 +318,10 @@ void AddInterPodRules(const std::vector<std::vector<const PodRecord*>>& bound,
   RulesBuilder builder(bound, snap);
   // The symmetric rule (kube-scheduler's "node(s) didn't satisfy existing pods anti-affinity
   // rules"): an existing pod's anti-affinity keeps a matching newcomer out of its domain. The
-  // preemption search may still use such a node by evicting every running carrier there
-  // (PlacementRules::carriers), as kube-scheduler's SelectVictimsOnNode re-checks the filters
-  // with the lower-priority pods removed.
+  // preemption search may still use such a node, or one its own anti-affinity keeps it off, by
+  // evicting every running pod the rules count there (PlacementRules::carriers), as
+  // kube-scheduler's SelectVictimsOnNode re-checks the filters with the lower-priority pods
+  // removed.
   builder.AddAntiAffinityCarriers(members);
   std::vector<queue::PlacementRules> rules(members.size());  // most stay empty: no allocation
   for (size_t i = 0; i < members.size(); ++i) {

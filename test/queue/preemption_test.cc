@@ -595,6 +595,140 @@ TEST(Preemption, ThroughTheQueuePlannerSymmetricAntiAffinityPreemptsTheCarriers)
   EXPECT_THAT(std::string(plan.waiting[0].Message()), HasSubstr("didn't satisfy existing pods anti-affinity rules"));
 }
 
+// The preemptor's own required anti-affinity (issue 28, PlacementRules::carriers): running pods
+// matching its term in a node's domain keep it off the node for a start, but kube-scheduler's
+// SelectVictimsOnNode re-runs its InterPodAffinity filter with the lower-priority pods removed,
+// so the node is a preemption candidate when every one of them may be a victim, and they then go
+// (never reprieved). Through the queue planner: there the own rule is read without the running
+// pods (NodesAllowedByRules' placed_before) and the carriers are required victims.
+class OwnAntiAffinityWorld {
+ public:
+  // `nodes` of 4000 millicores; `one_zone`: all in one domain (a zone key), else one per node.
+  OwnAntiAffinityWorld(int nodes, bool one_zone) : snapshot_(std::make_shared<Snapshot>()) {
+    TopologyDomains t{one_zone ? "topology.kubernetes.io/zone" : "kubernetes.io/hostname", {}, one_zone ? 1 : nodes};
+    for (int i = 0; i < nodes; ++i) {
+      Node n;
+      n.name = "n" + std::to_string(i);
+      n.allocatable = Cpu(4000);
+      snapshot_->nodes.push_back(n);
+      t.domain_of_node.push_back(one_zone ? 0 : i);
+    }
+    snapshot_->topologies.push_back(t);
+    snapshot_->pod_counts.push_back(PodCounts(static_cast<size_t>(nodes), 0));  // pods matching app=web
+    carriers_ = CarriersByNode(static_cast<size_t>(nodes));
+  }
+  // A running pod; `matches`: it has app=web (counted by the term). `running`: false for a pod
+  // that is no running workload (e.g. a DaemonSet's).
+  void Run(const std::string& id, NodeIndex node, int64_t cpu, int32_t class_priority, bool matches,
+           bool running = true) {
+    if (running) {
+      RunningWorkload r;
+      r.id = id;
+      r.allocations = {{node, Cpu(cpu)}};
+      r.class_priority = class_priority;
+      r.expected_end = 100000;
+      snapshot_->running.push_back(r);
+    }
+    if (!matches) return;
+    ++snapshot_->pod_counts[0][node];
+    const TopologyDomains& t = snapshot_->topologies[0];
+    for (size_t n = 0; n < carriers_.size(); ++n) {
+      if (t.domain_of_node[n] == t.domain_of_node[node]) carriers_[n].push_back(id);
+    }
+  }
+  // A pending web pod (app=web, 1000 millicores) repelling app=web on the world's key.
+  void Pending(const std::string& id, int32_t class_value) {
+    PendingWorkload p;
+    p.id = id;
+    p.per_member = Cpu(1000);
+    p.priority_class_value = class_value;
+    p.time_limit = 600;
+    p.submit_time = static_cast<Time>(snapshot_->pending.size());  // in the order given
+    snapshot_->pending.push_back(p);
+  }
+  Plan PlanCycle() {
+    auto rules = std::make_shared<PlacementRules>();
+    PlacementRule r;
+    r.kind = PlacementRule::Kind::kAntiAffinity;  // its own term: not symmetric
+    rules->rules.push_back(r);
+    rules->counts_toward = {0};  // it has app=web itself
+    bool any = false;
+    for (const auto& ids : carriers_) any = any || !ids.empty();
+    if (any) rules->carriers = std::make_shared<const CarriersByNode>(carriers_);
+    auto snapshot = std::make_shared<Snapshot>(*snapshot_);
+    for (PendingWorkload& p : snapshot->pending) p.placement = rules;
+    QueuePlanner planner(config_, &victims_);
+    return planner.PlanCycle(snapshot, 1000);
+  }
+
+ private:
+  std::shared_ptr<Snapshot> snapshot_;
+  CarriersByNode carriers_;
+  QueueConfig config_;
+  CheapestVictimsPlanner victims_;
+};
+
+TEST(Preemption, OwnAntiAffinityAMatchingPodOfLowerPriorityIsEvictedAndNeverReprieved) {
+  OwnAntiAffinityWorld world(1, /*one_zone=*/false);
+  world.Run("web-old", 0, 1000, 1, /*matches=*/true);  // room for the newcomer beside it
+  world.Run("batch", 0, 1000, 1, /*matches=*/false);
+  world.Pending("web-new", 1000);
+  const Plan plan = world.PlanCycle();
+  EXPECT_TRUE(plan.starts.empty());
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_EQ(plan.preemptions[0].preemptor, "web-new");
+  EXPECT_THAT(plan.preemptions[0].victims, ElementsAre("web-old"));  // the matching pod only
+  EXPECT_THAT(plan.preemptions[0].member_nodes, ElementsAre(0));
+}
+
+TEST(Preemption, OwnAntiAffinityAMatchingPodThatCannotBeAVictimKeepsTheNodeOut) {
+  OwnAntiAffinityWorld higher(1, /*one_zone=*/false);
+  higher.Run("web-old", 0, 1000, 5000, /*matches=*/true);  // a higher class than the newcomer's
+  higher.Pending("web-new", 1000);
+  Plan plan = higher.PlanCycle();
+  EXPECT_TRUE(plan.starts.empty());
+  EXPECT_TRUE(plan.preemptions.empty());
+  ASSERT_EQ(plan.waiting.size(), 1u);
+  EXPECT_THAT(std::string(plan.waiting[0].Message()), HasSubstr("didn't match pod anti-affinity rules"));
+
+  OwnAntiAffinityWorld daemon(1, /*one_zone=*/false);
+  daemon.Run("kube-system/web-agent", 0, 100, 0, /*matches=*/true, /*running=*/false);  // no running workload
+  daemon.Run("batch", 0, 3000, 1, /*matches=*/false);
+  daemon.Pending("web-new", 1000);
+  plan = daemon.PlanCycle();
+  EXPECT_TRUE(plan.starts.empty());
+  EXPECT_TRUE(plan.preemptions.empty());
+}
+
+TEST(Preemption, OwnAntiAffinityAMatchingPodElsewhereInTheDomainIsAVictimToo) {
+  // A zone key: the matching pod fills node 1; node 0 of the same zone is free.
+  OwnAntiAffinityWorld world(2, /*one_zone=*/true);
+  world.Run("web-old", 1, 4000, 1, /*matches=*/true);
+  world.Pending("web-new", 1000);
+  const Plan plan = world.PlanCycle();
+  EXPECT_TRUE(plan.starts.empty());
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_THAT(plan.preemptions[0].victims, ElementsAre("web-old"));
+  EXPECT_EQ(plan.preemptions[0].member_nodes.size(), 1u);
+}
+
+TEST(Preemption, OwnAntiAffinityAPodPlacedEarlierInTheCycleKeepsTheNodeOut) {
+  // web-a starts on the free node 0; web-b may not join it there (web-a is no victim: placed this
+  // cycle), so it preempts the matching pod on node 1.
+  OwnAntiAffinityWorld world(2, /*one_zone=*/false);
+  world.Run("web-old", 1, 1000, 1, /*matches=*/true);
+  world.Pending("web-a", 2000);
+  world.Pending("web-b", 1000);
+  const Plan plan = world.PlanCycle();
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(plan.starts[0].workload, "web-a");
+  EXPECT_THAT(plan.starts[0].member_nodes, ElementsAre(0));
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_EQ(plan.preemptions[0].preemptor, "web-b");
+  EXPECT_THAT(plan.preemptions[0].victims, ElementsAre("web-old"));
+  EXPECT_THAT(plan.preemptions[0].member_nodes, ElementsAre(1));
+}
+
 // Through the queue planner: the hook is called for a preempting QOS, the decision lands in the
 // Plan as one PreemptDecision, and the claimed nodes are off limits for the rest of the cycle.
 TEST(Preemption, ThroughTheQueuePlannerTheDecisionIsOneAtomicStep) {

@@ -243,6 +243,40 @@ TEST(InterPodPlacementTest, ExistingPodsAntiAffinityIsLiftedOnlyByPreemptingTheP
               HasSubstr("node(s) didn't satisfy existing pods anti-affinity rules"));
 }
 
+// The preemptor's own anti-affinity, with preemption (kube-scheduler's SelectVictimsOnNode re-runs
+// its InterPodAffinity filter with the lower-priority pods removed): where every pod its term
+// repels in the node's domain has a lower priority, they are its victims, even when the node has
+// room beside them; a repelled pod it may not preempt, or one that is no running workload (a
+// DaemonSet's), keeps the node out ("node(s) didn't match pod anti-affinity rules").
+TEST(InterPodPlacementTest, OwnAntiAffinityIsLiftedOnlyByPreemptingThePodsItRepels) {
+  json old = Bound(Pod("web-old", {{"app", "web"}}), "a1");
+  old["spec"]["schedulerName"] = "onequeue";
+  old["spec"]["priority"] = 10;
+  json web = WithAffinity(Pod("web", {{"app", "web"}}), "podAntiAffinity", Term(Labels("web"), "kubernetes.io/hostname"));
+  web["spec"]["priority"] = 1000;
+  const json batch = Bound(Pod("batch", {{"app", "batch"}}), "a1");  // not repelled: stays
+  const Result r = Plan({Node("a1", "a")}, {old, batch, web}, /*by_node=*/true);
+  EXPECT_TRUE(r.plan.starts.empty());
+  ASSERT_EQ(r.plan.preemptions.size(), 1u);
+  EXPECT_EQ(r.plan.preemptions[0].preemptor, "ns/web");
+  EXPECT_THAT(r.plan.preemptions[0].victims, ElementsAre("ns/web-old"));
+
+  old["spec"]["priority"] = 5000;  // it may not preempt web-old: the node stays out
+  const Result kept = Plan({Node("a1", "a")}, {old, web}, /*by_node=*/true);
+  EXPECT_TRUE(kept.plan.starts.empty());
+  EXPECT_TRUE(kept.plan.preemptions.empty());
+  ASSERT_EQ(kept.plan.waiting.size(), 1u);
+  EXPECT_THAT(std::string(kept.plan.waiting[0].Message()), HasSubstr("node(s) didn't match pod anti-affinity rules"));
+
+  json agent = Bound(Pod("web-agent", {{"app", "web"}}), "a1");
+  agent["metadata"]["ownerReferences"] = {{{"apiVersion", "apps/v1"}, {"kind", "DaemonSet"}, {"name", "web-agent"},
+                                           {"uid", "u1"}, {"controller", true}}};
+  const Result daemon = Plan({Node("a1", "a")}, {agent, web}, /*by_node=*/true);
+  EXPECT_TRUE(daemon.plan.starts.empty());
+  EXPECT_TRUE(daemon.plan.preemptions.empty());
+  EXPECT_EQ(daemon.waiting, std::vector<std::string>{"ns/web"});
+}
+
 // Required podAffinity: the pod goes where a matching pod runs; the first pod of a self-affine
 // group goes anywhere and the rest follow it within the cycle; one matching nothing (not even
 // itself) waits.
