@@ -69,6 +69,16 @@ absl::StatusOr<std::string> FencedClusterActions::SetNodeOwner(const std::string
   return inner_->SetNodeOwner(node, value, resource_version);
 }
 
+void FencedClusterActions::StartSetNodeOwner(const std::string& node, const std::string& value,
+                                             const std::string& resource_version,
+                                             std::function<void(absl::StatusOr<std::string>)> done) {
+  if (absl::Status s = Admit(absl::StrCat("owner of node ", node, " := '", value, "'")); !s.ok()) {
+    done(std::move(s));
+    return;
+  }
+  inner_->StartSetNodeOwner(node, value, resource_version, std::move(done));
+}
+
 void FencedClusterActions::NodeEvent(const std::string& node, const std::string& reason, const std::string& note) {
   if (!Admit(absl::StrCat(reason, " event of node ", node)).ok()) return;
   inner_->NodeEvent(node, reason, note);
@@ -94,6 +104,15 @@ absl::Status FencedClusterActions::SelectVolumeNode(const std::string& claim_key
 absl::Status FencedClusterActions::Nominate(const std::string& pod_key, const std::string& node) {
   if (absl::Status s = Admit(absl::StrCat("nomination of ", pod_key, " to '", node, "'")); !s.ok()) return s;
   return inner_->Nominate(pod_key, node);
+}
+
+void FencedClusterActions::StartNominate(const std::string& pod_key, const std::string& node,
+                                         std::function<void(absl::Status)> done) {
+  if (absl::Status s = Admit(absl::StrCat("nomination of ", pod_key, " to '", node, "'")); !s.ok()) {
+    done(std::move(s));
+    return;
+  }
+  inner_->StartNominate(pod_key, node, std::move(done));
 }
 
 absl::Status FencedClusterActions::Evict(const std::string& pod_key, const std::string& preemptor,

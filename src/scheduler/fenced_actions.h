@@ -71,11 +71,14 @@ class FencedClusterActions final : public ClusterActions {
   void ForgetWaiting(const std::string& pod_key) override { inner_->ForgetWaiting(pod_key); }
   absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
                                            const std::string& resource_version) override;
+  void StartSetNodeOwner(const std::string& node, const std::string& value, const std::string& resource_version,
+                         std::function<void(absl::StatusOr<std::string>)> done) override;
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override;
   absl::Status PodEvent(const std::string& pod_key, const std::string& reason, const std::string& note) override;
   absl::Status AnnotateNode(const std::string& node, const std::string& key, const std::string& value) override;
   absl::Status SelectVolumeNode(const std::string& claim_key, const std::string& node) override;
   absl::Status Nominate(const std::string& pod_key, const std::string& node) override;
+  void StartNominate(const std::string& pod_key, const std::string& node, std::function<void(absl::Status)> done) override;
   absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
   void StartEvict(const std::string& pod_key, const std::string& preemptor, const std::string& message,
                   std::function<void(absl::Status)> done) override;

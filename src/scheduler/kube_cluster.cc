@@ -217,23 +217,18 @@ std::vector<std::string> KubeClusterActions::TakeFailedReports() {
   return std::exchange(report_writes_->failed, {});
 }
 
-absl::StatusOr<std::string> KubeClusterActions::SetNodeOwner(const std::string& node, const std::string& value,
-                                                             const std::string& resource_version) {
+namespace {
+
+// SetNodeOwner's merge patch, from the node as just read (`current`).
+nlohmann::json OwnerPatch(const nlohmann::json& current, const std::string& value, const std::string& resource_version) {
   // Label: what kubectl get nodes -L onequeue.io/owner shows (a label value has no '/').
   nlohmann::json label = nullptr;
   if (!value.empty()) label = value.substr(0, value.find('/'));
   const bool tainted = !value.empty() && value != "kubernetes";
-  // The taint list is replaced whole by a merge patch: read the node, change only our taint, and
-  // write with a resourceVersion precondition so a concurrent change of another taint is not
-  // lost. The precondition is the version the loop decided from when it gives one, so that a
-  // write based on an old read (a deposed leader's) fails too (409: the loop reads again).
-  const std::string path = k8s::ObjectPath(k8s::kNodes, "", node);
-  absl::StatusOr<nlohmann::json> current = client_->Get(path);
-  if (!current.ok()) return current.status();
   nlohmann::json taints = nlohmann::json::array();
   bool had = false;
-  if (current->contains("spec") && (*current)["spec"].contains("taints")) {
-    for (const auto& t : (*current)["spec"]["taints"]) {
+  if (current.contains("spec") && current["spec"].contains("taints")) {
+    for (const auto& t : current["spec"]["taints"]) {
       if (t.value("key", "") == kOwnerTaintKey) {
         had = true;
         continue;
@@ -248,11 +243,57 @@ absl::StatusOr<std::string> KubeClusterActions::SetNodeOwner(const std::string& 
     if (tainted) taints.push_back({{"key", kOwnerTaintKey}, {"value", label}, {"effect", "NoSchedule"}});
     patch["spec"] = {{"taints", taints}};
   }
-  const std::string read_version = (*current)["metadata"].value("resourceVersion", "");
+  const std::string read_version = current.contains("metadata") ? current["metadata"].value("resourceVersion", "") : "";
   patch["metadata"]["resourceVersion"] = resource_version.empty() ? read_version : resource_version;
-  absl::StatusOr<nlohmann::json> written = client_->Patch(path, patch, "application/merge-patch+json");
+  return patch;
+}
+
+std::string WrittenVersion(const nlohmann::json& written) {
+  return written.contains("metadata") ? written["metadata"].value("resourceVersion", "") : std::string();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> KubeClusterActions::SetNodeOwner(const std::string& node, const std::string& value,
+                                                             const std::string& resource_version) {
+  // The taint list is replaced whole by a merge patch: read the node, change only our taint, and
+  // write with a resourceVersion precondition so a concurrent change of another taint is not
+  // lost. The precondition is the version the loop decided from when it gives one, so that a
+  // write based on an old read (a deposed leader's) fails too (409: the loop reads again).
+  const std::string path = k8s::ObjectPath(k8s::kNodes, "", node);
+  absl::StatusOr<nlohmann::json> current = client_->Get(path);
+  if (!current.ok()) return current.status();
+  absl::StatusOr<nlohmann::json> written =
+      client_->Patch(path, OwnerPatch(*current, value, resource_version), "application/merge-patch+json");
   if (!written.ok()) return written.status();
-  return written->contains("metadata") ? (*written)["metadata"].value("resourceVersion", "") : std::string();
+  return WrittenVersion(*written);
+}
+
+void KubeClusterActions::StartSetNodeOwner(const std::string& node, const std::string& value,
+                                           const std::string& resource_version,
+                                           std::function<void(absl::StatusOr<std::string>)> done) {
+  // SetNodeOwner's GET then PATCH, chained on the transport thread.
+  const std::string path = k8s::ObjectPath(k8s::kNodes, "", node);
+  k8s::HttpRequest get;
+  get.method = "GET";
+  get.path = path;
+  k8s::RestClient* client = client_;
+  client_->DoAsync(std::move(get), [client, path, value, resource_version,
+                                    done = std::move(done)](absl::StatusOr<std::string> body) mutable {
+    if (!body.ok()) return done(body.status());
+    nlohmann::json current = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+    if (current.is_discarded()) return done(absl::InternalError("node " + path + ": unparsable answer"));
+    k8s::HttpRequest patch;
+    patch.method = "PATCH";
+    patch.path = path;
+    patch.content_type = "application/merge-patch+json";
+    patch.body = OwnerPatch(current, value, resource_version).dump();
+    client->DoAsync(std::move(patch), [done = std::move(done)](absl::StatusOr<std::string> written) {
+      if (!written.ok()) return done(written.status());
+      nlohmann::json j = nlohmann::json::parse(*written, nullptr, /*allow_exceptions=*/false);
+      done(j.is_discarded() ? std::string() : WrittenVersion(j));
+    });
+  });
 }
 
 void KubeClusterActions::NodeEvent(const std::string& node, const std::string& reason, const std::string& note) {
@@ -309,6 +350,18 @@ absl::Status KubeClusterActions::Nominate(const std::string& pod_key, const std:
   auto p = client_->Patch(k8s::ObjectPath(k8s::kPods, ns, name, "status"),
                           {{"status", {{"nominatedNodeName", value}}}}, "application/merge-patch+json");
   return p.status();
+}
+
+void KubeClusterActions::StartNominate(const std::string& pod_key, const std::string& node,
+                                       std::function<void(absl::Status)> done) {
+  auto [ns, name] = SplitKey(pod_key);
+  k8s::HttpRequest req;
+  req.method = "PATCH";
+  req.path = k8s::ObjectPath(k8s::kPods, ns, name, "status");
+  req.content_type = "application/merge-patch+json";
+  req.body = nlohmann::json{{"status", {{"nominatedNodeName", node.empty() ? nlohmann::json(nullptr) : nlohmann::json(node)}}}}
+                 .dump();
+  client_->DoAsync(std::move(req), [done = std::move(done)](absl::StatusOr<std::string> r) { done(r.status()); });
 }
 
 absl::Status KubeClusterActions::Evict(const std::string& pod_key, const std::string& preemptor,

@@ -66,6 +66,9 @@ class KubeClusterActions : public ClusterActions {
   k8s::EventCorrelator::Counters event_counters() const { return events_.counters(); }
   absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
                                            const std::string& resource_version) override;
+  // SetNodeOwner's GET and PATCH without waiting (issue 26).
+  void StartSetNodeOwner(const std::string& node, const std::string& value, const std::string& resource_version,
+                         std::function<void(absl::StatusOr<std::string>)> done) override;
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override;
   absl::Status PodEvent(const std::string& pod_key, const std::string& reason, const std::string& note) override;
   absl::Status AnnotateNode(const std::string& node, const std::string& key, const std::string& value) override;
@@ -73,6 +76,7 @@ class KubeClusterActions : public ClusterActions {
   absl::Status BindVolume(const std::string& volume, const std::string& resource_version,
                           const std::string& claim_key, const std::string& claim_uid) override;
   absl::Status Nominate(const std::string& pod_key, const std::string& node) override;
+  void StartNominate(const std::string& pod_key, const std::string& node, std::function<void(absl::Status)> done) override;
   absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
   void StartEvict(const std::string& pod_key, const std::string& preemptor, const std::string& message,
                   std::function<void(absl::Status)> done) override;

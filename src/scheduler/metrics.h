@@ -105,6 +105,10 @@ class TimedClusterActions final : public ClusterActions {
                                            const std::string& resource_version) override {
     return inner_->SetNodeOwner(node, value, resource_version);
   }
+  void StartSetNodeOwner(const std::string& node, const std::string& value, const std::string& resource_version,
+                         std::function<void(absl::StatusOr<std::string>)> done) override {
+    inner_->StartSetNodeOwner(node, value, resource_version, std::move(done));
+  }
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override {
     inner_->NodeEvent(node, reason, note);
   }
@@ -119,6 +123,9 @@ class TimedClusterActions final : public ClusterActions {
   }
   absl::Status Nominate(const std::string& pod_key, const std::string& node) override {
     return inner_->Nominate(pod_key, node);
+  }
+  void StartNominate(const std::string& pod_key, const std::string& node, std::function<void(absl::Status)> done) override {
+    inner_->StartNominate(pod_key, node, std::move(done));
   }
   absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override {
     return inner_->Evict(pod_key, preemptor, message);

@@ -1,6 +1,7 @@
 #include "scheduler/node_owners.h"
 
 #include "absl/status/statusor.h"
+#include "scheduler/all_answered.h"
 #include "scheduler/scheduling_loop.h"
 #include "spdlog/spdlog.h"
 
@@ -34,7 +35,23 @@ const NodeOwner& NodeOwners::Of(const std::string& node) const {
 
 absl::Status NodeOwners::Set(const std::string& node, const NodeOwner& value) {
   const std::string expected = version_[node];
-  absl::StatusOr<std::string> written = actions_->SetNodeOwner(node, value.value(), expected);
+  return Written(node, value, expected, actions_->SetNodeOwner(node, value.value(), expected));
+}
+
+std::vector<absl::Status> NodeOwners::SetAll(const std::vector<std::pair<std::string, NodeOwner>>& writes) {
+  std::vector<std::string> expected;
+  for (const auto& [node, value] : writes) expected.push_back(version_[node]);
+  const std::vector<absl::StatusOr<std::string>> answers = AllAnswered<absl::StatusOr<std::string>>(
+      writes.size(), [&](size_t i, std::function<void(absl::StatusOr<std::string>)> done) {
+        actions_->StartSetNodeOwner(writes[i].first, writes[i].second.value(), expected[i], std::move(done));
+      });
+  std::vector<absl::Status> out;
+  for (size_t i = 0; i < writes.size(); ++i) out.push_back(Written(writes[i].first, writes[i].second, expected[i], answers[i]));
+  return out;
+}
+
+absl::Status NodeOwners::Written(const std::string& node, const NodeOwner& value, const std::string& expected,
+                                 const absl::StatusOr<std::string>& written) {
   if (!written.ok()) {
     if (absl::IsAborted(written.status())) {
       spdlog::info("node {}: changed since version {} was read; the owner ({}) is written from a fresh read next cycle",

@@ -12,8 +12,11 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "scheduler/node_owner.h"
 #include "scheduler/snapshot_builder.h"
 
@@ -34,6 +37,10 @@ class NodeOwners {
   // Writes the node's owner, conditional on the version this cycle read (or this process wrote
   // since), and remembers it.
   absl::Status Set(const std::string& node, const NodeOwner& value);
+  // Set for several nodes at once (issue 26: the reservation marks of a cycle's preemptions):
+  // every write is sent before the first answer is awaited. The results in the order of `writes`
+  // (one write per node).
+  std::vector<absl::Status> SetAll(const std::vector<std::pair<std::string, NodeOwner>>& writes);
   // Writes the watch has not shown yet (node -> annotation value), for the snapshot.
   std::map<std::string, std::string> Unshown() const;
   bool HasUnshown() const { return !written_.empty(); }
@@ -46,6 +53,10 @@ class NodeOwners {
     std::string written_version;
     std::set<std::string> earlier_versions;
   };
+  // Set's bookkeeping once the write answered.
+  absl::Status Written(const std::string& node, const NodeOwner& value, const std::string& expected,
+                       const absl::StatusOr<std::string>& written);
+
   ClusterActions* actions_;
   const NodeOwner unmarked_;
   std::map<std::string, NodeOwner> owner_;

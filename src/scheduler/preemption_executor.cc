@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "scheduler/all_answered.h"
 #include "scheduler/scheduling_loop.h"
 #include "slurm_bridge/adapter.h"
 #include "spdlog/spdlog.h"
@@ -202,7 +203,8 @@ void PreemptionExecutor::RollBack(const std::string& preemptor, const Preemption
   Reindex();
 }
 
-bool PreemptionExecutor::Reserve(const queue::PreemptDecision& d, const PreemptionCycle& c) {
+std::vector<const queue::PreemptDecision*> PreemptionExecutor::Reserve(
+    const std::vector<const queue::PreemptDecision*>& decisions, const PreemptionCycle& c) {
   // 1. Reserve, durably, before anything is evicted: on a node Slurm shares a fence tagged for the
   // preemptor, then the node annotation. Fence first (issue 24 D3): the mark alone on a lent node
   // that is not fenced lets Slurm start a job there if this process dies between the two writes;
@@ -210,28 +212,59 @@ bool PreemptionExecutor::Reserve(const queue::PreemptDecision& d, const Preempti
   // never landed (SlurmLending::Reconcile). Written even when a record has it already (recovered
   // after a restart, or read back from a lagging informer after a rollback): the writes are
   // idempotent and the only proof that the marks are there.
-  std::set<std::string> names;
-  if (!config_.test_without_reservations) {  // tests only: see Config::test_without_reservations
-    for (queue::NodeIndex n : d.member_nodes) names.insert(c.built.snapshot->nodes[n].name);
-  }
-  auto [it, made] = records_.try_emplace(d.preemptor);
-  if (made) it->second.state = PreemptionState::kReleased;
-  Move(d.preemptor, it->second, PreemptionEvent::kReserve);
-  const NodeOwner mark = NodeOwner::ReservedFor(d.preemptor);
-  if (!FenceForReservation(d.preemptor, names, mark, c)) return false;
-  for (const auto& name : names) {
-    const NodeOwner before = owners_->Of(name);
-    if (!owners_->Set(name, mark).ok()) {
-      RollBack(d.preemptor, c, 0, "");
-      return false;
+  struct Fenced {
+    const queue::PreemptDecision* d;
+    std::set<std::string> names;
+  };
+  std::vector<Fenced> fenced;
+  for (const queue::PreemptDecision* d : decisions) {
+    std::set<std::string> names;
+    if (!config_.test_without_reservations) {  // tests only: see Config::test_without_reservations
+      for (queue::NodeIndex n : d->member_nodes) names.insert(c.built.snapshot->nodes[n].name);
     }
-    auto& slot = records_.at(d.preemptor).nodes[name];
-    if (!before.reserved()) slot = before;
-    c.touched->insert(name);
+    auto [it, made] = records_.try_emplace(d->preemptor);
+    if (made) it->second.state = PreemptionState::kReleased;
+    Move(d->preemptor, it->second, PreemptionEvent::kReserve);
+    if (!FenceForReservation(d->preemptor, names, NodeOwner::ReservedFor(d->preemptor), c)) continue;
+    fenced.push_back({d, std::move(names)});
+  }
+  // Issue 26: the marks of every preemption of the cycle go out at once (one round trip for the
+  // cycle, not a GET and a PATCH per node one after another); each preemption still has all its
+  // marks before its nomination and its first eviction.
+  std::vector<std::pair<std::string, NodeOwner>> writes;
+  std::vector<NodeOwner> before;
+  for (const Fenced& f : fenced) {
+    for (const auto& name : f.names) {
+      writes.emplace_back(name, NodeOwner::ReservedFor(f.d->preemptor));
+      before.push_back(owners_->Of(name));
+    }
+  }
+  const std::vector<absl::Status> written = owners_->SetAll(writes);
+  std::vector<const queue::PreemptDecision*> reserved;
+  size_t w = 0;
+  for (const Fenced& f : fenced) {
+    bool all = true;
+    for (const auto& name : f.names) {
+      if (written[w].ok()) {
+        auto& slot = records_.at(f.d->preemptor).nodes[name];
+        if (!before[w].reserved()) slot = before[w];
+        c.touched->insert(name);
+      } else {
+        all = false;
+      }
+      ++w;
+    }
+    if (!all) {
+      RollBack(f.d->preemptor, c, 0, "");  // the marks that landed are released
+      continue;
+    }
+    reserved.push_back(f.d);
   }
   Reindex();
-  if (!names.empty()) Fail("preempt-after-reserve");
-  return true;
+  for (const queue::PreemptDecision* d : reserved) {
+    if (!d->member_nodes.empty() && !config_.test_without_reservations) Fail("preempt-after-reserve");
+  }
+  return reserved;
 }
 
 bool PreemptionExecutor::FenceForReservation(const std::string& preemptor, const std::set<std::string>& names,
@@ -383,6 +416,7 @@ absl::Status PreemptionExecutor::AskSubNodeVictims(const std::string& preemptor,
 }
 
 void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisions, const PreemptionCycle& c) {
+  asked_now_.clear();
   std::vector<PlannedEvictions> evictions;
   // How each victim leaves (issue 26): deleted unless a budget covers it.
   std::map<std::string, VictimRemoval, std::less<>> removal;
@@ -394,6 +428,7 @@ void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisi
       if (auto it = removal.find(rw.id); it != removal.end()) it->second = RemovalOf(rw, !config_.test_without_budgets);
     }
   }
+  std::vector<const queue::PreemptDecision*> to_reserve;
   for (const queue::PreemptDecision& d : decisions) {
     if (auto it = records_.find(d.preemptor); it != records_.end()) {
       const Preemption& p = it->second;
@@ -403,13 +438,24 @@ void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisi
     const bool slurm_preemptor = SlurmJobOf(d.preemptor).has_value();
     if (pods == c.built.pending_pods.end() && !slurm_preemptor) continue;
     if (slurm_preemptor && (slurm_ == nullptr || !c.slurm.pending.count(d.preemptor))) continue;
-    if (!Reserve(d, c)) continue;
+    to_reserve.push_back(&d);
+  }
+  const std::vector<const queue::PreemptDecision*> reserved = Reserve(to_reserve, c);
+  // The nominations (part of step 1), all at once like the marks, before any victim is asked.
+  std::vector<std::pair<std::string, std::string>> nominations;  // pod key, node
+  for (const queue::PreemptDecision* d : reserved) {
     Fail("reclaim-after-reserve");
-    if (pods != c.built.pending_pods.end()) {
-      for (size_t i = 0; i < pods->second.pod_keys.size() && i < d.member_nodes.size(); ++i) {
-        (void)actions_->Nominate(pods->second.pod_keys[i], c.built.snapshot->nodes[d.member_nodes[i]].name);
+    if (auto pods = c.built.pending_pods.find(d->preemptor); pods != c.built.pending_pods.end()) {
+      for (size_t i = 0; i < pods->second.pod_keys.size() && i < d->member_nodes.size(); ++i) {
+        nominations.emplace_back(pods->second.pod_keys[i], c.built.snapshot->nodes[d->member_nodes[i]].name);
       }
     }
+  }
+  (void)AllAnswered<absl::Status>(nominations.size(), [&](size_t i, std::function<void(absl::Status)> done) {
+    actions_->StartNominate(nominations[i].first, nominations[i].second, std::move(done));
+  });
+  for (const queue::PreemptDecision* dp : reserved) {
+    const queue::PreemptDecision& d = *dp;
     ++c.stats->preemptions_started;
     c.stats->preemption_victims.push_back(static_cast<int>(d.victims.size()));
     AskSlurmVictims(d, c);
@@ -502,6 +548,7 @@ void PreemptionExecutor::EvictInWaves(std::vector<PlannedEvictions>* evictions, 
     Preemption& p = records_.at(planned.preemptor);
     p.victims_asked = true;
     p.blocked_message.clear();
+    asked_now_.insert(planned.preemptor);
     if (p.retries.empty()) Move(planned.preemptor, p, PreemptionEvent::kVictimsAsked);
   }
 }
@@ -533,6 +580,25 @@ void PreemptionExecutor::RetryVictims(const PreemptionCycle& c) {
 }
 
 void PreemptionExecutor::ReleaseFinished(const PreemptionCycle& c) {
+  // Issue 26: the marks of finished preemptions on nodes Slurm does not know (ReleaseFinishedNode
+  // would unmark them one GET and PATCH after another) are cleared all at once; Release then finds
+  // them unmarked and updates the records. A write that failed is tried again next cycle.
+  std::vector<std::pair<std::string, NodeOwner>> unmark;
+  for (const auto& [preemptor, p] : records_) {
+    if (c.IsPending(preemptor)) continue;
+    for (const auto& [node, before] : p.nodes) {
+      const bool joined = slurm_ != nullptr && c.slurm.nodes.count(node);
+      if (!joined && owners_->Of(node).IsReservedFor(preemptor)) unmark.emplace_back(node, NodeOwner::Unmarked());
+    }
+  }
+  std::set<std::string> unwritten;
+  if (!unmark.empty()) {
+    const std::vector<absl::Status> written = owners_->SetAll(unmark);
+    for (size_t i = 0; i < unmark.size(); ++i) {
+      if (!written[i].ok()) unwritten.insert(unmark[i].first);
+    }
+    if (unwritten.size() < unmark.size()) Fail("release-after-write");
+  }
   for (auto it = records_.begin(); it != records_.end();) {
     // The preemptor no longer waits (bound, started, or deleted): the reservation has done its job.
     if (c.IsPending(it->first)) {
@@ -543,6 +609,7 @@ void PreemptionExecutor::ReleaseFinished(const PreemptionCycle& c) {
     for (auto n = p.nodes.begin(); n != p.nodes.end();) {
       const std::string node = n->first;
       ++n;
+      if (unwritten.count(node)) continue;
       Release(it->first, p, node, ReleaseKind::kFinished, &c);
     }
     if (p.nodes.empty()) {

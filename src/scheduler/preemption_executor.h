@@ -116,6 +116,14 @@ class PreemptionExecutor {
   const std::map<std::string, std::string>& reservations() const { return by_node_; }
   // Why a refused preemption waits, for its waiting report; null if not refused.
   const std::string* BlockedMessage(std::string_view preemptor) const;
+  // Issue 26: the preemptor's victims were all asked by a Start before the latest one, and it
+  // waits only for them to leave: its nomination says where it goes, so its waiting report (written
+  // when they were asked) need not be written again as its queue position moves.
+  bool AskedEarlier(std::string_view preemptor) const {
+    auto it = records_.find(preemptor);
+    return it != records_.end() && it->second.victims_asked && !asked_now_.count(preemptor) &&
+           it->second.state == PreemptionState::kWaitingForVictims;
+  }
   // Nothing under way (the arrival cycles need that).
   bool Idle() const { return records_.empty() && evicted_pods_.empty(); }
   bool HasEvictedPods() const { return !evicted_pods_.empty(); }
@@ -161,7 +169,10 @@ class PreemptionExecutor {
   // Every node of P released, nominations cleared, the record blocked until `retry_at`.
   void RollBack(const std::string& preemptor, const PreemptionCycle& c, queue::Time retry_at, std::string why);
   void ClearNominations(const std::string& preemptor, const PreemptionCycle& c);
-  bool Reserve(const queue::PreemptDecision& d, const PreemptionCycle& c);
+  // Step 1 for every decision of the cycle: fences, then every mark at once; the decisions whose
+  // marks all landed (the others rolled back).
+  std::vector<const queue::PreemptDecision*> Reserve(const std::vector<const queue::PreemptDecision*>& decisions,
+                                                     const PreemptionCycle& c);
   // Reserve's first write: the joined nodes fenced for `mark`; false (rolled back) if one fails.
   bool FenceForReservation(const std::string& preemptor, const std::set<std::string>& names, const NodeOwner& mark,
                            const PreemptionCycle& c);
@@ -188,6 +199,7 @@ class PreemptionExecutor {
   std::map<std::string, Preemption, std::less<>> records_;  // by preemptor
   std::map<std::string, std::string> by_node_;              // reserved node -> preemptor
   std::set<std::string> evicted_pods_;                      // pod keys evicted (each victim once)
+  std::set<std::string, std::less<>> asked_now_;            // preemptors whose victims the latest Start asked
 };
 
 }  // namespace onequeue::scheduler

@@ -317,6 +317,11 @@ std::map<std::string, WaitReport, std::less<>> SchedulingLoop::ReportWaiting(con
     if (blocked == nullptr && pods_of->second.pod_keys.size() == 1) blocked = mirrors_.RefusedPod(pods_of->second.pod_keys[0]);
     const WaitReport report = ExplainWait(w, plan, built, slurm_records_, blocked);
     if (board_ != nullptr) reports.emplace(std::string(w.workload), report);
+    // Issue 26: a preemptor whose victims were asked in an earlier cycle shows where it goes (its
+    // nomination) and why it waits (the report written then); kube-scheduler writes one report for
+    // it too. Rewriting it each cycle as its position moves cost two pod writes, and its binding
+    // waits for a report in flight.
+    if (preemptions_.AskedEarlier(w.workload) && waiting_.Shown(pods_of->second.pod_keys)) continue;
     waiting_.Write(pods_of->second.pod_keys, report, stats);
   }
   // Pods no longer pending (deleted, bound): forget their last reports, here and in the actions.

@@ -106,6 +106,13 @@ class ClusterActions {
   // again. Returns the node's resourceVersion after the write.
   virtual absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
                                                    const std::string& resource_version) = 0;
+  // Issue 26: SetNodeOwner without waiting (the reservation marks of a cycle's preemptions go out
+  // at once); `done` may run on another thread. This default writes at once with SetNodeOwner: a
+  // decorator must forward it (FencedClusterActions, TimedClusterActions do).
+  virtual void StartSetNodeOwner(const std::string& node, const std::string& value, const std::string& resource_version,
+                                 std::function<void(absl::StatusOr<std::string>)> done) {
+    done(SetNodeOwner(node, value, resource_version));
+  }
   // An event about a node (Lent, Reclaimed, Returned). Best effort.
   virtual void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) {}
   // Sets (or, with "", removes) one annotation of a node (issue 25: onequeue.io/split). Best effort.
@@ -134,6 +141,11 @@ class ClusterActions {
   }
   // Sets status.nominatedNodeName; "" clears it (a rolled-back preemption).
   virtual absl::Status Nominate(const std::string& pod_key, const std::string& node) = 0;
+  // Issue 26: Nominate without waiting (a cycle's nominations go out at once); `done` may run on
+  // another thread. This default nominates at once: a decorator must forward it.
+  virtual void StartNominate(const std::string& pod_key, const std::string& node, std::function<void(absl::Status)> done) {
+    done(Nominate(pod_key, node));
+  }
   // Eviction API; a PodDisruptionBudget refusal is kFailedPrecondition.
   virtual absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) = 0;
   // Sends the eviction without waiting (the loop sends one wave of evictions of every preemption

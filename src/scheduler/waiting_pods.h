@@ -1,6 +1,7 @@
 #pragma once
 // Wait reporting: what each waiting pod shows (reason, message, position, estimated start), said
 // only when it changes, and why, across both worlds ("behind Slurm job 7 on n1").
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -33,6 +34,10 @@ class WaitingPods {
   size_t RewriteFailed();
   // Forgets every pod not in `pending`.
   void KeepOnly(const std::set<std::string_view>& pending);
+  // Every one of the pods shows a report written by this process.
+  bool Shown(const std::vector<std::string>& pod_keys) const {
+    return std::all_of(pod_keys.begin(), pod_keys.end(), [&](const std::string& k) { return last_.count(k) > 0; });
+  }
   size_t size() const { return last_.size(); }
 
  private:

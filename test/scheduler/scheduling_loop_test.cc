@@ -9,6 +9,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 
 namespace onequeue::scheduler {
@@ -232,6 +236,112 @@ TEST(SchedulingLoopTest, AVictimABudgetCoversIsEvictedThroughTheEvictionApi) {
       << "only the pod no budget covers is deleted directly";
 }
 
+// Issue 26: an API server that answers the reservation marks and nominations only once `expected`
+// of them are in flight (or after a second, so that a sender that waits for each answer makes the
+// test fail on the counts rather than hang). The writes themselves are World's.
+class AnswersOnlyWhenAllAreInFlight : public World {
+ public:
+  ~AnswersOnlyWhenAllAreInFlight() override {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    for (auto& t : timers_) t.join();
+  }
+  size_t expected = 0;
+  size_t max_marks_in_flight = 0, max_nominations_in_flight = 0;
+  std::vector<std::string> sent;  // "mark <node>", "nominate <pod>", "remove <pod>", in order
+  void StartSetNodeOwner(const std::string& node, const std::string& value, const std::string& version,
+                         std::function<void(absl::StatusOr<std::string>)> done) override {
+    sent.push_back("mark " + node);
+    Hold(&marks_, &max_marks_in_flight, [this, node, value, version, done] { done(SetNodeOwner(node, value, version)); });
+  }
+  void StartNominate(const std::string& key, const std::string& node, std::function<void(absl::Status)> done) override {
+    sent.push_back("nominate " + key);
+    Hold(&nominations_, &max_nominations_in_flight, [this, key, node, done] { done(Nominate(key, node)); });
+  }
+  void StartDeleteVictim(const std::string& key, const std::string& preemptor, const std::string& message,
+                         std::function<void(absl::Status)> done) override {
+    sent.push_back("remove " + key);
+    World::StartDeleteVictim(key, preemptor, message, std::move(done));
+  }
+
+ private:
+  using Answers = std::vector<std::function<void()>>;
+  void Hold(Answers* held, size_t* max, std::function<void()> answer) {
+    absl::MutexLock lock(&mu_);
+    held->push_back(std::move(answer));
+    *max = std::max(*max, held->size());
+    if (held->size() == expected) {
+      AnswerAll(held);
+      return;
+    }
+    timers_.emplace_back([this, held, batch = batches_] {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Seconds(1));
+      if (batches_ == batch) AnswerAll(held);  // else answered already (a later batch is not this timer's)
+    });
+  }
+  void AnswerAll(Answers* held) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ++batches_;
+    for (auto& a : std::exchange(*held, {})) a();
+  }
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  int batches_ ABSL_GUARDED_BY(mu_) = 0;
+  Answers marks_ ABSL_GUARDED_BY(mu_), nominations_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> timers_;
+};
+
+TEST(SchedulingLoopTest, TheMarksAndNominationsOfACyclesPreemptionsAreAllInFlightBeforeTheFirstAnswer) {
+  AnswersOnlyWhenAllAreInFlight w;
+  for (const std::string n : {"n1", "n2", "n3"}) {
+    w.AddNode(n, "4");
+    w.AddPod("batch-" + n, "4", "scavenger", n, "2026-11-21T09:00:00Z");
+  }
+  for (const std::string p : {"p1", "p2", "p3"}) w.AddPod(p, "4", "interactive");
+  w.expected = 3;
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  CycleStats s = loop.RunCycle(kNow);
+  EXPECT_EQ(s.preemptions_started, 3);
+  EXPECT_EQ(w.max_marks_in_flight, 3u) << "one GET+PATCH after another held the cycle a round trip per node";
+  EXPECT_EQ(w.max_nominations_in_flight, 3u);
+  // Still every mark before any nomination, and every nomination before any victim is asked.
+  ASSERT_EQ(w.sent.size(), 9u);
+  for (size_t i = 0; i < 9; ++i) {
+    EXPECT_THAT(w.sent[i], ::testing::StartsWith(i < 3 ? "mark " : i < 6 ? "nominate " : "remove ")) << i;
+  }
+  for (const std::string n : {"n1", "n2", "n3"}) EXPECT_THAT(w.OwnerOf(n), ::testing::StartsWith("reserved/ns/p"));
+  loop.RunCycle(kNow + 1);
+  for (const std::string p : {"p1", "p2", "p3"}) EXPECT_NE(w.NodeOf("ns/" + p), "") << p;
+  // The preemptors bound: their marks are cleared at once too.
+  w.max_marks_in_flight = 0;
+  loop.RunCycle(kNow + 2);
+  EXPECT_EQ(w.max_marks_in_flight, 3u);
+  for (const std::string n : {"n1", "n2", "n3"}) EXPECT_EQ(w.OwnerOf(n), "") << n;
+}
+
+// A mark refused among those of one cycle rolls back only its own preemption: the others go on.
+TEST(SchedulingLoopTest, AMarkRefusedAmongACyclesMarksRollsBackOnlyItsPreemption) {
+  World w;
+  for (const std::string n : {"n1", "n2"}) {
+    w.AddNode(n, "4");
+    w.AddPod("batch-" + n, "4", "scavenger", n, "2026-11-21T09:00:00Z");
+  }
+  w.AddPod("p1", "4", "interactive");
+  w.AddPod("p2", "4", "interactive");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  w.FreezeNodes();
+  w.TouchNode("n1");  // changed since the informer's copy: its mark is refused (409)
+  CycleStats s = loop.RunCycle(kNow);
+  EXPECT_EQ(s.rollbacks, 1);
+  EXPECT_THAT(w.evictions, ::testing::ElementsAre("ns/batch-n2"));
+  EXPECT_EQ(w.OwnerOf("n1"), "");
+  EXPECT_THAT(w.OwnerOf("n2"), ::testing::StartsWith("reserved/ns/p"));
+}
+
 // Config::test_without_budgets (the e2e control run): budgets are not read, so nothing says a
 // victim is uncovered, and only the Eviction API can honour a budget: every victim is evicted.
 TEST(SchedulingLoopTest, WithoutBudgetsReadEveryVictimIsEvicted) {
@@ -323,6 +433,48 @@ TEST(SchedulingLoopTest, ASuccessorDoesNotEvictAVictimThatIsAlreadyLeaving) {
   EXPECT_EQ(w.evict_attempts, 0);
   EXPECT_EQ(w.NodeOf("ns/jupyter"), "");
   EXPECT_FALSE(loop.reservations().empty()) << "the reservation holds while the victim leaves";
+}
+
+// Issue 26: victims that take their grace period to leave (the pod stays, being deleted).
+class VictimsTerminateSlowly : public World {
+ public:
+  void StartDeleteVictim(const std::string& key, const std::string& preemptor, const std::string& message,
+                         std::function<void(absl::Status)> done) override {
+    k8s::Pod* p = Find(key);
+    if (p == nullptr) return done(absl::NotFoundError(key));
+    p->metadata.deletion_timestamp = "2026-11-21T11:00:00Z";
+    victim_deletions.push_back(key + ": " + message);
+    done(absl::OkStatus());
+  }
+};
+
+// Issue 26: once its victims are asked, a preemptor's nomination says where it goes; its waiting
+// report is written once, not again each cycle as its queue position moves (two pod writes each,
+// and a binding waits for a report in flight), as kube-scheduler writes one.
+TEST(SchedulingLoopTest, APreemptorWaitingForItsVictimsIsReportedOnceAsItsPositionMoves) {
+  VictimsTerminateSlowly w;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "4", "interactive", "", "2026-11-21T10:00:00Z");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  ASSERT_THAT(w.victim_deletions, ::testing::ElementsAre(::testing::StartsWith("ns/batch: ")));
+  ASSERT_EQ(w.reports["ns/jupyter"].size(), 1u);
+  EXPECT_EQ(w.reports["ns/jupyter"][0].reason, "Preempting");
+  EXPECT_EQ(w.Find("ns/jupyter")->nominated_node_name, "n1");
+  // Pods that queue ahead of it arrive while the victim leaves: its position moves.
+  w.AddPod("huge1", "8", "interactive", "", "2026-11-21T09:30:00Z");
+  loop.RunCycle(kNow + 1);
+  w.AddPod("huge2", "8", "interactive", "", "2026-11-21T09:31:00Z");
+  loop.RunCycle(kNow + 2);
+  ASSERT_EQ(w.reports["ns/huge2"].size(), 1u);
+  EXPECT_EQ(w.reports["ns/huge2"][0].queue_position, 2) << "ahead of jupyter";
+  EXPECT_EQ(w.reports["ns/jupyter"].size(), 1u) << "not written again while it waits for its victim";
+  EXPECT_EQ(w.NodeOf("ns/jupyter"), "");
+  w.DeletePod("ns/batch");
+  loop.RunCycle(kNow + 3);
+  EXPECT_EQ(w.NodeOf("ns/jupyter"), "n1");
 }
 
 TEST(SchedulingLoopTest, QosMapsOntoQueueConfig) {

@@ -215,6 +215,82 @@ TEST(WaitReportingTest, TheDaemonsWrappersPassAsynchronousEvictionsThrough) {
   EXPECT_EQ(w.calls, (std::vector<std::string>{"StartEvict ns/v", "EvictSucceeded ns/v"}));
 }
 
+// Issue 26: the reservation's writes without waiting reach the inner actions' Start* through the
+// wrappers (a wrapper without them falls back to one synchronous write after another).
+TEST(WaitReportingTest, TheDaemonsWrappersPassTheReservationsAsynchronousWritesThrough) {
+  struct Leading : WritePermit {
+    absl::Status MayWrite() const override { return absl::OkStatus(); }
+  } permit;
+  struct Recording : AsyncReportingWorld {
+    std::vector<std::string> calls;
+    absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string&, const std::string&) override {
+      calls.push_back("SetNodeOwner " + node);
+      return std::string("2");
+    }
+    void StartSetNodeOwner(const std::string& node, const std::string&, const std::string&,
+                           std::function<void(absl::StatusOr<std::string>)> done) override {
+      calls.push_back("StartSetNodeOwner " + node);
+      done(std::string("2"));
+    }
+    absl::Status Nominate(const std::string& key, const std::string&) override {
+      calls.push_back("Nominate " + key);
+      return absl::OkStatus();
+    }
+    void StartNominate(const std::string& key, const std::string&, std::function<void(absl::Status)> done) override {
+      calls.push_back("StartNominate " + key);
+      done(absl::OkStatus());
+    }
+  } w;
+  SchedulerMetrics metrics;
+  TimedClusterActions timed(&w, &metrics);
+  FencedClusterActions fenced(&timed, &permit);
+  fenced.StartSetNodeOwner("n1", "reserved/ns/p", "1", [](absl::StatusOr<std::string>) {});
+  fenced.StartNominate("ns/p", "n1", [](absl::Status) {});
+  EXPECT_EQ(w.calls, (std::vector<std::string>{"StartSetNodeOwner n1", "StartNominate ns/p"}));
+}
+
+// Issue 26: StartSetNodeOwner is SetNodeOwner without waiting: it reads the node, then writes the
+// owner with the caller's resourceVersion as the precondition, keeping the node's other taints.
+TEST(WaitReportingTest, AnOwnerWrittenWithoutWaitingReadsTheNodeThenPatchesItConditionally) {
+  class Scripted : public k8s::HttpTransport {
+   public:
+    std::vector<k8s::HttpRequest> sent;
+    void SendAsync(k8s::HttpRequest r, ResponseCallback done) override {
+      sent.push_back(r);
+      if (r.method == "GET") {
+        done(k8s::HttpResponse{200, R"({"metadata":{"name":"n1","resourceVersion":"5"},
+            "spec":{"taints":[{"key":"other","effect":"NoSchedule"},{"key":"onequeue.io/owner","value":"kubernetes","effect":"NoSchedule"}]}})"});
+      } else {
+        done(k8s::HttpResponse{200, R"({"metadata":{"name":"n1","resourceVersion":"6"}})"});
+      }
+    }
+    std::unique_ptr<k8s::HttpStream> OpenStream(k8s::HttpRequest, ChunkCallback, StreamDoneCallback done) override {
+      done(absl::UnimplementedError("no streams"));
+      return nullptr;
+    }
+  };
+  auto transport = std::make_unique<Scripted>();
+  Scripted* wire = transport.get();
+  k8s::ClientConfig client_config;
+  k8s::RestClient client(client_config, std::move(transport));
+  k8s::Informer<k8s::Pod> pods(&client, k8s::kPods, {});
+  KubeClusterActions actions(&client, &pods, "test");
+  std::optional<absl::StatusOr<std::string>> answer;
+  actions.StartSetNodeOwner("n1", "reserved/ns/p", "4", [&](absl::StatusOr<std::string> r) { answer = r; });
+  ASSERT_TRUE(answer.has_value());
+  ASSERT_TRUE(answer->ok()) << answer->status();
+  EXPECT_EQ(**answer, "6");
+  ASSERT_EQ(wire->sent.size(), 2u);
+  EXPECT_EQ(wire->sent[0].method, "GET");
+  EXPECT_EQ(wire->sent[1].method, "PATCH");
+  const nlohmann::json patch = nlohmann::json::parse(wire->sent[1].body);
+  EXPECT_EQ(patch["metadata"]["resourceVersion"], "4") << "the version the loop decided from";
+  EXPECT_EQ(patch["metadata"]["annotations"]["onequeue.io/owner"], "reserved/ns/p");
+  EXPECT_EQ(patch["spec"]["taints"],
+            nlohmann::json::parse(R"([{"key":"other","effect":"NoSchedule"},
+                                      {"key":"onequeue.io/owner","value":"reserved","effect":"NoSchedule"}])"));
+}
+
 // What the event recorder decided is exported as running totals, by outcome.
 TEST(EventMetricsTest, RecorderTotalsBecomeOnequeueEventsTotal) {
   SchedulerMetrics metrics;
