@@ -268,23 +268,28 @@ bool InterPodTerm::Matches(const PodRecord& pod) const {
   return k8s::SelectorMatches(selector, pod.labels);
 }
 
+SpreadRule SpreadRuleOf(const k8s::Pod& pod, const k8s::TopologySpreadConstraint& c) {
+  SpreadRule s;
+  s.max_skew = std::max(1, c.max_skew);
+  s.min_domains = std::max(1, c.min_domains.value_or(1));
+  s.topology_key = c.topology_key;
+  s.selector = c.selector;
+  if (s.selector.has_value()) {
+    for (const std::string& key : c.match_label_keys) {
+      auto label = pod.metadata.labels.find(key);
+      if (label != pod.metadata.labels.end()) s.selector->match_expressions.push_back({key, "In", {label->second}});
+    }
+  }
+  s.honor_node_affinity = c.node_affinity_policy != "Ignore";
+  s.honor_node_taints = c.node_taints_policy == "Honor";
+  return s;
+}
+
 void ReadInterPodRules(const k8s::Pod& pod, PodRecord& r) {
   const std::string& ns = pod.metadata.namespace_;
   for (const k8s::TopologySpreadConstraint& c : pod.topology_spread_constraints) {
-    if (c.when_unsatisfiable != "DoNotSchedule") continue;  // ScheduleAnyway: a preference, not used yet
-    SpreadRule s;
-    s.max_skew = std::max(1, c.max_skew);
-    s.min_domains = std::max(1, c.min_domains.value_or(1));
-    s.topology_key = c.topology_key;
-    s.selector = c.selector;
-    if (s.selector.has_value()) {
-      for (const std::string& key : c.match_label_keys) {  // ANDed into the selector, as kube-scheduler does
-        auto label = pod.metadata.labels.find(key);
-        if (label != pod.metadata.labels.end()) s.selector->match_expressions.push_back({key, "In", {label->second}});
-      }
-    }
-    s.honor_node_affinity = c.node_affinity_policy != "Ignore";
-    s.honor_node_taints = c.node_taints_policy == "Honor";
+    if (c.when_unsatisfiable != "DoNotSchedule") continue;  // ScheduleAnyway: a preference (pod_preferences.h)
+    SpreadRule s = SpreadRuleOf(pod, c);
     s.identity = absl::StrCat(ns, "|", s.selector.has_value() ? Canonical(*s.selector) : "none");
     r.spread.push_back(std::move(s));
   }

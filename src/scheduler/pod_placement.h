@@ -40,7 +40,8 @@ struct InterPodTerm {
   friend bool operator==(const InterPodTerm& a, const InterPodTerm& b) { return a.identity == b.identity; }
 };
 
-// One hard topology spread constraint, matchLabelKeys merged into its selector.
+// One topology spread constraint (hard, or ScheduleAnyway for the preference score),
+// matchLabelKeys merged into its selector.
 struct SpreadRule {
   int32_t max_skew = 1;
   int32_t min_domains = 1;
@@ -55,6 +56,10 @@ struct SpreadRule {
            a.honor_node_taints == b.honor_node_taints;
   }
 };
+
+// One of the pod's spread constraints as a rule: maxSkew and minDomains at least 1, matchLabelKeys
+// ANDed into the selector (as kube-scheduler does), the two node policies; identity left empty.
+SpreadRule SpreadRuleOf(const k8s::Pod& pod, const k8s::TopologySpreadConstraint& c);
 
 // Reads the pod's spread constraints and inter-pod terms into `record` (spread, affinity,
 // anti_affinity), or into record.unsupported_placement what onequeue cannot honour.

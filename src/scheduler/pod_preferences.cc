@@ -56,19 +56,7 @@ bool SpreadCounts(const SpreadRule& rule, const std::string& owner_namespace, co
 void ReadPodPreferences(const k8s::Pod& pod, PodRecord& r) {
   for (const k8s::TopologySpreadConstraint& c : pod.topology_spread_constraints) {
     if (c.when_unsatisfiable != "ScheduleAnyway") continue;
-    SpreadRule s;
-    s.max_skew = std::max(1, c.max_skew);
-    s.topology_key = c.topology_key;
-    s.selector = c.selector;
-    if (s.selector.has_value()) {
-      for (const std::string& key : c.match_label_keys) {  // ANDed into the selector, as kube-scheduler does
-        auto label = pod.metadata.labels.find(key);
-        if (label != pod.metadata.labels.end()) s.selector->match_expressions.push_back({key, "In", {label->second}});
-      }
-    }
-    s.honor_node_affinity = c.node_affinity_policy != "Ignore";
-    s.honor_node_taints = c.node_taints_policy == "Honor";
-    r.soft_spread.push_back(std::move(s));
+    r.soft_spread.push_back(SpreadRuleOf(pod, c));
   }
   r.preferred_affinity = ToTerms(pod.preferred_pod_affinity, pod.metadata.namespace_);
   r.preferred_anti_affinity = ToTerms(pod.preferred_pod_anti_affinity, pod.metadata.namespace_);
