@@ -164,23 +164,31 @@ std::string VolumeIndex::CheckClaim(const PodRecord& pod, const std::string& nam
                       volume.metadata.name, "\" (claim \"", name, "\")");
 }
 
+absl::StatusOr<const k8s::StorageClass*> VolumeIndex::WaitForFirstConsumerClassOf(const std::string& name,
+                                                                         const std::string& class_name) const {
+  if (class_name.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "VolumeBinding: pod has unbound immediate PersistentVolumeClaims (\"", name, "\", no storage class)"));
+  }
+  auto sc = classes_.find(class_name);
+  if (sc == classes_.end()) {
+    return absl::NotFoundError(absl::StrCat("VolumeBinding: storageclass.storage.k8s.io \"", class_name,
+                                            "\" not found (claim \"", name, "\")"));
+  }
+  if (sc->second->volume_binding_mode != kWaitForFirstConsumer) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("VolumeBinding: pod has unbound immediate PersistentVolumeClaims (\"", name, "\")"));
+  }
+  return sc->second;
+}
+
 std::string VolumeIndex::CheckUnboundClaim(const PodRecord& pod, const std::string& key, const std::string& name,
                                            const k8s::PersistentVolumeClaim& claim,
                                            const std::vector<queue::Node>& pool, VolumeVerdict& v) const {
   const std::string class_name = claim.storage_class_name.value_or("");
-  if (class_name.empty()) {
-    return absl::StrCat("VolumeBinding: pod has unbound immediate PersistentVolumeClaims (\"", name,
-                        "\", no storage class)");
-  }
-  auto sc = classes_.find(class_name);
-  if (sc == classes_.end()) {
-    return absl::StrCat("VolumeBinding: storageclass.storage.k8s.io \"", class_name, "\" not found (claim \"", name,
-                        "\")");
-  }
-  const k8s::StorageClass& storage_class = *sc->second;
-  if (storage_class.volume_binding_mode != kWaitForFirstConsumer) {
-    return absl::StrCat("VolumeBinding: pod has unbound immediate PersistentVolumeClaims (\"", name, "\")");
-  }
+  absl::StatusOr<const k8s::StorageClass*> sc = WaitForFirstConsumerClassOf(name, class_name);
+  if (!sc.ok()) return std::string(sc.status().message());
+  const k8s::StorageClass& storage_class = **sc;
   const bool provisions = storage_class.provisioner != kNoProvisioner;
   // Pre-bound: a volume's claimRef names this claim (written by the loop or an admin), the PV
   // controller has yet to bind the claim: the volume's nodes, as for a bound claim.

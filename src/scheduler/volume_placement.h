@@ -52,6 +52,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "k8s_client/models.h"
 #include "queue/model.h"
 #include "scheduler/snapshot_builder.h"
@@ -103,6 +104,10 @@ class VolumeIndex {
   // One claim of `pod`: restricts v.allowed_nodes and adds what to write; returns the refusal, or "".
   std::string CheckClaim(const PodRecord& pod, const std::string& name, const std::vector<queue::Node>& pool,
                          VolumeVerdict& v) const;
+  // The storage class of unbound claim `name`, which must exist and be WaitForFirstConsumer; else
+  // the refusal as the status message.
+  absl::StatusOr<const k8s::StorageClass*> WaitForFirstConsumerClassOf(const std::string& name,
+                                                                      const std::string& class_name) const;
   // A claim with no volume yet (`key` is "namespace/name"): its class, pre-made and pre-bound volumes.
   std::string CheckUnboundClaim(const PodRecord& pod, const std::string& key, const std::string& name,
                                 const k8s::PersistentVolumeClaim& claim, const std::vector<queue::Node>& pool,
