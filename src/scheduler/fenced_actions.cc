@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "slurm_bridge/model.h"
 
 namespace onequeue::scheduler {
 namespace {
@@ -183,6 +184,30 @@ absl::Status FencedSlurmActions::StartOn(uint32_t job, const std::vector<std::st
   const std::string what = absl::StrCat("Slurm start of job ", job, " on ", absl::StrJoin(slurm_nodes, ","));
   if (absl::Status s = Admit(what); !s.ok()) return s;
   return Abandoned(what, inner_->StartOn(job, slurm_nodes, comment));
+}
+
+// Issue 29's array writes: before these were forwarded, a leader (leader election on) started
+// no array task at all (the base class answers kUnimplemented).
+absl::StatusOr<uint32_t> FencedSlurmActions::SplitArrayTask(uint32_t array_job, uint32_t task, const std::string& comment) {
+  const std::string what = absl::StrCat("Slurm split of array task ", slurm::ArrayTaskId(array_job, task));
+  if (absl::Status s = Admit(what); !s.ok()) return s;
+  absl::StatusOr<uint32_t> id = inner_->SplitArrayTask(array_job, task, comment);
+  if (!id.ok()) return Abandoned(what, id.status());
+  return id;
+}
+
+absl::Status FencedSlurmActions::StartArrayTask(uint32_t array_job, uint32_t task,
+                                                const std::vector<std::string>& slurm_nodes, const std::string& comment) {
+  const std::string what = absl::StrCat("Slurm start of array task ", slurm::ArrayTaskId(array_job, task), " on ",
+                                        absl::StrJoin(slurm_nodes, ","));
+  if (absl::Status s = Admit(what); !s.ok()) return s;
+  return Abandoned(what, inner_->StartArrayTask(array_job, task, slurm_nodes, comment));
+}
+
+absl::Status FencedSlurmActions::HoldArrayTask(uint32_t array_job, uint32_t task, const std::string& comment) {
+  const std::string what = absl::StrCat("Slurm hold of array task ", slurm::ArrayTaskId(array_job, task));
+  if (absl::Status s = Admit(what); !s.ok()) return s;
+  return Abandoned(what, inner_->HoldArrayTask(array_job, task, comment));
 }
 
 absl::Status FencedSlurmActions::Requeue(uint32_t job) {

@@ -206,6 +206,11 @@ class SlurmActions {
     (void)array_job, (void)task, (void)slurm_nodes, (void)comment;
     return absl::UnimplementedError("this Slurm side cannot start array tasks");
   }
+  // Hold for the record of one array task, by its task id (ArrayTaskOfRecord).
+  virtual absl::Status HoldArrayTask(uint32_t array_job, uint32_t task, const std::string& comment) {
+    (void)array_job, (void)task, (void)comment;
+    return absl::UnimplementedError("this Slurm side cannot hold array tasks");
+  }
   // A victim: requeued (may run again later) or cancelled.
   virtual absl::Status Requeue(uint32_t job) = 0;
   virtual absl::Status Cancel(uint32_t job) = 0;

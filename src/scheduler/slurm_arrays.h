@@ -65,4 +65,15 @@ inline bool IsPendingArrayRecord(const slurm::SlurmJob& job) {
   return job.array_job_id != 0 && !job.array_task_id && !job.array_tasks.empty();
 }
 
+// The task `job` is the record of, if it is one task of an array: a task split off (a job id of
+// its own), or the array's last task left in the array's own record (Slurm gives the last pending
+// task the array's job id, as it does a one-task array). Such a record is written by its task id
+// "<array>_<task>": a write to the array's job id reaches every record of the array (on 22.05
+// `scontrol update JobId=<array>` answers "<array>_0-8: Job has already finished" for the tasks
+// that ran, and would hold the split-off tasks still waiting to start; seen live).
+inline std::optional<ArrayTask> ArrayTaskOfRecord(const slurm::SlurmJob& job) {
+  if (job.array_job_id == 0 || !job.array_task_id) return std::nullopt;
+  return ArrayTask{job.array_job_id, *job.array_task_id};
+}
+
 }  // namespace onequeue::scheduler

@@ -45,6 +45,13 @@ absl::Status SlurmBridgeActions::StartArrayTask(uint32_t array_job, uint32_t tas
   return api_->UpdateArrayTask(array_job, task, u);
 }
 
+absl::Status SlurmBridgeActions::HoldArrayTask(uint32_t array_job, uint32_t task, const std::string& comment) {
+  slurm::JobUpdate u;
+  u.hold = true;
+  u.admin_comment = comment;
+  return api_->UpdateArrayTask(array_job, task, u);
+}
+
 absl::Status SlurmBridgeActions::Requeue(uint32_t job) { return api_->RequeueJob(job); }
 
 absl::Status SlurmBridgeActions::Cancel(uint32_t job) { return api_->CancelJob(job); }

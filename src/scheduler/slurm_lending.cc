@@ -178,10 +178,13 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
   // is); from then on it is a job of its own, started like any other. The array's lowest task not
   // started yet takes the slot the plan chose for any of them (slurm_arrays.h LowestTaskToStart).
   std::optional<ArrayTask> task = ArrayTaskOf(start.workload);
-  if (task) {
+  const bool split = task.has_value();
+  if (split) {
     task = LowestTaskToStart(*task, PendingTasksOf(task->first, records), StartedArrayTasks());
     job = SplitOffArrayTask(*task, ArrayTaskWorkloadId(task->first, task->second), records);
     if (!job) return {};
+  } else if (auto own = records.pending.find(start.workload); own != records.pending.end()) {
+    task = ArrayTaskOfRecord(*own->second);  // a task's own record: started by its task id too
   }
   std::vector<std::string> k8s_nodes, slurm_nodes;
   for (queue::NodeIndex n : start.member_nodes) {
@@ -216,6 +219,7 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
   // An array task by its task id: by its own job id it may be the array's record itself.
   absl::Status s = task ? slurm_->StartArrayTask(task->first, task->second, slurm_nodes, started)
                         : slurm_->StartOn(*job, slurm_nodes, started);
+  if (task && !split && absl::IsUnimplemented(s)) s = slurm_->StartOn(*job, slurm_nodes, started);
   if (!s.ok()) {
     spdlog::warn("starting Slurm job {}: {}; the nodes marked for it are given back", *job, s.ToString());
     return undo();
@@ -237,7 +241,7 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
   }
   // A job that held a sub-node claim (issue 25) is in `running` already, as assumed; an array
   // task is looked up under the task actually started (issue 29).
-  const std::string started_id = task ? ArrayTaskWorkloadId(task->first, task->second) : start.workload;
+  const std::string started_id = split ? ArrayTaskWorkloadId(task->first, task->second) : start.workload;
   const slurm::SlurmJob* record = nullptr;
   if (auto p = records.pending.find(started_id); p != records.pending.end()) record = p->second;
   else if (auto r = records.running.find(started_id); r != records.running.end()) record = r->second;
@@ -376,6 +380,13 @@ std::string SlurmLending::HoldComment(const queue::WaitingStatus& w, const slurm
   return absl::StrCat(slurm::kOwnerTagPrefix, " ", reason, ": ", message);
 }
 
+absl::Status SlurmLending::HoldRecord(const slurm::SlurmJob& job, const std::string& comment) {
+  const std::optional<ArrayTask> task = ArrayTaskOfRecord(job);
+  if (!task) return slurm_->Hold(job.job_id, comment);
+  absl::Status s = slurm_->HoldArrayTask(task->first, task->second, comment);
+  return absl::IsUnimplemented(s) ? slurm_->Hold(job.job_id, comment) : s;
+}
+
 void SlurmLending::HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& records, CycleStats* stats,
                                    const std::set<uint32_t>& leave) {
   std::set<uint32_t> asked;  // issue 29: an array's tasks share one record, held once
@@ -408,7 +419,7 @@ void SlurmLending::HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& 
     }
     auto last = last_hold_.find(*id);
     if (last != last_hold_.end() && last->second == comment) continue;  // asked; the poll lags
-    absl::Status s = slurm_->Hold(*id, comment);
+    absl::Status s = HoldRecord(*job->second, comment);
     if (s.ok() || absl::IsNotFound(s)) {
       last_hold_[*id] = comment;
       ++stats->slurm_held;

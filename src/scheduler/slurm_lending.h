@@ -90,6 +90,9 @@ class SlurmLending {
 
  private:
   // Issue 29: an array task's own job id, split off the array's pending record (nullopt: not now).
+  // Hold for one pending record: a record of an array task by its task id (ArrayTaskOfRecord), so
+  // the hold does not reach the array's other records.
+  absl::Status HoldRecord(const slurm::SlurmJob& job, const std::string& comment);
   std::optional<uint32_t> SplitOffArrayTask(const ArrayTask& task, const std::string& workload,
                                             const SlurmRecords& records);
   void FenceOnce(const JoinedNode& node, const std::string& owner, queue::Time now);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/scheduling_loop.h"
@@ -236,13 +237,32 @@ class FakeSlurm : public SlurmActions {
   }
   absl::Status Hold(uint32_t job, const std::string& comment) override {
     calls.push_back("hold " + std::to_string(job));
+    if (absl::Status s = WholeArrayWrite(job); !s.ok()) return s;
+    return HoldRecord(job, comment);
+  }
+  absl::Status StartOn(uint32_t job, const std::vector<std::string>& nodes, const std::string& comment) override {
+    calls.push_back("start " + std::to_string(job));
+    if (absl::Status s = WholeArrayWrite(job); !s.ok()) return s;
+    return Release(job, nodes, comment);
+  }
+  // Like slurmctld (seen live on 22.05): a write by an array's job id reaches every record of the
+  // array, and tasks that ran answer an error ("<array>_0-8: Job has already finished"); modelled
+  // as the error alone.
+  absl::Status WholeArrayWrite(uint32_t job) const {
+    auto it = jobs_.find(job);
+    if (it == jobs_.end() || it->second.array_job_id != job) return absl::OkStatus();
+    for (const auto& [id, j] : jobs_)
+      if (id != job && j.array_job_id == job && j.state == slurm::JobState::kCompleted)
+        return absl::FailedPreconditionError(absl::StrCat("array ", job, ": Job has already finished"));
+    return absl::OkStatus();
+  }
+  absl::Status HoldRecord(uint32_t job, const std::string& comment) {
     jobs_[job].priority = 0;
     jobs_[job].admin_comment = comment;  // issue 29: the user's comment is never written
     jobs_[job].state_reason = "JobHeldAdmin";
     return absl::OkStatus();
   }
-  absl::Status StartOn(uint32_t job, const std::vector<std::string>& nodes, const std::string& comment) override {
-    calls.push_back("start " + std::to_string(job));
+  absl::Status Release(uint32_t job, const std::vector<std::string>& nodes, const std::string& comment) {
     if (!start_error.ok()) return start_error;
     slurm::SlurmJob& j = jobs_[job];
     j.priority = 4000000000u;
@@ -260,10 +280,16 @@ class FakeSlurm : public SlurmActions {
     j.array_tasks = tasks;
     return j;
   }
-  // Like slurmctld: the task leaves the array's record for one of its own (the next job id).
+  // Like slurmctld: the task leaves the array's record for one of its own (the next job id). The
+  // last pending task stays in the array's record, which becomes that task's (array_task_id set,
+  // the task string gone), as a one-task array is listed; splitting it answers the array's id.
   absl::StatusOr<uint32_t> SplitArrayTask(uint32_t array_job, uint32_t task, const std::string& comment) override {
     calls.push_back("split " + slurm::ArrayTaskId(array_job, task));
     slurm::SlurmJob& a = jobs_[array_job];
+    if (a.array_task_id == task && a.array_tasks.empty()) {
+      a.admin_comment = comment;
+      return array_job;
+    }
     absl::StatusOr<slurm::ArrayTasks> ids = slurm::ParseArrayTasks(a.array_tasks);
     if (!ids.ok()) return ids.status();
     std::vector<std::string> left;
@@ -276,13 +302,24 @@ class FakeSlurm : public SlurmActions {
     own.array_tasks.clear();
     own.admin_comment = comment;
     a.array_tasks = absl::StrJoin(left, ",");
+    if (left.size() == 1) {
+      a.array_task_id = static_cast<uint32_t>(std::stoul(left[0]));
+      a.array_tasks.clear();
+    }
     jobs_[own.job_id] = own;
     return own.job_id;
   }
   absl::Status StartArrayTask(uint32_t array_job, uint32_t task, const std::vector<std::string>& nodes,
                               const std::string& comment) override {
+    calls.push_back("start " + slurm::ArrayTaskId(array_job, task));
     for (auto& [id, j] : jobs_)
-      if (j.array_job_id == array_job && j.array_task_id == task) return StartOn(id, nodes, comment);
+      if (j.array_job_id == array_job && j.array_task_id == task) return Release(id, nodes, comment);
+    return absl::NotFoundError("no record of that task");
+  }
+  absl::Status HoldArrayTask(uint32_t array_job, uint32_t task, const std::string& comment) override {
+    calls.push_back("hold " + slurm::ArrayTaskId(array_job, task));
+    for (auto& [id, j] : jobs_)
+      if (j.array_job_id == array_job && j.array_task_id == task) return HoldRecord(id, comment);
     return absl::NotFoundError("no record of that task");
   }
   absl::Status Requeue(uint32_t job) override {

@@ -139,6 +139,17 @@ class RecordingSlurmActions : public SlurmActions {
   absl::Status StartOn(uint32_t job, const std::vector<std::string>&, const std::string&) override {
     return Record(absl::StrCat("start ", job));
   }
+  absl::StatusOr<uint32_t> SplitArrayTask(uint32_t array_job, uint32_t task, const std::string&) override {
+    calls.push_back(absl::StrCat("split ", array_job, "_", task));
+    return array_job + 1;
+  }
+  absl::Status StartArrayTask(uint32_t array_job, uint32_t task, const std::vector<std::string>&,
+                              const std::string&) override {
+    return Record(absl::StrCat("start ", array_job, "_", task));
+  }
+  absl::Status HoldArrayTask(uint32_t array_job, uint32_t task, const std::string&) override {
+    return Record(absl::StrCat("hold ", array_job, "_", task));
+  }
   absl::Status Requeue(uint32_t job) override { return Record(absl::StrCat("requeue ", job)); }
   absl::Status Cancel(uint32_t job) override { return Record(absl::StrCat("cancel ", job)); }
   bool FenceRequeues() const override { return false; }
@@ -215,6 +226,11 @@ class FencedActionsTest : public ::testing::Test {
     out.push_back(slurm_.StartOn(7, {"n1"}, "c"));
     out.push_back(slurm_.Requeue(8));
     out.push_back(slurm_.Cancel(9));
+    // Issue 29's array writes: gated and forwarded (before, the base class refused them all, so a
+    // leader started no array task).
+    out.push_back(slurm_.SplitArrayTask(10, 1, "c").status());
+    out.push_back(slurm_.StartArrayTask(10, 1, {"n1"}, "c"));
+    out.push_back(slurm_.HoldArrayTask(10, 2, "c"));
     return out;
   }
   size_t Writes() const { return cluster_writes_.calls.size() + slurm_writes_.calls.size(); }
@@ -246,7 +262,7 @@ TEST_F(FencedActionsTest, WritesPassWhileTheLeaseIsFresh) {
   leader_.clock.Advance(absl::Seconds(6) - absl::Milliseconds(1));
   for (const absl::Status& s : WriteEverything()) EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(cluster_writes_.calls.size(), 10u);
-  EXPECT_EQ(slurm_writes_.calls.size(), 6u);
+  EXPECT_EQ(slurm_writes_.calls.size(), 9u);
   EXPECT_THAT(refused_, IsEmpty());
 }
 

@@ -254,6 +254,55 @@ TEST(SlurmLoopTest, ArrayTasksStartedButNotYetSeenSplitHoldTheirNodes) {
   EXPECT_EQ(c.Calls("split 100_4"), 0);
 }
 
+// Issue 29: Slurm gives an array's last pending task the array's own record (its job id is the
+// array's). A write by that id reaches every record of the array, and on 22.05 it fails for the
+// tasks that ran ("53_0-8: Job has already finished"): the last task was never started and stayed
+// held (the live 22.05 array test failed 1 run in 2-5). Such a record is held and started by its
+// task id.
+TEST(SlurmLoopTest, TheArraysLastTaskLeftInTheArraysRecordIsStartedByItsTaskId) {
+  Cluster c(1);
+  Config cfg = SlurmConfig();
+  cfg.slurm.lend_after_seconds = 0;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.slurm.SubmitArray(100, "0-2");
+  queue::Time t = kT0;
+  // Tasks 0 and 1, one after the other on the one node; then task 2 is the array's record itself.
+  for (uint32_t task = 0; task < 2; ++task) {
+    for (int i = 0; i < 3 && c.Calls("split " + slurm::ArrayTaskId(100, task)) == 0; ++i) c.Cycle(loop, ++t);
+    ASSERT_EQ(c.Calls("split " + slurm::ArrayTaskId(100, task)), 1) << "task " << task << " never started";
+    c.Cycle(loop, ++t);
+    c.slurm.Job(101 + task).state = slurm::JobState::kCompleted;
+  }
+  for (int i = 0; i < 5 && c.slurm.ran_on[100].empty(); ++i) c.Cycle(loop, ++t);
+  EXPECT_FALSE(c.slurm.ran_on[100].empty()) << "the array's last task never ran";
+  EXPECT_EQ(c.Calls("start 100"), 0) << "started by the array's id, which reaches the tasks that ran";
+  EXPECT_EQ(c.Calls("start 100_2"), 1);
+}
+
+// The same record waiting while another task of its array runs: held by its task id, not by the
+// array's (which fails for the task that ran, and would hold every task onequeue released).
+TEST(SlurmLoopTest, TheArraysLastTaskWaitingInTheArraysRecordIsHeldByItsTaskId) {
+  Cluster c(1);
+  Config cfg = SlurmConfig();
+  cfg.slurm.lend_after_seconds = 0;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.k8s.SetNodeOwner("n1", "slurm/102");
+  for (uint32_t task : {0u, 1u}) {
+    slurm::SlurmJob& done = c.slurm.Submit(101 + task, 8);
+    done.array_job_id = 100;
+    done.array_task_id = task;
+  }
+  c.slurm.Job(101).state = slurm::JobState::kCompleted;
+  c.slurm.Run(102, "n1");
+  slurm::SlurmJob& last = c.slurm.Submit(100, 8);
+  last.array_job_id = 100;
+  last.array_task_id = 2;
+  c.Cycle(loop, kT0);
+  EXPECT_EQ(c.Calls("hold 100"), 0) << absl::StrJoin(c.slurm.calls, ", ");
+  EXPECT_EQ(c.Calls("hold 100_2"), 1) << absl::StrJoin(c.slurm.calls, ", ");
+  EXPECT_EQ(c.slurm.Job(100).priority, 0u);
+}
+
 class ReclaimTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ReclaimTest, AnInteractivePodTakesALentNodeTheJobIsRequeuedOnceAndNeverComesBack) {
