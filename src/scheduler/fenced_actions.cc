@@ -204,10 +204,10 @@ absl::Status FencedSlurmActions::StartArrayTask(uint32_t array_job, uint32_t tas
   return Abandoned(what, inner_->StartArrayTask(array_job, task, slurm_nodes, comment));
 }
 
-absl::Status FencedSlurmActions::HoldArrayTask(uint32_t array_job, uint32_t task, const std::string& comment) {
-  const std::string what = absl::StrCat("Slurm hold of array task ", slurm::ArrayTaskId(array_job, task));
+absl::Status FencedSlurmActions::HoldArrayTasks(uint32_t array_job, const std::string& tasks, const std::string& comment) {
+  const std::string what = absl::StrCat("Slurm hold of array tasks ", array_job, "_", tasks);
   if (absl::Status s = Admit(what); !s.ok()) return s;
-  return Abandoned(what, inner_->HoldArrayTask(array_job, task, comment));
+  return Abandoned(what, inner_->HoldArrayTasks(array_job, tasks, comment));
 }
 
 absl::Status FencedSlurmActions::Requeue(uint32_t job) {

@@ -107,7 +107,7 @@ class FencedSlurmActions final : public SlurmActions {
   absl::StatusOr<uint32_t> SplitArrayTask(uint32_t array_job, uint32_t task, const std::string& comment) override;
   absl::Status StartArrayTask(uint32_t array_job, uint32_t task, const std::vector<std::string>& slurm_nodes,
                               const std::string& comment) override;
-  absl::Status HoldArrayTask(uint32_t array_job, uint32_t task, const std::string& comment) override;
+  absl::Status HoldArrayTasks(uint32_t array_job, const std::string& tasks, const std::string& comment) override;
   absl::Status Requeue(uint32_t job) override;
   absl::Status Cancel(uint32_t job) override;
   absl::StatusOr<uint32_t> SubmitPodPlaceholder(const slurm::JobSubmission& job) override;

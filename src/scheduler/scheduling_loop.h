@@ -206,9 +206,10 @@ class SlurmActions {
     (void)array_job, (void)task, (void)slurm_nodes, (void)comment;
     return absl::UnimplementedError("this Slurm side cannot start array tasks");
   }
-  // Hold for the record of one array task, by its task id (ArrayTaskOfRecord).
-  virtual absl::Status HoldArrayTask(uint32_t array_job, uint32_t task, const std::string& comment) {
-    (void)array_job, (void)task, (void)comment;
+  // Hold for records of an array by their tasks' ids: `tasks` is Slurm's task list ("9", "3-9"),
+  // so a hold never reaches the array's other records (SlurmLending::HoldRecord).
+  virtual absl::Status HoldArrayTasks(uint32_t array_job, const std::string& tasks, const std::string& comment) {
+    (void)array_job, (void)tasks, (void)comment;
     return absl::UnimplementedError("this Slurm side cannot hold array tasks");
   }
   // A victim: requeued (may run again later) or cancelled.

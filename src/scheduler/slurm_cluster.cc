@@ -42,14 +42,14 @@ absl::Status SlurmBridgeActions::StartArrayTask(uint32_t array_job, uint32_t tas
   u.admin_comment = comment;
   u.priority = kStartedJobPriority;
   u.begin_now = true;
-  return api_->UpdateArrayTask(array_job, task, u);
+  return api_->UpdateArrayTasks(array_job, absl::StrCat(task), u);
 }
 
-absl::Status SlurmBridgeActions::HoldArrayTask(uint32_t array_job, uint32_t task, const std::string& comment) {
+absl::Status SlurmBridgeActions::HoldArrayTasks(uint32_t array_job, const std::string& tasks, const std::string& comment) {
   slurm::JobUpdate u;
   u.hold = true;
   u.admin_comment = comment;
-  return api_->UpdateArrayTask(array_job, task, u);
+  return api_->UpdateArrayTasks(array_job, tasks, u);
 }
 
 absl::Status SlurmBridgeActions::Requeue(uint32_t job) { return api_->RequeueJob(job); }

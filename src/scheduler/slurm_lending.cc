@@ -156,7 +156,7 @@ std::optional<uint32_t> SlurmLending::SplitOffArrayTask(const ArrayTask& task, c
     const std::string comment = absl::StrCat(slurm::kOwnerTagPrefix, " Priority: its tasks are started one by one by onequeue");
     // Slurm answers an error when a record of the array is past holding (finished, running)
     // although it held the pending ones: logged, and the task is started all the same.
-    if (absl::Status h = slurm_->Hold(task.first, comment); !h.ok())
+    if (absl::Status h = HoldRecord(*array->second, comment); !h.ok())
       spdlog::warn("holding Slurm array {} before starting a task: {}", task.first, h.ToString());
     last_hold_[task.first] = comment;
   }
@@ -381,10 +381,12 @@ std::string SlurmLending::HoldComment(const queue::WaitingStatus& w, const slurm
 }
 
 absl::Status SlurmLending::HoldRecord(const slurm::SlurmJob& job, const std::string& comment) {
-  const std::optional<ArrayTask> task = ArrayTaskOfRecord(job);
-  if (!task) return slurm_->Hold(job.job_id, comment);
-  absl::Status s = slurm_->HoldArrayTask(task->first, task->second, comment);
-  return absl::IsUnimplemented(s) ? slurm_->Hold(job.job_id, comment) : s;
+  std::string tasks;  // the record's tasks, for an array's record
+  if (const std::optional<ArrayTask> task = ArrayTaskOfRecord(job)) tasks = absl::StrCat(task->second);
+  else if (IsPendingArrayRecord(job)) tasks = job.array_tasks.substr(0, job.array_tasks.find('%'));  // no throttle
+  if (tasks.empty()) return slurm_->Hold(job.job_id, comment);
+  absl::Status s = slurm_->HoldArrayTasks(job.array_job_id, tasks, comment);
+  return absl::IsUnimplemented(s) ? slurm_->Hold(job.job_id, comment) : s;  // no scontrol: the array's id
 }
 
 void SlurmLending::HoldWaitingJobs(const queue::Plan& plan, const SlurmRecords& records, CycleStats* stats,

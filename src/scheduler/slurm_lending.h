@@ -90,8 +90,10 @@ class SlurmLending {
 
  private:
   // Issue 29: an array task's own job id, split off the array's pending record (nullopt: not now).
-  // Hold for one pending record: a record of an array task by its task id (ArrayTaskOfRecord), so
-  // the hold does not reach the array's other records.
+  // Hold for one pending record. An array's records by their tasks' ids (a task's record, or the
+  // pending tasks the array's record stands for), so the hold reaches no other record of the array
+  // (a task onequeue released, tasks that ran) and works on 22.05, whose REST API refuses an update
+  // of an array's id once a task was split off.
   absl::Status HoldRecord(const slurm::SlurmJob& job, const std::string& comment);
   std::optional<uint32_t> SplitOffArrayTask(const ArrayTask& task, const std::string& workload,
                                             const SlurmRecords& records);

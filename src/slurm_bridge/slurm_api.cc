@@ -202,8 +202,12 @@ class RestSlurmApi : public SlurmApi {
       if (j.array_job_id == array_job_id && j.array_task_id == task_id) return j.job_id;
     return absl::NotFoundError(absl::StrCat("Slurm lists no record of array task ", id, " after updating it"));
   }
-  absl::Status UpdateArrayTask(uint32_t array_job_id, uint32_t task_id, const JobUpdate& update) override {
-    const std::string id = ArrayTaskId(array_job_id, task_id);
+  absl::Status UpdateArrayTasks(uint32_t array_job_id, const std::string& tasks, const JobUpdate& update) override {
+    if (tasks.empty() || tasks.find_first_not_of("0123456789,-") != std::string::npos)
+      return absl::InvalidArgumentError(absl::StrCat("array ", array_job_id, ": \"", tasks, "\" is no task list"));
+    const std::string id = tasks.find_first_of(",-") == std::string::npos
+                               ? absl::StrCat(array_job_id, "_", tasks)
+                               : absl::StrCat(array_job_id, "_[", tasks, "]");
     if (scontrol_ == nullptr)
       return absl::UnimplementedError(absl::StrCat("job ", id, ": updating one array task needs scontrol"));
     if (update.priority && update.hold.value_or(false))

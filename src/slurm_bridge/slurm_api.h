@@ -61,13 +61,15 @@ class SlurmApi {
     (void)array_job_id, (void)task_id, (void)admin_comment;
     return absl::UnimplementedError("this SlurmApi cannot split array tasks");
   }
-  // Issue 29: UpdateJob for one task of an array by its id "<array>_<task>" (after SplitArrayTask:
-  // by its own job id the task may be the array's record itself, which every update by that id
-  // reaches whole). Through scontrol on every version (REST v0.0.40+ refuses task ids); with a
-  // priority: released with its begin time a minute ahead, then the priority and begin now, as
-  // UpdateJob does. kUnimplemented without scontrol.
-  virtual absl::Status UpdateArrayTask(uint32_t array_job_id, uint32_t task_id, const JobUpdate& update) {
-    (void)array_job_id, (void)task_id, (void)update;
+  // Issue 29: UpdateJob for tasks of an array by their ids: `tasks` is Slurm's task list ("9",
+  // "3-9", "3,5-7"), written "<array>_<task>" or "<array>_[<list>]" (after SplitArrayTask: by its
+  // own job id a task may be the array's record itself, which every update by that id reaches
+  // whole, and v0.0.38 refuses a REST update of an array's id once a task was split off:
+  // "_parse_job_list", seen live on 22.05). Through scontrol on every version (REST v0.0.40+
+  // refuses task ids); with a priority: released with its begin time a minute ahead, then the
+  // priority and begin now, as UpdateJob does. kUnimplemented without scontrol.
+  virtual absl::Status UpdateArrayTasks(uint32_t array_job_id, const std::string& tasks, const JobUpdate& update) {
+    (void)array_job_id, (void)tasks, (void)update;
     return absl::UnimplementedError("this SlurmApi cannot update array tasks");
   }
   // Lets a requeued job start at `at` instead of waiting out the BeginTime Slurm gave it (not

@@ -316,11 +316,20 @@ class FakeSlurm : public SlurmActions {
       if (j.array_job_id == array_job && j.array_task_id == task) return Release(id, nodes, comment);
     return absl::NotFoundError("no record of that task");
   }
-  absl::Status HoldArrayTask(uint32_t array_job, uint32_t task, const std::string& comment) override {
-    calls.push_back("hold " + slurm::ArrayTaskId(array_job, task));
-    for (auto& [id, j] : jobs_)
-      if (j.array_job_id == array_job && j.array_task_id == task) return HoldRecord(id, comment);
-    return absl::NotFoundError("no record of that task");
+  absl::Status HoldArrayTasks(uint32_t array_job, const std::string& tasks, const std::string& comment) override {
+    calls.push_back(absl::StrCat("hold ", array_job, "_", tasks));
+    absl::StatusOr<slurm::ArrayTasks> ids = slurm::ParseArrayTasks(tasks);
+    if (!ids.ok()) return ids.status();
+    auto listed = [&](uint32_t t) { return std::find(ids->ids.begin(), ids->ids.end(), t) != ids->ids.end(); };
+    bool held = false;
+    for (auto& [id, j] : jobs_) {
+      if (j.array_job_id != array_job || j.state != slurm::JobState::kPending) continue;
+      bool reached = j.array_task_id && listed(*j.array_task_id);
+      if (absl::StatusOr<slurm::ArrayTasks> own = slurm::ParseArrayTasks(j.array_tasks); !j.array_task_id && own.ok())
+        reached = std::any_of(own->ids.begin(), own->ids.end(), listed);
+      if (reached) held = HoldRecord(id, comment).ok();
+    }
+    return held ? absl::OkStatus() : absl::NotFoundError("no pending record of those tasks");
   }
   absl::Status Requeue(uint32_t job) override {
     calls.push_back("requeue " + std::to_string(job));

@@ -147,8 +147,8 @@ class RecordingSlurmActions : public SlurmActions {
                               const std::string&) override {
     return Record(absl::StrCat("start ", array_job, "_", task));
   }
-  absl::Status HoldArrayTask(uint32_t array_job, uint32_t task, const std::string&) override {
-    return Record(absl::StrCat("hold ", array_job, "_", task));
+  absl::Status HoldArrayTasks(uint32_t array_job, const std::string& tasks, const std::string&) override {
+    return Record(absl::StrCat("hold ", array_job, "_", tasks));
   }
   absl::Status Requeue(uint32_t job) override { return Record(absl::StrCat("requeue ", job)); }
   absl::Status Cancel(uint32_t job) override { return Record(absl::StrCat("cancel ", job)); }
@@ -230,7 +230,7 @@ class FencedActionsTest : public ::testing::Test {
     // leader started no array task).
     out.push_back(slurm_.SplitArrayTask(10, 1, "c").status());
     out.push_back(slurm_.StartArrayTask(10, 1, {"n1"}, "c"));
-    out.push_back(slurm_.HoldArrayTask(10, 2, "c"));
+    out.push_back(slurm_.HoldArrayTasks(10, "2-5", "c"));
     return out;
   }
   size_t Writes() const { return cluster_writes_.calls.size() + slurm_writes_.calls.size(); }
