@@ -216,14 +216,16 @@ void ViableMemo::SyncExcluded(const std::vector<int>& units, const VictimIndex& 
     DropNodesOf(index.unit(u), index);
   }
   if (excluded_list_.size() == units.size()) return;  // the same earlier victims, or more
-  // An earlier victim of the last call is not one now (a new cycle): its frees would be missing.
+  // An earlier victim of the last call is not one now: a new cycle (the node entries would miss
+  // its frees). The memo is the cycle's: it starts afresh, candidacies too.
+  used_ = 0;
+  next_evicted_ = 0;
   for (int u : excluded_list_) excluded_[u] = 0;
   excluded_list_.clear();
   for (int u : units) {
     excluded_[u] = 1;
     excluded_list_.push_back(u);
   }
-  DropAllNodes();
 }
 
 void ViableMemo::DropNodesOf(const IndexUnit& unit, const VictimIndex& index) {
@@ -232,10 +234,6 @@ void ViableMemo::DropNodesOf(const IndexUnit& unit, const VictimIndex& index) {
     for (uint32_t k = unit.frees.begin; k < unit.frees.end; ++k) known[index.frees[k].first] = 0;
     for (uint32_t k = unit.blockers.begin; k < unit.blockers.end; ++k) known[index.blockers[k].first] = 0;
   }
-}
-
-void ViableMemo::DropAllNodes() {
-  for (size_t e = 0; e < used_; ++e) std::fill(entries_[e].known.begin(), entries_[e].known.end(), 0);
 }
 
 }  // namespace onequeue::queue::internal

@@ -114,8 +114,8 @@ class VictimIndex {
 // victims aside). Neither depends on the node's free capacity or on claims, which every search
 // reads afresh (a claimed node is not usable, so its entry is not read); a node's entries depend
 // on which units earlier preemptions of the cycle took, so they are dropped when a unit on the
-// node becomes an earlier victim (SyncExcluded), and every node entry when the set of earlier
-// victims is not the last one grown (a new cycle). Reset with each new index.
+// node becomes an earlier victim (SyncExcluded), and every entry when the set of earlier victims
+// is not the last one grown (a new cycle: the memo is the cycle's). Reset with each new index.
 class ViableMemo {
  public:
   // Everything a unit's candidacy and a node's entry depend on, besides the earlier victims:
@@ -139,8 +139,8 @@ class ViableMemo {
   // below, valid until the next Select.
   int Select(const Key& key);
   // `units`: the distinct units that are earlier victims for this search. Drops the node entries
-  // this changes (those of the units new since the last call; all of them when some unit of the
-  // last call is missing).
+  // this changes (those of the units new since the last call); every entry when some unit of the
+  // last call is missing.
   void SyncExcluded(const std::vector<int>& units, const VictimIndex& index);
 
   // Whether `unit` is a candidate under the entry's key, earlier victims aside: -1 not known.
@@ -163,7 +163,6 @@ class ViableMemo {
     std::vector<Viable> viable;   // per node
   };
   void DropNodesOf(const IndexUnit& unit, const VictimIndex& index);
-  void DropAllNodes();
 
   size_t nodes_ = 0;
   size_t units_ = 0;
