@@ -80,6 +80,7 @@ struct Scratch {
   std::vector<uint32_t> node_stamp;  // per node: == stamp when slot_of is valid
   std::vector<int> slot_of;          // per node: slot in this search
   std::vector<uint32_t> unit_stamp;  // per index unit: == stamp when seen in this walk
+  std::vector<uint32_t> in_units;    // per index unit: == stamp when in candidate_units
   std::vector<uint32_t> excluded;    // per index unit: == search when an earlier victim's unit
   std::vector<int> excluded_units;   // those units, each once
   ViableMemo::Key key;               // the search's candidate key (its storage kept)
@@ -104,6 +105,7 @@ struct Scratch {
     if (++stamp == 0) {  // wrapped: clear once every 4 billion bumps
       std::fill(node_stamp.begin(), node_stamp.end(), 0);
       std::fill(unit_stamp.begin(), unit_stamp.end(), 0);
+      std::fill(in_units.begin(), in_units.end(), 0);
       stamp = 1;
     }
   }
@@ -120,6 +122,7 @@ struct Scratch {
     }
     if (unit_stamp.size() < units) {
       unit_stamp.resize(units, 0);
+      in_units.resize(units, 0);
       excluded.resize(units, 0);
     }
   }
@@ -476,7 +479,10 @@ void VictimSearch::CollectCandidateUnits() {
     for (const int* u = index_.units_on_begin(n); u != index_.units_on_end(n); ++u) {
       if (s_.unit_stamp[*u] == s_.stamp) continue;  // seen on an earlier node
       s_.unit_stamp[*u] = s_.stamp;
-      if (Candidate(*u)) s_.candidate_units.push_back(*u);
+      if (Candidate(*u)) {
+        s_.candidate_units.push_back(*u);
+        s_.in_units[*u] = s_.stamp;
+      }
     }
   }
   // Carriers required on a search node that run elsewhere in its domain (a wider topology key).
@@ -487,6 +493,7 @@ void VictimSearch::CollectCandidateUnits() {
     if (s_.unit_stamp[u] == s_.stamp) continue;
     s_.unit_stamp[u] = s_.stamp;
     s_.candidate_units.push_back(u);  // a candidate: RequireCarriers kept only such nodes
+    s_.in_units[u] = s_.stamp;
   }
   std::sort(required_by_unit_.begin(), required_by_unit_.end());
   // Cheapest first: the index's order (by multifactor priority), or by class for a by-class
@@ -497,10 +504,10 @@ void VictimSearch::CollectCandidateUnits() {
       return wa != wb ? wa < wb : a < b;
     });
   } else if (s_.candidate_units.size() * 16 > index_.unit_count()) {
-    // Many (every usable node): the stamped candidates in index order, without sorting them.
+    // Many (every usable node): the same units in index order, without sorting them.
     s_.candidate_units.clear();
     for (int u = 0; u < static_cast<int>(index_.unit_count()); ++u) {
-      if (s_.unit_stamp[u] == s_.stamp && Candidate(u)) s_.candidate_units.push_back(u);
+      if (s_.in_units[u] == s_.stamp) s_.candidate_units.push_back(u);
     }
   } else {
     std::sort(s_.candidate_units.begin(), s_.candidate_units.end());

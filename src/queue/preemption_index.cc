@@ -203,8 +203,8 @@ int ViableMemo::Select(const Key& key) {
   Entry& entry = entries_[e];
   entry.key = key;
   entry.verdict.assign(units_, -1);
-  entry.known.assign(nodes_, 0);
-  entry.viable.resize(nodes_);
+  entry.at.assign(nodes_, 0);
+  entry.viable.clear();
   return static_cast<int>(e);
 }
 
@@ -230,9 +230,9 @@ void ViableMemo::SyncExcluded(const std::vector<int>& units, const VictimIndex& 
 
 void ViableMemo::DropNodesOf(const IndexUnit& unit, const VictimIndex& index) {
   for (size_t e = 0; e < used_; ++e) {
-    std::vector<char>& known = entries_[e].known;
-    for (uint32_t k = unit.frees.begin; k < unit.frees.end; ++k) known[index.frees[k].first] = 0;
-    for (uint32_t k = unit.blockers.begin; k < unit.blockers.end; ++k) known[index.blockers[k].first] = 0;
+    std::vector<uint32_t>& at = entries_[e].at;
+    for (uint32_t k = unit.frees.begin; k < unit.frees.end; ++k) at[index.frees[k].first] = 0;
+    for (uint32_t k = unit.blockers.begin; k < unit.blockers.end; ++k) at[index.blockers[k].first] = 0;
   }
 }
 

@@ -147,20 +147,24 @@ class ViableMemo {
   int8_t& verdict(int entry, int unit) { return entries_[entry].verdict[unit]; }
   const Viable* Find(int entry, NodeIndex n) const {
     const Entry& e = entries_[entry];
-    return e.known[n] ? &e.viable[n] : nullptr;
+    return e.at[n] != 0 ? &e.viable[e.at[n] - 1] : nullptr;
   }
   const Viable& Store(int entry, NodeIndex n, const Viable& v) {
     Entry& e = entries_[entry];
-    e.known[n] = 1;
-    return e.viable[n] = v;
+    e.viable.push_back(v);
+    e.at[n] = static_cast<uint32_t>(e.viable.size());
+    return e.viable.back();
   }
 
  private:
   struct Entry {
     Key key;
     std::vector<int8_t> verdict;  // per unit
-    std::vector<char> known;      // per node: `viable` holds
-    std::vector<Viable> viable;   // per node
+    // Per node: 1 + its entry in `viable`, 0 when unknown (or dropped). Dense, in the order
+    // stored: a key that walks few nodes (most of a burst's, each with its own priority) costs
+    // a per-node index to clear, not 5,000 Resources.
+    std::vector<uint32_t> at;
+    std::vector<Viable> viable;
   };
   void DropNodesOf(const IndexUnit& unit, const VictimIndex& index);
 
