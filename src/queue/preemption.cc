@@ -23,6 +23,7 @@ using internal::IndexUnit;
 using internal::KindSlot;
 using internal::Span;
 using internal::VictimIndex;
+using internal::ViableMemo;
 using internal::ByClass;
 
 const QosPolicy* FindQos(const QueueConfig& config, std::string_view name) {
@@ -79,7 +80,10 @@ struct Scratch {
   std::vector<uint32_t> node_stamp;  // per node: == stamp when slot_of is valid
   std::vector<int> slot_of;          // per node: slot in this search
   std::vector<uint32_t> unit_stamp;  // per index unit: == stamp when seen in this walk
+  std::vector<uint32_t> in_units;    // per index unit: == stamp when in candidate_units
   std::vector<uint32_t> excluded;    // per index unit: == search when an earlier victim's unit
+  std::vector<int> excluded_units;   // those units, each once
+  ViableMemo::Key key;               // the search's candidate key (its storage kept)
   std::vector<char> allowed_qos;     // per QOS id of the index
   std::vector<NodeIndex> usable;     // eligible, unclaimed nodes, ascending
   std::vector<char> viable;          // per examined position of `usable`
@@ -87,8 +91,6 @@ struct Scratch {
   std::vector<int> candidate_units;  // index units, cheapest first
   std::vector<SearchUnit> units;
   std::vector<std::pair<int, uint32_t>> frees;  // (slot, entry of VictimIndex::frees): no copy
-  std::vector<uint32_t> candidate_stamp;  // per index unit: == search when `candidate` is valid
-  std::vector<char> candidate;            // per index unit: VictimSearch::Candidate's answer
   std::vector<int> blockers;
   // The fit state, per slot and per budget group.
   std::vector<Resources> capacity;
@@ -103,6 +105,7 @@ struct Scratch {
     if (++stamp == 0) {  // wrapped: clear once every 4 billion bumps
       std::fill(node_stamp.begin(), node_stamp.end(), 0);
       std::fill(unit_stamp.begin(), unit_stamp.end(), 0);
+      std::fill(in_units.begin(), in_units.end(), 0);
       stamp = 1;
     }
   }
@@ -110,7 +113,6 @@ struct Scratch {
   void Next(size_t nodes, size_t units) {
     if (++search == 0) {
       std::fill(excluded.begin(), excluded.end(), 0);
-      std::fill(candidate_stamp.begin(), candidate_stamp.end(), 0);
       search = 1;
     }
     Bump();
@@ -120,9 +122,8 @@ struct Scratch {
     }
     if (unit_stamp.size() < units) {
       unit_stamp.resize(units, 0);
+      in_units.resize(units, 0);
       excluded.resize(units, 0);
-      candidate_stamp.resize(units, 0);
-      candidate.resize(units, 0);
     }
   }
 };
@@ -193,10 +194,11 @@ uint64_t Fnv1a(std::string_view s) {
 // One decision: the candidate nodes, the units on them, then the exact search over those.
 class VictimSearch {
  public:
-  VictimSearch(const PreemptionInput& in, const VictimIndex& index, Scratch& scratch, int64_t work_budget,
-               bool with_reason)
+  VictimSearch(const PreemptionInput& in, const VictimIndex& index, ViableMemo& memo, Scratch& scratch,
+               int64_t work_budget, bool with_reason)
       : in_(in),
         index_(index),
+        memo_(memo),
         s_(scratch),
         work_budget_(work_budget),
         with_reason_(with_reason),
@@ -208,8 +210,10 @@ class VictimSearch {
   bool NoRoom() const { return no_room_; }
 
  private:
-  bool Candidate(int unit) const;  // cached per search (the window walk and UseNodes both ask)
-  bool CandidateUncached(int unit) const;
+  // Cached per candidate key (ViableMemo): the window walk and UseNodes of every search with the
+  // same key ask it.
+  bool Candidate(int unit) const;
+  bool CandidateUncached(int unit) const;  // earlier victims aside
   // What a unit weighs in this search (Cost::max_priority): its multifactor priority, or, for a
   // preemptor that goes by PriorityClass (issue 28), its highest PriorityClass value, as
   // kube-scheduler prefers the victims of the lowest PriorityClass. Its candidates all go by
@@ -223,6 +227,8 @@ class VictimSearch {
     return in_.preemptor->kind == WorkloadKind::kPodGroup ? WorkloadKind::kSlurmJob : WorkloadKind::kPodGroup;
   }
   bool FindUsable(const QosPolicy& preemptor_qos);
+  void ExcludeEarlierVictims();
+  void SelectMemo();
   bool RequireCarriers();
   // Units node `n` needs gone before a member may use it (anti-affinity's carriers).
   int Required(NodeIndex n) const {
@@ -233,8 +239,10 @@ class VictimSearch {
   }
   bool FitsWithoutVictims() const;
   int64_t ViableCopies(NodeIndex n) const;
+  ViableMemo::Viable ViableUncached(NodeIndex n) const;
   bool ChooseWindow();
   void UseNodes(bool all_usable);
+  void CollectCandidateUnits();
   std::optional<PreemptionChoice> SearchNodes();
   void Greedy(FitState& state);
   void PerNode(FitState& state);
@@ -255,6 +263,8 @@ class VictimSearch {
 
   const PreemptionInput& in_;
   const VictimIndex& index_;
+  ViableMemo& memo_;
+  int memo_entry_ = -1;  // memo_'s entry for this search's key (SelectMemo)
   Scratch& s_;
   int64_t work_budget_;
   bool with_reason_;
@@ -275,10 +285,10 @@ class VictimSearch {
 // every workload preemptible and of a QOS the preemptor's may preempt, none an earlier victim of
 // this cycle, within its budget groups on its own.
 bool VictimSearch::Candidate(int unit) const {
-  if (s_.candidate_stamp[unit] == s_.search) return s_.candidate[unit];  // asked before in this search
-  s_.candidate_stamp[unit] = s_.search;
-  s_.candidate[unit] = CandidateUncached(unit);
-  return s_.candidate[unit];
+  if (s_.excluded[unit] == s_.search) return false;
+  int8_t& verdict = memo_.verdict(memo_entry_, unit);
+  if (verdict < 0) verdict = CandidateUncached(unit) ? 1 : 0;
+  return verdict != 0;
 }
 
 bool VictimSearch::CandidateUncached(int unit) const {
@@ -289,13 +299,13 @@ bool VictimSearch::CandidateUncached(int unit) const {
         !u.all_preemptible || u.over_budget) {
       return false;
     }
-    return s_.excluded[unit] != s_.search;
+    return true;
   }
   if (!(u.max_priority < in_.preemptor_priority) || !u.all_preemptible || u.over_budget) return false;
   for (uint32_t k = u.qos.begin; k < u.qos.end; ++k) {
     if (!s_.allowed_qos[index_.unit_qos[k]]) return false;
   }
-  return s_.excluded[unit] != s_.search;
+  return true;
 }
 
 Resources VictimSearch::FreeNow(NodeIndex n) const {
@@ -320,18 +330,40 @@ bool VictimSearch::FindUsable(const QosPolicy& preemptor_qos) {
   const std::vector<std::string_view>& qos = index_.qos_names();
   s_.allowed_qos.resize(qos.size());
   for (size_t q = 0; q < qos.size(); ++q) s_.allowed_qos[q] = QosAllows(*in_.config, preemptor_qos, qos[q]);
-  if (in_.already_victim_indices != nullptr) {  // by index: no id to look up
-    for (int32_t i : *in_.already_victim_indices) {
-      const int u = index_.unit_of_running(i);
-      if (u >= 0) s_.excluded[u] = s_.search;
-    }
-  } else if (in_.already_victims != nullptr) {
-    for (const std::string& v : *in_.already_victims) {
-      const int u = index_.unit_of(v);
-      if (u >= 0) s_.excluded[u] = s_.search;
-    }
-  }
+  ExcludeEarlierVictims();
+  SelectMemo();
   return RequireCarriers();
+}
+
+void VictimSearch::ExcludeEarlierVictims() {
+  s_.excluded_units.clear();
+  const auto exclude = [this](int u) {
+    if (u < 0 || s_.excluded[u] == s_.search) return;
+    s_.excluded[u] = s_.search;
+    s_.excluded_units.push_back(u);
+  };
+  if (in_.already_victim_indices != nullptr) {  // by index: no id to look up
+    for (int32_t i : *in_.already_victim_indices) exclude(index_.unit_of_running(i));
+  } else if (in_.already_victims != nullptr) {
+    for (const std::string& v : *in_.already_victims) exclude(index_.unit_of(v));
+  }
+  memo_.SyncExcluded(s_.excluded_units, index_);
+}
+
+// The memo entry of the candidates this preemptor sees: by class, those below its PriorityClass;
+// else those below its priority (a prefix of the index's order) of the QOS it may preempt.
+void VictimSearch::SelectMemo() {
+  ViableMemo::Key& key = s_.key;
+  key.by_class = by_class_;
+  key.other = Other();
+  if (by_class_) {
+    key.threshold = in_.preemptor->priority_class_value.value_or(0);
+    key.allowed_qos.clear();
+  } else {
+    key.threshold = index_.units_below(in_.preemptor_priority);
+    key.allowed_qos.assign(s_.allowed_qos.begin(), s_.allowed_qos.end());
+  }
+  memo_entry_ = memo_.Select(key);
 }
 
 // Anti-affinity, own and symmetric (PlacementRules::carriers): a node whose running carriers may all be
@@ -379,22 +411,30 @@ bool VictimSearch::FitsWithoutVictims() const {
   return false;
 }
 
-// Member copies node `n` could hold with every candidate unit on it evicted (budgets aside).
+// Member copies node `n` could hold with every candidate unit on it evicted (budgets aside): what
+// is free now (read afresh) plus what its candidates free (memoised per key, ViableMemo).
 int64_t VictimSearch::ViableCopies(NodeIndex n) const {
-  Resources capacity = FreeNow(n);
-  int blockers = Blockers(n);
+  const ViableMemo::Viable* viable = memo_.Find(memo_entry_, n);
+  if (viable == nullptr) viable = &memo_.Store(memo_entry_, n, ViableUncached(n));
+  if (viable->blockers_left > 0) return 0;
+  return (FreeNow(n) + viable->freed).CopiesOf(in_.preemptor->per_member, in_.preemptor->members);
+}
+
+ViableMemo::Viable VictimSearch::ViableUncached(NodeIndex n) const {
+  ViableMemo::Viable viable;
+  viable.blockers_left = Blockers(n);
   const WorkloadKind other = Other();
   for (const int* u = index_.units_on_begin(n); u != index_.units_on_end(n); ++u) {
     if (!Candidate(*u)) continue;
     const IndexUnit& unit = index_.unit(*u);
     for (uint32_t k = unit.frees.begin; k < unit.frees.end; ++k) {
-      if (index_.frees[k].first == n) capacity += index_.frees[k].second;
+      if (index_.frees[k].first == n) viable.freed += index_.frees[k].second;
     }
     for (uint32_t k = unit.blockers.begin; k < unit.blockers.end; ++k) {
-      blockers -= index_.blockers[k].first == n && index_.blockers[k].second == other;
+      viable.blockers_left -= index_.blockers[k].first == n && index_.blockers[k].second == other;
     }
   }
-  return blockers > 0 ? 0 : capacity.CopiesOf(in_.preemptor->per_member, in_.preemptor->members);
+  return viable;
 }
 
 // The candidate cap (QueueConfig::preemption, like kube-scheduler's minCandidateNodesPercentage
@@ -431,21 +471,18 @@ bool VictimSearch::ChooseWindow() {
   return true;
 }
 
-// The search's slots (s_.nodes, or every usable node) and the candidate units on them, each with
-// its frees and blockers restricted to those slots, cheapest first; and the initial fit state.
-void VictimSearch::UseNodes(bool all_usable) {
-  if (all_usable) s_.nodes.assign(s_.usable.begin(), s_.usable.end());
-  s_.Bump();  // node stamps of the window walk are stale now
-  for (size_t slot = 0; slot < s_.nodes.size(); ++slot) {
-    s_.node_stamp[s_.nodes[slot]] = s_.stamp;
-    s_.slot_of[s_.nodes[slot]] = static_cast<int>(slot);
-  }
+// The candidate units on the search's slots, and the required carriers of its slots wherever
+// they run, cheapest first (s_.candidate_units; units stamped with s_.stamp as seen).
+void VictimSearch::CollectCandidateUnits() {
   s_.candidate_units.clear();
   for (NodeIndex n : s_.nodes) {
     for (const int* u = index_.units_on_begin(n); u != index_.units_on_end(n); ++u) {
       if (s_.unit_stamp[*u] == s_.stamp) continue;  // seen on an earlier node
       s_.unit_stamp[*u] = s_.stamp;
-      if (Candidate(*u)) s_.candidate_units.push_back(*u);
+      if (Candidate(*u)) {
+        s_.candidate_units.push_back(*u);
+        s_.in_units[*u] = s_.stamp;
+      }
     }
   }
   // Carriers required on a search node that run elsewhere in its domain (a wider topology key).
@@ -456,6 +493,7 @@ void VictimSearch::UseNodes(bool all_usable) {
     if (s_.unit_stamp[u] == s_.stamp) continue;
     s_.unit_stamp[u] = s_.stamp;
     s_.candidate_units.push_back(u);  // a candidate: RequireCarriers kept only such nodes
+    s_.in_units[u] = s_.stamp;
   }
   std::sort(required_by_unit_.begin(), required_by_unit_.end());
   // Cheapest first: the index's order (by multifactor priority), or by class for a by-class
@@ -465,9 +503,27 @@ void VictimSearch::UseNodes(bool all_usable) {
       const double wa = Weight(index_.unit(a)), wb = Weight(index_.unit(b));
       return wa != wb ? wa < wb : a < b;
     });
+  } else if (s_.candidate_units.size() * 16 > index_.unit_count()) {
+    // Many (every usable node): the same units in index order, without sorting them.
+    s_.candidate_units.clear();
+    for (int u = 0; u < static_cast<int>(index_.unit_count()); ++u) {
+      if (s_.in_units[u] == s_.stamp) s_.candidate_units.push_back(u);
+    }
   } else {
     std::sort(s_.candidate_units.begin(), s_.candidate_units.end());
   }
+}
+
+// The search's slots (s_.nodes, or every usable node) and the candidate units on them, each with
+// its frees and blockers restricted to those slots, cheapest first; and the initial fit state.
+void VictimSearch::UseNodes(bool all_usable) {
+  if (all_usable) s_.nodes.assign(s_.usable.begin(), s_.usable.end());
+  s_.Bump();  // node stamps of the window walk are stale now
+  for (size_t slot = 0; slot < s_.nodes.size(); ++slot) {
+    s_.node_stamp[s_.nodes[slot]] = s_.stamp;
+    s_.slot_of[s_.nodes[slot]] = static_cast<int>(slot);
+  }
+  CollectCandidateUnits();
   s_.units.clear();
   s_.frees.clear();
   s_.blockers.clear();
@@ -768,7 +824,13 @@ std::optional<PreemptionChoice> VictimSearch::Run(const QosPolicy& preemptor_qos
 struct CheapestVictimsPlanner::Cache {
   std::weak_ptr<const Snapshot> snapshot;
   VictimIndex index;
+  ViableMemo memo;  // for `index`: reset with it
   Scratch scratch;
+
+  void Build(const Snapshot& snap, const QueueConfig& config, Time now) {
+    index.Build(snap, config, now);
+    memo.Reset(snap.nodes.size(), index.unit_count());
+  }
 };
 
 CheapestVictimsPlanner::CheapestVictimsPlanner(int64_t work_budget)
@@ -792,18 +854,18 @@ std::optional<PreemptionChoice> CheapestVictimsPlanner::Search(const PreemptionI
                       !c.snapshot.expired();
     if (!same || !c.index.BuiltFor(in.snapshot, in.now, in.config->shared_nodes)) {
       c.snapshot = in.shared_snapshot;
-      c.index.Build(*in.snapshot, *in.config, in.now);
+      c.Build(*in.snapshot, *in.config, in.now);
     }
     if (ByClass(p) && !(c.index.min_class_priority() < p.priority_class_value.value_or(0))) return std::nullopt;
-    VictimSearch search(in, c.index, c.scratch, work_budget_, with_reason);
+    VictimSearch search(in, c.index, c.memo, c.scratch, work_budget_, with_reason);
     std::optional<PreemptionChoice> choice = search.Run(*qos);
     if (no_room != nullptr) *no_room = !choice && search.NoRoom();
     return choice;
   }
   Cache local;  // a caller without a shared snapshot: an index for this search alone
-  local.index.Build(*in.snapshot, *in.config, in.now);
+  local.Build(*in.snapshot, *in.config, in.now);
   if (ByClass(p) && !(local.index.min_class_priority() < p.priority_class_value.value_or(0))) return std::nullopt;
-  VictimSearch search(in, local.index, local.scratch, work_budget_, with_reason);
+  VictimSearch search(in, local.index, local.memo, local.scratch, work_budget_, with_reason);
   std::optional<PreemptionChoice> choice = search.Run(*qos);
   if (no_room != nullptr) *no_room = !choice && search.NoRoom();
   return choice;

@@ -36,7 +36,11 @@
 //
 // Scale (issue 26): the victim units (gangs whole, their frees per node, budgets, QOS) are indexed
 // once per snapshot and kept across the searches of a cycle when the input shares the snapshot
-// (PreemptionInput::shared_snapshot); a search reuses the planner's buffers. Candidate cap
+// (PreemptionInput::shared_snapshot); a search reuses the planner's buffers. With the index, a
+// memo (internal::ViableMemo) keeps across those searches, per set of candidates (the
+// preemptor's priority band, QOS and world), whether each unit is a candidate and what each node's
+// candidates free there; a node's entries go when a unit on it becomes an earlier victim, all of
+// them when the earlier victims are not the last ones grown (a new cycle). Candidate cap
 // (QueueConfig::preemption): when the preemptor has more usable nodes than
 // max(min_candidate_nodes_percentage % of them, min_candidate_nodes_absolute), the search walks
 // them from an offset derived from the preemptor's id, wrapping around, and keeps the first nodes

@@ -168,5 +168,72 @@ void VictimIndex::BuildNodeLists(const Snapshot& snap, const QueueConfig& config
   }
 }
 
+int64_t VictimIndex::units_below(double priority) const {
+  auto it = std::lower_bound(units_.begin(), units_.end(), priority,
+                             [](const IndexUnit& u, double p) { return u.max_priority < p; });
+  return it - units_.begin();
+}
+
+namespace {
+// Distinct keys kept per index; a cycle's preemptors have a handful (priority bands, QOS, world).
+constexpr size_t kMaxEntries = 16;
+}  // namespace
+
+void ViableMemo::Reset(size_t nodes, size_t units) {
+  nodes_ = nodes;
+  units_ = units;
+  used_ = 0;
+  next_evicted_ = 0;
+  excluded_.assign(units, 0);
+  excluded_list_.clear();
+}
+
+int ViableMemo::Select(const Key& key) {
+  for (size_t e = 0; e < used_; ++e) {
+    if (entries_[e].key == key) return static_cast<int>(e);
+  }
+  size_t e = used_;
+  if (used_ < kMaxEntries) {
+    ++used_;
+  } else {
+    e = next_evicted_;
+    next_evicted_ = (next_evicted_ + 1) % kMaxEntries;
+  }
+  if (e >= entries_.size()) entries_.emplace_back();
+  Entry& entry = entries_[e];
+  entry.key = key;
+  entry.verdict.assign(units_, -1);
+  entry.at.assign(nodes_, 0);
+  entry.viable.clear();
+  return static_cast<int>(e);
+}
+
+void ViableMemo::SyncExcluded(const std::vector<int>& units, const VictimIndex& index) {
+  for (int u : units) {
+    if (excluded_[u]) continue;
+    excluded_[u] = 1;
+    excluded_list_.push_back(u);
+    DropNodesOf(index.unit(u), index);
+  }
+  if (excluded_list_.size() == units.size()) return;  // the same earlier victims, or more
+  // An earlier victim of the last call is not one now: a new cycle (the node entries would miss
+  // its frees). The memo is the cycle's: it starts afresh, candidacies too.
+  used_ = 0;
+  next_evicted_ = 0;
+  for (int u : excluded_list_) excluded_[u] = 0;
+  excluded_list_.clear();
+  for (int u : units) {
+    excluded_[u] = 1;
+    excluded_list_.push_back(u);
+  }
+}
+
+void ViableMemo::DropNodesOf(const IndexUnit& unit, const VictimIndex& index) {
+  for (size_t e = 0; e < used_; ++e) {
+    std::vector<uint32_t>& at = entries_[e].at;
+    for (uint32_t k = unit.frees.begin; k < unit.frees.end; ++k) at[index.frees[k].first] = 0;
+    for (uint32_t k = unit.blockers.begin; k < unit.blockers.end; ++k) at[index.blockers[k].first] = 0;
+  }
+}
 
 }  // namespace onequeue::queue::internal

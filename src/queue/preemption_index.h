@@ -76,6 +76,10 @@ class VictimIndex {
   // workload with a class_priority, preemptible, within budget); INT32_MAX when none: a
   // preemptor by class below or at it has no candidate, and its search stops at once.
   int32_t min_class_priority() const { return min_class_priority_; }
+  // How many units have a max_priority below `priority`: the units come by ascending
+  // max_priority, so these are the first ones, the only ones a preemptor of that priority may
+  // take (VictimSearch::CandidateUncached). Preemptors with the same count see the same units.
+  int64_t units_below(double priority) const;
 
   std::vector<int> unit_workloads;
   std::vector<std::pair<NodeIndex, Resources>> frees;
@@ -103,5 +107,74 @@ class VictimIndex {
   int32_t min_class_priority_ = INT32_MAX;
 };
 
+// Issue 26: what the candidate cap's window walk (preemption.cc, ViableCopies) learns about a
+// node, kept across the searches of a cycle that see the same candidates. Per candidate key (see
+// Key), per node: the capacity its candidate units free there and how many workloads of the
+// other world stay on it once they go; and per unit whether it is a candidate at all (earlier
+// victims aside). Neither depends on the node's free capacity or on claims, which every search
+// reads afresh (a claimed node is not usable, so its entry is not read); a node's entries depend
+// on which units earlier preemptions of the cycle took, so they are dropped when a unit on the
+// node becomes an earlier victim (SyncExcluded), and every entry when the set of earlier victims
+// is not the last one grown (a new cycle: the memo is the cycle's). Reset with each new index.
+class ViableMemo {
+ public:
+  // Everything a unit's candidacy and a node's entry depend on, besides the earlier victims:
+  // two searches with equal keys ask the same question of every unit and node.
+  struct Key {
+    bool by_class = false;
+    // By class: the preemptor's PriorityClass value; else VictimIndex::units_below its priority.
+    int64_t threshold = 0;
+    WorkloadKind other = WorkloadKind::kPodGroup;  // the world whose workloads block a node
+    std::vector<char> allowed_qos;  // per QOS id of the index: may be preempted (empty by class)
+    bool operator==(const Key&) const = default;
+  };
+  struct Viable {
+    Resources freed;       // by the node's candidate units, on the node
+    int blockers_left = 0; // workloads of the other world left on it (exclusive nodes)
+  };
+
+  // Every entry is stale: a new index of `nodes` nodes and `units` units.
+  void Reset(size_t nodes, size_t units);
+  // The entry of `key` (made, or an old one's storage reused, when new): its id for the calls
+  // below, valid until the next Select.
+  int Select(const Key& key);
+  // `units`: the distinct units that are earlier victims for this search. Drops the node entries
+  // this changes (those of the units new since the last call); every entry when some unit of the
+  // last call is missing.
+  void SyncExcluded(const std::vector<int>& units, const VictimIndex& index);
+
+  // Whether `unit` is a candidate under the entry's key, earlier victims aside: -1 not known.
+  int8_t& verdict(int entry, int unit) { return entries_[entry].verdict[unit]; }
+  const Viable* Find(int entry, NodeIndex n) const {
+    const Entry& e = entries_[entry];
+    return e.at[n] != 0 ? &e.viable[e.at[n] - 1] : nullptr;
+  }
+  const Viable& Store(int entry, NodeIndex n, const Viable& v) {
+    Entry& e = entries_[entry];
+    e.viable.push_back(v);
+    e.at[n] = static_cast<uint32_t>(e.viable.size());
+    return e.viable.back();
+  }
+
+ private:
+  struct Entry {
+    Key key;
+    std::vector<int8_t> verdict;  // per unit
+    // Per node: 1 + its entry in `viable`, 0 when unknown (or dropped). Dense, in the order
+    // stored: a key that walks few nodes (most of a burst's, each with its own priority) costs
+    // a per-node index to clear, not 5,000 Resources.
+    std::vector<uint32_t> at;
+    std::vector<Viable> viable;
+  };
+  void DropNodesOf(const IndexUnit& unit, const VictimIndex& index);
+
+  size_t nodes_ = 0;
+  size_t units_ = 0;
+  std::vector<Entry> entries_;  // the first `used_` hold keys of the current index
+  size_t used_ = 0;
+  size_t next_evicted_ = 0;      // past kMaxEntries keys, the entry reused next (round robin)
+  std::vector<char> excluded_;   // per unit: in the last SyncExcluded
+  std::vector<int> excluded_list_;
+};
 
 }  // namespace onequeue::queue::internal

@@ -485,5 +485,58 @@ TEST(PreemptionCap, WhenTheCandidateNodesCannotMakeRoomEveryNodeIsSearched) {
   EXPECT_GE(windowed, 1);
 }
 
+TEST(PreemptionCap, APlannerKeptAcrossTheCyclesSearchesDecidesAsAFreshOnePerSearch) {
+  // Issue 26's memo of the window walk (ViableMemo) lives as long as the planner's index: two
+  // cycles of 60 preemptors on one snapshot, the cap binding, claims and earlier victims growing
+  // within a cycle and cleared between them, few distinct priorities (the memo's keys repeat).
+  // Each decision of the kept planner equals that of a planner made for that search alone.
+  const int nodes = 1500;
+  auto snapshot = std::make_shared<const Snapshot>(MakePool(nodes, 23));
+  const QueueConfig config = PoolConfig();
+  const std::vector<Resources> free_now = FreeNow(*snapshot);
+  const CheapestVictimsPlanner kept;
+  std::mt19937_64 rng(24);
+  int capped = 0;
+  int decisions = 0;
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    std::vector<char> claimed(nodes, 0);
+    std::vector<std::string> victims;
+    for (int p = 0; p < 60; ++p) {
+      PendingWorkload w;
+      w.id = "memo-" + std::to_string(cycle) + "-" + std::to_string(p);
+      w.kind = rng() % 4 == 0 ? WorkloadKind::kSlurmJob : WorkloadKind::kPodGroup;
+      w.qos = rng() % 3 == 0 ? "normal" : "interactive";
+      w.members = rng() % 4 == 0 ? 2 + static_cast<int32_t>(rng() % 3) : 1;
+      w.per_member = Cpu(2000 * (1 + static_cast<int64_t>(rng() % 8)));
+      PreemptionInput in;
+      in.snapshot = snapshot.get();
+      in.shared_snapshot = snapshot;
+      in.config = &config;
+      in.preemptor = &w;
+      in.preemptor_priority = rng() % 2 == 0 ? 150.0 : 230.0;
+      in.now = 6000;
+      for (int n = 0; n < nodes; ++n) {
+        if (rng() % 8 != 0) in.eligible_nodes.push_back(n);
+      }
+      in.free_now = &free_now;
+      in.claimed = &claimed;
+      in.already_victims = &victims;
+      const std::optional<PreemptionChoice> c = kept.Choose(in);
+      const std::optional<PreemptionChoice> f = CheapestVictimsPlanner().Choose(in);
+      ASSERT_EQ(c.has_value(), f.has_value()) << w.id;
+      if (!c) continue;
+      EXPECT_EQ(c->decision.victims, f->decision.victims) << w.id;
+      EXPECT_EQ(c->decision.member_nodes, f->decision.member_nodes) << w.id;
+      EXPECT_EQ(c->capped, f->capped) << w.id;
+      ++decisions;
+      capped += c->capped;
+      for (NodeIndex n : c->decision.member_nodes) claimed[n] = 1;
+      victims.insert(victims.end(), c->decision.victims.begin(), c->decision.victims.end());
+    }
+  }
+  EXPECT_GT(decisions, 60);
+  EXPECT_GT(capped, 30);  // the cap did bind: the window walk, and its memo, decided
+}
+
 }  // namespace
 }  // namespace onequeue::queue
