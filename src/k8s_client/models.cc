@@ -401,7 +401,7 @@ absl::StatusOr<Node> Node::FromJson(const json& j) {
     const json& spec = Field(j, "spec");
     n.unschedulable = Bool(spec, "unschedulable");
     for (const json& t : Array(spec, "taints")) {
-      n.taints.push_back({Str(t, "key"), Str(t, "value"), Str(t, "effect")});
+      n.taints.push_back({Str(t, "key"), Str(t, "value"), Str(t, "effect"), Str(t, "timeAdded")});
     }
     const json& status = Field(j, "status");
     n.capacity = Resources(status, "capacity");

@@ -94,6 +94,10 @@ struct Toleration {
 
 struct Taint {
   std::string key, value, effect;
+  // Set by the node lifecycle controller on NoExecute taints (what tolerationSeconds counts from).
+  // Kept so that a copy of the node's taints can be written back whole (issue 26: the owner mark
+  // from the informer's copy, kube_cluster.cc).
+  std::string time_added;
 };
 
 struct Condition {

@@ -29,6 +29,29 @@ absl::Status Annotate(const absl::Status& s, absl::string_view what) {
   return out;
 }
 
+// A pods/status strategic merge patch: the PodScheduled condition (merged by "type", so other
+// conditions are kept), status.nominatedNodeName when given ("" clears it), and annotations
+// (nullopt: removed).
+json PodSchedulingPatch(const Condition& pod_scheduled, const std::optional<std::string>& nominated_node_name,
+                        const std::map<std::string, std::optional<std::string>>& annotations, absl::Time now) {
+  json cond = {{"type", "PodScheduled"},
+               {"status", pod_scheduled.status},
+               {"lastTransitionTime", pod_scheduled.last_transition_time.empty()
+                                          ? FormatRfc3339(now)
+                                          : pod_scheduled.last_transition_time}};
+  if (!pod_scheduled.reason.empty()) cond["reason"] = pod_scheduled.reason;
+  if (!pod_scheduled.message.empty()) cond["message"] = pod_scheduled.message;
+  json patch = {{"status", {{"conditions", json::array({cond})}}}};
+  if (nominated_node_name) {
+    patch["status"]["nominatedNodeName"] =
+        nominated_node_name->empty() ? json(nullptr) : json(*nominated_node_name);
+  }
+  for (const auto& [key, value] : annotations) {
+    patch["metadata"]["annotations"][key] = value ? json(*value) : json(nullptr);
+  }
+  return patch;
+}
+
 }  // namespace
 
 std::string FormatMicroTime(absl::Time t) {
@@ -131,22 +154,24 @@ absl::Status SchedulerApi::PatchPodScheduling(const std::string& ns, const std::
                                               const Condition& pod_scheduled,
                                               std::optional<std::string> nominated_node_name,
                                               absl::Time now) {
-  json cond = {{"type", "PodScheduled"},
-               {"status", pod_scheduled.status},
-               {"lastTransitionTime", pod_scheduled.last_transition_time.empty()
-                                          ? FormatRfc3339(now)
-                                          : pod_scheduled.last_transition_time}};
-  if (!pod_scheduled.reason.empty()) cond["reason"] = pod_scheduled.reason;
-  if (!pod_scheduled.message.empty()) cond["message"] = pod_scheduled.message;
-  // Strategic merge: conditions merge by "type", so other conditions are kept.
-  json patch = {{"status", {{"conditions", json::array({cond})}}}};
-  if (nominated_node_name) {
-    patch["status"]["nominatedNodeName"] =
-        nominated_node_name->empty() ? json(nullptr) : json(*nominated_node_name);
-  }
-  absl::StatusOr<json> r = client_->Patch(ObjectPath(kPods, ns, pod, "status"), patch,
+  absl::StatusOr<json> r = client_->Patch(ObjectPath(kPods, ns, pod, "status"),
+                                          PodSchedulingPatch(pod_scheduled, nominated_node_name, {}, now),
                                           "application/strategic-merge-patch+json");
   return Annotate(r.status(), absl::StrCat("patch status of ", ns, "/", pod));
+}
+
+void SchedulerApi::PatchPodSchedulingAsync(const std::string& ns, const std::string& pod,
+                                           const Condition& pod_scheduled,
+                                           std::optional<std::string> nominated_node_name,
+                                           const std::map<std::string, std::optional<std::string>>& annotations,
+                                           absl::Time now, std::function<void(absl::Status)> done) {
+  HttpRequest req;
+  req.method = "PATCH";
+  req.path = ObjectPath(kPods, ns, pod, "status");
+  req.content_type = "application/strategic-merge-patch+json";
+  req.body = PodSchedulingPatch(pod_scheduled, nominated_node_name, annotations, now).dump();
+  client_->DoAsync(std::move(req), [done = std::move(done), what = absl::StrCat("patch status of ", ns, "/", pod)](
+                                       absl::StatusOr<std::string> r) { done(Annotate(r.status(), what)); });
 }
 
 absl::StatusOr<Lease> SchedulerApi::GetLease(const std::string& ns, const std::string& name) {

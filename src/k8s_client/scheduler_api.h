@@ -12,6 +12,8 @@
 //   Leases        get/create/update with resourceVersion: a lost race is Aborted (409 Conflict)
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +65,16 @@ class SchedulerApi {
   absl::Status PatchPodScheduling(const std::string& ns, const std::string& pod,
                                   const Condition& pod_scheduled,
                                   std::optional<std::string> nominated_node_name, absl::Time now);
+  // Issue 26: PatchPodScheduling without waiting (`done` on the transport's thread), with the pod's
+  // `annotations` in the same pods/status write (a value nullopt removes one). kube-scheduler
+  // nominates a preemptor with its PodScheduled=False condition in one status PATCH; onequeue's
+  // wait annotations ride along. The apiserver keeps metadata.annotations of a pods/status patch
+  // (its pod status strategy resets spec, deletionTimestamp and ownerReferences, not annotations):
+  // checked on the real apiserver, integration_test SchedulerWritesUnderItsOwnIdentity.
+  void PatchPodSchedulingAsync(const std::string& ns, const std::string& pod, const Condition& pod_scheduled,
+                               std::optional<std::string> nominated_node_name,
+                               const std::map<std::string, std::optional<std::string>>& annotations,
+                               absl::Time now, std::function<void(absl::Status)> done);
 
   absl::StatusOr<Lease> GetLease(const std::string& ns, const std::string& name);
   absl::StatusOr<Lease> CreateLease(const Lease& lease);

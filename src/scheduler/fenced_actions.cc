@@ -116,6 +116,15 @@ void FencedClusterActions::StartNominate(const std::string& pod_key, const std::
   inner_->StartNominate(pod_key, node, std::move(done));
 }
 
+void FencedClusterActions::StartNominateWithReport(const std::string& pod_key, const std::string& node,
+                                                   const WaitReport& report, std::function<void(absl::Status)> done) {
+  if (absl::Status s = Admit(absl::StrCat("nomination and waiting report of ", pod_key, " to '", node, "'")); !s.ok()) {
+    done(std::move(s));
+    return;
+  }
+  inner_->StartNominateWithReport(pod_key, node, report, std::move(done));
+}
+
 absl::Status FencedClusterActions::Evict(const std::string& pod_key, const std::string& preemptor,
                                          const std::string& message) {
   if (absl::Status s = Admit(absl::StrCat("eviction of ", pod_key, " for ", preemptor)); !s.ok()) return s;

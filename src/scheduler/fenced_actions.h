@@ -79,6 +79,8 @@ class FencedClusterActions final : public ClusterActions {
   absl::Status SelectVolumeNode(const std::string& claim_key, const std::string& node) override;
   absl::Status Nominate(const std::string& pod_key, const std::string& node) override;
   void StartNominate(const std::string& pod_key, const std::string& node, std::function<void(absl::Status)> done) override;
+  void StartNominateWithReport(const std::string& pod_key, const std::string& node, const WaitReport& report,
+                               std::function<void(absl::Status)> done) override;
   absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
   void StartEvict(const std::string& pod_key, const std::string& preemptor, const std::string& message,
                   std::function<void(absl::Status)> done) override;

@@ -21,8 +21,12 @@ std::pair<std::string, std::string> SplitKey(const std::string& key) {
 }  // namespace
 
 KubeClusterActions::KubeClusterActions(k8s::RestClient* client, const k8s::Informer<k8s::Pod>* pods,
-                                       std::string instance)
-    : client_(client), pods_(pods), api_(client), events_(client, "onequeue", std::move(instance)) {}
+                                       std::string instance, const k8s::Informer<k8s::Node>* nodes)
+    : client_(client),
+      pods_(pods),
+      api_(client),
+      events_(client, "onequeue", std::move(instance)),
+      nodes_(nodes) {}
 
 k8s::ObjectReference KubeClusterActions::PodReference(const std::string& pod_key) const {
   auto [ns, name] = SplitKey(pod_key);
@@ -131,27 +135,79 @@ void KubeClusterActions::BindSucceeded(const std::string& pod_key, const std::st
   }
 }
 
-absl::Status KubeClusterActions::ReportWaiting(const std::string& pod_key, const WaitReport& report) {
-  auto [ns, name] = SplitKey(pod_key);
-  {
-    // Two reports of one pod in flight could land in either order, the older last.
-    absl::MutexLock lock(&report_writes_->mu);
-    if (!report_writes_->in_flight.insert(pod_key).second) {
-      return absl::UnavailableError(absl::StrCat("the previous report of ", pod_key, " is still in flight"));
-    }
-  }
+namespace {
+
+// What a waiting report says in the condition ("Resources: ... (queue position 3)") and in the
+// event (without the position, which moves with every arrival and departure).
+struct WaitWords {
+  std::string note, event_note;
+};
+
+WaitWords WordsOf(const WaitReport& report) {
   // The queue's messages may already start with the reason ("Resources: nodes reserved ..."):
   // users read the code once.
   absl::string_view message = report.message;
   absl::ConsumePrefix(&message, absl::StrCat(report.reason, ": "));
-  const std::string note = absl::StrCat(report.reason, ": ", message, " (queue position ",
-                                        report.queue_position, ")");
+  return {absl::StrCat(report.reason, ": ", message, " (queue position ", report.queue_position, ")"),
+          absl::StrCat(report.reason, ": ", message)};
+}
+
+std::map<std::string, std::optional<std::string>> WaitAnnotations(const WaitReport& report) {
+  return {{kQueuePositionAnnotation, std::to_string(report.queue_position)},
+          {kEstimatedStartAnnotation, report.estimated_start
+                                          ? k8s::FormatRfc3339(absl::FromUnixSeconds(*report.estimated_start))
+                                          : std::string("unknown")}};
+}
+
+}  // namespace
+
+bool KubeClusterActions::BeginReport(const std::string& pod_key) {
+  // Two reports of one pod in flight could land in either order, the older last.
+  absl::MutexLock lock(&report_writes_->mu);
+  return report_writes_->in_flight.insert(pod_key).second;
+}
+
+void KubeClusterActions::ReportLanded(const std::shared_ptr<ReportWrites>& writes, const std::string& pod_key,
+                                      bool failed, bool cancelled, bool retry_if_failed) {
+  std::optional<ReportWrites::DeferredBind> bind;
+  {
+    absl::MutexLock lock(&writes->mu);
+    writes->in_flight.erase(pod_key);
+    if (failed && retry_if_failed) writes->failed.push_back(pod_key);
+    if (auto b = writes->binds_after.find(pod_key); b != writes->binds_after.end()) {
+      bind = std::move(b->second);
+      writes->binds_after.erase(b);
+    }
+  }
+  if (!bind) return;
+  if (cancelled) (*bind->done)(absl::CancelledError("the waiting report before the binding was cancelled"));
+  else bind->send();
+}
+
+void KubeClusterActions::RecordWaitEvent(const std::string& pod_key, const std::string& reason,
+                                         std::string event_note, absl::Time now) {
+  // The event says why; the position moves with every arrival and departure, so it lives in the
+  // annotation and the condition only. A new event when the reason changes at once; when only the
+  // words change (estimates move with time) at most once a minute.
+  LastEvent& last = last_event_[pod_key];
+  if (last.reason != reason || (last.note != event_note && now - last.at >= absl::Minutes(1))) {
+    RecordEvent(pod_key, "Warning", "FailedScheduling", "Scheduling", event_note);
+    last = {reason, std::move(event_note), now};
+  }
+}
+
+absl::Status KubeClusterActions::ReportWaiting(const std::string& pod_key, const WaitReport& report) {
+  auto [ns, name] = SplitKey(pod_key);
+  if (!BeginReport(pod_key)) {
+    return absl::UnavailableError(absl::StrCat("the previous report of ", pod_key, " is still in flight"));
+  }
+  WaitWords words = WordsOf(report);
   const absl::Time now = absl::Now();
   // Strategic merge: conditions merge by "type", so other conditions are kept.
   nlohmann::json condition = {{"type", "PodScheduled"},
                               {"status", "False"},
                               {"reason", "Unschedulable"},
-                              {"message", note},
+                              {"message", words.note},
                               {"lastTransitionTime", k8s::FormatRfc3339(now)}};
   k8s::HttpRequest status;
   status.method = "PATCH";
@@ -162,14 +218,9 @@ absl::Status KubeClusterActions::ReportWaiting(const std::string& pod_key, const
   annotations.method = "PATCH";
   annotations.path = k8s::ObjectPath(k8s::kPods, ns, name);
   annotations.content_type = "application/merge-patch+json";
-  annotations.body =
-      nlohmann::json{{"metadata",
-                      {{"annotations",
-                        {{kQueuePositionAnnotation, std::to_string(report.queue_position)},
-                         {kEstimatedStartAnnotation,
-                          report.estimated_start ? k8s::FormatRfc3339(absl::FromUnixSeconds(*report.estimated_start))
-                                                 : std::string("unknown")}}}}}}
-          .dump();
+  nlohmann::json values = nlohmann::json::object();
+  for (const auto& [key, value] : WaitAnnotations(report)) values[key] = *value;
+  annotations.body = nlohmann::json{{"metadata", {{"annotations", values}}}}.dump();
   // Both patches at once; the report is done when both have answered, failed if either did.
   struct Pending {
     std::atomic<int> left{2};
@@ -184,32 +235,39 @@ absl::Status KubeClusterActions::ReportWaiting(const std::string& pod_key, const
       spdlog::warn("reporting {} waiting: {}", pod_key, r.status().ToString());
     }
     if (pending->left.fetch_sub(1) != 1) return;
-    std::optional<ReportWrites::DeferredBind> bind;
-    {
-      absl::MutexLock lock(&writes->mu);
-      writes->in_flight.erase(pod_key);
-      if (pending->failed) writes->failed.push_back(pod_key);
-      if (auto b = writes->binds_after.find(pod_key); b != writes->binds_after.end()) {
-        bind = std::move(b->second);
-        writes->binds_after.erase(b);
-      }
-    }
-    if (!bind) return;
-    if (pending->cancelled) (*bind->done)(absl::CancelledError("the waiting report before the binding was cancelled"));
-    else bind->send();
+    ReportLanded(writes, pod_key, pending->failed, pending->cancelled, /*retry_if_failed=*/true);
   };
   client_->DoAsync(std::move(status), done);
   client_->DoAsync(std::move(annotations), done);
-  // The event says why; the position moves with every arrival and departure, so it lives in the
-  // annotation and the condition only. A new event when the reason changes at once; when only the
-  // words change (estimates move with time) at most once a minute.
-  std::string event_note = absl::StrCat(report.reason, ": ", message);
-  LastEvent& last = last_event_[pod_key];
-  if (last.reason != report.reason || (last.note != event_note && now - last.at >= absl::Minutes(1))) {
-    RecordEvent(pod_key, "Warning", "FailedScheduling", "Scheduling", event_note);
-    last = {report.reason, std::move(event_note), now};
-  }
+  RecordWaitEvent(pod_key, report.reason, std::move(words.event_note), now);
   return absl::OkStatus();
+}
+
+void KubeClusterActions::StartNominateWithReport(const std::string& pod_key, const std::string& node,
+                                                 const WaitReport& report, std::function<void(absl::Status)> done) {
+  auto [ns, name] = SplitKey(pod_key);
+  if (!BeginReport(pod_key)) {
+    // A report of the pod still in flight: the nomination alone; its report is written again by
+    // ReportWaiting once that one has landed.
+    StartNominate(pod_key, node, [pod_key, done = std::move(done)](absl::Status s) {
+      done(s.ok() ? absl::UnavailableError(absl::StrCat("the previous report of ", pod_key, " is still in flight")) : s);
+    });
+    return;
+  }
+  WaitWords words = WordsOf(report);
+  const absl::Time now = absl::Now();
+  // One pods/status write, as kube-scheduler nominates: nominatedNodeName, PodScheduled=False and
+  // the wait annotations (which the apiserver takes through pods/status: k8s::SchedulerApi).
+  const k8s::Condition condition{"PodScheduled", "False", "Unschedulable", words.note, k8s::FormatRfc3339(now)};
+  api_.PatchPodSchedulingAsync(ns, name, condition, node, WaitAnnotations(report), now,
+                               [writes = report_writes_, pod_key, done = std::move(done)](absl::Status s) {
+                                 if (!s.ok()) spdlog::warn("nominating {} with its report: {}", pod_key, s.ToString());
+                                 // Not queued for TakeFailedReports: `done` tells the caller, which
+                                 // writes the report again itself.
+                                 ReportLanded(writes, pod_key, !s.ok(), absl::IsCancelled(s), /*retry_if_failed=*/false);
+                                 done(std::move(s));
+                               });
+  RecordWaitEvent(pod_key, report.reason, std::move(words.event_note), now);
 }
 
 std::vector<std::string> KubeClusterActions::TakeFailedReports() {
@@ -248,6 +306,23 @@ nlohmann::json OwnerPatch(const nlohmann::json& current, const std::string& valu
   return patch;
 }
 
+// A node's taints as the apiserver writes them (v1.Taint: key, value, effect, timeAdded).
+nlohmann::json TaintsJson(const std::vector<k8s::Taint>& taints) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const k8s::Taint& t : taints) {
+    nlohmann::json one = {{"key", t.key}, {"effect", t.effect}};
+    if (!t.value.empty()) one["value"] = t.value;
+    if (!t.time_added.empty()) one["timeAdded"] = t.time_added;
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
+// What OwnerPatch reads of a node: its version and taints.
+nlohmann::json NodeAt(const std::string& resource_version, nlohmann::json taints) {
+  return {{"metadata", {{"resourceVersion", resource_version}}}, {"spec", {{"taints", std::move(taints)}}}};
+}
+
 std::string WrittenVersion(const nlohmann::json& written) {
   return written.contains("metadata") ? written["metadata"].value("resourceVersion", "") : std::string();
 }
@@ -256,44 +331,88 @@ std::string WrittenVersion(const nlohmann::json& written) {
 
 absl::StatusOr<std::string> KubeClusterActions::SetNodeOwner(const std::string& node, const std::string& value,
                                                              const std::string& resource_version) {
-  // The taint list is replaced whole by a merge patch: read the node, change only our taint, and
-  // write with a resourceVersion precondition so a concurrent change of another taint is not
-  // lost. The precondition is the version the loop decided from when it gives one, so that a
-  // write based on an old read (a deposed leader's) fails too (409: the loop reads again).
+  // The taint list is replaced whole by a merge patch: write it from the node's taints at the
+  // version the write is conditional on (read first when not known), changing only our taint. The
+  // resourceVersion precondition makes a concurrent change of another taint fail the write (409)
+  // rather than be lost; it is the version the loop decided from when it gives one, so that a
+  // write based on an old read (a deposed leader's) fails too (the loop reads again).
   const std::string path = k8s::ObjectPath(k8s::kNodes, "", node);
-  absl::StatusOr<nlohmann::json> current = client_->Get(path);
-  if (!current.ok()) return current.status();
+  nlohmann::json current;
+  if (std::optional<nlohmann::json> taints = KnownTaints(node, resource_version)) {
+    current = NodeAt(resource_version, *std::move(taints));
+  } else {
+    absl::StatusOr<nlohmann::json> read = client_->Get(path);
+    if (!read.ok()) return read.status();
+    current = *std::move(read);
+  }
   absl::StatusOr<nlohmann::json> written =
-      client_->Patch(path, OwnerPatch(*current, value, resource_version), "application/merge-patch+json");
+      client_->Patch(path, OwnerPatch(current, value, resource_version), "application/merge-patch+json");
   if (!written.ok()) return written.status();
+  RememberTaints(*node_taints_, *written);
   return WrittenVersion(*written);
 }
 
 void KubeClusterActions::StartSetNodeOwner(const std::string& node, const std::string& value,
                                            const std::string& resource_version,
                                            std::function<void(absl::StatusOr<std::string>)> done) {
-  // SetNodeOwner's GET then PATCH, chained on the transport thread.
+  // SetNodeOwner without waiting: the PATCH at once when the taints at `resource_version` are
+  // known (issue 26: one request per mark, as the reservation marks of a cycle's preemptions go
+  // out together), else the GET and the PATCH chained on the transport thread.
   const std::string path = k8s::ObjectPath(k8s::kNodes, "", node);
+  k8s::RestClient* client = client_;
+  auto answer = std::make_shared<std::function<void(absl::StatusOr<std::string>)>>(std::move(done));
+  auto patch = [client, path, value, resource_version, known = node_taints_, answer](const nlohmann::json& current) {
+    k8s::HttpRequest req;
+    req.method = "PATCH";
+    req.path = path;
+    req.content_type = "application/merge-patch+json";
+    req.body = OwnerPatch(current, value, resource_version).dump();
+    client->DoAsync(std::move(req), [known, answer](absl::StatusOr<std::string> written) {
+      if (!written.ok()) return (*answer)(written.status());
+      nlohmann::json j = nlohmann::json::parse(*written, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded()) return (*answer)(std::string());
+      RememberTaints(*known, j);
+      (*answer)(WrittenVersion(j));
+    });
+  };
+  if (std::optional<nlohmann::json> taints = KnownTaints(node, resource_version)) {
+    patch(NodeAt(resource_version, *std::move(taints)));
+    return;
+  }
   k8s::HttpRequest get;
   get.method = "GET";
   get.path = path;
-  k8s::RestClient* client = client_;
-  client_->DoAsync(std::move(get), [client, path, value, resource_version,
-                                    done = std::move(done)](absl::StatusOr<std::string> body) mutable {
-    if (!body.ok()) return done(body.status());
+  client_->DoAsync(std::move(get), [path, patch, answer](absl::StatusOr<std::string> body) {
+    if (!body.ok()) return (*answer)(body.status());
     nlohmann::json current = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
-    if (current.is_discarded()) return done(absl::InternalError("node " + path + ": unparsable answer"));
-    k8s::HttpRequest patch;
-    patch.method = "PATCH";
-    patch.path = path;
-    patch.content_type = "application/merge-patch+json";
-    patch.body = OwnerPatch(current, value, resource_version).dump();
-    client->DoAsync(std::move(patch), [done = std::move(done)](absl::StatusOr<std::string> written) {
-      if (!written.ok()) return done(written.status());
-      nlohmann::json j = nlohmann::json::parse(*written, nullptr, /*allow_exceptions=*/false);
-      done(j.is_discarded() ? std::string() : WrittenVersion(j));
-    });
+    if (current.is_discarded()) return (*answer)(absl::InternalError("node " + path + ": unparsable answer"));
+    patch(current);
   });
+}
+
+std::optional<nlohmann::json> KubeClusterActions::KnownTaints(const std::string& node,
+                                                              const std::string& resource_version) const {
+  if (resource_version.empty()) return std::nullopt;  // "whatever it is now": only a read knows
+  if (nodes_ != nullptr) {
+    if (std::optional<k8s::Node> n = nodes_->Get(node); n && n->metadata.resource_version == resource_version) {
+      return TaintsJson(n->taints);
+    }
+  }
+  absl::MutexLock lock(&node_taints_->mu);
+  auto it = node_taints_->by_node.find(node);
+  if (it == node_taints_->by_node.end() || it->second.version != resource_version) return std::nullopt;
+  return it->second.taints;
+}
+
+void KubeClusterActions::RememberTaints(NodeTaints& known, const nlohmann::json& node) {
+  if (!node.is_object() || !node.contains("metadata")) return;
+  const std::string name = node["metadata"].value("name", "");
+  const std::string version = node["metadata"].value("resourceVersion", "");
+  if (name.empty() || version.empty()) return;
+  nlohmann::json taints = nlohmann::json::array();
+  if (node.contains("spec") && node["spec"].contains("taints")) taints = node["spec"]["taints"];
+  absl::MutexLock lock(&known.mu);
+  known.by_node[name] = {version, std::move(taints)};
 }
 
 void KubeClusterActions::NodeEvent(const std::string& node, const std::string& reason, const std::string& note) {

@@ -3,6 +3,7 @@
 // and nodes, and the writes (binding, eviction, status, annotations, events) through k8s_client.
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,8 +45,11 @@ class InformerClusterView : public ClusterView {
 
 class KubeClusterActions : public ClusterActions {
  public:
-  // `instance`: this replica's identity, shown as the events' reportingInstance.
-  KubeClusterActions(k8s::RestClient* client, const k8s::Informer<k8s::Pod>* pods, std::string instance);
+  // `instance`: this replica's identity, shown as the events' reportingInstance. `nodes` (may be
+  // null): the node informer, whose copy of a node gives its taints when it is at the version an
+  // owner write is conditional on (no read before the write).
+  KubeClusterActions(k8s::RestClient* client, const k8s::Informer<k8s::Pod>* pods, std::string instance,
+                     const k8s::Informer<k8s::Node>* nodes = nullptr);
 
   absl::Status Bind(const std::string& pod_key, const std::string& node, const std::string& message) override;
   // The binding over the client's shared connection without waiting; the event and the clearing
@@ -64,9 +68,11 @@ class KubeClusterActions : public ClusterActions {
   size_t remembered_events() const { return last_event_.size(); }
   // What the event recorder did so far (for the daemon's metrics).
   k8s::EventCorrelator::Counters event_counters() const { return events_.counters(); }
+  // Issue 26: one PATCH when the node's taints at `resource_version` are known (the node
+  // informer's copy is at that version, or this process's own write returned it), else a GET first.
   absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
                                            const std::string& resource_version) override;
-  // SetNodeOwner's GET and PATCH without waiting (issue 26).
+  // SetNodeOwner without waiting (issue 26).
   void StartSetNodeOwner(const std::string& node, const std::string& value, const std::string& resource_version,
                          std::function<void(absl::StatusOr<std::string>)> done) override;
   void NodeEvent(const std::string& node, const std::string& reason, const std::string& note) override;
@@ -77,6 +83,11 @@ class KubeClusterActions : public ClusterActions {
                           const std::string& claim_key, const std::string& claim_uid) override;
   absl::Status Nominate(const std::string& pod_key, const std::string& node) override;
   void StartNominate(const std::string& pod_key, const std::string& node, std::function<void(absl::Status)> done) override;
+  // One strategic merge patch of pods/status: nominatedNodeName, PodScheduled=False and the wait
+  // annotations (k8s::SchedulerApi::PatchPodSchedulingAsync); the event as ReportWaiting's. While
+  // a report of the pod is in flight, the nomination alone (`done` then says Unavailable).
+  void StartNominateWithReport(const std::string& pod_key, const std::string& node, const WaitReport& report,
+                               std::function<void(absl::Status)> done) override;
   absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override;
   void StartEvict(const std::string& pod_key, const std::string& preemptor, const std::string& message,
                   std::function<void(absl::Status)> done) override;
@@ -117,6 +128,31 @@ class KubeClusterActions : public ClusterActions {
     std::map<std::string, DeferredBind> binds_after ABSL_GUARDED_BY(mu);
   };
   std::shared_ptr<ReportWrites> report_writes_ = std::make_shared<ReportWrites>();
+  // Marks a report of the pod in flight; false when one is already.
+  bool BeginReport(const std::string& pod_key);
+  // A report's writes have all answered: no longer in flight, remembered as failed when asked,
+  // and the binding that waited for it sent (or cancelled with it).
+  static void ReportLanded(const std::shared_ptr<ReportWrites>& writes, const std::string& pod_key, bool failed,
+                           bool cancelled, bool retry_if_failed);
+  void RecordWaitEvent(const std::string& pod_key, const std::string& reason, std::string event_note, absl::Time now);
+
+  // Issue 26: each node's taints at the version this process's last owner write returned (the
+  // PATCH answers with the whole node), shared with the transport thread's callbacks. One entry
+  // per node written; resourceVersions are unique, so an entry of a node deleted and made again
+  // under its name never matches.
+  struct NodeTaints {
+    struct Known {
+      std::string version;
+      nlohmann::json taints;
+    };
+    absl::Mutex mu;
+    std::map<std::string, Known> by_node ABSL_GUARDED_BY(mu);
+  };
+  // The node's taints at `resource_version` if known without a read ("" : never).
+  std::optional<nlohmann::json> KnownTaints(const std::string& node, const std::string& resource_version) const;
+  static void RememberTaints(NodeTaints& known, const nlohmann::json& node);
+  const k8s::Informer<k8s::Node>* nodes_;
+  std::shared_ptr<NodeTaints> node_taints_ = std::make_shared<NodeTaints>();
 };
 
 }  // namespace onequeue::scheduler

@@ -534,7 +534,7 @@ class Daemon {
   void RunLoop() {
     if (!WaitForInformersAndFirstPoll()) return;
     InformerClusterView view(nodes_.get(), pods_.get(), &kube_source_, slurm_side_.poller.get());
-    KubeClusterActions actions(loop_writer_ ? loop_writer_.get() : client_.get(), pods_.get(), host_);
+    KubeClusterActions actions(loop_writer_ ? loop_writer_.get() : client_.get(), pods_.get(), host_, nodes_.get());
     TimedClusterActions timed_actions(&actions, &metrics_);
     ClusterActions* cluster_actions = &timed_actions;
     SlurmActions* slurm_actions = slurm_side_.actions.get();

@@ -127,6 +127,10 @@ class TimedClusterActions final : public ClusterActions {
   void StartNominate(const std::string& pod_key, const std::string& node, std::function<void(absl::Status)> done) override {
     inner_->StartNominate(pod_key, node, std::move(done));
   }
+  void StartNominateWithReport(const std::string& pod_key, const std::string& node, const WaitReport& report,
+                               std::function<void(absl::Status)> done) override {
+    inner_->StartNominateWithReport(pod_key, node, report, std::move(done));
+  }
   absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) override {
     return inner_->Evict(pod_key, preemptor, message);
   }

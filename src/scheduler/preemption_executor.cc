@@ -442,18 +442,16 @@ void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisi
   }
   const std::vector<const queue::PreemptDecision*> reserved = Reserve(to_reserve, c);
   // The nominations (part of step 1), all at once like the marks, before any victim is asked.
-  std::vector<std::pair<std::string, std::string>> nominations;  // pod key, node
+  std::vector<Nomination> nominations;
   for (const queue::PreemptDecision* d : reserved) {
     Fail("reclaim-after-reserve");
     if (auto pods = c.built.pending_pods.find(d->preemptor); pods != c.built.pending_pods.end()) {
       for (size_t i = 0; i < pods->second.pod_keys.size() && i < d->member_nodes.size(); ++i) {
-        nominations.emplace_back(pods->second.pod_keys[i], c.built.snapshot->nodes[d->member_nodes[i]].name);
+        nominations.push_back({d->preemptor, pods->second.pod_keys[i], c.built.snapshot->nodes[d->member_nodes[i]].name});
       }
     }
   }
-  (void)AllAnswered<absl::Status>(nominations.size(), [&](size_t i, std::function<void(absl::Status)> done) {
-    actions_->StartNominate(nominations[i].first, nominations[i].second, std::move(done));
-  });
+  Nominate(nominations, c);
   for (const queue::PreemptDecision* dp : reserved) {
     const queue::PreemptDecision& d = *dp;
     ++c.stats->preemptions_started;
@@ -475,6 +473,26 @@ void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisi
     // 3. The start happens in a later cycle, when the victims are gone and the plan starts P there.
   }
   EvictInWaves(&evictions, c);
+}
+
+void PreemptionExecutor::Nominate(const std::vector<Nomination>& nominations, const PreemptionCycle& c) {
+  // Issue 26: each nomination carries its pod's waiting report (one status write, as
+  // kube-scheduler nominates with PodScheduled=False), unless the pod shows that report already.
+  // A nomination that failed is not written again (the reservation holds the nodes); a report
+  // that did not land is written by the loop's ReportWaiting.
+  std::vector<std::optional<WaitReport>> reports(nominations.size());
+  if (c.report_to_show) {
+    for (size_t i = 0; i < nominations.size(); ++i) reports[i] = c.report_to_show(nominations[i].preemptor, nominations[i].pod_key);
+  }
+  const std::vector<absl::Status> answers =
+      AllAnswered<absl::Status>(nominations.size(), [&](size_t i, std::function<void(absl::Status)> done) {
+        const Nomination& n = nominations[i];
+        if (reports[i]) actions_->StartNominateWithReport(n.pod_key, n.node, *reports[i], std::move(done));
+        else actions_->StartNominate(n.pod_key, n.node, std::move(done));
+      });
+  for (size_t i = 0; i < nominations.size(); ++i) {
+    if (reports[i] && answers[i].ok() && c.report_shown) c.report_shown(nominations[i].pod_key, *reports[i]);
+  }
 }
 
 void PreemptionExecutor::EvictInWaves(std::vector<PlannedEvictions>* evictions, const PreemptionCycle& c) {

@@ -39,6 +39,7 @@
 #include "scheduler/slurm_lending.h"
 #include "scheduler/slurm_world.h"
 #include "scheduler/snapshot_builder.h"
+#include "scheduler/cycle_status.h"
 
 namespace onequeue::scheduler {
 
@@ -77,6 +78,12 @@ struct PreemptionCycle {
   queue::Time now = 0;
   CycleStats* stats = nullptr;
   std::set<std::string>* touched = nullptr;  // nodes whose Slurm side this cycle has set
+  // Issue 26: the waiting report a preemptor's pod is to show, written with its nomination in one
+  // status write as kube-scheduler nominates (ClusterActions::StartNominateWithReport); nullopt
+  // when the pod shows it already. `report_shown` is told of each that landed. Null: the
+  // nomination alone (the report follows from the loop's ReportWaiting).
+  std::function<std::optional<WaitReport>(std::string_view preemptor, const std::string& pod_key)> report_to_show;
+  std::function<void(const std::string& pod_key, const WaitReport& shown)> report_shown;
   bool IsPending(std::string_view workload) const {
     return built.pending_pods.find(workload) != built.pending_pods.end() ||
            slurm.pending.find(workload) != slurm.pending.end();
@@ -184,6 +191,11 @@ class PreemptionExecutor {
   // Applies an outcome; false when the preemption was given up.
   bool NoteVictim(const std::string& preemptor, const std::string& victim, VictimOutcome outcome,
                   const std::string& why, const PreemptionCycle& c);
+  struct Nomination {
+    std::string preemptor, pod_key, node;
+  };
+  // Step 1's nominations of the cycle's reserved preemptions, all at once (AllAnswered).
+  void Nominate(const std::vector<Nomination>& nominations, const PreemptionCycle& c);
   void EvictInWaves(std::vector<PlannedEvictions>* evictions, const PreemptionCycle& c);
   void Reindex();
   void Fail(const char* name) {

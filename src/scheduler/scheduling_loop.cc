@@ -126,7 +126,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   BindMirrored(*state);
   DrainBindResults(now, &stats);  // whatever has landed already counts in this cycle
   if (lending_.known()) preemptions_.RetryVictims(cycle);
-  preemptions_.Start(WholeNodePreemptions(plan.preemptions, *built.snapshot), cycle);
+  preemptions_.Start(WholeNodePreemptions(plan.preemptions, *built.snapshot), WithNominationReports(plan, cycle));
   if (lending_.known()) StartSubNodePreemptions(plan.preemptions, *state, cycle);
   if (lending_.known()) StartSubNodeJobPreemptions(plan.preemptions, cycle);
   time_limits_.Enforce(*state, admitted_, now, &stats);
@@ -329,6 +329,29 @@ std::map<std::string, WaitReport, std::less<>> SchedulingLoop::ReportWaiting(con
   for (const auto& [workload, pods] : built.pending_pods) pending_keys.insert(pods.pod_keys.begin(), pods.pod_keys.end());
   waiting_.KeepOnly(pending_keys);
   return reports;
+}
+
+PreemptionCycle SchedulingLoop::WithNominationReports(const queue::Plan& plan, const PreemptionCycle& cycle) {
+  PreemptionCycle c = cycle;
+  if (plan.preemptions.empty()) return c;
+  std::map<std::string_view, const queue::WaitingStatus*> waiting;
+  for (const auto& w : plan.waiting) waiting.emplace(w.workload, &w);
+  // Issue 26: what ReportWaiting would write for the preemptor's pod, now, to go with its
+  // nomination. Its preemption goes ahead (a refusal later in the cycle is reported by
+  // ReportWaiting, the words having changed).
+  c.report_to_show = [this, &plan, &built = cycle.built, waiting = std::move(waiting)](
+                         std::string_view preemptor, const std::string& pod_key) -> std::optional<WaitReport> {
+    auto w = waiting.find(preemptor);
+    if (w == waiting.end()) return std::nullopt;
+    auto pods = built.pending_pods.find(preemptor);
+    const std::string* blocked = nullptr;
+    if (pods != built.pending_pods.end() && pods->second.pod_keys.size() == 1) blocked = mirrors_.RefusedPod(pod_key);
+    return waiting_.Unshown(pod_key, ExplainWait(*w->second, plan, built, slurm_records_, blocked));
+  };
+  c.report_shown = [this, stats = cycle.stats](const std::string& pod_key, const WaitReport& shown) {
+    waiting_.Sent(pod_key, shown, stats);
+  };
+  return c;
 }
 
 void SchedulingLoop::RememberArrivalBasis(const std::shared_ptr<const KubeState>& state, const BuiltSnapshot& built,

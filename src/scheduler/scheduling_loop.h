@@ -146,6 +146,20 @@ class ClusterActions {
   virtual void StartNominate(const std::string& pod_key, const std::string& node, std::function<void(absl::Status)> done) {
     done(Nominate(pod_key, node));
   }
+  // Issue 26: a preemptor's nomination carrying its waiting report, in one pods/status write as
+  // kube-scheduler nominates (nominatedNodeName with PodScheduled=False), so that a preemptor costs
+  // one pod write before its binding; the FailedScheduling event as ReportWaiting's. `done` (any
+  // thread): OK when both landed, the report then shown as after ReportWaiting; otherwise the
+  // report is not shown (the caller writes it with ReportWaiting). This default: ReportWaiting,
+  // then StartNominate (two writes); a decorator must forward it (FencedClusterActions,
+  // TimedClusterActions do).
+  virtual void StartNominateWithReport(const std::string& pod_key, const std::string& node, const WaitReport& report,
+                                       std::function<void(absl::Status)> done) {
+    absl::Status reported = ReportWaiting(pod_key, report);
+    StartNominate(pod_key, node, [reported = std::move(reported), done = std::move(done)](absl::Status s) {
+      done(s.ok() ? reported : std::move(s));
+    });
+  }
   // Eviction API; a PodDisruptionBudget refusal is kFailedPrecondition.
   virtual absl::Status Evict(const std::string& pod_key, const std::string& preemptor, const std::string& message) = 0;
   // Sends the eviction without waiting (the loop sends one wave of evictions of every preemption
@@ -316,6 +330,9 @@ class SchedulingLoop {
                  std::set<std::string>* touched, CycleStats* stats);
   std::map<std::string, WaitReport, std::less<>> ReportWaiting(const queue::Plan& plan, const BuiltSnapshot& built,
                                                                CycleStats* stats);
+  // The cycle as the preemption executor's Start sees it: each preemptor's nomination carries its
+  // waiting report (issue 26; PreemptionCycle::report_to_show).
+  PreemptionCycle WithNominationReports(const queue::Plan& plan, const PreemptionCycle& cycle);
   void RememberArrivalBasis(const std::shared_ptr<const KubeState>& state, const BuiltSnapshot& built,
                             queue::Time now);
   void DrainBindResults(queue::Time now, CycleStats* stats);

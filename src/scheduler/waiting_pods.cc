@@ -105,6 +105,21 @@ void WaitingPods::Write(const std::vector<std::string>& pod_keys, const WaitRepo
   }
 }
 
+std::optional<WaitReport> WaitingPods::Unshown(const std::string& pod_key, const WaitReport& report) const {
+  auto last = last_.find(pod_key);
+  WaitReport shown = report;
+  shown.estimated_start =
+      StableEstimate(last == last_.end() ? std::nullopt : last->second.estimated_start, report.estimated_start,
+                     ShownEstimateStep(resolution_));
+  if (last != last_.end() && last->second.fingerprint == WaitFingerprint(shown)) return std::nullopt;
+  return shown;
+}
+
+void WaitingPods::Sent(const std::string& pod_key, const WaitReport& shown, CycleStats* stats) {
+  last_[pod_key] = {WaitFingerprint(shown), shown.estimated_start};
+  ++stats->reported;
+}
+
 void WaitingPods::Forget(const std::string& pod_key) {
   last_.erase(pod_key);
   actions_->ForgetWaiting(pod_key);

@@ -28,6 +28,11 @@ class WaitingPods {
   // Writes the report on each pod whose shown report it changes (the estimate as StableEstimate
   // shows it, so a waiting pod is not patched every cycle as the planner's estimate moves).
   void Write(const std::vector<std::string>& pod_keys, const WaitReport& report, CycleStats* stats);
+  // Issue 26: what the pod is to show of `report` (its estimate as Write would show it), or
+  // nullopt when it shows that already; Sent records a report shown by another write (a
+  // preemptor's nomination, ClusterActions::StartNominateWithReport).
+  std::optional<WaitReport> Unshown(const std::string& pod_key, const WaitReport& report) const;
+  void Sent(const std::string& pod_key, const WaitReport& shown, CycleStats* stats);
   // The pod no longer waits (bound): its last report is forgotten, here and in the actions.
   void Forget(const std::string& pod_key);
   // Reports whose writes failed are written again; returns how many.

@@ -369,6 +369,48 @@ TEST(K8sClientIntegration, SchedulerWritesUnderItsOwnIdentity) {
   ASSERT_TRUE(api.PatchPodScheduling(ns, "nominate-me", cond, std::string(), absl::Now()).ok());
   EXPECT_EQ(Pod::FromJson(*Admin().Get(ObjectPath(kPods, ns, "nominate-me")))->nominated_node_name, "");
 
+  // Issue 26: a preemptor nominated with its waiting report in ONE pods/status write, its wait
+  // annotations included. Seen on this apiserver (v1.37): metadata.annotations of a pods/status
+  // strategic merge patch are stored (the pod status strategy resets spec, deletionTimestamp and
+  // ownerReferences, not annotations), under the scheduler's own role (pods/status only), and a
+  // null removes one.
+  CreatePod(ns, "nominate-with-report");
+  auto patch_status = [&](const std::map<std::string, std::optional<std::string>>& annotations) {
+    auto result = std::make_shared<std::optional<absl::Status>>();
+    auto mu = std::make_shared<absl::Mutex>();
+    Condition waiting{"PodScheduled", "False", "Unschedulable", "Preempting: 3 pods on node-1 (queue position 4)", ""};
+    api.PatchPodSchedulingAsync(ns, "nominate-with-report", waiting, "node-1", annotations, absl::Now(),
+                                [result, mu](absl::Status st) {
+                                  absl::MutexLock lock(mu.get());
+                                  *result = std::move(st);
+                                });
+    EXPECT_TRUE(Eventually([&] {
+      absl::MutexLock lock(mu.get());
+      return result->has_value();
+    }, absl::Seconds(20)));
+    absl::MutexLock lock(mu.get());
+    return result->value_or(absl::DeadlineExceededError("no answer"));
+  };
+  absl::Status nominated = patch_status({{"onequeue.io/queue-position", "4"}, {"onequeue.io/estimated-start", "unknown"}});
+  ASSERT_TRUE(nominated.ok()) << nominated;
+  json reported = *Admin().Get(ObjectPath(kPods, ns, "nominate-with-report"));
+  EXPECT_EQ(reported["status"].value("nominatedNodeName", ""), "node-1");
+  EXPECT_EQ(reported["metadata"]["annotations"].value("onequeue.io/queue-position", ""), "4") << reported.dump();
+  EXPECT_EQ(reported["metadata"]["annotations"].value("onequeue.io/estimated-start", ""), "unknown");
+  bool waiting_condition = false;
+  for (const auto& c : reported["status"]["conditions"]) {
+    if (c.value("type", "") != "PodScheduled") continue;
+    waiting_condition = true;
+    EXPECT_EQ(c.value("status", ""), "False");
+    EXPECT_EQ(c.value("reason", ""), "Unschedulable");
+    EXPECT_EQ(c.value("message", ""), "Preempting: 3 pods on node-1 (queue position 4)");
+  }
+  EXPECT_TRUE(waiting_condition) << reported.dump();
+  ASSERT_TRUE(patch_status({{"onequeue.io/queue-position", std::nullopt}}).ok());
+  reported = *Admin().Get(ObjectPath(kPods, ns, "nominate-with-report"));
+  EXPECT_FALSE(reported["metadata"]["annotations"].contains("onequeue.io/queue-position")) << reported.dump();
+  EXPECT_EQ(reported["metadata"]["annotations"].value("onequeue.io/estimated-start", ""), "unknown");
+
   // Eviction without a PDB: the (running) pod goes away.
   CreatePod(ns, "evict-me", "free");
   MarkRunning(ns, "evict-me");

@@ -116,6 +116,11 @@ TEST(ModelsTest, NodePdbPriorityClassLeaseEvent) {
   EXPECT_TRUE(n->unschedulable);
   EXPECT_EQ(n->allocatable.at("memory").ToString(), "32Gi");
   EXPECT_EQ(n->taints[0].effect, "NoSchedule");
+  // Issue 26: every field of a taint is kept, so that the list can be written back whole.
+  absl::StatusOr<Node> tainted = Node::FromJson(json::parse(R"({"metadata": {"name": "n2"},
+      "spec": {"taints": [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": "2026-11-21T10:00:00Z"}]}})"));
+  ASSERT_TRUE(tainted.ok()) << tainted.status();
+  EXPECT_EQ(tainted->taints[0].time_added, "2026-11-21T10:00:00Z");
 
   absl::StatusOr<PodDisruptionBudget> pdb = PodDisruptionBudget::FromJson(json::parse(R"({
       "metadata": {"name": "b", "namespace": "ns"},

@@ -219,6 +219,9 @@ class FencedActionsTest : public ::testing::Test {
     // Issue 26: the reservation's writes without waiting are gated as the others.
     cluster_.StartSetNodeOwner("n2", "reserved/ns/q", "1", [&](absl::StatusOr<std::string> s) { out.push_back(s.status()); });
     cluster_.StartNominate("ns/q", "n2", [&](absl::Status s) { out.push_back(s); });
+    // Issue 26: a nomination carrying its waiting report (the recording fake's default: report,
+    // then nomination: two writes when admitted).
+    cluster_.StartNominateWithReport("ns/r", "n3", WaitReport{}, [&](absl::Status s) { out.push_back(s); });
     out.push_back(cluster_.Evict("ns/v", "ns/p", "m"));
     out.push_back(slurm_.Fence("n1", "kubernetes"));
     out.push_back(slurm_.Unfence("n1"));
@@ -253,7 +256,7 @@ void ExpectAllRefused(const std::vector<absl::Status>& statuses) {
 TEST_F(FencedActionsTest, NoWriteBeforeTheLeaseIsHeld) {
   ExpectAllRefused(WriteEverything());
   EXPECT_EQ(Writes(), 0u);
-  EXPECT_EQ(refused_.size(), 10u);  // each ClusterActions write said why
+  EXPECT_EQ(refused_.size(), 11u);  // each ClusterActions write said why
 }
 
 TEST_F(FencedActionsTest, WritesPassWhileTheLeaseIsFresh) {
@@ -261,7 +264,7 @@ TEST_F(FencedActionsTest, WritesPassWhileTheLeaseIsFresh) {
   EXPECT_EQ(endpoint_.Holder(), "leader");
   leader_.clock.Advance(absl::Seconds(6) - absl::Milliseconds(1));
   for (const absl::Status& s : WriteEverything()) EXPECT_TRUE(s.ok()) << s;
-  EXPECT_EQ(cluster_writes_.calls.size(), 10u);
+  EXPECT_EQ(cluster_writes_.calls.size(), 12u);
   EXPECT_EQ(slurm_writes_.calls.size(), 9u);
   EXPECT_THAT(refused_, IsEmpty());
 }

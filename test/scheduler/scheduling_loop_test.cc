@@ -380,14 +380,16 @@ TEST(SchedulingLoopTest, PdbRefusalIsReportedClearsTheNominationAndBacksOff) {
   loop.RunCycle(kNow);
   EXPECT_EQ(w.evict_attempts, 1);
   EXPECT_EQ(w.Find("ns/jupyter")->nominated_node_name, "");
-  ASSERT_FALSE(w.reports["ns/jupyter"].empty());
+  // Issue 26: the nomination carried the report "Preempting"; the refusal is reported after it.
+  ASSERT_EQ(w.reports["ns/jupyter"].size(), 2u);
+  EXPECT_EQ(w.reports["ns/jupyter"][0].reason, "Preempting");
   const WaitReport& r = w.reports["ns/jupyter"].back();
   EXPECT_EQ(r.reason, "Resources");
   EXPECT_THAT(r.message, ::testing::HasSubstr("PodDisruptionBudget"));
   EXPECT_THAT(r.message, ::testing::HasSubstr("ns/batch"));
   for (int i = 1; i < 30; ++i) loop.RunCycle(kNow + i);
   EXPECT_EQ(w.evict_attempts, 1) << "a refused preemption is not retried every cycle";
-  EXPECT_EQ(w.reports["ns/jupyter"].size(), 1u) << "the same refusal is reported once";
+  EXPECT_EQ(w.reports["ns/jupyter"].size(), 2u) << "the same refusal is reported once";
   loop.RunCycle(kNow + 31);
   EXPECT_EQ(w.evict_attempts, 2) << "retried once the back-off has passed";
   w.pdb_blocks.clear();
@@ -475,6 +477,65 @@ TEST(SchedulingLoopTest, APreemptorWaitingForItsVictimsIsReportedOnceAsItsPositi
   w.DeletePod("ns/batch");
   loop.RunCycle(kNow + 3);
   EXPECT_EQ(w.NodeOf("ns/jupyter"), "n1");
+}
+
+// Issue 26: the pod writes a preemptor gets, in order: "nominate+report <pod> <reason>" (one
+// status write, as kube-scheduler nominates), "report <pod>", "nominate <pod>".
+class RecordsPreemptorWrites : public World {
+ public:
+  std::vector<std::string> writes;
+  bool refuse_nomination_with_report = false;
+  absl::Status ReportWaiting(const std::string& key, const WaitReport& r) override {
+    writes.push_back("report " + key);
+    return World::ReportWaiting(key, r);
+  }
+  absl::Status Nominate(const std::string& key, const std::string& node) override {
+    if (!node.empty()) writes.push_back("nominate " + key);
+    return World::Nominate(key, node);
+  }
+  void StartNominateWithReport(const std::string& key, const std::string& node, const WaitReport& r,
+                               std::function<void(absl::Status)> done) override {
+    writes.push_back("nominate+report " + key + " " + r.reason);
+    if (refuse_nomination_with_report) return done(absl::UnavailableError("the apiserver did not answer"));
+    (void)World::Nominate(key, node);
+    (void)World::ReportWaiting(key, r);
+    done(absl::OkStatus());
+  }
+};
+
+// Issue 26: a preemptor's nomination carries its waiting report: one pod write before its binding
+// (before: a nomination, then a status and an annotation write for the report).
+TEST(SchedulingLoopTest, APreemptorsNominationAndReportAreOneStatusWrite) {
+  RecordsPreemptorWrites w;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "4", "interactive");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  EXPECT_EQ(loop.RunCycle(kNow).reported, 1);
+  EXPECT_THAT(w.writes, ::testing::ElementsAre("nominate+report ns/jupyter Preempting"));
+  EXPECT_EQ(w.Find("ns/jupyter")->nominated_node_name, "n1");
+  EXPECT_THAT(w.evictions, ::testing::ElementsAre("ns/batch"));
+  loop.RunCycle(kNow + 1);
+  EXPECT_EQ(w.NodeOf("ns/jupyter"), "n1");
+  EXPECT_THAT(w.writes, ::testing::Contains(::testing::HasSubstr("ns/jupyter")).Times(1))
+      << "nothing more before its binding (the victim's replacement waits and is reported)";
+}
+
+// A nomination with its report that did not land leaves the report unshown: the cycle writes it
+// by itself (the nomination is not sent again: the reservation holds the node).
+TEST(SchedulingLoopTest, APreemptorsReportThatDidNotLandWithItsNominationIsWrittenByItself) {
+  RecordsPreemptorWrites w;
+  w.refuse_nomination_with_report = true;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "4", "interactive");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  EXPECT_EQ(loop.RunCycle(kNow).reported, 1);
+  EXPECT_THAT(w.writes, ::testing::ElementsAre("nominate+report ns/jupyter Preempting", "report ns/jupyter"));
+  ASSERT_EQ(w.reports["ns/jupyter"].size(), 1u);
+  EXPECT_EQ(w.reports["ns/jupyter"][0].reason, "Preempting");
 }
 
 TEST(SchedulingLoopTest, QosMapsOntoQueueConfig) {

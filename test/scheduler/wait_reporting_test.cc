@@ -249,46 +249,157 @@ TEST(WaitReportingTest, TheDaemonsWrappersPassTheReservationsAsynchronousWritesT
   EXPECT_EQ(w.calls, (std::vector<std::string>{"StartSetNodeOwner n1", "StartNominate ns/p"}));
 }
 
-// Issue 26: StartSetNodeOwner is SetNodeOwner without waiting: it reads the node, then writes the
-// owner with the caller's resourceVersion as the precondition, keeping the node's other taints.
-TEST(WaitReportingTest, AnOwnerWrittenWithoutWaitingReadsTheNodeThenPatchesItConditionally) {
-  class Scripted : public k8s::HttpTransport {
-   public:
-    std::vector<k8s::HttpRequest> sent;
-    void SendAsync(k8s::HttpRequest r, ResponseCallback done) override {
-      sent.push_back(r);
-      if (r.method == "GET") {
-        done(k8s::HttpResponse{200, R"({"metadata":{"name":"n1","resourceVersion":"5"},
-            "spec":{"taints":[{"key":"other","effect":"NoSchedule"},{"key":"onequeue.io/owner","value":"kubernetes","effect":"NoSchedule"}]}})"});
-      } else {
-        done(k8s::HttpResponse{200, R"({"metadata":{"name":"n1","resourceVersion":"6"}})"});
-      }
+// Issue 26: an apiserver with one node, n1: a GET answers it at `version`, a PATCH makes a new
+// version (`version` + 1) unless its resourceVersion precondition differs (409), and answers the
+// whole node with the patch's taints (as the real one answers a merge patch). Requests are kept.
+class OneNodeServer : public k8s::HttpTransport {
+ public:
+  std::vector<k8s::HttpRequest> sent;
+  int version = 5;
+  nlohmann::json taints = nlohmann::json::parse(
+      R"([{"key":"other","effect":"NoExecute","timeAdded":"2026-11-21T10:00:00Z"},
+          {"key":"onequeue.io/owner","value":"kubernetes","effect":"NoSchedule"}])");
+  nlohmann::json Node() const {
+    return {{"metadata", {{"name", "n1"}, {"resourceVersion", std::to_string(version)}}}, {"spec", {{"taints", taints}}}};
+  }
+  void SendAsync(k8s::HttpRequest r, ResponseCallback done) override {
+    sent.push_back(r);
+    if (r.method == "GET") return done(k8s::HttpResponse{200, Node().dump()});
+    if (r.method != "PATCH" || r.path.find("/nodes/") == std::string::npos) return done(k8s::HttpResponse{200, "{}"});
+    const nlohmann::json patch = nlohmann::json::parse(r.body);
+    if (patch["metadata"].value("resourceVersion", "") != std::to_string(version)) {
+      return done(k8s::HttpResponse{409, R"({"kind":"Status","reason":"Conflict","code":409})"});
     }
-    std::unique_ptr<k8s::HttpStream> OpenStream(k8s::HttpRequest, ChunkCallback, StreamDoneCallback done) override {
-      done(absl::UnimplementedError("no streams"));
-      return nullptr;
-    }
-  };
-  auto transport = std::make_unique<Scripted>();
-  Scripted* wire = transport.get();
-  k8s::ClientConfig client_config;
-  k8s::RestClient client(client_config, std::move(transport));
-  k8s::Informer<k8s::Pod> pods(&client, k8s::kPods, {});
-  KubeClusterActions actions(&client, &pods, "test");
-  std::optional<absl::StatusOr<std::string>> answer;
-  actions.StartSetNodeOwner("n1", "reserved/ns/p", "4", [&](absl::StatusOr<std::string> r) { answer = r; });
-  ASSERT_TRUE(answer.has_value());
-  ASSERT_TRUE(answer->ok()) << answer->status();
-  EXPECT_EQ(**answer, "6");
-  ASSERT_EQ(wire->sent.size(), 2u);
-  EXPECT_EQ(wire->sent[0].method, "GET");
-  EXPECT_EQ(wire->sent[1].method, "PATCH");
-  const nlohmann::json patch = nlohmann::json::parse(wire->sent[1].body);
-  EXPECT_EQ(patch["metadata"]["resourceVersion"], "4") << "the version the loop decided from";
+    if (patch.contains("spec")) taints = patch["spec"]["taints"];
+    ++version;
+    done(k8s::HttpResponse{200, Node().dump()});
+  }
+  std::unique_ptr<k8s::HttpStream> OpenStream(k8s::HttpRequest, ChunkCallback, StreamDoneCallback done) override {
+    done(absl::UnimplementedError("no streams"));
+    return nullptr;
+  }
+  std::vector<std::string> Methods() const {
+    std::vector<std::string> out;
+    for (const auto& r : sent) out.push_back(r.method);
+    return out;
+  }
+};
+
+// A node informer fed by hand (the test's copy of what the watch showed).
+class FedNodes : public k8s::Informer<k8s::Node> {
+ public:
+  using Informer::Informer;
+  void Show(const nlohmann::json& node) { ASSERT_TRUE(Apply(k8s::WatchEventType::kAdded, node)); }
+};
+
+struct OwnerWrites {
+  OwnerWrites() : client(k8s::ClientConfig{}, std::unique_ptr<k8s::HttpTransport>(wire = new OneNodeServer)) {}
+  OneNodeServer* wire;
+  k8s::RestClient client;
+  k8s::Informer<k8s::Pod> pods{&client, k8s::kPods, {}};
+  FedNodes nodes{&client, k8s::kNodes, {}};
+  KubeClusterActions actions{&client, &pods, "test", &nodes};
+  absl::StatusOr<std::string> StartSet(const std::string& value, const std::string& version) {
+    std::optional<absl::StatusOr<std::string>> answer;
+    actions.StartSetNodeOwner("n1", value, version, [&](absl::StatusOr<std::string> r) { answer = r; });
+    return answer.value_or(absl::UnknownError("no answer"));
+  }
+  nlohmann::json LastPatch() const { return nlohmann::json::parse(wire->sent.back().body); }
+};
+
+// Issue 26: StartSetNodeOwner is SetNodeOwner without waiting. Where the taints at the version it
+// is conditional on are not known (the informer shows another version, this process never wrote
+// that one), it reads the node, then writes the owner with the caller's resourceVersion as the
+// precondition, keeping the node's other taints.
+TEST(WaitReportingTest, AMarkAtAVersionWhoseTaintsAreUnknownReadsTheNodeFirst) {
+  OwnerWrites t;
+  t.nodes.Show(t.wire->Node());  // the informer at 5
+  t.wire->version = 6;           // the loop decided from 6 (an own write forgotten: a restart)
+  absl::StatusOr<std::string> answer = t.StartSet("reserved/ns/p", "6");
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(*answer, "7");
+  EXPECT_EQ(t.wire->Methods(), (std::vector<std::string>{"GET", "PATCH"}));
+  const nlohmann::json patch = t.LastPatch();
+  EXPECT_EQ(patch["metadata"]["resourceVersion"], "6") << "the version the loop decided from";
   EXPECT_EQ(patch["metadata"]["annotations"]["onequeue.io/owner"], "reserved/ns/p");
   EXPECT_EQ(patch["spec"]["taints"],
-            nlohmann::json::parse(R"([{"key":"other","effect":"NoSchedule"},
+            nlohmann::json::parse(R"([{"key":"other","effect":"NoExecute","timeAdded":"2026-11-21T10:00:00Z"},
                                       {"key":"onequeue.io/owner","value":"reserved","effect":"NoSchedule"}])"));
+}
+
+// Issue 26: at the version the node informer shows, its copy gives the taints: one PATCH, no GET
+// (kube-scheduler makes no node request at all). Every field of a taint is written back.
+TEST(WaitReportingTest, AMarkAtTheInformersVersionIsOnePatchNoGet) {
+  OwnerWrites t;
+  t.nodes.Show(t.wire->Node());
+  absl::StatusOr<std::string> answer = t.StartSet("reserved/ns/p", "5");
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(*answer, "6");
+  EXPECT_EQ(t.wire->Methods(), std::vector<std::string>{"PATCH"});
+  const nlohmann::json patch = t.LastPatch();
+  EXPECT_EQ(patch["metadata"]["resourceVersion"], "5");
+  EXPECT_EQ(patch["spec"]["taints"],
+            nlohmann::json::parse(R"([{"key":"other","effect":"NoExecute","timeAdded":"2026-11-21T10:00:00Z"},
+                                      {"key":"onequeue.io/owner","value":"reserved","effect":"NoSchedule"}])"));
+}
+
+// Issue 26: the version this process's own write returned (the watch has not shown it yet) is
+// known too: the answer was the whole node. The unmark after the preemptor is bound is one PATCH.
+TEST(WaitReportingTest, AMarkAtTheVersionThisProcessWroteIsOnePatchNoGet) {
+  OwnerWrites t;
+  t.nodes.Show(t.wire->Node());
+  ASSERT_TRUE(t.StartSet("reserved/ns/p", "5").ok());
+  t.wire->sent.clear();
+  absl::StatusOr<std::string> answer = t.actions.SetNodeOwner("n1", "", "6");  // the informer still at 5
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(*answer, "7");
+  EXPECT_EQ(t.wire->Methods(), std::vector<std::string>{"PATCH"});
+  EXPECT_EQ(t.LastPatch()["spec"]["taints"],
+            nlohmann::json::parse(R"([{"key":"other","effect":"NoExecute","timeAdded":"2026-11-21T10:00:00Z"}])"))
+      << "only our taint goes";
+}
+
+// Issue 26: without the read, a node changed since that version is still caught by the
+// precondition: 409, kAborted, and the loop writes again from a fresh read next cycle.
+TEST(WaitReportingTest, AMarkWithoutAReadOnANodeChangedSinceIsAborted) {
+  OwnerWrites t;
+  t.nodes.Show(t.wire->Node());
+  t.wire->version = 9;  // someone else wrote the node after the informer's copy
+  absl::StatusOr<std::string> answer = t.StartSet("reserved/ns/p", "5");
+  EXPECT_TRUE(absl::IsAborted(answer.status())) << answer.status();
+  EXPECT_EQ(t.wire->Methods(), std::vector<std::string>{"PATCH"});
+  EXPECT_TRUE(absl::IsAborted(t.actions.SetNodeOwner("n1", "", "5").status()));
+}
+
+// Issue 26: a preemptor's nomination carries its waiting report: one pods/status write with
+// nominatedNodeName, PodScheduled=False (reason and message as ReportWaiting writes them) and the
+// wait annotations, as kube-scheduler nominates; the FailedScheduling event still says why.
+TEST(WaitReportingTest, APreemptorsNominationAndReportAreOneStatusWrite) {
+  OwnerWrites t;
+  std::optional<absl::Status> answer;
+  t.actions.StartNominateWithReport("ns/p", "n1", WaitReport{"Preempting", "preempting 3 pods on n1", 4, kNow + 90},
+                                    [&](absl::Status s) { answer = s; });
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_TRUE(answer->ok()) << *answer;
+  std::vector<k8s::HttpRequest> pod_writes, events;
+  for (const auto& r : t.wire->sent) (r.path.find("/events") != std::string::npos ? events : pod_writes).push_back(r);
+  ASSERT_EQ(pod_writes.size(), 1u);
+  EXPECT_EQ(pod_writes[0].method, "PATCH");
+  EXPECT_EQ(pod_writes[0].path, "/api/v1/namespaces/ns/pods/p/status");
+  EXPECT_EQ(pod_writes[0].content_type, "application/strategic-merge-patch+json");
+  const nlohmann::json patch = nlohmann::json::parse(pod_writes[0].body);
+  EXPECT_EQ(patch["status"]["nominatedNodeName"], "n1");
+  const nlohmann::json& condition = patch["status"]["conditions"][0];
+  EXPECT_EQ(condition["type"], "PodScheduled");
+  EXPECT_EQ(condition["status"], "False");
+  EXPECT_EQ(condition["reason"], "Unschedulable");
+  EXPECT_EQ(condition["message"], "Preempting: preempting 3 pods on n1 (queue position 4)");
+  EXPECT_EQ(patch["metadata"]["annotations"][kQueuePositionAnnotation], "4");
+  EXPECT_EQ(patch["metadata"]["annotations"][kEstimatedStartAnnotation],
+            k8s::FormatRfc3339(absl::FromUnixSeconds(kNow + 90)));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(events[0].body)["reason"], "FailedScheduling");
+  EXPECT_EQ(t.actions.TakeFailedReports(), std::vector<std::string>{});
 }
 
 // What the event recorder decided is exported as running totals, by outcome.
