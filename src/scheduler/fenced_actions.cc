@@ -225,6 +225,12 @@ absl::Status FencedSlurmActions::Requeue(uint32_t job) {
   return Abandoned(what, inner_->Requeue(job));
 }
 
+absl::Status FencedSlurmActions::RequeueArrayTask(uint32_t array_job, uint32_t task) {
+  const std::string what = absl::StrCat("Slurm requeue of array task ", slurm::ArrayTaskId(array_job, task));
+  if (absl::Status s = Admit(what); !s.ok()) return s;
+  return Abandoned(what, inner_->RequeueArrayTask(array_job, task));
+}
+
 absl::Status FencedSlurmActions::Cancel(uint32_t job) {
   const std::string what = absl::StrCat("Slurm cancel of job ", job);
   if (absl::Status s = Admit(what); !s.ok()) return s;

@@ -111,6 +111,7 @@ class FencedSlurmActions final : public SlurmActions {
                               const std::string& comment) override;
   absl::Status HoldArrayTasks(uint32_t array_job, const std::string& tasks, const std::string& comment) override;
   absl::Status Requeue(uint32_t job) override;
+  absl::Status RequeueArrayTask(uint32_t array_job, uint32_t task) override;
   absl::Status Cancel(uint32_t job) override;
   absl::StatusOr<uint32_t> SubmitPodPlaceholder(const slurm::JobSubmission& job) override;
   // Reads: not gated.

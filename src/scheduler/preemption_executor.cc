@@ -294,7 +294,10 @@ PreemptionExecutor::VictimOutcome PreemptionExecutor::EvictSlurmVictim(uint32_t 
   absl::Status s;
   if (record.requeue) {
     if (fenced && slurm_->FenceRequeues()) return VictimOutcome::kLeaving;  // the fence requeues it
-    s = slurm_->Requeue(job);
+    // The array's last task runs in the array's own record: by the array's id Slurm would requeue
+    // the tasks that ran too. Without a way to name the task it is not requeued (cancel path).
+    s = record.array_task_id && record.array_job_id == job ? slurm_->RequeueArrayTask(job, *record.array_task_id)
+                                                           : slurm_->Requeue(job);
     if (requeued != nullptr) *requeued = s.ok();
     // Not found, or not running any more (completing, pending again): it has left. A job Slurm
     // will not requeue (not a batch job) is still running: it goes on to the cancel path below.

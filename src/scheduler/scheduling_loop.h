@@ -226,6 +226,12 @@ class SlurmActions {
     (void)array_job, (void)tasks, (void)comment;
     return absl::UnimplementedError("this Slurm side cannot hold array tasks");
   }
+  // A victim that is the array's last task, in the array's own record: requeued by its task id
+  // (slurm::SlurmApi::RequeueArrayTask says why).
+  virtual absl::Status RequeueArrayTask(uint32_t array_job, uint32_t task) {
+    (void)array_job, (void)task;
+    return absl::UnimplementedError("this Slurm side cannot requeue array tasks");
+  }
   // A victim: requeued (may run again later) or cancelled.
   virtual absl::Status Requeue(uint32_t job) = 0;
   virtual absl::Status Cancel(uint32_t job) = 0;

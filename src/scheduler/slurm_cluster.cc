@@ -54,6 +54,10 @@ absl::Status SlurmBridgeActions::HoldArrayTasks(uint32_t array_job, const std::s
 
 absl::Status SlurmBridgeActions::Requeue(uint32_t job) { return api_->RequeueJob(job); }
 
+absl::Status SlurmBridgeActions::RequeueArrayTask(uint32_t array_job, uint32_t task) {
+  return api_->RequeueArrayTask(array_job, task);
+}
+
 absl::Status SlurmBridgeActions::Cancel(uint32_t job) { return api_->CancelJob(job); }
 
 absl::StatusOr<uint32_t> SlurmBridgeActions::SubmitPodPlaceholder(const slurm::JobSubmission& job) {

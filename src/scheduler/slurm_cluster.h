@@ -28,6 +28,7 @@ class SlurmBridgeActions : public SlurmActions {
                               const std::string& comment) override;
   absl::Status HoldArrayTasks(uint32_t array_job, const std::string& tasks, const std::string& comment) override;
   absl::Status Requeue(uint32_t job) override;
+  absl::Status RequeueArrayTask(uint32_t array_job, uint32_t task) override;
   absl::Status Cancel(uint32_t job) override;
   bool FenceRequeues() const override;
   absl::StatusOr<bool> Ready(const std::string& slurm_node) override;

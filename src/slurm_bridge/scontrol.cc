@@ -113,6 +113,7 @@ class ScontrolImpl : public Scontrol {
     return Call(argv);
   }
   absl::Status ReleaseJob(const std::string& job_id) override { return Call({path_, "release", job_id}); }
+  absl::Status RequeueTask(const std::string& job_id) override { return Call({path_, "requeue", job_id}); }
   absl::StatusOr<std::string> ShowJob(const std::string& job_id) override {
     absl::StatusOr<std::string> out = runner_->Run({path_, "show", "job", "-o", job_id});
     if (!out.ok() && absl::StrContains(out.status().message(), "Invalid job id"))

@@ -56,6 +56,11 @@ class Scontrol {
     (void)job_id;
     return absl::UnimplementedError("this scontrol cannot release jobs");
   }
+  // `scontrol requeue <job_id>` for one task of an array by its id "<array>_<task>".
+  virtual absl::Status RequeueTask(const std::string& job_id) {
+    (void)job_id;
+    return absl::UnimplementedError("this scontrol cannot requeue array tasks");
+  }
 };
 
 // `scontrol_path` is the binary (e.g. /usr/bin/scontrol); its messages are mapped to codes:

@@ -234,6 +234,17 @@ class RestSlurmApi : public SlurmApi {
     const nlohmann::json body = adapter_->BeginAtBody(std::max(at, RelaunchGate(job_id, now)), now);
     return Simple("POST", adapter_->JobPath(job_id), &body);
   }
+  absl::Status RequeueArrayTask(uint32_t array_job_id, uint32_t task_id) override {
+    if (scontrol_ == nullptr)
+      return absl::UnimplementedError(absl::StrCat("requeue of array task ", ArrayTaskId(array_job_id, task_id),
+                                                   " needs scontrol (by the array's id Slurm requeues every task)"));
+    absl::Status st = scontrol_->RequeueTask(ArrayTaskId(array_job_id, task_id));
+    if (st.ok()) {
+      absl::MutexLock lock(&mu_);
+      relaunch_gates_[array_job_id] = absl::Now() + kRelaunchMargin;  // the record's job id
+    }
+    return st;
+  }
   absl::Status RequeueJob(uint32_t job_id) override {
     absl::Status st;
     if (adapter_->SupportsRequeue()) {

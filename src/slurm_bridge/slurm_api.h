@@ -77,6 +77,14 @@ class SlurmApi {
   virtual absl::Status StartAt(uint32_t job_id, absl::Time at, absl::Time now) = 0;
   // REST from v0.0.45 (GET job/{id}/requeue), scontrol before.
   virtual absl::Status RequeueJob(uint32_t job_id) = 0;
+  // RequeueJob for the array's last task, which runs in the array's own record (its job id is the
+  // array's): by its task id, through scontrol on every version. By the array's id Slurm requeues
+  // every task of the array, those that ran too (seen live on 22.05: `scontrol requeue 1` set
+  // the COMPLETED tasks 1_0 and 1_1 PENDING again; `scontrol requeue 4_2` only that task).
+  virtual absl::Status RequeueArrayTask(uint32_t array_job_id, uint32_t task_id) {
+    (void)array_job_id, (void)task_id;
+    return absl::UnimplementedError("this SlurmApi cannot requeue array tasks");
+  }
   // Drain / resume: REST from v0.0.39, scontrol on v0.0.38.
   virtual absl::Status UpdateNode(const std::string& node, const NodeUpdate& update) = 0;
 };

@@ -331,8 +331,26 @@ class FakeSlurm : public SlurmActions {
     }
     return held ? absl::OkStatus() : absl::NotFoundError("no pending record of those tasks");
   }
+  // Like slurmctld: a requeue by an array's id requeues every record of the array, tasks that
+  // ran included (seen live on 22.05); by a task id only that task.
+  absl::Status RequeueArrayTask(uint32_t array_job, uint32_t task) override {
+    calls.push_back("requeue " + slurm::ArrayTaskId(array_job, task));
+    for (auto& [id, j] : jobs_)
+      if (j.array_job_id == array_job && j.array_task_id == task) return RequeueRecord(id);
+    return absl::NotFoundError("no record of that task");
+  }
   absl::Status Requeue(uint32_t job) override {
     calls.push_back("requeue " + std::to_string(job));
+    if (auto it = jobs_.find(job); it != jobs_.end() && it->second.array_job_id == job) {
+      for (auto& [id, j] : jobs_)
+        if (id != job && j.array_job_id == job && j.state == slurm::JobState::kCompleted) {
+          j.state = slurm::JobState::kPending;
+          ++requeues[id];
+        }
+    }
+    return RequeueRecord(job);
+  }
+  absl::Status RequeueRecord(uint32_t job) {
     if (auto u = requeue_unavailable.find(job); u != requeue_unavailable.end() && u->second > 0) {
       --u->second;
       return absl::UnavailableError("slurmrestd: connection refused");

@@ -151,6 +151,9 @@ class RecordingSlurmActions : public SlurmActions {
     return Record(absl::StrCat("hold ", array_job, "_", tasks));
   }
   absl::Status Requeue(uint32_t job) override { return Record(absl::StrCat("requeue ", job)); }
+  absl::Status RequeueArrayTask(uint32_t array_job, uint32_t task) override {
+    return Record(absl::StrCat("requeue ", array_job, "_", task));
+  }
   absl::Status Cancel(uint32_t job) override { return Record(absl::StrCat("cancel ", job)); }
   bool FenceRequeues() const override { return false; }
   absl::StatusOr<bool> Ready(const std::string&) override { return true; }
@@ -234,6 +237,7 @@ class FencedActionsTest : public ::testing::Test {
     out.push_back(slurm_.SplitArrayTask(10, 1, "c").status());
     out.push_back(slurm_.StartArrayTask(10, 1, {"n1"}, "c"));
     out.push_back(slurm_.HoldArrayTasks(10, "2-5", "c"));
+    out.push_back(slurm_.RequeueArrayTask(10, 9));
     return out;
   }
   size_t Writes() const { return cluster_writes_.calls.size() + slurm_writes_.calls.size(); }
@@ -265,7 +269,7 @@ TEST_F(FencedActionsTest, WritesPassWhileTheLeaseIsFresh) {
   leader_.clock.Advance(absl::Seconds(6) - absl::Milliseconds(1));
   for (const absl::Status& s : WriteEverything()) EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(cluster_writes_.calls.size(), 12u);
-  EXPECT_EQ(slurm_writes_.calls.size(), 9u);
+  EXPECT_EQ(slurm_writes_.calls.size(), 10u);
   EXPECT_THAT(refused_, IsEmpty());
 }
 

@@ -303,6 +303,34 @@ TEST(SlurmLoopTest, TheArraysLastTaskWaitingInTheArraysRecordIsHeldByItsTaskId) 
   EXPECT_EQ(c.slurm.Job(100).priority, 0u);
 }
 
+// The array's last task runs in the array's own record (its job id is the array's). Taken back
+// for an interactive pod, it is requeued by its task id: by the array's id Slurm requeues the
+// tasks that ran too, and they run again (seen live on 22.05: `scontrol requeue 1` set the
+// COMPLETED 1_0 and 1_1 PENDING; `scontrol requeue 4_2` requeued only that task).
+TEST(SlurmLoopTest, AnArraysLastTaskIsRequeuedByItsTaskIdAndTheTasksThatRanStayDone) {
+  Cluster c(1);
+  c.k8s.SetNodeOwner("n1", "slurm/100");
+  for (uint32_t task : {0u, 1u}) {
+    slurm::SlurmJob& done = c.slurm.Submit(101 + task);
+    done.array_job_id = 100;
+    done.array_task_id = task;
+    done.state = slurm::JobState::kCompleted;
+  }
+  slurm::SlurmJob& last = c.slurm.Submit(100);
+  last.array_job_id = 100;
+  last.array_task_id = 2;
+  c.slurm.Run(100, "n1");
+  c.k8s.AddPod("jupyter", "2", "interactive");
+  Config cfg = SlurmConfig("drain");
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  EXPECT_EQ(c.Calls("requeue 100_2"), 1) << absl::StrJoin(c.slurm.calls, ", ");
+  EXPECT_EQ(c.Calls("requeue 100"), 0);
+  EXPECT_EQ(c.slurm.Job(100).state, slurm::JobState::kPending);
+  EXPECT_EQ(c.slurm.Job(101).state, slurm::JobState::kCompleted);
+  EXPECT_EQ(c.slurm.Job(102).state, slurm::JobState::kCompleted);
+}
+
 class ReclaimTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ReclaimTest, AnInteractivePodTakesALentNodeTheJobIsRequeuedOnceAndNeverComesBack) {
