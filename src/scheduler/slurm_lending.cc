@@ -169,23 +169,32 @@ std::optional<uint32_t> SlurmLending::SplitOffArrayTask(const ArrayTask& task, c
   return *own;
 }
 
-std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& start, const BuiltSnapshot& built,
-                                                const SlurmRecords& records, queue::Time now,
-                                                std::set<std::string>* touched, CycleStats* stats) {
+std::optional<uint32_t> SlurmLending::JobToStart(const queue::StartDecision& start, const SlurmRecords& records,
+                                                 std::optional<ArrayTask>* task, bool* split) {
   std::optional<uint32_t> job = SlurmJobOf(start.workload);
-  if (!job || slurm_ == nullptr) return {};
+  if (!job) return std::nullopt;
   // Issue 29: an array task is split off its array's record first (it stays held, as the array
   // is); from then on it is a job of its own, started like any other. The array's lowest task not
   // started yet takes the slot the plan chose for any of them (slurm_arrays.h LowestTaskToStart).
-  std::optional<ArrayTask> task = ArrayTaskOf(start.workload);
-  const bool split = task.has_value();
-  if (split) {
-    task = LowestTaskToStart(*task, PendingTasksOf(task->first, records), StartedArrayTasks());
-    job = SplitOffArrayTask(*task, ArrayTaskWorkloadId(task->first, task->second), records);
-    if (!job) return {};
-  } else if (auto own = records.pending.find(start.workload); own != records.pending.end()) {
-    task = ArrayTaskOfRecord(*own->second);  // a task's own record: started by its task id too
+  *task = ArrayTaskOf(start.workload);
+  *split = task->has_value();
+  if (*split) {
+    **task = LowestTaskToStart(**task, PendingTasksOf((*task)->first, records), StartedArrayTasks());
+    return SplitOffArrayTask(**task, ArrayTaskWorkloadId((*task)->first, (*task)->second), records);
   }
+  if (auto own = records.pending.find(start.workload); own != records.pending.end())
+    *task = ArrayTaskOfRecord(*own->second);  // a task's own record: started by its task id too
+  return job;
+}
+
+std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& start, const BuiltSnapshot& built,
+                                                const SlurmRecords& records, queue::Time now,
+                                                std::set<std::string>* touched, CycleStats* stats) {
+  if (slurm_ == nullptr) return {};
+  std::optional<ArrayTask> task;
+  bool split = false;
+  const std::optional<uint32_t> job = JobToStart(start, records, &task, &split);
+  if (!job) return {};
   std::vector<std::string> k8s_nodes, slurm_nodes;
   for (queue::NodeIndex n : start.member_nodes) {
     const std::string& name = built.snapshot->nodes[n].name;

@@ -95,6 +95,10 @@ class SlurmLending {
   // (a task onequeue released, tasks that ran) and works on 22.05, whose REST API refuses an update
   // of an array's id once a task was split off.
   absl::Status HoldRecord(const slurm::SlurmJob& job, const std::string& comment);
+  // The job id StartJob writes; for an array task also which task (`split`: split off the array's
+  // pending record here; otherwise the task's own record, written by its task id). nullopt: not now.
+  std::optional<uint32_t> JobToStart(const queue::StartDecision& start, const SlurmRecords& records,
+                                     std::optional<ArrayTask>* task, bool* split);
   std::optional<uint32_t> SplitOffArrayTask(const ArrayTask& task, const std::string& workload,
                                             const SlurmRecords& records);
   void FenceOnce(const JoinedNode& node, const std::string& owner, queue::Time now);
