@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
@@ -73,6 +74,7 @@ std::string VersionAdapter::PartitionsPath() const { return Prefix() + "partitio
 std::string VersionAdapter::ReservationsPath() const { return Prefix() + "reservations/"; }
 std::string VersionAdapter::SubmitPath() const { return Prefix() + "job/submit"; }
 std::string VersionAdapter::PingPath() const { return Prefix() + "ping/"; }
+std::string VersionAdapter::JobStatesPath() const { return Prefix() + "jobs/state/"; }
 std::string VersionAdapter::RequeuePath(uint32_t job_id) const {
   return absl::StrCat(Prefix(), "job/", job_id, "/requeue");
 }
@@ -105,6 +107,34 @@ absl::StatusOr<SubmitResult> VersionAdapter::ParseSubmit(const nlohmann::json& b
 
 absl::StatusOr<ReservationListing> VersionAdapter::ParseReservations(const nlohmann::json& body) const {
   return internal::ReadListing<SlurmReservation>(body, "reservations", internal::ReadReservation);
+}
+
+absl::StatusOr<JobStateListing> VersionAdapter::ParseJobStates(const nlohmann::json& body) const {
+  const nlohmann::json* jobs = jf::Member(body, "jobs");
+  if (jobs == nullptr || !jobs->is_array()) return absl::InternalError("slurmrestd answer has no \"jobs\" array");
+  JobStateListing out;
+  std::map<uint32_t, size_t> index;  // record id -> its item
+  for (const nlohmann::json& e : *jobs) {
+    // "7" or "7_3" (a number too, should a version send one).
+    const nlohmann::json* id = jf::Member(e, "job_id");
+    std::string text = id == nullptr ? "" : id->is_string() ? id->get<std::string>() : id->is_number() ? id->dump() : "";
+    const size_t underscore = text.find('_');
+    const std::string task = underscore == std::string::npos ? "" : text.substr(underscore + 1);
+    uint32_t record = 0;
+    if (!absl::SimpleAtoi(text.substr(0, underscore), &record) || record == 0)
+      return absl::InternalError(absl::StrCat("jobs/state/ lists a job without a usable job_id: ", e.dump()));
+    auto [it, fresh] = index.emplace(record, out.items.size());
+    if (fresh) {
+      SlurmJobState s;
+      s.job_id = record;
+      internal::SplitJobState(jf::StateTokens(e, "state"), s.state, s.state_flags);
+      s.tasks = task;
+      out.items.push_back(std::move(s));
+    } else if (!task.empty()) {
+      absl::StrAppend(&out.items[it->second].tasks, ",", task);
+    }
+  }
+  return out;
 }
 
 std::unique_ptr<VersionAdapter> MakeAdapter(ApiVersion v) {

@@ -38,6 +38,8 @@ class VersionAdapter {
   std::string ReservationsPath() const;  // issue 29: every version, same keys
   std::string SubmitPath() const;
   std::string PingPath() const;
+  // Issue 26: GET jobs/state/ (v0.0.41 and later; 24.11's v0.0.40 answers 404, seen live).
+  std::string JobStatesPath() const;
   // GET job/{id}/requeue: v0.0.45 (Slurm 26.05) is the first version that can requeue a job.
   std::string RequeuePath(uint32_t job_id) const;
 
@@ -55,6 +57,12 @@ class VersionAdapter {
   virtual absl::StatusOr<NodeListing> ParseNodes(const nlohmann::json& body) const = 0;
   virtual absl::StatusOr<PartitionListing> ParsePartitions(const nlohmann::json& body) const = 0;
   absl::StatusOr<SubmitResult> ParseSubmit(const nlohmann::json& body) const;
+  // Issue 26: the `jobs` array of GET jobs/state/, one entry per job, array tasks one by one:
+  // {"job_id": "7", "state": ["PENDING"]}, "<record id>_<task>" for an array task, and the
+  // pending record of an array once per task ("3_0", "3_1", ...: seen live on 24.11 and 26.05).
+  // Entries of one record are merged (their tasks joined in order). An entry without a usable id
+  // is an error: the listing must be complete, since a record it lacks is taken as gone.
+  absl::StatusOr<JobStateListing> ParseJobStates(const nlohmann::json& body) const;
   // The `reservations` array: name, node_list, start_time, end_time, flags, partition. v0.0.38
   // gives plain numbers, v0.0.40+ {"set","infinite","number"} objects; the reader takes both.
   absl::StatusOr<ReservationListing> ParseReservations(const nlohmann::json& body) const;
@@ -71,6 +79,8 @@ class VersionAdapter {
   virtual nlohmann::json JobUpdateBody(const JobUpdate& update, absl::Time now) const = 0;
   // Whether POST node/{name} exists (v0.0.39 and later); v0.0.38 needs scontrol.
   virtual bool SupportsNodeUpdate() const = 0;
+  // Whether GET jobs/state/ exists (v0.0.41 and later).
+  bool SupportsJobStates() const { return version() >= ApiVersion::kV0041; }
   // Whether GET job/{id}/requeue exists (v0.0.45 and later); older versions need scontrol.
   virtual bool SupportsRequeue() const { return false; }
   // Whether a job update may carry "admin_comment" (v0.0.39 and later); v0.0.38 needs scontrol.

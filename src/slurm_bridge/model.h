@@ -214,6 +214,22 @@ struct SlurmReservation {
   bool Overlaps(absl::Time from, absl::Time until) const { return start < until && end > from; }
 };
 
+// Issue 26: one record of a job-state listing (REST v0.0.41+ `jobs/state/`, slurmctld's
+// REQUEST_JOB_STATE; or `squeue` on older versions): enough to see that a record appeared,
+// changed state, split or went, for a fraction of a full job's bytes. The poller compares a
+// record only with the same record of the previous state listing, never with a full job, so
+// the two sources need not spell a state the same way.
+struct SlurmJobState {
+  uint32_t job_id = 0;  // the record's own id (a task split off an array has one of its own)
+  JobState state = JobState::kUnknown;
+  std::set<std::string> state_flags;  // upper case, as listed
+  // The array tasks the record stands for, as listed: one id for a task in a record of its own
+  // ("0"), the pending record's tasks ("0,1,2" from REST, which lists each; "0-9%2" from squeue);
+  // empty for a job that is no array task. A task leaving the pending record changes it.
+  std::string tasks;
+  friend bool operator==(const SlurmJobState&, const SlurmJobState&) = default;
+};
+
 // What one list call returned, with the server's own clock for the next incremental call.
 template <typename T>
 struct Listing {
@@ -228,6 +244,7 @@ using JobListing = Listing<SlurmJob>;
 using NodeListing = Listing<SlurmNode>;
 using PartitionListing = Listing<SlurmPartition>;
 using ReservationListing = Listing<SlurmReservation>;
+using JobStateListing = Listing<SlurmJobState>;
 
 // What a submit returned.
 struct SubmitResult {

@@ -134,7 +134,6 @@ absl::StatusOr<PollChanges> SlurmPoller::PollOnce(absl::Time now) {
   auto next = std::make_shared<SlurmView>(*old);  // shares the tables; replaced below if changed
   PollChanges changes;
   const bool full = !options_.incremental || now - last_full_ >= options_.full_refresh_interval;
-  const std::optional<int64_t> job_since = full ? std::nullopt : job_update_time_;
   const std::optional<int64_t> node_since = full ? std::nullopt : node_update_time_;
   const int64_t local_mark = absl::ToUnixSeconds(now - options_.clock_margin);
 
@@ -151,11 +150,9 @@ absl::StatusOr<PollChanges> SlurmPoller::PollOnce(absl::Time now) {
     return st;
   };
 
-  uint64_t confirmations = 0;
-  absl::StatusOr<JobListing> jobs = ListConfirmed(
-      [&](std::optional<int64_t> since) { return api_.ListJobs(since); }, job_since, *old->jobs,
-      [](const SlurmJob& j) { return j.job_id; }, confirmations);
+  absl::StatusOr<JobStep> jobs = PollJobs(*old->jobs, full, now, changes);
   if (!jobs.ok()) return fail(jobs.status());
+  uint64_t confirmations = jobs->confirmations;
   absl::StatusOr<NodeListing> nodes = ListConfirmed(
       [&](std::optional<int64_t> since) { return api_.ListNodes(since); }, node_since, *old->nodes,
       [](const SlurmNode& n) { return n.name; }, confirmations);
@@ -177,14 +174,15 @@ absl::StatusOr<PollChanges> SlurmPoller::PollOnce(absl::Time now) {
     changes.reservations_changed = true;
   }
 
-  if (!jobs->unchanged) next->jobs = FreshJobs(jobs->items, *old->jobs, changes);
+  if (jobs->table != nullptr) next->jobs = jobs->table;
   if (!nodes->unchanged) next->nodes = FreshNodes(nodes->items, *old->nodes, changes);
   if (want_partitions) {
     next->partitions = FreshPartitions(partitions->items, *old->partitions, changes);
     last_partitions_ = now;
   }
   // The server's own clock when it gave one, else ours minus a margin.
-  if (!jobs->unchanged) job_update_time_ = jobs->last_update.value_or(local_mark);
+  if (jobs->update_time) job_update_time_ = jobs->update_time;
+  if (jobs->states) last_states_ = *std::move(jobs->states);
   if (!nodes->unchanged) node_update_time_ = nodes->last_update.value_or(local_mark);
   if (full) last_full_ = now;
   next->refreshed_at = now;
@@ -194,9 +192,105 @@ absl::StatusOr<PollChanges> SlurmPoller::PollOnce(absl::Time now) {
   ++stats_.polls;
   stats_.confirming_fetches += confirmations;
   if (jobs->unchanged) ++stats_.unchanged_job_answers;
-  else ++stats_.full_job_fetches;
+  if (jobs->full_listing) ++stats_.full_job_fetches;
+  if (jobs->states) ++stats_.job_state_listings;
+  stats_.single_job_fetches += jobs->single_fetches;
   stats_.last_error.clear();
   return changes;
+}
+
+absl::StatusOr<SlurmPoller::JobStep> SlurmPoller::PollJobs(const SlurmView::Jobs& old, bool full, absl::Time now,
+                                                           PollChanges& changes) {
+  std::set<uint32_t> asked;  // Refetch's ids; update_time mode sees their changes anyway
+  {
+    absl::MutexLock lock(&mu_);
+    asked.swap(refetch_);
+  }
+  if (options_.incremental && options_.job_states && !states_unavailable_) {
+    absl::StatusOr<JobStep> step = PollJobsByStates(old, full, asked, changes);
+    if (!absl::IsUnimplemented(step.status())) return step;
+    spdlog::info("slurm poller: {}; jobs are polled by update_time", std::string(step.status().message()));
+    states_unavailable_ = true;
+  }
+  return PollJobsByUpdateTime(old, full, now, changes);
+}
+
+absl::StatusOr<SlurmPoller::JobStep> SlurmPoller::PollJobsByUpdateTime(const SlurmView::Jobs& old, bool full,
+                                                                       absl::Time now, PollChanges& changes) {
+  JobStep step;
+  absl::StatusOr<JobListing> jobs = ListConfirmed(
+      [&](std::optional<int64_t> since) { return api_.ListJobs(since); }, full ? std::nullopt : job_update_time_,
+      old, [](const SlurmJob& j) { return j.job_id; }, step.confirmations);
+  if (!jobs.ok()) return jobs.status();
+  step.unchanged = jobs->unchanged;
+  if (jobs->unchanged) return step;
+  step.full_listing = true;
+  step.table = FreshJobs(jobs->items, old, changes);
+  step.update_time = jobs->last_update.value_or(absl::ToUnixSeconds(now - options_.clock_margin));
+  return step;
+}
+
+absl::StatusOr<SlurmPoller::JobStep> SlurmPoller::PollJobsByStates(const SlurmView::Jobs& old, bool full,
+                                                                   const std::set<uint32_t>& asked,
+                                                                   PollChanges& changes) {
+  // States first: a change made after this listing and before a full listing below is in both
+  // the view and (differing from this baseline) the next poll's fetches, never in neither.
+  absl::StatusOr<JobStateListing> listing = api_.ListJobStates();
+  if (!listing.ok()) return listing.status();
+  JobStep step;
+  step.states.emplace();
+  for (SlurmJobState& s : listing->items) {
+    const uint32_t id = s.job_id;
+    (*step.states)[id] = std::move(s);
+  }
+  std::vector<uint32_t> fetch;  // new, changed or asked for
+  for (const auto& [id, s] : *step.states) {
+    auto last = last_states_.find(id);
+    if (old.count(id) == 0 || last == last_states_.end() || !(last->second == s) || asked.count(id)) fetch.push_back(id);
+  }
+  // An empty listing while the view has jobs (the lesson of issue 16's empty "unchanged" answer)
+  // is checked with a full listing before any job is dropped.
+  const bool confirm = step.states->empty() && !old.empty();
+  step.confirmations = confirm ? 1 : 0;
+  if (full || confirm || fetch.size() > static_cast<size_t>(std::max(0, options_.max_job_fetches))) {
+    absl::StatusOr<JobListing> jobs = api_.ListJobs(std::nullopt);
+    if (!jobs.ok()) return jobs.status();
+    step.full_listing = true;
+    step.table = FreshJobs(jobs->items, old, changes);
+    return step;
+  }
+  if (absl::Status st = FetchChangedJobs(old, fetch, step, changes); !st.ok()) return st;
+  return step;
+}
+
+absl::Status SlurmPoller::FetchChangedJobs(const SlurmView::Jobs& old, const std::vector<uint32_t>& fetch,
+                                           JobStep& step, PollChanges& changes) {
+  std::vector<uint32_t> gone;
+  for (const auto& [id, j] : old)
+    if (step.states->count(id) == 0) gone.push_back(id);
+  if (fetch.empty() && gone.empty()) return absl::OkStatus();  // the view's table stays
+  auto table = std::make_shared<SlurmView::Jobs>(old);
+  for (uint32_t id : gone) table->erase(id);
+  changes.jobs_removed += static_cast<int>(gone.size());
+  for (uint32_t id : fetch) {
+    absl::StatusOr<SlurmJob> job = api_.GetJob(id);
+    ++step.single_fetches;
+    if (absl::IsNotFound(job.status())) {
+      // Gone between the listing and now: the next listing will not have it either.
+      if (table->erase(id) > 0) ++changes.jobs_removed;
+      step.states->erase(id);
+      continue;
+    }
+    if (!job.ok()) return job.status();
+    auto it = old.find(id);
+    if (it == old.end()) ++changes.jobs_added;
+    else if (JobKey(it->second) != JobKey(*job)) ++changes.jobs_changed;
+    if (!job->allocation.error.empty() && (it == old.end() || it->second.allocation.error.empty()))
+      spdlog::warn("slurm poller: {}", job->allocation.error);
+    (*table)[id] = *std::move(job);
+  }
+  step.table = std::move(table);
+  return absl::OkStatus();
 }
 
 std::shared_ptr<const SlurmView> SlurmPoller::View() const {
@@ -208,6 +302,11 @@ absl::Duration SlurmPoller::Staleness(absl::Time now) const {
   absl::MutexLock lock(&mu_);
   if (view_->refreshed_at == absl::InfinitePast()) return absl::InfiniteDuration();
   return now - view_->refreshed_at;
+}
+
+void SlurmPoller::Refetch(uint32_t job_id) {
+  absl::MutexLock lock(&mu_);
+  refetch_.insert(job_id);
 }
 
 PollerStats SlurmPoller::stats() const {

@@ -10,9 +10,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 
 extern char** environ;
@@ -114,6 +118,20 @@ class ScontrolImpl : public Scontrol {
   }
   absl::Status ReleaseJob(const std::string& job_id) override { return Call({path_, "release", job_id}); }
   absl::Status RequeueTask(const std::string& job_id) override { return Call({path_, "requeue", job_id}); }
+  absl::StatusOr<JobStateListing> ListJobStates() override {
+    // Whatever follows the last '/' is scontrol's name: squeue sits beside it.
+    const size_t slash = path_.rfind('/');
+    const std::string squeue = slash == std::string::npos ? "squeue" : path_.substr(0, slash + 1) + "squeue";
+    absl::StatusOr<std::string> out =
+        runner_->Run({squeue, "--noheader", "--all", "--states=all", "-O", "JobID:|,ArrayTaskID:|,State:|"});
+    if (!out.ok()) {
+      const std::string msg(out.status().message());
+      if (absl::StrContains(msg, "Unable to contact") || absl::StrContains(msg, "Socket timed out"))
+        return absl::UnavailableError(msg);
+      return out.status();
+    }
+    return ParseSqueueStates(*out);
+  }
   absl::StatusOr<std::string> ShowJob(const std::string& job_id) override {
     absl::StatusOr<std::string> out = runner_->Run({path_, "show", "job", "-o", job_id});
     if (!out.ok() && absl::StrContains(out.status().message(), "Invalid job id"))
@@ -143,6 +161,24 @@ class ScontrolImpl : public Scontrol {
 };
 
 }  // namespace
+
+absl::StatusOr<JobStateListing> ParseSqueueStates(const std::string& text) {
+  JobStateListing out;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
+    std::vector<absl::string_view> f = absl::StrSplit(line, '|');
+    SlurmJobState s;
+    const std::string state = f.size() >= 3 ? std::string(absl::StripAsciiWhitespace(f[2])) : "";
+    if (f.size() < 3 || !absl::SimpleAtoi(absl::StripAsciiWhitespace(f[0]), &s.job_id) || s.job_id == 0 ||
+        state.empty())
+      return absl::InternalError(absl::StrCat("squeue printed a line that is no job state: \"", line, "\""));
+    const absl::string_view task = absl::StripAsciiWhitespace(f[1]);
+    if (task != "N/A") s.tasks = std::string(task);
+    if (ParseJobState(state) != JobState::kUnknown) s.state = ParseJobState(state);
+    else s.state_flags.insert(absl::AsciiStrToUpper(state));  // e.g. COMPLETING: compared as it is
+    out.items.push_back(std::move(s));
+  }
+  return out;
+}
 
 std::unique_ptr<CommandRunner> MakeProcessRunner(ProcessRunnerOptions options) {
   return std::make_unique<ProcessRunner>(std::move(options));

@@ -56,6 +56,15 @@ class RestSlurmApi : public SlurmApi {
                                   [&](const nlohmann::json& b) { return adapter_->ParseReservations(b); });
   }
 
+  absl::StatusOr<JobStateListing> ListJobStates() override {
+    if (adapter_->SupportsJobStates())
+      return List<SlurmJobState>(adapter_->JobStatesPath(),
+                                 [&](const nlohmann::json& b) { return adapter_->ParseJobStates(b); });
+    if (scontrol_ != nullptr) return scontrol_->ListJobStates();
+    return absl::UnimplementedError(absl::StrCat("slurmrestd ", VersionString(version()),
+                                                 " has no jobs/state/ (v0.0.41+) and no scontrol (squeue) is configured"));
+  }
+
   absl::StatusOr<SlurmJob> GetJob(uint32_t job_id) override {
     absl::StatusOr<JobListing> l =
         List<SlurmJob>(adapter_->JobPath(job_id), [&](const nlohmann::json& b) { return adapter_->ParseJobs(b); });

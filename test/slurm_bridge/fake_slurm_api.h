@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -90,8 +91,34 @@ class FakeSlurmApi : public SlurmApi {
     jobs[own.job_id] = own;
     return own.job_id;
   }
-  absl::StatusOr<SlurmJob> GetJob(uint32_t id) override {
+  // Issue 26: job states are listed only when set (else kUnimplemented, and the poller lists
+  // jobs by update_time, as the tests written before state mode expect). A record's state is its
+  // job's state and flags, and an array record's task list.
+  bool lists_job_states = false;
+  absl::Status fail_job_states;  // when not OK, ListJobStates returns it
+  absl::StatusOr<JobStateListing> ListJobStates() override {
+    if (!lists_job_states) return SlurmApi::ListJobStates();
+    calls.push_back("ListJobStates");
     if (!fail_with.ok()) return fail_with;
+    if (!fail_job_states.ok()) return fail_job_states;
+    JobStateListing l;
+    for (const auto& [id, j] : jobs) {
+      SlurmJobState s;
+      s.job_id = id;
+      s.state = j.state;
+      s.state_flags = j.state_flags;
+      s.tasks = j.array_task_id ? absl::StrCat(*j.array_task_id) : j.array_tasks;
+      l.items.push_back(s);
+    }
+    return l;
+  }
+  std::set<uint32_t> gone_by_get;  // GetJob answers kNotFound for these (gone since the listing)
+  absl::Status fail_get_job;       // when not OK, GetJob returns it
+  absl::StatusOr<SlurmJob> GetJob(uint32_t id) override {
+    if (lists_job_states) calls.push_back(absl::StrCat("GetJob ", id));
+    if (!fail_with.ok()) return fail_with;
+    if (!fail_get_job.ok()) return fail_get_job;
+    if (gone_by_get.count(id)) return absl::NotFoundError("no job");
     auto it = jobs.find(id);
     if (it == jobs.end()) return absl::NotFoundError("no job");
     return it->second;

@@ -197,6 +197,203 @@ TEST_F(PollerTest, AJobMissingFromAnIncrementalAnswerIsRemovedOnlyByAFullListing
   EXPECT_EQ(poller.stats().confirming_fetches, 1u);
 }
 
+// Issue 26, state mode: the poller over a fake Slurm that lists job states. Its first poll lists
+// states, then every job once; later polls list states and fetch alone what they changed.
+class StateModeTest : public PollerTest {
+ protected:
+  StateModeTest() { api_.lists_job_states = true; }
+  // Polls at t0 + `seconds` and returns what the api was asked in that poll.
+  std::vector<std::string> Poll(SlurmPoller& poller, int seconds, PollChanges* changes = nullptr) {
+    api_.calls.clear();
+    absl::StatusOr<PollChanges> c = poller.PollOnce(t0_ + absl::Seconds(seconds));
+    EXPECT_TRUE(c.ok()) << c.status();
+    if (changes != nullptr && c.ok()) *changes = *c;
+    return api_.calls;
+  }
+};
+
+TEST_F(StateModeTest, TheFirstPollListsStatesThenEveryJob) {
+  SlurmPoller poller(api_);
+  PollChanges c;
+  EXPECT_THAT(Poll(poller, 0, &c), ElementsAre("ListJobStates", "ListJobs", "ListNodes", "ListPartitions"));
+  EXPECT_EQ(c.jobs_added, 2);
+  EXPECT_EQ(poller.stats().full_job_fetches, 1u);
+  EXPECT_EQ(poller.stats().job_state_listings, 1u);
+}
+
+TEST_F(StateModeTest, AQuietQueueCostsOneStateListingAPoll) {
+  SlurmPoller poller(api_);
+  Poll(poller, 0);
+  PollChanges c;
+  for (int i = 1; i <= 3; ++i) EXPECT_THAT(Poll(poller, 2 * i, &c), ElementsAre("ListJobStates", "ListNodes"));
+  EXPECT_FALSE(c.any());
+  EXPECT_EQ(poller.stats().full_job_fetches, 1u);
+  EXPECT_EQ(poller.stats().single_job_fetches, 0u);
+}
+
+TEST_F(StateModeTest, ASubmittedJobIsFetchedAloneNotByAFullListing) {
+  SlurmPoller poller(api_);
+  Poll(poller, 0);
+  api_.jobs[3] = MakeJob(3, JobState::kPending);
+  PollChanges c;
+  EXPECT_THAT(Poll(poller, 2, &c), ElementsAre("ListJobStates", "GetJob 3", "ListNodes"));
+  EXPECT_EQ(c.jobs_added, 1);
+  EXPECT_EQ(c.jobs_changed + c.jobs_removed, 0);
+  EXPECT_EQ(poller.View()->jobs->size(), 3u);
+  EXPECT_EQ(poller.stats().full_job_fetches, 1u);
+  EXPECT_EQ(poller.stats().single_job_fetches, 1u);
+}
+
+TEST_F(StateModeTest, AFinishingJobIsFetchedAloneAndCountsAsChanged) {
+  SlurmPoller poller(api_);
+  Poll(poller, 0);
+  api_.jobs[1].state = JobState::kCompleted;
+  PollChanges c;
+  EXPECT_THAT(Poll(poller, 2, &c), ElementsAre("ListJobStates", "GetJob 1", "ListNodes"));
+  EXPECT_EQ(c.jobs_changed, 1);
+  EXPECT_EQ(poller.View()->jobs->at(1).state, JobState::kCompleted);
+  api_.jobs[2].state_flags.insert("REQUEUED");  // a flag alone is a change of state too
+  EXPECT_THAT(Poll(poller, 4, &c), ElementsAre("ListJobStates", "GetJob 2", "ListNodes"));
+}
+
+TEST_F(StateModeTest, ARecordTheCompleteListingLacksIsRemovedWithoutAnyFetch) {
+  SlurmPoller poller(api_);
+  Poll(poller, 0);
+  api_.jobs.erase(1);
+  PollChanges c;
+  EXPECT_THAT(Poll(poller, 2, &c), ElementsAre("ListJobStates", "ListNodes"));
+  EXPECT_EQ(c.jobs_removed, 1);
+  EXPECT_EQ(poller.View()->jobs->count(1), 0u);
+}
+
+// The bound docs/slurm_bridge.md gives: a change that leaves the state as it was (here a new
+// priority, as a user's hold or release) waits for the full listing of full_refresh_interval.
+TEST_F(StateModeTest, AChangeThatKeepsTheStateIsSeenAtTheNextFullListing) {
+  SlurmPoller poller(api_, PollerOptions{.full_refresh_interval = absl::Minutes(1)});
+  Poll(poller, 0);
+  api_.jobs[2].priority = 7;
+  EXPECT_THAT(Poll(poller, 2), ElementsAre("ListJobStates", "ListNodes"));
+  EXPECT_EQ(poller.View()->jobs->at(2).priority, 0);
+  PollChanges c;
+  EXPECT_THAT(Poll(poller, 60, &c), ElementsAre("ListJobStates", "ListJobs", "ListNodes", "ListPartitions"));
+  EXPECT_EQ(c.jobs_changed, 1);
+  EXPECT_EQ(poller.View()->jobs->at(2).priority, 7);
+}
+
+// The daemon's own writes: an id passed to Refetch is fetched on the next poll, once.
+TEST_F(StateModeTest, ARefetchedJobIsFetchedOnTheNextPollWhateverItsState) {
+  SlurmPoller poller(api_);
+  Poll(poller, 0);
+  api_.jobs[2].priority = 7;
+  poller.Refetch(2);
+  poller.Refetch(77);  // not listed: nothing to fetch
+  PollChanges c;
+  EXPECT_THAT(Poll(poller, 2, &c), ElementsAre("ListJobStates", "GetJob 2", "ListNodes"));
+  EXPECT_EQ(c.jobs_changed, 1);
+  EXPECT_EQ(poller.View()->jobs->at(2).priority, 7);
+  EXPECT_THAT(Poll(poller, 4), ElementsAre("ListJobStates", "ListNodes"));
+}
+
+TEST_F(StateModeTest, MoreChangedRecordsThanMaxJobFetchesMakeOneFullListing) {
+  SlurmPoller poller(api_, PollerOptions{.max_job_fetches = 2});
+  Poll(poller, 0);
+  for (uint32_t id : {3, 4}) api_.jobs[id] = MakeJob(id, JobState::kPending);
+  EXPECT_THAT(Poll(poller, 2), ElementsAre("ListJobStates", "GetJob 3", "GetJob 4", "ListNodes"));
+  for (uint32_t id : {5, 6, 7}) api_.jobs[id] = MakeJob(id, JobState::kPending);
+  PollChanges c;
+  EXPECT_THAT(Poll(poller, 4, &c), ElementsAre("ListJobStates", "ListJobs", "ListNodes"));
+  EXPECT_EQ(c.jobs_added, 3);
+  EXPECT_EQ(poller.stats().full_job_fetches, 2u);
+}
+
+// Issue 29's arrays: a task starting leaves the pending record for one of its own; the new record
+// and the record whose task list shrank are both fetched.
+TEST_F(StateModeTest, AnArrayTaskSplittingOffFetchesItsRecordAndTheArrays) {
+  SlurmJob array = MakeJob(5, JobState::kPending);
+  array.array_job_id = 5;
+  array.array_tasks = "0-3";
+  api_.jobs[5] = array;
+  SlurmPoller poller(api_);
+  Poll(poller, 0);
+  absl::StatusOr<uint32_t> task = api_.SplitArrayTask(5, 0, "");
+  ASSERT_TRUE(task.ok());
+  PollChanges c;
+  EXPECT_THAT(Poll(poller, 2, &c),
+              ElementsAre("ListJobStates", "GetJob 5", absl::StrCat("GetJob ", *task), "ListNodes"));
+  EXPECT_EQ(c.jobs_added, 1);
+  EXPECT_EQ(c.jobs_changed, 1);
+  EXPECT_EQ(poller.View()->jobs->at(5).array_tasks, "1,2,3");
+}
+
+TEST_F(StateModeTest, AJobGoneBeforeItsFetchIsDroppedAndNotCounted) {
+  SlurmPoller poller(api_);
+  Poll(poller, 0);
+  api_.jobs[3] = MakeJob(3, JobState::kPending);
+  api_.gone_by_get = {3};
+  PollChanges c;
+  EXPECT_THAT(Poll(poller, 2, &c), ElementsAre("ListJobStates", "GetJob 3", "ListNodes"));
+  EXPECT_FALSE(c.any());
+  EXPECT_EQ(poller.View()->jobs->count(3), 0u);
+  api_.gone_by_get.clear();  // listed again: asked again
+  EXPECT_THAT(Poll(poller, 4, &c), ElementsAre("ListJobStates", "GetJob 3", "ListNodes"));
+  EXPECT_EQ(c.jobs_added, 1);
+}
+
+// The invariant of update_time mode kept: any failure keeps the view and makes the next poll full.
+TEST_F(StateModeTest, AFailedFetchKeepsTheViewAndTheNextPollIsFull) {
+  SlurmPoller poller(api_);
+  Poll(poller, 0);
+  api_.jobs[3] = MakeJob(3, JobState::kPending);
+  api_.jobs.erase(1);
+  api_.fail_get_job = absl::UnavailableError("slurmrestd went away");
+  EXPECT_TRUE(absl::IsUnavailable(poller.PollOnce(t0_ + absl::Seconds(2)).status()));
+  EXPECT_EQ(poller.View()->jobs->size(), 2u);
+  EXPECT_EQ(poller.View()->jobs->count(1), 1u);
+  api_.fail_get_job = absl::OkStatus();
+  PollChanges c;
+  EXPECT_THAT(Poll(poller, 4, &c), ElementsAre("ListJobStates", "ListJobs", "ListNodes"));
+  EXPECT_EQ(c.jobs_added, 1);
+  EXPECT_EQ(c.jobs_removed, 1);
+}
+
+TEST_F(StateModeTest, AFailedStateListingKeepsTheViewAndTheNextPollIsFull) {
+  SlurmPoller poller(api_);
+  Poll(poller, 0);
+  api_.fail_job_states = absl::UnavailableError("squeue: Unable to contact slurm controller");
+  EXPECT_FALSE(poller.PollOnce(t0_ + absl::Seconds(2)).ok());
+  EXPECT_EQ(poller.View()->jobs->size(), 2u);
+  api_.fail_job_states = absl::OkStatus();
+  EXPECT_THAT(Poll(poller, 4), ElementsAre("ListJobStates", "ListJobs", "ListNodes"));
+}
+
+// Issue 16's lesson: an empty listing while the view has jobs removes nothing by itself.
+TEST_F(StateModeTest, AnEmptyStateListingIsCheckedWithAFullListing) {
+  SlurmPoller poller(api_);
+  Poll(poller, 0);
+  const std::map<uint32_t, SlurmJob> all = api_.jobs;
+  api_.jobs.clear();
+  PollChanges c;
+  EXPECT_THAT(Poll(poller, 2, &c), ElementsAre("ListJobStates", "ListJobs", "ListNodes"));
+  EXPECT_EQ(c.jobs_removed, 2);  // really gone: the full listing says so
+  EXPECT_EQ(poller.stats().confirming_fetches, 1u);
+  api_.jobs = all;
+  EXPECT_THAT(Poll(poller, 4), ElementsAre("ListJobStates", "GetJob 1", "GetJob 2", "ListNodes"));
+}
+
+TEST_F(StateModeTest, WithoutAStateListingJobsArePolledByUpdateTimeForGood) {
+  api_.lists_job_states = false;
+  SlurmPoller poller(api_);
+  EXPECT_THAT(Poll(poller, 0), ElementsAre("ListJobs", "ListNodes", "ListPartitions"));
+  api_.lists_job_states = true;  // not asked again
+  EXPECT_THAT(Poll(poller, 2), ElementsAre("ListJobs@101", "ListNodes"));
+}
+
+TEST_F(StateModeTest, JobStatesOffKeepsUpdateTime) {
+  SlurmPoller poller(api_, PollerOptions{.job_states = false});
+  EXPECT_THAT(Poll(poller, 0), ElementsAre("ListJobs", "ListNodes", "ListPartitions"));
+  EXPECT_THAT(Poll(poller, 2), ElementsAre("ListJobs@101", "ListNodes"));
+}
+
 // The poller over RestSlurmApi and a scripted slurmrestd that answers with recorded answers of a
 // real server: first poll full (jobs, nodes, partitions), later polls incremental.
 class PollerOverRecordedAnswersTest : public ::testing::Test {
@@ -205,7 +402,7 @@ class PollerOverRecordedAnswersTest : public ::testing::Test {
   // answered with `first` (jobs, nodes, partitions).
   void Start(ApiVersion v, std::vector<HttpResponse> first) {
     api_ = testing::ScriptedSlurmApi(v, t_);
-    poller_ = std::make_unique<SlurmPoller>(*api_);
+    poller_ = std::make_unique<SlurmPoller>(*api_, PollerOptions{.job_states = false});  // update_time mode
     t_->answers = std::move(first);
     ASSERT_TRUE(poller_->PollOnce(t0_).ok());
   }
