@@ -17,10 +17,12 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -691,7 +693,7 @@ std::map<uint32_t, std::string> ViewJobs(const SlurmPoller& poller) {
 // poll never empties or flaps the view. Each change is made and seen by squeue before the poll, so
 // the comparison is exact.
 TEST_F(SlurmBridgeIntegrationTest, PollerViewMatchesSqueueAfterEveryPoll) {
-  SlurmPoller poller(*api_);
+  SlurmPoller poller(*api_, PollerOptions{.job_states = false});  // update_time mode (issue 26: state mode below)
   int polls = 0;
   auto poll_and_compare = [&](const std::string& step) {
     SCOPED_TRACE(step);
@@ -882,7 +884,7 @@ TEST_F(SlurmBridgeIntegrationTest, SlurmrestdDownGivesUnavailableAndThePollerRec
 // job through every unchanged answer.
 TEST_F(SlurmBridgeIntegrationTest, IncrementalPollingKeepsTheViewUntilSomethingChanges) {
   const uint32_t held = Sbatch({"--hold", "-J", "stays"}, "sleep 1");
-  SlurmPoller poller(*api_);
+  SlurmPoller poller(*api_, PollerOptions{.job_states = false});  // update_time mode
   ASSERT_TRUE(poller.PollOnce(absl::Now()).ok());
   ASSERT_EQ(poller.View()->jobs->count(held), 1u);
   int polls_without_it = 0;
@@ -901,6 +903,80 @@ TEST_F(SlurmBridgeIntegrationTest, IncrementalPollingKeepsTheViewUntilSomethingC
     return poller.View()->jobs->count(id) == 1;
   }));
   EXPECT_EQ(added, 1);
+}
+
+// Issue 26: the job-state listing on this Slurm (GET jobs/state/ from v0.0.41, squeue beside
+// scontrol on 22.05's v0.0.38) has every record squeue has, with its state, and for an array the
+// record's tasks: the pending record's remaining tasks, a started task's own record its one task.
+TEST_F(SlurmBridgeIntegrationTest, JobStateListingHasEveryRecordArraysToo) {
+  Sbatch({"--hold", "-J", "states-held"}, "sleep 1");
+  const uint32_t running = Sbatch({"-J", "states-running"}, "sleep 300");
+  const uint32_t done = Sbatch({"-J", "states-done"}, "true");
+  Sbatch({"--hold", "-a", "0-3", "-J", "states-held-array"}, "sleep 1");
+  const uint32_t array = Sbatch({"-a", "0-3%2", "-J", "states-array"}, "sleep 300");
+  ASSERT_TRUE(WaitFor([&] {
+    return Squeue(running, "%T") == "RUNNING" && Squeue(done, "%T") == "COMPLETED" &&
+           absl::StrContains(Slurm({"squeue", "-h", "-r", "-j", std::to_string(array), "-t", "R", "-o", "%K"}), "1");
+  }));
+  // squeue's records: id -> "STATE tasks" with tasks expanded ("0,1,2,3"; "" for no array).
+  auto expand = [](const std::string& tasks) -> std::string {
+    if (tasks.empty() || tasks == "N/A") return "";
+    absl::StatusOr<ArrayTasks> t = ParseArrayTasks(tasks);
+    EXPECT_TRUE(t.ok()) << t.status() << " " << tasks;
+    return t.ok() ? absl::StrJoin(t->ids, ",") : tasks;
+  };
+  std::map<uint32_t, std::string> want;
+  for (absl::string_view line : absl::StrSplit(
+           Slurm({"squeue", "-h", "-a", "-t", "all", "-O", "JobID:|,ArrayTaskID:|,State:|"}), '\n', absl::SkipWhitespace())) {
+    std::vector<std::string> f = absl::StrSplit(line, '|');
+    uint32_t id = 0;
+    ASSERT_TRUE(f.size() >= 3 && absl::SimpleAtoi(f[0], &id)) << line;
+    want[id] = absl::StrCat(absl::StripAsciiWhitespace(f[2]), " ", expand(std::string(absl::StripAsciiWhitespace(f[1]))));
+  }
+  absl::StatusOr<JobStateListing> listing = api_->ListJobStates();
+  ASSERT_TRUE(listing.ok()) << listing.status();
+  std::map<uint32_t, std::string> got;
+  for (const SlurmJobState& s : listing->items)
+    got[s.job_id] = absl::StrCat(JobStateName(s.state), " ", expand(s.tasks));
+  EXPECT_EQ(got, want) << "Slurm " << Info().release << " over " << VersionString(api_->version());
+  EXPECT_EQ(want.size(), 7u);  // 3 jobs, the held array's record, the array's pending record and its 2 running tasks
+  if (const char* dir = std::getenv("ONEQUEUE_RECORD_DIR"); dir != nullptr && api_->version() >= ApiVersion::kV0041) {
+    absl::StatusOr<onequeue::testing::SlurmRestResponse> r = onequeue::testing::SlurmRest(Info(), {.path = Info().RestPath("jobs/state/")});
+    if (r.ok()) std::ofstream(absl::StrCat(dir, "/jobs-state-", Info().version, ".json")) << r->body;
+  }
+}
+
+// Issue 26: in state mode (the default where a state listing exists: every version here, 22.05
+// through squeue) a submitted job, its start and its end are seen by the poller through state
+// listings and fetches of that job alone: no full job listing after the first poll.
+TEST_F(SlurmBridgeIntegrationTest, StateModeSeesASubmitAndAFinishWithoutAFullListing) {
+  Sbatch({"--hold", "-J", "state-mode-stays"}, "sleep 1");
+  SlurmPoller poller(*api_);
+  ASSERT_TRUE(poller.PollOnce(absl::Now()).ok());
+  ASSERT_EQ(poller.stats().job_state_listings, 1u) << poller.stats().last_error;
+  ASSERT_EQ(poller.stats().full_job_fetches, 1u);
+  const uint32_t id = Sbatch({"-J", "state-mode-new"}, "sleep 3");
+  int added = 0, changed = 0;
+  std::set<JobState> seen;
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<PollChanges> c = poller.PollOnce(absl::Now());
+    EXPECT_TRUE(c.ok()) << c.status();
+    if (!c.ok()) return false;
+    added += c->jobs_added;
+    changed += c->jobs_changed;
+    auto it = poller.View()->jobs->find(id);
+    if (it != poller.View()->jobs->end()) seen.insert(it->second.state);
+    return seen.count(JobState::kCompleted) > 0;
+  }));
+  EXPECT_EQ(added, 1);
+  EXPECT_GE(changed, 1);  // the start and the end, or only the end when both fell between two polls
+  EXPECT_EQ(poller.stats().full_job_fetches, 1u) << "a full job listing after the first poll";
+  EXPECT_GE(poller.stats().single_job_fetches, 2u);
+  EXPECT_EQ(poller.stats().failures, 0u);
+  std::cerr << "state mode on Slurm " << Info().release << " (" << VersionString(api_->version())
+            << "): " << poller.stats().polls << " polls, " << poller.stats().job_state_listings << " state listings, "
+            << poller.stats().single_job_fetches << " single fetches, " << poller.stats().full_job_fetches
+            << " full listing\n";
 }
 
 TEST_F(SlurmBridgeIntegrationTest, SlurmctldRestartLosesNothing) {
