@@ -324,11 +324,65 @@ class RestSlurmApi : public SlurmApi {
   std::map<uint32_t, absl::Time> relaunch_gates_ ABSL_GUARDED_BY(mu_);
 };
 
+// NotifyJobWrites' wrapper: every call forwarded; job writes that succeeded reported.
+class JobWriteNotifier : public SlurmApi {
+ public:
+  JobWriteNotifier(std::unique_ptr<SlurmApi> inner, std::function<void(uint32_t)> written)
+      : inner_(std::move(inner)), written_(std::move(written)) {}
+  ApiVersion version() const override { return inner_->version(); }
+  absl::StatusOr<JobListing> ListJobs(std::optional<int64_t> t) override { return inner_->ListJobs(t); }
+  absl::StatusOr<NodeListing> ListNodes(std::optional<int64_t> t) override { return inner_->ListNodes(t); }
+  absl::StatusOr<PartitionListing> ListPartitions() override { return inner_->ListPartitions(); }
+  absl::StatusOr<ReservationListing> ListReservations() override { return inner_->ListReservations(); }
+  absl::StatusOr<JobStateListing> ListJobStates() override { return inner_->ListJobStates(); }
+  absl::StatusOr<SlurmJob> GetJob(uint32_t id) override { return inner_->GetJob(id); }
+  absl::StatusOr<SlurmNode> GetNode(const std::string& node) override { return inner_->GetNode(node); }
+  absl::StatusOr<SubmitResult> Submit(const JobSubmission& job) override {
+    absl::StatusOr<SubmitResult> r = inner_->Submit(job);
+    if (r.ok()) written_(r->job_id);
+    return r;
+  }
+  absl::Status CancelJob(uint32_t id) override { return Told(id, inner_->CancelJob(id)); }
+  absl::Status SignalJob(uint32_t id, const std::string& s) override { return Told(id, inner_->SignalJob(id, s)); }
+  absl::Status HoldJob(uint32_t id) override { return Told(id, inner_->HoldJob(id)); }
+  absl::Status ReleaseJob(uint32_t id) override { return Told(id, inner_->ReleaseJob(id)); }
+  absl::Status UpdateJob(uint32_t id, const JobUpdate& u) override { return Told(id, inner_->UpdateJob(id, u)); }
+  absl::StatusOr<uint32_t> SplitArrayTask(uint32_t array, uint32_t task, const std::string& comment) override {
+    absl::StatusOr<uint32_t> own = inner_->SplitArrayTask(array, task, comment);
+    if (own.ok()) {
+      written_(array);
+      written_(*own);
+    }
+    return own;
+  }
+  absl::Status UpdateArrayTasks(uint32_t array, const std::string& tasks, const JobUpdate& u) override {
+    return Told(array, inner_->UpdateArrayTasks(array, tasks, u));
+  }
+  absl::Status StartAt(uint32_t id, absl::Time at, absl::Time now) override { return Told(id, inner_->StartAt(id, at, now)); }
+  absl::Status RequeueJob(uint32_t id) override { return Told(id, inner_->RequeueJob(id)); }
+  absl::Status RequeueArrayTask(uint32_t array, uint32_t task) override {
+    return Told(array, inner_->RequeueArrayTask(array, task));
+  }
+  absl::Status UpdateNode(const std::string& node, const NodeUpdate& u) override { return inner_->UpdateNode(node, u); }
+
+ private:
+  absl::Status Told(uint32_t id, absl::Status st) {
+    if (st.ok()) written_(id);
+    return st;
+  }
+  std::unique_ptr<SlurmApi> inner_;
+  std::function<void(uint32_t)> written_;
+};
+
 }  // namespace
 
 std::unique_ptr<SlurmApi> MakeRestSlurmApi(std::shared_ptr<RestClient> client, ApiVersion version,
                                            std::unique_ptr<Scontrol> scontrol) {
   return std::make_unique<RestSlurmApi>(std::move(client), version, std::move(scontrol));
+}
+
+std::unique_ptr<SlurmApi> NotifyJobWrites(std::unique_ptr<SlurmApi> inner, std::function<void(uint32_t)> written) {
+  return std::make_unique<JobWriteNotifier>(std::move(inner), std::move(written));
 }
 
 absl::StatusOr<ApiVersion> DetectVersion(RestClient& client) {

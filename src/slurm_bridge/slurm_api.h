@@ -128,4 +128,13 @@ std::unique_ptr<SlurmApi> MakeRestSlurmApi(std::shared_ptr<RestClient> client, A
                                            std::unique_ptr<Scontrol> scontrol);
 absl::StatusOr<ApiVersion> DetectVersion(RestClient& client);
 
+// Issue 26: `inner`, calling `written(job_id)` after every call that wrote to a job and did not
+// fail: UpdateJob, HoldJob, ReleaseJob, StartAt, RequeueJob, CancelJob, SignalJob, Submit (the new
+// id), SplitArrayTask (the array's record and the task's new one), UpdateArrayTasks and
+// RequeueArrayTask (the array's record; a task already in a record of its own is not named by
+// the call, so not reported). For the daemon's write client: `written` = SlurmPoller::Refetch, so
+// the poller's state mode fetches what onequeue changed on the next poll, not at the next full
+// listing. Reads are passed through unchanged.
+std::unique_ptr<SlurmApi> NotifyJobWrites(std::unique_ptr<SlurmApi> inner, std::function<void(uint32_t)> written);
+
 }  // namespace onequeue::slurm

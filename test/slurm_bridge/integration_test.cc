@@ -915,7 +915,10 @@ TEST_F(SlurmBridgeIntegrationTest, JobStateListingHasEveryRecordArraysToo) {
   Sbatch({"--hold", "-a", "0-3", "-J", "states-held-array"}, "sleep 1");
   const uint32_t array = Sbatch({"-a", "0-3%2", "-J", "states-array"}, "sleep 300");
   ASSERT_TRUE(WaitFor([&] {
-    return Squeue(running, "%T") == "RUNNING" && Squeue(done, "%T") == "COMPLETED" &&
+    // -t all: squeue hides finished jobs by default.
+    return Squeue(running, "%T") == "RUNNING" &&
+           absl::StripAsciiWhitespace(Slurm({"squeue", "-h", "-t", "all", "-j", std::to_string(done), "-o", "%T"})) ==
+               "COMPLETED" &&
            absl::StrContains(Slurm({"squeue", "-h", "-r", "-j", std::to_string(array), "-t", "R", "-o", "%K"}), "1");
   }));
   // squeue's records: id -> "STATE tasks" with tasks expanded ("0,1,2,3"; "" for no array).

@@ -294,6 +294,26 @@ TEST_F(StateModeTest, ARefetchedJobIsFetchedOnTheNextPollWhateverItsState) {
   EXPECT_THAT(Poll(poller, 4), ElementsAre("ListJobStates", "ListNodes"));
 }
 
+// The daemon's write client wrapped by NotifyJobWrites: what it wrote is fetched on the next
+// poll; a write that failed is not reported.
+TEST_F(StateModeTest, JobsWrittenThroughNotifyJobWritesAreFetchedOnTheNextPoll) {
+  SlurmPoller poller(api_);
+  Poll(poller, 0);
+  auto inner = std::make_unique<FakeSlurmApi>();  // the write client's own handle on the same "Slurm"
+  FakeSlurmApi* writes = inner.get();
+  writes->jobs = api_.jobs;
+  std::unique_ptr<SlurmApi> loop_api =
+      NotifyJobWrites(std::move(inner), [&poller](uint32_t id) { poller.Refetch(id); });
+  JobUpdate hold;
+  hold.hold = true;
+  ASSERT_TRUE(loop_api->UpdateJob(2, hold).ok());
+  api_.jobs[2] = writes->jobs[2];
+  EXPECT_THAT(Poll(poller, 2), ElementsAre("ListJobStates", "GetJob 2", "ListNodes"));
+  writes->fail_with = absl::UnavailableError("refused");
+  EXPECT_FALSE(loop_api->UpdateJob(1, hold).ok());
+  EXPECT_THAT(Poll(poller, 4), ElementsAre("ListJobStates", "ListNodes"));
+}
+
 TEST_F(StateModeTest, MoreChangedRecordsThanMaxJobFetchesMakeOneFullListing) {
   SlurmPoller poller(api_, PollerOptions{.max_job_fetches = 2});
   Poll(poller, 0);
