@@ -276,7 +276,8 @@ absl::Status SlurmPoller::FetchChangedJobs(const SlurmView::Jobs& old, const std
     absl::StatusOr<SlurmJob> job = api_.GetJob(id);
     ++step.single_fetches;
     if (absl::IsNotFound(job.status())) {
-      // Gone between the listing and now: the next listing will not have it either.
+      // Gone between the listing and now. Out of the baseline too: fetched again should the
+      // next listing still have it.
       if (table->erase(id) > 0) ++changes.jobs_removed;
       step.states->erase(id);
       continue;
