@@ -118,10 +118,9 @@ absl::StatusOr<JobStateListing> VersionAdapter::ParseJobStates(const nlohmann::j
     // "7" or "7_3" (a number too, should a version send one).
     const nlohmann::json* id = jf::Member(e, "job_id");
     std::string text = id == nullptr ? "" : id->is_string() ? id->get<std::string>() : id->is_number() ? id->dump() : "";
-    const size_t underscore = text.find('_');
-    const std::string task = underscore == std::string::npos ? "" : text.substr(underscore + 1);
     uint32_t record = 0;
-    if (!absl::SimpleAtoi(text.substr(0, underscore), &record) || record == 0)
+    std::string task;
+    if (!ParseStateRecordId(text, record, task))
       return absl::InternalError(absl::StrCat("jobs/state/ lists a job without a usable job_id: ", e.dump()));
     auto [it, fresh] = index.emplace(record, out.items.size());
     if (fresh) {

@@ -186,6 +186,30 @@ absl::StatusOr<ArrayTasks> ParseArrayTasks(const std::string& s, size_t limit) {
   return out;
 }
 
+bool ParseStateRecordId(const std::string& text, uint32_t& job_id, std::string& tasks) {
+  const size_t end = text.find_first_not_of("0123456789");
+  uint32_t id = 0;
+  if (!absl::SimpleAtoi(text.substr(0, end), &id) || id == 0) return false;
+  tasks.clear();
+  if (end == std::string::npos) {
+    job_id = id;
+    return true;
+  }
+  absl::string_view rest = absl::string_view(text).substr(end + 1);
+  if (text[end] == '+') {
+    uint32_t offset = 0;
+    if (!absl::SimpleAtoi(rest, &offset) || offset > 0xFFFFFFFFu - id) return false;
+    job_id = id + offset;
+    return true;
+  }
+  if (text[end] != '_') return false;
+  if (absl::ConsumePrefix(&rest, "[") && !absl::ConsumeSuffix(&rest, "]")) return false;
+  if (rest.empty() || rest.find_first_not_of("0123456789,-:%") != absl::string_view::npos) return false;
+  job_id = id;
+  tasks = std::string(rest);
+  return true;
+}
+
 std::string ArrayTaskId(uint32_t array_job_id, uint32_t task_id) { return absl::StrCat(array_job_id, "_", task_id); }
 
 bool SlurmPartition::preempt_off() const {

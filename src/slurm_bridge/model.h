@@ -230,6 +230,12 @@ struct SlurmJobState {
   friend bool operator==(const SlurmJobState&, const SlurmJobState&) = default;
 };
 
+// Issue 26: the record a state listing's job id names, and the array tasks it names: "7" (7),
+// "7_3" (7, task "3"), "7_[0-3]" (7, "0-3"), and a heterogeneous job's component "12+1" (its own
+// record 13: Slurm numbers the components of one het job consecutively from the leader's id).
+// False for anything else.
+bool ParseStateRecordId(const std::string& text, uint32_t& job_id, std::string& tasks);
+
 // What one list call returned, with the server's own clock for the next incremental call.
 template <typename T>
 struct Listing {

@@ -168,8 +168,9 @@ absl::StatusOr<JobStateListing> ParseSqueueStates(const std::string& text) {
     std::vector<absl::string_view> f = absl::StrSplit(line, '|');
     SlurmJobState s;
     const std::string state = f.size() >= 3 ? std::string(absl::StripAsciiWhitespace(f[2])) : "";
-    if (f.size() < 3 || !absl::SimpleAtoi(absl::StripAsciiWhitespace(f[0]), &s.job_id) || s.job_id == 0 ||
-        state.empty())
+    std::string own_tasks;  // "12+1" for a het job's component; never tasks in this column
+    if (f.size() < 3 || !ParseStateRecordId(std::string(absl::StripAsciiWhitespace(f[0])), s.job_id, own_tasks) ||
+        !own_tasks.empty() || state.empty())
       return absl::InternalError(absl::StrCat("squeue printed a line that is no job state: \"", line, "\""));
     const absl::string_view task = absl::StripAsciiWhitespace(f[1]);
     if (task != "N/A") s.tasks = std::string(task);

@@ -2,6 +2,7 @@
 // (squeue), 24.11 and 26.05 (GET jobs/state/ and squeue), and which source each version uses.
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "fake_slurm_api.h"
 #include "scripted_transport.h"
 #include "slurm_bridge/adapter.h"
@@ -77,6 +78,24 @@ TEST(JobStatesTest, AnEntryThatCannotBeReadFailsTheListing) {
       a->ParseJobStates(nlohmann::json::parse(R"({"jobs":[{"job_id":7,"state":["RUNNING","COMPLETING"]}]})"));
   ASSERT_TRUE(l.ok()) << l.status();
   EXPECT_EQ(ByRecord(*l), (std::map<uint32_t, std::string>{{7, "RUNNING+COMPLETING"}}));
+}
+
+// Ids as both sources may spell them; a het job's component "12+1" is its own record 13.
+TEST(JobStatesTest, RecordIdsOfArrayTasksAndHetComponents) {
+  auto parse = [](const std::string& text) {
+    uint32_t id = 0;
+    std::string tasks;
+    return ParseStateRecordId(text, id, tasks) ? absl::StrCat(id, "|", tasks) : std::string("error");
+  };
+  EXPECT_EQ(parse("7"), "7|");
+  EXPECT_EQ(parse("7_3"), "7|3");
+  EXPECT_EQ(parse("7_[0-3%2]"), "7|0-3%2");
+  EXPECT_EQ(parse("12+0"), "12|");
+  EXPECT_EQ(parse("12+1"), "13|");
+  for (const char* bad : {"", "x", "0", "7_", "7_[0-3", "7_a", "7+", "7-1", "4294967295+1"}) EXPECT_EQ(parse(bad), "error") << bad;
+  absl::StatusOr<JobStateListing> l = ParseSqueueStates("12+0|N/A|RUNNING|\n12+1|N/A|PENDING|\n");
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(ByRecord(*l), (std::map<uint32_t, std::string>{{12, "RUNNING"}, {13, "PENDING"}}));
 }
 
 // A CommandRunner that answers with a fixed text and keeps the command lines.
