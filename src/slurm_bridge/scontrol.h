@@ -25,7 +25,8 @@ class CommandRunner {
 struct ProcessRunnerOptions {
   std::map<std::string, std::string> extra_env;  // e.g. SLURM_CONF
   absl::Duration timeout = absl::Seconds(30);
-  // Issue 24 M1 (scontrol's calls are all writes): when set, how long from now a command may
+  // Issue 24 M1 (scontrol's calls are writes, but for issue 26's squeue of ListJobStates, which
+  // the poller's client runs, with no lease): when set, how long from now a command may
   // still take (the writer's lease, as RestClient::BoundWrites): none is started without time
   // left, and one still running when it is up is killed (kDeadlineExceeded).
   std::function<absl::Duration()> time_left;

@@ -908,12 +908,15 @@ TEST_F(SlurmBridgeIntegrationTest, IncrementalPollingKeepsTheViewUntilSomethingC
 // Issue 26: the job-state listing on this Slurm (GET jobs/state/ from v0.0.41, squeue beside
 // scontrol on 22.05's v0.0.38) has every record squeue has, with its state, and for an array the
 // record's tasks: the pending record's remaining tasks, a started task's own record its one task.
+// A heterogeneous job's components are records of their own.
 TEST_F(SlurmBridgeIntegrationTest, JobStateListingHasEveryRecordArraysToo) {
   Sbatch({"--hold", "-J", "states-held"}, "sleep 1");
   const uint32_t running = Sbatch({"-J", "states-running"}, "sleep 300");
   const uint32_t done = Sbatch({"-J", "states-done"}, "true");
   Sbatch({"--hold", "-a", "0-3", "-J", "states-held-array"}, "sleep 1");
   const uint32_t array = Sbatch({"-a", "0-3%2", "-J", "states-array"}, "sleep 300");
+  // A heterogeneous job: two records (the leader's id and the next), listed "<leader>+<offset>".
+  Sbatch({"--hold", "-J", "states-het", "-n1", ":", "-n1"}, "sleep 1");
   ASSERT_TRUE(WaitFor([&] {
     // -t all: squeue hides finished jobs by default.
     return Squeue(running, "%T") == "RUNNING" &&
@@ -933,7 +936,8 @@ TEST_F(SlurmBridgeIntegrationTest, JobStateListingHasEveryRecordArraysToo) {
            Slurm({"squeue", "-h", "-a", "-t", "all", "-O", "JobID:|,ArrayTaskID:|,State:|"}), '\n', absl::SkipWhitespace())) {
     std::vector<std::string> f = absl::StrSplit(line, '|');
     uint32_t id = 0;
-    ASSERT_TRUE(f.size() >= 3 && absl::SimpleAtoi(f[0], &id)) << line;
+    std::string none;
+    ASSERT_TRUE(f.size() >= 3 && ParseStateRecordId(std::string(absl::StripAsciiWhitespace(f[0])), id, none)) << line;
     want[id] = absl::StrCat(absl::StripAsciiWhitespace(f[2]), " ", expand(std::string(absl::StripAsciiWhitespace(f[1]))));
   }
   absl::StatusOr<JobStateListing> listing = api_->ListJobStates();
@@ -942,7 +946,10 @@ TEST_F(SlurmBridgeIntegrationTest, JobStateListingHasEveryRecordArraysToo) {
   for (const SlurmJobState& s : listing->items)
     got[s.job_id] = absl::StrCat(JobStateName(s.state), " ", expand(s.tasks));
   EXPECT_EQ(got, want) << "Slurm " << Info().release << " over " << VersionString(api_->version());
-  EXPECT_EQ(want.size(), 7u);  // 3 jobs, the held array's record, the array's pending record and its 2 running tasks
+  // 3 jobs, the held array's record, the other array's pending record and its 2 running tasks, and
+  // the het job's 2 components.
+  EXPECT_EQ(want.size(), 9u);
+  std::cerr << "squeue: " << absl::StrJoin(want, "; ", absl::PairFormatter("=")) << "\n";
   if (const char* dir = std::getenv("ONEQUEUE_RECORD_DIR"); dir != nullptr && api_->version() >= ApiVersion::kV0041) {
     absl::StatusOr<onequeue::testing::SlurmRestResponse> r = onequeue::testing::SlurmRest(Info(), {.path = Info().RestPath("jobs/state/")});
     if (r.ok()) std::ofstream(absl::StrCat(dir, "/jobs-state-", Info().version, ".json")) << r->body;
