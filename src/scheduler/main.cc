@@ -223,6 +223,14 @@ absl::StatusOr<SlurmSide> ConnectSlurm(const SlurmConfig& c, std::function<absl:
   auto loop_api = slurm::ConnectSlurmApi(o);
   if (!loop_api.ok()) return loop_api.status();
   side.loop_api = std::move(*loop_api);
+  // Issue 26: in state mode the poller sees a change that keeps a job's state (onequeue's holds,
+  // an admin's oq hold) only at its next full listing: both clients tell it which jobs they wrote,
+  // and it fetches those on its next poll. The poller reads through the unwrapped client, which
+  // the wrapper keeps alive.
+  side.poller = std::make_unique<slurm::SlurmPoller>(*side.api);
+  auto refetch = [poller = side.poller.get()](uint32_t job_id) { poller->Refetch(job_id); };
+  side.api = slurm::NotifyJobWrites(std::move(side.api), refetch);
+  side.loop_api = slurm::NotifyJobWrites(std::move(side.loop_api), refetch);
   if (c.lend_mechanism == "drain") {
     side.ownership = slurm::MakeDrainOwnership(*side.loop_api, identity);
   } else {
@@ -232,7 +240,6 @@ absl::StatusOr<SlurmSide> ConnectSlurm(const SlurmConfig& c, std::function<absl:
     po.shared_partitions = c.shared_partitions;  // issue 24 M6: the only jobs a placeholder displaces
     side.ownership = slurm::MakePlaceholderOwnership(*side.loop_api, po, [] { return absl::Now(); });
   }
-  side.poller = std::make_unique<slurm::SlurmPoller>(*side.api);
   side.actions = std::make_unique<SlurmBridgeActions>(side.loop_api.get(), side.ownership.get());
   return side;
 }
