@@ -196,10 +196,10 @@ bool ParseStateRecordId(const std::string& text, uint32_t& job_id, std::string& 
     return true;
   }
   absl::string_view rest = absl::string_view(text).substr(end + 1);
-  if (text[end] == '+') {
+  if (text[end] == '+') {  // "<own id>+<offset>": the offset names no other record
     uint32_t offset = 0;
-    if (!absl::SimpleAtoi(rest, &offset) || offset > 0xFFFFFFFFu - id) return false;
-    job_id = id + offset;
+    if (!absl::SimpleAtoi(rest, &offset)) return false;
+    job_id = id;
     return true;
   }
   if (text[end] != '_') return false;

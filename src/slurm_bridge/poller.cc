@@ -237,8 +237,8 @@ absl::StatusOr<SlurmPoller::JobStep> SlurmPoller::PollJobsByStates(const SlurmVi
   // the view and (differing from this baseline) the next poll's fetches, never in neither.
   absl::StatusOr<JobStateListing> listing = api_.ListJobStates();
   if (absl::IsInternal(listing.status())) {
-    // A listing this build cannot read (an id of a form not known here: seen live with a
-    // heterogeneous job on 24.11/26.05) is no reason to stop polling: this poll lists jobs in full.
+    // A listing this build cannot read (an id of a form not known here, as a het job's "7+1" was
+    // before it was seen live) is no reason to stop polling: this poll lists jobs in full.
     spdlog::warn("slurm poller: {}; jobs listed in full this poll", std::string(listing.status().message()));
     listing = JobStateListing{};
     full = true;
@@ -274,9 +274,7 @@ absl::Status SlurmPoller::FetchChangedJobs(const SlurmView::Jobs& old, const std
                                            JobStep& step, PollChanges& changes) {
   std::vector<uint32_t> gone;
   for (const auto& [id, j] : old)
-    // A heterogeneous job's other components are not listed by REST's jobs/state/ (only the
-    // leader's id, seen live on 24.11 and 26.05): kept until the next full listing.
-    if (step.states->count(id) == 0 && !(j.het_job_id != 0 && j.het_job_id != id)) gone.push_back(id);
+    if (step.states->count(id) == 0) gone.push_back(id);
   if (fetch.empty() && gone.empty()) return absl::OkStatus();  // the view's table stays
   auto table = std::make_shared<SlurmView::Jobs>(old);
   for (uint32_t id : gone) table->erase(id);

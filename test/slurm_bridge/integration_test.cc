@@ -915,8 +915,9 @@ TEST_F(SlurmBridgeIntegrationTest, JobStateListingHasEveryRecordArraysToo) {
   const uint32_t done = Sbatch({"-J", "states-done"}, "true");
   Sbatch({"--hold", "-a", "0-3", "-J", "states-held-array"}, "sleep 1");
   const uint32_t array = Sbatch({"-a", "0-3%2", "-J", "states-array"}, "sleep 300");
-  // A heterogeneous job: two records (the leader's id and the next), listed "<leader>+<offset>".
-  const uint32_t het = Sbatch({"--hold", "-J", "states-het", "-n1", ":", "-n1"}, "sleep 1");
+  // A heterogeneous job: two records (the leader's id and the next), listed by REST as
+  // "<own id>+<offset>".
+  Sbatch({"--hold", "-J", "states-het", "-n1", ":", "-n1"}, "sleep 1");
   ASSERT_TRUE(WaitFor([&] {
     // -t all: squeue hides finished jobs by default.
     return Squeue(running, "%T") == "RUNNING" &&
@@ -940,9 +941,6 @@ TEST_F(SlurmBridgeIntegrationTest, JobStateListingHasEveryRecordArraysToo) {
     ASSERT_TRUE(f.size() >= 3 && ParseStateRecordId(std::string(absl::StripAsciiWhitespace(f[0])), id, none)) << line;
     want[id] = absl::StrCat(absl::StripAsciiWhitespace(f[2]), " ", expand(std::string(absl::StripAsciiWhitespace(f[1]))));
   }
-  // REST's jobs/state/ lists a het job under its leader's id only (seen on 24.11 and 26.05); the
-  // poller keeps the other components until a full listing.
-  if (api_->version() >= ApiVersion::kV0041) want.erase(het + 1);
   absl::StatusOr<JobStateListing> listing = api_->ListJobStates();
   ASSERT_TRUE(listing.ok()) << listing.status();
   std::map<uint32_t, std::string> got;
@@ -951,7 +949,7 @@ TEST_F(SlurmBridgeIntegrationTest, JobStateListingHasEveryRecordArraysToo) {
   EXPECT_EQ(got, want) << "Slurm " << Info().release << " over " << VersionString(api_->version());
   // 3 jobs, the held array's record, the other array's pending record and its 2 running tasks, and
   // the het job's 2 components.
-  EXPECT_EQ(want.size() + (api_->version() >= ApiVersion::kV0041 ? 1 : 0), 9u);
+  EXPECT_EQ(want.size(), 9u);
   std::cerr << "squeue: " << absl::StrJoin(want, "; ", absl::PairFormatter("=")) << "\n";
   if (const char* dir = std::getenv("ONEQUEUE_RECORD_DIR"); dir != nullptr && api_->version() >= ApiVersion::kV0041) {
     absl::StatusOr<onequeue::testing::SlurmRestResponse> r = onequeue::testing::SlurmRest(Info(), {.path = Info().RestPath("jobs/state/")});

@@ -80,7 +80,8 @@ TEST(JobStatesTest, AnEntryThatCannotBeReadFailsTheListing) {
   EXPECT_EQ(ByRecord(*l), (std::map<uint32_t, std::string>{{7, "RUNNING+COMPLETING"}}));
 }
 
-// Ids as both sources may spell them; a het job's component "12+1" is its own record 13.
+// Ids as both sources may spell them; a het job's component "7+1" is record 7 (live: het job 6
+// listed as "6+0" and "7+1").
 TEST(JobStatesTest, RecordIdsOfArrayTasksAndHetComponents) {
   auto parse = [](const std::string& text) {
     uint32_t id = 0;
@@ -90,12 +91,14 @@ TEST(JobStatesTest, RecordIdsOfArrayTasksAndHetComponents) {
   EXPECT_EQ(parse("7"), "7|");
   EXPECT_EQ(parse("7_3"), "7|3");
   EXPECT_EQ(parse("7_[0-3%2]"), "7|0-3%2");
-  EXPECT_EQ(parse("12+0"), "12|");
-  EXPECT_EQ(parse("12+1"), "13|");
-  for (const char* bad : {"", "x", "0", "7_", "7_[0-3", "7_a", "7+", "7-1", "4294967295+1"}) EXPECT_EQ(parse(bad), "error") << bad;
-  absl::StatusOr<JobStateListing> l = ParseSqueueStates("12+0|N/A|RUNNING|\n12+1|N/A|PENDING|\n");
+  EXPECT_EQ(parse("6+0"), "6|");
+  EXPECT_EQ(parse("7+1"), "7|");
+  for (const char* bad : {"", "x", "0", "7_", "7_[0-3", "7_a", "7+", "7-1", "7+a"}) EXPECT_EQ(parse(bad), "error") << bad;
+  absl::StatusOr<JobStateListing> l =
+      MakeAdapter(ApiVersion::kV0042)->ParseJobStates(nlohmann::json::parse(
+          R"({"jobs":[{"job_id":"6+0","state":["PENDING"]},{"job_id":"7+1","state":["PENDING"]},{"job_id":"8_0","state":["RUNNING"]}]})"));
   ASSERT_TRUE(l.ok()) << l.status();
-  EXPECT_EQ(ByRecord(*l), (std::map<uint32_t, std::string>{{12, "RUNNING"}, {13, "PENDING"}}));
+  EXPECT_EQ(ByRecord(*l), (std::map<uint32_t, std::string>{{6, "PENDING"}, {7, "PENDING"}, {8, "RUNNING 0"}}));
 }
 
 // A CommandRunner that answers with a fixed text and keeps the command lines.

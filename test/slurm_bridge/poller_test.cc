@@ -397,23 +397,6 @@ TEST_F(StateModeTest, AnUnreadableStateListingListsJobsInFull) {
   EXPECT_EQ(poller.stats().failures, 0u);
 }
 
-// A heterogeneous job's components other than the leader are not in REST's state listing (seen
-// live): kept, not dropped.
-TEST_F(StateModeTest, AHetJobsOtherComponentsAbsentFromTheListingAreKept) {
-  api_.jobs[6] = MakeJob(6, JobState::kPending);
-  api_.jobs[6].het_job_id = 6;
-  api_.jobs[7] = MakeJob(7, JobState::kPending);
-  api_.jobs[7].het_job_id = 6;
-  api_.jobs[7].het_job_offset = 1;
-  SlurmPoller poller(api_);
-  Poll(poller, 0);
-  api_.jobs.erase(7);  // as REST lists it: the leader only
-  PollChanges c;
-  EXPECT_THAT(Poll(poller, 2, &c), ElementsAre("ListJobStates", "ListNodes"));
-  EXPECT_EQ(poller.View()->jobs->count(7), 1u);
-  EXPECT_FALSE(c.any());
-}
-
 // Issue 16's lesson: an empty listing while the view has jobs removes nothing by itself.
 TEST_F(StateModeTest, AnEmptyStateListingIsCheckedWithAFullListing) {
   SlurmPoller poller(api_);
