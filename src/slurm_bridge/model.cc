@@ -204,7 +204,8 @@ bool ParseStateRecordId(const std::string& text, uint32_t& job_id, std::string& 
   }
   if (text[end] != '_') return false;
   if (absl::ConsumePrefix(&rest, "[") && !absl::ConsumeSuffix(&rest, "]")) return false;
-  if (rest.empty() || rest.find_first_not_of("0123456789,-:%") != absl::string_view::npos) return false;
+  // "*": every task of the record (a cancelled pending array record, "4_*", seen live on 24.11).
+  if (rest.empty() || rest.find_first_not_of("0123456789,-:%*") != absl::string_view::npos) return false;
   job_id = id;
   tasks = std::string(rest);
   return true;

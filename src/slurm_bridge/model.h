@@ -233,7 +233,7 @@ struct SlurmJobState {
 // Issue 26: the record a state listing's job id names, and the array tasks it names: "7" (7),
 // "7_3" (7, task "3"), "7_[0-3]" (7, "0-3"), and a heterogeneous job's component "7+1" (its own
 // record 7, component 1: REST's jobs/state/ listed a het job 6 as "6+0" and "7+1", live on 24.11
-// and 26.05). False for anything else.
+// and 26.05), "4_*" (4, "*": a cancelled pending array record, seen live). False for anything else.
 bool ParseStateRecordId(const std::string& text, uint32_t& job_id, std::string& tasks);
 
 // What one list call returned, with the server's own clock for the next incremental call.

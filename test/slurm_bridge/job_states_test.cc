@@ -91,6 +91,7 @@ TEST(JobStatesTest, RecordIdsOfArrayTasksAndHetComponents) {
   EXPECT_EQ(parse("7"), "7|");
   EXPECT_EQ(parse("7_3"), "7|3");
   EXPECT_EQ(parse("7_[0-3%2]"), "7|0-3%2");
+  EXPECT_EQ(parse("4_*"), "4|*");  // a cancelled pending array record (live, 24.11)
   EXPECT_EQ(parse("6+0"), "6|");
   EXPECT_EQ(parse("7+1"), "7|");
   for (const char* bad : {"", "x", "0", "7_", "7_[0-3", "7_a", "7+", "7-1", "7+a"}) EXPECT_EQ(parse(bad), "error") << bad;
