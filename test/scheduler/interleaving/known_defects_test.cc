@@ -239,5 +239,29 @@ TEST(KnownDefectsTest, C1_ANodeTakenFromAReservationIsNotReservedAgainInTheSameC
               AllBut({&KnownOpenDefects::c1}));
 }
 
+// D4 (found by the checker once worlds had a second shared node, issue 25 step 4; seed 2069 of the
+// CI run, shrunk to 40 steps): daemon #2 fences and marks n2 reserved/ns/jupyter8 (victim: the
+// Slurm job lent n2) and crashes at preempt-after-reserve, before asking it. Its successor reads
+// the reservation back, but its plan puts jupyter8 on n3 (evicting a pod there) and then nowhere:
+// n2 stayed reserved and fenced, the job running on it never asked, through the 60 s grace for
+// unusable reservations -> (c) after 8 healthy cycles. Fixed: a reserved node whose victims this
+// process never asked and where work still runs holds no room: it is released at once
+// (PreemptionExecutor::ReleaseUnusable, Preemption::asked_on); the grace stays for nodes whose
+// victims were asked.
+TEST(KnownDefectsTest, D4_AReservationReadBackWhoseVictimsWereNeverAskedIsReleasedOnceItsPreemptorGoesElsewhere) {
+  ExpectClean({2069, {"drain", {0, 2, 1}, 1, 2, true, true, true},
+               {{S::kSharedPodCreated, 22810}, {S::kSharedCrashAt, 53460}, {S::kSharedPodGangCreated, 58008},
+                {S::kPoll, 0}, {S::kCycle, 8700}, {S::kSharedGangJobSubmitted, 52825}, {S::kRestart, 58558},
+                {S::kInteractivePod, 42138}, {S::kPoll, 0}, {S::kCycle, 46349}, {S::kSharedPodGangCreated, 6608},
+                {S::kCrashAt, 3708}, {S::kSlurmSchedules, 65058}, {S::kSharedPodCreated, 55700},
+                {S::kInteractivePod, 44125}, {S::kPodCreated, 51149}, {S::kInteractivePod, 44787},
+                {S::kPodDeleted, 52321}, {S::kCycle, 59}, {S::kInteractivePod, 27462}, {S::kJobFinishes, 33879},
+                {S::kRestart, 9212}, {S::kPlaceholderLost, 64795}, {S::kPoll, 0}, {S::kCycle, 11639},
+                {S::kInteractivePod, 22886}, {S::kPoll, 0}, {S::kCycle, 53035}, {S::kPoll, 0}, {S::kCycle, 4214},
+                {S::kPoll, 0}, {S::kCycle, 55902}, {S::kPoll, 0}, {S::kCycle, 30284}, {S::kPoll, 0},
+                {S::kCycle, 60273}, {S::kPoll, 0}, {S::kCycle, 30732}, {S::kPoll, 0}, {S::kCycle, 61667}}},
+              KnownOpenDefects::None());
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
