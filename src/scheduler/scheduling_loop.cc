@@ -106,7 +106,16 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   SnapshotOptions options = ReadWorld(*state, now);
   if (slurm_view != nullptr) lending_.ConfirmStarts(*slurm_view, now);
   BuiltSnapshot built = BuildCycleSnapshot(*state, std::move(options), slurm_view, now, &stats);
-  if (slurm_view != nullptr && lending_.known()) AdvanceMirrors(*state, *slurm_view, built, now, &stats);
+  if (slurm_view != nullptr && lending_.known()) {
+    const bool reading_back = !mirrors_rebuilt_;
+    AdvanceMirrors(*state, *slurm_view, built, now, &stats);
+    // The mirrors were just read back from Slurm (the first cycle with its view, a successor's
+    // among them): the snapshot above did not count their pods on their nodes, claims included,
+    // so this cycle's plan would give a claimed room away (issue 24 G4). Built again, once.
+    if (reading_back && mirrors_rebuilt_ && !mirrors_.records().empty()) {
+      built = BuildCycleSnapshot(*state, ReadWorld(*state, now), slurm_view, now, &stats);
+    }
+  }
   std::set<std::string> terminating, touched;
   for (const auto& p : state->pods) {
     if (p->deleting) terminating.insert(p->key);

@@ -263,5 +263,21 @@ TEST(KnownDefectsTest, D4_AReservationReadBackWhoseVictimsWereNeverAskedIsReleas
               KnownOpenDefects::None());
 }
 
+// G4 (found by the checker's hunt once gangs of pods claimed on shared nodes; seed 6461, shrunk to
+// 22 steps): gang9's two members claim s1 (their placeholders pending, naming slurm/5, which is
+// requeued); one member is deleted and the daemon crashes; the successor reads the other
+// member's claim back and yet starts job 5 on s1 again -> (g3).
+TEST(KnownDefectsTest, G4_AGangMembersClaimReadBackKeepsItsVictimOff) {
+  ExpectClean({6461, {"drain", {1, 2, 2, 1}, 1, 2, true, true, true},
+               {{S::kSharedJobSubmitted, 14273}, {S::kPodDeleted, 17053}, {S::kPodCreated, 58888},
+                {S::kPodCreated, 10301}, {S::kPodDeleted, 25201}, {S::kPoll, 0}, {S::kCycle, 49037},
+                {S::kSharedPodCreated, 46910}, {S::kInteractivePod, 28848}, {S::kSlurmSchedules, 57386},
+                {S::kSharedPodCreated, 53134}, {S::kCycle, 39976}, {S::kSharedPodGangCreated, 19312},
+                {S::kPodDeleted, 32577}, {S::kPoll, 0}, {S::kCycle, 15401}, {S::kPodDeleted, 55656},
+                {S::kCrash, 61244}, {S::kSlurmSchedules, 21655}, {S::kSuccessor, 29500}, {S::kPoll, 0},
+                {S::kCycle, 30781}}},
+              KnownOpenDefects::None());
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
