@@ -58,6 +58,21 @@ std::vector<std::vector<std::string>> VictimsByMember(const queue::PreemptDecisi
   return out;
 }
 
+// Whether everything the snapshot counts on node `n` fits its capacity together (a claimed job
+// counts there already, as do pods whose placeholders are pending). Slurm's books do not hold the
+// pending placeholders of pods' claims: a job started into a room another claim waits for, once
+// a job Slurm started between cycles has taken part of it, would be run by Slurm ahead of that
+// claim (issue 24 G5).
+bool HoldsWhatItCounts(const queue::Snapshot& s, queue::NodeIndex n) {
+  queue::Resources used{};
+  for (const queue::RunningWorkload& r : s.running) {
+    for (const queue::Allocation& a : r.allocations) {
+      if (a.node == n) used += a.used;
+    }
+  }
+  return s.nodes[n].allocatable.Covers(used);
+}
+
 }  // namespace
 
 std::vector<std::string> SchedulingLoop::ClaimForPods(const queue::PreemptDecision& d,
@@ -193,6 +208,12 @@ void SchedulingLoop::StartSubNodeJobPreemptions(const std::vector<queue::Preempt
       }
     }
     if (start.member_nodes.size() != nodes.size()) continue;  // a node is gone: Advance undoes the claim
+    const auto room = [&](queue::NodeIndex n) { return HoldsWhatItCounts(*c.built.snapshot, n); };
+    if (!std::all_of(start.member_nodes.begin(), start.member_nodes.end(), room)) {
+      spdlog::info("{}: its victims have left, but its room on {} is taken meanwhile: not started yet", workload,
+                   absl::StrJoin(nodes, ","));
+      continue;  // waits, held with its claim (its timeout undoes it if the room does not come back)
+    }
     if (lending_.StartJob(start, c.built, c.slurm, c.now, c.touched, c.stats).empty()) continue;  // next cycle
     (void)job_claims_.Started(workload, c.now);
   }

@@ -279,5 +279,18 @@ TEST(KnownDefectsTest, G4_AGangMembersClaimReadBackKeepsItsVictimOff) {
               KnownOpenDefects::None());
 }
 
+// G5 (found by the checker's hunt with gangs of pods; seed 11351, shrunk to 31 steps): gang3's
+// member claims s1 and its victim, high job 3, is requeued and held; Slurm starts job 5 (two
+// nodes) into the room between polls, and job 3, planned beside the claim, claims room from job 5
+// in turn. Job 5 leaves, but Slurm has meanwhile started job 6 (submitted between cycles, not yet
+// held: the documented limit) on s1. Job 3's claim is ready (its victim gone) and onequeue released
+// it: Slurm ran it, since its books do not hold the claim's pending placeholder, so the victim took
+// the claimed room back -> (g3). Fixed: a ready job claim starts only when everything onequeue
+// counts on its nodes fits there (sub_node_preemption.cc HoldsWhatItCounts); else it waits, held.
+TEST(KnownDefectsTest, G5_AJobClaimWhoseRoomWasTakenMeanwhileIsNotStartedIntoAnotherClaimsRoom) {
+  ExpectClean({11351, {"drain", {2, 0, 0}, 0, 1, true, true, true}, {{S::kInteractivePod, 54852}, {S::kCycle, 60863}, {S::kSharedJobSubmitted, 16109}, {S::kJobFinishes, 26358}, {S::kPoll, 0}, {S::kCycle, 62286}, {S::kSharedGangJobSubmitted, 41728}, {S::kSharedPodCreated, 57657}, {S::kPoll, 0}, {S::kCycle, 5393}, {S::kSlurmSchedules, 336}, {S::kSharedPodGangCreated, 537}, {S::kJobFinishes, 53082}, {S::kPodCreated, 53927}, {S::kJobFinishes, 6145}, {S::kSharedPodCreated, 49144}, {S::kPodCreated, 37618}, {S::kInteractivePod, 998}, {S::kInteractivePod, 18898}, {S::kSharedGangJobSubmitted, 47431}, {S::kSlurmSchedules, 65136}, {S::kInteractivePod, 13988}, {S::kCycle, 61809}, {S::kPodCreated, 52713}, {S::kPoll, 16263}, {S::kPodDeleted, 42659}, {S::kSharedJobSubmitted, 48598}, {S::kSlurmSchedules, 45695}, {S::kCycle, 34570}, {S::kPoll, 0}, {S::kCycle, 49578}}},
+              KnownOpenDefects::None());
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
