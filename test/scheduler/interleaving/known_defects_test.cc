@@ -292,5 +292,17 @@ TEST(KnownDefectsTest, G5_AJobClaimWhoseRoomWasTakenMeanwhileIsNotStartedIntoAno
               KnownOpenDefects::None());
 }
 
+// F3 (found by the checker's hunt with a second shared node; seed 14983, shrunk to 64 steps): a
+// bound pod's placeholder on s1 is cancelled by an admin; the re-made one never starts and the
+// loss is reported (MirrorLost) 60 s later; then slurmctld loses the re-made one too. Another one
+// is made, and never starts either, but the second loss was never reported: the record kept the
+// first report's flag until the pod is mirrored again -> (f3). Fixed: every loss of a placeholder
+// clears the flag (PodMirrors::Move on kPlaceholderLost), so each loss is reported once, as
+// docs/sharing.md says.
+TEST(KnownDefectsTest, F3_APlaceholderLostAgainBeforeItRanIsReportedAgain) {
+  ExpectClean({14983, {"drain", {1, 2, 2}, 1, 1, true, false, true}, {{S::kInteractivePod, 53397}, {S::kSharedPodGangCreated, 1894}, {S::kInteractivePod, 34445}, {S::kSharedPodGangCreated, 32727}, {S::kPoll, 0}, {S::kCycle, 16308}, {S::kCrash, 36738}, {S::kSharedPodCreated, 51635}, {S::kJobFinishes, 64346}, {S::kInteractivePod, 39568}, {S::kSlurmSchedules, 40796}, {S::kPodDeleted, 41298}, {S::kRestart, 15625}, {S::kPoll, 0}, {S::kCycle, 59554}, {S::kPodDeleted, 55004}, {S::kCycle, 54170}, {S::kPlaceholderLost, 43137}, {S::kPoll, 0}, {S::kCycle, 32620}, {S::kSlurmHang, 9607}, {S::kCycle, 64046}, {S::kCycle, 28403}, {S::kSharedPodCreated, 36654}, {S::kInteractivePod, 17689}, {S::kCycle, 32344}, {S::kSlurmUp, 58934}, {S::kCycle, 7637}, {S::kPoll, 0}, {S::kCycle, 13202}, {S::kCycle, 19914}, {S::kPlaceholderLost, 58080}, {S::kPoll, 0}, {S::kCycle, 3147}, {S::kPoll, 0}, {S::kCycle, 19187}, {S::kPoll, 0}, {S::kCycle, 57805}, {S::kPoll, 0}, {S::kCycle, 59105}, {S::kPoll, 0}, {S::kCycle, 53524}, {S::kPoll, 0}, {S::kCycle, 63032}, {S::kPoll, 38696}, {S::kCycle, 11919}, {S::kPoll, 3631}, {S::kCycle, 310}, {S::kPoll, 0}, {S::kCycle, 15974}, {S::kPoll, 0}, {S::kCycle, 59155}, {S::kPoll, 0}, {S::kCycle, 6156}, {S::kPoll, 0}, {S::kCycle, 44422}, {S::kPoll, 0}, {S::kCycle, 59009}, {S::kPoll, 0}, {S::kCycle, 34919}, {S::kPoll, 0}, {S::kCycle, 29238}, {S::kPoll, 0}, {S::kCycle, 32276}}},
+              KnownOpenDefects::None());
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
