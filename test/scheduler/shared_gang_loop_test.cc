@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "fake_world.h"
 #include "scheduler/scheduling_loop.h"
+#include "two_shared_nodes_scene.h"
 
 namespace onequeue::scheduler {
 namespace {
@@ -16,31 +17,11 @@ using ::testing::HasSubstr;
 
 constexpr queue::Time kT0 = 1763722800;  // 2025-11-21T11:00:00Z
 
-// Two shared nodes of 8 CPUs, each half taken by an interactive Slurm job (never a victim). The
-// other half of n1 holds a batch pod, of n2 a batch Slurm job. A gang of two interactive pods of
-// 4 CPUs each arrives: it fits only by taking both batch halves, one member on each node.
-struct PodGangScene {
-  SlurmLoopCluster c{2};
-  Config cfg = SlurmLoopConfig("placeholder");
-  uint32_t low_placeholder = 0;
-  PodGangScene() {
-    cfg.slurm.partition_sharing = {{"pool", "shared"}};
-    cfg.slurm.qos_map = {{"", "interactive"}, {"b", "batch"}};
-    c.slurm.shared = {"n1", "n2"};
-    c.slurm.Submit(6, 4);
-    c.slurm.Run(6, "n2");
-    c.slurm.Submit(7, 4);
-    c.slurm.Run(7, "n1");
-    c.slurm.Submit(9, 4).qos = "b";
-    c.slurm.Run(9, "n2");
-    c.k8s.AddPod("low", "4", "batch", "n1");  // bound already: adopted, mirrored
-  }
+// The scene of two_shared_nodes_scene.h; a gang of two interactive pods of 4 CPUs each arrives:
+// it fits only by taking both batch halves, one member on each node.
+struct PodGangScene : TwoSharedNodesScene {
   void MirrorTheBoundPodThenAddTheGang(SchedulingLoop& loop) {
-    c.Cycle(loop, kT0);
-    ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
-    low_placeholder = c.slurm.pod_placeholders[0];
-    c.slurm.Run(low_placeholder, "n1");
-    c.Cycle(loop, kT0 + 1);
+    ASSERT_NO_FATAL_FAILURE(MirrorTheBoundPod(loop, kT0));
     for (const char* member : {"train-0", "train-1"}) {
       c.k8s.AddPod(member, "4", "interactive");
       c.k8s.Find(std::string("ns/") + member)->metadata.annotations[kGroupAnnotation] = "train";
