@@ -279,6 +279,7 @@ void SchedulingLoop::StartWorkloads(const queue::Plan& plan, const BuiltSnapshot
   for (size_t i = 0; i < built.snapshot->pending.size(); ++i) pending_index[built.snapshot->pending[i].id] = i;
   for (const auto& start : plan.starts) {
     if (SlurmJobOf(start.workload)) {
+      if (VictimOfAStandingClaim(start.workload)) continue;  // G6: not before that claim runs
       for (const std::string& node : lending_.StartJob(start, built, slurm_records_, now, touched, stats)) {
         preemptions_.Consumed(node, /*fail_after=*/false);
       }

@@ -379,6 +379,11 @@ class SchedulingLoop {
   // plain placeholder), or none: one that cannot undoes those claimed before it. The uids claimed.
   std::vector<std::string> ClaimForPods(const queue::PreemptDecision& d, const std::vector<std::string>& keys,
                                         const KubeState& state, const PreemptionCycle& c);
+  // Issue 24 G6: whether `workload` is a victim named by a claim that still stands (a pod's pending
+  // placeholder, a held job's claim). Such a Slurm job is not started, whatever the plan says,
+  // until that claim has run or been undone: a start is not pinned, and Slurm, whose books do not
+  // hold pending claims, could run it in the claimed room.
+  bool VictimOfAStandingClaim(const std::string& workload) const;
   // Why one of the pods may not claim now (a victim refused lately); null if none.
   const std::string* RefusedClaim(const std::vector<std::string>& pod_keys) const;
   // The same for a Slurm job preemptor (job_claim.h): the job is held with its claim, its victims

@@ -109,6 +109,20 @@ std::vector<std::string> SchedulingLoop::ClaimForPods(const queue::PreemptDecisi
   return claimed;
 }
 
+bool SchedulingLoop::VictimOfAStandingClaim(const std::string& workload) const {
+  const auto named = [&](const std::vector<std::string>& victims) {
+    return std::find(victims.begin(), victims.end(), workload) != victims.end();
+  };
+  for (const auto& [uid, r] : mirrors_.records()) {
+    if (MirrorClaimStands(r) && named(r.victims)) return true;
+  }
+  for (const auto& [claimant, r] : job_claims_.records()) {
+    const bool stands = r.state == JobClaimState::kClaimed || r.state == JobClaimState::kWaitingForVictims;
+    if (stands && named(r.victims)) return true;
+  }
+  return false;
+}
+
 const std::string* SchedulingLoop::RefusedClaim(const std::vector<std::string>& pod_keys) const {
   for (const std::string& key : pod_keys) {
     if (const std::string* why = mirrors_.RefusedPod(key)) return why;
@@ -208,6 +222,7 @@ void SchedulingLoop::StartSubNodeJobPreemptions(const std::vector<queue::Preempt
       }
     }
     if (start.member_nodes.size() != nodes.size()) continue;  // a node is gone: Advance undoes the claim
+    if (VictimOfAStandingClaim(workload)) continue;  // G6: not before the claim it left for runs
     const auto room = [&](queue::NodeIndex n) { return HoldsWhatItCounts(*c.built.snapshot, n); };
     if (!std::all_of(start.member_nodes.begin(), start.member_nodes.end(), room)) {
       spdlog::info("{}: its victims have left, but its room on {} is taken meanwhile: not started yet", workload,

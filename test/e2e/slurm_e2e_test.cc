@@ -363,6 +363,25 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
     pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = gpus;
     ASSERT_TRUE(Create(client_.get(), k8s::kPods, in, pod).ok()) << name;
   }
+  // The scene of the gang preemptors on shared nodes: two 4-GPU shared nodes, on each a 2-GPU
+  // interactive Slurm job (a, b; never victims) and a 2-GPU batch pod (low1, low2, one per node),
+  // the scheduler running with Slurm jobs interactive.
+  void TwoSharedNodesWithLowPods(uint32_t* a, uint32_t* b, std::string* uid1, std::string* uid2) {
+    ASSERT_NO_FATAL_FAILURE(AddSharedGpuNode(2));
+    *a = SubmitGpus("2", {"-w", Slurm().nodes[0]});
+    *b = SubmitGpus("2", {"-w", Slurm().nodes[1]});
+    ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
+      return ShowJob(*a)["JobState"] == "RUNNING" && ShowJob(*b)["JobState"] == "RUNNING";
+    }));
+    ASSERT_NO_FATAL_FAILURE(StartScheduler(/*lend_after=*/1, "interactive"));
+    ASSERT_NO_FATAL_FAILURE(CreateGpuPod("low1", "2", "batch"));
+    ASSERT_NO_FATAL_FAILURE(CreateGpuPod("low2", "2", "batch"));
+    ASSERT_TRUE(Eventually(kBindTimeout, [&] { return !PodNode("low1").empty() && !PodNode("low2").empty(); }))
+        << PodNode("low1") << " " << PodNode("low2");
+    ASSERT_NE(PodNode("low1"), PodNode("low2"));
+    *uid1 = GetPod(client_.get(), ns_, "low1")->metadata.uid;
+    *uid2 = GetPod(client_.get(), ns_, "low2")->metadata.uid;
+  }
   // squeue's line for the pod's placeholder: id, state, node, CPUs, partition (and `more` squeue
   // fields after them); empty if none.
   std::vector<std::string> PodPlaceholder(const std::string& pod, const std::string& more = "") {
@@ -1434,20 +1453,9 @@ TEST_P(SlurmE2ETest, SharedNodeASlurmJobEvictsOnlyThePodBesideAnotherJob) {
 TEST_P(SlurmE2ETest, SharedNodesASlurmJobOfTwoNodesEvictsOnlyThePodOnEachNode) {
   if (GetParam() != "placeholder") GTEST_SKIP() << "a shared node is never fenced: one mechanism is enough";
   const absl::Time began = absl::Now();
-  ASSERT_NO_FATAL_FAILURE(AddSharedGpuNode(2));
-  const uint32_t a = SubmitGpus("2", {"-w", Slurm().nodes[0]});
-  const uint32_t b = SubmitGpus("2", {"-w", Slurm().nodes[1]});
-  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
-    return ShowJob(a)["JobState"] == "RUNNING" && ShowJob(b)["JobState"] == "RUNNING";
-  }));
-  ASSERT_NO_FATAL_FAILURE(StartScheduler(/*lend_after=*/1, "interactive"));
-  ASSERT_NO_FATAL_FAILURE(CreateGpuPod("low1", "2", "batch"));
-  ASSERT_NO_FATAL_FAILURE(CreateGpuPod("low2", "2", "batch"));
-  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return !PodNode("low1").empty() && !PodNode("low2").empty(); }))
-      << PodNode("low1") << " " << PodNode("low2");
-  EXPECT_NE(PodNode("low1"), PodNode("low2"));
-  const std::string uid1 = GetPod(client_.get(), ns_, "low1")->metadata.uid;
-  const std::string uid2 = GetPod(client_.get(), ns_, "low2")->metadata.uid;
+  uint32_t a = 0, b = 0;
+  std::string uid1, uid2;
+  ASSERT_NO_FATAL_FAILURE(TwoSharedNodesWithLowPods(&a, &b, &uid1, &uid2));
   auto out = SlurmCommand(Slurm(), {"sbatch", "--parsable", "-p", "pool", "-N2", "-c1", "--mem=100", "-t", "10",
                                     "--gres=gpu:2", "-o", "/dev/null", "--wrap=sleep 600"});
   uint32_t gang = 0;
@@ -1497,21 +1505,10 @@ TEST_P(SlurmE2ETest, SharedNodesASlurmJobOfTwoNodesEvictsOnlyThePodOnEachNode) {
 TEST_P(SlurmE2ETest, SharedNodesAGangOfPodsEvictsOnlyThePodOnEachMembersNode) {
   if (GetParam() != "placeholder") GTEST_SKIP() << "a shared node is never fenced: one mechanism is enough";
   const absl::Time began = absl::Now();
-  ASSERT_NO_FATAL_FAILURE(AddSharedGpuNode(2));
-  const uint32_t a = SubmitGpus("2", {"-w", Slurm().nodes[0]});
-  const uint32_t b = SubmitGpus("2", {"-w", Slurm().nodes[1]});
-  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
-    return ShowJob(a)["JobState"] == "RUNNING" && ShowJob(b)["JobState"] == "RUNNING";
-  }));
-  ASSERT_NO_FATAL_FAILURE(StartScheduler(/*lend_after=*/1, "interactive"));
-  ASSERT_NO_FATAL_FAILURE(CreateGpuPod("low1", "2", "batch"));
-  ASSERT_NO_FATAL_FAILURE(CreateGpuPod("low2", "2", "batch"));
-  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return !PodNode("low1").empty() && !PodNode("low2").empty(); }))
-      << PodNode("low1") << " " << PodNode("low2");
-  ASSERT_NE(PodNode("low1"), PodNode("low2"));
+  uint32_t a = 0, b = 0;
+  std::string uid1, uid2;
+  ASSERT_NO_FATAL_FAILURE(TwoSharedNodesWithLowPods(&a, &b, &uid1, &uid2));
   const std::map<std::string, std::string> low_on = {{PodNode("low1"), "low1"}, {PodNode("low2"), "low2"}};
-  const std::string uid1 = GetPod(client_.get(), ns_, "low1")->metadata.uid;
-  const std::string uid2 = GetPod(client_.get(), ns_, "low2")->metadata.uid;
   for (const char* member : {"train-0", "train-1"}) {
     ASSERT_NO_FATAL_FAILURE(CreateGpuPod(member, "2", "interactive", "", "train", "2"));
   }

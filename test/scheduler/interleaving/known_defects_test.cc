@@ -304,5 +304,17 @@ TEST(KnownDefectsTest, F3_APlaceholderLostAgainBeforeItRanIsReportedAgain) {
               KnownOpenDefects::None());
 }
 
+// G6 (found by the checker's hunt with gangs; seed 27025, shrunk to 40 steps): gang1's members
+// claim s1 and s2, and job 6 (two nodes) is requeued for them; one member is deleted and its claim
+// undone, the other's claim on s2 stands. The plan then starts job 6 again (it fits elsewhere by
+// onequeue's count), onequeue releases it, and Slurm, whose books do not hold the pending claim
+// placeholder and whose start onequeue does not pin, runs it on s1 and s2 -> (g3). Fixed: a job
+// named as a victim by a claim that still stands is not started until that claim has run or been
+// undone (SchedulingLoop::VictimOfAStandingClaim).
+TEST(KnownDefectsTest, G6_AVictimOfAStandingClaimIsNotStartedBeforeTheClaimRuns) {
+  ExpectClean({27025, {"placeholder", {2, 2, 0, 0}, 0, 1, true, true, true}, {{S::kSharedJobSubmitted, 40383}, {S::kSharedGangJobSubmitted, 63048}, {S::kPoll, 0}, {S::kCycle, 60735}, {S::kSharedGangJobSubmitted, 57774}, {S::kSharedJobSubmitted, 44234}, {S::kCrash, 22662}, {S::kSuccessor, 52986}, {S::kPoll, 0}, {S::kCycle, 32219}, {S::kSharedPodGangCreated, 42945}, {S::kPoll, 0}, {S::kCycle, 3955}, {S::kCycle, 58921}, {S::kCycle, 54320}, {S::kPodDeleted, 10840}, {S::kCycle, 20000}, {S::kCycle, 44796}, {S::kCycle, 58095}, {S::kCycle, 63848}, {S::kCycle, 57756}, {S::kCycle, 40508}, {S::kCycle, 2054}, {S::kCycle, 28197}, {S::kCycle, 15509}, {S::kCycle, 12378}, {S::kCycle, 58031}, {S::kCycle, 48626}, {S::kCycle, 31839}, {S::kCycle, 23136}, {S::kCycle, 25970}, {S::kCycle, 35056}, {S::kCycle, 64472}, {S::kCycle, 32274}, {S::kCycle, 53158}, {S::kPoll, 0}, {S::kCycle, 54987}, {S::kCycle, 53717}, {S::kCycle, 30676}, {S::kSlurmSchedules, 38832}}},
+              KnownOpenDefects::None());
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
