@@ -257,29 +257,26 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
                                                                  double priority,
                                                                  const std::vector<char>& eligible,
                                                                  Time on_or_after) {
-  // Fluxion's avail_time_first over a node set, driven by time: a node's availability can only
-  // rise when one of its own blocks ends, so the candidate start times are `on_or_after` and the
-  // block ends after it, visited in ascending order (one ordered list for the whole pool). At
-  // each candidate only the nodes whose block ended there are re-examined; once the nodes seen
-  // feasible add up to the gang, they are re-verified at that time (a node feasible earlier can
-  // be blocked later by a block that starts after its last check) and the first time that holds
-  // is the answer. A single-member workload stops at the first node that frees up for it.
-  //
-  // Node choice (PreferLatestFreed): among the nodes with room at that time, those whose last
-  // block ended latest before it come first, the nodes free since the search began last, so the
-  // reservation leaves the nodes free now to backfill (textbook EASY's extra processors).
+  // How it searches and chooses: planner_pass.h.
   AvailabilityProfile& p = *s_.profile;
   const int32_t members = std::max<int32_t>(1, w.members);
-  // The nodes seen feasible: per-node arrays kept in the State and a list of the nodes in it
-  // (order does not matter: PreferLatestFreed sorts by a total order).
+  const Time start = p.RoundUp(std::max(on_or_after, p.now()));
+  if (start > p.horizon()) return std::nullopt;
+  // The nodes seen feasible, in no order that matters (PreferLatestFreed sorts by a total order).
   PlacementScratch& feasible = s_.placement;
   feasible.Begin(p.size());
+  const int16_t tenant = s_.TenantId(w.tenant);
+  s_.no_room.Begin(w.per_member, w.kind, tenant, start, duration, p.size());
   int64_t total = 0;
-  auto copies_at = [&, tenant = s_.TenantId(w.tenant)](NodeIndex n, Time t) -> int64_t {
+  auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
     if (!Usable(n, w, priority, eligible)) return 0;
-    return p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, members, false, tenant);
+    const uint32_t version = p.NodeVersion(n);
+    if (s_.no_room.KnownNoRoom(n, t, version)) return 0;
+    const int64_t c = p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, members, false, tenant);
+    if (c <= 0) s_.no_room.NoRoom(n, t, version);
+    return c;
   };
-  auto note = [&](NodeIndex n, int64_t c, Time freed) {
+  auto note = [&](NodeIndex n, int64_t c, Time freed, Time t) {
     if (c <= 0) return;
     if (feasible.Contains(n)) {
       total -= feasible.copies[n];
@@ -288,6 +285,7 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     }
     feasible.copies[n] = c;
     feasible.freed[n] = freed;
+    feasible.checked[n] = t;
     total += c;
   };
   auto try_finish = [&](Time t) -> std::optional<Placement> {
@@ -295,12 +293,14 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     total = 0;
     size_t kept = 0;
     for (NodeIndex n : feasible.nodes) {
-      const int64_t c = copies_at(n, t);
+      // A node found feasible at t itself keeps its answer (the profile has not changed since).
+      const int64_t c = feasible.checked[n] == t ? feasible.copies[n] : copies_at(n, t);
       if (c <= 0) {
         feasible.Drop(n);
         continue;
       }
       feasible.copies[n] = c;
+      feasible.checked[n] = t;
       total += c;
       feasible.nodes[kept++] = n;
     }
@@ -309,11 +309,8 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     return Placement{t, ChooseNodes(w, PreferLatestFreed(feasible, PreferenceOf(w, p.size())),
                                     /*preference_order=*/true)};
   };
-
-  const Time start = p.RoundUp(std::max(on_or_after, p.now()));
-  if (start > p.horizon()) return std::nullopt;
   ForEachNodeWithRoomAt(w, start, [&](NodeIndex n) {
-    note(n, copies_at(n, start), start);
+    note(n, copies_at(n, start), start, start);
     return true;
   });
   std::optional<Placement> result = try_finish(start);
@@ -327,7 +324,7 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
       if (result.has_value()) return false;
     }
     batch = t;
-    note(n, copies_at(n, t), end);
+    note(n, copies_at(n, t), end, t);
     return true;
   });
   if (!result.has_value() && batch >= 0) result = try_finish(batch);

@@ -54,6 +54,7 @@ struct PlacementScratch {
   std::vector<NodeIndex> nodes;  // the nodes in the set, in no particular order
   std::vector<int64_t> copies;
   std::vector<Time> freed;
+  std::vector<Time> checked;  // the time at which `copies` was found
   std::vector<uint32_t> mark;  // == stamp: in the set
   uint32_t stamp = 0;
 
@@ -63,6 +64,7 @@ struct PlacementScratch {
       mark.assign(node_count, 0);
       copies.assign(node_count, 0);
       freed.assign(node_count, 0);
+      checked.assign(node_count, 0);
       stamp = 0;
     }
     if (++stamp == 0) {  // wrapped: forget every old mark
@@ -216,6 +218,7 @@ struct QueuePlanner::State {
   std::vector<std::pair<NodeIndex, int64_t>> scratch_inside;
   std::vector<int64_t> scratch_capacity;
   internal::PlacementScratch placement;  // EarliestPlacement's feasible nodes
+  internal::NoRoomMemo no_room;          // EarliestPlacement's nodes without room at its start
   MemberNodes scratch_member_nodes;      // ForEachNodeCount's sorted copy
   internal::FailureMemo failed_now;    // could not start now
   internal::NotBeforeMemo not_before;  // earliest possible starts (kForever: none inside the window)

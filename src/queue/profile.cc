@@ -27,7 +27,8 @@ AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time n
       resolution_(std::max<Duration>(1, resolution)),
       shared_(std::move(shared)),
       same_tenant_(capacity_.size(), 0),
-      node_tenant_(capacity_.size(), kNoTenant) {
+      node_tenant_(capacity_.size(), kNoTenant),
+      node_version_(capacity_.size(), 0) {
   shared_.resize(capacity_.size(), 0);
   // A node holds a few running workloads and gains a few blocks per cycle: one allocation for
   // the common case instead of a vector growing 1, 2, 4, 8 (~25,000 reallocations per cycle).
@@ -100,6 +101,7 @@ void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
     }
   }
   ++version_;
+  ++node_version_[node];
 }
 
 void AvailabilityProfile::ResummariseAfterRemove(NodeIndex node, const Block& removed) {
@@ -170,6 +172,7 @@ bool AvailabilityProfile::Remove(NodeIndex node, const Block& block) {
     }
   }
   ++version_;
+  ++node_version_[node];
   return true;
 }
 

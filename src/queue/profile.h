@@ -124,6 +124,9 @@ class AvailabilityProfile {
   Duration resolution() const { return resolution_; }
   // Bumped by every Add: memoised answers are valid while it is unchanged.
   uint64_t version() const { return version_; }
+  // Bumped by every Add and Remove on `node`: an answer about the node alone (NoRoomMemo) is
+  // valid while it is unchanged.
+  uint32_t NodeVersion(NodeIndex node) const { return node_version_[node]; }
 
  private:
   int64_t CopiesSlow(NodeIndex node, Time start, Time end, const Resources& request,
@@ -176,6 +179,7 @@ class AvailabilityProfile {
   // Kept for same-tenant nodes only (kNoTenant elsewhere), so off them the fast paths pass.
   std::vector<int16_t> node_tenant_;
   uint64_t version_ = 0;
+  std::vector<uint32_t> node_version_;  // per node, see NodeVersion
   bool sealed_ = false;
   std::vector<std::pair<Time, NodeIndex>> base_ends_;
   // Ends of the blocks added after SealBase (thousands per cycle), grouped by time: most share
