@@ -5,8 +5,12 @@
 // duration, the request.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "queue/plan.h"
+#include "queue/planner.h"
 #include "queue/planner_memos.h"
 #include "queue/profile.h"
 #include "queue/resources.h"
@@ -124,6 +128,75 @@ TEST(NoRoomMemo, EachRequestHasItsOwnSet) {
   EXPECT_FALSE(memo.KnownNoRoom(0, kStart, p.NodeVersion(0)));
   memo.Begin(Cores(4), WorkloadKind::kSlurmJob, -1, kStart, 300, p.size());
   EXPECT_TRUE(memo.KnownNoRoom(0, kStart, p.NodeVersion(0)));
+}
+
+// The same through the planner: a promise's placeholder is the one thing a cycle takes back
+// (CyclePass::RemovePlaceholder), so the one place where a remembered no goes stale.
+//   3 nodes of 4 cpus: "b" (0), "c" (1, busy until 1000), "a" (2). "h" was promised "a" over
+//   [200, 300). "x1" and "x2" (same request and time limit, not before 200) come before and
+//   after "h" in the queue. "x1" searches from 200 while the placeholder is on "a" (no room
+//   there, remembered) and reserves "b"; at its turn "h" takes its placeholder back and starts
+//   now on "b" (it ends at 100); "x2" searches from 200 again and must find "a" free then, not
+//   wait for "b" at 300.
+TEST(NoRoomMemo, APlaceholderTakenBackFreesItsNodeForTheNextSearchFromTheSameStart) {
+  QueueConfig config;
+  config.weights = PriorityWeights{.age = 0, .fair_share = 0, .job_size = 0, .partition = 0, .qos = 10000};
+  config.qos = {QosPolicy{.name = "first", .priority = 300}, QosPolicy{.name = "second", .priority = 200},
+                QosPolicy{.name = "third", .priority = 100}};
+  config.resolution = 10;
+  config.window = 100'000;
+  auto node = [](const std::string& name) {
+    Node n;
+    n.name = name;
+    n.allocatable[kCpu] = 4000;
+    n.allocatable[kPods] = 110;
+    return n;
+  };
+  auto job = [](const std::string& id, const std::string& qos, Time not_before) {
+    PendingWorkload w;
+    w.id = id;
+    w.kind = WorkloadKind::kSlurmJob;
+    w.per_member[kCpu] = 4000;
+    w.time_limit = 100;
+    w.qos = qos;
+    w.account = "acct";
+    w.not_before = not_before;
+    return w;
+  };
+  auto snapshot = std::make_shared<Snapshot>();
+  snapshot->nodes = {node("b"), node("c"), node("a")};
+  RunningWorkload busy;
+  busy.id = "busy";
+  busy.kind = WorkloadKind::kSlurmJob;
+  busy.allocations = {Allocation{1, snapshot->nodes[1].allocatable}};
+  busy.expected_end = 1000;
+  snapshot->running = {busy};
+  snapshot->pending = {job("x1", "first", 200), job("h", "second", 0), job("x2", "third", 200)};
+  PromisedReservation promise;
+  promise.workload = "h";
+  promise.member_nodes = {2};
+  promise.start = 200;
+  promise.end = 300;
+  promise.per_member[kCpu] = 4000;
+  QueuePlanner planner(config, nullptr);
+  const Plan plan = planner.PlanCycle(snapshot, 0, {promise});
+  ASSERT_EQ(plan.OrderIds(), (std::vector<std::string>{"x1", "h", "x2"}));
+  const StartDecision* h = nullptr;
+  for (const StartDecision& s : plan.starts) h = s.workload == "h" ? &s : h;
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->member_nodes, MemberNodes{0});
+  const ReserveDecision* x1 = nullptr;
+  const ReserveDecision* x2 = nullptr;
+  for (const ReserveDecision& r : plan.reservations) {
+    if (r.workload == "x1") x1 = &r;
+    if (r.workload == "x2") x2 = &r;
+  }
+  ASSERT_NE(x1, nullptr);
+  EXPECT_EQ(x1->start, 200);
+  EXPECT_EQ(x1->member_nodes, MemberNodes{0});
+  ASSERT_NE(x2, nullptr);
+  EXPECT_EQ(x2->start, 200);
+  EXPECT_EQ(x2->member_nodes, MemberNodes{2});
 }
 
 }  // namespace
