@@ -30,9 +30,19 @@ AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time n
       node_tenant_(capacity_.size(), kNoTenant),
       node_version_(capacity_.size(), 0) {
   shared_.resize(capacity_.size(), 0);
+  for (const Resources& c : capacity_) Activate(c);
   // A node holds a few running workloads and gains a few blocks per cycle: one allocation for
   // the common case instead of a vector growing 1, 2, 4, 8 (~25,000 reallocations per cycle).
   for (std::vector<StoredBlock>& b : blocks_) b.reserve(4);
+}
+
+void AvailabilityProfile::Activate(const Resources& r) {
+  for (int i = kMaxResourceKinds - 1; i >= active_slots_; --i) {
+    if (r.amount[i] != 0) {
+      active_slots_ = i + 1;
+      return;
+    }
+  }
 }
 
 int32_t AvailabilityProfile::InternUsage(const Resources& used) {
@@ -41,7 +51,10 @@ int32_t AvailabilityProfile::InternUsage(const Resources& used) {
   if (last_usage_ >= 0 && ResourcesEq()(usages_[last_usage_], used)) return last_usage_;
   const int32_t id = usages_.Intern(used);
   last_usage_ = id;
-  if (static_cast<size_t>(id) == usage_nonnegative_.size()) usage_nonnegative_.push_back(!used.AnyNegative());
+  if (static_cast<size_t>(id) == usage_nonnegative_.size()) {
+    usage_nonnegative_.push_back(!used.AnyNegative());
+    Activate(used);
+  }
   return id;
 }
 
@@ -232,12 +245,37 @@ void AvailabilityProfile::SortAddedEnds() const {
 
 namespace {
 // !(capacity - used).Covers(request), slot by slot without building the difference: on a
-// one-processor node the first slot (cpu) already answers.
-bool LeavesNoRoom(const Resources& capacity, const Resources& used, const Resources& request) {
-  for (int i = 0; i < kMaxResourceKinds; ++i) {
+// one-processor node the first slot (cpu) already answers. Slots from `slots` on are 0 in all
+// three (AvailabilityProfile::active_slots_), so they cannot answer.
+bool LeavesNoRoom(const Resources& capacity, const Resources& used, const Resources& request, int slots) {
+  for (int i = 0; i < slots; ++i) {
     if (request.amount[i] > capacity.amount[i] - used.amount[i]) return true;
   }
   return false;
+}
+
+// Resources::CopiesOf over the first `slots` slots (the others are 0 in both vectors).
+int64_t CopiesWithin(const Resources& free, const Resources& request, int64_t cap, int slots) {
+  for (int i = 0; i < slots; ++i) {
+    if (request.amount[i] > free.amount[i]) return 0;
+  }
+  if (cap <= 1) return cap;
+  int64_t copies = cap;
+  for (int i = 0; i < slots; ++i) {
+    if (request.amount[i] <= 0) continue;
+    int64_t need;
+    if (!__builtin_mul_overflow(request.amount[i], copies, &need) && need <= free.amount[i]) continue;
+    copies = std::min(copies, free.amount[i] / request.amount[i]);
+    if (copies == 1) return 1;
+  }
+  return copies;
+}
+
+// True when `request` asks nothing from slot `slots` on.
+bool AsksOnlyWithin(const Resources& request, int slots) {
+  int64_t any = 0;
+  for (int i = slots; i < kMaxResourceKinds; ++i) any |= request.amount[i];
+  return any == 0;
 }
 }  // namespace
 
@@ -259,6 +297,7 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
     return (free_now_[node] + reserved_now_[node]).CopiesOf(request, cap);
   }
   const std::vector<StoredBlock>& blocks = blocks_[node];
+  const int slots = AsksOnlyWithin(request, active_slots_) ? active_slots_ : kMaxResourceKinds;
   // Only the blocks overlapping [start, end) matter: gather them once (a node may hold many
   // reservations spread over the window), then sweep the moments where usage can rise: `start`
   // and every block start inside the interval.
@@ -273,24 +312,27 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
       // The block is active at max(start, b.start), inside the interval: when its usage alone
       // (the others' being >= 0) leaves no room for one copy, none fits (the answer of the
       // sweep below, found without it; on one-processor nodes the common case).
-      if (b.start < b.end && usage_nonnegative_[b.used] && LeavesNoRoom(capacity_[node], usages_[b.used], request)) {
+      if (b.start < b.end && usage_nonnegative_[b.used] && LeavesNoRoom(capacity_[node], usages_[b.used], request, slots)) {
         return 0;
       }
       overlapping.push_back(&b);
     }
   }
-  if (overlapping.empty()) return capacity_[node].CopiesOf(request, cap);
-  auto free_at = [&](Time p) {
+  if (overlapping.empty()) return CopiesWithin(capacity_[node], request, cap, slots);
+  auto copies_at = [&](Time p) {
     Resources free = capacity_[node];
     for (const StoredBlock* b : overlapping) {
-      if (b->start <= p && p < b->end) free -= usages_[b->used];
+      if (b->start <= p && p < b->end) {
+        const Resources& used = usages_[b->used];
+        for (int i = 0; i < slots; ++i) free.amount[i] -= used.amount[i];
+      }
     }
-    return free;
+    return CopiesWithin(free, request, cap, slots);
   };
-  int64_t copies = free_at(start).CopiesOf(request, cap);
+  int64_t copies = copies_at(start);
   for (const StoredBlock* b : overlapping) {
     if (copies == 0) break;
-    if (b->start > start) copies = std::min(copies, free_at(b->start).CopiesOf(request, cap));
+    if (b->start > start) copies = std::min(copies, copies_at(b->start));
   }
   return copies;
 }

@@ -180,6 +180,11 @@ class AvailabilityProfile {
   std::vector<int16_t> node_tenant_;
   uint64_t version_ = 0;
   std::vector<uint32_t> node_version_;  // per node, see NodeVersion
+  // Slots [active_slots_, kMaxResourceKinds) are 0 in every capacity and every block's usage
+  // (most pools use cpu, memory and pods): CopiesSlow's slot loops stop there for a request that
+  // asks none of them either.
+  int active_slots_ = 0;
+  void Activate(const Resources& r);
   bool sealed_ = false;
   std::vector<std::pair<Time, NodeIndex>> base_ends_;
   // Ends of the blocks added after SealBase (thousands per cycle), grouped by time: most share
