@@ -267,7 +267,6 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   feasible.Begin(p.size());
   const int16_t tenant = s_.TenantId(w.tenant);
   s_.no_room.Begin(w.per_member, w.kind, tenant, start, duration, p.size());
-  int64_t total = 0;
   auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
     if (!Usable(n, w, priority, eligible)) return 0;
     const uint32_t version = p.NodeVersion(n);
@@ -276,19 +275,8 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     if (c <= 0) s_.no_room.NoRoom(n, t, version);
     return c;
   };
-  auto note = [&](NodeIndex n, int64_t c, Time freed, Time t) {
-    if (c <= 0) return;
-    if (feasible.Contains(n)) {
-      total -= feasible.copies[n];
-    } else {
-      feasible.Insert(n);
-    }
-    feasible.copies[n] = c;
-    feasible.freed[n] = freed;
-    feasible.checked[n] = t;
-    total += c;
-  };
   auto try_finish = [&](Time t) -> std::optional<Placement> {
+    int64_t& total = feasible.total;
     if (total < members) return std::nullopt;
     total = 0;
     size_t kept = 0;
@@ -309,8 +297,15 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     return Placement{t, ChooseNodes(w, PreferLatestFreed(feasible, PreferenceOf(w, p.size())),
                                     /*preference_order=*/true)};
   };
+  // Every node with room at the start ties on freed (the start): with one member and no
+  // preference the lowest-numbered one is chosen, so a node numbered above one found needs no look.
+  const bool lowest_wins = members == 1 && PreferenceOf(w, p.size()) == nullptr;
+  NodeIndex lowest = -1;
   ForEachNodeWithRoomAt(w, start, [&](NodeIndex n) {
-    note(n, copies_at(n, start), start, start);
+    if (lowest_wins && lowest >= 0 && n > lowest) return true;
+    const int64_t c = copies_at(n, start);
+    if (c > 0 && (lowest < 0 || n < lowest)) lowest = n;
+    feasible.Note(n, c, start, start);
     return true;
   });
   std::optional<Placement> result = try_finish(start);
@@ -324,7 +319,7 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
       if (result.has_value()) return false;
     }
     batch = t;
-    note(n, copies_at(n, t), end, t);
+    feasible.Note(n, copies_at(n, t), end, t);
     return true;
   });
   if (!result.has_value() && batch >= 0) result = try_finish(batch);

@@ -57,9 +57,11 @@ struct PlacementScratch {
   std::vector<Time> checked;  // the time at which `copies` was found
   std::vector<uint32_t> mark;  // == stamp: in the set
   uint32_t stamp = 0;
+  int64_t total = 0;  // the sum of `copies` over the set
 
   void Begin(size_t node_count) {
     nodes.clear();
+    total = 0;
     if (mark.size() != node_count) {
       mark.assign(node_count, 0);
       copies.assign(node_count, 0);
@@ -77,7 +79,21 @@ struct PlacementScratch {
     mark[n] = stamp;
     nodes.push_back(n);
   }
-  void Drop(NodeIndex n) { mark[n] = 0; }  // the caller takes it out of `nodes`
+  void Drop(NodeIndex n) { mark[n] = 0; }  // the caller takes it out of `nodes` and `total`
+  // Node n holds c copies (c > 0; else nothing changes) from t on, its last block having ended at
+  // `freed` (the search's start for a node free then).
+  void Note(NodeIndex n, int64_t c, Time freed_at, Time t) {
+    if (c <= 0) return;
+    if (Contains(n)) {
+      total -= copies[n];
+    } else {
+      Insert(n);
+    }
+    copies[n] = c;
+    freed[n] = freed_at;
+    checked[n] = t;
+    total += c;
+  }
 };
 
 }  // namespace internal

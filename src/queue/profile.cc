@@ -1,6 +1,8 @@
 #include "queue/profile.h"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 
 #include "absl/container/inlined_vector.h"
 
@@ -271,11 +273,12 @@ int64_t CopiesWithin(const Resources& free, const Resources& request, int64_t ca
   return copies;
 }
 
-// True when `request` asks nothing from slot `slots` on.
+// True when `request` asks nothing from slot `slots` on (a compare with zeros: libc's memcmp
+// takes 32 bytes a step where the loop took one slot).
 bool AsksOnlyWithin(const Resources& request, int slots) {
-  int64_t any = 0;
-  for (int i = slots; i < kMaxResourceKinds; ++i) any |= request.amount[i];
-  return any == 0;
+  static constexpr std::array<int64_t, kMaxResourceKinds> kZeros{};
+  return std::memcmp(request.amount.data() + slots, kZeros.data(),
+                     sizeof(int64_t) * static_cast<size_t>(kMaxResourceKinds - slots)) == 0;
 }
 }  // namespace
 
