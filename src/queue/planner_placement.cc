@@ -51,6 +51,25 @@ std::vector<std::pair<NodeIndex, int64_t>> PreferLatestFreed(const PlacementScra
   for (const auto& [freed, n, copies] : ranked) best_first.emplace_back(n, copies);
   return best_first;
 }
+// Visits a batch of (block end, node), gathered in ForEachEndAfter's ascending order, by latest
+// end first and, among equal ends, by node number, each node once at its latest end (marked in
+// `stamps` with `stamp`); stops when `visit` returns false.
+template <typename Visit>
+void LatestEndFirst(const std::vector<std::pair<Time, NodeIndex>>& batch, std::vector<uint32_t>& stamps,
+                    uint32_t stamp, Visit visit) {
+  size_t group_end = batch.size();
+  while (group_end > 0) {
+    size_t group_start = group_end - 1;
+    while (group_start > 0 && batch[group_start - 1].first == batch[group_end - 1].first) --group_start;
+    for (size_t i = group_start; i < group_end; ++i) {
+      const NodeIndex n = batch[i].second;
+      if (stamps[n] == stamp) continue;
+      stamps[n] = stamp;
+      if (!visit(batch[i].first, n)) return;
+    }
+    group_end = group_start;
+  }
+}
 }  // namespace
 
 // A template used only by this file's searches, so defined here.
@@ -276,24 +295,9 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     return c;
   };
   auto try_finish = [&](Time t) -> std::optional<Placement> {
-    int64_t& total = feasible.total;
-    if (total < members) return std::nullopt;
-    total = 0;
-    size_t kept = 0;
-    for (NodeIndex n : feasible.nodes) {
-      // A node found feasible at t itself keeps its answer (the profile has not changed since).
-      const int64_t c = feasible.checked[n] == t ? feasible.copies[n] : copies_at(n, t);
-      if (c <= 0) {
-        feasible.Drop(n);
-        continue;
-      }
-      feasible.copies[n] = c;
-      feasible.checked[n] = t;
-      total += c;
-      feasible.nodes[kept++] = n;
-    }
-    feasible.nodes.resize(kept);
-    if (total < members) return std::nullopt;
+    if (feasible.total < members) return std::nullopt;
+    feasible.Reverify(t, copies_at);
+    if (feasible.total < members) return std::nullopt;
     return Placement{t, ChooseNodes(w, PreferLatestFreed(feasible, PreferenceOf(w, p.size())),
                                     /*preference_order=*/true)};
   };
@@ -310,19 +314,36 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   });
   std::optional<Placement> result = try_finish(start);
   if (result.has_value()) return result;
+  // With one member and no preference a batch's winner is its first node with room by latest
+  // end, then lowest number (PreferLatestFreed): the batch is gathered and asked in that order.
+  std::vector<std::pair<Time, NodeIndex>>& gathered = s_.scratch_batch;
+  gathered.clear();
   Time batch = -1;
+  auto close_batch = [&] {
+    LatestEndFirst(gathered, s_.node_stamp, ++s_.stamp, [&](Time end, NodeIndex n) {
+      const int64_t c = copies_at(n, batch);
+      feasible.Note(n, c, end, batch);
+      return c <= 0;
+    });
+    gathered.clear();
+    return try_finish(batch);
+  };
   p.ForEachEndAfter(start, [&](Time end, NodeIndex n) {
     const Time t = p.RoundUp(end);
     if (t > p.horizon()) return false;
     if (batch >= 0 && t != batch) {
-      result = try_finish(batch);
+      result = close_batch();
       if (result.has_value()) return false;
     }
     batch = t;
-    feasible.Note(n, copies_at(n, t), end, t);
+    if (lowest_wins) {
+      gathered.emplace_back(end, n);
+    } else {
+      feasible.Note(n, copies_at(n, t), end, t);
+    }
     return true;
   });
-  if (!result.has_value() && batch >= 0) result = try_finish(batch);
+  if (!result.has_value() && batch >= 0) result = close_batch();
   return result;
 }
 

@@ -80,6 +80,26 @@ struct PlacementScratch {
     nodes.push_back(n);
   }
   void Drop(NodeIndex n) { mark[n] = 0; }  // the caller takes it out of `nodes` and `total`
+  // Asks every node of the set again at t (a node feasible earlier can be blocked at t by a
+  // block that starts after its last check) and keeps those with room; a node found feasible at
+  // t itself keeps its answer (the profile has not changed since).
+  template <typename CopiesAt>
+  void Reverify(Time t, CopiesAt copies_at) {
+    total = 0;
+    size_t kept = 0;
+    for (NodeIndex n : nodes) {
+      const int64_t c = checked[n] == t ? copies[n] : copies_at(n, t);
+      if (c <= 0) {
+        Drop(n);
+        continue;
+      }
+      copies[n] = c;
+      checked[n] = t;
+      total += c;
+      nodes[kept++] = n;
+    }
+    nodes.resize(kept);
+  }
   // Node n holds c copies (c > 0; else nothing changes) from t on, its last block having ended at
   // `freed` (the search's start for a node free then).
   void Note(NodeIndex n, int64_t c, Time freed_at, Time t) {
@@ -235,6 +255,7 @@ struct QueuePlanner::State {
   std::vector<int64_t> scratch_capacity;
   internal::PlacementScratch placement;  // EarliestPlacement's feasible nodes
   internal::NoRoomMemo no_room;          // EarliestPlacement's nodes without room at its start
+  std::vector<std::pair<Time, NodeIndex>> scratch_batch;  // EarliestPlacement's batch of block ends
   MemberNodes scratch_member_nodes;      // ForEachNodeCount's sorted copy
   internal::FailureMemo failed_now;    // could not start now
   internal::NotBeforeMemo not_before;  // earliest possible starts (kForever: none inside the window)
