@@ -201,15 +201,15 @@ class FitsMemo {
 // [t, t + d)?" of the same ~2,000 nodes at the same t in search after search of a shape (t: the
 // NotBeforeMemo's bound, unchanged while the searches of that shape find their start there),
 // nearly always with the answer no. A no is kept with the node's profile version
-// (AvailabilityProfile::NodeVersion): an Add or Remove on the node, the only changes to its
-// answer, makes it unknown again. A no for d holds for every d' >= d (the longer interval
-// overlaps every block the shorter one does). One start time and duration per request: a search
-// from another start, or for a shorter duration, starts the request's set afresh.
+// (AvailabilityProfile::NodeVersion) and its d: an Add or Remove on the node, the only changes to
+// its answer, makes it unknown again, and it answers only for a duration >= d (the longer
+// interval overlaps every block the shorter one does; a shorter one may end before the block
+// that left no room). One start time per request: a search from another start forgets the
+// request's nos.
 class NoRoomMemo {
  public:
-  // Selects the request's set for a search from `start` for `duration`.
-  void Begin(const Resources& request, WorkloadKind kind, int16_t tenant, Time start,
-             Duration duration, size_t nodes) {
+  // Selects the request's set for a search from `start`.
+  void Begin(const Resources& request, WorkloadKind kind, int16_t tenant, Time start, size_t nodes) {
     const int32_t shape = shapes_.Intern(request);
     auto [it, added] = index_.try_emplace(std::make_tuple(shape, kind, tenant), static_cast<int32_t>(sets_.size()));
     if (added) {
@@ -222,36 +222,39 @@ class NoRoomMemo {
     }
     current_ = &sets_[static_cast<size_t>(it->second)];
     if (current_->nodes.size() != nodes) current_->nodes.assign(nodes, Entry{});
-    if (current_->start != start || duration < current_->duration || current_->epoch == 0) {
+    if (current_->start != start || current_->epoch == 0) {
       if (++current_->epoch == 0) {  // wrapped: forget every old entry
         current_->nodes.assign(nodes, Entry{});
         current_->epoch = 1;
       }
       current_->start = start;
-      current_->duration = duration;
     }
   }
-  // True when node n was found without room at t (the selected start) at this node version.
-  bool KnownNoRoom(NodeIndex n, Time t, uint32_t node_version) const {
+  // True when node n was found without room at t (the selected start) for a duration no longer
+  // than `duration`, at this node version.
+  bool KnownNoRoom(NodeIndex n, Time t, Duration duration, uint32_t node_version) const {
     if (current_ == nullptr || t != current_->start) return false;
     const Entry& e = current_->nodes[static_cast<size_t>(n)];
-    return e.epoch == current_->epoch && e.version == node_version;
+    return e.epoch == current_->epoch && e.version == node_version && e.duration <= duration;
   }
-  // Node n has no room at t (ignored unless t is the selected start).
-  void NoRoom(NodeIndex n, Time t, uint32_t node_version) {
+  // Node n has no room at t for `duration` (ignored unless t is the selected start).
+  void NoRoom(NodeIndex n, Time t, Duration duration, uint32_t node_version) {
     if (current_ == nullptr || t != current_->start) return;
-    current_->nodes[static_cast<size_t>(n)] = Entry{current_->epoch, node_version};
+    Entry& e = current_->nodes[static_cast<size_t>(n)];
+    // A no for a shorter duration answers more questions: kept while its version holds.
+    if (e.epoch == current_->epoch && e.version == node_version && e.duration <= duration) return;
+    e = Entry{current_->epoch, node_version, duration};
   }
 
  private:
-  static constexpr size_t kMaxEntries = size_t{1} << 22;  // 32 MB of entries at most
+  static constexpr size_t kMaxEntries = size_t{1} << 21;  // 32 MB of entries at most
   struct Entry {
     uint32_t epoch = 0;  // the set's epoch when written (0: never)
     uint32_t version = 0;
+    Duration duration = 0;
   };
   struct Set {
     Time start = 0;
-    Duration duration = 0;
     uint32_t epoch = 0;  // bumped when the set starts afresh
     std::vector<Entry> nodes;
   };

@@ -285,13 +285,13 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   PlacementScratch& feasible = s_.placement;
   feasible.Begin(p.size());
   const int16_t tenant = s_.TenantId(w.tenant);
-  s_.no_room.Begin(w.per_member, w.kind, tenant, start, duration, p.size());
+  s_.no_room.Begin(w.per_member, w.kind, tenant, start, p.size());
   auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
     if (!Usable(n, w, priority, eligible)) return 0;
     const uint32_t version = p.NodeVersion(n);
-    if (s_.no_room.KnownNoRoom(n, t, version)) return 0;
+    if (s_.no_room.KnownNoRoom(n, t, duration, version)) return 0;
     const int64_t c = p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, members, false, tenant);
-    if (c <= 0) s_.no_room.NoRoom(n, t, version);
+    if (c <= 0) s_.no_room.NoRoom(n, t, duration, version);
     return c;
   };
   auto try_finish = [&](Time t) -> std::optional<Placement> {
