@@ -245,9 +245,11 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
   int64_t found = 0;
   const AvailabilityProfile& p = *s_.profile;
   const int16_t tenant = s_.TenantId(w.tenant);
+  const int slots = p.SlotsFor(w.per_member);
   auto consider = [&](NodeIndex n) {
     if (!Usable(n, w, priority, eligible)) return;
-    int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, every_node ? members : members - found, false, tenant);
+    int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, every_node ? members : members - found, false, tenant,
+                              slots);
     if (copies <= 0) return;
     candidates.emplace_back(n, copies);
     found += copies;
@@ -285,12 +287,13 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   PlacementScratch& feasible = s_.placement;
   feasible.Begin(p.size());
   const int16_t tenant = s_.TenantId(w.tenant);
+  const int slots = p.SlotsFor(w.per_member);
   s_.no_room.Begin(w.per_member, w.kind, tenant, start, p.size());
   auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
     if (!Usable(n, w, priority, eligible)) return 0;
     const uint32_t version = p.NodeVersion(n);
     if (s_.no_room.KnownNoRoom(n, t, duration, version)) return 0;
-    const int64_t c = p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, members, false, tenant);
+    const int64_t c = p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, members, false, tenant, slots);
     if (c <= 0) s_.no_room.NoRoom(n, t, duration, version);
     return c;
   };

@@ -282,9 +282,13 @@ bool AsksOnlyWithin(const Resources& request, int slots) {
 }
 }  // namespace
 
+int AvailabilityProfile::SlotsFor(const Resources& request) const {
+  return AsksOnlyWithin(request, active_slots_) ? active_slots_ : kMaxResourceKinds;
+}
+
 int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
                                         const Resources& request, WorkloadKind kind, int64_t cap,
-                                        bool ignore_reservations, int16_t tenant) const {
+                                        bool ignore_reservations, int16_t tenant, int slots) const {
   if (start < now_) start = now_;
   if (end <= start) return cap;
   // Always 0 on shared nodes; and no block of another tenant (always off same-tenant nodes).
@@ -300,7 +304,7 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
     return (free_now_[node] + reserved_now_[node]).CopiesOf(request, cap);
   }
   const std::vector<StoredBlock>& blocks = blocks_[node];
-  const int slots = AsksOnlyWithin(request, active_slots_) ? active_slots_ : kMaxResourceKinds;
+  if (slots < 0) slots = SlotsFor(request);
   // Only the blocks overlapping [start, end) matter: gather them once (a node may hold many
   // reservations spread over the window), then sweep the moments where usage can rise: `start`
   // and every block start inside the interval.

@@ -72,9 +72,10 @@ class AvailabilityProfile {
   // ReservedForHigherPriority from Resources).
   // `tenant`: the querying workload's (issue 25); on a same-tenant node a block of another tenant
   // overlapping [start, end) leaves no room.
+  // `slots`: SlotsFor(request), for a caller asking about one request many times (-1: found here).
   int64_t Copies(NodeIndex node, Time start, Time end, const Resources& request,
                  WorkloadKind kind, int64_t cap, bool ignore_reservations = false,
-                 int16_t tenant = kNoTenant) const {
+                 int16_t tenant = kNoTenant, int slots = -1) const {
     // Fast path, inline (the planner asks this of ~200,000 nodes per cycle): starting now and
     // ending before any future block starts, the tightest moment is now (blocks active now only
     // end later), so free_now answers it.
@@ -83,8 +84,11 @@ class AvailabilityProfile {
         TenantFits(node, tenant)) {
       return free_now_[node].CopiesOf(request, cap);
     }
-    return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations, tenant);
+    return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations, tenant, slots);
   }
+  // How many leading slots a query about `request` must compare: past them every capacity, usage
+  // and the request are 0 (most pools name cpu, memory and pods only).
+  int SlotsFor(const Resources& request) const;
 
   // Earliest grid time t >= on_or_after, t <= horizon(), at which one copy of `request` fits on
   // `node` over [t, t + duration); kForever when there is none.
@@ -130,7 +134,7 @@ class AvailabilityProfile {
 
  private:
   int64_t CopiesSlow(NodeIndex node, Time start, Time end, const Resources& request,
-                     WorkloadKind kind, int64_t cap, bool ignore_reservations, int16_t tenant) const;
+                     WorkloadKind kind, int64_t cap, bool ignore_reservations, int16_t tenant, int slots) const;
   // No block of another tenant anywhere on the node (always true off same-tenant nodes).
   bool TenantFits(NodeIndex node, int16_t tenant) const {
     const int16_t t = node_tenant_[node];
