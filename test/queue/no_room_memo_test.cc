@@ -135,12 +135,12 @@ TEST(NoRoomMemo, EachRequestHasItsOwnSet) {
 
 // The same through the planner: a promise's placeholder is the one thing a cycle takes back
 // (CyclePass::RemovePlaceholder), so the one place where a remembered no goes stale.
-//   3 nodes of 4 cpus: "b" (0), "c" (1, busy until 1000), "a" (2). "h" was promised "a" over
-//   [200, 300). "x1" and "x2" (same request and time limit, not before 200) come before and
-//   after "h" in the queue. "x1" searches from 200 while the placeholder is on "a" (no room
-//   there, remembered) and reserves "b"; at its turn "h" takes its placeholder back and starts
-//   now on "b" (it ends at 100); "x2" searches from 200 again and must find "a" free then, not
-//   wait for "b" at 300.
+//   3 nodes of 4 cpus: "a" (0, busy until 150), "b" (1), "c" (2, busy until 1000). "h" was
+//   promised "a" over [200, 300). "x1" and "x2" (same request and time limit, not before 200)
+//   come before and after "h" in the queue. "x1" searches from 200 while the placeholder is on
+//   "a" (no room there, remembered) and reserves "b"; at its turn "h" takes its placeholder back
+//   and starts now on "b" (it ends at 100); "x2" searches from 200 again and must find "a" free
+//   then, not wait for "b" at 300.
 TEST(NoRoomMemo, APlaceholderTakenBackFreesItsNodeForTheNextSearchFromTheSameStart) {
   QueueConfig config;
   config.weights = PriorityWeights{.age = 0, .fair_share = 0, .job_size = 0, .partition = 0, .qos = 10000};
@@ -166,18 +166,23 @@ TEST(NoRoomMemo, APlaceholderTakenBackFreesItsNodeForTheNextSearchFromTheSameSta
     w.not_before = not_before;
     return w;
   };
+  auto busy = [](const std::string& id, NodeIndex n, Time end) {
+    RunningWorkload r;
+    r.id = id;
+    r.kind = WorkloadKind::kSlurmJob;
+    Resources all;
+    all[kCpu] = 4000;
+    r.allocations = {Allocation{n, all}};
+    r.expected_end = end;
+    return r;
+  };
   auto snapshot = std::make_shared<Snapshot>();
-  snapshot->nodes = {node("b"), node("c"), node("a")};
-  RunningWorkload busy;
-  busy.id = "busy";
-  busy.kind = WorkloadKind::kSlurmJob;
-  busy.allocations = {Allocation{1, snapshot->nodes[1].allocatable}};
-  busy.expected_end = 1000;
-  snapshot->running = {busy};
+  snapshot->nodes = {node("a"), node("b"), node("c")};
+  snapshot->running = {busy("busy-a", 0, 150), busy("busy-c", 2, 1000)};
   snapshot->pending = {job("x1", "first", 200), job("h", "second", 0), job("x2", "third", 200)};
   PromisedReservation promise;
   promise.workload = "h";
-  promise.member_nodes = {2};
+  promise.member_nodes = {0};
   promise.start = 200;
   promise.end = 300;
   promise.per_member[kCpu] = 4000;
@@ -187,7 +192,7 @@ TEST(NoRoomMemo, APlaceholderTakenBackFreesItsNodeForTheNextSearchFromTheSameSta
   const StartDecision* h = nullptr;
   for (const StartDecision& s : plan.starts) h = s.workload == "h" ? &s : h;
   ASSERT_NE(h, nullptr);
-  EXPECT_EQ(h->member_nodes, MemberNodes{0});
+  EXPECT_EQ(h->member_nodes, MemberNodes{1});
   const ReserveDecision* x1 = nullptr;
   const ReserveDecision* x2 = nullptr;
   for (const ReserveDecision& r : plan.reservations) {
@@ -196,10 +201,10 @@ TEST(NoRoomMemo, APlaceholderTakenBackFreesItsNodeForTheNextSearchFromTheSameSta
   }
   ASSERT_NE(x1, nullptr);
   EXPECT_EQ(x1->start, 200);
-  EXPECT_EQ(x1->member_nodes, MemberNodes{0});
+  EXPECT_EQ(x1->member_nodes, MemberNodes{1});
   ASSERT_NE(x2, nullptr);
   EXPECT_EQ(x2->start, 200);
-  EXPECT_EQ(x2->member_nodes, MemberNodes{2});
+  EXPECT_EQ(x2->member_nodes, MemberNodes{0});
 }
 
 }  // namespace
