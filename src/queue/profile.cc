@@ -258,19 +258,7 @@ bool LeavesNoRoom(const Resources& capacity, const Resources& used, const Resour
 
 // Resources::CopiesOf over the first `slots` slots (the others are 0 in both vectors).
 int64_t CopiesWithin(const Resources& free, const Resources& request, int64_t cap, int slots) {
-  for (int i = 0; i < slots; ++i) {
-    if (request.amount[i] > free.amount[i]) return 0;
-  }
-  if (cap <= 1) return cap;
-  int64_t copies = cap;
-  for (int i = 0; i < slots; ++i) {
-    if (request.amount[i] <= 0) continue;
-    int64_t need;
-    if (!__builtin_mul_overflow(request.amount[i], copies, &need) && need <= free.amount[i]) continue;
-    copies = std::min(copies, free.amount[i] / request.amount[i]);
-    if (copies == 1) return 1;
-  }
-  return copies;
+  return free.CopiesOf(request, cap, slots);
 }
 
 // True when `request` asks nothing from slot `slots` on (a compare with zeros: libc's memcmp

@@ -82,7 +82,7 @@ class AvailabilityProfile {
     if (start <= now_ && end <= first_future_start_[node] && !ignore_reservations && end > now_ &&
         (kinds_[node] & ~KindBit(kind)) == 0 &&  // kinds_ stays 0 on shared nodes
         TenantFits(node, tenant)) {
-      return free_now_[node].CopiesOf(request, cap);
+      return free_now_[node].CopiesOf(request, cap, slots < 0 ? kMaxResourceKinds : slots);
     }
     return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations, tenant, slots);
   }

@@ -150,12 +150,16 @@ TEST(AvailabilityProfile, CopiesMatchesBruteForceWhicheverSlotsAreNamed) {
       Resources request;
       request[kCpu] = pick(0, 8) * 500;
       if (pick(0, 1) == 0) request[static_cast<int>(pick(1, 15))] = pick(0, 2);
-      const Time start = kNow + pick(1, 100);  // after now: CopiesSlow, not the free_now path
+      const Time start = kNow + pick(0, 1) * pick(1, 100);  // now (the free_now path) or later
       const Time end = start + pick(1, 120);
       const int64_t cap = pick(1, 8);
-      ASSERT_EQ(profile.Copies(0, start, end, request, WorkloadKind::kSlurmJob, cap),
-                BruteCopies(capacity, blocks, start, end, request, WorkloadKind::kSlurmJob, cap, true, false))
+      const int64_t brute = BruteCopies(capacity, blocks, start, end, request, WorkloadKind::kSlurmJob, cap, true, false);
+      ASSERT_EQ(profile.Copies(0, start, end, request, WorkloadKind::kSlurmJob, cap), brute)
           << "trial " << trial << " query " << q << " start " << start << " end " << end;
+      ASSERT_EQ(profile.Copies(0, start, end, request, WorkloadKind::kSlurmJob, cap, false, AvailabilityProfile::kNoTenant,
+                               profile.SlotsFor(request)),
+                brute)
+          << "with SlotsFor: trial " << trial << " query " << q << " start " << start << " end " << end;
     }
   }
 }
