@@ -382,6 +382,18 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
     *uid1 = GetPod(client_.get(), ns_, "low1")->metadata.uid;
     *uid2 = GetPod(client_.get(), ns_, "low2")->metadata.uid;
   }
+  // The end of that scene: the interactive jobs a and b run on (Restarts=0), neither node fenced
+  // or drained.
+  void ExpectTheJobsBesideUntouched(uint32_t a, uint32_t b) {
+    for (uint32_t j : {a, b}) {
+      EXPECT_EQ(ShowJob(j)["JobState"], "RUNNING") << j;
+      EXPECT_EQ(ShowJob(j)["Restarts"], "0") << j;
+    }
+    for (int i : {1, 2}) {
+      EXPECT_EQ(SlurmFence(i), "") << i;
+      EXPECT_FALSE(SlurmDrained(i)) << i;
+    }
+  }
   // squeue's line for the pod's placeholder: id, state, node, CPUs, partition (and `more` squeue
   // fields after them); empty if none.
   std::vector<std::string> PodPlaceholder(const std::string& pod, const std::string& more = "") {
@@ -1485,15 +1497,7 @@ TEST_P(SlurmE2ETest, SharedNodesASlurmJobOfTwoNodesEvictsOnlyThePodOnEachNode) {
     for (const auto& e : EventsWithReason(client_.get(), ns_, pod, "Preempted")) preempted = e.note;
     EXPECT_TRUE(absl::StrContains(preempted, absl::StrCat("slurm/", gang))) << pod << ": " << preempted;
   }
-  // The jobs beside untouched; neither node fenced or drained.
-  for (uint32_t j : {a, b}) {
-    EXPECT_EQ(ShowJob(j)["JobState"], "RUNNING") << j;
-    EXPECT_EQ(ShowJob(j)["Restarts"], "0") << j;
-  }
-  for (int i : {1, 2}) {
-    EXPECT_EQ(SlurmFence(i), "") << i;
-    EXPECT_FALSE(SlurmDrained(i)) << i;
-  }
+  ExpectTheJobsBesideUntouched(a, b);
   std::cout << "[measured] scene took " << absl::FormatDuration(absl::Now() - began) << "\n";
 }
 
@@ -1530,14 +1534,7 @@ TEST_P(SlurmE2ETest, SharedNodesAGangOfPodsEvictsOnlyThePodOnEachMembersNode) {
     auto gone = GetPod(client_.get(), ns_, pod);
     EXPECT_TRUE(!gone.ok() || gone->metadata.uid != uid || !gone->metadata.deletion_timestamp.empty()) << pod;
   }
-  for (uint32_t j : {a, b}) {
-    EXPECT_EQ(ShowJob(j)["JobState"], "RUNNING") << j;
-    EXPECT_EQ(ShowJob(j)["Restarts"], "0") << j;
-  }
-  for (int i : {1, 2}) {
-    EXPECT_EQ(SlurmFence(i), "") << i;
-    EXPECT_FALSE(SlurmDrained(i)) << i;
-  }
+  ExpectTheJobsBesideUntouched(a, b);
   std::cout << "[measured] scene took " << absl::FormatDuration(absl::Now() - began) << "\n";
 }
 
