@@ -141,6 +141,19 @@ class CyclePass {
   // duration: the workload's run time (RunDuration, from its Facts).
   std::optional<MemberNodes> TryStartNow(const PendingWorkload& w, Duration duration, double priority,
                                          const std::vector<char>& eligible, Time now);
+  // Fluxion's avail_time_first over a node set, driven by time: a node's availability can only
+  // rise when one of its own blocks ends, so the candidate start times are `on_or_after` and the
+  // block ends after it, visited in ascending order (one ordered list for the whole pool). At
+  // each candidate only the nodes whose block ended there are re-examined; once the nodes seen
+  // feasible add up to the gang, they are re-verified at that time (a node feasible earlier can
+  // be blocked later by a block that starts after its last check) and the first time that holds
+  // is the answer. A single-member workload stops at the first node that frees up for it.
+  // The nodes found without room at the search's start are remembered (s_.no_room, issue 26):
+  // the next search of the request from the same start skips them while they are unchanged.
+  //
+  // Node choice (PreferLatestFreed): among the nodes with room at that time, those whose last
+  // block ended latest before it come first, the nodes free since the search began last, so the
+  // reservation leaves the nodes free now to backfill (textbook EASY's extra processors).
   std::optional<Placement> EarliestPlacement(const PendingWorkload& w, Duration duration, double priority,
                                              const std::vector<char>& eligible, Time on_or_after);
   // preference_order: the candidates come best first (a reservation's, see EarliestPlacement)

@@ -51,6 +51,25 @@ std::vector<std::pair<NodeIndex, int64_t>> PreferLatestFreed(const PlacementScra
   for (const auto& [freed, n, copies] : ranked) best_first.emplace_back(n, copies);
   return best_first;
 }
+// Visits a batch of (block end, node), gathered in ForEachEndAfter's ascending order, by latest
+// end first and, among equal ends, by node number, each node once at its latest end (marked in
+// `stamps` with `stamp`); stops when `visit` returns false.
+template <typename Visit>
+void LatestEndFirst(const std::vector<std::pair<Time, NodeIndex>>& batch, std::vector<uint32_t>& stamps,
+                    uint32_t stamp, Visit visit) {
+  size_t group_end = batch.size();
+  while (group_end > 0) {
+    size_t group_start = group_end - 1;
+    while (group_start > 0 && batch[group_start - 1].first == batch[group_end - 1].first) --group_start;
+    for (size_t i = group_start; i < group_end; ++i) {
+      const NodeIndex n = batch[i].second;
+      if (stamps[n] == stamp) continue;
+      stamps[n] = stamp;
+      if (!visit(batch[i].first, n)) return;
+    }
+    group_end = group_start;
+  }
+}
 }  // namespace
 
 // A template used only by this file's searches, so defined here.
@@ -226,9 +245,11 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
   int64_t found = 0;
   const AvailabilityProfile& p = *s_.profile;
   const int16_t tenant = s_.TenantId(w.tenant);
+  const int slots = p.SlotsFor(w.per_member);
   auto consider = [&](NodeIndex n) {
     if (!Usable(n, w, priority, eligible)) return;
-    int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, every_node ? members : members - found, false, tenant);
+    int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, every_node ? members : members - found, false, tenant,
+                              slots);
     if (copies <= 0) return;
     candidates.emplace_back(n, copies);
     found += copies;
@@ -257,80 +278,75 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
                                                                  double priority,
                                                                  const std::vector<char>& eligible,
                                                                  Time on_or_after) {
-  // Fluxion's avail_time_first over a node set, driven by time: a node's availability can only
-  // rise when one of its own blocks ends, so the candidate start times are `on_or_after` and the
-  // block ends after it, visited in ascending order (one ordered list for the whole pool). At
-  // each candidate only the nodes whose block ended there are re-examined; once the nodes seen
-  // feasible add up to the gang, they are re-verified at that time (a node feasible earlier can
-  // be blocked later by a block that starts after its last check) and the first time that holds
-  // is the answer. A single-member workload stops at the first node that frees up for it.
-  //
-  // Node choice (PreferLatestFreed): among the nodes with room at that time, those whose last
-  // block ended latest before it come first, the nodes free since the search began last, so the
-  // reservation leaves the nodes free now to backfill (textbook EASY's extra processors).
+  // How it searches and chooses: planner_pass.h.
   AvailabilityProfile& p = *s_.profile;
   const int32_t members = std::max<int32_t>(1, w.members);
-  // The nodes seen feasible: per-node arrays kept in the State and a list of the nodes in it
-  // (order does not matter: PreferLatestFreed sorts by a total order).
+  const Time start = p.RoundUp(std::max(on_or_after, p.now()));
+  if (start > p.horizon()) return std::nullopt;
+  // The nodes seen feasible, in no order that matters (PreferLatestFreed sorts by a total order).
   PlacementScratch& feasible = s_.placement;
   feasible.Begin(p.size());
-  int64_t total = 0;
-  auto copies_at = [&, tenant = s_.TenantId(w.tenant)](NodeIndex n, Time t) -> int64_t {
+  const int16_t tenant = s_.TenantId(w.tenant);
+  const int slots = p.SlotsFor(w.per_member);
+  s_.no_room.Begin(w.per_member, w.kind, tenant, start, p.size());
+  auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
     if (!Usable(n, w, priority, eligible)) return 0;
-    return p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, members, false, tenant);
-  };
-  auto note = [&](NodeIndex n, int64_t c, Time freed) {
-    if (c <= 0) return;
-    if (feasible.Contains(n)) {
-      total -= feasible.copies[n];
-    } else {
-      feasible.Insert(n);
-    }
-    feasible.copies[n] = c;
-    feasible.freed[n] = freed;
-    total += c;
+    const uint32_t version = p.NodeVersion(n);
+    if (s_.no_room.KnownNoRoom(n, t, duration, version)) return 0;
+    const int64_t c = p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, members, false, tenant, slots);
+    if (c <= 0) s_.no_room.NoRoom(n, t, duration, version);
+    return c;
   };
   auto try_finish = [&](Time t) -> std::optional<Placement> {
-    if (total < members) return std::nullopt;
-    total = 0;
-    size_t kept = 0;
-    for (NodeIndex n : feasible.nodes) {
-      const int64_t c = copies_at(n, t);
-      if (c <= 0) {
-        feasible.Drop(n);
-        continue;
-      }
-      feasible.copies[n] = c;
-      total += c;
-      feasible.nodes[kept++] = n;
-    }
-    feasible.nodes.resize(kept);
-    if (total < members) return std::nullopt;
+    if (feasible.total < members) return std::nullopt;
+    feasible.Reverify(t, copies_at);
+    if (feasible.total < members) return std::nullopt;
     return Placement{t, ChooseNodes(w, PreferLatestFreed(feasible, PreferenceOf(w, p.size())),
                                     /*preference_order=*/true)};
   };
-
-  const Time start = p.RoundUp(std::max(on_or_after, p.now()));
-  if (start > p.horizon()) return std::nullopt;
+  // Every node with room at the start ties on freed (the start): with one member and no
+  // preference the lowest-numbered one is chosen, so a node numbered above one found needs no look.
+  const bool lowest_wins = members == 1 && PreferenceOf(w, p.size()) == nullptr;
+  NodeIndex lowest = -1;
   ForEachNodeWithRoomAt(w, start, [&](NodeIndex n) {
-    note(n, copies_at(n, start), start);
+    if (lowest_wins && lowest >= 0 && n > lowest) return true;
+    const int64_t c = copies_at(n, start);
+    if (c > 0 && (lowest < 0 || n < lowest)) lowest = n;
+    feasible.Note(n, c, start, start);
     return true;
   });
   std::optional<Placement> result = try_finish(start);
   if (result.has_value()) return result;
+  // With one member and no preference a batch's winner is its first node with room by latest
+  // end, then lowest number (PreferLatestFreed): the batch is gathered and asked in that order.
+  std::vector<std::pair<Time, NodeIndex>>& gathered = s_.scratch_batch;
+  gathered.clear();
   Time batch = -1;
+  auto close_batch = [&] {
+    LatestEndFirst(gathered, s_.node_stamp, ++s_.stamp, [&](Time end, NodeIndex n) {
+      const int64_t c = copies_at(n, batch);
+      feasible.Note(n, c, end, batch);
+      return c <= 0;
+    });
+    gathered.clear();
+    return try_finish(batch);
+  };
   p.ForEachEndAfter(start, [&](Time end, NodeIndex n) {
     const Time t = p.RoundUp(end);
     if (t > p.horizon()) return false;
     if (batch >= 0 && t != batch) {
-      result = try_finish(batch);
+      result = close_batch();
       if (result.has_value()) return false;
     }
     batch = t;
-    note(n, copies_at(n, t), end);
+    if (lowest_wins) {
+      gathered.emplace_back(end, n);
+    } else {
+      feasible.Note(n, copies_at(n, t), end, t);
+    }
     return true;
   });
-  if (!result.has_value() && batch >= 0) result = try_finish(batch);
+  if (!result.has_value() && batch >= 0) result = close_batch();
   return result;
 }
 

@@ -54,15 +54,19 @@ struct PlacementScratch {
   std::vector<NodeIndex> nodes;  // the nodes in the set, in no particular order
   std::vector<int64_t> copies;
   std::vector<Time> freed;
+  std::vector<Time> checked;  // the time at which `copies` was found
   std::vector<uint32_t> mark;  // == stamp: in the set
   uint32_t stamp = 0;
+  int64_t total = 0;  // the sum of `copies` over the set
 
   void Begin(size_t node_count) {
     nodes.clear();
+    total = 0;
     if (mark.size() != node_count) {
       mark.assign(node_count, 0);
       copies.assign(node_count, 0);
       freed.assign(node_count, 0);
+      checked.assign(node_count, 0);
       stamp = 0;
     }
     if (++stamp == 0) {  // wrapped: forget every old mark
@@ -75,7 +79,41 @@ struct PlacementScratch {
     mark[n] = stamp;
     nodes.push_back(n);
   }
-  void Drop(NodeIndex n) { mark[n] = 0; }  // the caller takes it out of `nodes`
+  void Drop(NodeIndex n) { mark[n] = 0; }  // the caller takes it out of `nodes` and `total`
+  // Asks every node of the set again at t (a node feasible earlier can be blocked at t by a
+  // block that starts after its last check) and keeps those with room; a node found feasible at
+  // t itself keeps its answer (the profile has not changed since).
+  template <typename CopiesAt>
+  void Reverify(Time t, CopiesAt copies_at) {
+    total = 0;
+    size_t kept = 0;
+    for (NodeIndex n : nodes) {
+      const int64_t c = checked[n] == t ? copies[n] : copies_at(n, t);
+      if (c <= 0) {
+        Drop(n);
+        continue;
+      }
+      copies[n] = c;
+      checked[n] = t;
+      total += c;
+      nodes[kept++] = n;
+    }
+    nodes.resize(kept);
+  }
+  // Node n holds c copies (c > 0; else nothing changes) from t on, its last block having ended at
+  // `freed` (the search's start for a node free then).
+  void Note(NodeIndex n, int64_t c, Time freed_at, Time t) {
+    if (c <= 0) return;
+    if (Contains(n)) {
+      total -= copies[n];
+    } else {
+      Insert(n);
+    }
+    copies[n] = c;
+    freed[n] = freed_at;
+    checked[n] = t;
+    total += c;
+  }
 };
 
 }  // namespace internal
@@ -216,6 +254,8 @@ struct QueuePlanner::State {
   std::vector<std::pair<NodeIndex, int64_t>> scratch_inside;
   std::vector<int64_t> scratch_capacity;
   internal::PlacementScratch placement;  // EarliestPlacement's feasible nodes
+  internal::NoRoomMemo no_room;          // EarliestPlacement's nodes without room at its start
+  std::vector<std::pair<Time, NodeIndex>> scratch_batch;  // EarliestPlacement's batch of block ends
   MemberNodes scratch_member_nodes;      // ForEachNodeCount's sorted copy
   internal::FailureMemo failed_now;    // could not start now
   internal::NotBeforeMemo not_before;  // earliest possible starts (kForever: none inside the window)

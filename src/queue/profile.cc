@@ -1,6 +1,8 @@
 #include "queue/profile.h"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 
 #include "absl/container/inlined_vector.h"
 
@@ -27,11 +29,22 @@ AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time n
       resolution_(std::max<Duration>(1, resolution)),
       shared_(std::move(shared)),
       same_tenant_(capacity_.size(), 0),
-      node_tenant_(capacity_.size(), kNoTenant) {
+      node_tenant_(capacity_.size(), kNoTenant),
+      node_version_(capacity_.size(), 0) {
   shared_.resize(capacity_.size(), 0);
+  for (const Resources& c : capacity_) Activate(c);
   // A node holds a few running workloads and gains a few blocks per cycle: one allocation for
   // the common case instead of a vector growing 1, 2, 4, 8 (~25,000 reallocations per cycle).
   for (std::vector<StoredBlock>& b : blocks_) b.reserve(4);
+}
+
+void AvailabilityProfile::Activate(const Resources& r) {
+  for (int i = kMaxResourceKinds - 1; i >= active_slots_; --i) {
+    if (r.amount[i] != 0) {
+      active_slots_ = i + 1;
+      return;
+    }
+  }
 }
 
 int32_t AvailabilityProfile::InternUsage(const Resources& used) {
@@ -40,7 +53,10 @@ int32_t AvailabilityProfile::InternUsage(const Resources& used) {
   if (last_usage_ >= 0 && ResourcesEq()(usages_[last_usage_], used)) return last_usage_;
   const int32_t id = usages_.Intern(used);
   last_usage_ = id;
-  if (static_cast<size_t>(id) == usage_nonnegative_.size()) usage_nonnegative_.push_back(!used.AnyNegative());
+  if (static_cast<size_t>(id) == usage_nonnegative_.size()) {
+    usage_nonnegative_.push_back(!used.AnyNegative());
+    Activate(used);
+  }
   return id;
 }
 
@@ -100,6 +116,7 @@ void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
     }
   }
   ++version_;
+  ++node_version_[node];
 }
 
 void AvailabilityProfile::ResummariseAfterRemove(NodeIndex node, const Block& removed) {
@@ -170,6 +187,7 @@ bool AvailabilityProfile::Remove(NodeIndex node, const Block& block) {
     }
   }
   ++version_;
+  ++node_version_[node];
   return true;
 }
 
@@ -229,18 +247,36 @@ void AvailabilityProfile::SortAddedEnds() const {
 
 namespace {
 // !(capacity - used).Covers(request), slot by slot without building the difference: on a
-// one-processor node the first slot (cpu) already answers.
-bool LeavesNoRoom(const Resources& capacity, const Resources& used, const Resources& request) {
-  for (int i = 0; i < kMaxResourceKinds; ++i) {
+// one-processor node the first slot (cpu) already answers. Slots from `slots` on are 0 in all
+// three (AvailabilityProfile::active_slots_), so they cannot answer.
+bool LeavesNoRoom(const Resources& capacity, const Resources& used, const Resources& request, int slots) {
+  for (int i = 0; i < slots; ++i) {
     if (request.amount[i] > capacity.amount[i] - used.amount[i]) return true;
   }
   return false;
 }
+
+// Resources::CopiesOf over the first `slots` slots (the others are 0 in both vectors).
+int64_t CopiesWithin(const Resources& free, const Resources& request, int64_t cap, int slots) {
+  return free.CopiesOf(request, cap, slots);
+}
+
+// True when `request` asks nothing from slot `slots` on (a compare with zeros: libc's memcmp
+// takes 32 bytes a step where the loop took one slot).
+bool AsksOnlyWithin(const Resources& request, int slots) {
+  static constexpr std::array<int64_t, kMaxResourceKinds> kZeros{};
+  return std::memcmp(request.amount.data() + slots, kZeros.data(),
+                     sizeof(int64_t) * static_cast<size_t>(kMaxResourceKinds - slots)) == 0;
+}
 }  // namespace
+
+int AvailabilityProfile::SlotsFor(const Resources& request) const {
+  return AsksOnlyWithin(request, active_slots_) ? active_slots_ : kMaxResourceKinds;
+}
 
 int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
                                         const Resources& request, WorkloadKind kind, int64_t cap,
-                                        bool ignore_reservations, int16_t tenant) const {
+                                        bool ignore_reservations, int16_t tenant, int slots) const {
   if (start < now_) start = now_;
   if (end <= start) return cap;
   // Always 0 on shared nodes; and no block of another tenant (always off same-tenant nodes).
@@ -256,6 +292,7 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
     return (free_now_[node] + reserved_now_[node]).CopiesOf(request, cap);
   }
   const std::vector<StoredBlock>& blocks = blocks_[node];
+  if (slots < 0) slots = SlotsFor(request);
   // Only the blocks overlapping [start, end) matter: gather them once (a node may hold many
   // reservations spread over the window), then sweep the moments where usage can rise: `start`
   // and every block start inside the interval.
@@ -270,24 +307,27 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
       // The block is active at max(start, b.start), inside the interval: when its usage alone
       // (the others' being >= 0) leaves no room for one copy, none fits (the answer of the
       // sweep below, found without it; on one-processor nodes the common case).
-      if (b.start < b.end && usage_nonnegative_[b.used] && LeavesNoRoom(capacity_[node], usages_[b.used], request)) {
+      if (b.start < b.end && usage_nonnegative_[b.used] && LeavesNoRoom(capacity_[node], usages_[b.used], request, slots)) {
         return 0;
       }
       overlapping.push_back(&b);
     }
   }
-  if (overlapping.empty()) return capacity_[node].CopiesOf(request, cap);
-  auto free_at = [&](Time p) {
+  if (overlapping.empty()) return CopiesWithin(capacity_[node], request, cap, slots);
+  auto copies_at = [&](Time p) {
     Resources free = capacity_[node];
     for (const StoredBlock* b : overlapping) {
-      if (b->start <= p && p < b->end) free -= usages_[b->used];
+      if (b->start <= p && p < b->end) {
+        const Resources& used = usages_[b->used];
+        for (int i = 0; i < slots; ++i) free.amount[i] -= used.amount[i];
+      }
     }
-    return free;
+    return CopiesWithin(free, request, cap, slots);
   };
-  int64_t copies = free_at(start).CopiesOf(request, cap);
+  int64_t copies = copies_at(start);
   for (const StoredBlock* b : overlapping) {
     if (copies == 0) break;
-    if (b->start > start) copies = std::min(copies, free_at(b->start).CopiesOf(request, cap));
+    if (b->start > start) copies = std::min(copies, copies_at(b->start));
   }
   return copies;
 }

@@ -72,19 +72,23 @@ class AvailabilityProfile {
   // ReservedForHigherPriority from Resources).
   // `tenant`: the querying workload's (issue 25); on a same-tenant node a block of another tenant
   // overlapping [start, end) leaves no room.
+  // `slots`: SlotsFor(request), for a caller asking about one request many times (-1: found here).
   int64_t Copies(NodeIndex node, Time start, Time end, const Resources& request,
                  WorkloadKind kind, int64_t cap, bool ignore_reservations = false,
-                 int16_t tenant = kNoTenant) const {
+                 int16_t tenant = kNoTenant, int slots = -1) const {
     // Fast path, inline (the planner asks this of ~200,000 nodes per cycle): starting now and
     // ending before any future block starts, the tightest moment is now (blocks active now only
     // end later), so free_now answers it.
     if (start <= now_ && end <= first_future_start_[node] && !ignore_reservations && end > now_ &&
         (kinds_[node] & ~KindBit(kind)) == 0 &&  // kinds_ stays 0 on shared nodes
         TenantFits(node, tenant)) {
-      return free_now_[node].CopiesOf(request, cap);
+      return free_now_[node].CopiesOf(request, cap, slots < 0 ? kMaxResourceKinds : slots);
     }
-    return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations, tenant);
+    return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations, tenant, slots);
   }
+  // How many leading slots a query about `request` must compare: past them every capacity, usage
+  // and the request are 0 (most pools name cpu, memory and pods only).
+  int SlotsFor(const Resources& request) const;
 
   // Earliest grid time t >= on_or_after, t <= horizon(), at which one copy of `request` fits on
   // `node` over [t, t + duration); kForever when there is none.
@@ -124,10 +128,13 @@ class AvailabilityProfile {
   Duration resolution() const { return resolution_; }
   // Bumped by every Add: memoised answers are valid while it is unchanged.
   uint64_t version() const { return version_; }
+  // Bumped by every Add and Remove on `node`: an answer about the node alone (NoRoomMemo) is
+  // valid while it is unchanged.
+  uint32_t NodeVersion(NodeIndex node) const { return node_version_[node]; }
 
  private:
   int64_t CopiesSlow(NodeIndex node, Time start, Time end, const Resources& request,
-                     WorkloadKind kind, int64_t cap, bool ignore_reservations, int16_t tenant) const;
+                     WorkloadKind kind, int64_t cap, bool ignore_reservations, int16_t tenant, int slots) const;
   // No block of another tenant anywhere on the node (always true off same-tenant nodes).
   bool TenantFits(NodeIndex node, int16_t tenant) const {
     const int16_t t = node_tenant_[node];
@@ -176,6 +183,12 @@ class AvailabilityProfile {
   // Kept for same-tenant nodes only (kNoTenant elsewhere), so off them the fast paths pass.
   std::vector<int16_t> node_tenant_;
   uint64_t version_ = 0;
+  std::vector<uint32_t> node_version_;  // per node, see NodeVersion
+  // Slots [active_slots_, kMaxResourceKinds) are 0 in every capacity and every block's usage
+  // (most pools use cpu, memory and pods): CopiesSlow's slot loops stop there for a request that
+  // asks none of them either.
+  int active_slots_ = 0;
+  void Activate(const Resources& r);
   bool sealed_ = false;
   std::vector<std::pair<Time, NodeIndex>> base_ends_;
   // Ends of the blocks added after SealBase (thousands per cycle), grouped by time: most share

@@ -42,9 +42,10 @@ struct Resources {
   friend Resources operator-(Resources a, const Resources& b) { return a -= b; }
   friend bool operator==(const Resources&, const Resources&) = default;
 
-  // True when every slot of `request` is <= the same slot here.
-  bool Covers(const Resources& request) const {
-    for (int i = 0; i < kMaxResourceKinds; ++i) {
+  // True when every slot of `request` is <= the same slot here. `slots`: compare only the first
+  // ones (the caller knows the others are 0 in both; AvailabilityProfile::SlotsFor).
+  bool Covers(const Resources& request, int slots = kMaxResourceKinds) const {
+    for (int i = 0; i < slots; ++i) {
       if (request.amount[i] > amount[i]) return false;
     }
     return true;
@@ -53,16 +54,16 @@ struct Resources {
     return std::any_of(amount.begin(), amount.end(), [](int64_t v) { return v < 0; });
   }
   // How many copies of `request` fit in this vector (request slots equal to 0 are ignored).
-  // Returns `cap` when request is all zeros.
-  int64_t CopiesOf(const Resources& request, int64_t cap) const {
+  // Returns `cap` when request is all zeros. `slots`: as for Covers.
+  int64_t CopiesOf(const Resources& request, int64_t cap, int slots = kMaxResourceKinds) const {
     // Most questions are "does one more copy fit": answer those without dividing.
-    if (!Covers(request)) return 0;
+    if (!Covers(request, slots)) return 0;
     if (cap <= 1) return cap;
     // One copy fits (Covers), so every quotient below is >= 1. A slot that holds `copies` more
     // is checked with a multiplication: a division costs ~25 cycles and gangs ask this of
     // thousands of nodes per cycle.
     int64_t copies = cap;
-    for (int i = 0; i < kMaxResourceKinds; ++i) {
+    for (int i = 0; i < slots; ++i) {
       if (request.amount[i] <= 0) continue;
       int64_t need;
       if (!__builtin_mul_overflow(request.amount[i], copies, &need) && need <= amount[i]) continue;

@@ -168,6 +168,27 @@ bool Selected(const v1::Workload& w, const std::string& ns, const std::string& u
   return true;
 }
 
+// What `w` lacks on node `n` with `free` left: every resource short, and what runs there.
+std::string ShortOf(const queue::Snapshot& s, const queue::PendingWorkload& w, queue::NodeIndex n,
+                    const queue::Resources& free) {
+  const queue::Node& node = s.nodes[n];
+  std::vector<std::string> short_of;
+  for (size_t k = 0; k < s.resource_names.names.size() && k < queue::kMaxResourceKinds; ++k) {
+    const int kind = static_cast<int>(k);
+    if (w.per_member[kind] <= free[kind]) continue;
+    short_of.push_back(absl::StrCat(s.resource_names.names[k], ": needs ", Amount(s.resource_names, kind, w.per_member[kind]),
+                                    ", ", Amount(s.resource_names, kind, std::max<int64_t>(0, free[kind])), " free of ",
+                                    Amount(s.resource_names, kind, node.allocatable[kind])));
+  }
+  std::vector<std::string> running;
+  for (const auto& r : s.running) {
+    if (std::any_of(r.allocations.begin(), r.allocations.end(), [n](const queue::Allocation& a) { return a.node == n; }))
+      running.push_back(r.id);
+  }
+  return absl::StrCat("insufficient ", absl::StrJoin(short_of, "; "),
+                      running.empty() ? "" : absl::StrCat(" (running: ", absl::StrJoin(running, ", "), ")"));
+}
+
 // Why `w` cannot start on node `n` now, or "" when it could (eligible, enough free capacity).
 std::string NodeVerdict(const CycleStatus& st, const queue::PendingWorkload& w, double priority,
                         const absl::flat_hash_map<std::string, double>& pending_priority, queue::NodeIndex n,
@@ -223,32 +244,8 @@ std::string NodeVerdict(const CycleStatus& st, const queue::PendingWorkload& w, 
     }
   }
   const queue::Resources free = node.allocatable - used;
-  if (!free.Covers(w.per_member)) {
-    std::vector<std::string> short_of;
-    for (size_t k = 0; k < s.resource_names.names.size() && k < queue::kMaxResourceKinds; ++k) {
-      const int kind = static_cast<int>(k);
-      if (w.per_member[kind] <= free[kind]) continue;
-      short_of.push_back(absl::StrCat(s.resource_names.names[k], ": needs ",
-                                      Amount(s.resource_names, kind, w.per_member[kind]), ", ",
-                                      Amount(s.resource_names, kind, std::max<int64_t>(0, free[kind])), " free of ",
-                                      Amount(s.resource_names, kind, node.allocatable[kind])));
-    }
-    std::string holders;
-    std::vector<std::string> running;
-    for (const auto& r : s.running) {
-      for (const auto& a : r.allocations) {
-        if (a.node == n) {
-          running.push_back(r.id);
-          break;
-        }
-      }
-    }
-    return absl::StrCat("insufficient ", absl::StrJoin(short_of, "; "),
-                        running.empty() ? "" : absl::StrCat(" (running: ", absl::StrJoin(running, ", "), ")"));
-  }
-  if (node.owner.kind == queue::OwnerKind::kSlurm && !slurm_job) return "";  // reclaimable from Slurm
-  if (node.owner.kind == queue::OwnerKind::kKubernetes && slurm_job) return "";  // lendable
-  return "";
+  if (!free.Covers(w.per_member)) return ShortOf(s, w, n, free);
+  return "";  // eligible and it fits (a node Slurm owns is reclaimable, one Kubernetes owns lendable)
 }
 
 

@@ -158,7 +158,9 @@ absl::Status PodMirrors::Move(PodMirrorRecord& r, MirrorEvent event, queue::Time
     return to.status();
   }
   if (*to != r.state) r.since = now;
-  if (*to == MirrorState::kBound) r.lost_reported = false;
+  // A placeholder lost again (a re-made one gone before it ran) is a loss of its own: reported
+  // once more (issue 24 F3); mirrored again, the next loss is new too.
+  if (*to == MirrorState::kBound || event == MirrorEvent::kPlaceholderLost) r.lost_reported = false;
   r.state = *to;
   return absl::OkStatus();
 }

@@ -29,6 +29,16 @@ constexpr queue::Time kVictimRetryMaxSeconds = 60;
 // it) is not tried again for this long: the victim runs on, and every try drains its node.
 constexpr queue::Time kUnrequeueableRetrySeconds = 300;
 
+// Whether anything runs on `node` (by name) in the snapshot.
+bool RunsWork(const queue::Snapshot& s, const std::string& node) {
+  for (const queue::RunningWorkload& r : s.running) {
+    for (const queue::Allocation& a : r.allocations) {
+      if (s.nodes[a.node].name == node) return true;
+    }
+  }
+  return false;
+}
+
 bool IsTransient(const absl::Status& s) {
   return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || absl::IsAborted(s) || absl::IsResourceExhausted(s);
 }
@@ -142,6 +152,7 @@ bool PreemptionExecutor::Release(const std::string& preemptor, Preemption& p, co
   }
   p.nodes.erase(held);
   p.unusable_since.erase(node);
+  p.asked_on.erase(node);
   return true;
 }
 
@@ -193,6 +204,7 @@ void PreemptionExecutor::RollBack(const std::string& preemptor, const Preemption
   ++c.stats->rollbacks;
   p.retries.clear();
   p.victims_asked = false;
+  p.asked_on.clear();
   if (why.empty()) {
     records_.erase(it);
   } else {
@@ -476,6 +488,11 @@ void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisi
     // 3. The start happens in a later cycle, when the victims are gone and the plan starts P there.
   }
   EvictInWaves(&evictions, c);
+  for (const queue::PreemptDecision* d : reserved) {
+    auto it = records_.find(d->preemptor);
+    if (it == records_.end() || !it->second.victims_asked) continue;
+    for (queue::NodeIndex n : d->member_nodes) it->second.asked_on.insert(c.built.snapshot->nodes[n].name);
+  }
 }
 
 void PreemptionExecutor::Nominate(const std::vector<Nomination>& nominations, const PreemptionCycle& c) {
@@ -673,11 +690,17 @@ void PreemptionExecutor::ReleaseUnusable(const queue::Plan& plan, const Preempti
       // Still pending, but this cycle's plan puts it elsewhere or nowhere: a gang member deleted
       // after the evictions (GangIncomplete), requests that no longer fit there, a better place.
       // Past the grace the node goes back to the owner it had, or it stays reserved and idle for ever.
+      // The grace keeps room made for a preemptor that may come back. A node whose victims were
+      // never asked (read back after a crash before they were, or left from an earlier decision)
+      // while work still runs there holds no room, only its work under a fence: released at once
+      // (issue 24 D4), as a finished reservation is (the live check: Slurm's while a Slurm job runs
+      // there), since the owner it had is not known after a restart.
       const queue::Time since = p.unusable_since.try_emplace(node, c.now).first->second;
-      if (c.now - since < kUnusableReservationSeconds) continue;
-      spdlog::info("node {} released: {} still waits but has not been able to use it for {}s", node, preemptor,
-                   c.now - since);
-      if (!Release(preemptor, p, node, ReleaseKind::kUnusable, &c)) continue;
+      const bool room_made = p.asked_on.count(node) > 0 || !RunsWork(*c.built.snapshot, node);
+      if (room_made && c.now - since < kUnusableReservationSeconds) continue;
+      spdlog::info("node {} released: {} still waits but has not been able to use it for {}s{}", node, preemptor,
+                   c.now - since, room_made ? "" : " (its victims never asked)");
+      if (!Release(preemptor, p, node, room_made ? ReleaseKind::kUnusable : ReleaseKind::kFinished, &c)) continue;
       c.touched->insert(node);
       released = true;
     }

@@ -143,6 +143,9 @@ class PreemptionExecutor {
   struct Preemption {
     PreemptionState state = PreemptionState::kReserved;
     bool victims_asked = false;  // by this process (a recovered reservation has not)
+    // Reserved nodes whose victims this process asked (a node read back after a restart, or kept
+    // from an earlier decision of P's, is not among them until P's decision there is carried out).
+    std::set<std::string> asked_on;
     std::map<std::string, std::optional<NodeOwner>> nodes;  // reserved node -> owner before, if known
     std::map<std::string, queue::Time> unusable_since;       // reserved node -> since when P cannot use it
     std::set<std::string> slurm_victims;                     // asked to leave (each once)

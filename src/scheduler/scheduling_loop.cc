@@ -106,7 +106,16 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   SnapshotOptions options = ReadWorld(*state, now);
   if (slurm_view != nullptr) lending_.ConfirmStarts(*slurm_view, now);
   BuiltSnapshot built = BuildCycleSnapshot(*state, std::move(options), slurm_view, now, &stats);
-  if (slurm_view != nullptr && lending_.known()) AdvanceMirrors(*state, *slurm_view, built, now, &stats);
+  if (slurm_view != nullptr && lending_.known()) {
+    const bool reading_back = !mirrors_rebuilt_;
+    AdvanceMirrors(*state, *slurm_view, built, now, &stats);
+    // The mirrors were just read back from Slurm (the first cycle with its view, a successor's
+    // among them): the snapshot above did not count their pods on their nodes, claims included,
+    // so this cycle's plan would give a claimed room away (issue 24 G4). Built again, once.
+    if (reading_back && mirrors_rebuilt_ && !mirrors_.records().empty()) {
+      built = BuildCycleSnapshot(*state, ReadWorld(*state, now), slurm_view, now, &stats);
+    }
+  }
   std::set<std::string> terminating, touched;
   for (const auto& p : state->pods) {
     if (p->deleting) terminating.insert(p->key);
@@ -270,6 +279,7 @@ void SchedulingLoop::StartWorkloads(const queue::Plan& plan, const BuiltSnapshot
   for (size_t i = 0; i < built.snapshot->pending.size(); ++i) pending_index[built.snapshot->pending[i].id] = i;
   for (const auto& start : plan.starts) {
     if (SlurmJobOf(start.workload)) {
+      if (VictimOfAStandingClaim(start.workload)) continue;  // G6: not before that claim runs
       for (const std::string& node : lending_.StartJob(start, built, slurm_records_, now, touched, stats)) {
         preemptions_.Consumed(node, /*fail_after=*/false);
       }
@@ -314,7 +324,7 @@ std::map<std::string, WaitReport, std::less<>> SchedulingLoop::ReportWaiting(con
     ++stats->waiting;
     const std::string* blocked = preemptions_.BlockedMessage(w.workload);
     // A sub-node preemption refused lately (issue 25 step 4) says so likewise.
-    if (blocked == nullptr && pods_of->second.pod_keys.size() == 1) blocked = mirrors_.RefusedPod(pods_of->second.pod_keys[0]);
+    if (blocked == nullptr) blocked = RefusedClaim(pods_of->second.pod_keys);
     const WaitReport report = ExplainWait(w, plan, built, slurm_records_, blocked);
     if (board_ != nullptr) reports.emplace(std::string(w.workload), report);
     // Issue 26: a preemptor whose victims were asked in an earlier cycle shows where it goes (its
@@ -345,7 +355,7 @@ PreemptionCycle SchedulingLoop::WithNominationReports(const queue::Plan& plan, c
     if (w == waiting.end()) return std::nullopt;
     auto pods = built.pending_pods.find(preemptor);
     const std::string* blocked = nullptr;
-    if (pods != built.pending_pods.end() && pods->second.pod_keys.size() == 1) blocked = mirrors_.RefusedPod(pod_key);
+    if (pods != built.pending_pods.end()) blocked = RefusedClaim(pods->second.pod_keys);
     return waiting_.Unshown(pod_key, ExplainWait(*w->second, plan, built, slurm_records_, blocked));
   };
   c.report_shown = [this, stats = cycle.stats](const std::string& pod_key, const WaitReport& shown) {
@@ -403,129 +413,6 @@ SnapshotOptions SchedulingLoop::PolicyOptions() const {
   for (const auto& [partition, sharing] : config_.slurm.partition_sharing)
     if (sharing == "shared-same-tenant") options.tenancy = &config_.sharing;
   return options;
-}
-
-std::vector<queue::PreemptDecision> SchedulingLoop::WholeNodePreemptions(
-    const std::vector<queue::PreemptDecision>& decisions, const queue::Snapshot& snapshot) const {
-  // Issue 25: a reservation is still a whole node (docs/sharing.md step 4, claims, is not built):
-  // fencing a shared node would requeue the placeholders of the pods there. A preemption that
-  // needs a shared node is not started; its preemptor waits.
-  // C1: nor is one that needs a node a higher-priority start took from a reservation this cycle
-  // (its pods are being bound there): it is planned again next cycle with them on the node, so a
-  // reservation never stands while a bind it did not see lands (b), and the fence is not flipped
-  // back within one cycle.
-  if (shared_nodes_.empty() && retaken_this_cycle_.empty()) return decisions;
-  std::vector<queue::PreemptDecision> out;
-  for (const queue::PreemptDecision& d : decisions) {
-    bool skip = false;
-    for (queue::NodeIndex n : d.member_nodes) {
-      skip = skip || snapshot.nodes[n].sharing == queue::NodeSharing::kShared ||
-             retaken_this_cycle_.count(snapshot.nodes[n].name) > 0;
-    }
-    if (!skip) out.push_back(d);
-  }
-  return out;
-}
-
-void SchedulingLoop::StartSubNodePreemptions(const std::vector<queue::PreemptDecision>& decisions,
-                                             const KubeState& state, const PreemptionCycle& c) {
-  if (shared_nodes_.empty() || slurm_ == nullptr || !mirrors_rebuilt_) return;
-  for (const queue::PreemptDecision& d : decisions) {
-    if (d.member_nodes.size() != 1 || d.victims.empty()) continue;
-    auto node = shared_nodes_.find(c.built.snapshot->nodes[d.member_nodes[0]].name);
-    auto pods = c.built.pending_pods.find(d.preemptor);
-    // A Slurm preemptor, or a gang, on a shared node waits (not built: docs/sharing.md).
-    if (node == shared_nodes_.end() || pods == c.built.pending_pods.end() || pods->second.pod_keys.size() != 1) continue;
-    auto pod = std::find_if(state.pods.begin(), state.pods.end(),
-                            [&](const auto& p) { return p->key == pods->second.pod_keys[0]; });
-    if (pod == state.pods.end() || !(*pod)->node_name.empty() || (*pod)->deleting) continue;
-    if (absl::Status s = mirrors_.Claim(MirroredPodOf(**pod), node->second, d.victims, c.now); !s.ok()) {
-      spdlog::info("pod {}: no preemption on shared node {}: {}", (*pod)->key, node->first, std::string(s.message()));
-      continue;
-    }
-    Fail("claim-after-submit");
-  }
-  std::vector<std::pair<std::string, std::string>> to_ask;  // uid, preemptor
-  for (const PodMirrorRecord* r : mirrors_.ToAskVictims()) to_ask.emplace_back(r->pod.uid, r->pod.key);
-  for (const auto& [uid, preemptor] : to_ask) {
-    const absl::Status asked = preemptions_.AskSubNodeVictims(preemptor, mirrors_.Find(uid)->victims, c);
-    if (!asked.ok()) spdlog::warn("pod {}: {}", preemptor, std::string(asked.message()));
-    (void)mirrors_.VictimsAsked(uid, asked, c.now);
-  }
-}
-
-void SchedulingLoop::StartSubNodeJobPreemptions(const std::vector<queue::PreemptDecision>& decisions,
-                                                const PreemptionCycle& c) {
-  if (slurm_ == nullptr || !job_claims_rebuilt_ || c.slurm.view == nullptr || c.slurm.view->jobs == nullptr) return;
-  std::set<std::string> shared;
-  for (const auto& [name, node] : shared_nodes_) shared.insert(name);
-  job_claims_.Advance(*c.slurm.view->jobs, shared, c.now);
-  for (const queue::PreemptDecision& d : decisions) {
-    const std::optional<uint32_t> job = SlurmJobOf(d.preemptor);
-    // One node, or a job of several (a gang): claimed on all its member nodes at once, when every
-    // one of them is shared (one also exclusive: a whole-node reservation is not mixed with a
-    // claim; the job waits). An array task claims by its array's record (job_claim.h).
-    if (!job || d.member_nodes.empty() || d.victims.empty()) continue;
-    std::vector<std::string> nodes;
-    bool all_shared = true;
-    for (queue::NodeIndex n : d.member_nodes) {
-      const std::string& node = c.built.snapshot->nodes[n].name;
-      all_shared = all_shared && shared.count(node) > 0;
-      if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
-    }
-    if (!all_shared || !c.slurm.pending.count(d.preemptor)) continue;
-    if (absl::Status s = job_claims_.Claim(d.preemptor, *job, nodes, d.victims, c.now); !s.ok()) {
-      spdlog::info("{}: no preemption on shared nodes {}: {}", d.preemptor, absl::StrJoin(nodes, ","),
-                   std::string(s.message()));
-      continue;
-    }
-    Fail("job-claim-after-hold");
-  }
-  std::vector<std::string> to_ask;
-  for (const JobClaimRecord* r : job_claims_.ToAskVictims()) to_ask.push_back(r->workload);
-  for (const std::string& workload : to_ask) {
-    const absl::Status asked = preemptions_.AskSubNodeVictims(workload, job_claims_.Find(workload)->victims, c);
-    if (!asked.ok()) spdlog::warn("{}: {}", workload, std::string(asked.message()));
-    (void)job_claims_.VictimsAsked(workload, asked, c.now);
-  }
-  // Every victim gone (a requeued job no longer holds its allocation, an evicted pod has left):
-  // the job is started there the way every Slurm job is.
-  const auto running = [&](const std::string& victim) {
-    return SlurmJobOf(victim) ? c.slurm.running.count(victim) > 0 : c.built.running_pods.count(victim) > 0;
-  };
-  std::vector<std::pair<std::string, std::vector<std::string>>> ready;  // workload, nodes
-  for (const JobClaimRecord* r : job_claims_.ReadyToStart(running)) ready.emplace_back(r->workload, r->nodes);
-  for (const auto& [workload, nodes] : ready) {
-    queue::StartDecision start{workload, {}, false};
-    for (const std::string& node : nodes) {
-      for (size_t i = 0; i < c.built.snapshot->nodes.size(); ++i) {
-        if (c.built.snapshot->nodes[i].name == node) start.member_nodes.push_back(static_cast<queue::NodeIndex>(i));
-      }
-    }
-    if (start.member_nodes.size() != nodes.size()) continue;  // a node is gone: Advance undoes the claim
-    if (lending_.StartJob(start, c.built, c.slurm, c.now, c.touched, c.stats).empty()) continue;  // next cycle
-    (void)job_claims_.Started(workload, c.now);
-  }
-}
-
-MirroredPod SchedulingLoop::MirroredPodOf(const PodRecord& pod) const {
-  MirroredPod m;
-  m.uid = std::string(PodIdentity(pod));
-  m.key = pod.key;
-  m.node = pod.node_name;
-  m.account = PlaceholderAccountOf(config_.sharing, pod.namespace_);
-  constexpr int64_t kMiB = 1024 * 1024;
-  if (auto cpu = pod.requests.find("cpu"); cpu != pod.requests.end()) {
-    m.size.cpus = static_cast<uint32_t>(std::max<int64_t>(1, (cpu->second.MilliValue() + 999) / 1000));
-  }
-  if (auto mem = pod.requests.find("memory"); mem != pod.requests.end()) {
-    m.size.memory_mb = (mem->second.Value() + kMiB - 1) / kMiB;
-  }
-  for (const auto& [gres, resource] : config_.slurm.gres_resources) {
-    auto r = pod.requests.find(resource);
-    if (r != pod.requests.end() && r->second.Value() > 0) m.size.gres[gres] = r->second.Value();
-  }
-  return m;
 }
 
 void SchedulingLoop::AdvanceMirrors(const KubeState& state, const slurm::SlurmView& view, const BuiltSnapshot& built,

@@ -369,11 +369,23 @@ class SchedulingLoop {
   // Pods whose placeholder runs are bound now.
   void BindMirrored(const KubeState& state);
   MirroredPod MirroredPodOf(const PodRecord& pod) const;
-  // Issue 25 step 4: a pod preemptor whose decision is on one shared node claims its room (its
-  // placeholder, pending: PodMirrors::Claim), then its victims are asked to leave; a claim rebuilt
-  // after a restart has its victims asked again. Gangs there still wait.
+  // Issue 25 step 4: a pod preemptor (one pod or a gang) whose member nodes are all shared claims
+  // its room there (each member's placeholder, pending: PodMirrors::Claim), then its victims are
+  // asked to leave; a claim rebuilt after a restart has its victims asked again. Members are bound
+  // one by one as their placeholders run, as gangs on shared nodes are.
   void StartSubNodePreemptions(const std::vector<queue::PreemptDecision>& decisions, const KubeState& state,
                                const PreemptionCycle& c);
+  // Every member of a pod preemptor claims at once (a member with no victim on its node gets a
+  // plain placeholder), or none: one that cannot undoes those claimed before it. The uids claimed.
+  std::vector<std::string> ClaimForPods(const queue::PreemptDecision& d, const std::vector<std::string>& keys,
+                                        const KubeState& state, const PreemptionCycle& c);
+  // Issue 24 G6: whether `workload` is a victim named by a claim that still stands (a pod's pending
+  // placeholder, a held job's claim). Such a Slurm job is not started, whatever the plan says,
+  // until that claim has run or been undone: a start is not pinned, and Slurm, whose books do not
+  // hold pending claims, could run it in the claimed room.
+  bool VictimOfAStandingClaim(const std::string& workload) const;
+  // Why one of the pods may not claim now (a victim refused lately); null if none.
+  const std::string* RefusedClaim(const std::vector<std::string>& pod_keys) const;
   // The same for a Slurm job preemptor (job_claim.h): the job is held with its claim, its victims
   // asked (pods first), and once they are gone it is started there as every job is
   // (SlurmLending::StartJob).

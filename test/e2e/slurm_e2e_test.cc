@@ -352,14 +352,47 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
   }
   // A pod asking 1 CPU, 100Mi and `gpus` GPUs, in QOS `qos` (in namespace `ns`, this test's if empty).
   void CreateGpuPod(const std::string& name, const std::string& gpus, const std::string& qos,
-                    const std::string& ns = "") {
+                    const std::string& ns = "", const std::string& group = "", const std::string& group_size = "") {
     const std::string& in = ns.empty() ? ns_ : ns;
     PodOptions o;
     o.qos = qos;
+    o.group = group;
+    o.group_size = group_size;
     json pod = MakePod(name, in, o);
     pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = gpus;
     pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = gpus;
     ASSERT_TRUE(Create(client_.get(), k8s::kPods, in, pod).ok()) << name;
+  }
+  // The scene of the gang preemptors on shared nodes: two 4-GPU shared nodes, on each a 2-GPU
+  // interactive Slurm job (a, b; never victims) and a 2-GPU batch pod (low1, low2, one per node),
+  // the scheduler running with Slurm jobs interactive.
+  void TwoSharedNodesWithLowPods(uint32_t* a, uint32_t* b, std::string* uid1, std::string* uid2) {
+    ASSERT_NO_FATAL_FAILURE(AddSharedGpuNode(2));
+    *a = SubmitGpus("2", {"-w", Slurm().nodes[0]});
+    *b = SubmitGpus("2", {"-w", Slurm().nodes[1]});
+    ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
+      return ShowJob(*a)["JobState"] == "RUNNING" && ShowJob(*b)["JobState"] == "RUNNING";
+    }));
+    ASSERT_NO_FATAL_FAILURE(StartScheduler(/*lend_after=*/1, "interactive"));
+    ASSERT_NO_FATAL_FAILURE(CreateGpuPod("low1", "2", "batch"));
+    ASSERT_NO_FATAL_FAILURE(CreateGpuPod("low2", "2", "batch"));
+    ASSERT_TRUE(Eventually(kBindTimeout, [&] { return !PodNode("low1").empty() && !PodNode("low2").empty(); }))
+        << PodNode("low1") << " " << PodNode("low2");
+    ASSERT_NE(PodNode("low1"), PodNode("low2"));
+    *uid1 = GetPod(client_.get(), ns_, "low1")->metadata.uid;
+    *uid2 = GetPod(client_.get(), ns_, "low2")->metadata.uid;
+  }
+  // The end of that scene: the interactive jobs a and b run on (Restarts=0), neither node fenced
+  // or drained.
+  void ExpectTheJobsBesideUntouched(uint32_t a, uint32_t b) {
+    for (uint32_t j : {a, b}) {
+      EXPECT_EQ(ShowJob(j)["JobState"], "RUNNING") << j;
+      EXPECT_EQ(ShowJob(j)["Restarts"], "0") << j;
+    }
+    for (int i : {1, 2}) {
+      EXPECT_EQ(SlurmFence(i), "") << i;
+      EXPECT_FALSE(SlurmDrained(i)) << i;
+    }
   }
   // squeue's line for the pod's placeholder: id, state, node, CPUs, partition (and `more` squeue
   // fields after them); empty if none.
@@ -1432,20 +1465,9 @@ TEST_P(SlurmE2ETest, SharedNodeASlurmJobEvictsOnlyThePodBesideAnotherJob) {
 TEST_P(SlurmE2ETest, SharedNodesASlurmJobOfTwoNodesEvictsOnlyThePodOnEachNode) {
   if (GetParam() != "placeholder") GTEST_SKIP() << "a shared node is never fenced: one mechanism is enough";
   const absl::Time began = absl::Now();
-  ASSERT_NO_FATAL_FAILURE(AddSharedGpuNode(2));
-  const uint32_t a = SubmitGpus("2", {"-w", Slurm().nodes[0]});
-  const uint32_t b = SubmitGpus("2", {"-w", Slurm().nodes[1]});
-  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] {
-    return ShowJob(a)["JobState"] == "RUNNING" && ShowJob(b)["JobState"] == "RUNNING";
-  }));
-  ASSERT_NO_FATAL_FAILURE(StartScheduler(/*lend_after=*/1, "interactive"));
-  ASSERT_NO_FATAL_FAILURE(CreateGpuPod("low1", "2", "batch"));
-  ASSERT_NO_FATAL_FAILURE(CreateGpuPod("low2", "2", "batch"));
-  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return !PodNode("low1").empty() && !PodNode("low2").empty(); }))
-      << PodNode("low1") << " " << PodNode("low2");
-  EXPECT_NE(PodNode("low1"), PodNode("low2"));
-  const std::string uid1 = GetPod(client_.get(), ns_, "low1")->metadata.uid;
-  const std::string uid2 = GetPod(client_.get(), ns_, "low2")->metadata.uid;
+  uint32_t a = 0, b = 0;
+  std::string uid1, uid2;
+  ASSERT_NO_FATAL_FAILURE(TwoSharedNodesWithLowPods(&a, &b, &uid1, &uid2));
   auto out = SlurmCommand(Slurm(), {"sbatch", "--parsable", "-p", "pool", "-N2", "-c1", "--mem=100", "-t", "10",
                                     "--gres=gpu:2", "-o", "/dev/null", "--wrap=sleep 600"});
   uint32_t gang = 0;
@@ -1475,15 +1497,44 @@ TEST_P(SlurmE2ETest, SharedNodesASlurmJobOfTwoNodesEvictsOnlyThePodOnEachNode) {
     for (const auto& e : EventsWithReason(client_.get(), ns_, pod, "Preempted")) preempted = e.note;
     EXPECT_TRUE(absl::StrContains(preempted, absl::StrCat("slurm/", gang))) << pod << ": " << preempted;
   }
-  // The jobs beside untouched; neither node fenced or drained.
-  for (uint32_t j : {a, b}) {
-    EXPECT_EQ(ShowJob(j)["JobState"], "RUNNING") << j;
-    EXPECT_EQ(ShowJob(j)["Restarts"], "0") << j;
+  ExpectTheJobsBesideUntouched(a, b);
+  std::cout << "[measured] scene took " << absl::FormatDuration(absl::Now() - began) << "\n";
+}
+
+// Issue 25 step 4, a gang of pods as the preemptor (docs/sharing.md, "A gang of pods"), on two
+// 4-GPU shared nodes: on each a 2-GPU Slurm job (interactive: never a victim) and a low-priority
+// 2-GPU pod; a gang of two interactive 2-GPU pods claims on both nodes, each member's placeholder
+// naming only the pod on its own node; both low pods are evicted, the members bound one per node,
+// the jobs untouched, neither node fenced.
+TEST_P(SlurmE2ETest, SharedNodesAGangOfPodsEvictsOnlyThePodOnEachMembersNode) {
+  if (GetParam() != "placeholder") GTEST_SKIP() << "a shared node is never fenced: one mechanism is enough";
+  const absl::Time began = absl::Now();
+  uint32_t a = 0, b = 0;
+  std::string uid1, uid2;
+  ASSERT_NO_FATAL_FAILURE(TwoSharedNodesWithLowPods(&a, &b, &uid1, &uid2));
+  const std::map<std::string, std::string> low_on = {{PodNode("low1"), "low1"}, {PodNode("low2"), "low2"}};
+  for (const char* member : {"train-0", "train-1"}) {
+    ASSERT_NO_FATAL_FAILURE(CreateGpuPod(member, "2", "interactive", "", "train", "2"));
   }
-  for (int i : {1, 2}) {
-    EXPECT_EQ(SlurmFence(i), "") << i;
-    EXPECT_FALSE(SlurmDrained(i)) << i;
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return !PodNode("train-0").empty() && !PodNode("train-1").empty(); }))
+      << PodNode("train-0") << " " << PodNode("train-1");
+  EXPECT_NE(PodNode("train-0"), PodNode("train-1"));
+  // Each member's placeholder is its claim: it names the low pod of its own node only.
+  for (const char* member : {"train-0", "train-1"}) {
+    const std::vector<std::string> claim = PodPlaceholder(member);
+    ASSERT_EQ(claim.size(), 5u) << member;
+    EXPECT_EQ(claim[1], "RUNNING") << member;
+    auto comment = SlurmCommand(Slurm(), {"squeue", "-h", "-j", claim[0], "-o", "%k"});
+    ASSERT_TRUE(comment.ok());
+    const std::string victim = low_on.at(PodNode(member));
+    EXPECT_TRUE(absl::StrContains(*comment, absl::StrCat("preempting ", ns_, "/", victim))) << member << ": " << *comment;
+    EXPECT_EQ(absl::StrContains(*comment, "low1") + absl::StrContains(*comment, "low2"), 1) << *comment;
   }
+  for (const auto& [pod, uid] : {std::pair{std::string("low1"), uid1}, {std::string("low2"), uid2}}) {
+    auto gone = GetPod(client_.get(), ns_, pod);
+    EXPECT_TRUE(!gone.ok() || gone->metadata.uid != uid || !gone->metadata.deletion_timestamp.empty()) << pod;
+  }
+  ExpectTheJobsBesideUntouched(a, b);
   std::cout << "[measured] scene took " << absl::FormatDuration(absl::Now() - began) << "\n";
 }
 

@@ -121,6 +121,49 @@ TEST(AvailabilityProfile, CopiesMatchesBruteForceOnRandomNodes) {
   }
 }
 
+// CopiesSlow's slot loops stop after the last slot any capacity or block usage has (issue 26):
+// requests, capacities and usages here name random slots of all 16, some only in the request (a
+// device no node has: no room), some only in a usage (a node overcommitted in a slot it does
+// not report: no room while that block runs; or negative in the capacity alone: no room ever),
+// and every answer is the brute force's.
+TEST(AvailabilityProfile, CopiesMatchesBruteForceWhicheverSlotsAreNamed) {
+  std::mt19937_64 rng(26);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  constexpr Time kNow = 1000;
+  for (int trial = 0; trial < 3'000; ++trial) {
+    Resources capacity;
+    capacity[kCpu] = 16'000;
+    for (int extra = static_cast<int>(pick(0, 2)); extra > 0; --extra) capacity[static_cast<int>(pick(1, 15))] = pick(-1, 8);
+    AvailabilityProfile profile({capacity}, kNow, /*window=*/200, /*resolution=*/1, /*shared_nodes=*/true);
+    std::vector<AvailabilityProfile::Block> blocks;
+    for (int i = static_cast<int>(pick(0, 5)); i > 0; --i) {
+      AvailabilityProfile::Block b;
+      b.start = kNow + pick(-50, 60);
+      b.end = b.start + pick(1, 80);
+      b.used[kCpu] = pick(0, 4) * 1000;
+      if (pick(0, 2) == 0) b.used[static_cast<int>(pick(1, 15))] = pick(1, 3);
+      blocks.push_back(b);
+      profile.Add(0, b);
+    }
+    profile.SealBase();
+    for (int q = 0; q < 20; ++q) {
+      Resources request;
+      request[kCpu] = pick(0, 8) * 500;
+      if (pick(0, 1) == 0) request[static_cast<int>(pick(1, 15))] = pick(0, 2);
+      const Time start = kNow + pick(0, 1) * pick(1, 100);  // now (the free_now path) or later
+      const Time end = start + pick(1, 120);
+      const int64_t cap = pick(1, 8);
+      const int64_t brute = BruteCopies(capacity, blocks, start, end, request, WorkloadKind::kSlurmJob, cap, true, false);
+      ASSERT_EQ(profile.Copies(0, start, end, request, WorkloadKind::kSlurmJob, cap), brute)
+          << "trial " << trial << " query " << q << " start " << start << " end " << end;
+      ASSERT_EQ(profile.Copies(0, start, end, request, WorkloadKind::kSlurmJob, cap, false, AvailabilityProfile::kNoTenant,
+                               profile.SlotsFor(request)),
+                brute)
+          << "with SlotsFor: trial " << trial << " query " << q << " start " << start << " end " << end;
+    }
+  }
+}
+
 // Remove keeps the node's summaries by subtracting the block's usage and rescanning the rest, and
 // the blocks are kept sorted by start whatever order they come in (CopiesSlow stops at the first
 // block past its interval): a profile that had a block removed answers every query as one built

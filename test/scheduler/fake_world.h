@@ -523,7 +523,8 @@ class World : public ClusterView, public ClusterActions {
     if (pdb_blocks.count(key)) return absl::FailedPreconditionError("blocked by PodDisruptionBudget");
     evictions.push_back(key);
     k8s::Pod gone = *p;
-    pods_.erase(pods_.begin() + (p - pods_.data()));
+    if (linger_evicted) p->metadata.deletion_timestamp = "2026-11-21T11:00:00Z";
+    else pods_.erase(pods_.begin() + (p - pods_.data()));
     if (recreate_evicted) {  // the ReplicaSet makes a replacement at once, same spec, unbound
       gone.metadata.name += "-r";
       gone.metadata.uid += "-r";
@@ -612,6 +613,12 @@ class World : public ClusterView, public ClusterActions {
   std::map<std::string, std::vector<WaitReport>> reports;
   std::set<std::string> pdb_blocks;
   bool recreate_evicted = true;
+  // Evicted pods stay, terminating (deletionTimestamp set), until FinishDeletions: as a kubelet
+  // honouring a grace period, or a watch that has not shown the deletion yet.
+  bool linger_evicted = false;
+  void FinishDeletions() {
+    std::erase_if(pods_, [](const k8s::Pod& p) { return !p.metadata.deletion_timestamp.empty(); });
+  }
   int evict_attempts = 0;
 
  private:

@@ -66,6 +66,28 @@ TEST(SchedulingLoopTest, PreemptionCannotLoopTheReplacementNeverWinsTheNodeBack)
   EXPECT_EQ(w.Nodes()[0].metadata.annotations.count(kOwnerAnnotation), 0u);
 }
 
+// Issue 26: a preemptor whose victim is still terminating (its deletion not shown yet, or a grace
+// period) writes its waiting report once, with its nomination, not again every cycle it waits.
+TEST(SchedulingLoopTest, APreemptorWaitingForItsVictimToGoIsReportedOnce) {
+  World w;
+  w.linger_evicted = true;
+  w.AddNode("n1", "4");
+  w.AddPod("batch", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "2", "interactive");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  EXPECT_THAT(w.evictions, ::testing::ElementsAre("ns/batch"));
+  const size_t after_nomination = w.reports["ns/jupyter"].size();
+  for (int i = 1; i <= 4; ++i) loop.RunCycle(kNow + i);
+  EXPECT_EQ(w.reports["ns/jupyter"].size(), after_nomination) << "re-reported while its victim terminates";
+  EXPECT_THAT(w.evictions, ::testing::ElementsAre("ns/batch"));
+  w.FinishDeletions();
+  loop.RunCycle(kNow + 5);
+  loop.RunCycle(kNow + 6);
+  EXPECT_EQ(w.NodeOf("ns/jupyter"), "n1");
+}
+
 // Scenarios where ONLY the reservation protects the node: in the cycles between the eviction
 // and the preemptor's start, the queue itself does not keep the node for the preemptor (no start,
 // no preemption claim, no reservation of its own plan), so without the reserved(P) mark the

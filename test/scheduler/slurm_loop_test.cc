@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "fake_world.h"
 #include "scheduler/scheduling_loop.h"
+#include "two_shared_nodes_scene.h"
 
 namespace onequeue::scheduler {
 namespace {
@@ -1366,31 +1367,11 @@ TEST(SharedNodeLoopTest, OqNodesShowsASharedNodeAsSharedAndNeverLentWhole) {
 }
 
 // Issue 25 step 4, a gang as the preemptor on shared nodes: a Slurm job of two nodes (4 CPUs on
-// each) needs room on n1 and n2, both shared, both half taken by interactive jobs (never victims).
-// The other half of n1 holds a batch pod, of n2 a batch Slurm job: the plan's victims, one per
-// node. The job claims on both nodes with one hold (job_claim.h).
-struct GangPreemptorScene {
-  Cluster c{2};
-  Config cfg = SlurmConfig("placeholder");
-  uint32_t low_placeholder = 0;
-  GangPreemptorScene() {
-    cfg.slurm.partition_sharing = {{"pool", "shared"}};
-    cfg.slurm.qos_map = {{"", "interactive"}, {"b", "batch"}};
-    c.slurm.shared = {"n1", "n2"};
-    c.slurm.Submit(6, 4);
-    c.slurm.Run(6, "n2");
-    c.slurm.Submit(7, 4);
-    c.slurm.Run(7, "n1");
-    c.slurm.Submit(9, 4).qos = "b";
-    c.slurm.Run(9, "n2");
-    c.k8s.AddPod("low", "4", "batch", "n1");  // bound already: adopted, mirrored
-  }
+// each) needs room on n1 and n2 (two_shared_nodes_scene.h). The job claims on both nodes with one
+// hold (job_claim.h).
+struct GangPreemptorScene : TwoSharedNodesScene {
   void MirrorTheBoundPodThenSubmit(SchedulingLoop& loop) {
-    c.Cycle(loop, kT0);
-    ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
-    low_placeholder = c.slurm.pod_placeholders[0];
-    c.slurm.Run(low_placeholder, "n1");
-    c.Cycle(loop, kT0 + 1);
+    ASSERT_NO_FATAL_FAILURE(MirrorTheBoundPod(loop, kT0));
     slurm::SlurmJob& gang = c.slurm.Submit(8, 8);
     gang.node_count = 2;
   }

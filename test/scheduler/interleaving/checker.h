@@ -30,6 +30,8 @@ enum class StepKind {
   kCrash, kCrashAt, kRestart, kLoseLease, kSuccessor, kSlurmDown, kSlurmHang, kSlurmUp, kFailWrites,
   // Issue 25: only in worlds with a shared node.
   kSharedJobSubmitted, kSharedPodCreated, kPlaceholderLost, kSharedCrashAt,
+  // Issue 25 step 4: only in worlds with a second shared node.
+  kSharedPodGangCreated, kSharedGangJobSubmitted,
 };
 
 struct Step {
@@ -47,6 +49,9 @@ struct Setup {
   bool shared_node = false;
   // Issue 25: sharing.onLostMirror: evict (else remake), in half the shared worlds.
   bool evict_lost_mirror = false;
+  // Issue 25 step 4: a second shared node s2, in half the shared worlds, where gangs of pods
+  // (kSharedPodGangCreated) claim one member per node.
+  bool second_shared_node = false;
 };
 
 struct Scenario {
@@ -62,6 +67,8 @@ struct ClaimStats {
   int started = 0;          // claimants later seen placed on the node they claimed
   int victims_asked = 0;    // evictions, requeues and cancels that landed
   int steps_with_claim = 0; // steps after which a claim stood
+  int gang_pod_claims = 0;  // of pod_claims, members of a gang (ns/gang<N>-<i>)
+  int gang_job_claims = 0;  // of job_claims, claims of a job of several nodes
 };
 
 struct Failure {
@@ -88,6 +95,7 @@ class Checker {
     // before issue 25.
     s.setup.shared_node = std::mt19937_64(seed ^ 0x25250025)() % 2 == 0;
     s.setup.evict_lost_mirror = s.setup.shared_node && std::mt19937_64(seed ^ 0x25250026)() % 2 == 0;
+    s.setup.second_shared_node = s.setup.shared_node && std::mt19937_64(seed ^ 0x25250027)() % 2 == 0;
     struct Weighted {
       StepKind kind;
       int weight;
@@ -108,6 +116,8 @@ class Checker {
         {StepKind::kSharedPodCreated, 5, s.setup.shared_node},
         {StepKind::kPlaceholderLost, 3, s.setup.shared_node},
         {StepKind::kSharedCrashAt, 2, s.setup.shared_node},
+        {StepKind::kSharedPodGangCreated, 3, s.setup.second_shared_node},
+        {StepKind::kSharedGangJobSubmitted, 3, s.setup.second_shared_node},
     };
     int total = 0;
     for (const auto& w : table) total += w.allowed ? w.weight : 0;
@@ -141,6 +151,7 @@ class Checker {
     if (s.setup.evict_lost_mirror) config.sharing.on_lost_mirror = "evict";
     CheckedWorld w(config, off_, story != nullptr);
     if (s.setup.shared_node) w.AddSharedNode("s1");
+    if (s.setup.second_shared_node) w.AddSharedNode("s2");
     for (size_t i = 0; i < s.setup.nodes.size(); ++i) {
       const std::string name = "n" + std::to_string(i + 1);
       if (s.setup.nodes[i] == 2) w.AddLentNode(name);
@@ -203,11 +214,15 @@ class Checker {
                                   "kJobFinishes", "kSlurmSchedules", "kCrash", "kCrashAt", "kRestart",
                                   "kLoseLease", "kSuccessor", "kSlurmDown", "kSlurmHang", "kSlurmUp", "kFailWrites",
                                   "kSharedJobSubmitted", "kSharedPodCreated", "kPlaceholderLost",
-                                  "kSharedCrashAt"};
+                                  "kSharedCrashAt", "kSharedPodGangCreated",
+                                  "kSharedGangJobSubmitted"};
     std::string out = absl::StrCat("{", s.seed, ", {\"", s.setup.mechanism, "\", {", absl::StrJoin(s.setup.nodes, ", "),
                                    "}, ", s.setup.pending_pods, ", ", s.setup.pending_jobs,
-                                   s.setup.shared_node ? ", true" : "", s.setup.evict_lost_mirror ? ", true" : "",
-                                   "}, {");
+                                   s.setup.shared_node ? ", true" : "",
+                                   s.setup.evict_lost_mirror || s.setup.second_shared_node
+                                       ? (s.setup.evict_lost_mirror ? ", true" : ", false")
+                                       : "",
+                                   s.setup.second_shared_node ? ", true" : "", "}, {");
     for (size_t i = 0; i < s.steps.size(); ++i) {
       absl::StrAppend(&out, i ? ", " : "", "{S::", names[static_cast<int>(s.steps[i].kind)], ", ", s.steps[i].a, "}");
     }
@@ -225,6 +240,7 @@ class Checker {
     }
     if (s.setup.shared_node) {
       absl::StrAppend(&out, " s1 (shared, idle", s.setup.evict_lost_mirror ? ", onLostMirror: evict" : "", ")");
+      if (s.setup.second_shared_node) absl::StrAppend(&out, " s2 (shared, idle)");
     }
     absl::StrAppend(&out, "; pending: ", s.setup.pending_pods, " pod(s), ", s.setup.pending_jobs, " job(s)\n");
     for (const auto& l : lines) absl::StrAppend(&out, "  ", l, "\n");
@@ -236,7 +252,13 @@ class Checker {
     c->victims_asked += static_cast<int>(w.victims.size());
     c->steps_with_claim += !w.claims.empty();
     for (const invariants::ClaimFacts& f : w.claims) {
-      if (claimed->emplace(f.claimant, f.node).second) ++(SlurmJobOf(f.claimant) ? c->job_claims : c->pod_claims);
+      if (claimed->emplace(f.claimant, f.node).second) {
+        ++(SlurmJobOf(f.claimant) ? c->job_claims : c->pod_claims);
+        c->gang_pod_claims += absl::StartsWith(f.claimant, "ns/gang");
+        const int nodes = static_cast<int>(std::count_if(w.claims.begin(), w.claims.end(),
+                                                         [&](const auto& x) { return x.claimant == f.claimant; }));
+        c->gang_job_claims += SlurmJobOf(f.claimant) && nodes > 1;
+      }
     }
     for (auto it = claimed->begin(); it != claimed->end();) {
       bool placed = false;
@@ -278,6 +300,8 @@ class Checker {
       case StepKind::kSharedPodCreated: return w.SharedPodCreated(step.a);
       case StepKind::kPlaceholderLost: return w.PlaceholderLost(step.a);
       case StepKind::kSharedCrashAt: return w.ArmSharedCrash(step.a);
+      case StepKind::kSharedPodGangCreated: return w.SharedPodGangCreated(step.a);
+      case StepKind::kSharedGangJobSubmitted: return w.SharedGangJobSubmitted(step.a);
     }
     return "?";
   }

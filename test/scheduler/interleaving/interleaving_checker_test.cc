@@ -245,10 +245,14 @@ TEST(InterleavingCheckerTest, SharedNodesPlanSubNodePreemptionsOfBothWorlds) {
       crashes += absl::StrContains(line, "CRASH at claim-after-") || absl::StrContains(line, "CRASH at job-claim-after-");
     }
   }
-  std::printf("seeds 1-200: %d pod claims, %d job claims, %d claimants started where they claimed, %d victims "
-              "asked, %d steps with a standing claim, %d crashes at a claim failpoint\n",
-              c.pod_claims, c.job_claims, c.started, c.victims_asked, c.steps_with_claim, crashes);
+  std::printf("seeds 1-200: %d pod claims (%d by members of a gang of pods), %d job claims (%d on two nodes), %d "
+              "claimants started where they claimed, %d victims asked, %d steps with a standing claim, %d crashes at "
+              "a claim failpoint\n",
+              c.pod_claims, c.gang_pod_claims, c.job_claims, c.gang_job_claims, c.started, c.victims_asked,
+              c.steps_with_claim, crashes);
   EXPECT_GT(c.pod_claims, 5);
+  EXPECT_GT(c.gang_pod_claims, 2);  // the worlds with s2: gangs claim one member per shared node
+  EXPECT_GT(c.gang_job_claims, 0);  // and jobs of two nodes claim on both
   EXPECT_GT(c.job_claims, 5);
   EXPECT_GT(c.started, 5);
   EXPECT_GT(crashes, 0);

@@ -93,6 +93,12 @@ constexpr int kRequeueBeginSeconds = 121;
 constexpr int64_t kSharedNodeMemoryMb = 32768;
 constexpr int64_t kSharedNodeGpus = 4;
 using Amounts = invariants::NodeFacts::Amounts;  // "cpu" (CPUs), "memory" (MiB), "gpu"
+// Where each running Slurm job runs (a job of several nodes, issue 25 step 4, on each of them).
+using JobNodes = std::map<uint32_t, std::set<std::string>>;
+inline bool RunsOn(const JobNodes& jobs, uint32_t id, const std::string& node) {
+  auto it = jobs.find(id);
+  return it != jobs.end() && it->second.count(node) > 0;
+}
 
 inline const std::vector<std::string>& FailpointNames() {
   static const std::vector<std::string> names = {"preempt-after-reserve", "reclaim-after-reserve",
@@ -346,6 +352,25 @@ class CheckedWorld {
     return absl::StrCat("Slurm job ", id, " (", Shown(size), ", partition shared", j.qos.empty() ? "" : ", QOS ",
                         j.qos, ") is submitted");
   }
+  // Issue 25 step 4 (worlds with s1 and s2): a job of two nodes of the shared partition, per node
+  // 2 CPUs 4 GiB 1 GPU or 4 CPUs 8 GiB 2 GPUs; one in two is interactive and one in four high
+  // (else batch): preemptors that claim on both shared nodes at once (job_claim.h).
+  std::string SharedGangJobSubmitted(uint32_t which) {
+    static const Amounts kSizes[] = {{{"cpu", 2}, {"memory", 4096}, {"gpu", 1}},
+                                     {{"cpu", 4}, {"memory", 8192}, {"gpu", 2}}};
+    const Amounts& size = kSizes[which % 2];
+    const uint32_t id = SubmitJob(static_cast<uint32_t>(2 * size.at("cpu")), false);
+    slurm::SlurmJob& j = slurm_.Job(id);
+    j.node_count = 2;
+    j.partition = "shared";
+    j.memory_per_node_mb = size.at("memory");
+    j.gres_per_node = {{"gpu", size.at("gpu")}};
+    static const char* kQos[] = {"interactive", "interactive", "high", ""};
+    j.qos = kQos[(which / 2) % 4];
+    poll_fresh_ = false;
+    return absl::StrCat("Slurm job ", id, " (2 nodes of ", Shown(size), ", partition shared",
+                        j.qos.empty() ? "" : ", QOS ", j.qos, ") is submitted");
+  }
   // Issue 25: a pod asking GPUs (so only s1 can take it) or much memory: 1 CPU 2 GiB 1 GPU; 2 CPUs
   // 8 GiB 2 GPUs; 1 CPU 16 GiB no GPU. Step 4: one in four is interactive and one in four high
   // (else normal or batch).
@@ -364,6 +389,30 @@ class CheckedWorld {
     pod_size_["ns/" + name] = size;
     return absl::StrCat(qos == "interactive" || qos == "high" ? qos + " pod ns/" : "pod ns/", name, " (",
                         Shown(size), ") arrives");
+  }
+  // Issue 25 step 4 (worlds with s1 and s2): a gang of two pods (onequeue.io/group), each of one
+  // of SharedPodCreated's GPU sizes, so only the shared nodes can take them; one in two gangs is
+  // interactive and one in four high (else batch): preemptors whose members claim on both nodes.
+  std::string SharedPodGangCreated(uint32_t which) {
+    static const Amounts kSizes[] = {{{"cpu", 1}, {"memory", 2048}, {"gpu", 1}},
+                                     {{"cpu", 2}, {"memory", 8192}, {"gpu", 2}}};
+    const Amounts& size = kSizes[which % 2];
+    const uint32_t q = (which / 2) % 4;
+    const std::string qos = q < 2 ? "interactive" : q == 2 ? "high" : "batch";
+    const std::string group = absl::StrCat("gang", ++pods_made_);
+    for (int i = 0; i < 2; ++i) {
+      const std::string name = absl::StrCat(group, "-", i);
+      k8s_.AddSizedPod(name,
+                       {{"cpu", std::to_string(size.at("cpu"))},
+                        {"memory", absl::StrCat(size.at("memory"), "Mi")},
+                        {"nvidia.com/gpu", std::to_string(size.at("gpu"))}},
+                       qos);
+      k8s::Pod* p = k8s_.Find("ns/" + name);
+      p->metadata.annotations[kGroupAnnotation] = group;
+      p->metadata.annotations[kGroupSizeAnnotation] = "2";
+      pod_size_["ns/" + name] = size;
+    }
+    return absl::StrCat(qos, " gang ", group, " (2 pods of ", Shown(size), ") arrives");
   }
   // Issue 25: a pod placeholder ends without onequeue: an admin's scancel, its TIMEOUT, or a
   // slurmctld restart that lost it (gone from the listings). Its pod's mirror is lost (for (f)).
@@ -405,7 +454,7 @@ class CheckedWorld {
     if (running.empty()) return "(no Slurm job runs)";
     const uint32_t id = running[which % running.size()];
     slurm::SlurmJob& j = slurm_.Job(id);
-    const std::string node = j.nodes.empty() ? "?" : j.nodes.front();
+    const std::string node = j.nodes.empty() ? "?" : absl::StrJoin(j.nodes, ",");
     j.state = slurm::JobState::kCompleted;
     j.end_time = absl::FromUnixSeconds(now_);
     poll_fresh_ = false;
@@ -426,14 +475,20 @@ class CheckedWorld {
       if (auto r = requeued_at_.find(id); r != requeued_at_.end() && j.partition == "shared" &&
                                           now_ < r->second + kRequeueBeginSeconds)
         continue;
+      // A job of several nodes (issue 25 step 4) starts on the first nodes it fits on, all at once.
+      const size_t need = std::max<uint32_t>(1, j.node_count);
+      std::vector<std::string> fit;
       for (const std::string& node : node_names_) {
         const std::vector<std::string>& parts = slurm_.Node(node).partitions;
         if (std::find(parts.begin(), parts.end(), j.partition) == parts.end()) continue;
         if (slurm_.shared.count(node) ? !slurm_.Fits(id, node) : (slurm_.Fenced(node) || !JobsOn(node).empty())) continue;
-        if (!j.required_nodes.empty() && j.required_nodes != std::vector<std::string>{node}) continue;
-        slurm_.Run(id, node);
+        if (!j.required_nodes.empty() && need == 1 && j.required_nodes != std::vector<std::string>{node}) continue;
+        if (fit.size() < need) fit.push_back(node);
+      }
+      if (fit.size() == need) {
+        slurm_.RunOn(id, fit);
         poll_fresh_ = false;
-        return absl::StrCat("Slurm starts job ", id, " on ", node, " (its own scheduler, between polls)");
+        return absl::StrCat("Slurm starts job ", id, " on ", absl::StrJoin(fit, ","), " (its own scheduler, between polls)");
       }
     }
     return "(Slurm has nothing to start)";
@@ -454,7 +509,7 @@ class CheckedWorld {
       if (p.node_name.empty()) pending_pods.insert(key);
       w.pods.push_back({key, key, p.node_name});
     }
-    std::map<uint32_t, std::string> job_node;
+    JobNodes job_node;
     std::set<std::string> pending_jobs;
     for (uint32_t id : job_ids_) {
       const slurm::SlurmJob& j = slurm_.Job(id);
@@ -466,7 +521,7 @@ class CheckedWorld {
       switch (j.state) {
         case slurm::JobState::kRunning:
           f.phase = invariants::JobPhase::kRunning;
-          if (!j.nodes.empty()) job_node[id] = j.nodes.front();
+          for (const std::string& node : j.nodes) job_node[id].insert(node);
           break;
         case slurm::JobState::kPending:
           f.phase = invariants::JobPhase::kPending;
@@ -483,8 +538,7 @@ class CheckedWorld {
     };
     auto placed_on = [&](const std::string& workload, const std::string& node) {
       if (auto job = SlurmJobOf(workload)) {
-        auto it = job_node.find(*job);
-        return it != job_node.end() && it->second == node;
+        return RunsOn(job_node, *job, node);
       }
       auto it = pod_node.find(workload);
       return it != pod_node.end() && it->second == node;
@@ -497,8 +551,8 @@ class CheckedWorld {
       for (const auto& [key, node] : pod_node) {
         if (node == name) n.pods.push_back(key);
       }
-      for (const auto& [id, node] : job_node) {
-        if (node == name) n.slurm_jobs.push_back(id);
+      for (const auto& [id, nodes] : job_node) {
+        if (nodes.count(name)) n.slurm_jobs.push_back(id);
       }
       if (slurm_.shared.count(name)) ObserveShared(pods, &n);
       // The ledger: a reservation opens when the owner becomes reserved/P, closes when it leaves.
@@ -530,7 +584,7 @@ class CheckedWorld {
           if (key != r.preemptor && last_pod_node_[key] != name) r.taken_by.push_back(key);
         }
         for (uint32_t id : opened_now ? std::vector<uint32_t>{} : n.slurm_jobs) {
-          if (SlurmWorkloadId(id) != r.preemptor && last_job_node_[id] != name) {
+          if (SlurmWorkloadId(id) != r.preemptor && !RunsOn(last_job_node_, id, name)) {
             r.taken_by.push_back(SlurmWorkloadId(id));
           }
         }
@@ -582,8 +636,8 @@ class CheckedWorld {
     const std::set<uint32_t> placeholders(slurm_.pod_placeholders.begin(), slurm_.pod_placeholders.end());
     for (uint32_t id : job_ids_) {
       const slurm::SlurmJob& j = slurm_.Job(id);
-      if (j.state != slurm::JobState::kRunning || j.nodes != std::vector<std::string>{n->name}) continue;
-      n->slurm_jobs_allocated["cpu"] += j.cpus;
+      if (j.state != slurm::JobState::kRunning || !FakeSlurm::On(j, n->name)) continue;
+      n->slurm_jobs_allocated["cpu"] += FakeSlurm::CpusPerNode(j);
       n->slurm_jobs_allocated["memory"] += j.memory_per_node_mb;
       if (auto g = j.gres_per_node.find("gpu"); g != j.gres_per_node.end()) n->slurm_jobs_allocated["gpu"] += g->second;
     }
@@ -658,7 +712,8 @@ class CheckedWorld {
       const slurm::SlurmJob& j = slurm_.Job(id);
       if (j.state != slurm::JobState::kPending || j.priority != 0) continue;
       if (std::optional<ParsedJobClaim> c = ParseJobClaim(j.admin_comment)) {
-        out.push_back({SlurmWorkloadId(id), c->nodes.front(), c->victims, false, {}});  // its jobs are one-node
+        // A claim of several nodes stands on each of them (one fact per node, for (g)).
+        for (const std::string& node : c->nodes) out.push_back({SlurmWorkloadId(id), node, c->victims, false, {}});
       }
     }
     return out;
@@ -666,7 +721,7 @@ class CheckedWorld {
   // (g3): per claim standing now, its victims or their replacements placed back on its node this
   // step (not there at the last Observe) where the node's allocations plus the claimant's request
   // exceed its capacity in some dimension.
-  void TakenBack(const std::map<std::string, std::string>& pod_node, const std::map<uint32_t, std::string>& job_node,
+  void TakenBack(const std::map<std::string, std::string>& pod_node, const JobNodes& job_node,
                  invariants::WorldFacts& w) {
     for (invariants::ClaimFacts& c : w.claims) {
       const invariants::NodeFacts* n = nullptr;
@@ -675,11 +730,7 @@ class CheckedWorld {
       std::vector<std::string> back;
       for (const std::string& v : c.victims) {
         if (std::optional<uint32_t> job = SlurmJobOf(v)) {
-          auto now = job_node.find(*job);
-          auto before = last_job_node_.find(*job);
-          if (now != job_node.end() && now->second == c.node &&
-              (before == last_job_node_.end() || before->second != c.node))
-            back.push_back(v);
+          if (RunsOn(job_node, *job, c.node) && !RunsOn(last_job_node_, *job, c.node)) back.push_back(v);
           continue;
         }
         for (const std::string& key : {v, v + "-r"}) {
@@ -698,7 +749,9 @@ class CheckedWorld {
       if (std::optional<uint32_t> job = SlurmJobOf(c.claimant)) {
         const slurm::SlurmJob& j = slurm_.Job(*job);
         auto g = j.gres_per_node.find("gpu");
-        want = {{"cpu", j.cpus}, {"memory", j.memory_per_node_mb}, {"gpu", g == j.gres_per_node.end() ? 0 : g->second}};
+        want = {{"cpu", FakeSlurm::CpusPerNode(j)},
+                {"memory", j.memory_per_node_mb},
+                {"gpu", g == j.gres_per_node.end() ? 0 : g->second}};
       } else {
         want = SizeOf(c.claimant);
       }
@@ -797,7 +850,7 @@ class CheckedWorld {
     std::vector<uint32_t> out;
     for (uint32_t id : job_ids_) {
       const slurm::SlurmJob& j = slurm_.Job(id);
-      if (j.state == slurm::JobState::kRunning && !j.nodes.empty() && j.nodes.front() == node) out.push_back(id);
+      if (j.state == slurm::JobState::kRunning && FakeSlurm::On(j, node)) out.push_back(id);
     }
     return out;
   }
@@ -838,7 +891,7 @@ class CheckedWorld {
   std::map<std::string, int> settled_;
   std::map<std::string, std::string> last_signature_;
   std::map<std::string, std::string> last_pod_node_;
-  std::map<uint32_t, std::string> last_job_node_;
+  JobNodes last_job_node_;
   std::map<std::string, Amounts> pod_size_;  // pod key -> its requests
   // Issue 25: pods (by UID) whose placeholder was lost by a fault, until mirrored again or gone.
   struct LostMirror {
@@ -947,7 +1000,7 @@ class DaemonSlurm : public SlurmActions {
     bool landed = false;
     const bool held_claim = w_->HoldsClaim(SlurmWorkloadId(job));
     absl::Status s = Write(absl::StrCat("requeue job ", job), true, [&] { return fake().Requeue(job); }, true, &landed);
-    if (!nodes.empty() && landed) w_->Evicted(nodes.front(), SlurmWorkloadId(job));
+    for (const std::string& node : landed ? nodes : std::vector<std::string>{}) w_->Evicted(node, SlurmWorkloadId(job));
     if (landed) {
       w_->Requeued(job);
       w_->VictimAsked(inc_, SlurmWorkloadId(job), held_claim);
@@ -965,7 +1018,7 @@ class DaemonSlurm : public SlurmActions {
           return fake().Cancel(job);
         },
         true, &landed);
-    if (!nodes.empty() && landed) w_->Evicted(nodes.front(), SlurmWorkloadId(job));
+    for (const std::string& node : landed ? nodes : std::vector<std::string>{}) w_->Evicted(node, SlurmWorkloadId(job));
     const std::vector<uint32_t>& placeholders = w_->slurm().pod_placeholders;  // a mirror's cancel: no victim
     if (landed && std::find(placeholders.begin(), placeholders.end(), job) == placeholders.end()) {
       w_->VictimAsked(inc_, SlurmWorkloadId(job), held_claim);

@@ -1,0 +1,211 @@
+// Issue 26: internal::NoRoomMemo, the earliest-placement search's memo of the nodes without room
+// at its start, used as CyclePass::EarliestPlacement uses it (Begin, then KnownNoRoom before a
+// Copies query and NoRoom after a 0). Each test makes one input of a remembered "no" change and
+// checks that the memo no longer answers it: the node's blocks (Remove, Add), the start, the
+// duration, the request.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "queue/plan.h"
+#include "queue/planner.h"
+#include "queue/planner_memos.h"
+#include "queue/profile.h"
+#include "queue/resources.h"
+
+namespace onequeue::queue {
+namespace {
+
+using internal::NoRoomMemo;
+
+constexpr Time kNow = 1000;
+constexpr Time kStart = 1600;  // a search's start, on the 60 s grid
+
+Resources Cores(int64_t cpu) {
+  Resources r;
+  r[kCpu] = cpu;
+  return r;
+}
+
+// Two 4-core nodes; node 0 is taken over [1500, 2000) by a reservation.
+AvailabilityProfile TwoNodes() {
+  AvailabilityProfile p({Cores(4), Cores(4)}, kNow, /*window=*/86400, /*resolution=*/60, false);
+  p.SealBase();
+  p.Add(0, AvailabilityProfile::Block{1500, 2000, Cores(4), WorkloadKind::kSlurmJob, true});
+  return p;
+}
+
+// What EarliestPlacement does for one node: the memo's answer, else the profile's (remembered
+// when it is 0).
+int64_t CopiesAt(const AvailabilityProfile& p, NoRoomMemo& memo, NodeIndex n, Time t, Duration d,
+                 const Resources& request) {
+  if (memo.KnownNoRoom(n, t, d, p.NodeVersion(n))) return 0;
+  const int64_t c = p.Copies(n, t, t + d, request, WorkloadKind::kSlurmJob, 1);
+  if (c <= 0) memo.NoRoom(n, t, d, p.NodeVersion(n));
+  return c;
+}
+
+TEST(NoRoomMemo, ANoIsKnownForTheSameStartAndNoShorterDuration) {
+  AvailabilityProfile p = TwoNodes();
+  NoRoomMemo memo;
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  EXPECT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 0);
+  EXPECT_EQ(CopiesAt(p, memo, 1, kStart, 300, Cores(1)), 1);
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  EXPECT_TRUE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
+  EXPECT_TRUE(memo.KnownNoRoom(0, kStart, 600, p.NodeVersion(0)));
+  EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 299, p.NodeVersion(0)));
+  EXPECT_FALSE(memo.KnownNoRoom(1, kStart, 300, p.NodeVersion(1)));  // it had room: nothing kept
+  EXPECT_FALSE(memo.KnownNoRoom(0, kStart + 60, 300, p.NodeVersion(0)));  // another time of the walk
+}
+
+// The stale entry that matters: a promise's placeholder taken back (Remove) frees the node, and
+// the next search from the same start must see it (CyclePass::RemovePlaceholder).
+TEST(NoRoomMemo, ARemoveOnTheNodeForgetsItsNo) {
+  AvailabilityProfile p = TwoNodes();
+  NoRoomMemo memo;
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  ASSERT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 0);
+  ASSERT_TRUE(p.Remove(0, AvailabilityProfile::Block{1500, 2000, Cores(4), WorkloadKind::kSlurmJob, true}));
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
+  EXPECT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 1);
+}
+
+TEST(NoRoomMemo, AnAddOnTheNodeForgetsItsNo) {
+  AvailabilityProfile p = TwoNodes();
+  NoRoomMemo memo;
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  ASSERT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 0);
+  const uint32_t before = p.NodeVersion(0);
+  p.Add(0, AvailabilityProfile::Block{3000, 4000, Cores(1), WorkloadKind::kSlurmJob, true});
+  EXPECT_NE(p.NodeVersion(0), before);
+  EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
+}
+
+TEST(NoRoomMemo, ASearchFromAnotherStartForgetsTheNos) {
+  AvailabilityProfile p = TwoNodes();
+  NoRoomMemo memo;
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  ASSERT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 0);
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart + 60, p.size());
+  EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
+  EXPECT_FALSE(memo.KnownNoRoom(0, kStart + 60, 300, p.NodeVersion(0)));
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
+}
+
+// A no for d is no no for a shorter d' when the block that left no room starts inside
+// [t + d', t + d): a search with a short limit, one with a long limit, then a short one again, all
+// from the same start (the replay of the 3,000-job heavy_steady trace decided differently when
+// the long search's nos answered the short one).
+TEST(NoRoomMemo, ANoForALongDurationIsNotANoForAShortOne) {
+  AvailabilityProfile p({Cores(4), Cores(4)}, kNow, 86400, 60, false);
+  p.SealBase();
+  p.Add(0, AvailabilityProfile::Block{2000, 3000, Cores(4), WorkloadKind::kSlurmJob, true});
+  NoRoomMemo memo;
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  ASSERT_EQ(CopiesAt(p, memo, 1, kStart, 300, Cores(1)), 1);
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  ASSERT_EQ(CopiesAt(p, memo, 0, kStart, 600, Cores(1)), 0);  // [1600, 2200) meets the block
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  EXPECT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 1);  // [1600, 1900) does not
+}
+
+// Another request, kind or tenant has a set of its own: a no for 4 cores is no no for 1.
+TEST(NoRoomMemo, EachRequestHasItsOwnSet) {
+  AvailabilityProfile p({Cores(4)}, kNow, 86400, 60, false);
+  p.SealBase();
+  p.Add(0, AvailabilityProfile::Block{1500, 2000, Cores(2), WorkloadKind::kSlurmJob, true});
+  NoRoomMemo memo;
+  memo.Begin(Cores(4), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  ASSERT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(4)), 0);
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
+  EXPECT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 1);
+  memo.Begin(Cores(4), WorkloadKind::kPodGroup, -1, kStart, p.size());
+  EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
+  memo.Begin(Cores(4), WorkloadKind::kSlurmJob, 3, kStart, p.size());
+  EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
+  memo.Begin(Cores(4), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  EXPECT_TRUE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
+}
+
+// The same through the planner: a promise's placeholder is the one thing a cycle takes back
+// (CyclePass::RemovePlaceholder), so the one place where a remembered no goes stale.
+//   3 nodes of 4 cpus: "a" (0, busy until 150), "b" (1), "c" (2, busy until 1000). "h" was
+//   promised "a" over [200, 300). "x1" and "x2" (same request and time limit, not before 200)
+//   come before and after "h" in the queue. "x1" searches from 200 while the placeholder is on
+//   "a" (no room there, remembered) and reserves "b"; at its turn "h" takes its placeholder back
+//   and starts now on "b" (it ends at 100); "x2" searches from 200 again and must find "a" free
+//   then, not wait for "b" at 300.
+TEST(NoRoomMemo, APlaceholderTakenBackFreesItsNodeForTheNextSearchFromTheSameStart) {
+  QueueConfig config;
+  config.weights = PriorityWeights{.age = 0, .fair_share = 0, .job_size = 0, .partition = 0, .qos = 10000};
+  config.qos = {QosPolicy{.name = "first", .priority = 300}, QosPolicy{.name = "second", .priority = 200},
+                QosPolicy{.name = "third", .priority = 100}};
+  config.resolution = 10;
+  config.window = 100'000;
+  auto node = [](const std::string& name) {
+    Node n;
+    n.name = name;
+    n.allocatable[kCpu] = 4000;
+    n.allocatable[kPods] = 110;
+    return n;
+  };
+  auto job = [](const std::string& id, const std::string& qos, Time not_before) {
+    PendingWorkload w;
+    w.id = id;
+    w.kind = WorkloadKind::kSlurmJob;
+    w.per_member[kCpu] = 4000;
+    w.time_limit = 100;
+    w.qos = qos;
+    w.account = "acct";
+    w.not_before = not_before;
+    return w;
+  };
+  auto busy = [](const std::string& id, NodeIndex n, Time end) {
+    RunningWorkload r;
+    r.id = id;
+    r.kind = WorkloadKind::kSlurmJob;
+    Resources all;
+    all[kCpu] = 4000;
+    r.allocations = {Allocation{n, all}};
+    r.expected_end = end;
+    return r;
+  };
+  auto snapshot = std::make_shared<Snapshot>();
+  snapshot->nodes = {node("a"), node("b"), node("c")};
+  snapshot->running = {busy("busy-a", 0, 150), busy("busy-c", 2, 1000)};
+  snapshot->pending = {job("x1", "first", 200), job("h", "second", 0), job("x2", "third", 200)};
+  PromisedReservation promise;
+  promise.workload = "h";
+  promise.member_nodes = {0};
+  promise.start = 200;
+  promise.end = 300;
+  promise.per_member[kCpu] = 4000;
+  QueuePlanner planner(config, nullptr);
+  const Plan plan = planner.PlanCycle(snapshot, 0, {promise});
+  ASSERT_EQ(plan.OrderIds(), (std::vector<std::string>{"x1", "h", "x2"}));
+  const StartDecision* h = nullptr;
+  for (const StartDecision& s : plan.starts) h = s.workload == "h" ? &s : h;
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->member_nodes, MemberNodes{1});
+  const ReserveDecision* x1 = nullptr;
+  const ReserveDecision* x2 = nullptr;
+  for (const ReserveDecision& r : plan.reservations) {
+    if (r.workload == "x1") x1 = &r;
+    if (r.workload == "x2") x2 = &r;
+  }
+  ASSERT_NE(x1, nullptr);
+  EXPECT_EQ(x1->start, 200);
+  EXPECT_EQ(x1->member_nodes, MemberNodes{1});
+  ASSERT_NE(x2, nullptr);
+  EXPECT_EQ(x2->start, 200);
+  EXPECT_EQ(x2->member_nodes, MemberNodes{0});
+}
+
+}  // namespace
+}  // namespace onequeue::queue

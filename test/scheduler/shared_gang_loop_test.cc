@@ -1,0 +1,137 @@
+// Issue 25 step 4, a gang of pods as the preemptor on shared nodes (sub_node_preemption.cc):
+// every member claims the room on its own node at once, naming only the victims there; the
+// victims are asked once for the whole gang (pods first); a refusal undoes every member's claim.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "fake_world.h"
+#include "scheduler/scheduling_loop.h"
+#include "two_shared_nodes_scene.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+constexpr queue::Time kT0 = 1763722800;  // 2025-11-21T11:00:00Z
+
+// The scene of two_shared_nodes_scene.h; a gang of two interactive pods of 4 CPUs each arrives:
+// it fits only by taking both batch halves, one member on each node.
+struct PodGangScene : TwoSharedNodesScene {
+  void MirrorTheBoundPodThenAddTheGang(SchedulingLoop& loop) {
+    ASSERT_NO_FATAL_FAILURE(MirrorTheBoundPod(loop, kT0));
+    for (const char* member : {"train-0", "train-1"}) {
+      c.k8s.AddPod(member, "4", "interactive");
+      c.k8s.Find(std::string("ns/") + member)->metadata.annotations[kGroupAnnotation] = "train";
+      c.k8s.Find(std::string("ns/") + member)->metadata.annotations[kGroupSizeAnnotation] = "2";
+    }
+  }
+  // The member's claim (placeholder) on `node`, by the node its placeholder is pinned to.
+  const slurm::SlurmJob* ClaimOn(const std::string& node) {
+    for (uint32_t id : c.slurm.pod_placeholders) {
+      const slurm::SlurmJob& j = c.slurm.Job(id);
+      if (id != low_placeholder && j.required_nodes == std::vector<std::string>{node}) return &j;
+    }
+    return nullptr;
+  }
+};
+
+// Each member claims on its own node and names only the victim there; each victim is asked once;
+// nothing is bound before its claim runs; once Slurm runs both claims both members are bound, the
+// interactive jobs beside untouched.
+TEST(SharedGangLoopTest, EachMemberClaimsItsOwnNodeNamingOnlyTheVictimThereAndIsBoundOnceItRuns) {
+  PodGangScene s;
+  SlurmLoopCluster& c = s.c;
+  SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPodThenAddTheGang(loop));
+  c.Cycle(loop, kT0 + 2);
+  const slurm::SlurmJob* on_n1 = s.ClaimOn("n1");
+  const slurm::SlurmJob* on_n2 = s.ClaimOn("n2");
+  ASSERT_NE(on_n1, nullptr);
+  ASSERT_NE(on_n2, nullptr);
+  EXPECT_THAT(on_n1->comment, HasSubstr("preempting ns/low"));
+  EXPECT_THAT(on_n1->comment, ::testing::Not(HasSubstr("slurm/9")));
+  EXPECT_THAT(on_n2->comment, HasSubstr("preempting slurm/9"));
+  EXPECT_THAT(on_n2->comment, ::testing::Not(HasSubstr("ns/low")));
+  EXPECT_THAT(c.k8s.evictions, ::testing::ElementsAre("ns/low"));
+  EXPECT_EQ(c.slurm.requeues[9], 1);
+  EXPECT_EQ(c.k8s.NodeOf("ns/train-0"), "");
+  EXPECT_EQ(c.k8s.NodeOf("ns/train-1"), "");
+  EXPECT_THAT(c.slurm.calls, ::testing::Not(Contains(::testing::StartsWith("fence"))));
+  const uint32_t claim_n1 = on_n1->job_id;
+  const uint32_t claim_n2 = on_n2->job_id;
+  for (int t = 3; t <= 4; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.requeues[9], 1);  // asked once
+  EXPECT_EQ(c.k8s.evictions.size(), 1u);
+  // slurmctld gives the freed room to the pending claims: the members are bound there.
+  ASSERT_TRUE(c.slurm.Fits(claim_n1, "n1"));
+  ASSERT_TRUE(c.slurm.Fits(claim_n2, "n2"));
+  c.slurm.Run(claim_n1, "n1");
+  c.slurm.Run(claim_n2, "n2");
+  for (int t = 5; t <= 7; ++t) c.Cycle(loop, kT0 + t);
+  std::set<std::string> bound{c.k8s.NodeOf("ns/train-0"), c.k8s.NodeOf("ns/train-1")};
+  EXPECT_EQ(bound, (std::set<std::string>{"n1", "n2"}));
+  EXPECT_EQ(c.slurm.Job(6).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(9).state, slurm::JobState::kPending);
+  EXPECT_EQ(c.slurm.requeues[9], 1);
+}
+
+// Pods first, across the whole gang: the batch pod's PodDisruptionBudget refuses, so job 9 on the
+// other member's node is never requeued and both members' claims are undone (their placeholders
+// cancelled); the gang waits with the refusal as its reason and does not claim again at once.
+TEST(SharedGangLoopTest, ARefusalOnOneMembersNodeUndoesEveryMembersClaimBeforeAnyJobIsRequeued) {
+  PodGangScene s;
+  SlurmLoopCluster& c = s.c;
+  c.k8s.pdb_blocks.insert("ns/low");
+  SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPodThenAddTheGang(loop));
+  c.Cycle(loop, kT0 + 2);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 3u);  // the two claims were made, then undone
+  EXPECT_EQ(c.Calls("requeue 9"), 0);
+  EXPECT_TRUE(c.k8s.evictions.empty());
+  for (uint32_t id : c.slurm.pod_placeholders) {
+    if (id != s.low_placeholder) EXPECT_EQ(c.slurm.Job(id).state, slurm::JobState::kCancelled) << id;
+  }
+  EXPECT_TRUE(loop.mirrors().Find(c.k8s.UidOf("ns/train-0")) == nullptr);
+  EXPECT_TRUE(loop.mirrors().Find(c.k8s.UidOf("ns/train-1")) == nullptr);
+  c.Cycle(loop, kT0 + 3);
+  EXPECT_EQ(c.slurm.pod_placeholders.size(), 3u);  // blocked for a while: no new claim
+  EXPECT_EQ(c.slurm.Job(9).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.k8s.NodeOf("ns/low"), "n1");
+  EXPECT_EQ(c.k8s.NodeOf("ns/train-0"), "");
+  ASSERT_FALSE(c.k8s.reports["ns/train-0"].empty());
+  EXPECT_THAT(c.k8s.reports["ns/train-0"].back().message, HasSubstr("undone"));
+  EXPECT_THAT(c.k8s.reports["ns/train-0"].back().message, HasSubstr("PodDisruptionBudget"));
+}
+
+// A member with room on its node needs no claim: it gets a plain placeholder, but it belongs to the
+// gang's preemption all the same. Without the batch job on n2, the member there has no victim; the
+// refusal on n1 cancels its placeholder too, so it is never bound alone.
+TEST(SharedGangLoopTest, AMemberThatNeededNoVictimIsUndoneWithTheGangOnARefusal) {
+  PodGangScene s;
+  SlurmLoopCluster& c = s.c;
+  c.slurm.Job(9).state = slurm::JobState::kCompleted;
+  c.slurm.Job(9).nodes.clear();
+  c.k8s.pdb_blocks.insert("ns/low");
+  SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPodThenAddTheGang(loop));
+  c.Cycle(loop, kT0 + 2);
+  const slurm::SlurmJob* on_n2 = s.ClaimOn("n2");
+  ASSERT_NE(on_n2, nullptr) << "the member on n2 got no placeholder";
+  EXPECT_THAT(on_n2->comment, ::testing::Not(HasSubstr("preempting")));
+  EXPECT_EQ(on_n2->state, slurm::JobState::kCancelled);
+  const uint32_t plain = on_n2->job_id;
+  c.slurm.Run(plain, "n2");  // even if Slurm had started it: no bind follows
+  const size_t placeholders = c.slurm.pod_placeholders.size();
+  for (int t = 3; t <= 4; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.pod_placeholders.size(), placeholders) << "a blocked gang submits nothing";
+  EXPECT_EQ(c.k8s.NodeOf("ns/train-0"), "");
+  EXPECT_EQ(c.k8s.NodeOf("ns/train-1"), "");
+  EXPECT_TRUE(c.k8s.evictions.empty());
+}
+
+}  // namespace
+}  // namespace onequeue::scheduler
