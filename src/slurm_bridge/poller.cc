@@ -279,26 +279,43 @@ absl::Status SlurmPoller::FetchChangedJobs(const SlurmView::Jobs& old, const std
   auto table = std::make_shared<SlurmView::Jobs>(old);
   for (uint32_t id : gone) table->erase(id);
   changes.jobs_removed += static_cast<int>(gone.size());
+  std::set<uint32_t> put;  // records taken from this poll's fetches
   for (uint32_t id : fetch) {
-    absl::StatusOr<SlurmJob> job = api_.GetJob(id);
+    absl::StatusOr<JobListing> records = api_.GetJobRecords(id);
     ++step.single_fetches;
-    if (absl::IsNotFound(job.status())) {
+    const bool has_own = records.ok() && std::any_of(records->items.begin(), records->items.end(),
+                                                     [&](const SlurmJob& j) { return j.job_id == id; });
+    if (absl::IsNotFound(records.status()) || (records.ok() && !has_own)) {
       // Gone between the listing and now. Out of the baseline too: fetched again should the
       // next listing still have it.
       if (table->erase(id) > 0) ++changes.jobs_removed;
       step.states->erase(id);
       continue;
     }
-    if (!job.ok()) return job.status();
-    auto it = old.find(id);
-    if (it == old.end()) ++changes.jobs_added;
-    else if (JobKey(it->second) != JobKey(*job)) ++changes.jobs_changed;
-    if (!job->allocation.error.empty() && (it == old.end() || it->second.allocation.error.empty()))
-      spdlog::warn("slurm poller: {}", job->allocation.error);
-    (*table)[id] = *std::move(job);
+    if (!records.ok()) return records.status();
+    // Every record answered goes in, not only `id`'s: an array's id answers the tasks split off
+    // it as well, and one split after the listing is in the array's record no longer, so without
+    // its own record here the view would lack the task for a poll (seen live on 22.05: the daemon
+    // took tasks it had started for gone and started more on their nodes). A record the listing
+    // lacked is fetched again on the next poll (it is not in the baseline): one GET, no harm.
+    for (SlurmJob& job : records->items) {
+      if (put.insert(job.job_id).second) PutFetchedJob(old, std::move(job), *table, changes);
+      else (*table)[job.job_id] = std::move(job);  // answered twice (an array and its task): counted once
+    }
   }
   step.table = std::move(table);
   return absl::OkStatus();
+}
+
+void SlurmPoller::PutFetchedJob(const SlurmView::Jobs& old, SlurmJob job, SlurmView::Jobs& table,
+                                PollChanges& changes) {
+  auto it = old.find(job.job_id);
+  if (it == old.end()) ++changes.jobs_added;
+  else if (JobKey(it->second) != JobKey(job)) ++changes.jobs_changed;
+  if (!job.allocation.error.empty() && (it == old.end() || it->second.allocation.error.empty()))
+    spdlog::warn("slurm poller: {}", job.allocation.error);
+  const uint32_t id = job.job_id;
+  table[id] = std::move(job);
 }
 
 std::shared_ptr<const SlurmView> SlurmPoller::View() const {

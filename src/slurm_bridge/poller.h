@@ -127,10 +127,12 @@ class SlurmPoller {
   absl::StatusOr<JobStep> PollJobsByStates(const SlurmView::Jobs& old, bool full, const std::set<uint32_t>& asked,
                                            PollChanges& changes);
   // State mode without a full listing: the view's table less the records the complete listing
-  // (step.states) lacks, with the records in `fetch` fetched alone (GetJob); a record gone by
+  // (step.states) lacks, with the records in `fetch` fetched alone (GetJobRecords); a record gone by
   // then is dropped too. step.table stays null when nothing changed.
   absl::Status FetchChangedJobs(const SlurmView::Jobs& old, const std::vector<uint32_t>& fetch, JobStep& step,
                                 PollChanges& changes);
+  // One fetched record into `table`, counted as added or changed against `old`.
+  static void PutFetchedJob(const SlurmView::Jobs& old, SlurmJob job, SlurmView::Jobs& table, PollChanges& changes);
 
   SlurmApi& api_;
   const PollerOptions options_;

@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -123,7 +126,7 @@ class ScontrolImpl : public Scontrol {
     const size_t slash = path_.rfind('/');
     const std::string squeue = slash == std::string::npos ? "squeue" : path_.substr(0, slash + 1) + "squeue";
     absl::StatusOr<std::string> out =
-        runner_->Run({squeue, "--noheader", "--all", "--states=all", "-O", "JobID:|,ArrayTaskID:|,State:|"});
+        runner_->Run({squeue, "--noheader", "--all", "--array", "--states=all", "-O", "JobID:|,ArrayTaskID:|,State:|"});
     if (!out.ok()) {
       const std::string msg(out.status().message());
       if (absl::StrContains(msg, "Unable to contact") || absl::StrContains(msg, "Socket timed out"))
@@ -163,7 +166,12 @@ class ScontrolImpl : public Scontrol {
 }  // namespace
 
 absl::StatusOr<JobStateListing> ParseSqueueStates(const std::string& text) {
-  JobStateListing out;
+  // --array: one line per task. Without it squeue merges every pending record of an array into
+  // one line under the array's id, a task split off it (held, or started by onequeue and not yet
+  // running) included, so that record looked gone (seen live on 22.05; recorded in the fixtures).
+  // A record's lines are merged back here: its tasks in task order.
+  std::map<uint32_t, SlurmJobState> records;
+  std::map<uint32_t, std::vector<std::pair<int64_t, std::string>>> tasks;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
     std::vector<absl::string_view> f = absl::StrSplit(line, '|');
     SlurmJobState s;
@@ -173,9 +181,20 @@ absl::StatusOr<JobStateListing> ParseSqueueStates(const std::string& text) {
         !own_tasks.empty() || state.empty())
       return absl::InternalError(absl::StrCat("squeue printed a line that is no job state: \"", line, "\""));
     const absl::string_view task = absl::StripAsciiWhitespace(f[1]);
-    if (task != "N/A") s.tasks = std::string(task);
+    if (task != "N/A") {
+      int64_t order = 0;
+      if (!absl::SimpleAtoi(task, &order)) order = -1;  // a range, should a squeue print one
+      tasks[s.job_id].emplace_back(order, std::string(task));
+    }
     if (ParseJobState(state) != JobState::kUnknown) s.state = ParseJobState(state);
     else s.state_flags.insert(absl::AsciiStrToUpper(state));  // e.g. COMPLETING: compared as it is
+    records.try_emplace(s.job_id, std::move(s));
+  }
+  JobStateListing out;
+  for (auto& [id, s] : records) {
+    std::vector<std::pair<int64_t, std::string>>& t = tasks[id];
+    std::sort(t.begin(), t.end());
+    s.tasks = absl::StrJoin(t, ",", [](std::string* o, const auto& p) { absl::StrAppend(o, p.second); });
     out.items.push_back(std::move(s));
   }
   return out;

@@ -65,9 +65,11 @@ class RestSlurmApi : public SlurmApi {
                                                  " has no jobs/state/ (v0.0.41+) and no scontrol (squeue) is configured"));
   }
 
+  absl::StatusOr<JobListing> GetJobRecords(uint32_t job_id) override {
+    return List<SlurmJob>(adapter_->JobPath(job_id), [&](const nlohmann::json& b) { return adapter_->ParseJobs(b); });
+  }
   absl::StatusOr<SlurmJob> GetJob(uint32_t job_id) override {
-    absl::StatusOr<JobListing> l =
-        List<SlurmJob>(adapter_->JobPath(job_id), [&](const nlohmann::json& b) { return adapter_->ParseJobs(b); });
+    absl::StatusOr<JobListing> l = GetJobRecords(job_id);
     if (!l.ok()) return l.status();
     for (SlurmJob& j : l->items)
       if (j.job_id == job_id) return std::move(j);
@@ -336,6 +338,7 @@ class JobWriteNotifier : public SlurmApi {
   absl::StatusOr<ReservationListing> ListReservations() override { return inner_->ListReservations(); }
   absl::StatusOr<JobStateListing> ListJobStates() override { return inner_->ListJobStates(); }
   absl::StatusOr<SlurmJob> GetJob(uint32_t id) override { return inner_->GetJob(id); }
+  absl::StatusOr<JobListing> GetJobRecords(uint32_t id) override { return inner_->GetJobRecords(id); }
   absl::StatusOr<SlurmNode> GetNode(const std::string& node) override { return inner_->GetNode(node); }
   absl::StatusOr<SubmitResult> Submit(const JobSubmission& job) override {
     absl::StatusOr<SubmitResult> r = inner_->Submit(job);

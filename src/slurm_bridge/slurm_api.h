@@ -43,6 +43,19 @@ class SlurmApi {
     return absl::UnimplementedError("this SlurmApi lists no job states");
   }
   virtual absl::StatusOr<SlurmJob> GetJob(uint32_t job_id) = 0;
+  // Issue 26: every record Slurm answers for one job id, as of one moment: the job's own record
+  // and, for an array's id, every record of the array (the tasks split off it too), for a het
+  // leader every component (slurmctld's job info RPC, which GET job/<id> and `scontrol show job`
+  // share, answers so on every version). The poller takes them all: a task split off between its
+  // state listing and this fetch is then not missing from the view (the array's record no longer
+  // lists it, its own record was not listed yet). This default answers the one record.
+  virtual absl::StatusOr<JobListing> GetJobRecords(uint32_t job_id) {
+    absl::StatusOr<SlurmJob> job = GetJob(job_id);
+    if (!job.ok()) return job.status();
+    JobListing out;
+    out.items.push_back(*std::move(job));
+    return out;
+  }
   virtual absl::StatusOr<SlurmNode> GetNode(const std::string& node) = 0;
 
   virtual absl::StatusOr<SubmitResult> Submit(const JobSubmission& job) = 0;

@@ -2,6 +2,7 @@
 // Integration tests use the real slurmrestd instead.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -110,8 +111,10 @@ class FakeSlurmApi : public SlurmApi {
       s.tasks = j.array_task_id ? absl::StrCat(*j.array_task_id) : j.array_tasks;
       l.items.push_back(s);
     }
+    if (after_job_states) after_job_states();
     return l;
   }
+  std::function<void()> after_job_states;  // runs once a state listing is made (a write racing the poll)
   std::set<uint32_t> gone_by_get;  // GetJob answers kNotFound for these (gone since the listing)
   absl::Status fail_get_job;       // when not OK, GetJob returns it
   absl::StatusOr<SlurmJob> GetJob(uint32_t id) override {
@@ -122,6 +125,15 @@ class FakeSlurmApi : public SlurmApi {
     auto it = jobs.find(id);
     if (it == jobs.end()) return absl::NotFoundError("no job");
     return it->second;
+  }
+  // Like slurmctld's job info RPC: an array's id answers every record of the array.
+  absl::StatusOr<JobListing> GetJobRecords(uint32_t id) override {
+    absl::StatusOr<SlurmJob> own = GetJob(id);
+    if (!own.ok()) return own.status();
+    JobListing l;
+    for (const auto& [other, j] : jobs)
+      if (other == id || (j.array_job_id == id && gone_by_get.count(other) == 0)) l.items.push_back(j);
+    return l;
   }
   absl::StatusOr<SlurmNode> GetNode(const std::string& node) override {
     if (!fail_with.ok()) return fail_with;

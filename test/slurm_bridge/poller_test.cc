@@ -345,6 +345,39 @@ TEST_F(StateModeTest, AnArrayTaskSplittingOffFetchesItsRecordAndTheArrays) {
   EXPECT_EQ(poller.View()->jobs->at(5).array_tasks, "1,2,3");
 }
 
+// Found live on 22.05 (slurm_e2e_test ATenTaskArrayRunsAsTenTasksInOrder): the daemon splits a
+// task off the array after a poll's state listing and before its fetches. The array's record,
+// fetched, no longer lists the task, and the task's own record was not listed: unless the fetch
+// of the array takes every record Slurm answers for it, the view lacks the task for a poll, and
+// the daemon took the task it had just started for gone and started more on its node.
+TEST_F(StateModeTest, ATaskSplitOffBetweenTheListingAndTheFetchesIsInTheView) {
+  SlurmJob array = MakeJob(5, JobState::kPending);
+  array.array_job_id = 5;
+  array.array_tasks = "0-3";
+  api_.jobs[5] = array;
+  SlurmPoller poller(api_);
+  Poll(poller, 0);
+  ASSERT_TRUE(api_.SplitArrayTask(5, 0, "").ok());  // the array's record changes: it is fetched
+  absl::StatusOr<uint32_t> late = absl::UnknownError("not split");
+  api_.after_job_states = [&] {
+    late = api_.SplitArrayTask(5, 1, "started by onequeue");
+    api_.after_job_states = nullptr;
+  };
+  PollChanges c;
+  Poll(poller, 2, &c);
+  ASSERT_TRUE(late.ok());
+  const SlurmView::Jobs& jobs = *poller.View()->jobs;
+  EXPECT_EQ(jobs.at(5).array_tasks, "2,3");
+  ASSERT_EQ(jobs.count(*late), 1u) << "task 1 is in neither the array's record nor one of its own";
+  EXPECT_EQ(jobs.at(*late).array_task_id, 1u);
+  EXPECT_EQ(c.jobs_added, 2);  // task 0's record and task 1's, each counted once
+  // The next listing differs from the baseline (the array's record lists tasks 2 and 3; task 1's
+  // record is new to it): both fetched once more, unchanged.
+  EXPECT_THAT(Poll(poller, 4, &c),
+              ElementsAre("ListJobStates", "GetJob 5", absl::StrCat("GetJob ", *late), "ListNodes"));
+  EXPECT_FALSE(c.any());
+}
+
 TEST_F(StateModeTest, AJobGoneBeforeItsFetchIsDroppedAndNotCounted) {
   SlurmPoller poller(api_);
   Poll(poller, 0);
