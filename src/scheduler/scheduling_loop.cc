@@ -104,7 +104,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
       lending_.Observe(slurm_ != nullptr ? view_->Slurm() : nullptr, now, &stats);
   DrainBindResults(now, &stats);
   SnapshotOptions options = ReadWorld(*state, now);
-  if (slurm_view != nullptr) lending_.ConfirmStarts(*slurm_view, now);
+  if (slurm_view != nullptr) lending_.ConfirmStarts(*slurm_view, now, &stats);
   BuiltSnapshot built = BuildCycleSnapshot(*state, std::move(options), slurm_view, now, &stats);
   if (slurm_view != nullptr && lending_.known()) {
     const bool reading_back = !mirrors_rebuilt_;

@@ -78,25 +78,81 @@ SlurmWorldOptions SlurmLending::Options(const BuiltSnapshot& built, queue::Time 
   return o;
 }
 
-void SlurmLending::ConfirmStarts(const slurm::SlurmView& view, queue::Time now) {
-  for (auto it = assumed_jobs_.begin(); it != assumed_jobs_.end();) {
-    auto job = view.jobs->find(it->first);
-    // Seen running (or ended, or gone): confirmed. Still pending past its time: Slurm did not
-    // start it, and the next plan decides again.
-    bool confirmed = job == view.jobs->end() || job->second.state != slurm::JobState::kPending ||
-                     job->second.restart_count > it->second.restarts;
-    // Issue 29: a task split off an array is missing from a view made before the split, which
-    // still lists it in the array's record: not gone.
-    if (job == view.jobs->end() && it->second.array_task) {
-      auto array = view.jobs->find(it->second.array_task->first);
-      if (array != view.jobs->end() && IsPendingArrayRecord(array->second)) {
-        absl::StatusOr<slurm::ArrayTasks> tasks = slurm::ParseArrayTasks(array->second.array_tasks);
-        confirmed = !tasks.ok() || std::find(tasks->ids.begin(), tasks->ids.end(), it->second.array_task->second) ==
-                                       tasks->ids.end();
-      }
+SlurmLending::StartFate SlurmLending::FateOf(const AssumedStart& a, const slurm::SlurmView& view, uint32_t id,
+                                             queue::Time listed_at, queue::Time now) {
+  auto job = view.jobs->find(id);
+  if (a.state == StartState::kUnknown) {
+    // A view that may predate the landing says nothing (as a placeholder's unknown submit, C1).
+    if (a.unknown_after == 0 || listed_at <= a.unknown_after) return StartFate::kWaiting;
+    if (job == view.jobs->end() || job->second.state != slurm::JobState::kPending ||
+        job->second.restart_count > a.restarts)
+      return StartFate::kConfirmed;
+    // Pending: released by the start (Slurm has not placed it yet), or never released. Only the
+    // latter may be undone: a released job runs wherever it is let in.
+    return job->second.admin_comment == a.comment ? StartFate::kReleased : StartFate::kFailed;
+  }
+  // Seen running (or ended, or gone): confirmed. Still pending past its time: Slurm did not
+  // start it, and the next plan decides again.
+  bool confirmed = job == view.jobs->end() || job->second.state != slurm::JobState::kPending ||
+                   job->second.restart_count > a.restarts;
+  // Issue 29: a task split off an array is missing from a view made before the split, which
+  // still lists it in the array's record: not gone.
+  if (job == view.jobs->end() && a.array_task) {
+    auto array = view.jobs->find(a.array_task->first);
+    if (array != view.jobs->end() && IsPendingArrayRecord(array->second)) {
+      absl::StatusOr<slurm::ArrayTasks> tasks = slurm::ParseArrayTasks(array->second.array_tasks);
+      confirmed = !tasks.ok() || std::find(tasks->ids.begin(), tasks->ids.end(), a.array_task->second) ==
+                                     tasks->ids.end();
     }
-    if (confirmed || now > it->second.until) it = assumed_jobs_.erase(it);
-    else ++it;
+  }
+  if (confirmed) return StartFate::kConfirmed;
+  return now > a.until ? StartFate::kLapsed : StartFate::kWaiting;
+}
+
+void SlurmLending::ConfirmStarts(const slurm::SlurmView& view, queue::Time now, CycleStats* stats) {
+  const queue::Time listed_at =
+      view.refreshed_at == absl::InfinitePast() ? now : absl::ToUnixSeconds(view.refreshed_at);
+  for (auto it = assumed_jobs_.begin(); it != assumed_jobs_.end();) {
+    AssumedStart& a = it->second;
+    // The first cycle that began after the timed-out call returned: a view listed later is the answer.
+    if (a.state == StartState::kUnknown && a.unknown_after == 0 && now > a.asked_at) a.unknown_after = now;
+    const StartFate fate = FateOf(a, view, it->first, listed_at, now);
+    if (a.state == StartState::kUnknown && (fate == StartFate::kConfirmed || fate == StartFate::kReleased)) {
+      spdlog::info("Slurm job {}: its start that timed out landed", it->first);
+      ReportLent(it->first, a.marked, stats);
+    }
+    switch (fate) {
+      case StartFate::kWaiting:
+        ++it;
+        continue;
+      case StartFate::kReleased:  // as a start that answered ok: Slurm places it when it may
+        a.state = StartState::kReleased;
+        a.until = now + kAssumedStartSeconds;
+        ++it;
+        continue;
+      case StartFate::kFailed:
+        spdlog::warn("Slurm job {}: its start timed out and did not land; the nodes marked for it are given back",
+                     it->first);
+        UndoLend(it->first, a.marked);
+        break;
+      case StartFate::kConfirmed:
+      case StartFate::kLapsed:
+        break;
+    }
+    it = assumed_jobs_.erase(it);
+  }
+}
+
+void SlurmLending::UndoLend(uint32_t job, const LendMarks& marked) {
+  for (const auto& [name, before] : marked) {
+    if (owners_->Of(name) == NodeOwner::LentTo(job)) (void)owners_->Set(name, before);
+  }
+}
+
+void SlurmLending::ReportLent(uint32_t job, const LendMarks& marked, CycleStats* stats) {
+  for (const auto& [name, before] : marked) {
+    actions_->NodeEvent(name, "Lent", absl::StrCat("Lent to Slurm for job ", job));
+    ++stats->lent;
   }
 }
 
@@ -206,16 +262,15 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
   }
   // 1. Kubernetes' side first (durable, and the taint keeps other schedulers off). Undone (issue
   // 24 M3) if the lend goes no further, so an outage does not lend node after node.
-  std::vector<std::pair<std::string, NodeOwner>> marked;  // node -> owner before
-  auto undo = [&] {
-    for (const auto& [name, before] : marked) (void)owners_->Set(name, before);
-    return std::vector<std::string>{};
-  };
+  LendMarks marked;  // node -> owner before
   for (const std::string& name : k8s_nodes) {
     const NodeOwner before = owners_->Of(name);
     if (before.slurm()) continue;
     if (records.nodes.at(name).shared) continue;  // issue 25: no world owns a shared node whole
-    if (!owners_->Set(name, NodeOwner::LentTo(*job)).ok()) return undo();
+    if (!owners_->Set(name, NodeOwner::LentTo(*job)).ok()) {
+      UndoLend(*job, marked);
+      return {};
+    }
     marked.emplace_back(name, before);
   }
   Fail("lend-after-annotate");
@@ -229,14 +284,47 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
   absl::Status s = task ? slurm_->StartArrayTask(task->first, task->second, slurm_nodes, started)
                         : slurm_->StartOn(*job, slurm_nodes, started);
   if (task && !split && absl::IsUnimplemented(s)) s = slurm_->StartOn(*job, slurm_nodes, started);
-  if (!s.ok()) {
+  // Issue 24 D5: a call that timed out (slurmrestd hung) may have landed; taken for failed, the
+  // node went back to Kubernetes while the job ran there. Its outcome is unknown until a view
+  // says (ConfirmStarts): the lend stands, the job counts as running, no fence is lifted.
+  const bool unknown = absl::IsDeadlineExceeded(s);
+  if (!s.ok() && !unknown) {
     spdlog::warn("starting Slurm job {}: {}; the nodes marked for it are given back", *job, s.ToString());
-    return undo();
+    UndoLend(*job, marked);
+    return {};
   }
-  for (const auto& [name, before] : marked) {
-    actions_->NodeEvent(name, "Lent", absl::StrCat("Lent to Slurm for job ", *job));
-    ++stats->lent;
+  if (unknown) {
+    spdlog::warn("starting Slurm job {}: {}; it may have landed: the nodes stay lent until Slurm's view says", *job,
+                 s.ToString());
+    touched->insert(k8s_nodes.begin(), k8s_nodes.end());
+  } else {
+    ReportLent(*job, marked, stats);
+    LiftFences(k8s_nodes, slurm_nodes, records, now, touched);
   }
+  // A job that held a sub-node claim (issue 25) is in `running` already, as assumed; an array
+  // task is looked up under the task actually started (issue 29).
+  const std::string started_id = split ? ArrayTaskWorkloadId(task->first, task->second) : start.workload;
+  const slurm::SlurmJob* record = nullptr;
+  if (auto p = records.pending.find(started_id); p != records.pending.end()) record = p->second;
+  else if (auto r = records.running.find(started_id); r != records.running.end()) record = r->second;
+  AssumedStart& a = assumed_jobs_[*job] = AssumedStart{};
+  a.nodes = k8s_nodes;
+  a.until = now + kAssumedStartSeconds;
+  a.restarts = record == nullptr ? 0 : record->restart_count;
+  a.array_task = task;
+  if (unknown) {
+    a.state = StartState::kUnknown;
+    a.asked_at = now;
+    a.comment = started;
+    a.marked = std::move(marked);
+  }
+  last_hold_.erase(*job);  // a hold (re)written later is asked afresh; the release may have replaced it
+  ++stats->slurm_started;
+  return k8s_nodes;
+}
+
+void SlurmLending::LiftFences(const std::vector<std::string>& k8s_nodes, const std::vector<std::string>& slurm_nodes,
+                              const SlurmRecords& records, queue::Time now, std::set<std::string>* touched) {
   for (size_t i = 0; i < k8s_nodes.size(); ++i) {
     const JoinedNode& joined = records.nodes.at(k8s_nodes[i]);
     auto last = last_fence_.find(k8s_nodes[i]);
@@ -248,16 +336,6 @@ std::vector<std::string> SlurmLending::StartJob(const queue::StartDecision& star
     last_fence_.erase(k8s_nodes[i]);
     touched->insert(k8s_nodes[i]);
   }
-  // A job that held a sub-node claim (issue 25) is in `running` already, as assumed; an array
-  // task is looked up under the task actually started (issue 29).
-  const std::string started_id = split ? ArrayTaskWorkloadId(task->first, task->second) : start.workload;
-  const slurm::SlurmJob* record = nullptr;
-  if (auto p = records.pending.find(started_id); p != records.pending.end()) record = p->second;
-  else if (auto r = records.running.find(started_id); r != records.running.end()) record = r->second;
-  assumed_jobs_[*job] = {k8s_nodes, now + kAssumedStartSeconds, record == nullptr ? 0 : record->restart_count, task};
-  last_hold_.erase(*job);
-  ++stats->slurm_started;
-  return k8s_nodes;
 }
 
 void SlurmLending::FenceOnce(const JoinedNode& node, const std::string& owner, queue::Time now) {
@@ -322,8 +400,11 @@ void SlurmLending::ReconcileLent(const JoinedNode& node, bool busy, bool start_u
 
 void SlurmLending::Reconcile(const SlurmRecords& records, const std::set<std::string>& touched, queue::Time now,
                              CycleStats* stats) {
-  std::set<std::string> assumed_nodes;
-  for (const auto& [job, a] : assumed_jobs_) assumed_nodes.insert(a.nodes.begin(), a.nodes.end());
+  std::set<std::string> assumed_nodes, unknown_nodes;
+  for (const auto& [job, a] : assumed_jobs_) {
+    assumed_nodes.insert(a.nodes.begin(), a.nodes.end());
+    if (a.state == StartState::kUnknown) unknown_nodes.insert(a.nodes.begin(), a.nodes.end());
+  }
   for (const auto& [name, node] : records.nodes) {
     if (touched.count(name)) continue;
     const slurm::NodeHolder holder = node.holder.holder;
@@ -345,6 +426,9 @@ void SlurmLending::Reconcile(const SlurmRecords& records, const std::set<std::st
       continue;
     }
     if (owner.slurm()) {
+      // D5: a lend whose start may not have landed keeps its Slurm side as it was (its undo hands
+      // the node back without a live check, safe only while nothing could start there).
+      if (unknown_nodes.count(name)) continue;
       ReconcileLent(node, !node.running_jobs.empty() || assumed_nodes.count(name), !assumed_jobs_.empty(), now,
                     stats);
       continue;

@@ -6,8 +6,20 @@
 //     refreshed for max(30 s, 10 poll intervals): slurmrestd hangs), nothing is decided from
 //     Slurm's side (issue 24 H1, M3): no node is taken from or lent to Slurm, a pod goes only where
 //     onequeue fenced Slurm off before (kubernetes) or where the last view showed no Slurm node.
-//   * Lend (StartJob): the node is marked slurm/<job> first, then the job is pinned there and the
+//   * Lend (StartJob): the node is marked slurm/<job> first, then the job is released and the
 //     fence lifted; if the job cannot be started the marks are undone (issue 24 M3).
+//   * A start, once asked, is one of onequeue's assumed starts (counted running on its nodes)
+//     until a view settles it; ConfirmStarts is the one place it moves (issue 24 D5):
+//       asked, ok                --> kReleased
+//       asked, kDeadlineExceeded --> kUnknown: the release may have landed (slurmrestd hung). The
+//           node stays lent, the job counted there, its fence not lifted, until a view listed
+//           after the call returned says which:
+//       kUnknown --running, ended or requeued--> confirmed (dropped; the lend stands)
+//       kUnknown --pending, released by the start (its AdminComment)--> kReleased
+//       kUnknown --pending, not released--> failed: the lend undone (UndoLend, the one path a
+//           refused start takes too)
+//       kReleased --running, ended or requeued--> confirmed; --pending past 120 s--> lapsed
+//           (dropped: the next plan decides again; the lend stays until the node is idle)
 //   * Take (TakeNodeFor) and Return (Reconcile): fenced first, then Slurm is asked now (Ready,
 //     not the poll) whether anything of its own still runs there; only then is the node marked
 //     kubernetes (issue 24 H3). A node Slurm turns out to use stays Slurm's.
@@ -55,8 +67,9 @@ class SlurmLending {
   void Joined(const SlurmRecords& records);
   // The options AddSlurmWorld needs from the loop's state (assumed starts, hysteresis, headroom).
   SlurmWorldOptions Options(const BuiltSnapshot& built, queue::Time now);
-  // Drops the start assumptions the view confirms (or that lapsed).
-  void ConfirmStarts(const slurm::SlurmView& view, queue::Time now);
+  // Moves every assumed start by the view (see above): drops the ones it confirms or that lapsed,
+  // settles the unknown ones and undoes the lend of those that did not land.
+  void ConfirmStarts(const slurm::SlurmView& view, queue::Time now, CycleStats* stats);
   void ForgetStart(uint32_t job) { assumed_jobs_.erase(job); }
   bool HasAssumedStarts() const { return !assumed_jobs_.empty(); }
 
@@ -102,6 +115,15 @@ class SlurmLending {
   std::optional<uint32_t> SplitOffArrayTask(const ArrayTask& task, const std::string& workload,
                                             const SlurmRecords& records);
   void FenceOnce(const JoinedNode& node, const std::string& owner, queue::Time now);
+  // The owner marks a lend wrote (node -> owner before), each put back while it still says
+  // slurm/<job>: the one undo of a lend, for a start refused at once or found not landed later.
+  using LendMarks = std::vector<std::pair<std::string, NodeOwner>>;
+  void UndoLend(uint32_t job, const LendMarks& marked);
+  // Lent events for the nodes a start marked, once it is known to stand.
+  void ReportLent(uint32_t job, const LendMarks& marked, CycleStats* stats);
+  // After a successful start: the fence of each lent node lifted.
+  void LiftFences(const std::vector<std::string>& k8s_nodes, const std::vector<std::string>& slurm_nodes,
+                  const SlurmRecords& records, queue::Time now, std::set<std::string>* touched);
   // Returns a lent node that has been idle long enough, if Slurm says nothing runs there now.
   void ReturnIdle(const JoinedNode& node, queue::Time now, CycleStats* stats);
   // `start_unconfirmed`: a job onequeue released is not yet seen running. onequeue does not pin a
@@ -123,12 +145,25 @@ class SlurmLending {
   bool seen_ = false;                  // a fresh view has been seen at least once
   std::set<std::string> last_joined_;  // pool nodes joined to a Slurm node in the last fresh view
   // Jobs onequeue started that the poller does not show running yet (assume).
+  enum class StartState { kReleased, kUnknown };
   struct AssumedStart {
     std::vector<std::string> nodes;
     queue::Time until = 0;
     int restarts = 0;  // the job's restart count when started: a higher one means it was requeued
     std::optional<std::pair<uint32_t, uint32_t>> array_task;  // issue 29: (array, task) it was split from
+    StartState state = StartState::kReleased;
+    // kUnknown (D5): when the start was asked; the first cycle after the call returned (0: none
+    // yet), a view listed after which is the answer; the AdminComment a landed release wrote;
+    // the marks to undo if it did not land.
+    queue::Time asked_at = 0;
+    queue::Time unknown_after = 0;
+    std::string comment;
+    LendMarks marked;
   };
+  // What a view says of an assumed start (ConfirmStarts acts on it).
+  enum class StartFate { kWaiting, kConfirmed, kReleased, kLapsed, kFailed };
+  static StartFate FateOf(const AssumedStart& a, const slurm::SlurmView& view, uint32_t job, queue::Time listed_at,
+                          queue::Time now);
   std::map<uint32_t, AssumedStart> assumed_jobs_;
   // Issue 29: the array tasks among assumed_jobs_, and the tasks of `array` planned this cycle.
   scheduler::StartedTasks StartedArrayTasks() const;

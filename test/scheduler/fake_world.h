@@ -40,6 +40,9 @@ class FakeSlurm : public SlurmActions {
   std::map<uint32_t, int> requeue_unavailable;
   std::set<uint32_t> not_requeueable;
   absl::Status start_error = absl::OkStatus();
+  // Issue 24 D5: StartOn answers kDeadlineExceeded (slurmrestd hung) after its release landed
+  // (with start_error set as well: nothing landed).
+  bool start_times_out = false;
   // Nodes slurmctld shows DOWN (issue 24 M6).
   std::set<std::string> down;
   // The node's fence ends without onequeue asking (a placeholder that ended at TIMEOUT or
@@ -243,7 +246,8 @@ class FakeSlurm : public SlurmActions {
   absl::Status StartOn(uint32_t job, const std::vector<std::string>& nodes, const std::string& comment) override {
     calls.push_back("start " + std::to_string(job));
     if (absl::Status s = WholeArrayWrite(job); !s.ok()) return s;
-    return Release(job, nodes, comment);
+    const absl::Status s = Release(job, nodes, comment);
+    return start_times_out ? absl::DeadlineExceededError("slurmrestd: no answer in 60 s") : s;
   }
   // Like slurmctld (seen live on 22.05): a write by an array's job id reaches every record of the
   // array, and tasks that ran answer an error ("<array>_0-8: Job has already finished"); modelled

@@ -5,6 +5,7 @@
 //       preemption is given up and the node returned to Slurm, the preemptor told why;
 //   H3  a lent node is marked Kubernetes' only after a live check says nothing of Slurm runs there;
 //   M3  a failed StartOn undoes the lend; a stale Slurm view is not acted on.
+//   D5  a StartOn that timed out keeps the lend until a view says whether it landed.
 //   M4  a bound pod past its time limit (+ queue.overTimeLimitSeconds) is evicted, as Slurm ends a
 //       job at TimeLimit (+ OverTimeLimit);
 //   M6  a node onequeue holds is fenced again while it is down, so it comes back fenced.
@@ -182,6 +183,63 @@ TEST(LoopDefectsTest, M3_AFailedStartOnUndoesTheLend) {
   for (int t = 4; t <= 20; ++t) c.Cycle(loop, kT0 + t);
   EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
   EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+}
+
+// D5 (issue 24, found by the checker): StartOn of job 7 times out (slurmrestd hung) after its
+// release landed; n1 is fenced for Kubernetes, so the job waits, released. Its start is unknown,
+// not failed: n1 stays lent to it and the job counts as running there (job 8, as large, is not
+// started beside it) and n1's fence stays, until a view listed after the call returned shows job 7
+// released; then n1 is unfenced and job 7 runs there.
+TEST(LoopDefectsTest, D5_AStartThatTimedOutButLandedKeepsTheNodeLentUntilTheViewShowsIt) {
+  Cluster c(1);
+  c.k8s.SetNodeOwner("n1", "kubernetes");
+  ASSERT_TRUE(c.slurm.Fence("n1", "kubernetes").ok());
+  c.slurm.Submit(7, 8);
+  c.slurm.Submit(8, 8);
+  Config cfg = SlurmConfig();
+  cfg.slurm.lend_after_seconds = 0;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.slurm.start_times_out = true;
+  c.Cycle(loop, kT0);
+  c.slurm.start_times_out = false;
+  ASSERT_EQ(c.Calls("start 7"), 1);
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "slurm/7") << "a start that timed out was taken for failed";
+  c.Cycle(loop, kT0 + 1);  // its view may predate the landing: nothing settled
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "slurm/7");
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "kubernetes") << "unfenced before the view said the start landed";
+  EXPECT_EQ(c.Calls("start 8"), 0) << "job 8 started where job 7 may run";
+  c.Cycle(loop, kT0 + 2);
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "slurm/7");
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(7).nodes, std::vector<std::string>{"n1"});
+  EXPECT_EQ(c.Calls("start 8"), 0);
+  EXPECT_THAT(c.k8s.node_events, Contains("n1 Lent"));
+}
+
+// D5: the same timeout, but nothing landed (job 7 still held). n1 stays lent and fenced until a
+// view listed after the call returned shows job 7 pending and not released; then the lend is
+// undone (the undo of a refused start): n1 is Kubernetes' again, its fence never lifted.
+TEST(LoopDefectsTest, D5_AStartThatTimedOutAndDidNotLandIsUndoneOnceTheViewShowsIt) {
+  Cluster c(1);
+  c.k8s.SetNodeOwner("n1", "kubernetes");
+  ASSERT_TRUE(c.slurm.Fence("n1", "kubernetes").ok());
+  c.slurm.Submit(7, 8);
+  Config cfg = SlurmConfig();
+  cfg.slurm.lend_after_seconds = 0;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.slurm.start_error = absl::DeadlineExceededError("slurmrestd: no answer in 60 s");
+  c.k8s.owner_changes.clear();
+  c.Cycle(loop, kT0);
+  c.Cycle(loop, kT0 + 1);
+  ASSERT_EQ(c.Calls("start 7"), 1) << "started again while its first start is unknown";
+  EXPECT_EQ(c.k8s.owner_changes, std::vector<std::string>{"n1=slurm/7"}) << "taken for failed at once";
+  c.Cycle(loop, kT0 + 2);  // undone, then (the plan's next start) lent again
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kPending);
+  ASSERT_GE(c.k8s.owner_changes.size(), 2u) << "the lend of a start that did not land stands";
+  EXPECT_EQ(c.k8s.owner_changes[1], "n1=kubernetes");
+  EXPECT_EQ(c.Calls("lend n1"), 0);
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "kubernetes");
+  EXPECT_THAT(c.k8s.node_events, Not(Contains("n1 Lent")));
 }
 
 // M3: the poller's view stopped moving (slurmrestd hangs): what it shows is not acted on. Job 7

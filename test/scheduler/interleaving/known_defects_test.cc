@@ -1,7 +1,7 @@
 // Issue 24: the defects the interleaving checker found, each as its shrunk scenario (seed, setup
 // and steps, printed by Checker::AsCode) that must run without a violation once the defect is
-// fixed. H1, H2, H3, D1, D2, D3, M1, C1 and G3 are fixed and run (each failed before its fix); their
-// fault kinds are on in AMillionStepsKeepEveryInvariant.
+// fixed. H1, H2, H3, D1, D2, D3, M1, C1, G3 and the later ones are fixed and run (each failed before
+// its fix); their fault kinds are on in AMillionStepsKeepEveryInvariant.
 #include <gtest/gtest.h>
 
 #include "checker.h"
@@ -316,15 +316,70 @@ TEST(KnownDefectsTest, G6_AVictimOfAStandingClaimIsNotStartedBeforeTheClaimRuns)
               KnownOpenDefects::None());
 }
 
-// D5 (found by the checker's hunt, seed 37645, shrunk to 30 steps; OPEN, not fixed): a world
-// without shared nodes. slurmrestd hangs while daemon #1 starts job 1 on n2: the start lands after
-// 9 s, the call ends in kDeadlineExceeded, and the loop takes the start as failed (owner n2 back to
-// kubernetes). Once slurmrestd answers, job 2 is started on n2 as well, and a reservation of n2 for
-// interactive ns/jupyter3 names job 2 only: job 1, running there since the landed start, is never
-// asked -> (c) after 8 healthy cycles. A start that timed out is unknown, not failed (as a pod
-// placeholder's submit is, kSubmitUnknown); the lend needs the same treatment.
-TEST(KnownDefectsTest, DISABLED_D5_AStartThatTimedOutButLandedIsNotTakenForFailed) {
+// D5 (found by the checker's hunt, seed 37645, shrunk to 30 steps): a world without shared
+// nodes. slurmrestd hangs while daemon #1 starts job 1 on n2: the start lands after 9 s, the call
+// ends in kDeadlineExceeded, and the loop took the start as failed (owner n2 back to kubernetes).
+// Once slurmrestd answered, job 2 was started on n2 as well (its unfence let Slurm run job 1,
+// released, there too), and a reservation of n2 for interactive ns/jupyter3 named job 2 only: job
+// 1 was never asked -> (c) after 8 healthy cycles. Fixed: a start that timed out is unknown, not
+// failed (as a pod placeholder's submit is, kSubmitUnknown): the node stays lent, the job counted
+// there and the fence kept until a view listed after the call returned says whether it landed
+// (SlurmLending::ConfirmStarts; not landed: the lend undone by UndoLend).
+TEST(KnownDefectsTest, D5_AStartThatTimedOutButLandedIsNotTakenForFailed) {
   ExpectClean({37645, {"drain", {0, 0}, 1, 2}, {{S::kPoll, 0}, {S::kCycle, 26883}, {S::kCycle, 40612}, {S::kPodDeleted, 27156}, {S::kPodCreated, 46941}, {S::kSlurmHang, 37541}, {S::kCycle, 51261}, {S::kCycle, 41139}, {S::kCycle, 27517}, {S::kSlurmUp, 8830}, {S::kPoll, 0}, {S::kCycle, 39637}, {S::kInteractivePod, 58597}, {S::kCycle, 30855}, {S::kPoll, 18875}, {S::kCycle, 60244}, {S::kPoll, 0}, {S::kCycle, 42269}, {S::kPoll, 0}, {S::kCycle, 61021}, {S::kPoll, 0}, {S::kCycle, 24383}, {S::kPoll, 0}, {S::kCycle, 36221}, {S::kPoll, 0}, {S::kCycle, 13684}, {S::kPoll, 0}, {S::kCycle, 29690}, {S::kPoll, 0}, {S::kCycle, 14715}}},
+              KnownOpenDefects::None());
+}
+
+// D6 (found by the checker's hunt from seed 37646 once D5 was fixed: seed 42779, shrunk to 24
+// steps; OPEN, not fixed; fails the same on main before D5's fix): n3 is
+// lent and onequeue starts job 2 there. Daemon #1 reserves n3 for interactive ns/jupyter7 (fence,
+// mark) and crashes at reclaim-after-reserve, before job 2 is requeued. Its successor reads the
+// reservation back (owner before unknown), plans jupyter7 on n1, and its fence of n1 fails: the
+// preemption is rolled back (PreemptionExecutor::RollBack, ReleaseKind::kRolledBack), which writes
+// n3's owner back to unmarked with no live check while job 2, never asked, runs there. The
+// reconcile fences the unmarked node for kubernetes (drain: job 2 runs on), and the next daemon's
+// reconcile marks it kubernetes from the poll alone (the gap docs/reliability.md "Not done yet"
+// names) -> (a). (Causes read from the story and the code, not traced.)
+TEST(KnownDefectsTest, DISABLED_D6_ARolledBackReservationReadBackAfterACrashIsNotGivenToKubernetesUnderItsVictim) {
+  ExpectClean({42779, {"drain", {1, 1, 2, 1}, 0, 0}, {{S::kFailWrites, 65288}, {S::kPodCreated, 46477}, {S::kInteractivePod, 14624}, {S::kCycle, 3651}, {S::kPodCreated, 61209}, {S::kPodDeleted, 45905}, {S::kPodDeleted, 37632}, {S::kJobSubmitted, 64237}, {S::kPodDeleted, 6899}, {S::kJobFinishes, 60145}, {S::kCycle, 48301}, {S::kPoll, 0}, {S::kCycle, 50531}, {S::kCrashAt, 25249}, {S::kInteractivePod, 42376}, {S::kCycle, 413}, {S::kFailWrites, 44970}, {S::kRestart, 25413}, {S::kPoll, 0}, {S::kCycle, 20301}, {S::kLoseLease, 24256}, {S::kSuccessor, 8260}, {S::kPoll, 0}, {S::kCycle, 9198}}},
+              KnownOpenDefects::None());
+}
+
+// D6, a second path (the same hunt, from seed 42780: seed 57804, shrunk to 27 steps; also on main
+// before D5's fix): daemon #1 lends n1 to srun job 3, reserves it for interactive ns/jupyter5 and
+// crashes at preempt-after-reserve, before asking job 3. Its successor reads the reservation back;
+// with slurmrestd hanging, its fence of n1 for the reservation lands but answers
+// kDeadlineExceeded, the preemption is rolled back and n1 written unmarked; the reconcile fences it
+// for kubernetes, and once Slurm answers the next cycle marks it kubernetes from the poll while job
+// 3 runs there -> (a).
+TEST(KnownDefectsTest, DISABLED_D6_ARollbackAfterATimedOutFenceDoesNotGiveKubernetesANodeItsVictimRunsOn) {
+  ExpectClean({57804, {"drain", {0, 2, 2}, 0, 0, true, false, true}, {{S::kPoll, 0}, {S::kCycle, 4675}, {S::kSrunJobSubmitted, 16419}, {S::kCycle, 60177}, {S::kCycle, 50034}, {S::kPoll, 40795}, {S::kCycle, 36166}, {S::kInteractivePod, 4590}, {S::kPodCreated, 45350}, {S::kPodCreated, 63294}, {S::kSharedPodCreated, 30014}, {S::kCycle, 16488}, {S::kCrashAt, 45906}, {S::kInteractivePod, 44153}, {S::kSharedPodCreated, 3877}, {S::kCycle, 24213}, {S::kJobFinishes, 47478}, {S::kRestart, 7181}, {S::kPoll, 2746}, {S::kSharedPodCreated, 13685}, {S::kSlurmHang, 32238}, {S::kCycle, 1434}, {S::kSlurmUp, 61117}, {S::kPodDeleted, 59508}, {S::kSharedGangJobSubmitted, 45721}, {S::kPoll, 51009}, {S::kCycle, 51269}}},
+              KnownOpenDefects::None());
+}
+
+// G7 (found by the checker's hunt from seed 37646 once D5 was fixed: seed 64495, shrunk to 42
+// steps; OPEN, not fixed; fails the same on main before D5's fix): interactive ns/gpu13 claims s1
+// and evicts high gang7's two pods there; their replacements (ns/gang7-0-r, -1-r) are mirrored on
+// s2, claiming room there. Daemon #1 crashes (bind-after-send); its successor reads gpu13's claim
+// back and asks its victims again: it evicts the replacements, which hold a claim of their own ->
+// (g). Probable cause, from the story only (not traced): the victims read back from the claim
+// placeholder's comment are matched by name (the gang's workload), so a replacement of the same
+// gang is taken for the victim that already left.
+TEST(KnownDefectsTest, DISABLED_G7_ASuccessorAsksAClaimsVictimsAgainButNotTheirReplacements) {
+  ExpectClean({64495, {"drain", {2, 1, 0, 2}, 1, 0, true, false, true}, {{S::kJobFinishes, 49962}, {S::kPodCreated, 32826}, {S::kPodDeleted, 20161}, {S::kPodCreated, 13564}, {S::kSharedJobSubmitted, 14338}, {S::kFailWrites, 32648}, {S::kPoll, 4945}, {S::kPodCreated, 49926}, {S::kSharedPodCreated, 61580}, {S::kCycle, 52552}, {S::kSharedPodGangCreated, 53820}, {S::kCycle, 56044}, {S::kSharedPodCreated, 21618}, {S::kPodDeleted, 13489}, {S::kSharedPodCreated, 7141}, {S::kSharedPodCreated, 23350}, {S::kPodDeleted, 35281}, {S::kCycle, 61690}, {S::kSlurmSchedules, 31170}, {S::kInteractivePod, 11019}, {S::kSlurmSchedules, 47744}, {S::kPoll, 0}, {S::kSharedPodCreated, 53376}, {S::kCycle, 22976}, {S::kPoll, 0}, {S::kCycle, 24999}, {S::kSharedPodCreated, 5568}, {S::kSharedGangJobSubmitted, 63430}, {S::kFailWrites, 6217}, {S::kSlurmSchedules, 18452}, {S::kInteractivePod, 47206}, {S::kPlaceholderLost, 27140}, {S::kPoll, 0}, {S::kCycle, 29796}, {S::kPodDeleted, 8560}, {S::kCycle, 23411}, {S::kSharedPodCreated, 27227}, {S::kSharedCrashAt, 3102}, {S::kCycle, 43122}, {S::kRestart, 19007}, {S::kPoll, 0}, {S::kCycle, 19971}}},
+              KnownOpenDefects::None());
+}
+
+// G8 (found by the checker's hunt from seed 37646 once D5 was fixed: seed 70115, shrunk to 43
+// steps; OPEN, not fixed; fails the same on main before D5's fix): interactive ns/gpu11 claims s1
+// (placeholder pending) and evicts ns/gpu7 there. Placeholders on s1 are lost or cancelled and
+// Slurm jobs come and go; the plan puts gpu7's replacement ns/gpu7-r on s1 too, its placeholder
+// submitted, and Slurm's own scheduler starts that placeholder while the claim's is still pending:
+// gpu7-r is bound on s1 before the claimant started -> (g). Probable cause, from the story only
+// (not traced): a placeholder submitted beside a standing claim on the same node competes with the
+// claim's pending placeholder in Slurm, which may start it first.
+TEST(KnownDefectsTest, DISABLED_G8_APlaceholderBesideAStandingClaimDoesNotTakeTheClaimedRoom) {
+  ExpectClean({70115, {"placeholder", {1, 2, 1}, 0, 0, true, true}, {{S::kSharedJobSubmitted, 19552}, {S::kSharedPodCreated, 5364}, {S::kSharedPodCreated, 24495}, {S::kInteractivePod, 62353}, {S::kSlurmSchedules, 693}, {S::kInteractivePod, 1719}, {S::kSharedPodCreated, 25879}, {S::kPoll, 0}, {S::kCycle, 5171}, {S::kInteractivePod, 36093}, {S::kSharedPodCreated, 55032}, {S::kPodCreated, 12210}, {S::kCycle, 51061}, {S::kPoll, 0}, {S::kCycle, 26573}, {S::kCycle, 14295}, {S::kCycle, 10957}, {S::kCycle, 30395}, {S::kSharedPodCreated, 34154}, {S::kCycle, 41668}, {S::kSlurmSchedules, 63265}, {S::kCycle, 45784}, {S::kCycle, 47351}, {S::kPoll, 0}, {S::kCycle, 64820}, {S::kCycle, 12210}, {S::kCycle, 53944}, {S::kCycle, 33998}, {S::kCycle, 16118}, {S::kPlaceholderLost, 11565}, {S::kPlaceholderLost, 38347}, {S::kPoll, 0}, {S::kCycle, 27088}, {S::kSharedJobSubmitted, 13385}, {S::kCycle, 60998}, {S::kPlaceholderLost, 42797}, {S::kSlurmSchedules, 32305}, {S::kSharedJobSubmitted, 35064}, {S::kSlurmSchedules, 18057}, {S::kJobFinishes, 47407}, {S::kSlurmSchedules, 58632}, {S::kPoll, 0}, {S::kCycle, 50943}}},
               KnownOpenDefects::None());
 }
 
