@@ -365,7 +365,7 @@ TEST(KnownDefectsTest, DISABLED_D6_ARollbackAfterATimedOutFenceDoesNotGiveKubern
 // (g). Probable cause, from the story only (not traced): the victims read back from the claim
 // placeholder's comment are matched by name (the gang's workload), so a replacement of the same
 // gang is taken for the victim that already left.
-TEST(KnownDefectsTest, DISABLED_G7_ASuccessorAsksAClaimsVictimsAgainButNotTheirReplacements) {
+TEST(KnownDefectsTest, G7_ASuccessorAsksAClaimsVictimsAgainButNotTheirReplacements) {
   ExpectClean({64495, {"drain", {2, 1, 0, 2}, 1, 0, true, false, true}, {{S::kJobFinishes, 49962}, {S::kPodCreated, 32826}, {S::kPodDeleted, 20161}, {S::kPodCreated, 13564}, {S::kSharedJobSubmitted, 14338}, {S::kFailWrites, 32648}, {S::kPoll, 4945}, {S::kPodCreated, 49926}, {S::kSharedPodCreated, 61580}, {S::kCycle, 52552}, {S::kSharedPodGangCreated, 53820}, {S::kCycle, 56044}, {S::kSharedPodCreated, 21618}, {S::kPodDeleted, 13489}, {S::kSharedPodCreated, 7141}, {S::kSharedPodCreated, 23350}, {S::kPodDeleted, 35281}, {S::kCycle, 61690}, {S::kSlurmSchedules, 31170}, {S::kInteractivePod, 11019}, {S::kSlurmSchedules, 47744}, {S::kPoll, 0}, {S::kSharedPodCreated, 53376}, {S::kCycle, 22976}, {S::kPoll, 0}, {S::kCycle, 24999}, {S::kSharedPodCreated, 5568}, {S::kSharedGangJobSubmitted, 63430}, {S::kFailWrites, 6217}, {S::kSlurmSchedules, 18452}, {S::kInteractivePod, 47206}, {S::kPlaceholderLost, 27140}, {S::kPoll, 0}, {S::kCycle, 29796}, {S::kPodDeleted, 8560}, {S::kCycle, 23411}, {S::kSharedPodCreated, 27227}, {S::kSharedCrashAt, 3102}, {S::kCycle, 43122}, {S::kRestart, 19007}, {S::kPoll, 0}, {S::kCycle, 19971}}},
               KnownOpenDefects::None());
 }
