@@ -371,13 +371,13 @@ TEST(KnownDefectsTest, G7_ASuccessorAsksAClaimsVictimsAgainButNotTheirReplacemen
 }
 
 // G8 (found by the checker's hunt from seed 37646 once D5 was fixed: seed 70115, shrunk to 43
-// steps; OPEN, not fixed; fails the same on main before D5's fix): interactive ns/gpu11 claims s1
-// (placeholder pending) and evicts ns/gpu7 there. Placeholders on s1 are lost or cancelled and
-// Slurm jobs come and go; the plan puts gpu7's replacement ns/gpu7-r on s1 too, its placeholder
-// submitted, and Slurm's own scheduler starts that placeholder while the claim's is still pending:
-// gpu7-r is bound on s1 before the claimant started -> (g). Probable cause, from the story only
-// (not traced): a placeholder submitted beside a standing claim on the same node competes with the
-// claim's pending placeholder in Slurm, which may start it first.
+// steps; failed the same on main before D5's fix): interactive ns/gpu11 claims s1 (placeholder
+// pending) and evicts ns/gpu7 there. Placeholders on s1 are lost or cancelled and Slurm jobs come
+// and go; the plan puts gpu7's replacement ns/gpu7-r on s1 too (it fits beside the claim by
+// onequeue's count), its placeholder submitted (SchedulingLoop::MirrorInsteadOfBinding); Slurm's
+// own scheduler starts a job submitted between cycles there, then that placeholder while the
+// claim's is still pending: gpu7-r is bound on s1 before the claimant started -> (g). Fixed: no
+// placeholder is submitted on a node beside a standing claim there; the pod waits for the claim.
 TEST(KnownDefectsTest, G8_APlaceholderBesideAStandingClaimDoesNotTakeTheClaimedRoom) {
   ExpectClean({70115, {"placeholder", {1, 2, 1}, 0, 0, true, true}, {{S::kSharedJobSubmitted, 19552}, {S::kSharedPodCreated, 5364}, {S::kSharedPodCreated, 24495}, {S::kInteractivePod, 62353}, {S::kSlurmSchedules, 693}, {S::kInteractivePod, 1719}, {S::kSharedPodCreated, 25879}, {S::kPoll, 0}, {S::kCycle, 5171}, {S::kInteractivePod, 36093}, {S::kSharedPodCreated, 55032}, {S::kPodCreated, 12210}, {S::kCycle, 51061}, {S::kPoll, 0}, {S::kCycle, 26573}, {S::kCycle, 14295}, {S::kCycle, 10957}, {S::kCycle, 30395}, {S::kSharedPodCreated, 34154}, {S::kCycle, 41668}, {S::kSlurmSchedules, 63265}, {S::kCycle, 45784}, {S::kCycle, 47351}, {S::kPoll, 0}, {S::kCycle, 64820}, {S::kCycle, 12210}, {S::kCycle, 53944}, {S::kCycle, 33998}, {S::kCycle, 16118}, {S::kPlaceholderLost, 11565}, {S::kPlaceholderLost, 38347}, {S::kPoll, 0}, {S::kCycle, 27088}, {S::kSharedJobSubmitted, 13385}, {S::kCycle, 60998}, {S::kPlaceholderLost, 42797}, {S::kSlurmSchedules, 32305}, {S::kSharedJobSubmitted, 35064}, {S::kSlurmSchedules, 18057}, {S::kJobFinishes, 47407}, {S::kSlurmSchedules, 58632}, {S::kPoll, 0}, {S::kCycle, 50943}}},
               KnownOpenDefects::None());
