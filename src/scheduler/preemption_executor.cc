@@ -389,7 +389,7 @@ absl::Status PreemptionExecutor::AskSubNodeVictims(const std::string& preemptor,
   for (const std::string& victim : victims) {
     auto vp = c.built.running_pods.find(victim);
     if (SlurmJobOf(victim) || vp == c.built.running_pods.end()) continue;  // a job, or gone
-    for (const std::string& pod_key : vp->second.pod_keys) {
+    for (const std::string& pod_key : vp->second.VictimPodKeys()) {
       if (evicted_pods_.count(pod_key) || c.terminating.count(pod_key)) continue;  // leaving already
       absl::Status s = actions_->Evict(pod_key, preemptor, message);
       if (!s.ok() && !absl::IsNotFound(s)) {
@@ -477,7 +477,7 @@ void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisi
     for (const auto& victim : d.victims) {
       auto vp = c.built.running_pods.find(victim);
       if (vp == c.built.running_pods.end()) continue;
-      for (const auto& pod_key : vp->second.pod_keys) {
+      for (const auto& pod_key : vp->second.VictimPodKeys()) {
         // Already leaving (evicted by a predecessor that crashed, or deleted): not evicted again.
         if (evicted_pods_.count(pod_key) || c.terminating.count(pod_key)) continue;
         planned.pod_keys.push_back(pod_key);

@@ -505,6 +505,13 @@ bool SchedulingLoop::MirrorInsteadOfBinding(const PodRecord* pod, const std::str
   if (pod == nullptr || slurm_ == nullptr) return false;
   const MirroredPod m = MirroredPodOf(*pod);
   if (mirrors_.Find(m.uid) != nullptr) return true;  // under way (or being undone): it waits
+  // Issue 25 G8: Slurm's books do not hold a standing claim's room (its placeholder pends behind
+  // the victims); a placeholder submitted beside it could be started by Slurm first, into that
+  // room (a job Slurm started meanwhile leaving room for one of them). It waits until the claim
+  // runs or is undone.
+  for (const auto& [uid, r] : mirrors_.records()) {
+    if (MirrorClaimStands(r) && r.node.node == node) return true;
+  }
   if (absl::Status s = mirrors_.Plan(m, shared_nodes_.at(node), now); !s.ok()) {
     spdlog::warn("pod {}: not started on shared node {}: {}", pod->key, node, std::string(s.message()));
     return true;

@@ -935,7 +935,10 @@ class SnapshotAssembler {
     used[queue::kPods] = 1;
     rw.allocations.push_back({node, used});
     // Issue 25 step 4: a pod claiming room (not bound yet, its victims leaving) is never a victim.
-    if (pod.node_name.empty() && options_.claims.contains(pod.key)) rw.preemptible = false;
+    if (pod.node_name.empty() && options_.claims.contains(pod.key)) {
+      rw.preemptible = false;
+      out_.running_pods[id].never_victims.insert(pod.key);
+    }
     if (pod.priority && (!group.priority_class || *pod.priority > *group.priority_class)) {
       group.priority_class = pod.priority;
     }

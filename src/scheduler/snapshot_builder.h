@@ -227,6 +227,19 @@ struct KubeChanges {
 // One workload's pods, in member order.
 struct WorkloadPods {
   std::vector<std::string> pod_keys;  // "namespace/name"
+  // Issue 25 G7: those of pod_keys holding a claim or whose placeholder is under way, not bound
+  // yet (SnapshotOptions::claims): counted as running, but never asked to leave. A preemption
+  // names its victims by workload, and a gang's pods made again after an eviction are the same
+  // workload: a claim read back after a restart names the gang that left, not its replacements.
+  std::set<std::string, std::less<>> never_victims;
+  // The pods a preemptor of this workload asks to leave: pod_keys but never_victims.
+  std::vector<std::string> VictimPodKeys() const {
+    std::vector<std::string> out;
+    for (const std::string& key : pod_keys) {
+      if (!never_victims.contains(key)) out.push_back(key);
+    }
+    return out;
+  }
 };
 
 struct BuiltSnapshot {

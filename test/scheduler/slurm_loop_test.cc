@@ -869,6 +869,32 @@ TEST(SharedNodeLoopTest, APodHoldingAClaimIsNeverAnotherPreemptorsVictim) {
   EXPECT_EQ(c.k8s.NodeOf("ns/half"), "n1");
 }
 
+// G8 (issue 25): while a pod's claim stands on n1 (its placeholder pending behind the requeued
+// job), a pod the plan fits beside it by onequeue's count gets no placeholder there: Slurm's books
+// do not hold the claim's room and might start the newer placeholder first. It gets one once the
+// claim has run.
+TEST(SharedNodeLoopTest, NoPlaceholderIsSubmittedBesideAStandingClaimUntilTheClaimRuns) {
+  SubNodeScene s;
+  Cluster& c = s.c;
+  SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 1u);
+  c.slurm.Run(c.slurm.pod_placeholders[0], "n1");
+  c.Cycle(loop, kT0 + 1);
+  c.k8s.AddPod("jupyter", "3", "interactive");  // needs job 7's room; leaves 1 CPU beside it
+  c.Cycle(loop, kT0 + 2);
+  ASSERT_EQ(c.slurm.pod_placeholders.size(), 2u);
+  const uint32_t claim = c.slurm.pod_placeholders[1];
+  ASSERT_THAT(c.slurm.Job(claim).comment, HasSubstr("preempting slurm/7"));
+  c.k8s.AddPod("small", "1", "interactive");
+  for (int t = 3; t <= 4; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.pod_placeholders.size(), 2u) << "a placeholder was submitted beside the pending claim";
+  c.slurm.Run(claim, "n1");
+  for (int t = 5; t <= 6; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "n1");
+  EXPECT_EQ(c.slurm.pod_placeholders.size(), 3u) << "the pod waits on after the claim ran";
+}
+
 // A crash between the claim and the requeue: the successor reads the claim back from Slurm (the
 // pending placeholder names its victims), requeues the job once, and binds the pod when the claim
 // runs. A second successor after the requeue asks nothing again.

@@ -160,6 +160,20 @@ TEST(SnapshotBuilderTest, APodHoldingAClaimCountsOnItsNodeButIsNoVictim) {
   for (const queue::RunningWorkload& r : s.running) EXPECT_EQ(r.preemptible, r.id != "ns/claiming") << r.id;
 }
 
+// Issue 25 G7: a gang's pod holding a claim (its placeholder under way) is one of the gang's
+// running pods, but not one a preemptor of the gang asks to leave; its bound member is.
+TEST(SnapshotBuilderTest, AGangsPodHoldingAClaimIsNoVictimPodOfTheGang) {
+  json g = {{"onequeue.io/group", "train"}, {"onequeue.io/group-size", "2"}};
+  SnapshotOptions o = Options();
+  o.assumed_bindings["ns/w-1"] = "n1";
+  o.claims.insert("ns/w-1");
+  auto built = BuildSnapshot({MakeNode("n1")}, {MakePod("w-0", g, "n1", "1"), MakePod("w-1", g)}, o, 0);
+  ASSERT_EQ(built.running_pods.size(), 1u);
+  const WorkloadPods& gang = built.running_pods.begin()->second;
+  EXPECT_EQ(gang.pod_keys.size(), 2u);
+  EXPECT_EQ(gang.VictimPodKeys(), std::vector<std::string>{"ns/w-0"});
+}
+
 // Issue 25 tenancy: with SnapshotOptions::tenancy every pod workload, running or pending, carries
 // the tenant of its namespace (an unlisted namespace a tenant of its own); without it none.
 TEST(SnapshotBuilderTest, PodsCarryTheTenantOfTheirNamespace) {

@@ -358,27 +358,27 @@ TEST(KnownDefectsTest, DISABLED_D6_ARollbackAfterATimedOutFenceDoesNotGiveKubern
 }
 
 // G7 (found by the checker's hunt from seed 37646 once D5 was fixed: seed 64495, shrunk to 42
-// steps; OPEN, not fixed; fails the same on main before D5's fix): interactive ns/gpu13 claims s1
-// and evicts high gang7's two pods there; their replacements (ns/gang7-0-r, -1-r) are mirrored on
-// s2, claiming room there. Daemon #1 crashes (bind-after-send); its successor reads gpu13's claim
-// back and asks its victims again: it evicts the replacements, which hold a claim of their own ->
-// (g). Probable cause, from the story only (not traced): the victims read back from the claim
-// placeholder's comment are matched by name (the gang's workload), so a replacement of the same
-// gang is taken for the victim that already left.
-TEST(KnownDefectsTest, DISABLED_G7_ASuccessorAsksAClaimsVictimsAgainButNotTheirReplacements) {
+// steps; failed the same on main before D5's fix): interactive ns/gpu13 claims s1 and evicts high
+// gang7's two pods there; their replacements (ns/gang7-0-r, -1-r) are mirrored on s2, claiming
+// room there. Daemon #1 crashes (bind-after-send); its successor reads gpu13's claim back and asks
+// its victims again: it evicted the replacements, which hold a claim of their own -> (g). Traced:
+// a victim is a workload (ns/group/gang7), and the executor evicted every pod the snapshot counts
+// in it, the replacements holding claims included. Fixed: such pods are never a victim's pods
+// (WorkloadPods::never_victims, VictimPodKeys).
+TEST(KnownDefectsTest, G7_ASuccessorAsksAClaimsVictimsAgainButNotTheirReplacements) {
   ExpectClean({64495, {"drain", {2, 1, 0, 2}, 1, 0, true, false, true}, {{S::kJobFinishes, 49962}, {S::kPodCreated, 32826}, {S::kPodDeleted, 20161}, {S::kPodCreated, 13564}, {S::kSharedJobSubmitted, 14338}, {S::kFailWrites, 32648}, {S::kPoll, 4945}, {S::kPodCreated, 49926}, {S::kSharedPodCreated, 61580}, {S::kCycle, 52552}, {S::kSharedPodGangCreated, 53820}, {S::kCycle, 56044}, {S::kSharedPodCreated, 21618}, {S::kPodDeleted, 13489}, {S::kSharedPodCreated, 7141}, {S::kSharedPodCreated, 23350}, {S::kPodDeleted, 35281}, {S::kCycle, 61690}, {S::kSlurmSchedules, 31170}, {S::kInteractivePod, 11019}, {S::kSlurmSchedules, 47744}, {S::kPoll, 0}, {S::kSharedPodCreated, 53376}, {S::kCycle, 22976}, {S::kPoll, 0}, {S::kCycle, 24999}, {S::kSharedPodCreated, 5568}, {S::kSharedGangJobSubmitted, 63430}, {S::kFailWrites, 6217}, {S::kSlurmSchedules, 18452}, {S::kInteractivePod, 47206}, {S::kPlaceholderLost, 27140}, {S::kPoll, 0}, {S::kCycle, 29796}, {S::kPodDeleted, 8560}, {S::kCycle, 23411}, {S::kSharedPodCreated, 27227}, {S::kSharedCrashAt, 3102}, {S::kCycle, 43122}, {S::kRestart, 19007}, {S::kPoll, 0}, {S::kCycle, 19971}}},
               KnownOpenDefects::None());
 }
 
 // G8 (found by the checker's hunt from seed 37646 once D5 was fixed: seed 70115, shrunk to 43
-// steps; OPEN, not fixed; fails the same on main before D5's fix): interactive ns/gpu11 claims s1
-// (placeholder pending) and evicts ns/gpu7 there. Placeholders on s1 are lost or cancelled and
-// Slurm jobs come and go; the plan puts gpu7's replacement ns/gpu7-r on s1 too, its placeholder
-// submitted, and Slurm's own scheduler starts that placeholder while the claim's is still pending:
-// gpu7-r is bound on s1 before the claimant started -> (g). Probable cause, from the story only
-// (not traced): a placeholder submitted beside a standing claim on the same node competes with the
-// claim's pending placeholder in Slurm, which may start it first.
-TEST(KnownDefectsTest, DISABLED_G8_APlaceholderBesideAStandingClaimDoesNotTakeTheClaimedRoom) {
+// steps; failed the same on main before D5's fix): interactive ns/gpu11 claims s1 (placeholder
+// pending) and evicts ns/gpu7 there. Placeholders on s1 are lost or cancelled and Slurm jobs come
+// and go; the plan puts gpu7's replacement ns/gpu7-r on s1 too (it fits beside the claim by
+// onequeue's count), its placeholder submitted (SchedulingLoop::MirrorInsteadOfBinding); Slurm's
+// own scheduler starts a job submitted between cycles there, then that placeholder while the
+// claim's is still pending: gpu7-r is bound on s1 before the claimant started -> (g). Fixed: no
+// placeholder is submitted on a node beside a standing claim there; the pod waits for the claim.
+TEST(KnownDefectsTest, G8_APlaceholderBesideAStandingClaimDoesNotTakeTheClaimedRoom) {
   ExpectClean({70115, {"placeholder", {1, 2, 1}, 0, 0, true, true}, {{S::kSharedJobSubmitted, 19552}, {S::kSharedPodCreated, 5364}, {S::kSharedPodCreated, 24495}, {S::kInteractivePod, 62353}, {S::kSlurmSchedules, 693}, {S::kInteractivePod, 1719}, {S::kSharedPodCreated, 25879}, {S::kPoll, 0}, {S::kCycle, 5171}, {S::kInteractivePod, 36093}, {S::kSharedPodCreated, 55032}, {S::kPodCreated, 12210}, {S::kCycle, 51061}, {S::kPoll, 0}, {S::kCycle, 26573}, {S::kCycle, 14295}, {S::kCycle, 10957}, {S::kCycle, 30395}, {S::kSharedPodCreated, 34154}, {S::kCycle, 41668}, {S::kSlurmSchedules, 63265}, {S::kCycle, 45784}, {S::kCycle, 47351}, {S::kPoll, 0}, {S::kCycle, 64820}, {S::kCycle, 12210}, {S::kCycle, 53944}, {S::kCycle, 33998}, {S::kCycle, 16118}, {S::kPlaceholderLost, 11565}, {S::kPlaceholderLost, 38347}, {S::kPoll, 0}, {S::kCycle, 27088}, {S::kSharedJobSubmitted, 13385}, {S::kCycle, 60998}, {S::kPlaceholderLost, 42797}, {S::kSlurmSchedules, 32305}, {S::kSharedJobSubmitted, 35064}, {S::kSlurmSchedules, 18057}, {S::kJobFinishes, 47407}, {S::kSlurmSchedules, 58632}, {S::kPoll, 0}, {S::kCycle, 50943}}},
               KnownOpenDefects::None());
 }
