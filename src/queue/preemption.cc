@@ -152,12 +152,17 @@ class FitState {
 
   void Apply(const SearchUnit& u) { Change(u, +1); }
   void Unapply(const SearchUnit& u) { Change(u, -1); }
+  // Dry: Apply and Unapply change the budgets only (capacity, blockers and copies stay), for a
+  // search its caller proved cannot make room (VictimSearch::CannotMakeRoom): Fits() stays false
+  // as it would, and WithinBudget answers as it would, so the search takes the same steps.
+  void SetDry(bool dry) { dry_ = dry; }
 
  private:
   void Change(const SearchUnit& u, int sign) {
     for (uint32_t k = u.disruptions.begin; k < u.disruptions.end; ++k) {
       s_.budget_left[index_.disruptions[k].first] -= sign * index_.disruptions[k].second;
     }
+    if (dry_) return;
     for (uint32_t k = u.blockers.begin; k < u.blockers.end; ++k) s_.slot_blockers[s_.blockers[k]] -= sign;
     for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) {
       const int slot = s_.frees[k].first;
@@ -183,6 +188,7 @@ class FitState {
   Resources per_member_;
   int32_t members_;
   int64_t total_copies_ = 0;
+  bool dry_ = false;
 };
 
 uint64_t Fnv1a(std::string_view s) {
@@ -246,6 +252,7 @@ class VictimSearch {
   std::optional<PreemptionChoice> SearchNodes();
   void Greedy(FitState& state);
   void PerNode(FitState& state);
+  bool CannotMakeRoom(const FitState& state, int slot, const int* begin, const int* end) const;
   void Deepen(FitState& state, const int* begin, const int* end);
   void Search(FitState& state, const int* begin, const int* end, const int* at, Cost cost, int32_t count_bound);
   PreemptionChoice MakeChoice(FitState& state) const;
@@ -726,8 +733,54 @@ void VictimSearch::PerNode(FitState& state) {
       CountPrunedSteps(end - begin);
       continue;
     }
+    // Most slots of a full pool (issue 26: ~4,700 of 5,000 per search) cannot take a member
+    // whatever goes: their search only counts steps against the budget, so it runs dry.
+    state.SetDry(CannotMakeRoom(state, static_cast<int>(slot), begin, end));
     Deepen(state, begin, end);
+    state.SetDry(false);
   }
+}
+
+// True when no subset of the units [begin, end) (search units, all touching `slot`) makes the
+// preemptor fit: each touches no slot but `slot` (so every other slot keeps its copies), and
+// `slot` with all of them gone holds no more copies than now. Frees only add capacity and
+// blockers only go, so a subset leaves `slot` no more room than all of them; the state does not
+// fit before (PerNode's searches start from the empty set), so it fits with none of them.
+// Runs for every slot of the search: it reads only the slots the request asks for.
+bool VictimSearch::CannotMakeRoom(const FitState& state, int slot, const int* begin, const int* end) const {
+  int blockers = s_.slot_blockers[slot];
+  for (const int* c = begin; c < end; ++c) {
+    const SearchUnit& u = s_.units[*c];
+    for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) {
+      if (s_.frees[k].first != slot) return false;
+    }
+    for (uint32_t k = u.blockers.begin; k < u.blockers.end; ++k) {
+      if (s_.blockers[k] != slot) return false;
+      --blockers;
+    }
+  }
+  if (blockers > 0) return true;  // a workload of the other world stays: no copy, as now
+  const Resources& request = in_.preemptor->per_member;
+  if (state.Copies(slot) == 0) {
+    // No copy with all of them gone: some slot of the request stays short even then (no free
+    // below 0 there, so no subset frees more of it).
+    for (int r = 0; r < kMaxResourceKinds; ++r) {
+      if (request[r] <= 0) continue;
+      int64_t room = s_.capacity[slot][r];
+      bool nonnegative = true;
+      for (const int* c = begin; c < end; ++c) {
+        const SearchUnit& u = s_.units[*c];
+        for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) {
+          const int64_t freed = index_.frees[s_.frees[k].second].second[r];
+          nonnegative = nonnegative && freed >= 0;
+          room += freed;
+        }
+      }
+      if (nonnegative && room < request[r]) return true;
+    }
+    return false;
+  }
+  return false;  // a gang's slot that holds copies already: searched as it is
 }
 
 PreemptionChoice VictimSearch::MakeChoice(FitState& state) const {
