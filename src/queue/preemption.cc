@@ -250,9 +250,11 @@ class VictimSearch {
   void UseNodes(bool all_usable);
   void CollectCandidateUnits();
   std::optional<PreemptionChoice> SearchNodes();
+  std::optional<PreemptionChoice> SearchNodesOnce();
   void Greedy(FitState& state);
   void PerNode(FitState& state);
   bool CannotMakeRoom(const FitState& state, int slot, const int* begin, const int* end) const;
+  int64_t DryStepsBound(const int* begin, const int* end) const;
   void Deepen(FitState& state, const int* begin, const int* end);
   void Search(FitState& state, const int* begin, const int* end, const int* at, Cost cost, int32_t count_bound);
   PreemptionChoice MakeChoice(FitState& state) const;
@@ -281,6 +283,10 @@ class VictimSearch {
   bool capped_ = false;
   bool no_room_ = false;
   bool budget_skipped_ = false;  // Greedy passed over a unit for a disruption budget
+  // PerNode: false skips the slots whose units cannot make room, adding a bound of the steps
+  // their search would count to skipped_steps_; true searches them dry, counting each step.
+  bool exact_steps_ = false;
+  int64_t skipped_steps_ = 0;
   bool fits_already_ = false;
   std::optional<Cost> best_cost_;
   // (node, index unit): the carriers that must be victims for a member to use the node, sorted.
@@ -570,7 +576,26 @@ void VictimSearch::UseNodes(bool all_usable) {
   s_.budget_left.assign(index_.budget_allowed().begin(), index_.budget_allowed().end());
 }
 
+// The search over the slots, first skipping what PerNode may skip. The steps skipped count only
+// if the work budget runs out: when the steps counted plus a bound of those skipped stay within
+// it, it ran out in neither, and the search decided as the one counting every step; else it
+// runs again, counting them (PerNode runs those slots dry).
 std::optional<PreemptionChoice> VictimSearch::SearchNodes() {
+  const int64_t work = work_;
+  exact_steps_ = false;
+  skipped_steps_ = 0;
+  std::optional<PreemptionChoice> choice = SearchNodesOnce();
+  if (!exhausted_ && skipped_steps_ <= work_budget_ - work_) return choice;
+  work_ = work;
+  exhausted_ = false;
+  best_cost_.reset();
+  budget_skipped_ = false;
+  fits_already_ = false;
+  exact_steps_ = true;
+  return SearchNodesOnce();
+}
+
+std::optional<PreemptionChoice> VictimSearch::SearchNodesOnce() {
   s_.chosen.clear();
   FitState state(s_, index_, in_.preemptor->per_member, in_.preemptor->members);
   if (state.Fits()) {  // nothing to preempt: it fits already
@@ -734,11 +759,38 @@ void VictimSearch::PerNode(FitState& state) {
       continue;
     }
     // Most slots of a full pool (issue 26: ~4,700 of 5,000 per search) cannot take a member
-    // whatever goes: their search only counts steps against the budget, so it runs dry.
-    state.SetDry(CannotMakeRoom(state, static_cast<int>(slot), begin, end));
+    // whatever goes: their search would only count steps against the budget (SearchNodes).
+    if (CannotMakeRoom(state, static_cast<int>(slot), begin, end)) {
+      if (!exact_steps_) {
+        skipped_steps_ = std::min(work_budget_ + 1, skipped_steps_ + DryStepsBound(begin, end));
+        continue;
+      }
+      state.SetDry(true);
+    }
     Deepen(state, begin, end);
     state.SetDry(false);
   }
+}
+
+// At least the steps Deepen(state, begin, end) counts when no subset makes room (best_cost_
+// unchanged): bounds 1..B (B = best_cost_->count); for bound b, a Search call per set of at most b
+// units (each counts one victim at least), each call at most one step per unit plus the frees of
+// the units it applies. Saturates past the work budget.
+int64_t VictimSearch::DryStepsBound(const int* begin, const int* end) const {
+  const int64_t k = end - begin;
+  int64_t per_call = k;
+  for (const int* c = begin; c < end; ++c) per_call += s_.units[*c].frees.size();
+  const int64_t limit = work_budget_ + 1;
+  int64_t total = 0;
+  int64_t calls = 0;   // sets of at most b units: sum of C(k, j), j <= b
+  int64_t choose = 1;  // C(k, j)
+  for (int64_t b = 0; b <= best_cost_->count && total < limit; ++b) {
+    if (b > 0) choose = b > k ? 0 : std::min(limit, choose * (k - b + 1) / b);
+    calls = std::min(limit, calls + choose);
+    if (b == 0) continue;
+    total = calls > limit / std::max<int64_t>(1, per_call) ? limit : std::min(limit, total + calls * per_call);
+  }
+  return total;
 }
 
 // True when no subset of the units [begin, end) (search units, all touching `slot`) makes the

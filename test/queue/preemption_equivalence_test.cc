@@ -299,6 +299,21 @@ TEST(PreemptionEquivalence, ChooseDecidesAsBeforeWhenTheWorkBudgetRunsOut) {
   }
 }
 
+// The same over a sweep of budgets, so that some search runs out right where the steps skipped
+// would have taken it (a bound of them that is too low shows here). One fingerprint over the
+// sweep, recorded with main at 136fafa.
+TEST(PreemptionEquivalence, ChooseDecidesAsBeforeOverASweepOfWorkBudgets) {
+  Fingerprint f;
+  int decisions = 0;
+  for (int64_t budget = 1; budget <= 1500; budget += 7) {
+    const ChooseRun run = ChooseOnPool(60, 31, 12, /*no_binding_cap=*/true, budget);
+    f.Mix(run.fingerprint);
+    decisions += run.decisions;
+  }
+  EXPECT_EQ(f.value(), 305856100u);
+  EXPECT_EQ(decisions, 2365);
+}
+
 struct CycleCase {
   int nodes;
   uint64_t seed;
