@@ -87,11 +87,18 @@ absl::Status ValidateConfig(const QueueConfig& c) {
 namespace internal {
 
 std::string EligibilitySignature(const Eligibility& e) {
+  std::string s;
+  AppendEligibilitySignature(e, &s);
+  return s;
+}
+
+void AppendEligibilitySignature(const Eligibility& e, std::string* out) {
   if (e.node_selector.empty() && e.required_affinity.empty() && e.node_affinity_terms.empty() &&
       e.tolerations.empty() && !e.allowed_nodes.has_value()) {
-    return "";
+    return;
   }
-  std::string s = "v1";
+  std::string& s = *out;
+  s += "v1";
   for (const auto& [k, v] : e.node_selector) absl::StrAppend(&s, "|s", k, "=", v);
   for (const LabelRequirement& r : e.required_affinity) {
     absl::StrAppend(&s, "|a", r.key, ":", static_cast<int>(r.op));
@@ -115,7 +122,6 @@ std::string EligibilitySignature(const Eligibility& e) {
     absl::StrAppend(&s, "|n");
     for (const std::string& n : *e.allowed_nodes) absl::StrAppend(&s, ",", n);
   }
-  return s;
 }
 
 }  // namespace internal

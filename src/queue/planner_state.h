@@ -28,6 +28,8 @@ namespace internal {
 // A stable text per distinct static eligibility (selector, affinity, tolerations, allowed
 // nodes); "" for none. Workloads with equal signatures share an eligibility class.
 std::string EligibilitySignature(const Eligibility& e);
+// The same, appended to *out (the planner's per-workload call reuses one buffer: no allocation).
+void AppendEligibilitySignature(const Eligibility& e, std::string* out);
 
 // The run time the planner plans with: the time limit (at least 1 s), or kForever without one.
 inline Duration RunDuration(const PendingWorkload& w) {
@@ -176,6 +178,7 @@ struct QueuePlanner::State {
   };
   std::vector<std::unique_ptr<EligibleSet>> eligible_by_class{1};
   absl::flat_hash_map<std::string, int32_t> class_of_signature;  // constrained classes only
+  std::string signature_buffer;  // FactsOf's, reused
   std::vector<char> class_has_rules;  // by class (shorter: 0): a workload's own, with PlacementRules
   // Snapshot::pod_counts plus the members this cycle started (placement_rules.h).
   std::vector<PodCounts> pod_counts;
@@ -203,9 +206,14 @@ struct QueuePlanner::State {
       class_has_rules.back() = 1;
     } else if (!e.node_selector.empty() || !e.required_affinity.empty() || !e.node_affinity_terms.empty() ||
         !e.tolerations.empty() || e.allowed_nodes.has_value()) {
-      auto [it, added] = class_of_signature.try_emplace(internal::EligibilitySignature(e),
-                                                        static_cast<int32_t>(eligible_by_class.size()));
-      if (added) eligible_by_class.emplace_back();
+      signature_buffer.clear();
+      internal::AppendEligibilitySignature(e, &signature_buffer);
+      // Looked up first: a string is copied only for a new class.
+      auto it = class_of_signature.find(signature_buffer);
+      if (it == class_of_signature.end()) {
+        it = class_of_signature.emplace(signature_buffer, static_cast<int32_t>(eligible_by_class.size())).first;
+        eligible_by_class.emplace_back();
+      }
       f.eligibility = it->second;
     }
     return f;

@@ -152,12 +152,17 @@ class FitState {
 
   void Apply(const SearchUnit& u) { Change(u, +1); }
   void Unapply(const SearchUnit& u) { Change(u, -1); }
+  // Dry: Apply and Unapply change the budgets only (capacity, blockers and copies stay), for a
+  // search its caller proved cannot make room (VictimSearch::CannotMakeRoom): Fits() stays false
+  // as it would, and WithinBudget answers as it would, so the search takes the same steps.
+  void SetDry(bool dry) { dry_ = dry; }
 
  private:
   void Change(const SearchUnit& u, int sign) {
     for (uint32_t k = u.disruptions.begin; k < u.disruptions.end; ++k) {
       s_.budget_left[index_.disruptions[k].first] -= sign * index_.disruptions[k].second;
     }
+    if (dry_) return;
     for (uint32_t k = u.blockers.begin; k < u.blockers.end; ++k) s_.slot_blockers[s_.blockers[k]] -= sign;
     for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) {
       const int slot = s_.frees[k].first;
@@ -183,6 +188,7 @@ class FitState {
   Resources per_member_;
   int32_t members_;
   int64_t total_copies_ = 0;
+  bool dry_ = false;
 };
 
 uint64_t Fnv1a(std::string_view s) {
@@ -244,8 +250,11 @@ class VictimSearch {
   void UseNodes(bool all_usable);
   void CollectCandidateUnits();
   std::optional<PreemptionChoice> SearchNodes();
+  std::optional<PreemptionChoice> SearchNodesOnce();
   void Greedy(FitState& state);
   void PerNode(FitState& state);
+  bool CannotMakeRoom(const FitState& state, int slot, const int* begin, const int* end) const;
+  int64_t DryStepsBound(const int* begin, const int* end) const;
   void Deepen(FitState& state, const int* begin, const int* end);
   void Search(FitState& state, const int* begin, const int* end, const int* at, Cost cost, int32_t count_bound);
   PreemptionChoice MakeChoice(FitState& state) const;
@@ -274,6 +283,10 @@ class VictimSearch {
   bool capped_ = false;
   bool no_room_ = false;
   bool budget_skipped_ = false;  // Greedy passed over a unit for a disruption budget
+  // PerNode: false skips the slots whose units cannot make room, adding a bound of the steps
+  // their search would count to skipped_steps_; true searches them dry, counting each step.
+  bool exact_steps_ = false;
+  int64_t skipped_steps_ = 0;
   bool fits_already_ = false;
   std::optional<Cost> best_cost_;
   // (node, index unit): the carriers that must be victims for a member to use the node, sorted.
@@ -563,7 +576,26 @@ void VictimSearch::UseNodes(bool all_usable) {
   s_.budget_left.assign(index_.budget_allowed().begin(), index_.budget_allowed().end());
 }
 
+// The search over the slots, first skipping what PerNode may skip. The steps skipped count only
+// if the work budget runs out: when the steps counted plus a bound of those skipped stay within
+// it, it ran out in neither, and the search decided as the one counting every step; else it
+// runs again, counting them (PerNode runs those slots dry).
 std::optional<PreemptionChoice> VictimSearch::SearchNodes() {
+  const int64_t work = work_;
+  exact_steps_ = false;
+  skipped_steps_ = 0;
+  std::optional<PreemptionChoice> choice = SearchNodesOnce();
+  if (!exhausted_ && skipped_steps_ <= work_budget_ - work_) return choice;
+  work_ = work;
+  exhausted_ = false;
+  best_cost_.reset();
+  budget_skipped_ = false;
+  fits_already_ = false;
+  exact_steps_ = true;
+  return SearchNodesOnce();
+}
+
+std::optional<PreemptionChoice> VictimSearch::SearchNodesOnce() {
   s_.chosen.clear();
   FitState state(s_, index_, in_.preemptor->per_member, in_.preemptor->members);
   if (state.Fits()) {  // nothing to preempt: it fits already
@@ -726,8 +758,81 @@ void VictimSearch::PerNode(FitState& state) {
       CountPrunedSteps(end - begin);
       continue;
     }
+    // Most slots of a full pool (issue 26: ~4,700 of 5,000 per search) cannot take a member
+    // whatever goes: their search would only count steps against the budget (SearchNodes).
+    if (CannotMakeRoom(state, static_cast<int>(slot), begin, end)) {
+      if (!exact_steps_) {
+        skipped_steps_ = std::min(work_budget_ + 1, skipped_steps_ + DryStepsBound(begin, end));
+        continue;
+      }
+      state.SetDry(true);
+    }
     Deepen(state, begin, end);
+    state.SetDry(false);
   }
+}
+
+// At least the steps Deepen(state, begin, end) counts when no subset makes room (best_cost_
+// unchanged): bounds 1..B (B = best_cost_->count); for bound b, a Search call per set of at most b
+// units (each counts one victim at least), each call at most one step per unit plus the frees of
+// the units it applies. Saturates past the work budget.
+int64_t VictimSearch::DryStepsBound(const int* begin, const int* end) const {
+  const int64_t k = end - begin;
+  int64_t per_call = k;
+  for (const int* c = begin; c < end; ++c) per_call += s_.units[*c].frees.size();
+  const int64_t limit = work_budget_ + 1;
+  int64_t total = 0;
+  int64_t calls = 0;   // sets of at most b units: sum of C(k, j), j <= b
+  int64_t choose = 1;  // C(k, j)
+  for (int64_t b = 0; b <= best_cost_->count && total < limit; ++b) {
+    if (b > 0) choose = b > k ? 0 : std::min(limit, choose * (k - b + 1) / b);
+    calls = std::min(limit, calls + choose);
+    if (b == 0) continue;
+    total = calls > limit / std::max<int64_t>(1, per_call) ? limit : std::min(limit, total + calls * per_call);
+  }
+  return total;
+}
+
+// True when no subset of the units [begin, end) (search units, all touching `slot`) makes the
+// preemptor fit: each touches no slot but `slot` (so every other slot keeps its copies), and
+// `slot` with all of them gone holds no more copies than now. Frees only add capacity and
+// blockers only go, so a subset leaves `slot` no more room than all of them; the state does not
+// fit before (PerNode's searches start from the empty set), so it fits with none of them.
+// Runs for every slot of the search: it reads only the slots the request asks for.
+bool VictimSearch::CannotMakeRoom(const FitState& state, int slot, const int* begin, const int* end) const {
+  int blockers = s_.slot_blockers[slot];
+  for (const int* c = begin; c < end; ++c) {
+    const SearchUnit& u = s_.units[*c];
+    for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) {
+      if (s_.frees[k].first != slot) return false;
+    }
+    for (uint32_t k = u.blockers.begin; k < u.blockers.end; ++k) {
+      if (s_.blockers[k] != slot) return false;
+      --blockers;
+    }
+  }
+  if (blockers > 0) return true;  // a workload of the other world stays: no copy, as now
+  const Resources& request = in_.preemptor->per_member;
+  if (state.Copies(slot) == 0) {
+    // No copy with all of them gone: some slot of the request stays short even then (no free
+    // below 0 there, so no subset frees more of it).
+    for (int r = 0; r < kMaxResourceKinds; ++r) {
+      if (request[r] <= 0) continue;
+      int64_t room = s_.capacity[slot][r];
+      bool nonnegative = true;
+      for (const int* c = begin; c < end; ++c) {
+        const SearchUnit& u = s_.units[*c];
+        for (uint32_t k = u.frees.begin; k < u.frees.end; ++k) {
+          const int64_t freed = index_.frees[s_.frees[k].second].second[r];
+          nonnegative = nonnegative && freed >= 0;
+          room += freed;
+        }
+      }
+      if (nonnegative && room < request[r]) return true;
+    }
+    return false;
+  }
+  return false;  // a gang's slot that holds copies already: searched as it is
 }
 
 PreemptionChoice VictimSearch::MakeChoice(FitState& state) const {

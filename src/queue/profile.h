@@ -209,18 +209,33 @@ void AvailabilityProfile::ForEachEndAfter(Time after, Visit visit) const {
   SortAddedEnds();
   auto a = std::upper_bound(base_ends_.begin(), base_ends_.end(),
                             std::make_pair(after, std::numeric_limits<NodeIndex>::max()));
+  const auto a_end = base_ends_.end();
   auto g = added_ends_.upper_bound(after);
-  size_t j = 0;  // position in g's nodes
-  while (a != base_ends_.end() || g != added_ends_.end()) {
+  // The current group's time and nodes, read once per group: a btree iterator's every use is
+  // checked in Debian's hardened abseil, and the searches walk thousands of ends per call.
+  Time group_time = 0;
+  const NodeIndex* node = nullptr;  // null: no group left
+  const NodeIndex* group_end = nullptr;
+  const auto load = [&] {
+    while (g != added_ends_.end() && g->second.nodes.empty()) ++g;
+    if (g == added_ends_.end()) {
+      node = group_end = nullptr;
+      return;
+    }
+    group_time = g->first;
+    node = g->second.nodes.data();
+    group_end = node + g->second.nodes.size();
+  };
+  load();
+  while (a != a_end || node != nullptr) {
     std::pair<Time, NodeIndex> next;
-    if (g == added_ends_.end() ||
-        (a != base_ends_.end() && *a < std::make_pair(g->first, g->second.nodes[j]))) {
+    if (node == nullptr || (a != a_end && *a < std::make_pair(group_time, *node))) {
       next = *a++;
     } else {
-      next = {g->first, g->second.nodes[j]};
-      if (++j == g->second.nodes.size()) {
+      next = {group_time, *node};
+      if (++node == group_end) {
         ++g;
-        j = 0;
+        load();
       }
     }
     if (next.first > horizon_) return;

@@ -144,13 +144,14 @@ struct ChooseRun {
 
 // `preemptors` decisions on one pool, each with its own preemptor, eligible nodes, claimed nodes
 // and earlier victims; all through one planner (its index kept across the calls).
-ChooseRun ChooseOnPool(int nodes, uint64_t seed, int preemptors, bool no_binding_cap) {
+ChooseRun ChooseOnPool(int nodes, uint64_t seed, int preemptors, bool no_binding_cap,
+                       int64_t work_budget = 1000000) {
   auto snapshot = std::make_shared<const Snapshot>(MakePool(nodes, seed));
   QueueConfig config = PoolConfig();
   if (no_binding_cap) NoBindingCap(config);
   const std::vector<Resources> free_now = FreeNow(*snapshot);
   std::mt19937_64 rng(seed * 31 + 1);
-  const CheapestVictimsPlanner planner;
+  const CheapestVictimsPlanner planner(work_budget);
   Fingerprint f;
   ChooseRun run;
   std::vector<std::string> victims;  // grows as in a cycle
@@ -273,6 +274,44 @@ TEST(PreemptionEquivalence, ChooseDecidesAsBeforeWhereTheCapDoesNotBind) {
     EXPECT_EQ(run.fingerprint, c.fingerprint) << c.nodes << " nodes, seed " << c.seed;
     EXPECT_EQ(run.decisions, c.decisions) << c.nodes << " nodes, seed " << c.seed;
   }
+}
+
+// Issue 26: the per-node search skips the work of nodes whose units cannot make room, and must
+// still count every step it skips, so that a search that runs out of its work budget stops where
+// it stopped before and settles for the same set. Recorded with the search before the shortcut
+// (main at 136fafa), with budgets small enough to run out on most of these searches.
+TEST(PreemptionEquivalence, ChooseDecidesAsBeforeWhenTheWorkBudgetRunsOut) {
+  struct BudgetCase {
+    int nodes;
+    uint64_t seed;
+    int64_t work_budget;
+    uint64_t fingerprint;
+    int decisions;
+  };
+  const BudgetCase cases[] = {
+      {100, 21, 50, 543752679, 30},   {100, 22, 200, 424847624, 32},  {300, 23, 400, 60387069, 33},
+      {300, 24, 2000, 560457120, 37}, {800, 25, 1000, 701069197, 32},
+  };
+  for (const BudgetCase& c : cases) {
+    const ChooseRun run = ChooseOnPool(c.nodes, c.seed, 40, /*no_binding_cap=*/true, c.work_budget);
+    EXPECT_EQ(run.fingerprint, c.fingerprint) << c.nodes << " nodes, seed " << c.seed;
+    EXPECT_EQ(run.decisions, c.decisions) << c.nodes << " nodes, seed " << c.seed;
+  }
+}
+
+// The same over a sweep of budgets, so that some search runs out right where the steps skipped
+// would have taken it (a bound of them that is too low shows here). One fingerprint over the
+// sweep, recorded with main at 136fafa.
+TEST(PreemptionEquivalence, ChooseDecidesAsBeforeOverASweepOfWorkBudgets) {
+  Fingerprint f;
+  int decisions = 0;
+  for (int64_t budget = 1; budget <= 1500; budget += 7) {
+    const ChooseRun run = ChooseOnPool(60, 31, 12, /*no_binding_cap=*/true, budget);
+    f.Mix(run.fingerprint);
+    decisions += run.decisions;
+  }
+  EXPECT_EQ(f.value(), 305856100u);
+  EXPECT_EQ(decisions, 2365);
 }
 
 struct CycleCase {
