@@ -24,6 +24,14 @@ SlurmJob MakeJob(uint32_t id, JobState s) {
   return j;
 }
 
+// An array's pending record: every task still in it.
+SlurmJob PendingArray(uint32_t id, const std::string& tasks) {
+  SlurmJob j = MakeJob(id, JobState::kPending);
+  j.array_job_id = id;
+  j.array_tasks = tasks;
+  return j;
+}
+
 class PollerTest : public ::testing::Test {
  protected:
   PollerTest() {
@@ -329,10 +337,7 @@ TEST_F(StateModeTest, MoreChangedRecordsThanMaxJobFetchesMakeOneFullListing) {
 // Issue 29's arrays: a task starting leaves the pending record for one of its own; the new record
 // and the record whose task list shrank are both fetched.
 TEST_F(StateModeTest, AnArrayTaskSplittingOffFetchesItsRecordAndTheArrays) {
-  SlurmJob array = MakeJob(5, JobState::kPending);
-  array.array_job_id = 5;
-  array.array_tasks = "0-3";
-  api_.jobs[5] = array;
+  api_.jobs[5] = PendingArray(5, "0-3");
   SlurmPoller poller(api_);
   Poll(poller, 0);
   absl::StatusOr<uint32_t> task = api_.SplitArrayTask(5, 0, "");
@@ -351,10 +356,7 @@ TEST_F(StateModeTest, AnArrayTaskSplittingOffFetchesItsRecordAndTheArrays) {
 // of the array takes every record Slurm answers for it, the view lacks the task for a poll, and
 // the daemon took the task it had just started for gone and started more on its node.
 TEST_F(StateModeTest, ATaskSplitOffBetweenTheListingAndTheFetchesIsInTheView) {
-  SlurmJob array = MakeJob(5, JobState::kPending);
-  array.array_job_id = 5;
-  array.array_tasks = "0-3";
-  api_.jobs[5] = array;
+  api_.jobs[5] = PendingArray(5, "0-3");
   SlurmPoller poller(api_);
   Poll(poller, 0);
   ASSERT_TRUE(api_.SplitArrayTask(5, 0, "").ok());  // the array's record changes: it is fetched
