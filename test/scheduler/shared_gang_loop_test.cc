@@ -133,6 +133,19 @@ TEST(SharedGangLoopTest, AMemberThatNeededNoVictimIsUndoneWithTheGangOnARefusal)
   EXPECT_TRUE(c.k8s.evictions.empty());
 }
 
+// G7's scenes: job 9 interactive, so ns/low (a gang of one, group "low") is the only victim on n1.
+void MakeTheLowPodTheOnlyVictimAGangOfOne(SlurmLoopCluster& c) {
+  c.slurm.Job(9).qos = "";
+  c.k8s.Find("ns/low")->metadata.annotations[kGroupAnnotation] = "low";
+  c.k8s.Find("ns/low")->metadata.annotations[kGroupSizeAnnotation] = "1";
+}
+
+// Job 9 ends and leaves n2.
+void EndJob9(SlurmLoopCluster& c) {
+  c.slurm.Job(9).state = slurm::JobState::kCompleted;
+  c.slurm.Job(9).nodes.clear();
+}
+
 // G7 (issue 25): a successor reads a claim back and asks its victims again, by workload. The
 // victim, a gang's pod, has left already; the pod its controller made again is the same workload
 // (the same group) and, with room on n2 now, has its placeholder under way there: it is counted in
@@ -140,9 +153,7 @@ TEST(SharedGangLoopTest, AMemberThatNeededNoVictimIsUndoneWithTheGangOnARefusal)
 TEST(SharedGangLoopTest, ASuccessorAsksAClaimsVictimAgainButNotTheVictimsReplacement) {
   TwoSharedNodesScene s;
   SlurmLoopCluster& c = s.c;
-  c.slurm.Job(9).qos = "";  // interactive: the gang's pod on n1 is the only victim
-  c.k8s.Find("ns/low")->metadata.annotations[kGroupAnnotation] = "low";
-  c.k8s.Find("ns/low")->metadata.annotations[kGroupSizeAnnotation] = "1";
+  MakeTheLowPodTheOnlyVictimAGangOfOne(c);
   {
     SchedulingLoop first(s.cfg, &c.k8s, &c.k8s, &c.slurm);
     ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPod(first, kT0));
@@ -150,8 +161,7 @@ TEST(SharedGangLoopTest, ASuccessorAsksAClaimsVictimAgainButNotTheVictimsReplace
     c.Cycle(first, kT0 + 2);
     ASSERT_EQ(c.k8s.evictions, std::vector<std::string>{"ns/low"});
     ASSERT_NE(c.k8s.Find("ns/low-r"), nullptr);  // made again at once, unbound, same group
-    c.slurm.Job(9).state = slurm::JobState::kCompleted;  // room for it on n2
-    c.slurm.Job(9).nodes.clear();
+    EndJob9(c);  // room for it on n2
     c.Cycle(first, kT0 + 3);
     const PodMirrorRecord* replacement = first.mirrors().Find(c.k8s.UidOf("ns/low-r"));
     ASSERT_NE(replacement, nullptr) << "the replacement got no placeholder";
@@ -174,16 +184,13 @@ TEST(SharedGangLoopTest, ASuccessorAsksAClaimsVictimAgainButNotTheVictimsReplace
 TEST(SharedGangLoopTest, DISABLED_ASuccessorAsksAClaimsVictimAgainButNotAReplacementBoundElsewhere) {
   TwoSharedNodesScene s;
   SlurmLoopCluster& c = s.c;
-  c.slurm.Job(9).qos = "";  // interactive: the gang's pod on n1 is the only victim
-  c.k8s.Find("ns/low")->metadata.annotations[kGroupAnnotation] = "low";
-  c.k8s.Find("ns/low")->metadata.annotations[kGroupSizeAnnotation] = "1";
+  MakeTheLowPodTheOnlyVictimAGangOfOne(c);
   {
     SchedulingLoop first(s.cfg, &c.k8s, &c.k8s, &c.slurm);
     ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPod(first, kT0));
     c.k8s.AddPod("jupyter", "4", "interactive");
     c.Cycle(first, kT0 + 2);
-    c.slurm.Job(9).state = slurm::JobState::kCompleted;  // room for the replacement on n2
-    c.slurm.Job(9).nodes.clear();
+    EndJob9(c);  // room for the replacement on n2
     c.Cycle(first, kT0 + 3);
     const PodMirrorRecord* replacement = first.mirrors().Find(c.k8s.UidOf("ns/low-r"));
     ASSERT_NE(replacement, nullptr);
