@@ -137,6 +137,14 @@ bool PreemptionExecutor::Release(const std::string& preemptor, Preemption& p, co
   if (back.reserved()) back = NodeOwner::Unmarked();
   switch (kind) {
     case ReleaseKind::kRolledBack:
+      // Issue 24 D6: unmarked is no owner to go back to on a node Slurm shares (the owner before
+      // unknown: read back after a crash, its victim maybe never asked): the reconcile would give
+      // the fenced node to Kubernetes from the poll alone while that victim runs on. It goes back
+      // as a finished reservation does, through the live check, or stays reserved until it can.
+      if (still_marked && back.unmarked() && MayCarrySlurmWork(node, c)) {
+        if (!ReleaseFinishedNode(node, *c)) return false;
+        break;
+      }
       (void)owners_->Set(node, back);  // the reconcile pass puts the Slurm side right
       break;
     case ReleaseKind::kFinished:
@@ -154,6 +162,10 @@ bool PreemptionExecutor::Release(const std::string& preemptor, Preemption& p, co
   p.unusable_since.erase(node);
   p.asked_on.erase(node);
   return true;
+}
+
+bool PreemptionExecutor::MayCarrySlurmWork(const std::string& node, const PreemptionCycle* c) const {
+  return c != nullptr && slurm_ != nullptr && c->slurm.nodes.count(node) > 0;
 }
 
 bool PreemptionExecutor::ReleaseFinishedNode(const std::string& node, const PreemptionCycle& c) {
@@ -199,13 +211,17 @@ void PreemptionExecutor::RollBack(const std::string& preemptor, const Preemption
   auto it = records_.find(preemptor);
   if (it == records_.end()) return;
   Preemption& p = it->second;
-  while (!p.nodes.empty()) Release(preemptor, p, p.nodes.begin()->first, ReleaseKind::kRolledBack, &c);
+  std::vector<std::string> nodes;
+  for (const auto& [node, before] : p.nodes) nodes.push_back(node);
+  // A node the live check could not release yet (D6) stays in the record, reserved: the record
+  // is kept (blocked until `retry_at`) so that a later cycle releases it or reserves it again.
+  for (const std::string& node : nodes) Release(preemptor, p, node, ReleaseKind::kRolledBack, &c);
   ClearNominations(preemptor, c);
   ++c.stats->rollbacks;
   p.retries.clear();
   p.victims_asked = false;
   p.asked_on.clear();
-  if (why.empty()) {
+  if (why.empty() && p.nodes.empty()) {
     records_.erase(it);
   } else {
     Move(preemptor, p, PreemptionEvent::kRefused);

@@ -154,7 +154,8 @@ class PreemptionExecutor {
     std::string blocked_message;
   };
   enum class ReleaseKind {
-    kRolledBack,  // back to the owner it had (a reservation's before: unmarked); failures ignored
+    kRolledBack,  // back to the owner it had; failures ignored. Unknown or unmarked before, on a
+                  // node Slurm shares: as kFinished (the live check), kept if that cannot be done (D6)
     kFinished,    // P no longer waits: Kubernetes' if Slurm shares it and the live check says no
                   // Slurm job runs there (else Slurm's), unmarked if Slurm does not know it
     kUnusable,    // back to the owner it had, if still reserved(P); kept when the write fails
@@ -173,6 +174,8 @@ class PreemptionExecutor {
   // The one release path: true when the node is no longer reserved for P (its record updated).
   bool Release(const std::string& preemptor, Preemption& p, const std::string& node, ReleaseKind kind,
                const PreemptionCycle* c);
+  // A node Slurm shares, known to this cycle's view: Slurm work may run there (D6).
+  bool MayCarrySlurmWork(const std::string& node, const PreemptionCycle* c) const;
   // kFinished on a node still marked reserved(P): Kubernetes' after the live check, else Slurm's
   // (drain) or still reserved until the next cycle; false when not released.
   bool ReleaseFinishedNode(const std::string& node, const PreemptionCycle& c);

@@ -340,7 +340,7 @@ TEST(KnownDefectsTest, D5_AStartThatTimedOutButLandedIsNotTakenForFailed) {
 // reconcile fences the unmarked node for kubernetes (drain: job 2 runs on), and the next daemon's
 // reconcile marks it kubernetes from the poll alone (the gap docs/reliability.md "Not done yet"
 // names) -> (a). (Causes read from the story and the code, not traced.)
-TEST(KnownDefectsTest, DISABLED_D6_ARolledBackReservationReadBackAfterACrashIsNotGivenToKubernetesUnderItsVictim) {
+TEST(KnownDefectsTest, D6_ARolledBackReservationReadBackAfterACrashIsNotGivenToKubernetesUnderItsVictim) {
   ExpectClean({42779, {"drain", {1, 1, 2, 1}, 0, 0}, {{S::kFailWrites, 65288}, {S::kPodCreated, 46477}, {S::kInteractivePod, 14624}, {S::kCycle, 3651}, {S::kPodCreated, 61209}, {S::kPodDeleted, 45905}, {S::kPodDeleted, 37632}, {S::kJobSubmitted, 64237}, {S::kPodDeleted, 6899}, {S::kJobFinishes, 60145}, {S::kCycle, 48301}, {S::kPoll, 0}, {S::kCycle, 50531}, {S::kCrashAt, 25249}, {S::kInteractivePod, 42376}, {S::kCycle, 413}, {S::kFailWrites, 44970}, {S::kRestart, 25413}, {S::kPoll, 0}, {S::kCycle, 20301}, {S::kLoseLease, 24256}, {S::kSuccessor, 8260}, {S::kPoll, 0}, {S::kCycle, 9198}}},
               KnownOpenDefects::None());
 }
@@ -352,7 +352,7 @@ TEST(KnownDefectsTest, DISABLED_D6_ARolledBackReservationReadBackAfterACrashIsNo
 // kDeadlineExceeded, the preemption is rolled back and n1 written unmarked; the reconcile fences it
 // for kubernetes, and once Slurm answers the next cycle marks it kubernetes from the poll while job
 // 3 runs there -> (a).
-TEST(KnownDefectsTest, DISABLED_D6_ARollbackAfterATimedOutFenceDoesNotGiveKubernetesANodeItsVictimRunsOn) {
+TEST(KnownDefectsTest, D6_ARollbackAfterATimedOutFenceDoesNotGiveKubernetesANodeItsVictimRunsOn) {
   ExpectClean({57804, {"drain", {0, 2, 2}, 0, 0, true, false, true}, {{S::kPoll, 0}, {S::kCycle, 4675}, {S::kSrunJobSubmitted, 16419}, {S::kCycle, 60177}, {S::kCycle, 50034}, {S::kPoll, 40795}, {S::kCycle, 36166}, {S::kInteractivePod, 4590}, {S::kPodCreated, 45350}, {S::kPodCreated, 63294}, {S::kSharedPodCreated, 30014}, {S::kCycle, 16488}, {S::kCrashAt, 45906}, {S::kInteractivePod, 44153}, {S::kSharedPodCreated, 3877}, {S::kCycle, 24213}, {S::kJobFinishes, 47478}, {S::kRestart, 7181}, {S::kPoll, 2746}, {S::kSharedPodCreated, 13685}, {S::kSlurmHang, 32238}, {S::kCycle, 1434}, {S::kSlurmUp, 61117}, {S::kPodDeleted, 59508}, {S::kSharedGangJobSubmitted, 45721}, {S::kPoll, 51009}, {S::kCycle, 51269}}},
               KnownOpenDefects::None());
 }
