@@ -43,6 +43,8 @@ class FakeSlurm : public SlurmActions {
   // Issue 24 D5: StartOn answers kDeadlineExceeded (slurmrestd hung) after its release landed
   // (with start_error set as well: nothing landed).
   bool start_times_out = false;
+  // Issue 24 D6: the next `n` fences of a node land but answer kDeadlineExceeded (slurmrestd hung).
+  std::map<std::string, int> fence_times_out;
   // Nodes slurmctld shows DOWN (issue 24 M6).
   std::set<std::string> down;
   // The node's fence ends without onequeue asking (a placeholder that ended at TIMEOUT or
@@ -220,6 +222,10 @@ class FakeSlurm : public SlurmActions {
       for (auto& [id, j] : jobs_) {
         if (j.state == slurm::JobState::kRunning && j.nodes == std::vector<std::string>{node}) Requeue(id);
       }
+    }
+    if (auto t = fence_times_out.find(node); t != fence_times_out.end() && t->second > 0) {
+      --t->second;
+      return absl::DeadlineExceededError("slurmrestd: no answer in 60 s");
     }
     return absl::OkStatus();
   }

@@ -6,6 +6,7 @@
 //   H3  a lent node is marked Kubernetes' only after a live check says nothing of Slurm runs there;
 //   M3  a failed StartOn undoes the lend; a stale Slurm view is not acted on.
 //   D5  a StartOn that timed out keeps the lend until a view says whether it landed.
+//   D6  a reservation read back after a crash and rolled back goes through the live check.
 //   M4  a bound pod past its time limit (+ queue.overTimeLimitSeconds) is evicted, as Slurm ends a
 //       job at TimeLimit (+ OverTimeLimit);
 //   M6  a node onequeue holds is fenced again while it is down, so it comes back fenced.
@@ -240,6 +241,60 @@ TEST(LoopDefectsTest, D5_AStartThatTimedOutAndDidNotLandIsUndoneOnceTheViewShows
   EXPECT_EQ(c.Calls("lend n1"), 0);
   EXPECT_EQ(c.slurm.FenceOwner("n1"), "kubernetes");
   EXPECT_THAT(c.k8s.node_events, Not(Contains("n1 Lent")));
+}
+
+// D6 (issue 24, found by the checker): a successor reads back n1's reservation for ns/jupyter
+// (its predecessor fenced and marked n1, then crashed before asking job 7, which still runs there).
+// Its own fence of n1 for the reservation lands but times out, and the preemption is rolled back.
+// The owner n1 had before is unknown: it is not written unmarked (the reconcile would then give
+// the fenced node to Kubernetes from the poll while job 7 runs) but released through the live
+// check: job 7 runs, so n1 is Slurm's, its drain lifted. The next cycle preempts again.
+TEST(LoopDefectsTest, D6_ARollbackOfAReservationReadBackGoesThroughTheLiveCheck) {
+  Cluster c(1);
+  c.k8s.SetNodeOwner("n1", "reserved/ns/jupyter");
+  c.slurm.Submit(7);
+  c.slurm.Run(7, "n1");
+  ASSERT_TRUE(c.slurm.Fence("n1", "reserved/ns/jupyter").ok());
+  c.k8s.AddPod("jupyter", "2", "interactive");
+  c.slurm.fence_times_out["n1"] = 1;
+  c.k8s.owner_changes.clear();
+  const Config cfg = SlurmConfig();
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  ASSERT_EQ(c.slurm.fence_times_out["n1"], 0) << "the reservation's fence was not tried";
+  EXPECT_EQ(c.k8s.owner_changes, std::vector<std::string>{"n1=slurm"}) << "not released by the live check";
+  EXPECT_EQ(c.slurm.FenceOwner("n1"), "") << "left drained while job 7 runs";
+  EXPECT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  EXPECT_TRUE(loop.reservations().empty());
+  for (int t = 1; t <= 8; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.requeues[7], 1);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "n1");
+}
+
+// D6: the same, but the live check's fence times out too (slurmrestd still hung): n1 is not
+// released yet. It stays reserved for ns/jupyter (no owner written, the record kept), and the
+// preemption is carried out once Slurm answers.
+TEST(LoopDefectsTest, D6_ARollbackWhoseLiveCheckCannotBeDoneKeepsTheReservation) {
+  Cluster c(1);
+  c.k8s.SetNodeOwner("n1", "reserved/ns/jupyter");
+  c.slurm.Submit(7);
+  c.slurm.Run(7, "n1");
+  ASSERT_TRUE(c.slurm.Fence("n1", "reserved/ns/jupyter").ok());
+  c.k8s.AddPod("jupyter", "2", "interactive");
+  c.slurm.fence_times_out["n1"] = 2;
+  c.k8s.owner_changes.clear();
+  const Config cfg = SlurmConfig();
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.Cycle(loop, kT0);
+  ASSERT_EQ(c.slurm.fence_times_out["n1"], 0) << "the live check's fence was not tried";
+  EXPECT_TRUE(c.k8s.owner_changes.empty()) << "an owner written without a live check";
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "reserved/ns/jupyter");
+  EXPECT_EQ(loop.reservations().count("n1"), 1u) << "the reservation dropped from the records";
+  for (int t = 1; t <= 8; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_THAT(c.k8s.owner_changes, Not(Contains("n1="))) << "written unmarked";
+  EXPECT_EQ(c.slurm.requeues[7], 1);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "n1");
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "kubernetes");
 }
 
 // M3: the poller's view stopped moving (slurmrestd hangs): what it shows is not acted on. Job 7
