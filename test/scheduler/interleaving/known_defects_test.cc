@@ -331,7 +331,7 @@ TEST(KnownDefectsTest, D5_AStartThatTimedOutButLandedIsNotTakenForFailed) {
 }
 
 // D6 (found by the checker's hunt from seed 37646 once D5 was fixed: seed 42779, shrunk to 24
-// steps; OPEN, not fixed; fails the same on main before D5's fix): n3 is
+// steps; failed the same on main before D5's fix): n3 is
 // lent and onequeue starts job 2 there. Daemon #1 reserves n3 for interactive ns/jupyter7 (fence,
 // mark) and crashes at reclaim-after-reserve, before job 2 is requeued. Its successor reads the
 // reservation back (owner before unknown), plans jupyter7 on n1, and its fence of n1 fails: the
@@ -339,7 +339,9 @@ TEST(KnownDefectsTest, D5_AStartThatTimedOutButLandedIsNotTakenForFailed) {
 // n3's owner back to unmarked with no live check while job 2, never asked, runs there. The
 // reconcile fences the unmarked node for kubernetes (drain: job 2 runs on), and the next daemon's
 // reconcile marks it kubernetes from the poll alone (the gap docs/reliability.md "Not done yet"
-// names) -> (a). (Causes read from the story and the code, not traced.)
+// names) -> (a). Fixed: a rollback (ReleaseKind::kRolledBack) does not write unmarked on a node
+// Slurm shares: it releases the node through the live check, as a finished reservation is
+// (here: job 2 runs, so n3 is Slurm's), or keeps it reserved while the check cannot be done.
 TEST(KnownDefectsTest, D6_ARolledBackReservationReadBackAfterACrashIsNotGivenToKubernetesUnderItsVictim) {
   ExpectClean({42779, {"drain", {1, 1, 2, 1}, 0, 0}, {{S::kFailWrites, 65288}, {S::kPodCreated, 46477}, {S::kInteractivePod, 14624}, {S::kCycle, 3651}, {S::kPodCreated, 61209}, {S::kPodDeleted, 45905}, {S::kPodDeleted, 37632}, {S::kJobSubmitted, 64237}, {S::kPodDeleted, 6899}, {S::kJobFinishes, 60145}, {S::kCycle, 48301}, {S::kPoll, 0}, {S::kCycle, 50531}, {S::kCrashAt, 25249}, {S::kInteractivePod, 42376}, {S::kCycle, 413}, {S::kFailWrites, 44970}, {S::kRestart, 25413}, {S::kPoll, 0}, {S::kCycle, 20301}, {S::kLoseLease, 24256}, {S::kSuccessor, 8260}, {S::kPoll, 0}, {S::kCycle, 9198}}},
               KnownOpenDefects::None());
@@ -351,7 +353,8 @@ TEST(KnownDefectsTest, D6_ARolledBackReservationReadBackAfterACrashIsNotGivenToK
 // with slurmrestd hanging, its fence of n1 for the reservation lands but answers
 // kDeadlineExceeded, the preemption is rolled back and n1 written unmarked; the reconcile fences it
 // for kubernetes, and once Slurm answers the next cycle marks it kubernetes from the poll while job
-// 3 runs there -> (a).
+// 3 runs there -> (a). Fixed as above: the live check's own fence times out too, so n1 stays
+// reserved (its record kept) until the preemptor no longer waits; then it is released to Slurm.
 TEST(KnownDefectsTest, D6_ARollbackAfterATimedOutFenceDoesNotGiveKubernetesANodeItsVictimRunsOn) {
   ExpectClean({57804, {"drain", {0, 2, 2}, 0, 0, true, false, true}, {{S::kPoll, 0}, {S::kCycle, 4675}, {S::kSrunJobSubmitted, 16419}, {S::kCycle, 60177}, {S::kCycle, 50034}, {S::kPoll, 40795}, {S::kCycle, 36166}, {S::kInteractivePod, 4590}, {S::kPodCreated, 45350}, {S::kPodCreated, 63294}, {S::kSharedPodCreated, 30014}, {S::kCycle, 16488}, {S::kCrashAt, 45906}, {S::kInteractivePod, 44153}, {S::kSharedPodCreated, 3877}, {S::kCycle, 24213}, {S::kJobFinishes, 47478}, {S::kRestart, 7181}, {S::kPoll, 2746}, {S::kSharedPodCreated, 13685}, {S::kSlurmHang, 32238}, {S::kCycle, 1434}, {S::kSlurmUp, 61117}, {S::kPodDeleted, 59508}, {S::kSharedGangJobSubmitted, 45721}, {S::kPoll, 51009}, {S::kCycle, 51269}}},
               KnownOpenDefects::None());
