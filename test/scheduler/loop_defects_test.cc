@@ -297,6 +297,36 @@ TEST(LoopDefectsTest, D6_ARollbackWhoseLiveCheckCannotBeDoneKeepsTheReservation)
   EXPECT_EQ(c.k8s.OwnerOf("n1"), "kubernetes");
 }
 
+// AskSlurmVictims and an unconfirmed start (checked after D6: AskSlurmVictims forgets the start,
+// ForgetStart, before asking): job 7 is started on n1, lent and unfenced; the call times out but
+// the release landed and Slurm runs job 7 there at once. The next cycle's view was listed before
+// (job 7 pending): interactive ns/jupyter preempts job 7, counted on n1 as an assumed start. An
+// unknown start is not taken for gone: job 7 is a victim like a running job and is requeued in
+// that cycle, and the pod gets n1. (Forgetting the start loses only the undo of a lend that did
+// not land; its other nodes stay lent and are returned by ReturnIdle's live check.)
+TEST(LoopDefectsTest, AVictimWhoseStartIsUnconfirmedIsAskedToLeave) {
+  Cluster c(1);
+  c.k8s.SetNodeOwner("n1", "slurm");
+  c.slurm.Submit(7, 8);
+  Config cfg = SlurmConfig();
+  cfg.slurm.lend_after_seconds = 0;
+  SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
+  c.slurm.frozen_view = c.slurm.View();  // the poller's last view: job 7 pending, n1 idle
+  c.slurm.start_times_out = true;
+  c.Cycle(loop, kT0);
+  c.slurm.start_times_out = false;
+  ASSERT_EQ(c.Calls("start 7"), 1);
+  ASSERT_EQ(c.slurm.Job(7).state, slurm::JobState::kRunning);
+  c.k8s.AddPod("jupyter", "8", "interactive");
+  c.Cycle(loop, kT0 + 1);
+  EXPECT_EQ(c.k8s.OwnerOf("n1"), "reserved/ns/jupyter");
+  EXPECT_EQ(c.slurm.requeues[7], 1) << "job 7, whose start is unknown, taken for gone and not asked";
+  c.slurm.frozen_view = nullptr;
+  for (int t = 2; t <= 8; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.requeues[7], 1);
+  EXPECT_EQ(c.k8s.NodeOf("ns/jupyter"), "n1");
+}
+
 // M3: the poller's view stopped moving (slurmrestd hangs): what it shows is not acted on. Job 7
 // was pending two minutes ago; it is not started on that strength.
 TEST(LoopDefectsTest, M3_AStaleSlurmViewIsNotActedOn) {
