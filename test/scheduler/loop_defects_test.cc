@@ -7,6 +7,8 @@
 //   M3  a failed StartOn undoes the lend; a stale Slurm view is not acted on.
 //   D5  a StartOn that timed out keeps the lend until a view says whether it landed.
 //   D6  a reservation read back after a crash and rolled back goes through the live check.
+// And one suspicion checked and found no defect (it passes on the code before D6's fix): a
+// victim whose Slurm start is unconfirmed is asked to leave like a running one.
 //   M4  a bound pod past its time limit (+ queue.overTimeLimitSeconds) is evicted, as Slurm ends a
 //       job at TimeLimit (+ OverTimeLimit);
 //   M6  a node onequeue holds is fenced again while it is down, so it comes back fenced.
