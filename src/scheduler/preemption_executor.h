@@ -17,7 +17,8 @@
 //          │                                          that node is released
 //          │   refused: a PodDisruptionBudget, a victim Slurm will not requeue (and policy
 //          │   forbids cancelling it), a mark or fence that could not be written
-//          │        kReserved | kEvicting ──────> kBlocked (marks released; retry after retry_at)
+//          │        kReserved | kEvicting ──────> kBlocked (marks released; retry after retry_at;
+//          │        a node the live check cannot release yet stays reserved in the record, D6)
 //          │
 //          └──── kReleased: P started (its nodes consumed by the start), P gone, every node
 //                released; the record is dropped.
