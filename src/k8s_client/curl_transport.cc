@@ -214,9 +214,9 @@ class CurlTransport : public HttpTransport {
     curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &CurlTransport::OnTimer);
     curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
     curl_multi_setopt(multi_, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-    curl_multi_setopt(multi_, CURLMOPT_MAX_CONCURRENT_STREAMS, 250L);
-    // Beyond 250 streams per connection curl would open more connections; a few are plenty.
-    curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, 4L);
+    // Beyond this many streams per connection curl opens another connection, up to the limit.
+    curl_multi_setopt(multi_, CURLMOPT_MAX_CONCURRENT_STREAMS, static_cast<long>(std::max(1, config_.streams_per_connection)));
+    curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(std::max(1, config_.max_connections)));
     if (config_.insecure_skip_tls_verify) {
       spdlog::warn("http client: TLS verification of {} is DISABLED (insecure-skip-tls-verify); "
                    "anyone on the path can impersonate the API server",
@@ -439,7 +439,7 @@ class CurlTransport : public HttpTransport {
   // max_requests_in_flight unary calls are running; returns when the next delayed one is due
   // (InfiniteFuture: none). Why a cap: with thousands of easy handles in one multi handle (a backlog of
   // bindings), libcurl's bookkeeping walks them all on every turn (~20 % of the daemon's CPU in
-  // the issue-12 profile) while only 250 streams per connection can move anyway. Why a heap:
+  // the issue-12 profile) while only the connections' streams can move anyway. Why a heap:
   // the client's rate limiter delays calls (not_before), and scanning every delayed call on
   // every turn was quadratic in the backlog.
   absl::Time StartPending(bool* stopping) {

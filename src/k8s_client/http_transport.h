@@ -42,8 +42,14 @@ struct TransportConfig {
   // Named in transport errors ("slurmrestd at http://..."); empty: the URL alone.
   std::string peer_name;
   // Unary requests on the wire at once; more wait in a FIFO queue in the client (streams are
-  // not counted). Two HTTP/2 connections of 250 streams each: what can move at once anyway.
+  // not counted): about what the connections below carry at once.
   int max_requests_in_flight = 500;
+  // HTTP/2 streams per connection, and connections to the server. libcurl 7.88 runs every
+  // transfer of a connection whenever its socket is ready (multi_socket walks the socket's
+  // transfers), so a wake-up costs the streams of that connection, not what arrived: fewer
+  // streams on more connections cost the client less per request (docs/k8s_client.md).
+  int streams_per_connection = 64;
+  int max_connections = 8;
   // The largest response body kept in memory (a whole unary answer, or a stream's error body); a
   // larger one ends the request with ResponseTooLargeError. A stream's 2xx chunks are handed on,
   // not kept: the informer bounds what it has not handled yet (InformerOptions::max_backlog_bytes).

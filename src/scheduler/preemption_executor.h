@@ -108,8 +108,10 @@ class PreemptionExecutor {
   // slurm.cancelUnrequeueable allows; pods evicted, each once). A victim gone or leaving already is
   // not asked again. OK when every victim was asked; else why not (a PodDisruptionBudget, a job
   // Slurm will not requeue, a failed call): the caller undoes the claim.
+  // Only victims holding something on the claim's `nodes` are asked: one that left and runs
+  // elsewhere now (its workload made again) is not asked again for this claim.
   absl::Status AskSubNodeVictims(const std::string& preemptor, const std::vector<std::string>& victims,
-                                 const PreemptionCycle& c);
+                                 const std::vector<std::string>& nodes, const PreemptionCycle& c);
   // Slurm victims whose requeue or cancel failed, asked again once their backoff has passed.
   void RetryVictims(const PreemptionCycle& c);
   // Releases the reservations of preemptors that no longer wait (started, deleted).

@@ -156,12 +156,15 @@ void SchedulingLoop::StartSubNodePreemptions(const std::vector<queue::PreemptDec
   }
   for (const auto& [preemptor, uids] : to_ask) {
     std::vector<std::string> victims;
+    std::vector<std::string> nodes;
     for (const std::string& uid : uids) {
-      for (const std::string& v : mirrors_.Find(uid)->victims) {
+      const PodMirrorRecord* r = mirrors_.Find(uid);
+      for (const std::string& v : r->victims) {
         if (std::find(victims.begin(), victims.end(), v) == victims.end()) victims.push_back(v);
       }
+      if (std::find(nodes.begin(), nodes.end(), r->node.node) == nodes.end()) nodes.push_back(r->node.node);
     }
-    const absl::Status asked = preemptions_.AskSubNodeVictims(preemptor, victims, c);
+    const absl::Status asked = preemptions_.AskSubNodeVictims(preemptor, victims, nodes, c);
     if (!asked.ok()) spdlog::warn("{}: {}", preemptor, std::string(asked.message()));
     for (const std::string& uid : uids) (void)mirrors_.VictimsAsked(uid, asked, c.now);
     if (asked.ok() || !gangs.count(preemptor)) continue;
@@ -203,7 +206,8 @@ void SchedulingLoop::StartSubNodeJobPreemptions(const std::vector<queue::Preempt
   std::vector<std::string> to_ask;
   for (const JobClaimRecord* r : job_claims_.ToAskVictims()) to_ask.push_back(r->workload);
   for (const std::string& workload : to_ask) {
-    const absl::Status asked = preemptions_.AskSubNodeVictims(workload, job_claims_.Find(workload)->victims, c);
+    const JobClaimRecord* r = job_claims_.Find(workload);
+    const absl::Status asked = preemptions_.AskSubNodeVictims(workload, r->victims, r->nodes, c);
     if (!asked.ok()) spdlog::warn("{}: {}", workload, std::string(asked.message()));
     (void)job_claims_.VictimsAsked(workload, asked, c.now);
   }

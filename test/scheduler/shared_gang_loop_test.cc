@@ -177,11 +177,12 @@ TEST(SharedGangLoopTest, ASuccessorAsksAClaimsVictimAgainButNotTheVictimsReplace
   EXPECT_EQ(c.k8s.NodeOf("ns/low-r"), "");  // still there, waiting for its placeholder
 }
 
-// OPEN (found while fixing G7, not a checker violation: no invariant names it): the same, but the
+// Found while fixing G7 (not a checker violation: no invariant names it): the same, but the
 // replacement's placeholder ran and it is bound on n2 before the crash. It is ordinary running work
 // of the victim's workload, and the claim names workloads, not pods: the successor evicts it for
-// nothing (no room on n1 is freed). Fails today; see docs/reliability.md (G7 row).
-TEST(SharedGangLoopTest, DISABLED_ASuccessorAsksAClaimsVictimAgainButNotAReplacementBoundElsewhere) {
+// nothing (no room on n1 is freed). Fixed: a claim's victims are asked only where they hold
+// something on the claimed node (PreemptionExecutor::AskSubNodeVictims).
+TEST(SharedGangLoopTest, ASuccessorAsksAClaimsVictimAgainButNotAReplacementBoundElsewhere) {
   TwoSharedNodesScene s;
   SlurmLoopCluster& c = s.c;
   MakeTheLowPodTheOnlyVictimAGangOfOne(c);

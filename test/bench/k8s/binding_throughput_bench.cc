@@ -6,7 +6,9 @@
 // phase. Not a ctest test: run it by hand (docs/k8s_client.md).
 //
 // Environment knobs: ONEQUEUE_BENCH_NODES (5000), ONEQUEUE_BENCH_PODS (10000),
-// ONEQUEUE_BENCH_INFLIGHT (64 requests in flight), ONEQUEUE_BENCH_QPS (0 = no client limit).
+// ONEQUEUE_BENCH_INFLIGHT (64 requests in flight), ONEQUEUE_BENCH_QPS (0 = no client limit),
+// ONEQUEUE_BENCH_STREAMS and ONEQUEUE_BENCH_CONNECTIONS (HTTP/2 streams per connection and
+// connections: TransportConfig's defaults).
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -72,6 +74,8 @@ std::unique_ptr<RestClient> ClientFor(const std::string& kubeconfig, double qps)
   if (!cfg.ok()) return nullptr;
   cfg->qps = qps;
   cfg->burst = qps > 0 ? static_cast<int>(qps) : 1;
+  cfg->streams_per_connection = EnvInt("ONEQUEUE_BENCH_STREAMS", cfg->streams_per_connection);
+  cfg->max_connections = EnvInt("ONEQUEUE_BENCH_CONNECTIONS", cfg->max_connections);
   auto c = RestClient::Create(*cfg);
   return c.ok() ? *std::move(c) : nullptr;
 }
