@@ -1,7 +1,7 @@
 #pragma once
 // The victim index of CheapestVictimsPlanner (preemption.h, docs/queue.md "Preemption"): what a
 // victim search needs from a snapshot that does not depend on the preemptor, built once per
-// snapshot and shared by the searches of a cycle. Internal to preemption.cc.
+// snapshot and shared by the searches of a cycle. Internal to preemption.cc and victim_search.cc.
 #include <array>
 #include <cstdint>
 #include <string_view>
@@ -107,7 +107,7 @@ class VictimIndex {
   int32_t min_class_priority_ = INT32_MAX;
 };
 
-// Issue 26: what the candidate cap's window walk (preemption.cc, ViableCopies) learns about a
+// Issue 26: what the candidate cap's window walk (victim_search.cc, ViableCopies) learns about a
 // node, kept across the searches of a cycle that see the same candidates. Per candidate key (see
 // Key), per node: the capacity its candidate units free there and how many workloads of the
 // other world stay on it once they go; and per unit whether it is a candidate at all (earlier
