@@ -131,6 +131,10 @@ class ViableMemo {
   struct Viable {
     Resources freed;       // by the node's candidate units, on the node
     int blockers_left = 0; // workloads of the other world left on it (exclusive nodes)
+    int32_t units = 0;     // candidate units on the node
+    // Every candidate unit on the node runs on no other node, takes from no disruption budget
+    // and frees no negative amount there: what VictimSearch::UseLeanNodes may leave out.
+    bool alone = true;
   };
 
   // Every entry is stale: a new index of `nodes` nodes and `units` units.

@@ -169,6 +169,7 @@ class VictimSearch {
   int64_t ViableCopies(NodeIndex n) const;
   ViableMemo::Viable ViableUncached(NodeIndex n) const;
   bool ChooseWindow();
+  bool UseLeanNodes();
   void UseNodes(bool all_usable);
   void CollectCandidateUnits();
   std::optional<PreemptionChoice> SearchNodes();
@@ -177,6 +178,9 @@ class VictimSearch {
   void PerNode(FitState& state);
   bool CannotMakeRoom(const FitState& state, int slot, const int* begin, const int* end) const;
   int64_t DryStepsBound(const int* begin, const int* end) const;
+  int64_t StepsBound(int64_t k, int64_t per_call) const;
+  int64_t LeftOutStepsBound() const;
+  void ResetSearch(int64_t work);
   void Deepen(FitState& state, const int* begin, const int* end);
   void Search(FitState& state, const int* begin, const int* end, const int* at, Cost cost, int32_t count_bound);
   PreemptionChoice MakeChoice(FitState& state) const;
@@ -203,6 +207,8 @@ class VictimSearch {
   int64_t work_ = 0;
   bool exhausted_ = false;
   bool capped_ = false;
+  bool walked_all_ = false;  // ChooseWindow walked every usable node (s_.viable is complete)
+  bool lean_ = false;        // the slots are UseLeanNodes': the nodes left out are in s_.left_out
   bool no_room_ = false;
   bool budget_skipped_ = false;  // Greedy passed over a unit for a disruption budget
   // PerNode: false skips the slots whose units cannot make room, adding a bound of the steps
@@ -362,11 +368,17 @@ ViableMemo::Viable VictimSearch::ViableUncached(NodeIndex n) const {
   for (const int* u = index_.units_on_begin(n); u != index_.units_on_end(n); ++u) {
     if (!Candidate(*u)) continue;
     const IndexUnit& unit = index_.unit(*u);
+    ++viable.units;
+    // units_on lists a unit on each node it frees something on: one entry means this node only.
+    viable.alone = viable.alone && unit.frees.size() == 1 && unit.disruptions.empty();
     for (uint32_t k = unit.frees.begin; k < unit.frees.end; ++k) {
-      if (index_.frees[k].first == n) viable.freed += index_.frees[k].second;
+      if (index_.frees[k].first != n) continue;
+      viable.freed += index_.frees[k].second;
+      viable.alone = viable.alone && !index_.frees[k].second.AnyNegative();
     }
     for (uint32_t k = unit.blockers.begin; k < unit.blockers.end; ++k) {
       viable.blockers_left -= index_.blockers[k].first == n && index_.blockers[k].second == other;
+      viable.alone = viable.alone && index_.blockers[k].first == n;
     }
   }
   return viable;
@@ -398,12 +410,65 @@ bool VictimSearch::ChooseWindow() {
     ++viable_nodes;
     viable_copies += copies;
   }
-  if (examined == usable) return false;  // the cap did not bind
+  if (examined == usable) {  // the cap did not bind: s_.viable holds every usable node's answer
+    walked_all_ = true;
+    return false;
+  }
   s_.nodes.clear();
   for (int64_t position = 0; position < usable; ++position) {  // ascending node order
     if (s_.viable[position]) s_.nodes.push_back(s_.usable[position]);
   }
   return true;
+}
+
+// Issue 26: a one-member search over every usable node leaves out the nodes that cannot take the
+// member whatever goes (ViableCopies 0) and whose candidate units run there alone, take from no
+// disruption budget and free nothing negative (ViableMemo::Viable::alone): in a full pool ~95 %
+// of them. Applied or not, such a unit changes no copies anywhere (frees only add, so no subset
+// of the node's units gives it a copy) and no budget, so the greedy pass takes the same units,
+// and every slot kept lists the same units with the same frees (a unit on a kept slot is on no
+// left-out node); PerNode would find nothing on a left-out node. Only the steps its search would
+// count differ: LeftOutStepsBound bounds them, and when that bound could reach the work budget,
+// SearchNodes searches every usable node as before. True with s_.nodes and the units set.
+bool VictimSearch::UseLeanNodes() {
+  if (in_.preemptor->members != 1 || !required_.empty()) return false;
+  if (!walked_all_) {  // no window walk (the cap is off, or above the usable nodes): ask each node
+    s_.viable.assign(s_.usable.size(), 0);
+    for (size_t position = 0; position < s_.usable.size(); ++position) {
+      s_.viable[position] = ViableCopies(s_.usable[position]) > 0;
+    }
+  }
+  s_.nodes.clear();
+  s_.left_out.clear();  // per count of candidate units: how many nodes left out have it
+  for (size_t position = 0; position < s_.usable.size(); ++position) {
+    const NodeIndex n = s_.usable[position];
+    const ViableMemo::Viable* v = s_.viable[position] ? nullptr : memo_.Find(memo_entry_, n);
+    if (v == nullptr || !v->alone) {
+      s_.nodes.push_back(n);
+      continue;
+    }
+    if (static_cast<size_t>(v->units) >= s_.left_out.size()) s_.left_out.resize(v->units + 1, 0);
+    ++s_.left_out[v->units];
+  }
+  UseNodes(/*all_usable=*/false);
+  return true;
+}
+
+// At least the steps PerNode would count (CountPrunedSteps) or add up (DryStepsBound) for the
+// nodes UseLeanNodes left out, had they been slots: each has `k` units touching it alone, each
+// freeing one entry there, so at most StepsBound(k, 2k) with the greedy set's count, which no
+// later best exceeds (fewest victims first; by class the greedy set already has the lowest
+// highest class, unless a budget made it pass over a unit: then no bound, every node is searched).
+int64_t VictimSearch::LeftOutStepsBound() const {
+  const int64_t limit = work_budget_ + 1;
+  if (by_class_ && budget_skipped_) return limit;
+  int64_t total = 0;
+  for (size_t k = 1; k < s_.left_out.size() && total < limit; ++k) {
+    if (s_.left_out[k] == 0) continue;
+    const int64_t each = StepsBound(static_cast<int64_t>(k), 2 * static_cast<int64_t>(k));
+    total = each > limit / s_.left_out[k] ? limit : std::min(limit, total + each * s_.left_out[k]);
+  }
+  return total;
 }
 
 // The candidate units on the search's slots, and the required carriers of its slots wherever
@@ -508,13 +573,22 @@ std::optional<PreemptionChoice> VictimSearch::SearchNodes() {
   skipped_steps_ = 0;
   std::optional<PreemptionChoice> choice = SearchNodesOnce();
   if (!exhausted_ && skipped_steps_ <= work_budget_ - work_) return choice;
+  ResetSearch(work);
+  if (lean_) {  // the steps of the nodes left out might matter: every usable node, as before
+    lean_ = false;
+    UseNodes(/*all_usable=*/true);
+    return SearchNodes();
+  }
+  exact_steps_ = true;
+  return SearchNodesOnce();
+}
+
+void VictimSearch::ResetSearch(int64_t work) {
   work_ = work;
   exhausted_ = false;
   best_cost_.reset();
   budget_skipped_ = false;
   fits_already_ = false;
-  exact_steps_ = true;
-  return SearchNodesOnce();
 }
 
 std::optional<PreemptionChoice> VictimSearch::SearchNodesOnce() {
@@ -526,6 +600,7 @@ std::optional<PreemptionChoice> VictimSearch::SearchNodesOnce() {
   }
   Greedy(state);
   if (!best_cost_) return std::nullopt;  // even every candidate together would not make room
+  if (lean_) skipped_steps_ = LeftOutStepsBound();
   PerNode(state);
   if (in_.preemptor->members > 1) {
     s_.all.resize(s_.units.size());
@@ -699,9 +774,13 @@ void VictimSearch::PerNode(FitState& state) {
 // units (each counts one victim at least), each call at most one step per unit plus the frees of
 // the units it applies. Saturates past the work budget.
 int64_t VictimSearch::DryStepsBound(const int* begin, const int* end) const {
-  const int64_t k = end - begin;
-  int64_t per_call = k;
+  int64_t per_call = end - begin;
   for (const int* c = begin; c < end; ++c) per_call += s_.units[*c].frees.size();
+  return StepsBound(end - begin, per_call);
+}
+
+// DryStepsBound of k units whose calls take at most `per_call` steps each.
+int64_t VictimSearch::StepsBound(int64_t k, int64_t per_call) const {
   const int64_t limit = work_budget_ + 1;
   int64_t total = 0;
   int64_t calls = 0;   // sets of at most b units: sum of C(k, j), j <= b
@@ -827,7 +906,8 @@ std::optional<PreemptionChoice> VictimSearch::Run(const QosPolicy& preemptor_qos
   // Nothing to preempt when it fits already, anywhere it may go (capped or not).
   if (FitsWithoutVictims()) return std::nullopt;
   capped_ = ChooseWindow();
-  UseNodes(/*all_usable=*/!capped_);
+  lean_ = !capped_ && UseLeanNodes();
+  if (!lean_) UseNodes(/*all_usable=*/!capped_);
   budget_skipped_ = false;
   std::optional<PreemptionChoice> choice = SearchNodes();
   if (!choice && capped_) {

@@ -56,6 +56,8 @@ struct Scratch {
   std::vector<int> budget_left;
   // The search.
   std::vector<int> taken, chosen, best, all, by_slot_begin, by_slot;
+  // Per count of candidate units: the nodes a lean search left out with that many (UseLeanNodes).
+  std::vector<int64_t> left_out;
 
   // Every stamped entry becomes stale.
   void Bump() {
