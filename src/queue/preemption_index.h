@@ -4,6 +4,7 @@
 // snapshot and shared by the searches of a cycle. Internal to preemption.cc and victim_search.cc.
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -132,6 +133,8 @@ class ViableMemo {
     Resources freed;       // by the node's candidate units, on the node
     int blockers_left = 0; // workloads of the other world left on it (exclusive nodes)
     int32_t units = 0;     // candidate units on the node
+    // The lowest VictimSearch::Weight among them (the key says which weight).
+    double cheapest = std::numeric_limits<double>::infinity();
     // Every candidate unit on the node runs on no other node, takes from no disruption budget
     // and frees no negative amount there: what VictimSearch::UseLeanNodes may leave out.
     bool alone = true;

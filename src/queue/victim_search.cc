@@ -179,7 +179,9 @@ class VictimSearch {
   bool CannotMakeRoom(const FitState& state, int slot, const int* begin, const int* end) const;
   int64_t DryStepsBound(const int* begin, const int* end) const;
   int64_t StepsBound(int64_t k, int64_t per_call) const;
-  int64_t LeftOutStepsBound() const;
+  Cost SlotBound(double weight) const;
+  void CountLeftOut(size_t& at, NodeIndex before);
+  bool MayLeaveOut(NodeIndex n, const ViableMemo::Viable& viable) const;
   void ResetSearch(int64_t work);
   void Deepen(FitState& state, const int* begin, const int* end);
   void Search(FitState& state, const int* begin, const int* end, const int* at, Cost cost, int32_t count_bound);
@@ -369,6 +371,7 @@ ViableMemo::Viable VictimSearch::ViableUncached(NodeIndex n) const {
     if (!Candidate(*u)) continue;
     const IndexUnit& unit = index_.unit(*u);
     ++viable.units;
+    viable.cheapest = std::min(viable.cheapest, Weight(unit));
     // units_on lists a unit on each node it frees something on: one entry means this node only.
     viable.alone = viable.alone && unit.frees.size() == 1 && unit.disruptions.empty();
     for (uint32_t k = unit.frees.begin; k < unit.frees.end; ++k) {
@@ -422,14 +425,13 @@ bool VictimSearch::ChooseWindow() {
 }
 
 // Issue 26: a one-member search over every usable node leaves out the nodes that cannot take the
-// member whatever goes (ViableCopies 0) and whose candidate units run there alone, take from no
-// disruption budget and free nothing negative (ViableMemo::Viable::alone): in a full pool ~95 %
-// of them. Applied or not, such a unit changes no copies anywhere (frees only add, so no subset
-// of the node's units gives it a copy) and no budget, so the greedy pass takes the same units,
-// and every slot kept lists the same units with the same frees (a unit on a kept slot is on no
-// left-out node); PerNode would find nothing on a left-out node. Only the steps its search would
-// count differ: LeftOutStepsBound bounds them, and when that bound could reach the work budget,
-// SearchNodes searches every usable node as before. True with s_.nodes and the units set.
+// member whatever goes and whose candidate units run there alone, take from no disruption budget
+// and free nothing negative (ViableMemo::Viable::alone): in a full pool most of them. Applied or
+// not, such a unit changes no copies anywhere (frees only add, so no subset of the node's units
+// gives it a copy) and no budget, so the greedy pass takes the same units; every slot kept lists
+// the same units with the same frees (a unit on a kept slot is on no left-out node); and PerNode
+// finds nothing on a left-out node, whose steps CountLeftOut counts as PerNode would. So the
+// search decides as the one over every usable node. True with s_.nodes and the units set.
 bool VictimSearch::UseLeanNodes() {
   if (in_.preemptor->members != 1 || !required_.empty()) return false;
   if (!walked_all_) {  // no window walk (the cap is off, or above the usable nodes): ask each node
@@ -439,36 +441,33 @@ bool VictimSearch::UseLeanNodes() {
     }
   }
   s_.nodes.clear();
-  s_.left_out.clear();  // per count of candidate units: how many nodes left out have it
+  s_.left_out.clear();
   for (size_t position = 0; position < s_.usable.size(); ++position) {
     const NodeIndex n = s_.usable[position];
     const ViableMemo::Viable* v = s_.viable[position] ? nullptr : memo_.Find(memo_entry_, n);
-    if (v == nullptr || !v->alone) {
+    if (v == nullptr || !MayLeaveOut(n, *v)) {
       s_.nodes.push_back(n);
-      continue;
+    } else if (v->units > 0) {  // a slot without units counts nothing
+      s_.left_out.push_back({n, v->units, v->cheapest});
     }
-    if (static_cast<size_t>(v->units) >= s_.left_out.size()) s_.left_out.resize(v->units + 1, 0);
-    ++s_.left_out[v->units];
   }
   UseNodes(/*all_usable=*/false);
   return true;
 }
 
-// At least the steps PerNode would count (CountPrunedSteps) or add up (DryStepsBound) for the
-// nodes UseLeanNodes left out, had they been slots: each has `k` units touching it alone, each
-// freeing one entry there, so at most StepsBound(k, 2k) with the greedy set's count, which no
-// later best exceeds (fewest victims first; by class the greedy set already has the lowest
-// highest class, unless a budget made it pass over a unit: then no bound, every node is searched).
-int64_t VictimSearch::LeftOutStepsBound() const {
-  const int64_t limit = work_budget_ + 1;
-  if (by_class_ && budget_skipped_) return limit;
-  int64_t total = 0;
-  for (size_t k = 1; k < s_.left_out.size() && total < limit; ++k) {
-    if (s_.left_out[k] == 0) continue;
-    const int64_t each = StepsBound(static_cast<int64_t>(k), 2 * static_cast<int64_t>(k));
-    total = each > limit / s_.left_out[k] ? limit : std::min(limit, total + each * s_.left_out[k]);
+// Node `n` (ViableCopies 0) may be left out: its units are alone there, and PerNode would find
+// CannotMakeRoom true for it (a workload of the other world stays, or a resource the member asks
+// for stays short with every candidate gone; a capacity already below 0 in a resource it does
+// not ask for would not do).
+bool VictimSearch::MayLeaveOut(NodeIndex n, const ViableMemo::Viable& viable) const {
+  if (!viable.alone) return false;
+  if (viable.blockers_left > 0) return true;
+  const Resources room = FreeNow(n) + viable.freed;
+  const Resources& request = in_.preemptor->per_member;
+  for (int r = 0; r < kMaxResourceKinds; ++r) {
+    if (request[r] > 0 && room[r] < request[r]) return true;
   }
-  return total;
+  return false;
 }
 
 // The candidate units on the search's slots, and the required carriers of its slots wherever
@@ -574,10 +573,9 @@ std::optional<PreemptionChoice> VictimSearch::SearchNodes() {
   std::optional<PreemptionChoice> choice = SearchNodesOnce();
   if (!exhausted_ && skipped_steps_ <= work_budget_ - work_) return choice;
   ResetSearch(work);
-  if (lean_) {  // the steps of the nodes left out might matter: every usable node, as before
+  if (lean_) {  // as the search over every node would, it searches again counting every step
     lean_ = false;
     UseNodes(/*all_usable=*/true);
-    return SearchNodes();
   }
   exact_steps_ = true;
   return SearchNodesOnce();
@@ -600,7 +598,6 @@ std::optional<PreemptionChoice> VictimSearch::SearchNodesOnce() {
   }
   Greedy(state);
   if (!best_cost_) return std::nullopt;  // even every candidate together would not make room
-  if (lean_) skipped_steps_ = LeftOutStepsBound();
   PerNode(state);
   if (in_.preemptor->members > 1) {
     s_.all.resize(s_.units.size());
@@ -733,25 +730,17 @@ void VictimSearch::PerNode(FitState& state) {
       if (!frees_on(u, s_.blockers[k])) s_.by_slot[s_.taken[s_.blockers[k]]++] = static_cast<int>(i);
     }
   }
+  size_t left_out = 0;  // UseLeanNodes' nodes, counted in node order among the slots
   for (size_t slot = 0; slot < slots && !exhausted_; ++slot) {
+    if (lean_) CountLeftOut(left_out, s_.nodes[slot]);
+    if (exhausted_) break;
     const int* begin = s_.by_slot.data() + s_.by_slot_begin[slot];
     const int* end = s_.by_slot.data() + s_.by_slot_begin[slot + 1];
     if (begin == end) continue;
-    // A lower bound of every set of this slot's units: one victim at least, of at least the
-    // lowest priority among them (the first: cheapest first), no run time lost. Only a strictly
-    // cheaper set replaces the best, so a slot whose bound is not below it has nothing to give.
-    // (Then the best has one victim, so Deepen would make one pass over the slot's units, every
-    // one pruned: its steps are counted as it would count them.)
-    const IndexUnit& cheapest = index_.unit(s_.units[*begin].unit);
-    const double weight = Weight(cheapest);
-    // By class, a later unit of the same class may have a lower multifactor priority.
-    Cost bound;
-    bound.count = 1;
-    bound.max_priority = weight;
-    bound.max_multifactor = by_class_ ? -std::numeric_limits<double>::infinity() : weight;
-    bound.run_time_lost = 0;
-    if (by_class_) bound.class_first = weight;
-    if (!(bound < *best_cost_)) {
+    // Only a strictly cheaper set replaces the best, so a slot whose bound is not below it has
+    // nothing to give. (Then the best has one victim, so Deepen would make one pass over the
+    // slot's units, every one pruned: its steps are counted as it would count them.)
+    if (!(SlotBound(Weight(index_.unit(s_.units[*begin].unit))) < *best_cost_)) {
       CountPrunedSteps(end - begin);
       continue;
     }
@@ -766,6 +755,36 @@ void VictimSearch::PerNode(FitState& state) {
     }
     Deepen(state, begin, end);
     state.SetDry(false);
+  }
+  if (lean_ && !exhausted_) CountLeftOut(left_out, std::numeric_limits<NodeIndex>::max());
+}
+
+// A lower bound of every set of a slot's units whose cheapest weighs `weight`: one victim at
+// least, of at least that priority (the first: cheapest first), no run time lost. By class, a
+// later unit of the same class may have a lower multifactor priority.
+Cost VictimSearch::SlotBound(double weight) const {
+  Cost bound;
+  bound.count = 1;
+  bound.max_priority = weight;
+  bound.max_multifactor = by_class_ ? -std::numeric_limits<double>::infinity() : weight;
+  bound.run_time_lost = 0;
+  if (by_class_) bound.class_first = weight;
+  return bound;
+}
+
+// What PerNode does with each node UseLeanNodes left out below node `before`, from s_.left_out[at]
+// on, had it been a slot: its k units touch it alone and cannot make room (so CannotMakeRoom
+// holds), each frees one entry there (so DryStepsBound is StepsBound(k, 2k)). Same steps counted,
+// same bound added up, at the same point: the lean search runs out of budget, or is searched
+// again counting every step, exactly when the search over every node would.
+void VictimSearch::CountLeftOut(size_t& at, NodeIndex before) {
+  for (; at < s_.left_out.size() && s_.left_out[at].node < before && !exhausted_; ++at) {
+    const Scratch::LeftOut& node = s_.left_out[at];
+    if (!(SlotBound(node.cheapest) < *best_cost_)) {
+      CountPrunedSteps(node.units);
+    } else if (!exact_steps_) {
+      skipped_steps_ = std::min(work_budget_ + 1, skipped_steps_ + StepsBound(node.units, 2 * node.units));
+    }
   }
 }
 

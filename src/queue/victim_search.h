@@ -56,8 +56,14 @@ struct Scratch {
   std::vector<int> budget_left;
   // The search.
   std::vector<int> taken, chosen, best, all, by_slot_begin, by_slot;
-  // Per count of candidate units: the nodes a lean search left out with that many (UseLeanNodes).
-  std::vector<int64_t> left_out;
+  // The nodes a lean search left out (VictimSearch::UseLeanNodes), ascending, with their
+  // candidate units' count and the lowest weight among them.
+  struct LeftOut {
+    NodeIndex node = 0;
+    int32_t units = 0;
+    double cheapest = 0;
+  };
+  std::vector<LeftOut> left_out;
 
   // Every stamped entry becomes stale.
   void Bump() {
