@@ -180,7 +180,7 @@ class VictimSearch {
   int64_t DryStepsBound(const int* begin, const int* end) const;
   int64_t StepsBound(int64_t k, int64_t per_call) const;
   Cost SlotBound(double weight) const;
-  void CountLeftOut(size_t& at, NodeIndex before);
+  void CountLeftOut(size_t& at, size_t slot);
   bool MayLeaveOut(NodeIndex n, const ViableMemo::Viable& viable) const;
   void ResetSearch(int64_t work);
   void Deepen(FitState& state, const int* begin, const int* end);
@@ -448,7 +448,7 @@ bool VictimSearch::UseLeanNodes() {
     if (v == nullptr || !MayLeaveOut(n, *v)) {
       s_.nodes.push_back(n);
     } else if (v->units > 0) {  // a slot without units counts nothing
-      s_.left_out.push_back({n, v->units, v->cheapest});
+      s_.left_out.push_back({s_.nodes.size(), v->units, v->cheapest});
     }
   }
   UseNodes(/*all_usable=*/false);
@@ -730,9 +730,9 @@ void VictimSearch::PerNode(FitState& state) {
       if (!frees_on(u, s_.blockers[k])) s_.by_slot[s_.taken[s_.blockers[k]]++] = static_cast<int>(i);
     }
   }
-  size_t left_out = 0;  // UseLeanNodes' nodes, counted in node order among the slots
+  size_t left_out = 0;  // UseLeanNodes' nodes, counted in their place among the slots
   for (size_t slot = 0; slot < slots && !exhausted_; ++slot) {
-    if (lean_) CountLeftOut(left_out, s_.nodes[slot]);
+    if (lean_) CountLeftOut(left_out, slot);
     if (exhausted_) break;
     const int* begin = s_.by_slot.data() + s_.by_slot_begin[slot];
     const int* end = s_.by_slot.data() + s_.by_slot_begin[slot + 1];
@@ -756,7 +756,7 @@ void VictimSearch::PerNode(FitState& state) {
     Deepen(state, begin, end);
     state.SetDry(false);
   }
-  if (lean_ && !exhausted_) CountLeftOut(left_out, std::numeric_limits<NodeIndex>::max());
+  if (lean_ && !exhausted_) CountLeftOut(left_out, slots);
 }
 
 // A lower bound of every set of a slot's units whose cheapest weighs `weight`: one victim at
@@ -772,13 +772,14 @@ Cost VictimSearch::SlotBound(double weight) const {
   return bound;
 }
 
-// What PerNode does with each node UseLeanNodes left out below node `before`, from s_.left_out[at]
-// on, had it been a slot: its k units touch it alone and cannot make room (so CannotMakeRoom
-// holds), each frees one entry there (so DryStepsBound is StepsBound(k, 2k)). Same steps counted,
-// same bound added up, at the same point: the lean search runs out of budget, or is searched
-// again counting every step, exactly when the search over every node would.
-void VictimSearch::CountLeftOut(size_t& at, NodeIndex before) {
-  for (; at < s_.left_out.size() && s_.left_out[at].node < before && !exhausted_; ++at) {
+// What PerNode does with each node UseLeanNodes left out before slot `slot` (kept and left-out
+// nodes keep the usable nodes' order), from s_.left_out[at] on, had it been a slot: its k units
+// touch it alone and cannot make room (so CannotMakeRoom holds), each frees one entry there (so
+// DryStepsBound is StepsBound(k, 2k)). Same steps counted, same bound added up, at the same
+// point: the lean search runs out of budget, or is searched again counting every step, exactly
+// when the search over every node would.
+void VictimSearch::CountLeftOut(size_t& at, size_t slot) {
+  for (; at < s_.left_out.size() && s_.left_out[at].before <= slot && !exhausted_; ++at) {
     const Scratch::LeftOut& node = s_.left_out[at];
     if (!(SlotBound(node.cheapest) < *best_cost_)) {
       CountPrunedSteps(node.units);

@@ -56,10 +56,11 @@ struct Scratch {
   std::vector<int> budget_left;
   // The search.
   std::vector<int> taken, chosen, best, all, by_slot_begin, by_slot;
-  // The nodes a lean search left out (VictimSearch::UseLeanNodes), ascending, with their
-  // candidate units' count and the lowest weight among them.
+  // The nodes a lean search left out (VictimSearch::UseLeanNodes), in the usable nodes' order:
+  // the slot each would precede among the nodes kept, its candidate units' count and the lowest
+  // weight among them.
   struct LeftOut {
-    NodeIndex node = 0;
+    size_t before = 0;
     int32_t units = 0;
     double cheapest = 0;
   };
