@@ -1,9 +1,10 @@
 #pragma once
 // The victim index of CheapestVictimsPlanner (preemption.h, docs/queue.md "Preemption"): what a
 // victim search needs from a snapshot that does not depend on the preemptor, built once per
-// snapshot and shared by the searches of a cycle. Internal to preemption.cc.
+// snapshot and shared by the searches of a cycle. Internal to preemption.cc and victim_search.cc.
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -107,7 +108,7 @@ class VictimIndex {
   int32_t min_class_priority_ = INT32_MAX;
 };
 
-// Issue 26: what the candidate cap's window walk (preemption.cc, ViableCopies) learns about a
+// Issue 26: what the candidate cap's window walk (victim_search.cc, ViableCopies) learns about a
 // node, kept across the searches of a cycle that see the same candidates. Per candidate key (see
 // Key), per node: the capacity its candidate units free there and how many workloads of the
 // other world stay on it once they go; and per unit whether it is a candidate at all (earlier
@@ -131,6 +132,12 @@ class ViableMemo {
   struct Viable {
     Resources freed;       // by the node's candidate units, on the node
     int blockers_left = 0; // workloads of the other world left on it (exclusive nodes)
+    int32_t units = 0;     // candidate units on the node
+    // The lowest VictimSearch::Weight among them (the key says which weight).
+    double cheapest = std::numeric_limits<double>::infinity();
+    // Every candidate unit on the node runs on no other node, takes from no disruption budget
+    // and frees no negative amount there: what VictimSearch::UseLeanNodes may leave out.
+    bool alone = true;
   };
 
   // Every entry is stale: a new index of `nodes` nodes and `units` units.

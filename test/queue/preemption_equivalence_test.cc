@@ -314,6 +314,24 @@ TEST(PreemptionEquivalence, ChooseDecidesAsBeforeOverASweepOfWorkBudgets) {
   EXPECT_EQ(decisions, 2365);
 }
 
+// Issue 26, branch steady2: a one-member search leaves out the nodes that cannot help and counts
+// their steps where each would have been searched (VictimSearch::CountLeftOut). Every budget, one
+// by one, so that a search runs out one step earlier or later when those steps are counted out
+// of place. Recorded with the search over every node (UseLeanNodes off) at branch steady2.
+TEST(PreemptionEquivalence, ChooseDecidesAsTheSearchOverEveryNodeAtEveryWorkBudget) {
+  Fingerprint f;
+  int decisions = 0;
+  for (uint64_t seed : {41, 42, 43}) {
+    for (int64_t budget = 1; budget <= 1200; ++budget) {
+      const ChooseRun run = ChooseOnPool(60, seed, 12, /*no_binding_cap=*/true, budget);
+      f.Mix(run.fingerprint);
+      decisions += run.decisions;
+    }
+  }
+  EXPECT_EQ(f.value(), 14636224u);
+  EXPECT_EQ(decisions, 34848);
+}
+
 struct CycleCase {
   int nodes;
   uint64_t seed;

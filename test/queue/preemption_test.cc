@@ -147,6 +147,25 @@ TEST(Preemption, AWorkloadAlsoOnANodeWithoutRoomIsFoundThereFirst) {
   EXPECT_THAT(c->decision.member_nodes, ElementsAre(1));
 }
 
+// The same on shared nodes, where no workload blocks the other world: node 0 cannot take the
+// member whatever goes, and its only candidate, zu, also runs on node 1, so node 0 stays a slot
+// of the search over every node (issue 26: only nodes whose units run there alone are left out)
+// and zu, found there first, wins the tie with v.
+TEST(Preemption, OnSharedNodesAWorkloadAlsoOnANodeWithoutRoomIsFoundThereFirst) {
+  Scenario s(3, 8000);
+  s.config.shared_nodes = true;
+  s.snapshot.nodes[1].allocatable = Cpu(16000);
+  s.Run("pin", {0}, 7000, 1, 0, "pinned");
+  s.Run("zu", {0, 1}, 8000, 5).allocations[0].used = Cpu(1000);
+  s.Run("v", {1}, 8000, 5);
+  s.Run("b1", {2}, 4000, 1);
+  s.Run("b2", {2}, 4000, 1);
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("zu"));
+  EXPECT_THAT(c->decision.member_nodes, ElementsAre(1));
+}
+
 TEST(Preemption, TheHighestVictimPriorityCountsNotTheSum) {
   // Two victims either way: {a, b} has highest priority 9, {c, d} has 6.
   Scenario s(2, 4000);
