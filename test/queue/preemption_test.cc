@@ -129,18 +129,24 @@ TEST(Preemption, ThenLeastRunTimeLost) {
   EXPECT_EQ(c->run_time_lost, 100);
 }
 
-// Issue 26: the node-by-node search runs dry over a node whose units cannot make room; a unit
-// that also runs on another node can, and stays searched there. Equal costs go to the set found
-// first: "zu" (on n0, where the member cannot land, and n1) is found at n0 before "v" at n1, as
-// the search without the shortcut found it (the greedy pass's {b1, b2} costs two victims).
-TEST(Preemption, AWorkloadAlsoOnANodeWithoutRoomIsFoundThereFirst) {
-  Scenario s(3, 8000);
+// The scene of the two tests below: node 0 cannot take an 8-CPU member whatever goes (a pinned
+// 7-CPU workload), zu runs on nodes 0 and 1, v on node 1 (16 CPUs), b1 and b2 fill node 2.
+void AddZuOnANodeWithoutRoomAndV(Scenario& s) {
   s.snapshot.nodes[1].allocatable = Cpu(16000);
   s.Run("pin", {0}, 7000, 1, 0, "pinned");
   s.Run("zu", {0, 1}, 8000, 5).allocations[0].used = Cpu(1000);
   s.Run("v", {1}, 8000, 5);
   s.Run("b1", {2}, 4000, 1);
   s.Run("b2", {2}, 4000, 1);
+}
+
+// Issue 26: the node-by-node search runs dry over a node whose units cannot make room; a unit
+// that also runs on another node can, and stays searched there. Equal costs go to the set found
+// first: "zu" (on n0, where the member cannot land, and n1) is found at n0 before "v" at n1, as
+// the search without the shortcut found it (the greedy pass's {b1, b2} costs two victims).
+TEST(Preemption, AWorkloadAlsoOnANodeWithoutRoomIsFoundThereFirst) {
+  Scenario s(3, 8000);
+  AddZuOnANodeWithoutRoomAndV(s);
   auto c = s.Choose();
   ASSERT_TRUE(c.has_value());
   EXPECT_THAT(c->decision.victims, ElementsAre("zu"));
@@ -154,12 +160,7 @@ TEST(Preemption, AWorkloadAlsoOnANodeWithoutRoomIsFoundThereFirst) {
 TEST(Preemption, OnSharedNodesAWorkloadAlsoOnANodeWithoutRoomIsFoundThereFirst) {
   Scenario s(3, 8000);
   s.config.shared_nodes = true;
-  s.snapshot.nodes[1].allocatable = Cpu(16000);
-  s.Run("pin", {0}, 7000, 1, 0, "pinned");
-  s.Run("zu", {0, 1}, 8000, 5).allocations[0].used = Cpu(1000);
-  s.Run("v", {1}, 8000, 5);
-  s.Run("b1", {2}, 4000, 1);
-  s.Run("b2", {2}, 4000, 1);
+  AddZuOnANodeWithoutRoomAndV(s);
   auto c = s.Choose();
   ASSERT_TRUE(c.has_value());
   EXPECT_THAT(c->decision.victims, ElementsAre("zu"));

@@ -245,6 +245,18 @@ TEST(LoopDefectsTest, D5_AStartThatTimedOutAndDidNotLandIsUndoneOnceTheViewShows
   EXPECT_THAT(c.k8s.node_events, Not(Contains("n1 Lent")));
 }
 
+// D6's scene: n1 reserved for ns/jupyter by a predecessor (marked and fenced), job 7 running
+// there never asked; the next `timeouts` fences of n1 land but time out.
+void ReadBackReservationWithTimedOutFences(Cluster& c, int timeouts) {
+  c.k8s.SetNodeOwner("n1", "reserved/ns/jupyter");
+  c.slurm.Submit(7);
+  c.slurm.Run(7, "n1");
+  ASSERT_TRUE(c.slurm.Fence("n1", "reserved/ns/jupyter").ok());
+  c.k8s.AddPod("jupyter", "2", "interactive");
+  c.slurm.fence_times_out["n1"] = timeouts;
+  c.k8s.owner_changes.clear();
+}
+
 // D6 (issue 24, found by the checker): a successor reads back n1's reservation for ns/jupyter
 // (its predecessor fenced and marked n1, then crashed before asking job 7, which still runs there).
 // Its own fence of n1 for the reservation lands but times out, and the preemption is rolled back.
@@ -253,13 +265,7 @@ TEST(LoopDefectsTest, D5_AStartThatTimedOutAndDidNotLandIsUndoneOnceTheViewShows
 // check: job 7 runs, so n1 is Slurm's, its drain lifted. The next cycle preempts again.
 TEST(LoopDefectsTest, D6_ARollbackOfAReservationReadBackGoesThroughTheLiveCheck) {
   Cluster c(1);
-  c.k8s.SetNodeOwner("n1", "reserved/ns/jupyter");
-  c.slurm.Submit(7);
-  c.slurm.Run(7, "n1");
-  ASSERT_TRUE(c.slurm.Fence("n1", "reserved/ns/jupyter").ok());
-  c.k8s.AddPod("jupyter", "2", "interactive");
-  c.slurm.fence_times_out["n1"] = 1;
-  c.k8s.owner_changes.clear();
+  ASSERT_NO_FATAL_FAILURE(ReadBackReservationWithTimedOutFences(c, 1));
   const Config cfg = SlurmConfig();
   SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
   c.Cycle(loop, kT0);
@@ -278,13 +284,7 @@ TEST(LoopDefectsTest, D6_ARollbackOfAReservationReadBackGoesThroughTheLiveCheck)
 // preemption is carried out once Slurm answers.
 TEST(LoopDefectsTest, D6_ARollbackWhoseLiveCheckCannotBeDoneKeepsTheReservation) {
   Cluster c(1);
-  c.k8s.SetNodeOwner("n1", "reserved/ns/jupyter");
-  c.slurm.Submit(7);
-  c.slurm.Run(7, "n1");
-  ASSERT_TRUE(c.slurm.Fence("n1", "reserved/ns/jupyter").ok());
-  c.k8s.AddPod("jupyter", "2", "interactive");
-  c.slurm.fence_times_out["n1"] = 2;
-  c.k8s.owner_changes.clear();
+  ASSERT_NO_FATAL_FAILURE(ReadBackReservationWithTimedOutFences(c, 2));
   const Config cfg = SlurmConfig();
   SchedulingLoop loop(cfg, &c.k8s, &c.k8s, &c.slurm);
   c.Cycle(loop, kT0);
