@@ -219,10 +219,11 @@ std::vector<const JobClaimRecord*> JobClaims::ToAskVictims() const {
 }
 
 std::vector<const JobClaimRecord*> JobClaims::ReadyToStart(
-    const std::function<bool(const std::string&)>& running) const {
+    const std::function<bool(const JobClaimRecord&, const std::string& victim)>& holds_room) const {
   std::vector<const JobClaimRecord*> out;
   for (const auto& [w, r] : records_) {
-    if (r.state == JobClaimState::kWaitingForVictims && std::none_of(r.victims.begin(), r.victims.end(), running))
+    const auto holds = [&](const std::string& victim) { return holds_room(r, victim); };
+    if (r.state == JobClaimState::kWaitingForVictims && std::none_of(r.victims.begin(), r.victims.end(), holds))
       out.push_back(&r);
   }
   return out;

@@ -125,7 +125,8 @@ class JobClaims {
   // kClaimed records: their victims are to be asked.
   std::vector<const JobClaimRecord*> ToAskVictims() const;
   // kWaitingForVictims records none of whose victims is `running` any more.
-  std::vector<const JobClaimRecord*> ReadyToStart(const std::function<bool(const std::string&)>& running) const;
+  std::vector<const JobClaimRecord*> ReadyToStart(
+      const std::function<bool(const JobClaimRecord&, const std::string& victim)>& holds_room) const;
   // The claims that hold a room in the plan: job id -> its nodes (kPlanned, kClaimed, kWaitingForVictims).
   // Not an array task's claim: see HoldingTasks.
   std::map<uint32_t, std::vector<std::string>> Holding() const;

@@ -12,32 +12,6 @@
 namespace onequeue::scheduler {
 namespace {
 
-// Issue 25: the victims of a claim on `nodes` that still hold something there. A claim names its
-// victims by workload; asked again (read back after a restart), a victim that left and came back
-// elsewhere (a gang's pods made again and bound on another node, a requeued job started on another
-// node) frees nothing in the claimed room and is not asked. A victim the snapshot does not hold as
-// running is kept (the asking skips what has left), and one holding anything on a claimed node is
-// asked whole (a gang leaves together).
-std::vector<std::string> VictimsHoldingRoomOn(const std::vector<std::string>& victims,
-                                              const std::vector<std::string>& nodes, const queue::Snapshot& snapshot) {
-  std::set<queue::NodeIndex> claimed;
-  for (queue::NodeIndex n = 0; n < static_cast<queue::NodeIndex>(snapshot.nodes.size()); ++n) {
-    if (std::find(nodes.begin(), nodes.end(), snapshot.nodes[n].name) != nodes.end()) claimed.insert(n);
-  }
-  std::set<std::string_view> elsewhere;  // running, and on none of the claimed nodes
-  for (const queue::RunningWorkload& w : snapshot.running) {
-    if (std::find(victims.begin(), victims.end(), w.id) == victims.end()) continue;
-    const bool there = std::any_of(w.allocations.begin(), w.allocations.end(),
-                                   [&](const queue::Allocation& a) { return claimed.contains(a.node); });
-    if (!there) elsewhere.insert(w.id);
-  }
-  std::vector<std::string> out;
-  for (const std::string& v : victims) {
-    if (!elsewhere.contains(v)) out.push_back(v);
-  }
-  return out;
-}
-
 // A reservation its preemptor still waiting cannot use (a gang member deleted after the
 // evictions, requests that no longer fit there) is released after this long: long enough for a
 // controller to make a deleted member again (the mark keeps the node meanwhile), short enough
@@ -70,6 +44,28 @@ bool IsTransient(const absl::Status& s) {
 }
 
 }  // namespace
+
+// Issue 25 (the header says what). A victim holding anything on a claimed node is kept whole (a
+// gang leaves together); the asking skips what has left.
+std::vector<std::string> VictimsHoldingRoomOn(const std::vector<std::string>& victims,
+                                              const std::vector<std::string>& nodes, const queue::Snapshot& snapshot) {
+  std::set<queue::NodeIndex> claimed;
+  for (queue::NodeIndex n = 0; n < static_cast<queue::NodeIndex>(snapshot.nodes.size()); ++n) {
+    if (std::find(nodes.begin(), nodes.end(), snapshot.nodes[n].name) != nodes.end()) claimed.insert(n);
+  }
+  std::set<std::string_view> elsewhere;  // running, and on none of the claimed nodes
+  for (const queue::RunningWorkload& w : snapshot.running) {
+    if (std::find(victims.begin(), victims.end(), w.id) == victims.end()) continue;
+    const bool there = std::any_of(w.allocations.begin(), w.allocations.end(),
+                                   [&](const queue::Allocation& a) { return claimed.contains(a.node); });
+    if (!there) elsewhere.insert(w.id);
+  }
+  std::vector<std::string> out;
+  for (const std::string& v : victims) {
+    if (!elsewhere.contains(v)) out.push_back(v);
+  }
+  return out;
+}
 
 const char* PreemptionStateName(PreemptionState s) {
   switch (s) {

@@ -91,6 +91,13 @@ struct PreemptionCycle {
   }
 };
 
+// Issue 25: the victims of a claim on `nodes` that still hold something there, by the snapshot. A
+// victim that left and runs elsewhere now (its workload made again and bound on another node, a
+// requeued job started on another node) frees nothing in the claimed room: it is not asked again,
+// and a job's claim does not wait for it. A victim the snapshot does not hold as running is kept.
+std::vector<std::string> VictimsHoldingRoomOn(const std::vector<std::string>& victims,
+                                              const std::vector<std::string>& nodes, const queue::Snapshot& snapshot);
+
 class PreemptionExecutor {
  public:
   PreemptionExecutor(const Config& config, ClusterActions* actions, SlurmActions* slurm, NodeOwners* owners,

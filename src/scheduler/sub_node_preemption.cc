@@ -211,13 +211,16 @@ void SchedulingLoop::StartSubNodeJobPreemptions(const std::vector<queue::Preempt
     if (!asked.ok()) spdlog::warn("{}: {}", workload, std::string(asked.message()));
     (void)job_claims_.VictimsAsked(workload, asked, c.now);
   }
-  // Every victim gone (a requeued job no longer holds its allocation, an evicted pod has left):
-  // the job is started there the way every Slurm job is.
-  const auto running = [&](const std::string& victim) {
-    return SlurmJobOf(victim) ? c.slurm.running.count(victim) > 0 : c.built.running_pods.count(victim) > 0;
+  // Every victim gone from the claimed nodes (a requeued job no longer holds its allocation, an
+  // evicted pod has left; one whose workload was made again or started again on another node holds
+  // nothing there): the job is started there the way every Slurm job is.
+  const auto holds_room = [&](const JobClaimRecord& r, const std::string& victim) {
+    const bool running =
+        SlurmJobOf(victim) ? c.slurm.running.count(victim) > 0 : c.built.running_pods.count(victim) > 0;
+    return running && !VictimsHoldingRoomOn({victim}, r.nodes, *c.built.snapshot).empty();
   };
   std::vector<std::pair<std::string, std::vector<std::string>>> ready;  // workload, nodes
-  for (const JobClaimRecord* r : job_claims_.ReadyToStart(running)) ready.emplace_back(r->workload, r->nodes);
+  for (const JobClaimRecord* r : job_claims_.ReadyToStart(holds_room)) ready.emplace_back(r->workload, r->nodes);
   for (const auto& [workload, nodes] : ready) {
     queue::StartDecision start{workload, {}, false};
     for (const std::string& node : nodes) {

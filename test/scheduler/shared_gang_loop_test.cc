@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "fake_world.h"
+#include "scheduler/job_claim.h"
 #include "scheduler/scheduling_loop.h"
 #include "two_shared_nodes_scene.h"
 
@@ -203,6 +204,73 @@ TEST(SharedGangLoopTest, ASuccessorAsksAClaimsVictimAgainButNotAReplacementBound
   SchedulingLoop successor(s.cfg, &c.k8s, &c.k8s, &c.slurm);
   c.Cycle(successor, kT0 + 5);
   EXPECT_EQ(c.k8s.evictions, std::vector<std::string>{"ns/low"});
+}
+
+// A job's claim (issue 25) whose victim, a gang's pod, is made again by its controller and bound on
+// n2 while the evicted pod still terminates on n1. The victim is a workload: it still runs, but on
+// none of the claimed nodes, so once the evicted pod has gone the job starts on n1. Found writing
+// the test below: before, the claim waited for the workload to stop running anywhere (until its
+// victims timeout undid it), holding n1's free room idle.
+TEST(SharedGangLoopTest, AJobClaimStartsOnceItsVictimLeftTheClaimedNodeThoughItsWorkloadRunsElsewhere) {
+  TwoSharedNodesScene s;
+  SlurmLoopCluster& c = s.c;
+  MakeTheLowPodTheOnlyVictimAGangOfOne(c);
+  c.k8s.linger_evicted = true;
+  SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPod(loop, kT0));
+  c.slurm.Submit(8, 4);
+  c.Cycle(loop, kT0 + 2);
+  ASSERT_EQ(c.k8s.evictions, std::vector<std::string>{"ns/low"});
+  EndJob9(c);  // room for the replacement on n2
+  c.Cycle(loop, kT0 + 3);
+  const PodMirrorRecord* replacement = loop.mirrors().Find(c.k8s.UidOf("ns/low-r"));
+  ASSERT_NE(replacement, nullptr) << "the replacement got no placeholder";
+  ASSERT_TRUE(replacement->job.has_value());
+  c.slurm.Run(*replacement->job, "n2");
+  c.Cycle(loop, kT0 + 4);
+  ASSERT_EQ(c.k8s.NodeOf("ns/low-r"), "n2");
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kPending);  // the evicted pod still holds n1
+  c.k8s.FinishDeletions();
+  for (int t = 5; t <= 7; ++t) c.Cycle(loop, kT0 + t);
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(8).nodes, std::vector<std::string>{"n1"});
+  EXPECT_EQ(c.k8s.NodeOf("ns/low-r"), "n2");
+  EXPECT_EQ(c.k8s.evictions, std::vector<std::string>{"ns/low"});
+}
+
+// The same with a crash while the claim waits: the successor reads the claim back from the job's
+// AdminComment and asks its victims again on n1 only (StartSubNodeJobPreemptions passes the
+// claim's nodes to AskSubNodeVictims): the replacement on n2 stays, and the job starts on n1.
+TEST(SharedGangLoopTest, ASuccessorAsksAJobClaimsVictimAgainButNotAReplacementBoundElsewhere) {
+  TwoSharedNodesScene s;
+  SlurmLoopCluster& c = s.c;
+  MakeTheLowPodTheOnlyVictimAGangOfOne(c);
+  c.k8s.linger_evicted = true;
+  {
+    SchedulingLoop first(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+    ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPod(first, kT0));
+    c.slurm.Submit(8, 4);
+    c.Cycle(first, kT0 + 2);
+    ASSERT_EQ(c.k8s.evictions, std::vector<std::string>{"ns/low"});
+    ASSERT_NE(first.job_claims().Find("slurm/8"), nullptr);
+    EndJob9(c);  // room for the replacement on n2
+    c.Cycle(first, kT0 + 3);
+    const PodMirrorRecord* replacement = first.mirrors().Find(c.k8s.UidOf("ns/low-r"));
+    ASSERT_NE(replacement, nullptr) << "the replacement got no placeholder";
+    ASSERT_TRUE(replacement->job.has_value());
+    c.slurm.Run(*replacement->job, "n2");
+    c.Cycle(first, kT0 + 4);
+    ASSERT_EQ(c.k8s.NodeOf("ns/low-r"), "n2");
+    ASSERT_NE(first.job_claims().Find("slurm/8"), nullptr) << "the claim ended before the crash";
+  }
+  c.k8s.FinishDeletions();
+  SchedulingLoop successor(s.cfg, &c.k8s, &c.k8s, &c.slurm);
+  ASSERT_NE(ParseJobClaim(c.slurm.Job(8).admin_comment), std::nullopt);
+  for (int t = 5; t <= 7; ++t) c.Cycle(successor, kT0 + t);
+  EXPECT_EQ(c.k8s.evictions, std::vector<std::string>{"ns/low"});
+  EXPECT_EQ(c.k8s.NodeOf("ns/low-r"), "n2");
+  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+  EXPECT_EQ(c.slurm.Job(8).nodes, std::vector<std::string>{"n1"});
 }
 
 }  // namespace
