@@ -45,6 +45,7 @@ void BindingTracker::Drain(queue::Time now, CycleStats* stats, const std::functi
     }
     binding_.erase(it);
   }
+  if (!done.empty() && binding_.empty()) actions_->BindingsSettled();
 }
 
 std::map<std::string, std::string> BindingTracker::Forget(const KubeState& state, queue::Time now) {
