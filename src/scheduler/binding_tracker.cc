@@ -45,7 +45,6 @@ void BindingTracker::Drain(queue::Time now, CycleStats* stats, const std::functi
     }
     binding_.erase(it);
   }
-  if (!done.empty() && binding_.empty()) actions_->BindingsSettled();
 }
 
 std::map<std::string, std::string> BindingTracker::Forget(const KubeState& state, queue::Time now) {

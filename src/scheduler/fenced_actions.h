@@ -64,8 +64,6 @@ class FencedClusterActions final : public ClusterActions {
   void StartBind(const std::string& pod_key, const std::string& node, const std::string& message,
                  std::function<void(absl::Status)> done) override;
   void BindSucceeded(const std::string& pod_key, const std::string& node, const std::string& message) override;
-  // Not fenced: it only sends what BindSucceeded admitted (events of bindings that landed).
-  void BindingsSettled() override { inner_->BindingsSettled(); }
   absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override;
   // A read of what already happened: not gated.
   std::vector<std::string> TakeFailedReports() override { return inner_->TakeFailedReports(); }

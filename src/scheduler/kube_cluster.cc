@@ -13,9 +13,6 @@
 namespace onequeue::scheduler {
 namespace {
 
-// Issue 26: how long a Scheduled event may wait for the bindings in flight beside it.
-constexpr absl::Duration kScheduledEventDelay = absl::Seconds(1);
-
 std::pair<std::string, std::string> SplitKey(const std::string& key) {
   auto slash = key.find('/');
   return {key.substr(0, slash), key.substr(slash + 1)};
@@ -109,18 +106,6 @@ void KubeClusterActions::StartBind(const std::string& pod_key, const std::string
   bind();
 }
 
-void KubeClusterActions::SendScheduledEvents() {
-  for (const ScheduledEvent& e : scheduled_events_) {
-    events_.RecordAsync(PodReference(e.pod_key), "Normal", "Scheduled", "Binding", e.message, e.bound,
-                        [pod_key = e.pod_key](absl::Status s) {
-                          if (!s.ok() && !absl::IsResourceExhausted(s)) {
-                            spdlog::warn("event Scheduled for {}: {}", pod_key, s.ToString());
-                          }
-                        });
-  }
-  scheduled_events_.clear();
-}
-
 void KubeClusterActions::BindSucceeded(const std::string& pod_key, const std::string& node,
                                        const std::string& message) {
   auto [ns, name] = SplitKey(pod_key);
@@ -130,9 +115,9 @@ void KubeClusterActions::BindSucceeded(const std::string& pod_key, const std::st
                            pod->metadata.annotations.count(kEstimatedStartAnnotation);
   }
   // Events are best effort: a lost event must never stop scheduling.
-  const absl::Time now = absl::Now();
-  scheduled_events_.push_back({pod_key, message, now});
-  if (now - scheduled_events_.front().bound >= kScheduledEventDelay) SendScheduledEvents();
+  events_.RecordAsync(PodReference(pod_key), "Normal", "Scheduled", "Binding", message, absl::Now(), [pod_key](absl::Status s) {
+    if (!s.ok() && !absl::IsResourceExhausted(s)) spdlog::warn("event Scheduled for {}: {}", pod_key, s.ToString());
+  });
   last_event_.erase(pod_key);
   if (has_wait_annotations) {
     // A bound pod no longer waits: its last queue position and estimated start would mislead

@@ -56,11 +56,7 @@ class KubeClusterActions : public ClusterActions {
   // of the wait annotations follow in BindSucceeded, also without waiting.
   void StartBind(const std::string& pod_key, const std::string& node, const std::string& message,
                  std::function<void(absl::Status)> done) override;
-  // The Scheduled event waits while other bindings are in flight (issue 26: a burst's bindings
-  // first, its events after: each event is a write the API server serves beside the bindings), at
-  // most kScheduledEventDelay, and goes out with BindingsSettled.
   void BindSucceeded(const std::string& pod_key, const std::string& node, const std::string& message) override;
-  void BindingsSettled() override { SendScheduledEvents(); }
   // Sends the condition and annotation patches and returns without waiting for them (one report
   // per pod in flight: Unavailable while the previous one is); a failed write comes back from
   // TakeFailedReports.
@@ -106,13 +102,6 @@ class KubeClusterActions : public ClusterActions {
   k8s::ObjectReference PodReference(const std::string& pod_key) const;
   void RecordEvent(const std::string& pod_key, const std::string& type, const std::string& reason,
                    const std::string& action, const std::string& note);
-  void SendScheduledEvents();
-
-  struct ScheduledEvent {
-    std::string pod_key, message;
-    absl::Time bound;
-  };
-  std::vector<ScheduledEvent> scheduled_events_;  // deferred by BindSucceeded (the loop's thread)
 
   k8s::RestClient* client_;
   const k8s::Informer<k8s::Pod>* pods_;

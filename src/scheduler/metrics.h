@@ -96,7 +96,6 @@ class TimedClusterActions final : public ClusterActions {
   void BindSucceeded(const std::string& pod_key, const std::string& node, const std::string& message) override {
     inner_->BindSucceeded(pod_key, node, message);
   }
-  void BindingsSettled() override { inner_->BindingsSettled(); }
   absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) override {
     return inner_->ReportWaiting(pod_key, report);
   }

@@ -90,10 +90,6 @@ class ClusterActions {
     done(Bind(pod_key, node, message));
   }
   virtual void BindSucceeded(const std::string& pod_key, const std::string& node, const std::string& message) {}
-  // Every binding sent has answered (the loop calls it from its own thread after the answers it
-  // drained): what BindSucceeded deferred while bindings were in flight (the Scheduled events) may
-  // go out now.
-  virtual void BindingsSettled() {}
   // Writes what a waiting pod shows. It may return before the writes land (OK: sent); their
   // failures come back from TakeFailedReports (pod keys), and the loop writes those again.
   virtual absl::Status ReportWaiting(const std::string& pod_key, const WaitReport& report) = 0;

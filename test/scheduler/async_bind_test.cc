@@ -164,31 +164,5 @@ TEST(AsyncBindTest, AGangWhoseMembersAreMissingStillWaitsWhole) {
   EXPECT_EQ(w.reports["ns/train-0"].back().reason, "GangIncomplete");
 }
 
-// Issue 26: the Scheduled events wait for the bindings in flight beside them (KubeClusterActions);
-// the loop says when none is left: after it drained the last answer, not before, and not again
-// while nothing was answered.
-TEST(AsyncBindTest, TheBindingsSettleOnlyOnceEveryBindingInFlightHasAnswered) {
-  World w;
-  w.async_binds = true;
-  for (const char* n : {"n1", "n2"}) w.AddNode(n, "4");
-  for (const char* p : {"a", "b"}) w.AddPod(p, "3", "scavenger");
-  Config cfg = TestConfig();
-  SchedulingLoop loop(cfg, &w, &w);
-  loop.RunCycle(kNow);
-  ASSERT_EQ(w.in_flight.size(), 2u);
-  World::QueuedBind first = std::move(w.in_flight.front());
-  w.in_flight.erase(w.in_flight.begin());
-  first.done(w.Bind(first.key, first.node, first.message));
-  loop.RunCycle(kNow + 1);
-  EXPECT_EQ(w.bind_succeeded.size(), 1u);
-  EXPECT_EQ(w.bindings_settled, 0);  // the other is still in flight
-  w.CompleteBinds();
-  loop.RunCycle(kNow + 2);
-  EXPECT_EQ(w.bind_succeeded.size(), 2u);
-  EXPECT_EQ(w.bindings_settled, 1);
-  loop.RunCycle(kNow + 3);
-  EXPECT_EQ(w.bindings_settled, 1);
-}
-
 }  // namespace
 }  // namespace onequeue::scheduler

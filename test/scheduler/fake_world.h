@@ -609,8 +609,6 @@ class World : public ClusterView, public ClusterActions {
   void BindSucceeded(const std::string& key, const std::string& node, const std::string&) override {
     bind_succeeded.push_back(key + "->" + node);
   }
-  int bindings_settled = 0;  // BindingsSettled calls
-  void BindingsSettled() override { ++bindings_settled; }
   void CompleteBinds() {
     std::vector<QueuedBind> answering = std::move(in_flight);
     in_flight.clear();

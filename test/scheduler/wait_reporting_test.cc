@@ -481,24 +481,6 @@ class AcceptingTransport : public k8s::HttpTransport {
   }
 };
 
-// Issue 26: a Scheduled event waits while bindings are in flight (each event is a write the API
-// server serves beside them) and goes out, with the time of its binding, once they settle.
-TEST(WaitReportingTest, AScheduledEventWaitsForTheBindingsInFlightAndGoesOutOnceTheySettle) {
-  OwnerWrites t;
-  t.actions.BindSucceeded("ns/a", "n1", "Successfully assigned ns/a to n1");
-  t.actions.BindSucceeded("ns/b", "n1", "Successfully assigned ns/b to n1");
-  EXPECT_TRUE(t.wire->sent.empty());
-  t.actions.BindingsSettled();
-  ASSERT_EQ(t.wire->sent.size(), 2u);
-  for (const k8s::HttpRequest& r : t.wire->sent) {
-    EXPECT_EQ(r.method, "POST");
-    EXPECT_EQ(r.path, "/apis/events.k8s.io/v1/namespaces/ns/events");
-    EXPECT_EQ(nlohmann::json::parse(r.body)["reason"], "Scheduled");
-  }
-  t.actions.BindingsSettled();
-  EXPECT_EQ(t.wire->sent.size(), 2u);  // each sent once
-}
-
 TEST(WaitReportingTest, PodsThatWaitedAndWereDeletedLeaveNothingRemembered) {
   World w;
   w.AddNode("n1", "4");
