@@ -1,6 +1,8 @@
 // Issue 25 step 4, a gang of pods as the preemptor on shared nodes (sub_node_preemption.cc):
 // every member claims the room on its own node at once, naming only the victims there; the
 // victims are asked once for the whole gang (pods first); a refusal undoes every member's claim.
+#include <functional>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -147,6 +149,26 @@ void EndJob9(SlurmLoopCluster& c) {
   c.slurm.Job(9).nodes.clear();
 }
 
+// From kT0 to kT0 + 4: the bound pod mirrored, then `add_preemptor` (a pod or a Slurm job) claims
+// the low pod's room on n1 and the low pod is evicted; job 9 ends, so the pod made again (the same
+// workload) gets its placeholder on n2, which Slurm runs, and is bound there.
+void ClaimThenBindTheReplacementOnN2(TwoSharedNodesScene& s, SchedulingLoop& loop,
+                                     const std::function<void()>& add_preemptor) {
+  SlurmLoopCluster& c = s.c;
+  ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPod(loop, kT0));
+  add_preemptor();
+  c.Cycle(loop, kT0 + 2);
+  ASSERT_EQ(c.k8s.evictions, std::vector<std::string>{"ns/low"});
+  EndJob9(c);  // room for the replacement on n2
+  c.Cycle(loop, kT0 + 3);
+  const PodMirrorRecord* replacement = loop.mirrors().Find(c.k8s.UidOf("ns/low-r"));
+  ASSERT_NE(replacement, nullptr) << "the replacement got no placeholder";
+  ASSERT_TRUE(replacement->job.has_value());
+  c.slurm.Run(*replacement->job, "n2");
+  c.Cycle(loop, kT0 + 4);
+  ASSERT_EQ(c.k8s.NodeOf("ns/low-r"), "n2");
+}
+
 // G7 (issue 25): a successor reads a claim back and asks its victims again, by workload. The
 // victim, a gang's pod, has left already; the pod its controller made again is the same workload
 // (the same group) and, with room on n2 now, has its placeholder under way there: it is counted in
@@ -189,17 +211,8 @@ TEST(SharedGangLoopTest, ASuccessorAsksAClaimsVictimAgainButNotAReplacementBound
   MakeTheLowPodTheOnlyVictimAGangOfOne(c);
   {
     SchedulingLoop first(s.cfg, &c.k8s, &c.k8s, &c.slurm);
-    ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPod(first, kT0));
-    c.k8s.AddPod("jupyter", "4", "interactive");
-    c.Cycle(first, kT0 + 2);
-    EndJob9(c);  // room for the replacement on n2
-    c.Cycle(first, kT0 + 3);
-    const PodMirrorRecord* replacement = first.mirrors().Find(c.k8s.UidOf("ns/low-r"));
-    ASSERT_NE(replacement, nullptr);
-    ASSERT_TRUE(replacement->job.has_value());
-    c.slurm.Run(*replacement->job, "n2");
-    c.Cycle(first, kT0 + 4);
-    ASSERT_EQ(c.k8s.NodeOf("ns/low-r"), "n2");
+    ASSERT_NO_FATAL_FAILURE(
+        ClaimThenBindTheReplacementOnN2(s, first, [&c] { c.k8s.AddPod("jupyter", "4", "interactive"); }));
   }
   SchedulingLoop successor(s.cfg, &c.k8s, &c.k8s, &c.slurm);
   c.Cycle(successor, kT0 + 5);
@@ -217,18 +230,7 @@ TEST(SharedGangLoopTest, AJobClaimStartsOnceItsVictimLeftTheClaimedNodeThoughIts
   MakeTheLowPodTheOnlyVictimAGangOfOne(c);
   c.k8s.linger_evicted = true;
   SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
-  ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPod(loop, kT0));
-  c.slurm.Submit(8, 4);
-  c.Cycle(loop, kT0 + 2);
-  ASSERT_EQ(c.k8s.evictions, std::vector<std::string>{"ns/low"});
-  EndJob9(c);  // room for the replacement on n2
-  c.Cycle(loop, kT0 + 3);
-  const PodMirrorRecord* replacement = loop.mirrors().Find(c.k8s.UidOf("ns/low-r"));
-  ASSERT_NE(replacement, nullptr) << "the replacement got no placeholder";
-  ASSERT_TRUE(replacement->job.has_value());
-  c.slurm.Run(*replacement->job, "n2");
-  c.Cycle(loop, kT0 + 4);
-  ASSERT_EQ(c.k8s.NodeOf("ns/low-r"), "n2");
+  ASSERT_NO_FATAL_FAILURE(ClaimThenBindTheReplacementOnN2(s, loop, [&c] { c.slurm.Submit(8, 4); }));
   EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kPending);  // the evicted pod still holds n1
   c.k8s.FinishDeletions();
   for (int t = 5; t <= 7; ++t) c.Cycle(loop, kT0 + t);
@@ -248,19 +250,7 @@ TEST(SharedGangLoopTest, ASuccessorAsksAJobClaimsVictimAgainButNotAReplacementBo
   c.k8s.linger_evicted = true;
   {
     SchedulingLoop first(s.cfg, &c.k8s, &c.k8s, &c.slurm);
-    ASSERT_NO_FATAL_FAILURE(s.MirrorTheBoundPod(first, kT0));
-    c.slurm.Submit(8, 4);
-    c.Cycle(first, kT0 + 2);
-    ASSERT_EQ(c.k8s.evictions, std::vector<std::string>{"ns/low"});
-    ASSERT_NE(first.job_claims().Find("slurm/8"), nullptr);
-    EndJob9(c);  // room for the replacement on n2
-    c.Cycle(first, kT0 + 3);
-    const PodMirrorRecord* replacement = first.mirrors().Find(c.k8s.UidOf("ns/low-r"));
-    ASSERT_NE(replacement, nullptr) << "the replacement got no placeholder";
-    ASSERT_TRUE(replacement->job.has_value());
-    c.slurm.Run(*replacement->job, "n2");
-    c.Cycle(first, kT0 + 4);
-    ASSERT_EQ(c.k8s.NodeOf("ns/low-r"), "n2");
+    ASSERT_NO_FATAL_FAILURE(ClaimThenBindTheReplacementOnN2(s, first, [&c] { c.slurm.Submit(8, 4); }));
     ASSERT_NE(first.job_claims().Find("slurm/8"), nullptr) << "the claim ended before the crash";
   }
   c.k8s.FinishDeletions();
