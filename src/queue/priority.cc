@@ -181,6 +181,27 @@ PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w, const Qo
   return b;
 }
 
+namespace {
+
+constexpr size_t kDirectSortMax = 64;
+
+std::vector<SortedQueueKey> SortDirectly(const std::vector<QueueOrderKey>& keys) {
+  std::vector<int32_t> index(keys.size());
+  for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<int32_t>(i);
+  std::sort(index.begin(), index.end(), [&](int32_t x, int32_t y) {
+    if (ComesBefore(keys[x], keys[y])) return true;
+    return !ComesBefore(keys[y], keys[x]) && x < y;
+  });
+  std::vector<SortedQueueKey> order(index.size());
+  for (size_t i = 0; i < index.size(); ++i) {
+    const QueueOrderKey& k = keys[index[i]];
+    order[i] = SortedQueueKey{k.priority, k.submit_time, index[i]};
+  }
+  return order;
+}
+
+}  // namespace
+
 std::vector<SortedQueueKey> SortByQueueOrder(const std::vector<QueueOrderKey>& keys) {
   // Radix sort on the upper 32 bits of the priority's order-preserving integer image (three
   // passes instead of six for all 64), then runs with equal upper bits (few and short: they
@@ -190,6 +211,14 @@ std::vector<SortedQueueKey> SortByQueueOrder(const std::vector<QueueOrderKey>& k
     int32_t index;
   };
   const size_t n = keys.size();
+  // A short queue (the replays' cycles hold ~16 workloads) sorts directly: the radix passes clear
+  // 2,048 counters each, ~50,000 instructions a cycle for nothing. The same total order (ties of
+  // equal keys by index), so the same result for distinct ids. NaN priorities take the radix path.
+  if (n <= kDirectSortMax && std::none_of(keys.begin(), keys.end(), [](const QueueOrderKey& k) {
+        return std::isnan(k.priority);
+      })) {
+    return SortDirectly(keys);
+  }
   std::vector<Record> a(n), b(n);
   for (size_t i = 0; i < n; ++i) {
     const double p = keys[i].priority == 0 ? 0.0 : keys[i].priority;  // -0 sorts as 0

@@ -301,6 +301,39 @@ TEST(SortByQueueOrder, MatchesComesBefore) {
   }
 }
 
+// Short queues (up to 64 workloads) are sorted directly, longer ones by the radix passes: both
+// give the order ComesBefore gives, on either side of the switch, for distinct ids (as a
+// snapshot's are), with ties on priority and submit time, zero, -0 and negative priorities.
+TEST(SortByQueueOrder, ShortAndLongQueuesInComesBeforeOrder) {
+  std::mt19937_64 rng(27);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int n = 0; n <= 80; ++n) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<std::string> ids(n);
+      for (int i = 0; i < n; ++i) ids[i] = "job-" + std::to_string(1000 + i);
+      std::shuffle(ids.begin(), ids.end(), rng);  // distinct, not in index order
+      std::vector<QueueOrderKey> keys(n);
+      for (int i = 0; i < n; ++i) {
+        const int64_t p = pick(0, 4);
+        keys[i].priority = p == 0 ? 0.0 : p == 1 ? -0.0 : p == 2 ? -static_cast<double>(pick(1, 3))
+                                                               : static_cast<double>(pick(0, 6)) / 3.0;
+        keys[i].submit_time = pick(0, 3);
+        keys[i].id = &ids[i];
+      }
+      std::vector<int32_t> expected(n);
+      for (int i = 0; i < n; ++i) expected[i] = i;
+      std::sort(expected.begin(), expected.end(), [&](int32_t a, int32_t b) { return ComesBefore(keys[a], keys[b]); });
+      const std::vector<SortedQueueKey> got = SortByQueueOrder(keys);
+      ASSERT_EQ(got.size(), expected.size());
+      for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i].index, expected[i]) << "n " << n << " position " << i;
+        ASSERT_EQ(got[i].submit_time, keys[got[i].index].submit_time);
+        ASSERT_EQ(std::signbit(got[i].priority), std::signbit(keys[got[i].index].priority));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onequeue::queue
 
