@@ -123,7 +123,7 @@ class FairShareTree {
   std::vector<double> norm_shares_;                 // per account
   std::vector<std::vector<int32_t>> chain_;         // per account: itself and its ancestors, up
   NameTable<int32_t> number_;                       // name -> account number
-  // Scratch of Factors, kept so a cycle allocates nothing.
+  // Scratch of Factors, kept so a cycle allocates nothing: one caller at a time (a planner's).
   mutable std::vector<double> own_, subtree_;
   mutable std::vector<int32_t> order_;  // accounts by first appearance among the records
   mutable std::vector<char> seen_;
