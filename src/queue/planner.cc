@@ -373,7 +373,9 @@ void WalkQueue(const QueueConfig& config, State& s, CyclePass& pass, HeldPromise
 }  // namespace
 
 QueuePlanner::QueuePlanner(QueueConfig config, const PreemptionPlanner* preemption)
-    : config_(std::move(config)), preemption_(preemption) {}
+    : config_(std::move(config)),
+      preemption_(preemption),
+      fair_share_tree_(std::make_unique<const FairShareTree>(config_)) {}
 
 QueuePlanner::~QueuePlanner() = default;
 
@@ -389,7 +391,7 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now,
   s.now = now;
   s.pod_counts = s.snapshot->pod_counts;  // the cycle's starts add to it (placement_rules.h)
   BuildProfile(config_, s);
-  s.priority = std::make_unique<PriorityCalculator>(config_, s.snapshot->usage, s.pool_total, now);
+  s.priority = std::make_unique<PriorityCalculator>(config_, *fair_share_tree_, s.snapshot->usage, s.pool_total, now);
   IndexNodes(config_, s);
 
   Plan plan;

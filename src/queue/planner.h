@@ -19,6 +19,8 @@
 
 namespace onequeue::queue {
 
+class FairShareTree;  // priority.h
+
 // ---------------------------------------------------------------------------------------------
 // Preemption hook (implemented in preemption.h/.cc)
 // ---------------------------------------------------------------------------------------------
@@ -120,6 +122,9 @@ class QueuePlanner {
  private:
   QueueConfig config_;
   const PreemptionPlanner* preemption_;
+  // The account tree's part of fair-share, from config_ (which never changes): built once, not
+  // every cycle. Nothing else is kept across cycles.
+  std::unique_ptr<const FairShareTree> fair_share_tree_;
   std::unique_ptr<State> state_;
 };
 

@@ -3,6 +3,8 @@
 // normalised to [0, 1]. See docs/queue.md "Priority" for each factor's definition.
 #include <algorithm>
 #include <bit>
+#include <cstdint>
+#include <memory>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -102,10 +104,39 @@ class NameTable {
   int shift_ = 64;              // 64 - log2(slots_.size())
 };
 
+// The part of ComputeFairShare that depends on the account tree alone (normalised shares, each
+// account's chain to the root, names to numbers). A QueuePlanner builds it once, from its
+// configuration, which never changes, and each cycle then only sums the usage (issue 27: the
+// per-cycle string maps were 12 % of the default policy's replay). Factors answers exactly what
+// ComputeFairShare does: the same sums in the same order.
+class FairShareTree {
+ public:
+  explicit FairShareTree(const QueueConfig& config);
+  // factors[i]: the fair-share factor of config.accounts[i] for this usage at `now`.
+  void Factors(const UsageHistory& usage, Time now, std::vector<double>& factors) const;
+  // The number of an account (the last of that name in config.accounts), null when none.
+  const int32_t* Find(std::string_view name) const { return number_.Find(name); }
+  size_t size() const { return norm_shares_.size(); }
+
+ private:
+  Duration half_life_;
+  std::vector<double> norm_shares_;                 // per account
+  std::vector<std::vector<int32_t>> chain_;         // per account: itself and its ancestors, up
+  NameTable<int32_t> number_;                       // name -> account number
+  // Scratch of Factors, kept so a cycle allocates nothing: one caller at a time (a planner's).
+  mutable std::vector<double> own_, subtree_;
+  mutable std::vector<int32_t> order_;  // accounts by first appearance among the records
+  mutable std::vector<char> seen_;
+};
+
 class PriorityCalculator {
  public:
   // `pool_total`: the sum of allocatable over the pool (for the job-size factor).
   PriorityCalculator(const QueueConfig& config, const UsageHistory& usage,
+                     const Resources& pool_total, Time now);
+  // The same with the account tree built already (`tree` was built from `config` and outlives
+  // the calculator).
+  PriorityCalculator(const QueueConfig& config, const FairShareTree& tree, const UsageHistory& usage,
                      const Resources& pool_total, Time now);
 
   // qos (optional): set to the workload's QOS policy (null when none or unknown), which the
@@ -116,12 +147,15 @@ class PriorityCalculator {
   const QosPolicy* FindQos(const std::string& name) const;
 
  private:
+  void Init(const UsageHistory& usage);  // the factors; the tables of the QOS and partitions
   const QueueConfig& config_;
   Resources pool_total_;
   // (slot, 1 / pool total) for the slots the size factor looks at (not pods, not empty ones).
   std::vector<std::pair<int, double>> inverse_pool_total_;
   Time now_;
-  NameTable<double> fair_share_;
+  std::unique_ptr<FairShareTree> own_tree_;  // when not given one
+  const FairShareTree* tree_;
+  std::vector<double> fair_share_;  // per account number of tree_
   struct QosEntry {
     const QosPolicy* policy;
     double factor;  // priority / the largest QOS priority
