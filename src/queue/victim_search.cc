@@ -1,6 +1,7 @@
 #include "queue/victim_search.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -78,11 +79,16 @@ bool VictimSearch::FindUsable(const QosPolicy& preemptor_qos) {
   const Snapshot& snap = *in_.snapshot;
   s_.Next(snap.nodes.size(), index_.unit_count());
   s_.usable.clear();
-  for (NodeIndex n : in_.eligible_nodes) {
-    if (n < 0 || static_cast<size_t>(n) >= snap.nodes.size() || s_.node_stamp[n] == s_.stamp) continue;
-    s_.node_stamp[n] = s_.stamp;  // seen (a duplicate is skipped)
-    if (in_.claimed != nullptr && static_cast<size_t>(n) < in_.claimed->size() && (*in_.claimed)[n]) continue;
-    s_.usable.push_back(n);
+  const std::vector<NodeIndex>& eligible = in_.eligible_nodes;
+  if (std::adjacent_find(eligible.begin(), eligible.end(), std::greater_equal<NodeIndex>()) == eligible.end()) {
+    KeepUnclaimedAscending();
+  } else {
+    for (NodeIndex n : eligible) {
+      if (n < 0 || static_cast<size_t>(n) >= snap.nodes.size() || s_.node_stamp[n] == s_.stamp) continue;
+      s_.node_stamp[n] = s_.stamp;  // seen (a duplicate is skipped)
+      if (in_.claimed != nullptr && static_cast<size_t>(n) < in_.claimed->size() && (*in_.claimed)[n]) continue;
+      s_.usable.push_back(n);
+    }
   }
   if (s_.usable.empty()) return false;
   const std::vector<std::string_view>& qos = index_.qos_names();
@@ -91,6 +97,23 @@ bool VictimSearch::FindUsable(const QosPolicy& preemptor_qos) {
   ExcludeEarlierVictims();
   SelectMemo();
   return RequireCarriers();
+}
+
+// FindUsable for eligible nodes strictly ascending (TryPreempt's, issue 26: 5,000 per search): no
+// duplicate can occur, so none is looked for (no stamps); the same nodes kept, in the same order.
+void VictimSearch::KeepUnclaimedAscending() {
+  const std::vector<NodeIndex>& eligible = in_.eligible_nodes;
+  const size_t nodes = in_.snapshot->nodes.size();
+  const char* claimed = in_.claimed != nullptr ? in_.claimed->data() : nullptr;
+  const size_t claimed_size = in_.claimed != nullptr ? in_.claimed->size() : 0;
+  s_.usable.resize(eligible.size());
+  size_t kept = 0;
+  for (NodeIndex n : eligible) {
+    const size_t i = static_cast<size_t>(n);
+    if (n < 0 || i >= nodes || (i < claimed_size && claimed[i])) continue;
+    s_.usable[kept++] = n;
+  }
+  s_.usable.resize(kept);
 }
 
 void VictimSearch::ExcludeEarlierVictims() {

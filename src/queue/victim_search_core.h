@@ -134,6 +134,7 @@ class VictimSearch {
     return in_.preemptor->kind == WorkloadKind::kPodGroup ? WorkloadKind::kSlurmJob : WorkloadKind::kPodGroup;
   }
   bool FindUsable(const QosPolicy& preemptor_qos);
+  void KeepUnclaimedAscending();
   void ExcludeEarlierVictims();
   void SelectMemo();
   bool RequireCarriers();
