@@ -67,7 +67,9 @@ bool VictimSearch::CandidateUncached(int unit) const {
   return true;
 }
 
-Resources VictimSearch::FreeNow(NodeIndex n) const {
+// A reference into the input, the snapshot or the index (all outlive the search): no copy of
+// 16 amounts per node asked (issue 26: ~300,000 per steady cycle).
+const Resources& VictimSearch::FreeNow(NodeIndex n) const {
   if (in_.free_now != nullptr) {
     return static_cast<size_t>(n) < in_.free_now->size() ? (*in_.free_now)[n] : in_.snapshot->nodes[n].allocatable;
   }
@@ -300,10 +302,10 @@ bool VictimSearch::UseLeanNodes() {
 bool VictimSearch::MayLeaveOut(NodeIndex n, const ViableMemo::Viable& viable) const {
   if (!viable.alone) return false;
   if (viable.blockers_left > 0) return true;
-  const Resources room = FreeNow(n) + viable.freed;
+  const Resources& free = FreeNow(n);
   const Resources& request = in_.preemptor->per_member;
   for (int r = 0; r < kMaxResourceKinds; ++r) {
-    if (request[r] > 0 && room[r] < request[r]) return true;
+    if (request[r] > 0 && free[r] + viable.freed[r] < request[r]) return true;
   }
   return false;
 }

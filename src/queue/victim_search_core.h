@@ -128,7 +128,7 @@ class VictimSearch {
   double Weight(const IndexUnit& u) const {
     return by_class_ ? static_cast<double>(u.max_class_priority) : u.max_priority;
   }
-  Resources FreeNow(NodeIndex n) const;
+  const Resources& FreeNow(NodeIndex n) const;
   int Blockers(NodeIndex n) const { return index_.workloads_of(n, Other()); }
   WorkloadKind Other() const {
     return in_.preemptor->kind == WorkloadKind::kPodGroup ? WorkloadKind::kSlurmJob : WorkloadKind::kPodGroup;
