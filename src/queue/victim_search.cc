@@ -200,7 +200,16 @@ int64_t VictimSearch::ViableCopies(NodeIndex n) const {
   const ViableMemo::Viable* viable = memo_.Find(memo_entry_, n);
   if (viable == nullptr) viable = &memo_.Store(memo_entry_, n, ViableUncached(n));
   if (viable->blockers_left > 0) return 0;
-  return (FreeNow(n) + viable->freed).CopiesOf(in_.preemptor->per_member, in_.preemptor->members);
+  const Resources& request = in_.preemptor->per_member;
+  const int32_t members = in_.preemptor->members;
+  if (members > 1) return (FreeNow(n) + viable->freed).CopiesOf(request, members);
+  // CopiesOf(request, members <= 1) per kind, without the sum's 16 amounts (issue 26: asked of
+  // every usable node by a search over them all): members when every kind covers the request.
+  const Resources& free = FreeNow(n);
+  for (int r = 0; r < kMaxResourceKinds; ++r) {
+    if (request[r] > free[r] + viable->freed[r]) return 0;
+  }
+  return members;
 }
 
 ViableMemo::Viable VictimSearch::ViableUncached(NodeIndex n) const {
