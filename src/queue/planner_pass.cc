@@ -335,7 +335,20 @@ std::optional<CyclePass::Placement> CyclePass::Earliest(const Turn& t, Time boun
     s_.not_before.Found(t.facts.kind, t.facts.eligibility, t.size,
                         at.has_value() ? at->start : kForever);
   }
+  if (at.has_value()) s_.estimate_witness[ShapeOf(t)] = at->nodes;
   return at;
+}
+
+std::optional<Time> CyclePass::StartFromWitness(const Turn& t, Time bound) {
+  const AvailabilityProfile& p = *s_.profile;
+  const Time start = p.RoundUp(std::max(bound, p.now()));  // EarliestPlacement's first candidate
+  if (bound >= kForever || start > p.horizon()) return std::nullopt;
+  auto it = s_.estimate_witness.find(ShapeOf(t));
+  if (it == s_.estimate_witness.end() || !SlotFits(t.w, t.duration, t.priority, t.eligible, it->second, start)) {
+    return std::nullopt;
+  }
+  if (t.memo_valid) s_.not_before.Found(t.facts.kind, t.facts.eligibility, t.size, start);
+  return start;
 }
 
 void CyclePass::ReserveOrWait(const Turn& t, WaitReason reason, bool within_depth) {
@@ -419,10 +432,13 @@ void CyclePass::WaitWithEstimate(const Turn& t, WaitReason reason) {
     if (it != s_.estimate_memo.end()) {
       if (it->second < kForever) estimate = it->second;
     } else if (const Time bound = NotBefore(t); bound < kForever) {
-      ++s_.estimates;  // the budget counts searches, not what memos answer
-      std::optional<Placement> at = Earliest(t, bound);
-      if (!s_.any_same_tenant) s_.estimate_memo[key] = at.has_value() ? at->start : kForever;
-      if (at.has_value()) estimate = at->start;
+      ++s_.estimates;  // the budget counts searches, not what memos answer (a witness stands for one)
+      if (std::optional<Time> start = StartFromWitness(t, bound)) {
+        estimate = *start;
+      } else if (std::optional<Placement> at = Earliest(t, bound)) {
+        estimate = at->start;
+      }
+      if (!s_.any_same_tenant) s_.estimate_memo[key] = estimate.value_or(kForever);
     }
   }
   Wait(t.facts.id, reason,

@@ -127,6 +127,17 @@ class CyclePass {
   // NotBeforeMemo: capacity only shrinks within a cycle, so a shape with no placement in the
   // window for a time limit d has none for any limit >= d either.
   std::optional<Placement> Earliest(const Turn& t, Time bound);
+  // Issue 26: the start Earliest(t, bound) would find when it is the search's first candidate
+  // time S = RoundUp(max(bound, profile now)): the search returns S exactly when members fit at
+  // S on the nodes with room then, which the last placement found for the shape shows when it
+  // still fits there (SlotFits, against the profile as it is now). nullopt: not shown, search.
+  // Records S in the NotBeforeMemo as Earliest would. Only the start: the nodes a search would
+  // choose may differ, so reservations (which keep nodes) always search.
+  std::optional<Time> StartFromWitness(const Turn& t, Time bound);
+  internal::ShapeKey ShapeOf(const Turn& t) const {
+    return internal::ShapeKey{t.w.per_member, std::max<int32_t>(1, t.w.members), t.w.kind, t.w.pack_topology,
+                              t.facts.eligibility};
+  }
 
   // Visits every node where a member of `w` might have room at time t >= the profile's now: the
   // free index of the scarcest resource it asks for (room at the profile's now) plus the nodes

@@ -273,6 +273,10 @@ struct QueuePlanner::State {
   // cycle, so a memoised estimate can be optimistic by the backfills planned after it was made:
   // an estimate, not a promise (reservations are the promises).
   absl::flat_hash_map<std::pair<internal::ShapeKey, Duration>, Time> estimate_memo;
+  // Issue 26: per shape, the nodes of the last placement a search found for it this cycle: a
+  // candidate, never an answer (CyclePass::StartFromWitness verifies it against the profile as
+  // it is then, so a witness whose nodes have filled up since is merely not used).
+  absl::flat_hash_map<internal::ShapeKey, MemberNodes> estimate_witness;
   internal::FitsMemo fits_ignoring_reservations;
   // Per node: the sequence number of the last start or preemption claim on it (FitsMemo).
   std::vector<int64_t> node_seq;

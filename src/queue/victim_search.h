@@ -3,7 +3,7 @@
 // preemptor, the candidate nodes (the cap's window, or every usable node), the victim units on
 // them, and the cheapest set of those units that makes room for every member. Split out of
 // preemption.cc, which keeps the planner (the index per snapshot, the lock, the entry points);
-// internal to the two.
+// internal to the two (the search itself: victim_search_core.h, victim_search.cc, victim_search_exact.cc).
 #include <cstdint>
 #include <optional>
 #include <string_view>

@@ -107,6 +107,23 @@ TEST(Preemption, FewestVictimsFirst) {
   EXPECT_TRUE(c->exact);
 }
 
+// Issue 26: eligible nodes in ascending order (TryPreempt's) take a path without duplicate
+// checks; it keeps the same nodes as the general one, claimed nodes out.
+TEST(Preemption, TheUsableNodesAreTheSameWhetherTheEligibleNodesAscendOrNot) {
+  for (const std::vector<NodeIndex>& eligible : {std::vector<NodeIndex>{0, 1, 2}, std::vector<NodeIndex>{2, 0, 1, 2}}) {
+    Scenario s(3, 4000);
+    s.Run("a", {0}, 4000, 1);  // the cheapest, on a node a preemption of this cycle claimed
+    s.Run("b", {1}, 4000, 5);
+    s.Run("c", {2}, 4000, 3);
+    s.claimed[0] = 1;
+    s.eligible = eligible;
+    auto c = s.Choose();
+    ASSERT_TRUE(c.has_value());
+    EXPECT_THAT(c->decision.victims, ElementsAre("c"));
+    EXPECT_THAT(c->decision.member_nodes, ElementsAre(2));
+  }
+}
+
 TEST(Preemption, ThenLowestPriority) {
   Scenario s(3, 4000);
   s.Run("a", {0}, 4000, 20);
