@@ -219,48 +219,52 @@ TEST(SharedGangLoopTest, ASuccessorAsksAClaimsVictimAgainButNotAReplacementBound
   EXPECT_EQ(c.k8s.evictions, std::vector<std::string>{"ns/low"});
 }
 
+// The scene of the two job-claim tests below: the low pod is the only victim, a gang of one, and
+// an evicted pod lingers terminating until FinishDeletions.
+struct JobClaimScene : TwoSharedNodesScene {
+  JobClaimScene() {
+    MakeTheLowPodTheOnlyVictimAGangOfOne(c);
+    c.k8s.linger_evicted = true;
+  }
+  void SubmitTheJob() { c.slurm.Submit(8, 4); }
+  // The evicted pod gone, three cycles of `loop` from kT0 + 5: the job runs on n1, the replacement
+  // still on n2, and nothing else was evicted.
+  void FinishTheEvictionAndExpectTheJobOnN1(SchedulingLoop& loop) {
+    c.k8s.FinishDeletions();
+    for (int t = 5; t <= 7; ++t) c.Cycle(loop, kT0 + t);
+    EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
+    EXPECT_EQ(c.slurm.Job(8).nodes, std::vector<std::string>{"n1"});
+    EXPECT_EQ(c.k8s.NodeOf("ns/low-r"), "n2");
+    EXPECT_EQ(c.k8s.evictions, std::vector<std::string>{"ns/low"});
+  }
+};
+
 // A job's claim (issue 25) whose victim, a gang's pod, is made again by its controller and bound on
 // n2 while the evicted pod still terminates on n1. The victim is a workload: it still runs, but on
 // none of the claimed nodes, so once the evicted pod has gone the job starts on n1. Found writing
 // the test below: before, the claim waited for the workload to stop running anywhere (until its
 // victims timeout undid it), holding n1's free room idle.
 TEST(SharedGangLoopTest, AJobClaimStartsOnceItsVictimLeftTheClaimedNodeThoughItsWorkloadRunsElsewhere) {
-  TwoSharedNodesScene s;
-  SlurmLoopCluster& c = s.c;
-  MakeTheLowPodTheOnlyVictimAGangOfOne(c);
-  c.k8s.linger_evicted = true;
-  SchedulingLoop loop(s.cfg, &c.k8s, &c.k8s, &c.slurm);
-  ASSERT_NO_FATAL_FAILURE(ClaimThenBindTheReplacementOnN2(s, loop, [&c] { c.slurm.Submit(8, 4); }));
-  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kPending);  // the evicted pod still holds n1
-  c.k8s.FinishDeletions();
-  for (int t = 5; t <= 7; ++t) c.Cycle(loop, kT0 + t);
-  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
-  EXPECT_EQ(c.slurm.Job(8).nodes, std::vector<std::string>{"n1"});
-  EXPECT_EQ(c.k8s.NodeOf("ns/low-r"), "n2");
-  EXPECT_EQ(c.k8s.evictions, std::vector<std::string>{"ns/low"});
+  JobClaimScene s;
+  SchedulingLoop loop(s.cfg, &s.c.k8s, &s.c.k8s, &s.c.slurm);
+  ASSERT_NO_FATAL_FAILURE(ClaimThenBindTheReplacementOnN2(s, loop, [&s] { s.SubmitTheJob(); }));
+  EXPECT_EQ(s.c.slurm.Job(8).state, slurm::JobState::kPending);  // the evicted pod still holds n1
+  s.FinishTheEvictionAndExpectTheJobOnN1(loop);
 }
 
 // The same with a crash while the claim waits: the successor reads the claim back from the job's
 // AdminComment and asks its victims again on n1 only (StartSubNodeJobPreemptions passes the
 // claim's nodes to AskSubNodeVictims): the replacement on n2 stays, and the job starts on n1.
 TEST(SharedGangLoopTest, ASuccessorAsksAJobClaimsVictimAgainButNotAReplacementBoundElsewhere) {
-  TwoSharedNodesScene s;
-  SlurmLoopCluster& c = s.c;
-  MakeTheLowPodTheOnlyVictimAGangOfOne(c);
-  c.k8s.linger_evicted = true;
+  JobClaimScene s;
   {
-    SchedulingLoop first(s.cfg, &c.k8s, &c.k8s, &c.slurm);
-    ASSERT_NO_FATAL_FAILURE(ClaimThenBindTheReplacementOnN2(s, first, [&c] { c.slurm.Submit(8, 4); }));
+    SchedulingLoop first(s.cfg, &s.c.k8s, &s.c.k8s, &s.c.slurm);
+    ASSERT_NO_FATAL_FAILURE(ClaimThenBindTheReplacementOnN2(s, first, [&s] { s.SubmitTheJob(); }));
     ASSERT_NE(first.job_claims().Find("slurm/8"), nullptr) << "the claim ended before the crash";
   }
-  c.k8s.FinishDeletions();
-  SchedulingLoop successor(s.cfg, &c.k8s, &c.k8s, &c.slurm);
-  ASSERT_NE(ParseJobClaim(c.slurm.Job(8).admin_comment), std::nullopt);
-  for (int t = 5; t <= 7; ++t) c.Cycle(successor, kT0 + t);
-  EXPECT_EQ(c.k8s.evictions, std::vector<std::string>{"ns/low"});
-  EXPECT_EQ(c.k8s.NodeOf("ns/low-r"), "n2");
-  EXPECT_EQ(c.slurm.Job(8).state, slurm::JobState::kRunning);
-  EXPECT_EQ(c.slurm.Job(8).nodes, std::vector<std::string>{"n1"});
+  SchedulingLoop successor(s.cfg, &s.c.k8s, &s.c.k8s, &s.c.slurm);
+  ASSERT_NE(ParseJobClaim(s.c.slurm.Job(8).admin_comment), std::nullopt);
+  s.FinishTheEvictionAndExpectTheJobOnN1(successor);
 }
 
 }  // namespace
