@@ -418,6 +418,22 @@ void PreemptionExecutor::AskSlurmVictims(const queue::PreemptDecision& d, const 
   if (slurm_victims) Fail("reclaim-after-requeue");
 }
 
+// Issue 24 D7: Slurm's own scheduler started a job on a node between the poll a reservation was
+// planned from and its fence. The reservation's victims leave; the job, nobody's victim, would run
+// on the reserved node for ever. When this cycle's plan, from a newer poll, names it as a victim of
+// the same preemptor on nodes all reserved for it already, it is asked as the first victims were
+// (AskSlurmVictims asks each victim once).
+void PreemptionExecutor::AskLateSlurmVictims(const queue::PreemptDecision& d, const PreemptionCycle& c) {
+  const Preemption& p = records_.at(d.preemptor);
+  for (queue::NodeIndex n : d.member_nodes) {
+    if (!p.nodes.count(c.built.snapshot->nodes[n].name)) return;  // another place: not this reservation
+  }
+  const bool new_slurm_victim = std::any_of(d.victims.begin(), d.victims.end(), [&](const std::string& v) {
+    return SlurmJobOf(v) && !p.slurm_victims.count(v) && !p.retries.count(v);
+  });
+  if (new_slurm_victim) AskSlurmVictims(d, c);
+}
+
 absl::Status PreemptionExecutor::AskSubNodeVictims(const std::string& preemptor,
                                                    const std::vector<std::string>& claimed_victims,
                                                    const std::vector<std::string>& nodes, const PreemptionCycle& c) {
@@ -487,7 +503,10 @@ void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisi
   for (const queue::PreemptDecision& d : decisions) {
     if (auto it = records_.find(d.preemptor); it != records_.end()) {
       const Preemption& p = it->second;
-      if (p.state == PreemptionState::kBlocked ? c.now < p.retry_at : p.victims_asked) continue;  // under way
+      if (p.state == PreemptionState::kBlocked ? c.now < p.retry_at : p.victims_asked) {  // under way
+        if (p.state != PreemptionState::kBlocked) AskLateSlurmVictims(d, c);
+        continue;
+      }
     }
     auto pods = c.built.pending_pods.find(d.preemptor);
     const bool slurm_preemptor = SlurmJobOf(d.preemptor).has_value();

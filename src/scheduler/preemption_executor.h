@@ -181,6 +181,8 @@ class PreemptionExecutor {
   };
 
   void Move(const std::string& preemptor, Preemption& p, PreemptionEvent event);
+  // D7: Slurm work a reservation under way never asked, named by this cycle's plan on its nodes.
+  void AskLateSlurmVictims(const queue::PreemptDecision& d, const PreemptionCycle& c);
   // The one release path: true when the node is no longer reserved for P (its record updated).
   bool Release(const std::string& preemptor, Preemption& p, const std::string& node, ReleaseKind kind,
                const PreemptionCycle* c);

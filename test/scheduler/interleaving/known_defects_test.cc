@@ -386,5 +386,18 @@ TEST(KnownDefectsTest, G8_APlaceholderBesideAStandingClaimDoesNotTakeTheClaimedR
               KnownOpenDefects::None());
 }
 
+// D7 (found by the checker's hunt from seed 161727 on 2026-11-29, seed 178502, shrunk to 28 steps;
+// failed the same on main before session 23, 29ed90b): n2 is lent, Slurm job 1 runs there. Between
+// two polls job 1 completes and Slurm's own scheduler starts job 3 on n2. The next cycle, planning
+// from the poll that still shows job 1, reserves n2 for interactive ns/jupyter3 with job 1 as its
+// victim and fences n2 (drain); job 3, started before the drain, was nobody's victim: the record
+// was under way, so the later plans that named job 3 were skipped, and eight healthy cycles later
+// job 3 still ran on the reserved node -> (c). Fixed: a reservation under way asks the Slurm
+// victims a later plan names on its own nodes (PreemptionExecutor::AskLateSlurmVictims).
+TEST(KnownDefectsTest, D7_AJobSlurmStartedOnANodeJustBeforeItsReservationFenceIsAskedToLeave) {
+  ExpectClean({178502, {"drain", {0, 2, 2}, 1, 0}, {{S::kFailWrites, 36770}, {S::kCycle, 17746}, {S::kCycle, 27779}, {S::kCycle, 64784}, {S::kPoll, 15586}, {S::kPodCreated, 41097}, {S::kCycle, 33508}, {S::kInteractivePod, 29623}, {S::kJobFinishes, 26736}, {S::kJobSubmitted, 17641}, {S::kSlurmSchedules, 3307}, {S::kCycle, 33823}, {S::kPoll, 0}, {S::kCycle, 36786}, {S::kPoll, 0}, {S::kCycle, 14717}, {S::kPoll, 0}, {S::kCycle, 27784}, {S::kPoll, 0}, {S::kCycle, 32895}, {S::kPoll, 0}, {S::kCycle, 63316}, {S::kPoll, 0}, {S::kCycle, 19284}, {S::kPoll, 0}, {S::kCycle, 433}, {S::kPoll, 0}, {S::kCycle, 35066}}},
+              KnownOpenDefects::None());
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
