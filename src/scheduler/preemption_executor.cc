@@ -45,8 +45,7 @@ bool IsTransient(const absl::Status& s) {
 
 }  // namespace
 
-// Issue 25 (the header says what). A victim holding anything on a claimed node is kept whole (a
-// gang leaves together); the asking skips what has left.
+// Issue 25, see the header. Kept whole: a gang leaves together; the asking skips what has left.
 std::vector<std::string> VictimsHoldingRoomOn(const std::vector<std::string>& victims,
                                               const std::vector<std::string>& nodes, const queue::Snapshot& snapshot) {
   std::set<queue::NodeIndex> claimed;
