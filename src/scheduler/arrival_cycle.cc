@@ -86,11 +86,10 @@ bool SchedulingLoop::ArrivalCycleMayRun(queue::Time now, CycleStats* stats, std:
     return false;
   }
   // Under way, and the full cycle's to follow up: a preemption (nodes reserved, victims evicted, a
-  // refused one), a node owner write the watch has not shown, anything of Slurm's (its poller's
-  // view changes on its own; the lending and the holds are planned with the whole queue).
-  if (slurm_ != nullptr || !preemptions_.Idle() || owners_.HasUnshown() || lending_.HasAssumedStarts()) {
-    return false;
-  }
+  // refused one), a node owner write the watch has not shown, a Slurm job onequeue started that
+  // the poll has not shown, or any change of Slurm's since that cycle (SlurmUnchangedSinceBasis).
+  if (!preemptions_.Idle() || owners_.HasUnshown() || lending_.HasAssumedStarts()) return false;
+  if (slurm_ != nullptr && !SlurmUnchangedSinceBasis(now)) return false;
   // A node, a budget or a deletion changed the world the last plan was made in.
   *changes = view_->ChangesSince(arrival_basis_.generation);
   if (!*changes || (*changes)->others) return false;
@@ -99,6 +98,29 @@ bool SchedulingLoop::ArrivalCycleMayRun(queue::Time now, CycleStats* stats, std:
   DrainBindResults(now, stats);
   if (stats->bind_errors > 0) return false;
   return waiting_.RewriteFailed() == 0;  // the full cycle writes them again
+}
+
+// Issue 26, arrival cycles with Slurm on. The last full cycle planned the lending, the holds, the
+// mirrors and the claims from one poll; while the poller's tables are still those (it shares a
+// table it did not change), still fresh, and none of those steps is under way, that plan stands
+// for Slurm's side and an arrival may be planned against it alone. Any new poll answer, a stale
+// view, a mirror or a job claim in flight: the full cycle's.
+bool SchedulingLoop::SlurmUnchangedSinceBasis(queue::Time now) const {
+  const std::shared_ptr<const slurm::SlurmView>& basis = arrival_basis_.slurm;
+  const std::shared_ptr<const slurm::SlurmView> polled = view_->Slurm();
+  if (basis == nullptr || polled == nullptr || !lending_.Fresh(*polled, now)) return false;
+  if (polled->jobs != basis->jobs || polled->nodes != basis->nodes || polled->partitions != basis->partitions ||
+      polled->reservations != basis->reservations) {
+    return false;
+  }
+  if (shares_nodes_ && !mirrors_rebuilt_) return false;
+  if (!job_claims_.records().empty()) return false;
+  for (const auto& [uid, r] : mirrors_.records()) {
+    if (r.state != MirrorState::kBound && r.state != MirrorState::kDone && r.state != MirrorState::kUndone) {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool SchedulingLoop::SortChanges(const KubeChanges& changes, ArrivalChanges* out) {
@@ -182,9 +204,23 @@ bool SchedulingLoop::PlanArrivals(const std::vector<Arrival>& planned, queue::Ti
     if (!delta.ok() || delta->needs_full_cycle || !delta->reservations.empty() || !delta->owner_changes.empty()) {
       return false;
     }
+    // With Slurm on, only arrivals that start now on nodes Kubernetes holds whole: a pod on a
+    // shared node is mirrored by a placeholder first, and a waiting pod's reason may name Slurm's
+    // work (ExplainWait reads the Slurm records), both the full cycle's.
+    if (slurm_ != nullptr && (delta->waiting || StartsOnASharedNode(*delta))) return false;
     deltas->push_back(*std::move(delta));
   }
   return true;
+}
+
+bool SchedulingLoop::StartsOnASharedNode(const queue::PlanDelta& delta) const {
+  const queue::Snapshot& basis = *arrival_basis_.snapshot;
+  for (const queue::StartDecision& start : delta.starts) {
+    for (const queue::NodeIndex node : start.member_nodes) {
+      if (shared_nodes_.count(basis.nodes[node].name)) return true;
+    }
+  }
+  return false;
 }
 
 void SchedulingLoop::ActOnArrivals(const std::vector<Arrival>& planned, const std::vector<queue::PlanDelta>& deltas,

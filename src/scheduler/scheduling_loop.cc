@@ -147,7 +147,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   }
   if (shares_nodes_) AnnotateSplits(built);
   MarkPhase("act");
-  RememberArrivalBasis(state, built, now);
+  RememberArrivalBasis(state, built, slurm_view, now);
   // A start that waited for its nodes to change hands did not happen although the planner counts
   // it: the next cycle is full.
   need_full_cycle_ = !plan.owner_changes.empty();
@@ -365,6 +365,7 @@ PreemptionCycle SchedulingLoop::WithNominationReports(const queue::Plan& plan, c
 }
 
 void SchedulingLoop::RememberArrivalBasis(const std::shared_ptr<const KubeState>& state, const BuiltSnapshot& built,
+                                          const std::shared_ptr<const slurm::SlurmView>& slurm_view,
                                           queue::Time now) {
   // What the next cycles plan arrivals against (RunArrivalCycle).
   arrival_basis_.at = now;
@@ -375,6 +376,7 @@ void SchedulingLoop::RememberArrivalBasis(const std::shared_ptr<const KubeState>
   arrival_basis_.state = state;
   arrival_basis_.by_key.clear();
   arrival_basis_.since.clear();
+  arrival_basis_.slurm = lending_.known() ? slurm_view : nullptr;
   for (const auto& [workload, pods] : built.pending_pods) {
     arrival_basis_.pending.insert(pods.pod_keys.begin(), pods.pod_keys.end());
   }

@@ -340,7 +340,7 @@ class SchedulingLoop {
   // waiting report (issue 26; PreemptionCycle::report_to_show).
   PreemptionCycle WithNominationReports(const queue::Plan& plan, const PreemptionCycle& cycle);
   void RememberArrivalBasis(const std::shared_ptr<const KubeState>& state, const BuiltSnapshot& built,
-                            queue::Time now);
+                            const std::shared_ptr<const slurm::SlurmView>& slurm_view, queue::Time now);
   void DrainBindResults(queue::Time now, CycleStats* stats);
   // A gang some of whose members were bound while the binding of others failed (and was
   // forgotten) would wait for ever for members that exist (GangIncomplete): its pending members
@@ -426,6 +426,8 @@ class SchedulingLoop {
     std::vector<std::shared_ptr<const PodRecord>> seen;  // records of the arrivals and confirmed bindings
   };
   bool ArrivalCycleMayRun(queue::Time now, CycleStats* stats, std::optional<KubeChanges>* changes);
+  bool SlurmUnchangedSinceBasis(queue::Time now) const;
+  bool StartsOnASharedNode(const queue::PlanDelta& delta) const;
   bool SortChanges(const KubeChanges& changes, ArrivalChanges* out);
   bool RankArrivals(const ArrivalChanges& changes, queue::Time now, std::vector<Arrival>* planned);
   bool PlanArrivals(const std::vector<Arrival>& planned, queue::Time now, std::vector<queue::PlanDelta>* deltas);
@@ -445,6 +447,9 @@ class SchedulingLoop {
     std::shared_ptr<const KubeState> state;
     absl::flat_hash_map<std::string_view, const PodRecord*> by_key;
     std::map<std::string, std::shared_ptr<const PodRecord>> since;
+    // The Slurm view that cycle planned from, when it was fresh (issue 26: arrival cycles with
+    // Slurm on run only while the poller's tables are still these).
+    std::shared_ptr<const slurm::SlurmView> slurm;
   };
   ArrivalBasis arrival_basis_;
   bool need_full_cycle_ = true;

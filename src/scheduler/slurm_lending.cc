@@ -27,19 +27,22 @@ std::shared_ptr<const slurm::SlurmView> SlurmLending::Observe(std::shared_ptr<co
                                                               queue::Time now, CycleStats* stats) {
   known_ = false;
   if (slurm_ == nullptr) return nullptr;
-  if (view != nullptr && view->refreshed_at != absl::InfinitePast()) {
-    const queue::Time age = now - absl::ToUnixSeconds(view->refreshed_at);
-    const auto bound = std::max<queue::Time>(kStaleSlurmViewSeconds,
-                                             static_cast<queue::Time>(10 * config_.slurm.poll_interval_seconds));
-    if (age > bound) {
-      spdlog::warn("the Slurm view is {}s old (bound {}s): nothing is decided from it until the poller answers", age,
-                   bound);
-      view = nullptr;
-    }
+  if (view != nullptr && !Fresh(*view, now)) {
+    spdlog::warn("the Slurm view is {}s old: nothing is decided from it until the poller answers",
+                 now - absl::ToUnixSeconds(view->refreshed_at));
+    view = nullptr;
   }
   known_ = view != nullptr;
   stats->slurm_unknown = !known_;
   return view;
+}
+
+bool SlurmLending::Fresh(const slurm::SlurmView& view, queue::Time now) const {
+  if (view.refreshed_at == absl::InfinitePast()) return true;  // before the first poll: not stale, only empty
+  const queue::Time age = now - absl::ToUnixSeconds(view.refreshed_at);
+  const auto bound = std::max<queue::Time>(kStaleSlurmViewSeconds,
+                                           static_cast<queue::Time>(10 * config_.slurm.poll_interval_seconds));
+  return age <= bound;
 }
 
 void SlurmLending::FenceUnknownNodes(BuiltSnapshot* built) const {

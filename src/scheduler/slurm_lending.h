@@ -59,6 +59,8 @@ class SlurmLending {
   // The view this cycle acts on: `view` if fresh, else null (stats->slurm_unknown).
   std::shared_ptr<const slurm::SlurmView> Observe(std::shared_ptr<const slurm::SlurmView> view, queue::Time now,
                                                   CycleStats* stats);
+  // True when `view` is recent enough to decide from (the bound Observe applies).
+  bool Fresh(const slurm::SlurmView& view, queue::Time now) const;
   // True without Slurm, or when this cycle's view is fresh.
   bool known() const { return slurm_ == nullptr || known_; }
   // Without a fresh view: the nodes no pod may go to (see above).

@@ -104,6 +104,138 @@ struct Twins {
   }
 };
 
+// Issue 26, arrival cycles with Slurm on: the twins again, each with its own Slurm (two 8-CPU
+// nodes of partition "pool", a batch job waiting, a pod on n2). `Freeze` is a poll that answered "no change":
+// the daemon's view keeps the very tables the last full cycle read; `Thaw` a poll with news.
+struct SlurmTwins {
+  // `sharing`: partition "pool"'s sharing key; `exclusive_n3`: a third node, of partition "excl",
+  // lent whole as before.
+  static Config WithSlurm(int64_t seconds, const std::string& sharing, bool exclusive_n3) {
+    Config c = SlurmLoopConfig("drain");
+    c.queue.full_cycle_seconds = seconds;
+    if (!sharing.empty()) c.slurm.partition_sharing = {{"pool", sharing}};
+    if (exclusive_n3) c.slurm.shared_partitions.push_back("excl");
+    return c;
+  }
+  explicit SlurmTwins(const std::string& sharing = "", bool exclusive_n3 = false)
+      : incremental_config(WithSlurm(5, sharing, exclusive_n3)), full_config(WithSlurm(0, sharing, exclusive_n3)) {
+    for (auto [world, slurm] : {std::pair{&incremental_world, &incremental_slurm}, {&full_world, &full_slurm}}) {
+      world->slurm = slurm;
+      slurm->now = kNow;
+      for (const char* name : {"n1", "n2"}) {
+        world->Node(name, "8");
+        slurm->AddNode(name);
+      }
+      slurm->Submit(7);
+      world->Pod("base", "1", "n2");  // its namespace's account is known from the first cycle on
+      if (!exclusive_n3) continue;
+      world->Node("n3", "8");
+      slurm->AddNode("n3");
+      slurm->Node("n3").partitions = {"excl", "reclaim"};
+    }
+  }
+  Config incremental_config, full_config;
+  EventWorld incremental_world, full_world;
+  FakeSlurm incremental_slurm, full_slurm;
+  SchedulingLoop incremental{incremental_config, &incremental_world, &incremental_world, &incremental_slurm};
+  SchedulingLoop full{full_config, &full_world, &full_world, &full_slurm};
+
+  void Pod(const std::string& name, const std::string& cpu) {
+    incremental_world.Pod(name, cpu);
+    full_world.Pod(name, cpu);
+  }
+  void Freeze() {
+    incremental_slurm.frozen_view = incremental_slurm.View();
+    full_slurm.frozen_view = full_slurm.View();
+  }
+  void Thaw() { incremental_slurm.frozen_view = full_slurm.frozen_view = nullptr; }
+  CycleStats Cycle(queue::Time now) {
+    incremental_slurm.now = full_slurm.now = now;
+    const CycleStats s = incremental.RunCycle(now);
+    const CycleStats f = full.RunCycle(now);
+    EXPECT_FALSE(f.incremental);
+    EXPECT_EQ(incremental_world.binds, full_world.binds) << "at " << now;
+    EXPECT_EQ(incremental_slurm.calls, full_slurm.calls) << "at " << now;
+    return s;
+  }
+};
+
+TEST(ArrivalCycleTest, WithSlurmOnAnArrivalIsPlannedAloneOnlyWhileThePollIsUnchanged) {
+  SlurmTwins t;
+  EXPECT_FALSE(t.Cycle(kNow).incremental) << "the first cycle is full";
+  EXPECT_FALSE(t.Cycle(kNow + 1).incremental) << "the fences' owner marks showing up: nodes changed";
+  t.Freeze();
+  EXPECT_FALSE(t.Cycle(kNow + 2).incremental) << "a full cycle reads the frozen view first";
+
+  t.Pod("a1", "2");
+  CycleStats s = t.Cycle(kNow + 3);
+  EXPECT_TRUE(s.incremental) << "the same poll: the arrival alone";
+  EXPECT_EQ(s.bound, 1);
+  t.Pod("a2", "2");
+  EXPECT_TRUE(t.Cycle(kNow + 4).incremental);
+
+  // A poll with news (here only a new view of the same world): the full cycle's.
+  t.Thaw();
+  t.Pod("a3", "1");
+  EXPECT_FALSE(t.Cycle(kNow + 5).incremental) << "Slurm's view changed";
+  t.Freeze();
+  EXPECT_FALSE(t.Cycle(kNow + 6).incremental) << "the frozen view is another new one";
+  t.Pod("a4", "1");
+  EXPECT_TRUE(t.Cycle(kNow + 7).incremental);
+
+  // A pod that has to wait: its reason may name Slurm's work, which the full cycle reads.
+  t.Pod("big", "16");
+  EXPECT_FALSE(t.Cycle(kNow + 8).incremental) << "a waiting arrival";
+  // Packed beside `base` on n2, as the full twin binds them.
+  EXPECT_THAT(t.incremental_world.binds, ::testing::ElementsAre("ns/a1->n2", "ns/a2->n2", "ns/a3->n2", "ns/a4->n2"));
+}
+
+TEST(ArrivalCycleTest, WithSlurmOnAStaleViewMakesAFullCycle) {
+  SlurmTwins t;
+  t.Cycle(kNow);
+  t.Cycle(kNow + 1);
+  t.Freeze();  // refreshed at kNow + 1, then the poller stops answering
+  t.Cycle(kNow + 29);  // full (five seconds since the last); the view is 28 s old: fresh
+  t.Pod("a1", "1");
+  EXPECT_TRUE(t.Cycle(kNow + 30).incremental);
+  t.Pod("a2", "1");
+  EXPECT_FALSE(t.Cycle(kNow + 32).incremental) << "31 s old: past the 30 s bound";
+}
+
+TEST(ArrivalCycleTest, WithSlurmOnAnArrivalForASharedNodeIsMirroredByTheFullCycle) {
+  SlurmTwins t("shared");
+  t.Cycle(kNow);  // `base`, bound on shared n2 before onequeue knew it, is mirrored: its placeholder runs
+  for (FakeSlurm* slurm : {&t.incremental_slurm, &t.full_slurm}) {
+    ASSERT_EQ(slurm->pod_placeholders.size(), 1u);
+    slurm->Run(slurm->pod_placeholders[0], "n2");
+  }
+  t.Cycle(kNow + 1);
+  t.Freeze();
+  t.Cycle(kNow + 2);
+  t.Pod("a0", "1");  // what every node of the pool is here: shared
+  const CycleStats s = t.Cycle(kNow + 3);
+  EXPECT_FALSE(s.incremental) << "a pod on a shared node is mirrored in Slurm before its bind";
+  EXPECT_EQ(t.incremental_slurm.pod_placeholders.size(), 2u) << "a0's placeholder submitted";
+  EXPECT_TRUE(t.incremental_world.binds.empty()) << "bound only once its placeholder runs";
+}
+
+// A pod's placeholder still pending on shared n1/n2 (its mirror under way): an arrival that fits
+// n3, a node of an exclusive partition, waits for the full cycle too (the mirror's timeout and
+// undo are the full cycle's steps).
+TEST(ArrivalCycleTest, WithSlurmOnAMirrorUnderWayMakesEveryCycleFull) {
+  SlurmTwins t("shared", /*exclusive_n3=*/true);
+  t.Cycle(kNow);
+  for (FakeSlurm* slurm : {&t.incremental_slurm, &t.full_slurm}) slurm->Run(slurm->pod_placeholders.at(0), "n2");
+  t.Cycle(kNow + 1);
+  t.Pod("a0", "7");  // fits only n1 (shared): mirrored, its placeholder pending
+  t.Cycle(kNow + 2);
+  ASSERT_EQ(t.incremental_slurm.pod_placeholders.size(), 2u);
+  t.Freeze();
+  t.Cycle(kNow + 3);
+  t.Pod("a1", "8");  // fits only n3, which Kubernetes holds whole
+  EXPECT_FALSE(t.Cycle(kNow + 4).incremental) << "a0's mirror is under way";
+}
+
 TEST(ArrivalCycleTest, ArrivalsOneByOneBindWhereAFullCycleWouldAndAWaitingOneIsReported) {
   Twins t;
   t.Both([](EventWorld& w) {
