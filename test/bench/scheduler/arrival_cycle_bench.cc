@@ -1,0 +1,93 @@
+// Issue 26, arrival cycles with Slurm on: the daemon's whole cycle (SchedulingLoop::RunCycle on the
+// in-memory cluster of test/scheduler/fake_world.h, watched through a KubeSource as the informers
+// feed it) when one interactive pod arrives between two Slurm polls that answered "no change".
+// Arg 5: queue.fullCycleSeconds 5, the arrival is planned alone (QueuePlanner::OnArrival);
+// arg 0: every cycle full (snapshot of both worlds, the whole plan, the lending and the holds).
+// The world: 1,000 8-CPU nodes of partition "pool" that Kubernetes holds, 2 pods bound on each,
+// 2,000 Slurm jobs waiting (held by onequeue). Each iteration adds one 1-CPU pod and runs a cycle;
+// the arrivals fill 100 of the 6,000 free CPUs. Run: build/test/bench/scheduler/arrival_cycle_bench
+// (docs/benchmarks.md, "Arrival cycles with Slurm on").
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "../../scheduler/fake_world.h"
+#include "scheduler/kube_source.h"
+
+namespace onequeue::scheduler {
+namespace {
+
+// The fake world seen through a KubeSource: every change is an informer event.
+class WatchedWorld : public World {
+ public:
+  std::shared_ptr<const KubeState> State() const override { return source_.State(); }
+  std::optional<KubeChanges> ChangesSince(uint64_t generation) const override {
+    return source_.ChangesSince(generation);
+  }
+  absl::Status Bind(const std::string& key, const std::string& node, const std::string& message) override {
+    absl::Status s = World::Bind(key, node, message);
+    if (s.ok()) source_.UpsertPod(*Find(key));
+    return s;
+  }
+  absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
+                                           const std::string& version) override {
+    auto written = World::SetNodeOwner(node, value, version);
+    for (const auto& n : Nodes()) {
+      if (n.metadata.name == node) source_.UpsertNode(n);
+    }
+    return written;
+  }
+  void Node(const std::string& name) {
+    AddNode(name, "8");
+    source_.UpsertNode(Nodes().back());
+  }
+  void Pod(const std::string& name, const std::string& node = "") {
+    AddPod(name, "1", "normal", node);
+    k8s::Pod* p = Find("ns/" + name);
+    p->metadata.annotations[kTimeLimitAnnotation] = "1h";
+    source_.UpsertPod(*p);
+  }
+
+ private:
+  KubeSource source_;
+};
+
+void BM_InteractivePodCycleWithSlurmOn(benchmark::State& state) {
+  Config config = SlurmLoopConfig("drain");
+  config.queue.full_cycle_seconds = state.range(0);
+  WatchedWorld world;
+  FakeSlurm slurm;
+  world.slurm = &slurm;
+  slurm.now = kNow;
+  constexpr int kNodes = 1000, kJobs = 2000;
+  for (int i = 0; i < kNodes; ++i) {
+    const std::string node = "n" + std::to_string(i);
+    world.Node(node);
+    slurm.AddNode(node);
+    world.Pod("bound-" + std::to_string(2 * i), node);
+    world.Pod("bound-" + std::to_string(2 * i + 1), node);
+  }
+  for (int j = 1; j <= kJobs; ++j) slurm.Submit(static_cast<uint32_t>(j), 8);
+  SchedulingLoop loop(config, &world, &world, &slurm);
+  loop.RunCycle(kNow);      // fences the pool for Kubernetes, holds the jobs
+  loop.RunCycle(kNow + 1);  // the owner marks show up
+  slurm.frozen_view = slurm.View();  // from here on every poll answers "no change"
+  loop.RunCycle(kNow + 1);
+  int arrived = 0, incremental = 0, bound = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    world.Pod("interactive-" + std::to_string(arrived++));
+    state.ResumeTiming();
+    const CycleStats s = loop.RunCycle(kNow + 2);
+    incremental += s.incremental ? 1 : 0;
+    bound += s.bound;
+  }
+  state.counters["incremental"] = incremental;
+  state.counters["bound"] = bound;
+}
+BENCHMARK(BM_InteractivePodCycleWithSlurmOn)->Arg(5)->Arg(0)->Iterations(100)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace onequeue::scheduler
+
+BENCHMARK_MAIN();
