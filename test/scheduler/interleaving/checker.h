@@ -145,7 +145,8 @@ class Checker {
 
   // Runs the steps; the first violation, if any. `story`: filled with one line per step.
   std::optional<Failure> Run(const Scenario& s, std::vector<std::string>* story = nullptr,
-                             int64_t* steps_run = nullptr, ClaimStats* claims = nullptr) const {
+                             int64_t* steps_run = nullptr, ClaimStats* claims = nullptr,
+                             int64_t* arrival_cycles = nullptr) const {
     std::map<std::string, std::string> claimed;  // claimant -> node, for `claims`
     Config config = CheckerConfig(s.setup.mechanism, s.setup.shared_node);
     if (s.setup.evict_lost_mirror) config.sharing.on_lost_mirror = "evict";
@@ -173,6 +174,7 @@ class Checker {
                                         v.front().message);
         story->push_back(std::move(text));
       }
+      if (arrival_cycles && i + 1 == s.steps.size()) *arrival_cycles += w.arrival_cycles();
       if (!v.empty()) return Failure{i, v.front()};
     }
     return std::nullopt;

@@ -277,7 +277,7 @@ TEST(InterleavingCheckerTest, AMillionStepsKeepEveryInvariant) {
   const int64_t target = std::getenv("ONEQUEUE_CHECKER_STEPS") ? std::atoll(std::getenv("ONEQUEUE_CHECKER_STEPS"))
                                                                : 1000000;
   constexpr size_t kLength = 250;
-  int64_t steps = 0;
+  int64_t steps = 0, arrival_cycles = 0;
   int failures = 0;
   const auto start = std::chrono::steady_clock::now();
   // Seeds that hit an open defect no fault-kind switch isolates, each with the defect (and its
@@ -287,7 +287,7 @@ TEST(InterleavingCheckerTest, AMillionStepsKeepEveryInvariant) {
   for (; steps < target; ++seed) {
     if (kSeedsHittingOpenDefects.count(seed)) continue;
     const Scenario s = checker.Generate(seed, kLength);
-    std::optional<Failure> f = checker.Run(s, nullptr, &steps);
+    std::optional<Failure> f = checker.Run(s, nullptr, &steps, nullptr, &arrival_cycles);
     if (!f) continue;
     ++failures;
     const Scenario small = checker.Shrink(s, f->violation.invariant);
@@ -297,9 +297,11 @@ TEST(InterleavingCheckerTest, AMillionStepsKeepEveryInvariant) {
     if (failures >= 3) break;
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("interleaving checker: %lld steps over %llu seeds in %.1f s (%.0f steps/s), %d violation(s)\n",
+  std::printf("interleaving checker: %lld steps over %llu seeds in %.1f s (%.0f steps/s), %d violation(s), "
+              "%lld arrival cycles\n",
               static_cast<long long>(steps), static_cast<unsigned long long>(seed - 1), seconds, steps / seconds,
-              failures);
+              failures, static_cast<long long>(arrival_cycles));
+  EXPECT_GT(arrival_cycles, 0) << "the cycles between polls plan arrivals alone too (issue 26)";
   EXPECT_GE(steps, target);
 }
 

@@ -28,6 +28,7 @@
 #include "scheduler/fenced_actions.h"
 #include "scheduler/invariants.h"
 #include "scheduler/job_claim.h"
+#include "scheduler/kube_source.h"
 #include "scheduler/pod_mirror.h"
 #include "scheduler/scheduling_loop.h"
 
@@ -127,6 +128,9 @@ Config CheckerConfig(const std::string& mechanism, bool shared = false) {
   c.slurm.lend_after_seconds = 20;
   c.slurm.return_after_seconds = 40;
   c.slurm.default_qos = "batch";
+  // A step's cycle comes 5 s after the last: with the default 5 s every cycle would be full. At 30
+  // the cycles between two polls may plan arrivals alone (issue 26), Slurm on, and are checked.
+  c.queue.full_cycle_seconds = 30;
   if (shared) {
     // Issue 25 step 4: "high" claims room on s1 from batch and normal work and is itself the victim
     // of an interactive claim (while it holds no claim); only s1's pods and jobs ask it.
@@ -205,7 +209,7 @@ class CheckedWorld {
     slurm_.now = now_;
     std::string crash;
     try {
-      d->loop->RunCycle(t);
+      if (d->loop->RunCycle(t).incremental) ++arrival_cycles_;
     } catch (const CrashSignal& c) {
       crash = c.at;
     }
@@ -899,20 +903,60 @@ class CheckedWorld {
     int cycles = 0;  // healthy cycles of the current leader since the loss
   };
   std::map<std::string, LostMirror> mirror_lost_;
+  int64_t arrival_cycles_ = 0;  // cycles that planned only arrivals (issue 26)
+
+ public:
+  int64_t arrival_cycles() const { return arrival_cycles_; }
 };
 
 // ---- a daemon's view and actions, over the checked world ------------------------------------
 
+// The daemon's informers, as a KubeSource (issue 26): the loop asks what changed since its last
+// full cycle and plans arrivals alone when it may, with Slurm on too. Every pod is upserted on
+// each look (the arrival cycle compares each changed pod with the record it planned from, so an
+// unchanged pod is no change); nodes when their resourceVersion moved; what is gone, deleted.
 class DaemonView : public ClusterView {
  public:
   DaemonView(CheckedWorld* w, Daemon* d) : w_(w), d_(d) {}
   std::vector<k8s::Node> Nodes() const override { return w_->k8s().Nodes(); }
   std::vector<k8s::Pod> Pods() const override { return w_->k8s().Pods(); }
   std::shared_ptr<const slurm::SlurmView> Slurm() const override { return d_->polled; }
+  std::shared_ptr<const KubeState> State() const override {
+    Sync();
+    return source_.State();
+  }
+  std::optional<KubeChanges> ChangesSince(uint64_t generation) const override {
+    Sync();
+    return source_.ChangesSince(generation);
+  }
 
  private:
+  void Sync() const {
+    std::map<std::string, std::string> versions;
+    for (const k8s::Node& n : Nodes()) {
+      versions[n.metadata.name] = n.metadata.resource_version;
+      auto seen = node_versions_.find(n.metadata.name);
+      if (seen == node_versions_.end() || seen->second != n.metadata.resource_version) source_.UpsertNode(n);
+    }
+    for (const auto& [name, version] : node_versions_) {
+      if (!versions.count(name)) source_.DeleteNode(k8s::Node{.metadata = {.name = name}});
+    }
+    node_versions_ = std::move(versions);
+    std::map<std::string, k8s::Pod> pods;
+    for (k8s::Pod& p : Pods()) {
+      source_.UpsertPod(p);
+      pods.emplace(p.metadata.Key(), std::move(p));
+    }
+    for (const auto& [key, pod] : pods_) {
+      if (!pods.count(key)) source_.DeletePod(pod);
+    }
+    pods_ = std::move(pods);
+  }
   CheckedWorld* w_;
   Daemon* d_;
+  mutable KubeSource source_;
+  mutable std::map<std::string, std::string> node_versions_;
+  mutable std::map<std::string, k8s::Pod> pods_;
 };
 
 class DaemonKube : public ClusterActions {
