@@ -3,9 +3,9 @@
 // feed it) when one interactive pod arrives between two Slurm polls that answered "no change".
 // Arg 5: queue.fullCycleSeconds 5, the arrival is planned alone (QueuePlanner::OnArrival);
 // arg 0: every cycle full (snapshot of both worlds, the whole plan, the lending and the holds).
-// The world: 1,000 8-CPU nodes of partition "pool" that Kubernetes holds, 2 pods bound on each,
-// 2,000 Slurm jobs waiting (held by onequeue). Each iteration adds one 1-CPU pod and runs a cycle;
-// the arrivals fill 100 of the 6,000 free CPUs. Run: build/test/bench/scheduler/arrival_cycle_bench
+// The world (second arg N): N 8-CPU nodes of partition "pool" that Kubernetes holds, 2 pods bound
+// on each, 2N Slurm jobs waiting (held by onequeue). Each iteration adds one 1-CPU pod and runs a
+// cycle; the arrivals fill 100 of the 6N free CPUs. Run: build/test/bench/scheduler/arrival_cycle_bench
 // (docs/benchmarks.md, "Arrival cycles with Slurm on").
 #include <benchmark/benchmark.h>
 
@@ -59,7 +59,7 @@ void BM_InteractivePodCycleWithSlurmOn(benchmark::State& state) {
   FakeSlurm slurm;
   world.slurm = &slurm;
   slurm.now = kNow;
-  constexpr int kNodes = 1000, kJobs = 2000;
+  const int kNodes = static_cast<int>(state.range(1)), kJobs = 2 * kNodes;
   for (int i = 0; i < kNodes; ++i) {
     const std::string node = "n" + std::to_string(i);
     world.Node(node);
@@ -85,7 +85,13 @@ void BM_InteractivePodCycleWithSlurmOn(benchmark::State& state) {
   state.counters["incremental"] = incremental;
   state.counters["bound"] = bound;
 }
-BENCHMARK(BM_InteractivePodCycleWithSlurmOn)->Arg(5)->Arg(0)->Iterations(100)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_InteractivePodCycleWithSlurmOn)
+    ->Args({5, 1000})
+    ->Args({0, 1000})
+    ->Args({5, 5000})
+    ->Args({0, 5000})
+    ->Iterations(100)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace onequeue::scheduler
