@@ -5,8 +5,7 @@
 // is full (fullCycleSeconds: 0), and expects the same bindings from both.
 #include "scheduler/scheduling_loop.h"
 
-#include "fake_world.h"
-#include "scheduler/kube_source.h"
+#include "watched_world.h"
 #include "scheduler/metrics.h"
 
 #include <gmock/gmock.h>
@@ -15,27 +14,9 @@
 namespace onequeue::scheduler {
 namespace {
 
-// The fake world seen through a KubeSource, as the daemon's informers feed it: every change the
-// test or the loop makes is an informer event, so the loop can ask what changed since a cycle.
-class EventWorld : public World {
+// The fake world seen through a KubeSource (watched_world.h), with the changes the tests make.
+class EventWorld : public WatchedWorld {
  public:
-  std::shared_ptr<const KubeState> State() const override { return source_.State(); }
-  std::optional<KubeChanges> ChangesSince(uint64_t generation) const override {
-    return source_.ChangesSince(generation);
-  }
-  absl::Status Bind(const std::string& key, const std::string& node, const std::string& message) override {
-    absl::Status s = World::Bind(key, node, message);
-    if (s.ok()) source_.UpsertPod(*Find(key));
-    return s;
-  }
-  absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
-                                           const std::string& version) override {
-    auto written = World::SetNodeOwner(node, value, version);
-    for (const auto& n : Nodes()) {
-      if (n.metadata.name == node) source_.UpsertNode(n);
-    }
-    return written;
-  }
   void Node(const std::string& name, const std::string& cpu) {
     AddNode(name, cpu);
     for (const auto& n : Nodes()) {
@@ -71,8 +52,6 @@ class EventWorld : public World {
     DeletePod(key);
   }
 
- private:
-  KubeSource source_;
 };
 
 Config WithFullCycleSeconds(int64_t seconds) {

@@ -11,32 +11,14 @@
 
 #include <string>
 
-#include "../../scheduler/fake_world.h"
-#include "scheduler/kube_source.h"
+#include "../../scheduler/watched_world.h"
 
 namespace onequeue::scheduler {
 namespace {
 
-// The fake world seen through a KubeSource: every change is an informer event.
-class WatchedWorld : public World {
+// The fake world seen through a KubeSource (watched_world.h), with the changes the bench makes.
+class BenchWorld : public WatchedWorld {
  public:
-  std::shared_ptr<const KubeState> State() const override { return source_.State(); }
-  std::optional<KubeChanges> ChangesSince(uint64_t generation) const override {
-    return source_.ChangesSince(generation);
-  }
-  absl::Status Bind(const std::string& key, const std::string& node, const std::string& message) override {
-    absl::Status s = World::Bind(key, node, message);
-    if (s.ok()) source_.UpsertPod(*Find(key));
-    return s;
-  }
-  absl::StatusOr<std::string> SetNodeOwner(const std::string& node, const std::string& value,
-                                           const std::string& version) override {
-    auto written = World::SetNodeOwner(node, value, version);
-    for (const auto& n : Nodes()) {
-      if (n.metadata.name == node) source_.UpsertNode(n);
-    }
-    return written;
-  }
   void Node(const std::string& name) {
     AddNode(name, "8");
     source_.UpsertNode(Nodes().back());
@@ -48,14 +30,12 @@ class WatchedWorld : public World {
     source_.UpsertPod(*p);
   }
 
- private:
-  KubeSource source_;
 };
 
 void BM_InteractivePodCycleWithSlurmOn(benchmark::State& state) {
   Config config = SlurmLoopConfig("drain");
   config.queue.full_cycle_seconds = state.range(0);
-  WatchedWorld world;
+  BenchWorld world;
   FakeSlurm slurm;
   world.slurm = &slurm;
   slurm.now = kNow;
