@@ -209,8 +209,9 @@ class CyclePass {
 };
 
 // Dynamic part of eligibility: the owner (reserved(W) only for W or higher) and this cycle's
-// preemption claims. Inline: it runs once per node visited in every search.
-inline bool CyclePass::Usable(NodeIndex n, const PendingWorkload& w, double priority,
+// preemption claims. Inline, always (GCC made it a call from the searches' lambdas): it runs
+// once per node visited in every search.
+[[gnu::always_inline]] inline bool CyclePass::Usable(NodeIndex n, const PendingWorkload& w, double priority,
                               const std::vector<char>& eligible) const {
   if (!eligible[n] || s_.claimed[n]) return false;
   if (!s_.reserved_owner[n]) return true;
