@@ -149,6 +149,11 @@ class CyclePass {
   const QueuePlanner::State::EligibleSet& StaticEligible(const PendingWorkload& w, int32_t eclass);
   bool Usable(NodeIndex n, const PendingWorkload& w, double priority,
               const std::vector<char>& eligible) const;
+  // TryStartNow's question about a node with a block starting before the end (cap >= 1): its
+  // answer when no, remembered in s_.no_room_now while the node is unchanged (issue 26: ~27,000
+  // such questions per steady cycle, nearly all no, each sweeping a dozen blocks).
+  int64_t CopiesNowWithBlockAhead(const PendingWorkload& w, NodeIndex n, Time now, Duration duration, int64_t cap,
+                                  int16_t tenant, int slots);
   // duration: the workload's run time (RunDuration, from its Facts).
   std::optional<MemberNodes> TryStartNow(const PendingWorkload& w, Duration duration, double priority,
                                          const std::vector<char>& eligible, Time now);
@@ -204,8 +209,9 @@ class CyclePass {
 };
 
 // Dynamic part of eligibility: the owner (reserved(W) only for W or higher) and this cycle's
-// preemption claims. Inline: it runs once per node visited in every search.
-inline bool CyclePass::Usable(NodeIndex n, const PendingWorkload& w, double priority,
+// preemption claims. Inline, always (GCC made it a call from the searches' lambdas): it runs
+// once per node visited in every search.
+[[gnu::always_inline]] inline bool CyclePass::Usable(NodeIndex n, const PendingWorkload& w, double priority,
                               const std::vector<char>& eligible) const {
   if (!eligible[n] || s_.claimed[n]) return false;
   if (!s_.reserved_owner[n]) return true;

@@ -232,6 +232,15 @@ MemberNodes CyclePass::ChooseNodes(
   return out;
 }
 
+int64_t CyclePass::CopiesNowWithBlockAhead(const PendingWorkload& w, NodeIndex n, Time now, Duration duration,
+                                           int64_t cap, int16_t tenant, int slots) {
+  const AvailabilityProfile& p = *s_.profile;
+  if (s_.no_room_now.KnownNoRoom(n, now, duration, p.NodeVersion(n))) return 0;
+  const int64_t copies = p.Copies(n, now, SaturatingAdd(now, duration), w.per_member, w.kind, cap, false, tenant, slots);
+  if (copies <= 0) s_.no_room_now.NoRoom(n, now, duration, p.NodeVersion(n));
+  return copies;
+}
+
 std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Duration duration,
                                                   double priority,
                                                   const std::vector<char>& eligible, Time now) {
@@ -246,10 +255,16 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
   const AvailabilityProfile& p = *s_.profile;
   const int16_t tenant = s_.TenantId(w.tenant);
   const int slots = p.SlotsFor(w.per_member);
+  // A node whose block ahead leaves no room now is asked again by every start of the request
+  // walking past it (the reservations sit where the walks look first): remembered until it changes.
+  s_.no_room_now.Begin(w.per_member, w.kind, tenant, now, p.size());
   auto consider = [&](NodeIndex n) {
     if (!Usable(n, w, priority, eligible)) return;
-    int64_t copies = p.Copies(n, now, end, w.per_member, w.kind, every_node ? members : members - found, false, tenant,
-                              slots);
+    const int64_t cap = every_node ? members : members - found;
+    // Only the slow question (a block ahead before the end) is worth the memo, out of line.
+    const int64_t copies = end > p.FirstFutureStart(n)
+                               ? CopiesNowWithBlockAhead(w, n, now, duration, cap, tenant, slots)
+                               : p.Copies(n, now, end, w.per_member, w.kind, cap, false, tenant, slots);
     if (copies <= 0) return;
     candidates.emplace_back(n, copies);
     found += copies;

@@ -263,6 +263,7 @@ struct QueuePlanner::State {
   std::vector<int64_t> scratch_capacity;
   internal::PlacementScratch placement;  // EarliestPlacement's feasible nodes
   internal::NoRoomMemo no_room;          // EarliestPlacement's nodes without room at its start
+  internal::NoRoomMemo no_room_now;      // TryStartNow's nodes without room now (its own: one start)
   std::vector<std::pair<Time, NodeIndex>> scratch_batch;  // EarliestPlacement's batch of block ends
   MemberNodes scratch_member_nodes;      // ForEachNodeCount's sorted copy
   internal::FailureMemo failed_now;    // could not start now

@@ -324,7 +324,10 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
     }
     return CopiesWithin(free, request, cap, slots);
   };
-  int64_t copies = copies_at(start);
+  // At now the blocks active are those free_now_ sums already (a node runs a dozen workloads):
+  // the same integers, summed once per Add instead of once per question.
+  int64_t copies = start == now_ && !ignore_reservations ? free_now_[node].CopiesOf(request, cap, slots)
+                                                         : copies_at(start);
   for (const StoredBlock* b : overlapping) {
     if (copies == 0) break;
     if (b->start > start) copies = std::min(copies, copies_at(b->start));

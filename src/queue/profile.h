@@ -73,9 +73,11 @@ class AvailabilityProfile {
   // `tenant`: the querying workload's (issue 25); on a same-tenant node a block of another tenant
   // overlapping [start, end) leaves no room.
   // `slots`: SlotsFor(request), for a caller asking about one request many times (-1: found here).
-  int64_t Copies(NodeIndex node, Time start, Time end, const Resources& request,
-                 WorkloadKind kind, int64_t cap, bool ignore_reservations = false,
-                 int16_t tenant = kNoTenant, int slots = -1) const {
+  // Always inlined: a caller with two calls of it had GCC make it a call (~25 instructions more
+  // per node visited, ~1,000,000 visits per cycle).
+  [[gnu::always_inline]] int64_t Copies(NodeIndex node, Time start, Time end, const Resources& request,
+                                        WorkloadKind kind, int64_t cap, bool ignore_reservations = false,
+                                        int16_t tenant = kNoTenant, int slots = -1) const {
     // Fast path, inline (the planner asks this of ~200,000 nodes per cycle): starting now and
     // ending before any future block starts, the tightest moment is now (blocks active now only
     // end later), so free_now answers it.

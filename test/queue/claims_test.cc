@@ -87,6 +87,21 @@ TEST(NeverEqualPriority, ThroughThePlannerAVictimOfExactlyThePreemptorsPriorityI
   }
 }
 
+// A preemptor leaves alone a node marked reserved(W) for a workload it does not outrank: W here
+// is not even pending, so nobody may use n0, and "urgent" preempts nothing; without the mark it
+// preempts the victim there. (Not pinned by TryPreempt's own node filter alone: with that check
+// removed the plan is the same; the search still finds no usable preemption here.)
+TEST(NeverEqualPriority, APreemptorLeavesANodeReservedForAnotherAlone) {
+  for (bool marked : {true, false}) {
+    std::shared_ptr<Snapshot> snap = OneNodeHeldBy(0);
+    if (marked) snap->nodes[0].owner = NodeOwner{OwnerKind::kReserved, "someone-else"};
+    CheapestVictimsPlanner victims;
+    QueuePlanner planner(PreemptingConfig(), &victims);
+    const Plan plan = planner.PlanCycle(snap, kNow);
+    EXPECT_EQ(plan.preemptions.size(), marked ? 0u : 1u) << (marked ? "marked" : "unmarked");
+  }
+}
+
 TEST(NeverEqualPriority, CheapestVictimsPlannerRefusesAVictimOfExactlyThePreemptorsPriority) {
   const double p = PreemptorPriority();
   const QueueConfig config = PreemptingConfig();

@@ -207,5 +207,74 @@ TEST(NoRoomMemo, APlaceholderTakenBackFreesItsNodeForTheNextSearchFromTheSameSta
   EXPECT_EQ(x2->member_nodes, MemberNodes{0});
 }
 
+// The start-now memo (CyclePass::CopiesNowWithBlockAhead, s_.no_room_now) goes stale the same
+// way: a placeholder ahead on a node leaves no room now for a workload whose run would reach it,
+// and the placeholder taken back frees the node for the next start of the same request.
+//   3 nodes of 4 cpus: "a" (0), "b" (1), "c" (2, busy until 120). "h" (4 cpus for 1,000 s) was
+//   promised "a" over [50, 150), "k" (2 cpus) over [150, 250). "x1" and "x2" (2 cpus for 200 s,
+//   on "a" or "c" only) come before and after "h". "x1" cannot start now ("a" is full from 50:
+//   remembered; "c" is busy) and reserves "c" at 120; "h" ("k"'s placeholder keeps it off "a")
+//   takes its placeholder back and starts on "b"; "x2" must then start now on "a", beside "k"'s
+//   placeholder (still a block ahead: the memo is asked).
+TEST(NoRoomMemo, APlaceholderTakenBackFreesItsNodeForTheNextStartNow) {
+  QueueConfig config;
+  config.weights = PriorityWeights{.age = 0, .fair_share = 0, .job_size = 0, .partition = 0, .qos = 10000};
+  config.qos = {QosPolicy{.name = "first", .priority = 400}, QosPolicy{.name = "second", .priority = 300},
+                QosPolicy{.name = "third", .priority = 200}, QosPolicy{.name = "fourth", .priority = 100}};
+  config.resolution = 10;
+  config.window = 100'000;
+  auto node = [](const std::string& name) {
+    Node n;
+    n.name = name;
+    n.allocatable[kCpu] = 4000;
+    n.allocatable[kPods] = 110;
+    return n;
+  };
+  auto job = [](const std::string& id, const std::string& qos, int64_t cpu, Duration limit, bool a_or_c) {
+    PendingWorkload w;
+    w.id = id;
+    w.kind = WorkloadKind::kSlurmJob;
+    w.per_member[kCpu] = cpu;
+    w.time_limit = limit;
+    w.qos = qos;
+    w.account = "acct";
+    if (a_or_c) w.eligibility.allowed_nodes = std::vector<std::string>{"a", "c"};
+    return w;
+  };
+  auto promised = [](const std::string& id, Time start, int64_t cpu) {
+    PromisedReservation p;
+    p.workload = id;
+    p.member_nodes = {0};
+    p.start = start;
+    p.end = start + 100;
+    p.per_member[kCpu] = cpu;
+    return p;
+  };
+  RunningWorkload busy;
+  busy.id = "busy-c";
+  busy.kind = WorkloadKind::kSlurmJob;
+  busy.allocations = {Allocation{2, Resources{}}};
+  busy.allocations[0].used[kCpu] = 4000;
+  busy.expected_end = 120;
+  auto snapshot = std::make_shared<Snapshot>();
+  snapshot->nodes = {node("a"), node("b"), node("c")};
+  snapshot->running = {busy};
+  snapshot->pending = {job("x1", "first", 2000, 200, true), job("h", "second", 4000, 1000, false),
+                       job("x2", "third", 2000, 200, true), job("k", "fourth", 2000, 100, false)};
+  QueuePlanner planner(config, nullptr);
+  const Plan plan = planner.PlanCycle(snapshot, 0, {promised("h", 50, 4000), promised("k", 150, 2000)});
+  ASSERT_EQ(plan.OrderIds(), (std::vector<std::string>{"x1", "h", "x2", "k"}));
+  std::vector<std::pair<std::string, MemberNodes>> starts;
+  for (const StartDecision& s : plan.starts) starts.emplace_back(s.workload, s.member_nodes);
+  ASSERT_GE(starts.size(), 2u);
+  EXPECT_EQ(starts[0], (std::pair<std::string, MemberNodes>{"h", {1}}));
+  EXPECT_EQ(starts[1], (std::pair<std::string, MemberNodes>{"x2", {0}}));
+  const ReserveDecision* x1 = nullptr;
+  for (const ReserveDecision& r : plan.reservations) x1 = r.workload == "x1" ? &r : x1;
+  ASSERT_NE(x1, nullptr);
+  EXPECT_EQ(x1->start, 120);
+  EXPECT_EQ(x1->member_nodes, MemberNodes{2});
+}
+
 }  // namespace
 }  // namespace onequeue::queue
