@@ -141,6 +141,7 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
       {"resource.k8s.io/resourceclaims", {"get", "list", "watch", "update"}},  // the finalizer
       {"resource.k8s.io/deviceclasses", {"get", "list", "watch"}},
       {"resource.k8s.io/resourceclaims/status", {"update"}},
+      {"resource.k8s.io/resourceclaims/binding", {"update"}},  // asked for allocation / reservedFor writes
   };
   EXPECT_EQ(grants, exact);
   // The Lease: create, and get/update of this release's Lease only; the fair-share usage (issue
