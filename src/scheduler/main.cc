@@ -727,6 +727,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "onequeue-scheduler: server.adminTokenFile %s\n", std::string(s.message()).c_str());
     return 3;
   }
+  // Issue 25: gpus: dra is read and checked, and the claim's index match and write exist
+  // (dra_gpus.h, k8s_client/dra.h), but the pod mirror does not allocate claims yet: refused, not
+  // taken silently while pods there would still get GPUs by count (docs/sharing.md section 5).
+  if (!config->slurm.partition_dra_gpus.empty()) {
+    std::fprintf(stderr, "onequeue-scheduler: slurm.partitions.%s.gpus: dra is not acted on by the daemon yet "
+                 "(pods' ResourceClaims are not allocated); use device-plugin\n",
+                 config->slurm.partition_dra_gpus.begin()->first.c_str());
+    return 3;
+  }
   // Tests only (the control runs of the reservation tests); unset in every real deployment.
   if (const char* off = std::getenv("ONEQUEUE_TEST_WITHOUT_RESERVATIONS"); off != nullptr && std::string(off) == "1") {
     config->test_without_reservations = true;
