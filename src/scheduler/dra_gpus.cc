@@ -132,4 +132,15 @@ absl::StatusOr<std::map<std::string, std::vector<k8s::DeviceAllocationResult>>> 
   return out;
 }
 
+ClaimStep NextClaimStep(const k8s::ResourceClaim& claim, const std::string& pod_uid, const std::string& node,
+                        const std::optional<std::vector<k8s::DeviceAllocationResult>>& expected) {
+  const bool ours = std::any_of(claim.reserved_for.begin(), claim.reserved_for.end(),
+                                [&](const k8s::ClaimConsumer& c) { return c.resource == "pods" && c.uid == pod_uid; });
+  // Written in one PUT, so an allocation without the pod in reservedFor is someone else's.
+  if (!claim.allocated) return ours ? ClaimStep::kClear : ClaimStep::kWrite;
+  if (!ours) return ClaimStep::kWait;
+  if (expected && claim.allocation_node == node && claim.results == *expected) return ClaimStep::kBind;
+  return ClaimStep::kClear;
+}
+
 }  // namespace onequeue::scheduler

@@ -9,6 +9,7 @@
 // pod's waiting reason (kFailedPrecondition), never a crash.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <string>
@@ -42,5 +43,19 @@ absl::StatusOr<std::map<std::string, std::vector<k8s::DeviceAllocationResult>>> 
     const std::vector<k8s::ResourceClaim>& claims, const std::vector<k8s::ResourceSlice>& slices,
     const std::string& node, const std::vector<int64_t>& indices, const SlurmConfig::DraGpus& gpus,
     const std::set<DeviceId>& in_use);
+
+// What to do with one of the pod's claims, by the claim as read now: the claim's allocation is the
+// durable record of the claim step (written in one status PUT with the pod in reservedFor), so a
+// successor after a crash, or this process after a failed call, decides from it alone.
+// `expected`: the allocation AllocateByIndex gives for the placeholder's indices on `node`, or
+// nullopt when the placeholder no longer runs there (or its indices are unknown).
+enum class ClaimStep {
+  kWrite,  // not allocated: write the expected allocation (and the pod in reservedFor)
+  kBind,   // allocated as expected, reserved for the pod: the write landed; bind the pod
+  kClear,  // reserved for the pod but not as expected (or the placeholder is gone): undo it
+  kWait,   // allocated and not reserved for the pod: not onequeue's write; the pod waits (reason)
+};
+ClaimStep NextClaimStep(const k8s::ResourceClaim& claim, const std::string& pod_uid, const std::string& node,
+                        const std::optional<std::vector<k8s::DeviceAllocationResult>>& expected);
 
 }  // namespace onequeue::scheduler

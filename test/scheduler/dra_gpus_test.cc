@@ -131,5 +131,32 @@ TEST(DraGpusTest, AllocatedDevicesAreEveryClaimsButTheOneNamed) {
   EXPECT_EQ(AllocatedDevices({a, b, Claim("c", {})}, "ml/b"), (std::set<DeviceId>{{"d", "p", "gpu-0"}}));
 }
 
+// The claim's allocation is the durable record of the claim step: after a crash between the write
+// and the bind, the successor binds when it is the placeholder's; otherwise it undoes its own write
+// and never touches another's.
+TEST(DraGpusTest, ASuccessorFinishesOrUndoesAHalfDoneClaimFromTheClaimAlone) {
+  const std::vector<DeviceAllocationResult> expected = {{"gpus", "gpu.example.com", "node-a", "gpu-2"},
+                                                        {"gpus", "gpu.example.com", "node-a", "gpu-3"}};
+  k8s::ResourceClaim fresh = Claim("two", {Gpus("gpus", 2)});
+  EXPECT_EQ(NextClaimStep(fresh, "p-1", "node-a", expected), ClaimStep::kWrite);
+  k8s::ResourceClaim written = fresh;
+  written.allocated = true;
+  written.allocation_node = "node-a";
+  written.results = expected;
+  written.reserved_for = {{"", "pods", "nb", "p-1"}};
+  EXPECT_EQ(NextClaimStep(written, "p-1", "node-a", expected), ClaimStep::kBind);
+  // The placeholder no longer runs (or got other indices): the write is undone.
+  EXPECT_EQ(NextClaimStep(written, "p-1", "node-a", std::nullopt), ClaimStep::kClear);
+  std::vector<DeviceAllocationResult> other = expected;
+  other[1].device = "gpu-1";
+  EXPECT_EQ(NextClaimStep(written, "p-1", "node-a", other), ClaimStep::kClear);
+  EXPECT_EQ(NextClaimStep(written, "p-1", "node-b", expected), ClaimStep::kClear);
+  // Another pod's (or another scheduler's) allocation is never cleared: the pod waits.
+  EXPECT_EQ(NextClaimStep(written, "p-2", "node-a", expected), ClaimStep::kWait);
+  k8s::ResourceClaim bare = written;
+  bare.reserved_for.clear();
+  EXPECT_EQ(NextClaimStep(bare, "p-1", "node-a", expected), ClaimStep::kWait);
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler
