@@ -1,6 +1,9 @@
 #include "k8s_client/dra.h"
 
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -53,17 +56,16 @@ const json& Array(const json& j, const char* key) {
 // A DeviceAttribute: exactly one of int, string, bool, version.
 DeviceAttribute Attribute(const std::string& name, const json& v) {
   if (!v.is_object()) throw DraError(absl::StrCat("attribute ", name, " is not an object"));
-  DeviceAttribute a;
-  int set = 0;
-  if (auto i = Int(v, "int")) a = {DeviceAttribute::Kind::kInt, *i, "", false}, ++set;
-  if (!Field(v, "string").is_null()) a = {DeviceAttribute::Kind::kString, 0, Str(v, "string"), false}, ++set;
-  if (!Field(v, "version").is_null()) a = {DeviceAttribute::Kind::kVersion, 0, Str(v, "version"), false}, ++set;
+  std::vector<DeviceAttribute> set;  // one per kind present
+  if (std::optional<int64_t> i = Int(v, "int")) set.push_back({DeviceAttribute::Kind::kInt, *i, "", false});
+  if (!Field(v, "string").is_null()) set.push_back({DeviceAttribute::Kind::kString, 0, Str(v, "string"), false});
+  if (!Field(v, "version").is_null()) set.push_back({DeviceAttribute::Kind::kVersion, 0, Str(v, "version"), false});
   if (const json& b = Field(v, "bool"); !b.is_null()) {
     if (!b.is_boolean()) throw DraError(absl::StrCat("attribute ", name, ".bool is not a boolean"));
-    a = {DeviceAttribute::Kind::kBool, 0, "", b.get<bool>()}, ++set;
+    set.push_back({DeviceAttribute::Kind::kBool, 0, "", b.get<bool>()});
   }
-  if (set != 1) throw DraError(absl::StrCat("attribute ", name, " must have exactly one of int, string, bool, version"));
-  return a;
+  if (set.size() != 1) throw DraError(absl::StrCat("attribute ", name, " must have exactly one of int, string, bool, version"));
+  return set.front();
 }
 
 Device ParseDevice(const json& d) {
