@@ -132,6 +132,13 @@ absl::StatusOr<std::map<std::string, std::vector<k8s::DeviceAllocationResult>>> 
   return out;
 }
 
+int64_t IndexedGpuCount(const std::vector<k8s::ResourceSlice>& slices, const std::string& node,
+                        const std::string& index_attribute) {
+  int64_t n = 0;
+  for (const auto& [index, devices] : DevicesByIndex(slices, node, index_attribute)) n += devices.size() == 1 ? 1 : 0;
+  return n;
+}
+
 ClaimStep NextClaimStep(const k8s::ResourceClaim& claim, const std::string& pod_uid, const std::string& node,
                         const std::optional<std::vector<k8s::DeviceAllocationResult>>& expected) {
   const bool ours = std::any_of(claim.reserved_for.begin(), claim.reserved_for.end(),

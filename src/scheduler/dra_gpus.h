@@ -44,6 +44,11 @@ absl::StatusOr<std::map<std::string, std::vector<k8s::DeviceAllocationResult>>> 
     const std::string& node, const std::vector<int64_t>& indices, const SlurmConfig::DraGpus& gpus,
     const std::set<DeviceId>& in_use);
 
+// The node's GPUs as onequeue plans them: the indices that name exactly one device of its
+// ResourceSlices (complete pools at their newest generation), as AllocateByIndex finds them.
+int64_t IndexedGpuCount(const std::vector<k8s::ResourceSlice>& slices, const std::string& node,
+                        const std::string& index_attribute);
+
 // What to do with one of the pod's claims, by the claim as read now: the claim's allocation is the
 // durable record of the claim step (written in one status PUT with the pod in reservedFor), so a
 // successor after a crash, or this process after a failed call, decides from it alone.
