@@ -755,15 +755,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "onequeue-scheduler: server.adminTokenFile %s\n", std::string(s.message()).c_str());
     return 3;
   }
-  // Issue 25: gpus: dra is read and checked, and the snapshot and the claim step are wired
-  // (dra_pods.h, dra_claim_step.cc) and tested in memory, but no end-to-end run has shown pods get
-  // Slurm's other indices on a real cluster: refused until one does (docs/sharing.md section 5).
-  if (!config->slurm.partition_dra_gpus.empty()) {
-    std::fprintf(stderr, "onequeue-scheduler: slurm.partitions.%s.gpus: dra is not acted on by the daemon yet "
-                 "(its claim step is tested in memory only, not end to end); use device-plugin\n",
-                 config->slurm.partition_dra_gpus.begin()->first.c_str());
-    return 3;
-  }
   // Tests only (the control runs of the reservation tests); unset in every real deployment.
   if (const char* off = std::getenv("ONEQUEUE_TEST_WITHOUT_RESERVATIONS"); off != nullptr && std::string(off) == "1") {
     config->test_without_reservations = true;
