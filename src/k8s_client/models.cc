@@ -359,7 +359,10 @@ absl::StatusOr<Pod> Pod::FromJson(const json& j) {
     for (const json& c : Array(spec, "containers")) p.containers.push_back(ParseContainer(c));
     for (const json& c : Array(spec, "initContainers")) p.init_containers.push_back(ParseContainer(c));
     for (const json& g : Array(spec, "schedulingGates")) p.scheduling_gates.push_back(Str(g, "name"));
-    for (const json& c : Array(spec, "resourceClaims")) p.resource_claims.push_back(Str(c, "name"));
+    for (const json& c : Array(spec, "resourceClaims")) {
+      p.resource_claims.push_back(Str(c, "name"));
+      p.resource_claim_objects.push_back(Str(c, "resourceClaimName"));
+    }
     for (const json& v : Array(spec, "volumes")) {
       if (const json& pvc = Field(v, "persistentVolumeClaim"); pvc.is_object()) {
         p.volume_claims.push_back(Str(pvc, "claimName"));
@@ -389,6 +392,12 @@ absl::StatusOr<Pod> Pod::FromJson(const json& j) {
     p.phase = Str(status, "phase");
     p.nominated_node_name = Str(status, "nominatedNodeName");
     p.conditions = Conditions(status);
+    for (const json& c : Array(status, "resourceClaimStatuses")) {  // a template's claim, once made
+      for (size_t i = 0; i < p.resource_claims.size(); ++i) {
+        if (p.resource_claims[i] == Str(c, "name") && p.resource_claim_objects[i].empty())
+          p.resource_claim_objects[i] = Str(c, "resourceClaimName");
+      }
+    }
     p.requests = ComputePodRequests(p);
     return p;
   });

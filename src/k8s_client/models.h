@@ -150,6 +150,9 @@ struct Pod {
   std::optional<int64_t> active_deadline_seconds;
   std::vector<std::string> scheduling_gates;  // spec.schedulingGates[].name
   std::vector<std::string> resource_claims;   // spec.resourceClaims[].name (DynamicResources)
+  // Issue 25 DRA: the ResourceClaim object each entry names, in its namespace (resourceClaimName,
+  // or a template's claim from status.resourceClaimStatuses); "" while it is not made yet.
+  std::vector<std::string> resource_claim_objects;
   // The PersistentVolumeClaims its volumes use, by name in its namespace: each
   // persistentVolumeClaim.claimName, and for a generic ephemeral volume "<pod>-<volume>" (the
   // claim the ephemeral controller makes). Sorted, without repeats.

@@ -235,6 +235,36 @@ void CheckEnabledSlurm(MapReader& slurm, const SlurmConfig& c) {
                                    "job, and v0.0.38 cannot drain a node)");
 }
 
+// slurm.partitions.<name>.gpus: device-plugin (default) | dra, with gpuDeviceClasses (required
+// with dra) and gpuIndexAttribute (default index); dra only on a shared partition, the only place
+// where pods and Slurm jobs hold GPUs of one node at once (docs/sharing.md section 5).
+void ReadPartitionGpus(MapReader& p, const std::string& name, const std::string& sharing, SlurmConfig& c) {
+  std::string gpus = "device-plugin";
+  SlurmConfig::DraGpus dra;
+  p.Read("gpus", &gpus);
+  p.Read("gpuDeviceClasses", &dra.device_classes);
+  p.Read("gpuIndexAttribute", &dra.index_attribute);
+  if (gpus != "device-plugin" && gpus != "dra") {
+    p.KeyError("gpus", absl::StrCat("is \"", gpus, "\"; expected device-plugin or dra"));
+    return;
+  }
+  if (gpus == "device-plugin") {
+    if (!dra.device_classes.empty()) p.KeyError("gpuDeviceClasses", "is only read with gpus: dra");
+    if (dra.index_attribute != "index") p.KeyError("gpuIndexAttribute", "is only read with gpus: dra");
+    return;
+  }
+  if (sharing == "exclusive")
+    p.KeyError("gpus", "dra is only for a shared partition (sharing: shared or shared-same-tenant): on an "
+                       "exclusive node a pod's GPUs are all the node's, with no Slurm index to match");
+  bool bad_class = dra.device_classes.empty();
+  for (const std::string& d : dra.device_classes) bad_class = bad_class || d.empty();
+  if (bad_class)
+    p.KeyError("gpuDeviceClasses", "must name at least one DeviceClass (the class pods ask for Slurm's gpu GRES) "
+                                   "with gpus: dra, none empty");
+  if (dra.index_attribute.empty()) p.KeyError("gpuIndexAttribute", "must not be empty");
+  c.partition_dra_gpus[name] = std::move(dra);
+}
+
 // slurm.partitions: {<name>: {sharing: exclusive | shared}} (issue 25).
 void ReadPartitionSharing(MapReader& slurm, SlurmConfig& c) {
   const YAML::Node raw = slurm.Raw("partitions");
@@ -255,6 +285,7 @@ void ReadPartitionSharing(MapReader& slurm, SlurmConfig& c) {
       // shared: each pod placed on such a node is mirrored in Slurm by a pod placeholder before it
       // is bound (docs/sharing.md step 3, pod_mirror.h).
       c.partition_sharing[name] = sharing;
+    ReadPartitionGpus(p, name, sharing, c);
     p.RefuseUnknown();
   }
   partitions.RefuseUnknown();

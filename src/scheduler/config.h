@@ -75,6 +75,17 @@ struct SlurmConfig {
   // shared, for partitions of sharedPartitions. A pool node is shared when every shared partition
   // it is in says shared: pods and that node's Slurm jobs are then planned side by side.
   std::map<std::string, std::string> partition_sharing;
+  // Issue 25, docs/sharing.md section 5: slurm.partitions.<name>.gpus: dra on a shared partition
+  // (by name): pods there get GPUs only through ResourceClaims of these DeviceClasses, allocated by
+  // onequeue to the devices whose `index_attribute` (an int attribute of the ResourceSlice's
+  // device) equals the GPU indices Slurm gave the pod's placeholder. A partition not listed gets
+  // GPUs from the device plugin (gpus: device-plugin, the default: kept apart by count only).
+  struct DraGpus {
+    std::vector<std::string> device_classes;  // gpuDeviceClasses: Slurm's `gpu` GRES
+    std::string index_attribute = "index";    // gpuIndexAttribute
+    friend bool operator==(const DraGpus&, const DraGpus&) = default;
+  };
+  std::map<std::string, DraGpus> partition_dra_gpus;
 };
 
 struct QosConfig {

@@ -102,6 +102,18 @@ absl::Status FencedClusterActions::SelectVolumeNode(const std::string& claim_key
   return inner_->SelectVolumeNode(claim_key, node);
 }
 
+absl::Status FencedClusterActions::AllocateClaim(const std::string& claim_key,
+                                                const std::vector<k8s::DeviceAllocationResult>& results,
+                                                const std::string& node, const k8s::ClaimConsumer& pod) {
+  if (absl::Status s = Admit(absl::StrCat("allocation of ResourceClaim ", claim_key)); !s.ok()) return s;
+  return inner_->AllocateClaim(claim_key, results, node, pod);
+}
+
+absl::Status FencedClusterActions::ClearClaim(const std::string& claim_key, const std::string& pod_uid) {
+  if (absl::Status s = Admit(absl::StrCat("clearing of ResourceClaim ", claim_key)); !s.ok()) return s;
+  return inner_->ClearClaim(claim_key, pod_uid);
+}
+
 absl::Status FencedClusterActions::Nominate(const std::string& pod_key, const std::string& node) {
   if (absl::Status s = Admit(absl::StrCat("nomination of ", pod_key, " to '", node, "'")); !s.ok()) return s;
   return inner_->Nominate(pod_key, node);

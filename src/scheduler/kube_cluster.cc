@@ -2,12 +2,14 @@
 
 #include "scheduler/volume_placement.h"
 
+#include <algorithm>
 #include <atomic>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "k8s_client/dra.h"
 #include "spdlog/spdlog.h"
 
 namespace onequeue::scheduler {
@@ -446,6 +448,47 @@ absl::Status KubeClusterActions::SelectVolumeNode(const std::string& claim_key, 
   return client_->Patch(k8s::ObjectPath(k8s::kPersistentVolumeClaims, ns, name), patch,
                         "application/merge-patch+json")
       .status();
+}
+
+namespace {
+bool ReservedFor(const k8s::ResourceClaim& c, const std::string& uid) {
+  return std::any_of(c.reserved_for.begin(), c.reserved_for.end(),
+                     [&](const k8s::ClaimConsumer& r) { return r.resource == "pods" && r.uid == uid; });
+}
+}  // namespace
+
+absl::Status KubeClusterActions::AllocateClaim(const std::string& claim_key,
+                                               const std::vector<k8s::DeviceAllocationResult>& results,
+                                               const std::string& node, const k8s::ClaimConsumer& pod) {
+  auto [ns, name] = SplitKey(claim_key);
+  absl::StatusOr<nlohmann::json> claim = k8s::GetClaim(*client_, ns, name);
+  if (!claim.ok()) return claim.status();
+  absl::StatusOr<k8s::ResourceClaim> read = k8s::ResourceClaim::FromJson(*claim);
+  if (!read.ok()) return read.status();
+  if (read->allocated) {  // the write landed before (a retry), or someone else's
+    if (ReservedFor(*read, pod.uid) && read->results == results && read->allocation_node == node) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat("ResourceClaim ", claim_key, " is allocated otherwise"));
+  }
+  // kube-scheduler's order: the finalizer first (so the claim controller releases the allocation
+  // when the pod is gone), then the allocation and reservedFor in one status write.
+  nlohmann::json with_finalizer = k8s::WithFinalizer(*claim);
+  if (with_finalizer != *claim) {
+    claim = k8s::PutClaim(*client_, with_finalizer);
+    if (!claim.ok()) return claim.status();
+  }
+  return k8s::PutClaimStatus(*client_, k8s::WithAllocation(*claim, results, node, pod)).status();
+}
+
+absl::Status KubeClusterActions::ClearClaim(const std::string& claim_key, const std::string& pod_uid) {
+  auto [ns, name] = SplitKey(claim_key);
+  absl::StatusOr<nlohmann::json> claim = k8s::GetClaim(*client_, ns, name);
+  if (absl::IsNotFound(claim.status())) return absl::OkStatus();
+  if (!claim.ok()) return claim.status();
+  absl::StatusOr<k8s::ResourceClaim> read = k8s::ResourceClaim::FromJson(*claim);
+  if (!read.ok()) return read.status();
+  if (!ReservedFor(*read, pod_uid)) return absl::OkStatus();  // not ours: never touched
+  const bool alone = read->reserved_for.size() == 1;
+  return k8s::PutClaimStatus(*client_, k8s::WithoutConsumer(*claim, pod_uid, /*clear_allocation=*/alone)).status();
 }
 
 absl::Status KubeClusterActions::BindVolume(const std::string& volume, const std::string& resource_version,

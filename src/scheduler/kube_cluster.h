@@ -79,6 +79,9 @@ class KubeClusterActions : public ClusterActions {
   absl::Status PodEvent(const std::string& pod_key, const std::string& reason, const std::string& note) override;
   absl::Status AnnotateNode(const std::string& node, const std::string& key, const std::string& value) override;
   absl::Status SelectVolumeNode(const std::string& claim_key, const std::string& node) override;
+  absl::Status AllocateClaim(const std::string& claim_key, const std::vector<k8s::DeviceAllocationResult>& results,
+                             const std::string& node, const k8s::ClaimConsumer& pod) override;
+  absl::Status ClearClaim(const std::string& claim_key, const std::string& pod_uid) override;
   absl::Status BindVolume(const std::string& volume, const std::string& resource_version,
                           const std::string& claim_key, const std::string& claim_uid) override;
   absl::Status Nominate(const std::string& pod_key, const std::string& node) override;

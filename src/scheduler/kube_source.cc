@@ -116,6 +116,28 @@ void KubeSource::DeleteCsiCapacity(const k8s::CsiStorageCapacity& capacity) {
   if (csi_capacities_.erase(capacity.metadata.Key()) > 0) last_other_change_ = ++generation_;
 }
 
+void KubeSource::UpsertResourceClaim(const k8s::ResourceClaim& claim) {
+  absl::MutexLock lock(&mu_);
+  Upsert(resource_claims_, claim);
+  last_other_change_ = ++generation_;
+}
+
+void KubeSource::DeleteResourceClaim(const k8s::ResourceClaim& claim) {
+  absl::MutexLock lock(&mu_);
+  if (resource_claims_.erase(claim.metadata.Key()) > 0) last_other_change_ = ++generation_;
+}
+
+void KubeSource::UpsertResourceSlice(const k8s::ResourceSlice& slice) {
+  absl::MutexLock lock(&mu_);
+  Upsert(resource_slices_, slice);
+  last_other_change_ = ++generation_;
+}
+
+void KubeSource::DeleteResourceSlice(const k8s::ResourceSlice& slice) {
+  absl::MutexLock lock(&mu_);
+  if (resource_slices_.erase(slice.metadata.Key()) > 0) last_other_change_ = ++generation_;
+}
+
 std::shared_ptr<const KubeState> KubeSource::State() const {
   absl::MutexLock lock(&mu_);
   if (state_ != nullptr && state_->generation == generation_) return state_;
@@ -133,6 +155,8 @@ std::shared_ptr<const KubeState> KubeSource::State() const {
   for (const auto& [key, n] : csi_nodes_) state->csi_nodes.push_back(n);
   for (const auto& [key, d] : csi_drivers_) state->csi_drivers.push_back(d);
   for (const auto& [key, c] : csi_capacities_) state->csi_capacities.push_back(c);
+  for (const auto& [key, c] : resource_claims_) state->resource_claims.push_back(c);
+  for (const auto& [key, s] : resource_slices_) state->resource_slices.push_back(s);
   state_ = std::move(state);
   return state_;
 }

@@ -40,6 +40,11 @@ class KubeSource {
   void DeleteCsiDriver(const k8s::CsiDriver& driver);
   void UpsertCsiCapacity(const k8s::CsiStorageCapacity& capacity);
   void DeleteCsiCapacity(const k8s::CsiStorageCapacity& capacity);
+  // Issue 25 DRA (dra_pods.h): ResourceClaims and ResourceSlices (gpus: dra only).
+  void UpsertResourceClaim(const k8s::ResourceClaim& claim);
+  void DeleteResourceClaim(const k8s::ResourceClaim& claim);
+  void UpsertResourceSlice(const k8s::ResourceSlice& slice);
+  void DeleteResourceSlice(const k8s::ResourceSlice& slice);
 
   // The current state; the same object as last time when nothing changed.
   std::shared_ptr<const KubeState> State() const;
@@ -61,6 +66,8 @@ class KubeSource {
   std::map<std::string, std::shared_ptr<const k8s::CsiNode>> csi_nodes_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<const k8s::CsiDriver>> csi_drivers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<const k8s::CsiStorageCapacity>> csi_capacities_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<const k8s::ResourceClaim>> resource_claims_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<const k8s::ResourceSlice>> resource_slices_ ABSL_GUARDED_BY(mu_);
   mutable std::shared_ptr<const KubeState> state_ ABSL_GUARDED_BY(mu_);
   // The recent pod upserts (generation -> pod key), at most kChangeLogSize of them; the changes
   // since a generation older than `log_starts_after_` are no longer known.

@@ -21,6 +21,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "k8s_client/config.h"
+#include "k8s_client/dra.h"
 #include "k8s_client/informer.h"
 #include "k8s_client/rest_client.h"
 #include "k8s_client/scheduler_api.h"
@@ -458,6 +459,7 @@ class Daemon {
         [this](const k8s::CsiStorageCapacity& c) { kube_source_.DeleteCsiCapacity(c); trigger_.Fire(); }};
     csi_capacities_ = std::make_unique<k8s::Informer<k8s::CsiStorageCapacity>>(
         client_.get(), k8s::kCsiStorageCapacities, informer_options, csi_capacity_handlers);
+    StartDraInformers(informer_options);
     nodes_->Start();
     pods_->Start();
     budgets_->Start();
@@ -467,6 +469,26 @@ class Daemon {
     csi_nodes_->Start();
     csi_drivers_->Start();
     csi_capacities_->Start();
+  }
+
+  // Issue 25 DRA (dra_pods.h): ResourceClaims and ResourceSlices, read only where some partition
+  // says gpus: dra (the chart's RBAC has them; a cluster without resource.k8s.io/v1 never asks).
+  template <typename T>
+  std::unique_ptr<k8s::Informer<T>> DraInformer(const k8s::ResourceType& type, const k8s::InformerOptions& options,
+                                                void (KubeSource::*upsert)(const T&), void (KubeSource::*remove)(const T&)) {
+    auto informer = std::make_unique<k8s::Informer<T>>(client_.get(), type, options, k8s::InformerHandlers<T>{
+        [this, upsert](const T& o) { (kube_source_.*upsert)(o); trigger_.Fire(); },
+        [this, upsert](const T&, const T& o) { (kube_source_.*upsert)(o); trigger_.Fire(); },
+        [this, remove](const T& o) { (kube_source_.*remove)(o); trigger_.Fire(); }});
+    informer->Start();
+    return informer;
+  }
+  void StartDraInformers(const k8s::InformerOptions& options) {
+    if (config_.slurm.partition_dra_gpus.empty()) return;
+    resource_claims_ = DraInformer<k8s::ResourceClaim>(k8s::kResourceClaims, options, &KubeSource::UpsertResourceClaim,
+                                                       &KubeSource::DeleteResourceClaim);
+    resource_slices_ = DraInformer<k8s::ResourceSlice>(k8s::kResourceSlices, options, &KubeSource::UpsertResourceSlice,
+                                                       &KubeSource::DeleteResourceSlice);
   }
 
   int StartLeaderElection(const k8s::ClientConfig& kc) {
@@ -513,7 +535,9 @@ class Daemon {
            !budgets_->WaitForSync(absl::Seconds(1)) || !claims_->WaitForSync(absl::Seconds(1)) ||
            !volumes_->WaitForSync(absl::Seconds(1)) || !classes_->WaitForSync(absl::Seconds(1)) ||
            !csi_nodes_->WaitForSync(absl::Seconds(1)) || !csi_drivers_->WaitForSync(absl::Seconds(1)) ||
-           !csi_capacities_->WaitForSync(absl::Seconds(1))) {
+           !csi_capacities_->WaitForSync(absl::Seconds(1)) ||
+           (resource_claims_ && (!resource_claims_->WaitForSync(absl::Seconds(1)) ||
+                                 !resource_slices_->WaitForSync(absl::Seconds(1))))) {
       loop_health_.Beat();  // waiting, not stuck: a large cluster's first list takes a while
       if (!trigger_.Wait(absl::ZeroDuration())) return false;
       spdlog::info("waiting for the pod and node informers to sync");
@@ -637,6 +661,8 @@ class Daemon {
     if (csi_nodes_) csi_nodes_->Stop();
     if (csi_drivers_) csi_drivers_->Stop();
     if (csi_capacities_) csi_capacities_->Stop();
+    if (resource_claims_) resource_claims_->Stop();
+    if (resource_slices_) resource_slices_->Stop();
     if (pods_) pods_->Stop();
     if (nodes_) nodes_->Stop();
     if (server_) server_->Shutdown();
@@ -665,6 +691,8 @@ class Daemon {
   std::unique_ptr<k8s::Informer<k8s::CsiNode>> csi_nodes_;
   std::unique_ptr<k8s::Informer<k8s::CsiDriver>> csi_drivers_;
   std::unique_ptr<k8s::Informer<k8s::CsiStorageCapacity>> csi_capacities_;
+  std::unique_ptr<k8s::Informer<k8s::ResourceClaim>> resource_claims_;
+  std::unique_ptr<k8s::Informer<k8s::ResourceSlice>> resource_slices_;
   std::unique_ptr<k8s::RestClient> lease_rest_client_, loop_writer_;
   std::unique_ptr<k8s::SchedulerApi> lease_api_;
   std::unique_ptr<LeaderElector> elector_;

@@ -118,6 +118,13 @@ class TimedClusterActions final : public ClusterActions {
   absl::Status AnnotateNode(const std::string& node, const std::string& key, const std::string& value) override {
     return inner_->AnnotateNode(node, key, value);
   }
+  absl::Status AllocateClaim(const std::string& claim_key, const std::vector<k8s::DeviceAllocationResult>& results,
+                             const std::string& node, const k8s::ClaimConsumer& pod) override {
+    return inner_->AllocateClaim(claim_key, results, node, pod);
+  }
+  absl::Status ClearClaim(const std::string& claim_key, const std::string& pod_uid) override {
+    return inner_->ClearClaim(claim_key, pod_uid);
+  }
   absl::Status SelectVolumeNode(const std::string& claim_key, const std::string& node) override {
     return inner_->SelectVolumeNode(claim_key, node);
   }

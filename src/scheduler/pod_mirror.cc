@@ -28,6 +28,7 @@ const char* MirrorStateName(MirrorState s) {
     case MirrorState::kClaimed: return "Claimed";
     case MirrorState::kWaitingForVictims: return "WaitingForVictims";
     case MirrorState::kSubmitUnknown: return "SubmitUnknown";
+    case MirrorState::kClaimWritten: return "ClaimWritten";
   }
   return "?";
 }
@@ -45,6 +46,7 @@ const char* MirrorEventName(MirrorEvent e) {
     case MirrorEvent::kVictimsAsked: return "victims-asked";
     case MirrorEvent::kBoundWhilePending: return "bound-while-pending";
     case MirrorEvent::kSubmitTimedOut: return "submit-timed-out";
+    case MirrorEvent::kClaimWritten: return "claim-written";
   }
   return "?";
 }
@@ -60,7 +62,7 @@ struct Transition {
 using S = MirrorState;
 using E = MirrorEvent;
 // The machine, whole.
-constexpr std::array<Transition, 26> kTransitions = {{
+constexpr std::array<Transition, 29> kTransitions = {{
     {S::kPlanned, E::kSubmitted, S::kPlaceholderPending},
     {S::kPlaceholderPending, E::kRunningSeen, S::kPlaceholderRunning},
     {S::kPlaceholderRunning, E::kPodBound, S::kBound},
@@ -94,6 +96,10 @@ constexpr std::array<Transition, 26> kTransitions = {{
     {S::kSubmitUnknown, E::kSubmitted, S::kPlaceholderPending},
     {S::kSubmitUnknown, E::kClaimSubmitted, S::kClaimed},
     {S::kSubmitUnknown, E::kUndo, S::kUndoing},
+    // gpus: dra: the claim step between the placeholder's start and the bind.
+    {S::kPlaceholderRunning, E::kClaimWritten, S::kClaimWritten},
+    {S::kClaimWritten, E::kPodBound, S::kBound},
+    {S::kClaimWritten, E::kUndo, S::kUndoing},
 }};
 
 constexpr char kPreempting[] = " preempting ";
@@ -281,6 +287,12 @@ absl::Status PodMirrors::Bound(const std::string& uid, queue::Time now) {
   return Move(it->second, MirrorEvent::kPodBound, now);
 }
 
+absl::Status PodMirrors::ClaimWritten(const std::string& uid, queue::Time now) {
+  auto it = records_.find(uid);
+  if (it == records_.end()) return absl::NotFoundError(absl::StrCat("pod ", uid, " has no mirror"));
+  return Move(it->second, MirrorEvent::kClaimWritten, now);
+}
+
 absl::Status PodMirrors::BindFailed(const std::string& uid, const std::string& why, queue::Time now) {
   return Undo(uid, absl::StrCat("binding failed: ", why), now);
 }
@@ -350,6 +362,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
       return Submit(r, now);
     case MirrorState::kPlaceholderPending:
     case MirrorState::kPlaceholderRunning:
+    case MirrorState::kClaimWritten:
       if (pod_gone) return UndoRecord(r, "the pod is gone", now);
       if (!pod->node.empty() && !pod_here) return UndoRecord(r, "the pod is bound elsewhere", now);
       if (running_there) {
@@ -360,7 +373,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
       if (pod_here) {
         // Bound while its placeholder does not run: a bind sent while it ran, the placeholder lost
         // since (kBound then makes a new one); never undone, the pod runs.
-        if (r.state == MirrorState::kPlaceholderRunning) return (void)Move(r, MirrorEvent::kPodBound, now);
+        if (r.state != MirrorState::kPlaceholderPending) return (void)Move(r, MirrorEvent::kPodBound, now);
         r.why = "bound before its placeholder runs";
         (void)Move(r, MirrorEvent::kBoundWhilePending, now);
         // kRemirrorPending from now on: the same placeholder, or a new one if it is gone.
@@ -369,7 +382,7 @@ void PodMirrors::AdvanceOne(PodMirrorRecord& r, const slurm::SlurmJob* job, cons
       }
       if (unseen) return;  // the poll predates the submit
       if (!pending) return UndoRecord(r, "the placeholder is gone or runs elsewhere", now);
-      if (r.state == MirrorState::kPlaceholderRunning) return UndoRecord(r, "the placeholder no longer runs", now);
+      if (r.state != MirrorState::kPlaceholderPending) return UndoRecord(r, "the placeholder no longer runs", now);
       if (now - r.since >= options_.pending_timeout) {
         return UndoRecord(r, absl::StrCat("Slurm has not started the placeholder in ", options_.pending_timeout, " s"),
                           now);
@@ -514,7 +527,7 @@ const PodMirrorRecord* PodMirrors::Find(const std::string& uid) const {
 std::vector<const PodMirrorRecord*> PodMirrors::ReadyToBind() const {
   std::vector<const PodMirrorRecord*> out;
   for (const auto& [uid, r] : records_) {
-    if (r.state == MirrorState::kPlaceholderRunning) out.push_back(&r);
+    if (r.state == MirrorState::kPlaceholderRunning || r.state == MirrorState::kClaimWritten) out.push_back(&r);
   }
   return out;
 }

@@ -22,6 +22,14 @@
 //   kClaimed | kWaitingForVictims --RUNNING on the node--> kPlaceholderRunning (then as above)
 //   kClaimed | kWaitingForVictims --undo--> kUndoing (a victim refused, the pod gone, timeout)
 //
+// The claim step (issue 25 DRA, gpus: dra nodes only; docs/sharing.md section 5): the pod's
+// ResourceClaims are allocated to the devices of the placeholder's GPU indices before the bind:
+//   kPlaceholderRunning --claims written (each as NextClaimStep: written, or found written)-->
+//       kClaimWritten --pod bound--> kBound;  kClaimWritten --undo--> kUndoing (as above)
+// The claims are the durable record of the step: a successor rebuilds kPlaceholderRunning and finds
+// them written (NextClaimStep kBind). A claim reserved for the pod and not as the placeholder's
+// indices ask (the record undone, the placeholder gone) is cleared by the claim step, never here.
+//
 // A submit that timed out (kDeadlineExceeded: slurmrestd hung, the job may have landed) is not
 // undone at once: the placeholder may stand in Slurm, pending, and for a claim name its victims.
 //   kPlanned --submit timed out--> kSubmitUnknown (the pod holds its place on the node, and a
@@ -78,6 +86,7 @@ enum class MirrorState {
   kClaimed,            // a preemptor's placeholder submitted (pending); its victims not all asked
   kWaitingForVictims,  // every victim asked; the placeholder pending until they have left
   kSubmitUnknown,      // the submit timed out: the placeholder may have landed (a claim counts as standing)
+  kClaimWritten,       // gpus: dra: the pod's ResourceClaims are allocated to the placeholder's GPU indices
 };
 enum class MirrorEvent {
   kSubmitted,        // the placeholder was accepted by Slurm (it has a job id)
@@ -91,6 +100,7 @@ enum class MirrorEvent {
   kVictimsAsked,     // every victim of the preemptor was asked to leave
   kBoundWhilePending,  // the pod is found bound on the node while its placeholder is still pending
   kSubmitTimedOut,   // the submit ended in kDeadlineExceeded: it may or may not have landed
+  kClaimWritten,     // gpus: dra: every claim of the pod is allocated as the placeholder's indices ask
 };
 const char* MirrorStateName(MirrorState s);
 const char* MirrorEventName(MirrorEvent e);
@@ -209,6 +219,8 @@ class PodMirrors {
   // The same by pod key, for its waiting report (a refusal is forgotten by Advance once over).
   const std::string* RefusedPod(const std::string& key) const;
 
+  // gpus: dra: the pod's claims are written as its placeholder's indices ask (kClaimWritten).
+  absl::Status ClaimWritten(const std::string& uid, queue::Time now);
   // The pod's binding landed (kPodBound) or failed (undo).
   absl::Status Bound(const std::string& uid, queue::Time now);
   absl::Status BindFailed(const std::string& uid, const std::string& why, queue::Time now);
@@ -226,7 +238,8 @@ class PodMirrors {
 
   const std::map<std::string, PodMirrorRecord>& records() const { return records_; }
   const PodMirrorRecord* Find(const std::string& uid) const;
-  // Pods whose placeholder runs and that may be bound now (kPlaceholderRunning).
+  // Pods whose placeholder runs (kPlaceholderRunning) or whose claims are written too
+  // (kClaimWritten): bound now, except on a gpus: dra node before the claim step (the loop's).
   std::vector<const PodMirrorRecord*> ReadyToBind() const;
   // Bound pods whose re-made placeholder has not started within the timeout (to be reported).
   std::vector<const PodMirrorRecord*> Lost(queue::Time now) const;

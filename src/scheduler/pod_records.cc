@@ -206,7 +206,11 @@ PodRecord PodRecord::From(const k8s::Pod& pod) {
   ReadInterPodRules(pod, r);
   ReadPodPreferences(pod, r);
   r.claims = pod.volume_claims;
-  if (!pod.resource_claims.empty()) {  // DynamicResources: nothing would be allocated
+  for (size_t i = 0; i < pod.resource_claim_objects.size(); ++i) {
+    const std::string& object = pod.resource_claim_objects[i];
+    r.resource_claims.push_back(object.empty() ? "" : absl::StrCat(pod.metadata.namespace_, "/", object));
+  }
+  if (!pod.resource_claims.empty()) {  // DynamicResources: nothing would be allocated (dra_pods.h lifts it)
     r.unsupported_placement = absl::StrCat("spec.resourceClaims (", absl::StrJoin(pod.resource_claims, ", "),
                                            "): DynamicResources claim allocation is not supported yet");
   }

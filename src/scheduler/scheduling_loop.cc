@@ -1,5 +1,6 @@
 #include "scheduler/node_split.h"
 #include "scheduler/scheduling_loop.h"
+#include "scheduler/dra_pods.h"
 
 #include <algorithm>
 #include <set>
@@ -99,7 +100,8 @@ SchedulingLoop::SchedulingLoop(const Config& config, const ClusterView* view, Cl
 CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   CycleStats stats;
   if (RunArrivalCycle(now, &stats)) return stats;
-  const std::shared_ptr<const KubeState> state = view_->State();
+  // Issue 25 DRA: pods' claims as GPUs on gpus: dra nodes (by the last cycle's join with Slurm).
+  const std::shared_ptr<const KubeState> state = WithDraGpus(view_->State(), DraNodesOf(config_.slurm, slurm_records_));
   const std::shared_ptr<const slurm::SlurmView> slurm_view =
       lending_.Observe(slurm_ != nullptr ? view_->Slurm() : nullptr, now, &stats);
   DrainBindResults(now, &stats);
@@ -132,7 +134,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   MarkPhase("plan");
 
   StartWorkloads(plan, built, *state, now, &touched, &stats);
-  BindMirrored(*state);
+  BindMirrored(*state, now);
   DrainBindResults(now, &stats);  // whatever has landed already counts in this cycle
   if (lending_.known()) preemptions_.RetryVictims(cycle);
   preemptions_.Start(WholeNodePreemptions(plan.preemptions, *built.snapshot), WithNominationReports(plan, cycle));
@@ -165,7 +167,8 @@ SnapshotOptions SchedulingLoop::ReadWorld(const KubeState& state, queue::Time no
   for (const auto& [uid, r] : mirrors_.records()) {
     if (r.state == MirrorState::kPlanned || r.state == MirrorState::kPlaceholderPending ||
         r.state == MirrorState::kPlaceholderRunning || r.state == MirrorState::kClaimed ||
-        r.state == MirrorState::kWaitingForVictims || r.state == MirrorState::kSubmitUnknown) {
+        r.state == MirrorState::kWaitingForVictims || r.state == MirrorState::kSubmitUnknown ||
+        r.state == MirrorState::kClaimWritten) {
       options.assumed_bindings.emplace(r.pod.key, r.node.node);
       options.claims.insert(r.pod.key);  // covers MirrorClaimStands (C1) and the unbound (G3)
     }
@@ -522,7 +525,8 @@ bool SchedulingLoop::MirrorInsteadOfBinding(const PodRecord* pod, const std::str
   return true;
 }
 
-void SchedulingLoop::BindMirrored(const KubeState& state) {
+void SchedulingLoop::BindMirrored(const KubeState& state, queue::Time now) {
+  const std::set<std::string> claiming = StepClaims(state, now);
   const std::vector<const PodMirrorRecord*> ready = mirrors_.ReadyToBind();
   if (ready.empty()) return;
   std::set<std::string_view> pending;
@@ -531,6 +535,7 @@ void SchedulingLoop::BindMirrored(const KubeState& state) {
   }
   for (const PodMirrorRecord* r : ready) {
     if (!pending.count(r->pod.uid) || bindings_.Find(r->pod.uid) != nullptr) continue;
+    if (claiming.count(r->pod.uid) && r->state != MirrorState::kClaimWritten) continue;  // its claims first
     SendBinding(r->pod.uid, r->pod.key, r->node.node,
                 absl::StrCat("Successfully assigned ", r->pod.key, " to ", r->node.node,
                              " by onequeue; mirrored in Slurm by placeholder job ", r->job.value_or(0),

@@ -124,6 +124,20 @@ class ClusterActions {
   virtual absl::Status PodEvent(const std::string& pod_key, const std::string& reason, const std::string& note) {
     return absl::OkStatus();
   }
+  // Issue 25 DRA, the claim step (docs/sharing.md section 5): the ResourceClaim ("namespace/name")
+  // allocated to `results` on `node` with `pod` in reservedFor, as kube-scheduler's DRA plugin
+  // writes it (the delete-protection finalizer, then the status by compare-and-swap on the claim as
+  // read by this call). Already so: OK, nothing written. kAborted: someone wrote it since the read
+  // (the loop reads it again next cycle); kFailedPrecondition: allocated otherwise.
+  virtual absl::Status AllocateClaim(const std::string& claim_key, const std::vector<k8s::DeviceAllocationResult>& results,
+                                     const std::string& node, const k8s::ClaimConsumer& pod) {
+    return absl::UnimplementedError("ResourceClaim allocation");
+  }
+  // Its undo: when the claim is reserved for `pod_uid`, the pod out of reservedFor and the
+  // allocation cleared (onequeue's write, undone); else nothing (OK).
+  virtual absl::Status ClearClaim(const std::string& claim_key, const std::string& pod_uid) {
+    return absl::UnimplementedError("ResourceClaim allocation");
+  }
   // VolumeBinding's PreBind: annotates the claim ("namespace/name") with
   // volume.kubernetes.io/selected-node = `node`, so its provisioner makes the volume there. The
   // loop binds the pod only once this returned OK.
@@ -357,6 +371,10 @@ class SchedulingLoop {
   // listings (rebuilt from them on the first cycle with Slurm's view), before the plan.
   void AdvanceMirrors(const KubeState& state, const slurm::SlurmView& view, const BuiltSnapshot& built,
                       queue::Time now, CycleStats* stats);
+  // Issue 25 DRA, the claim step (dra_claim_step.cc): each pending pod with ResourceClaims, its
+  // claims moved as NextClaimStep says; returns the UIDs of those pods (bound only in kClaimWritten).
+  std::set<std::string> StepClaims(const KubeState& state, queue::Time now);
+  void StepPodClaims(const PodRecord& pod, const KubeState& state, const SlurmConfig::DraGpus* gpus, queue::Time now);
   // Pods whose placeholder is lost and not made again within the timeout: each reported once per
   // loss (the MirrorLost event on the pod, stats->mirrors_lost), and evicted if
   // sharing.onLostMirror says evict.
@@ -367,7 +385,7 @@ class SchedulingLoop {
   // A pod the plan starts on a shared node gets a placeholder instead of its binding; true if so.
   bool MirrorInsteadOfBinding(const PodRecord* pod, const std::string& node, queue::Time now);
   // Pods whose placeholder runs are bound now.
-  void BindMirrored(const KubeState& state);
+  void BindMirrored(const KubeState& state, queue::Time now);
   MirroredPod MirroredPodOf(const PodRecord& pod) const;
   // Issue 25 step 4: a pod preemptor (one pod or a gang) whose member nodes are all shared claims
   // its room there (each member's placeholder, pending: PodMirrors::Claim), then its victims are

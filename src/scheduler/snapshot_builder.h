@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "k8s_client/dra.h"
 #include "k8s_client/models.h"
 #include "scheduler/config.h"
 #include "scheduler/pod_placement.h"
@@ -164,6 +165,9 @@ struct PodRecord {
   std::vector<WeightedInterPodTerm> preferred_affinity, preferred_anti_affinity;
   // The PersistentVolumeClaims its volumes use (names in its namespace; volume_placement.h).
   std::vector<std::string> claims;
+  // Issue 25 DRA (dra_pods.h): its ResourceClaims by namespace/name, in spec order; "" for one not
+  // made yet. Refused (unsupported_placement) unless dra_pods.h takes it on a gpus: dra node.
+  std::vector<std::string> resource_claims;
   uint64_t generation = 0;
 
   static PodRecord From(const k8s::Pod& pod);
@@ -212,6 +216,9 @@ struct KubeState {
   // VolumeBinding's storage capacity check: CSIDriver and CSIStorageCapacity objects.
   std::vector<std::shared_ptr<const k8s::CsiDriver>> csi_drivers;
   std::vector<std::shared_ptr<const k8s::CsiStorageCapacity>> csi_capacities;
+  // Issue 25 DRA (dra_pods.h): ResourceClaims and ResourceSlices, read only with gpus: dra.
+  std::vector<std::shared_ptr<const k8s::ResourceClaim>> resource_claims;
+  std::vector<std::shared_ptr<const k8s::ResourceSlice>> resource_slices;
   uint64_t generation = 0;  // the highest record generation in it
 };
 

@@ -136,6 +136,12 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
       {"storage.k8s.io/csinodes", {"list", "watch"}},
       {"storage.k8s.io/csidrivers", {"list", "watch"}},
       {"storage.k8s.io/csistoragecapacities", {"list", "watch"}},
+      // GPUs on shared nodes by index (issue 25, DRA): the claim's allocation is the scheduler's write.
+      {"resource.k8s.io/resourceslices", {"get", "list", "watch"}},
+      {"resource.k8s.io/resourceclaims", {"get", "list", "watch", "update"}},  // the finalizer
+      {"resource.k8s.io/deviceclasses", {"get", "list", "watch"}},
+      {"resource.k8s.io/resourceclaims/status", {"update"}},
+      {"resource.k8s.io/resourceclaims/binding", {"update"}},  // asked for allocation / reservedFor writes
   };
   EXPECT_EQ(grants, exact);
   // The Lease: create, and get/update of this release's Lease only; the fair-share usage (issue

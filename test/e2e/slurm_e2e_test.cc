@@ -15,6 +15,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "absl/strings/strip.h"
 #include "common/slurm_cluster.h"
 #include "e2e/e2e_support.h"
+#include "k8s_client/dra.h"
 
 namespace onequeue::e2e {
 namespace {
@@ -1404,6 +1406,95 @@ TEST_P(SlurmE2ETest, SharedNodeAnInteractivePodRequeuesOnlyTheSlurmJobBesideAnot
   EXPECT_EQ(SlurmFence(1), "");
   EXPECT_FALSE(SlurmDrained(1));
   std::cout << "[measured] scene took " << absl::FormatDuration(absl::Now() - began) << "\n";
+}
+
+// The GPU indices Slurm gave the job on its node (`scontrol show job -d`: "GRES=gpu:2(IDX:2-3)"),
+// ranges expanded; empty when Slurm gives none.
+std::set<int> SlurmGpuIndices(uint32_t id) {
+  std::set<int> out;
+  auto text = SlurmCommand(SlurmClusterEnvironment::Info(), {"scontrol", "show", "job", "-d", absl::StrCat(id)});
+  if (!text.ok()) return out;
+  const size_t at = text->find("IDX:");
+  if (at == std::string::npos) return out;
+  const std::string list = text->substr(at + 4, text->find(')', at) - at - 4);
+  for (absl::string_view part : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    std::vector<std::string> range = absl::StrSplit(part, '-');
+    int lo = 0, hi = 0;
+    if (!absl::SimpleAtoi(range[0], &lo)) continue;
+    hi = lo;
+    if (range.size() == 2 && !absl::SimpleAtoi(range[1], &hi)) continue;
+    for (int i = lo; i <= hi; ++i) out.insert(i);
+  }
+  return out;
+}
+
+// Issue 25 DRA, docs/sharing.md section 5 (placeholder mechanism only): the shared partition says
+// gpus: dra; a DRA driver's ResourceSlice publishes the node's 4 GPUs as devices gpu-0..gpu-3 of
+// index 0..3 and a pod claims 2 of them by a ResourceClaim. A 2-GPU Slurm job runs there; the pod
+// is bound, its claim allocated (pinned to the node, reserved for the pod) to exactly the devices
+// of the GPU indices Slurm gave the pod's placeholder, none of the job's.
+TEST_P(SlurmE2ETest, SharedNodeADraPodsClaimGetsItsPlaceholdersGpuIndicesNotTheJobs) {
+  if (GetParam() != "placeholder") GTEST_SKIP() << "a shared node is never fenced: one mechanism is enough";
+  pool_sharing_ = "shared, gpus: dra, gpuDeviceClasses: [gpu.example.com]";
+  ASSERT_NO_FATAL_FAILURE(AddSharedGpuNode());
+  const std::string node = K8sNode(1);
+  json devices = json::array();
+  for (int i = 0; i < 4; ++i)
+    devices.push_back({{"name", absl::StrCat("gpu-", i)}, {"attributes", {{"index", {{"int", i}}}}}});
+  const std::string slice = node + "-gpus";
+  absl::Status created = Create(client_.get(), k8s::kResourceSlices, "",
+                     json{{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"}, {"metadata", {{"name", slice}}},
+                          {"spec", {{"driver", "gpu.example.com"}, {"nodeName", node},
+                                    {"pool", {{"name", node}, {"generation", 1}, {"resourceSliceCount", 1}}},
+                                    {"devices", devices}}}});
+  ASSERT_TRUE(created.ok()) << created;
+  created = Create(client_.get(), k8s::kResourceClaims, ns_,
+                json{{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceClaim"},
+                     {"metadata", {{"name", "train-gpus"}, {"namespace", ns_}}},
+                     {"spec", {{"devices", {{"requests", json::array({{{"name", "gpus"},
+                        {"exactly", {{"deviceClassName", "gpu.example.com"}, {"count", 2}}}}})}}}}}});
+  ASSERT_TRUE(created.ok()) << created;
+  const uint32_t job = SubmitGpus("2");
+  ASSERT_TRUE(Eventually(kSlurmTimeout, [&] { return ShowJob(job)["JobState"] == "RUNNING"; }));
+  ASSERT_NO_FATAL_FAILURE(StartScheduler(/*lend_after=*/1));
+  PodOptions o;
+  o.qos = "interactive";
+  json pod = MakePod("train", ns_, o);
+  pod["spec"]["resourceClaims"] = json::array({{{"name", "gpus"}, {"resourceClaimName", "train-gpus"}}});
+  ASSERT_TRUE(Create(client_.get(), k8s::kPods, ns_, pod).ok());
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodNode("train") == node; })) << PodNode("train");
+  const std::vector<std::string> placeholder = PodPlaceholder("train");
+  ASSERT_EQ(placeholder.size(), 5u);
+  EXPECT_EQ(placeholder[1], "RUNNING");
+  uint32_t placeholder_id = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(placeholder[0], &placeholder_id));
+  EXPECT_TRUE(absl::StrContains(ShowJob(placeholder_id)["TresPerNode"], "gpu:2")) << ShowJob(placeholder_id)["TresPerNode"];
+  const std::set<int> ours = SlurmGpuIndices(placeholder_id), theirs = SlurmGpuIndices(job);
+  ASSERT_EQ(ours.size(), 2u);
+  ASSERT_EQ(theirs.size(), 2u);
+  auto claim_json = k8s::GetClaim(*client_, ns_, "train-gpus");
+  ASSERT_TRUE(claim_json.ok()) << claim_json.status();
+  auto claim = k8s::ResourceClaim::FromJson(*claim_json);
+  ASSERT_TRUE(claim.ok()) << claim.status();
+  EXPECT_TRUE(claim->allocated);
+  EXPECT_EQ(claim->allocation_node, node);
+  ASSERT_EQ(claim->reserved_for.size(), 1u);
+  EXPECT_EQ(claim->reserved_for[0].uid, GetPod(client_.get(), ns_, "train")->metadata.uid);
+  std::set<int> devices_of_claim;
+  for (const k8s::DeviceAllocationResult& r : claim->results) {
+    EXPECT_EQ(r.driver, "gpu.example.com");
+    EXPECT_EQ(r.pool, node);
+    int index = -1;
+    EXPECT_TRUE(absl::SimpleAtoi(absl::StripPrefix(r.device, "gpu-"), &index)) << r.device;
+    devices_of_claim.insert(index);
+  }
+  std::cout << "[scene] job " << job << " on gpu " << absl::StrJoin(theirs, ",") << "; placeholder " << placeholder_id
+            << " on gpu " << absl::StrJoin(ours, ",") << "; claim devices " << absl::StrJoin(devices_of_claim, ",")
+            << "\n";
+  EXPECT_EQ(devices_of_claim, ours);
+  for (int i : theirs) EXPECT_FALSE(devices_of_claim.count(i)) << i;
+  EXPECT_EQ(ShowJob(job)["JobState"], "RUNNING");
+  (void)testing::Kubectl(K8sClusterEnvironment::Info(), {"delete", "resourceslice", slice, "--wait=false"});
 }
 
 // Issue 25 step 4 with a Slurm job as the preemptor, on the same 4-GPU shared node: a 2-GPU Slurm

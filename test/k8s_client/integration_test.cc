@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "common/k8s_cluster.h"
 #include "k8s_client/config.h"
+#include "k8s_client/dra.h"
 #include "k8s_client/informer.h"
 #include "k8s_client/models.h"
 #include "k8s_client/rest_client.h"
@@ -527,6 +528,73 @@ TEST(K8sClientIntegration, SchedulerWritesUnderItsOwnIdentity) {
   EXPECT_EQ(api.CreateLease(elsewhere).status().code(), absl::StatusCode::kPermissionDenied);
   std::unique_ptr<RestClient> nobody = ClientFor(Cluster().nobody_kubeconfig);
   EXPECT_EQ(nobody->Get(CollectionPath(kPods, ns)).status().code(), absl::StatusCode::kPermissionDenied);
+}
+
+// Issue 25, docs/sharing.md section 5: resource.k8s.io/v1 is served by the test apiserver (v1.37),
+// the daemon's role lists and watches a node's ResourceSlices and reads claims, and it writes a
+// claim's allocation as kube-scheduler's DRA plugin does: the delete-protection finalizer by a
+// normal update, then status (allocation + reservedFor) by a PUT whose resourceVersion makes it a
+// compare-and-swap (a stale write is Aborted, to be re-read), and the undo clears both.
+TEST(K8sClientIntegration, TheSchedulerAllocatesAResourceClaimByIndexUnderItsOwnIdentity) {
+  const std::string ns = "dra";
+  CreateNamespace(ns);
+  auto cls = Admin().Post(CollectionPath(kDeviceClasses, ""),
+                          json{{"apiVersion", "resource.k8s.io/v1"}, {"kind", "DeviceClass"},
+                               {"metadata", {{"name", "gpu.example.com"}}}, {"spec", json::object()}});
+  ASSERT_TRUE(cls.ok() || cls.status().code() == absl::StatusCode::kAlreadyExists) << cls.status();
+  json devices = json::array();
+  for (int i = 0; i < 4; ++i) devices.push_back({{"name", "gpu-" + std::to_string(i)}, {"attributes", {{"index", {{"int", i}}}}}});
+  auto slice = Admin().Post(CollectionPath(kResourceSlices, ""),
+                            json{{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"},
+                                 {"metadata", {{"name", "dra-node-gpus"}}},
+                                 {"spec", {{"driver", "gpu.example.com"}, {"nodeName", "dra-node"},
+                                           {"pool", {{"name", "dra-node"}, {"generation", 1}, {"resourceSliceCount", 1}}},
+                                           {"devices", devices}}}});
+  ASSERT_TRUE(slice.ok()) << slice.status();
+  auto made = Admin().Post(CollectionPath(kResourceClaims, ns),
+                           json{{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceClaim"},
+                                {"metadata", {{"name", "two-gpus"}, {"namespace", ns}}},
+                                {"spec", {{"devices", {{"requests", json::array({{{"name", "gpus"},
+                                   {"exactly", {{"deviceClassName", "gpu.example.com"}, {"count", 2}}}}})}}}}}});
+  ASSERT_TRUE(made.ok()) << made.status();
+
+  std::unique_ptr<RestClient> sched = ClientFor(Cluster().scheduler_kubeconfig, 50);
+  ASSERT_NE(sched, nullptr);
+  InformerOptions opts;
+  opts.field_selector = "spec.nodeName=dra-node";
+  Informer<ResourceSlice> slices(sched.get(), kResourceSlices, opts);
+  slices.Start();
+  ASSERT_TRUE(slices.WaitForSync(absl::Seconds(30)));
+  ASSERT_EQ(slices.List().size(), 1u);
+  EXPECT_EQ(slices.List()[0].devices.size(), 4u);
+
+  absl::StatusOr<json> read = GetClaim(*sched, ns, "two-gpus");
+  ASSERT_TRUE(read.ok()) << read.status();
+  absl::StatusOr<json> guarded = PutClaim(*sched, WithFinalizer(*read));
+  ASSERT_TRUE(guarded.ok()) << guarded.status();
+  const std::vector<DeviceAllocationResult> results = {{"gpus", "gpu.example.com", "dra-node", "gpu-2"},
+                                                       {"gpus", "gpu.example.com", "dra-node", "gpu-3"}};
+  absl::StatusOr<json> written = PutClaimStatus(*sched, WithAllocation(*guarded, results, "dra-node", {"", "pods", "nb", "uid-nb"}));
+  ASSERT_TRUE(written.ok()) << written.status();
+  absl::StatusOr<ResourceClaim> claim = ResourceClaim::FromJson(*GetClaim(Admin(), ns, "two-gpus"));
+  ASSERT_TRUE(claim.ok()) << claim.status();
+  EXPECT_TRUE(claim->allocated);
+  EXPECT_EQ(claim->results, results);
+  EXPECT_EQ(claim->allocation_node, "dra-node");
+  EXPECT_EQ(claim->reserved_for, (std::vector<ClaimConsumer>{{"", "pods", "nb", "uid-nb"}}));
+  EXPECT_EQ(claim->metadata.resource_version, (*written)["metadata"]["resourceVersion"].get<std::string>());
+
+  // A write from the claim as read before: 409, never an overwrite.
+  absl::StatusOr<json> stale = PutClaimStatus(*sched, WithoutConsumer(*guarded, "uid-nb", true));
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kAborted) << stale.status();
+  // The undo from the claim as it is now: allocation and reservedFor cleared.
+  absl::StatusOr<json> undone = PutClaimStatus(*sched, WithoutConsumer(*written, "uid-nb", true));
+  ASSERT_TRUE(undone.ok()) << undone.status();
+  claim = ResourceClaim::FromJson(*GetClaim(Admin(), ns, "two-gpus"));
+  ASSERT_TRUE(claim.ok()) << claim.status();
+  EXPECT_FALSE(claim->allocated);
+  EXPECT_TRUE(claim->reserved_for.empty());
+  slices.Stop();
 }
 
 TEST(K8sClientIntegration, TokenFileIsReReadWhenItRotates) {

@@ -77,6 +77,18 @@ TEST(CliTest, InvalidOrUnreadableConfigIsRefusedPrecisely) {
   EXPECT_THAT(r.output, HasSubstr("line 4: queue.reservationDepth: must be 0 (unlimited) or more"));
 }
 
+// Issue 25: gpus: dra is acted on by the daemon (its claims allocated to Slurm's indices,
+// docs/sharing.md section 5): the configuration is accepted, no longer refused at start.
+TEST(CliTest, GpusDraIsAcceptedNowThatTheDaemonAllocatesClaims) {
+  const std::string dra = TempFile("dra.yaml",
+      "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\nslurm:\n  enabled: true\n"
+      "  url: http://127.0.0.1:6820\n  tokenFile: /t\n  sharedPartitions: [pool]\n"
+      "  partitions: {pool: {sharing: shared, gpus: dra, gpuDeviceClasses: [gpu.example.com]}}\n");
+  Result r = RunCommand(kScheduler + " --check-config --config " + dra);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("not acted on")));
+}
+
 TEST(CliTest, CheckConfigAcceptsAValidFile) {
   const std::string good = TempFile("good.yaml", "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n");
   Result r = RunCommand(kScheduler + " --check-config --config " + good);

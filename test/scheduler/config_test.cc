@@ -229,6 +229,50 @@ TEST(ConfigTest, BadPartitionSharingIsRefusedNamingTheKeyAndTheAllowedValues) {
   EXPECT_THAT(wrong_type.status().message(), HasSubstr("slurm.partitions must be a mapping"));
 }
 
+// Issue 25, docs/sharing.md section 5: slurm.partitions.<p>.gpus: dra names the DeviceClasses of
+// Slurm's gpu GRES and the index attribute (default index); device-plugin is the default.
+TEST(ConfigTest, PartitionGpusDraIsReadWithItsClassesAndIndexAttribute) {
+  const std::string slurm = std::string(kHeader) +
+                            "slurm: {enabled: true, url: http://127.0.0.1:6820, tokenFile: /t, sharedPartitions: [a, b], ";
+  auto none = ParseConfig(slurm + "partitions: {a: {sharing: shared}}}\n", "f.yaml");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->slurm.partition_dra_gpus.empty());
+  auto dra = ParseConfig(slurm + "partitions: {a: {sharing: shared, gpus: dra, gpuDeviceClasses: [gpu.example.com]},"
+                                 " b: {sharing: shared-same-tenant, gpus: dra, gpuDeviceClasses: [g1, g2],"
+                                 " gpuIndexAttribute: gpu.example.com/index}}}\n",
+                         "f.yaml");
+  ASSERT_TRUE(dra.ok()) << dra.status();
+  EXPECT_EQ(dra->slurm.partition_dra_gpus.at("a"), (SlurmConfig::DraGpus{{"gpu.example.com"}, "index"}));
+  EXPECT_EQ(dra->slurm.partition_dra_gpus.at("b"), (SlurmConfig::DraGpus{{"g1", "g2"}, "gpu.example.com/index"}));
+  auto plugin = ParseConfig(slurm + "partitions: {a: {sharing: shared, gpus: device-plugin}}}\n", "f.yaml");
+  ASSERT_TRUE(plugin.ok()) << plugin.status();
+  EXPECT_TRUE(plugin->slurm.partition_dra_gpus.empty());
+}
+
+TEST(ConfigTest, BadPartitionGpusAreRefusedNamingTheKeyAndWhy) {
+  const std::string slurm = std::string(kHeader) +
+                            "slurm: {enabled: true, url: http://127.0.0.1:6820, tokenFile: /t, sharedPartitions: [a], ";
+  auto Error = [&](const std::string& partitions) {
+    auto c = ParseConfig(slurm + "partitions: {a: " + partitions + "}}\n", "f.yaml");
+    return c.ok() ? std::string("<accepted>") : std::string(c.status().message());
+  };
+  EXPECT_THAT(Error("{sharing: shared, gpus: mig}"),
+              HasSubstr("slurm.partitions.a.gpus: is \"mig\"; expected device-plugin or dra"));
+  EXPECT_THAT(Error("{sharing: shared, gpus: dra}"),
+              HasSubstr("slurm.partitions.a.gpuDeviceClasses: must name at least one DeviceClass"));
+  EXPECT_THAT(Error("{sharing: shared, gpus: dra, gpuDeviceClasses: [\"\"]}"),
+              HasSubstr("slurm.partitions.a.gpuDeviceClasses: must name at least one DeviceClass"));
+  EXPECT_THAT(Error("{sharing: exclusive, gpus: dra, gpuDeviceClasses: [g]}"),
+              HasSubstr("slurm.partitions.a.gpus: dra is only for a shared partition"));
+  EXPECT_THAT(Error("{gpus: dra, gpuDeviceClasses: [g]}"), HasSubstr("dra is only for a shared partition"));
+  EXPECT_THAT(Error("{sharing: shared, gpuDeviceClasses: [g]}"),
+              HasSubstr("slurm.partitions.a.gpuDeviceClasses: is only read with gpus: dra"));
+  EXPECT_THAT(Error("{sharing: shared, gpus: dra, gpuDeviceClasses: [g], gpuIndexAttribute: \"\"}"),
+              HasSubstr("slurm.partitions.a.gpuIndexAttribute: must not be empty"));
+  EXPECT_THAT(Error("{sharing: shared, gpus: dra, gpuDeviceClasses: g}"),
+              HasSubstr("slurm.partitions.a.gpuDeviceClasses: has the wrong type"));
+}
+
 // Issue 25: sharing.onLostMirror, remake by default, evict accepted, anything else refused.
 TEST(ConfigTest, SharingOnLostMirrorIsRemakeByDefaultEvictIsAcceptedAndOtherValuesAreRefused) {
   auto none = ParseConfig(std::string(kHeader), "f.yaml");

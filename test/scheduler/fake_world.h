@@ -437,6 +437,7 @@ class World : public ClusterView, public ClusterActions {
     p->node_name = node;
     p->phase = "Running";
     binds.push_back(key + "->" + node);
+    dra_log.push_back("bind " + key);
     bind_messages.push_back(message);
     return absl::OkStatus();
   }
@@ -511,7 +512,62 @@ class World : public ClusterView, public ClusterActions {
   // PodDisruptionBudgets the budget informer shows (BudgetRecord: State()).
   std::vector<k8s::PodDisruptionBudget> budgets;
   std::shared_ptr<const KubeState> State() const override {
-    return std::make_shared<const KubeState>(ToKubeState(Nodes(), Pods(), budgets));
+    auto state = std::make_shared<KubeState>(ToKubeState(Nodes(), Pods(), budgets));
+    for (const auto& [key, c] : resource_claims) state->resource_claims.push_back(std::make_shared<const k8s::ResourceClaim>(c));
+    for (const auto& s : resource_slices) state->resource_slices.push_back(std::make_shared<const k8s::ResourceSlice>(s));
+    return state;
+  }
+  // Issue 25 DRA: the ResourceClaims (by namespace/name) and ResourceSlices the informers show, and
+  // the claim writes as the apiserver takes them: "allocate <key>" / "clear <key>" (writes only),
+  // with the binds ("bind <pod key>") in the order they came.
+  std::map<std::string, k8s::ResourceClaim> resource_claims;
+  std::vector<k8s::ResourceSlice> resource_slices;
+  std::vector<std::string> dra_log;
+  int claim_conflicts = 0;  // the next N allocations refused as a 409 (someone wrote the claim since the read)
+  static bool ReservedFor(const k8s::ResourceClaim& c, const std::string& uid) {
+    return std::any_of(c.reserved_for.begin(), c.reserved_for.end(), [&](const auto& r) { return r.uid == uid; });
+  }
+  absl::Status AllocateClaim(const std::string& key, const std::vector<k8s::DeviceAllocationResult>& results,
+                             const std::string& node, const k8s::ClaimConsumer& pod) override {
+    auto it = resource_claims.find(key);
+    if (it == resource_claims.end()) return absl::NotFoundError(key);
+    if (claim_conflicts > 0) {
+      --claim_conflicts;
+      return absl::AbortedError(key + ": the object has been modified");
+    }
+    k8s::ResourceClaim& c = it->second;
+    if (c.allocated) {
+      if (ReservedFor(c, pod.uid) && c.results == results && c.allocation_node == node) return absl::OkStatus();
+      return absl::FailedPreconditionError(key + " is allocated otherwise");
+    }
+    dra_log.push_back("allocate " + key);
+    c.allocated = true;
+    c.results = results;
+    c.allocation_node = node;
+    c.reserved_for.push_back(pod);
+    return absl::OkStatus();
+  }
+  absl::Status ClearClaim(const std::string& key, const std::string& uid) override {
+    auto it = resource_claims.find(key);
+    if (it == resource_claims.end() || !ReservedFor(it->second, uid)) return absl::OkStatus();
+    dra_log.push_back("clear " + key);
+    k8s::ResourceClaim& c = it->second;
+    std::erase_if(c.reserved_for, [&](const auto& r) { return r.uid == uid; });
+    if (c.reserved_for.empty()) {
+      c.allocated = false;
+      c.results.clear();
+      c.allocation_node.clear();
+    }
+    return absl::OkStatus();
+  }
+  // A pending pod whose spec.resourceClaims name the ResourceClaims `claims` (resourceClaimName).
+  void AddClaimPod(const std::string& name, const std::string& cpu, const std::vector<std::string>& claims) {
+    AddPod(name, cpu, "batch");
+    k8s::Pod& p = pods_.back();  // as k8s::Pod::FromJson reads spec.resourceClaims[].resourceClaimName
+    for (const std::string& c : claims) {
+      p.resource_claims.push_back(c);
+      p.resource_claim_objects.push_back(c);
+    }
   }
   // A budget of its own over the pod `key` (a label budget=<its name>), `allowed` disruptions in
   // its (current) status. With pdb_blocks: the budget changed after the snapshot, so the Eviction

@@ -136,10 +136,14 @@ TEST(PodMirrorMachine, EveryTransitionOfTheTableAndNoOther) {
       {{S::kSubmitUnknown, E::kSubmitted}, S::kPlaceholderPending},
       {{S::kSubmitUnknown, E::kClaimSubmitted}, S::kClaimed},
       {{S::kSubmitUnknown, E::kUndo}, S::kUndoing},
+      // Issue 25 DRA: the claim step on a gpus: dra node, between the placeholder's start and the bind.
+      {{S::kPlaceholderRunning, E::kClaimWritten}, S::kClaimWritten},
+      {{S::kClaimWritten, E::kPodBound}, S::kBound},
+      {{S::kClaimWritten, E::kUndo}, S::kUndoing},
   };
   int refused = 0;
-  for (int s = 0; s <= static_cast<int>(S::kSubmitUnknown); ++s) {
-    for (int e = 0; e <= static_cast<int>(E::kSubmitTimedOut); ++e) {
+  for (int s = 0; s <= static_cast<int>(S::kClaimWritten); ++s) {
+    for (int e = 0; e <= static_cast<int>(E::kClaimWritten); ++e) {
       const auto from = static_cast<S>(s);
       const auto event = static_cast<E>(e);
       absl::StatusOr<S> to = NextMirrorState(from, event);
@@ -153,7 +157,7 @@ TEST(PodMirrorMachine, EveryTransitionOfTheTableAndNoOther) {
       }
     }
   }
-  EXPECT_EQ(refused, 13 * 11 - 26);
+  EXPECT_EQ(refused, 14 * 12 - 29);
   // Undo only before the bind.
   for (S after : {S::kBound, S::kUnmirrored, S::kRemirrorPending, S::kEnding, S::kDone, S::kUndoing, S::kUndone})
     EXPECT_FALSE(NextMirrorState(after, E::kUndo).ok()) << MirrorStateName(after);
