@@ -128,6 +128,9 @@ TEST_F(TenantE2E, AskingForAQosTheNamespaceMayNotUseWaitsAndEvictsNothing) {
 
   CreatePod("greedy", Qos("interactive", "2"));
   ASSERT_TRUE(WaitForFailedScheduling("greedy", "QOSNotAllowed")) << Describe(EventsAbout(client_.get(), ns_, "greedy"));
+  // The event and the PodScheduled condition are two writes in flight at once: either may land
+  // first (this read once found the event and not yet the condition, under load).
+  ASSERT_TRUE(Eventually(kBindTimeout, [&] { return PodScheduled(Pod("greedy")).has_value(); }));
   const k8s::Pod greedy = Pod("greedy");
   auto cond = PodScheduled(greedy);
   ASSERT_TRUE(cond.has_value());
