@@ -1,4 +1,5 @@
 #include "k8s_client/dra.h"
+#include "k8s_client/json_fields.h"
 
 #include <cstdint>
 #include <optional>
@@ -12,29 +13,15 @@ namespace {
 
 using nlohmann::json;
 
-// Thrown only inside this file and turned into InvalidArgument at the FromJson edge.
-struct DraError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-const json& Field(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
+// Thrown only inside k8s_client's parsers and turned into InvalidArgument at the FromJson edge.
+using DraError = json_fields::JsonFieldError;
+using json_fields::Field;
+using json_fields::Str;
 
 const json& Object(const json& j, const char* key) {
   const json& v = Field(j, key);
   if (!v.is_null() && !v.is_object()) throw DraError(absl::StrCat("field ", key, " is not an object"));
   return v;
-}
-
-std::string Str(const json& j, const char* key) {
-  const json& v = Field(j, key);
-  if (v.is_null()) return "";
-  if (!v.is_string()) throw DraError(absl::StrCat("field ", key, " is not a string"));
-  return v.get<std::string>();
 }
 
 std::optional<int64_t> Int(const json& j, const char* key) {

@@ -1,4 +1,5 @@
 #include "k8s_client/models.h"
+#include "k8s_client/json_fields.h"
 
 #include <algorithm>
 #include <limits>
@@ -12,24 +13,10 @@ namespace {
 
 using nlohmann::json;
 
-// Thrown only inside this file and turned into InvalidArgument at the FromJson edge.
-struct ModelError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-const json& Field(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-
-std::string Str(const json& j, const char* key) {
-  const json& v = Field(j, key);
-  if (v.is_null()) return "";
-  if (!v.is_string()) throw ModelError(absl::StrCat("field ", key, " is not a string"));
-  return v.get<std::string>();
-}
+// Thrown only inside k8s_client's parsers and turned into InvalidArgument at the FromJson edge.
+using ModelError = json_fields::JsonFieldError;
+using json_fields::Field;
+using json_fields::Str;
 
 template <typename Int>
 std::optional<Int> OptInt(const json& j, const char* key) {
