@@ -29,33 +29,44 @@ std::string NameOf(const ResourceNames& names, int kind) {
 
 }  // namespace
 
-std::optional<std::string> WhyItNeverFits(const Snapshot& snapshot, const PendingWorkload& w,
-                                          const std::vector<char>& eligible) {
-  int64_t copies = 0;
-  int64_t eligible_nodes = 0;
-  // Per resource, the largest amount an eligible node offers, and which node.
-  std::array<int64_t, kMaxResourceKinds> largest{};
-  std::array<const Node*, kMaxResourceKinds> largest_at{};
+EmptyPoolCapacity CapacityWhenEmpty(const Snapshot& snapshot, const Resources& per_member,
+                                    const std::vector<char>& eligible) {
+  EmptyPoolCapacity pool;
   for (size_t n = 0; n < snapshot.nodes.size() && n < eligible.size(); ++n) {
     if (!eligible[n]) continue;
     const Node& node = snapshot.nodes[n];
-    ++eligible_nodes;
-    copies += node.allocatable.CopiesOf(w.per_member, w.members);
+    ++pool.eligible_nodes;
+    pool.copies = std::min(EmptyPoolCapacity::kManyCopies,
+                           pool.copies + node.allocatable.CopiesOf(per_member, EmptyPoolCapacity::kManyCopies));
     for (int k = 0; k < kMaxResourceKinds; ++k) {
-      if (largest_at[k] == nullptr || node.allocatable[k] > largest[k]) {
-        largest[k] = node.allocatable[k];
-        largest_at[k] = &node;
+      if (pool.largest_at[k] == nullptr || node.allocatable[k] > pool.largest[k]) {
+        pool.largest[k] = node.allocatable[k];
+        pool.largest_at[k] = &node;
       }
     }
   }
+  return pool;
+}
+
+std::optional<std::string> WhyItNeverFits(const Snapshot& snapshot, const PendingWorkload& w,
+                                          const std::vector<char>& eligible) {
+  return WhyItNeverFits(snapshot, w, CapacityWhenEmpty(snapshot, w.per_member, eligible));
+}
+
+std::optional<std::string> WhyItNeverFits(const Snapshot& snapshot, const PendingWorkload& w,
+                                          const EmptyPoolCapacity& pool) {
+  // Short of the members, no node holds them all, so the sum capped per node at the member
+  // count (what the message says) is the uncapped sum.
+  const int64_t eligible_nodes = pool.eligible_nodes;
+  const int64_t copies = pool.copies;
   if (eligible_nodes == 0 || copies >= w.members) return std::nullopt;
   for (int k = 0; k < kMaxResourceKinds; ++k) {
-    if (w.per_member[k] <= largest[k]) continue;
+    if (w.per_member[k] <= pool.largest[k]) continue;
     const ResourceNames& names = snapshot.resource_names;
     return absl::StrCat("no eligible node can ever hold it: it asks for ", NameOf(names, k), " ",
                         FormatAmount(names, k, w.per_member[k]), " per member; the largest of the ",
                         eligible_nodes, " eligible node", eligible_nodes == 1 ? "" : "s", " offers ",
-                        FormatAmount(names, k, largest[k]), " (", largest_at[k]->name, ")");
+                        FormatAmount(names, k, pool.largest[k]), " (", pool.largest_at[k]->name, ")");
   }
   return absl::StrCat("the ", eligible_nodes, " eligible node", eligible_nodes == 1 ? "" : "s",
                       " hold at most ", copies, " of its ", w.members, " members even when empty");

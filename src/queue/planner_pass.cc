@@ -348,6 +348,13 @@ std::optional<CyclePass::Placement> CyclePass::Earliest(const Turn& t, Time boun
   return at;
 }
 
+std::optional<std::string> CyclePass::NeverFits(const Turn& t) {
+  const internal::ShapeKey key{t.w.per_member, 0, WorkloadKind{}, false, t.facts.eligibility};
+  auto [it, added] = s_.empty_pool.try_emplace(key);
+  if (added) it->second = CapacityWhenEmpty(*s_.snapshot, t.w.per_member, t.eligible);
+  return WhyItNeverFits(*s_.snapshot, t.w, it->second);
+}
+
 std::optional<Time> CyclePass::StartFromWitness(const Turn& t, Time bound) {
   const AvailabilityProfile& p = *s_.profile;
   const Time start = p.RoundUp(std::max(bound, p.now()));  // EarliestPlacement's first candidate
@@ -378,7 +385,7 @@ void CyclePass::ReserveOrWait(const Turn& t, WaitReason reason, bool within_dept
       return;
     }
     // Rare path: tell "never, as the pool is" (a request no eligible node can hold) from "later".
-    if (std::optional<std::string> never = WhyItNeverFits(*s_.snapshot, t.w, t.eligible)) {
+    if (std::optional<std::string> never = NeverFits(t)) {
       Wait(id, WaitReason::kResources, std::move(*never), t.position, std::nullopt, false);
       return;
     }

@@ -134,6 +134,10 @@ class CyclePass {
   // Records S in the NotBeforeMemo as Earliest would. Only the start: the nodes a search would
   // choose may differ, so reservations (which keep nodes) always search.
   std::optional<Time> StartFromWitness(const Turn& t, Time bound);
+  // WhyItNeverFits for the turn's workload, reading the empty pool once per request per member
+  // and eligibility class a cycle: the pool's nodes are fixed for the cycle, the eligible nodes
+  // per class, and a long queue asks it of every workload past the window.
+  std::optional<std::string> NeverFits(const Turn& t);
   internal::ShapeKey ShapeOf(const Turn& t) const {
     return internal::ShapeKey{t.w.per_member, std::max<int32_t>(1, t.w.members), t.w.kind, t.w.pack_topology,
                               t.facts.eligibility};

@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "queue/eligibility.h"
 #include "queue/model.h"
+#include "queue/never_fits.h"
 #include "queue/planner.h"
 #include "queue/planner_free_index.h"
 #include "queue/planner_memos.h"
@@ -279,6 +280,10 @@ struct QueuePlanner::State {
   // it is then, so a witness whose nodes have filled up since is merely not used).
   absl::flat_hash_map<internal::ShapeKey, MemberNodes> estimate_witness;
   internal::FitsMemo fits_ignoring_reservations;
+  // Per request per member and eligibility class (ShapeKey with members 0, kind and packing
+  // unset: the summary serves every size): what WhyItNeverFits reads of the empty pool this
+  // cycle (CyclePass::NeverFits).
+  absl::flat_hash_map<internal::ShapeKey, EmptyPoolCapacity> empty_pool;
   // Per node: the sequence number of the last start or preemption claim on it (FitsMemo).
   std::vector<int64_t> node_seq;
   // Per node: the stamp of the last ForEachNodeWithRoomAt that listed it as freed.

@@ -416,15 +416,15 @@ class Simulator {
   }
 
   absl::Status ApplyPlan(const Plan& plan, Time now) {
-    std::vector<char> started(jobs_.size(), 0);
     for (const StartDecision& d : plan.starts) {
       if (absl::Status s = Start(d, now); !s.ok()) return s;
-      started[index_of_id_.at(d.workload)] = 1;
     }
     if (!plan.starts.empty()) {
+      // A pending job has never started, so ever_started_ marks exactly this plan's starts (a
+      // vector of the trace's size, zeroed every cycle, is not needed).
       auto& pending = snapshot_->pending;
       pending.erase(std::remove_if(pending.begin(), pending.end(),
-                                   [&](const PendingWorkload& w) { return started[index_of_id_.at(w.id)]; }),
+                                   [&](const PendingWorkload& w) { return ever_started_[index_of_id_.at(w.id)] != 0; }),
                     pending.end());
     }
     // With predictions a reservation may start where no arrival or completion falls: at a

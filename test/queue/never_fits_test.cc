@@ -3,7 +3,13 @@
 // knows while the Kubernetes twins offer less were held as BeyondWindow with no hint).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "queue/never_fits.h"
 #include "queue/planner.h"
@@ -61,6 +67,54 @@ TEST(NeverFits, AWorkloadThatFitsLaterThanTheWindowIsStillBeyondIt) {
   const WaitingStatus* w = FindWaiting(p, "slurm/8");
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->reason, WaitReason::kBeyondWindow);
+}
+
+// The planner reads the empty pool once per request per member and eligibility class a cycle
+// (CyclePass::NeverFits): workloads of one request and different sizes, and of another request,
+// each get their own answer. Both nodes are held for good, so nothing starts within the window.
+TEST(NeverFits, OneCycleAnswersEachSizeAndRequestOnItsOwn) {
+  Snapshot s;
+  for (int i = 1; i <= 2; ++i) {
+    s.nodes.push_back(MakeNode("n" + std::to_string(i), 8000));
+    s.running.push_back(MakeRunning("R" + std::to_string(i), i - 1, Cpu(8000), 0, std::nullopt));
+  }
+  s.pending = {PendingBuilder("ns/one", 3000, 1).Submit(1), PendingBuilder("ns/six", 3000, 6).Submit(2),
+               PendingBuilder("ns/four", 3000, 4).Submit(3), PendingBuilder("ns/wide", 5000, 3).Submit(4)};
+  Plan p = PlanOnce(s);
+  auto message = [&](const std::string& id) {
+    const WaitingStatus* w = FindWaiting(p, id);
+    return w == nullptr ? std::string("(none)") : std::string(w->Message());
+  };
+  EXPECT_EQ(message("ns/one"), "cannot start within the planning window");
+  EXPECT_EQ(message("ns/six"), "the 2 eligible nodes hold at most 4 of its 6 members even when empty");
+  EXPECT_EQ(message("ns/four"), "cannot start within the planning window");
+  EXPECT_EQ(message("ns/wide"), "the 2 eligible nodes hold at most 2 of its 3 members even when empty");
+}
+
+// The summary the planner keeps answers for every member count as counting each node's copies,
+// capped at the member count, does (the walk WhyItNeverFits made before the summary).
+TEST(NeverFits, TheEmptyPoolSummaryAnswersForEverySize) {
+  Snapshot s;
+  s.nodes = {MakeNode("a", 8000), MakeNode("b", 3000), MakeNode("c", 16000), MakeNode("d", 2000)};
+  const std::vector<char> eligible = {1, 1, 0, 1};
+  for (int64_t cpu : {1000, 3000, 8000, 9000}) {
+    PendingWorkload w = PendingBuilder("ns/g", cpu, 1);
+    const EmptyPoolCapacity pool = CapacityWhenEmpty(s, w.per_member, eligible);
+    for (int32_t members = 1; members <= 13; ++members) {
+      w.members = members;
+      int64_t capped = 0;
+      for (int64_t node_cpu : {8000, 3000, 2000}) capped += std::min<int64_t>(node_cpu / cpu, members);
+      std::optional<std::string> expected;
+      if (cpu > 8000) {
+        expected = "no eligible node can ever hold it: it asks for cpu 9 per member; the largest of the 3 "
+                   "eligible nodes offers 8 (a)";
+      } else if (capped < members) {
+        expected = absl::StrCat("the 3 eligible nodes hold at most ", capped, " of its ", members,
+                                " members even when empty");
+      }
+      EXPECT_EQ(WhyItNeverFits(s, w, pool), expected) << cpu << " x " << members;
+    }
+  }
 }
 
 TEST(NeverFits, AmountsAreWrittenAsKubernetesWritesThem) {
