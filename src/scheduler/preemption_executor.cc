@@ -17,10 +17,6 @@ namespace {
 // controller to make a deleted member again (the mark keeps the node meanwhile), short enough
 // that no node stays reserved and idle for ever.
 constexpr queue::Time kUnusableReservationSeconds = 60;
-// After a refused eviction (PodDisruptionBudget), the same preemption is not tried again for this
-// long: the budget changes when pods become ready or leave, rarely within seconds, and every try
-// writes the reservation and calls the Eviction API.
-constexpr queue::Time kBlockedPreemptionRetrySeconds = 30;
 // Issue 24 H2: a requeue or cancel that failed for a reason that passes (slurmrestd down, a
 // timeout) is asked again after 5 s, 10 s, 20 s, ... up to a minute.
 constexpr queue::Time kVictimRetrySeconds = 5;
@@ -570,82 +566,6 @@ void PreemptionExecutor::Nominate(const std::vector<Nomination>& nominations, co
       });
   for (size_t i = 0; i < nominations.size(); ++i) {
     if (reports[i] && answers[i].ok() && c.report_shown) c.report_shown(nominations[i].pod_key, *reports[i]);
-  }
-}
-
-void PreemptionExecutor::EvictInWaves(std::vector<PlannedEvictions>* evictions, const PreemptionCycle& c) {
-  // Why waves: an eviction costs the apiserver a PodDisruptionBudget lookup (~90 ms each in the
-  // issue-12 preemption benchmark); one after another, 300 victims held a cycle 30 s. Why not
-  // every victim at once: a preemption stops at its first refusal, so a budget that refuses B
-  // spares C (the planner chooses sets the budgets allow; a refusal is a race with a change).
-  struct Wave {
-    absl::Mutex mu;
-    int left ABSL_GUARDED_BY(mu) = 0;
-    std::vector<absl::Status> results ABSL_GUARDED_BY(mu);
-  };
-  for (size_t k = 0;; ++k) {
-    std::vector<size_t> members;  // indexes into *evictions with a k-th pod
-    for (size_t i = 0; i < evictions->size(); ++i) {
-      if (!(*evictions)[i].refused && k < (*evictions)[i].pod_keys.size()) members.push_back(i);
-    }
-    if (members.empty()) break;
-    auto wave = std::make_shared<Wave>();
-    {
-      absl::MutexLock lock(&wave->mu);
-      wave->left = static_cast<int>(members.size());
-      wave->results.resize(members.size());
-    }
-    for (size_t m = 0; m < members.size(); ++m) {
-      const PlannedEvictions& p = (*evictions)[members[m]];
-      auto done = [wave, m](absl::Status s) {
-        absl::MutexLock lock(&wave->mu);
-        wave->results[m] = std::move(s);
-        --wave->left;
-      };
-      if (p.removals[k] == VictimRemoval::kDelete) {
-        // kube-scheduler's words, for whoever reads the victim's conditions.
-        actions_->StartDeleteVictim(p.pod_keys[k], p.preemptor,
-                                    absl::StrCat(config_.scheduler_name, ": preempting to accommodate a higher priority ",
-                                                 SlurmJobOf(p.preemptor) ? "Slurm job" : "pod"),
-                                    std::move(done));
-      } else {
-        actions_->StartEvict(p.pod_keys[k], p.preemptor, absl::StrCat("Preempted by ", p.preemptor, " (higher priority)"),
-                             std::move(done));
-      }
-    }
-    std::vector<absl::Status> results;
-    {
-      absl::MutexLock lock(&wave->mu);
-      wave->mu.Await(absl::Condition(
-          +[](int* left) { return *left == 0; }, &wave->left));
-      results = wave->results;
-    }
-    for (size_t m = 0; m < members.size(); ++m) {
-      PlannedEvictions& p = (*evictions)[members[m]];
-      const std::string& pod_key = p.pod_keys[k];
-      const absl::Status& s = results[m];
-      if (!s.ok() && !absl::IsNotFound(s)) {
-        RollBack(p.preemptor, c, c.now + kBlockedPreemptionRetrySeconds,
-                 absl::StrCat("preemption rolled back, ",
-                              p.removals[k] == VictimRemoval::kDelete ? "deletion" : "eviction", " of ", pod_key,
-                              " refused: ", s.message(),
-                              "; retrying in ", kBlockedPreemptionRetrySeconds, "s"));
-        p.refused = true;
-        continue;
-      }
-      if (s.ok()) actions_->EvictSucceeded(pod_key, p.preemptor, absl::StrCat("Preempted by ", p.preemptor, " (higher priority)"));
-      evicted_pods_.insert(pod_key);
-      ++c.stats->evictions;
-      Fail(c.stats->evictions == 1 ? "preempt-after-first-eviction" : "preempt-after-next-eviction");
-    }
-  }
-  for (const PlannedEvictions& planned : *evictions) {
-    if (planned.refused) continue;
-    Preemption& p = records_.at(planned.preemptor);
-    p.victims_asked = true;
-    p.blocked_message.clear();
-    asked_now_.insert(planned.preemptor);
-    if (p.retries.empty()) Move(planned.preemptor, p, PreemptionEvent::kVictimsAsked);
   }
 }
 
