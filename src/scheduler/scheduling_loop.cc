@@ -133,10 +133,8 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   StartWorkloads(plan, built, *state, now, &touched, &stats);
   BindMirrored(*state, now);
   DrainBindResults(now, &stats);  // whatever has landed already counts in this cycle
-  // Without Slurm's view a Slurm preemptor looks gone and a node's way back is unknown (issue 24
-  // H1): nothing is released until it is known again. Issue 26: after the bindings are sent, so
-  // that none waits for the answers of these writes; the snapshot this cycle planned on was read
-  // before them anyway, so the plan is the same.
+  // Nothing released without Slurm's view (issue 24 H1); after the bindings (issue 26: none waits
+  // for these writes; the plan is the same, its snapshot read before them).
   if (lending_.known()) preemptions_.ReleaseFinished(cycle);
   if (lending_.known()) preemptions_.RetryVictims(cycle);
   preemptions_.Start(WholeNodePreemptions(plan.preemptions, *built.snapshot), WithNominationReports(plan, cycle));
