@@ -225,6 +225,7 @@ void PreemptionExecutor::ClearNominations(const std::string& preemptor, const Pr
 
 void PreemptionExecutor::RollBack(const std::string& preemptor, const PreemptionCycle& c, queue::Time retry_at,
                                   std::string why) {
+  AwaitNominations();  // its nomination is cleared below: not before it has landed
   auto it = records_.find(preemptor);
   if (it == records_.end()) return;
   Preemption& p = it->second;
@@ -520,7 +521,7 @@ void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisi
       }
     }
   }
-  Nominate(nominations, c);
+  Nominate(std::move(nominations), c);
   for (const queue::PreemptDecision* dp : reserved) {
     const queue::PreemptDecision& d = *dp;
     ++c.stats->preemptions_started;
@@ -542,6 +543,7 @@ void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisi
     // 3. The start happens in a later cycle, when the victims are gone and the plan starts P there.
   }
   EvictInWaves(&evictions, c);
+  AwaitNominations();
   for (const queue::PreemptDecision* d : reserved) {
     auto it = records_.find(d->preemptor);
     if (it == records_.end() || !it->second.victims_asked) continue;
@@ -549,23 +551,34 @@ void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisi
   }
 }
 
-void PreemptionExecutor::Nominate(const std::vector<Nomination>& nominations, const PreemptionCycle& c) {
+void PreemptionExecutor::Nominate(std::vector<Nomination> nominations, const PreemptionCycle& c) {
   // Issue 26: each nomination carries its pod's waiting report (one status write, as
   // kube-scheduler nominates with PodScheduled=False), unless the pod shows that report already.
   // A nomination that failed is not written again (the reservation holds the nodes); a report
-  // that did not land is written by the loop's ReportWaiting.
+  // that did not land is written by the loop's ReportWaiting. Its answer gates nothing else, so
+  // the victims are asked while it is in flight, as kube-scheduler's nomination and deletions go
+  // together; the marks, which keep the room from being taken back, have landed before.
   std::vector<std::optional<WaitReport>> reports(nominations.size());
   if (c.report_to_show) {
     for (size_t i = 0; i < nominations.size(); ++i) reports[i] = c.report_to_show(nominations[i].preemptor, nominations[i].pod_key);
   }
-  const std::vector<absl::Status> answers =
-      AllAnswered<absl::Status>(nominations.size(), [&](size_t i, std::function<void(absl::Status)> done) {
-        const Nomination& n = nominations[i];
-        if (reports[i]) actions_->StartNominateWithReport(n.pod_key, n.node, *reports[i], std::move(done));
-        else actions_->StartNominate(n.pod_key, n.node, std::move(done));
-      });
-  for (size_t i = 0; i < nominations.size(); ++i) {
-    if (reports[i] && answers[i].ok() && c.report_shown) c.report_shown(nominations[i].pod_key, *reports[i]);
+  const std::vector<Nomination>* sent = &nominations;
+  const std::vector<std::optional<WaitReport>>* carried = &reports;
+  InFlight<absl::Status> answers(nominations.size(), [&](size_t i, std::function<void(absl::Status)> done) {
+    const Nomination& n = (*sent)[i];
+    if ((*carried)[i]) actions_->StartNominateWithReport(n.pod_key, n.node, *(*carried)[i], std::move(done));
+    else actions_->StartNominate(n.pod_key, n.node, std::move(done));
+  });
+  nominating_ = std::make_unique<NominationsInFlight>(
+      NominationsInFlight{std::move(nominations), std::move(reports), c.report_shown, std::move(answers)});
+}
+
+void PreemptionExecutor::AwaitNominations() {
+  if (nominating_ == nullptr) return;
+  std::unique_ptr<NominationsInFlight> n = std::move(nominating_);
+  const std::vector<absl::Status> answers = n->answers.Wait();
+  for (size_t i = 0; i < n->nominations.size(); ++i) {
+    if (n->reports[i] && answers[i].ok() && n->report_shown) n->report_shown(n->nominations[i].pod_key, *n->reports[i]);
   }
 }
 

@@ -2,7 +2,7 @@
 // Carries out the queue's preemption decisions: the atomic preemption protocol of
 // docs/architecture.md, one record per preemptor P, whose state moves only through Next():
 //
-//                 Reserve: Slurm fences, then reserved(P) marks, then nominations written
+//                 Reserve: Slurm fences, then reserved(P) marks, then nominations sent
 //     (no record) ─────────────────────────────┐      a mark reserved(P) read back (restart)
 //          ^                                    v      ──────────────────────────┐
 //          │                               kReserved <───────────────────────────┘
@@ -28,6 +28,7 @@
 // pod exists, Slurm jobs per record.
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "queue/planner.h"
+#include "scheduler/all_answered.h"
 #include "scheduler/config.h"
 #include "scheduler/node_owners.h"
 #include "scheduler/slurm_lending.h"
@@ -216,8 +218,11 @@ class PreemptionExecutor {
   struct Nomination {
     std::string preemptor, pod_key, node;
   };
-  // Step 1's nominations of the cycle's reserved preemptions, all at once (AllAnswered).
-  void Nominate(const std::vector<Nomination>& nominations, const PreemptionCycle& c);
+  // Step 1's nominations of the cycle's reserved preemptions, all at once, left in flight (their
+  // answers: AwaitNominations) while the victims are asked.
+  void Nominate(std::vector<Nomination> nominations, const PreemptionCycle& c);
+  // The nominations in flight answered (before a rollback clears one, and at the end of Start).
+  void AwaitNominations();
   void EvictInWaves(std::vector<PlannedEvictions>* evictions, const PreemptionCycle& c);
   // The wave in which the k-th victim of `p` is asked (preemption_waves.cc).
   static size_t WaveOf(const PlannedEvictions& p, size_t k);
@@ -239,6 +244,13 @@ class PreemptionExecutor {
   std::map<std::string, std::string> by_node_;              // reserved node -> preemptor
   std::set<std::string> evicted_pods_;                      // pod keys evicted (each victim once)
   std::set<std::string, std::less<>> asked_now_;            // preemptors whose victims the latest Start asked
+  struct NominationsInFlight {
+    std::vector<Nomination> nominations;
+    std::vector<std::optional<WaitReport>> reports;  // the report each carries, if any
+    std::function<void(const std::string& pod_key, const WaitReport& shown)> report_shown;
+    InFlight<absl::Status> answers;
+  };
+  std::unique_ptr<NominationsInFlight> nominating_;  // Start's, until AwaitNominations
 };
 
 }  // namespace onequeue::scheduler
