@@ -17,10 +17,6 @@ namespace {
 // controller to make a deleted member again (the mark keeps the node meanwhile), short enough
 // that no node stays reserved and idle for ever.
 constexpr queue::Time kUnusableReservationSeconds = 60;
-// After a refused eviction (PodDisruptionBudget), the same preemption is not tried again for this
-// long: the budget changes when pods become ready or leave, rarely within seconds, and every try
-// writes the reservation and calls the Eviction API.
-constexpr queue::Time kBlockedPreemptionRetrySeconds = 30;
 // Issue 24 H2: a requeue or cancel that failed for a reason that passes (slurmrestd down, a
 // timeout) is asked again after 5 s, 10 s, 20 s, ... up to a minute.
 constexpr queue::Time kVictimRetrySeconds = 5;
@@ -229,6 +225,7 @@ void PreemptionExecutor::ClearNominations(const std::string& preemptor, const Pr
 
 void PreemptionExecutor::RollBack(const std::string& preemptor, const PreemptionCycle& c, queue::Time retry_at,
                                   std::string why) {
+  AwaitNominations();  // its nomination is cleared below: not before it has landed
   auto it = records_.find(preemptor);
   if (it == records_.end()) return;
   Preemption& p = it->second;
@@ -524,7 +521,7 @@ void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisi
       }
     }
   }
-  Nominate(nominations, c);
+  Nominate(std::move(nominations), c);
   for (const queue::PreemptDecision* dp : reserved) {
     const queue::PreemptDecision& d = *dp;
     ++c.stats->preemptions_started;
@@ -546,6 +543,7 @@ void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisi
     // 3. The start happens in a later cycle, when the victims are gone and the plan starts P there.
   }
   EvictInWaves(&evictions, c);
+  AwaitNominations();
   for (const queue::PreemptDecision* d : reserved) {
     auto it = records_.find(d->preemptor);
     if (it == records_.end() || !it->second.victims_asked) continue;
@@ -553,99 +551,34 @@ void PreemptionExecutor::Start(const std::vector<queue::PreemptDecision>& decisi
   }
 }
 
-void PreemptionExecutor::Nominate(const std::vector<Nomination>& nominations, const PreemptionCycle& c) {
+void PreemptionExecutor::Nominate(std::vector<Nomination> nominations, const PreemptionCycle& c) {
   // Issue 26: each nomination carries its pod's waiting report (one status write, as
   // kube-scheduler nominates with PodScheduled=False), unless the pod shows that report already.
   // A nomination that failed is not written again (the reservation holds the nodes); a report
-  // that did not land is written by the loop's ReportWaiting.
+  // that did not land is written by the loop's ReportWaiting. Its answer gates nothing else, so
+  // the victims are asked while it is in flight, as kube-scheduler's nomination and deletions go
+  // together; the marks, which keep the room from being taken back, have landed before.
   std::vector<std::optional<WaitReport>> reports(nominations.size());
   if (c.report_to_show) {
     for (size_t i = 0; i < nominations.size(); ++i) reports[i] = c.report_to_show(nominations[i].preemptor, nominations[i].pod_key);
   }
-  const std::vector<absl::Status> answers =
-      AllAnswered<absl::Status>(nominations.size(), [&](size_t i, std::function<void(absl::Status)> done) {
-        const Nomination& n = nominations[i];
-        if (reports[i]) actions_->StartNominateWithReport(n.pod_key, n.node, *reports[i], std::move(done));
-        else actions_->StartNominate(n.pod_key, n.node, std::move(done));
-      });
-  for (size_t i = 0; i < nominations.size(); ++i) {
-    if (reports[i] && answers[i].ok() && c.report_shown) c.report_shown(nominations[i].pod_key, *reports[i]);
-  }
+  const std::vector<Nomination>* sent = &nominations;
+  const std::vector<std::optional<WaitReport>>* carried = &reports;
+  InFlight<absl::Status> answers(nominations.size(), [&](size_t i, std::function<void(absl::Status)> done) {
+    const Nomination& n = (*sent)[i];
+    if ((*carried)[i]) actions_->StartNominateWithReport(n.pod_key, n.node, *(*carried)[i], std::move(done));
+    else actions_->StartNominate(n.pod_key, n.node, std::move(done));
+  });
+  nominating_ = std::make_unique<NominationsInFlight>(
+      NominationsInFlight{std::move(nominations), std::move(reports), c.report_shown, std::move(answers)});
 }
 
-void PreemptionExecutor::EvictInWaves(std::vector<PlannedEvictions>* evictions, const PreemptionCycle& c) {
-  // Why waves: an eviction costs the apiserver a PodDisruptionBudget lookup (~90 ms each in the
-  // issue-12 preemption benchmark); one after another, 300 victims held a cycle 30 s. Why not
-  // every victim at once: a preemption stops at its first refusal, so a budget that refuses B
-  // spares C (the planner chooses sets the budgets allow; a refusal is a race with a change).
-  struct Wave {
-    absl::Mutex mu;
-    int left ABSL_GUARDED_BY(mu) = 0;
-    std::vector<absl::Status> results ABSL_GUARDED_BY(mu);
-  };
-  for (size_t k = 0;; ++k) {
-    std::vector<size_t> members;  // indexes into *evictions with a k-th pod
-    for (size_t i = 0; i < evictions->size(); ++i) {
-      if (!(*evictions)[i].refused && k < (*evictions)[i].pod_keys.size()) members.push_back(i);
-    }
-    if (members.empty()) break;
-    auto wave = std::make_shared<Wave>();
-    {
-      absl::MutexLock lock(&wave->mu);
-      wave->left = static_cast<int>(members.size());
-      wave->results.resize(members.size());
-    }
-    for (size_t m = 0; m < members.size(); ++m) {
-      const PlannedEvictions& p = (*evictions)[members[m]];
-      auto done = [wave, m](absl::Status s) {
-        absl::MutexLock lock(&wave->mu);
-        wave->results[m] = std::move(s);
-        --wave->left;
-      };
-      if (p.removals[k] == VictimRemoval::kDelete) {
-        // kube-scheduler's words, for whoever reads the victim's conditions.
-        actions_->StartDeleteVictim(p.pod_keys[k], p.preemptor,
-                                    absl::StrCat(config_.scheduler_name, ": preempting to accommodate a higher priority ",
-                                                 SlurmJobOf(p.preemptor) ? "Slurm job" : "pod"),
-                                    std::move(done));
-      } else {
-        actions_->StartEvict(p.pod_keys[k], p.preemptor, absl::StrCat("Preempted by ", p.preemptor, " (higher priority)"),
-                             std::move(done));
-      }
-    }
-    std::vector<absl::Status> results;
-    {
-      absl::MutexLock lock(&wave->mu);
-      wave->mu.Await(absl::Condition(
-          +[](int* left) { return *left == 0; }, &wave->left));
-      results = wave->results;
-    }
-    for (size_t m = 0; m < members.size(); ++m) {
-      PlannedEvictions& p = (*evictions)[members[m]];
-      const std::string& pod_key = p.pod_keys[k];
-      const absl::Status& s = results[m];
-      if (!s.ok() && !absl::IsNotFound(s)) {
-        RollBack(p.preemptor, c, c.now + kBlockedPreemptionRetrySeconds,
-                 absl::StrCat("preemption rolled back, ",
-                              p.removals[k] == VictimRemoval::kDelete ? "deletion" : "eviction", " of ", pod_key,
-                              " refused: ", s.message(),
-                              "; retrying in ", kBlockedPreemptionRetrySeconds, "s"));
-        p.refused = true;
-        continue;
-      }
-      if (s.ok()) actions_->EvictSucceeded(pod_key, p.preemptor, absl::StrCat("Preempted by ", p.preemptor, " (higher priority)"));
-      evicted_pods_.insert(pod_key);
-      ++c.stats->evictions;
-      Fail(c.stats->evictions == 1 ? "preempt-after-first-eviction" : "preempt-after-next-eviction");
-    }
-  }
-  for (const PlannedEvictions& planned : *evictions) {
-    if (planned.refused) continue;
-    Preemption& p = records_.at(planned.preemptor);
-    p.victims_asked = true;
-    p.blocked_message.clear();
-    asked_now_.insert(planned.preemptor);
-    if (p.retries.empty()) Move(planned.preemptor, p, PreemptionEvent::kVictimsAsked);
+void PreemptionExecutor::AwaitNominations() {
+  if (nominating_ == nullptr) return;
+  std::unique_ptr<NominationsInFlight> n = std::move(nominating_);
+  const std::vector<absl::Status> answers = n->answers.Wait();
+  for (size_t i = 0; i < n->nominations.size(); ++i) {
+    if (n->reports[i] && answers[i].ok() && n->report_shown) n->report_shown(n->nominations[i].pod_key, *n->reports[i]);
   }
 }
 

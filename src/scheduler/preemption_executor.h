@@ -2,7 +2,7 @@
 // Carries out the queue's preemption decisions: the atomic preemption protocol of
 // docs/architecture.md, one record per preemptor P, whose state moves only through Next():
 //
-//                 Reserve: Slurm fences, then reserved(P) marks, then nominations written
+//                 Reserve: Slurm fences, then reserved(P) marks, then nominations sent
 //     (no record) ─────────────────────────────┐      a mark reserved(P) read back (restart)
 //          ^                                    v      ──────────────────────────┐
 //          │                               kReserved <───────────────────────────┘
@@ -28,6 +28,7 @@
 // pod exists, Slurm jobs per record.
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "queue/planner.h"
+#include "scheduler/all_answered.h"
 #include "scheduler/config.h"
 #include "scheduler/node_owners.h"
 #include "scheduler/slurm_lending.h"
@@ -135,11 +137,15 @@ class PreemptionExecutor {
   const std::string* BlockedMessage(std::string_view preemptor) const;
   // Issue 26: the preemptor's victims were all asked by a Start before the latest one, and it
   // waits only for them to leave: its nomination says where it goes, so its waiting report (written
-  // when they were asked) need not be written again as its queue position moves.
+  // when they were asked) need not be written again as its queue position moves. That holds while
+  // its reservation does, kUnusable within the grace included: while the victims terminate the
+  // plan may place it on no node (another workload has the cycle's reservation), and rewriting
+  // ~90 such preemptors cost two pod writes each (preempt2's outlier). Refused (kBlocked), or its
+  // nodes released, it is reported again.
   bool AskedEarlier(std::string_view preemptor) const {
     auto it = records_.find(preemptor);
     return it != records_.end() && it->second.victims_asked && !asked_now_.count(preemptor) &&
-           it->second.state == PreemptionState::kWaitingForVictims;
+           it->second.state != PreemptionState::kBlocked && !it->second.nodes.empty();
   }
   // Nothing under way (the arrival cycles need that).
   bool Idle() const { return records_.empty() && evicted_pods_.empty(); }
@@ -212,9 +218,17 @@ class PreemptionExecutor {
   struct Nomination {
     std::string preemptor, pod_key, node;
   };
-  // Step 1's nominations of the cycle's reserved preemptions, all at once (AllAnswered).
-  void Nominate(const std::vector<Nomination>& nominations, const PreemptionCycle& c);
+  // Step 1's nominations of the cycle's reserved preemptions, all at once, left in flight (their
+  // answers: AwaitNominations) while the victims are asked.
+  void Nominate(std::vector<Nomination> nominations, const PreemptionCycle& c);
+  // The nominations in flight answered (before a rollback clears one, and at the end of Start).
+  void AwaitNominations();
   void EvictInWaves(std::vector<PlannedEvictions>* evictions, const PreemptionCycle& c);
+  // The wave in which the k-th victim of `p` is asked (preemption_waves.cc).
+  static size_t WaveOf(const PlannedEvictions& p, size_t k);
+  // One wave's removals (members: index into `evictions`, victim index) all in flight, answered.
+  std::vector<absl::Status> SendWave(const std::vector<PlannedEvictions>& evictions,
+                                     const std::vector<std::pair<size_t, size_t>>& members);
   void Reindex();
   void Fail(const char* name) {
     if (fail_) fail_(name);
@@ -230,6 +244,13 @@ class PreemptionExecutor {
   std::map<std::string, std::string> by_node_;              // reserved node -> preemptor
   std::set<std::string> evicted_pods_;                      // pod keys evicted (each victim once)
   std::set<std::string, std::less<>> asked_now_;            // preemptors whose victims the latest Start asked
+  struct NominationsInFlight {
+    std::vector<Nomination> nominations;
+    std::vector<std::optional<WaitReport>> reports;  // the report each carries, if any
+    std::function<void(const std::string& pod_key, const WaitReport& shown)> report_shown;
+    InFlight<absl::Status> answers;
+  };
+  std::unique_ptr<NominationsInFlight> nominating_;  // Start's, until AwaitNominations
 };
 
 }  // namespace onequeue::scheduler

@@ -123,9 +123,6 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
     if (p->deleting) terminating.insert(p->key);
   }
   const PreemptionCycle cycle{built, slurm_records_, terminating, now, &stats, &touched};
-  // Without Slurm's view a Slurm preemptor looks gone and a node's way back is unknown (issue 24
-  // H1): nothing is released until it is known again.
-  if (lending_.known()) preemptions_.ReleaseFinished(cycle);
   LearnAccounts(*built.snapshot);
   MarkPhase("snapshot");
 
@@ -136,6 +133,9 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   StartWorkloads(plan, built, *state, now, &touched, &stats);
   BindMirrored(*state, now);
   DrainBindResults(now, &stats);  // whatever has landed already counts in this cycle
+  // Nothing released without Slurm's view (issue 24 H1); after the bindings (issue 26: none waits
+  // for these writes; the plan is the same, its snapshot read before them).
+  if (lending_.known()) preemptions_.ReleaseFinished(cycle);
   if (lending_.known()) preemptions_.RetryVictims(cycle);
   preemptions_.Start(WholeNodePreemptions(plan.preemptions, *built.snapshot), WithNominationReports(plan, cycle));
   if (lending_.known()) StartSubNodePreemptions(plan.preemptions, *state, cycle);

@@ -160,8 +160,23 @@ def pct(values, p):
     return v[min(len(v) - 1, int(round(p / 100.0 * (len(v) - 1))))]
 
 
-def watch(api, ns, rv, seen_created, seen_bound, stop):
-    """Records this client's first sight of each pod (ADDED) and of its nodeName."""
+def watch(api, ns, rv, seen_created, seen_bound, stop, seen_nominated=None):
+    """Records this client's first sight of each pod (ADDED), of its nominatedNodeName and of its
+    nodeName."""
+    def on_event(kind, obj, now):
+        if kind not in ("ADDED", "MODIFIED"):
+            return
+        name = obj["metadata"]["name"]
+        seen_created.setdefault(name, now)
+        if seen_nominated is not None and obj.get("status", {}).get("nominatedNodeName"):
+            seen_nominated.setdefault(name, now)
+        if obj.get("spec", {}).get("nodeName"):
+            seen_bound.setdefault(name, now)
+    watch_events(api, ns, rv, stop, on_event)
+
+
+def watch_events(api, ns, rv, stop, on_event):
+    """Calls on_event(type, object, time seen) for each event of NS's pods from rv on until stop."""
     while not stop.is_set():
         c = http.client.HTTPSConnection(api.hostport, context=api.ctx, timeout=30)
         try:
@@ -177,16 +192,63 @@ def watch(api, ns, rv, seen_created, seen_bound, stop):
                 ev = json.loads(line)
                 obj = ev["object"]
                 rv = obj.get("metadata", {}).get("resourceVersion", rv)
-                if ev["type"] not in ("ADDED", "MODIFIED"):
-                    continue
-                name = obj["metadata"]["name"]
-                seen_created.setdefault(name, now)
-                if obj.get("spec", {}).get("nodeName"):
-                    seen_bound.setdefault(name, now)
+                if ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                    on_event(ev["type"], obj, now)
         except (OSError, http.client.HTTPException, ValueError):
             time.sleep(0.1)
         finally:
             c.close()
+
+
+def watch_victims(api, ns, rv, victims, stop):
+    """Issue 26's trace: for each pod of the victims' namespace, its node and when this client first
+    saw its DisruptionTarget condition (the scheduler's first write for a victim it removes), its
+    deletionTimestamp, and its deletion (DELETED)."""
+    def on_event(kind, obj, now):
+        v = victims.setdefault(obj["metadata"]["name"], {})
+        if obj.get("spec", {}).get("nodeName"):
+            v["node"] = obj["spec"]["nodeName"]
+        if any(cond.get("type") == "DisruptionTarget" for cond in obj.get("status", {}).get("conditions", [])):
+            v.setdefault("disruption", now)
+        if obj["metadata"].get("deletionTimestamp"):
+            v.setdefault("deleting", now)
+        if kind == "DELETED":
+            v.setdefault("gone", now)
+    watch_events(api, ns, rv, stop, on_event)
+
+
+def preemption_trace(pods, seen_created, seen_nominated, seen_bound, victims):
+    """Per preemptor (watch times): creation, nomination, its victims' first removal write
+    (DisruptionTarget, else deletionTimestamp, else deletion), its last victim gone, bound; the
+    victims are the pods of the victims' namespace deleted from the node it was bound to. The
+    distributions (p50, p90, max in s) of creation -> first removal (the decision), first removal ->
+    last victim gone (the victims' deletion) and last victim gone -> bound (the scheduler's own wait
+    once the room is free, the binding's request included)."""
+    by_node = {}
+    for name, v in victims.items():
+        if "gone" in v and "node" in v:
+            by_node.setdefault(v["node"], []).append(v)
+    rows = []
+    for p in pods:
+        name, node = p["metadata"]["name"], p["spec"].get("nodeName")
+        vs = by_node.get(node, [])
+        if not node or not vs or name not in seen_bound or name not in seen_created:
+            continue
+        first = min(v.get("disruption", v.get("deleting", v["gone"])) for v in vs)
+        rows.append({"pod": name, "created": seen_created[name], "nominated": seen_nominated.get(name),
+                     "first_removal": first, "last_gone": max(v["gone"] for v in vs), "bound": seen_bound[name],
+                     "victims": len(vs)})
+    def dist(values):
+        return {"p50": round(pct(values, 50), 3), "p90": round(pct(values, 90), 3),
+                "max": round(max(values), 3) if values else float("nan")}
+    return {
+        "preemptors_traced": len(rows),
+        "created_to_nominated": dist([r["nominated"] - r["created"] for r in rows if r["nominated"]]),
+        "created_to_first_removal": dist([r["first_removal"] - r["created"] for r in rows]),
+        "first_removal_to_last_victim_gone": dist([r["last_gone"] - r["first_removal"] for r in rows]),
+        "last_victim_gone_to_bound": dist([r["bound"] - r["last_gone"] for r in rows]),
+        "created_to_bound": dist([r["bound"] - r["created"] for r in rows]),
+    }, rows
 
 
 def request_totals(api):
@@ -297,18 +359,24 @@ def round_(api, ns, sched, n, out, timeout, backlog_since=None, shape="basic", v
     left, rv = api.list_all(base)
     if left and backlog_since is None:
         raise RuntimeError(f"namespace {ns} still has {len(left)} pods")
-    victims_before = len(api.list_all(f"/api/v1/namespaces/{victims_ns}/pods")[0]) if victims_ns else 0
+    victims_list, victims_rv = api.list_all(f"/api/v1/namespaces/{victims_ns}/pods") if victims_ns else ([], "")
+    victims_before = len(victims_list)
     if requests_before is None:
         requests_before = request_totals(api)
-    seen_created, seen_bound, stop = {}, {}, threading.Event()
+    seen_created, seen_bound, seen_nominated, victims, stop = {}, {}, {}, {}, threading.Event()
+    victims_stop = threading.Event()  # later than stop: the last victims' DELETED events
     if backlog_since is not None:
         listed_at = time.time()  # pods bound already: seen bound by now at the latest
         for p in left:
             seen_created[p["metadata"]["name"]] = backlog_since
             if p["spec"].get("nodeName"):
                 seen_bound[p["metadata"]["name"]] = listed_at
-    w = threading.Thread(target=watch, args=(api, ns, rv, seen_created, seen_bound, stop), daemon=True)
+    w = threading.Thread(target=watch, args=(api, ns, rv, seen_created, seen_bound, stop, seen_nominated),
+                         daemon=True)
     w.start()
+    if victims_ns:
+        threading.Thread(target=watch_victims, args=(api, victims_ns, victims_rv, victims, victims_stop),
+                         daemon=True).start()
     if backlog_since is None:
         time.sleep(0.5)
         t0 = time.time()
@@ -388,6 +456,12 @@ def round_(api, ns, sched, n, out, timeout, backlog_since=None, shape="basic", v
         after = len(api.list_all(f"/api/v1/namespaces/{victims_ns}/pods")[0])
         result["victims"] = victims_before - after
         result["victims_per_preemptor"] = round((victims_before - after) / len(bound), 2) if bound else float("nan")
+    if victims_ns:
+        time.sleep(0.5)
+        victims_stop.set()
+        result["trace"], rows = preemption_trace(pods, seen_created, seen_nominated, seen_bound, victims)
+        with open(out + ".trace.json", "w") as f:
+            json.dump(rows, f)
     if shape == "gang" and backlog_since is None:
         # A gang can start only once its last member exists: the gang's latency is from its last
         # member's creation to its last member's binding (watch).

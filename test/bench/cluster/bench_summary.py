@@ -110,6 +110,11 @@ def main(argv):
             if r.get("api_requests"):
                 print("    apiserver requests during the round (all clients; count, mean server-side ms): " +
                       ", ".join(f"{k} {c} {ms:g}" for k, (c, ms) in list(r["api_requests"].items())[:8]))
+            if r.get("trace"):
+                t = r["trace"]
+                print(f"    trace (watch, s, p50/p90/max over {t['preemptors_traced']} preemptors): " + "; ".join(
+                    f"{k.replace('_', ' ')} {v['p50']:g}/{v['p90']:g}/{v['max']:g}"
+                    for k, v in t.items() if isinstance(v, dict)))
             if r["bound"] < r["pods"]:
                 print(f"    NOT ALL BOUND (PodScheduled True) when the round ended ({r['wall_seconds']} s; the timeout, "
                       "or every pod had a node in the watch); the others, by reason:")
