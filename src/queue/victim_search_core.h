@@ -148,6 +148,8 @@ class VictimSearch {
   bool FitsWithoutVictims() const;
   int64_t ViableCopies(NodeIndex n) const;
   ViableMemo::Viable ViableUncached(NodeIndex n) const;
+  void Count(NodeIndex n, const IndexUnit& unit, int sign, ViableMemo::Viable& viable) const;
+  bool CandidateAtAnyPriority(int unit) const;
   bool ChooseWindow();
   bool UseLeanNodes();
   void UseNodes(bool all_usable);
@@ -182,6 +184,7 @@ class VictimSearch {
   const VictimIndex& index_;
   ViableMemo& memo_;
   int memo_entry_ = -1;  // memo_'s entry for this search's key (SelectMemo)
+  int memo_base_ = -1;   // the entry its node entries start from (ViableMemo::Base), or -1
   Scratch& s_;
   int64_t work_budget_;
   bool with_reason_;
