@@ -110,6 +110,17 @@ void VictimSearch::KeepUnclaimedAscending() {
   const size_t claimed_size = in_.claimed != nullptr ? in_.claimed->size() : 0;
   s_.usable.resize(eligible.size());
   size_t kept = 0;
+  // Ascending, so every node is in range when the first and the last are: then each is written
+  // and kept unless claimed, without a branch (issue 26: 183 searches of 5,000 nodes a cycle).
+  if (!eligible.empty() && eligible.front() >= 0 && static_cast<size_t>(eligible.back()) < nodes &&
+      claimed_size >= nodes) {
+    for (NodeIndex n : eligible) {
+      s_.usable[kept] = n;
+      kept += claimed[n] == 0;
+    }
+    s_.usable.resize(kept);
+    return;
+  }
   for (NodeIndex n : eligible) {
     const size_t i = static_cast<size_t>(n);
     if (n < 0 || i >= nodes || (i < claimed_size && claimed[i])) continue;
