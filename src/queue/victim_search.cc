@@ -67,15 +67,6 @@ bool VictimSearch::CandidateUncached(int unit) const {
   return true;
 }
 
-// A reference into the input, the snapshot or the index (all outlive the search): no copy of
-// 16 amounts per node asked (issue 26: ~300,000 per steady cycle).
-const Resources& VictimSearch::FreeNow(NodeIndex n) const {
-  if (in_.free_now != nullptr) {
-    return static_cast<size_t>(n) < in_.free_now->size() ? (*in_.free_now)[n] : in_.snapshot->nodes[n].allocatable;
-  }
-  return index_.derived_free(n);
-}
-
 // The eligible, unclaimed nodes (ascending), the QOS it may preempt, the earlier victims.
 bool VictimSearch::FindUsable(const QosPolicy& preemptor_qos) {
   const Snapshot& snap = *in_.snapshot;
