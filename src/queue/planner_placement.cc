@@ -107,7 +107,7 @@ void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit vi
   std::vector<NodeIndex> freed;
   const uint32_t stamp = ++s_.stamp;
   if (t > p.now()) {
-    p.ForEachEndAfter(p.now(), [&](Time end, NodeIndex n) {
+    p.ForEachFirstEndAfterNow([&](Time end, NodeIndex n) {
       if (end > t) return false;
       if (s_.node_stamp[n] != stamp) {
         s_.node_stamp[n] = stamp;
