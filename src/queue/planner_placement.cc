@@ -346,12 +346,12 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     gathered.clear();
     return try_finish(batch);
   };
-  // Ends come ascending, so most round up to the grid time of the end before: an end in
-  // (t - resolution, t] for a grid time t rounds up to t, without RoundUp's division (issue 26:
-  // ~800,000 ends per steady cycle).
+  // Ends come ascending, so most round up to the grid time G of the end before, without
+  // RoundUp's division (issue 26: ~800,000 ends per steady cycle): that end was in (G - resolution,
+  // G], so an end after it and not after G is too.
   Time rounded = start;  // a grid time no end reaches (they come after it)
   p.ForEachEndAfter(start, [&](Time end, NodeIndex n) {
-    if (!(end <= rounded && end > rounded - p.resolution())) rounded = p.RoundUp(end);
+    if (end > rounded) rounded = p.RoundUp(end);
     const Time t = rounded;
     if (t > p.horizon()) return false;
     if (batch >= 0 && t != batch) {
