@@ -346,10 +346,9 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     gathered.clear();
     return try_finish(batch);
   };
-  // Ends come ascending, so most round up to the grid time G of the end before, without
-  // RoundUp's division (issue 26: ~800,000 ends per steady cycle): that end was in (G - resolution,
-  // G], so an end after it and not after G is too.
-  Time rounded = start;  // a grid time no end reaches (they come after it)
+  // Ends ascend: one not after G = RoundUp(the end before) rounds up to G too, without RoundUp's
+  // division (issue 26: ~800,000 ends a steady cycle). `start` is a grid time no end reaches.
+  Time rounded = start;
   p.ForEachEndAfter(start, [&](Time end, NodeIndex n) {
     if (end > rounded) rounded = p.RoundUp(end);
     const Time t = rounded;
