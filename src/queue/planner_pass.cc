@@ -94,12 +94,23 @@ std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, d
   const char* const claimed = s_.claimed.data();
   const char* const reserved = s_.reserved_owner.data();
   const bool tenants = s_.any_same_tenant;
+  // Every node written, the count advanced only for a kept one: no push_back and no branch on
+  // the common node (eligible, unclaimed, unreserved; ~24 M instructions per steady cycle before).
+  in.eligible_nodes.resize(eligible.size());
+  NodeIndex* const kept_nodes = in.eligible_nodes.data();
+  size_t kept = 0;
   for (NodeIndex n = 0; n < static_cast<NodeIndex>(eligible.size()); ++n) {
-    if (!is_eligible[n] || claimed[n]) continue;
-    if (reserved[n] && !Usable(n, w, priority, eligible)) continue;
+    kept_nodes[kept] = n;
+    const bool open = (is_eligible[n] != 0) & (claimed[n] == 0);
+    if (open & (reserved[n] == 0) & !tenants) {
+      ++kept;
+      continue;
+    }
+    if (!open || (reserved[n] && !Usable(n, w, priority, eligible))) continue;
     if (tenants && s_.profile->OtherTenant(n, tenant)) continue;
-    in.eligible_nodes.push_back(n);
+    ++kept;
   }
+  in.eligible_nodes.resize(kept);
   in.free_now = &s_.profile->FreeNowAll();  // read in place
   in.claimed = &s_.claimed;
   in.already_victims = &s_.victims;

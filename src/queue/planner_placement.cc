@@ -107,7 +107,7 @@ void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit vi
   std::vector<NodeIndex> freed;
   const uint32_t stamp = ++s_.stamp;
   if (t > p.now()) {
-    p.ForEachEndAfter(p.now(), [&](Time end, NodeIndex n) {
+    p.ForEachFirstEndAfterNow([&](Time end, NodeIndex n) {
       if (end > t) return false;
       if (s_.node_stamp[n] != stamp) {
         s_.node_stamp[n] = stamp;
@@ -346,8 +346,12 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     gathered.clear();
     return try_finish(batch);
   };
+  // Ends ascend: one not after G = RoundUp(the end before) rounds up to G too, without RoundUp's
+  // division (issue 26: ~800,000 ends a steady cycle). `start` is a grid time no end reaches.
+  Time rounded = start;
   p.ForEachEndAfter(start, [&](Time end, NodeIndex n) {
-    const Time t = p.RoundUp(end);
+    if (end > rounded) rounded = p.RoundUp(end);
+    const Time t = rounded;
     if (t > p.horizon()) return false;
     if (batch >= 0 && t != batch) {
       result = close_batch();

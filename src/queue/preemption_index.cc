@@ -208,6 +208,23 @@ int ViableMemo::Select(const Key& key) {
   return static_cast<int>(e);
 }
 
+int ViableMemo::Base(int entry) const {
+  const Key& key = entries_[entry].key;
+  if (key.by_class) return -1;
+  int base = -1;
+  int64_t distance = 0;
+  for (size_t e = 0; e < used_; ++e) {
+    const Key& k = entries_[e].key;
+    if (static_cast<int>(e) == entry || k.by_class || k.other != key.other || k.allowed_qos != key.allowed_qos) continue;
+    const int64_t d = k.threshold > key.threshold ? k.threshold - key.threshold : key.threshold - k.threshold;
+    if (base < 0 || d < distance) {
+      base = static_cast<int>(e);
+      distance = d;
+    }
+  }
+  return base;
+}
+
 void ViableMemo::SyncExcluded(const std::vector<int>& units, const VictimIndex& index) {
   for (int u : units) {
     if (excluded_[u]) continue;

@@ -135,9 +135,11 @@ class ViableMemo {
     int32_t units = 0;     // candidate units on the node
     // The lowest VictimSearch::Weight among them (the key says which weight).
     double cheapest = std::numeric_limits<double>::infinity();
-    // Every candidate unit on the node runs on no other node, takes from no disruption budget
-    // and frees no negative amount there: what VictimSearch::UseLeanNodes may leave out.
-    bool alone = true;
+    // Candidate units on the node that run on another node too, take from a disruption budget or
+    // free a negative amount there (a count, not a flag, so that a unit can be taken out again:
+    // VictimSearch::ViableUncached). None: what VictimSearch::UseLeanNodes may leave out.
+    int32_t shared = 0;
+    bool alone() const { return shared == 0; }
   };
 
   // Every entry is stale: a new index of `nodes` nodes and `units` units.
@@ -149,6 +151,14 @@ class ViableMemo {
   // this changes (those of the units new since the last call); every entry when some unit of the
   // last call is missing.
   void SyncExcluded(const std::vector<int>& units, const VictimIndex& index);
+
+  // Issue 26: the entry a new key's node entries may start from (VictimSearch::ViableUncached):
+  // of the keys that differ from `entry`'s only in the threshold (neither by class), the one with
+  // the nearest; -1 when none. Units come cheapest first, so its candidates and `entry`'s differ
+  // only in the units between the two thresholds; and its node entries were made, or dropped,
+  // with the same earlier victims. A cycle's preemptors mostly differ in priority only.
+  int Base(int entry) const;
+  int64_t threshold(int entry) const { return entries_[entry].key.threshold; }
 
   // Whether `unit` is a candidate under the entry's key, earlier victims aside: -1 not known.
   int8_t& verdict(int entry, int unit) { return entries_[entry].verdict[unit]; }

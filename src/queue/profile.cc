@@ -191,7 +191,24 @@ bool AvailabilityProfile::Remove(NodeIndex node, const Block& block) {
   return true;
 }
 
+void AvailabilityProfile::BuildBaseFirstEnds() const {
+  base_first_ends_.clear();
+  std::vector<char> seen(capacity_.size(), 0);
+  auto a = std::upper_bound(base_ends_.begin(), base_ends_.end(),
+                            std::make_pair(now_, std::numeric_limits<NodeIndex>::max()));
+  for (; a != base_ends_.end(); ++a) {
+    const NodeIndex n = a->second;
+    if (n >= 0 && static_cast<size_t>(n) < seen.size()) {
+      if (seen[n]) continue;
+      seen[n] = 1;
+    }
+    base_first_ends_.push_back(*a);
+  }
+  base_first_built_ = true;
+}
+
 void AvailabilityProfile::SealBase() {
+  base_first_built_ = false;
   // A few hundred ends (a trace replay's 128 processors) sort faster than the radix passes below
   // clear their 2,048 counters.
   if (base_ends_.size() < 512) {

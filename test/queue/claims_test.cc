@@ -90,7 +90,8 @@ TEST(NeverEqualPriority, ThroughThePlannerAVictimOfExactlyThePreemptorsPriorityI
 // A preemptor leaves alone a node marked reserved(W) for a workload it does not outrank: W here
 // is not even pending, so nobody may use n0, and "urgent" preempts nothing; without the mark it
 // preempts the victim there. (Not pinned by TryPreempt's own node filter alone: with that check
-// removed the plan is the same; the search still finds no usable preemption here.)
+// removed the plan is the same; the search still finds no usable preemption here. The next test
+// pins the filter.)
 TEST(NeverEqualPriority, APreemptorLeavesANodeReservedForAnotherAlone) {
   for (bool marked : {true, false}) {
     std::shared_ptr<Snapshot> snap = OneNodeHeldBy(0);
@@ -100,6 +101,23 @@ TEST(NeverEqualPriority, APreemptorLeavesANodeReservedForAnotherAlone) {
     const Plan plan = planner.PlanCycle(snap, kNow);
     EXPECT_EQ(plan.preemptions.size(), marked ? 0u : 1u) << (marked ? "marked" : "unmarked");
   }
+}
+
+// TryPreempt's own node filter (issue 26: written without a branch on the common node) keeps a
+// node reserved(W) for another out of the search: the cheaper victim there is not chosen (and
+// then dropped by the check after the search, leaving no preemption); the next node's is.
+TEST(NeverEqualPriority, APreemptorSearchesPastANodeReservedForAnother) {
+  std::shared_ptr<Snapshot> snap = OneNodeHeldBy(0);
+  snap->nodes.push_back(MakeNode("n1", 4000));
+  RunningWorkload pricier = MakeRunning("pricier", 1, Cpu(4000), 0, std::nullopt, PreemptorPriority() / 2);
+  pricier.qos = "low";
+  snap->running.push_back(pricier);
+  snap->nodes[0].owner = NodeOwner{OwnerKind::kReserved, "someone-else"};
+  CheapestVictimsPlanner victims;
+  QueuePlanner planner(PreemptingConfig(), &victims);
+  const Plan plan = planner.PlanCycle(snap, kNow);
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_THAT(plan.preemptions[0].victims, ElementsAre("pricier"));
 }
 
 TEST(NeverEqualPriority, CheapestVictimsPlannerRefusesAVictimOfExactlyThePreemptorsPriority) {

@@ -70,10 +70,11 @@ struct Pool {
   // One search of the cycle by `planner`, for a preemptor of priority 100 and QOS high (the same
   // candidate key every time), one member of `cpu`, that may use `eligible`.
   std::optional<PreemptionChoice> Choose(const CheapestVictimsPlanner& planner, const std::string& id, int64_t cpu,
-                                         std::vector<NodeIndex> eligible) const {
+                                         std::vector<NodeIndex> eligible, double priority = 100,
+                                         const std::string& qos = "high") const {
     PendingWorkload w;
     w.id = id;
-    w.qos = "high";
+    w.qos = qos;
     w.members = 1;
     w.per_member = Cpu(cpu);
     PreemptionInput in;
@@ -81,7 +82,7 @@ struct Pool {
     in.shared_snapshot = snapshot;
     in.config = &config;
     in.preemptor = &w;
-    in.preemptor_priority = 100;
+    in.preemptor_priority = priority;
     in.now = 1000;
     in.eligible_nodes = std::move(eligible);
     in.free_now = &free_now;
@@ -169,6 +170,57 @@ TEST(PreemptionMemo, ANewCycleWithFewerEarlierVictimsSeesTheirNodesAgain) {
   const std::vector<std::string> expected = Victims(p.Choose(fresh, kLate, 4000, {1, 2, 3}));
   ASSERT_THAT(expected, ElementsAre("g1", "g2"));
   EXPECT_EQ(Victims(p.Choose(kept, kLate, 4000, {1, 2, 3})), expected);
+}
+
+// A new key's node entries start from the entry of the nearest key that differs only in the
+// threshold (ViableMemo::Base). Nodes A, B, C, D, each full: a (70), b (60), c (50), d (20). A
+// preemptor of priority 55 may take c and d: from B, its walk finds C the first viable node.
+struct Ladder : Pool {
+  Ladder() {
+    Run("a", {0}, 4000, 70);
+    Run("b", {1}, 4000, 60);
+    Run("c", {2}, 4000, 50);
+    Run("d", {3}, 4000, 20);
+    ComputeFreeNow();
+  }
+};
+
+TEST(PreemptionMemo, AnEntryFromAHigherPriorityKeyLosesTheUnitsBetween) {
+  Ladder p;
+  const CheapestVictimsPlanner kept;
+  // Priority 100: every unit a candidate; nothing holds 8 CPUs, so every node's entry is made.
+  EXPECT_FALSE(p.Choose(kept, "big", 8000, {0, 1, 2, 3}, 100).has_value());
+  // Priority 55 starts from those: b must go from B's entry. Kept, B would be the window, fail
+  // there, and every node would give d, the cheapest.
+  const CheapestVictimsPlanner fresh;
+  ASSERT_THAT(Victims(p.Choose(fresh, kLate, 4000, {1, 2, 3}, 55)), ElementsAre("c"));
+  EXPECT_THAT(Victims(p.Choose(kept, kLate, 4000, {1, 2, 3}, 55)), ElementsAre("c"));
+}
+
+TEST(PreemptionMemo, AnEntryOfAnotherQosIsNoBase) {
+  Ladder p;
+  p.snapshot->running[1].qos = "low2";  // b
+  p.config.qos.push_back({"wide", 100, false, {"low", "low2"}, 0});
+  p.config.qos.push_back({"low2", 10, true, {}, 0});
+  const CheapestVictimsPlanner kept;
+  // At priority 65 QOS wide may take b too: its key, at the same threshold, counts b on B.
+  EXPECT_FALSE(p.Choose(kept, "big", 8000, {0, 1, 2, 3}, 65, "wide").has_value());
+  // QOS high may not: B is not viable for it. Started from wide's entries, B would be the window.
+  const CheapestVictimsPlanner fresh;
+  ASSERT_THAT(Victims(p.Choose(fresh, kLate, 4000, {1, 2, 3}, 65, "high")), ElementsAre("c"));
+  EXPECT_THAT(Victims(p.Choose(kept, kLate, 4000, {1, 2, 3}, 65, "high")), ElementsAre("c"));
+}
+
+TEST(PreemptionMemo, AnEntryFromALowerPriorityKeyGainsTheUnitsBetween) {
+  Ladder p;
+  const CheapestVictimsPlanner kept;
+  // Priority 25: d alone is a candidate (every node's entry made, none viable for 8 CPUs).
+  EXPECT_FALSE(p.Choose(kept, "big", 8000, {0, 1, 2, 3}, 25).has_value());
+  // Priority 55 starts from those: c must join C's entry. Left out, C would not be viable, and
+  // the window would be D: d.
+  const CheapestVictimsPlanner fresh;
+  ASSERT_THAT(Victims(p.Choose(fresh, kLate, 4000, {1, 2, 3}, 55)), ElementsAre("c"));
+  EXPECT_THAT(Victims(p.Choose(kept, kLate, 4000, {1, 2, 3}, 55)), ElementsAre("c"));
 }
 
 }  // namespace

@@ -285,6 +285,50 @@ TEST(AvailabilityProfile, EndsComeInTimeThenNodeOrder) {
   }
 }
 
+// ForEachFirstEndAfterNow lists each node's running (base) ends cut to the earliest after now:
+// a caller that keeps each node once, at the first end it meets (ForEachNodeWithRoomAt's freed
+// nodes), gets the same nodes in the same order as from every end (ForEachEndAfter(now)).
+TEST(AvailabilityProfile, FirstEndsMeetEachNodeWhereEveryEndDoes) {
+  std::mt19937_64 rng(31);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  constexpr Time kNow = 1'800'000'000;
+  const auto first_seen = [](const AvailabilityProfile& profile, bool first_only) {
+    std::vector<std::pair<Time, NodeIndex>> order;
+    std::vector<char> seen(profile.size(), 0);
+    const auto keep = [&](Time end, NodeIndex n) {
+      if (!seen[n]) order.emplace_back(end, n);
+      seen[n] = 1;
+      return true;
+    };
+    if (first_only) {
+      profile.ForEachFirstEndAfterNow(keep);
+    } else {
+      profile.ForEachEndAfter(profile.now(), keep);
+    }
+    return order;
+  };
+  for (int trial = 0; trial < 200; ++trial) {
+    const int nodes = static_cast<int>(pick(1, 300));
+    Resources capacity;
+    capacity[kCpu] = 1'000'000;
+    AvailabilityProfile profile(std::vector<Resources>(nodes, capacity), kNow, /*window=*/500, 1, true);
+    auto add = [&](bool before_seal) {
+      AvailabilityProfile::Block b;
+      b.start = before_seal ? kNow - pick(0, 100) : kNow + pick(0, 100);
+      // Ends: past, now, soon, beyond the horizon, never; several per node.
+      const int64_t kind = pick(0, 4);
+      b.end = kind == 0 ? kNow - pick(0, 5) : kind == 1 ? kForever : std::max(b.start, kNow) + pick(0, 700);
+      b.used[kCpu] = 1;
+      profile.Add(static_cast<NodeIndex>(pick(0, nodes - 1)), b);
+    };
+    for (int i = static_cast<int>(pick(0, 4 * nodes)); i > 0; --i) add(true);
+    profile.SealBase();
+    for (int i = static_cast<int>(pick(0, nodes)); i > 0; --i) add(false);
+    const std::vector<std::pair<Time, NodeIndex>> want = first_seen(profile, false);
+    ASSERT_EQ(first_seen(profile, true), want) << "trial " << trial;
+  }
+}
+
 // ResourcesTable numbers distinct vectors by first appearance and finds each again, across the
 // table's growth (it starts at 64 slots) and with vectors that differ in one slot only.
 TEST(ResourcesTable, SameVectorSameNumberAcrossGrowth) {
