@@ -124,6 +124,41 @@ TEST(Preemption, TheUsableNodesAreTheSameWhetherTheEligibleNodesAscendOrNot) {
   }
 }
 
+// Issue 26: whether the preemptor fits without victims is first asked of the eligible list as
+// given, while it ascends (VictimSearch::FitsOnAscendingPrefix). A free node claimed earlier in
+// the cycle is no room there.
+TEST(Preemption, AFreeNodeClaimedEarlierInTheCycleIsNoRoomWithoutVictims) {
+  Scenario s(2, 4000);
+  s.Run("a", {0}, 4000, 1);
+  s.claimed[1] = 1;  // free, but promised to a higher priority earlier this cycle
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("a"));
+}
+
+// A node listed twice holds its copies once: a gang of two does not fit on one free node.
+TEST(Preemption, ANodeListedTwiceIsCountedOnceWhenAskingWhetherItFitsWithoutVictims) {
+  Scenario s(2, 4000);
+  s.preemptor.members = 2;
+  s.Run("a", {0}, 4000, 1);
+  s.eligible = {1, 1, 0};
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("a"));
+  EXPECT_THAT(c->decision.member_nodes, UnorderedElementsAre(0, 1));
+}
+
+// The free node after a full one in a list that does not ascend: it fits, nothing to preempt
+// and nothing ruled out.
+TEST(Preemption, ItFitsWithoutVictimsWhateverTheOrderOfTheEligibleNodes) {
+  Scenario s(2, 4000);
+  s.Run("a", {1}, 4000, 1);
+  s.eligible = {1, 0};
+  bool no_room = true;
+  EXPECT_FALSE(CheapestVictimsPlanner().PlanOrRuleOut(s.Input(), &no_room).has_value());
+  EXPECT_FALSE(no_room);
+}
+
 TEST(Preemption, ThenLowestPriority) {
   Scenario s(3, 4000);
   s.Run("a", {0}, 4000, 20);
