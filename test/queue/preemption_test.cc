@@ -148,12 +148,15 @@ TEST(Preemption, ANodeListedTwiceIsCountedOnceWhenAskingWhetherItFitsWithoutVict
   EXPECT_THAT(c->decision.member_nodes, UnorderedElementsAre(0, 1));
 }
 
-// The free node after a full one in a list that does not ascend: it fits, nothing to preempt
-// and nothing ruled out.
+// The free node after full ones in a list that does not ascend: it fits, nothing to preempt
+// and nothing ruled out, even where the capped window (one node; "P"'s offset lands on node 0)
+// would hold only a full node.
 TEST(Preemption, ItFitsWithoutVictimsWhateverTheOrderOfTheEligibleNodes) {
-  Scenario s(2, 4000);
-  s.Run("a", {1}, 4000, 1);
-  s.eligible = {1, 0};
+  Scenario s(5, 4000);
+  for (NodeIndex n = 0; n < 4; ++n) s.Run("a" + std::to_string(n), {n}, 4000, 1);
+  s.eligible = {1, 0, 2, 3, 4};
+  s.config.preemption.min_candidate_nodes_percentage = 0;
+  s.config.preemption.min_candidate_nodes_absolute = 1;
   bool no_room = true;
   EXPECT_FALSE(CheapestVictimsPlanner().PlanOrRuleOut(s.Input(), &no_room).has_value());
   EXPECT_FALSE(no_room);
@@ -169,6 +172,19 @@ TEST(Preemption, ThenLowestPriority) {
   EXPECT_THAT(c->decision.victims, ElementsAre("b"));
   EXPECT_THAT(c->decision.member_nodes, ElementsAre(1));
   EXPECT_DOUBLE_EQ(c->max_victim_priority, 5);
+}
+
+// Equally cheap in every other way: the victim index orders them by id (VictimIndex::Build),
+// so the smallest id goes, wherever it runs.
+TEST(Preemption, ThenTheSmallestId) {
+  Scenario s(3, 4000);
+  s.Run("c", {0}, 4000, 5);
+  s.Run("a", {2}, 4000, 5);
+  s.Run("b", {1}, 4000, 5);
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("a"));
+  EXPECT_THAT(c->decision.member_nodes, ElementsAre(2));
 }
 
 TEST(Preemption, ThenLeastRunTimeLost) {
