@@ -32,28 +32,23 @@ const std::vector<int32_t>* PreferenceOf(const PendingWorkload& w, size_t nodes)
 }
 
 // With a node preference (PendingWorkload::node_preference), a higher score comes first and
-// this order breaks the ties. Only the first `wanted` of that order are returned (every node of
-// the set holds a copy or more, Reverify: `wanted` = members is all that ChooseNodes takes
-// without packing); the order is total, so a partial sort gives the full sort's first ones
-// (issue 26: sorting every feasible node was ~17 M instructions per steady cycle).
+// this order breaks the ties.
 std::vector<std::pair<NodeIndex, int64_t>> PreferLatestFreed(const PlacementScratch& feasible,
-                                                             const std::vector<int32_t>* preference, size_t wanted) {
+                                                             const std::vector<int32_t>* preference) {
   std::vector<std::tuple<Time, NodeIndex, int64_t>> ranked;
   ranked.reserve(feasible.nodes.size());
   for (NodeIndex n : feasible.nodes) ranked.emplace_back(feasible.freed[n], n, feasible.copies[n]);
-  const auto before = [preference](const auto& a, const auto& b) {
+  std::sort(ranked.begin(), ranked.end(), [preference](const auto& a, const auto& b) {
     if (preference != nullptr) {
       const int32_t pa = (*preference)[std::get<1>(a)], pb = (*preference)[std::get<1>(b)];
       if (pa != pb) return pa > pb;
     }
     if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) > std::get<0>(b);
     return std::get<1>(a) < std::get<1>(b);
-  };
-  const size_t kept = std::min(wanted, ranked.size());
-  std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(kept), ranked.end(), before);
+  });
   std::vector<std::pair<NodeIndex, int64_t>> best_first;
-  best_first.reserve(kept);
-  for (size_t i = 0; i < kept; ++i) best_first.emplace_back(std::get<1>(ranked[i]), std::get<2>(ranked[i]));
+  best_first.reserve(ranked.size());
+  for (const auto& [freed, n, copies] : ranked) best_first.emplace_back(n, copies);
   return best_first;
 }
 // Visits a batch of (block end, node), gathered in ForEachEndAfter's ascending order, by latest
@@ -321,10 +316,7 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     if (feasible.total < members) return std::nullopt;
     feasible.Reverify(t, copies_at);
     if (feasible.total < members) return std::nullopt;
-    // Packing chooses among every node; else the first `members` nodes of the order hold them.
-    const bool packs = w.pack_topology && !s_.domains.empty() && members > 1;
-    const size_t wanted = packs ? feasible.nodes.size() : static_cast<size_t>(members);
-    return Placement{t, ChooseNodes(w, PreferLatestFreed(feasible, PreferenceOf(w, p.size()), wanted),
+    return Placement{t, ChooseNodes(w, PreferLatestFreed(feasible, PreferenceOf(w, p.size())),
                                     /*preference_order=*/true)};
   };
   // Every node with room at the start ties on freed (the start): with one member and no

@@ -837,6 +837,42 @@ TEST(Preemption, OwnAntiAffinityAPodPlacedEarlierInTheCycleKeepsTheNodeOut) {
 
 // Through the queue planner: the hook is called for a preempting QOS, the decision lands in the
 // Plan as one PreemptDecision, and the claimed nodes are off limits for the rest of the cycle.
+// Issue 26: TryPreempt lists its nodes eight at a time where all eight are open; a run of eight
+// with one node the preemptor may not use (here ineligible: node 3, under the cheapest victim)
+// keeps that node out, so the victim is the next cheapest, on an eligible node.
+TEST(Preemption, ThroughTheQueuePlannerAnIneligibleNodeAmongEightIsNoCandidate) {
+  auto snapshot = std::make_shared<Snapshot>();
+  for (int i = 0; i < 16; ++i) {
+    Node n;
+    n.name = "n" + std::to_string(i);
+    n.allocatable = Cpu(4000);
+    n.labels["pool"] = i == 3 ? "b" : "a";
+    snapshot->nodes.push_back(n);
+    RunningWorkload low;
+    low.id = "low-" + std::to_string(i);
+    low.allocations = {{i, Cpu(4000)}};
+    low.priority = i == 3 ? 1 : (i == 12 ? 2 : 10 + i);
+    low.qos = "low";
+    low.expected_end = 100000;
+    snapshot->running.push_back(low);
+  }
+  PendingWorkload p;
+  p.id = "urgent";
+  p.qos = "high";
+  p.per_member = Cpu(4000);
+  p.time_limit = 600;
+  p.eligibility.node_selector["pool"] = "a";
+  snapshot->pending.push_back(p);
+  QueueConfig config;
+  config.qos = {{"high", 100, false, {"low"}, 30}, {"low", 1, true, {}, 0}};
+  CheapestVictimsPlanner victims;
+  QueuePlanner planner(config, &victims);
+  Plan plan = planner.PlanCycle(snapshot, 1000);
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_THAT(plan.preemptions[0].victims, ElementsAre("low-12"));
+  EXPECT_THAT(plan.preemptions[0].member_nodes, ElementsAre(12));
+}
+
 TEST(Preemption, ThroughTheQueuePlannerTheDecisionIsOneAtomicStep) {
   auto snapshot = std::make_shared<Snapshot>();
   for (int i = 0; i < 2; ++i) {
