@@ -838,22 +838,24 @@ TEST(Preemption, OwnAntiAffinityAPodPlacedEarlierInTheCycleKeepsTheNodeOut) {
 // Through the queue planner: the hook is called for a preempting QOS, the decision lands in the
 // Plan as one PreemptDecision, and the claimed nodes are off limits for the rest of the cycle.
 // Issue 26: TryPreempt lists its nodes eight at a time where all eight are open; a run of eight
-// with one node the preemptor may not use (here ineligible: node 3, under the cheapest victim)
-// keeps that node out, so the victim is the next cheapest, on an eligible node.
-TEST(Preemption, ThroughTheQueuePlannerAnIneligibleNodeAmongEightIsNoCandidate) {
+// with a node the preemptor may not use keeps that node out: node 3 (ineligible, under the
+// cheapest victim) and node 5 (reserved for another workload, under the next), so the victim is
+// the cheapest on a node it may use.
+TEST(Preemption, ThroughTheQueuePlannerANodeItMayNotUseAmongEightIsNoCandidate) {
   auto snapshot = std::make_shared<Snapshot>();
   for (int i = 0; i < 16; ++i) {
     Node n;
     n.name = "n" + std::to_string(i);
     n.allocatable = Cpu(4000);
     n.labels["pool"] = i == 3 ? "b" : "a";
-    snapshot->nodes.push_back(n);
     RunningWorkload low;
     low.id = "low-" + std::to_string(i);
     low.allocations = {{i, Cpu(4000)}};
-    low.priority = i == 3 ? 1 : (i == 12 ? 2 : 10 + i);
+    if (i == 5) n.owner = NodeOwner{OwnerKind::kReserved, "someone-else"};
+    low.priority = i == 3 ? 1 : (i == 5 ? 1.5 : (i == 12 ? 2 : 10 + i));
     low.qos = "low";
     low.expected_end = 100000;
+    snapshot->nodes.push_back(n);
     snapshot->running.push_back(low);
   }
   PendingWorkload p;
