@@ -3,6 +3,7 @@
 // preemption decisions it appends to the plan. See planner_pass.h; docs/queue.md "Backfill".
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -70,6 +71,62 @@ void CyclePass::Wait(std::string_view id, WaitReason reason, const char* fixed_m
   status.has_reservation = has_reservation;
 }
 
+namespace {
+
+// Whether eight nodes from these positions are all eligible (each byte nonzero), unclaimed and
+// unreserved (each byte zero): a word each, no branch per node.
+bool AllOpen8(const char* eligible, const char* claimed, const char* reserved) {
+  uint64_t e, c, r;
+  std::memcpy(&e, eligible, 8);
+  std::memcpy(&c, claimed, 8);
+  std::memcpy(&r, reserved, 8);
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+  const bool some_zero = ((e - kOnes) & ~e & kHighs) != 0;  // exact: true iff a byte of e is 0
+  return !some_zero && (c | r) == 0;
+}
+
+}  // namespace
+
+// The eligible nodes TryPreempt may use, ascending.
+void CyclePass::ListPreemptNodes(const PendingWorkload& w, double priority, const std::vector<char>& eligible,
+                                 std::vector<NodeIndex>& out) {
+  // Issue 25: preemption never crosses tenants on a same-tenant node (the victims would have to be
+  // all of the other tenant's work there, which the search does not know): such a node is out.
+  // Usable's first tests inline over plain arrays (5,000 nodes per preemptor, issue 26): the rest
+  // only for a node reserved(W), and the tenant only where some node is same-tenant.
+  const int16_t tenant = s_.TenantId(w.tenant);
+  const char* const is_eligible = eligible.data();
+  const char* const claimed = s_.claimed.data();
+  const char* const reserved = s_.reserved_owner.data();
+  const bool tenants = s_.any_same_tenant;
+  // Every node written, the count advanced only for a kept one: no push_back and no branch on
+  // the common node (eligible, unclaimed, unreserved; ~24 M instructions per steady cycle before).
+  out.resize(eligible.size());
+  NodeIndex* const kept_nodes = out.data();
+  size_t kept = 0;
+  const NodeIndex nodes = static_cast<NodeIndex>(eligible.size());
+  for (NodeIndex n = 0; n < nodes; ++n) {
+    // Eight nodes at once where all eight are eligible, unclaimed and unreserved (the common run;
+    // issue 26: 183 preemptors x 5,000 nodes a steady cycle): kept in order, as one by one.
+    if (!tenants && n + 8 <= nodes && AllOpen8(is_eligible + n, claimed + n, reserved + n)) {
+      for (int k = 0; k < 8; ++k) kept_nodes[kept + k] = n + k;
+      kept += 8;
+      n += 7;
+      continue;
+    }
+    kept_nodes[kept] = n;
+    const bool open = (is_eligible[n] != 0) & (claimed[n] == 0);
+    if (open & (reserved[n] == 0) & !tenants) {
+      ++kept;
+      continue;
+    }
+    if (!open || (reserved[n] && !Usable(n, w, priority, eligible))) continue;
+    if (tenants && s_.profile->OtherTenant(n, tenant)) continue;
+    ++kept;
+  }
+  out.resize(kept);
+}
+
 std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, double priority,
                                                      const std::vector<char>& eligible, Time now,
                                                      bool* no_room) {
@@ -85,32 +142,7 @@ std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, d
   // Buffers kept in the state: no allocation per preemptor once they have grown.
   in.eligible_nodes = std::move(s_.scratch_preempt_nodes);
   in.eligible_nodes.clear();
-  // Issue 25: preemption never crosses tenants on a same-tenant node (the victims would have to be
-  // all of the other tenant's work there, which the search does not know): such a node is out.
-  // Usable's first tests inline over plain arrays (5,000 nodes per preemptor, issue 26): the rest
-  // only for a node reserved(W), and the tenant only where some node is same-tenant.
-  const int16_t tenant = s_.TenantId(w.tenant);
-  const char* const is_eligible = eligible.data();
-  const char* const claimed = s_.claimed.data();
-  const char* const reserved = s_.reserved_owner.data();
-  const bool tenants = s_.any_same_tenant;
-  // Every node written, the count advanced only for a kept one: no push_back and no branch on
-  // the common node (eligible, unclaimed, unreserved; ~24 M instructions per steady cycle before).
-  in.eligible_nodes.resize(eligible.size());
-  NodeIndex* const kept_nodes = in.eligible_nodes.data();
-  size_t kept = 0;
-  for (NodeIndex n = 0; n < static_cast<NodeIndex>(eligible.size()); ++n) {
-    kept_nodes[kept] = n;
-    const bool open = (is_eligible[n] != 0) & (claimed[n] == 0);
-    if (open & (reserved[n] == 0) & !tenants) {
-      ++kept;
-      continue;
-    }
-    if (!open || (reserved[n] && !Usable(n, w, priority, eligible))) continue;
-    if (tenants && s_.profile->OtherTenant(n, tenant)) continue;
-    ++kept;
-  }
-  in.eligible_nodes.resize(kept);
+  ListPreemptNodes(w, priority, eligible, in.eligible_nodes);
   in.free_now = &s_.profile->FreeNowAll();  // read in place
   in.claimed = &s_.claimed;
   in.already_victims = &s_.victims;
@@ -119,6 +151,7 @@ std::optional<PreemptDecision> CyclePass::TryPreempt(const PendingWorkload& w, d
   s_.scratch_preempt_nodes = std::move(in.eligible_nodes);
   if (!d.has_value()) return std::nullopt;
   // Defence in depth: never act on a decision that breaks the queue's rules.
+  const int16_t tenant = s_.TenantId(w.tenant);
   if (static_cast<int32_t>(d->member_nodes.size()) != std::max<int32_t>(1, w.members)) return std::nullopt;
   for (NodeIndex n : d->member_nodes) {
     if (n < 0 || n >= static_cast<NodeIndex>(eligible.size()) || !Usable(n, w, priority, eligible) ||

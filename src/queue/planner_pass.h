@@ -185,6 +185,8 @@ class CyclePass {
   // On a decision, s_.scratch_victims holds its victims as indices into snapshot->running.
   std::optional<PreemptDecision> TryPreempt(const PendingWorkload& w, double priority,
                                             const std::vector<char>& eligible, Time now, bool* no_room);
+  void ListPreemptNodes(const PendingWorkload& w, double priority, const std::vector<char>& eligible,
+                        std::vector<NodeIndex>& out);
   void Commit(const PendingWorkload& w, Duration duration, const MemberNodes& nodes, Time start,
               bool reservation);
   // Every member of `w` fits on `nodes` (member i on nodes[i]) over [start, start + duration).

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <string>
-#include <tuple>
 
 namespace onequeue::queue::internal {
 
@@ -39,14 +38,27 @@ void VictimIndex::Build(const Snapshot& snap, const QueueConfig& config, Time no
   absl::flat_hash_map<std::string_view, int> budget_of;
   absl::flat_hash_map<std::string_view, int> qos_of;
   for (const std::vector<int>& group : groups) BuildUnit(snap, config, now, group, budget_of, qos_of);
-  // Cheapest first; the order every search walks (ids are unique, so it is total).
-  std::vector<int> order(units_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::sort(order.begin(), order.end(), [&](int x, int y) {
-    const IndexUnit& a = units_[x];
-    const IndexUnit& b = units_[y];
-    return std::tie(a.max_priority, a.run_time_lost, a.count, a.first_id) <
-           std::tie(b.max_priority, b.run_time_lost, b.count, b.first_id);
+  // Cheapest first; the order every search walks (ids are unique, so it is total, and any sort
+  // gives this one order). Flat keys, the id read only on a tie of the rest: sorting indices
+  // into the units cost ~20 M instructions per steady cycle (issue 26).
+  struct SortKey {
+    double max_priority;
+    int64_t run_time_lost;
+    int32_t count;
+    int32_t unit;
+  };
+  std::vector<SortKey> order(units_.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    const IndexUnit& u = units_[i];
+    order[i] = SortKey{u.max_priority, u.run_time_lost, u.count, static_cast<int32_t>(i)};
+  }
+  std::sort(order.begin(), order.end(), [&](const SortKey& a, const SortKey& b) {
+    // As std::tie(max_priority, run_time_lost, count, first_id) compares.
+    if (a.max_priority < b.max_priority) return true;
+    if (b.max_priority < a.max_priority) return false;
+    if (a.run_time_lost != b.run_time_lost) return a.run_time_lost < b.run_time_lost;
+    if (a.count != b.count) return a.count < b.count;
+    return units_[a.unit].first_id < units_[b.unit].first_id;
   });
   min_class_priority_ = INT32_MAX;
   for (const IndexUnit& u : units_) {
@@ -56,7 +68,7 @@ void VictimIndex::Build(const Snapshot& snap, const QueueConfig& config, Time no
   }
   std::vector<IndexUnit> sorted;
   sorted.reserve(units_.size());
-  for (int i : order) sorted.push_back(units_[i]);
+  for (const SortKey& k : order) sorted.push_back(units_[k.unit]);
   units_ = std::move(sorted);
   unit_of_workload_.reserve(snap.running.size());
   unit_of_running_.assign(snap.running.size(), -1);

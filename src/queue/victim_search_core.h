@@ -154,6 +154,8 @@ class VictimSearch {
     return static_cast<int>(hi - lo);
   }
   bool FitsWithoutVictims() const;
+  enum class PrefixFit { kFits, kDoesNotFit, kUnknown };
+  PrefixFit FitsOnAscendingPrefix() const;
   int64_t ViableCopies(NodeIndex n) const;
   ViableMemo::Viable ViableUncached(NodeIndex n) const;
   void Count(NodeIndex n, const IndexUnit& unit, int sign, ViableMemo::Viable& viable) const;

@@ -124,6 +124,44 @@ TEST(Preemption, TheUsableNodesAreTheSameWhetherTheEligibleNodesAscendOrNot) {
   }
 }
 
+// Issue 26: whether the preemptor fits without victims is first asked of the eligible list as
+// given, while it ascends (VictimSearch::FitsOnAscendingPrefix). A free node claimed earlier in
+// the cycle is no room there.
+TEST(Preemption, AFreeNodeClaimedEarlierInTheCycleIsNoRoomWithoutVictims) {
+  Scenario s(2, 4000);
+  s.Run("a", {0}, 4000, 1);
+  s.claimed[1] = 1;  // free, but promised to a higher priority earlier this cycle
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("a"));
+}
+
+// A node listed twice holds its copies once: a gang of two does not fit on one free node.
+TEST(Preemption, ANodeListedTwiceIsCountedOnceWhenAskingWhetherItFitsWithoutVictims) {
+  Scenario s(2, 4000);
+  s.preemptor.members = 2;
+  s.Run("a", {0}, 4000, 1);
+  s.eligible = {1, 1, 0};
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("a"));
+  EXPECT_THAT(c->decision.member_nodes, UnorderedElementsAre(0, 1));
+}
+
+// The free node after full ones in a list that does not ascend: it fits, nothing to preempt
+// and nothing ruled out, even where the capped window (one node; "P"'s offset lands on node 0)
+// would hold only a full node.
+TEST(Preemption, ItFitsWithoutVictimsWhateverTheOrderOfTheEligibleNodes) {
+  Scenario s(5, 4000);
+  for (NodeIndex n = 0; n < 4; ++n) s.Run("a" + std::to_string(n), {n}, 4000, 1);
+  s.eligible = {1, 0, 2, 3, 4};
+  s.config.preemption.min_candidate_nodes_percentage = 0;
+  s.config.preemption.min_candidate_nodes_absolute = 1;
+  bool no_room = true;
+  EXPECT_FALSE(CheapestVictimsPlanner().PlanOrRuleOut(s.Input(), &no_room).has_value());
+  EXPECT_FALSE(no_room);
+}
+
 TEST(Preemption, ThenLowestPriority) {
   Scenario s(3, 4000);
   s.Run("a", {0}, 4000, 20);
@@ -134,6 +172,19 @@ TEST(Preemption, ThenLowestPriority) {
   EXPECT_THAT(c->decision.victims, ElementsAre("b"));
   EXPECT_THAT(c->decision.member_nodes, ElementsAre(1));
   EXPECT_DOUBLE_EQ(c->max_victim_priority, 5);
+}
+
+// Equally cheap in every other way: the victim index orders them by id (VictimIndex::Build),
+// so the smallest id goes, wherever it runs.
+TEST(Preemption, ThenTheSmallestId) {
+  Scenario s(3, 4000);
+  s.Run("c", {0}, 4000, 5);
+  s.Run("a", {2}, 4000, 5);
+  s.Run("b", {1}, 4000, 5);
+  auto c = s.Choose();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_THAT(c->decision.victims, ElementsAre("a"));
+  EXPECT_THAT(c->decision.member_nodes, ElementsAre(2));
 }
 
 TEST(Preemption, ThenLeastRunTimeLost) {
@@ -786,6 +837,44 @@ TEST(Preemption, OwnAntiAffinityAPodPlacedEarlierInTheCycleKeepsTheNodeOut) {
 
 // Through the queue planner: the hook is called for a preempting QOS, the decision lands in the
 // Plan as one PreemptDecision, and the claimed nodes are off limits for the rest of the cycle.
+// Issue 26: TryPreempt lists its nodes eight at a time where all eight are open; a run of eight
+// with a node the preemptor may not use keeps that node out: node 3 (ineligible, under the
+// cheapest victim) and node 5 (reserved for another workload, under the next), so the victim is
+// the cheapest on a node it may use.
+TEST(Preemption, ThroughTheQueuePlannerANodeItMayNotUseAmongEightIsNoCandidate) {
+  auto snapshot = std::make_shared<Snapshot>();
+  for (int i = 0; i < 16; ++i) {
+    Node n;
+    n.name = "n" + std::to_string(i);
+    n.allocatable = Cpu(4000);
+    n.labels["pool"] = i == 3 ? "b" : "a";
+    RunningWorkload low;
+    low.id = "low-" + std::to_string(i);
+    low.allocations = {{i, Cpu(4000)}};
+    if (i == 5) n.owner = NodeOwner{OwnerKind::kReserved, "someone-else"};
+    low.priority = i == 3 ? 1 : (i == 5 ? 1.5 : (i == 12 ? 2 : 10 + i));
+    low.qos = "low";
+    low.expected_end = 100000;
+    snapshot->nodes.push_back(n);
+    snapshot->running.push_back(low);
+  }
+  PendingWorkload p;
+  p.id = "urgent";
+  p.qos = "high";
+  p.per_member = Cpu(4000);
+  p.time_limit = 600;
+  p.eligibility.node_selector["pool"] = "a";
+  snapshot->pending.push_back(p);
+  QueueConfig config;
+  config.qos = {{"high", 100, false, {"low"}, 30}, {"low", 1, true, {}, 0}};
+  CheapestVictimsPlanner victims;
+  QueuePlanner planner(config, &victims);
+  Plan plan = planner.PlanCycle(snapshot, 1000);
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_THAT(plan.preemptions[0].victims, ElementsAre("low-12"));
+  EXPECT_THAT(plan.preemptions[0].member_nodes, ElementsAre(12));
+}
+
 TEST(Preemption, ThroughTheQueuePlannerTheDecisionIsOneAtomicStep) {
   auto snapshot = std::make_shared<Snapshot>();
   for (int i = 0; i < 2; ++i) {

@@ -258,6 +258,23 @@ TEST(Scenario, GangPicksTheSmallestRackThatHoldsIt) {
   EXPECT_EQ(FindStart(p, "pair")->member_nodes, (MemberNodes{3, 4}));
 }
 
+// A packing gang's reservation chooses among every node free at its start, not only the first
+// of the latest-freed order (x0 and y0, in two racks): rack r2 holds it whole.
+TEST(Scenario, AGangReservationPacksIntoOneRack) {
+  Snapshot s;
+  s.nodes = {MakeNode("x0", 4000, 1 << 30, 0, {{"rack", "r1"}}),
+             MakeNode("y0", 4000, 1 << 30, 0, {{"rack", "r2"}}),
+             MakeNode("y1", 4000, 1 << 30, 0, {{"rack", "r2"}})};
+  for (NodeIndex n = 0; n < 3; ++n) s.running.push_back(MakeRunning("r" + std::to_string(n), n, Cpu(4000), 0, 100));
+  s.pending = {PendingBuilder("pair", 4000, 2).Pack().Submit(0)};
+  QueueConfig c = SubmitOrderConfig();
+  c.topology_labels = {"rack"};
+  Plan p = RunWith(c, s, 0);
+  ASSERT_NE(FindReservation(p, "pair"), nullptr);
+  EXPECT_EQ(FindReservation(p, "pair")->start, 100);
+  EXPECT_EQ(FindReservation(p, "pair")->member_nodes, (MemberNodes{1, 2}));
+}
+
 TEST(Scenario, ReservedForHigherPriorityReason) {
   // J1 (top) is reserved on both nodes from t=100; "small" would fit now on n1 but runs too
   // long: its reason is that the capacity is reserved.

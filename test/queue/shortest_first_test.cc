@@ -83,6 +83,52 @@ TEST(ShortestFirst, SjbfBackfillsTheShortestCandidateAndKeepsPositionsAndTheRese
   EXPECT_EQ(position["long"], 2);  // its place in the queue, though it was planned last
 }
 
+// PlanTheCandidates' cluster at `now` (the running job ends at now + 1000, "head" reserved then),
+// with these candidates after "head".
+Plan PlanSjbf(Time now, Duration starvation_bound, const std::vector<PendingWorkload>& candidates) {
+  QueueConfig c;
+  c.weights = PriorityWeights{0, 0, 0, 0, 0};
+  c.reservation_depth = 1;
+  c.resolution = 1;
+  c.backfill_shortest_first = true;
+  c.starvation_bound = starvation_bound;
+  QueuePlanner planner(c, nullptr);
+  auto snap = std::make_shared<Snapshot>();
+  for (int i = 0; i < 4; ++i) snap->nodes.push_back(OneCpuNode(i));
+  RunningWorkload r;
+  r.id = "running";
+  r.kind = WorkloadKind::kSlurmJob;
+  r.expected_end = now + 1000;
+  for (NodeIndex n : {0, 1}) {
+    Allocation a;
+    a.node = n;
+    a.used[kCpu] = 1000;
+    r.allocations.push_back(a);
+  }
+  snap->running = {r};
+  snap->pending = {SlurmJob("head", 4, 500, -1)};
+  for (const PendingWorkload& w : candidates) snap->pending.push_back(w);
+  return planner.PlanCycle(snap, now);
+}
+
+// Candidates of one time limit try in queue order (submit order here).
+TEST(ShortestFirst, EqualLimitsTryInQueueOrder) {
+  const Plan plan = PlanSjbf(0, 0, {SlurmJob("first", 2, 100, 1), SlurmJob("second", 2, 100, 2)});
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(plan.starts[0].workload, "first");
+}
+
+// Starving candidates try before the others, oldest first whatever their limits: "long"
+// (pending 10,000 s, past the bound) starts, not the shorter starving "starving-short" submitted
+// after it nor the shortest, "short", which does not starve.
+TEST(ShortestFirst, StarvingCandidatesTryFirstOldestFirst) {
+  const Plan plan = PlanSjbf(10000, 5000,
+                             {SlurmJob("long", 2, 900, 0), SlurmJob("starving-short", 2, 200, 1),
+                              SlurmJob("short", 2, 100, 9995)});
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(plan.starts[0].workload, "long");
+}
+
 // 4 processors. User 1's job 1 fills the machine 0-1000. At 2000 user 1 (job 2) and user 2
 // (job 3) submit together, each asking all 4 processors for 100 s. In submit order job 2 goes
 // first; with fair-share (user 1 has used 4,000 processor-seconds, user 2 nothing) job 3 does.
