@@ -4,11 +4,14 @@
 
 Usage: compare_policies.py OQ_BINARY [CONFIG.yaml ...] [--shapes a,b] [--markdown]
                            [--policies fcfs,easy,conservative,default] [--column NAME=ARGS ...]
+                           [--traces DIR]
   OQ_BINARY   the built `oq` (build/src/scheduler/oq)
   CONFIG      extra columns: `oq simulate TRACE --config CONFIG` (default: none; the default
               policy is the `default` column, `--config` with an empty configuration)
   --column    an extra column NAME: `oq simulate TRACE ARGS` (split on spaces), e.g.
               'bound12h=--starvation-bound 43200' (the daemon's defaults with a what-if)
+  --traces    read shape_<name>.swf from DIR (default: the committed ones beside this script),
+              e.g. other draws made by `generate_shapes.py --seed-base S --jobs N DIR`
 Per shape and policy: average bounded slowdown (tau 10 s), its change against EASY, average,
 99th-percentile (nearest rank) and maximum wait, each of the last two also as a ratio to EASY's.
 """
@@ -52,6 +55,11 @@ def main():
         i = argv.index("--policies")
         policies = argv[i + 1].split(",")
         del argv[i:i + 2]
+    traces = HERE
+    if "--traces" in argv:
+        i = argv.index("--traces")
+        traces = argv[i + 1]
+        del argv[i:i + 2]
     extra = []
     while "--column" in argv:
         i = argv.index("--column")
@@ -74,7 +82,7 @@ def main():
         print("| shape | policy | avg bounded slowdown | vs EASY | avg wait (s) | p99 wait (s) | p99 / EASY's | max wait (s) | max / EASY's |")
         print("|---|---|---|---|---|---|---|---|---|")
     for shape in shapes:
-        trace = os.path.join(HERE, "shape_%s.swf" % shape)
+        trace = os.path.join(traces, "shape_%s.swf" % shape)
         results = {name: run(oq, trace, args) for name, args in columns}
         easy_bsld = results["easy"]["summary"]["average_bounded_slowdown"]
         easy_p99 = percentile([j["wait"] for j in results["easy"]["jobs"]], 0.99)

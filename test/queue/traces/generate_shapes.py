@@ -18,9 +18,10 @@ Every job: field 4 run time, field 9 requested time (>= run time: nobody is cut 
 fields 12-13 user and group (40 users in 8 groups; each user keeps habits: typical size, run time
 and over-estimation factor), field 15 queue (1-3). Offered load is 80-95 %: waiting matters.
 
-Usage: generate_shapes.py [--jobs N] [OUTPUT_DIR [SHAPE,SHAPE...]]
-  (default: 3,000 jobs, this file's directory, every shape; the replay-speed figure of
-  docs/simulate.md uses `--jobs 200000 /tmp heavy_steady`, which is not committed)
+Usage: generate_shapes.py [--jobs N] [--seed-base S] [OUTPUT_DIR [SHAPE,SHAPE...]]
+  (default: 3,000 jobs, seed base 1500, this file's directory, every shape; the replay-speed
+  figure of docs/simulate.md uses `--jobs 200000 /tmp heavy_steady`, which is not committed;
+  other seed bases give other draws of the same shapes, docs/queue.md "How much six traces say")
 """
 import math
 import os
@@ -240,12 +241,17 @@ def main():
         i = argv.index("--jobs")
         JOBS = int(argv[i + 1])
         del argv[i:i + 2]
+    seed_base = 1500  # the committed files
+    if "--seed-base" in argv:
+        i = argv.index("--seed-base")
+        seed_base = int(argv[i + 1])
+        del argv[i:i + 2]
     out_dir = argv[0] if argv else os.path.dirname(os.path.abspath(__file__))
     only = argv[1].split(",") if len(argv) > 1 else None
     for i, (name, fn, note) in enumerate(SHAPES):
         if only and name not in only:
             continue
-        rng = random.Random(1500 + i)
+        rng = random.Random(seed_base + i)
         users = [User(rng, uid) for uid in range(1, USERS + 1)]
         lines = header(name, note) + fn(rng, users)
         with open(os.path.join(out_dir, "shape_%s.swf" % name), "w") as f:
