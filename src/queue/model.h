@@ -320,6 +320,15 @@ struct QueueConfig {
   // per cycle in one_queue_bench). The rest wait with an estimate, and are reserved as the
   // older ones start. Must be at least 1.
   int32_t max_starving_reservations = 100;
+  // What a starving workload (StarvingAt below) gets. kReserve: a reservation past the depth,
+  // as above (conservative backfill for the starving few, EASY for the rest). kFront: the head
+  // of the queue, oldest first, ahead of every workload that is not starving, and no
+  // reservation past the depth: the depth's reservations go to the oldest starving workloads
+  // (EASY for the starving). Issue 27's replays (docs/queue.md "How much six traces say"): a
+  // pile of reservations over over-estimated limits stops backfill on a saturated pool; a front
+  // does not add reservations.
+  enum class StarvationRemedy { kReserve, kFront };
+  StarvationRemedy starvation_remedy = StarvationRemedy::kReserve;
   Duration resolution = 60;         // bf_resolution: reservation start times are rounded up to it
   Duration window = 24 * 3600;      // bf_window: nothing is planned beyond now + window
   // Node label keys of the topology, finest first, e.g. {"topology.onequeue.io/rack",
@@ -333,6 +342,16 @@ struct QueueConfig {
   int32_t max_estimates_per_cycle = 0;
   PreemptionConfig preemption;
 };
+
+// True when a workload submitted at `submit`, planned with `duration` (its time limit, kForever
+// without one), is starving at `now` (docs/queue.md "Starvation"): pending for
+// starvation_bound or longer, or for starvation_bound_limits times its duration or longer.
+inline bool StarvingAt(const QueueConfig& config, Time submit, Duration duration, Time now) {
+  const Duration waited = now - submit;
+  if (config.starvation_bound > 0 && waited >= config.starvation_bound) return true;
+  return config.starvation_bound_limits > 0 &&
+         static_cast<double>(waited) >= config.starvation_bound_limits * static_cast<double>(duration);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Snapshot

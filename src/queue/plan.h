@@ -72,7 +72,15 @@ struct PriorityBreakdown {
   double partition = 0;
   double qos = 0;
   double total = 0;
+  // QueueConfig::StarvationRemedy::kFront and StarvingAt: `total` is kStarvingFront plus the
+  // seconds waited (ahead of every weighted total, oldest first), not the weighted sum.
+  bool starving_front = false;
 };
+
+// The base of a starving workload's priority under StarvationRemedy::kFront: above any weighted
+// sum (weights are 32-bit, factors at most 1, five factors), exact in a double with the seconds
+// waited added.
+inline constexpr double kStarvingFront = 1e13;
 
 struct WaitingStatus {
   // The workload's id: a view of the id in Plan::snapshot, which the plan keeps alive (no copy:

@@ -250,8 +250,9 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
   // there, up to max_starving_reservations a cycle.
   const bool within_depth = config_.reservation_depth == 0 || strict ||
                             s_.reservations < config_.reservation_depth || promise != nullptr;
-  if (within_depth || (s_.starving_reservations < config_.max_starving_reservations &&
-                       Starving(w.submit_time, duration, now))) {
+  const bool reserve_starving = config_.starvation_remedy == QueueConfig::StarvationRemedy::kReserve &&
+                                s_.starving_reservations < config_.max_starving_reservations;
+  if (within_depth || (reserve_starving && Starving(w.submit_time, duration, now))) {
     ReserveOrWait(turn, reason, within_depth);
     return;
   }

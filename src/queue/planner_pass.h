@@ -39,15 +39,10 @@ class CyclePass {
             QueuePlanner::State& state, Plan& plan, bool in_cycle)
       : config_(config), preemption_(preemption), s_(state), plan_(plan), in_cycle_(in_cycle) {}
 
-  // True when a workload submitted at `submit` and planned with `duration` (its time limit) is
-  // starving at `now` (docs/queue.md "Starvation"): pending for starvation_bound or longer, or
-  // for starvation_bound_limits times its time limit or longer. It gets a reservation past the
-  // depth.
+  // StarvingAt (model.h) with this pass's configuration. With StarvationRemedy::kReserve such a
+  // workload gets a reservation past the depth; with kFront the queue order already put it first.
   bool Starving(Time submit, Duration duration, Time now) const {
-    const Duration waited = now - submit;
-    if (config_.starvation_bound > 0 && waited >= config_.starvation_bound) return true;
-    return config_.starvation_bound_limits > 0 &&
-           static_cast<double>(waited) >= config_.starvation_bound_limits * static_cast<double>(duration);
+    return StarvingAt(config_, submit, duration, now);
   }
 
   // Plans the workload at 1-based `position`; appends to plan_.

@@ -621,8 +621,9 @@ absl::StatusOr<ReplayResult> ReplayTrace(const SwfTrace& trace, const ReplayOpti
   if (options.starvation_bound.has_value()) config.starvation_bound = *options.starvation_bound;
   if (options.max_age.has_value()) config.max_age = *options.max_age;
   if (options.starvation_bound_limits.has_value()) config.starvation_bound_limits = *options.starvation_bound_limits;
+  if (options.starvation_remedy.has_value()) config.starvation_remedy = *options.starvation_remedy;
   if (options.starvation_bound.has_value() || options.max_age.has_value() ||
-      options.starvation_bound_limits.has_value()) {
+      options.starvation_bound_limits.has_value() || options.starvation_remedy.has_value()) {
     if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
   }
   Simulator sim(std::move(jobs), processors, options, std::move(config));

@@ -76,6 +76,7 @@ struct ReplayOptions {
   std::optional<Duration> starvation_bound;  // QueueConfig::starvation_bound
   std::optional<Duration> max_age;           // QueueConfig::max_age
   std::optional<double> starvation_bound_limits;    // QueueConfig::starvation_bound_limits
+  std::optional<QueueConfig::StarvationRemedy> starvation_remedy;  // QueueConfig::starvation_remedy
   RuntimePrediction runtime_prediction = RuntimePrediction::kTimeLimit;
   std::optional<int64_t> processors;  // overrides the header
   double tau = 10;                    // bounded slowdown threshold, seconds

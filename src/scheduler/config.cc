@@ -504,6 +504,10 @@ void ParseQueue(MapReader queue, std::vector<std::string>* errors, QueueConfig& 
   queue.Read("starvationBoundSeconds", &c.starvation_bound_seconds);
   queue.Read("starvationBoundTimeLimits", &c.starvation_bound_time_limits);
   queue.Read("starvationReservationsPerCycle", &c.starvation_reservations_per_cycle);
+  queue.Read("starvationRemedy", &c.starvation_remedy);
+  if (c.starvation_remedy != "reserve" && c.starvation_remedy != "front") {
+    queue.KeyError("starvationRemedy", absl::StrCat("is \"", c.starvation_remedy, "\"; expected reserve or front"));
+  }
   if (c.starvation_reservations_per_cycle < 1 || c.starvation_reservations_per_cycle > 1'000'000) {
     queue.KeyError("starvationReservationsPerCycle", "must be 1 to 1000000");
   }

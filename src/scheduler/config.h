@@ -170,6 +170,10 @@ struct QueueConfig {
   // At most this many starving workloads get a reservation past the depth per cycle, the
   // first ones the walk meets (queue::QueueConfig::max_starving_reservations).
   int64_t starvation_reservations_per_cycle = 100;
+  // What a starving workload gets (queue::QueueConfig::starvation_remedy): "reserve", a
+  // reservation past the depth (the default), or "front", the head of the queue oldest first
+  // and no reservation past the depth (docs/queue.md "Starvation").
+  std::string starvation_remedy = "reserve";
   std::vector<NamespacePolicyConfig> namespace_policies;
   // Issue 24 M4: a bound pod is evicted this long after its time limit (Slurm's OverTimeLimit;
   // 0, Slurm's default: at the limit).

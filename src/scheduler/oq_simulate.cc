@@ -26,7 +26,8 @@ constexpr const char* kSimulateUsage =
     "Usage: oq simulate TRACE.swf [--policy fcfs|easy|conservative | --config FILE [--qos NAME]]\n"
     "                   [--compare fcfs|easy|conservative] [--per-job] [--json] [--processors N]\n"
     "                   [--tau SECONDS] [--keep-reservations] [--starvation-bound SECONDS]\n"
-    "                   [--starvation-limits K] [--max-age SECONDS] [--predict-runtimes]\n"
+    "                   [--starvation-limits K] [--max-age SECONDS] [--starvation-remedy reserve|front]\n"
+    "                   [--predict-runtimes]\n"
     "  --policy       fcfs (strict order), easy (backfill, 1 reservation) or conservative\n"
     "                 (backfill, every waiting job reserved)\n"
     "  --config       the daemon's configuration file (onequeue.yaml): replay with its policy\n"
@@ -47,6 +48,9 @@ constexpr const char* kSimulateUsage =
     "                 also replay the same trace under fcfs, easy or conservative and print both\n"
     "                 side by side (wait percentiles, bounded slowdown by job size, users' wait\n"
     "                 shares)\n"
+    "  --starvation-remedy reserve|front\n"
+    "                 what-if: a starving job gets a reservation past the depth (reserve) or the\n"
+    "                 head of the queue, oldest first (front; docs/queue.md \"Starvation\")\n"
     "  --starvation-bound SECONDS, --starvation-limits K, --max-age SECONDS\n"
     "                 what-if: replay with this starvation bound (0 = off), this bound in\n"
     "                 multiples of a job's time limit (0 = off) or age saturation\n"
@@ -109,6 +113,11 @@ std::optional<std::string> ParseArgs(const std::vector<std::string>& args, Simul
       double k = 0;
       if (!v || !absl::SimpleAtod(*v, &k) || !(k >= 0) || !std::isfinite(k)) return a + " needs a number (0 or more)";
       out->options.starvation_bound_limits = k;
+    } else if (a == "--starvation-remedy") {
+      auto v = value();
+      if (!v || (*v != "reserve" && *v != "front")) return a + " needs reserve or front";
+      out->options.starvation_remedy = *v == "front" ? queue::QueueConfig::StarvationRemedy::kFront
+                                                     : queue::QueueConfig::StarvationRemedy::kReserve;
     } else if (a == "--predict-runtimes") {
       out->options.runtime_prediction = queue::RuntimePrediction::kUserHistory;
     } else if (a == "--per-job") {

@@ -86,6 +86,46 @@ TEST(Starvation, ANegativeBoundIsRefused) {
   }
 }
 
+// StarvationRemedy::kFront: a starving workload goes to the head of the queue, oldest first,
+// whatever its QOS, and takes the depth's reservation; nothing is reserved past the depth.
+// Two starving workloads: OLD1 (QOS high, submitted at 10) and OLD0 (QOS mid, at 0): OLD0, the
+// older, is first and reserved; OLD1 and J1 (QOS high, not starving) wait with an estimate.
+TEST(Starvation, WithTheFrontRemedyTheOldestStarvingWorkloadTakesTheDepthsReservation) {
+  Snapshot s;
+  s.nodes = {MakeNode("n0", 10000)};
+  s.running = {MakeRunning("R", 0, Cpu(6000), 0, 5100)};
+  s.pending = {PendingBuilder("J1", 8000).Limit(100).Submit(4900),
+               PendingBuilder("OLD1", 9000).Limit(100).Submit(10),
+               PendingBuilder("OLD0", 9000).Limit(100).Submit(0)};
+  s.pending[0].qos = "high";
+  s.pending[1].qos = "high";
+  s.pending[2].qos = "mid";
+  QueueConfig c = EasyWithBound(1000);
+  c.starvation_remedy = QueueConfig::StarvationRemedy::kFront;
+  ASSERT_TRUE(ValidateConfig(c).ok());
+  QueuePlanner planner(c, nullptr);
+  const Plan p = planner.PlanCycle(std::make_shared<Snapshot>(std::move(s)), 5000);
+  ASSERT_NE(FindReservation(p, "OLD0"), nullptr);
+  EXPECT_EQ(FindReservation(p, "OLD0")->start, 5100);
+  EXPECT_EQ(FindReservation(p, "OLD1"), nullptr);
+  EXPECT_EQ(FindReservation(p, "J1"), nullptr);
+  EXPECT_EQ(p.reservations.size(), 1u);
+}
+
+// The front is above every weighted sum, so the weights must stay below it, and it needs a bound.
+TEST(Starvation, TheFrontRemedyRefusesWeightsAboveItsBaseAndNoBound) {
+  QueueConfig c;
+  c.starvation_remedy = QueueConfig::StarvationRemedy::kFront;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  c.weights.qos = 2e12;
+  EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  QueueConfig unbounded;
+  unbounded.starvation_remedy = QueueConfig::StarvationRemedy::kFront;
+  unbounded.starvation_bound = 0;
+  unbounded.starvation_bound_limits = 0;
+  EXPECT_EQ(ValidateConfig(unbounded).code(), absl::StatusCode::kInvalidArgument);
+}
+
 // The cap on starving reservations: J1 (QOS high) takes the depth's reservation; 5 starving
 // workloads past the depth (one QOS, so in queue order, oldest first), at most 2 reserved a
 // cycle: the first 2; the others wait with an estimate. A cap below 1 is refused.
@@ -184,10 +224,13 @@ QueueConfig FairShare(Duration bound, double limits = 0) {
   return c;
 }
 
-Duration WaitOfW(Duration bound, double limits = 0) {
+Duration WaitOfW(Duration bound, double limits = 0,
+                 QueueConfig::StarvationRemedy remedy = QueueConfig::StarvationRemedy::kReserve,
+                 bool keep_reservations = true) {
   ReplayOptions options;
   options.config = FairShare(bound, limits);
-  options.keep_reservations = true;
+  options.config->starvation_remedy = remedy;
+  options.keep_reservations = keep_reservations;
   auto r = ReplayTrace(HeavyUserScenario(), options);
   EXPECT_TRUE(r.ok()) << r.status();
   if (!r.ok()) return -1;
@@ -220,6 +263,20 @@ TEST(Starvation, TheBoundInMultiplesOfTheTimeLimitCatchesAShortWideJob) {
   EXPECT_GE(wait, bound);
   EXPECT_LE(wait, bound + 100 + 2 * 1800);
   EXPECT_EQ(WaitOfW(QueueConfig{}.starvation_bound, 3), wait);
+}
+
+// StarvationRemedy::kFront in the same scenario: once starving, W is the head of the queue and
+// takes the EASY reservation itself. Without kept promises it starts within the bound, the gap to
+// the next event and one 30-minute limit (the running jobs'); with them the head reserved before
+// W starved keeps its promised slot, one more limit, as with the reserve remedy.
+TEST(Starvation, WithTheFrontRemedyTheWideJobStartsWithinTheBoundAndOneLimit) {
+  const Duration bound = 2 * 3600;
+  const Duration unkept = WaitOfW(bound, 0, QueueConfig::StarvationRemedy::kFront, false);
+  EXPECT_GE(unkept, bound);
+  EXPECT_LE(unkept, bound + 100 + 1800);
+  const Duration kept = WaitOfW(bound, 0, QueueConfig::StarvationRemedy::kFront, true);
+  EXPECT_GE(kept, bound);
+  EXPECT_LE(kept, bound + 100 + 2 * 1800);
 }
 
 // EASY (submit order) for reference: W waits only for the light jobs submitted before it.
