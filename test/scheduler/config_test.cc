@@ -103,6 +103,11 @@ TEST(ConfigTest, StarvationKeysAreReadAndMustBePositive) {
   EXPECT_EQ(c->queue.starvation_bound_seconds, 2 * 86400);
   EXPECT_EQ(c->queue.starvation_bound_time_limits, 3);
   EXPECT_EQ(c->queue.starvation_reservations_per_cycle, 100);
+  EXPECT_EQ(c->queue.starvation_remedy, "reserve");
+  c = ParseConfig(std::string(kHeader) + "queue: {starvationRemedy: front}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.starvation_remedy, "front");
+  EXPECT_EQ(ToQueueConfig(*c).starvation_remedy, queue::QueueConfig::StarvationRemedy::kFront);
   c = ParseConfig(std::string(kHeader) +
                       "queue: {maxAgeSeconds: 3600, starvationBoundSeconds: 14400, starvationBoundTimeLimits: 2.5, "
                       "starvationReservationsPerCycle: 7}\n",
@@ -129,6 +134,7 @@ TEST(ConfigTest, StarvationKeysAreReadAndMustBePositive) {
       {"starvationBoundTimeLimits: .nan", "line 3: queue.starvationBoundTimeLimits: must be a finite number"},
       {"starvationBoundTimeLimits: three", "line 3: queue.starvationBoundTimeLimits: has the wrong type: expected a number"},
       {"starvationReservationsPerCycle: 0", "line 3: queue.starvationReservationsPerCycle: must be 1 to 1000000"},
+      {"starvationRemedy: first", "line 3: queue.starvationRemedy: is \"first\"; expected reserve or front"},
       {"starvationReservationsPerCycle: 1.5", "line 3: queue.starvationReservationsPerCycle: has the wrong type: expected an integer"},
   };
   for (const auto& [line, message] : bad) {
