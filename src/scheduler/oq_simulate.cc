@@ -71,6 +71,31 @@ struct SimulateArgs {
   std::optional<queue::ReplayPolicy> compare;
 };
 
+bool IsStarvationWhatIf(const std::string& a) {
+  return a == "--starvation-bound" || a == "--max-age" || a == "--starvation-limits" || a == "--starvation-remedy";
+}
+
+// One of the starvation what-ifs (IsStarvationWhatIf) with its value `v`; on failure the message.
+std::optional<std::string> ParseStarvationWhatIf(const std::string& a, const std::optional<std::string>& v,
+                                                 queue::ReplayOptions* options) {
+  if (a == "--starvation-limits") {  // multiples of a job's time limit
+    double k = 0;
+    if (!v || !absl::SimpleAtod(*v, &k) || !(k >= 0) || !std::isfinite(k)) return a + " needs a number (0 or more)";
+    options->starvation_bound_limits = k;
+  } else if (a == "--starvation-remedy") {
+    if (!v || (*v != "reserve" && *v != "front")) return a + " needs reserve or front";
+    options->starvation_remedy = *v == "front" ? queue::QueueConfig::StarvationRemedy::kFront
+                                               : queue::QueueConfig::StarvationRemedy::kReserve;
+  } else {
+    int64_t n = 0;
+    if (!v || !absl::SimpleAtoi(*v, &n) || n < 0) {
+      return a + " needs a number of seconds (0 or more)" + (v ? ", got '" + *v + "'" : std::string());
+    }
+    (a == "--max-age" ? options->max_age : options->starvation_bound) = n;
+  }
+  return std::nullopt;
+}
+
 // Parses the arguments; on failure returns the message to print (then the usage).
 std::optional<std::string> ParseArgs(const std::vector<std::string>& args, SimulateArgs* out) {
   bool policy_given = false;
@@ -101,23 +126,8 @@ std::optional<std::string> ParseArgs(const std::vector<std::string>& args, Simul
       auto p = queue::ParseReplayPolicy(*v);
       if (!p.ok()) return "--compare: " + std::string(p.status().message());
       out->compare = *p;
-    } else if (a == "--starvation-bound" || a == "--max-age") {
-      auto v = value();
-      int64_t n = 0;
-      if (!v || !absl::SimpleAtoi(*v, &n) || n < 0) {
-        return a + " needs a number of seconds (0 or more)" + (v ? ", got '" + *v + "'" : std::string());
-      }
-      (a == "--max-age" ? out->options.max_age : out->options.starvation_bound) = n;
-    } else if (a == "--starvation-limits") {  // multiples of a job's time limit
-      auto v = value();
-      double k = 0;
-      if (!v || !absl::SimpleAtod(*v, &k) || !(k >= 0) || !std::isfinite(k)) return a + " needs a number (0 or more)";
-      out->options.starvation_bound_limits = k;
-    } else if (a == "--starvation-remedy") {
-      auto v = value();
-      if (!v || (*v != "reserve" && *v != "front")) return a + " needs reserve or front";
-      out->options.starvation_remedy = *v == "front" ? queue::QueueConfig::StarvationRemedy::kFront
-                                                     : queue::QueueConfig::StarvationRemedy::kReserve;
+    } else if (IsStarvationWhatIf(a)) {
+      if (auto error = ParseStarvationWhatIf(a, value(), &out->options)) return error;
     } else if (a == "--predict-runtimes") {
       out->options.runtime_prediction = queue::RuntimePrediction::kUserHistory;
     } else if (a == "--per-job") {
@@ -277,11 +287,13 @@ void PrintText(const SimulateArgs& a, const queue::ReplayResult& r, const queue:
     const long long max_age = a.options.max_age.value_or(c.max_age);
     const long long bound = a.options.starvation_bound.value_or(c.starvation_bound);
     const double limits = a.options.starvation_bound_limits.value_or(c.starvation_bound_limits);
+    const bool front = a.options.starvation_remedy.value_or(c.starvation_remedy) ==
+                       queue::QueueConfig::StarvationRemedy::kFront;
     std::printf("policy:       %s (reservation depth %d, resolution %lld s, QOS %s, max age %lld s, "
-                "starvation bound %lld s or %g x the time limit)\n",
+                "starvation bound %lld s or %g x the time limit%s)\n",
                 a.defaults ? "the daemon's defaults" : a.config_path.c_str(), c.reservation_depth,
-                static_cast<long long>(c.resolution),
-                a.options.qos.empty() ? "none" : a.options.qos.c_str(), max_age, bound, limits);
+                static_cast<long long>(c.resolution), a.options.qos.empty() ? "none" : a.options.qos.c_str(),
+                max_age, bound, limits, front ? ", starving workloads to the front" : "");
   } else {
     std::printf("policy:       %s%s\n", queue::ReplayPolicyName(r.policy),
                 a.options.keep_reservations ? " (reservations kept)" : "");

@@ -257,6 +257,16 @@ TEST(CliTest, OqSimulateHonoursTheStarvationKeysOfTheConfiguration) {
   r = RunCommand(kOq + " simulate " + Trace());
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("max age 86400 s, starvation bound 172800 s or 3 x the time limit)"));
+  // The front remedy (docs/queue.md "The front remedy"), from the file or as a what-if.
+  const std::string front = TempFile("front.yaml", header + "queue: {starvationRemedy: front}\n");
+  r = RunCommand(kOq + " simulate " + Trace() + " --config " + front);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("3 x the time limit, starving workloads to the front)"));
+  r = RunCommand(kOq + " simulate " + Trace() + " --starvation-remedy front");
+  EXPECT_THAT(r.output, HasSubstr("3 x the time limit, starving workloads to the front)"));
+  r = RunCommand(kOq + " simulate " + Trace() + " --starvation-remedy first");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--starvation-remedy needs reserve or front"));
   const std::string zero = TempFile("zero.yaml", header + "queue: {starvationBoundSeconds: 0}\n");
   r = RunCommand(kOq + " simulate " + Trace() + " --config " + zero);
   EXPECT_EQ(r.exit_code, 1) << r.output;
