@@ -71,10 +71,9 @@ struct PriorityBreakdown {
   double job_size = 0;
   double partition = 0;
   double qos = 0;
+  // With QueueConfig::StarvationRemedy::kFront, a starving workload's total is kStarvingFront
+  // plus the seconds waited (ahead of every weighted total, oldest first), not the weighted sum.
   double total = 0;
-  // QueueConfig::StarvationRemedy::kFront and StarvingAt: `total` is kStarvingFront plus the
-  // seconds waited (ahead of every weighted total, oldest first), not the weighted sum.
-  bool starving_front = false;
 };
 
 // The base of a starving workload's priority under StarvationRemedy::kFront: above any weighted

@@ -181,7 +181,6 @@ PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w, const Qo
   if (config_.starvation_remedy == QueueConfig::StarvationRemedy::kFront) {
     const Duration duration = w.time_limit.has_value() ? std::max<Duration>(1, *w.time_limit) : kForever;
     if (StarvingAt(config_, w.submit_time, duration, now_)) {
-      b.starving_front = true;
       b.total = kStarvingFront + static_cast<double>(now_ - w.submit_time);
     }
   }

@@ -91,12 +91,11 @@ TEST(Starvation, ANegativeBoundIsRefused) {
 // Two starving workloads: OLD1 (QOS high, submitted at 10) and OLD0 (QOS mid, at 0): OLD0, the
 // older, is first and reserved; OLD1 and J1 (QOS high, not starving) wait with an estimate.
 TEST(Starvation, WithTheFrontRemedyTheOldestStarvingWorkloadTakesTheDepthsReservation) {
-  Snapshot s;
-  s.nodes = {MakeNode("n0", 10000)};
-  s.running = {MakeRunning("R", 0, Cpu(6000), 0, 5100)};
-  s.pending = {PendingBuilder("J1", 8000).Limit(100).Submit(4900),
-               PendingBuilder("OLD1", 9000).Limit(100).Submit(10),
-               PendingBuilder("OLD0", 9000).Limit(100).Submit(0)};
+  Snapshot s = StarvingSnapshot();
+  s.pending[1].id = "OLD1";
+  s.pending[1].submit_time = 10;
+  s.pending[2].id = "OLD0";
+  s.pending[2].submit_time = 0;
   s.pending[0].qos = "high";
   s.pending[1].qos = "high";
   s.pending[2].qos = "mid";
