@@ -41,7 +41,7 @@ absl::Status ValidateConfig(const QueueConfig& c) {
     // The front's base must stay above every weighted sum (factors are at most 1).
     const PriorityWeights& w = c.weights;
     if (!(w.age + w.fair_share + w.job_size + w.partition + w.qos < kStarvingFront / 10)) {
-      return absl::InvalidArgumentError("with starvation_remedy front the priority weights must sum below 1e12");
+      return absl::InvalidArgumentError("with starvation_remedy front (the default) the priority weights must sum below 1e12; starvation_remedy reserve takes any weights");
     }
     if (c.starvation_bound == 0 && c.starvation_bound_limits == 0) {
       return absl::InvalidArgumentError("starvation_remedy front needs a starvation bound (nothing would starve)");

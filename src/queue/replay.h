@@ -63,7 +63,7 @@ struct ReplayOptions {
   // The daemon's own policy (`oq simulate --config`): this planner configuration replaces the
   // policy's (weights, QOS, accounts, reservation depth, resolution and window as given), and the
   // replay then runs as the daemon does (last cycle's reservations are promises when
-  // keep_reservations is set, as the daemon's queue.keepReservations, default on, does; `oq
+  // keep_reservations is set, as the daemon's queue.keepReservations, default off, does; `oq
   // simulate --config` sets it from the file), each job's account is its SWF user ("user-N"; "group-N" when the
   // configuration lists the group's account and not the user's), its partition its SWF queue
   // ("queue-N"), its QOS `qos`, and a finished job's processors x run time is charged to its

@@ -134,10 +134,12 @@ struct QueueConfig {
   // Backfill candidates (the workloads after the last reservation) try to start shortest time
   // limit first (SJBF), not in queue order.
   bool backfill_shortest_first = true;
-  // Last cycle's reservations are promises the next plan keeps (PlanCycle's `promised`): a
+  // true: last cycle's reservations are promises the next plan keeps (PlanCycle's `promised`): a
   // reservation, and so the estimated start a user reads, never moves later unless its holder
-  // changed itself (docs/queue.md "Promises"). false: every cycle plans from scratch, like Slurm.
-  bool keep_reservations = true;
+  // changed itself (docs/queue.md "Promises"). false (the default since issue 27): every cycle
+  // plans from scratch, like Slurm; kept promises pile up behind starving workloads on a saturated
+  // pool (docs/queue.md "The default's remedy").
+  bool keep_reservations = false;
   // Event-driven cycles between full ones plan only what arrived (QueuePlanner::OnArrival) when
   // the only changes are new single-pod workloads; a full cycle runs at least this often, and
   // whenever an incremental one cannot decide. 0: every cycle is full.
@@ -170,10 +172,10 @@ struct QueueConfig {
   // At most this many starving workloads get a reservation past the depth per cycle, the
   // first ones the walk meets (queue::QueueConfig::max_starving_reservations).
   int64_t starvation_reservations_per_cycle = 100;
-  // What a starving workload gets (queue::QueueConfig::starvation_remedy): "reserve", a
-  // reservation past the depth (the default), or "front", the head of the queue oldest first
-  // and no reservation past the depth (docs/queue.md "Starvation").
-  std::string starvation_remedy = "reserve";
+  // What a starving workload gets (queue::QueueConfig::starvation_remedy): "front" (the default
+  // since issue 27's long draws), the head of the queue oldest first and no reservation past the
+  // depth, or "reserve", a reservation past the depth (docs/queue.md "Starvation").
+  std::string starvation_remedy = "front";
   std::vector<NamespacePolicyConfig> namespace_policies;
   // Issue 24 M4: a bound pod is evicted this long after its time limit (Slurm's OverTimeLimit;
   // 0, Slurm's default: at the limit).

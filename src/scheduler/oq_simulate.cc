@@ -413,7 +413,7 @@ int UseDaemonConfig(SimulateArgs& a) {
     return 1;
   }
   a.options.config = scheduler::ToQueueConfig(*config);
-  // Promises as the daemon keeps them (queue.keepReservations, on by default).
+  // Promises when the daemon keeps them (queue.keepReservations, off by default since issue 27).
   a.options.keep_reservations = a.options.keep_reservations || config->queue.keep_reservations;
   if (a.qos.has_value()) {
     a.options.qos = *a.qos;

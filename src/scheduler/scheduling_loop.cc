@@ -235,7 +235,7 @@ BuiltSnapshot SchedulingLoop::BuildCycleSnapshot(const KubeState& state, Snapsho
 
 std::shared_ptr<const queue::Plan> SchedulingLoop::Plan(const BuiltSnapshot& built, queue::Time now) {
   // Shared: the published status keeps it (and its snapshot) after the cycle.
-  // With queue.keepReservations (the default), last cycle's reservations are promises: each
+  // With queue.keepReservations (off by default), last cycle's reservations are promises: each
   // holder keeps its start or gets an earlier one (docs/queue.md "Promises"), so the estimated
   // start a user reads does not slip.
   last_plan_ = std::make_shared<const queue::Plan>(planner_->PlanCycle(
