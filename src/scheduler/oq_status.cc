@@ -16,7 +16,6 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "onequeue/v1/queue.grpc.pb.h"
-#include "queue/plan.h"
 
 namespace onequeue::cli {
 namespace {
@@ -88,13 +87,6 @@ std::string Fixed(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f", v);
   return buf;
-}
-
-// A priority total; a starving workload under queue.starvationRemedy front has kStarvingFront plus
-// the seconds it waited, which reads better as what it means.
-std::string PriorityTotal(double total) {
-  if (total < queue::kStarvingFront) return Fixed(total);
-  return absl::StrCat("starving ", Duration(static_cast<int64_t>(total - queue::kStarvingFront)));
 }
 
 std::string Bytes(int64_t v) {
@@ -282,7 +274,7 @@ int Priority(v1::QueueService::Stub* stub, const std::string& server, const Flag
   t.Add({"", "Weights", "", "", "", "", weight("age"), weight("fairShare"), weight("size"), weight("partition"),
          weight("qos")});
   for (const auto& p : resp.workloads()) {
-    t.Add({p.world(), p.id(), Or(p.account()), Or(p.qos()), absl::StrCat(p.position()), PriorityTotal(p.total()),
+    t.Add({p.world(), p.id(), Or(p.account()), Or(p.qos()), absl::StrCat(p.position()), PriorityTotalText(p.total()),
            Fixed(p.age()), Fixed(p.fair_share()), Fixed(p.job_size()), Fixed(p.partition()), Fixed(p.qos_factor())});
   }
   t.Print();

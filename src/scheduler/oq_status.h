@@ -3,9 +3,14 @@
 // priority (like sprio), explain (why a workload is not running), and the admin calls hold,
 // release, drain, resume (with a bearer token). Tables for people, --format json
 // (the service's messages as proto JSON) for scripts.
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "queue/plan.h"
 
 namespace grpc {
 class Channel;
@@ -24,6 +29,18 @@ int RunStatusCommand(const std::string& server, const std::string& command, cons
                      const std::string& tls_ca = "");
 
 bool IsStatusCommand(const std::string& command);
+
+// oq priority's PRIORITY column: the total, or, for a workload starving under
+// queue.starvationRemedy front (total kStarvingFront plus the seconds it waited), "starving" and
+// how long it has waited, which is what that total means.
+inline std::string PriorityTotalText(double total) {
+  if (total >= queue::kStarvingFront) {
+    return absl::StrCat("starving ", absl::FormatDuration(absl::Seconds(static_cast<int64_t>(total - queue::kStarvingFront))));
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", total);
+  return buf;
+}
 // The commands' lines of oq's help.
 const char* StatusUsage();
 

@@ -14,6 +14,8 @@
 #include <string>
 #include <thread>
 
+#include "scheduler/oq_status.h"
+
 namespace {
 
 using ::testing::HasSubstr;
@@ -250,19 +252,22 @@ TEST(CliTest, OqSimulateHonoursTheStarvationKeysOfTheConfiguration) {
   const std::string config = TempFile("starve.yaml", header + "queue: {maxAgeSeconds: 3600, starvationBoundSeconds: 600}\n");
   Result r = RunCommand(kOq + " simulate " + Trace() + " --config " + config);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("max age 3600 s, starvation bound 600 s or 3 x the time limit)"));
+  EXPECT_THAT(r.output, HasSubstr("max age 3600 s, starvation bound 600 s or 3 x the time limit, starving workloads to the front)"));
   r = RunCommand(kOq + " simulate " + Trace() + " --config " + config + " --starvation-bound 900");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("max age 3600 s, starvation bound 900 s or 3 x the time limit)"));
+  EXPECT_THAT(r.output, HasSubstr("max age 3600 s, starvation bound 900 s or 3 x the time limit, starving workloads to the front)"));
   r = RunCommand(kOq + " simulate " + Trace());
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("max age 86400 s, starvation bound 172800 s or 3 x the time limit)"));
-  // The front remedy (docs/queue.md "The front remedy"), from the file or as a what-if.
-  const std::string front = TempFile("front.yaml", header + "queue: {starvationRemedy: front}\n");
-  r = RunCommand(kOq + " simulate " + Trace() + " --config " + front);
+  EXPECT_THAT(r.output, HasSubstr("max age 86400 s, starvation bound 172800 s or 3 x the time limit, starving workloads to the front)"));
+  // The front remedy is the default (docs/queue.md "The default's remedy"); reserve, from the file
+  // or as a what-if, reserves past the depth instead.
+  const std::string reserve = TempFile("reserve.yaml", header + "queue: {starvationRemedy: reserve}\n");
+  r = RunCommand(kOq + " simulate " + Trace() + " --config " + reserve);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("3 x the time limit, starving workloads to the front)"));
-  r = RunCommand(kOq + " simulate " + Trace() + " --starvation-remedy front");
+  EXPECT_THAT(r.output, HasSubstr("3 x the time limit)"));
+  r = RunCommand(kOq + " simulate " + Trace() + " --starvation-remedy reserve");
+  EXPECT_THAT(r.output, HasSubstr("3 x the time limit)"));
+  r = RunCommand(kOq + " simulate " + Trace() + " --config " + reserve + " --starvation-remedy front");
   EXPECT_THAT(r.output, HasSubstr("3 x the time limit, starving workloads to the front)"));
   r = RunCommand(kOq + " simulate " + Trace() + " --starvation-remedy first");
   EXPECT_NE(r.exit_code, 0) << r.output;
@@ -290,5 +295,13 @@ TEST(CliTest, OqSimulateComparesTheDefaultPolicyWithEasy) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
 }
 
-}  // namespace
+// oq priority's PRIORITY column: a weighted total as a number; a workload starving under the
+// front remedy (kStarvingFront plus the seconds waited) as "starving" and how long it waited.
+TEST(CliTest, APriorityTotalOfAStarvingWorkloadReadsAsStarvingAndItsWait) {
+  EXPECT_EQ(onequeue::cli::PriorityTotalText(31234.6), "31235");
+  EXPECT_EQ(onequeue::cli::PriorityTotalText(0), "0");
+  EXPECT_EQ(onequeue::cli::PriorityTotalText(onequeue::queue::kStarvingFront + 2 * 86400 + 3600), "starving 49h");
+  EXPECT_EQ(onequeue::cli::PriorityTotalText(onequeue::queue::kStarvingFront), "starving 0");
+}
 
+}  // namespace

@@ -103,11 +103,14 @@ TEST(ConfigTest, StarvationKeysAreReadAndMustBePositive) {
   EXPECT_EQ(c->queue.starvation_bound_seconds, 2 * 86400);
   EXPECT_EQ(c->queue.starvation_bound_time_limits, 3);
   EXPECT_EQ(c->queue.starvation_reservations_per_cycle, 100);
-  EXPECT_EQ(c->queue.starvation_remedy, "reserve");
-  c = ParseConfig(std::string(kHeader) + "queue: {starvationRemedy: front}\n", "mem");
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->queue.starvation_remedy, "front");
+  EXPECT_EQ(c->queue.starvation_remedy, "front");  // the default since issue 27's long draws
+  EXPECT_FALSE(c->queue.keep_reservations);
   EXPECT_EQ(ToQueueConfig(*c).starvation_remedy, queue::QueueConfig::StarvationRemedy::kFront);
+  c = ParseConfig(std::string(kHeader) + "queue: {starvationRemedy: reserve, keepReservations: true}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.starvation_remedy, "reserve");
+  EXPECT_TRUE(c->queue.keep_reservations);
+  EXPECT_EQ(ToQueueConfig(*c).starvation_remedy, queue::QueueConfig::StarvationRemedy::kReserve);
   c = ParseConfig(std::string(kHeader) +
                       "queue: {maxAgeSeconds: 3600, starvationBoundSeconds: 14400, starvationBoundTimeLimits: 2.5, "
                       "starvationReservationsPerCycle: 7}\n",
