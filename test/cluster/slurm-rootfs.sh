@@ -49,9 +49,19 @@ mirror="${ONEQUEUE_DEBIAN_MIRROR:-$(debian_mirror)}"
 rm -rf "$out" "$out.tmp"
 log "building Slurm $version (Debian $suite) from $mirror into $out"
 t0=$SECONDS
-if ! mmdebstrap --variant=apt --mode=root "${aptopts[@]}" \
+# mmdebstrap hands apt a pipe on the first free descriptor and apt's hook writes to it through
+# /bin/sh ("cat >&N"); dash takes one-digit descriptors only, so when inherited descriptors (the
+# lock above, a caller's) push the first free one to 10 or more, apt fails with "Bad fd number".
+# mmdebstrap runs with only 0-2 open.
+only_stdio() {
+  local pid=$BASHPID fd
+  for fd in $(ls "/proc/$pid/fd"); do
+    case "$fd" in 0 | 1 | 2 | 255) ;; *) eval "exec $fd>&-" 2>/dev/null || true ;; esac
+  done
+}
+if ! (only_stdio && exec mmdebstrap --variant=apt --mode=root "${aptopts[@]}" \
   --include=slurmctld,slurmd,slurmrestd,slurm-client,munge,slurm-wlm-jwt-plugin \
-  "$suite" "$out.tmp" "$mirror" >"$top/$suite.log" 2>&1; then
+  "$suite" "$out.tmp" "$mirror") >"$top/$suite.log" 2>&1; then
   tail -20 "$top/$suite.log" >&2
   rm -rf "$out.tmp"
   die "mmdebstrap $suite failed (log: $top/$suite.log)"
