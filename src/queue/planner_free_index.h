@@ -29,7 +29,9 @@ class FreeIndex {
     int64_t max_units = 0;
     for (size_t n = 0; n < p.size(); ++n) max_units = std::max(max_units, p.Capacity(n)[slot_] / unit_);
     for (PerKind& k : kinds_) {
-      k.buckets.assign(static_cast<size_t>(std::min<int64_t>(max_units, 4096)) + 1, {});
+      // Emptied in place: a planner builds its index again every cycle.
+      k.buckets.resize(static_cast<size_t>(std::min<int64_t>(max_units, 4096)) + 1);
+      for (std::vector<NodeIndex>& b : k.buckets) b.clear();
       k.live.assign(k.buckets.size(), 0);
       k.stale.assign(k.buckets.size(), 0);
       k.bucket_of.assign(p.size(), -1);
