@@ -6,7 +6,9 @@
 #include "queue/planner.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -202,9 +204,15 @@ void IndexNodes(const QueueConfig& config, State& s) {
   s.claimed.assign(snap.nodes.size(), 0);
   s.node_seq.assign(snap.nodes.size(), 0);
   s.node_stamp.assign(snap.nodes.size(), 0);
+  static constexpr std::array<int64_t, kMaxResourceKinds - kFirstExtended> kNoExtended{};
   for (NodeIndex n = 0; n < static_cast<NodeIndex>(snap.nodes.size()); ++n) {
+    const Resources& allocatable = snap.nodes[n].allocatable;
+    // Most nodes have no extended resource: one compare instead of a test per slot.
+    if (std::memcmp(allocatable.amount.data() + kFirstExtended, kNoExtended.data(), sizeof(kNoExtended)) == 0) {
+      continue;
+    }
     for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
-      if (snap.nodes[n].allocatable[r] > 0) s.nodes_with[r].push_back(n);
+      if (allocatable[r] > 0) s.nodes_with[r].push_back(n);
     }
   }
   for (const std::string& label : config.topology_labels) {

@@ -219,6 +219,7 @@ class AvailabilityProfile {
   mutable absl::btree_map<Time, EndGroup> added_ends_;
   mutable std::vector<Time> dirty_ends_;
   void SortAddedEnds() const;
+  void SortFewEnds();  // SealBase for fewer than 512 ends
   // base_ends_ after now, each node's first only (ForEachFirstEndAfterNow): made once, as
   // base_ends_ does not change once sealed (a base block removed later keeps its end there).
   mutable std::vector<std::pair<Time, NodeIndex>> base_first_ends_;
