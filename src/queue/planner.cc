@@ -6,9 +6,7 @@
 #include "queue/planner.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -204,13 +202,12 @@ void IndexNodes(const QueueConfig& config, State& s) {
   s.claimed.assign(snap.nodes.size(), 0);
   s.node_seq.assign(snap.nodes.size(), 0);
   s.node_stamp.assign(snap.nodes.size(), 0);
-  static constexpr std::array<int64_t, kMaxResourceKinds - kFirstExtended> kNoExtended{};
   for (NodeIndex n = 0; n < static_cast<NodeIndex>(snap.nodes.size()); ++n) {
     const Resources& allocatable = snap.nodes[n].allocatable;
-    // Most nodes have no extended resource: one compare instead of a test per slot.
-    if (std::memcmp(allocatable.amount.data() + kFirstExtended, kNoExtended.data(), sizeof(kNoExtended)) == 0) {
-      continue;
-    }
+    // Most nodes have no extended resource: the slots or-ed (no branch) before a test per slot.
+    int64_t any = 0;
+    for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) any |= allocatable[r];
+    if (any == 0) continue;
     for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
       if (allocatable[r] > 0) s.nodes_with[r].push_back(n);
     }

@@ -43,12 +43,11 @@ void PreferLatestFreed(const PlacementScratch& feasible, const std::vector<int32
   ranked.clear();
   for (NodeIndex n : feasible.nodes) ranked.emplace_back(feasible.freed[n], n, feasible.copies[n]);
   const auto middle = ranked.begin() + static_cast<std::ptrdiff_t>(std::min(needed, ranked.size()));
+  // The first `needed` selected (linear), then sorted: partial_sort's heap was slower than a
+  // full sort for the wide jobs (half the nodes and more).
   auto order = [&](auto before) {
-    if (middle == ranked.end()) {
-      std::sort(ranked.begin(), ranked.end(), before);
-    } else {
-      std::partial_sort(ranked.begin(), middle, ranked.end(), before);
-    }
+    if (middle != ranked.end()) std::nth_element(ranked.begin(), middle, ranked.end(), before);
+    std::sort(ranked.begin(), middle, before);
   };
   if (preference != nullptr) {
     order([preference](const auto& a, const auto& b) {

@@ -21,10 +21,7 @@ AvailabilityProfile::AvailabilityProfile(std::vector<Resources> capacity, Time n
 void AvailabilityProfile::Reset(const std::vector<Resources>& capacity, Time now, Duration window,
                                 Duration resolution, const std::vector<uint8_t>& shared) {
   const size_t n = capacity.size();
-  // The same machine as last time (every cycle of a replay): no copy.
-  if (capacity_.size() != n || !std::equal(capacity.begin(), capacity.end(), capacity_.begin(), ResourcesEq())) {
-    capacity_.assign(capacity.begin(), capacity.end());
-  }
+  capacity_.assign(capacity.begin(), capacity.end());
   // A node holds a few running workloads and gains a few blocks per cycle: one allocation for
   // the common case instead of a vector growing 1, 2, 4, 8 (~25,000 reallocations per cycle).
   // Kept across Resets, with what each node's vector grew to.
