@@ -29,20 +29,31 @@ class FreeIndex {
     int64_t max_units = 0;
     for (size_t n = 0; n < p.size(); ++n) max_units = std::max(max_units, p.Capacity(n)[slot_] / unit_);
     for (PerKind& k : kinds_) {
-      k.buckets.assign(static_cast<size_t>(std::min<int64_t>(max_units, 4096)) + 1, {});
+      // Emptied in place: a planner builds its index again every cycle.
+      k.buckets.resize(static_cast<size_t>(std::min<int64_t>(max_units, 4096)) + 1);
+      for (std::vector<NodeIndex>& b : k.buckets) b.clear();
       k.live.assign(k.buckets.size(), 0);
       k.stale.assign(k.buckets.size(), 0);
       k.bucket_of.assign(p.size(), -1);
     }
-    for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) Update(n, p);
+    // Every list is empty and no node is in one: each node goes straight to its bucket (Update's
+    // search of the bucket for a stale entry of the node, a walk of the whole list, finds none).
+    for (int kind = 0; kind < 2; ++kind) {
+      PerKind& k = kinds_[kind];
+      for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) {
+        const int32_t b = BucketNow(k, n, p, static_cast<WorkloadKind>(kind));
+        k.bucket_of[n] = b;
+        if (b >= 0) {
+          k.buckets[b].push_back(n);
+          ++k.live[b];
+        }
+      }
+    }
   }
   void Update(NodeIndex n, const AvailabilityProfile& p) {
     for (int kind = 0; kind < 2; ++kind) {
       PerKind& k = kinds_[kind];
-      int64_t free = p.FreeNow(n)[slot_];
-      // A node running the other world's workload now cannot take this kind now.
-      bool blocked = p.OtherKindNow(n, static_cast<WorkloadKind>(kind));
-      int32_t b = free <= 0 || blocked ? -1 : Bucket(k, free);
+      const int32_t b = BucketNow(k, n, p, static_cast<WorkloadKind>(kind));
       if (b == k.bucket_of[n]) continue;
       if (k.bucket_of[n] >= 0) {
         --k.live[k.bucket_of[n]];
@@ -99,6 +110,12 @@ class FreeIndex {
     std::vector<int32_t> stale;  // entries of each bucket's list whose node moved since
     std::vector<int32_t> bucket_of;
   };
+  // The bucket node n belongs in now for `kind`, or -1 (none free, or the other world runs there:
+  // a node running the other world's workload now cannot take this kind now).
+  int32_t BucketNow(const PerKind& k, NodeIndex n, const AvailabilityProfile& p, WorkloadKind kind) const {
+    const int64_t free = p.FreeNow(n)[slot_];
+    return free <= 0 || p.OtherKindNow(n, kind) ? -1 : Bucket(k, free);
+  }
   int32_t Bucket(const PerKind& k, int64_t amount) const {
     return static_cast<int32_t>(std::min<int64_t>(amount / unit_, static_cast<int64_t>(k.buckets.size()) - 1));
   }

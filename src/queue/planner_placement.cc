@@ -33,23 +33,37 @@ const std::vector<int32_t>* PreferenceOf(const PendingWorkload& w, size_t nodes)
 
 // With a node preference (PendingWorkload::node_preference), a higher score comes first and
 // this order breaks the ties.
-std::vector<std::pair<NodeIndex, int64_t>> PreferLatestFreed(const PlacementScratch& feasible,
-                                                             const std::vector<int32_t>* preference) {
-  std::vector<std::tuple<Time, NodeIndex, int64_t>> ranked;
-  ranked.reserve(feasible.nodes.size());
+// Fills `best_first` (`ranked`: its scratch; both kept by the caller across searches). Only its
+// first `needed` entries are in order (the rest follow in no order): a caller that takes at most
+// `needed` nodes (each holds a copy or more) reads the same nodes as after a full sort, as the
+// order is total (nodes are distinct).
+void PreferLatestFreed(const PlacementScratch& feasible, const std::vector<int32_t>* preference, size_t needed,
+                       std::vector<std::tuple<Time, NodeIndex, int64_t>>& ranked,
+                       std::vector<std::pair<NodeIndex, int64_t>>& best_first) {
+  ranked.clear();
   for (NodeIndex n : feasible.nodes) ranked.emplace_back(feasible.freed[n], n, feasible.copies[n]);
-  std::sort(ranked.begin(), ranked.end(), [preference](const auto& a, const auto& b) {
-    if (preference != nullptr) {
+  const auto middle = ranked.begin() + static_cast<std::ptrdiff_t>(std::min(needed, ranked.size()));
+  // The first `needed` selected (linear), then sorted: partial_sort's heap was slower than a
+  // full sort for the wide jobs (half the nodes and more).
+  auto order = [&](auto before) {
+    if (middle != ranked.end()) std::nth_element(ranked.begin(), middle, ranked.end(), before);
+    std::sort(ranked.begin(), middle, before);
+  };
+  if (preference != nullptr) {
+    order([preference](const auto& a, const auto& b) {
       const int32_t pa = (*preference)[std::get<1>(a)], pb = (*preference)[std::get<1>(b)];
       if (pa != pb) return pa > pb;
-    }
-    if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) > std::get<0>(b);
-    return std::get<1>(a) < std::get<1>(b);
-  });
-  std::vector<std::pair<NodeIndex, int64_t>> best_first;
-  best_first.reserve(ranked.size());
+      if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) > std::get<0>(b);
+      return std::get<1>(a) < std::get<1>(b);
+    });
+  } else {
+    order([](const auto& a, const auto& b) {
+      if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) > std::get<0>(b);
+      return std::get<1>(a) < std::get<1>(b);
+    });
+  }
+  best_first.clear();
   for (const auto& [freed, n, copies] : ranked) best_first.emplace_back(n, copies);
-  return best_first;
 }
 // Visits a batch of (block end, node), gathered in ForEachEndAfter's ascending order, by latest
 // end first and, among equal ends, by node number, each node once at its latest end (marked in
@@ -316,8 +330,13 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     if (feasible.total < members) return std::nullopt;
     feasible.Reverify(t, copies_at);
     if (feasible.total < members) return std::nullopt;
-    return Placement{t, ChooseNodes(w, PreferLatestFreed(feasible, PreferenceOf(w, p.size())),
-                                    /*preference_order=*/true)};
+    // ChooseNodes takes at most `members` of them in the given order, unless it packs a gang
+    // into topology domains (then it reads every candidate).
+    const bool packs = w.pack_topology && !s_.domains.empty() && members > 1;
+    PreferLatestFreed(feasible, PreferenceOf(w, p.size()),
+                      packs ? feasible.nodes.size() : static_cast<size_t>(members), s_.scratch_ranked,
+                      s_.scratch_best_first);
+    return Placement{t, ChooseNodes(w, s_.scratch_best_first, /*preference_order=*/true)};
   };
   // Every node with room at the start ties on freed (the start): with one member and no
   // preference the lowest-numbered one is chosen, so a node numbered above one found needs no look.

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -262,6 +263,9 @@ struct QueuePlanner::State {
   std::vector<std::pair<NodeIndex, int64_t>> scratch_candidates;
   std::vector<std::pair<NodeIndex, int64_t>> scratch_inside;
   std::vector<int64_t> scratch_capacity;
+  // EarliestPlacement's node ranking (PreferLatestFreed) and its result.
+  std::vector<std::tuple<Time, NodeIndex, int64_t>> scratch_ranked;
+  std::vector<std::pair<NodeIndex, int64_t>> scratch_best_first;
   internal::PlacementScratch placement;  // EarliestPlacement's feasible nodes
   internal::NoRoomMemo no_room;          // EarliestPlacement's nodes without room at its start
   internal::NoRoomMemo no_room_now;      // TryStartNow's nodes without room now (its own: one start)

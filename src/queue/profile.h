@@ -62,6 +62,11 @@ class AvailabilityProfile {
   AvailabilityProfile(std::vector<Resources> capacity, Time now, Duration window,
                       Duration resolution, std::vector<uint8_t> shared);
 
+  // Makes this profile the one the constructor builds from the same arguments (no block, not
+  // sealed, versions 0), keeping its allocations: the planner reuses one profile across cycles.
+  void Reset(const std::vector<Resources>& capacity, Time now, Duration window, Duration resolution,
+             const std::vector<uint8_t>& shared);
+
   void Add(NodeIndex node, const Block& block);
   // Takes back one block equal to `block` that Add put on `node` (a promised reservation's
   // placeholder, planner.cc): its capacity is free again. False when the node has no such block.
@@ -186,9 +191,9 @@ class AvailabilityProfile {
   // worlds may overlap (so the fast paths need no test of their own).
   std::vector<uint8_t> kinds_;
   std::vector<uint8_t> kinds_now_;        // same, for the blocks active at now_
-  Time now_;
-  Time horizon_;
-  Duration resolution_;
+  Time now_ = 0;
+  Time horizon_ = 0;
+  Duration resolution_ = 1;
   std::vector<uint8_t> shared_;  // per node: 1 = shared
   std::vector<uint8_t> same_tenant_;  // per node: 1 = one tenant at a time (issue 25)
   // Per node: kNoTenant (no tenant's block), the one tenant of all its blocks, or kMixedTenants.
@@ -214,6 +219,7 @@ class AvailabilityProfile {
   mutable absl::btree_map<Time, EndGroup> added_ends_;
   mutable std::vector<Time> dirty_ends_;
   void SortAddedEnds() const;
+  void SortFewEnds();  // SealBase for fewer than 512 ends
   // base_ends_ after now, each node's first only (ForEachFirstEndAfterNow): made once, as
   // base_ends_ does not change once sealed (a base block removed later keeps its end there).
   mutable std::vector<std::pair<Time, NodeIndex>> base_first_ends_;

@@ -347,6 +347,7 @@ class Simulator {
         w.qos = qos_;
       }
       snapshot_->pending.push_back(std::move(w));
+      pending_job_.push_back(static_cast<int>(next_arrival_ - 1));
     }
     if (daemon_ && !snapshot_->usage.records.empty()) {
       // Records older than ten half-lives weigh less than 0.1 %: dropped, as the daemon does.
@@ -419,14 +420,6 @@ class Simulator {
     for (const StartDecision& d : plan.starts) {
       if (absl::Status s = Start(d, now); !s.ok()) return s;
     }
-    if (!plan.starts.empty()) {
-      // A pending job has never started, so ever_started_ marks exactly this plan's starts (a
-      // vector of the trace's size, zeroed every cycle, is not needed).
-      auto& pending = snapshot_->pending;
-      pending.erase(std::remove_if(pending.begin(), pending.end(),
-                                   [&](const PendingWorkload& w) { return ever_started_[index_of_id_.at(w.id)] != 0; }),
-                    pending.end());
-    }
     // With predictions a reservation may start where no arrival or completion falls: at a
     // running job's predicted end that it outlived, or after a late holder's promise (its slot
     // held only from the late cycle on: planner.cc, HeldPromises). The daemon's periodic cycle
@@ -455,9 +448,8 @@ class Simulator {
     const WaitingStatus* head = nullptr;
     int head_job = -1;
     for (const WaitingStatus& w : plan.waiting) {
-      auto it = index_of_id_.find(absl::string_view(w.workload.data(), w.workload.size()));
-      if (it == index_of_id_.end()) continue;
-      const int job = it->second;
+      const int job = JobOf(plan, w);
+      if (job < 0) continue;
       if (!seen_[job]) {
         seen_[job] = 1;
         outcomes_[job].first_estimate = w.estimated_start;
@@ -474,7 +466,38 @@ class Simulator {
         o.head_estimate = head->estimated_start;
       }
     }
+    // Last: the waiting statuses above view the ids of the pending workloads, and find each at
+    // its index in Plan::order.
+    if (!plan.starts.empty()) {
+      // A pending job has never started, so ever_started_ marks exactly this plan's starts (a
+      // vector of the trace's size, zeroed every cycle, is not needed).
+      // pending_job_ names each pending workload's job (no id hashed), and is kept in step.
+      auto& pending = snapshot_->pending;
+      size_t kept = 0;
+      for (size_t i = 0; i < pending.size(); ++i) {
+        if (ever_started_[pending_job_[i]] != 0) continue;
+        if (kept != i) {
+          pending[kept] = std::move(pending[i]);
+          pending_job_[kept] = pending_job_[i];
+        }
+        ++kept;
+      }
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(kept), pending.end());
+      pending_job_.resize(kept);
+    }
     return absl::OkStatus();
+  }
+
+  // The job a waiting status names: the pending workload at its queue position (Plan::order), when
+  // the ids agree (they do for a full cycle's plan); else looked up by id.
+  int JobOf(const Plan& plan, const WaitingStatus& w) const {
+    const size_t position = static_cast<size_t>(w.queue_position);
+    if (position >= 1 && position <= plan.order.size()) {
+      const size_t i = static_cast<size_t>(plan.order[position - 1]);
+      if (i < pending_job_.size() && snapshot_->pending[i].id == w.workload) return pending_job_[i];
+    }
+    auto it = index_of_id_.find(absl::string_view(w.workload.data(), w.workload.size()));
+    return it == index_of_id_.end() ? -1 : it->second;
   }
 
   // Checks what the planner decided before acting on it: the replay is also a test of the planner.
@@ -543,6 +566,7 @@ class Simulator {
   std::map<int64_t, std::pair<Duration, Duration>> history_;  // user -> (last, the one before); 0 = none
   std::priority_queue<std::pair<Time, int>, std::vector<std::pair<Time, int>>, std::greater<>> overruns_;
   std::vector<PromisedReservation> promises_;  // the last plan's reservations
+  std::vector<int> pending_job_;  // per snapshot_->pending entry: its job
   Time next_reserved_start_ = kForever;  // with predictions: the last plan's earliest future reservation
 };
 

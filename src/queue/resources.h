@@ -127,6 +127,12 @@ class ResourcesTable {
     return i;
   }
   const Resources& operator[](int32_t i) const { return vectors_[i]; }
+  // Empty again, keeping its allocations (numbers restart at 0).
+  void Clear() {
+    vectors_.clear();
+    hashes_.clear();
+    std::fill(slots_.begin(), slots_.end(), -1);
+  }
 
  private:
   void Grow() {

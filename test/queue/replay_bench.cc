@@ -110,6 +110,7 @@ BENCHMARK(BM_Replay)
 // by ONEQUEUE_REPLAY_TRACE, e.g. the 200,000-job heavy_steady shape:
 //   python3 test/queue/traces/generate_shapes.py --jobs 200000 /tmp heavy_steady
 //   ONEQUEUE_REPLAY_TRACE=/tmp/shape_heavy_steady.swf build/test/queue/replay_bench --benchmark_filter=BM_ReplayDefaultPolicy
+// ONEQUEUE_REPLAY_CONFIG=FILE replays with that configuration file instead of the defaults.
 void BM_ReplayDefaultPolicy(benchmark::State& state) {
   const char* path = std::getenv("ONEQUEUE_REPLAY_TRACE");
   if (path == nullptr) {
@@ -124,7 +125,12 @@ void BM_ReplayDefaultPolicy(benchmark::State& state) {
     state.SkipWithError(std::string(trace.status().message()).c_str());
     return;
   }
-  auto config = scheduler::ParseConfig("apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n", "defaults");
+  // ONEQUEUE_REPLAY_CONFIG: a configuration file instead (`oq simulate --config FILE`), e.g. a
+  // default not yet switched (queue.starvationRemedy: front, queue.keepReservations: false).
+  const char* config_path = std::getenv("ONEQUEUE_REPLAY_CONFIG");
+  auto config = config_path != nullptr
+                    ? scheduler::LoadConfigFile(config_path)
+                    : scheduler::ParseConfig("apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n", "defaults");
   if (!config.ok()) {
     state.SkipWithError(std::string(config.status().message()).c_str());
     return;
@@ -132,6 +138,10 @@ void BM_ReplayDefaultPolicy(benchmark::State& state) {
   ReplayOptions options;
   options.config = scheduler::ToQueueConfig(*config);
   options.keep_reservations = config->queue.keep_reservations;
+  // The Slurm default QOS when the table names it, as `oq simulate --config` replays.
+  for (const QosPolicy& q : options.config->qos) {
+    if (q.name == config->slurm.default_qos) options.qos = q.name;
+  }
   ReplaySummary last;
   for (auto _ : state) {
     auto r = ReplayTrace(*trace, options);

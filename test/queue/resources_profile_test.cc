@@ -168,6 +168,103 @@ TEST(AvailabilityProfile, CopiesMatchesBruteForceWhicheverSlotsAreNamed) {
 // the blocks are kept sorted by start whatever order they come in (CopiesSlow stops at the first
 // block past its interval): a profile that had a block removed answers every query as one built
 // without it, blocks added in random order, before and after SealBase.
+// The planner reuses one profile across cycles (AvailabilityProfile::Reset): after any history
+// (blocks of other usages and kinds, sealed, placeholders added and removed, other machines),
+// a Reset profile answers every query as one constructed anew with the same arguments.
+TEST(AvailabilityProfile, ResetAnswersAsAProfileConstructedAnew) {
+  std::mt19937_64 rng(31);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  auto random_blocks = [&](Time now, int nodes) {
+    std::vector<std::pair<NodeIndex, AvailabilityProfile::Block>> blocks;
+    for (int i = static_cast<int>(pick(0, 12)); i > 0; --i) {
+      AvailabilityProfile::Block b;
+      b.reservation = pick(0, 1) == 0;
+      b.start = b.reservation ? now + pick(0, 60) : now - pick(0, 50);
+      b.end = pick(0, 9) == 0 ? kForever : std::max(b.start, now) + pick(1, 80);
+      b.kind = pick(0, 3) == 0 ? WorkloadKind::kSlurmJob : WorkloadKind::kPodGroup;
+      b.used[kCpu] = pick(0, 4) * 1000;
+      b.used[kMemory] = pick(0, 16);
+      if (pick(0, 5) == 0) b.used[kFirstExtended + 2] = pick(1, 2);  // widens the slots compared
+      blocks.emplace_back(static_cast<NodeIndex>(pick(0, nodes - 1)), b);
+    }
+    return blocks;
+  };
+  auto random_machine = [&] {
+    std::vector<Resources> capacity(static_cast<size_t>(pick(1, 4)));
+    for (Resources& c : capacity) {
+      c[kCpu] = pick(1, 4) * 4000;
+      c[kMemory] = pick(16, 64);
+      if (pick(0, 3) == 0) c[kFirstExtended] = pick(1, 4);
+    }
+    return capacity;
+  };
+  AvailabilityProfile reused(random_machine(), 500, 100, 1, false);
+  for (int trial = 0; trial < 1'000; ++trial) {
+    // Some history on the reused profile: blocks before and after SealBase, one taken back.
+    const Time before = 500 + 7 * trial;
+    for (const auto& [n, b] : random_blocks(before, static_cast<int>(reused.size()))) reused.Add(n, b);
+    reused.SealBase();
+    const auto late = random_blocks(before, static_cast<int>(reused.size()));
+    for (const auto& [n, b] : late) reused.Add(n, b);
+    if (!late.empty()) reused.Remove(late.front().first, late.front().second);
+    reused.ForEachEndAfter(before, [](Time, NodeIndex) { return true; });
+    // Then a cycle of its own, on this machine or another.
+    const std::vector<Resources> capacity = pick(0, 2) == 0 ? random_machine() : [&] {
+      std::vector<Resources> same;
+      for (size_t n = 0; n < reused.size(); ++n) same.push_back(reused.Capacity(static_cast<NodeIndex>(n)));
+      return same;
+    }();
+    std::vector<uint8_t> shared(capacity.size());
+    for (uint8_t& s : shared) s = pick(0, 1);
+    const Time now = before + pick(0, 40);
+    const Duration window = pick(50, 200), resolution = pick(1, 7);
+    reused.Reset(capacity, now, window, resolution, shared);
+    AvailabilityProfile fresh(capacity, now, window, resolution, shared);
+    const int nodes = static_cast<int>(capacity.size());
+    const auto base = random_blocks(now, nodes), added = random_blocks(now, nodes);
+    for (AvailabilityProfile* p : {&reused, &fresh}) {
+      for (const auto& [n, b] : base) p->Add(n, b);
+      p->SealBase();
+      for (const auto& [n, b] : added) p->Add(n, b);
+    }
+    ASSERT_EQ(reused.size(), fresh.size());
+    ASSERT_EQ(reused.horizon(), fresh.horizon());
+    ASSERT_EQ(reused.version(), fresh.version());
+    for (NodeIndex n = 0; n < nodes; ++n) {
+      ASSERT_EQ(reused.Capacity(n), fresh.Capacity(n)) << "trial " << trial;
+      ASSERT_EQ(reused.FreeNow(n), fresh.FreeNow(n)) << "trial " << trial;
+      ASSERT_EQ(reused.FirstFutureStart(n), fresh.FirstFutureStart(n)) << "trial " << trial;
+      ASSERT_EQ(reused.NodeVersion(n), fresh.NodeVersion(n)) << "trial " << trial;
+      for (WorkloadKind kind : {WorkloadKind::kPodGroup, WorkloadKind::kSlurmJob}) {
+        ASSERT_EQ(reused.OtherKindNow(n, kind), fresh.OtherKindNow(n, kind)) << "trial " << trial;
+      }
+      for (int q = 0; q < 10; ++q) {
+        Resources request;
+        request[kCpu] = pick(0, 8) * 500;
+        request[kMemory] = pick(0, 8);
+        const Time start = pick(0, 2) == 0 ? now : now + pick(0, 100);
+        const Time end = start + pick(1, 120);
+        const WorkloadKind kind = pick(0, 1) ? WorkloadKind::kPodGroup : WorkloadKind::kSlurmJob;
+        const int64_t cap = pick(1, 8);
+        const bool ignore = pick(0, 1) == 0;
+        ASSERT_EQ(reused.Copies(n, start, end, request, kind, cap, ignore),
+                  fresh.Copies(n, start, end, request, kind, cap, ignore))
+            << "trial " << trial << " node " << n << " query " << q;
+        ASSERT_EQ(reused.AvailTimeFirst(n, start, end - start, request, kind),
+                  fresh.AvailTimeFirst(n, start, end - start, request, kind))
+            << "trial " << trial << " node " << n << " query " << q;
+      }
+    }
+    std::vector<std::pair<Time, NodeIndex>> ends_reused, ends_fresh, first_reused, first_fresh;
+    reused.ForEachEndAfter(now, [&](Time t, NodeIndex n) { ends_reused.emplace_back(t, n); return true; });
+    fresh.ForEachEndAfter(now, [&](Time t, NodeIndex n) { ends_fresh.emplace_back(t, n); return true; });
+    ASSERT_EQ(ends_reused, ends_fresh) << "trial " << trial;
+    reused.ForEachFirstEndAfterNow([&](Time t, NodeIndex n) { first_reused.emplace_back(t, n); return true; });
+    fresh.ForEachFirstEndAfterNow([&](Time t, NodeIndex n) { first_fresh.emplace_back(t, n); return true; });
+    ASSERT_EQ(first_reused, first_fresh) << "trial " << trial;
+  }
+}
+
 TEST(AvailabilityProfile, RemoveAnswersAsIfTheBlockHadNeverBeenAdded) {
   std::mt19937_64 rng(23);
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };

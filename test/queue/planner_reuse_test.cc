@@ -1,0 +1,88 @@
+// Issue 27, fifth pass: a planner hands its availability profile, free indexes and search
+// scratch from one PlanCycle to the next (rebuilt in place, not allocated anew). That must
+// decide nothing differently: a planner kept across cycles of unrelated worlds (other node
+// counts, capacities, GPUs, running and pending workloads) plans each exactly as a planner that
+// plans nothing else.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "queue/planner.h"
+#include "queue/testing_builders.h"
+
+namespace onequeue::queue {
+namespace {
+
+using testing::Cpu;
+using testing::MakeNode;
+using testing::MakeRunning;
+using testing::PendingBuilder;
+
+// Everything a plan decides, as text (starts, reservations and waiting statuses in order).
+std::string Describe(const Plan& p) {
+  std::ostringstream os;
+  for (const StartDecision& s : p.starts) {
+    os << "start " << s.workload << (s.backfilled ? " backfilled" : "") << " on";
+    for (NodeIndex n : s.member_nodes) os << " " << n;
+    os << "\n";
+  }
+  for (const ReserveDecision& r : p.reservations) {
+    os << "reserve " << r.workload << " at " << r.start << " on";
+    for (NodeIndex n : r.member_nodes) os << " " << n;
+    os << "\n";
+  }
+  for (const WaitingStatus& w : p.waiting) {
+    os << "wait " << w.workload << " " << WaitReasonName(w.reason) << " #" << w.queue_position << " "
+       << (w.estimated_start ? std::to_string(*w.estimated_start) : "-") << " " << w.Message() << "\n";
+  }
+  for (int32_t i : p.order) os << i << " ";
+  return os.str();
+}
+
+std::shared_ptr<Snapshot> RandomWorld(std::mt19937_64& rng, Time now) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  auto snap = std::make_shared<Snapshot>();
+  const int nodes = static_cast<int>(pick(1, 12));
+  for (int n = 0; n < nodes; ++n) {
+    snap->nodes.push_back(MakeNode("n" + std::to_string(n), pick(1, 8) * 1000, 1 << 30, pick(0, 3) == 0 ? pick(1, 4) : 0));
+  }
+  for (int r = static_cast<int>(pick(0, 2 * nodes)); r > 0; --r) {
+    const NodeIndex node = static_cast<NodeIndex>(pick(0, nodes - 1));
+    const std::optional<Time> end = pick(0, 6) == 0 ? std::nullopt : std::optional<Time>(now + pick(-5, 400));
+    snap->running.push_back(MakeRunning("r" + std::to_string(r), node, Cpu(pick(1, 2) * 500), now - pick(0, 300), end));
+  }
+  for (int w = static_cast<int>(pick(0, 20)); w > 0; --w) {
+    PendingBuilder b("w" + std::to_string(w), pick(1, 4) * 500, static_cast<int32_t>(pick(1, 6)));
+    b.Limit(pick(0, 8) == 0 ? std::nullopt : std::optional<Duration>(pick(1, 600))).Submit(now - pick(0, 900));
+    if (pick(0, 4) == 0) b.Gpus(pick(1, 2));
+    if (pick(0, 3) == 0) b.Kind(WorkloadKind::kSlurmJob);
+    snap->pending.push_back(b);
+  }
+  return snap;
+}
+
+TEST(PlannerReuse, AKeptPlannerPlansEachCycleAsAFreshOne) {
+  std::mt19937_64 rng(27);
+  for (int policy = 0; policy < 3; ++policy) {
+    QueueConfig config;
+    config.resolution = 1 + policy * 10;
+    if (policy == 1) config.reservation_depth = 3;
+    if (policy == 2) config.backfill_shortest_first = true;
+    QueuePlanner kept(config, nullptr);
+    Time now = 10'000;
+    for (int cycle = 0; cycle < 300; ++cycle) {
+      now += std::uniform_int_distribution<Time>(0, 50)(rng);
+      const std::shared_ptr<Snapshot> world = RandomWorld(rng, now);
+      QueuePlanner fresh(config, nullptr);
+      const std::string expected = Describe(fresh.PlanCycle(world, now));
+      ASSERT_EQ(Describe(kept.PlanCycle(world, now)), expected) << "policy " << policy << " cycle " << cycle;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onequeue::queue
