@@ -37,9 +37,15 @@ const std::vector<int32_t>* PreferenceOf(const PendingWorkload& w, size_t nodes)
 // first `needed` entries are in order (the rest follow in no order): a caller that takes at most
 // `needed` nodes (each holds a copy or more) reads the same nodes as after a full sort, as the
 // order is total (nodes are distinct).
-void PreferLatestFreed(const PlacementScratch& feasible, const std::vector<int32_t>* preference, size_t needed,
+// ChooseNodes takes at most `members` of them in the given order, unless it packs a gang into
+// topology domains (`domains`: the cycle has some; then it reads every candidate).
+void PreferLatestFreed(const PlacementScratch& feasible, const PendingWorkload& w, bool domains,
                        std::vector<std::tuple<Time, NodeIndex, int64_t>>& ranked,
                        std::vector<std::pair<NodeIndex, int64_t>>& best_first) {
+  const std::vector<int32_t>* preference = PreferenceOf(w, feasible.mark.size());
+  const int32_t members = std::max<int32_t>(1, w.members);
+  const bool packs = w.pack_topology && domains && members > 1;
+  const size_t needed = packs ? feasible.nodes.size() : static_cast<size_t>(members);
   ranked.clear();
   for (NodeIndex n : feasible.nodes) ranked.emplace_back(feasible.freed[n], n, feasible.copies[n]);
   const auto middle = ranked.begin() + static_cast<std::ptrdiff_t>(std::min(needed, ranked.size()));
@@ -330,12 +336,7 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     if (feasible.total < members) return std::nullopt;
     feasible.Reverify(t, copies_at);
     if (feasible.total < members) return std::nullopt;
-    // ChooseNodes takes at most `members` of them in the given order, unless it packs a gang
-    // into topology domains (then it reads every candidate).
-    const bool packs = w.pack_topology && !s_.domains.empty() && members > 1;
-    PreferLatestFreed(feasible, PreferenceOf(w, p.size()),
-                      packs ? feasible.nodes.size() : static_cast<size_t>(members), s_.scratch_ranked,
-                      s_.scratch_best_first);
+    PreferLatestFreed(feasible, w, !s_.domains.empty(), s_.scratch_ranked, s_.scratch_best_first);
     return Placement{t, ChooseNodes(w, s_.scratch_best_first, /*preference_order=*/true)};
   };
   // Every node with room at the start ties on freed (the start): with one member and no
