@@ -15,6 +15,34 @@
 namespace onequeue::queue {
 namespace {
 
+// One random question to two profiles that must answer alike (the Reset and Remove tests below);
+// the draws in this order, so each test's sequence is the one it always made.
+struct ProfileQuery {
+  Resources request;
+  Time start = 0;
+  Time end = 0;
+  WorkloadKind kind = WorkloadKind::kPodGroup;
+  int64_t cap = 1;
+  bool ignore = false;
+};
+
+template <typename Pick>
+ProfileQuery RandomQuery(Pick& pick, Time now) {
+  ProfileQuery q;
+  q.request[kCpu] = pick(0, 8) * 500;
+  q.request[kMemory] = pick(0, 8);
+  q.start = pick(0, 2) == 0 ? now : now + pick(0, 100);
+  q.end = q.start + pick(1, 120);
+  q.kind = pick(0, 1) ? WorkloadKind::kPodGroup : WorkloadKind::kSlurmJob;
+  q.cap = pick(1, 8);
+  q.ignore = pick(0, 1) == 0;
+  return q;
+}
+
+int64_t CopiesFor(const AvailabilityProfile& p, NodeIndex n, const ProfileQuery& q) {
+  return p.Copies(n, q.start, q.end, q.request, q.kind, q.cap, q.ignore);
+}
+
 int64_t ReferenceCopies(const Resources& free, const Resources& request, int64_t cap) {
   // As Covers(): a slot overcommitted below what is asked (even 0 of it) fits nothing.
   for (int i = 0; i < kMaxResourceKinds; ++i) {
@@ -239,19 +267,11 @@ TEST(AvailabilityProfile, ResetAnswersAsAProfileConstructedAnew) {
         ASSERT_EQ(reused.OtherKindNow(n, kind), fresh.OtherKindNow(n, kind)) << "trial " << trial;
       }
       for (int q = 0; q < 10; ++q) {
-        Resources request;
-        request[kCpu] = pick(0, 8) * 500;
-        request[kMemory] = pick(0, 8);
-        const Time start = pick(0, 2) == 0 ? now : now + pick(0, 100);
-        const Time end = start + pick(1, 120);
-        const WorkloadKind kind = pick(0, 1) ? WorkloadKind::kPodGroup : WorkloadKind::kSlurmJob;
-        const int64_t cap = pick(1, 8);
-        const bool ignore = pick(0, 1) == 0;
-        ASSERT_EQ(reused.Copies(n, start, end, request, kind, cap, ignore),
-                  fresh.Copies(n, start, end, request, kind, cap, ignore))
+        const ProfileQuery query = RandomQuery(pick, now);
+        ASSERT_EQ(CopiesFor(reused, n, query), CopiesFor(fresh, n, query))
             << "trial " << trial << " node " << n << " query " << q;
-        ASSERT_EQ(reused.AvailTimeFirst(n, start, end - start, request, kind),
-                  fresh.AvailTimeFirst(n, start, end - start, request, kind))
+        ASSERT_EQ(reused.AvailTimeFirst(n, query.start, query.end - query.start, query.request, query.kind),
+                  fresh.AvailTimeFirst(n, query.start, query.end - query.start, query.request, query.kind))
             << "trial " << trial << " node " << n << " query " << q;
       }
     }
@@ -310,17 +330,8 @@ TEST(AvailabilityProfile, RemoveAnswersAsIfTheBlockHadNeverBeenAdded) {
       ASSERT_EQ(with.OtherKindNow(0, kind), without.OtherKindNow(0, kind)) << "trial " << trial;
     }
     for (int q = 0; q < 20; ++q) {
-      Resources request;
-      request[kCpu] = pick(0, 8) * 500;
-      request[kMemory] = pick(0, 8);
-      const Time start = pick(0, 2) == 0 ? kNow : kNow + pick(0, 100);
-      const Time end = start + pick(1, 120);
-      const WorkloadKind kind = pick(0, 1) ? WorkloadKind::kPodGroup : WorkloadKind::kSlurmJob;
-      const int64_t cap = pick(1, 8);
-      const bool ignore = pick(0, 1) == 0;
-      ASSERT_EQ(with.Copies(0, start, end, request, kind, cap, ignore),
-                without.Copies(0, start, end, request, kind, cap, ignore))
-          << "trial " << trial << " query " << q;
+      const ProfileQuery query = RandomQuery(pick, kNow);
+      ASSERT_EQ(CopiesFor(with, 0, query), CopiesFor(without, 0, query)) << "trial " << trial << " query " << q;
     }
     std::vector<std::pair<Time, NodeIndex>> ends_with, ends_without;
     with.ForEachEndAfter(kNow, [&](Time t, NodeIndex n) { ends_with.emplace_back(t, n); return true; });
