@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -326,8 +327,11 @@ struct QueueConfig {
   // reservation past the depth: the depth's reservations go to the oldest starving workloads
   // (EASY for the starving). Issue 27's replays (docs/queue.md "How much six traces say"): a
   // pile of reservations over over-estimated limits stops backfill on a saturated pool; a front
-  // does not add reservations.
-  enum class StarvationRemedy { kReserve, kFront };
+  // does not add reservations. kFrontReserve: both, the front as kFront, and the next
+  // starving workloads (oldest first, after the one the depth reserved) a reservation past the
+  // depth each, up to max_starving_reservations a cycle (a few oldest, not every starving one:
+  // the cap is the K of "front plus K", issue 27's long draws).
+  enum class StarvationRemedy { kReserve, kFront, kFrontReserve };
   StarvationRemedy starvation_remedy = StarvationRemedy::kReserve;
   Duration resolution = 60;         // bf_resolution: reservation start times are rounded up to it
   Duration window = 24 * 3600;      // bf_window: nothing is planned beyond now + window
@@ -342,6 +346,25 @@ struct QueueConfig {
   int32_t max_estimates_per_cycle = 0;
   PreemptionConfig preemption;
 };
+
+// True when a starving workload goes to the head of the queue (kFront, kFrontReserve).
+inline bool StarvingToFront(QueueConfig::StarvationRemedy remedy) {
+  return remedy != QueueConfig::StarvationRemedy::kReserve;
+}
+
+// True when a starving workload gets a reservation past the depth (kReserve, kFrontReserve).
+inline bool StarvingReservedPastDepth(QueueConfig::StarvationRemedy remedy) {
+  return remedy != QueueConfig::StarvationRemedy::kFront;
+}
+
+// The remedy a configuration names ("reserve", "front", "front-reserve": queue.starvationRemedy,
+// oq simulate --starvation-remedy); nullopt for any other name.
+inline std::optional<QueueConfig::StarvationRemedy> StarvationRemedyNamed(std::string_view name) {
+  if (name == "reserve") return QueueConfig::StarvationRemedy::kReserve;
+  if (name == "front") return QueueConfig::StarvationRemedy::kFront;
+  if (name == "front-reserve") return QueueConfig::StarvationRemedy::kFrontReserve;
+  return std::nullopt;
+}
 
 // True when a workload submitted at `submit`, planned with `duration` (its time limit, kForever
 // without one), is starving at `now` (docs/queue.md "Starvation"): pending for

@@ -71,12 +71,12 @@ struct PriorityBreakdown {
   double job_size = 0;
   double partition = 0;
   double qos = 0;
-  // With QueueConfig::StarvationRemedy::kFront, a starving workload's total is kStarvingFront
+  // With StarvationRemedy::kFront or kFrontReserve, a starving workload's total is kStarvingFront
   // plus the seconds waited (ahead of every weighted total, oldest first), not the weighted sum.
   double total = 0;
 };
 
-// The base of a starving workload's priority under StarvationRemedy::kFront: above any weighted
+// The base of a starving workload's priority under kFront and kFrontReserve: above any weighted
 // sum (weights are 32-bit, factors at most 1, five factors), exact in a double with the seconds
 // waited added.
 inline constexpr double kStarvingFront = 1e13;

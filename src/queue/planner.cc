@@ -37,14 +37,14 @@ absl::Status ValidateConfig(const QueueConfig& c) {
   if (!(c.starvation_bound_limits >= 0) || !std::isfinite(c.starvation_bound_limits)) {
     return absl::InvalidArgumentError("starvation_bound_limits must be a finite number >= 0 (0 = off)");
   }
-  if (c.starvation_remedy == QueueConfig::StarvationRemedy::kFront) {
+  if (StarvingToFront(c.starvation_remedy)) {
     // The front's base must stay above every weighted sum (factors are at most 1).
     const PriorityWeights& w = c.weights;
     if (!(w.age + w.fair_share + w.job_size + w.partition + w.qos < kStarvingFront / 10)) {
-      return absl::InvalidArgumentError("with starvation_remedy front (the default) the priority weights must sum below 1e12; starvation_remedy reserve takes any weights");
+      return absl::InvalidArgumentError("with starvation_remedy front or front-reserve the priority weights must sum below 1e12; starvation_remedy reserve takes any weights");
     }
     if (c.starvation_bound == 0 && c.starvation_bound_limits == 0) {
-      return absl::InvalidArgumentError("starvation_remedy front needs a starvation bound (nothing would starve)");
+      return absl::InvalidArgumentError("starvation_remedy front and front-reserve need a starvation bound (nothing would starve)");
     }
   }
   if (c.usage_half_life < 0) return absl::InvalidArgumentError("usage_half_life must be >= 0");

@@ -247,10 +247,10 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
   const WaitReason reason = WhyBlocked(turn);
   // A promise is kept even past the depth (the depth may have been lowered since); a starving
   // workload (pending for starvation_bound or longer) gets one past the depth, uncounted
-  // there, up to max_starving_reservations a cycle.
+  // there, up to max_starving_reservations a cycle (kReserve; kFrontReserve: the next oldest).
   const bool within_depth = config_.reservation_depth == 0 || strict ||
                             s_.reservations < config_.reservation_depth || promise != nullptr;
-  const bool reserve_starving = config_.starvation_remedy == QueueConfig::StarvationRemedy::kReserve &&
+  const bool reserve_starving = StarvingReservedPastDepth(config_.starvation_remedy) &&
                                 s_.starving_reservations < config_.max_starving_reservations;
   if (within_depth || (reserve_starving && Starving(w.submit_time, duration, now))) {
     ReserveOrWait(turn, reason, within_depth);

@@ -40,7 +40,8 @@ class CyclePass {
       : config_(config), preemption_(preemption), s_(state), plan_(plan), in_cycle_(in_cycle) {}
 
   // StarvingAt (model.h) with this pass's configuration. With StarvationRemedy::kReserve such a
-  // workload gets a reservation past the depth; with kFront the queue order already put it first.
+  // workload gets a reservation past the depth; with kFront the queue order already put it first;
+  // with kFrontReserve both.
   bool Starving(Time submit, Duration duration, Time now) const {
     return StarvingAt(config_, submit, duration, now);
   }

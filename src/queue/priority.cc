@@ -178,7 +178,7 @@ PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w, const Qo
   const PriorityWeights& wt = config_.weights;
   b.total = wt.age * b.age + wt.fair_share * b.fair_share + wt.job_size * b.job_size +
             wt.partition * b.partition + wt.qos * b.qos;
-  if (config_.starvation_remedy == QueueConfig::StarvationRemedy::kFront) {
+  if (StarvingToFront(config_.starvation_remedy)) {
     const Duration duration = w.time_limit.has_value() ? std::max<Duration>(1, *w.time_limit) : kForever;
     if (StarvingAt(config_, w.submit_time, duration, now_)) {
       b.total = kStarvingFront + static_cast<double>(now_ - w.submit_time);

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "queue/model.h"
 #include "yaml-cpp/yaml.h"
 
 namespace onequeue::scheduler {
@@ -505,8 +506,9 @@ void ParseQueue(MapReader queue, std::vector<std::string>* errors, QueueConfig& 
   queue.Read("starvationBoundTimeLimits", &c.starvation_bound_time_limits);
   queue.Read("starvationReservationsPerCycle", &c.starvation_reservations_per_cycle);
   queue.Read("starvationRemedy", &c.starvation_remedy);
-  if (c.starvation_remedy != "reserve" && c.starvation_remedy != "front") {
-    queue.KeyError("starvationRemedy", absl::StrCat("is \"", c.starvation_remedy, "\"; expected reserve or front"));
+  if (!queue::StarvationRemedyNamed(c.starvation_remedy).has_value()) {
+    queue.KeyError("starvationRemedy",
+                   absl::StrCat("is \"", c.starvation_remedy, "\"; expected reserve, front or front-reserve"));
   }
   if (c.starvation_reservations_per_cycle < 1 || c.starvation_reservations_per_cycle > 1'000'000) {
     queue.KeyError("starvationReservationsPerCycle", "must be 1 to 1000000");

@@ -174,7 +174,9 @@ struct QueueConfig {
   int64_t starvation_reservations_per_cycle = 100;
   // What a starving workload gets (queue::QueueConfig::starvation_remedy): "front" (the default
   // since issue 27's long draws), the head of the queue oldest first and no reservation past the
-  // depth, or "reserve", a reservation past the depth (docs/queue.md "Starvation").
+  // depth, "reserve", a reservation past the depth, or "front-reserve", both: the front, and the
+  // next oldest starving workloads a reservation past the depth each, at most
+  // starvation_reservations_per_cycle a cycle (docs/queue.md "Starvation").
   std::string starvation_remedy = "front";
   std::vector<NamespacePolicyConfig> namespace_policies;
   // Issue 24 M4: a bound pod is evicted this long after its time limit (Slurm's OverTimeLimit;

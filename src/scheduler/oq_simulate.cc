@@ -26,7 +26,7 @@ constexpr const char* kSimulateUsage =
     "Usage: oq simulate TRACE.swf [--policy fcfs|easy|conservative | --config FILE [--qos NAME]]\n"
     "                   [--compare fcfs|easy|conservative] [--per-job] [--json] [--processors N]\n"
     "                   [--tau SECONDS] [--keep-reservations] [--starvation-bound SECONDS]\n"
-    "                   [--starvation-limits K] [--max-age SECONDS] [--starvation-remedy reserve|front]\n"
+    "                   [--starvation-limits K] [--max-age SECONDS] [--starvation-remedy reserve|front|front-reserve]\n"
     "                   [--predict-runtimes]\n"
     "  --policy       fcfs (strict order), easy (backfill, 1 reservation) or conservative\n"
     "                 (backfill, every waiting job reserved)\n"
@@ -48,9 +48,11 @@ constexpr const char* kSimulateUsage =
     "                 also replay the same trace under fcfs, easy or conservative and print both\n"
     "                 side by side (wait percentiles, bounded slowdown by job size, users' wait\n"
     "                 shares)\n"
-    "  --starvation-remedy reserve|front\n"
-    "                 what-if: a starving job gets a reservation past the depth (reserve) or the\n"
-    "                 head of the queue, oldest first (front; docs/queue.md \"Starvation\")\n"
+    "  --starvation-remedy reserve|front|front-reserve\n"
+    "                 what-if: a starving job gets a reservation past the depth (reserve), the\n"
+    "                 head of the queue, oldest first (front), or both (front-reserve: the next\n"
+    "                 oldest after the head, up to queue.starvationReservationsPerCycle a cycle;\n"
+    "                 docs/queue.md \"Starvation\")\n"
     "  --starvation-bound SECONDS, --starvation-limits K, --max-age SECONDS\n"
     "                 what-if: replay with this starvation bound (0 = off), this bound in\n"
     "                 multiples of a job's time limit (0 = off) or age saturation\n"
@@ -83,9 +85,9 @@ std::optional<std::string> ParseStarvationWhatIf(const std::string& a, const std
     if (!v || !absl::SimpleAtod(*v, &k) || !(k >= 0) || !std::isfinite(k)) return a + " needs a number (0 or more)";
     options->starvation_bound_limits = k;
   } else if (a == "--starvation-remedy") {
-    if (!v || (*v != "reserve" && *v != "front")) return a + " needs reserve or front";
-    options->starvation_remedy = *v == "front" ? queue::QueueConfig::StarvationRemedy::kFront
-                                               : queue::QueueConfig::StarvationRemedy::kReserve;
+    const auto remedy = v ? queue::StarvationRemedyNamed(*v) : std::nullopt;
+    if (!remedy) return a + " needs reserve, front or front-reserve";
+    options->starvation_remedy = *remedy;
   } else {
     int64_t n = 0;
     if (!v || !absl::SimpleAtoi(*v, &n) || n < 0) {
@@ -287,13 +289,16 @@ void PrintText(const SimulateArgs& a, const queue::ReplayResult& r, const queue:
     const long long max_age = a.options.max_age.value_or(c.max_age);
     const long long bound = a.options.starvation_bound.value_or(c.starvation_bound);
     const double limits = a.options.starvation_bound_limits.value_or(c.starvation_bound_limits);
-    const bool front = a.options.starvation_remedy.value_or(c.starvation_remedy) ==
-                       queue::QueueConfig::StarvationRemedy::kFront;
+    const queue::QueueConfig::StarvationRemedy remedy = a.options.starvation_remedy.value_or(c.starvation_remedy);
+    const char* remedy_text = !queue::StarvingToFront(remedy) ? ""
+                              : queue::StarvingReservedPastDepth(remedy)
+                                  ? ", starving workloads to the front, the next oldest reserved past the depth"
+                                  : ", starving workloads to the front";
     std::printf("policy:       %s (reservation depth %d, resolution %lld s, QOS %s, max age %lld s, "
                 "starvation bound %lld s or %g x the time limit%s)\n",
                 a.defaults ? "the daemon's defaults" : a.config_path.c_str(), c.reservation_depth,
                 static_cast<long long>(c.resolution), a.options.qos.empty() ? "none" : a.options.qos.c_str(),
-                max_age, bound, limits, front ? ", starving workloads to the front" : "");
+                max_age, bound, limits, remedy_text);
   } else {
     std::printf("policy:       %s%s\n", queue::ReplayPolicyName(r.policy),
                 a.options.keep_reservations ? " (reservations kept)" : "");

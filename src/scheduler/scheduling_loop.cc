@@ -55,8 +55,9 @@ queue::QueueConfig ToQueueConfig(const Config& config) {
   q.starvation_bound = config.queue.starvation_bound_seconds;
   q.starvation_bound_limits = config.queue.starvation_bound_time_limits;
   q.max_starving_reservations = static_cast<int32_t>(config.queue.starvation_reservations_per_cycle);
-  q.starvation_remedy = config.queue.starvation_remedy == "front" ? queue::QueueConfig::StarvationRemedy::kFront
-                                                                  : queue::QueueConfig::StarvationRemedy::kReserve;
+  // Validated by the config loader (ParseConfig refuses any other name).
+  q.starvation_remedy =
+      queue::StarvationRemedyNamed(config.queue.starvation_remedy).value_or(queue::QueueConfig::StarvationRemedy::kFront);
   q.reservation_depth = config.queue.reservation_depth;
   q.backfill_shortest_first = config.queue.backfill_shortest_first;
   q.resolution = config.queue.resolution_seconds;

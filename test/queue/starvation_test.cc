@@ -152,6 +152,49 @@ TEST(Starvation, AtMostTheCapOfStarvingWorkloadsIsReservedACycleOldestFirst) {
   EXPECT_EQ(ValidateConfig(zero).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// StarvationRemedy::kFrontReserve, K = max_starving_reservations = 2: the starving go to the
+// front, oldest first, whatever their QOS (OLD4, the youngest, has the highest), so OLD0 takes
+// the depth's reservation, and the next K oldest, OLD1 and OLD2, are reserved past the depth,
+// each after the one before; OLD3 (the K+1th past the depth), OLD4 and J1 (QOS high, not
+// starving) wait with an estimate. With kFront only OLD0 is reserved.
+Plan PlanFrontReserve(QueueConfig::StarvationRemedy remedy) {
+  Snapshot s;
+  s.nodes = {MakeNode("n0", 10000)};
+  s.running = {MakeRunning("R", 0, Cpu(6000), 0, 5100)};
+  s.pending = {PendingBuilder("J1", 8000).Limit(100).Submit(4900)};
+  for (int i = 0; i < 5; ++i) {
+    s.pending.push_back(PendingBuilder(absl::StrCat("OLD", i), 9000).Limit(100).Submit(i * 10));
+  }
+  s.pending[0].qos = "high";
+  for (size_t i = 1; i < s.pending.size(); ++i) s.pending[i].qos = i == 5 ? "high" : "low";
+  QueueConfig c = EasyWithBound(1000);
+  c.starvation_remedy = remedy;
+  c.max_starving_reservations = 2;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  QueuePlanner planner(c, nullptr);
+  return planner.PlanCycle(std::make_shared<Snapshot>(std::move(s)), 5000);
+}
+
+TEST(Starvation, WithFrontReserveTheKOldestStarvingPastTheDepthAreReservedAndNotTheNext) {
+  const Plan p = PlanFrontReserve(QueueConfig::StarvationRemedy::kFrontReserve);
+  ASSERT_NE(FindReservation(p, "OLD0"), nullptr);
+  EXPECT_EQ(FindReservation(p, "OLD0")->start, 5100);  // the depth's: the oldest
+  ASSERT_NE(FindReservation(p, "OLD1"), nullptr);
+  EXPECT_EQ(FindReservation(p, "OLD1")->start, 5200);  // past the depth, the next oldest
+  ASSERT_NE(FindReservation(p, "OLD2"), nullptr);
+  EXPECT_EQ(FindReservation(p, "OLD2")->start, 5300);
+  for (const char* id : {"OLD3", "OLD4", "J1"}) EXPECT_EQ(FindReservation(p, id), nullptr) << id;
+  EXPECT_EQ(p.reservations.size(), 3u);  // 1 (the depth) + K
+  const Plan front = PlanFrontReserve(QueueConfig::StarvationRemedy::kFront);
+  EXPECT_NE(FindReservation(front, "OLD0"), nullptr);
+  EXPECT_EQ(front.reservations.size(), 1u);
+  // The front's validation holds for front-reserve too.
+  QueueConfig heavy;
+  heavy.starvation_remedy = QueueConfig::StarvationRemedy::kFrontReserve;
+  heavy.weights.qos = 2e12;
+  EXPECT_EQ(ValidateConfig(heavy).code(), absl::StatusCode::kInvalidArgument);
+}
+
 // The relative bound in one cycle: OLD (limit 100) has waited 5000 s, 50 x its limit, and is
 // reserved past the depth with no absolute bound; with a multiple of 60 it is not starving yet.
 TEST(Starvation, AWorkloadWaitingMultiplesOfItsLimitIsReservedPastTheDepth) {

@@ -271,7 +271,10 @@ TEST(CliTest, OqSimulateHonoursTheStarvationKeysOfTheConfiguration) {
   EXPECT_THAT(r.output, HasSubstr("3 x the time limit, starving workloads to the front)"));
   r = RunCommand(kOq + " simulate " + Trace() + " --starvation-remedy first");
   EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("--starvation-remedy needs reserve or front"));
+  EXPECT_THAT(r.output, HasSubstr("--starvation-remedy needs reserve, front or front-reserve"));
+  r = RunCommand(kOq + " simulate " + Trace() + " --starvation-remedy front-reserve");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("starving workloads to the front, the next oldest reserved past the depth)"));
   const std::string zero = TempFile("zero.yaml", header + "queue: {starvationBoundSeconds: 0}\n");
   r = RunCommand(kOq + " simulate " + Trace() + " --config " + zero);
   EXPECT_EQ(r.exit_code, 1) << r.output;

@@ -111,6 +111,11 @@ TEST(ConfigTest, StarvationKeysAreReadAndMustBePositive) {
   EXPECT_EQ(c->queue.starvation_remedy, "reserve");
   EXPECT_TRUE(c->queue.keep_reservations);
   EXPECT_EQ(ToQueueConfig(*c).starvation_remedy, queue::QueueConfig::StarvationRemedy::kReserve);
+  c = ParseConfig(std::string(kHeader) + "queue: {starvationRemedy: front-reserve, starvationReservationsPerCycle: 2}\n",
+                  "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(ToQueueConfig(*c).starvation_remedy, queue::QueueConfig::StarvationRemedy::kFrontReserve);
+  EXPECT_EQ(ToQueueConfig(*c).max_starving_reservations, 2);
   c = ParseConfig(std::string(kHeader) +
                       "queue: {maxAgeSeconds: 3600, starvationBoundSeconds: 14400, starvationBoundTimeLimits: 2.5, "
                       "starvationReservationsPerCycle: 7}\n",
@@ -137,7 +142,8 @@ TEST(ConfigTest, StarvationKeysAreReadAndMustBePositive) {
       {"starvationBoundTimeLimits: .nan", "line 3: queue.starvationBoundTimeLimits: must be a finite number"},
       {"starvationBoundTimeLimits: three", "line 3: queue.starvationBoundTimeLimits: has the wrong type: expected a number"},
       {"starvationReservationsPerCycle: 0", "line 3: queue.starvationReservationsPerCycle: must be 1 to 1000000"},
-      {"starvationRemedy: first", "line 3: queue.starvationRemedy: is \"first\"; expected reserve or front"},
+      {"starvationRemedy: first", "line 3: queue.starvationRemedy: is \"first\"; expected reserve, front or front-reserve"},
+      {"starvationRemedy: front_reserve", "queue.starvationRemedy: is \"front_reserve\"; expected reserve, front or front-reserve"},
       {"starvationReservationsPerCycle: 1.5", "line 3: queue.starvationReservationsPerCycle: has the wrong type: expected an integer"},
   };
   for (const auto& [line, message] : bad) {
