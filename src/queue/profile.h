@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "absl/container/btree_map.h"
-#include "absl/container/inlined_vector.h"
 
 #include "queue/model.h"
 
@@ -175,11 +174,7 @@ class AvailabilityProfile {
   void ResummariseAfterRemove(NodeIndex node, const Block& removed);
 
   std::vector<Resources> capacity_;
-  // Per node, sorted by start. Up to three inline (a running workload, a reservation and a start
-  // of the cycle on a one-processor node): the nodes' blocks lie side by side, not each behind a
-  // pointer (Add and the searches stalled on loading them).
-  using NodeBlocks = absl::InlinedVector<StoredBlock, 3>;
-  std::vector<NodeBlocks> blocks_;
+  std::vector<std::vector<StoredBlock>> blocks_;  // per node, sorted by start
   ResourcesTable usages_;  // the distinct usages of the blocks
   std::vector<char> usage_nonnegative_;  // per usage number: no slot below 0
   int32_t last_usage_ = -1;              // the number InternUsage returned last
@@ -211,7 +206,6 @@ class AvailabilityProfile {
   // (most pools use cpu, memory and pods): CopiesSlow's slot loops stop there for a request that
   // asks none of them either.
   int active_slots_ = 0;
-  int capacity_slots_ = -1;  // active_slots_ of capacity_ alone (-1: not computed yet)
   void Activate(const Resources& r);
   bool sealed_ = false;
   std::vector<std::pair<Time, NodeIndex>> base_ends_;

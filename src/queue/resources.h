@@ -67,9 +67,6 @@ struct Resources {
       if (request.amount[i] <= 0) continue;
       int64_t need;
       if (!__builtin_mul_overflow(request.amount[i], copies, &need) && need <= amount[i]) continue;
-      // One copy fits and a second does not (amount < 2 x request, asked without overflow): the
-      // quotient is 1, without the division (a one-processor node asked for a wide gang's cap).
-      if (amount[i] - request.amount[i] < request.amount[i]) return 1;
       copies = std::min(copies, amount[i] / request.amount[i]);
       if (copies == 1) return 1;
     }
