@@ -153,32 +153,12 @@ void BuildProfile(const QueueConfig& config, State& s) {
   capacity.reserve(snap.nodes.size());
   shared.reserve(snap.nodes.size());
   s.any_same_tenant = false;
-  // The one pass over the nodes (large and scattered: each read is a cache miss) also takes what
-  // IndexNodes needs of them: the nodes with each extended resource, and owners.
-  s.reserved_owner.assign(snap.nodes.size(), 0);
-  s.owner_kind.resize(snap.nodes.size());
-  bool any_unavailable = false;
-  Resources total = s.pool_total;  // summed in a local: the member's adds waited on each other
-  for (NodeIndex i = 0; i < static_cast<NodeIndex>(snap.nodes.size()); ++i) {
-    const Node& n = snap.nodes[i];
+  for (const Node& n : snap.nodes) {
     capacity.push_back(n.allocatable);
     shared.push_back(SharesWorlds(n, config) ? 1 : 0);
     s.any_same_tenant = s.any_same_tenant || n.same_tenant;
-    total += n.allocatable;
-    // Most nodes have no extended resource: the slots or-ed (no branch) before a test per slot.
-    int64_t any = 0;
-    for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) any |= n.allocatable[r];
-    if (any != 0) {
-      for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
-        if (n.allocatable[r] > 0) s.nodes_with[r].push_back(i);
-      }
-    }
-    s.reserved_owner[i] = n.owner.kind == OwnerKind::kReserved;
-    s.any_reserved_owner = s.any_reserved_owner || s.reserved_owner[i];
-    s.owner_kind[i] = n.owner.kind;
-    any_unavailable = any_unavailable || !n.unavailable.empty();
+    s.pool_total += n.allocatable;
   }
-  s.pool_total = total;
   if (s.profile != nullptr) {  // the last cycle's, handed over by PlanCycle: its allocations reused
     s.profile->Reset(capacity, now, config.window, config.resolution, shared);
   } else {
@@ -205,7 +185,7 @@ void BuildProfile(const QueueConfig& config, State& s) {
     }
   }
   // Issue 29: a node's windows of unavailability (Slurm reservations) take its whole capacity.
-  for (NodeIndex n = 0; any_unavailable && n < static_cast<NodeIndex>(snap.nodes.size()); ++n) {
+  for (NodeIndex n = 0; n < static_cast<NodeIndex>(snap.nodes.size()); ++n) {
     for (const Unavailability& u : snap.nodes[n].unavailable) {
       if (u.end <= now || u.end <= u.start) continue;
       s.profile->Add(n, AvailabilityProfile::Block{u.start, u.end, snap.nodes[n].allocatable,
@@ -214,15 +194,24 @@ void BuildProfile(const QueueConfig& config, State& s) {
   }
 }
 
-// What the searches look up per node, built once per cycle: claims and sequence numbers,
-// topology domain ids, and the free-capacity indexes (after the profile is sealed with the
-// running workloads). The nodes with each extended resource and the owners: BuildProfile.
+// What the searches look up per node, built once per cycle: claims and sequence numbers, the
+// nodes with each extended resource, topology domain ids, owners, and the free-capacity indexes
+// (after the profile is sealed with the running workloads).
 void IndexNodes(const QueueConfig& config, State& s) {
   const Snapshot& snap = *s.snapshot;
   s.claimed.assign(snap.nodes.size(), 0);
   s.node_seq.assign(snap.nodes.size(), 0);
   s.node_stamp.assign(snap.nodes.size(), 0);
-  // nodes_with, reserved_owner and owner_kind: filled by BuildProfile's pass over the nodes.
+  for (NodeIndex n = 0; n < static_cast<NodeIndex>(snap.nodes.size()); ++n) {
+    const Resources& allocatable = snap.nodes[n].allocatable;
+    // Most nodes have no extended resource: the slots or-ed (no branch) before a test per slot.
+    int64_t any = 0;
+    for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) any |= allocatable[r];
+    if (any == 0) continue;
+    for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
+      if (allocatable[r] > 0) s.nodes_with[r].push_back(n);
+    }
+  }
   for (const std::string& label : config.topology_labels) {
     absl::flat_hash_map<std::string, int32_t> ids;
     std::vector<int32_t> of(snap.nodes.size(), -1);
@@ -236,6 +225,13 @@ void IndexNodes(const QueueConfig& config, State& s) {
     if (ids.empty()) continue;
     s.domains.push_back(std::move(of));
     s.domain_count.push_back(static_cast<int32_t>(ids.size()));
+  }
+  s.reserved_owner.assign(snap.nodes.size(), 0);
+  s.owner_kind.resize(snap.nodes.size());
+  for (size_t n = 0; n < snap.nodes.size(); ++n) {
+    s.reserved_owner[n] = snap.nodes[n].owner.kind == OwnerKind::kReserved;
+    s.any_reserved_owner = s.any_reserved_owner || s.reserved_owner[n];
+    s.owner_kind[n] = snap.nodes[n].owner.kind;
   }
   s.profile->SealBase();
   // The indexes PlanCycle handed over from the last cycle are built again in place.
@@ -442,7 +438,6 @@ Plan QueuePlanner::PlanCycle(std::shared_ptr<const Snapshot> snapshot, Time now,
     s.scratch_capacity = std::move(state_->scratch_capacity);
     s.scratch_ranked = std::move(state_->scratch_ranked);
     s.scratch_best_first = std::move(state_->scratch_best_first);
-    s.scratch_rank_keys = std::move(state_->scratch_rank_keys);
     s.scratch_batch = std::move(state_->scratch_batch);
     state_.reset();
   }

@@ -26,11 +26,8 @@ class FreeIndex {
   void Build(const AvailabilityProfile& p, int slot, int64_t unit) {
     slot_ = slot;
     unit_ = std::max<int64_t>(1, unit);
-    // One division: x / unit_ (unit_ > 0) never falls as x grows, so the largest capacity's is
-    // the largest.
-    int64_t max_capacity = 0;
-    for (size_t n = 0; n < p.size(); ++n) max_capacity = std::max(max_capacity, p.Capacity(n)[slot_]);
-    const int64_t max_units = max_capacity / unit_;
+    int64_t max_units = 0;
+    for (size_t n = 0; n < p.size(); ++n) max_units = std::max(max_units, p.Capacity(n)[slot_] / unit_);
     for (PerKind& k : kinds_) {
       // Emptied in place: a planner builds its index again every cycle.
       k.buckets.resize(static_cast<size_t>(std::min<int64_t>(max_units, 4096)) + 1);
@@ -41,14 +38,10 @@ class FreeIndex {
     }
     // Every list is empty and no node is in one: each node goes straight to its bucket (Update's
     // search of the bucket for a stale entry of the node, a walk of the whole list, finds none).
-    // Both kinds have the same buckets: a node's free amount is divided once (BucketNow's answer
-    // for each kind), and each kind's lists still fill in node order.
-    for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) {
-      const int64_t free = p.FreeNow(n)[slot_];
-      const int32_t bucket = free <= 0 ? -1 : Bucket(kinds_[0], free);
-      for (int kind = 0; kind < 2; ++kind) {
-        PerKind& k = kinds_[kind];
-        const int32_t b = bucket < 0 || p.OtherKindNow(n, static_cast<WorkloadKind>(kind)) ? -1 : bucket;
+    for (int kind = 0; kind < 2; ++kind) {
+      PerKind& k = kinds_[kind];
+      for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) {
+        const int32_t b = BucketNow(k, n, p, static_cast<WorkloadKind>(kind));
         k.bucket_of[n] = b;
         if (b >= 0) {
           k.buckets[b].push_back(n);

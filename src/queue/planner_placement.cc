@@ -39,43 +39,13 @@ const std::vector<int32_t>* PreferenceOf(const PendingWorkload& w, size_t nodes)
 // order is total (nodes are distinct).
 // ChooseNodes takes at most `members` of them in the given order, unless it packs a gang into
 // topology domains (`domains`: the cycle has some; then it reads every candidate).
-// Without a preference, the same order as packed 64-bit keys (latest freed first, then the lower
-// node number: (latest - freed) << 32 | node, ascending), which compare in one instruction where
-// the tuples' comparison was ~6 % of a replay. False (nothing done) when the freed times span
-// 2^32 s or more, or a node number is negative.
-bool RankPacked(const PlacementScratch& feasible, size_t needed, std::vector<uint64_t>& keys,
-                std::vector<std::pair<NodeIndex, int64_t>>& best_first) {
-  if (feasible.nodes.empty()) return false;
-  Time latest = feasible.freed[feasible.nodes[0]], earliest = latest;
-  for (NodeIndex n : feasible.nodes) {
-    if (n < 0) return false;
-    latest = std::max(latest, feasible.freed[n]);
-    earliest = std::min(earliest, feasible.freed[n]);
-  }
-  if (static_cast<uint64_t>(latest) - static_cast<uint64_t>(earliest) >= (uint64_t{1} << 32)) return false;
-  keys.clear();
-  for (NodeIndex n : feasible.nodes) {
-    keys.push_back((static_cast<uint64_t>(latest - feasible.freed[n]) << 32) | static_cast<uint32_t>(n));
-  }
-  const auto middle = keys.begin() + static_cast<std::ptrdiff_t>(std::min(needed, keys.size()));
-  if (middle != keys.end()) std::nth_element(keys.begin(), middle, keys.end());
-  std::sort(keys.begin(), middle);
-  best_first.clear();
-  for (uint64_t k : keys) {
-    const NodeIndex n = static_cast<NodeIndex>(k & 0xffffffffu);
-    best_first.emplace_back(n, feasible.copies[n]);
-  }
-  return true;
-}
-
 void PreferLatestFreed(const PlacementScratch& feasible, const PendingWorkload& w, bool domains,
-                       std::vector<std::tuple<Time, NodeIndex, int64_t>>& ranked, std::vector<uint64_t>& keys,
+                       std::vector<std::tuple<Time, NodeIndex, int64_t>>& ranked,
                        std::vector<std::pair<NodeIndex, int64_t>>& best_first) {
   const std::vector<int32_t>* preference = PreferenceOf(w, feasible.mark.size());
   const int32_t members = std::max<int32_t>(1, w.members);
   const bool packs = w.pack_topology && domains && members > 1;
   const size_t needed = packs ? feasible.nodes.size() : static_cast<size_t>(members);
-  if (preference == nullptr && RankPacked(feasible, needed, keys, best_first)) return;
   ranked.clear();
   for (NodeIndex n : feasible.nodes) ranked.emplace_back(feasible.freed[n], n, feasible.copies[n]);
   const auto middle = ranked.begin() + static_cast<std::ptrdiff_t>(std::min(needed, ranked.size()));
@@ -366,7 +336,7 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     if (feasible.total < members) return std::nullopt;
     feasible.Reverify(t, copies_at);
     if (feasible.total < members) return std::nullopt;
-    PreferLatestFreed(feasible, w, !s_.domains.empty(), s_.scratch_ranked, s_.scratch_rank_keys, s_.scratch_best_first);
+    PreferLatestFreed(feasible, w, !s_.domains.empty(), s_.scratch_ranked, s_.scratch_best_first);
     return Placement{t, ChooseNodes(w, s_.scratch_best_first, /*preference_order=*/true)};
   };
   // Every node with room at the start ties on freed (the start): with one member and no

@@ -266,7 +266,6 @@ struct QueuePlanner::State {
   // EarliestPlacement's node ranking (PreferLatestFreed) and its result.
   std::vector<std::tuple<Time, NodeIndex, int64_t>> scratch_ranked;
   std::vector<std::pair<NodeIndex, int64_t>> scratch_best_first;
-  std::vector<uint64_t> scratch_rank_keys;  // the same ranking as packed keys (RankPacked)
   internal::PlacementScratch placement;  // EarliestPlacement's feasible nodes
   internal::NoRoomMemo no_room;          // EarliestPlacement's nodes without room at its start
   internal::NoRoomMemo no_room_now;      // TryStartNow's nodes without room now (its own: one start)

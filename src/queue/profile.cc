@@ -35,10 +35,7 @@ void AvailabilityProfile::Reset(const std::vector<Resources>& capacity, Time now
   last_usage_ = -1;
   free_now_.assign(capacity_.begin(), capacity_.end());
   first_future_start_.assign(n, kForever);
-  // Only a reservation active at now writes reserved_now_ (Summarise): rarely, so its zeros
-  // (128 bytes a node) are written again only when one did.
-  if (reserved_now_touched_ || reserved_now_.size() != n) reserved_now_.assign(n, Resources{});
-  reserved_now_touched_ = false;
+  reserved_now_.assign(n, Resources{});
   first_future_nonreserved_start_.assign(n, kForever);
   kinds_nonreserved_.assign(n, 0);
   kinds_.assign(n, 0);
@@ -53,13 +50,7 @@ void AvailabilityProfile::Reset(const std::vector<Resources>& capacity, Time now
   version_ = 0;
   node_version_.assign(n, 0);
   active_slots_ = 0;
-  // Activate once on every capacity or-ed together: a slot is nonzero in the result exactly when
-  // it is in some capacity (the per-node scan walked 13 zero slots a node, ~2 % of a replay).
-  Resources any;
-  for (const Resources& c : capacity_) {
-    for (int i = 0; i < kMaxResourceKinds; ++i) any.amount[i] |= c.amount[i];
-  }
-  Activate(any);
+  for (const Resources& c : capacity_) Activate(c);
   sealed_ = false;
   base_ends_.clear();
   added_ends_.clear();
@@ -103,10 +94,7 @@ void AvailabilityProfile::Summarise(NodeIndex node, const StoredBlock& b) {
   // On a shared node the worlds may overlap: no kind bit is ever set, so no kind conflicts.
   const uint8_t kind_bit = shared_[node] ? 0 : KindBit(b.kind);
   if (b.start <= now_ && b.end > now_) {
-    // Slots from active_slots_ on are 0 in every capacity and usage (InternUsage activated this
-    // one), so they stay 0: only the leading ones are subtracted.
-    Resources& free = free_now_[node];
-    for (int i = 0; i < active_slots_; ++i) free.amount[i] -= used.amount[i];
+    free_now_[node] -= used;
     kinds_now_[node] |= kind_bit;
   }
   if (b.start > now_) first_future_start_[node] = std::min(first_future_start_[node], b.start);
@@ -116,10 +104,7 @@ void AvailabilityProfile::Summarise(NodeIndex node, const StoredBlock& b) {
     t = t == kNoTenant || t == b.tenant ? b.tenant : kMixedTenants;
   }
   if (b.reservation) {
-    if (b.start <= now_ && b.end > now_) {
-      reserved_now_[node] += used;
-      reserved_now_touched_ = true;
-    }
+    if (b.start <= now_ && b.end > now_) reserved_now_[node] += used;
   } else {
     kinds_nonreserved_[node] |= kind_bit;
     if (b.start > now_) {

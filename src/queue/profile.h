@@ -185,7 +185,6 @@ class AvailabilityProfile {
   // The same two, leaving reservations out (for ignore_reservations): reservations active at
   // now_ summed, and the smallest start > now_ of a block that is not a reservation.
   std::vector<Resources> reserved_now_;
-  bool reserved_now_touched_ = false;  // reserved_now_ written since the last Reset
   std::vector<Time> first_future_nonreserved_start_;
   std::vector<uint8_t> kinds_nonreserved_;  // kinds_ without reservations
   // Bit per WorkloadKind present among the node's blocks; always 0 on a shared node, where the
