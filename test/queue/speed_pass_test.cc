@@ -147,7 +147,7 @@ TEST(AvailabilityProfile, FewAndManyRunningEndsSortAlike) {
 // A reservation's nodes: with every 4-cpu node busy, the search's start on a coarse grid frees
 // them all at once, and the workload takes the `members` nodes whose last block ended latest
 // (ties: the lower node number; with node scores, a higher score first), as a full sort of every
-// feasible node picks them: the packed keys (no preference) and the tuples (with one) alike.
+// feasible node picks them, with and without scores.
 TEST(PreferLatestFreed, AReservationTakesTheNodesFreedLatestAmongManyFeasible) {
   std::mt19937_64 rng(4242);
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
