@@ -71,6 +71,29 @@ TEST(Resources, CopiesOfMatchesDivisionEverywhere) {
   }
 }
 
+// Every free amount from one to three requests' worth, every cap up to 5, in one slot and with a
+// roomier second slot: the quotients 1, 2 and 3 at and beside their bounds (CopiesOf answers 1
+// without dividing when a second copy cannot fit; a free amount of exactly two requests holds 2).
+TEST(Resources, CopiesOfAtTheBoundsOfEachQuotient) {
+  for (int64_t r = 1; r <= 40; ++r) {
+    for (int64_t amount = 0; amount <= 3 * r + 1; ++amount) {
+      for (int64_t cap = 0; cap <= 5; ++cap) {
+        for (bool second : {false, true}) {
+          Resources free, request;
+          free[kCpu] = amount;
+          request[kCpu] = r;
+          if (second) {
+            free[kMemory] = 1000;
+            request[kMemory] = 7;
+          }
+          ASSERT_EQ(free.CopiesOf(request, cap), ReferenceCopies(free, request, cap))
+              << "request " << r << " free " << amount << " cap " << cap << " second slot " << second;
+        }
+      }
+    }
+  }
+}
+
 TEST(Resources, CopiesOfDoesNotOverflowOnHugeAmounts) {
   Resources free, request;
   free[kMemory] = std::numeric_limits<int64_t>::max();
