@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -125,19 +126,26 @@ TEST(Starvation, TheFrontRemedyRefusesWeightsAboveItsBaseAndNoBound) {
   EXPECT_EQ(ValidateConfig(unbounded).code(), absl::StatusCode::kInvalidArgument);
 }
 
-// The cap on starving reservations: J1 (QOS high) takes the depth's reservation; 5 starving
-// workloads past the depth (one QOS, so in queue order, oldest first), at most 2 reserved a
-// cycle: the first 2; the others wait with an estimate. A cap below 1 is refused.
-TEST(Starvation, AtMostTheCapOfStarvingWorkloadsIsReservedACycleOldestFirst) {
+// One node of 10000 with R running until 5100; J1 (8000, QOS high, submitted at 4900) and OLD0-OLD4
+// (9000, submitted at 0-40), all with 100 s limits; old_qos(i) names OLDi's QOS.
+Snapshot StarvingBacklog(const std::function<std::string(int)>& old_qos) {
   Snapshot s;
   s.nodes = {MakeNode("n0", 10000)};
   s.running = {MakeRunning("R", 0, Cpu(6000), 0, 5100)};
   s.pending = {PendingBuilder("J1", 8000).Limit(100).Submit(4900)};
+  s.pending[0].qos = "high";
   for (int i = 0; i < 5; ++i) {
     s.pending.push_back(PendingBuilder(absl::StrCat("OLD", i), 9000).Limit(100).Submit(i * 10));
+    s.pending.back().qos = old_qos(i);
   }
-  s.pending[0].qos = "high";
-  for (size_t i = 1; i < s.pending.size(); ++i) s.pending[i].qos = "mid";
+  return s;
+}
+
+// The cap on starving reservations: J1 (QOS high) takes the depth's reservation; 5 starving
+// workloads past the depth (one QOS, so in queue order, oldest first), at most 2 reserved a
+// cycle: the first 2; the others wait with an estimate. A cap below 1 is refused.
+TEST(Starvation, AtMostTheCapOfStarvingWorkloadsIsReservedACycleOldestFirst) {
+  Snapshot s = StarvingBacklog([](int) { return "mid"; });
   QueueConfig c = EasyWithBound(1000);
   c.max_starving_reservations = 2;
   QueuePlanner planner(c, nullptr);
@@ -158,15 +166,7 @@ TEST(Starvation, AtMostTheCapOfStarvingWorkloadsIsReservedACycleOldestFirst) {
 // each after the one before; OLD3 (the K+1th past the depth), OLD4 and J1 (QOS high, not
 // starving) wait with an estimate. With kFront only OLD0 is reserved.
 Plan PlanFrontReserve(QueueConfig::StarvationRemedy remedy) {
-  Snapshot s;
-  s.nodes = {MakeNode("n0", 10000)};
-  s.running = {MakeRunning("R", 0, Cpu(6000), 0, 5100)};
-  s.pending = {PendingBuilder("J1", 8000).Limit(100).Submit(4900)};
-  for (int i = 0; i < 5; ++i) {
-    s.pending.push_back(PendingBuilder(absl::StrCat("OLD", i), 9000).Limit(100).Submit(i * 10));
-  }
-  s.pending[0].qos = "high";
-  for (size_t i = 1; i < s.pending.size(); ++i) s.pending[i].qos = i == 5 ? "high" : "low";
+  Snapshot s = StarvingBacklog([](int i) { return i == 4 ? "high" : "low"; });
   QueueConfig c = EasyWithBound(1000);
   c.starvation_remedy = remedy;
   c.max_starving_reservations = 2;
