@@ -219,6 +219,21 @@ TEST(AvailabilityProfile, CopiesMatchesBruteForceWhicheverSlotsAreNamed) {
 // the blocks are kept sorted by start whatever order they come in (CopiesSlow stops at the first
 // block past its interval): a profile that had a block removed answers every query as one built
 // without it, blocks added in random order, before and after SealBase.
+// A random block around `now` for the random comparisons below: running (started up to 50 s
+// ago) or a reservation (starting within 60 s), ending within 80 s or never, of either world,
+// using cpu and memory. `pick(lo, hi)` draws uniformly in [lo, hi].
+template <typename Pick>
+AvailabilityProfile::Block RandomBlock(Pick& pick, Time now) {
+  AvailabilityProfile::Block b;
+  b.reservation = pick(0, 1) == 0;
+  b.start = b.reservation ? now + pick(0, 60) : now - pick(0, 50);
+  b.end = pick(0, 9) == 0 ? kForever : std::max(b.start, now) + pick(1, 80);
+  b.kind = pick(0, 3) == 0 ? WorkloadKind::kSlurmJob : WorkloadKind::kPodGroup;
+  b.used[kCpu] = pick(0, 4) * 1000;
+  b.used[kMemory] = pick(0, 16);
+  return b;
+}
+
 // The planner reuses one profile across cycles (AvailabilityProfile::Reset): after any history
 // (blocks of other usages and kinds, sealed, placeholders added and removed, other machines),
 // a Reset profile answers every query as one constructed anew with the same arguments.
@@ -228,13 +243,7 @@ TEST(AvailabilityProfile, ResetAnswersAsAProfileConstructedAnew) {
   auto random_blocks = [&](Time now, int nodes) {
     std::vector<std::pair<NodeIndex, AvailabilityProfile::Block>> blocks;
     for (int i = static_cast<int>(pick(0, 12)); i > 0; --i) {
-      AvailabilityProfile::Block b;
-      b.reservation = pick(0, 1) == 0;
-      b.start = b.reservation ? now + pick(0, 60) : now - pick(0, 50);
-      b.end = pick(0, 9) == 0 ? kForever : std::max(b.start, now) + pick(1, 80);
-      b.kind = pick(0, 3) == 0 ? WorkloadKind::kSlurmJob : WorkloadKind::kPodGroup;
-      b.used[kCpu] = pick(0, 4) * 1000;
-      b.used[kMemory] = pick(0, 16);
+      AvailabilityProfile::Block b = RandomBlock(pick, now);
       if (pick(0, 5) == 0) b.used[kFirstExtended + 2] = pick(1, 2);  // widens the slots compared
       blocks.emplace_back(static_cast<NodeIndex>(pick(0, nodes - 1)), b);
     }
@@ -319,13 +328,7 @@ TEST(AvailabilityProfile, RemoveAnswersAsIfTheBlockHadNeverBeenAdded) {
     const bool shared = pick(0, 1) == 0;
     std::vector<AvailabilityProfile::Block> blocks;
     for (int i = static_cast<int>(pick(1, 7)); i > 0; --i) {
-      AvailabilityProfile::Block b;
-      b.reservation = pick(0, 1) == 0;
-      b.start = b.reservation ? kNow + pick(0, 60) : kNow - pick(0, 50);
-      b.end = pick(0, 9) == 0 ? kForever : std::max(b.start, kNow) + pick(1, 80);
-      b.kind = pick(0, 3) == 0 ? WorkloadKind::kSlurmJob : WorkloadKind::kPodGroup;
-      b.used[kCpu] = pick(0, 4) * 1000;
-      b.used[kMemory] = pick(0, 16);
+      const AvailabilityProfile::Block b = RandomBlock(pick, kNow);
       blocks.push_back(b);
     }
     const size_t removed = static_cast<size_t>(pick(0, static_cast<int64_t>(blocks.size()) - 1));
