@@ -3,11 +3,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "k8s_client/api_status.h"
+#include "k8s_client/simdjson_fields.h"
 
 namespace onequeue::k8s {
 
-InformerBase::InformerBase(RestClient* client, ResourceType type, InformerOptions options)
-    : client_(client), type_(std::move(type)), options_(std::move(options)) {}
+InformerBase::InformerBase(RestClient* client, ResourceType type, InformerOptions options, bool simdjson)
+    : client_(client), type_(std::move(type)), options_(std::move(options)), simdjson_(simdjson) {}
 
 InformerBase::~InformerBase() {
   // Derived classes call Stop() in their destructor (handlers must not run on a half-destroyed
@@ -88,8 +89,47 @@ absl::StatusOr<std::string> InformerBase::Fetch(const std::string& path) {
   }
 }
 
+namespace {
+// A string field of a list's metadata; "" when absent or not a string.
+std::string MetaString(const nlohmann::json& meta, const char* key) {
+  if (!meta.is_object()) return "";
+  auto it = meta.find(key);
+  return it != meta.end() && it->is_string() ? it->get<std::string>() : "";
+}
+std::string MetaString(const simdjson::dom::element& meta, const char* key) {
+  const simdjson::dom::element v = json_fields::Field(meta, key);
+  return json_fields::IsString(v) ? json_fields::GetString(v) : "";
+}
+}  // namespace
+
+absl::Status InformerBase::ReadPage(const std::string& body, SimdjsonDocument* document, std::string* list_rv,
+                                    std::string* continue_token) {
+  const absl::Status not_a_list =
+      absl::InternalError(absl::StrCat("list of ", type_.resource, ": not a list object"));
+  // simdjson first; nlohmann where simdjson refuses the text (SimdjsonDocument::Parse).
+  if (const simdjson::dom::element* page = document ? document->Parse(body) : nullptr) {
+    const simdjson::dom::element items = json_fields::Field(*page, "items");
+    if (!json_fields::IsArray(items)) return not_a_list;
+    for (simdjson::dom::element item : json_fields::Elements(items)) ListItemFast(item);
+    const simdjson::dom::element meta = json_fields::Field(*page, "metadata");
+    *list_rv = MetaString(meta, "resourceVersion");
+    *continue_token = MetaString(meta, "continue");
+    return absl::OkStatus();
+  }
+  const nlohmann::json page = nlohmann::json::parse(body.begin(), body.end(), nullptr, false);
+  const nlohmann::json& items = json_fields::Field(page, "items");
+  if (!items.is_array()) return not_a_list;
+  for (const nlohmann::json& item : items) ListItem(item);
+  const nlohmann::json& meta = json_fields::Field(page, "metadata");
+  *list_rv = MetaString(meta, "resourceVersion");
+  *continue_token = MetaString(meta, "continue");
+  return absl::OkStatus();
+}
+
 absl::Status InformerBase::ListAll() {
-  std::vector<nlohmann::json> items;
+  std::unique_ptr<SimdjsonDocument> document;  // one parser for every page of this list
+  if (simdjson_) document = std::make_unique<SimdjsonDocument>();
+  BeginList();
   std::string continue_token;
   std::string list_rv;
   do {
@@ -101,20 +141,11 @@ absl::Status InformerBase::ListAll() {
     absl::StatusOr<std::string> body =
         Fetch(CollectionPath(type_, options_.namespace_) + opts.ToQuery());
     if (!body.ok()) return body.status();
-    nlohmann::json page = nlohmann::json::parse(body->begin(), body->end(), nullptr, false);
-    if (!page.is_object() || !page.contains("items") || !page["items"].is_array()) {
-      return absl::InternalError(absl::StrCat("list of ", type_.resource, ": not a list object"));
-    }
-    for (auto& item : page["items"]) items.push_back(std::move(item));
-    {
-      absl::MutexLock lock(&mu_);
-      ++stats_.pages;
-    }
-    const nlohmann::json& meta = page["metadata"];
-    list_rv = meta.is_object() ? meta.value("resourceVersion", "") : "";
-    continue_token = meta.is_object() ? meta.value("continue", "") : "";
+    if (absl::Status s = ReadPage(*body, document.get(), &list_rv, &continue_token); !s.ok()) return s;
+    absl::MutexLock lock(&mu_);
+    ++stats_.pages;
   } while (!continue_token.empty());
-  const int skipped = Replace(std::move(items));
+  const int skipped = EndList();
   absl::MutexLock lock(&mu_);
   resource_version_ = list_rv;
   ++stats_.lists;
@@ -192,22 +223,22 @@ absl::Status InformerBase::WatchOnce(bool* relist) {
 
   auto shared = std::make_shared<WatchInbox>(options_.max_backlog_bytes);
   absl::Status error;  // an ERROR event or a decode error ends this watch with that status
-  WatchDecoder decoder([this, &error](WatchEvent ev) {
+  WatchDecoder::Handler handler = [this, &error](WatchEvent ev) {
     if (!error.ok()) return;
     if (ev.type == WatchEventType::kError) {
       error = WatchErrorStatus(ev);
       return;
     }
-    if (ev.type != WatchEventType::kBookmark) {
-      const bool ok = Apply(ev.type, std::move(ev.object));
-      absl::MutexLock lock(&mu_);
-      ++stats_.events;
-      if (!ok) ++stats_.decode_errors;
-    }
-    absl::MutexLock lock(&mu_);
-    if (ev.type == WatchEventType::kBookmark) ++stats_.bookmarks;
-    if (!ev.resource_version.empty()) resource_version_ = ev.resource_version;
-  });
+    const bool decoded = ev.type == WatchEventType::kBookmark || Apply(ev.type, ev.object);
+    Record(ev.type, decoded, ev.resource_version);
+  };
+  WatchDecoder decoder = simdjson_
+      ? WatchDecoder(std::move(handler),
+                     [this, &error](WatchEventType type, const simdjson::dom::element& object, std::string_view rv) {
+                       if (!error.ok()) return;
+                       Record(type, type == WatchEventType::kBookmark || ApplyFast(type, object), rv);
+                     })
+      : WatchDecoder(std::move(handler));
   std::unique_ptr<HttpStream> stream = client_->Stream(
       CollectionPath(type_, options_.namespace_) + opts.ToQuery(),
       [shared](absl::string_view chunk) {
@@ -229,6 +260,17 @@ absl::Status InformerBase::WatchOnce(bool* relist) {
   absl::MutexLock lock(&mu_);
   stream_ = nullptr;
   return error.ok() ? result : error;
+}
+
+void InformerBase::Record(WatchEventType type, bool decoded, std::string_view resource_version) {
+  absl::MutexLock lock(&mu_);
+  if (type == WatchEventType::kBookmark) {
+    ++stats_.bookmarks;
+  } else {
+    ++stats_.events;
+    if (!decoded) ++stats_.decode_errors;
+  }
+  if (!resource_version.empty()) resource_version_ = std::string(resource_version);
 }
 
 void InformerBase::Run() {

@@ -14,11 +14,14 @@
 #pragma once
 
 #include <atomic>
+#include <concepts>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -26,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "k8s_client/rest_client.h"
+#include "k8s_client/simdjson_document.h"
 #include "k8s_client/watch_decoder.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -59,7 +63,10 @@ struct InformerStats {
 // The list/watch loop, independent of the object type.
 class InformerBase {
  public:
-  InformerBase(RestClient* client, ResourceType type, InformerOptions options);
+  // `simdjson`: the derived class decodes from simdjson's DOM (ListItemFast, ApplyFast); list
+  // pages and watch events are then read with simdjson, and with nlohmann only where simdjson
+  // refuses the text (issue 26).
+  InformerBase(RestClient* client, ResourceType type, InformerOptions options, bool simdjson = false);
   virtual ~InformerBase();
   InformerBase(const InformerBase&) = delete;
   InformerBase& operator=(const InformerBase&) = delete;
@@ -73,14 +80,25 @@ class InformerBase {
   InformerStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
 
  protected:
-  // Replaces the store with a full list; returns how many objects were skipped as unparseable.
-  virtual int Replace(std::vector<nlohmann::json> items) = 0;
+  // A full list, page by page: BeginList, the items (decoded at once, the pages' JSON is not
+  // kept), then EndList replaces the store and returns how many items were skipped as
+  // unparseable. A list that fails midway is begun again.
+  virtual void BeginList() = 0;
+  virtual void ListItem(const nlohmann::json& item) = 0;
+  virtual void ListItemFast(const simdjson::dom::element& item) = 0;  // only with `simdjson`
+  virtual int EndList() = 0;
   // Applies one event; false when the object failed to parse.
-  virtual bool Apply(WatchEventType type, nlohmann::json object) = 0;
+  virtual bool Apply(WatchEventType type, const nlohmann::json& object) = 0;
+  virtual bool ApplyFast(WatchEventType type, const simdjson::dom::element& object) = 0;  // with `simdjson`
 
  private:
   void Run();
-  absl::Status ListAll();       // list pages, then Replace
+  absl::Status ListAll();       // list pages, then EndList
+  // One page's items to ListItem(Fast); its resourceVersion and continue token.
+  absl::Status ReadPage(const std::string& body, SimdjsonDocument* document, std::string* list_rv,
+                        std::string* continue_token);
+  // After a watch event: the counters and the last resourceVersion.
+  void Record(WatchEventType type, bool decoded, std::string_view resource_version) ABSL_LOCKS_EXCLUDED(mu_);
   // One watch request until it ends; `relist`: events were dropped (the backlog or a line passed
   // its bound), so only a new list is correct.
   absl::Status WatchOnce(bool* relist);
@@ -91,6 +109,7 @@ class InformerBase {
   RestClient* client_;
   const ResourceType type_;
   const InformerOptions options_;
+  const bool simdjson_;
   std::atomic<bool> synced_{false};
   std::thread thread_;
   mutable absl::Mutex mu_;
@@ -107,13 +126,21 @@ struct InformerHandlers {
   std::function<void(const T&)> on_delete;
 };
 
-// T has `ObjectMeta metadata` and `static absl::StatusOr<T> FromJson(const nlohmann::json&)`.
+// A model that also decodes from simdjson's DOM (Pod, Node): its informer reads with simdjson.
+template <typename T>
+concept DecodesSimdjson = requires(const simdjson::dom::element& e) {
+  { T::FromSimdjson(e) } -> std::same_as<absl::StatusOr<T>>;
+};
+
+// T has `ObjectMeta metadata` and `static absl::StatusOr<T> FromJson(const nlohmann::json&)`,
+// and may have `FromSimdjson` (DecodesSimdjson).
 template <typename T>
 class Informer : public InformerBase {
  public:
   Informer(RestClient* client, ResourceType type, InformerOptions options,
            InformerHandlers<T> handlers = {})
-      : InformerBase(client, std::move(type), std::move(options)), handlers_(std::move(handlers)) {}
+      : InformerBase(client, std::move(type), std::move(options), DecodesSimdjson<T>),
+        handlers_(std::move(handlers)) {}
   ~Informer() override { Stop(); }
 
   std::optional<T> Get(const std::string& key) const {
@@ -135,19 +162,17 @@ class Informer : public InformerBase {
   }
 
  protected:
-  int Replace(std::vector<nlohmann::json> items) override {
-    int skipped = 0;
-    absl::flat_hash_map<std::string, T> fresh;
-    for (const auto& item : items) {
-      absl::StatusOr<T> obj = T::FromJson(item);
-      if (!obj.ok()) {
-        spdlog::warn("informer: skipping an object that does not parse: {}", std::string(obj.status().message()));
-        ++skipped;
-        continue;
-      }
-      std::string key = obj->metadata.Key();
-      fresh.insert_or_assign(std::move(key), *std::move(obj));
-    }
+  void BeginList() override {
+    listed_.clear();
+    list_skipped_ = 0;
+  }
+  void ListItem(const nlohmann::json& item) override { Keep(T::FromJson(item)); }
+  void ListItemFast(const simdjson::dom::element& item) override {
+    if constexpr (DecodesSimdjson<T>) Keep(T::FromSimdjson(item));
+  }
+
+  int EndList() override {
+    absl::flat_hash_map<std::string, T> fresh = std::exchange(listed_, {});
     std::vector<T> added, deleted;
     std::vector<std::pair<T, T>> updated;
     {
@@ -168,11 +193,28 @@ class Informer : public InformerBase {
     for (const T& o : added) if (handlers_.on_add) handlers_.on_add(o);
     for (const auto& [o, n] : updated) if (handlers_.on_update) handlers_.on_update(o, n);
     for (const T& o : deleted) if (handlers_.on_delete) handlers_.on_delete(o);
-    return skipped;
+    return list_skipped_;
   }
 
-  bool Apply(WatchEventType type, nlohmann::json object) override {
-    absl::StatusOr<T> obj = T::FromJson(object);
+  bool Apply(WatchEventType type, const nlohmann::json& object) override { return Store(type, T::FromJson(object)); }
+  bool ApplyFast(WatchEventType type, const simdjson::dom::element& object) override {
+    if constexpr (DecodesSimdjson<T>) return Store(type, T::FromSimdjson(object));
+    return false;
+  }
+
+ private:
+  // One listed item, into the list being read (the informer's thread only).
+  void Keep(absl::StatusOr<T> obj) {
+    if (!obj.ok()) {
+      spdlog::warn("informer: skipping an object that does not parse: {}", std::string(obj.status().message()));
+      ++list_skipped_;
+      return;
+    }
+    std::string key = obj->metadata.Key();
+    listed_.insert_or_assign(std::move(key), *std::move(obj));
+  }
+
+  bool Store(WatchEventType type, absl::StatusOr<T> obj) {
     if (!obj.ok()) {
       spdlog::warn("informer: skipping an event whose object does not parse: {}", std::string(obj.status().message()));
       return false;
@@ -199,8 +241,9 @@ class Informer : public InformerBase {
     return true;
   }
 
- private:
   const InformerHandlers<T> handlers_;
+  absl::flat_hash_map<std::string, T> listed_;  // the list being read
+  int list_skipped_ = 0;
   mutable absl::Mutex store_mu_;
   absl::flat_hash_map<std::string, T> store_ ABSL_GUARDED_BY(store_mu_);
 };

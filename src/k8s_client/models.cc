@@ -1,5 +1,6 @@
 #include "k8s_client/models.h"
 #include "k8s_client/json_fields.h"
+#include "k8s_client/simdjson_fields.h"
 
 #include <algorithm>
 #include <limits>
@@ -15,60 +16,72 @@ using nlohmann::json;
 
 // Thrown only inside k8s_client's parsers and turned into InvalidArgument at the FromJson edge.
 using ModelError = json_fields::JsonFieldError;
-using json_fields::Field;
-using json_fields::Str;
+using namespace json_fields;  // Field, Str, IsNull, ... over nlohmann::json and simdjson's DOM
 
-template <typename Int>
-std::optional<Int> OptInt(const json& j, const char* key) {
-  const json& v = Field(j, key);
-  if (v.is_null()) return std::nullopt;
-  if (!v.is_number_integer()) throw ModelError(absl::StrCat("field ", key, " is not an integer"));
-  const bool fits = v.is_number_unsigned()
-                        ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<Int>::max())
-                        : v.get<int64_t>() >= std::numeric_limits<Int>::min() &&
-                              v.get<int64_t>() <= std::numeric_limits<Int>::max();
+// The readers below are templates over the JSON value type J: nlohmann::json, or
+// simdjson::dom::element (issue 26: one decoder per model, two parsers; json_fields.h and
+// simdjson_fields.h give the primitives the same meaning).
+
+template <typename Int, typename J>
+std::optional<Int> OptInt(const J& j, const char* key) {
+  const auto& v = Field(j, key);
+  if (IsNull(v)) return std::nullopt;
+  if (!IsInteger(v)) throw ModelError(absl::StrCat("field ", key, " is not an integer"));
+  const Integer n = GetInteger(v);
+  const bool fits = n.is_unsigned ? n.u <= static_cast<uint64_t>(std::numeric_limits<Int>::max())
+                                  : n.i >= std::numeric_limits<Int>::min() && n.i <= std::numeric_limits<Int>::max();
   if (!fits) throw ModelError(absl::StrCat("field ", key, " is out of range"));
-  return v.get<Int>();
+  return n.is_unsigned ? static_cast<Int>(n.u) : static_cast<Int>(n.i);
 }
 
-bool Bool(const json& j, const char* key) {
-  const json& v = Field(j, key);
-  if (v.is_null()) return false;
-  if (!v.is_boolean()) throw ModelError(absl::StrCat("field ", key, " is not a boolean"));
-  return v.get<bool>();
+template <typename J>
+bool Bool(const J& j, const char* key) {
+  const auto& v = Field(j, key);
+  if (IsNull(v)) return false;
+  if (!IsBool(v)) throw ModelError(absl::StrCat("field ", key, " is not a boolean"));
+  return GetBool(v);
 }
 
 // Iterates an optional array field.
-const json& Array(const json& j, const char* key) {
-  static const json kEmpty = json::array();
-  const json& v = Field(j, key);
-  if (v.is_null()) return kEmpty;
-  if (!v.is_array()) throw ModelError(absl::StrCat("field ", key, " is not an array"));
-  return v;
+template <typename J>
+decltype(auto) Array(const J& j, const char* key) {
+  const auto& v = Field(j, key);
+  if (IsNull(v)) return Elements(EmptyArray(j));
+  if (!IsArray(v)) throw ModelError(absl::StrCat("field ", key, " is not an array"));
+  return Elements(v);
 }
 
-StringMap StrMap(const json& j, const char* key) {
+// A string element of an array; `what` names the array in the error.
+template <typename J>
+std::string StrElement(const J& v, const char* what) {
+  if (!IsString(v)) throw ModelError(what);
+  return GetString(v);
+}
+
+template <typename J>
+StringMap StrMap(const J& j, const char* key) {
   StringMap out;
-  const json& v = Field(j, key);
-  if (v.is_null()) return out;
-  if (!v.is_object()) throw ModelError(absl::StrCat("field ", key, " is not an object"));
-  for (auto it = v.begin(); it != v.end(); ++it) {
-    if (!it.value().is_string()) throw ModelError(absl::StrCat(key, ".", it.key(), " is not a string"));
-    out.emplace(it.key(), it.value().get<std::string>());
-  }
+  const auto& v = Field(j, key);
+  if (IsNull(v)) return out;
+  if (!IsObject(v)) throw ModelError(absl::StrCat("field ", key, " is not an object"));
+  ForEachMember(v, [&](std::string_view k, const auto& value) {
+    if (!IsString(value)) throw ModelError(absl::StrCat(key, ".", absl::string_view(k.data(), k.size()), " is not a string"));
+    out.emplace(k, GetString(value));
+  });
   return out;
 }
 
-Quantity ParseQuantityValue(const json& v, const std::string& where) {
+template <typename J>
+Quantity ParseQuantityValue(const J& v, const std::string& where) {
   std::string text;
-  if (v.is_string()) {
-    text = v.get<std::string>();
+  if (IsString(v)) {
+    text = GetString(v);
     // Quantity.UnmarshalJSON trims surrounding whitespace of a quoted value.
     const size_t b = text.find_first_not_of(" \t\r\n");
     const size_t e = text.find_last_not_of(" \t\r\n");
     text = b == std::string::npos ? "" : text.substr(b, e - b + 1);
-  } else if (v.is_number()) {
-    text = v.dump();
+  } else if (IsNumber(v)) {
+    text = NumberText(v);
   } else {
     throw ModelError(absl::StrCat(where, " is not a quantity"));
   }
@@ -77,19 +90,21 @@ Quantity ParseQuantityValue(const json& v, const std::string& where) {
   return *q;
 }
 
-ResourceList Resources(const json& j, const char* key) {
+template <typename J>
+ResourceList Resources(const J& j, const char* key) {
   ResourceList out;
-  const json& v = Field(j, key);
-  if (v.is_null()) return out;
-  if (!v.is_object()) throw ModelError(absl::StrCat("field ", key, " is not an object"));
-  for (auto it = v.begin(); it != v.end(); ++it) {
-    out.emplace(it.key(), ParseQuantityValue(it.value(), absl::StrCat(key, ".", it.key())));
-  }
+  const auto& v = Field(j, key);
+  if (IsNull(v)) return out;
+  if (!IsObject(v)) throw ModelError(absl::StrCat("field ", key, " is not an object"));
+  ForEachMember(v, [&](std::string_view k, const auto& value) {
+    out.emplace(k, ParseQuantityValue(value, absl::StrCat(key, ".", absl::string_view(k.data(), k.size()))));
+  });
   return out;
 }
 
-ObjectMeta Meta(const json& j) {
-  const json& m = Field(j, "metadata");
+template <typename J>
+ObjectMeta Meta(const J& j) {
+  const auto& m = Field(j, "metadata");
   ObjectMeta meta;
   meta.name = Str(m, "name");
   meta.namespace_ = Str(m, "namespace");
@@ -101,89 +116,99 @@ ObjectMeta Meta(const json& j) {
   meta.generation = OptInt<int64_t>(m, "generation").value_or(0);
   meta.labels = StrMap(m, "labels");
   meta.annotations = StrMap(m, "annotations");
-  for (const json& o : Array(m, "ownerReferences")) {
+  for (const auto& o : Array(m, "ownerReferences")) {
     meta.owner_references.push_back({Str(o, "apiVersion"), Str(o, "kind"), Str(o, "name"),
                                      Str(o, "uid"), Bool(o, "controller")});
   }
   return meta;
 }
 
-std::vector<LabelSelectorRequirement> Requirements(const json& j, const char* key) {
+template <typename J>
+std::vector<LabelSelectorRequirement> Requirements(const J& j, const char* key) {
   std::vector<LabelSelectorRequirement> out;
-  for (const json& r : Array(j, key)) {
+  for (const auto& r : Array(j, key)) {
     LabelSelectorRequirement req{Str(r, "key"), Str(r, "operator"), {}};
-    for (const json& v : Array(r, "values")) {
-      if (!v.is_string()) throw ModelError("selector value is not a string");
-      req.values.push_back(v.get<std::string>());
-    }
+    for (const auto& v : Array(r, "values")) req.values.push_back(StrElement(v, "selector value is not a string"));
     out.push_back(std::move(req));
   }
   return out;
 }
 
-PodAffinityTerm ReadPodAffinityTerm(const json& t) {
+template <typename J>
+LabelSelector Selector(const J& sel) {
+  return LabelSelector{StrMap(sel, "matchLabels"), Requirements(sel, "matchExpressions")};
+}
+
+template <typename J>
+NodeSelectorTerm SelectorTerm(const J& term) {
+  return {Requirements(term, "matchExpressions"), Requirements(term, "matchFields")};
+}
+
+template <typename J>
+PodAffinityTerm ReadPodAffinityTerm(const J& t) {
   PodAffinityTerm term;
-  const json& sel = Field(t, "labelSelector");
-  term.has_selector = sel.is_object();
-  term.selector = LabelSelector{StrMap(sel, "matchLabels"), Requirements(sel, "matchExpressions")};
-  for (const json& n : Array(t, "namespaces")) {
-    if (!n.is_string()) throw ModelError("namespaces entry is not a string");
-    term.namespaces.push_back(n.get<std::string>());
-  }
-  const json& ns_sel = Field(t, "namespaceSelector");
-  term.has_namespace_selector = ns_sel.is_object();
-  term.namespace_selector = LabelSelector{StrMap(ns_sel, "matchLabels"), Requirements(ns_sel, "matchExpressions")};
+  const auto& sel = Field(t, "labelSelector");
+  term.has_selector = IsObject(sel);
+  term.selector = Selector(sel);
+  for (const auto& n : Array(t, "namespaces")) term.namespaces.push_back(StrElement(n, "namespaces entry is not a string"));
+  const auto& ns_sel = Field(t, "namespaceSelector");
+  term.has_namespace_selector = IsObject(ns_sel);
+  term.namespace_selector = Selector(ns_sel);
   term.topology_key = Str(t, "topologyKey");
   return term;
 }
 
-std::vector<PodAffinityTerm> PodAffinityTerms(const json& affinity) {
+template <typename J>
+std::vector<PodAffinityTerm> PodAffinityTerms(const J& affinity) {
   std::vector<PodAffinityTerm> out;
-  for (const json& t : Array(affinity, "requiredDuringSchedulingIgnoredDuringExecution")) out.push_back(ReadPodAffinityTerm(t));
+  for (const auto& t : Array(affinity, "requiredDuringSchedulingIgnoredDuringExecution")) out.push_back(ReadPodAffinityTerm(t));
   return out;
 }
 
-std::vector<WeightedPodAffinityTerm> WeightedPodAffinityTerms(const json& affinity) {
+template <typename J>
+std::vector<WeightedPodAffinityTerm> WeightedPodAffinityTerms(const J& affinity) {
   std::vector<WeightedPodAffinityTerm> out;
-  for (const json& t : Array(affinity, "preferredDuringSchedulingIgnoredDuringExecution")) {
+  for (const auto& t : Array(affinity, "preferredDuringSchedulingIgnoredDuringExecution")) {
     out.push_back({OptInt<int32_t>(t, "weight").value_or(0), ReadPodAffinityTerm(Field(t, "podAffinityTerm"))});
   }
   return out;
 }
 
-std::vector<TopologySpreadConstraint> SpreadConstraints(const json& spec) {
+template <typename J>
+std::vector<TopologySpreadConstraint> SpreadConstraints(const J& spec) {
   std::vector<TopologySpreadConstraint> out;
-  for (const json& c : Array(spec, "topologySpreadConstraints")) {
+  for (const auto& c : Array(spec, "topologySpreadConstraints")) {
     TopologySpreadConstraint t;
     t.max_skew = OptInt<int32_t>(c, "maxSkew").value_or(1);
     t.topology_key = Str(c, "topologyKey");
     t.when_unsatisfiable = Str(c, "whenUnsatisfiable");
-    const json& sel = Field(c, "labelSelector");
-    if (sel.is_object()) t.selector = LabelSelector{StrMap(sel, "matchLabels"), Requirements(sel, "matchExpressions")};
+    const auto& sel = Field(c, "labelSelector");
+    if (IsObject(sel)) t.selector = Selector(sel);
     t.min_domains = OptInt<int32_t>(c, "minDomains");
     t.node_affinity_policy = Str(c, "nodeAffinityPolicy");
     t.node_taints_policy = Str(c, "nodeTaintsPolicy");
-    for (const json& k : Array(c, "matchLabelKeys")) {
-      if (!k.is_string()) throw ModelError("matchLabelKeys entry is not a string");
-      t.match_label_keys.push_back(k.get<std::string>());
+    for (const auto& k : Array(c, "matchLabelKeys")) {
+      t.match_label_keys.push_back(StrElement(k, "matchLabelKeys entry is not a string"));
     }
     out.push_back(std::move(t));
   }
   return out;
 }
 
-std::vector<Condition> Conditions(const json& status) {
+template <typename J>
+std::vector<Condition> Conditions(const J& status) {
   std::vector<Condition> out;
-  for (const json& c : Array(status, "conditions")) {
+  for (const auto& c : Array(status, "conditions")) {
     out.push_back({Str(c, "type"), Str(c, "status"), Str(c, "reason"), Str(c, "message"),
                    Str(c, "lastTransitionTime")});
   }
   return out;
 }
 
-std::vector<HostPort> HostPorts(const json& c) {
+template <typename J>
+std::vector<HostPort> HostPorts(const J& c) {
   std::vector<HostPort> out;
-  for (const json& p : Array(c, "ports")) {
+  for (const auto& p : Array(c, "ports")) {
     const std::optional<int32_t> port = OptInt<int32_t>(p, "hostPort");
     if (!port || *port <= 0) continue;
     HostPort h;
@@ -195,8 +220,9 @@ std::vector<HostPort> HostPorts(const json& c) {
   return out;
 }
 
-Container ParseContainer(const json& c) {
-  const json& res = Field(c, "resources");
+template <typename J>
+Container ParseContainer(const J& c) {
+  const auto& res = Field(c, "resources");
   return Container{Str(c, "name"), Resources(res, "requests"), Resources(res, "limits"),
                    Str(c, "restartPolicy"), HostPorts(c)};
 }
@@ -252,14 +278,16 @@ void MaxInto(ResourceList& into, const ResourceList& other) {
 }
 
 // Runs `parse` and turns any parse error into InvalidArgument naming the kind.
-template <typename T, typename F>
-absl::StatusOr<T> Guarded(const char* kind, const json& j, F parse) {
-  if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(kind, ": not a JSON object"));
+template <typename T, typename J, typename F>
+absl::StatusOr<T> Guarded(const char* kind, const J& j, F parse) {
+  if (!IsObject(j)) return absl::InvalidArgumentError(absl::StrCat(kind, ": not a JSON object"));
   try {
     return parse();
   } catch (const ModelError& e) {
     return absl::InvalidArgumentError(absl::StrCat(kind, ": ", e.what()));
   } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(kind, ": ", e.what()));
+  } catch (const simdjson::simdjson_error& e) {
     return absl::InvalidArgumentError(absl::StrCat(kind, ": ", e.what()));
   }
 }
@@ -310,101 +338,129 @@ bool SelectorMatches(const LabelSelector& selector, const StringMap& labels) {
   return true;
 }
 
+
+namespace {
+
+template <typename J>
+void ReadNodeAffinity(const J& affinity, Pod& p) {
+  const auto& node_affinity = Field(affinity, "nodeAffinity");
+  const auto& required = Field(node_affinity, "requiredDuringSchedulingIgnoredDuringExecution");
+  for (const auto& term : Array(required, "nodeSelectorTerms")) p.required_node_affinity.push_back(SelectorTerm(term));
+  for (const auto& t : Array(node_affinity, "preferredDuringSchedulingIgnoredDuringExecution")) {
+    p.preferred_node_affinity.push_back({OptInt<int32_t>(t, "weight").value_or(0), SelectorTerm(Field(t, "preference"))});
+  }
+}
+
+template <typename J>
+void ReadVolumes(const J& spec, Pod& p) {
+  for (const auto& v : Array(spec, "volumes")) {
+    if (const auto& pvc = Field(v, "persistentVolumeClaim"); IsObject(pvc)) {
+      p.volume_claims.push_back(Str(pvc, "claimName"));
+    } else if (IsObject(Field(v, "ephemeral"))) {
+      p.volume_claims.push_back(absl::StrCat(p.metadata.name, "-", Str(v, "name")));
+    } else if (const auto& gce = Field(v, "gcePersistentDisk"); IsObject(gce)) {
+      p.inline_disks.push_back({InlineDisk::Kind::kGcePersistentDisk, Str(gce, "pdName"), {}, Bool(gce, "readOnly")});
+    } else if (const auto& aws = Field(v, "awsElasticBlockStore"); IsObject(aws)) {
+      p.inline_disks.push_back({InlineDisk::Kind::kAwsElasticBlockStore, Str(aws, "volumeID"), {}, Bool(aws, "readOnly")});
+    } else if (const auto& iscsi = Field(v, "iscsi"); IsObject(iscsi)) {
+      p.inline_disks.push_back({InlineDisk::Kind::kIscsi, Str(iscsi, "iqn"), {}, Bool(iscsi, "readOnly")});
+    } else if (const auto& rbd = Field(v, "rbd"); IsObject(rbd)) {
+      InlineDisk d{InlineDisk::Kind::kRbd, "", {}, Bool(rbd, "readOnly")};
+      const std::string pool = Str(rbd, "pool");
+      d.id = absl::StrCat(pool.empty() ? "rbd" : pool, "/", Str(rbd, "image"));
+      for (const auto& m : Array(rbd, "monitors")) {
+        if (IsString(m)) d.monitors.push_back(GetString(m));
+      }
+      p.inline_disks.push_back(std::move(d));
+    }
+  }
+  std::sort(p.volume_claims.begin(), p.volume_claims.end());
+  p.volume_claims.erase(std::unique(p.volume_claims.begin(), p.volume_claims.end()), p.volume_claims.end());
+}
+
+template <typename J>
+void ReadPodSpec(const J& spec, Pod& p) {
+  p.node_name = Str(spec, "nodeName");
+  p.scheduler_name = Str(spec, "schedulerName");
+  p.priority_class_name = Str(spec, "priorityClassName");
+  p.preemption_policy = Str(spec, "preemptionPolicy");
+  p.priority = OptInt<int32_t>(spec, "priority");
+  p.active_deadline_seconds = OptInt<int64_t>(spec, "activeDeadlineSeconds");
+  p.node_selector = StrMap(spec, "nodeSelector");
+  const auto& affinity = Field(spec, "affinity");
+  ReadNodeAffinity(affinity, p);
+  p.required_pod_affinity = PodAffinityTerms(Field(affinity, "podAffinity"));
+  p.required_pod_anti_affinity = PodAffinityTerms(Field(affinity, "podAntiAffinity"));
+  p.preferred_pod_affinity = WeightedPodAffinityTerms(Field(affinity, "podAffinity"));
+  p.preferred_pod_anti_affinity = WeightedPodAffinityTerms(Field(affinity, "podAntiAffinity"));
+  p.topology_spread_constraints = SpreadConstraints(spec);
+  for (const auto& t : Array(spec, "tolerations")) {
+    p.tolerations.push_back({Str(t, "key"), Str(t, "operator"), Str(t, "value"), Str(t, "effect"),
+                             OptInt<int64_t>(t, "tolerationSeconds")});
+  }
+  for (const auto& c : Array(spec, "containers")) p.containers.push_back(ParseContainer(c));
+  for (const auto& c : Array(spec, "initContainers")) p.init_containers.push_back(ParseContainer(c));
+  for (const auto& g : Array(spec, "schedulingGates")) p.scheduling_gates.push_back(Str(g, "name"));
+  for (const auto& c : Array(spec, "resourceClaims")) {
+    p.resource_claims.push_back(Str(c, "name"));
+    p.resource_claim_objects.push_back(Str(c, "resourceClaimName"));
+  }
+  ReadVolumes(spec, p);
+  p.overhead = Resources(spec, "overhead");
+  p.pod_level_requests = Resources(Field(spec, "resources"), "requests");
+}
+
+template <typename J>
+Pod ReadPod(const J& j) {
+  Pod p;
+  p.metadata = Meta(j);
+  ReadPodSpec(Field(j, "spec"), p);
+  const auto& status = Field(j, "status");
+  p.phase = Str(status, "phase");
+  p.nominated_node_name = Str(status, "nominatedNodeName");
+  p.conditions = Conditions(status);
+  for (const auto& c : Array(status, "resourceClaimStatuses")) {  // a template's claim, once made
+    for (size_t i = 0; i < p.resource_claims.size(); ++i) {
+      if (p.resource_claims[i] == Str(c, "name") && p.resource_claim_objects[i].empty())
+        p.resource_claim_objects[i] = Str(c, "resourceClaimName");
+    }
+  }
+  p.requests = ComputePodRequests(p);
+  return p;
+}
+
+template <typename J>
+Node ReadNode(const J& j) {
+  Node n;
+  n.metadata = Meta(j);
+  const auto& spec = Field(j, "spec");
+  n.unschedulable = Bool(spec, "unschedulable");
+  for (const auto& t : Array(spec, "taints")) {
+    n.taints.push_back({Str(t, "key"), Str(t, "value"), Str(t, "effect"), Str(t, "timeAdded")});
+  }
+  const auto& status = Field(j, "status");
+  n.capacity = Resources(status, "capacity");
+  n.allocatable = Resources(status, "allocatable");
+  n.conditions = Conditions(status);
+  return n;
+}
+
+}  // namespace
+
 absl::StatusOr<Pod> Pod::FromJson(const json& j) {
-  return Guarded<Pod>("Pod", j, [&] {
-    Pod p;
-    p.metadata = Meta(j);
-    const json& spec = Field(j, "spec");
-    p.node_name = Str(spec, "nodeName");
-    p.scheduler_name = Str(spec, "schedulerName");
-    p.priority_class_name = Str(spec, "priorityClassName");
-    p.preemption_policy = Str(spec, "preemptionPolicy");
-    p.priority = OptInt<int32_t>(spec, "priority");
-    p.active_deadline_seconds = OptInt<int64_t>(spec, "activeDeadlineSeconds");
-    p.node_selector = StrMap(spec, "nodeSelector");
-    const json& required = Field(Field(Field(spec, "affinity"), "nodeAffinity"),
-                                 "requiredDuringSchedulingIgnoredDuringExecution");
-    for (const json& term : Array(required, "nodeSelectorTerms")) {
-      p.required_node_affinity.push_back(
-          {Requirements(term, "matchExpressions"), Requirements(term, "matchFields")});
-    }
-    const json& affinity = Field(spec, "affinity");
-    for (const json& t : Array(Field(affinity, "nodeAffinity"), "preferredDuringSchedulingIgnoredDuringExecution")) {
-      const json& pref = Field(t, "preference");
-      p.preferred_node_affinity.push_back({OptInt<int32_t>(t, "weight").value_or(0),
-                                           {Requirements(pref, "matchExpressions"), Requirements(pref, "matchFields")}});
-    }
-    p.required_pod_affinity = PodAffinityTerms(Field(affinity, "podAffinity"));
-    p.required_pod_anti_affinity = PodAffinityTerms(Field(affinity, "podAntiAffinity"));
-    p.preferred_pod_affinity = WeightedPodAffinityTerms(Field(affinity, "podAffinity"));
-    p.preferred_pod_anti_affinity = WeightedPodAffinityTerms(Field(affinity, "podAntiAffinity"));
-    p.topology_spread_constraints = SpreadConstraints(spec);
-    for (const json& t : Array(spec, "tolerations")) {
-      p.tolerations.push_back({Str(t, "key"), Str(t, "operator"), Str(t, "value"), Str(t, "effect"),
-                               OptInt<int64_t>(t, "tolerationSeconds")});
-    }
-    for (const json& c : Array(spec, "containers")) p.containers.push_back(ParseContainer(c));
-    for (const json& c : Array(spec, "initContainers")) p.init_containers.push_back(ParseContainer(c));
-    for (const json& g : Array(spec, "schedulingGates")) p.scheduling_gates.push_back(Str(g, "name"));
-    for (const json& c : Array(spec, "resourceClaims")) {
-      p.resource_claims.push_back(Str(c, "name"));
-      p.resource_claim_objects.push_back(Str(c, "resourceClaimName"));
-    }
-    for (const json& v : Array(spec, "volumes")) {
-      if (const json& pvc = Field(v, "persistentVolumeClaim"); pvc.is_object()) {
-        p.volume_claims.push_back(Str(pvc, "claimName"));
-      } else if (Field(v, "ephemeral").is_object()) {
-        p.volume_claims.push_back(absl::StrCat(p.metadata.name, "-", Str(v, "name")));
-      } else if (const json& gce = Field(v, "gcePersistentDisk"); gce.is_object()) {
-        p.inline_disks.push_back({InlineDisk::Kind::kGcePersistentDisk, Str(gce, "pdName"), {}, Bool(gce, "readOnly")});
-      } else if (const json& aws = Field(v, "awsElasticBlockStore"); aws.is_object()) {
-        p.inline_disks.push_back({InlineDisk::Kind::kAwsElasticBlockStore, Str(aws, "volumeID"), {}, Bool(aws, "readOnly")});
-      } else if (const json& iscsi = Field(v, "iscsi"); iscsi.is_object()) {
-        p.inline_disks.push_back({InlineDisk::Kind::kIscsi, Str(iscsi, "iqn"), {}, Bool(iscsi, "readOnly")});
-      } else if (const json& rbd = Field(v, "rbd"); rbd.is_object()) {
-        InlineDisk d{InlineDisk::Kind::kRbd, "", {}, Bool(rbd, "readOnly")};
-        const std::string pool = Str(rbd, "pool");
-        d.id = absl::StrCat(pool.empty() ? "rbd" : pool, "/", Str(rbd, "image"));
-        for (const json& m : Array(rbd, "monitors")) {
-          if (m.is_string()) d.monitors.push_back(m.get<std::string>());
-        }
-        p.inline_disks.push_back(std::move(d));
-      }
-    }
-    std::sort(p.volume_claims.begin(), p.volume_claims.end());
-    p.volume_claims.erase(std::unique(p.volume_claims.begin(), p.volume_claims.end()), p.volume_claims.end());
-    p.overhead = Resources(spec, "overhead");
-    p.pod_level_requests = Resources(Field(spec, "resources"), "requests");
-    const json& status = Field(j, "status");
-    p.phase = Str(status, "phase");
-    p.nominated_node_name = Str(status, "nominatedNodeName");
-    p.conditions = Conditions(status);
-    for (const json& c : Array(status, "resourceClaimStatuses")) {  // a template's claim, once made
-      for (size_t i = 0; i < p.resource_claims.size(); ++i) {
-        if (p.resource_claims[i] == Str(c, "name") && p.resource_claim_objects[i].empty())
-          p.resource_claim_objects[i] = Str(c, "resourceClaimName");
-      }
-    }
-    p.requests = ComputePodRequests(p);
-    return p;
-  });
+  return Guarded<Pod>("Pod", j, [&] { return ReadPod(j); });
+}
+
+absl::StatusOr<Pod> Pod::FromSimdjson(const simdjson::dom::element& j) {
+  return Guarded<Pod>("Pod", j, [&] { return ReadPod(j); });
 }
 
 absl::StatusOr<Node> Node::FromJson(const json& j) {
-  return Guarded<Node>("Node", j, [&] {
-    Node n;
-    n.metadata = Meta(j);
-    const json& spec = Field(j, "spec");
-    n.unschedulable = Bool(spec, "unschedulable");
-    for (const json& t : Array(spec, "taints")) {
-      n.taints.push_back({Str(t, "key"), Str(t, "value"), Str(t, "effect"), Str(t, "timeAdded")});
-    }
-    const json& status = Field(j, "status");
-    n.capacity = Resources(status, "capacity");
-    n.allocatable = Resources(status, "allocatable");
-    n.conditions = Conditions(status);
-    return n;
-  });
+  return Guarded<Node>("Node", j, [&] { return ReadNode(j); });
+}
+
+absl::StatusOr<Node> Node::FromSimdjson(const simdjson::dom::element& j) {
+  return Guarded<Node>("Node", j, [&] { return ReadNode(j); });
 }
 
 namespace {

@@ -1,4 +1,7 @@
-// Typed models of the Kubernetes objects a scheduler reads and writes, parsed with nlohmann_json.
+// Typed models of the Kubernetes objects a scheduler reads and writes, parsed with nlohmann_json;
+// Pod and Node, what the informers receive by the thousand, also from simdjson's DOM
+// (FromSimdjson: the same decoder, the same model, at a fraction of the cost; issue 26,
+// docs/k8s_client.md "Decoding watch events").
 // Only the fields the scheduler needs are kept; unknown fields are ignored, so newer API servers
 // keep working. A known field of the wrong JSON type, or a malformed quantity, is an
 // InvalidArgument error (never an exception or a crash).
@@ -14,6 +17,10 @@
 #include "k8s_client/quantity.h"
 #include "nlohmann/json_fwd.hpp"
 
+namespace simdjson::dom {
+class element;  // <simdjson.h>, included only where a document is parsed
+}  // namespace simdjson::dom
+
 namespace onequeue::k8s {
 
 using ResourceList = std::map<std::string, Quantity>;  // "cpu" -> 100m, "memory" -> 500Mi, ...
@@ -22,6 +29,7 @@ using StringMap = std::map<std::string, std::string>;
 struct OwnerReference {
   std::string api_version, kind, name, uid;
   bool controller = false;
+  friend bool operator==(const OwnerReference&, const OwnerReference&) = default;
 };
 
 struct ObjectMeta {
@@ -32,16 +40,19 @@ struct ObjectMeta {
   std::vector<OwnerReference> owner_references;
   // "namespace/name", or "name" for cluster-scoped objects: the informer's store key.
   std::string Key() const { return namespace_.empty() ? name : namespace_ + "/" + name; }
+  friend bool operator==(const ObjectMeta&, const ObjectMeta&) = default;
 };
 
 struct LabelSelectorRequirement {
   std::string key, op;  // op: In, NotIn, Exists, DoesNotExist (Gt, Lt for node selectors)
   std::vector<std::string> values;
+  friend bool operator==(const LabelSelectorRequirement&, const LabelSelectorRequirement&) = default;
 };
 
 struct LabelSelector {
   StringMap match_labels;
   std::vector<LabelSelectorRequirement> match_expressions;
+  friend bool operator==(const LabelSelector&, const LabelSelector&) = default;
 };
 
 // LabelSelector semantics (metav1.LabelSelectorAsSelector): every matchLabels pair and every
@@ -57,12 +68,14 @@ struct PodAffinityTerm {
   bool has_namespace_selector = false;
   LabelSelector namespace_selector;  // when has_namespace_selector; empty: every namespace
   std::string topology_key;
+  friend bool operator==(const PodAffinityTerm&, const PodAffinityTerm&) = default;
 };
 
 // One preferredDuringSchedulingIgnoredDuringExecution entry of podAffinity / podAntiAffinity.
 struct WeightedPodAffinityTerm {
   int32_t weight = 0;  // 1-100
   PodAffinityTerm term;
+  friend bool operator==(const WeightedPodAffinityTerm&, const WeightedPodAffinityTerm&) = default;
 };
 
 // One spec.topologySpreadConstraints entry (PodTopologySpread).
@@ -74,22 +87,26 @@ struct TopologySpreadConstraint {
   std::optional<int32_t> min_domains;
   std::string node_affinity_policy, node_taints_policy;  // Honor or Ignore; "" = the default
   std::vector<std::string> match_label_keys;
+  friend bool operator==(const TopologySpreadConstraint&, const TopologySpreadConstraint&) = default;
 };
 
 struct NodeSelectorTerm {
   std::vector<LabelSelectorRequirement> match_expressions;
   std::vector<LabelSelectorRequirement> match_fields;
+  friend bool operator==(const NodeSelectorTerm&, const NodeSelectorTerm&) = default;
 };
 
 // One preferredDuringSchedulingIgnoredDuringExecution entry of a pod's node affinity.
 struct PreferredSchedulingTerm {
   int32_t weight = 0;
   NodeSelectorTerm preference;
+  friend bool operator==(const PreferredSchedulingTerm&, const PreferredSchedulingTerm&) = default;
 };
 
 struct Toleration {
   std::string key, op, value, effect;  // op: Equal (default) or Exists
   std::optional<int64_t> toleration_seconds;
+  friend bool operator==(const Toleration&, const Toleration&) = default;
 };
 
 struct Taint {
@@ -98,10 +115,12 @@ struct Taint {
   // Kept so that a copy of the node's taints can be written back whole (issue 26: the owner mark
   // from the informer's copy, kube_cluster.cc).
   std::string time_added;
+  friend bool operator==(const Taint&, const Taint&) = default;
 };
 
 struct Condition {
   std::string type, status, reason, message, last_transition_time;
+  friend bool operator==(const Condition&, const Condition&) = default;
 };
 
 // A container port that takes a port on the node (hostPort > 0); ports without one are not kept.
@@ -117,6 +136,7 @@ struct Container {
   ResourceList requests, limits;
   std::string restart_policy;  // "Always" on an init container makes it a sidecar
   std::vector<HostPort> host_ports;
+  friend bool operator==(const Container&, const Container&) = default;
 };
 
 // An in-tree volume kube-scheduler's VolumeRestrictions keeps apart on one node: gcePersistentDisk
@@ -165,6 +185,9 @@ struct Pod {
   ResourceList requests;
 
   static absl::StatusOr<Pod> FromJson(const nlohmann::json& j);
+  // The same decoder over simdjson's DOM: an equal Pod, or an error where FromJson gives one.
+  static absl::StatusOr<Pod> FromSimdjson(const simdjson::dom::element& j);
+  friend bool operator==(const Pod&, const Pod&) = default;
 };
 
 // resourcehelper.PodRequests: max(sum(containers) + sum(sidecars), each init container plus the
@@ -180,6 +203,8 @@ struct Node {
   std::vector<Condition> conditions;
 
   static absl::StatusOr<Node> FromJson(const nlohmann::json& j);
+  static absl::StatusOr<Node> FromSimdjson(const simdjson::dom::element& j);  // as Pod's
+  friend bool operator==(const Node&, const Node&) = default;
 };
 
 struct PriorityClass {

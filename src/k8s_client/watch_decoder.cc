@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "k8s_client/api_status.h"
+#include "k8s_client/simdjson_fields.h"
 
 namespace onequeue::k8s {
 
@@ -52,8 +53,44 @@ absl::Status WatchErrorStatus(const WatchEvent& event) {
   return StatusFromHttp(code, event.object.dump());
 }
 
+WatchDecoder::WatchDecoder(Handler handler, FastHandler fast, size_t max_line_bytes)
+    : handler_(std::move(handler)),
+      fast_(std::move(fast)),
+      document_(std::make_unique<SimdjsonDocument>()),
+      max_line_bytes_(max_line_bytes) {}
+
+WatchDecoder::~WatchDecoder() = default;
+
+bool WatchDecoder::HandleFast(absl::string_view line) {
+  using json_fields::Field;
+  const simdjson::dom::element* root = document_->Parse(std::string_view(line.data(), line.size()));
+  if (root == nullptr || !json_fields::IsObject(*root)) return false;
+  const simdjson::dom::element type = Field(*root, "type");
+  const simdjson::dom::element object = Field(*root, "object");
+  if (!json_fields::IsString(type) || !json_fields::IsObject(object)) return false;
+  const std::string_view name = type.get_string().value_unsafe();
+  WatchEventType t;
+  if (name == "ADDED") {
+    t = WatchEventType::kAdded;
+  } else if (name == "MODIFIED") {
+    t = WatchEventType::kModified;
+  } else if (name == "DELETED") {
+    t = WatchEventType::kDeleted;
+  } else if (name == "BOOKMARK") {
+    t = WatchEventType::kBookmark;
+  } else {
+    return false;  // ERROR, or an unknown type: ParseWatchEventLine's event or error
+  }
+  const simdjson::dom::element meta = Field(object, "metadata");
+  if (t != WatchEventType::kBookmark && !json_fields::IsObject(meta)) return false;
+  const simdjson::dom::element rv = Field(meta, "resourceVersion");
+  fast_(t, object, json_fields::IsString(rv) ? rv.get_string().value_unsafe() : std::string_view());
+  return true;
+}
+
 absl::Status WatchDecoder::HandleLine(absl::string_view line) {
   if (line.find_first_not_of(" \r\t") == absl::string_view::npos) return absl::OkStatus();
+  if (fast_ && HandleFast(line)) return absl::OkStatus();
   absl::StatusOr<WatchEvent> ev = ParseWatchEventLine(line);
   if (!ev.ok()) return ev.status();
   handler_(*std::move(ev));

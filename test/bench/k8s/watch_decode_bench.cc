@@ -1,13 +1,14 @@
 // What decoding a pod's watch events costs (issue 26: "decode watch events without building a
 // DOM where it pays"). The fixture is one pod's three events as a real kube-apiserver v1.37 sent
 // them (created, bound by kube-scheduler, Running under kwok): test/bench/k8s/pod_watch_events.jsonl.
-// Rows: the informer's whole path (DOM parse + Pod::FromJson), each half alone, and a DOM parse
-// that skips metadata.managedFields with nlohmann's SAX interface (the cheapest change that
-// keeps FromJson as it is). docs/k8s_client.md "Decoding watch events" has the figures.
+// Rows: the informer's whole path (simdjson's DOM + Pod::FromSimdjson since issue 26's decoder;
+// before it, nlohmann's DOM + Pod::FromJson), the halves alone, a DOM parse that skips
+// metadata.managedFields with nlohmann's SAX interface, and simdjson's two APIs alone. docs/k8s_client.md "Decoding watch events" has the figures.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <utility>
 #include <string>
 #include <vector>
@@ -15,9 +16,9 @@
 #include "k8s_client/models.h"
 #include "k8s_client/watch_decoder.h"
 #include "nlohmann/json.hpp"
-#ifdef ONEQUEUE_HAVE_SIMDJSON
 #include <simdjson.h>
-#endif
+
+#include "k8s_client/simdjson_document.h"
 
 namespace onequeue::k8s {
 
@@ -43,7 +44,29 @@ void Count(benchmark::State& state, const std::vector<std::string>& lines) {
   state.SetBytesProcessed(state.iterations() * Bytes(lines));
 }
 
-void BM_InformerPath(benchmark::State& state) {  // what Informer<Pod> does per event
+// What Informer<Pod> does per event since issue 26: the watch decoder reads the line with
+// simdjson's DOM (one parser, reused) and Pod::FromSimdjson decodes the object.
+void BM_InformerPath(benchmark::State& state) {
+  const std::vector<std::string> lines = Events();
+  std::vector<std::string> framed;
+  for (const std::string& l : lines) framed.push_back(l + "\n");
+  size_t pods = 0;
+  WatchDecoder decoder([](WatchEvent) { std::abort(); },  // every event here takes the simdjson path
+                       [&](WatchEventType, const simdjson::dom::element& object, std::string_view) {
+                         absl::StatusOr<Pod> pod = Pod::FromSimdjson(object);
+                         pods += pod.ok();
+                         benchmark::DoNotOptimize(pod);
+                       });
+  for (auto _ : state) {
+    for (const std::string& l : framed) benchmark::DoNotOptimize(decoder.Feed(l));
+  }
+  if (pods != lines.size() * state.iterations()) state.SkipWithError("a pod did not decode");
+  Count(state, lines);
+}
+
+// What Informer<Pod> did per event before (and what every other informer still does): nlohmann's
+// DOM, then Pod::FromJson.
+void BM_NlohmannPath(benchmark::State& state) {
   const std::vector<std::string> lines = Events();
   for (auto _ : state) {
     for (const std::string& l : lines) {
@@ -51,6 +74,21 @@ void BM_InformerPath(benchmark::State& state) {  // what Informer<Pod> does per 
       absl::StatusOr<Pod> pod = Pod::FromJson(ev->object);
       benchmark::DoNotOptimize(pod);
     }
+  }
+  Count(state, lines);
+}
+
+// Pod::FromSimdjson alone, from documents parsed beforehand (one parser per event).
+void BM_PodFromSimdjson(benchmark::State& state) {
+  const std::vector<std::string> lines = Events();
+  std::vector<std::unique_ptr<SimdjsonDocument>> documents;
+  std::vector<simdjson::dom::element> objects;
+  for (const std::string& l : lines) {
+    documents.push_back(std::make_unique<SimdjsonDocument>());
+    objects.push_back((*documents.back()->Parse(l))["object"].value_unsafe());
+  }
+  for (auto _ : state) {
+    for (const simdjson::dom::element& o : objects) benchmark::DoNotOptimize(Pod::FromSimdjson(o));
   }
   Count(state, lines);
 }
@@ -132,11 +170,9 @@ void BM_ParseToDomWithoutManagedFields(benchmark::State& state) {
   Count(state, lines);
 }
 
-
-#ifdef ONEQUEUE_HAVE_SIMDJSON
-// What another parser would cost (only built where libsimdjson-dev is installed; onequeue does not
-// depend on it): simdjson 3.0's DOM, every value visited, and its On-Demand API reading the
-// fields Pod::FromJson reads most (metadata, spec.nodeName and containers' resources, status).
+// simdjson 3.0's DOM, every value visited, and its On-Demand API reading the fields
+// Pod::FromJson reads most (metadata, spec.nodeName and containers' resources, status): what the
+// two ways of reading with simdjson cost before the decoder was built (the decision's figures).
 size_t Walk(simdjson::dom::element e) {
   size_t n = 1;
   if (e.is_object()) {
@@ -210,7 +246,6 @@ void BM_SimdjsonOnDemandPodFields(benchmark::State& state) {
   }
   Count(state, lines);
 }
-#endif
 
 }  // namespace onequeue::k8s
 
@@ -221,13 +256,13 @@ int main(int argc, char** argv) {
   using Row = void (*)(benchmark::State&);
   const std::pair<const char*, Row> rows[] = {
       {"BM_InformerPath", onequeue::k8s::BM_InformerPath},
+      {"BM_NlohmannPath", onequeue::k8s::BM_NlohmannPath},
+      {"BM_PodFromSimdjson", onequeue::k8s::BM_PodFromSimdjson},
       {"BM_ParseToDom", onequeue::k8s::BM_ParseToDom},
       {"BM_PodFromDom", onequeue::k8s::BM_PodFromDom},
       {"BM_ParseToDomWithoutManagedFields", onequeue::k8s::BM_ParseToDomWithoutManagedFields},
-#ifdef ONEQUEUE_HAVE_SIMDJSON
       {"BM_SimdjsonDomEveryValue", onequeue::k8s::BM_SimdjsonDomEveryValue},
       {"BM_SimdjsonOnDemandPodFields", onequeue::k8s::BM_SimdjsonOnDemandPodFields},
-#endif
   };
   const char* fixed = std::getenv("ONEQUEUE_BENCH_ITERATIONS");
   for (const auto& [name, row] : rows) {
