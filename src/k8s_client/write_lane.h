@@ -6,10 +6,12 @@
 // bindings) and its Events share one API server. A cycle that preempts for 99 pods asks ~300
 // victims to leave and then has ~300 "Preempted" and ~100 "Scheduled" Events to write; sent all at
 // once they are answered in 0.1-0.5 s each, as slowly as the deletions and bindings they compete
-// with (docs/benchmarks.md, "After preempt3"). client-go's event broadcaster writes one Event at a
-// time from one goroutine (tools/record/event.go, recordToSink) and drops Events past a queue of
-// 1,000; kube-scheduler's Events never crowd out its own writes. This lane keeps a few in flight
-// (Events still reach users within a second or so of the decision) and queues the rest.
+// with (docs/benchmarks.md, "After preempt3"). client-go's older core/v1 event broadcaster
+// (tools/record) writes one Event at a time from one goroutine; the events.k8s.io/v1 one that
+// kube-scheduler uses (tools/events) starts a goroutine per Event, bounded only by the client's
+// rate limit; both drop Events past a queue of 1,000. This lane keeps a few in flight, so Events
+// still reach users within seconds of the decision, and queues the rest behind the writes that
+// decide when pods run.
 #include <cstddef>
 #include <cstdint>
 #include <deque>
