@@ -398,7 +398,7 @@ void EventRecorder::PatchSeriesAsync(const std::string& ns, const std::string& n
   req.path = ObjectPath(kEvents, ns, name);
   req.content_type = "application/merge-patch+json";
   req.body = SeriesPatchBody(count, last_observed).dump();
-  client_->DoAsync(std::move(req), [correlator = correlator_, series_key,
+  lane_->Submit(std::move(req), [correlator = correlator_, series_key,
                                      done = std::move(done)](absl::StatusOr<std::string> r) {
     // The Event expired: the next occurrence creates a new one.
     if (r.status().code() == absl::StatusCode::kNotFound) correlator->Forget(series_key);
@@ -433,7 +433,7 @@ void EventRecorder::RecordAsync(const ObjectReference& regarding, const std::str
       req.method = "POST";
       req.path = CollectionPath(kEvents, e.metadata.namespace_);
       req.body = e.ToJson().dump();
-      client_->DoAsync(std::move(req), [done = std::move(done)](absl::StatusOr<std::string> r) {
+      lane_->Submit(std::move(req), [done = std::move(done)](absl::StatusOr<std::string> r) {
         done(Annotate(r.status(), "record event"));
       });
       return;

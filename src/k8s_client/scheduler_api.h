@@ -27,6 +27,7 @@
 #include "k8s_client/models.h"
 #include "k8s_client/rate_limit.h"
 #include "k8s_client/rest_client.h"
+#include "k8s_client/write_lane.h"
 
 namespace onequeue::k8s {
 
@@ -154,6 +155,9 @@ class EventCorrelator {
     int64_t counted = 0;     // occurrences only counted on a series (no request)
     int64_t aggregated = 0;  // occurrences combined with similar events
     int64_t dropped = 0;     // occurrences the spam filter dropped
+    // Writes (creations and series patches) EventRecorder's lane refused because its queue was
+    // full; filled in by EventRecorder::counters(), never by the correlator.
+    int64_t queue_full = 0;
   };
 
   EventCorrelator() : EventCorrelator(Options{}) {}
@@ -197,10 +201,15 @@ class EventCorrelator {
 // Records events.k8s.io/v1 Events through an EventCorrelator (series, aggregation, spam filter).
 class EventRecorder {
  public:
+  // The asynchronous writes go through a WriteLane (write_lane.h: a few in flight, the rest
+  // queued) so that Events never crowd out the scheduler's own writes.
   EventRecorder(RestClient* client, std::string controller, std::string instance,
-                EventCorrelator::Options options = {})
+                EventCorrelator::Options options = {}, WriteLane::Options lane = {})
       : client_(client), controller_(std::move(controller)), instance_(std::move(instance)),
-        correlator_(std::make_shared<EventCorrelator>(options)) {}
+        correlator_(std::make_shared<EventCorrelator>(options)), lane_(WriteLane::Create(client, lane)) {}
+  ~EventRecorder() { lane_->Close(); }
+  EventRecorder(const EventRecorder&) = delete;
+  EventRecorder& operator=(const EventRecorder&) = delete;
 
   // type: "Normal" or "Warning". Returns the Event as stored (or, when the occurrence was only
   // counted on its series, as known here), or ResourceExhausted when the spam filter dropped it.
@@ -215,7 +224,13 @@ class EventRecorder {
                    std::function<void(absl::Status)> done = nullptr);
 
   // What the correlator decided so far (created, patched, counted, aggregated, dropped).
-  EventCorrelator::Counters counters() const { return correlator_->counters(); }
+  EventCorrelator::Counters counters() const {
+    EventCorrelator::Counters c = correlator_->counters();
+    c.queue_full = lane_->counters().dropped;
+    return c;
+  }
+  // The lane's: how many asynchronous writes were sent, refused (queue full) and waited at most.
+  WriteLane::Counters lane_counters() const { return lane_->counters(); }
 
  private:
   Event MakeEvent(const ObjectReference& regarding, const std::string& type, const std::string& reason,
@@ -228,6 +243,7 @@ class EventRecorder {
   const std::string controller_, instance_;
   // Shared with the callbacks of writes in flight, which may outlive the recorder.
   std::shared_ptr<EventCorrelator> correlator_;
+  std::shared_ptr<WriteLane> lane_;
 };
 
 }  // namespace onequeue::k8s

@@ -28,7 +28,10 @@ KubeClusterActions::KubeClusterActions(k8s::RestClient* client, const k8s::Infor
       pods_(pods),
       api_(client),
       events_(client, "onequeue", std::move(instance)),
+      best_effort_(k8s::WriteLane::Create(client, {})),
       nodes_(nodes) {}
+
+KubeClusterActions::~KubeClusterActions() { best_effort_->Close(); }
 
 k8s::ObjectReference KubeClusterActions::PodReference(const std::string& pod_key) const {
   auto [ns, name] = SplitKey(pod_key);
@@ -131,8 +134,10 @@ void KubeClusterActions::BindSucceeded(const std::string& pod_key, const std::st
     req.body = nlohmann::json{{"metadata", {{"annotations", {{kQueuePositionAnnotation, nullptr},
                                                              {kEstimatedStartAnnotation, nullptr}}}}}}
                    .dump();
-    client_->DoAsync(std::move(req), [pod_key](absl::StatusOr<std::string> r) {
-      if (!r.ok()) spdlog::warn("clearing wait annotations of {}: {}", pod_key, r.status().ToString());
+    best_effort_->Submit(std::move(req), [pod_key](absl::StatusOr<std::string> r) {
+      if (!r.ok() && !absl::IsCancelled(r.status())) {
+        spdlog::warn("clearing wait annotations of {}: {}", pod_key, r.status().ToString());
+      }
     });
   }
 }

@@ -50,6 +50,7 @@ class KubeClusterActions : public ClusterActions {
   // owner write is conditional on (no read before the write).
   KubeClusterActions(k8s::RestClient* client, const k8s::Informer<k8s::Pod>* pods, std::string instance,
                      const k8s::Informer<k8s::Node>* nodes = nullptr);
+  ~KubeClusterActions() override;
 
   absl::Status Bind(const std::string& pod_key, const std::string& node, const std::string& message) override;
   // The binding over the client's shared connection without waiting; the event and the clearing
@@ -110,6 +111,9 @@ class KubeClusterActions : public ClusterActions {
   const k8s::Informer<k8s::Pod>* pods_;
   k8s::SchedulerApi api_;
   k8s::EventRecorder events_;
+  // Writes that gate nothing (a bound pod's wait annotations cleared) go a few at a time, like
+  // the Events, so that they never crowd out the bindings and victims' deletions they follow.
+  std::shared_ptr<k8s::WriteLane> best_effort_;
   // The last FailedScheduling event per waiting pod (the loop calls from one thread).
   struct LastEvent {
     std::string reason, note;

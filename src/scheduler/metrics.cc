@@ -101,7 +101,8 @@ SchedulerMetrics::SchedulerMetrics() : registry_(std::make_shared<prometheus::Re
   events_ = &CounterFamily(r, "onequeue_events_total",
       "Events the scheduler recorded, by what it cost: created (a new Event), patched (a "
       "series count written), counted (a repeat counted on its series, no request), aggregated "
-      "(combined with similar events), dropped (the per-object rate limit)");
+      "(combined with similar events), dropped (the per-object rate limit), queue_full (more "
+      "Events waiting to be written than the recorder queues)");
   informer_backlog_overflows_ = &CounterFamily(r, "onequeue_informer_backlog_overflows_total",
       "Watches of an informer ended because the events not yet handled passed "
       "kubernetes.maxResponseBytes; each is followed by a full relist");
@@ -143,6 +144,7 @@ void SchedulerMetrics::ObserveEvents(const k8s::EventCorrelator::Counters& total
   add("counted", totals.counted, &events_seen_.counted);
   add("aggregated", totals.aggregated, &events_seen_.aggregated);
   add("dropped", totals.dropped, &events_seen_.dropped);
+  add("queue_full", totals.queue_full, &events_seen_.queue_full);
 }
 
 void SchedulerMetrics::ObserveCycle(const CycleStats& stats, const CycleStatus* status, double seconds) {

@@ -36,7 +36,7 @@ class SchedulerMetrics {
   void SetLeader(bool leading) { leader_->Set(leading ? 1 : 0); }
   // The event recorder's totals so far (onequeue_events_total{outcome}: created, patched (a
   // series count written), counted (a repeat only counted), aggregated (combined with similar
-  // events), dropped (per-object spam filter)).
+  // events), dropped (per-object spam filter), queue_full (the recorder's write queue was full)).
   void ObserveEvents(const k8s::EventCorrelator::Counters& totals);
   // An informer's totals so far (`resource`: pods, nodes, poddisruptionbudgets):
   // onequeue_informer_backlog_overflows_total{resource} counts the watches that ended because

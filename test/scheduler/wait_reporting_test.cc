@@ -411,6 +411,7 @@ TEST(EventMetricsTest, RecorderTotalsBecomeOnequeueEventsTotal) {
   metrics.ObserveEvents(totals);
   totals.created = 5;
   totals.counted = 4;
+  totals.queue_full = 3;
   metrics.ObserveEvents(totals);
   metrics.ObserveEvents(totals);  // nothing new
   std::map<std::string, double> by_outcome;
@@ -421,6 +422,7 @@ TEST(EventMetricsTest, RecorderTotalsBecomeOnequeueEventsTotal) {
   EXPECT_EQ(by_outcome["created"], 5);
   EXPECT_EQ(by_outcome["dropped"], 1);
   EXPECT_EQ(by_outcome["counted"], 4);
+  EXPECT_EQ(by_outcome["queue_full"], 3);
   EXPECT_EQ(by_outcome.count("aggregated"), 0u);  // never seen: no series yet
 }
 

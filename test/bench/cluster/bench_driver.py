@@ -20,6 +20,12 @@ admin token from DIR/env:
                                               the apiserver's requests are counted from FILE's totals
                                               (backlog: taken before the scheduler started), else from
                                               the round's start
+  bench_driver.py DIR events NS SCHED N SINCE OUT
+                                              wait until SCHED's Scheduled events written since SINCE
+                                              (unix s) in NS reach N or stop coming for 5 s; add to
+                                              OUT's JSON how many and how long after the round's last
+                                              binding (events_drained_seconds): a scheduler that writes
+                                              its events after its bindings is measured with their cost
   bench_driver.py DIR cleanup NS...           delete every pod of each NS and wait until they are gone
 Shapes (scheduler_perf's templates): basic (cpu 100m, memory 500Mi: SchedulingBasic), low
 (900m/500Mi, PriorityClass low, onequeue.io/qos low: four fill a node), high (BENCH_PREEMPTOR_CPU,
@@ -496,6 +502,35 @@ def cleanup(api, ns):
     return 1
 
 
+def scheduled_events(api, ns, sched, since):
+    items, _ = api.list_all(f"/api/v1/namespaces/{ns}/events?fieldSelector=reason%3DScheduled")
+    return sum(1 for e in items
+               if (e.get("reportingComponent") or e.get("source", {}).get("component")) == sched
+               and parse_time(e["metadata"]["creationTimestamp"]) >= int(since))
+
+
+def events_drained(api, ns, sched, n, since, out, timeout):
+    """After a round: waits for the scheduler's Scheduled events (one per pod bound)."""
+    d = json.load(open(out))
+    last_bound = time.time()
+    seen, last_change, count = 0, time.time(), 0
+    while time.time() < last_bound + timeout:
+        count = scheduled_events(api, ns, sched, since)
+        if count != seen:
+            seen, last_change = count, time.time()
+        if count >= n or time.time() - last_change > 5:
+            break
+        time.sleep(0.5)
+    d["events_scheduled_seen"] = count
+    # Seconds from the driver's end of the round (all pods seen bound) until the events were all
+    # there (or stopped coming: then 5 s of that wait are not the scheduler's).
+    d["events_drained_seconds"] = round((last_change if count < n else time.time()) - last_bound, 1)
+    json.dump(d, open(out, "w"))
+    print(f"driver: {count} of {n} Scheduled events from {sched}, drained {d['events_drained_seconds']} s after the round",
+          file=sys.stderr)
+    return 0
+
+
 def flag(argv, name, default=None):
     return argv[argv.index(name) + 1] if name in argv else default
 
@@ -524,6 +559,8 @@ def main(argv):
         return 0
     if argv[2] == "fill":
         return fill(api, argv[3], argv[4], int(argv[5]), timeout)
+    if argv[2] == "events":
+        return events_drained(api, argv[3], argv[4], int(argv[5]), float(argv[6]), argv[7], timeout)
     if argv[2] == "cleanup":
         return max(cleanup(api, ns) for ns in argv[3:])
     print(__doc__, file=sys.stderr)

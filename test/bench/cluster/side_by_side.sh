@@ -180,12 +180,17 @@ run_round() {
         c0=$(cpu_ticks "$pid")
         driver round bench "$name" "$pods" "$json" --since "$since" --shape "$shape" \
           --requests-before "$out/requests-before.json" || rc=$?
+        # The scheduler's CPU and the round end when its Scheduled events are written too (onequeue
+        # writes them after its bindings, a few at a time).
+        driver events bench "$name" "$pods" "${since%.*}" "$json" || rc=$?
       else
         start_scheduler "$who"
         pid=$(oq_pid "$DIR" "bench-$who")
         sleep 1
         c0=$(cpu_ticks "$pid")
+        since=$(date +%s)
         driver round bench "$name" "$pods" "$json" --shape "$shape" || rc=$?
+        driver events bench "$name" "$pods" "$since" "$json" || rc=$?
       fi
       ;;
     preemption)
