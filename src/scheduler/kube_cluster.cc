@@ -22,12 +22,18 @@ std::pair<std::string, std::string> SplitKey(const std::string& key) {
 
 }  // namespace
 
+namespace {
+// Events written at once at most (k8s::WriteLane): few enough that a burst of bindings or victims'
+// deletions is not slowed by them, enough that a burst's events follow within seconds.
+constexpr int kEventWritesInFlight = 32;
+}  // namespace
+
 KubeClusterActions::KubeClusterActions(k8s::RestClient* client, const k8s::Informer<k8s::Pod>* pods,
                                        std::string instance, const k8s::Informer<k8s::Node>* nodes)
     : client_(client),
       pods_(pods),
       api_(client),
-      events_(client, "onequeue", std::move(instance)),
+      events_(client, "onequeue", std::move(instance), {}, {.max_in_flight = kEventWritesInFlight}),
       best_effort_(k8s::WriteLane::Create(client, {})),
       nodes_(nodes) {}
 

@@ -163,7 +163,7 @@ clk=$(getconf CLK_TCK)
 # run_round WORKLOAD WHO R: one measured round; writes $out/WORKLOAD-WHO-R.json (and keeps the
 # scheduler's log beside it).
 run_round() {
-  local workload=$1 who=$2 r=$3 name shape fill_ok=true rc=0 pid c0 c1 hwm since
+  local workload=$1 who=$2 r=$3 name shape fill_ok=true rc=0 pid c0 c1 c_bound= hwm since
   local json=$out/$workload-$who-$r.json
   [ "$who" = kube-scheduler ] && name=default-scheduler || name=onequeue
   : > "$DIR/logs/bench-$who.log"
@@ -182,6 +182,7 @@ run_round() {
           --requests-before "$out/requests-before.json" || rc=$?
         # The scheduler's CPU and the round end when its Scheduled events are written too (onequeue
         # writes them after its bindings, a few at a time).
+        c_bound=$(cpu_ticks "$pid")
         driver events bench "$name" "$pods" "${since%.*}" "$json" || rc=$?
       else
         start_scheduler "$who"
@@ -190,6 +191,7 @@ run_round() {
         c0=$(cpu_ticks "$pid")
         since=$(date +%s)
         driver round bench "$name" "$pods" "$json" --shape "$shape" || rc=$?
+        c_bound=$(cpu_ticks "$pid")
         driver events bench "$name" "$pods" "$since" "$json" || rc=$?
       fi
       ;;
@@ -206,10 +208,12 @@ run_round() {
   c1=$(cpu_ticks "$pid")
   hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
   oq_stop "$DIR" "bench-$who" 20
-  python3 - "$json" "$((c1 - c0))" "$clk" "$hwm" "$(uptime | sed 's/.*load average: //')" "$fill_ok" <<'EOF'
+  python3 - "$json" "$((c1 - c0))" "$clk" "$hwm" "$(uptime | sed 's/.*load average: //')" "$fill_ok" "$((${c_bound:-$c1} - c0))" <<'EOF'
 import json, sys
 p, ticks, clk, hwm, load, fill_ok = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+bound_ticks = int(sys.argv[7])
 d = json.load(open(p))
+d["cpu_seconds_per_1000_pods_to_last_binding"] = round(bound_ticks / clk / d["bound"] * 1000, 3) if d["bound"] else float("nan")
 d["cpu_seconds"] = ticks / clk
 d["cpu_seconds_per_1000_pods"] = round(ticks / clk / d["bound"] * 1000, 3) if d["bound"] else float("nan")
 d["peak_rss_mib"] = round(hwm / 1024, 1)
