@@ -80,18 +80,26 @@ class AvailabilityProfile {
   // `slots`: SlotsFor(request), for a caller asking about one request many times (-1: found here).
   // Always inlined: a caller with two calls of it had GCC make it a call (~25 instructions more
   // per node visited, ~1,000,000 visits per cycle).
+  // `blocked_at` (ninth pass, for the searches' NoRoomMemo): when the answer is 0 and it is given,
+  // it is set to an instant x in [start, end) such that the query of the same request, kind and
+  // tenant over any interval that holds x answers 0 too while the node is unchanged (its
+  // NodeVersion, reservations counted), or to kForever when none is known (a node that ever held a
+  // block of negative usage; ignore_reservations). Untouched when the answer is not 0.
   [[gnu::always_inline]] int64_t Copies(NodeIndex node, Time start, Time end, const Resources& request,
                                         WorkloadKind kind, int64_t cap, bool ignore_reservations = false,
-                                        int16_t tenant = kNoTenant, int slots = -1) const {
+                                        int16_t tenant = kNoTenant, int slots = -1,
+                                        Time* blocked_at = nullptr) const {
     // Fast path, inline (the planner asks this of ~200,000 nodes per cycle): starting now and
     // ending before any future block starts, the tightest moment is now (blocks active now only
     // end later), so free_now answers it.
     if (start <= now_ && end <= first_future_start_[node] && !ignore_reservations && end > now_ &&
         (kinds_[node] & ~KindBit(kind)) == 0 &&  // kinds_ stays 0 on shared nodes
         TenantFits(node, tenant)) {
-      return free_now_[node].CopiesOf(request, cap, slots < 0 ? kMaxResourceKinds : slots);
+      const int64_t copies = free_now_[node].CopiesOf(request, cap, slots < 0 ? kMaxResourceKinds : slots);
+      if (blocked_at != nullptr && copies <= 0) *blocked_at = negative_blocks_[node] ? kForever : now_;
+      return copies;
     }
-    return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations, tenant, slots);
+    return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations, tenant, slots, blocked_at);
   }
   // How many leading slots a query about `request` must compare: past them every capacity, usage
   // and the request are 0 (most pools name cpu, memory and pods only).
@@ -151,7 +159,8 @@ class AvailabilityProfile {
 
  private:
   int64_t CopiesSlow(NodeIndex node, Time start, Time end, const Resources& request,
-                     WorkloadKind kind, int64_t cap, bool ignore_reservations, int16_t tenant, int slots) const;
+                     WorkloadKind kind, int64_t cap, bool ignore_reservations, int16_t tenant, int slots,
+                     Time* blocked_at = nullptr) const;
   // No block of another tenant anywhere on the node (always true off same-tenant nodes).
   bool TenantFits(NodeIndex node, int16_t tenant) const {
     const int16_t t = node_tenant_[node];
@@ -177,6 +186,9 @@ class AvailabilityProfile {
   std::vector<std::vector<StoredBlock>> blocks_;  // per node, sorted by start
   ResourcesTable usages_;  // the distinct usages of the blocks
   std::vector<char> usage_nonnegative_;  // per usage number: no slot below 0
+  // Per node: it was given a block of negative usage (never cleared): Copies reports no blocked
+  // instant there (the argument for one needs every block's usage >= 0).
+  std::vector<uint8_t> negative_blocks_;
   int32_t last_usage_ = -1;              // the number InternUsage returned last
   // The number of `used` in usages_ (added when new).
   int32_t InternUsage(const Resources& used);
