@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <limits>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 
 #include "queue/model.h"
+#include "queue/profile.h"
 #include "queue/resources.h"
 
 namespace onequeue::queue::internal {
@@ -202,13 +202,14 @@ class FitsMemo {
 // copy of request r (kind k, tenant x) fit on node n over [t, t + d)?" of the same nodes in search
 // after search of a request (t: the search's start, the NotBeforeMemo's bound, or a grid time at
 // which one of the node's blocks ends), nearly always with the answer no; TryStartNow asks it at
-// now of the nodes with a block ahead. A no is kept as the instant the profile named for it
-// (AvailabilityProfile::Copies' `blocked_at`: every interval through it has no room) with the
+// now of the nodes with a block ahead. A no is kept as the span the profile named for it
+// (AvailabilityProfile::Copies' `blocked`: no instant of it has room, so no interval meeting it
+// has) with the
 // node's profile version (AvailabilityProfile::NodeVersion): an Add or Remove on the node, the
-// only changes to its answer, makes it unknown again, and it answers every [t, t + d) that holds
-// the instant, whatever the search's start or the duration (ninth pass; before, a no answered
-// only its own start and durations at least as long, and a search from another start forgot it).
-// One instant per node and request: the latest no replaces it.
+// only changes to its answer, makes it unknown again, and it answers every [t, t + d) that meets
+// the span, whatever the search's start or the duration (ninth pass; before, a no answered only
+// its own start and durations at least as long, and a search from another start forgot it).
+// One span per node and request: the latest no replaces it.
 class NoRoomMemo {
  public:
   // Selects the request's set.
@@ -231,19 +232,19 @@ class NoRoomMemo {
   bool KnownNoRoom(NodeIndex n, Time t, Duration duration, uint32_t node_version) const {
     if (current_ == nullptr) return false;
     const Entry& e = (*current_)[static_cast<size_t>(n)];
-    return e.version == node_version && e.at >= t && e.at - t < duration;
+    return e.version == node_version && t < e.span.to && (e.span.from <= t || e.span.from - t < duration);
   }
-  // Node n, at this node version, has no room at the instant `blocked_at` (Copies' answer with
-  // its 0; kForever: none known, nothing kept).
-  void NoRoomAt(NodeIndex n, Time blocked_at, uint32_t node_version) {
-    if (current_ == nullptr || blocked_at >= kForever) return;
-    (*current_)[static_cast<size_t>(n)] = Entry{blocked_at, node_version};
+  // Node n, at this node version, has no room at any instant of `blocked` (Copies' answer with
+  // its 0; from = kForever: none known, nothing kept).
+  void NoRoomAt(NodeIndex n, const NoRoomSpan& blocked, uint32_t node_version) {
+    if (current_ == nullptr || blocked.from >= kForever) return;
+    (*current_)[static_cast<size_t>(n)] = Entry{blocked, node_version};
   }
 
  private:
-  static constexpr size_t kMaxEntries = size_t{1} << 21;  // 32 MB of entries at most
+  static constexpr size_t kMaxEntries = size_t{1} << 21;  // 48 MB of entries at most
   struct Entry {
-    Time at = std::numeric_limits<Time>::min();  // min: none
+    NoRoomSpan span{0, 0};  // empty: none
     uint32_t version = 0;
   };
   ResourcesTable shapes_;

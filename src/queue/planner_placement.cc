@@ -92,17 +92,17 @@ void LatestEndFirst(const std::vector<std::pair<Time, NodeIndex>>& batch, std::v
 }
 
 // Copies of w's member on node n over [t, t + duration), 0 when `memo` knows the node has no room
-// then; a 0 found is remembered with the instant the profile names for it (NoRoomMemo).
+// then; a 0 found is remembered with the span the profile names for it (NoRoomMemo).
 [[gnu::always_inline]] inline int64_t CopiesUnlessKnownNoRoom(const AvailabilityProfile& p, NoRoomMemo& memo,
                                                               const PendingWorkload& w, NodeIndex n, Time t,
                                                               Duration duration, int64_t cap, int16_t tenant,
                                                               int slots) {
   const uint32_t version = p.NodeVersion(n);
   if (memo.KnownNoRoom(n, t, duration, version)) return 0;
-  Time blocked_at = kForever;
+  NoRoomSpan blocked;
   const int64_t c =
-      p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, cap, false, tenant, slots, &blocked_at);
-  if (c <= 0) memo.NoRoomAt(n, blocked_at, version);
+      p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, cap, false, tenant, slots, &blocked);
+  if (c <= 0) memo.NoRoomAt(n, blocked, version);
   return c;
 }
 }  // namespace

@@ -334,16 +334,19 @@ int AvailabilityProfile::SlotsFor(const Resources& request) const {
 int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
                                         const Resources& request, WorkloadKind kind, int64_t cap,
                                         bool ignore_reservations, int16_t tenant, int slots,
-                                        Time* blocked_at) const {
+                                        NoRoomSpan* blocked_span) const {
   if (start < now_) start = now_;
   if (end <= start) return cap;
-  // A 0 names the instant that has no room (Copies' contract): one a block of another world or
-  // tenant is active at (any interval through it meets the block), or, when every block of the
-  // node is >= 0, one whose active blocks leave no room (any interval through it sweeps its own
-  // start or the latest start among those blocks, where at least they are active).
+  // A 0 names instants that have no room (Copies' contract): those a block of another world or
+  // tenant is active at (any interval through one meets the block), or, when every block of the
+  // node is >= 0, those whose active blocks leave no room (any interval through such an instant
+  // sweeps its own start or the latest start among those blocks, where at least they are active):
+  // a block that alone leaves no room, its whole span.
   const bool sums_hold = !negative_blocks_[node] && !ignore_reservations;
-  auto blocked = [&](Time at, bool any_usage, int64_t copies = 0) {
-    if (blocked_at != nullptr && copies <= 0) *blocked_at = any_usage || sums_hold ? at : kForever;
+  auto blocked = [&](Time from, Time to, bool any_usage, int64_t copies = 0) {
+    if (blocked_span != nullptr && copies <= 0) {
+      *blocked_span = any_usage || sums_hold ? NoRoomSpan{from, to} : NoRoomSpan{};
+    }
     return copies;
   };
   // Always 0 on shared nodes; and no block of another tenant (always off same-tenant nodes).
@@ -351,12 +354,12 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
   // Fast path: starting now and ending before any future block starts: the tightest moment is
   // now (blocks active now only end later), so free_now answers it.
   if (start == now_ && end <= first_future_start_[node] && kinds_ok && !ignore_reservations) {
-    return blocked(now_, false, free_now_[node].CopiesOf(request, cap));
+    return blocked(now_, now_ + 1, false, free_now_[node].CopiesOf(request, cap));
   }
   // The same without reservations: the other blocks active at now only end later either.
   if (ignore_reservations && start == now_ && end <= first_future_nonreserved_start_[node] &&
       (kinds_nonreserved_[node] & ~KindBit(kind)) == 0 && TenantFits(node, tenant)) {
-    return blocked(now_, false, (free_now_[node] + reserved_now_[node]).CopiesOf(request, cap));
+    return blocked(now_, now_ + 1, false, (free_now_[node] + reserved_now_[node]).CopiesOf(request, cap));
   }
   const std::vector<StoredBlock>& blocks = blocks_[node];
   if (slots < 0) slots = SlotsFor(request);
@@ -368,21 +371,21 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
     if (b.start >= end) break;  // sorted by start: no later block overlaps either
     if (ignore_reservations && b.reservation) continue;
     if (start < b.end) {
-      if (!shared_[node] && b.kind != kind) return blocked(std::max(start, b.start), true);
+      if (!shared_[node] && b.kind != kind) return blocked(b.start, b.end, true);
       // Issue 25: a block of another tenant on a same-tenant node leaves no room while it lasts.
       if (same_tenant_[node] && b.tenant != kNoTenant && b.tenant != tenant) {
-        return blocked(std::max(start, b.start), true);
+        return blocked(b.start, b.end, true);
       }
       // The block is active at max(start, b.start), inside the interval: when its usage alone
       // (the others' being >= 0) leaves no room for one copy, none fits (the answer of the
       // sweep below, found without it; on one-processor nodes the common case).
       if (b.start < b.end && usage_nonnegative_[b.used] && LeavesNoRoom(capacity_[node], usages_[b.used], request, slots)) {
-        return blocked(std::max(start, b.start), false);
+        return blocked(b.start, b.end, false);
       }
       overlapping.push_back(&b);
     }
   }
-  if (overlapping.empty()) return blocked(start, false, CopiesWithin(capacity_[node], request, cap, slots));
+  if (overlapping.empty()) return blocked(now_, kForever, false, CopiesWithin(capacity_[node], request, cap, slots));
   auto copies_at = [&](Time p) {
     Resources free = capacity_[node];
     for (const StoredBlock* b : overlapping) {
@@ -397,11 +400,11 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
   // the same integers, summed once per Add instead of once per question.
   int64_t copies = start == now_ && !ignore_reservations ? free_now_[node].CopiesOf(request, cap, slots)
                                                          : copies_at(start);
-  if (copies == 0) return blocked(start, false);
+  if (copies == 0) return blocked(start, start + 1, false);
   for (const StoredBlock* b : overlapping) {
     if (b->start > start) {
       copies = std::min(copies, copies_at(b->start));
-      if (copies == 0) return blocked(b->start, false);
+      if (copies == 0) return blocked(b->start, b->start + 1, false);
     }
   }
   return copies;

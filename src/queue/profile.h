@@ -30,6 +30,13 @@ inline Time SaturatingAdd(Time t, Duration d) {
   return t + d;
 }
 
+// Instants [from, to) at which a node has no room for a request (AvailabilityProfile::Copies);
+// from = kForever: none known.
+struct NoRoomSpan {
+  Time from = kForever;
+  Time to = kForever;
+};
+
 class AvailabilityProfile {
  public:
   struct Block {
@@ -80,15 +87,15 @@ class AvailabilityProfile {
   // `slots`: SlotsFor(request), for a caller asking about one request many times (-1: found here).
   // Always inlined: a caller with two calls of it had GCC make it a call (~25 instructions more
   // per node visited, ~1,000,000 visits per cycle).
-  // `blocked_at` (ninth pass, for the searches' NoRoomMemo): when the answer is 0 and it is given,
-  // it is set to an instant x in [start, end) such that the query of the same request, kind and
-  // tenant over any interval that holds x answers 0 too while the node is unchanged (its
-  // NodeVersion, reservations counted), or to kForever when none is known (a node that ever held a
-  // block of negative usage; ignore_reservations). Untouched when the answer is not 0.
+  // `blocked` (ninth pass, for the searches' NoRoomMemo): when the answer is 0 and it is given, it
+  // is set to a span [from, to) meeting [start, end) whose every instant has no room: the query of
+  // the same request, kind and tenant over any interval that meets the span answers 0 too while
+  // the node is unchanged (its NodeVersion), or to from = kForever when none is known (a node that
+  // ever held a block of negative usage; ignore_reservations). Untouched when the answer is not 0.
   [[gnu::always_inline]] int64_t Copies(NodeIndex node, Time start, Time end, const Resources& request,
                                         WorkloadKind kind, int64_t cap, bool ignore_reservations = false,
                                         int16_t tenant = kNoTenant, int slots = -1,
-                                        Time* blocked_at = nullptr) const {
+                                        NoRoomSpan* blocked = nullptr) const {
     // Fast path, inline (the planner asks this of ~200,000 nodes per cycle): starting now and
     // ending before any future block starts, the tightest moment is now (blocks active now only
     // end later), so free_now answers it.
@@ -96,10 +103,10 @@ class AvailabilityProfile {
         (kinds_[node] & ~KindBit(kind)) == 0 &&  // kinds_ stays 0 on shared nodes
         TenantFits(node, tenant)) {
       const int64_t copies = free_now_[node].CopiesOf(request, cap, slots < 0 ? kMaxResourceKinds : slots);
-      if (blocked_at != nullptr && copies <= 0) *blocked_at = negative_blocks_[node] ? kForever : now_;
+      if (blocked != nullptr && copies <= 0) *blocked = NoRoomSpan{negative_blocks_[node] ? kForever : now_, now_ + 1};
       return copies;
     }
-    return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations, tenant, slots, blocked_at);
+    return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations, tenant, slots, blocked);
   }
   // How many leading slots a query about `request` must compare: past them every capacity, usage
   // and the request are 0 (most pools name cpu, memory and pods only).
@@ -160,7 +167,7 @@ class AvailabilityProfile {
  private:
   int64_t CopiesSlow(NodeIndex node, Time start, Time end, const Resources& request,
                      WorkloadKind kind, int64_t cap, bool ignore_reservations, int16_t tenant, int slots,
-                     Time* blocked_at = nullptr) const;
+                     NoRoomSpan* blocked = nullptr) const;
   // No block of another tenant anywhere on the node (always true off same-tenant nodes).
   bool TenantFits(NodeIndex node, int16_t tenant) const {
     const int16_t t = node_tenant_[node];

@@ -44,15 +44,16 @@ AvailabilityProfile TwoNodes() {
 int64_t CopiesAt(const AvailabilityProfile& p, NoRoomMemo& memo, NodeIndex n, Time t, Duration d,
                  const Resources& request) {
   if (memo.KnownNoRoom(n, t, d, p.NodeVersion(n))) return 0;
-  Time blocked_at = kForever;
-  const int64_t c = p.Copies(n, t, t + d, request, WorkloadKind::kSlurmJob, 1, false, -1, -1, &blocked_at);
-  if (c <= 0) memo.NoRoomAt(n, blocked_at, p.NodeVersion(n));
+  NoRoomSpan blocked;
+  const int64_t c = p.Copies(n, t, t + d, request, WorkloadKind::kSlurmJob, 1, false, -1, -1, &blocked);
+  if (c <= 0) memo.NoRoomAt(n, blocked, p.NodeVersion(n));
   return c;
 }
 
-// Node 0's no at [1600, 1900) names 1600 (the reservation is active then): every interval through
-// it is known, whatever its length; one that misses it is not.
-TEST(NoRoomMemo, ANoAnswersTheIntervalsThroughItsInstant) {
+// Node 0's no at [1600, 1900) names the reservation's span, [1500, 2000) (it alone leaves no
+// room): every interval that meets the span is known, whatever its start or length; one that
+// misses it is not.
+TEST(NoRoomMemo, ANoAnswersTheIntervalsThatMeetItsSpan) {
   AvailabilityProfile p = TwoNodes();
   NoRoomMemo memo;
   memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
@@ -62,15 +63,16 @@ TEST(NoRoomMemo, ANoAnswersTheIntervalsThroughItsInstant) {
   EXPECT_TRUE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
   EXPECT_TRUE(memo.KnownNoRoom(0, kStart, 600, p.NodeVersion(0)));
   EXPECT_TRUE(memo.KnownNoRoom(0, kStart, 1, p.NodeVersion(0)));
-  EXPECT_TRUE(memo.KnownNoRoom(0, kStart - 60, 61, p.NodeVersion(0)));
-  EXPECT_FALSE(memo.KnownNoRoom(0, kStart - 60, 60, p.NodeVersion(0)));  // [1540, 1600) misses it
+  EXPECT_TRUE(memo.KnownNoRoom(0, 1440, 61, p.NodeVersion(0)));
+  EXPECT_FALSE(memo.KnownNoRoom(0, 1440, 60, p.NodeVersion(0)));  // [1440, 1500) misses it
+  EXPECT_TRUE(memo.KnownNoRoom(0, 1960, 300, p.NodeVersion(0)));
+  EXPECT_FALSE(memo.KnownNoRoom(0, 2000, 300, p.NodeVersion(0)));  // after it
   EXPECT_FALSE(memo.KnownNoRoom(1, kStart, 300, p.NodeVersion(1)));  // it had room: nothing kept
-  EXPECT_FALSE(memo.KnownNoRoom(0, kStart + 60, 300, p.NodeVersion(0)));  // after it
 }
 
-// A block that starts inside the interval names its own start: [1000, 1600) for 1,200 s meets
-// [2000, 3000) at 2000, so [1900, 2100) is known and [1600, 2000) is not (and has room).
-TEST(NoRoomMemo, ABlockAheadNamesItsStart) {
+// A block that starts inside the interval names its span: [1000, 2200) meets [2000, 3000), so
+// [1900, 2100) and [2900, 3500) are known, and [1600, 2000) is not (and has room).
+TEST(NoRoomMemo, ABlockAheadNamesItsSpan) {
   AvailabilityProfile p({Cores(4)}, kNow, 86400, 60, false);
   p.SealBase();
   p.Add(0, AvailabilityProfile::Block{2000, 3000, Cores(4), WorkloadKind::kSlurmJob, true});
@@ -78,11 +80,12 @@ TEST(NoRoomMemo, ABlockAheadNamesItsStart) {
   memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
   ASSERT_EQ(CopiesAt(p, memo, 0, 1000, 1200, Cores(1)), 0);
   EXPECT_TRUE(memo.KnownNoRoom(0, 1900, 200, p.NodeVersion(0)));
+  EXPECT_TRUE(memo.KnownNoRoom(0, 2900, 600, p.NodeVersion(0)));
   EXPECT_FALSE(memo.KnownNoRoom(0, 1600, 400, p.NodeVersion(0)));
   EXPECT_EQ(CopiesAt(p, memo, 0, 1600, 400, Cores(1)), 1);
 }
 
-// A node that was given a block of negative usage names no instant: nothing is kept there.
+// A node that was given a block of negative usage names no span: nothing is kept there.
 TEST(NoRoomMemo, NothingIsKeptOnANodeWithANegativeBlock) {
   AvailabilityProfile p({Cores(4)}, kNow, 86400, 60, false);
   p.SealBase();
