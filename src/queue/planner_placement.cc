@@ -320,10 +320,30 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
   return ChooseNodes(w, candidates);
 }
 
-std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWorkload& w,
-                                                                 Duration duration,
-                                                                 double priority,
-                                                                 const std::vector<char>& eligible,
+int CyclePass::ScarceSlot(const PendingWorkload& w) const {
+  if (s_.profile->AnyNegativeBlock()) return -1;
+  int scarce = -1;
+  for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
+    if (w.per_member[r] > 0 && (scarce < 0 || s_.nodes_with[r].size() < s_.nodes_with[scarce].size())) scarce = r;
+  }
+  return scarce >= 0 && s_.nodes_with[scarce].size() * 4 <= s_.profile->size() ? scarce : -1;
+}
+
+bool CyclePass::NoNodeEverHasRoom(const PendingWorkload& w, Duration duration, double priority,
+                                  const std::vector<char>& eligible, Time start, int16_t tenant, int slots,
+                                  int scarce) const {
+  if (scarce < 0) return false;
+  const AvailabilityProfile& p = *s_.profile;
+  for (NodeIndex n : s_.nodes_with[scarce]) {
+    if (Usable(n, w, priority, eligible) && p.FitsSometime(n, start, duration, w.per_member, w.kind, tenant, slots)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWorkload& w, Duration duration,
+                                                                 double priority, const std::vector<char>& eligible,
                                                                  Time on_or_after) {
   // How it searches and chooses: planner_pass.h.
   AvailabilityProfile& p = *s_.profile;
@@ -335,9 +355,12 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   feasible.Begin(p.size());
   const int16_t tenant = s_.TenantId(w.tenant);
   const int slots = p.SlotsFor(w.per_member);
+  const int scarce = ScarceSlot(w);  // only the nodes that have it may have room (`has`; null: any)
+  if (NoNodeEverHasRoom(w, duration, priority, eligible, start, tenant, slots, scarce)) return std::nullopt;
+  const char* has = scarce >= 0 ? s_.has_resource[scarce].data() : nullptr;
   s_.no_room.Begin(w.per_member, w.kind, tenant, p.size());
   auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
-    if (!Usable(n, w, priority, eligible)) return 0;
+    if ((has != nullptr && !has[n]) || !Usable(n, w, priority, eligible)) return 0;
     return CopiesUnlessKnownNoRoom(p, s_.no_room, w, n, t, duration, members, tenant, slots);
   };
   auto try_finish = [&](Time t) -> std::optional<Placement> {
@@ -386,6 +409,7 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
       if (result.has_value()) return false;
     }
     batch = t;
+    if (has != nullptr && !has[n]) return true;  // never room: asking it would note nothing
     if (lowest_wins) {
       gathered.emplace_back(end, n);
     } else {

@@ -50,6 +50,7 @@ void AvailabilityProfile::Reset(const std::vector<Resources>& capacity, Time now
   version_ = 0;
   node_version_.assign(n, 0);
   negative_blocks_.assign(n, 0);
+  any_negative_blocks_ = false;
   active_slots_ = 0;
   for (const Resources& c : capacity_) Activate(c);
   sealed_ = false;
@@ -128,7 +129,10 @@ void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
                   stored);
   }
   Summarise(node, stored);
-  if (!usage_nonnegative_[stored.used]) negative_blocks_[node] = 1;
+  if (!usage_nonnegative_[stored.used]) {
+    negative_blocks_[node] = 1;
+    any_negative_blocks_ = true;
+  }
   if (block.end < kForever && block.end > now_) {
     if (sealed_) {
       EndGroup& group = added_ends_[block.end];
@@ -427,6 +431,21 @@ Time AvailabilityProfile::AvailTimeFirst(NodeIndex node, Time on_or_after, Durat
     if (Copies(node, t, SaturatingAdd(t, duration), request, kind, 1, false, tenant) > 0) return t;
   }
   return kForever;
+}
+
+bool AvailabilityProfile::FitsSometime(NodeIndex node, Time first, Duration duration, const Resources& request,
+                                       WorkloadKind kind, int16_t tenant, int slots) const {
+  if (first > horizon_) return false;
+  if (Copies(node, first, SaturatingAdd(first, duration), request, kind, 1, false, tenant, slots) > 0) return true;
+  // AvailTimeFirst's candidates, each asked once or more (their order does not change the answer).
+  for (const StoredBlock& b : blocks_[node]) {
+    if (b.end <= first || b.end > horizon_) continue;
+    const Time t = RoundUp(b.end);
+    if (t <= horizon_ && Copies(node, t, SaturatingAdd(t, duration), request, kind, 1, false, tenant, slots) > 0) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace onequeue::queue

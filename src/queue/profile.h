@@ -116,6 +116,15 @@ class AvailabilityProfile {
   // `node` over [t, t + duration); kForever when there is none.
   Time AvailTimeFirst(NodeIndex node, Time on_or_after, Duration duration,
                       const Resources& request, WorkloadKind kind, int16_t tenant = kNoTenant) const;
+  // AvailTimeFirst(node, first, ...) <= horizon(): one copy fits at `first` (a grid time >= now)
+  // or at the grid time one of the node's block ends after it rounds up to, up to the horizon;
+  // the candidates asked in block order, without AvailTimeFirst's sort and allocation (issue 26:
+  // CyclePass::NoNodeEverHasRoom). `slots`: as Copies'.
+  bool FitsSometime(NodeIndex node, Time first, Duration duration, const Resources& request,
+                    WorkloadKind kind, int16_t tenant, int slots) const;
+  // Some node was given a block of negative usage: its free may exceed its capacity there, and a
+  // usage may fall at a block start (the node-by-node arguments need every usage >= 0).
+  bool AnyNegativeBlock() const { return any_negative_blocks_; }
 
   // Issue 25: the node is same-tenant and holds (now or planned) a block of a tenant other than
   // `tenant`. No tenant's block at all, or only `tenant`'s: false.
@@ -196,6 +205,7 @@ class AvailabilityProfile {
   // Per node: it was given a block of negative usage (never cleared): Copies reports no blocked
   // instant there (the argument for one needs every block's usage >= 0).
   std::vector<uint8_t> negative_blocks_;
+  bool any_negative_blocks_ = false;  // some entry of negative_blocks_ is set
   int32_t last_usage_ = -1;              // the number InternUsage returned last
   // The number of `used` in usages_ (added when new).
   int32_t InternUsage(const Resources& used);
