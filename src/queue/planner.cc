@@ -238,6 +238,12 @@ void IndexNodes(const QueueConfig& config, State& s) {
   if (s.free_index[kCpu] == nullptr) s.free_index[kCpu] = std::make_unique<FreeIndex>();
   s.free_index[kCpu]->Build(*s.profile, kCpu, 1000);
   for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
+    if (!s.nodes_with[r].empty()) {
+      s.has_resource[r].assign(snap.nodes.size(), 0);
+      for (NodeIndex n : s.nodes_with[r]) s.has_resource[r][n] = 1;
+    }
+  }
+  for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
     if (s.nodes_with[r].empty()) {
       s.free_index[r].reset();
       continue;

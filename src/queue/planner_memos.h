@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 
 #include "queue/model.h"
+#include "queue/profile.h"
 #include "queue/resources.h"
 
 namespace onequeue::queue::internal {
@@ -196,20 +198,22 @@ class FitsMemo {
   PerEligibility<std::vector<Fit>> groups_;
 };
 
-// Issue 26: nodes known to have no room for one copy of a request from one start time.
-// EarliestPlacement asks "does a copy of request r (kind k, tenant x) fit on node n over
-// [t, t + d)?" of the same ~2,000 nodes at the same t in search after search of a shape (t: the
-// NotBeforeMemo's bound, unchanged while the searches of that shape find their start there),
-// nearly always with the answer no. A no is kept with the node's profile version
-// (AvailabilityProfile::NodeVersion) and its d: an Add or Remove on the node, the only changes to
-// its answer, makes it unknown again, and it answers only for a duration >= d (the longer
-// interval overlaps every block the shorter one does; a shorter one may end before the block
-// that left no room). One start time per request: a search from another start forgets the
-// request's nos.
+// Issue 26: nodes known to have no room for one copy of a request. EarliestPlacement asks "does a
+// copy of request r (kind k, tenant x) fit on node n over [t, t + d)?" of the same nodes in search
+// after search of a request (t: the search's start, the NotBeforeMemo's bound, or a grid time at
+// which one of the node's blocks ends), nearly always with the answer no; TryStartNow asks it at
+// now of the nodes with a block ahead. A no is kept as the span the profile named for it
+// (AvailabilityProfile::Copies' `blocked`: no instant of it has room, so no interval meeting it
+// has) with the
+// node's profile version (AvailabilityProfile::NodeVersion): an Add or Remove on the node, the
+// only changes to its answer, makes it unknown again, and it answers every [t, t + d) that meets
+// the span, whatever the search's start or the duration (ninth pass; before, a no answered only
+// its own start and durations at least as long, and a search from another start forgot it).
+// One span per node and request: the latest no replaces it.
 class NoRoomMemo {
  public:
-  // Selects the request's set for a search from `start`.
-  void Begin(const Resources& request, WorkloadKind kind, int16_t tenant, Time start, size_t nodes) {
+  // Selects the request's set.
+  void Begin(const Resources& request, WorkloadKind kind, int16_t tenant, size_t nodes) {
     const int32_t shape = shapes_.Intern(request);
     auto [it, added] = index_.try_emplace(std::make_tuple(shape, kind, tenant), static_cast<int32_t>(sets_.size()));
     if (added) {
@@ -221,47 +225,32 @@ class NoRoomMemo {
       sets_.emplace_back();
     }
     current_ = &sets_[static_cast<size_t>(it->second)];
-    if (current_->nodes.size() != nodes) current_->nodes.assign(nodes, Entry{});
-    if (current_->start != start || current_->epoch == 0) {
-      if (++current_->epoch == 0) {  // wrapped: forget every old entry
-        current_->nodes.assign(nodes, Entry{});
-        current_->epoch = 1;
-      }
-      current_->start = start;
-    }
+    if (current_->size() != nodes) current_->assign(nodes, Entry{});
   }
-  // True when node n was found without room at t (the selected start) for a duration no longer
-  // than `duration`, at this node version.
+  // True when node n, at this node version, is known to have no room at an instant in
+  // [t, t + duration).
   bool KnownNoRoom(NodeIndex n, Time t, Duration duration, uint32_t node_version) const {
-    if (current_ == nullptr || t != current_->start) return false;
-    const Entry& e = current_->nodes[static_cast<size_t>(n)];
-    return e.epoch == current_->epoch && e.version == node_version && e.duration <= duration;
+    if (current_ == nullptr) return false;
+    const Entry& e = (*current_)[static_cast<size_t>(n)];
+    return e.version == node_version && t < e.span.to && (e.span.from <= t || e.span.from - t < duration);
   }
-  // Node n has no room at t for `duration` (ignored unless t is the selected start).
-  void NoRoom(NodeIndex n, Time t, Duration duration, uint32_t node_version) {
-    if (current_ == nullptr || t != current_->start) return;
-    Entry& e = current_->nodes[static_cast<size_t>(n)];
-    // A no for a shorter duration answers more questions: kept while its version holds.
-    if (e.epoch == current_->epoch && e.version == node_version && e.duration <= duration) return;
-    e = Entry{current_->epoch, node_version, duration};
+  // Node n, at this node version, has no room at any instant of `blocked` (Copies' answer with
+  // its 0; from = kForever: none known, nothing kept).
+  void NoRoomAt(NodeIndex n, const NoRoomSpan& blocked, uint32_t node_version) {
+    if (current_ == nullptr || blocked.from >= kForever) return;
+    (*current_)[static_cast<size_t>(n)] = Entry{blocked, node_version};
   }
 
  private:
-  static constexpr size_t kMaxEntries = size_t{1} << 21;  // 32 MB of entries at most
+  static constexpr size_t kMaxEntries = size_t{1} << 21;  // 48 MB of entries at most
   struct Entry {
-    uint32_t epoch = 0;  // the set's epoch when written (0: never)
+    NoRoomSpan span{0, 0};  // empty: none
     uint32_t version = 0;
-    Duration duration = 0;
-  };
-  struct Set {
-    Time start = 0;
-    uint32_t epoch = 0;  // bumped when the set starts afresh
-    std::vector<Entry> nodes;
   };
   ResourcesTable shapes_;
   absl::flat_hash_map<std::tuple<int32_t, WorkloadKind, int16_t>, int32_t> index_;
-  std::vector<Set> sets_;  // stable while current_ points in: grown only before it is set
-  Set* current_ = nullptr;
+  std::deque<std::vector<Entry>> sets_;  // stable while current_ points in
+  std::vector<Entry>* current_ = nullptr;
 };
 
 }  // namespace onequeue::queue::internal

@@ -90,6 +90,21 @@ void LatestEndFirst(const std::vector<std::pair<Time, NodeIndex>>& batch, std::v
     group_end = group_start;
   }
 }
+
+// Copies of w's member on node n over [t, t + duration), 0 when `memo` knows the node has no room
+// then; a 0 found is remembered with the span the profile names for it (NoRoomMemo).
+[[gnu::always_inline]] inline int64_t CopiesUnlessKnownNoRoom(const AvailabilityProfile& p, NoRoomMemo& memo,
+                                                              const PendingWorkload& w, NodeIndex n, Time t,
+                                                              Duration duration, int64_t cap, int16_t tenant,
+                                                              int slots) {
+  const uint32_t version = p.NodeVersion(n);
+  if (memo.KnownNoRoom(n, t, duration, version)) return 0;
+  NoRoomSpan blocked;
+  const int64_t c =
+      p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, cap, false, tenant, slots, &blocked);
+  if (c <= 0) memo.NoRoomAt(n, blocked, version);
+  return c;
+}
 }  // namespace
 
 // A template used only by this file's searches, so defined here.
@@ -255,10 +270,7 @@ MemberNodes CyclePass::ChooseNodes(
 int64_t CyclePass::CopiesNowWithBlockAhead(const PendingWorkload& w, NodeIndex n, Time now, Duration duration,
                                            int64_t cap, int16_t tenant, int slots) {
   const AvailabilityProfile& p = *s_.profile;
-  if (s_.no_room_now.KnownNoRoom(n, now, duration, p.NodeVersion(n))) return 0;
-  const int64_t copies = p.Copies(n, now, SaturatingAdd(now, duration), w.per_member, w.kind, cap, false, tenant, slots);
-  if (copies <= 0) s_.no_room_now.NoRoom(n, now, duration, p.NodeVersion(n));
-  return copies;
+  return CopiesUnlessKnownNoRoom(p, s_.no_room_now, w, n, now, duration, cap, tenant, slots);
 }
 
 std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Duration duration,
@@ -277,7 +289,7 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
   const int slots = p.SlotsFor(w.per_member);
   // A node whose block ahead leaves no room now is asked again by every start of the request
   // walking past it (the reservations sit where the walks look first): remembered until it changes.
-  s_.no_room_now.Begin(w.per_member, w.kind, tenant, now, p.size());
+  s_.no_room_now.Begin(w.per_member, w.kind, tenant, p.size());
   auto consider = [&](NodeIndex n) {
     if (!Usable(n, w, priority, eligible)) return;
     const int64_t cap = every_node ? members : members - found;
@@ -308,10 +320,30 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
   return ChooseNodes(w, candidates);
 }
 
-std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWorkload& w,
-                                                                 Duration duration,
-                                                                 double priority,
-                                                                 const std::vector<char>& eligible,
+int CyclePass::ScarceSlot(const PendingWorkload& w) const {
+  if (s_.profile->AnyNegativeBlock()) return -1;
+  int scarce = -1;
+  for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
+    if (w.per_member[r] > 0 && (scarce < 0 || s_.nodes_with[r].size() < s_.nodes_with[scarce].size())) scarce = r;
+  }
+  return scarce >= 0 && s_.nodes_with[scarce].size() * 4 <= s_.profile->size() ? scarce : -1;
+}
+
+bool CyclePass::NoNodeEverHasRoom(const PendingWorkload& w, Duration duration, double priority,
+                                  const std::vector<char>& eligible, Time start, int16_t tenant, int slots,
+                                  int scarce) const {
+  if (scarce < 0) return false;
+  const AvailabilityProfile& p = *s_.profile;
+  for (NodeIndex n : s_.nodes_with[scarce]) {
+    if (Usable(n, w, priority, eligible) && p.FitsSometime(n, start, duration, w.per_member, w.kind, tenant, slots)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWorkload& w, Duration duration,
+                                                                 double priority, const std::vector<char>& eligible,
                                                                  Time on_or_after) {
   // How it searches and chooses: planner_pass.h.
   AvailabilityProfile& p = *s_.profile;
@@ -323,14 +355,13 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   feasible.Begin(p.size());
   const int16_t tenant = s_.TenantId(w.tenant);
   const int slots = p.SlotsFor(w.per_member);
-  s_.no_room.Begin(w.per_member, w.kind, tenant, start, p.size());
+  const int scarce = ScarceSlot(w);  // only the nodes that have it may have room (`has`; null: any)
+  if (NoNodeEverHasRoom(w, duration, priority, eligible, start, tenant, slots, scarce)) return std::nullopt;
+  const char* has = scarce >= 0 ? s_.has_resource[scarce].data() : nullptr;
+  s_.no_room.Begin(w.per_member, w.kind, tenant, p.size());
   auto copies_at = [&](NodeIndex n, Time t) -> int64_t {
-    if (!Usable(n, w, priority, eligible)) return 0;
-    const uint32_t version = p.NodeVersion(n);
-    if (s_.no_room.KnownNoRoom(n, t, duration, version)) return 0;
-    const int64_t c = p.Copies(n, t, SaturatingAdd(t, duration), w.per_member, w.kind, members, false, tenant, slots);
-    if (c <= 0) s_.no_room.NoRoom(n, t, duration, version);
-    return c;
+    if ((has != nullptr && !has[n]) || !Usable(n, w, priority, eligible)) return 0;
+    return CopiesUnlessKnownNoRoom(p, s_.no_room, w, n, t, duration, members, tenant, slots);
   };
   auto try_finish = [&](Time t) -> std::optional<Placement> {
     if (feasible.total < members) return std::nullopt;
@@ -378,6 +409,7 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
       if (result.has_value()) return false;
     }
     batch = t;
+    if (has != nullptr && !has[n]) return true;  // never room: asking it would note nothing
     if (lowest_wins) {
       gathered.emplace_back(end, n);
     } else {

@@ -240,6 +240,9 @@ struct QueuePlanner::State {
   // Per extended resource slot: the nodes whose allocatable has some of it (a GPU request only
   // looks at GPU nodes).
   std::array<std::vector<NodeIndex>, kMaxResourceKinds> nodes_with;
+  // The same as a bitmap per node, for the slots some node has (issue 26: a search of a scarce
+  // resource skips the nodes without it, CyclePass::ScarceSlot).
+  std::array<std::vector<char>, kMaxResourceKinds> has_resource;
   // Free-capacity indexes: cpu, and each extended resource that some node has (GPUs).
   std::array<std::unique_ptr<internal::FreeIndex>, kMaxResourceKinds> free_index;
   // Per topology label (finest first): the node's domain id (first seen in node order = 0), or

@@ -49,6 +49,8 @@ void AvailabilityProfile::Reset(const std::vector<Resources>& capacity, Time now
   node_tenant_.assign(n, kNoTenant);
   version_ = 0;
   node_version_.assign(n, 0);
+  negative_blocks_.assign(n, 0);
+  any_negative_blocks_ = false;
   active_slots_ = 0;
   for (const Resources& c : capacity_) Activate(c);
   sealed_ = false;
@@ -127,6 +129,10 @@ void AvailabilityProfile::Add(NodeIndex node, const Block& block) {
                   stored);
   }
   Summarise(node, stored);
+  if (!usage_nonnegative_[stored.used]) {
+    negative_blocks_[node] = 1;
+    any_negative_blocks_ = true;
+  }
   if (block.end < kForever && block.end > now_) {
     if (sealed_) {
       EndGroup& group = added_ends_[block.end];
@@ -331,20 +337,33 @@ int AvailabilityProfile::SlotsFor(const Resources& request) const {
 
 int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
                                         const Resources& request, WorkloadKind kind, int64_t cap,
-                                        bool ignore_reservations, int16_t tenant, int slots) const {
+                                        bool ignore_reservations, int16_t tenant, int slots,
+                                        NoRoomSpan* blocked_span) const {
   if (start < now_) start = now_;
   if (end <= start) return cap;
+  // A 0 names instants that have no room (Copies' contract): those a block of another world or
+  // tenant is active at (any interval through one meets the block), or, when every block of the
+  // node is >= 0, those whose active blocks leave no room (any interval through such an instant
+  // sweeps its own start or the latest start among those blocks, where at least they are active):
+  // a block that alone leaves no room, its whole span.
+  const bool sums_hold = !negative_blocks_[node] && !ignore_reservations;
+  auto blocked = [&](Time from, Time to, bool any_usage, int64_t copies = 0) {
+    if (blocked_span != nullptr && copies <= 0) {
+      *blocked_span = any_usage || sums_hold ? NoRoomSpan{from, to} : NoRoomSpan{};
+    }
+    return copies;
+  };
   // Always 0 on shared nodes; and no block of another tenant (always off same-tenant nodes).
   const bool kinds_ok = (kinds_[node] & ~KindBit(kind)) == 0 && TenantFits(node, tenant);
   // Fast path: starting now and ending before any future block starts: the tightest moment is
   // now (blocks active now only end later), so free_now answers it.
   if (start == now_ && end <= first_future_start_[node] && kinds_ok && !ignore_reservations) {
-    return free_now_[node].CopiesOf(request, cap);
+    return blocked(now_, now_ + 1, false, free_now_[node].CopiesOf(request, cap));
   }
   // The same without reservations: the other blocks active at now only end later either.
   if (ignore_reservations && start == now_ && end <= first_future_nonreserved_start_[node] &&
       (kinds_nonreserved_[node] & ~KindBit(kind)) == 0 && TenantFits(node, tenant)) {
-    return (free_now_[node] + reserved_now_[node]).CopiesOf(request, cap);
+    return blocked(now_, now_ + 1, false, (free_now_[node] + reserved_now_[node]).CopiesOf(request, cap));
   }
   const std::vector<StoredBlock>& blocks = blocks_[node];
   if (slots < 0) slots = SlotsFor(request);
@@ -356,19 +375,21 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
     if (b.start >= end) break;  // sorted by start: no later block overlaps either
     if (ignore_reservations && b.reservation) continue;
     if (start < b.end) {
-      if (!shared_[node] && b.kind != kind) return 0;
+      if (!shared_[node] && b.kind != kind) return blocked(b.start, b.end, true);
       // Issue 25: a block of another tenant on a same-tenant node leaves no room while it lasts.
-      if (same_tenant_[node] && b.tenant != kNoTenant && b.tenant != tenant) return 0;
+      if (same_tenant_[node] && b.tenant != kNoTenant && b.tenant != tenant) {
+        return blocked(b.start, b.end, true);
+      }
       // The block is active at max(start, b.start), inside the interval: when its usage alone
       // (the others' being >= 0) leaves no room for one copy, none fits (the answer of the
       // sweep below, found without it; on one-processor nodes the common case).
       if (b.start < b.end && usage_nonnegative_[b.used] && LeavesNoRoom(capacity_[node], usages_[b.used], request, slots)) {
-        return 0;
+        return blocked(b.start, b.end, false);
       }
       overlapping.push_back(&b);
     }
   }
-  if (overlapping.empty()) return CopiesWithin(capacity_[node], request, cap, slots);
+  if (overlapping.empty()) return blocked(now_, kForever, false, CopiesWithin(capacity_[node], request, cap, slots));
   auto copies_at = [&](Time p) {
     Resources free = capacity_[node];
     for (const StoredBlock* b : overlapping) {
@@ -383,9 +404,12 @@ int64_t AvailabilityProfile::CopiesSlow(NodeIndex node, Time start, Time end,
   // the same integers, summed once per Add instead of once per question.
   int64_t copies = start == now_ && !ignore_reservations ? free_now_[node].CopiesOf(request, cap, slots)
                                                          : copies_at(start);
+  if (copies == 0) return blocked(start, start + 1, false);
   for (const StoredBlock* b : overlapping) {
-    if (copies == 0) break;
-    if (b->start > start) copies = std::min(copies, copies_at(b->start));
+    if (b->start > start) {
+      copies = std::min(copies, copies_at(b->start));
+      if (copies == 0) return blocked(b->start, b->start + 1, false);
+    }
   }
   return copies;
 }
@@ -407,6 +431,21 @@ Time AvailabilityProfile::AvailTimeFirst(NodeIndex node, Time on_or_after, Durat
     if (Copies(node, t, SaturatingAdd(t, duration), request, kind, 1, false, tenant) > 0) return t;
   }
   return kForever;
+}
+
+bool AvailabilityProfile::FitsSometime(NodeIndex node, Time first, Duration duration, const Resources& request,
+                                       WorkloadKind kind, int16_t tenant, int slots) const {
+  if (first > horizon_) return false;
+  if (Copies(node, first, SaturatingAdd(first, duration), request, kind, 1, false, tenant, slots) > 0) return true;
+  // AvailTimeFirst's candidates, each asked once or more (their order does not change the answer).
+  for (const StoredBlock& b : blocks_[node]) {
+    if (b.end <= first || b.end > horizon_) continue;
+    const Time t = RoundUp(b.end);
+    if (t <= horizon_ && Copies(node, t, SaturatingAdd(t, duration), request, kind, 1, false, tenant, slots) > 0) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace onequeue::queue

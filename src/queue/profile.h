@@ -30,6 +30,13 @@ inline Time SaturatingAdd(Time t, Duration d) {
   return t + d;
 }
 
+// Instants [from, to) at which a node has no room for a request (AvailabilityProfile::Copies);
+// from = kForever: none known.
+struct NoRoomSpan {
+  Time from = kForever;
+  Time to = kForever;
+};
+
 class AvailabilityProfile {
  public:
   struct Block {
@@ -80,18 +87,26 @@ class AvailabilityProfile {
   // `slots`: SlotsFor(request), for a caller asking about one request many times (-1: found here).
   // Always inlined: a caller with two calls of it had GCC make it a call (~25 instructions more
   // per node visited, ~1,000,000 visits per cycle).
+  // `blocked` (ninth pass, for the searches' NoRoomMemo): when the answer is 0 and it is given, it
+  // is set to a span [from, to) meeting [start, end) whose every instant has no room: the query of
+  // the same request, kind and tenant over any interval that meets the span answers 0 too while
+  // the node is unchanged (its NodeVersion), or to from = kForever when none is known (a node that
+  // ever held a block of negative usage; ignore_reservations). Untouched when the answer is not 0.
   [[gnu::always_inline]] int64_t Copies(NodeIndex node, Time start, Time end, const Resources& request,
                                         WorkloadKind kind, int64_t cap, bool ignore_reservations = false,
-                                        int16_t tenant = kNoTenant, int slots = -1) const {
+                                        int16_t tenant = kNoTenant, int slots = -1,
+                                        NoRoomSpan* blocked = nullptr) const {
     // Fast path, inline (the planner asks this of ~200,000 nodes per cycle): starting now and
     // ending before any future block starts, the tightest moment is now (blocks active now only
     // end later), so free_now answers it.
     if (start <= now_ && end <= first_future_start_[node] && !ignore_reservations && end > now_ &&
         (kinds_[node] & ~KindBit(kind)) == 0 &&  // kinds_ stays 0 on shared nodes
         TenantFits(node, tenant)) {
-      return free_now_[node].CopiesOf(request, cap, slots < 0 ? kMaxResourceKinds : slots);
+      const int64_t copies = free_now_[node].CopiesOf(request, cap, slots < 0 ? kMaxResourceKinds : slots);
+      if (blocked != nullptr && copies <= 0) *blocked = NoRoomSpan{negative_blocks_[node] ? kForever : now_, now_ + 1};
+      return copies;
     }
-    return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations, tenant, slots);
+    return CopiesSlow(node, start, end, request, kind, cap, ignore_reservations, tenant, slots, blocked);
   }
   // How many leading slots a query about `request` must compare: past them every capacity, usage
   // and the request are 0 (most pools name cpu, memory and pods only).
@@ -101,6 +116,15 @@ class AvailabilityProfile {
   // `node` over [t, t + duration); kForever when there is none.
   Time AvailTimeFirst(NodeIndex node, Time on_or_after, Duration duration,
                       const Resources& request, WorkloadKind kind, int16_t tenant = kNoTenant) const;
+  // AvailTimeFirst(node, first, ...) <= horizon(): one copy fits at `first` (a grid time >= now)
+  // or at the grid time one of the node's block ends after it rounds up to, up to the horizon;
+  // the candidates asked in block order, without AvailTimeFirst's sort and allocation (issue 26:
+  // CyclePass::NoNodeEverHasRoom). `slots`: as Copies'.
+  bool FitsSometime(NodeIndex node, Time first, Duration duration, const Resources& request,
+                    WorkloadKind kind, int16_t tenant, int slots) const;
+  // Some node was given a block of negative usage: its free may exceed its capacity there, and a
+  // usage may fall at a block start (the node-by-node arguments need every usage >= 0).
+  bool AnyNegativeBlock() const { return any_negative_blocks_; }
 
   // Issue 25: the node is same-tenant and holds (now or planned) a block of a tenant other than
   // `tenant`. No tenant's block at all, or only `tenant`'s: false.
@@ -151,7 +175,8 @@ class AvailabilityProfile {
 
  private:
   int64_t CopiesSlow(NodeIndex node, Time start, Time end, const Resources& request,
-                     WorkloadKind kind, int64_t cap, bool ignore_reservations, int16_t tenant, int slots) const;
+                     WorkloadKind kind, int64_t cap, bool ignore_reservations, int16_t tenant, int slots,
+                     NoRoomSpan* blocked = nullptr) const;
   // No block of another tenant anywhere on the node (always true off same-tenant nodes).
   bool TenantFits(NodeIndex node, int16_t tenant) const {
     const int16_t t = node_tenant_[node];
@@ -177,6 +202,10 @@ class AvailabilityProfile {
   std::vector<std::vector<StoredBlock>> blocks_;  // per node, sorted by start
   ResourcesTable usages_;  // the distinct usages of the blocks
   std::vector<char> usage_nonnegative_;  // per usage number: no slot below 0
+  // Per node: it was given a block of negative usage (never cleared): Copies reports no blocked
+  // instant there (the argument for one needs every block's usage >= 0).
+  std::vector<uint8_t> negative_blocks_;
+  bool any_negative_blocks_ = false;  // some entry of negative_blocks_ is set
   int32_t last_usage_ = -1;              // the number InternUsage returned last
   // The number of `used` in usages_ (added when new).
   int32_t InternUsage(const Resources& used);

@@ -1,12 +1,14 @@
 // Issue 26: internal::NoRoomMemo, the earliest-placement search's memo of the nodes without room
 // at its start, used as CyclePass::EarliestPlacement uses it (Begin, then KnownNoRoom before a
 // Copies query and NoRoom after a 0). Each test makes one input of a remembered "no" change and
-// checks that the memo no longer answers it: the node's blocks (Remove, Add), the start, the
+// checks that the memo no longer answers it: the node's blocks (Remove, Add), the time, the
 // duration, the request.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "queue/plan.h"
@@ -42,23 +44,57 @@ AvailabilityProfile TwoNodes() {
 int64_t CopiesAt(const AvailabilityProfile& p, NoRoomMemo& memo, NodeIndex n, Time t, Duration d,
                  const Resources& request) {
   if (memo.KnownNoRoom(n, t, d, p.NodeVersion(n))) return 0;
-  const int64_t c = p.Copies(n, t, t + d, request, WorkloadKind::kSlurmJob, 1);
-  if (c <= 0) memo.NoRoom(n, t, d, p.NodeVersion(n));
+  NoRoomSpan blocked;
+  const int64_t c = p.Copies(n, t, t + d, request, WorkloadKind::kSlurmJob, 1, false, -1, -1, &blocked);
+  if (c <= 0) memo.NoRoomAt(n, blocked, p.NodeVersion(n));
   return c;
 }
 
-TEST(NoRoomMemo, ANoIsKnownForTheSameStartAndNoShorterDuration) {
+// Node 0's no at [1600, 1900) names the reservation's span, [1500, 2000) (it alone leaves no
+// room): every interval that meets the span is known, whatever its start or length; one that
+// misses it is not.
+TEST(NoRoomMemo, ANoAnswersTheIntervalsThatMeetItsSpan) {
   AvailabilityProfile p = TwoNodes();
   NoRoomMemo memo;
-  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
   EXPECT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 0);
   EXPECT_EQ(CopiesAt(p, memo, 1, kStart, 300, Cores(1)), 1);
-  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
   EXPECT_TRUE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
   EXPECT_TRUE(memo.KnownNoRoom(0, kStart, 600, p.NodeVersion(0)));
-  EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 299, p.NodeVersion(0)));
+  EXPECT_TRUE(memo.KnownNoRoom(0, kStart, 1, p.NodeVersion(0)));
+  EXPECT_TRUE(memo.KnownNoRoom(0, 1440, 61, p.NodeVersion(0)));
+  EXPECT_FALSE(memo.KnownNoRoom(0, 1440, 60, p.NodeVersion(0)));  // [1440, 1500) misses it
+  EXPECT_TRUE(memo.KnownNoRoom(0, 1960, 300, p.NodeVersion(0)));
+  EXPECT_FALSE(memo.KnownNoRoom(0, 2000, 300, p.NodeVersion(0)));  // after it
   EXPECT_FALSE(memo.KnownNoRoom(1, kStart, 300, p.NodeVersion(1)));  // it had room: nothing kept
-  EXPECT_FALSE(memo.KnownNoRoom(0, kStart + 60, 300, p.NodeVersion(0)));  // another time of the walk
+}
+
+// A block that starts inside the interval names its span: [1000, 2200) meets [2000, 3000), so
+// [1900, 2100) and [2900, 3500) are known, and [1600, 2000) is not (and has room).
+TEST(NoRoomMemo, ABlockAheadNamesItsSpan) {
+  AvailabilityProfile p({Cores(4)}, kNow, 86400, 60, false);
+  p.SealBase();
+  p.Add(0, AvailabilityProfile::Block{2000, 3000, Cores(4), WorkloadKind::kSlurmJob, true});
+  NoRoomMemo memo;
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
+  ASSERT_EQ(CopiesAt(p, memo, 0, 1000, 1200, Cores(1)), 0);
+  EXPECT_TRUE(memo.KnownNoRoom(0, 1900, 200, p.NodeVersion(0)));
+  EXPECT_TRUE(memo.KnownNoRoom(0, 2900, 600, p.NodeVersion(0)));
+  EXPECT_FALSE(memo.KnownNoRoom(0, 1600, 400, p.NodeVersion(0)));
+  EXPECT_EQ(CopiesAt(p, memo, 0, 1600, 400, Cores(1)), 1);
+}
+
+// A node that was given a block of negative usage names no span: nothing is kept there.
+TEST(NoRoomMemo, NothingIsKeptOnANodeWithANegativeBlock) {
+  AvailabilityProfile p({Cores(4)}, kNow, 86400, 60, false);
+  p.SealBase();
+  p.Add(0, AvailabilityProfile::Block{1500, 2000, Cores(4), WorkloadKind::kSlurmJob, true});
+  p.Add(0, AvailabilityProfile::Block{5000, 6000, Cores(-1), WorkloadKind::kSlurmJob, true});
+  NoRoomMemo memo;
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
+  ASSERT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 0);
+  EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
 }
 
 // The stale entry that matters: a promise's placeholder taken back (Remove) frees the node, and
@@ -66,10 +102,10 @@ TEST(NoRoomMemo, ANoIsKnownForTheSameStartAndNoShorterDuration) {
 TEST(NoRoomMemo, ARemoveOnTheNodeForgetsItsNo) {
   AvailabilityProfile p = TwoNodes();
   NoRoomMemo memo;
-  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
   ASSERT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 0);
   ASSERT_TRUE(p.Remove(0, AvailabilityProfile::Block{1500, 2000, Cores(4), WorkloadKind::kSlurmJob, true}));
-  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
   EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
   EXPECT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 1);
 }
@@ -77,7 +113,7 @@ TEST(NoRoomMemo, ARemoveOnTheNodeForgetsItsNo) {
 TEST(NoRoomMemo, AnAddOnTheNodeForgetsItsNo) {
   AvailabilityProfile p = TwoNodes();
   NoRoomMemo memo;
-  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
   ASSERT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 0);
   const uint32_t before = p.NodeVersion(0);
   p.Add(0, AvailabilityProfile::Block{3000, 4000, Cores(1), WorkloadKind::kSlurmJob, true});
@@ -85,16 +121,68 @@ TEST(NoRoomMemo, AnAddOnTheNodeForgetsItsNo) {
   EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
 }
 
-TEST(NoRoomMemo, ASearchFromAnotherStartForgetsTheNos) {
+// A no holds whatever the search's start: another search of the request asks it again.
+TEST(NoRoomMemo, ANoHoldsWhateverTheSearchStart) {
   AvailabilityProfile p = TwoNodes();
   NoRoomMemo memo;
-  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
   ASSERT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 0);
-  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart + 60, p.size());
-  EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
-  EXPECT_FALSE(memo.KnownNoRoom(0, kStart + 60, 300, p.NodeVersion(0)));
-  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
-  EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
+  memo.Begin(Cores(4), WorkloadKind::kSlurmJob, -1, p.size());
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
+  EXPECT_TRUE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
+  EXPECT_TRUE(memo.KnownNoRoom(0, kStart - 60, 300, p.NodeVersion(0)));
+  EXPECT_EQ(CopiesAt(p, memo, 0, kStart + 420, 300, Cores(1)), 1);  // [2020, 2320): after the block
+}
+
+// Brute force: a walk of random questions (times on the grid, durations, two requests) between
+// random Adds and Removes of blocks (some of the other world, some of negative usage) answers
+// each question as the profile does without the memo.
+TEST(NoRoomMemo, AnswersAsTheProfileDoesOverRandomWalks) {
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    uint64_t state = seed * 0x9E3779B97F4A7C15ull;
+    auto next = [&state](int64_t bound) {
+      state ^= state << 13;
+      state ^= state >> 7;
+      state ^= state << 17;
+      return static_cast<int64_t>(state % static_cast<uint64_t>(bound));
+    };
+    AvailabilityProfile p({Cores(4), Cores(4), Cores(4)}, kNow, 86400, 60, false);
+    p.SealBase();
+    std::vector<std::pair<NodeIndex, AvailabilityProfile::Block>> added;
+    NoRoomMemo memo;
+    const Resources requests[] = {Cores(1), Cores(3)};
+    for (int step = 0; step < 400; ++step) {
+      const int64_t what = next(10);
+      if (what == 0) {
+        const NodeIndex n = static_cast<NodeIndex>(next(3));
+        const Time start = kNow + 60 * next(20);
+        // Mostly Slurm blocks; now and then a pod's (another world on these exclusive nodes) or,
+        // on node 2 only, one of negative usage.
+        const int64_t shape = next(12);
+        const AvailabilityProfile::Block b{start, start + 60 * (1 + next(10)),
+                                           Cores(shape == 0 && n == 2 ? -1 : 1 + next(4)),
+                                           shape == 1 ? WorkloadKind::kPodGroup : WorkloadKind::kSlurmJob,
+                                           next(2) == 0};
+        p.Add(n, b);
+        added.emplace_back(n, b);
+      } else if (what == 1 && !added.empty()) {
+        const size_t i = static_cast<size_t>(next(static_cast<int64_t>(added.size())));
+        ASSERT_TRUE(p.Remove(added[i].first, added[i].second));
+        added.erase(added.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        const Resources& r = requests[next(2)];
+        memo.Begin(r, WorkloadKind::kSlurmJob, -1, p.size());
+        for (int q = 0; q < 6; ++q) {
+          const NodeIndex n = static_cast<NodeIndex>(next(3));
+          const Time t = kNow + 60 * next(24);
+          const Duration d = 60 * (1 + next(8));
+          const int64_t expected = p.Copies(n, t, t + d, r, WorkloadKind::kSlurmJob, 1);
+          ASSERT_EQ(CopiesAt(p, memo, n, t, d, r), expected)
+              << "seed " << seed << " step " << step << " node " << n << " t " << t << " d " << d;
+        }
+      }
+    }
+  }
 }
 
 // A no for d is no no for a shorter d' when the block that left no room starts inside
@@ -106,11 +194,11 @@ TEST(NoRoomMemo, ANoForALongDurationIsNotANoForAShortOne) {
   p.SealBase();
   p.Add(0, AvailabilityProfile::Block{2000, 3000, Cores(4), WorkloadKind::kSlurmJob, true});
   NoRoomMemo memo;
-  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
   ASSERT_EQ(CopiesAt(p, memo, 1, kStart, 300, Cores(1)), 1);
-  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
   ASSERT_EQ(CopiesAt(p, memo, 0, kStart, 600, Cores(1)), 0);  // [1600, 2200) meets the block
-  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
   EXPECT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 1);  // [1600, 1900) does not
 }
 
@@ -120,16 +208,16 @@ TEST(NoRoomMemo, EachRequestHasItsOwnSet) {
   p.SealBase();
   p.Add(0, AvailabilityProfile::Block{1500, 2000, Cores(2), WorkloadKind::kSlurmJob, true});
   NoRoomMemo memo;
-  memo.Begin(Cores(4), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  memo.Begin(Cores(4), WorkloadKind::kSlurmJob, -1, p.size());
   ASSERT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(4)), 0);
-  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  memo.Begin(Cores(1), WorkloadKind::kSlurmJob, -1, p.size());
   EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
   EXPECT_EQ(CopiesAt(p, memo, 0, kStart, 300, Cores(1)), 1);
-  memo.Begin(Cores(4), WorkloadKind::kPodGroup, -1, kStart, p.size());
+  memo.Begin(Cores(4), WorkloadKind::kPodGroup, -1, p.size());
   EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
-  memo.Begin(Cores(4), WorkloadKind::kSlurmJob, 3, kStart, p.size());
+  memo.Begin(Cores(4), WorkloadKind::kSlurmJob, 3, p.size());
   EXPECT_FALSE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
-  memo.Begin(Cores(4), WorkloadKind::kSlurmJob, -1, kStart, p.size());
+  memo.Begin(Cores(4), WorkloadKind::kSlurmJob, -1, p.size());
   EXPECT_TRUE(memo.KnownNoRoom(0, kStart, 300, p.NodeVersion(0)));
 }
 
