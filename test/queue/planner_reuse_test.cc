@@ -22,27 +22,6 @@ using testing::MakeNode;
 using testing::MakeRunning;
 using testing::PendingBuilder;
 
-// Everything a plan decides, as text (starts, reservations and waiting statuses in order).
-std::string Describe(const Plan& p) {
-  std::ostringstream os;
-  for (const StartDecision& s : p.starts) {
-    os << "start " << s.workload << (s.backfilled ? " backfilled" : "") << " on";
-    for (NodeIndex n : s.member_nodes) os << " " << n;
-    os << "\n";
-  }
-  for (const ReserveDecision& r : p.reservations) {
-    os << "reserve " << r.workload << " at " << r.start << " on";
-    for (NodeIndex n : r.member_nodes) os << " " << n;
-    os << "\n";
-  }
-  for (const WaitingStatus& w : p.waiting) {
-    os << "wait " << w.workload << " " << WaitReasonName(w.reason) << " #" << w.queue_position << " "
-       << (w.estimated_start ? std::to_string(*w.estimated_start) : "-") << " " << w.Message() << "\n";
-  }
-  for (int32_t i : p.order) os << i << " ";
-  return os.str();
-}
-
 std::shared_ptr<Snapshot> RandomWorld(std::mt19937_64& rng, Time now) {
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   auto snap = std::make_shared<Snapshot>();
@@ -78,8 +57,8 @@ TEST(PlannerReuse, AKeptPlannerPlansEachCycleAsAFreshOne) {
       now += std::uniform_int_distribution<Time>(0, 50)(rng);
       const std::shared_ptr<Snapshot> world = RandomWorld(rng, now);
       QueuePlanner fresh(config, nullptr);
-      const std::string expected = Describe(fresh.PlanCycle(world, now));
-      ASSERT_EQ(Describe(kept.PlanCycle(world, now)), expected) << "policy " << policy << " cycle " << cycle;
+      const std::string expected = testing::DescribePlan(fresh.PlanCycle(world, now));
+      ASSERT_EQ(testing::DescribePlan(kept.PlanCycle(world, now)), expected) << "policy " << policy << " cycle " << cycle;
     }
   }
 }

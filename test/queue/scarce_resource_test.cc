@@ -65,26 +65,6 @@ TEST(ScarceResource, FitsSometimeIsSomeGridTimeOfTheWindowWithRoom) {
   EXPECT_GT(with_room_later, 100);
 }
 
-// Everything a plan decides, as text.
-std::string Describe(const Plan& p) {
-  std::ostringstream os;
-  for (const StartDecision& s : p.starts) {
-    os << "start " << s.workload << " on";
-    for (NodeIndex n : s.member_nodes) os << " " << n;
-    os << "\n";
-  }
-  for (const ReserveDecision& r : p.reservations) {
-    os << "reserve " << r.workload << " at " << r.start << " on";
-    for (NodeIndex n : r.member_nodes) os << " " << n;
-    os << "\n";
-  }
-  for (const WaitingStatus& w : p.waiting) {
-    os << "wait " << w.workload << " " << WaitReasonName(w.reason) << " #" << w.queue_position << " "
-       << (w.estimated_start ? std::to_string(*w.estimated_start) : "-") << " " << w.Message() << "\n";
-  }
-  return os.str();
-}
-
 // 12-16 nodes in two zones, 1-3 of them with GPUs (so GPUs are scarce: a quarter of the nodes or
 // fewer), nearly full of running work that ends within the window, after it or never; pending
 // pods and jobs, a third of them asking GPUs, some pinned to a zone, some gangs. Rarely a running
@@ -147,7 +127,7 @@ TEST(ScarceResource, PlansAsWhenGpusAreCommon) {
         common->nodes.push_back(std::move(extra));
       }
       QueuePlanner a(config, nullptr), b(config, nullptr);
-      ASSERT_EQ(Describe(a.PlanCycle(scarce, now)), Describe(b.PlanCycle(common, now)))
+      ASSERT_EQ(testing::DescribePlan(a.PlanCycle(scarce, now), false), testing::DescribePlan(b.PlanCycle(common, now), false))
           << "policy " << policy << " cycle " << cycle;
     }
   }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,31 @@ inline QueueConfig SubmitOrderConfig() {
   c.resolution = 1;
   c.window = 100'000;
   return c;
+}
+
+// Everything a plan decides, as text: starts, reservations and waiting statuses in order (and,
+// unless asked not to, which starts were backfilled and the ranking order), so two plans compare
+// with one ASSERT_EQ that prints the difference.
+inline std::string DescribePlan(const Plan& p, bool with_backfill_and_order = true) {
+  std::ostringstream os;
+  for (const StartDecision& s : p.starts) {
+    os << "start " << s.workload << (with_backfill_and_order && s.backfilled ? " backfilled" : "") << " on";
+    for (NodeIndex n : s.member_nodes) os << " " << n;
+    os << "\n";
+  }
+  for (const ReserveDecision& r : p.reservations) {
+    os << "reserve " << r.workload << " at " << r.start << " on";
+    for (NodeIndex n : r.member_nodes) os << " " << n;
+    os << "\n";
+  }
+  for (const WaitingStatus& w : p.waiting) {
+    os << "wait " << w.workload << " " << WaitReasonName(w.reason) << " #" << w.queue_position << " "
+       << (w.estimated_start ? std::to_string(*w.estimated_start) : "-") << " " << w.Message() << "\n";
+  }
+  if (with_backfill_and_order) {
+    for (int32_t i : p.order) os << i << " ";
+  }
+  return os.str();
 }
 
 inline const StartDecision* FindStart(const Plan& p, const std::string& id) {
