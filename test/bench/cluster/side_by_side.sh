@@ -202,7 +202,12 @@ run_round() {
       pid=$(oq_pid "$DIR" "bench-$who")
       driver fill bench-low "$name" $((4 * nodes)) || fill_ok=false
       c0=$(cpu_ticks "$pid")
+      since=$(date +%s)
       driver round bench "$name" "$preemptors" "$json" --shape high --victims-ns bench-low || rc=$?
+      # As for basic and gang: the CPU and the round end when the preemptors' Scheduled events are
+      # written too.
+      c_bound=$(cpu_ticks "$pid")
+      driver events bench "$name" "$preemptors" "$since" "$json" || rc=$?
       ;;
   esac
   c1=$(cpu_ticks "$pid")
