@@ -229,6 +229,8 @@ class EventRecorder {
     c.queue_full = lane_->counters().dropped;
     return c;
   }
+  // Waits up to `timeout` for the Events still queued or in flight (WriteLane::Flush).
+  bool Flush(absl::Duration timeout) { return lane_->Flush(timeout); }
   // The lane's: how many asynchronous writes were sent, refused (queue full) and waited at most.
   WriteLane::Counters lane_counters() const { return lane_->counters(); }
 

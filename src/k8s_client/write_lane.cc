@@ -72,6 +72,14 @@ void WriteLane::Finished() {
   Pump();
 }
 
+bool WriteLane::Flush(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto drained = [](WriteLane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane->mu_) {
+    return lane->queued_.empty() && lane->in_flight_ == 0;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(+drained, this), timeout);
+}
+
 void WriteLane::Close() {
   std::deque<Queued> cancelled;
   {

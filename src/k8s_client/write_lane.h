@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "k8s_client/rest_client.h"
 
 namespace onequeue::k8s {
@@ -55,6 +56,9 @@ class WriteLane {
   // at once with ResourceExhausted) when max_queued wait already or the lane is closed.
   // `done` runs on the transport thread (or here, when refused) and must not block.
   void Submit(HttpRequest request, Done done);
+  // Waits until nothing is queued or in flight, or `timeout` passes (then false): a stopping
+  // daemon sends what it still holds before it closes the lane. Submits meanwhile are sent too.
+  bool Flush(absl::Duration timeout);
   // Queued requests end with Cancelled; nothing is handed to the client after Close() returns
   // (it waits for a hand-over in progress on another thread). Requests in flight end as the
   // client ends them.

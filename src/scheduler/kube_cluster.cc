@@ -44,6 +44,12 @@ KubeClusterActions::KubeClusterActions(k8s::RestClient* client, const k8s::Infor
 
 KubeClusterActions::~KubeClusterActions() { best_effort_->Close(); }
 
+bool KubeClusterActions::FlushBestEffort(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  const bool events = events_.Flush(timeout);
+  return best_effort_->Flush(std::max(deadline - absl::Now(), absl::ZeroDuration())) && events;
+}
+
 k8s::ObjectReference KubeClusterActions::PodReference(const std::string& pod_key) const {
   auto [ns, name] = SplitKey(pod_key);
   k8s::ObjectReference ref;

@@ -67,6 +67,9 @@ class KubeClusterActions : public ClusterActions {
   void ForgetWaiting(const std::string& pod_key) override { last_event_.erase(pod_key); }
   // Pods whose last FailedScheduling event is remembered (for tests).
   size_t remembered_events() const { return last_event_.size(); }
+  // A stopping daemon's last sends: waits up to `timeout` in all for the Events and annotation
+  // clears still queued or in flight; false if some were still there (they are then lost).
+  bool FlushBestEffort(absl::Duration timeout);
   // What the event recorder did so far (for the daemon's metrics).
   k8s::EventCorrelator::Counters event_counters() const { return events_.counters(); }
   // Issue 26: one PATCH when the node's taints at `resource_version` are known (the node

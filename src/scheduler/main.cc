@@ -44,6 +44,10 @@
 
 namespace {
 
+// How long a stopping daemon waits for its queued Events and annotation clears (a pod is given
+// 30 s to stop unless its spec says otherwise).
+constexpr absl::Duration kBestEffortFlush = absl::Seconds(3);
+
 constexpr const char* kUsage = R"(Usage: onequeue-scheduler --config FILE [options]
 
 One Slurm-style priority/backfill queue for Kubernetes pods (schedulerName: onequeue) and Slurm
@@ -602,6 +606,12 @@ class Daemon {
       loop.PersistUsageTo(usage_store.get());
     }
     RunCycles(loop, actions, failpoint);
+    // Stopping (SIGTERM): the Events and annotation clears a burst left queued go out now, while
+    // the Lease is still held (it is given up after this thread ends), within a bound well inside
+    // the pod's termination grace period.
+    if (leading_ && !actions.FlushBestEffort(kBestEffortFlush)) {
+      spdlog::warn("stopping with Events or annotation clears still unsent after {}", absl::FormatDuration(kBestEffortFlush));
+    }
   }
 
   // Event-driven, coalesced, with a periodic full pass so estimates and ages stay fresh. A

@@ -7,6 +7,7 @@
 
 #include <deque>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "k8s_client/scheduler_api.h"
@@ -183,6 +184,22 @@ TEST(WriteLane, WithoutAYieldThresholdCriticalWritesDoNotHoldItBack) {
   for (int i = 0; i < 8; ++i) l.Submit(i);
   EXPECT_EQ(l.transport->held.size(), 7u);
   EXPECT_EQ(l.lane->counters().yielded, 0);
+}
+
+TEST(WriteLane, FlushWaitsForWhatIsQueuedAndInFlightAndGivesUpAtItsTimeout) {
+  Lane l({.max_in_flight = 1, .max_queued = 10});
+  for (int i = 0; i < 3; ++i) l.Submit(i);
+  EXPECT_FALSE(l.lane->Flush(absl::Milliseconds(20)));  // nothing answered yet
+  std::thread server([&l] {
+    for (int i = 0; i < 3; ++i) {
+      absl::SleepFor(absl::Milliseconds(10));
+      l.transport->AnswerOldest();  // sends the next one from this thread
+    }
+  });
+  EXPECT_TRUE(l.lane->Flush(absl::Seconds(30)));
+  EXPECT_EQ(l.done, (std::vector<int>{0, 1, 2}));
+  server.join();
+  EXPECT_TRUE(l.lane->Flush(absl::ZeroDuration()));  // empty: at once
 }
 
 TEST(WriteLane, TheEventRecordersWritesGoThroughItsLane) {
