@@ -66,9 +66,6 @@ struct HttpRequest {
   // Goes ahead of calls queued for room on the wire (HttpTransport::Send sets it: a thread
   // blocks on the answer, e.g. a Lease renewal behind thousands of queued bindings).
   bool urgent = false;
-  // A best-effort write (a k8s::WriteLane's: Events, annotation clears): not counted among the
-  // client's critical writes in flight (RestClient::critical_writes_in_flight), which lanes yield to.
-  bool best_effort = false;
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers (Slurm's JWT)
   // When set, asked on the transport thread at the last moment before the request goes on the
   // wire: an error ends the call with that error, unsent. A deposed leader's write gate (a call

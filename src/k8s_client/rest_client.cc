@@ -79,13 +79,6 @@ absl::StatusOr<std::string> RestClient::ToResult(absl::StatusOr<HttpResponse> re
 absl::StatusOr<std::string> RestClient::Do(HttpRequest request) {
   if (request.timeout == absl::ZeroDuration()) request.timeout = config_.request_timeout;
   if (write_gate_ && request.method != "GET") request.admit = write_gate_;
-  struct Counted {
-    std::atomic<int>* count;
-    ~Counted() {
-      if (count) count->fetch_sub(1, std::memory_order_relaxed);
-    }
-  } counted{request.method != "GET" && !request.best_effort ? &critical_writes_ : nullptr};
-  if (counted.count) counted.count->fetch_add(1, std::memory_order_relaxed);
   Retrier retrier(retry_, env_.rand01);
   while (true) {
     if (absl::Duration wait = limiter_.Reserve(env_.now()); wait > absl::ZeroDuration()) env_.sleep(wait);
@@ -108,12 +101,9 @@ void RestClient::DoAsync(HttpRequest request, std::function<void(absl::StatusOr<
     HttpRequest request;
     std::function<void(absl::StatusOr<std::string>)> done;
     Retrier retrier;
-    bool critical;
   };
-  const bool critical = request.method != "GET" && !request.best_effort;
-  if (critical) critical_writes_.fetch_add(1, std::memory_order_relaxed);
   auto state = std::make_shared<Attempt>(Attempt{this, std::move(request), std::move(done),
-                                                  Retrier(retry_, env_.rand01), critical});
+                                                  Retrier(retry_, env_.rand01)});
   // Each attempt re-sends a copy of the request, delayed by the rate limiter (and the backoff).
   auto send = std::make_shared<std::function<void(absl::Duration)>>();
   *send = [state, send_weak = std::weak_ptr<std::function<void(absl::Duration)>>(send)](absl::Duration delay) {
@@ -132,8 +122,6 @@ void RestClient::DoAsync(HttpRequest request, std::function<void(absl::StatusOr<
         }
         result = state->retrier.GiveUp(result.status());
       }
-      // Uncounted before `done` runs: a lane pumping from its callback sees the write ended.
-      if (state->critical) state->client->critical_writes_.fetch_sub(1, std::memory_order_relaxed);
       state->done(std::move(result));
     });
   };

@@ -9,7 +9,6 @@
 // document how they treat those.
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -108,11 +107,6 @@ class RestClient {
   // client is used (not thread-safe against requests in flight).
   void SetWriteGate(std::function<absl::Status()> gate) { write_gate_ = std::move(gate); }
 
-  // Writes (every method but GET) of this client not marked best_effort, from the call's start to
-  // its end (retries included): what decides when pods run (bindings, marks, victims' deletions).
-  // A WriteLane holds its best-effort writes back while there are many of them.
-  int critical_writes_in_flight() const { return critical_writes_.load(std::memory_order_relaxed); }
-
  private:
   static absl::StatusOr<std::string> ToResult(absl::StatusOr<HttpResponse> response);
 
@@ -122,7 +116,6 @@ class RestClient {
   const ClientEnv env_;
   TokenBucket limiter_;
   std::function<absl::Status()> write_gate_;
-  std::atomic<int> critical_writes_{0};
 };
 
 }  // namespace onequeue::k8s

@@ -9,7 +9,6 @@ namespace onequeue::k8s {
 
 std::shared_ptr<WriteLane> WriteLane::Create(RestClient* client, Options options) {
   options.max_in_flight = std::max(options.max_in_flight, 1);
-  options.in_flight_while_yielding = std::clamp(options.in_flight_while_yielding, 1, options.max_in_flight);
   std::shared_ptr<WriteLane> lane(new WriteLane(client, options));
   lane->self_ = lane;
   return lane;
@@ -36,15 +35,9 @@ void WriteLane::Pump() {
   if (pumping_) return;
   pumping_ = true;
   std::shared_ptr<WriteLane> self = self_.lock();
-  while (!closed_ && !queued_.empty()) {
-    if (in_flight_ >= options_.max_in_flight) break;
-    if (in_flight_ >= Cap()) {
-      ++counters_.yielded;
-      break;
-    }
+  while (!closed_ && !queued_.empty() && in_flight_ < options_.max_in_flight) {
     Queued q = std::move(queued_.front());
     queued_.pop_front();
-    q.request.best_effort = true;
     ++in_flight_;
     ++counters_.sent;
     counters_.peak_in_flight = std::max(counters_.peak_in_flight, in_flight_);
@@ -56,14 +49,6 @@ void WriteLane::Pump() {
     mu_.Lock();
   }
   pumping_ = false;
-}
-
-int WriteLane::Cap() const {
-  if (options_.yield_above_critical_writes >= 0 &&
-      client_->critical_writes_in_flight() > options_.yield_above_critical_writes) {
-    return options_.in_flight_while_yielding;
-  }
-  return options_.max_in_flight;
 }
 
 void WriteLane::Finished() {

@@ -11,12 +11,7 @@
 // kube-scheduler uses (tools/events) starts a goroutine per Event, bounded only by the client's
 // rate limit; both drop Events past a queue of 1,000. This lane keeps a few in flight, so Events
 // still reach users within seconds of the decision, and queues the rest behind the writes that
-// decide when pods run. It also yields to them: while more than `yield_above_critical_writes` of
-// the client's critical writes are in flight (RestClient::critical_writes_in_flight: every write not
-// sent through a lane), it keeps at most `in_flight_while_yielding` of its own at the server, so a
-// burst's bindings or a preemption's victims' deletions meet ~none of its writes at the API server;
-// it never stops (at least one in flight while it has any queued), and the first of its answers
-// after the burst opens it up to max_in_flight again.
+// decide when pods run.
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -38,8 +33,6 @@ class WriteLane {
   struct Options {
     int max_in_flight = 8;
     size_t max_queued = 10000;
-    int yield_above_critical_writes = -1;  // < 0: never yield
-    int in_flight_while_yielding = 1;      // at least 1
   };
   struct Counters {
     int64_t sent = 0;     // handed to the client
@@ -47,7 +40,6 @@ class WriteLane {
     int64_t cancelled = 0;  // still queued when the lane closed (done got Cancelled)
     int peak_in_flight = 0;
     size_t peak_queued = 0;
-    int64_t yielded = 0;  // times sending stopped below max_in_flight because critical writes were in flight
   };
 
   // Submits through `client` (which must outlive the lane or its Close()).
@@ -76,8 +68,6 @@ class WriteLane {
   // another thread while a pump runs leaves the sending to that pump, so a long queue is sent by
   // a loop, never by recursion. Called and returns with mu_ held.
   void Pump() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // How many of its writes the lane may have in flight now (max_in_flight, or fewer while yielding).
-  int Cap() const;
   void Finished();
 
   RestClient* const client_;

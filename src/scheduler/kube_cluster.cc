@@ -26,11 +26,6 @@ namespace {
 // Events written at once at most (k8s::WriteLane): few enough that a burst of bindings or victims'
 // deletions is not slowed by them, enough that a burst's events follow within seconds.
 constexpr int kEventWritesInFlight = 32;
-// Both lanes (Events; wait-annotation clears) keep one write in flight, no more, while any of the
-// daemon's critical writes (bindings, marks, nominations, victims' conditions and deletions) is:
-// a burst meets none of their backlog at the API server, which answers the burst's writes in turn.
-constexpr k8s::WriteLane::Options kEventLane{.max_in_flight = kEventWritesInFlight, .yield_above_critical_writes = 0};
-constexpr k8s::WriteLane::Options kAnnotationLane{.yield_above_critical_writes = 0};
 }  // namespace
 
 KubeClusterActions::KubeClusterActions(k8s::RestClient* client, const k8s::Informer<k8s::Pod>* pods,
@@ -38,8 +33,8 @@ KubeClusterActions::KubeClusterActions(k8s::RestClient* client, const k8s::Infor
     : client_(client),
       pods_(pods),
       api_(client),
-      events_(client, "onequeue", std::move(instance), {}, kEventLane),
-      best_effort_(k8s::WriteLane::Create(client, kAnnotationLane)),
+      events_(client, "onequeue", std::move(instance), {}, {.max_in_flight = kEventWritesInFlight}),
+      best_effort_(k8s::WriteLane::Create(client, {})),
       nodes_(nodes) {}
 
 KubeClusterActions::~KubeClusterActions() { best_effort_->Close(); }

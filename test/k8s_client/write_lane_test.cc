@@ -125,67 +125,6 @@ TEST(WriteLane, CloseCancelsWhatIsQueuedAndNothingIsSentAfterIt) {
   EXPECT_EQ(l.transport->sent.size(), 1u);
 }
 
-// A critical write (not through a lane) held by the transport until answered.
-void SendCritical(RestClient& client, const std::string& path, std::vector<std::string>* answered) {
-  HttpRequest r;
-  r.method = "POST";
-  r.path = path;
-  client.DoAsync(std::move(r), [answered, path](absl::StatusOr<std::string>) { answered->push_back(path); });
-}
-
-TEST(WriteLane, TheClientCountsItsCriticalWritesInFlightButNotGetsOrBestEffortWrites) {
-  Lane l({.max_in_flight = 2});
-  std::vector<std::string> answered;
-  SendCritical(*l.client, "/bind/0", &answered);
-  SendCritical(*l.client, "/bind/1", &answered);
-  HttpRequest get;
-  get.path = "/api/v1/pods";
-  l.client->DoAsync(std::move(get), [](absl::StatusOr<std::string>) {});
-  l.Submit(0);  // the lane's: best effort
-  EXPECT_EQ(l.client->critical_writes_in_flight(), 2);
-  l.transport->AnswerOldest();  // /bind/0
-  EXPECT_EQ(l.client->critical_writes_in_flight(), 1);
-  while (!l.transport->held.empty()) l.transport->AnswerOldest();
-  EXPECT_EQ(l.client->critical_writes_in_flight(), 0);
-  EXPECT_EQ(answered, (std::vector<std::string>{"/bind/0", "/bind/1"}));
-}
-
-TEST(WriteLane, WhileCriticalWritesAreInFlightItKeepsOneOfItsOwnThereAndOpensUpWhenTheyEnd) {
-  Lane l({.max_in_flight = 4, .max_queued = 100, .yield_above_critical_writes = 0});
-  std::vector<std::string> answered;
-  for (int i = 0; i < 3; ++i) SendCritical(*l.client, "/bind/" + std::to_string(i), &answered);
-  for (int i = 0; i < 8; ++i) l.Submit(i);
-  // Three bindings in flight: one Event beside them, not four.
-  EXPECT_EQ(l.transport->held.size(), 4u);
-  EXPECT_EQ(l.transport->sent.back(), "/w/0");
-  EXPECT_GE(l.lane->counters().yielded, 1);
-  // Still yielding, it never stops: the Event's answer sends the next one.
-  l.transport->held.push_front(std::move(l.transport->held.back()));  // answer the Event first
-  l.transport->held.pop_back();
-  l.transport->AnswerOldest();
-  EXPECT_EQ(l.done, (std::vector<int>{0}));
-  EXPECT_EQ(l.transport->sent.back(), "/w/1");
-  EXPECT_EQ(l.transport->held.size(), 4u);
-  // The bindings end; the next Event answer opens the lane to max_in_flight.
-  for (int i = 0; i < 3; ++i) l.transport->AnswerOldest();
-  EXPECT_EQ(answered.size(), 3u);
-  EXPECT_EQ(l.client->critical_writes_in_flight(), 0);
-  l.transport->AnswerOldest();  // /w/1
-  EXPECT_EQ(l.transport->held.size(), 4u);
-  EXPECT_EQ(l.lane->counters().peak_in_flight, 4);
-  while (!l.transport->held.empty()) l.transport->AnswerOldest();
-  EXPECT_EQ(l.done, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
-}
-
-TEST(WriteLane, WithoutAYieldThresholdCriticalWritesDoNotHoldItBack) {
-  Lane l({.max_in_flight = 4, .max_queued = 100});
-  std::vector<std::string> answered;
-  for (int i = 0; i < 3; ++i) SendCritical(*l.client, "/bind/" + std::to_string(i), &answered);
-  for (int i = 0; i < 8; ++i) l.Submit(i);
-  EXPECT_EQ(l.transport->held.size(), 7u);
-  EXPECT_EQ(l.lane->counters().yielded, 0);
-}
-
 TEST(WriteLane, FlushWaitsForWhatIsQueuedAndInFlightAndGivesUpAtItsTimeout) {
   Lane l({.max_in_flight = 1, .max_queued = 10});
   for (int i = 0; i < 3; ++i) l.Submit(i);
