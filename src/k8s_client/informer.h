@@ -21,7 +21,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -149,16 +148,6 @@ class Informer : public InformerBase {
     auto it = store_.find(key);
     if (it == store_.end()) return std::nullopt;
     return it->second;
-  }
-  // What `read` takes from the object under `key`, read in place (no copy of it; issue 26, session
-  // 30: three copies of a whole Pod per binding, for its UID and two annotations), or nullopt.
-  // `read` runs under the store's lock: it must be quick and must not call the informer.
-  template <typename F>
-  auto Read(const std::string& key, F&& read) const -> std::optional<std::invoke_result_t<F, const T&>> {
-    absl::MutexLock lock(&store_mu_);
-    auto it = store_.find(key);
-    if (it == store_.end()) return std::nullopt;
-    return std::forward<F>(read)(it->second);
   }
   std::vector<T> List() const {
     absl::MutexLock lock(&store_mu_);

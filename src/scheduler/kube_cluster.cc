@@ -23,11 +23,6 @@ std::pair<std::string, std::string> SplitKey(const std::string& key) {
 }  // namespace
 
 namespace {
-bool HasWaitAnnotations(const k8s::Pod& pod) {
-  return pod.metadata.annotations.count(kQueuePositionAnnotation) ||
-         pod.metadata.annotations.count(kEstimatedStartAnnotation);
-}
-
 // Events written at once at most (k8s::WriteLane): few enough that a burst of bindings or victims'
 // deletions is not slowed by them, enough that a burst's events follow within seconds.
 constexpr int kEventWritesInFlight = 32;
@@ -51,7 +46,7 @@ k8s::ObjectReference KubeClusterActions::PodReference(const std::string& pod_key
   ref.kind = "Pod";
   ref.namespace_ = ns;
   ref.name = name;
-  if (auto u = pods_->Read(pod_key, [](const k8s::Pod& p) { return p.metadata.uid; })) ref.uid = *std::move(u);
+  if (auto pod = pods_->Get(pod_key)) ref.uid = pod->metadata.uid;
   return ref;
 }
 
@@ -99,7 +94,7 @@ void KubeClusterActions::StartBind(const std::string& pod_key, const std::string
                                    std::function<void(absl::Status)> done) {
   auto [ns, name] = SplitKey(pod_key);
   std::string uid;
-  if (auto u = pods_->Read(pod_key, [](const k8s::Pod& p) { return p.metadata.uid; })) uid = *std::move(u);
+  if (auto pod = pods_->Get(pod_key)) uid = pod->metadata.uid;
   auto shared_done = std::make_shared<std::function<void(absl::Status)>>(std::move(done));
   auto bind = [api = &api_, ns = std::string(ns), name = std::string(name), node, uid, shared_done]() {
     api->BindAsync(
@@ -125,7 +120,11 @@ void KubeClusterActions::StartBind(const std::string& pod_key, const std::string
 void KubeClusterActions::BindSucceeded(const std::string& pod_key, const std::string& node,
                                        const std::string& message) {
   auto [ns, name] = SplitKey(pod_key);
-  const bool has_wait_annotations = pods_->Read(pod_key, HasWaitAnnotations).value_or(false);
+  bool has_wait_annotations = false;
+  if (auto pod = pods_->Get(pod_key)) {
+    has_wait_annotations = pod->metadata.annotations.count(kQueuePositionAnnotation) ||
+                           pod->metadata.annotations.count(kEstimatedStartAnnotation);
+  }
   // Events are best effort: a lost event must never stop scheduling.
   events_.RecordAsync(PodReference(pod_key), "Normal", "Scheduled", "Binding", message, absl::Now(), [pod_key](absl::Status s) {
     if (!s.ok() && !absl::IsResourceExhausted(s)) spdlog::warn("event Scheduled for {}: {}", pod_key, s.ToString());
@@ -557,7 +556,7 @@ void KubeClusterActions::StartDeleteVictim(const std::string& pod_key, const std
                                            std::function<void(absl::Status)> done) {
   auto [ns, name] = SplitKey(pod_key);
   std::string uid;
-  if (auto u = pods_->Read(pod_key, [](const k8s::Pod& p) { return p.metadata.uid; })) uid = *std::move(u);
+  if (auto pod = pods_->Get(pod_key)) uid = pod->metadata.uid;
   api_.PreemptByDeleteAsync(ns, name, uid, condition_message, absl::Now(), std::move(done));
 }
 

@@ -620,7 +620,7 @@ class Daemon {
       if (failpoint) failpoint("cycle-start");  // tests: cycle-start=hang is a stuck loop
       const absl::Time cycle_start = phase_start_ = absl::Now();
       const CycleStats s = loop.RunCycle(absl::ToUnixSeconds(cycle_start));
-      metrics_.ObserveCycle(s, status_board_.Latest(), absl::ToDoubleSeconds(absl::Now() - cycle_start));
+      metrics_.ObserveCycle(s, status_board_.Latest().get(), absl::ToDoubleSeconds(absl::Now() - cycle_start));
       metrics_.ObserveEvents(actions.event_counters());
       metrics_.ObserveInformer("pods", pods_->Stats());
       metrics_.ObserveInformer("nodes", nodes_->Stats());

@@ -147,8 +147,7 @@ void SchedulerMetrics::ObserveEvents(const k8s::EventCorrelator::Counters& total
   add("queue_full", totals.queue_full, &events_seen_.queue_full);
 }
 
-void SchedulerMetrics::ObserveCycle(const CycleStats& stats, const std::shared_ptr<const CycleStatus>& status,
-                                    double seconds) {
+void SchedulerMetrics::ObserveCycle(const CycleStats& stats, const CycleStatus* status, double seconds) {
   cycles_->Increment();
   if (stats.incremental) arrival_cycles_->Increment();
   cycle_duration_->Add({{"phase", "total"}}, LatencyBuckets()).Observe(seconds);
@@ -173,10 +172,7 @@ void SchedulerMetrics::ObserveCycle(const CycleStats& stats, const std::shared_p
   slurm_requeues_->Increment(stats.requeued);
   slurm_started_->Increment(stats.slurm_started);
   for (const std::string& node : stats.mirrors_lost) mirrors_lost_->Add({{"node", node}}).Increment();
-  if (status != nullptr && status->plan != nullptr && status != observed_status_) {
-    ObserveStatus(*status);
-    observed_status_ = status;
-  }
+  if (status != nullptr && status->plan != nullptr) ObserveStatus(*status);
 }
 
 void SchedulerMetrics::SetGauges(

@@ -25,10 +25,8 @@ class SchedulerMetrics {
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
   // After each cycle: its counts, its length, and what it saw (null status: counts only). Called
-  // from the loop's thread only. A status already observed (arrival cycles publish none: the last
-  // full cycle's stays the latest) is not read again: its gauges are set already (issue 26, session
-  // 30: 5,000 pending pods walked on every cycle of a binding burst).
-  void ObserveCycle(const CycleStats& stats, const std::shared_ptr<const CycleStatus>& status, double seconds);
+  // from the loop's thread only.
+  void ObserveCycle(const CycleStats& stats, const CycleStatus* status, double seconds);
   // A phase of the cycle ended after `seconds` (snapshot, plan, act).
   void ObservePhase(const std::string& phase, double seconds);
   // One binding call to the API server.
@@ -84,8 +82,6 @@ class SchedulerMetrics {
   // Across cycles (loop thread only): when each node was lent, and when each lent node was
   // reserved for a preemptor (the reclaim began).
   std::map<std::string, int64_t> lent_since_, reclaim_since_;
-  // The status last read by ObserveStatus, held so that a new one is never taken for it.
-  std::shared_ptr<const CycleStatus> observed_status_;
 };
 
 // Times the bindings of the wrapped actions (scheduler_framework_extension_point_duration_seconds

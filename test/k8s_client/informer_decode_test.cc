@@ -117,28 +117,5 @@ TEST(InformerDecodeTest, ListPagesAndWatchEventsGiveTheNlohmannDecodersPods) {
   EXPECT_EQ(seen, (std::vector<std::string>{"add a", "add b", "add c", "update a on n1", "add d", "delete b"}));
 }
 
-// Issue 26 (session 30): Read gives what its function takes from the stored object, in place, and
-// nullopt for a key the store does not hold; the same object Get copies.
-TEST(InformerDecodeTest, ReadTakesFromTheStoredObjectWhatGetWouldCopy) {
-  std::map<std::string, std::string> pages = {
-      {"", R"({"kind":"PodList","metadata":{"resourceVersion":"1"},"items":[)" + PodJson("a", "1", "n1") + "," +
-               PodJson("b", "1") + "]}"},
-  };
-  ClientConfig config;
-  config.qps = 0;
-  RestClient client(config, std::make_unique<ListWatchTransport>(pages, ""));
-  Informer<Pod> informer(&client, kPods, InformerOptions{});
-  informer.Start();
-  ASSERT_TRUE(informer.WaitForSync(absl::Seconds(10)));
-  informer.Stop();
-  auto node_of = [](const Pod& p) { return p.node_name; };
-  EXPECT_EQ(informer.Read("ns/a", node_of), std::optional<std::string>("n1"));
-  EXPECT_EQ(informer.Read("ns/b", node_of), std::optional<std::string>(""));
-  EXPECT_EQ(informer.Read("ns/b", [](const Pod& p) { return p.metadata.labels.at("b"); }),
-            std::optional<std::string>("2"));
-  EXPECT_EQ(informer.Read("ns/c", node_of), std::nullopt);
-  EXPECT_EQ(informer.Read("ns/a", [](const Pod& p) { return p; }), informer.Get("ns/a"));
-}
-
 }  // namespace
 }  // namespace onequeue::k8s

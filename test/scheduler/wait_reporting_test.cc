@@ -442,48 +442,6 @@ TEST(SharedMirrorMetricsTest, ReportedLossesBecomeOnequeueSharedMirrorLostTotalB
   EXPECT_EQ(by_node, (std::map<std::string, double>{{"s1", 2}, {"s2", 1}}));
 }
 
-// Issue 26 (session 30): the gauges read from a cycle's status are read once per status. Arrival
-// cycles publish none (the last full cycle's stays the latest), so ObserveCycle is handed the same
-// status again and again; a new status (another object, even with the same contents' address
-// freed in between) is read.
-TEST(StatusMetricsTest, ANewStatusIsReadAndTheSameOneIsNotReadAgain) {
-  SchedulerMetrics metrics;
-  auto status_with = [](int pending) {
-    auto snapshot = std::make_shared<queue::Snapshot>();
-    for (int i = 0; i < pending; ++i) {
-      queue::PendingWorkload w;
-      w.id = "ns/p" + std::to_string(i);
-      snapshot->pending.push_back(std::move(w));
-    }
-    auto plan = std::make_shared<queue::Plan>();
-    plan->snapshot = std::move(snapshot);
-    auto st = std::make_shared<CycleStatus>();
-    st->plan = std::move(plan);
-    return std::shared_ptr<const CycleStatus>(std::move(st));
-  };
-  auto unschedulable = [&] {
-    for (const auto& family : metrics.registry()->Collect()) {
-      if (family.name != "scheduler_pending_pods") continue;
-      for (const auto& m : family.metric) {
-        if (m.label.at(0).value == "unschedulable") return m.gauge.value;
-      }
-    }
-    return -1.0;
-  };
-  std::shared_ptr<const CycleStatus> first = status_with(3);
-  metrics.ObserveCycle(CycleStats{}, first, 0.01);
-  EXPECT_EQ(unschedulable(), 3);
-  metrics.ObserveCycle(CycleStats{}, first, 0.01);  // an arrival cycle: the same status
-  EXPECT_EQ(unschedulable(), 3);
-  metrics.ObserveCycle(CycleStats{}, status_with(5), 0.01);  // a full cycle's new status
-  EXPECT_EQ(unschedulable(), 5);
-  first.reset();
-  metrics.ObserveCycle(CycleStats{}, status_with(2), 0.01);
-  EXPECT_EQ(unschedulable(), 2);
-  metrics.ObserveCycle(CycleStats{}, nullptr, 0.01);  // counts only: the gauges stay
-  EXPECT_EQ(unschedulable(), 2);
-}
-
 // Issue 13: an informer's backlog overflows (each a relist) are exported as running totals per
 // resource, every series present at zero from the start.
 TEST(InformerMetricsTest, BacklogOverflowsBecomeOnequeueInformerBacklogOverflowsTotal) {
