@@ -3,6 +3,7 @@
 #   test/bench/cluster/side_by_side.sh DIR [--nodes N] [--pods N] [--rounds R]
 #       [--workloads basic,preemption,gang] [--preemptors N] [--preemptor-cpu CPU] [--gang-size G]
 #       [--qps Q] [--burst B] [--onequeue BIN] [--backlog] [--no-ceiling] [--ceiling-inflight K]
+#       [--raw-rounds]
 # Starts a local control plane in DIR (test/cluster/up.sh DIR --kwok --bench: no max-inflight, no
 # priority and fairness, as scheduler_perf does), creates N kwok nodes (4 CPU, 32 GiB, 110 pods,
 # labelled onequeue.io/pool=bench) and the PriorityClasses low and high, then runs each workload R
@@ -35,6 +36,11 @@
 # After the rounds the cluster is stopped and the raw binding ceiling is measured
 # (k8s_binding_throughput_bench: N nodes, --pods pods, --ceiling-inflight (5000) in flight, no
 # scheduler, on a fresh local cluster) unless --no-ceiling.
+# --raw-rounds (basic backlog only): each round also binds the same backlog with no scheduler
+# (k8s_bind_existing_bench: the daemon's client, --ceiling-inflight in flight, round-robin) on this
+# cluster, kwok running and the bench's watch open, timed by bench_driver.py as the schedulers are
+# (the clock starts at its first binding): the ceiling under the rounds' conditions, reported
+# beside the fresh cluster's (odd rounds after both schedulers, even rounds before them).
 # Writes DIR/bench/WORKLOAD-SCHEDULER-ROUND.json, DIR/bench/WORKLOAD-bound_over_time.{csv,png},
 # DIR/bench/ceiling.json and prints a table per workload with the ratios onequeue/kube-scheduler
 # (bench_summary.py). The machine is shared: quote the ratios of one run, not the absolute figures.
@@ -51,9 +57,10 @@ DIR=$1
 shift
 nodes=500 pods=2000 rounds=3 qps=5000 burst=5000 backlog=false
 workloads=basic,preemption,gang preemptors='' preemptor_cpu=3000m gang_size=8
-ceiling=true ceiling_inflight=5000
+ceiling=true ceiling_inflight=5000 raw_rounds=false
 oq_bin=$repo/build/src/scheduler/onequeue-scheduler
 ceiling_bin=$repo/build/test/bench/k8s/k8s_binding_throughput_bench
+raw_bin=$repo/build/test/bench/k8s/k8s_bind_existing_bench
 while [ $# -gt 0 ]; do
   case $1 in
     --nodes) nodes=$2; shift 2 ;;
@@ -69,6 +76,7 @@ while [ $# -gt 0 ]; do
     --backlog) backlog=true; shift ;;
     --no-ceiling) ceiling=false; shift ;;
     --ceiling-inflight) ceiling_inflight=$2; shift 2 ;;
+    --raw-rounds) raw_rounds=true; shift ;;
     *) usage ;;
   esac
 done
@@ -82,6 +90,10 @@ fi
 [ -x "$oq_bin" ] || oq_die "missing $oq_bin (build it: /work/oqbuild --target onequeue-scheduler)"
 if $ceiling && [ ! -x "$ceiling_bin" ]; then
   oq_die "missing $ceiling_bin (build it: /work/oqbuild --target k8s_binding_throughput_bench; or --no-ceiling)"
+fi
+if $raw_rounds; then
+  [ -x "$raw_bin" ] || oq_die "missing $raw_bin (build it: oq-build build k8s_bind_existing_bench)"
+  { $backlog && [ "$workloads" = basic ]; } || oq_die "--raw-rounds needs --backlog --workloads basic"
 fi
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
@@ -126,6 +138,10 @@ pki=$DIR/pki
 # Copies, so that a rebuild of the tree during the run does not change what is measured.
 cp "$oq_bin" "$out/onequeue-scheduler"
 oq_bin=$out/onequeue-scheduler
+if $raw_rounds; then
+  cp "$raw_bin" "$out/k8s_bind_existing_bench"
+  raw_bin=$out/k8s_bind_existing_bench
+fi
 if $ceiling; then
   cp "$ceiling_bin" "$out/k8s_binding_throughput_bench"
   ceiling_bin=$out/k8s_binding_throughput_bench
@@ -233,17 +249,46 @@ EOF
   driver cleanup bench bench-low
 }
 
+# run_raw_round R: the backlog bound by k8s_bind_existing_bench, no scheduler (--raw-rounds);
+# writes $out/basic-raw-R.json with its RESULT line.
+run_raw_round() {
+  local r=$1 json=$out/basic-raw-$1.json start=$out/raw-start-$1 rc=0 bpid
+  rm -f "$start"
+  driver create bench raw "$pods" --shape basic
+  driver requests "$out/requests-before.json"
+  "$raw_bin" "$DIR/scheduler.kubeconfig" bench "$pods" "$nodes" "$ceiling_inflight" "$start" \
+    > "$out/basic-raw-$r.log" 2>&1 &
+  bpid=$!
+  while [ ! -s "$start" ] && kill -0 "$bpid" 2>/dev/null; do sleep 0.01; done
+  driver round bench raw "$pods" "$json" --since "$(cat "$start")" --shape basic \
+    --requests-before "$out/requests-before.json" || rc=$?
+  wait "$bpid" || rc=$?
+  python3 - "$json" "$out/basic-raw-$r.log" "$(uptime | sed 's/.*load average: //')" <<'EOF'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+m = re.search(r"^RESULT (.*)$", open(sys.argv[2]).read(), re.M)
+d["binder"] = m.group(1) if m else "no RESULT"
+d["load_average"] = sys.argv[3]
+json.dump(d, open(sys.argv[1], "w"))
+EOF
+  echo "round $r basic raw: $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d.pop('bound_over_time'); print(d)" "$json")" >&2
+  [ "$rc" -eq 0 ] || oq_log "round $r basic raw: not every pod was bound (see $out/basic-raw-$r.log)"
+  driver cleanup bench bench-low
+}
+
 for workload in ${workloads//,/ }; do
   for r in $(seq 1 "$rounds"); do
     if [ "$workload" = gang ]; then
       order=onequeue
     elif [ $((r % 2)) -eq 1 ]; then
       order="kube-scheduler onequeue"
+      if $raw_rounds; then order="$order raw"; fi
     else
       order="onequeue kube-scheduler"
+      if $raw_rounds; then order="raw $order"; fi
     fi
     for who in $order; do
-      run_round "$workload" "$who" "$r"
+      if [ "$who" = raw ]; then run_raw_round "$r"; else run_round "$workload" "$who" "$r"; fi
     done
   done
 done
@@ -287,5 +332,19 @@ for w in ("basic", "gang"):
     if rs:
         m = statistics.median(rs)
         print(f"  onequeue {w}: {m:g} pods/s (API timestamps, median) = {m / c['pods_per_second']:.2f} of the ceiling")
+EOF
+fi
+if $raw_rounds; then
+  python3 - "$out" "$rounds" <<'EOF'
+import json, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+raw = [json.load(open(f"{out}/basic-raw-{r}.json")) for r in range(1, rounds + 1)]
+oq = [json.load(open(f"{out}/basic-onequeue-{r}.json")) for r in range(1, rounds + 1)]
+print("\nraw binding under the rounds' conditions (k8s_bind_existing_bench on this cluster, kwok and the watch on):")
+for r, d in enumerate(raw, 1):
+    print(f"  round {r}: API {d['pods_per_second_api']} / watch {d['pods_per_second_watch']} pods/s, bound {d['bound']}; {d['binder']}")
+for key, name in (("pods_per_second_api", "API timestamps"), ("pods_per_second_watch", "watch")):
+    m_raw, m_oq = statistics.median(d[key] for d in raw), statistics.median(d[key] for d in oq)
+    print(f"  {name}: raw {m_raw:g} pods/s (median), onequeue {m_oq:g} = {m_oq / m_raw:.2f} of it")
 EOF
 fi
