@@ -9,11 +9,14 @@
 // and with work budgets that run out and that do not.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "queue/planner.h"
@@ -101,12 +104,12 @@ Snapshot MakePool(int nodes, std::mt19937_64& rng, int gpu_every, int pdb_in) {
   for (int g = 0; g < 4; ++g) s.disruptions_allowed["pdb" + std::to_string(g)] = static_cast<int32_t>(rng() % 3);
   // On a quarter of the pools, a workload of negative GPU usage on a node without GPUs: that
   // node has a GPU free now (ChooseScarce must then search every node).
-  if (rng() % 4 == 0) {
+  for (int k = 0; rng() % 4 == 0 && k < 6; ++k) {
     RunningWorkload r;
-    r.id = "negative";
+    r.id = "negative" + std::to_string(k);
     r.kind = WorkloadKind::kPodGroup;
     const int n = 1 + static_cast<int>(rng() % (nodes - 1));
-    r.allocations.push_back({n % gpu_every == 0 ? n - 1 : n, Amounts(0, -1)});
+    r.allocations.push_back({n % gpu_every == 0 ? n - 1 : n, Amounts(0, -4)});
     r.priority = 500;
     r.qos = "pinned";
     r.preemptible = false;
@@ -209,10 +212,10 @@ void CompareOnPool(uint64_t seed, int64_t work_budget, int cap_kind, Counts& cou
 
 TEST(ScarcePreemption, DecidesAsTheSearchOverEveryNode) {
   Counts counts;
-  for (uint64_t seed = 1; seed <= 60; ++seed) {
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
     for (int cap_kind : {0, 1, 2}) CompareOnPool(seed, 1000000, cap_kind, counts);
   }
-  EXPECT_GT(counts.gpu_decisions, 200);
+  EXPECT_GT(counts.gpu_decisions, 100);
 }
 
 // Work budgets from a few steps to past every search's need: the search over the kept nodes
@@ -226,6 +229,120 @@ TEST(ScarcePreemption, DecidesAsTheSearchOverEveryNodeWhenTheWorkBudgetRunsOut) 
   }
   EXPECT_GT(counts.inexact, 20);
   EXPECT_GT(counts.decisions - counts.inexact, 200);
+}
+
+// A small world: node 0 without GPUs, node 1 with 3, then `fillers` empty nodes without GPUs;
+// every workload a batch pod of priority `priority`, started at 1000.
+struct Small {
+  Snapshot snap;
+  void Node(int64_t gpus) {
+    queue::Node n;
+    n.name = "n" + std::to_string(snap.nodes.size());
+    n.allocatable = Amounts(16000, gpus);
+    n.allocatable[kPods] = 110;
+    n.owner.kind = OwnerKind::kKubernetes;
+    snap.nodes.push_back(n);
+  }
+  RunningWorkload& Run(const std::string& id, double priority, NodeIndex node, Resources used) {
+    RunningWorkload r;
+    r.id = id;
+    r.kind = WorkloadKind::kPodGroup;
+    r.priority = priority;
+    r.qos = "batch";
+    r.start_time = 1000;
+    r.expected_end = 90000;
+    r.allocations.push_back({node, used});
+    snap.running.push_back(r);
+    return snap.running.back();
+  }
+};
+
+// Both planners' choice for one pod of 4 CPUs and `gpus` GPUs, priority 100, on every node.
+std::pair<std::optional<PreemptionChoice>, std::optional<PreemptionChoice>> ChooseBoth(
+    const Snapshot& snap, const QueueConfig& config, const std::string& id, int64_t gpus = 1) {
+  auto snapshot = std::make_shared<const Snapshot>(snap);
+  const std::vector<Resources> free_now = FreeNow(*snapshot);
+  PendingWorkload w;
+  w.id = id;
+  w.kind = WorkloadKind::kPodGroup;
+  w.qos = "interactive";
+  w.members = 1;
+  w.per_member = Amounts(4000, gpus);
+  PreemptionInput in;
+  in.snapshot = snapshot.get();
+  in.shared_snapshot = snapshot;
+  in.config = &config;
+  in.preemptor = &w;
+  in.preemptor_priority = 100;
+  in.now = 6000;
+  for (NodeIndex n = 0; n < static_cast<NodeIndex>(snap.nodes.size()); ++n) in.eligible_nodes.push_back(n);
+  in.free_now = &free_now;
+  const CheapestVictimsPlanner fast(1000000, /*scarce_nodes=*/true);
+  const CheapestVictimsPlanner full(1000000, /*scarce_nodes=*/false);
+  return {fast.Choose(in), full.Choose(in)};
+}
+
+// A unit on a node without GPUs that also runs on a GPU node keeps that node searched: a set
+// found there first wins a tie with an equal one found later on the GPU node (X's slot, node 0,
+// comes before node 1, where Y, equal and first in the index's order, would be found first).
+TEST(ScarcePreemption, AUnitAlsoOnAGpuNodeKeepsItsOtherNodesSearched) {
+  Small s;
+  s.Node(0);
+  s.Node(3);
+  for (int f = 0; f < 8; ++f) s.Node(0);
+  s.Run("z", 5, 1, Amounts(1000, 1));  // Z then W: the greedy pass takes two
+  s.Run("w", 6, 1, Amounts(3000, 0));
+  s.Run("a-y", 10, 1, Amounts(6000, 1));
+  RunningWorkload& x = s.Run("b-x", 10, 1, Amounts(6000, 1));
+  x.allocations.push_back({0, Amounts(8000, 0)});
+  const auto [fast, full] = ChooseBoth(s.snap, Config(1), "p");
+  ASSERT_TRUE(fast.has_value());
+  ASSERT_TRUE(full.has_value());
+  EXPECT_EQ(full->decision.victims, std::vector<std::string>{"b-x"});
+  ExpectSameChoice(fast, full, "tie");
+}
+
+// A node without GPUs where a workload of negative GPU usage leaves one free now can hold the
+// pod: every node is searched (the cheapest victim is there).
+TEST(ScarcePreemption, ANodeWithoutGpusThatHasOneFreeIsSearched) {
+  Small s;
+  s.Node(0);
+  s.Node(1);
+  for (int f = 0; f < 8; ++f) s.Node(0);
+  RunningWorkload& negative = s.Run("negative", 500, 0, Amounts(0, -1));
+  negative.preemptible = false;
+  negative.qos = "pinned";
+  s.Run("v", 1, 0, Amounts(16000, 0));
+  s.Run("u", 50, 1, Amounts(16000, 1));
+  const auto [fast, full] = ChooseBoth(s.snap, Config(1), "p");
+  ASSERT_TRUE(full.has_value());
+  EXPECT_EQ(full->decision.victims, std::vector<std::string>{"v"});
+  ExpectSameChoice(fast, full, "negative");
+}
+
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
+// The cap's walk keeps its third viable node at the last position it would examine (offset - 1):
+// it examined every node, so the cap did not bind (`capped` false), with or without the pass.
+TEST(ScarcePreemption, AWindowThatEndsAtTheLastPositionDidNotBind) {
+  const int nodes = 12;
+  const std::string id = "preemptor";
+  const int offset = static_cast<int>(Fnv1a(id) % nodes);
+  const std::vector<int> gpu_at = {offset, (offset + 5) % nodes, (offset + nodes - 1) % nodes};
+  Small s;
+  for (int n = 0; n < nodes; ++n) s.Node(std::count(gpu_at.begin(), gpu_at.end(), n) ? 1 : 0);
+  for (int n = 0; n < nodes; ++n) s.Run("r" + std::to_string(n), 1 + n, n, Amounts(16000, s.snap.nodes[n].allocatable[kFirstExtended]));
+  QueueConfig config = Config(1);
+  config.preemption.min_candidate_nodes_percentage = 0;
+  config.preemption.min_candidate_nodes_absolute = 3;
+  const auto [fast, full] = ChooseBoth(s.snap, config, id);
+  ASSERT_TRUE(full.has_value());
+  EXPECT_FALSE(full->capped);
+  ExpectSameChoice(fast, full, "window");
 }
 
 }  // namespace
