@@ -79,7 +79,10 @@ class CheapestVictimsPlanner : public PreemptionPlanner {
   // applied) one call may take before it settles for the best set found so far; the default
   // bounds a call to a few milliseconds (docs/simulate.md has the measurements).
   // One search at a time per planner (calls are serialised: they share the index and buffers).
-  explicit CheapestVictimsPlanner(int64_t work_budget = 1000000);
+  // `scarce_nodes` (tests compare against false): a one-member search of a preemptor asking an
+  // extended resource that few nodes have passes over the nodes that cannot matter (docs/queue.md
+  // "Preemption", the eleventh pass); the decisions are the same either way.
+  explicit CheapestVictimsPlanner(int64_t work_budget = 1000000, bool scarce_nodes = true);
   ~CheapestVictimsPlanner() override;
   CheapestVictimsPlanner(const CheapestVictimsPlanner&) = delete;
   CheapestVictimsPlanner& operator=(const CheapestVictimsPlanner&) = delete;
@@ -96,6 +99,7 @@ class CheapestVictimsPlanner : public PreemptionPlanner {
   std::optional<PreemptionChoice> Search(const PreemptionInput& input, bool with_reason, bool* no_room) const;
 
   int64_t work_budget_;
+  bool scarce_nodes_;
   mutable std::mutex mu_;
   std::unique_ptr<Cache> cache_;  // guarded by mu_
 };

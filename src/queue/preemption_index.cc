@@ -20,6 +20,7 @@ void VictimIndex::Build(const Snapshot& snap, const QueueConfig& config, Time no
   unit_of_workload_.clear();
   qos_names_.clear();
   budget_allowed_.clear();
+  for (auto& s : scarce_) s.reset();
   // Gangs (in order of first appearance) or single workloads.
   std::vector<std::vector<int>> groups;
   {
@@ -184,6 +185,63 @@ int64_t VictimIndex::units_below(double priority) const {
   auto it = std::lower_bound(units_.begin(), units_.end(), priority,
                              [](const IndexUnit& u, double p) { return u.max_priority < p; });
   return it - units_.begin();
+}
+
+namespace {
+
+// StepsBound (victim_search_exact.cc) without a work budget: sets of at most b of k units, b up
+// to `bound`, at most `per_call` steps each; saturated at ScarceNodes::kSaturated.
+int64_t StepsBoundUnsaturated(int64_t k, int64_t per_call, int bound) {
+  constexpr int64_t kLimit = ScarceNodes::kSaturated;
+  int64_t total = 0, calls = 0, choose = 1;
+  for (int64_t b = 1; b <= bound && total < kLimit; ++b) {
+    if (b == 1) calls = 1;
+    choose = b > k ? 0 : std::min(kLimit, choose * (k - b + 1) / b);
+    calls = std::min(kLimit, calls + choose);
+    total = calls > kLimit / std::max<int64_t>(1, per_call) ? kLimit : std::min(kLimit, total + calls * per_call);
+  }
+  return total;
+}
+
+}  // namespace
+
+const ScarceNodes& VictimIndex::scarce_nodes(int r) const {
+  std::unique_ptr<ScarceNodes>& slot = scarce_[r];
+  if (slot != nullptr) return *slot;
+  slot = std::make_unique<ScarceNodes>();
+  ScarceNodes& s = *slot;
+  const size_t nodes = node_units_begin_.empty() ? 0 : node_units_begin_.size() - 1;
+  s.of.assign(nodes, ScarceNodes::kSkip);
+  for (size_t n = 0; n < nodes; ++n) {
+    if (snapshot_->nodes[n].allocatable[r] > 0) s.of[n] = ScarceNodes::kHasR;
+  }
+  for (const auto& [n, freed] : frees) {
+    if (freed[r] > 0) s.of[n] = ScarceNodes::kHasR;
+  }
+  // A unit running on a node with r, or taking from a budget, keeps every node it is on.
+  std::vector<char> keeps(units_.size(), 0);
+  for (size_t u = 0; u < units_.size(); ++u) {
+    const IndexUnit& unit = units_[u];
+    bool k = !unit.disruptions.empty();
+    for (uint32_t f = unit.frees.begin; f < unit.frees.end && !k; ++f) k = s.of[frees[f].first] == ScarceNodes::kHasR;
+    keeps[u] = k;
+  }
+  for (auto& b : s.bound_before) b.assign(nodes + 1, 0);
+  for (size_t n = 0; n < nodes; ++n) {
+    int64_t k = 0, per_call = 0;
+    for (const int* u = units_on_begin(n); u != units_on_end(n); ++u) {
+      if (keeps[*u] && s.of[n] == ScarceNodes::kSkip) s.of[n] = ScarceNodes::kKeep;
+      ++k;
+      per_call += 1 + units_[*u].frees.size();
+    }
+    const bool skip = s.of[n] == ScarceNodes::kSkip;
+    s.kept += !skip;
+    for (int b = 0; b < ScarceNodes::kMaxBound; ++b) {
+      const int64_t here = skip ? StepsBoundUnsaturated(k, per_call, b + 1) : 0;
+      s.bound_before[b][n + 1] = std::min(ScarceNodes::kSaturated, s.bound_before[b][n] + here);
+    }
+  }
+  return s;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -41,6 +42,23 @@ struct IndexUnit {
   // Issue 28: every workload has a class_priority (pod groups without QOS); the highest of them.
   bool all_by_class = true;
   int32_t max_class_priority = INT32_MIN;
+};
+
+// Issue 26 (the steady cycle, eleventh pass): for one extended resource slot r, which nodes a
+// one-member victim search of a preemptor asking r may pass over without asking their candidates
+// (VictimSearch::UseScarceNodes; docs/queue.md "Preemption"). A node is kSkip when its allocatable
+// has no r, no running workload frees r there, and none of its units runs on a node with r (or
+// freeing r: kHasR) or takes from a disruption budget; every other node is kept (kKeep, kHasR).
+// Per deepening bound B (1..kMaxBound), `bound_before[B - 1][n]` sums over the kSkip nodes below
+// n a bound of the steps the search over every node could count on each of them
+// (VictimSearch::StepsBound of its k units, k plus their frees per call), saturated at kSaturated.
+struct ScarceNodes {
+  enum Class : uint8_t { kSkip = 0, kKeep = 1, kHasR = 2 };
+  static constexpr int kMaxBound = 6;
+  static constexpr int64_t kSaturated = int64_t{1} << 50;
+  std::vector<uint8_t> of;  // per node
+  size_t kept = 0;          // nodes not kSkip
+  std::array<std::vector<int64_t>, kMaxBound> bound_before;  // each: nodes + 1 entries
 };
 
 // Built once per snapshot (and `now`), shared by every victim search of a cycle: the victim units
@@ -81,6 +99,9 @@ class VictimIndex {
   // max_priority, so these are the first ones, the only ones a preemptor of that priority may
   // take (VictimSearch::CandidateUncached). Preemptors with the same count see the same units.
   int64_t units_below(double priority) const;
+  // ScarceNodes of extended resource slot `r`, built at the first call for r after Build (the
+  // searches of a planner are serialised, so the lazy build needs no lock).
+  const ScarceNodes& scarce_nodes(int r) const;
 
   std::vector<int> unit_workloads;
   std::vector<std::pair<NodeIndex, Resources>> frees;
@@ -106,6 +127,7 @@ class VictimIndex {
   std::vector<std::string_view> qos_names_;
   std::vector<int> budget_allowed_;
   int32_t min_class_priority_ = INT32_MAX;
+  mutable std::array<std::unique_ptr<ScarceNodes>, kMaxResourceKinds> scarce_;
 };
 
 // Issue 26: what the candidate cap's window walk (victim_search.cc, ViableCopies) learns about a

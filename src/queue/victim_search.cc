@@ -324,6 +324,7 @@ bool VictimSearch::ChooseWindow() {
                         std::max<int32_t>(0, cap.min_candidate_nodes_absolute));
   if (wanted >= usable) return false;
   const int64_t offset = static_cast<int64_t>(Fnv1a(in_.preemptor->id) % static_cast<uint64_t>(usable));
+  if (scarce_ >= 0 && wanted >= 1) return ChooseWindowScarce(usable, wanted, offset);
   s_.viable.assign(usable, 0);
   int64_t viable_nodes = 0;
   int64_t viable_copies = 0;
@@ -347,6 +348,71 @@ bool VictimSearch::ChooseWindow() {
   return true;
 }
 
+// ChooseWindow over the kept nodes only (ChooseScarce): a kSkip node holds no copy whatever goes
+// (ViableCopies 0), so the walk over every position from `offset` keeps the same nodes, in the same
+// order, and stops after the same one. It examined every position (the cap did not bind) when it
+// stopped after the last one, offset - 1, or never; then s_.viable holds every node's answer too.
+bool VictimSearch::ChooseWindowScarce(int64_t usable, int64_t wanted, int64_t offset) {
+  s_.viable.assign(usable, 0);
+  const std::vector<int64_t>& kept = s_.kept_positions;
+  const size_t first = static_cast<size_t>(std::lower_bound(kept.begin(), kept.end(), offset) - kept.begin());
+  const int64_t last = (offset + usable - 1) % usable;
+  int64_t viable_nodes = 0;
+  int64_t viable_copies = 0;
+  for (size_t j = 0; j < kept.size(); ++j) {
+    const int64_t position = kept[(first + j) % kept.size()];
+    const int64_t copies = ViableCopies(s_.usable[position]);
+    if (copies == 0) continue;
+    s_.viable[position] = 1;
+    ++viable_nodes;
+    viable_copies += copies;
+    if (viable_nodes < wanted || viable_copies < in_.preemptor->members) continue;
+    if (position == last) break;  // examined every position: the cap did not bind
+    s_.nodes.clear();
+    for (int64_t p : kept) {  // ascending node order
+      if (s_.viable[p]) s_.nodes.push_back(s_.usable[p]);
+    }
+    return true;
+  }
+  walked_all_ = true;
+  return false;
+}
+
+// Issue 26, eleventh pass: the ScarceNodes of the extended resource the preemptor asks that the
+// fewest nodes keep, when they are at most a quarter of the nodes and every usable node without
+// that resource (not kHasR) has less of it free now than a member asks (so with no kSkip node
+// can a member ever fit: nothing there frees any of it). Sets scarce_ and s_.kept_positions.
+void VictimSearch::ChooseScarce() {
+  scarce_ = -1;
+  if (!scarce_allowed_) return;
+  int best = -1;
+  for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
+    if (in_.preemptor->per_member[r] <= 0) continue;
+    if (best < 0 || index_.scarce_nodes(r).kept < index_.scarce_nodes(best).kept) best = r;
+  }
+  if (best < 0 || index_.scarce_nodes(best).kept * 4 > in_.snapshot->nodes.size()) return;
+  if (ScarceKept(best)) {
+    scarce_ = best;
+    scarce_nodes_ = &index_.scarce_nodes(best);
+  }
+}
+
+// The positions of the usable nodes not kSkip; false when a usable node without resource `r` has
+// as much of it free now as a member asks.
+bool VictimSearch::ScarceKept(int r) {
+  const std::vector<uint8_t>& of = index_.scarce_nodes(r).of;
+  const int64_t request = in_.preemptor->per_member[r];
+  s_.kept_positions.clear();
+  for (size_t p = 0; p < s_.usable.size(); ++p) {
+    const NodeIndex n = s_.usable[p];
+    if (static_cast<size_t>(n) >= of.size()) return false;
+    const uint8_t c = of[n];
+    if (c != ScarceNodes::kHasR && FreeNow(n)[r] >= request) return false;
+    if (c != ScarceNodes::kSkip) s_.kept_positions.push_back(static_cast<int64_t>(p));
+  }
+  return true;
+}
+
 // Issue 26: a one-member search over every usable node leaves out the nodes that cannot take the
 // member whatever goes and whose candidate units run there alone, take from no disruption budget
 // and free nothing negative (ViableMemo::Viable::alone): in a full pool most of them. Applied or
@@ -357,6 +423,7 @@ bool VictimSearch::ChooseWindow() {
 // search decides as the one over every usable node. True with s_.nodes and the units set.
 bool VictimSearch::UseLeanNodes() {
   if (in_.preemptor->members != 1 || !required_.empty()) return false;
+  if (scarce_ >= 0) return UseScarceNodes();
   if (!walked_all_) {  // no window walk (the cap is off, or above the usable nodes): ask each node
     s_.viable.assign(s_.usable.size(), 0);
     for (size_t position = 0; position < s_.usable.size(); ++position) {
@@ -374,6 +441,35 @@ bool VictimSearch::UseLeanNodes() {
       s_.left_out.push_back({s_.nodes.size(), v->units, v->cheapest});
     }
   }
+  UseNodes(/*all_usable=*/false);
+  return true;
+}
+
+// UseLeanNodes over the kept nodes (ChooseScarce) only: each is kept, left out or counted exactly
+// as there. A kSkip node holds no copy whatever goes, none of its units runs on a node that could
+// (so none is in a set that makes room) or takes from a budget (so the greedy pass takes the same
+// units), and its units' frees on kept slots are counted in full (SearchUnit::steps): the
+// search decides as the one over every usable node, and counts at least its steps, except those
+// of the kSkip nodes themselves, which PerNode adds up as a bound (CountSkipped). SearchNodes
+// keeps the decision only when the steps counted plus those bounds stay within the work budget
+// (then neither search ran out of it); otherwise it searches again over every usable node.
+bool VictimSearch::UseScarceNodes() {
+  if (!walked_all_) {  // no window walk: ask each kept node (no other can hold the member)
+    s_.viable.assign(s_.usable.size(), 0);
+    for (int64_t p : s_.kept_positions) s_.viable[p] = ViableCopies(s_.usable[p]) > 0;
+  }
+  s_.nodes.clear();
+  s_.left_out.clear();
+  for (int64_t position : s_.kept_positions) {
+    const NodeIndex n = s_.usable[position];
+    const ViableMemo::Viable* v = s_.viable[position] ? nullptr : memo_.Find(memo_entry_, n);
+    if (v == nullptr || !MayLeaveOut(n, *v)) {
+      s_.nodes.push_back(n);
+    } else if (v->units > 0) {
+      s_.left_out.push_back({s_.nodes.size(), v->units, v->cheapest});
+    }
+  }
+  scarce_lean_ = true;
   UseNodes(/*all_usable=*/false);
   return true;
 }
@@ -461,6 +557,7 @@ void VictimSearch::UseNodes(bool all_usable) {
       if (s_.node_stamp[n] == s_.stamp) s_.frees.emplace_back(s_.slot_of[n], k);
     }
     su.frees.end = static_cast<uint32_t>(s_.frees.size());
+    su.steps = scarce_lean_ ? iu.frees.size() : su.frees.size();
     su.blockers.begin = static_cast<uint32_t>(s_.blockers.size());
     for (uint32_t k = iu.blockers.begin; k < iu.blockers.end; ++k) {
       const NodeIndex n = index_.blockers[k].first;
@@ -495,6 +592,7 @@ std::optional<PreemptionChoice> VictimSearch::Run(const QosPolicy& preemptor_qos
   }
   // Nothing to preempt when it fits already, anywhere it may go (capped or not).
   if (prefix == PrefixFit::kUnknown && FitsWithoutVictims()) return std::nullopt;
+  ChooseScarce();
   capped_ = ChooseWindow();
   lean_ = !capped_ && UseLeanNodes();
   if (!lean_) UseNodes(/*all_usable=*/!capped_);
@@ -520,8 +618,9 @@ std::optional<PreemptionChoice> VictimSearch::Run(const QosPolicy& preemptor_qos
 
 std::optional<PreemptionChoice> RunVictimSearch(const PreemptionInput& in, const VictimIndex& index,
                                                 ViableMemo& memo, Scratch& scratch, int64_t work_budget,
-                                                bool with_reason, const QosPolicy& preemptor_qos, bool* no_room) {
-  victims::VictimSearch search(in, index, memo, scratch, work_budget, with_reason);
+                                                bool with_reason, const QosPolicy& preemptor_qos, bool* no_room,
+                                                bool scarce_nodes) {
+  victims::VictimSearch search(in, index, memo, scratch, work_budget, with_reason, scarce_nodes);
   std::optional<PreemptionChoice> choice = search.Run(preemptor_qos);
   if (no_room != nullptr) *no_room = !choice && search.NoRoom();
   return choice;

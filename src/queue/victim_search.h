@@ -23,6 +23,10 @@ const QosPolicy* FindQos(const QueueConfig& config, std::string_view name);
 struct SearchUnit {
   int unit = 0;  // in the index
   Span frees;    // Scratch::frees: (slot, its entry in VictimIndex::frees)
+  // Steps an Apply counts in the exact search: frees.size(), or, in a search over ScarceNodes'
+  // kept nodes (VictimSearch::UseScarceNodes), the unit's frees on every node (never fewer than
+  // the search over every usable node counts).
+  uint32_t steps = 0;
   Span blockers; // Scratch::blockers: slots where it removes a workload of the other world
   // blockers from here on: slots where it is a required victim (VictimSearch::required_)
   uint32_t required_begin = 0;
@@ -44,6 +48,7 @@ struct Scratch {
   std::vector<char> allowed_qos;     // per QOS id of the index
   std::vector<NodeIndex> usable;     // eligible, unclaimed nodes, ascending
   std::vector<char> viable;          // per examined position of `usable`
+  std::vector<int64_t> kept_positions;  // positions of `usable` not ScarceNodes::kSkip (ascending)
   std::vector<NodeIndex> nodes;      // the search's node slots, ascending
   std::vector<int> candidate_units;  // index units, cheapest first
   std::vector<SearchUnit> units;
@@ -97,9 +102,10 @@ struct Scratch {
 // Runs one search for `in.preemptor` (whose QOS is `preemptor_qos`) over `index`, with the
 // cycle's memo and the planner's buffers. `no_room` (may be null): set, when there is no
 // decision, to whether the members cannot fit on the usable nodes even with every candidate gone
-// (PreemptionPlanner::PlanOrRuleOut).
+// (PreemptionPlanner::PlanOrRuleOut). `scarce_nodes`: as CheapestVictimsPlanner's.
 std::optional<PreemptionChoice> RunVictimSearch(const PreemptionInput& in, const VictimIndex& index,
                                                 ViableMemo& memo, Scratch& scratch, int64_t work_budget,
-                                                bool with_reason, const QosPolicy& preemptor_qos, bool* no_room);
+                                                bool with_reason, const QosPolicy& preemptor_qos, bool* no_room,
+                                                bool scarce_nodes = true);
 
 }  // namespace onequeue::queue::internal

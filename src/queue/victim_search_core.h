@@ -102,14 +102,15 @@ class FitState {
 class VictimSearch {
  public:
   VictimSearch(const PreemptionInput& in, const VictimIndex& index, ViableMemo& memo, Scratch& scratch,
-               int64_t work_budget, bool with_reason)
+               int64_t work_budget, bool with_reason, bool scarce_nodes)
       : in_(in),
         index_(index),
         memo_(memo),
         s_(scratch),
         work_budget_(work_budget),
         with_reason_(with_reason),
-        by_class_(ByClass(*in.preemptor)) {}
+        by_class_(ByClass(*in.preemptor)),
+        scarce_allowed_(scarce_nodes) {}
 
   std::optional<PreemptionChoice> Run(const QosPolicy& preemptor_qos);
   // After Run returned nullopt: true when the members cannot fit on the usable nodes even with
@@ -161,7 +162,12 @@ class VictimSearch {
   void Count(NodeIndex n, const IndexUnit& unit, int sign, ViableMemo::Viable& viable) const;
   bool CandidateAtAnyPriority(int unit) const;
   bool ChooseWindow();
+  bool ChooseWindowScarce(int64_t usable, int64_t wanted, int64_t offset);
+  void ChooseScarce();
+  bool ScarceKept(int r);
   bool UseLeanNodes();
+  bool UseScarceNodes();
+  void CountSkipped(size_t slot);
   void UseNodes(bool all_usable);
   void CollectCandidateUnits();
   std::optional<PreemptionChoice> SearchNodes();
@@ -211,6 +217,15 @@ class VictimSearch {
   bool exact_steps_ = false;
   int64_t skipped_steps_ = 0;
   bool fits_already_ = false;
+  // Issue 26, eleventh pass: the extended resource slot whose ScarceNodes this search uses (-1:
+  // none): the window walk asks only the kept nodes (none of the others can hold a member), and
+  // a one-member search over every usable node leaves out the kSkip nodes (scarce_lean_), their
+  // steps bounded in PerNode (CountSkipped, from node skipped_to_ on).
+  bool scarce_allowed_ = true;
+  int scarce_ = -1;
+  const ScarceNodes* scarce_nodes_ = nullptr;
+  bool scarce_lean_ = false;
+  size_t skipped_to_ = 0;
   std::optional<Cost> best_cost_;
   // (node, index unit): the carriers that must be victims for a member to use the node, sorted.
   std::vector<std::pair<NodeIndex, int>> required_;

@@ -26,6 +26,13 @@ std::optional<PreemptionChoice> VictimSearch::SearchNodes() {
   std::optional<PreemptionChoice> choice = SearchNodesOnce();
   if (!exhausted_ && skipped_steps_ <= work_budget_ - work_) return choice;
   ResetSearch(work);
+  if (scarce_lean_) {  // over the kept nodes (UseScarceNodes): again over every usable node
+    scarce_lean_ = false;
+    scarce_ = -1;
+    walked_all_ = false;  // the kSkip nodes were not asked
+    UseLeanNodes();
+    return SearchNodes();
+  }
   if (lean_) {  // as the search over every node would, it searches again counting every step
     lean_ = false;
     UseNodes(/*all_usable=*/true);
@@ -144,7 +151,7 @@ void VictimSearch::Search(FitState& state, const int* begin, const int* end, con
     next.run_time_lost += u.run_time_lost;
     if (by_class_) next.class_first = next.max_priority;
     if (next.count > count_bound || !(next < *best_cost_) || !state.WithinBudget(su)) continue;
-    work_ += static_cast<int64_t>(su.frees.size());
+    work_ += static_cast<int64_t>(su.steps);
     state.Apply(su);
     s_.chosen.push_back(*c);
     Search(state, begin, end, c + 1, next, count_bound);
@@ -184,8 +191,10 @@ void VictimSearch::PerNode(FitState& state) {
     }
   }
   size_t left_out = 0;  // UseLeanNodes' nodes, counted in their place among the slots
+  skipped_to_ = 0;
   for (size_t slot = 0; slot < slots && !exhausted_; ++slot) {
     if (lean_) CountLeftOut(left_out, slot);
+    if (scarce_lean_) CountSkipped(slot);
     if (exhausted_) break;
     const int* begin = s_.by_slot.data() + s_.by_slot_begin[slot];
     const int* end = s_.by_slot.data() + s_.by_slot_begin[slot + 1];
@@ -210,6 +219,24 @@ void VictimSearch::PerNode(FitState& state) {
     state.SetDry(false);
   }
   if (lean_ && !exhausted_) CountLeftOut(left_out, slots);
+  if (scarce_lean_ && !exhausted_) CountSkipped(slots);
+}
+
+// The kSkip nodes UseScarceNodes passed over below slot `slot`'s node (every node from
+// skipped_to_ on, when `slot` is past the last): a bound of the steps each would count in the
+// search over every usable node (ScarceNodes::bound_before at the deepening bound PerNode has
+// there, the best set's count: a kSkip node finds no set, so the best is the same at its place),
+// added to those skipped: the decision stands only if the budget covers them (SearchNodes).
+void VictimSearch::CountSkipped(size_t slot) {
+  const size_t end = slot < s_.nodes.size() ? static_cast<size_t>(s_.nodes[slot]) : scarce_nodes_->of.size();
+  const int32_t bound = std::max<int32_t>(1, best_cost_->count);
+  int64_t steps = work_budget_ + 1;
+  if (bound <= ScarceNodes::kMaxBound) {
+    const std::vector<int64_t>& before = scarce_nodes_->bound_before[bound - 1];
+    if (before[end] < ScarceNodes::kSaturated) steps = before[end] - before[skipped_to_];
+  }
+  skipped_steps_ = std::min(work_budget_ + 1, skipped_steps_ + std::min(work_budget_ + 1, steps));
+  skipped_to_ = end;
 }
 
 // A lower bound of every set of a slot's units whose cheapest weighs `weight`: one victim at
@@ -248,7 +275,7 @@ void VictimSearch::CountLeftOut(size_t& at, size_t slot) {
 // the units it applies. Saturates past the work budget.
 int64_t VictimSearch::DryStepsBound(const int* begin, const int* end) const {
   int64_t per_call = end - begin;
-  for (const int* c = begin; c < end; ++c) per_call += s_.units[*c].frees.size();
+  for (const int* c = begin; c < end; ++c) per_call += s_.units[*c].steps;
   return StepsBound(end - begin, per_call);
 }
 
