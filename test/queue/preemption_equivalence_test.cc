@@ -21,9 +21,12 @@
 
 #include "queue/planner.h"
 #include "queue/preemption.h"
+#include "queue/testing_builders.h"
 
 namespace onequeue::queue {
 namespace {
+
+using testing::FreeNow;
 
 Resources Cpu(int64_t millicores, int64_t gpus = 0) {
   Resources r;
@@ -111,15 +114,6 @@ Snapshot MakePool(int nodes, uint64_t seed) {
     if (g != 7) s.disruptions_allowed["pdb" + std::to_string(g)] = static_cast<int32_t>(rng() % 4);
   }
   return s;
-}
-
-std::vector<Resources> FreeNow(const Snapshot& s) {
-  std::vector<Resources> free;
-  for (const Node& n : s.nodes) free.push_back(n.allocatable);
-  for (const RunningWorkload& r : s.running) {
-    for (const Allocation& a : r.allocations) free[a.node] -= a.used;
-  }
-  return free;
 }
 
 void MixChoice(Fingerprint& f, const std::optional<PreemptionChoice>& c) {

@@ -21,9 +21,12 @@
 
 #include "queue/planner.h"
 #include "queue/preemption.h"
+#include "queue/testing_builders.h"
 
 namespace onequeue::queue {
 namespace {
+
+using testing::FreeNow;
 
 Resources Amounts(int64_t millicores, int64_t gpus, int64_t fpgas = 0) {
   Resources r;
@@ -116,15 +119,6 @@ Snapshot MakePool(int nodes, std::mt19937_64& rng, int gpu_every, int pdb_in) {
     s.running.push_back(r);
   }
   return s;
-}
-
-std::vector<Resources> FreeNow(const Snapshot& s) {
-  std::vector<Resources> free;
-  for (const Node& n : s.nodes) free.push_back(n.allocatable);
-  for (const RunningWorkload& r : s.running) {
-    for (const Allocation& a : r.allocations) free[a.node] -= a.used;
-  }
-  return free;
 }
 
 void ExpectSameChoice(const std::optional<PreemptionChoice>& a, const std::optional<PreemptionChoice>& b,

@@ -117,6 +117,16 @@ inline std::string DescribePlan(const Plan& p, bool with_backfill_and_order = tr
   return os.str();
 }
 
+// What each node has free now: allocatable minus every running workload's allocations there.
+inline std::vector<Resources> FreeNow(const Snapshot& s) {
+  std::vector<Resources> free;
+  for (const Node& n : s.nodes) free.push_back(n.allocatable);
+  for (const RunningWorkload& r : s.running) {
+    for (const Allocation& a : r.allocations) free[a.node] -= a.used;
+  }
+  return free;
+}
+
 inline const StartDecision* FindStart(const Plan& p, const std::string& id) {
   for (const auto& s : p.starts) if (s.workload == id) return &s;
   return nullptr;
