@@ -28,9 +28,9 @@ KEYS = [("pods_per_second_api", "pods/s (API timestamps)"),
         ("gang_latency_p50_watch", "p50 gang latency s (last member created -> last bound, watch)"),
         ("gang_latency_p99_watch", "p99 gang latency s (watch)"),
         ("victims_per_preemptor", "victims per preemptor bound"),
-        ("events_drained_seconds", "Scheduled events all written, s after the last binding (basic, gang)"),
+        ("events_drained_seconds", "Scheduled events all written, s after the last binding"),
         ("cpu_seconds_per_1000_pods_to_last_binding", "scheduler CPU-s per 1,000 pods bound, to the last binding"),
-        ("cpu_seconds_per_1000_pods", "scheduler CPU-s per 1,000 pods bound (basic, gang: until its events are written)"),
+        ("cpu_seconds_per_1000_pods", "scheduler CPU-s per 1,000 pods bound, until its Scheduled events are written"),
         ("peak_rss_mib", "scheduler peak RSS MiB (VmHWM)")]
 
 

@@ -27,7 +27,8 @@
 # timestamps (creationTimestamp, PodScheduled lastTransitionTime: one-second resolution) and from a
 # watch (milliseconds); the scheduler's CPU-seconds per 1,000 pods bound (utime+stime from
 # /proc/PID/stat over getconf CLK_TCK, from sync, or for preemption from the end of the fill, to the
-# last binding) and peak RSS (VmHWM of /proc/PID/status: the whole life of the process, the fill
+# last binding, and again until the scheduler's Scheduled events for the round's pods are all
+# written: every workload's round ends only then, bench_driver.py events) and peak RSS (VmHWM of /proc/PID/status: the whole life of the process, the fill
 # included); victims per preemptor; the apiserver's own request counts and mean server-side
 # latency per verb and resource during the round (apiserver_request_duration_seconds; all clients:
 # the pod creator and kwok too). BENCH_ROUND_TIMEOUT (s, default 600) bounds each round and each
