@@ -466,6 +466,50 @@ TEST(InformerMetricsTest, BacklogOverflowsBecomeOnequeueInformerBacklogOverflows
   EXPECT_EQ(by_resource(), (std::map<std::string, double>{{"nodes", 0}, {"poddisruptionbudgets", 0}, {"pods", 3}}));
 }
 
+// A pod informer fed by hand.
+class FedPods : public k8s::Informer<k8s::Pod> {
+ public:
+  using Informer::Informer;
+  void Show(const nlohmann::json& pod) { ASSERT_TRUE(Apply(k8s::WatchEventType::kAdded, pod)); }
+};
+
+// Issue 26 (the binding's writes off the path to bound): once a binding has landed, a pod that
+// waited (the loop wrote its queue position and estimated start) gets one merge PATCH removing
+// both annotations, through the best-effort lane, beside its Scheduled event; a pod bound at its
+// first cycle (no wait annotations) gets the event only, not a PATCH that changes nothing.
+TEST(WaitReportingTest, ABoundPodHasItsWaitAnnotationsClearedOnlyIfItHadThem) {
+  auto transport = std::make_unique<OneNodeServer>();
+  OneNodeServer* wire = transport.get();
+  k8s::RestClient client(k8s::ClientConfig{}, std::move(transport));
+  FedPods pods(&client, k8s::kPods, {});
+  KubeClusterActions actions(&client, &pods, "test");
+  auto pod = [](const std::string& name, nlohmann::json annotations) {
+    return nlohmann::json{{"metadata", {{"name", name}, {"namespace", "ns"}, {"uid", "uid-" + name},
+                                        {"resourceVersion", "3"}, {"annotations", annotations}}},
+                          {"spec", {{"schedulerName", "onequeue"}}}};
+  };
+  pods.Show(pod("waited", {{kQueuePositionAnnotation, "4"}, {kEstimatedStartAnnotation, "2026-11-30T10:00:00Z"},
+                           {"team", "a"}}));
+  pods.Show(pod("at-once", {{"team", "a"}}));
+  actions.BindSucceeded("ns/waited", "n1", "bound to n1");
+  actions.BindSucceeded("ns/at-once", "n1", "bound to n1");
+  ASSERT_TRUE(actions.FlushBestEffort(absl::Seconds(5)));
+  std::vector<k8s::HttpRequest> patches;
+  int events = 0;
+  for (const k8s::HttpRequest& r : wire->sent) {
+    if (r.method == "PATCH") patches.push_back(r);
+    if (r.method == "POST" && r.path.find("/events") != std::string::npos) ++events;
+  }
+  EXPECT_EQ(events, 2) << "a Scheduled event for each";
+  ASSERT_EQ(patches.size(), 1u) << "only the pod that waited is patched";
+  EXPECT_EQ(patches[0].path, k8s::ObjectPath(k8s::kPods, "ns", "waited"));
+  EXPECT_EQ(patches[0].content_type, "application/merge-patch+json");
+  EXPECT_EQ(nlohmann::json::parse(patches[0].body),
+            (nlohmann::json{{"metadata", {{"annotations", {{kQueuePositionAnnotation, nullptr},
+                                                          {kEstimatedStartAnnotation, nullptr}}}}}}))
+      << "both wait annotations removed, the pod's own kept";
+}
+
 // Issue 13: memory that grows with pod churn. The loop's last report per pod and the actions' last
 // FailedScheduling event per pod are kept only while the pod waits: 1,000 pods that waited and
 // were deleted leave nothing behind in either.
