@@ -31,7 +31,26 @@ KEYS = [("pods_per_second_api", "pods/s (API timestamps)"),
         ("events_drained_seconds", "Scheduled events all written, s after the last binding"),
         ("cpu_seconds_per_1000_pods_to_last_binding", "scheduler CPU-s per 1,000 pods bound, to the last binding"),
         ("cpu_seconds_per_1000_pods", "scheduler CPU-s per 1,000 pods bound, until its Scheduled events are written"),
-        ("peak_rss_mib", "scheduler peak RSS MiB (VmHWM)")]
+        ("peak_rss_mib", "scheduler peak RSS MiB (VmHWM)"),
+        ("api_requests_total", "apiserver requests during the round (all clients)"),
+        ("api_requests_per_second", "apiserver requests/s over the round (all clients)"),
+        ("api_requests_in_flight", "apiserver requests in flight, mean (count x mean latency / round)")]
+
+
+def add_apiserver_rates(r):
+    """Requests per second and mean requests in flight at the apiserver over a round (all clients).
+
+    In flight is Little's law: the sum of count x mean server-side latency over the round's wall
+    time. When more in flight buys few more requests per second, the apiserver (or the machine
+    under it) is saturated: the rate it reaches bounds every scheduler's on a write-bound shape.
+    """
+    reqs, wall = r.get("api_requests"), r.get("wall_seconds")
+    if not reqs or not wall:
+        return
+    total = sum(c for c, _ in reqs.values())
+    r["api_requests_total"] = total
+    r["api_requests_per_second"] = round(total / wall, 1)
+    r["api_requests_in_flight"] = round(sum(c * ms / 1000 for c, ms in reqs.values()) / wall, 1)
 
 
 def median(values):
@@ -83,6 +102,7 @@ def main(argv):
             p = f"{out}/{workload}-{w}-{r}.json"
             if os.path.exists(p):
                 rows[w].append(json.load(open(p)))
+                add_apiserver_rates(rows[w][-1])
     both = all(rows.get(w) for w in ("kube-scheduler", "onequeue"))
     print(f"\n{title}")
     header = "| figure (median of rounds) | " + " | ".join(schedulers) + (" | onequeue/kube-scheduler |" if both else " |")
@@ -111,7 +131,9 @@ def main(argv):
                   f"bound {r['bound']}/{r['pods']}{extra}, load {r.get('load_average')}")
             if r.get("api_requests"):
                 print("    apiserver requests during the round (all clients; count, mean server-side ms): " +
-                      ", ".join(f"{k} {c} {ms:g}" for k, (c, ms) in list(r["api_requests"].items())[:8]))
+                      ", ".join(f"{k} {c} {ms:g}" for k, (c, ms) in list(r["api_requests"].items())[:8]) +
+                      f"; {r['api_requests_total']} in all, {r['api_requests_per_second']:g}/s, "
+                      f"{r['api_requests_in_flight']:g} in flight on average")
             if r.get("trace"):
                 t = r["trace"]
                 print(f"    trace (watch, s, p50/p90/max over {t['preemptors_traced']} preemptors): " + "; ".join(
