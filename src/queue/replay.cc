@@ -48,7 +48,7 @@ QueueConfig ReplayQueueConfig(ReplayPolicy policy) {
   c.window = Duration{20} * 365 * 24 * 3600;
   // Estimated starts of jobs without a reservation never change what starts; the replay only
   // reads the reservations' starts, so it skips the per-job estimates (a profile query each;
-  // issue 27, seventh pass: not even one per cycle, ~15 % of the default policy's replay).
+  // issue 27, seventh pass: not even one per cycle, ~15 % of the default policy's replay time).
   c.max_estimates_per_cycle = 1;
   c.estimate_unreserved = false;
   c.starvation_bound = 0;  // the textbook policies have no starvation bound
