@@ -344,6 +344,10 @@ struct QueueConfig {
   // Estimated starts for workloads without a reservation cost one profile query each; 0 means
   // estimate every workload, N caps the queries per cycle (the rest report "unknown").
   int32_t max_estimates_per_cycle = 0;
+  // False: no estimate at all for a workload without a reservation (none searched; it reports
+  // "unknown"), whatever max_estimates_per_cycle says. The trace replay's setting: it reads only
+  // the starts and the reservations' starts, and an estimate decides nothing (issue 27).
+  bool estimate_unreserved = true;
   PreemptionConfig preemption;
 };
 

@@ -482,8 +482,8 @@ void CyclePass::ReserveNotBefore(const PendingWorkload& w, const QueuePlanner::S
 
 void CyclePass::WaitWithEstimate(const Turn& t, WaitReason reason) {
   std::optional<Time> estimate;
-  const bool budget_left =
-      config_.max_estimates_per_cycle == 0 || s_.estimates < config_.max_estimates_per_cycle;
+  const bool budget_left = config_.estimate_unreserved && (config_.max_estimates_per_cycle == 0 ||
+                                                           s_.estimates < config_.max_estimates_per_cycle);
   if (budget_left) {
     const PendingWorkload& w = t.w;
     auto key = std::make_pair(ShapeKey{w.per_member, std::max<int32_t>(1, w.members), w.kind,

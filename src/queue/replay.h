@@ -95,7 +95,8 @@ struct JobOutcome {
   bool cut_at_limit = false;  // the trace's run time exceeded its requested time
   bool backfilled = false;    // started ahead of a blocked higher-priority job
   // The planner's estimated start in the first cycle after the job's submission (unknown if it
-  // gave none), and in the first cycle in which it was first in the queue while waiting.
+  // gave none: the replay asks only for the reservations' starts, QueueConfig::
+  // estimate_unreserved), and in the first cycle in which it was first in the queue while waiting.
   std::optional<Time> first_estimate;
   std::optional<Time> head_estimate;
   bool was_head_waiting = false;
