@@ -21,6 +21,8 @@ void VictimIndex::Build(const Snapshot& snap, const QueueConfig& config, Time no
   qos_names_.clear();
   budget_allowed_.clear();
   for (auto& s : scarce_) s.reset();
+  for (auto& w : nodes_with_) w.reset();
+  any_negative_use_ = -1;
   // Gangs (in order of first appearance) or single workloads.
   std::vector<std::vector<int>> groups;
   {
@@ -236,12 +238,37 @@ const ScarceNodes& VictimIndex::scarce_nodes(int r) const {
     }
     const bool skip = s.of[n] == ScarceNodes::kSkip;
     s.kept += !skip;
+    if (!skip) s.kept_nodes.push_back(static_cast<NodeIndex>(n));
     for (int b = 0; b < ScarceNodes::kMaxBound; ++b) {
       const int64_t here = skip ? StepsBoundUnsaturated(k, per_call, b + 1) : 0;
       s.bound_before[b][n + 1] = std::min(ScarceNodes::kSaturated, s.bound_before[b][n] + here);
     }
   }
   return s;
+}
+
+const std::vector<NodeIndex>& VictimIndex::nodes_with(int r) const {
+  std::unique_ptr<std::vector<NodeIndex>>& slot = nodes_with_[r];
+  if (slot != nullptr) return *slot;
+  slot = std::make_unique<std::vector<NodeIndex>>();
+  const size_t nodes = node_units_begin_.empty() ? 0 : node_units_begin_.size() - 1;
+  for (size_t n = 0; n < nodes; ++n) {
+    if (snapshot_->nodes[n].allocatable[r] > 0) slot->push_back(static_cast<NodeIndex>(n));
+  }
+  return *slot;
+}
+
+bool VictimIndex::any_negative_use() const {
+  if (any_negative_use_ < 0) {
+    any_negative_use_ = 0;
+    const size_t nodes = node_units_begin_.empty() ? 0 : node_units_begin_.size() - 1;
+    for (const RunningWorkload& r : snapshot_->running) {
+      for (const Allocation& a : r.allocations) {
+        if (a.node >= 0 && static_cast<size_t>(a.node) < nodes && a.used.AnyNegative()) any_negative_use_ = 1;
+      }
+    }
+  }
+  return any_negative_use_ != 0;
 }
 
 namespace {

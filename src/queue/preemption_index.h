@@ -58,6 +58,7 @@ struct ScarceNodes {
   static constexpr int64_t kSaturated = int64_t{1} << 50;
   std::vector<uint8_t> of;  // per node
   size_t kept = 0;          // nodes not kSkip
+  std::vector<NodeIndex> kept_nodes;  // those nodes, ascending
   std::array<std::vector<int64_t>, kMaxBound> bound_before;  // each: nodes + 1 entries
 };
 
@@ -102,6 +103,12 @@ class VictimIndex {
   // ScarceNodes of extended resource slot `r`, built at the first call for r after Build (the
   // searches of a planner are serialised, so the lazy build needs no lock).
   const ScarceNodes& scarce_nodes(int r) const;
+  // The nodes whose allocatable has some of extended resource slot `r`, ascending (built at the
+  // first call for r after Build, as scarce_nodes).
+  const std::vector<NodeIndex>& nodes_with(int r) const;
+  // Some running workload uses a negative amount somewhere: derived_free may exceed allocatable
+  // (found at the first call after Build).
+  bool any_negative_use() const;
 
   std::vector<int> unit_workloads;
   std::vector<std::pair<NodeIndex, Resources>> frees;
@@ -128,6 +135,8 @@ class VictimIndex {
   std::vector<int> budget_allowed_;
   int32_t min_class_priority_ = INT32_MAX;
   mutable std::array<std::unique_ptr<ScarceNodes>, kMaxResourceKinds> scarce_;
+  mutable std::array<std::unique_ptr<std::vector<NodeIndex>>, kMaxResourceKinds> nodes_with_;
+  mutable int8_t any_negative_use_ = -1;  // -1: not known yet
 };
 
 // Issue 26: what the candidate cap's window walk (victim_search.cc, ViableCopies) learns about a

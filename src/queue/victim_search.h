@@ -49,6 +49,7 @@ struct Scratch {
   std::vector<NodeIndex> usable;     // eligible, unclaimed nodes, ascending
   std::vector<char> viable;          // per examined position of `usable`
   std::vector<int64_t> kept_positions;  // positions of `usable` not ScarceNodes::kSkip (ascending)
+  std::vector<char> kept_viable;        // per entry of kept_positions: examined and viable
   std::vector<NodeIndex> nodes;      // the search's node slots, ascending
   std::vector<int> candidate_units;  // index units, cheapest first
   std::vector<SearchUnit> units;
