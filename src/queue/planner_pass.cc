@@ -231,8 +231,7 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
                 now == s_.now &&
                     ((in_cycle_ && !s_.out_of_priority_order) || s_.reserved_for_priority.empty()) &&
                     !s_.promise_phase && !s_.any_same_tenant,
-                eligible_set.preempt_bits.empty() ? nullptr : &eligible_set.preempt_bits,
-                &eligible_set};
+                eligible_set.preempt_bits.empty() ? nullptr : &eligible_set.preempt_bits, &eligible_set};
   };
   if (eligible_set.count == 0) {
     // Anti-affinity: running pods whose anti-affinity it matches, or that its own anti-affinity
