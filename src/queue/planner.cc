@@ -200,6 +200,7 @@ void BuildProfile(const QueueConfig& config, State& s) {
 void IndexNodes(const QueueConfig& config, State& s) {
   const Snapshot& snap = *s.snapshot;
   s.claimed.assign(snap.nodes.size(), 0);
+  s.claim_log.clear();
   s.node_seq.assign(snap.nodes.size(), 0);
   s.node_stamp.assign(snap.nodes.size(), 0);
   for (NodeIndex n = 0; n < static_cast<NodeIndex>(snap.nodes.size()); ++n) {

@@ -37,6 +37,10 @@ struct PreemptionInput {
   Time now = 0;
   // Nodes the preemptor may use at all (selector, affinity, taints, partition, owner), ascending.
   std::vector<NodeIndex> eligible_nodes;
+  // The same nodes kept by the caller (optional): when set, read instead of eligible_nodes (no
+  // copy per preemptor; issue 26, the steady cycle's twelfth pass).
+  const std::vector<NodeIndex>* eligible_list = nullptr;
+  const std::vector<NodeIndex>& Eligible() const { return eligible_list != nullptr ? *eligible_list : eligible_nodes; }
   // Free capacity of every node now (indexed by NodeIndex), after this cycle's earlier starts.
   const std::vector<Resources>* free_now = nullptr;
   // Per node (indexed by NodeIndex): 1 when this cycle already promised it to a workload of
@@ -47,6 +51,13 @@ struct PreemptionInput {
   // The same workloads by index into snapshot->running (optional; the cycle pass sets it): when
   // set, a planner may read it instead of already_victims and skip looking the ids up.
   const std::vector<int32_t>* already_victim_indices = nullptr;
+  // Guarantees the caller may give (the cycle pass does; issue 26, the steady cycle's twelfth
+  // pass), each sparing a search a walk over every eligible node. False: nothing assumed.
+  // eligible_nodes is strictly ascending, each node in range, and none of them claimed.
+  bool eligible_sorted_unclaimed = false;
+  // (*free_now)[n][k] <= snapshot->nodes[n].allocatable[k] for every node and kind: nothing
+  // subtracted from a node's capacity was negative (AvailabilityProfile::AnyNegativeBlock false).
+  bool free_now_within_allocatable = false;
 };
 
 class PreemptionPlanner {

@@ -89,6 +89,8 @@ class CyclePass {
     // Symmetric anti-affinity: the nodes the preemption search may use (EligibleSet::preempt_bits).
     // Null: `eligible`.
     const std::vector<char>* preempt_eligible = nullptr;
+    // The class's set (its TryPreempt node lists are kept there); null: none kept.
+    const QueuePlanner::State::EligibleSet* eligible_set = nullptr;
 
     bool KnownToFail(FailureMemo& memo) const {
       return memo_valid && memo.KnownToFail(facts.kind, facts.eligibility, size);
@@ -192,10 +194,13 @@ class CyclePass {
                           bool preference_order = false);
   // no_room: set when the preemption planner ruled the preemptor out (PlanOrRuleOut).
   // On a decision, s_.scratch_victims holds its victims as indices into snapshot->running.
+  // kept: the list kept for `eligible` (EligibleSet::preempt_nodes), or null.
   std::optional<PreemptDecision> TryPreempt(const PendingWorkload& w, double priority,
-                                            const std::vector<char>& eligible, Time now, bool* no_room);
+                                            const std::vector<char>& eligible, Time now, bool* no_room,
+                                            QueuePlanner::State::EligibleSet::PreemptNodes* kept = nullptr);
   void ListPreemptNodes(const PendingWorkload& w, double priority, const std::vector<char>& eligible,
                         std::vector<NodeIndex>& out);
+  void KeepPreemptNodes(const std::vector<char>& eligible, QueuePlanner::State::EligibleSet::PreemptNodes& kept);
   void Commit(const PendingWorkload& w, Duration duration, const MemberNodes& nodes, Time start,
               bool reservation);
   // Every member of `w` fits on `nodes` (member i on nodes[i]) over [start, start + duration).

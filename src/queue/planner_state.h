@@ -177,6 +177,16 @@ struct QueuePlanner::State {
     // empty: the search uses `bits`.
     std::vector<char> preempt_bits;
     int32_t preempt_count = 0;
+    // Issue 26 (the steady cycle, twelfth pass): TryPreempt's nodes for `bits` ([0]) and
+    // `preempt_bits` ([1]) while no node is reserved(W) or same-tenant: the eligible nodes not
+    // claimed, ascending (CyclePass::ListPreemptNodes' list then), kept across the cycle's
+    // preemptors; the claims made since (State::claim_log) are taken out when next asked.
+    struct PreemptNodes {
+      bool built = false;
+      size_t claims = 0;  // entries of State::claim_log taken out
+      std::vector<NodeIndex> nodes;
+    };
+    mutable std::array<PreemptNodes, 2> preempt_nodes;
   };
   std::vector<std::unique_ptr<EligibleSet>> eligible_by_class{1};
   absl::flat_hash_map<std::string, int32_t> class_of_signature;  // constrained classes only
@@ -221,6 +231,7 @@ struct QueuePlanner::State {
     return f;
   }
   std::vector<char> claimed;  // nodes promised to a preemptor this cycle
+  std::vector<NodeIndex> claim_log;  // the same nodes, in the order claimed
   // Issue 25 tenancy: some node is same-tenant (Node::same_tenant). Then every block carries its
   // workload's tenant as a number (TenantId), and the memos, which compare workloads by shape
   // alone, are neither read nor written (two tenants of one shape differ there).

@@ -21,6 +21,8 @@ void VictimIndex::Build(const Snapshot& snap, const QueueConfig& config, Time no
   qos_names_.clear();
   budget_allowed_.clear();
   for (auto& s : scarce_) s.reset();
+  for (auto& w : nodes_with_) w.reset();
+  any_negative_use_ = -1;
   // Gangs (in order of first appearance) or single workloads.
   std::vector<std::vector<int>> groups;
   {
@@ -71,15 +73,24 @@ void VictimIndex::Build(const Snapshot& snap, const QueueConfig& config, Time no
   sorted.reserve(units_.size());
   for (const SortKey& k : order) sorted.push_back(units_[k.unit]);
   units_ = std::move(sorted);
-  unit_of_workload_.reserve(snap.running.size());
+  unit_of_workload_built_ = false;
   unit_of_running_.assign(snap.running.size(), -1);
   for (size_t u = 0; u < units_.size(); ++u) {
     for (uint32_t k = units_[u].workloads.begin; k < units_[u].workloads.end; ++k) {
-      unit_of_workload_.try_emplace(snap.running[unit_workloads[k]].id, static_cast<int>(u));
       unit_of_running_[unit_workloads[k]] = static_cast<int>(u);
     }
   }
   BuildNodeLists(snap, config);
+}
+
+void VictimIndex::BuildUnitOfWorkload() const {
+  unit_of_workload_.reserve(snapshot_->running.size());
+  for (size_t u = 0; u < units_.size(); ++u) {  // the order Build used: the first unit wins
+    for (uint32_t k = units_[u].workloads.begin; k < units_[u].workloads.end; ++k) {
+      unit_of_workload_.try_emplace(snapshot_->running[unit_workloads[k]].id, static_cast<int>(u));
+    }
+  }
+  unit_of_workload_built_ = true;
 }
 
 void VictimIndex::BuildUnit(const Snapshot& snap, const QueueConfig& config, Time now, const std::vector<int>& group,
@@ -226,7 +237,7 @@ const ScarceNodes& VictimIndex::scarce_nodes(int r) const {
     for (uint32_t f = unit.frees.begin; f < unit.frees.end && !k; ++f) k = s.of[frees[f].first] == ScarceNodes::kHasR;
     keeps[u] = k;
   }
-  for (auto& b : s.bound_before) b.assign(nodes + 1, 0);
+  s.units_and_steps.assign(nodes, {0, 0});
   for (size_t n = 0; n < nodes; ++n) {
     int64_t k = 0, per_call = 0;
     for (const int* u = units_on_begin(n); u != units_on_end(n); ++u) {
@@ -236,12 +247,46 @@ const ScarceNodes& VictimIndex::scarce_nodes(int r) const {
     }
     const bool skip = s.of[n] == ScarceNodes::kSkip;
     s.kept += !skip;
-    for (int b = 0; b < ScarceNodes::kMaxBound; ++b) {
-      const int64_t here = skip ? StepsBoundUnsaturated(k, per_call, b + 1) : 0;
-      s.bound_before[b][n + 1] = std::min(ScarceNodes::kSaturated, s.bound_before[b][n] + here);
-    }
+    if (!skip) s.kept_nodes.push_back(static_cast<NodeIndex>(n));
+    if (skip) s.units_and_steps[n] = {k, per_call};
   }
   return s;
+}
+
+const std::vector<int64_t>& ScarceNodes::BoundBefore(int bound) const {
+  std::vector<int64_t>& before = bound_before_[bound - 1];
+  if (!before.empty()) return before;
+  before.assign(of.size() + 1, 0);
+  for (size_t n = 0; n < of.size(); ++n) {
+    const auto [k, per_call] = units_and_steps[n];
+    const int64_t here = of[n] == kSkip ? StepsBoundUnsaturated(k, per_call, bound) : 0;
+    before[n + 1] = std::min(kSaturated, before[n] + here);
+  }
+  return before;
+}
+
+const std::vector<NodeIndex>& VictimIndex::nodes_with(int r) const {
+  std::unique_ptr<std::vector<NodeIndex>>& slot = nodes_with_[r];
+  if (slot != nullptr) return *slot;
+  slot = std::make_unique<std::vector<NodeIndex>>();
+  const size_t nodes = node_units_begin_.empty() ? 0 : node_units_begin_.size() - 1;
+  for (size_t n = 0; n < nodes; ++n) {
+    if (snapshot_->nodes[n].allocatable[r] > 0) slot->push_back(static_cast<NodeIndex>(n));
+  }
+  return *slot;
+}
+
+bool VictimIndex::any_negative_use() const {
+  if (any_negative_use_ < 0) {
+    any_negative_use_ = 0;
+    const size_t nodes = node_units_begin_.empty() ? 0 : node_units_begin_.size() - 1;
+    for (const RunningWorkload& r : snapshot_->running) {
+      for (const Allocation& a : r.allocations) {
+        if (a.node >= 0 && static_cast<size_t>(a.node) < nodes && a.used.AnyNegative()) any_negative_use_ = 1;
+      }
+    }
+  }
+  return any_negative_use_ != 0;
 }
 
 namespace {

@@ -49,16 +49,23 @@ struct IndexUnit {
 // (VictimSearch::UseScarceNodes; docs/queue.md "Preemption"). A node is kSkip when its allocatable
 // has no r, no running workload frees r there, and none of its units runs on a node with r (or
 // freeing r: kHasR) or takes from a disruption budget; every other node is kept (kKeep, kHasR).
-// Per deepening bound B (1..kMaxBound), `bound_before[B - 1][n]` sums over the kSkip nodes below
-// n a bound of the steps the search over every node could count on each of them
-// (VictimSearch::StepsBound of its k units, k plus their frees per call), saturated at kSaturated.
+// Per deepening bound B (1..kMaxBound), `BoundBefore(B)[n]` sums over the kSkip nodes below n a
+// bound of the steps the search over every node could count on each of them
+// (VictimSearch::StepsBound of its k units, k plus their frees per call), saturated at kSaturated;
+// each bound's sums made when first asked (issue 26, twelfth pass: mostly only B = 1 is).
 struct ScarceNodes {
   enum Class : uint8_t { kSkip = 0, kKeep = 1, kHasR = 2 };
   static constexpr int kMaxBound = 6;
   static constexpr int64_t kSaturated = int64_t{1} << 50;
   std::vector<uint8_t> of;  // per node
   size_t kept = 0;          // nodes not kSkip
-  std::array<std::vector<int64_t>, kMaxBound> bound_before;  // each: nodes + 1 entries
+  std::vector<NodeIndex> kept_nodes;  // those nodes, ascending
+  // Per kSkip node (0 for the others): its units, and their steps per call (1 + frees each).
+  std::vector<std::pair<int64_t, int64_t>> units_and_steps;
+  const std::vector<int64_t>& BoundBefore(int bound) const;  // nodes + 1 entries
+
+ private:
+  mutable std::array<std::vector<int64_t>, kMaxBound> bound_before_;
 };
 
 // Built once per snapshot (and `now`), shared by every victim search of a cycle: the victim units
@@ -82,6 +89,7 @@ class VictimIndex {
   const Resources& derived_free(NodeIndex n) const { return derived_free_[n]; }
   // The unit holding the running workload `id`, or -1.
   int unit_of(std::string_view id) const {
+    if (!unit_of_workload_built_) BuildUnitOfWorkload();
     auto it = unit_of_workload_.find(id);
     return it == unit_of_workload_.end() ? -1 : it->second;
   }
@@ -102,6 +110,12 @@ class VictimIndex {
   // ScarceNodes of extended resource slot `r`, built at the first call for r after Build (the
   // searches of a planner are serialised, so the lazy build needs no lock).
   const ScarceNodes& scarce_nodes(int r) const;
+  // The nodes whose allocatable has some of extended resource slot `r`, ascending (built at the
+  // first call for r after Build, as scarce_nodes).
+  const std::vector<NodeIndex>& nodes_with(int r) const;
+  // Some running workload uses a negative amount somewhere: derived_free may exceed allocatable
+  // (found at the first call after Build).
+  bool any_negative_use() const;
 
   std::vector<int> unit_workloads;
   std::vector<std::pair<NodeIndex, Resources>> frees;
@@ -113,6 +127,9 @@ class VictimIndex {
   void BuildUnit(const Snapshot& snap, const QueueConfig& config, Time now, const std::vector<int>& group,
                  absl::flat_hash_map<std::string_view, int>& budget_of, absl::flat_hash_map<std::string_view, int>& qos_of);
   void BuildNodeLists(const Snapshot& snap, const QueueConfig& config);
+  // unit_of's map, made at its first call after Build (issue 26, twelfth pass: the cycle pass
+  // names earlier victims by index, so a cycle without anti-affinity carriers never asks).
+  void BuildUnitOfWorkload() const;
 
   const Snapshot* snapshot_ = nullptr;
   Time now_ = 0;
@@ -122,12 +139,15 @@ class VictimIndex {
   std::vector<int> node_units_;
   std::vector<std::array<int, 2>> node_kind_workloads_;
   std::vector<Resources> derived_free_;
-  absl::flat_hash_map<std::string_view, int> unit_of_workload_;
+  mutable absl::flat_hash_map<std::string_view, int> unit_of_workload_;
+  mutable bool unit_of_workload_built_ = false;
   std::vector<int> unit_of_running_;
   std::vector<std::string_view> qos_names_;
   std::vector<int> budget_allowed_;
   int32_t min_class_priority_ = INT32_MAX;
   mutable std::array<std::unique_ptr<ScarceNodes>, kMaxResourceKinds> scarce_;
+  mutable std::array<std::unique_ptr<std::vector<NodeIndex>>, kMaxResourceKinds> nodes_with_;
+  mutable int8_t any_negative_use_ = -1;  // -1: not known yet
 };
 
 // Issue 26: what the candidate cap's window walk (victim_search.cc, ViableCopies) learns about a

@@ -1,6 +1,7 @@
 #include "queue/victim_search.h"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -72,8 +73,11 @@ bool VictimSearch::FindUsable(const QosPolicy& preemptor_qos) {
   const Snapshot& snap = *in_.snapshot;
   s_.Next(snap.nodes.size(), index_.unit_count());
   s_.usable.clear();
-  const std::vector<NodeIndex>& eligible = in_.eligible_nodes;
-  if (std::adjacent_find(eligible.begin(), eligible.end(), std::greater_equal<NodeIndex>()) == eligible.end()) {
+  usable_ = &s_.usable;
+  const std::vector<NodeIndex>& eligible = in_.Eligible();
+  if (in_.eligible_sorted_unclaimed) {  // the caller's word: each usable, read in place
+    usable_ = &eligible;
+  } else if (std::adjacent_find(eligible.begin(), eligible.end(), std::greater_equal<NodeIndex>()) == eligible.end()) {
     KeepUnclaimedAscending();
   } else {
     for (NodeIndex n : eligible) {
@@ -83,7 +87,7 @@ bool VictimSearch::FindUsable(const QosPolicy& preemptor_qos) {
       s_.usable.push_back(n);
     }
   }
-  if (s_.usable.empty()) return false;
+  if (Usable().empty()) return false;
   const std::vector<std::string_view>& qos = index_.qos_names();
   s_.allowed_qos.resize(qos.size());
   for (size_t q = 0; q < qos.size(); ++q) s_.allowed_qos[q] = QosAllows(*in_.config, preemptor_qos, qos[q]);
@@ -95,7 +99,7 @@ bool VictimSearch::FindUsable(const QosPolicy& preemptor_qos) {
 // FindUsable for eligible nodes strictly ascending (TryPreempt's, issue 26: 5,000 per search): no
 // duplicate can occur, so none is looked for (no stamps); the same nodes kept, in the same order.
 void VictimSearch::KeepUnclaimedAscending() {
-  const std::vector<NodeIndex>& eligible = in_.eligible_nodes;
+  const std::vector<NodeIndex>& eligible = in_.Eligible();
   const size_t nodes = in_.snapshot->nodes.size();
   const char* claimed = in_.claimed != nullptr ? in_.claimed->data() : nullptr;
   const size_t claimed_size = in_.claimed != nullptr ? in_.claimed->size() : 0;
@@ -159,6 +163,10 @@ bool VictimSearch::RequireCarriers() {
   required_.clear();
   const PlacementRules* rules = in_.preemptor->placement.get();
   if (rules == nullptr || rules->carriers == nullptr) return true;
+  if (usable_ != &s_.usable) {  // the caller's list: filtered in a copy
+    s_.usable.assign(usable_->begin(), usable_->end());
+    usable_ = &s_.usable;
+  }
   size_t kept = 0;
   for (NodeIndex n : s_.usable) {
     const size_t begin = required_.size();
@@ -189,7 +197,7 @@ bool VictimSearch::RequireCarriers() {
 bool VictimSearch::FitsWithoutVictims() const {
   const PendingWorkload& p = *in_.preemptor;
   int64_t total = 0;
-  for (NodeIndex n : s_.usable) {
+  for (NodeIndex n : Usable()) {
     if (Blockers(n) > 0 || Required(n) > 0) continue;
     total += FreeNow(n).CopiesOf(p.per_member, p.members);
     if (total >= p.members) return true;
@@ -208,15 +216,47 @@ bool VictimSearch::FitsWithoutVictims() const {
 VictimSearch::PrefixFit VictimSearch::FitsOnAscendingPrefix() const {
   const PendingWorkload& p = *in_.preemptor;
   if (p.placement != nullptr && p.placement->carriers != nullptr) return PrefixFit::kUnknown;
+  if (in_.eligible_sorted_unclaimed && p.members >= 1 && FreeWithinAllocatable()) {
+    const PrefixFit fit = FitsOnNodesWithScarce();
+    if (fit != PrefixFit::kUnknown) return fit;
+  }
   const size_t nodes = in_.snapshot->nodes.size();
   const char* claimed = in_.claimed != nullptr ? in_.claimed->data() : nullptr;
   const size_t claimed_size = in_.claimed != nullptr ? in_.claimed->size() : 0;
   int64_t total = 0;
   NodeIndex last = -1;
-  for (NodeIndex n : in_.eligible_nodes) {
+  for (NodeIndex n : in_.Eligible()) {
     if (n <= last || static_cast<size_t>(n) >= nodes) return PrefixFit::kUnknown;
     last = n;
     if ((static_cast<size_t>(n) < claimed_size && claimed[n]) || Blockers(n) > 0) continue;
+    total += FreeNow(n).CopiesOf(p.per_member, p.members);
+    if (total >= p.members) return PrefixFit::kFits;
+  }
+  return PrefixFit::kDoesNotFit;
+}
+
+// Issue 26 (the steady cycle, twelfth pass): FitsOnAscendingPrefix over the eligible nodes that
+// have the extended resource the preemptor asks that the fewest nodes have (at most a quarter of
+// them), found in the eligible list (ascending, in range, none claimed: the caller's word) by a
+// merge. Every other node has at most its allocatable free (FreeWithinAllocatable), none of that
+// resource, so no copy: the total over these nodes is the total over all (copies only add), and
+// the answer the same. kUnknown when the preemptor asks no such resource.
+VictimSearch::PrefixFit VictimSearch::FitsOnNodesWithScarce() const {
+  const PendingWorkload& p = *in_.preemptor;
+  const std::vector<NodeIndex>* with = nullptr;
+  for (int r = kFirstExtended; r < kMaxResourceKinds; ++r) {
+    if (p.per_member[r] <= 0) continue;
+    const std::vector<NodeIndex>& nodes = index_.nodes_with(r);
+    if (with == nullptr || nodes.size() < with->size()) with = &nodes;
+  }
+  if (with == nullptr || with->size() * 4 > in_.snapshot->nodes.size()) return PrefixFit::kUnknown;
+  const std::vector<NodeIndex>& eligible = in_.Eligible();
+  size_t e = 0;
+  int64_t total = 0;
+  for (NodeIndex n : *with) {  // a merge of the two ascending lists
+    while (e < eligible.size() && eligible[e] < n) ++e;
+    if (e == eligible.size()) break;
+    if (eligible[e] != n || Blockers(n) > 0) continue;
     total += FreeNow(n).CopiesOf(p.per_member, p.members);
     if (total >= p.members) return PrefixFit::kFits;
   }
@@ -318,7 +358,8 @@ bool VictimSearch::CandidateAtAnyPriority(int unit) const {
 // anyway (the search then uses them all, exactly as without a cap).
 bool VictimSearch::ChooseWindow() {
   const PreemptionConfig& cap = in_.config->preemption;
-  const int64_t usable = static_cast<int64_t>(s_.usable.size());
+  const std::vector<NodeIndex>& nodes = Usable();
+  const int64_t usable = static_cast<int64_t>(nodes.size());
   const int64_t wanted =
       std::max<int64_t>(usable * std::max<int32_t>(0, cap.min_candidate_nodes_percentage) / 100,
                         std::max<int32_t>(0, cap.min_candidate_nodes_absolute));
@@ -331,7 +372,7 @@ bool VictimSearch::ChooseWindow() {
   int64_t examined = 0;
   for (; examined < usable && (viable_nodes < wanted || viable_copies < in_.preemptor->members); ++examined) {
     const int64_t position = (offset + examined) % usable;
-    const int64_t copies = ViableCopies(s_.usable[position]);
+    const int64_t copies = ViableCopies(nodes[position]);
     if (copies == 0) continue;
     s_.viable[position] = 1;
     ++viable_nodes;
@@ -343,7 +384,7 @@ bool VictimSearch::ChooseWindow() {
   }
   s_.nodes.clear();
   for (int64_t position = 0; position < usable; ++position) {  // ascending node order
-    if (s_.viable[position]) s_.nodes.push_back(s_.usable[position]);
+    if (s_.viable[position]) s_.nodes.push_back(nodes[position]);
   }
   return true;
 }
@@ -351,26 +392,29 @@ bool VictimSearch::ChooseWindow() {
 // ChooseWindow over the kept nodes only (ChooseScarce): a kSkip node holds no copy whatever goes
 // (ViableCopies 0), so the walk over every position from `offset` keeps the same nodes, in the same
 // order, and stops after the same one. It examined every position (the cap did not bind) when it
-// stopped after the last one, offset - 1, or never; then s_.viable holds every node's answer too.
+// stopped after the last one, offset - 1, or never; then s_.kept_viable holds every kept node's
+// answer too.
 bool VictimSearch::ChooseWindowScarce(int64_t usable, int64_t wanted, int64_t offset) {
-  s_.viable.assign(usable, 0);
+  const std::vector<NodeIndex>& nodes = Usable();
   const std::vector<int64_t>& kept = s_.kept_positions;
+  s_.kept_viable.assign(kept.size(), 0);  // by kept entry, not by position (twelfth pass)
   const size_t first = static_cast<size_t>(std::lower_bound(kept.begin(), kept.end(), offset) - kept.begin());
   const int64_t last = (offset + usable - 1) % usable;
   int64_t viable_nodes = 0;
   int64_t viable_copies = 0;
   for (size_t j = 0; j < kept.size(); ++j) {
-    const int64_t position = kept[(first + j) % kept.size()];
-    const int64_t copies = ViableCopies(s_.usable[position]);
+    const size_t k = (first + j) % kept.size();
+    const int64_t position = kept[k];
+    const int64_t copies = ViableCopies(nodes[position]);
     if (copies == 0) continue;
-    s_.viable[position] = 1;
+    s_.kept_viable[k] = 1;
     ++viable_nodes;
     viable_copies += copies;
     if (viable_nodes < wanted || viable_copies < in_.preemptor->members) continue;
     if (position == last) break;  // examined every position: the cap did not bind
     s_.nodes.clear();
-    for (int64_t p : kept) {  // ascending node order
-      if (s_.viable[p]) s_.nodes.push_back(s_.usable[p]);
+    for (size_t i = 0; i < kept.size(); ++i) {  // ascending node order
+      if (s_.kept_viable[i]) s_.nodes.push_back(nodes[kept[i]]);
     }
     return true;
   }
@@ -403,8 +447,23 @@ bool VictimSearch::ScarceKept(int r) {
   const std::vector<uint8_t>& of = index_.scarce_nodes(r).of;
   const int64_t request = in_.preemptor->per_member[r];
   s_.kept_positions.clear();
-  for (size_t p = 0; p < s_.usable.size(); ++p) {
-    const NodeIndex n = s_.usable[p];
+  const std::vector<NodeIndex>& nodes = Usable();
+  if (in_.eligible_sorted_unclaimed && FreeWithinAllocatable()) {
+    // Issue 26 (twelfth pass): a node not kHasR has allocatable[r] <= 0, so at most 0 of r free
+    // (FreeWithinAllocatable), less than the request: the check below holds everywhere. The
+    // usable nodes are ascending and in range (the caller's word; RequireCarriers keeps the
+    // order), so the kept nodes' positions come from a merge of the two lists, without a read
+    // per node.
+    size_t p = 0;
+    for (NodeIndex n : index_.scarce_nodes(r).kept_nodes) {
+      while (p < nodes.size() && nodes[p] < n) ++p;
+      if (p == nodes.size()) break;
+      if (nodes[p] == n) s_.kept_positions.push_back(static_cast<int64_t>(p));
+    }
+    return true;
+  }
+  for (size_t p = 0; p < nodes.size(); ++p) {
+    const NodeIndex n = nodes[p];
     if (static_cast<size_t>(n) >= of.size()) return false;
     const uint8_t c = of[n];
     if (c != ScarceNodes::kHasR && FreeNow(n)[r] >= request) return false;
@@ -424,16 +483,17 @@ bool VictimSearch::ScarceKept(int r) {
 bool VictimSearch::UseLeanNodes() {
   if (in_.preemptor->members != 1 || !required_.empty()) return false;
   if (scarce_ >= 0) return UseScarceNodes();
+  const std::vector<NodeIndex>& nodes = Usable();
   if (!walked_all_) {  // no window walk (the cap is off, or above the usable nodes): ask each node
-    s_.viable.assign(s_.usable.size(), 0);
-    for (size_t position = 0; position < s_.usable.size(); ++position) {
-      s_.viable[position] = ViableCopies(s_.usable[position]) > 0;
+    s_.viable.assign(nodes.size(), 0);
+    for (size_t position = 0; position < nodes.size(); ++position) {
+      s_.viable[position] = ViableCopies(nodes[position]) > 0;
     }
   }
   s_.nodes.clear();
   s_.left_out.clear();
-  for (size_t position = 0; position < s_.usable.size(); ++position) {
-    const NodeIndex n = s_.usable[position];
+  for (size_t position = 0; position < nodes.size(); ++position) {
+    const NodeIndex n = nodes[position];
     const ViableMemo::Viable* v = s_.viable[position] ? nullptr : memo_.Find(memo_entry_, n);
     if (v == nullptr || !MayLeaveOut(n, *v)) {
       s_.nodes.push_back(n);
@@ -454,15 +514,17 @@ bool VictimSearch::UseLeanNodes() {
 // keeps the decision only when the steps counted plus those bounds stay within the work budget
 // (then neither search ran out of it); otherwise it searches again over every usable node.
 bool VictimSearch::UseScarceNodes() {
+  const std::vector<NodeIndex>& nodes = Usable();
+  const std::vector<int64_t>& kept = s_.kept_positions;
   if (!walked_all_) {  // no window walk: ask each kept node (no other can hold the member)
-    s_.viable.assign(s_.usable.size(), 0);
-    for (int64_t p : s_.kept_positions) s_.viable[p] = ViableCopies(s_.usable[p]) > 0;
+    s_.kept_viable.assign(kept.size(), 0);
+    for (size_t k = 0; k < kept.size(); ++k) s_.kept_viable[k] = ViableCopies(nodes[kept[k]]) > 0;
   }
   s_.nodes.clear();
   s_.left_out.clear();
-  for (int64_t position : s_.kept_positions) {
-    const NodeIndex n = s_.usable[position];
-    const ViableMemo::Viable* v = s_.viable[position] ? nullptr : memo_.Find(memo_entry_, n);
+  for (size_t k = 0; k < kept.size(); ++k) {
+    const NodeIndex n = nodes[kept[k]];
+    const ViableMemo::Viable* v = s_.kept_viable[k] ? nullptr : memo_.Find(memo_entry_, n);
     if (v == nullptr || !MayLeaveOut(n, *v)) {
       s_.nodes.push_back(n);
     } else if (v->units > 0) {
@@ -497,10 +559,7 @@ void VictimSearch::CollectCandidateUnits() {
     for (const int* u = index_.units_on_begin(n); u != index_.units_on_end(n); ++u) {
       if (s_.unit_stamp[*u] == s_.stamp) continue;  // seen on an earlier node
       s_.unit_stamp[*u] = s_.stamp;
-      if (Candidate(*u)) {
-        s_.candidate_units.push_back(*u);
-        s_.in_units[*u] = s_.stamp;
-      }
+      if (Candidate(*u)) s_.candidate_units.push_back(*u);
     }
   }
   // Carriers required on a search node that run elsewhere in its domain (a wider topology key).
@@ -511,7 +570,6 @@ void VictimSearch::CollectCandidateUnits() {
     if (s_.unit_stamp[u] == s_.stamp) continue;
     s_.unit_stamp[u] = s_.stamp;
     s_.candidate_units.push_back(u);  // a candidate: RequireCarriers kept only such nodes
-    s_.in_units[u] = s_.stamp;
   }
   std::sort(required_by_unit_.begin(), required_by_unit_.end());
   // Cheapest first: the index's order (by multifactor priority), or by class for a by-class
@@ -521,21 +579,28 @@ void VictimSearch::CollectCandidateUnits() {
       const double wa = Weight(index_.unit(a)), wb = Weight(index_.unit(b));
       return wa != wb ? wa < wb : a < b;
     });
-  } else if (s_.candidate_units.size() * 16 > index_.unit_count()) {
-    // Many (every usable node): the same units in index order, without sorting them.
-    s_.candidate_units.clear();
-    for (int u = 0; u < static_cast<int>(index_.unit_count()); ++u) {
-      if (s_.in_units[u] == s_.stamp) s_.candidate_units.push_back(u);
-    }
-  } else {
+  } else if (s_.candidate_units.size() * 64 < index_.unit_count()) {
     std::sort(s_.candidate_units.begin(), s_.candidate_units.end());
+  } else {
+    // The same units (each once) in index order, without sorting them: a bit per unit, read a
+    // word at a time and cleared as read (issue 26, twelfth pass: a stamp per unit read one by
+    // one cost ~7 M instructions a steady cycle).
+    std::vector<uint64_t>& bits = s_.unit_bits;
+    for (int u : s_.candidate_units) bits[static_cast<size_t>(u) >> 6] |= uint64_t{1} << (u & 63);
+    s_.candidate_units.clear();
+    for (size_t w = 0; w < bits.size(); ++w) {
+      for (uint64_t word = bits[w]; word != 0; word &= word - 1) {
+        s_.candidate_units.push_back(static_cast<int>(w * 64 + static_cast<size_t>(std::countr_zero(word))));
+      }
+      bits[w] = 0;
+    }
   }
 }
 
 // The search's slots (s_.nodes, or every usable node) and the candidate units on them, each with
 // its frees and blockers restricted to those slots, cheapest first; and the initial fit state.
 void VictimSearch::UseNodes(bool all_usable) {
-  if (all_usable) s_.nodes.assign(s_.usable.begin(), s_.usable.end());
+  if (all_usable) s_.nodes.assign(Usable().begin(), Usable().end());
   s_.Bump();  // node stamps of the window walk are stale now
   for (size_t slot = 0; slot < s_.nodes.size(); ++slot) {
     s_.node_stamp[s_.nodes[slot]] = s_.stamp;

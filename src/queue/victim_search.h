@@ -41,7 +41,7 @@ struct Scratch {
   std::vector<uint32_t> node_stamp;  // per node: == stamp when slot_of is valid
   std::vector<int> slot_of;          // per node: slot in this search
   std::vector<uint32_t> unit_stamp;  // per index unit: == stamp when seen in this walk
-  std::vector<uint32_t> in_units;    // per index unit: == stamp when in candidate_units
+  std::vector<uint64_t> unit_bits;   // a bit per index unit, all 0 between uses (CollectCandidateUnits)
   std::vector<uint32_t> excluded;    // per index unit: == search when an earlier victim's unit
   std::vector<int> excluded_units;   // those units, each once
   ViableMemo::Key key;               // the search's candidate key (its storage kept)
@@ -49,6 +49,7 @@ struct Scratch {
   std::vector<NodeIndex> usable;     // eligible, unclaimed nodes, ascending
   std::vector<char> viable;          // per examined position of `usable`
   std::vector<int64_t> kept_positions;  // positions of `usable` not ScarceNodes::kSkip (ascending)
+  std::vector<char> kept_viable;        // per entry of kept_positions: examined and viable
   std::vector<NodeIndex> nodes;      // the search's node slots, ascending
   std::vector<int> candidate_units;  // index units, cheapest first
   std::vector<SearchUnit> units;
@@ -76,7 +77,6 @@ struct Scratch {
     if (++stamp == 0) {  // wrapped: clear once every 4 billion bumps
       std::fill(node_stamp.begin(), node_stamp.end(), 0);
       std::fill(unit_stamp.begin(), unit_stamp.end(), 0);
-      std::fill(in_units.begin(), in_units.end(), 0);
       stamp = 1;
     }
   }
@@ -93,7 +93,7 @@ struct Scratch {
     }
     if (unit_stamp.size() < units) {
       unit_stamp.resize(units, 0);
-      in_units.resize(units, 0);
+      unit_bits.resize((units + 63) / 64, 0);
       excluded.resize(units, 0);
     }
   }

@@ -139,9 +139,17 @@ class VictimSearch {
     return index_.derived_free(n);
   }
   int Blockers(NodeIndex n) const { return index_.workloads_of(n, Other()); }
+  // Every FreeNow(n)[k] <= the node's allocatable[k]: the caller's word for its free_now, or no
+  // negative use among the running workloads for the index's (issue 26, twelfth pass).
+  bool FreeWithinAllocatable() const {
+    return in_.free_now != nullptr ? in_.free_now_within_allocatable : !index_.any_negative_use();
+  }
   WorkloadKind Other() const {
     return in_.preemptor->kind == WorkloadKind::kPodGroup ? WorkloadKind::kSlurmJob : WorkloadKind::kPodGroup;
   }
+  // The usable nodes: s_.usable, or the caller's eligible list itself when it gave its word
+  // that each is usable (PreemptionInput::eligible_sorted_unclaimed; no copy per search).
+  const std::vector<NodeIndex>& Usable() const { return *usable_; }
   bool FindUsable(const QosPolicy& preemptor_qos);
   void KeepUnclaimedAscending();
   void ExcludeEarlierVictims();
@@ -157,6 +165,7 @@ class VictimSearch {
   bool FitsWithoutVictims() const;
   enum class PrefixFit { kFits, kDoesNotFit, kUnknown };
   PrefixFit FitsOnAscendingPrefix() const;
+  PrefixFit FitsOnNodesWithScarce() const;
   int64_t ViableCopies(NodeIndex n) const;
   ViableMemo::Viable ViableUncached(NodeIndex n) const;
   void Count(NodeIndex n, const IndexUnit& unit, int sign, ViableMemo::Viable& viable) const;
@@ -199,6 +208,7 @@ class VictimSearch {
   const PreemptionInput& in_;
   const VictimIndex& index_;
   ViableMemo& memo_;
+  const std::vector<NodeIndex>* usable_ = nullptr;  // Usable()
   int memo_entry_ = -1;  // memo_'s entry for this search's key (SelectMemo)
   int memo_base_ = -1;   // the entry its node entries start from (ViableMemo::Base), or -1
   Scratch& s_;

@@ -224,7 +224,7 @@ void VictimSearch::PerNode(FitState& state) {
 
 // The kSkip nodes UseScarceNodes passed over below slot `slot`'s node (every node from
 // skipped_to_ on, when `slot` is past the last): a bound of the steps each would count in the
-// search over every usable node (ScarceNodes::bound_before at the deepening bound PerNode has
+// search over every usable node (ScarceNodes::BoundBefore at the deepening bound PerNode has
 // there, the best set's count: a kSkip node finds no set, so the best is the same at its place),
 // added to those skipped: the decision stands only if the budget covers them (SearchNodes).
 void VictimSearch::CountSkipped(size_t slot) {
@@ -232,7 +232,7 @@ void VictimSearch::CountSkipped(size_t slot) {
   const int32_t bound = std::max<int32_t>(1, best_cost_->count);
   int64_t steps = work_budget_ + 1;
   if (bound <= ScarceNodes::kMaxBound) {
-    const std::vector<int64_t>& before = scarce_nodes_->bound_before[bound - 1];
+    const std::vector<int64_t>& before = scarce_nodes_->BoundBefore(bound);
     if (before[end] < ScarceNodes::kSaturated) steps = before[end] - before[skipped_to_];
   }
   skipped_steps_ = std::min(work_budget_ + 1, skipped_steps_ + std::min(work_budget_ + 1, steps));

@@ -157,7 +157,7 @@ class EveryoneIsAVictim : public PreemptionPlanner {
   std::optional<PreemptDecision> Plan(const PreemptionInput& in) const override {
     PreemptDecision d;
     for (const RunningWorkload& r : in.snapshot->running) d.victims.push_back(r.id);
-    d.member_nodes.assign(std::max(1, in.preemptor->members), in.eligible_nodes.at(0));
+    d.member_nodes.assign(std::max(1, in.preemptor->members), in.Eligible().at(0));
     d.earliest_start = in.now;
     return d;
   }

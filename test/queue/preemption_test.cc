@@ -975,7 +975,7 @@ class Brute {
       if (pods > (it == s.disruptions_allowed.end() ? 0 : it->second)) return false;
     }
     int64_t copies = 0;
-    for (NodeIndex n : in_.eligible_nodes) {
+    for (NodeIndex n : in_.Eligible()) {
       if ((*in_.claimed)[n]) continue;
       Resources cap = s.nodes[n].allocatable;
       bool blocked = false;

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "queue/eligibility.h"
 #include "queue/planner.h"
 #include "queue/preemption.h"
 #include "queue/testing_builders.h"
@@ -138,7 +139,35 @@ struct Counts {
   int decisions = 0;
   int inexact = 0;
   int gpu_decisions = 0;
+  int guaranteed_free = 0;  // searches given free_now_within_allocatable
 };
+
+// Issue 26, the twelfth pass: `in` with what the cycle pass guarantees (PreemptionInput), each
+// guarantee true: the eligible nodes not claimed (in `list`, read in place when `by_pointer`),
+// and free_now within allocatable where no node has more free than its allocatable (a pool with
+// a workload of negative usage has: then false, as the profile would say).
+PreemptionInput WithGuarantees(const PreemptionInput& in, std::vector<NodeIndex>& list, bool by_pointer) {
+  PreemptionInput g = in;
+  list.clear();
+  for (NodeIndex n : in.eligible_nodes) {
+    if (in.claimed == nullptr || !(*in.claimed)[n]) list.push_back(n);
+  }
+  g.eligible_nodes.clear();
+  if (by_pointer) {
+    g.eligible_list = &list;
+  } else {
+    g.eligible_nodes = list;
+  }
+  g.eligible_sorted_unclaimed = true;
+  bool within = true;
+  for (size_t n = 0; n < in.free_now->size(); ++n) {
+    for (int k = 0; k < kMaxResourceKinds; ++k) {
+      within = within && (*in.free_now)[n][k] <= in.snapshot->nodes[n].allocatable[k];
+    }
+  }
+  g.free_now_within_allocatable = within;
+  return g;
+}
 
 // `preemptors` searches on one pool through both planners, a cycle's way: each decision's nodes
 // claimed and its victims earlier victims for the next.
@@ -188,6 +217,16 @@ void CompareOnPool(uint64_t seed, int64_t work_budget, int cap_kind, Counts& cou
     const std::optional<PreemptDecision> db = full.PlanOrRuleOut(in, &no_room_b);
     EXPECT_EQ(da.has_value(), db.has_value()) << where;
     EXPECT_EQ(no_room_a, no_room_b) << where;
+    // The twelfth pass: the same search with the caller's guarantees (PreemptionInput).
+    std::vector<NodeIndex> kept_list;
+    const PreemptionInput guaranteed = WithGuarantees(in, kept_list, p % 2 == 0);
+    const std::optional<PreemptionChoice> g = fast.Choose(guaranteed);
+    ExpectSameChoice(g, b, where + " with guarantees");
+    bool no_room_g = false;
+    const std::optional<PreemptDecision> dg = fast.PlanOrRuleOut(guaranteed, &no_room_g);
+    EXPECT_EQ(dg.has_value(), db.has_value()) << where << " with guarantees";
+    EXPECT_EQ(no_room_g, no_room_b) << where << " with guarantees";
+    counts.guaranteed_free += guaranteed.free_now_within_allocatable;
     if (!a || !b) continue;
     ++counts.decisions;
     counts.inexact += !a->exact;
@@ -210,6 +249,8 @@ TEST(ScarcePreemption, DecidesAsTheSearchOverEveryNode) {
     for (int cap_kind : {0, 1, 2}) CompareOnPool(seed, 1000000, cap_kind, counts);
   }
   EXPECT_GT(counts.gpu_decisions, 100);
+  EXPECT_GT(counts.guaranteed_free, 600);  // and the rest without (negative usage)
+  EXPECT_LT(counts.guaranteed_free, 30 * 3 * 14);
 }
 
 // Work budgets from a few steps to past every search's need: the search over the kept nodes
@@ -273,7 +314,12 @@ std::pair<std::optional<PreemptionChoice>, std::optional<PreemptionChoice>> Choo
   in.free_now = &free_now;
   const CheapestVictimsPlanner fast(1000000, /*scarce_nodes=*/true);
   const CheapestVictimsPlanner full(1000000, /*scarce_nodes=*/false);
-  return {fast.Choose(in), full.Choose(in)};
+  std::optional<PreemptionChoice> chosen = fast.Choose(in);
+  // The twelfth pass's guarantees given (true ones): the same choice.
+  std::vector<NodeIndex> list;
+  const PreemptionInput guaranteed = WithGuarantees(in, list, true);
+  ExpectSameChoice(fast.Choose(guaranteed), chosen, id + " with guarantees");
+  return {std::move(chosen), full.Choose(in)};
 }
 
 // A unit on a node without GPUs that also runs on a GPU node keeps that node searched: a set
@@ -337,6 +383,93 @@ TEST(ScarcePreemption, AWindowThatEndsAtTheLastPositionDidNotBind) {
   ASSERT_TRUE(full.has_value());
   EXPECT_FALSE(full->capped);
   ExpectSameChoice(fast, full, "window");
+}
+
+// Issue 26, the twelfth pass: the cycle pass keeps each eligibility class's preemption nodes
+// across its preemptors (EligibleSet::preempt_nodes, the claims taken out as they come) and gives
+// the search its guarantees. This planner checks every input it is given against the list made
+// afresh (eligible by selector and taints, schedulable, not claimed: these pools have no
+// reserved(W) or same-tenant node) and the free capacity against each node's allocatable.
+class CheckingPlanner : public PreemptionPlanner {
+ public:
+  explicit CheckingPlanner(const PreemptionPlanner& inner) : inner_(inner) {}
+  std::optional<PreemptDecision> Plan(const PreemptionInput& in) const override {
+    Check(in);
+    return inner_.Plan(in);
+  }
+  std::optional<PreemptDecision> PlanOrRuleOut(const PreemptionInput& in, bool* no_room) const override {
+    Check(in);
+    return inner_.PlanOrRuleOut(in, no_room);
+  }
+  mutable int calls = 0;
+  mutable int claimed_seen = 0;  // calls made with some node claimed (the kept lists updated)
+  mutable int within = 0;        // calls with free_now_within_allocatable
+
+ private:
+  void Check(const PreemptionInput& in) const {
+    ++calls;
+    const Snapshot& s = *in.snapshot;
+    const Eligibility& e = in.preemptor->eligibility;
+    std::vector<NodeIndex> expected;
+    bool any_claimed = false;
+    for (NodeIndex n = 0; n < static_cast<NodeIndex>(s.nodes.size()); ++n) {
+      const bool claimed = (*in.claimed)[n] != 0;
+      any_claimed = any_claimed || claimed;
+      if (s.nodes[n].schedulable && MatchesSelectorAndAffinity(s.nodes[n], e) && ToleratesTaints(s.nodes[n], e.tolerations) &&
+          !claimed) {
+        expected.push_back(n);
+      }
+    }
+    claimed_seen += any_claimed;
+    EXPECT_EQ(in.Eligible(), expected) << in.preemptor->id;
+    EXPECT_TRUE(in.eligible_sorted_unclaimed);
+    if (!in.free_now_within_allocatable) return;
+    ++within;
+    for (size_t n = 0; n < s.nodes.size(); ++n) {
+      for (int k = 0; k < kMaxResourceKinds; ++k) EXPECT_LE((*in.free_now)[n][k], s.nodes[n].allocatable[k]);
+    }
+  }
+  const PreemptionPlanner& inner_;
+};
+
+TEST(ScarcePreemption, TheCyclePassGivesEachPreemptorItsNodesAndTrueGuarantees) {
+  int calls = 0, claimed_seen = 0, within = 0, preemptions = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 rng(seed * 7919);
+    const int nodes = 120 + static_cast<int>(rng() % 120);
+    auto snapshot = std::make_shared<Snapshot>(MakePool(nodes, rng, 6 + static_cast<int>(rng() % 6), 0));
+    for (int n = 0; n < nodes; ++n) {
+      snapshot->nodes[n].labels["zone"] = n % 3 == 0 ? "a" : "b";
+      snapshot->nodes[n].schedulable = rng() % 25 != 0;
+    }
+    for (int i = 0; i < 60; ++i) {
+      PendingWorkload w;
+      w.id = "q" + std::to_string(i);
+      w.kind = WorkloadKind::kPodGroup;
+      w.qos = i % 3 == 0 ? "normal" : "interactive";
+      w.members = 1;
+      w.members_present = 1;
+      w.per_member = Amounts(1000 * (1 + static_cast<int64_t>(rng() % 8)), rng() % 4 != 0 ? 1 : 0);
+      w.per_member[kPods] = 1;
+      const int zone = static_cast<int>(rng() % 3);  // three classes: any node, zone a, zone b
+      if (zone > 0) w.eligibility.node_selector["zone"] = zone == 1 ? "a" : "b";
+      w.time_limit = 600 + static_cast<Duration>(rng() % 3600);
+      w.submit_time = 5000 + static_cast<Time>(rng() % 900);
+      snapshot->pending.push_back(w);
+    }
+    const CheapestVictimsPlanner victims;
+    const CheckingPlanner checking(victims);
+    QueuePlanner planner(Config(static_cast<int>(seed % 3)), &checking);
+    const Plan p = planner.PlanCycle(snapshot, 6000);
+    preemptions += static_cast<int>(p.preemptions.size());
+    calls += checking.calls;
+    claimed_seen += checking.claimed_seen;
+    within += checking.within;
+  }
+  EXPECT_GT(preemptions, 60);
+  EXPECT_GT(claimed_seen, 200);
+  EXPECT_GT(within, 100);          // pools without negative usage
+  EXPECT_LT(within, calls);        // and some with
 }
 
 }  // namespace
