@@ -4,6 +4,8 @@
 //
 // Time: the queue never reads a clock. Every time is a `Time` (seconds on any fixed epoch; the
 // daemon uses Unix seconds, trace replay uses the trace's own clock) passed in by the caller.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -333,6 +335,18 @@ struct QueueConfig {
   // the cap is the K of "front plus K", issue 27's long draws).
   enum class StarvationRemedy { kReserve, kFront, kFrontReserve };
   StarvationRemedy starvation_remedy = StarvationRemedy::kReserve;
+  // Issue 27's long draws (docs/queue.md "Beyond the family"), both for the front remedies
+  // (kFront, kFrontReserve) only. The width scale: both starvation bounds of a workload are
+  // multiplied by (1 - starvation_width_scale x its share of the pool), the share being its
+  // job-size factor (the dominant share of the whole workload, 0..1), so a wide workload, whose
+  // wait is the longest, starves sooner and a narrow one's bounds barely move. 0 = off, at most 1
+  // (then a workload asking for the whole pool starves at once).
+  double starvation_width_scale = 0;
+  // The order of the starving at the front. kOldest: oldest submit first. kFirstStarved: the one
+  // that reached its bound first (submit time + its bound), so a short job that passed its short
+  // bound hours ago goes before a long one that has just reached a long bound.
+  enum class StarvingOrder { kOldest, kFirstStarved };
+  StarvingOrder starving_order = StarvingOrder::kOldest;
   Duration resolution = 60;         // bf_resolution: reservation start times are rounded up to it
   Duration window = 24 * 3600;      // bf_window: nothing is planned beyond now + window
   // Node label keys of the topology, finest first, e.g. {"topology.onequeue.io/rack",
@@ -370,14 +384,33 @@ inline std::optional<QueueConfig::StarvationRemedy> StarvationRemedyNamed(std::s
   return std::nullopt;
 }
 
-// True when a workload submitted at `submit`, planned with `duration` (its time limit, kForever
-// without one), is starving at `now` (docs/queue.md "Starvation"): pending for
-// starvation_bound or longer, or for starvation_bound_limits times its duration or longer.
-inline bool StarvingAt(const QueueConfig& config, Time submit, Duration duration, Time now) {
-  const Duration waited = now - submit;
-  if (config.starvation_bound > 0 && waited >= config.starvation_bound) return true;
-  return config.starvation_bound_limits > 0 &&
-         static_cast<double>(waited) >= config.starvation_bound_limits * static_cast<double>(duration);
+// The starving order a configuration names ("oldest", "first-starved": queue.starvingOrder);
+// nullopt for any other name.
+inline std::optional<QueueConfig::StarvingOrder> StarvingOrderNamed(std::string_view name) {
+  if (name == "oldest") return QueueConfig::StarvingOrder::kOldest;
+  if (name == "first-starved") return QueueConfig::StarvingOrder::kFirstStarved;
+  return std::nullopt;
+}
+
+// How long a workload planned with `duration` (its time limit, kForever without one) and asking
+// for `pool_share` of the pool (its job-size factor) may wait before it starves: the smaller of
+// starvation_bound and starvation_bound_limits times its duration (each when set), times
+// (1 - starvation_width_scale x pool_share); infinity when neither bound is set.
+inline double StarvationBoundOf(const QueueConfig& config, Duration duration, double pool_share = 0) {
+  double bound = std::numeric_limits<double>::infinity();
+  if (config.starvation_bound > 0) bound = static_cast<double>(config.starvation_bound);
+  if (config.starvation_bound_limits > 0) {
+    bound = std::min(bound, config.starvation_bound_limits * static_cast<double>(duration));
+  }
+  if (config.starvation_width_scale <= 0 || std::isinf(bound)) return bound;
+  return bound * (1.0 - config.starvation_width_scale * std::clamp(pool_share, 0.0, 1.0));
+}
+
+// True when a workload submitted at `submit` is starving at `now` (docs/queue.md "Starvation"):
+// pending for its StarvationBoundOf or longer.
+inline bool StarvingAt(const QueueConfig& config, Time submit, Duration duration, Time now,
+                       double pool_share = 0) {
+  return static_cast<double>(now - submit) >= StarvationBoundOf(config, duration, pool_share);
 }
 
 // ---------------------------------------------------------------------------------------------

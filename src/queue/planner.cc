@@ -37,6 +37,13 @@ absl::Status ValidateConfig(const QueueConfig& c) {
   if (!(c.starvation_bound_limits >= 0) || !std::isfinite(c.starvation_bound_limits)) {
     return absl::InvalidArgumentError("starvation_bound_limits must be a finite number >= 0 (0 = off)");
   }
+  if (!(c.starvation_width_scale >= 0 && c.starvation_width_scale <= 1)) {
+    return absl::InvalidArgumentError("starvation_width_scale must be 0 (off) to 1");
+  }
+  if ((c.starvation_width_scale > 0 || c.starving_order != QueueConfig::StarvingOrder::kOldest) &&
+      !StarvingToFront(c.starvation_remedy)) {
+    return absl::InvalidArgumentError("starvation_width_scale and starving_order first-starved need starvation_remedy front or front-reserve");
+  }
   if (StarvingToFront(c.starvation_remedy)) {
     // The front's base must stay above every weighted sum (factors are at most 1).
     const PriorityWeights& w = c.weights;

@@ -180,8 +180,13 @@ PriorityBreakdown PriorityCalculator::Compute(const PendingWorkload& w, const Qo
             wt.partition * b.partition + wt.qos * b.qos;
   if (StarvingToFront(config_.starvation_remedy)) {
     const Duration duration = w.time_limit.has_value() ? std::max<Duration>(1, *w.time_limit) : kForever;
-    if (StarvingAt(config_, w.submit_time, duration, now_)) {
-      b.total = kStarvingFront + static_cast<double>(now_ - w.submit_time);
+    // The width scale shortens a wide workload's bounds (its job-size factor, whatever the weight).
+    const double bound = StarvationBoundOf(config_, duration, b.job_size);
+    const double waited = static_cast<double>(now_ - w.submit_time);
+    if (waited >= bound) {
+      // Oldest first, or (kFirstStarved) the longest past its bound first: whole seconds, exact.
+      const bool first_starved = config_.starving_order == QueueConfig::StarvingOrder::kFirstStarved;
+      b.total = kStarvingFront + (first_starved ? std::floor(waited - bound) : waited);
     }
   }
   return b;

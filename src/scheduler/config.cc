@@ -510,6 +510,18 @@ void ParseQueue(MapReader queue, std::vector<std::string>* errors, QueueConfig& 
     queue.KeyError("starvationRemedy",
                    absl::StrCat("is \"", c.starvation_remedy, "\"; expected reserve, front or front-reserve"));
   }
+  queue.Read("starvationBoundWidthScale", &c.starvation_bound_width_scale);
+  queue.Read("starvingOrder", &c.starving_order);
+  if (!(c.starvation_bound_width_scale >= 0 && c.starvation_bound_width_scale <= 1)) {
+    queue.KeyError("starvationBoundWidthScale", "must be 0 (off) to 1 (the fraction of the bounds taken off per share of the pool asked)");
+  }
+  if (!queue::StarvingOrderNamed(c.starving_order).has_value()) {
+    queue.KeyError("starvingOrder", absl::StrCat("is \"", c.starving_order, "\"; expected oldest or first-starved"));
+  }
+  if (c.starvation_remedy == "reserve" && (c.starvation_bound_width_scale > 0 || c.starving_order != "oldest")) {
+    queue.KeyError(c.starvation_bound_width_scale > 0 ? "starvationBoundWidthScale" : "starvingOrder",
+                   "acts on the front of the queue: needs starvationRemedy front or front-reserve");
+  }
   if (c.starvation_reservations_per_cycle < 1 || c.starvation_reservations_per_cycle > 1'000'000) {
     queue.KeyError("starvationReservationsPerCycle", "must be 1 to 1000000");
   }

@@ -178,6 +178,14 @@ struct QueueConfig {
   // next oldest starving workloads a reservation past the depth each, at most
   // starvation_reservations_per_cycle a cycle (docs/queue.md "Starvation").
   std::string starvation_remedy = "front";
+  // Issue 27's long draws (docs/queue.md "Beyond the family"), for the front remedies only: both
+  // starvation bounds of a workload shrink with the share of the pool it asks for, multiplied by
+  // (1 - starvationBoundWidthScale x that share; 0 = off, at most 1;
+  // queue::QueueConfig::starvation_width_scale), and the starving go to the front "oldest" first
+  // (submit time) or "first-starved" first (the time each reached its bound;
+  // queue::QueueConfig::starving_order).
+  double starvation_bound_width_scale = 0;
+  std::string starving_order = "oldest";
   std::vector<NamespacePolicyConfig> namespace_policies;
   // Issue 24 M4: a bound pod is evicted this long after its time limit (Slurm's OverTimeLimit;
   // 0, Slurm's default: at the limit).

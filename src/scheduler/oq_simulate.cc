@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "queue/replay.h"
 #include "queue/swf.h"
 #include "scheduler/config.h"
@@ -294,11 +295,15 @@ void PrintText(const SimulateArgs& a, const queue::ReplayResult& r, const queue:
                               : queue::StarvingReservedPastDepth(remedy)
                                   ? ", starving workloads to the front, the next oldest reserved past the depth"
                                   : ", starving workloads to the front";
+    // Issue 27's front options (docs/queue.md "Beyond the family"), named when set.
+    const std::string front_options =
+        absl::StrCat(c.starvation_width_scale > 0 ? absl::StrCat(", bounds x (1 - ", c.starvation_width_scale, " x pool share)") : "",
+                     c.starving_order == queue::QueueConfig::StarvingOrder::kFirstStarved ? ", first starved first" : "");
     std::printf("policy:       %s (reservation depth %d, resolution %lld s, QOS %s, max age %lld s, "
-                "starvation bound %lld s or %g x the time limit%s)\n",
+                "starvation bound %lld s or %g x the time limit%s%s)\n",
                 a.defaults ? "the daemon's defaults" : a.config_path.c_str(), c.reservation_depth,
                 static_cast<long long>(c.resolution), a.options.qos.empty() ? "none" : a.options.qos.c_str(),
-                max_age, bound, limits, remedy_text);
+                max_age, bound, limits, remedy_text, front_options.c_str());
   } else {
     std::printf("policy:       %s%s\n", queue::ReplayPolicyName(r.policy),
                 a.options.keep_reservations ? " (reservations kept)" : "");

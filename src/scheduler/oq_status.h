@@ -32,7 +32,8 @@ bool IsStatusCommand(const std::string& command);
 
 // oq priority's PRIORITY column: the total, or, for a workload starving under
 // queue.starvationRemedy front (total kStarvingFront plus the seconds it waited), "starving" and
-// how long it has waited, which is what that total means.
+// how long it has waited, which is what that total means (with queue.starvingOrder first-starved:
+// how long it has waited past its bound).
 inline std::string PriorityTotalText(double total) {
   if (total >= queue::kStarvingFront) {
     return absl::StrCat("starving ", absl::FormatDuration(absl::Seconds(static_cast<int64_t>(total - queue::kStarvingFront))));

@@ -58,6 +58,10 @@ queue::QueueConfig ToQueueConfig(const Config& config) {
   // Validated by the config loader (ParseConfig refuses any other name).
   q.starvation_remedy =
       queue::StarvationRemedyNamed(config.queue.starvation_remedy).value_or(queue::QueueConfig::StarvationRemedy::kFront);
+  q.starvation_width_scale = config.queue.starvation_bound_width_scale;
+  // Validated by the config loader, like the remedy.
+  q.starving_order =
+      queue::StarvingOrderNamed(config.queue.starving_order).value_or(queue::QueueConfig::StarvingOrder::kOldest);
   q.reservation_depth = config.queue.reservation_depth;
   q.backfill_shortest_first = config.queue.backfill_shortest_first;
   q.resolution = config.queue.resolution_seconds;

@@ -346,6 +346,7 @@ TEST_F(HelmE2E, EveryValueInValuesYamlReachesTheDaemon) {
       {"slurm.url", "http://127.0.0.1:6999"},   {"slurm.apiVersion", "v0.0.40"},
       {"slurm.lendMechanism", "drain"},         {"image.pullPolicy", "Always"},
       {"queue.starvationRemedy", "reserve"},
+      {"queue.starvationBoundWidthScale", 0.5}, {"queue.starvingOrder", "first-starved"},  // valid with front
       {"resources.requests.cpu", "321m"},       {"resources.requests.memory", "321Mi"},
       {"resources.limits.memory", "3210Mi"},    {"slurm.qosMap", {{"x-slurm-qos", "normal"}}},
       {"nodeSelector", {{"x-test-label", "yes"}}},

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "queue/planner.h"
@@ -319,6 +320,79 @@ TEST(Starvation, WithTheFrontRemedyTheWideJobStartsWithinTheBoundAndOneLimit) {
   const Duration kept = WaitOfW(bound, 0, QueueConfig::StarvationRemedy::kFront, true);
   EXPECT_GE(kept, bound);
   EXPECT_LE(kept, bound + 100 + 2 * 1800);
+}
+
+// Issue 27's width scale (docs/queue.md "Beyond the family"), the front remedy, no promises: W
+// asks for the whole pool (job-size factor 1), so with QueueConfig::starvation_width_scale 0.5
+// its 2-hour bound is 1 hour, and it starts within that, the gap to the next event and one
+// 30-minute limit; a one-processor job's bound (share 1/16) would barely move. Without the scale
+// W waits the whole 2 hours.
+TEST(Starvation, WithTheWidthScaleAWholePoolJobStarvesAtHalfTheBound) {
+  auto wait_of_w = [](double scale) {
+    ReplayOptions options;
+    options.config = FairShare(2 * 3600);
+    options.config->starvation_remedy = QueueConfig::StarvationRemedy::kFront;
+    options.config->starvation_width_scale = scale;
+    options.keep_reservations = false;
+    auto r = ReplayTrace(HeavyUserScenario(), options);
+    EXPECT_TRUE(r.ok()) << r.status();
+    for (const JobOutcome& j : r.ok() ? r->jobs : std::vector<JobOutcome>{}) {
+      if (j.submit == kWSubmit) return j.Wait();
+    }
+    ADD_FAILURE() << "W not replayed";
+    return Duration{-1};
+  };
+  const Duration scaled = wait_of_w(0.5);
+  EXPECT_GE(scaled, 3600);
+  EXPECT_LE(scaled, 3600 + 100 + 1800);
+  EXPECT_GE(wait_of_w(0), 2 * 3600);
+  QueueConfig c;
+  c.starvation_width_scale = 0.5;
+  EXPECT_EQ(StarvationBoundOf(c, kForever, 1.0 / 16), c.starvation_bound * (1 - 0.5 / 16));
+  EXPECT_EQ(StarvationBoundOf(c, kForever, 0), c.starvation_bound);
+}
+
+// The width scale and the first-starved order act on the front: refused with the reserve remedy,
+// and a scale outside 0..1 is refused.
+TEST(Starvation, TheWidthScaleAndTheOrderNeedAFrontAndAScaleOf0To1) {
+  QueueConfig c;
+  c.starvation_width_scale = 0.5;
+  EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);  // kReserve
+  c.starvation_remedy = QueueConfig::StarvationRemedy::kFront;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  for (double bad : {-0.1, 1.5, std::nan("")}) {
+    c.starvation_width_scale = bad;
+    EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  QueueConfig order;
+  order.starving_order = QueueConfig::StarvingOrder::kFirstStarved;
+  EXPECT_EQ(ValidateConfig(order).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// QueueConfig::StarvingOrder, the front remedy, absolute bound 4500 s and 3 x the limit, now =
+// 5000, one 10-cpu node with R on 6 until 5100. OLD (9 cpus, limit 10000 s, submitted at 0)
+// starved at 4500; SHORT (9 cpus, limit 100 s, submitted at 1000) starved at 1300, 3 x its limit
+// after its submission. Oldest first OLD takes the depth's reservation; first-starved SHORT does.
+TEST(Starvation, TheFirstStarvedOrderPutsTheOneLongestPastItsBoundFirst) {
+  auto reserved = [](QueueConfig::StarvingOrder order) {
+    Snapshot s;
+    s.nodes = {MakeNode("n0", 10000)};
+    s.running = {MakeRunning("R", 0, Cpu(6000), 0, 5100)};
+    s.pending = {PendingBuilder("OLD", 9000).Limit(10000).Submit(0),
+                 PendingBuilder("SHORT", 9000).Limit(100).Submit(1000)};
+    QueueConfig c = EasyWithBound(4500);
+    c.starvation_bound_limits = 3;
+    c.starvation_remedy = QueueConfig::StarvationRemedy::kFront;
+    c.starving_order = order;
+    EXPECT_TRUE(ValidateConfig(c).ok());
+    QueuePlanner planner(c, nullptr);
+    const Plan p = planner.PlanCycle(std::make_shared<Snapshot>(std::move(s)), 5000);
+    EXPECT_EQ(p.reservations.size(), 1u);
+    return FindReservation(p, "OLD") != nullptr ? std::string("OLD")
+           : FindReservation(p, "SHORT") != nullptr ? std::string("SHORT") : std::string();
+  };
+  EXPECT_EQ(reserved(QueueConfig::StarvingOrder::kOldest), "OLD");
+  EXPECT_EQ(reserved(QueueConfig::StarvingOrder::kFirstStarved), "SHORT");
 }
 
 // EASY (submit order) for reference: W waits only for the light jobs submitted before it.

@@ -1,6 +1,7 @@
 // The configuration is validated strictly: every error names the key path and the line, and
 // several errors are reported at once.
 #include "scheduler/config.h"
+#include "queue/planner.h"  // ValidateConfig
 #include "scheduler/scheduling_loop.h"  // ToQueueConfig
 #include "scheduler/slurm_world.h"  // SlurmWorldOptionsOf
 
@@ -145,6 +146,37 @@ TEST(ConfigTest, StarvationKeysAreReadAndMustBePositive) {
       {"starvationRemedy: first", "line 3: queue.starvationRemedy: is \"first\"; expected reserve, front or front-reserve"},
       {"starvationRemedy: front_reserve", "queue.starvationRemedy: is \"front_reserve\"; expected reserve, front or front-reserve"},
       {"starvationReservationsPerCycle: 1.5", "line 3: queue.starvationReservationsPerCycle: has the wrong type: expected an integer"},
+  };
+  for (const auto& [line, message] : bad) {
+    c = ParseConfig(std::string(kHeader) + "queue: {" + line + "}\n", "mem");
+    ASSERT_FALSE(c.ok()) << line;
+    EXPECT_THAT(c.status().message(), HasSubstr(message)) << line;
+  }
+}
+
+// Issue 27's long draws (docs/queue.md "Beyond the family"): the width scale and the starving
+// order, off by default, read into the planner's configuration, validated with the key's name.
+TEST(ConfigTest, WidthScaleAndStarvingOrderAreReadAndValidated) {
+  auto c = ParseConfig(std::string(kHeader) + "queue: {}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.starvation_bound_width_scale, 0);
+  EXPECT_EQ(c->queue.starving_order, "oldest");
+  EXPECT_EQ(ToQueueConfig(*c).starving_order, queue::QueueConfig::StarvingOrder::kOldest);
+  c = ParseConfig(std::string(kHeader) + "queue: {starvationBoundWidthScale: 0.5, starvingOrder: first-starved}\n",
+                  "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(ToQueueConfig(*c).starvation_width_scale, 0.5);
+  EXPECT_EQ(ToQueueConfig(*c).starving_order, queue::QueueConfig::StarvingOrder::kFirstStarved);
+  EXPECT_TRUE(queue::ValidateConfig(ToQueueConfig(*c)).ok());
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"starvationBoundWidthScale: -0.1", "line 3: queue.starvationBoundWidthScale: must be 0 (off) to 1"},
+      {"starvationBoundWidthScale: 1.5", "line 3: queue.starvationBoundWidthScale: must be 0 (off) to 1"},
+      {"starvationBoundWidthScale: wide", "line 3: queue.starvationBoundWidthScale: has the wrong type: expected a number"},
+      {"starvingOrder: youngest", "line 3: queue.starvingOrder: is \"youngest\"; expected oldest or first-starved"},
+      {"starvationRemedy: reserve, starvationBoundWidthScale: 0.5",
+       "queue.starvationBoundWidthScale: acts on the front of the queue: needs starvationRemedy front or front-reserve"},
+      {"starvationRemedy: reserve, starvingOrder: first-starved",
+       "queue.starvingOrder: acts on the front of the queue: needs starvationRemedy front or front-reserve"},
   };
   for (const auto& [line, message] : bad) {
     c = ParseConfig(std::string(kHeader) + "queue: {" + line + "}\n", "mem");
