@@ -51,6 +51,9 @@ struct Scratch {
   std::vector<int64_t> kept_positions;  // positions of `usable` not ScarceNodes::kSkip (ascending)
   std::vector<char> kept_viable;        // per entry of kept_positions: examined and viable
   std::vector<NodeIndex> nodes;      // the search's node slots, ascending
+  // Per slot of `nodes`: 1 when this search found the node viable (ViableCopies > 0: a member fits
+  // there with every candidate gone), 0 when not or not asked (UseNodes over every usable node).
+  std::vector<char> slot_viable;
   std::vector<int> candidate_units;  // index units, cheapest first
   std::vector<SearchUnit> units;
   std::vector<std::pair<int, uint32_t>> frees;  // (slot, entry of VictimIndex::frees): no copy

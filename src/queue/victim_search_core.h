@@ -63,6 +63,7 @@ class FitState {
   // search its caller proved cannot make room (VictimSearch::CannotMakeRoom): Fits() stays false
   // as it would, and WithinBudget answers as it would, so the search takes the same steps.
   void SetDry(bool dry) { dry_ = dry; }
+  bool dry() const { return dry_; }
 
  private:
   void Change(const SearchUnit& u, int sign) {
@@ -190,7 +191,10 @@ class VictimSearch {
   void CountLeftOut(size_t& at, size_t slot);
   bool MayLeaveOut(NodeIndex n, const ViableMemo::Viable& viable) const;
   void ResetSearch(int64_t work);
-  void Deepen(FitState& state, const int* begin, const int* end);
+  // `slot`: the one slot all of [begin, end) touch (PerNode), or -1.
+  void Deepen(FitState& state, const int* begin, const int* end, int slot = -1);
+  void SearchOneVictim(FitState& state, int slot, const int* begin, const int* end);
+  int FitsAlone(const FitState& state, int slot, const SearchUnit& su) const;
   void Search(FitState& state, const int* begin, const int* end, const int* at, Cost cost, int32_t count_bound);
   PreemptionChoice MakeChoice(FitState& state) const;
   // Counts `steps` search steps that would each have been pruned, against the work budget
