@@ -691,8 +691,8 @@ std::optional<PreemptionChoice> VictimSearch::Run(const QosPolicy& preemptor_qos
 std::optional<PreemptionChoice> RunVictimSearch(const PreemptionInput& in, const VictimIndex& index,
                                                 ViableMemo& memo, Scratch& scratch, int64_t work_budget,
                                                 bool with_reason, const QosPolicy& preemptor_qos, bool* no_room,
-                                                bool scarce_nodes) {
-  victims::VictimSearch search(in, index, memo, scratch, work_budget, with_reason, scarce_nodes);
+                                                bool scarce_nodes, bool slot_shortcuts) {
+  victims::VictimSearch search(in, index, memo, scratch, work_budget, with_reason, scarce_nodes, slot_shortcuts);
   std::optional<PreemptionChoice> choice = search.Run(preemptor_qos);
   if (no_room != nullptr) *no_room = !choice && search.NoRoom();
   return choice;

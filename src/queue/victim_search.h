@@ -105,10 +105,10 @@ struct Scratch {
 // Runs one search for `in.preemptor` (whose QOS is `preemptor_qos`) over `index`, with the
 // cycle's memo and the planner's buffers. `no_room` (may be null): set, when there is no
 // decision, to whether the members cannot fit on the usable nodes even with every candidate gone
-// (PreemptionPlanner::PlanOrRuleOut). `scarce_nodes`: as CheapestVictimsPlanner's.
+// (PreemptionPlanner::PlanOrRuleOut). `scarce_nodes`, `slot_shortcuts`: as CheapestVictimsPlanner's.
 std::optional<PreemptionChoice> RunVictimSearch(const PreemptionInput& in, const VictimIndex& index,
                                                 ViableMemo& memo, Scratch& scratch, int64_t work_budget,
                                                 bool with_reason, const QosPolicy& preemptor_qos, bool* no_room,
-                                                bool scarce_nodes = true);
+                                                bool scarce_nodes = true, bool slot_shortcuts = true);
 
 }  // namespace onequeue::queue::internal

@@ -103,7 +103,7 @@ class FitState {
 class VictimSearch {
  public:
   VictimSearch(const PreemptionInput& in, const VictimIndex& index, ViableMemo& memo, Scratch& scratch,
-               int64_t work_budget, bool with_reason, bool scarce_nodes)
+               int64_t work_budget, bool with_reason, bool scarce_nodes, bool slot_shortcuts)
       : in_(in),
         index_(index),
         memo_(memo),
@@ -111,7 +111,8 @@ class VictimSearch {
         work_budget_(work_budget),
         with_reason_(with_reason),
         by_class_(ByClass(*in.preemptor)),
-        scarce_allowed_(scarce_nodes) {}
+        scarce_allowed_(scarce_nodes),
+        slot_shortcuts_(slot_shortcuts) {}
 
   std::optional<PreemptionChoice> Run(const QosPolicy& preemptor_qos);
   // After Run returned nullopt: true when the members cannot fit on the usable nodes even with
@@ -236,6 +237,10 @@ class VictimSearch {
   // a one-member search over every usable node leaves out the kSkip nodes (scarce_lean_), their
   // steps bounded in PerNode (CountSkipped, from node skipped_to_ on).
   bool scarce_allowed_ = true;
+  // Issue 26, thirteenth pass (CheapestVictimsPlanner's slot_shortcuts): PerNode does not ask
+  // CannotMakeRoom of a slot found viable, and Deepen's bound 1 tries a unit touching one slot
+  // without applying it (SearchOneVictim).
+  bool slot_shortcuts_ = true;
   int scarce_ = -1;
   const ScarceNodes* scarce_nodes_ = nullptr;
   bool scarce_lean_ = false;

@@ -115,7 +115,7 @@ void VictimSearch::Deepen(FitState& state, const int* begin, const int* end, int
   if (!best_cost_) return;
   const int32_t best_count = best_cost_->count;
   for (int32_t bound = 1; bound <= best_count && !exhausted_; ++bound) {
-    if (bound == 1 && slot >= 0 && in_.preemptor->members == 1) {
+    if (bound == 1 && slot >= 0 && slot_shortcuts_ && in_.preemptor->members == 1) {
       SearchOneVictim(state, slot, begin, end);
     } else {
       Search(state, begin, end, begin, Cost{}, bound);
@@ -280,7 +280,7 @@ void VictimSearch::PerNode(FitState& state) {
     // whatever goes: their search would only count steps against the budget (SearchNodes).
     // A node this search found viable holds a member with every candidate on it gone, so
     // CannotMakeRoom is false there (without carriers, which ViableCopies does not count).
-    const bool viable = required_.empty() && s_.slot_viable[slot];
+    const bool viable = slot_shortcuts_ && required_.empty() && s_.slot_viable[slot];
     if (!viable && CannotMakeRoom(state, static_cast<int>(slot), begin, end)) {
       if (!exact_steps_) {
         skipped_steps_ = std::min(work_budget_ + 1, skipped_steps_ + DryStepsBound(begin, end));
