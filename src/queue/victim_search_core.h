@@ -245,6 +245,8 @@ class VictimSearch {
   const ScarceNodes* scarce_nodes_ = nullptr;
   bool scarce_lean_ = false;
   size_t skipped_to_ = 0;
+  int32_t skipped_bound_ = 0;                           // CountSkipped's bound, 0: none yet
+  const std::vector<int64_t>* skipped_before_ = nullptr;  // its BoundBefore
   std::optional<Cost> best_cost_;
   // (node, index unit): the carriers that must be victims for a member to use the node, sorted.
   std::vector<std::pair<NodeIndex, int>> required_;

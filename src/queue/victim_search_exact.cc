@@ -262,6 +262,7 @@ void VictimSearch::PerNode(FitState& state) {
   }
   size_t left_out = 0;  // UseLeanNodes' nodes, counted in their place among the slots
   skipped_to_ = 0;
+  skipped_bound_ = 0;
   for (size_t slot = 0; slot < slots && !exhausted_; ++slot) {
     if (lean_) CountLeftOut(left_out, slot);
     if (scarce_lean_) CountSkipped(slot);
@@ -305,7 +306,11 @@ void VictimSearch::CountSkipped(size_t slot) {
   const int32_t bound = std::max<int32_t>(1, best_cost_->count);
   int64_t steps = work_budget_ + 1;
   if (bound <= ScarceNodes::kMaxBound) {
-    const std::vector<int64_t>& before = scarce_nodes_->BoundBefore(bound);
+    if (bound != skipped_bound_) {  // the sums of this bound, asked once per bound a search reaches
+      skipped_before_ = &scarce_nodes_->BoundBefore(bound);
+      skipped_bound_ = bound;
+    }
+    const std::vector<int64_t>& before = *skipped_before_;
     if (before[end] < ScarceNodes::kSaturated) steps = before[end] - before[skipped_to_];
   }
   skipped_steps_ = std::min(work_budget_ + 1, skipped_steps_ + std::min(work_budget_ + 1, steps));
