@@ -383,6 +383,56 @@ TEST(ScarcePreemption, ANodeWithoutGpusThatHasOneFreeIsSearched) {
   ExpectSameChoice(fast, full, "negative");
 }
 
+// Issue 26, the thirteenth pass: a unit on two nodes that makes room on its second node only is
+// a one-victim set at its first node's slot too (SearchOneVictim applies it there, as Search
+// does: FitsAlone judges only a unit touching that one slot). The greedy set is a gang of lower
+// priority (2 victims); at node 0 the single victim x (frees on node 0 too little, on node 2
+// enough) is cheaper and found first; y on node 1, of equal cost, does not replace it. (Judging x
+// by node 0 alone survives this test: Deepen's bound 2 then finds x at the same slot; only the
+// steps counted differ.)
+TEST(ScarcePreemption, AUnitThatMakesRoomOnItsOtherNodeIsFoundAtItsFirstSlot) {
+  Small s;
+  for (int n = 0; n < 4; ++n) s.Node(0);
+  const auto filler = [&](NodeIndex n, int64_t cpu) {
+    RunningWorkload& f = s.Run("filler" + std::to_string(n), 500, n, Amounts(cpu, 0));
+    f.preemptible = false;
+    f.qos = "pinned";
+  };
+  RunningWorkload& x = s.Run("x", 20, 0, Amounts(1000, 0));
+  x.allocations.push_back({2, Amounts(4000, 0)});
+  filler(0, 15000);
+  s.Run("y", 20, 1, Amounts(4000, 0));
+  filler(1, 12000);
+  filler(2, 12000);
+  for (const char* id : {"g1", "g2"}) s.Run(id, 5, 3, Amounts(2000, 0)).gang_id = "g";
+  filler(3, 12000);
+  auto snapshot = std::make_shared<const Snapshot>(s.snap);
+  const std::vector<Resources> free_now = FreeNow(*snapshot);
+  const QueueConfig config = Config(1);
+  PendingWorkload w;
+  w.id = "p";
+  w.kind = WorkloadKind::kPodGroup;
+  w.qos = "interactive";
+  w.members = 1;
+  w.per_member = Amounts(4000, 0);
+  PreemptionInput in;
+  in.snapshot = snapshot.get();
+  in.shared_snapshot = snapshot;
+  in.config = &config;
+  in.preemptor = &w;
+  in.preemptor_priority = 100;
+  in.now = 6000;
+  in.eligible_nodes = {0, 1, 2, 3};
+  in.free_now = &free_now;
+  for (bool shortcuts : {true, false}) {
+    const CheapestVictimsPlanner planner(1000000, /*scarce_nodes=*/true, shortcuts);
+    const std::optional<PreemptionChoice> chosen = planner.Choose(in);
+    ASSERT_TRUE(chosen.has_value()) << shortcuts;
+    EXPECT_EQ(chosen->decision.victims, std::vector<std::string>{"x"}) << shortcuts;
+    EXPECT_EQ(chosen->decision.member_nodes, MemberNodes{2}) << shortcuts;
+  }
+}
+
 uint64_t Fnv1a(std::string_view s) {
   uint64_t h = 1469598103934665603ull;
   for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
