@@ -30,8 +30,11 @@ struct CheapestVictimsPlanner::Cache {
   }
 };
 
-CheapestVictimsPlanner::CheapestVictimsPlanner(int64_t work_budget, bool scarce_nodes)
-    : work_budget_(work_budget), scarce_nodes_(scarce_nodes), cache_(std::make_unique<Cache>()) {}
+CheapestVictimsPlanner::CheapestVictimsPlanner(int64_t work_budget, bool scarce_nodes, bool slot_shortcuts)
+    : work_budget_(work_budget),
+      scarce_nodes_(scarce_nodes),
+      slot_shortcuts_(slot_shortcuts),
+      cache_(std::make_unique<Cache>()) {}
 
 CheapestVictimsPlanner::~CheapestVictimsPlanner() = default;
 
@@ -54,13 +57,14 @@ std::optional<PreemptionChoice> CheapestVictimsPlanner::Search(const PreemptionI
       c.Build(*in.snapshot, *in.config, in.now);
     }
     if (ByClass(p) && !(c.index.min_class_priority() < p.priority_class_value.value_or(0))) return std::nullopt;
-    return RunVictimSearch(in, c.index, c.memo, c.scratch, work_budget_, with_reason, *qos, no_room, scarce_nodes_);
+    return RunVictimSearch(in, c.index, c.memo, c.scratch, work_budget_, with_reason, *qos, no_room, scarce_nodes_,
+                           slot_shortcuts_);
   }
   Cache local;  // a caller without a shared snapshot: an index for this search alone
   local.Build(*in.snapshot, *in.config, in.now);
   if (ByClass(p) && !(local.index.min_class_priority() < p.priority_class_value.value_or(0))) return std::nullopt;
   return RunVictimSearch(in, local.index, local.memo, local.scratch, work_budget_, with_reason, *qos, no_room,
-                         scarce_nodes_);
+                         scarce_nodes_, slot_shortcuts_);
 }
 
 std::optional<PreemptionChoice> CheapestVictimsPlanner::Choose(const PreemptionInput& input) const {

@@ -81,8 +81,11 @@ class CheapestVictimsPlanner : public PreemptionPlanner {
   // One search at a time per planner (calls are serialised: they share the index and buffers).
   // `scarce_nodes` (tests compare against false): a one-member search of a preemptor asking an
   // extended resource that few nodes have passes over the nodes that cannot matter (docs/queue.md
-  // "Preemption", the eleventh pass); the decisions are the same either way.
-  explicit CheapestVictimsPlanner(int64_t work_budget = 1000000, bool scarce_nodes = true);
+  // "Preemption", the eleventh pass); the decisions are the same either way. `slot_shortcuts`
+  // (tests compare against false): the thirteenth pass's shortcuts in the node-by-node search (a
+  // slot found viable is not asked CannotMakeRoom; a one-member set of one victim is tried without
+  // applying it); the decisions are the same either way.
+  explicit CheapestVictimsPlanner(int64_t work_budget = 1000000, bool scarce_nodes = true, bool slot_shortcuts = true);
   ~CheapestVictimsPlanner() override;
   CheapestVictimsPlanner(const CheapestVictimsPlanner&) = delete;
   CheapestVictimsPlanner& operator=(const CheapestVictimsPlanner&) = delete;
@@ -100,6 +103,7 @@ class CheapestVictimsPlanner : public PreemptionPlanner {
 
   int64_t work_budget_;
   bool scarce_nodes_;
+  bool slot_shortcuts_;
   mutable std::mutex mu_;
   std::unique_ptr<Cache> cache_;  // guarded by mu_
 };

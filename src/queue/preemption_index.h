@@ -124,7 +124,7 @@ class VictimIndex {
   std::vector<int> unit_qos;
 
  private:
-  void BuildUnit(const Snapshot& snap, const QueueConfig& config, Time now, const std::vector<int>& group,
+  void BuildUnit(const Snapshot& snap, const QueueConfig& config, Time now, const int* group_begin, const int* group_end,
                  absl::flat_hash_map<std::string_view, int>& budget_of, absl::flat_hash_map<std::string_view, int>& qos_of);
   void BuildNodeLists(const Snapshot& snap, const QueueConfig& config);
   // unit_of's map, made at its first call after Build (issue 26, twelfth pass: the cycle pass

@@ -386,6 +386,7 @@ bool VictimSearch::ChooseWindow() {
   for (int64_t position = 0; position < usable; ++position) {  // ascending node order
     if (s_.viable[position]) s_.nodes.push_back(nodes[position]);
   }
+  s_.slot_viable.assign(s_.nodes.size(), 1);  // the walk keeps viable nodes only
   return true;
 }
 
@@ -416,6 +417,7 @@ bool VictimSearch::ChooseWindowScarce(int64_t usable, int64_t wanted, int64_t of
     for (size_t i = 0; i < kept.size(); ++i) {  // ascending node order
       if (s_.kept_viable[i]) s_.nodes.push_back(nodes[kept[i]]);
     }
+    s_.slot_viable.assign(s_.nodes.size(), 1);
     return true;
   }
   walked_all_ = true;
@@ -491,12 +493,14 @@ bool VictimSearch::UseLeanNodes() {
     }
   }
   s_.nodes.clear();
+  s_.slot_viable.clear();
   s_.left_out.clear();
   for (size_t position = 0; position < nodes.size(); ++position) {
     const NodeIndex n = nodes[position];
     const ViableMemo::Viable* v = s_.viable[position] ? nullptr : memo_.Find(memo_entry_, n);
     if (v == nullptr || !MayLeaveOut(n, *v)) {
       s_.nodes.push_back(n);
+      s_.slot_viable.push_back(s_.viable[position]);
     } else if (v->units > 0) {  // a slot without units counts nothing
       s_.left_out.push_back({s_.nodes.size(), v->units, v->cheapest});
     }
@@ -521,12 +525,14 @@ bool VictimSearch::UseScarceNodes() {
     for (size_t k = 0; k < kept.size(); ++k) s_.kept_viable[k] = ViableCopies(nodes[kept[k]]) > 0;
   }
   s_.nodes.clear();
+  s_.slot_viable.clear();
   s_.left_out.clear();
   for (size_t k = 0; k < kept.size(); ++k) {
     const NodeIndex n = nodes[kept[k]];
     const ViableMemo::Viable* v = s_.kept_viable[k] ? nullptr : memo_.Find(memo_entry_, n);
     if (v == nullptr || !MayLeaveOut(n, *v)) {
       s_.nodes.push_back(n);
+      s_.slot_viable.push_back(s_.kept_viable[k]);
     } else if (v->units > 0) {
       s_.left_out.push_back({s_.nodes.size(), v->units, v->cheapest});
     }
@@ -601,6 +607,7 @@ void VictimSearch::CollectCandidateUnits() {
 // its frees and blockers restricted to those slots, cheapest first; and the initial fit state.
 void VictimSearch::UseNodes(bool all_usable) {
   if (all_usable) s_.nodes.assign(Usable().begin(), Usable().end());
+  if (all_usable || s_.slot_viable.size() != s_.nodes.size()) s_.slot_viable.assign(s_.nodes.size(), 0);
   s_.Bump();  // node stamps of the window walk are stale now
   for (size_t slot = 0; slot < s_.nodes.size(); ++slot) {
     s_.node_stamp[s_.nodes[slot]] = s_.stamp;
@@ -684,8 +691,8 @@ std::optional<PreemptionChoice> VictimSearch::Run(const QosPolicy& preemptor_qos
 std::optional<PreemptionChoice> RunVictimSearch(const PreemptionInput& in, const VictimIndex& index,
                                                 ViableMemo& memo, Scratch& scratch, int64_t work_budget,
                                                 bool with_reason, const QosPolicy& preemptor_qos, bool* no_room,
-                                                bool scarce_nodes) {
-  victims::VictimSearch search(in, index, memo, scratch, work_budget, with_reason, scarce_nodes);
+                                                bool scarce_nodes, bool slot_shortcuts) {
+  victims::VictimSearch search(in, index, memo, scratch, work_budget, with_reason, scarce_nodes, slot_shortcuts);
   std::optional<PreemptionChoice> choice = search.Run(preemptor_qos);
   if (no_room != nullptr) *no_room = !choice && search.NoRoom();
   return choice;

@@ -51,6 +51,9 @@ struct Scratch {
   std::vector<int64_t> kept_positions;  // positions of `usable` not ScarceNodes::kSkip (ascending)
   std::vector<char> kept_viable;        // per entry of kept_positions: examined and viable
   std::vector<NodeIndex> nodes;      // the search's node slots, ascending
+  // Per slot of `nodes`: 1 when this search found the node viable (ViableCopies > 0: a member fits
+  // there with every candidate gone), 0 when not or not asked (UseNodes over every usable node).
+  std::vector<char> slot_viable;
   std::vector<int> candidate_units;  // index units, cheapest first
   std::vector<SearchUnit> units;
   std::vector<std::pair<int, uint32_t>> frees;  // (slot, entry of VictimIndex::frees): no copy
@@ -102,10 +105,10 @@ struct Scratch {
 // Runs one search for `in.preemptor` (whose QOS is `preemptor_qos`) over `index`, with the
 // cycle's memo and the planner's buffers. `no_room` (may be null): set, when there is no
 // decision, to whether the members cannot fit on the usable nodes even with every candidate gone
-// (PreemptionPlanner::PlanOrRuleOut). `scarce_nodes`: as CheapestVictimsPlanner's.
+// (PreemptionPlanner::PlanOrRuleOut). `scarce_nodes`, `slot_shortcuts`: as CheapestVictimsPlanner's.
 std::optional<PreemptionChoice> RunVictimSearch(const PreemptionInput& in, const VictimIndex& index,
                                                 ViableMemo& memo, Scratch& scratch, int64_t work_budget,
                                                 bool with_reason, const QosPolicy& preemptor_qos, bool* no_room,
-                                                bool scarce_nodes = true);
+                                                bool scarce_nodes = true, bool slot_shortcuts = true);
 
 }  // namespace onequeue::queue::internal

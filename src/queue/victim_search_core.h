@@ -63,6 +63,7 @@ class FitState {
   // search its caller proved cannot make room (VictimSearch::CannotMakeRoom): Fits() stays false
   // as it would, and WithinBudget answers as it would, so the search takes the same steps.
   void SetDry(bool dry) { dry_ = dry; }
+  bool dry() const { return dry_; }
 
  private:
   void Change(const SearchUnit& u, int sign) {
@@ -102,7 +103,7 @@ class FitState {
 class VictimSearch {
  public:
   VictimSearch(const PreemptionInput& in, const VictimIndex& index, ViableMemo& memo, Scratch& scratch,
-               int64_t work_budget, bool with_reason, bool scarce_nodes)
+               int64_t work_budget, bool with_reason, bool scarce_nodes, bool slot_shortcuts)
       : in_(in),
         index_(index),
         memo_(memo),
@@ -110,7 +111,8 @@ class VictimSearch {
         work_budget_(work_budget),
         with_reason_(with_reason),
         by_class_(ByClass(*in.preemptor)),
-        scarce_allowed_(scarce_nodes) {}
+        scarce_allowed_(scarce_nodes),
+        slot_shortcuts_(slot_shortcuts) {}
 
   std::optional<PreemptionChoice> Run(const QosPolicy& preemptor_qos);
   // After Run returned nullopt: true when the members cannot fit on the usable nodes even with
@@ -190,7 +192,10 @@ class VictimSearch {
   void CountLeftOut(size_t& at, size_t slot);
   bool MayLeaveOut(NodeIndex n, const ViableMemo::Viable& viable) const;
   void ResetSearch(int64_t work);
-  void Deepen(FitState& state, const int* begin, const int* end);
+  // `slot`: the one slot all of [begin, end) touch (PerNode), or -1.
+  void Deepen(FitState& state, const int* begin, const int* end, int slot = -1);
+  void SearchOneVictim(FitState& state, int slot, const int* begin, const int* end);
+  int FitsAlone(const FitState& state, int slot, const SearchUnit& su) const;
   void Search(FitState& state, const int* begin, const int* end, const int* at, Cost cost, int32_t count_bound);
   PreemptionChoice MakeChoice(FitState& state) const;
   // Counts `steps` search steps that would each have been pruned, against the work budget
@@ -232,10 +237,16 @@ class VictimSearch {
   // a one-member search over every usable node leaves out the kSkip nodes (scarce_lean_), their
   // steps bounded in PerNode (CountSkipped, from node skipped_to_ on).
   bool scarce_allowed_ = true;
+  // Issue 26, thirteenth pass (CheapestVictimsPlanner's slot_shortcuts): PerNode does not ask
+  // CannotMakeRoom of a slot found viable, and Deepen's bound 1 tries a unit touching one slot
+  // without applying it (SearchOneVictim).
+  bool slot_shortcuts_ = true;
   int scarce_ = -1;
   const ScarceNodes* scarce_nodes_ = nullptr;
   bool scarce_lean_ = false;
   size_t skipped_to_ = 0;
+  int32_t skipped_bound_ = 0;                           // CountSkipped's bound, 0: none yet
+  const std::vector<int64_t>* skipped_before_ = nullptr;  // its BoundBefore
   std::optional<Cost> best_cost_;
   // (node, index unit): the carriers that must be victims for a member to use the node, sorted.
   std::vector<std::pair<NodeIndex, int>> required_;

@@ -111,13 +111,83 @@ void VictimSearch::Greedy(FitState& state) {
 // priority, run time lost). Starts from best_cost_ (greedy, or an earlier search). By class
 // (Cost::class_first), Greedy's cheapest-first prefix already has the lowest highest class any
 // fitting set can have (more victims only free more), so the better sets are among the fewer.
-void VictimSearch::Deepen(FitState& state, const int* begin, const int* end) {
+void VictimSearch::Deepen(FitState& state, const int* begin, const int* end, int slot) {
   if (!best_cost_) return;
   const int32_t best_count = best_cost_->count;
   for (int32_t bound = 1; bound <= best_count && !exhausted_; ++bound) {
-    Search(state, begin, end, begin, Cost{}, bound);
+    if (bound == 1 && slot >= 0 && slot_shortcuts_ && in_.preemptor->members == 1) {
+      SearchOneVictim(state, slot, begin, end);
+    } else {
+      Search(state, begin, end, begin, Cost{}, bound);
+    }
     if (best_cost_->count <= bound) return;  // nothing with fewer victims exists here
   }
+}
+
+// Search(state, begin, end, begin, Cost{}, 1) for one member over the units of slot `slot`
+// (PerNode's, from a state that holds no copy: the member does not fit), without applying a unit
+// that touches that slot alone (issue 26, the steady cycle's thirteenth pass: ~8,000 slots a
+// steady cycle, each unit applied and taken back). Same steps, same sets, same order: at bound 1
+// a unit is tried alone; Search's call under it either fits (a set, no step) or, not fitting,
+// counts one step per later unit, pruned or over the bound (next.count > 1), so all of them at
+// once (CountPrunedSteps, which runs out of budget exactly when the steps one by one would). A
+// unit alone makes the member fit exactly when its slot, with no workload of the other world left
+// and the unit's frees added, covers the request (FitState::Refresh; every other slot holds none).
+void VictimSearch::SearchOneVictim(FitState& state, int slot, const int* begin, const int* end) {
+  const Cost cost;
+  for (const int* c = begin; c < end && !exhausted_; ++c) {
+    if (++work_ > work_budget_) {
+      exhausted_ = true;
+      return;
+    }
+    const SearchUnit& su = s_.units[*c];
+    const IndexUnit& u = index_.unit(su.unit);
+    if (cost.count + 1 >= best_cost_->count && std::max(cost.max_priority, Weight(u)) > best_cost_->max_priority) {
+      CountPrunedSteps(end - c - 1);
+      return;
+    }
+    Cost next = cost;
+    next.count += u.count;
+    next.max_priority = std::max(cost.max_priority, Weight(u));
+    next.max_multifactor = std::max(cost.max_multifactor, u.max_priority);
+    next.run_time_lost += u.run_time_lost;
+    if (by_class_) next.class_first = next.max_priority;
+    if (next.count > 1 || !(next < *best_cost_) || !state.WithinBudget(su)) continue;
+    work_ += static_cast<int64_t>(su.steps);
+    const int fits = FitsAlone(state, slot, su);
+    if (fits < 0) {  // it touches another slot: as Search does
+      state.Apply(su);
+      s_.chosen.push_back(*c);
+      Search(state, begin, end, c + 1, next, 1);
+      s_.chosen.pop_back();
+      state.Unapply(su);
+    } else if (fits > 0) {
+      best_cost_ = next;
+      s_.best.assign(s_.chosen.begin(), s_.chosen.end());
+      s_.best.push_back(*c);
+    } else if (end - c - 1 > 0) {
+      CountPrunedSteps(end - c - 1);
+    }
+  }
+}
+
+// Whether applying `su` alone makes the member fit, when it frees one entry, on `slot`, and
+// removes workloads of the other world there only: 1 or 0; -1 when it touches another slot.
+int VictimSearch::FitsAlone(const FitState& state, int slot, const SearchUnit& su) const {
+  if (su.frees.size() != 1 || s_.frees[su.frees.begin].first != slot) return -1;
+  int blockers = s_.slot_blockers[slot];
+  for (uint32_t k = su.blockers.begin; k < su.blockers.end; ++k) {
+    if (s_.blockers[k] != slot) return -1;
+    --blockers;
+  }
+  if (state.dry() || blockers > 0) return 0;  // dry: Fits() stays false
+  const Resources& room = s_.capacity[slot];
+  const Resources& freed = index_.frees[s_.frees[su.frees.begin].second].second;
+  const Resources& request = in_.preemptor->per_member;
+  for (int r = 0; r < kMaxResourceKinds; ++r) {
+    if (request[r] > room[r] + freed[r]) return 0;
+  }
+  return 1;
 }
 
 void VictimSearch::Search(FitState& state, const int* begin, const int* end, const int* at, Cost cost,
@@ -192,6 +262,7 @@ void VictimSearch::PerNode(FitState& state) {
   }
   size_t left_out = 0;  // UseLeanNodes' nodes, counted in their place among the slots
   skipped_to_ = 0;
+  skipped_bound_ = 0;
   for (size_t slot = 0; slot < slots && !exhausted_; ++slot) {
     if (lean_) CountLeftOut(left_out, slot);
     if (scarce_lean_) CountSkipped(slot);
@@ -208,14 +279,17 @@ void VictimSearch::PerNode(FitState& state) {
     }
     // Most slots of a full pool (issue 26: ~4,700 of 5,000 per search) cannot take a member
     // whatever goes: their search would only count steps against the budget (SearchNodes).
-    if (CannotMakeRoom(state, static_cast<int>(slot), begin, end)) {
+    // A node this search found viable holds a member with every candidate on it gone, so
+    // CannotMakeRoom is false there (without carriers, which ViableCopies does not count).
+    const bool viable = slot_shortcuts_ && required_.empty() && s_.slot_viable[slot];
+    if (!viable && CannotMakeRoom(state, static_cast<int>(slot), begin, end)) {
       if (!exact_steps_) {
         skipped_steps_ = std::min(work_budget_ + 1, skipped_steps_ + DryStepsBound(begin, end));
         continue;
       }
       state.SetDry(true);
     }
-    Deepen(state, begin, end);
+    Deepen(state, begin, end, static_cast<int>(slot));
     state.SetDry(false);
   }
   if (lean_ && !exhausted_) CountLeftOut(left_out, slots);
@@ -232,7 +306,11 @@ void VictimSearch::CountSkipped(size_t slot) {
   const int32_t bound = std::max<int32_t>(1, best_cost_->count);
   int64_t steps = work_budget_ + 1;
   if (bound <= ScarceNodes::kMaxBound) {
-    const std::vector<int64_t>& before = scarce_nodes_->BoundBefore(bound);
+    if (bound != skipped_bound_) {  // the sums of this bound, asked once per bound a search reaches
+      skipped_before_ = &scarce_nodes_->BoundBefore(bound);
+      skipped_bound_ = bound;
+    }
+    const std::vector<int64_t>& before = *skipped_before_;
     if (before[end] < ScarceNodes::kSaturated) steps = before[end] - before[skipped_to_];
   }
   skipped_steps_ = std::min(work_budget_ + 1, skipped_steps_ + std::min(work_budget_ + 1, steps));

@@ -170,8 +170,10 @@ PreemptionInput WithGuarantees(const PreemptionInput& in, std::vector<NodeIndex>
 }
 
 // `preemptors` searches on one pool through both planners, a cycle's way: each decision's nodes
-// claimed and its victims earlier victims for the next.
-void CompareOnPool(uint64_t seed, int64_t work_budget, int cap_kind, Counts& counts) {
+// claimed and its victims earlier victims for the next. `variant` 0: with the eleventh pass and
+// without (scarce_nodes); 1 and 2: with the thirteenth pass's slot shortcuts and without, the
+// eleventh pass on (1) or off (2).
+void CompareOnPool(uint64_t seed, int64_t work_budget, int cap_kind, Counts& counts, int variant = 0) {
   std::mt19937_64 rng(seed);
   const int nodes = 120 + static_cast<int>(rng() % 200);
   const int gpu_every = 6 + static_cast<int>(rng() % 10);
@@ -179,8 +181,8 @@ void CompareOnPool(uint64_t seed, int64_t work_budget, int cap_kind, Counts& cou
   auto snapshot = std::make_shared<const Snapshot>(MakePool(nodes, rng, gpu_every, pdb_in));
   const QueueConfig config = Config(cap_kind);
   std::vector<Resources> free_now = FreeNow(*snapshot);
-  const CheapestVictimsPlanner fast(work_budget, /*scarce_nodes=*/true);
-  const CheapestVictimsPlanner full(work_budget, /*scarce_nodes=*/false);
+  const CheapestVictimsPlanner fast(work_budget, /*scarce_nodes=*/variant != 2);
+  const CheapestVictimsPlanner full(work_budget, /*scarce_nodes=*/variant == 1, /*slot_shortcuts=*/variant == 0);
   std::vector<int32_t> victims;
   std::vector<char> claimed(nodes, 0);
   for (int n = 0; n < nodes; ++n) claimed[n] = rng() % 15 == 0;
@@ -264,6 +266,27 @@ TEST(ScarcePreemption, DecidesAsTheSearchOverEveryNodeWhenTheWorkBudgetRunsOut) 
   }
   EXPECT_GT(counts.inexact, 20);
   EXPECT_GT(counts.decisions - counts.inexact, 200);
+}
+
+// Issue 26, the steady cycle's thirteenth pass: the node-by-node search's shortcuts (a slot found
+// viable is not asked CannotMakeRoom; a one-member set of one victim touching one slot is judged
+// without applying it, the steps of the call under it counted at once) decide as the search
+// without them: same pools, caps off, default and binding, the eleventh pass on and off, the
+// work budget ample and running out at every stage.
+TEST(ScarcePreemption, SlotShortcutsDecideAsTheSearchThatAppliesEveryUnit) {
+  Counts counts;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    for (int cap_kind : {0, 1, 2}) CompareOnPool(seed, 1000000, cap_kind, counts, 1 + static_cast<int>(seed % 2));
+  }
+  EXPECT_GT(counts.gpu_decisions, 100);
+  Counts budgets;
+  for (uint64_t seed = 101; seed <= 112; ++seed) {
+    for (int64_t budget : {1, 2, 3, 5, 7, 12, 20, 40, 70, 150, 400, 900, 2000, 5000, 12000, 40000, 150000}) {
+      CompareOnPool(seed, budget, seed % 3 == 0 ? 2 : (seed % 2 == 0 ? 0 : 1), budgets, 1 + static_cast<int>(seed % 2));
+    }
+  }
+  EXPECT_GT(budgets.inexact, 20);
+  EXPECT_GT(budgets.decisions - budgets.inexact, 200);
 }
 
 // A small world: node 0 without GPUs, node 1 with 3, then `fillers` empty nodes without GPUs;
@@ -358,6 +381,56 @@ TEST(ScarcePreemption, ANodeWithoutGpusThatHasOneFreeIsSearched) {
   ASSERT_TRUE(full.has_value());
   EXPECT_EQ(full->decision.victims, std::vector<std::string>{"v"});
   ExpectSameChoice(fast, full, "negative");
+}
+
+// Issue 26, the thirteenth pass: a unit on two nodes that makes room on its second node only is
+// a one-victim set at its first node's slot too (SearchOneVictim applies it there, as Search
+// does: FitsAlone judges only a unit touching that one slot). The greedy set is a gang of lower
+// priority (2 victims); at node 0 the single victim x (frees on node 0 too little, on node 2
+// enough) is cheaper and found first; y on node 1, of equal cost, does not replace it. (Judging x
+// by node 0 alone survives this test: Deepen's bound 2 then finds x at the same slot; only the
+// steps counted differ.)
+TEST(ScarcePreemption, AUnitThatMakesRoomOnItsOtherNodeIsFoundAtItsFirstSlot) {
+  Small s;
+  for (int n = 0; n < 4; ++n) s.Node(0);
+  const auto filler = [&](NodeIndex n, int64_t cpu) {
+    RunningWorkload& f = s.Run("filler" + std::to_string(n), 500, n, Amounts(cpu, 0));
+    f.preemptible = false;
+    f.qos = "pinned";
+  };
+  RunningWorkload& x = s.Run("x", 20, 0, Amounts(1000, 0));
+  x.allocations.push_back({2, Amounts(4000, 0)});
+  filler(0, 15000);
+  s.Run("y", 20, 1, Amounts(4000, 0));
+  filler(1, 12000);
+  filler(2, 12000);
+  for (const char* id : {"g1", "g2"}) s.Run(id, 5, 3, Amounts(2000, 0)).gang_id = "g";
+  filler(3, 12000);
+  auto snapshot = std::make_shared<const Snapshot>(s.snap);
+  const std::vector<Resources> free_now = FreeNow(*snapshot);
+  const QueueConfig config = Config(1);
+  PendingWorkload w;
+  w.id = "p";
+  w.kind = WorkloadKind::kPodGroup;
+  w.qos = "interactive";
+  w.members = 1;
+  w.per_member = Amounts(4000, 0);
+  PreemptionInput in;
+  in.snapshot = snapshot.get();
+  in.shared_snapshot = snapshot;
+  in.config = &config;
+  in.preemptor = &w;
+  in.preemptor_priority = 100;
+  in.now = 6000;
+  in.eligible_nodes = {0, 1, 2, 3};
+  in.free_now = &free_now;
+  for (bool shortcuts : {true, false}) {
+    const CheapestVictimsPlanner planner(1000000, /*scarce_nodes=*/true, shortcuts);
+    const std::optional<PreemptionChoice> chosen = planner.Choose(in);
+    ASSERT_TRUE(chosen.has_value()) << shortcuts;
+    EXPECT_EQ(chosen->decision.victims, std::vector<std::string>{"x"}) << shortcuts;
+    EXPECT_EQ(chosen->decision.member_nodes, MemberNodes{2}) << shortcuts;
+  }
 }
 
 uint64_t Fnv1a(std::string_view s) {
