@@ -148,6 +148,12 @@ class CyclePass {
   // searches are its only callers (a template: a caller elsewhere would not link).
   template <typename Visit>
   void ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit visit);
+  // Issue 26 (thirteenth pass): visits, ascending, a superset of the nodes where a member of `w`
+  // has room at t >= the profile's now, given that no block's usage is negative: the nodes with a
+  // block end in (now, t] and those whose free now holds the request's amount of ScarceSlot's
+  // resource (`scarce`, only nodes that have it) or else of cpu. Stops when `visit` returns false.
+  template <typename Visit>
+  void ForEachStartCandidate(const PendingWorkload& w, Time t, int scarce, Visit visit);
   const QueuePlanner::State::EligibleSet& StaticEligible(const PendingWorkload& w, int32_t eclass);
   bool Usable(NodeIndex n, const PendingWorkload& w, double priority,
               const std::vector<char>& eligible) const;

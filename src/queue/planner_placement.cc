@@ -52,6 +52,8 @@ void PreferLatestFreed(const PlacementScratch& feasible, const PendingWorkload& 
   // The first `needed` selected (linear), then sorted: partial_sort's heap was slower than a
   // full sort for the wide jobs (half the nodes and more).
   auto order = [&](auto before) {
+    // A start's feasible nodes come ascending, all freed then (EarliestPlacement): in order already.
+    if (std::is_sorted(ranked.begin(), ranked.end(), before)) return;
     if (middle != ranked.end()) std::nth_element(ranked.begin(), middle, ranked.end(), before);
     std::sort(ranked.begin(), middle, before);
   };
@@ -160,6 +162,26 @@ void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit vi
   for (size_t i = 0; go_on && i < freed.size(); ++i) go_on = visit(freed[i]);
 }
 
+template <typename Visit>
+void CyclePass::ForEachStartCandidate(const PendingWorkload& w, Time t, int scarce, Visit visit) {
+  // A superset of the nodes with room for a member at t (profile.h, FirstEndAfterNow; the caller
+  // checks that no block is negative): a node with an end in (now, t], or one whose free now holds
+  // the request's amount of one resource it asks (the scarce one, else cpu).
+  const AvailabilityProfile& p = *s_.profile;
+  const int slot = scarce >= 0 ? scarce : kCpu;
+  const int64_t amount = w.per_member[slot];
+  auto candidate = [&](NodeIndex n) { return p.FirstEndAfterNow(n) <= t || p.FreeNow(n)[slot] >= amount; };
+  if (scarce >= 0) {  // a node without the resource never has room
+    for (NodeIndex n : s_.nodes_with[scarce]) {
+      if (candidate(n) && !visit(n)) return;
+    }
+    return;
+  }
+  for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) {
+    if (candidate(n) && !visit(n)) return;
+  }
+}
+
 const QueuePlanner::State::EligibleSet& CyclePass::StaticEligible(const PendingWorkload& w,
                                                                   int32_t eclass) {
   std::unique_ptr<QueuePlanner::State::EligibleSet>& slot = s_.eligible_by_class[eclass];
@@ -245,7 +267,17 @@ MemberNodes CyclePass::ChooseNodes(
       for (const auto& c : candidates) {
         if (domain_of[c.first] == best) inside.push_back(c);
       }
-      if (!preference_order) std::sort(inside.begin(), inside.end());
+      if (!preference_order) {
+        // take() reads at most `members` of them (each holds a copy or more): only those are put
+        // in order, the same as after a full sort (distinct nodes: a total order). Issue 26: a
+        // packing gang's zone holds hundreds to thousands of nodes. (With a negative block, as
+        // the searches, the full sort: test/queue/start_candidates_test.cc compares the two.)
+        const auto taken = s_.profile->AnyNegativeBlock()
+                               ? inside.end()
+                               : inside.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(inside.size(), members));
+        if (taken != inside.end()) std::nth_element(inside.begin(), taken, inside.end());
+        std::sort(inside.begin(), taken);
+      }
       take(inside);
       return out;
     }
@@ -373,14 +405,24 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
   // Every node with room at the start ties on freed (the start): with one member and no
   // preference the lowest-numbered one is chosen, so a node numbered above one found needs no look.
   const bool lowest_wins = members == 1 && PreferenceOf(w, p.size()) == nullptr;
-  NodeIndex lowest = -1;
-  ForEachNodeWithRoomAt(w, start, [&](NodeIndex n) {
-    if (lowest_wins && lowest >= 0 && n > lowest) return true;
-    const int64_t c = copies_at(n, start);
-    if (c > 0 && (lowest < 0 || n < lowest)) lowest = n;
-    feasible.Note(n, c, start, start);
-    return true;
-  });
+  if (p.AnyNegativeBlock() || duration <= 0) {  // ForEachStartCandidate's superset needs neither
+    NodeIndex lowest = -1;
+    ForEachNodeWithRoomAt(w, start, [&](NodeIndex n) {
+      if (lowest_wins && lowest >= 0 && n > lowest) return true;
+      const int64_t c = copies_at(n, start);
+      if (c > 0 && (lowest < 0 || n < lowest)) lowest = n;
+      feasible.Note(n, c, start, start);
+      return true;
+    });
+  } else {
+    // The same nodes with room, ascending: the lowest one with room ends a one-member search's
+    // start, and the feasible nodes come in PreferLatestFreed's order (all freed at the start).
+    ForEachStartCandidate(w, start, scarce, [&](NodeIndex n) {
+      const int64_t c = copies_at(n, start);
+      feasible.Note(n, c, start, start);
+      return !(lowest_wins && c > 0);
+    });
+  }
   std::optional<Placement> result = try_finish(start);
   if (result.has_value()) return result;
   // With one member and no preference a batch's winner is its first node with room by latest
