@@ -374,9 +374,36 @@ bool CyclePass::NoNodeEverHasRoom(const PendingWorkload& w, Duration duration, d
   return true;
 }
 
+template <typename CopiesAt>
+void CyclePass::NoteAtStart(const PendingWorkload& w, Time start, int scarce, Duration duration, bool lowest_wins,
+                            int64_t enough, CopiesAt copies_at) {
+  PlacementScratch& feasible = s_.placement;
+  if (s_.profile->AnyNegativeBlock() || duration <= 0) {  // ForEachStartCandidate's superset needs neither
+    // Every node with room at the start ties on freed (the start): with one member and no
+    // preference the lowest-numbered one is chosen, so a node numbered above one found needs no look.
+    NodeIndex lowest = -1;
+    ForEachNodeWithRoomAt(w, start, [&](NodeIndex n) {
+      if (lowest_wins && lowest >= 0 && n > lowest) return true;
+      const int64_t c = copies_at(n, start);
+      if (c > 0 && (lowest < 0 || n < lowest)) lowest = n;
+      feasible.Note(n, c, start, start);
+      return true;
+    });
+    return;
+  }
+  // The same nodes with room, ascending: the lowest one with room ends a one-member search's
+  // start, and the feasible nodes come in PreferLatestFreed's order (all freed at the start); a
+  // search for the start alone ends once they hold `enough` members (the start is then found).
+  ForEachStartCandidate(w, start, scarce, [&](NodeIndex n) {
+    const int64_t c = copies_at(n, start);
+    feasible.Note(n, c, start, start);
+    return !(lowest_wins && c > 0) && feasible.total < enough;
+  });
+}
+
 std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWorkload& w, Duration duration,
                                                                  double priority, const std::vector<char>& eligible,
-                                                                 Time on_or_after) {
+                                                                 Time on_or_after, bool any_nodes) {
   // How it searches and chooses: planner_pass.h.
   AvailabilityProfile& p = *s_.profile;
   const int32_t members = std::max<int32_t>(1, w.members);
@@ -395,34 +422,17 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     if ((has != nullptr && !has[n]) || !Usable(n, w, priority, eligible)) return 0;
     return CopiesUnlessKnownNoRoom(p, s_.no_room, w, n, t, duration, members, tenant, slots);
   };
+  any_nodes = any_nodes && !p.AnyNegativeBlock();  // with a negative block, as before (the tests' reference)
   auto try_finish = [&](Time t) -> std::optional<Placement> {
     if (feasible.total < members) return std::nullopt;
     feasible.Reverify(t, copies_at);
     if (feasible.total < members) return std::nullopt;
+    if (any_nodes) return Placement{t, feasible.AnyMembers(members)};
     PreferLatestFreed(feasible, w, !s_.domains.empty(), s_.scratch_ranked, s_.scratch_best_first);
     return Placement{t, ChooseNodes(w, s_.scratch_best_first, /*preference_order=*/true)};
   };
-  // Every node with room at the start ties on freed (the start): with one member and no
-  // preference the lowest-numbered one is chosen, so a node numbered above one found needs no look.
   const bool lowest_wins = members == 1 && PreferenceOf(w, p.size()) == nullptr;
-  if (p.AnyNegativeBlock() || duration <= 0) {  // ForEachStartCandidate's superset needs neither
-    NodeIndex lowest = -1;
-    ForEachNodeWithRoomAt(w, start, [&](NodeIndex n) {
-      if (lowest_wins && lowest >= 0 && n > lowest) return true;
-      const int64_t c = copies_at(n, start);
-      if (c > 0 && (lowest < 0 || n < lowest)) lowest = n;
-      feasible.Note(n, c, start, start);
-      return true;
-    });
-  } else {
-    // The same nodes with room, ascending: the lowest one with room ends a one-member search's
-    // start, and the feasible nodes come in PreferLatestFreed's order (all freed at the start).
-    ForEachStartCandidate(w, start, scarce, [&](NodeIndex n) {
-      const int64_t c = copies_at(n, start);
-      feasible.Note(n, c, start, start);
-      return !(lowest_wins && c > 0);
-    });
-  }
+  NoteAtStart(w, start, scarce, duration, lowest_wins, any_nodes ? members : kForever, copies_at);
   std::optional<Placement> result = try_finish(start);
   if (result.has_value()) return result;
   // With one member and no preference a batch's winner is its first node with room by latest

@@ -1,8 +1,9 @@
 // Issue 26, thirteenth pass: EarliestPlacement reads every node with room at its first candidate
 // time t walking the nodes ascending and asking only a superset of those with room
 // (CyclePass::ForEachStartCandidate): a node with a block end in (now, t], or one whose free now
-// holds the request's amount of one resource; and a packing gang's zone is put in order only as
-// far as the gang takes (ChooseNodes).
+// holds the request's amount of one resource; an estimate's search (the start alone) stops there
+// once the nodes hold the members; and a packing gang's zone is put in order only as far as the
+// gang takes (ChooseNodes).
 // Checked against plain references:
 //   - AvailabilityProfile::FirstEndAfterNow against the blocks a random walk of Adds and Removes
 //     left, and the superset itself: every node with room at a later time is such a node;
@@ -121,7 +122,7 @@ std::shared_ptr<Snapshot> PackingWorld(std::mt19937_64& rng, Time now) {
 
 TEST(StartCandidates, PlansAsTheSearchesWithoutTheShortcut) {
   std::mt19937_64 rng(13013);
-  int starts = 0, reservations = 0;
+  int starts = 0, reservations = 0, estimates = 0;
   for (int policy = 0; policy < 3; ++policy) {
     QueueConfig config;
     config.window = 600;
@@ -147,10 +148,12 @@ TEST(StartCandidates, PlansAsTheSearchesWithoutTheShortcut) {
           << "policy " << policy << " cycle " << cycle;
       starts += static_cast<int>(fast.starts.size());
       reservations += static_cast<int>(fast.reservations.size());
+      for (const WaitingStatus& s : fast.waiting) estimates += s.estimated_start.has_value() && !s.has_reservation;
     }
   }
   EXPECT_GT(starts, 1000);
   EXPECT_GT(reservations, 300);
+  EXPECT_GT(estimates, 300);  // EarliestPlacement's any_nodes: the start alone
 }
 
 }  // namespace
