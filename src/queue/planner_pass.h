@@ -150,9 +150,9 @@ class CyclePass {
   template <typename Visit>
   void ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit visit);
   // Issue 26 (thirteenth pass): visits, ascending, a superset of the nodes where a member of `w`
-  // has room at t >= the profile's now, given that no block's usage is negative: the nodes with a
-  // block end in (now, t] and those whose free now holds the request's amount of ScarceSlot's
-  // resource (`scarce`, only nodes that have it) or else of cpu. Stops when `visit` returns false.
+  // has room at t >= the profile's now, given that no block's usage is negative: among the nodes
+  // with ScarceSlot's resource (`scarce` >= 0), those with a block end in (now, t] and those whose
+  // free now holds the request's amount of it. Stops when `visit` returns false.
   template <typename Visit>
   void ForEachStartCandidate(const PendingWorkload& w, Time t, int scarce, Visit visit);
   const QueuePlanner::State::EligibleSet& StaticEligible(const PendingWorkload& w, int32_t eclass);
@@ -187,8 +187,9 @@ class CyclePass {
                                              const std::vector<char>& eligible, Time on_or_after,
                                              bool any_nodes = false);
   // EarliestPlacement's first candidate time: notes in s_.placement every node with room for a
-  // member at `start` (copies_at), or, walking them ascending, stops once a one-member search
-  // (lowest_wins) found one or the nodes hold `enough` members.
+  // member at `start` (copies_at), or stops once the nodes hold `enough` members (a search for the
+  // start alone); for a scarce resource it walks ForEachStartCandidate's nodes ascending and a
+  // one-member search (lowest_wins) stops at the first with room.
   template <typename CopiesAt>
   void NoteAtStart(const PendingWorkload& w, Time start, int scarce, Duration duration, bool lowest_wins,
                    int64_t enough, CopiesAt copies_at);

@@ -165,20 +165,12 @@ void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit vi
 template <typename Visit>
 void CyclePass::ForEachStartCandidate(const PendingWorkload& w, Time t, int scarce, Visit visit) {
   // A superset of the nodes with room for a member at t (profile.h, FirstEndAfterNow; the caller
-  // checks that no block is negative): a node with an end in (now, t], or one whose free now holds
-  // the request's amount of one resource it asks (the scarce one, else cpu).
+  // checks that no block is negative): among the nodes with the scarce resource (the others never
+  // have room), those with a block end in (now, t] or whose free now holds the request's amount.
   const AvailabilityProfile& p = *s_.profile;
-  const int slot = scarce >= 0 ? scarce : kCpu;
-  const int64_t amount = w.per_member[slot];
-  auto candidate = [&](NodeIndex n) { return p.FirstEndAfterNow(n) <= t || p.FreeNow(n)[slot] >= amount; };
-  if (scarce >= 0) {  // a node without the resource never has room
-    for (NodeIndex n : s_.nodes_with[scarce]) {
-      if (candidate(n) && !visit(n)) return;
-    }
-    return;
-  }
-  for (NodeIndex n = 0; n < static_cast<NodeIndex>(p.size()); ++n) {
-    if (candidate(n) && !visit(n)) return;
+  const int64_t amount = w.per_member[scarce];
+  for (NodeIndex n : s_.nodes_with[scarce]) {
+    if ((p.FirstEndAfterNow(n) <= t || p.FreeNow(n)[scarce] >= amount) && !visit(n)) return;
   }
 }
 
@@ -378,26 +370,29 @@ template <typename CopiesAt>
 void CyclePass::NoteAtStart(const PendingWorkload& w, Time start, int scarce, Duration duration, bool lowest_wins,
                             int64_t enough, CopiesAt copies_at) {
   PlacementScratch& feasible = s_.placement;
-  if (s_.profile->AnyNegativeBlock() || duration <= 0) {  // ForEachStartCandidate's superset needs neither
-    // Every node with room at the start ties on freed (the start): with one member and no
-    // preference the lowest-numbered one is chosen, so a node numbered above one found needs no look.
-    NodeIndex lowest = -1;
-    ForEachNodeWithRoomAt(w, start, [&](NodeIndex n) {
-      if (lowest_wins && lowest >= 0 && n > lowest) return true;
+  const bool as_before = s_.profile->AnyNegativeBlock() || duration <= 0;  // the tests' reference
+  if (scarce >= 0 && !as_before) {
+    // The nodes with the scarce resource that may have room, ascending (ForEachStartCandidate,
+    // instead of every node freed by `start`, nearly none with it): the lowest one with room ends
+    // a one-member search's start, and the feasible nodes come in PreferLatestFreed's order (all
+    // freed at the start); a search for the start alone ends once they hold `enough` members.
+    ForEachStartCandidate(w, start, scarce, [&](NodeIndex n) {
       const int64_t c = copies_at(n, start);
-      if (c > 0 && (lowest < 0 || n < lowest)) lowest = n;
       feasible.Note(n, c, start, start);
-      return true;
+      return !(lowest_wins && c > 0) && feasible.total < enough;
     });
     return;
   }
-  // The same nodes with room, ascending: the lowest one with room ends a one-member search's
-  // start, and the feasible nodes come in PreferLatestFreed's order (all freed at the start); a
-  // search for the start alone ends once they hold `enough` members (the start is then found).
-  ForEachStartCandidate(w, start, scarce, [&](NodeIndex n) {
+  // Every node with room at the start ties on freed (the start): with one member and no
+  // preference the lowest-numbered one is chosen, so a node numbered above one found needs no look.
+  if (as_before) enough = kForever;
+  NodeIndex lowest = -1;
+  ForEachNodeWithRoomAt(w, start, [&](NodeIndex n) {
+    if (lowest_wins && lowest >= 0 && n > lowest) return true;
     const int64_t c = copies_at(n, start);
+    if (c > 0 && (lowest < 0 || n < lowest)) lowest = n;
     feasible.Note(n, c, start, start);
-    return !(lowest_wins && c > 0) && feasible.total < enough;
+    return feasible.total < enough;  // a search for the start alone: found once they hold the members
   });
 }
 
