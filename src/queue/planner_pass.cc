@@ -415,9 +415,9 @@ Time CyclePass::NotBefore(const Turn& t) {
              : t.now;
 }
 
-std::optional<CyclePass::Placement> CyclePass::Earliest(const Turn& t, Time bound) {
+std::optional<CyclePass::Placement> CyclePass::Earliest(const Turn& t, Time bound, bool any_nodes) {
   if (bound >= kForever) return std::nullopt;
-  std::optional<Placement> at = EarliestPlacement(t.w, t.duration, t.priority, t.eligible, bound);
+  std::optional<Placement> at = EarliestPlacement(t.w, t.duration, t.priority, t.eligible, bound, any_nodes);
   if (t.memo_valid) {
     s_.not_before.Found(t.facts.kind, t.facts.eligibility, t.size,
                         at.has_value() ? at->start : kForever);
@@ -529,7 +529,7 @@ void CyclePass::WaitWithEstimate(const Turn& t, WaitReason reason) {
       ++s_.estimates;  // the budget counts searches, not what memos answer (a witness stands for one)
       if (std::optional<Time> start = StartFromWitness(t, bound)) {
         estimate = *start;
-      } else if (std::optional<Placement> at = Earliest(t, bound)) {
+      } else if (std::optional<Placement> at = Earliest(t, bound, /*any_nodes=*/true)) {  // the start alone
         estimate = at->start;
       }
       if (!s_.any_same_tenant) s_.estimate_memo[key] = estimate.value_or(kForever);

@@ -124,7 +124,8 @@ class CyclePass {
   // EarliestPlacement from `bound` (none when bound is kForever), remembered in the
   // NotBeforeMemo: capacity only shrinks within a cycle, so a shape with no placement in the
   // window for a time limit d has none for any limit >= d either.
-  std::optional<Placement> Earliest(const Turn& t, Time bound);
+  // any_nodes: EarliestPlacement's (the caller reads the start alone).
+  std::optional<Placement> Earliest(const Turn& t, Time bound, bool any_nodes = false);
   // Issue 26: the start Earliest(t, bound) would find when it is the search's first candidate
   // time S = RoundUp(max(bound, profile now)): the search returns S exactly when members fit at
   // S on the nodes with room then, which the last placement found for the shape shows when it
@@ -148,6 +149,12 @@ class CyclePass {
   // searches are its only callers (a template: a caller elsewhere would not link).
   template <typename Visit>
   void ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit visit);
+  // Issue 26 (thirteenth pass): visits, ascending, a superset of the nodes where a member of `w`
+  // has room at t >= the profile's now, given that no block's usage is negative: among the nodes
+  // with ScarceSlot's resource (`scarce` >= 0), those with a block end in (now, t] and those whose
+  // free now holds the request's amount of it. Stops when `visit` returns false.
+  template <typename Visit>
+  void ForEachStartCandidate(const PendingWorkload& w, Time t, int scarce, Visit visit);
   const QueuePlanner::State::EligibleSet& StaticEligible(const PendingWorkload& w, int32_t eclass);
   bool Usable(NodeIndex n, const PendingWorkload& w, double priority,
               const std::vector<char>& eligible) const;
@@ -172,8 +179,20 @@ class CyclePass {
   // Node choice (PreferLatestFreed): among the nodes with room at that time, those whose last
   // block ended latest before it come first, the nodes free since the search began last, so the
   // reservation leaves the nodes free now to backfill (textbook EASY's extra processors).
+  // any_nodes (issue 26, thirteenth pass: an estimate, which reads the start alone): the same
+  // start, with any nodes that hold the members then instead of the choice above (the search at
+  // the first candidate time stops once its feasible nodes hold them; no sort). Ignored while a
+  // block of negative usage exists (ForEachStartCandidate; the tests compare the two that way).
   std::optional<Placement> EarliestPlacement(const PendingWorkload& w, Duration duration, double priority,
-                                             const std::vector<char>& eligible, Time on_or_after);
+                                             const std::vector<char>& eligible, Time on_or_after,
+                                             bool any_nodes = false);
+  // EarliestPlacement's first candidate time: notes in s_.placement every node with room for a
+  // member at `start` (copies_at), or stops once the nodes hold `enough` members (a search for the
+  // start alone); for a scarce resource it walks ForEachStartCandidate's nodes ascending and a
+  // one-member search (lowest_wins) stops at the first with room.
+  template <typename CopiesAt>
+  void NoteAtStart(const PendingWorkload& w, Time start, int scarce, Duration duration, bool lowest_wins,
+                   int64_t enough, CopiesAt copies_at);
   // The extended resource `w` asks for that the fewest nodes have, when at most a quarter of the
   // nodes have it and no block's usage is negative; else -1. A node without it never has room
   // for a member (its free there is 0 at every instant), so EarliestPlacement's answer is the same

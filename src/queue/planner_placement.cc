@@ -52,6 +52,8 @@ void PreferLatestFreed(const PlacementScratch& feasible, const PendingWorkload& 
   // The first `needed` selected (linear), then sorted: partial_sort's heap was slower than a
   // full sort for the wide jobs (half the nodes and more).
   auto order = [&](auto before) {
+    // A start's feasible nodes come ascending, all freed then (EarliestPlacement): in order already.
+    if (std::is_sorted(ranked.begin(), ranked.end(), before)) return;
     if (middle != ranked.end()) std::nth_element(ranked.begin(), middle, ranked.end(), before);
     std::sort(ranked.begin(), middle, before);
   };
@@ -160,6 +162,18 @@ void CyclePass::ForEachNodeWithRoomAt(const PendingWorkload& w, Time t, Visit vi
   for (size_t i = 0; go_on && i < freed.size(); ++i) go_on = visit(freed[i]);
 }
 
+template <typename Visit>
+void CyclePass::ForEachStartCandidate(const PendingWorkload& w, Time t, int scarce, Visit visit) {
+  // A superset of the nodes with room for a member at t (profile.h, FirstEndAfterNow; the caller
+  // checks that no block is negative): among the nodes with the scarce resource (the others never
+  // have room), those with a block end in (now, t] or whose free now holds the request's amount.
+  const AvailabilityProfile& p = *s_.profile;
+  const int64_t amount = w.per_member[scarce];
+  for (NodeIndex n : s_.nodes_with[scarce]) {
+    if ((p.FirstEndAfterNow(n) <= t || p.FreeNow(n)[scarce] >= amount) && !visit(n)) return;
+  }
+}
+
 const QueuePlanner::State::EligibleSet& CyclePass::StaticEligible(const PendingWorkload& w,
                                                                   int32_t eclass) {
   std::unique_ptr<QueuePlanner::State::EligibleSet>& slot = s_.eligible_by_class[eclass];
@@ -245,7 +259,17 @@ MemberNodes CyclePass::ChooseNodes(
       for (const auto& c : candidates) {
         if (domain_of[c.first] == best) inside.push_back(c);
       }
-      if (!preference_order) std::sort(inside.begin(), inside.end());
+      if (!preference_order) {
+        // take() reads at most `members` of them (each holds a copy or more): only those are put
+        // in order, the same as after a full sort (distinct nodes: a total order). Issue 26: a
+        // packing gang's zone holds hundreds to thousands of nodes. (With a negative block, as
+        // the searches, the full sort: test/queue/start_candidates_test.cc compares the two.)
+        const auto taken = s_.profile->AnyNegativeBlock()
+                               ? inside.end()
+                               : inside.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(inside.size(), members));
+        if (taken != inside.end()) std::nth_element(inside.begin(), taken, inside.end());
+        std::sort(inside.begin(), taken);
+      }
       take(inside);
       return out;
     }
@@ -342,9 +366,39 @@ bool CyclePass::NoNodeEverHasRoom(const PendingWorkload& w, Duration duration, d
   return true;
 }
 
+template <typename CopiesAt>
+void CyclePass::NoteAtStart(const PendingWorkload& w, Time start, int scarce, Duration duration, bool lowest_wins,
+                            int64_t enough, CopiesAt copies_at) {
+  PlacementScratch& feasible = s_.placement;
+  const bool as_before = s_.profile->AnyNegativeBlock() || duration <= 0;  // the tests' reference
+  if (scarce >= 0 && !as_before) {
+    // The nodes with the scarce resource that may have room, ascending (ForEachStartCandidate,
+    // instead of every node freed by `start`, nearly none with it): the lowest one with room ends
+    // a one-member search's start, and the feasible nodes come in PreferLatestFreed's order (all
+    // freed at the start); a search for the start alone ends once they hold `enough` members.
+    ForEachStartCandidate(w, start, scarce, [&](NodeIndex n) {
+      const int64_t c = copies_at(n, start);
+      feasible.Note(n, c, start, start);
+      return !(lowest_wins && c > 0) && feasible.total < enough;
+    });
+    return;
+  }
+  // Every node with room at the start ties on freed (the start): with one member and no
+  // preference the lowest-numbered one is chosen, so a node numbered above one found needs no look.
+  if (as_before) enough = kForever;
+  NodeIndex lowest = -1;
+  ForEachNodeWithRoomAt(w, start, [&](NodeIndex n) {
+    if (lowest_wins && lowest >= 0 && n > lowest) return true;
+    const int64_t c = copies_at(n, start);
+    if (c > 0 && (lowest < 0 || n < lowest)) lowest = n;
+    feasible.Note(n, c, start, start);
+    return feasible.total < enough;  // a search for the start alone: found once they hold the members
+  });
+}
+
 std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWorkload& w, Duration duration,
                                                                  double priority, const std::vector<char>& eligible,
-                                                                 Time on_or_after) {
+                                                                 Time on_or_after, bool any_nodes) {
   // How it searches and chooses: planner_pass.h.
   AvailabilityProfile& p = *s_.profile;
   const int32_t members = std::max<int32_t>(1, w.members);
@@ -363,24 +417,17 @@ std::optional<CyclePass::Placement> CyclePass::EarliestPlacement(const PendingWo
     if ((has != nullptr && !has[n]) || !Usable(n, w, priority, eligible)) return 0;
     return CopiesUnlessKnownNoRoom(p, s_.no_room, w, n, t, duration, members, tenant, slots);
   };
+  any_nodes = any_nodes && !p.AnyNegativeBlock();  // with a negative block, as before (the tests' reference)
   auto try_finish = [&](Time t) -> std::optional<Placement> {
     if (feasible.total < members) return std::nullopt;
     feasible.Reverify(t, copies_at);
     if (feasible.total < members) return std::nullopt;
+    if (any_nodes) return Placement{t, feasible.AnyMembers(members)};
     PreferLatestFreed(feasible, w, !s_.domains.empty(), s_.scratch_ranked, s_.scratch_best_first);
     return Placement{t, ChooseNodes(w, s_.scratch_best_first, /*preference_order=*/true)};
   };
-  // Every node with room at the start ties on freed (the start): with one member and no
-  // preference the lowest-numbered one is chosen, so a node numbered above one found needs no look.
   const bool lowest_wins = members == 1 && PreferenceOf(w, p.size()) == nullptr;
-  NodeIndex lowest = -1;
-  ForEachNodeWithRoomAt(w, start, [&](NodeIndex n) {
-    if (lowest_wins && lowest >= 0 && n > lowest) return true;
-    const int64_t c = copies_at(n, start);
-    if (c > 0 && (lowest < 0 || n < lowest)) lowest = n;
-    feasible.Note(n, c, start, start);
-    return true;
-  });
+  NoteAtStart(w, start, scarce, duration, lowest_wins, any_nodes ? members : kForever, copies_at);
   std::optional<Placement> result = try_finish(start);
   if (result.has_value()) return result;
   // With one member and no preference a batch's winner is its first node with room by latest

@@ -104,6 +104,18 @@ struct PlacementScratch {
     }
     nodes.resize(kept);
   }
+  // `members` members on the set's nodes, in the set's order, each node taking up to its copies
+  // (total >= members): a placement, not the search's choice (CyclePass::EarliestPlacement's
+  // `any_nodes`).
+  MemberNodes AnyMembers(int32_t members) const {
+    MemberNodes out;
+    out.reserve(static_cast<size_t>(members));
+    for (NodeIndex n : nodes) {
+      for (int64_t c = 0; c < copies[n] && static_cast<int32_t>(out.size()) < members; ++c) out.push_back(n);
+      if (static_cast<int32_t>(out.size()) == members) break;
+    }
+    return out;
+  }
   // Node n holds c copies (c > 0; else nothing changes) from t on, its last block having ended at
   // `freed` (the search's start for a node free then).
   void Note(NodeIndex n, int64_t c, Time freed_at, Time t) {

@@ -35,6 +35,7 @@ void AvailabilityProfile::Reset(const std::vector<Resources>& capacity, Time now
   last_usage_ = -1;
   free_now_.assign(capacity_.begin(), capacity_.end());
   first_future_start_.assign(n, kForever);
+  first_end_after_now_.assign(n, kForever);
   reserved_now_.assign(n, Resources{});
   first_future_nonreserved_start_.assign(n, kForever);
   kinds_nonreserved_.assign(n, 0);
@@ -100,6 +101,7 @@ void AvailabilityProfile::Summarise(NodeIndex node, const StoredBlock& b) {
     kinds_now_[node] |= kind_bit;
   }
   if (b.start > now_) first_future_start_[node] = std::min(first_future_start_[node], b.start);
+  if (b.end > now_) first_end_after_now_[node] = std::min(first_end_after_now_[node], b.end);
   kinds_[node] |= kind_bit;
   if (same_tenant_[node] && b.tenant != kNoTenant) {
     int16_t& t = node_tenant_[node];
@@ -155,6 +157,7 @@ void AvailabilityProfile::ResummariseAfterRemove(NodeIndex node, const Block& re
   }
   Time first_future = kForever;
   Time first_future_nonreserved = kForever;
+  Time first_end_after_now = kForever;
   uint8_t kinds = 0, kinds_now = 0, kinds_nonreserved = 0;
   int16_t tenant = kNoTenant;
   const bool shared = shared_[node] != 0;
@@ -163,6 +166,7 @@ void AvailabilityProfile::ResummariseAfterRemove(NodeIndex node, const Block& re
     const uint8_t kind_bit = shared ? 0 : KindBit(b.kind);
     if (b.start <= now_ && b.end > now_) kinds_now |= kind_bit;
     if (b.start > now_) first_future = std::min(first_future, b.start);
+    if (b.end > now_) first_end_after_now = std::min(first_end_after_now, b.end);
     kinds |= kind_bit;
     if (same_tenant && b.tenant != kNoTenant) {
       tenant = tenant == kNoTenant || tenant == b.tenant ? b.tenant : kMixedTenants;
@@ -174,6 +178,7 @@ void AvailabilityProfile::ResummariseAfterRemove(NodeIndex node, const Block& re
   }
   first_future_start_[node] = first_future;
   first_future_nonreserved_start_[node] = first_future_nonreserved;
+  first_end_after_now_[node] = first_end_after_now;
   kinds_[node] = kinds;
   kinds_now_[node] = kinds_now;
   kinds_nonreserved_[node] = kinds_nonreserved;

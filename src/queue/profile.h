@@ -156,6 +156,11 @@ class AvailabilityProfile {
   // FreeNow of every node, indexed by NodeIndex (the preemption planner reads it in place).
   const std::vector<Resources>& FreeNowAll() const { return free_now_; }
   Time FirstFutureStart(NodeIndex node) const { return first_future_start_[node]; }
+  // The node's earliest block end after now (kForever: none). With no block of negative usage, a
+  // node without an end in (now, t] has at t at most its free now of every resource (the blocks
+  // active now are still active then, and blocks starting since only add): a copy that fits at t
+  // fits in FreeNow too (issue 26, CyclePass::ForEachStartCandidate).
+  Time FirstEndAfterNow(NodeIndex node) const { return first_end_after_now_[node]; }
   // True when a block of the other world is active at now on the node (exclusive nodes only):
   // a workload of `kind` cannot start there now.
   bool OtherKindNow(NodeIndex node, WorkloadKind kind) const {
@@ -211,6 +216,7 @@ class AvailabilityProfile {
   int32_t InternUsage(const Resources& used);
   std::vector<Resources> free_now_;       // capacity minus blocks active at now_
   std::vector<Time> first_future_start_;  // smallest block start > now_ (kForever: none)
+  std::vector<Time> first_end_after_now_;  // per node: its earliest block end after now_ (kForever: none)
   // The same two, leaving reservations out (for ignore_reservations): reservations active at
   // now_ summed, and the smallest start > now_ of a block that is not a reservation.
   std::vector<Resources> reserved_now_;
