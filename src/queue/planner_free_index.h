@@ -35,6 +35,7 @@ class FreeIndex {
       k.live.assign(k.buckets.size(), 0);
       k.stale.assign(k.buckets.size(), 0);
       k.bucket_of.assign(p.size(), -1);
+      k.grew.assign(p.size(), 0);
     }
     // Every list is empty and no node is in one: each node goes straight to its bucket (Update's
     // search of the bucket for a stale entry of the node, a walk of the whole list, finds none).
@@ -59,9 +60,11 @@ class FreeIndex {
         --k.live[k.bucket_of[n]];
         ++k.stale[k.bucket_of[n]];
       }
-      if (b > k.bucket_of[n] && b >= 0) {
-        // Free capacity grew (a promise's placeholder was taken back): the node may have left
-        // this bucket before, and its stale entry there would come alive twice.
+      if (b > k.bucket_of[n]) k.grew[n] = 1;
+      if (b >= 0 && k.grew[n]) {
+        // The node's free capacity grew this cycle (a promise's placeholder was taken back): it
+        // may have left bucket b before, growing or shrinking back into it now, and its stale
+        // entry there would come alive twice. Only such nodes pay for the search of the list.
         const size_t before = k.buckets[b].size();
         std::erase(k.buckets[b], n);
         k.stale[b] -= static_cast<int32_t>(before - k.buckets[b].size());
@@ -109,6 +112,7 @@ class FreeIndex {
     std::vector<int32_t> live;   // nodes currently in each bucket (the lists also hold stale ones)
     std::vector<int32_t> stale;  // entries of each bucket's list whose node moved since
     std::vector<int32_t> bucket_of;
+    std::vector<uint8_t> grew;  // per node: its free capacity grew since Build (see Update)
   };
   // The bucket node n belongs in now for `kind`, or -1 (none free, or the other world runs there:
   // a node running the other world's workload now cannot take this kind now).
