@@ -210,6 +210,23 @@ class VictimSearch {
     }
   }
 
+  // One step of Search over a unit, shared with SearchOneVictim. The units come cheapest first,
+  // so by non-decreasing priority: once one alone would make a set of the best set's size at
+  // least and of higher priority, so would every later one (the caller counts them at once).
+  bool PrunesTheRest(const Cost& cost, const IndexUnit& u) const {
+    return cost.count + 1 >= best_cost_->count && std::max(cost.max_priority, Weight(u)) > best_cost_->max_priority;
+  }
+  // The cost of the set `cost` with unit `u` added.
+  Cost WithUnit(const Cost& cost, const IndexUnit& u) const {
+    Cost next = cost;
+    next.count += u.count;
+    next.max_priority = std::max(cost.max_priority, Weight(u));
+    next.max_multifactor = std::max(cost.max_multifactor, u.max_priority);
+    next.run_time_lost += u.run_time_lost;
+    if (by_class_) next.class_first = next.max_priority;
+    return next;
+  }
+
   const PreemptionInput& in_;
   const VictimIndex& index_;
   ViableMemo& memo_;

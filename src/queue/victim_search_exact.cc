@@ -142,16 +142,11 @@ void VictimSearch::SearchOneVictim(FitState& state, int slot, const int* begin, 
     }
     const SearchUnit& su = s_.units[*c];
     const IndexUnit& u = index_.unit(su.unit);
-    if (cost.count + 1 >= best_cost_->count && std::max(cost.max_priority, Weight(u)) > best_cost_->max_priority) {
+    if (PrunesTheRest(cost, u)) {
       CountPrunedSteps(end - c - 1);
       return;
     }
-    Cost next = cost;
-    next.count += u.count;
-    next.max_priority = std::max(cost.max_priority, Weight(u));
-    next.max_multifactor = std::max(cost.max_multifactor, u.max_priority);
-    next.run_time_lost += u.run_time_lost;
-    if (by_class_) next.class_first = next.max_priority;
+    const Cost next = WithUnit(cost, u);
     if (next.count > 1 || !(next < *best_cost_) || !state.WithinBudget(su)) continue;
     work_ += static_cast<int64_t>(su.steps);
     const int fits = FitsAlone(state, slot, su);
@@ -207,19 +202,11 @@ void VictimSearch::Search(FitState& state, const int* begin, const int* end, con
     }
     const SearchUnit& su = s_.units[*c];
     const IndexUnit& u = index_.unit(su.unit);
-    // The units come cheapest first, so by non-decreasing priority: once one alone would make a
-    // set of the best set's size at least and of higher priority, so would every later one, and
-    // the loop would only count them as steps (pruned): count them at once.
-    if (cost.count + 1 >= best_cost_->count && std::max(cost.max_priority, Weight(u)) > best_cost_->max_priority) {
+    if (PrunesTheRest(cost, u)) {
       CountPrunedSteps(end - c - 1);
       return;
     }
-    Cost next = cost;
-    next.count += u.count;
-    next.max_priority = std::max(cost.max_priority, Weight(u));
-    next.max_multifactor = std::max(cost.max_multifactor, u.max_priority);
-    next.run_time_lost += u.run_time_lost;
-    if (by_class_) next.class_first = next.max_priority;
+    const Cost next = WithUnit(cost, u);
     if (next.count > count_bound || !(next < *best_cost_) || !state.WithinBudget(su)) continue;
     work_ += static_cast<int64_t>(su.steps);
     state.Apply(su);
