@@ -3,7 +3,7 @@
 #   test/bench/cluster/side_by_side.sh DIR [--nodes N] [--pods N] [--rounds R]
 #       [--workloads basic,preemption,gang] [--preemptors N] [--preemptor-cpu CPU] [--gang-size G]
 #       [--qps Q] [--burst B] [--onequeue BIN] [--backlog] [--no-ceiling] [--ceiling-inflight K]
-#       [--raw-rounds]
+#       [--raw-rounds] [--http-client curl|nghttp2]
 # Starts a local control plane in DIR (test/cluster/up.sh DIR --kwok --bench: no max-inflight, no
 # priority and fairness, as scheduler_perf does), creates N kwok nodes (4 CPU, 32 GiB, 110 pods,
 # labelled onequeue.io/pool=bench) and the PriorityClasses low and high, then runs each workload R
@@ -58,7 +58,7 @@ DIR=$1
 shift
 nodes=500 pods=2000 rounds=3 qps=5000 burst=5000 backlog=false
 workloads=basic,preemption,gang preemptors='' preemptor_cpu=3000m gang_size=8
-ceiling=true ceiling_inflight=5000 raw_rounds=false
+ceiling=true ceiling_inflight=5000 raw_rounds=false http_client=curl
 oq_bin=$repo/build/src/scheduler/onequeue-scheduler
 ceiling_bin=$repo/build/test/bench/k8s/k8s_binding_throughput_bench
 raw_bin=$repo/build/test/bench/k8s/k8s_bind_existing_bench
@@ -78,10 +78,14 @@ while [ $# -gt 0 ]; do
     --no-ceiling) ceiling=false; shift ;;
     --ceiling-inflight) ceiling_inflight=$2; shift 2 ;;
     --raw-rounds) raw_rounds=true; shift ;;
+    --http-client) http_client=$2; shift 2 ;;
     *) usage ;;
   esac
 done
 preemptors=${preemptors:-$nodes}
+case $http_client in curl|nghttp2) ;; *) oq_die "unknown --http-client $http_client (curl, nghttp2)" ;; esac
+# Named only when not the default, so an older daemon (--onequeue) that has no such key still runs.
+oq_http_client=''; [ "$http_client" = curl ] || oq_http_client=", httpClient: $http_client"
 for w in ${workloads//,/ }; do
   case $w in basic|preemption|gang) ;; *) oq_die "unknown workload $w (basic, preemption, gang)" ;; esac
 done
@@ -125,7 +129,7 @@ apiVersion: onequeue.io/v1alpha1
 kind: SchedulerConfiguration
 schedulerName: onequeue
 poolLabel: "onequeue.io/pool=bench"
-kubernetes: {kubeconfig: "$DIR/scheduler.kubeconfig", qps: $qps, burst: $burst}
+kubernetes: {kubeconfig: "$DIR/scheduler.kubeconfig", qps: $qps, burst: $burst$oq_http_client}
 queue:
   reservationDepth: 10
   resolutionSeconds: 60
