@@ -3,10 +3,19 @@
 // delayed answer at once, streams until the client goes, and sends a large body whole.
 #include "h2c_test_server.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <nghttp2/nghttp2.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,6 +67,92 @@ Fetched Get(const std::string& url, size_t abort_after = 0) {
   curl_easy_cleanup(e);
   return f;
 }
+
+// A minimal HTTP/2 client over nghttp2's client API on one blocking connection: what libcurl
+// 7.88.1 cannot do with h2c (many streams on one connection, a stream reset by the client).
+class H2Client {
+ public:
+  struct Answer {
+    int status = 0;
+    std::string body;
+    bool closed = false;
+  };
+  explicit H2Client(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    const int one = 1;
+    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // window updates go at once
+    nghttp2_session_callbacks* cb;
+    nghttp2_session_callbacks_new(&cb);
+    nghttp2_session_callbacks_set_on_header_callback(
+        cb, [](nghttp2_session*, const nghttp2_frame* f, const uint8_t* n, size_t nl, const uint8_t* v, size_t vl,
+               uint8_t, void* user) {
+          if (std::string(reinterpret_cast<const char*>(n), nl) == ":status") {
+            static_cast<H2Client*>(user)->answers_[f->hd.stream_id].status =
+                std::stoi(std::string(reinterpret_cast<const char*>(v), vl));
+          }
+          return 0;
+        });
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
+        cb, [](nghttp2_session*, uint8_t, int32_t id, const uint8_t* d, size_t n, void* user) {
+          static_cast<H2Client*>(user)->answers_[id].body.append(reinterpret_cast<const char*>(d), n);
+          return 0;
+        });
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, [](nghttp2_session*, int32_t id, uint32_t, void* user) {
+      static_cast<H2Client*>(user)->answers_[id].closed = true;
+      return 0;
+    });
+    nghttp2_session_client_new(&session_, cb, this);
+    nghttp2_session_callbacks_del(cb);
+    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, nullptr, 0);
+  }
+  ~H2Client() {
+    nghttp2_session_del(session_);
+    close(fd_);
+  }
+  bool connected() const { return connected_; }
+  int32_t Get(const std::string& path) {
+    const std::string m = ":method", get = "GET", s = ":scheme", http = "http", a = ":authority",
+                      host = "127.0.0.1", p = ":path";
+    auto nv = [](const std::string& n, const std::string& v) {
+      return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(n.data())),
+                        reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(),
+                        NGHTTP2_NV_FLAG_NONE};
+    };
+    const nghttp2_nv headers[] = {nv(m, get), nv(s, http), nv(a, host), nv(p, path)};
+    return nghttp2_submit_request(session_, nullptr, headers, 4, nullptr, nullptr);
+  }
+  void Reset(int32_t id) { nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL); }
+  // Sends what is pending and reads until `done` holds (false after `timeout`).
+  bool RunUntil(const std::function<bool()>& done, absl::Duration timeout = absl::Seconds(10)) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (!done()) {
+      const uint8_t* data = nullptr;
+      for (ssize_t n; (n = nghttp2_session_mem_send(session_, &data)) > 0;) {
+        if (send(fd_, data, n, MSG_NOSIGNAL) != n) return false;
+      }
+      if (done()) break;
+      if (absl::Now() > deadline) return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      uint8_t buf[16384];
+      const ssize_t n = read(fd_, buf, sizeof buf);
+      if (n <= 0 || nghttp2_session_mem_recv(session_, buf, n) < 0) return false;
+    }
+    return true;
+  }
+  Answer& answer(int32_t id) { return answers_[id]; }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  nghttp2_session* session_ = nullptr;
+  std::map<int32_t, Answer> answers_;
+};
 
 class H2cTestServerTest : public ::testing::Test {
  protected:
@@ -157,6 +252,45 @@ TEST_F(H2cTestServerTest, StreamsChunksUntilTheClientGoes) {
   while (server_->open("/stream") > 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
   EXPECT_EQ(server_->open("/stream"), 0) << "the server did not notice that the client went";
   EXPECT_EQ(server_->requests("/stream"), 1);
+}
+
+// Many streams on one connection: the way the nghttp2 client uses a server.
+TEST_F(H2cTestServerTest, MultiplexesRequestsOnOneConnection) {
+  H2Client client(server_->port());
+  ASSERT_TRUE(client.connected());
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 20; ++i) ids.push_back(client.Get("/slow"));
+  ids.push_back(client.Get("/big"));
+  ASSERT_TRUE(client.RunUntil([&] {
+    for (int32_t id : ids) {
+      if (!client.answer(id).closed) return false;
+    }
+    return true;
+  }));
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(client.answer(ids[i]).status, 200);
+    EXPECT_EQ(client.answer(ids[i]).body, "ok");
+  }
+  EXPECT_EQ(client.answer(ids[20]).body.size(), size_t{3} << 20);
+  EXPECT_EQ(server_->connections(), 1);
+  EXPECT_EQ(server_->peak_waiting("/slow"), 20) << "the 20 delayed answers were not concurrent";
+  EXPECT_EQ(server_->waiting("/slow"), 0);
+}
+
+// A stream the client resets ends on the server; the connection and its other streams go on.
+TEST_F(H2cTestServerTest, AStreamResetByTheClientEndsAndTheConnectionStays) {
+  H2Client client(server_->port());
+  ASSERT_TRUE(client.connected());
+  const int32_t watch = client.Get("/stream");
+  ASSERT_TRUE(client.RunUntil([&] { return client.answer(watch).body.size() >= 15; }));
+  EXPECT_EQ(client.answer(watch).status, 200);
+  EXPECT_EQ(server_->open("/stream"), 1);
+  client.Reset(watch);
+  ASSERT_TRUE(client.RunUntil([&] { return server_->open("/stream") == 0; }));
+  const int32_t fast = client.Get("/fast");
+  ASSERT_TRUE(client.RunUntil([&] { return client.answer(fast).closed; }));
+  EXPECT_EQ(client.answer(fast).body, "fast");
+  EXPECT_EQ(server_->connections(), 1);
 }
 
 }  // namespace
