@@ -193,10 +193,18 @@ TEST_F(H2cTestServerTest, HandlersSeeTheMethodPathAndBody) {
   EXPECT_EQ(f.body, "PATCH /echo?x=1 hello");
 }
 
+// Over nghttp2's client API: libcurl 7.88.1 over h2c now and then stalls 200 ms, once in a while
+// for good, in the middle of a large body (not this server's doing: the same body to nghttp2's
+// client never stalls, 500 runs).
 TEST_F(H2cTestServerTest, SendsALargeBodyWhole) {
-  Fetched f = Get(server_->url() + "/big");
-  ASSERT_EQ(f.code, CURLE_OK) << curl_easy_strerror(f.code);
-  EXPECT_EQ(f.body.size(), size_t{3} << 20);
+  H2Client client(server_->port());
+  ASSERT_TRUE(client.connected());
+  const absl::Time start = absl::Now();
+  const int32_t big = client.Get("/big");
+  ASSERT_TRUE(client.RunUntil([&] { return client.answer(big).closed; }));
+  EXPECT_EQ(client.answer(big).status, 200);
+  EXPECT_EQ(client.answer(big).body, std::string(3 << 20, 'x'));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
 // Runs `multi` until every transfer is done; each must succeed.
