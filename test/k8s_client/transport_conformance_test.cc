@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@
 #include "k8s_client/http_transport.h"
 
 namespace onequeue::k8s {
+
+// gtest prints the parameter of a failing case with this (found by ADL) instead of its bytes.
+void PrintTo(HttpClient c, std::ostream* os) { *os << (c == HttpClient::kCurl ? "curl" : "nghttp2"); }
+
 namespace {
 
 using ::onequeue::testing::K8sClusterEnvironment;
@@ -73,21 +78,23 @@ std::string ListResourceVersion(const std::string& body) {
   return body.substr(from, body.find('"', from) - from);
 }
 
-// One answer of SendAsync, and when it came.
+// One answer of SendAsync, and when it came. Held by a shared_ptr that the callback shares: when
+// a test fails before its answer came, the call may end later (the transport's destructor).
 struct Answer {
   absl::Notification done;
   absl::StatusOr<HttpResponse> response;
   absl::Time at;
-  HttpTransport::ResponseCallback Callback() {
-    return [this](absl::StatusOr<HttpResponse> r) {
-      response = std::move(r);
-      at = absl::Now();
-      done.Notify();
-    };
-  }
 };
 
-// What a stream delivered, and how it ended.
+HttpTransport::ResponseCallback Into(std::shared_ptr<Answer> a) {
+  return [a](absl::StatusOr<HttpResponse> r) {
+    a->response = std::move(r);
+    a->at = absl::Now();
+    a->done.Notify();
+  };
+}
+
+// What a stream delivered, and how it ended. Shared with the stream's callbacks, like Answer.
 struct Watch {
   absl::Mutex mu;
   std::string received ABSL_GUARDED_BY(mu);
@@ -95,25 +102,29 @@ struct Watch {
   absl::Status status;
   std::unique_ptr<HttpStream> handle;
 
-  void Open(HttpTransport& t, HttpRequest r) {
-    handle = t.OpenStream(
-        std::move(r),
-        [this](absl::string_view chunk) {
-          absl::MutexLock l(&mu);
-          received.append(chunk.data(), chunk.size());
-          if (!first_chunk.HasBeenNotified()) first_chunk.Notify();
-        },
-        [this](absl::Status s) {
-          status = std::move(s);
-          ended.Notify();
-        });
-  }
   bool Saw(absl::string_view text, absl::Duration timeout) {
     absl::MutexLock l(&mu);
     auto seen = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu) { return absl::StrContains(received, text); };
     return mu.AwaitWithTimeout(absl::Condition(&seen), timeout);
   }
 };
+
+std::shared_ptr<Watch> OpenWatch(HttpTransport& t, HttpRequest r) {
+  auto w = std::make_shared<Watch>();
+  // The callbacks hold the Watch; the Watch holds only the handle (no cycle).
+  w->handle = t.OpenStream(
+      std::move(r),
+      [w](absl::string_view chunk) {
+        absl::MutexLock l(&w->mu);
+        w->received.append(chunk.data(), chunk.size());
+        if (!w->first_chunk.HasBeenNotified()) w->first_chunk.Notify();
+      },
+      [w](absl::Status s) {
+        w->status = std::move(s);
+        w->ended.Notify();
+      });
+  return w;
+}
 
 class TransportConformance : public ::testing::TestWithParam<HttpClient> {
  protected:
@@ -203,27 +214,27 @@ TEST_P(TransportConformance, AWatchReceivesALaterPodAndEndsCancelledPromptlyAfte
   ASSERT_TRUE(list.ok() && list->status == 200) << list.status();
   const std::string rv = ListResourceVersion(list->body);
   ASSERT_FALSE(rv.empty()) << list->body;
-  Watch w;
-  w.Open(*transport_, Request("GET", absl::StrCat(Pods(), "?watch=true&resourceVersion=", rv)));
+  std::shared_ptr<Watch> w =
+      OpenWatch(*transport_, Request("GET", absl::StrCat(Pods(), "?watch=true&resourceVersion=", rv)));
   auto created = transport_->Send(Request("POST", Pods(), PodJson("watched")));
   ASSERT_TRUE(created.ok()) << created.status();
   ASSERT_EQ(created->status, 201) << created->body;
-  EXPECT_TRUE(w.Saw(R"("type":"ADDED")", absl::Seconds(30)));
-  EXPECT_TRUE(w.Saw(R"("name":"watched")", absl::Seconds(1)));
-  EXPECT_FALSE(w.ended.HasBeenNotified()) << w.status;
+  EXPECT_TRUE(w->Saw(R"("type":"ADDED")", absl::Seconds(30)));
+  EXPECT_TRUE(w->Saw(R"("name":"watched")", absl::Seconds(1)));
+  EXPECT_FALSE(w->ended.HasBeenNotified()) << w->status;
   const absl::Time cancelled = absl::Now();
-  w.handle->Cancel();
-  ASSERT_TRUE(w.ended.WaitForNotificationWithTimeout(absl::Seconds(5))) << "Cancel() did not end the watch";
-  EXPECT_EQ(w.status.code(), absl::StatusCode::kCancelled) << w.status;
+  w->handle->Cancel();
+  ASSERT_TRUE(w->ended.WaitForNotificationWithTimeout(absl::Seconds(5))) << "Cancel() did not end the watch";
+  EXPECT_EQ(w->status.code(), absl::StatusCode::kCancelled) << w->status;
   EXPECT_LT(absl::Now() - cancelled, absl::Seconds(2));
 }
 
 TEST_P(TransportConformance, AStreamAnsweredWithAnErrorEndsWithTheMappedStatus) {
-  Watch w;
-  w.Open(*transport_, Request("GET", "/apis/conformance.onequeue.io/v1/widgets?watch=true"));
-  ASSERT_TRUE(w.ended.WaitForNotificationWithTimeout(absl::Seconds(30)));
-  EXPECT_EQ(w.status.code(), absl::StatusCode::kNotFound) << w.status;
-  EXPECT_FALSE(w.first_chunk.HasBeenNotified()) << "a non-2xx body is not handed on as chunks";
+  std::shared_ptr<Watch> w =
+      OpenWatch(*transport_, Request("GET", "/apis/conformance.onequeue.io/v1/widgets?watch=true"));
+  ASSERT_TRUE(w->ended.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(w->status.code(), absl::StatusCode::kNotFound) << w->status;
+  EXPECT_FALSE(w->first_chunk.HasBeenNotified()) << "a non-2xx body is not handed on as chunks";
 }
 
 TEST_P(TransportConformance, TwoThousandRequestsAtOnceAllAnswer) {
@@ -232,21 +243,28 @@ TEST_P(TransportConformance, TwoThousandRequestsAtOnceAllAnswer) {
   auto t = Make(config);
   ASSERT_NE(t, nullptr);
   constexpr int kRequests = 2000;
-  absl::Mutex mu;
-  int done = 0, ok = 0;
-  absl::Status first_error;
+  struct Tally {
+    absl::Mutex mu;
+    int done ABSL_GUARDED_BY(mu) = 0;
+    int ok ABSL_GUARDED_BY(mu) = 0;
+    absl::Status first_error ABSL_GUARDED_BY(mu);
+  };
+  auto tally = std::make_shared<Tally>();
   for (int i = 0; i < kRequests; ++i) {
-    t->SendAsync(Request("GET", "/version"), [&](absl::StatusOr<HttpResponse> r) {
-      absl::MutexLock l(&mu);
-      ++done;
-      if (r.ok() && r->status == 200) ++ok;
-      else if (first_error.ok()) first_error = r.ok() ? absl::InternalError(absl::StrCat("HTTP ", r->status)) : r.status();
+    t->SendAsync(Request("GET", "/version"), [tally](absl::StatusOr<HttpResponse> r) {
+      absl::MutexLock l(&tally->mu);
+      ++tally->done;
+      if (r.ok() && r->status == 200) {
+        ++tally->ok;
+      } else if (tally->first_error.ok()) {
+        tally->first_error = r.ok() ? absl::InternalError(absl::StrCat("HTTP ", r->status)) : r.status();
+      }
     });
   }
-  absl::MutexLock l(&mu);
-  auto all = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu) { return done == kRequests; };
-  ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(180))) << done << " answered";
-  EXPECT_EQ(ok, kRequests) << first_error;
+  absl::MutexLock l(&tally->mu);
+  auto all = [&]() ABSL_SHARED_LOCKS_REQUIRED(tally->mu) { return tally->done == kRequests; };
+  ASSERT_TRUE(tally->mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(180))) << tally->done << " answered";
+  EXPECT_EQ(tally->ok, kRequests) << tally->first_error;
 }
 
 TEST_P(TransportConformance, AWrongBearerTokenIsAn401Answer) {
@@ -294,24 +312,26 @@ TEST_P(TransportConformance, APortNothingListensOnIsUnavailable) {
 TEST_P(TransportConformance, AUnaryCallThatCannotFinishEndsWithDeadlineExceeded) {
   HttpRequest r = Request("GET", Pods() + "?watch=true");
   r.timeout = absl::Milliseconds(300);
+  auto a = std::make_shared<Answer>();
   const absl::Time sent = absl::Now();
-  auto answer = transport_->Send(std::move(r));
-  EXPECT_EQ(answer.status().code(), absl::StatusCode::kDeadlineExceeded) << answer.status();
-  EXPECT_GE(absl::Now() - sent, absl::Milliseconds(250));
-  EXPECT_LT(absl::Now() - sent, absl::Seconds(10));
+  transport_->SendAsync(std::move(r), Into(a));
+  ASSERT_TRUE(a->done.WaitForNotificationWithTimeout(absl::Seconds(10))) << "the request's timeout never fired";
+  EXPECT_EQ(a->response.status().code(), absl::StatusCode::kDeadlineExceeded) << a->response.status();
+  EXPECT_GE(a->at - sent, absl::Milliseconds(250));
+  EXPECT_LT(a->at - sent, absl::Seconds(10));
 }
 
 TEST_P(TransportConformance, NotBeforeDelaysTheStart) {
-  Answer a;
+  auto a = std::make_shared<Answer>();
   const absl::Time sent = absl::Now();
   HttpRequest r = Request("GET", "/version");
   r.not_before = sent + absl::Milliseconds(500);
-  transport_->SendAsync(std::move(r), a.Callback());
-  ASSERT_TRUE(a.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
-  ASSERT_TRUE(a.response.ok()) << a.response.status();
-  EXPECT_EQ(a.response->status, 200);
-  EXPECT_GE(a.at - sent, absl::Milliseconds(500)) << "the call started before not_before";
-  EXPECT_LT(a.at - sent, absl::Seconds(10));
+  transport_->SendAsync(std::move(r), Into(a));
+  ASSERT_TRUE(a->done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  ASSERT_TRUE(a->response.ok()) << a->response.status();
+  EXPECT_EQ(a->response->status, 200);
+  EXPECT_GE(a->at - sent, absl::Milliseconds(500)) << "the call started before not_before";
+  EXPECT_LT(a->at - sent, absl::Seconds(10));
 }
 
 TEST_P(TransportConformance, AnAdmitErrorEndsTheCallUnsent) {
@@ -342,14 +362,20 @@ TEST_P(TransportConformance, AnAnswerPastMaxResponseBytesIsResourceExhausted) {
   EXPECT_TRUE(absl::StrContains(r.status().message(), expected)) << r.status() << "\nwanted: " << expected;
 }
 
+// The callback's Send must return at once. Were it to wait for itself, the transport thread would
+// hang for good: the test then fails here and leaves the transport (and its thread) behind.
 TEST_P(TransportConformance, SendFromACallbackFailsInsteadOfDeadlocking) {
-  Answer inner;
-  transport_->SendAsync(Request("GET", "/version"), [&](absl::StatusOr<HttpResponse>) {
-    inner.response = transport_->Send(Request("GET", "/version"));
-    inner.done.Notify();
+  auto inner = std::make_shared<Answer>();
+  HttpTransport* t = transport_.get();
+  t->SendAsync(Request("GET", "/version"), [t, inner](absl::StatusOr<HttpResponse>) {
+    inner->response = t->Send(Request("GET", "/version"));
+    inner->done.Notify();
   });
-  ASSERT_TRUE(inner.done.WaitForNotificationWithTimeout(absl::Seconds(30))) << "Send() in a callback hung";
-  EXPECT_EQ(inner.response.status().code(), absl::StatusCode::kFailedPrecondition) << inner.response.status();
+  if (!inner->done.WaitForNotificationWithTimeout(absl::Seconds(30))) {
+    transport_.release();  // NOLINT: its thread is stuck in Send(); destroying it would hang
+    FAIL() << "Send() in a callback hung";
+  }
+  EXPECT_EQ(inner->response.status().code(), absl::StatusCode::kFailedPrecondition) << inner->response.status();
 }
 
 TEST_P(TransportConformance, ARewrittenTokenFileIsUsedByLaterRequests) {
@@ -377,16 +403,15 @@ TEST_P(TransportConformance, ARewrittenTokenFileIsUsedByLaterRequests) {
 TEST_P(TransportConformance, DestroyingTheTransportWithAWatchOpenEndsTheWatchAndReturns) {
   auto t = Make(AdminConfig(GetParam()));
   ASSERT_NE(t, nullptr);
-  Watch w;
   // Without a resourceVersion the watch starts with an ADDED event per namespace: a first chunk.
-  w.Open(*t, Request("GET", "/api/v1/namespaces?watch=true"));
-  ASSERT_TRUE(w.first_chunk.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  std::shared_ptr<Watch> w = OpenWatch(*t, Request("GET", "/api/v1/namespaces?watch=true"));
+  ASSERT_TRUE(w->first_chunk.WaitForNotificationWithTimeout(absl::Seconds(30)));
   const absl::Time start = absl::Now();
   t.reset();
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
-  ASSERT_TRUE(w.ended.HasBeenNotified()) << "the watch outlived its transport";
-  EXPECT_EQ(w.status.code(), absl::StatusCode::kCancelled) << w.status;
-  w.handle->Cancel();  // after the transport is gone: harmless
+  ASSERT_TRUE(w->ended.HasBeenNotified()) << "the watch outlived its transport";
+  EXPECT_EQ(w->status.code(), absl::StatusCode::kCancelled) << w->status;
+  w->handle->Cancel();  // after the transport is gone: harmless
 }
 
 INSTANTIATE_TEST_SUITE_P(Clients, TransportConformance, ::testing::Values(HttpClient::kCurl, HttpClient::kNghttp2),
