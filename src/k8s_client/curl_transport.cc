@@ -38,28 +38,6 @@
 
 namespace onequeue::k8s {
 
-absl::StatusOr<HttpResponse> HttpTransport::Send(HttpRequest request) {
-  if (OnTransportThread()) {
-    return absl::FailedPreconditionError(
-        "synchronous request from a transport callback (it would deadlock): use the async call");
-  }
-  absl::Notification done;
-  absl::StatusOr<HttpResponse> result;
-  request.urgent = true;
-  SendAsync(std::move(request), [&](absl::StatusOr<HttpResponse> r) {
-    result = std::move(r);
-    done.Notify();
-  });
-  done.WaitForNotification();
-  return result;
-}
-
-absl::Status ResponseTooLargeError(absl::string_view where, size_t max) {
-  return LimitExceededError(absl::StrCat(where, ": response body larger than ", max,
-                                                   " bytes, the limit for one response "
-                                                   "(kubernetes.maxResponseBytes for the Kubernetes API)"));
-}
-
 namespace {
 
 struct StreamState {

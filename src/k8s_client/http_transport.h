@@ -25,7 +25,15 @@ absl::Status ResponseTooLargeError(absl::string_view where, size_t max);
 
 // Where a server is and how to reach it. ClientConfig (config.h) extends it with what only the
 // Kubernetes client needs; slurm_bridge fills it from its own options.
+// Which HTTP client carries the requests (kubernetes.httpClient in the daemon's configuration).
+// kCurl: libcurl (HTTP/1.1 or HTTP/2, TCP or a unix socket; the default, and slurmrestd's).
+// kNghttp2: onequeue's own HTTP/2 client over nghttp2 and OpenSSL (https:// with ALPN h2, or
+// http:// with HTTP/2 prior knowledge); issue 26: libcurl's per-request work on multiplexed
+// connections was the busy daemon's largest cost (docs/k8s_client.md).
+enum class HttpClient { kCurl, kNghttp2 };
+
 struct TransportConfig {
+  HttpClient client = HttpClient::kCurl;
   std::string server;       // "https://127.0.0.1:6443"; with unix_socket it only names the host
   std::string unix_socket;  // when set, connect to this socket instead of TCP (slurmrestd)
   // TLS trust: PEM bytes (from certificate-authority-data) or a file. Both empty = system CAs.
@@ -117,5 +125,13 @@ class HttpTransport {
 // connection), TLS verified against the configured CA, bearer token (token files re-read when
 // they change), client certificates, TCP or a unix socket.
 absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(const TransportConfig& config);
+
+// nghttp2 + OpenSSL on its own thread (epoll); HTTP/2 only: https:// servers that select h2 by
+// ALPN, or http:// servers spoken to with HTTP/2 prior knowledge. No unix sockets. Same
+// contract as the libcurl transport (the transport conformance tests run over both).
+absl::StatusOr<std::unique_ptr<HttpTransport>> NewNghttp2Transport(const TransportConfig& config);
+
+// The transport config.client names.
+absl::StatusOr<std::unique_ptr<HttpTransport>> NewHttpTransport(const TransportConfig& config);
 
 }  // namespace onequeue::k8s

@@ -65,7 +65,7 @@ RestClient::RestClient(ClientConfig config, std::unique_ptr<HttpTransport> trans
 
 absl::StatusOr<std::unique_ptr<RestClient>> RestClient::Create(const ClientConfig& config,
                                                                RetryPolicy retry) {
-  absl::StatusOr<std::unique_ptr<HttpTransport>> transport = NewCurlTransport(config);
+  absl::StatusOr<std::unique_ptr<HttpTransport>> transport = NewHttpTransport(config);
   if (!transport.ok()) return transport.status();
   return std::make_unique<RestClient>(config, *std::move(transport), retry);
 }

@@ -194,6 +194,10 @@ void ParseKubernetes(MapReader k8s, KubernetesConfig& c) {
   if (c.max_response_bytes < (int64_t{1} << 20) || c.max_response_bytes > (int64_t{64} << 30)) {
     k8s.KeyError("maxResponseBytes", "must be from 1048576 (1 MiB) to 68719476736 (64 GiB)");
   }
+  k8s.Read("httpClient", &c.http_client);
+  if (c.http_client != "curl" && c.http_client != "nghttp2") {
+    k8s.KeyError("httpClient", absl::StrCat("is \"", c.http_client, "\"; must be curl or nghttp2"));
+  }
   k8s.RefuseUnknown();
 }
 

@@ -107,6 +107,7 @@ absl::StatusOr<k8s::ClientConfig> KubeClientConfig(const Config& config, const s
   c->qps = config.kubernetes.qps;
   c->burst = config.kubernetes.burst;
   c->max_response_bytes = static_cast<size_t>(config.kubernetes.max_response_bytes);
+  c->client = config.kubernetes.http_client == "nghttp2" ? k8s::HttpClient::kNghttp2 : k8s::HttpClient::kCurl;
   // The replica's identity too: the apiserver's audit log tells the replicas' writes apart.
   c->user_agent = absl::StrCat("onequeue-scheduler/", kVersion, " (", identity, ")");
   return c;

@@ -345,7 +345,7 @@ TEST_F(HelmE2E, EveryValueInValuesYamlReachesTheDaemon) {
   const std::map<std::string, json> chosen = {
       {"slurm.url", "http://127.0.0.1:6999"},   {"slurm.apiVersion", "v0.0.40"},
       {"slurm.lendMechanism", "drain"},         {"image.pullPolicy", "Always"},
-      {"queue.starvationRemedy", "reserve"},
+      {"queue.starvationRemedy", "reserve"},   {"kubernetes.httpClient", "nghttp2"},
       {"queue.starvationBoundWidthScale", 0.5}, {"queue.starvingOrder", "first-starved"},  // valid with front
       {"resources.requests.cpu", "321m"},       {"resources.requests.memory", "321Mi"},
       {"resources.limits.memory", "3210Mi"},    {"slurm.qosMap", {{"x-slurm-qos", "normal"}}},

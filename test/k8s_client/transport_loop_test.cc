@@ -1,6 +1,9 @@
-// The libcurl transport's event loop (curl_multi_socket_action on epoll), against a real HTTP
-// server on 127.0.0.1 (civetweb, in process): the loop sleeps while nothing happens, and still
-// wakes for new work, a cancellation, libcurl's timeouts, a delayed call and shutdown.
+// The transports' event loops, against a real server on 127.0.0.1, in process: the loop sleeps
+// while nothing happens, and still wakes for new work, a cancellation, timeouts, a delayed call
+// and shutdown. Each case runs over both pairs (transport_pair.h): libcurl
+// (curl_multi_socket_action on epoll) against civetweb (HTTP/1.1), and the nghttp2 client against
+// the h2c test server (HTTP/2). Both clients name their loop thread "oq-http" (LoopThreadSwitches
+// finds it by that name).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -20,10 +23,16 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "h2c_test_server.h"
 #include "k8s_client/http_transport.h"
+#include "transport_pair.h"
 
 namespace onequeue::k8s {
 namespace {
+
+using testing::H2cRequest;
+using testing::H2cTestServer;
+using testing::ServerPair;
 
 class FastHandler : public CivetHandler {
  public:
@@ -112,28 +121,44 @@ struct Watch {
   std::unique_ptr<HttpStream> handle;
 };
 
-class TransportLoopTest : public ::testing::Test {
+class TransportLoopTest : public ::testing::TestWithParam<ServerPair> {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<CivetServer>(
-        std::vector<std::string>{"listening_ports", "127.0.0.1:0", "num_threads", "16"});
-    server_->addHandler("/fast", fast_);
-    server_->addHandler("/hang", hang_);
-    server_->addHandler("/watch", watch_);
-    const std::vector<int> ports = server_->getListeningPorts();
-    ASSERT_FALSE(ports.empty());
-    url_ = absl::StrCat("http://127.0.0.1:", ports[0]);
+    if (GetParam() == ServerPair::kCurlCivetweb) {
+      server_ = std::make_unique<CivetServer>(
+          std::vector<std::string>{"listening_ports", "127.0.0.1:0", "num_threads", "16"});
+      server_->addHandler("/fast", fast_);
+      server_->addHandler("/hang", hang_);
+      server_->addHandler("/watch", watch_);
+      const std::vector<int> ports = server_->getListeningPorts();
+      ASSERT_FALSE(ports.empty());
+      url_ = absl::StrCat("http://127.0.0.1:", ports[0]);
+    } else {
+      // The same three: an answer at once, one after 10 s, and a watch that sends one chunk
+      // and then nothing while it stays open.
+      auto h2c = H2cTestServer::Start();
+      ASSERT_TRUE(h2c.ok()) << h2c.status();
+      h2c_ = *std::move(h2c);
+      h2c_->Route("/fast", {.content_type = "text/plain", .body = [](const H2cRequest&) { return "fast"; }});
+      h2c_->Route("/hang", {.content_type = "text/plain", .delay = absl::Seconds(10),
+                            .body = [](const H2cRequest&) { return "late"; }});
+      h2c_->Route("/watch", {.body = [](const H2cRequest&) { return "{}\n"; }, .streaming = true});
+      url_ = h2c_->url();
+    }
+    if (auto why = testing::Placeholder(GetParam(), url_)) GTEST_SKIP() << *why;
   }
   void TearDown() override {
     hang_.Release();
     watch_.Release();
     server_.reset();
+    h2c_.reset();
   }
 
   std::unique_ptr<HttpTransport> Transport() {
     TransportConfig config;
+    config.client = testing::ClientOf(GetParam());
     config.server = url_;
-    auto t = NewCurlTransport(config);
+    auto t = NewHttpTransport(config);
     EXPECT_TRUE(t.ok()) << t.status();
     return t.ok() ? std::move(*t) : nullptr;
   }
@@ -156,10 +181,11 @@ class TransportLoopTest : public ::testing::Test {
   HangingHandler hang_;
   WatchHandler watch_;
   std::unique_ptr<CivetServer> server_;
+  std::unique_ptr<H2cTestServer> h2c_;
   std::string url_;
 };
 
-TEST_F(TransportLoopTest, AnIdleTransportWithAnOpenWatchDoesNotWakeUp) {
+TEST_P(TransportLoopTest, AnIdleTransportWithAnOpenWatchDoesNotWakeUp) {
   auto transport = Transport();
   ASSERT_NE(transport, nullptr);
   Watch w;
@@ -175,7 +201,7 @@ TEST_F(TransportLoopTest, AnIdleTransportWithAnOpenWatchDoesNotWakeUp) {
   EXPECT_FALSE(w.ended.HasBeenNotified());
 }
 
-TEST_F(TransportLoopTest, ARequestSubmittedWhileTheLoopSleepsStartsPromptly) {
+TEST_P(TransportLoopTest, ARequestSubmittedWhileTheLoopSleepsStartsPromptly) {
   auto transport = Transport();
   ASSERT_NE(transport, nullptr);
   absl::SleepFor(absl::Milliseconds(300));  // the loop is blocked in epoll_wait, no timeout
@@ -190,7 +216,7 @@ TEST_F(TransportLoopTest, ARequestSubmittedWhileTheLoopSleepsStartsPromptly) {
   EXPECT_LT(a.at - sent, absl::Seconds(1));
 }
 
-TEST_F(TransportLoopTest, ARequestTimeoutFiresWhileNothingElseHappens) {
+TEST_P(TransportLoopTest, ARequestTimeoutFiresWhileNothingElseHappens) {
   auto transport = Transport();
   ASSERT_NE(transport, nullptr);
   Answer a;
@@ -202,10 +228,10 @@ TEST_F(TransportLoopTest, ARequestTimeoutFiresWhileNothingElseHappens) {
   ASSERT_TRUE(a.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
   EXPECT_EQ(a.response.status().code(), absl::StatusCode::kDeadlineExceeded) << a.response.status();
   EXPECT_GE(a.at - sent, absl::Milliseconds(250));
-  EXPECT_LT(a.at - sent, absl::Seconds(3)) << "libcurl's timer did not wake the loop";
+  EXPECT_LT(a.at - sent, absl::Seconds(3)) << "the request's timer did not wake the loop";
 }
 
-TEST_F(TransportLoopTest, ADelayedCallStartsWhenDueWithoutOtherTraffic) {
+TEST_P(TransportLoopTest, ADelayedCallStartsWhenDueWithoutOtherTraffic) {
   auto transport = Transport();
   ASSERT_NE(transport, nullptr);
   Answer a;
@@ -220,7 +246,7 @@ TEST_F(TransportLoopTest, ADelayedCallStartsWhenDueWithoutOtherTraffic) {
   EXPECT_LT(a.at - sent, absl::Seconds(3));
 }
 
-TEST_F(TransportLoopTest, CancellingAnIdleWatchEndsItPromptly) {
+TEST_P(TransportLoopTest, CancellingAnIdleWatchEndsItPromptly) {
   auto transport = Transport();
   ASSERT_NE(transport, nullptr);
   Watch w;
@@ -236,8 +262,9 @@ TEST_F(TransportLoopTest, CancellingAnIdleWatchEndsItPromptly) {
 
 // libcurl parks the second and third watch until the first connection's protocol is known
 // (CURLOPT_PIPEWAIT) and, driven by socket events alone, may never take them back; the loop
-// restarts such parked transfers (CurlTransport::RestartParked).
-TEST_F(TransportLoopTest, WatchesOpenedAtOnceAllStart) {
+// restarts such parked transfers (CurlTransport::RestartParked). The nghttp2 client: three
+// streams opened at once on a connection still being set up all start.
+TEST_P(TransportLoopTest, WatchesOpenedAtOnceAllStart) {
   auto transport = Transport();
   ASSERT_NE(transport, nullptr);
   std::vector<std::unique_ptr<Watch>> watches;
@@ -250,7 +277,7 @@ TEST_F(TransportLoopTest, WatchesOpenedAtOnceAllStart) {
   }
 }
 
-TEST_F(TransportLoopTest, ShutdownWithWatchesOpenEndsThemAndReturns) {
+TEST_P(TransportLoopTest, ShutdownWithWatchesOpenEndsThemAndReturns) {
   auto transport = Transport();
   ASSERT_NE(transport, nullptr);
   std::vector<std::unique_ptr<Watch>> watches;
@@ -269,6 +296,8 @@ TEST_F(TransportLoopTest, ShutdownWithWatchesOpenEndsThemAndReturns) {
     w->handle->Cancel();  // after the transport is gone: harmless
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Pairs, TransportLoopTest, testing::AllPairs(), testing::PairName);
 
 }  // namespace
 }  // namespace onequeue::k8s

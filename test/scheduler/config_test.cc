@@ -635,6 +635,24 @@ TEST(ConfigTest, MaxResponseBytesIsBounded) {
   }
 }
 
+// Issue 26: the HTTP client under the Kubernetes client is chosen by kubernetes.httpClient.
+TEST(ConfigTest, HttpClientIsCurlOrNghttp2) {
+  auto def = ParseConfig(std::string(kHeader), "mem");
+  ASSERT_TRUE(def.ok()) << def.status();
+  EXPECT_EQ(def->kubernetes.http_client, "curl");
+  for (const std::string v : {"curl", "nghttp2"}) {
+    auto set = ParseConfig(std::string(kHeader) + "kubernetes: {httpClient: " + v + "}\n", "mem");
+    ASSERT_TRUE(set.ok()) << v << ": " << set.status();
+    EXPECT_EQ(set->kubernetes.http_client, v);
+  }
+  for (const std::string v : {"libcurl", "h2", "\"\""}) {
+    auto bad = ParseConfig(std::string(kHeader) + "kubernetes: {httpClient: " + v + "}\n", "mem");
+    ASSERT_FALSE(bad.ok()) << v;
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr("kubernetes.httpClient: is "));
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr("must be curl or nghttp2"));
+  }
+}
+
 // Issue 24 (secure defaults): an admin token is never sent in clear. server.adminTokenFile without
 // TLS is refused with the reason, unless server.allowInsecureAdminToken says so (local tests);
 // a unix socket never leaves the host and needs no TLS.

@@ -7,7 +7,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   nlohmann-json3-dev libspdlog-dev libcurl4-openssl-dev libyaml-cpp-dev libbenchmark-dev prometheus-cpp-dev
-  libsimdjson-dev
+  libsimdjson-dev libnghttp2-dev libssl-dev
   libgtest-dev libgmock-dev
   # fuzzing (clang's libFuzzer runtime)
   clang libclang-rt-14-dev

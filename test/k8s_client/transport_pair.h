@@ -1,0 +1,39 @@
+// The client/server pairs the in-process transport tests run over (issue 26: one test body per
+// behaviour, every HTTP client): the libcurl transport against civetweb (HTTP/1.1, as before),
+// and the nghttp2 client against the h2c test server (HTTP/2 with prior knowledge; it speaks
+// nothing else). A pair whose client is still a placeholder (Unimplemented) skips.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "k8s_client/http_transport.h"
+
+namespace onequeue::k8s::testing {
+
+enum class ServerPair { kCurlCivetweb, kNghttp2H2c };
+
+inline HttpClient ClientOf(ServerPair p) {
+  return p == ServerPair::kCurlCivetweb ? HttpClient::kCurl : HttpClient::kNghttp2;
+}
+
+inline std::string PairName(const ::testing::TestParamInfo<ServerPair>& info) {
+  return info.param == ServerPair::kCurlCivetweb ? "curl_civetweb" : "nghttp2_h2c";
+}
+
+// Why the pair cannot run yet: the message of its client's Unimplemented factory; nullopt when
+// the client is real.
+inline std::optional<std::string> Placeholder(ServerPair p, const std::string& url) {
+  TransportConfig config;
+  config.client = ClientOf(p);
+  config.server = url;
+  absl::StatusOr<std::unique_ptr<HttpTransport>> t = NewHttpTransport(config);
+  if (t.status().code() == absl::StatusCode::kUnimplemented) return std::string(t.status().message());
+  return std::nullopt;
+}
+
+inline auto AllPairs() { return ::testing::Values(ServerPair::kCurlCivetweb, ServerPair::kNghttp2H2c); }
+
+}  // namespace onequeue::k8s::testing
