@@ -34,15 +34,17 @@
 #include "k8s_client/api_status.h"
 #include "k8s_client/http_transport.h"
 #include "k8s_client/token_file.h"
+#include "k8s_client/transport_internal.h"
 #include "spdlog/spdlog.h"
 
 namespace onequeue::k8s {
 
 namespace {
 
-struct StreamState {
-  std::atomic<bool> cancelled{false};
-};
+using internal::CallQueue;
+using internal::CancellableStream;
+using internal::StreamState;
+using internal::Waker;
 
 struct Call {
   HttpRequest request;
@@ -101,10 +103,7 @@ size_t HeaderCallback(char* data, size_t size, size_t nmemb, void* user) {
   const size_t n = size * nmemb;
   absl::string_view line(data, n);
   if (absl::StartsWithIgnoreCase(line, "retry-after:")) {
-    int64_t seconds = 0;
-    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(12)), &seconds) && seconds >= 0) {
-      call->retry_after = absl::Seconds(seconds);
-    }
+    if (auto d = internal::ParseRetryAfter(line.substr(12))) call->retry_after = d;
   }
   return n;
 }
@@ -140,45 +139,6 @@ absl::Status CurlError(CURLcode code, const Call& call, const std::string& url) 
       return absl::UnavailableError(absl::StrCat(url, ": ", detail));
   }
 }
-
-// Wakes the loop from any thread: an eventfd in the loop's epoll set. Shared with the stream
-// handles, so a Cancel() after the transport is gone writes to a still-open descriptor.
-class Waker {
- public:
-  Waker() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
-  ~Waker() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Waker(const Waker&) = delete;
-  Waker& operator=(const Waker&) = delete;
-  int fd() const { return fd_; }
-  void Wake() {
-    const uint64_t one = 1;
-    // EAGAIN (counter saturated) still leaves the descriptor readable: the loop wakes anyway.
-    [[maybe_unused]] ssize_t n = write(fd_, &one, sizeof one);
-  }
-  void Drain() {
-    uint64_t value = 0;
-    [[maybe_unused]] ssize_t n = read(fd_, &value, sizeof value);
-  }
-
- private:
-  const int fd_;
-};
-
-class CurlStream : public HttpStream {
- public:
-  CurlStream(std::shared_ptr<StreamState> state, std::shared_ptr<Waker> waker)
-      : state_(std::move(state)), waker_(std::move(waker)) {}
-  void Cancel() override {
-    state_->cancelled.store(true);
-    waker_->Wake();
-  }
-
- private:
-  std::shared_ptr<StreamState> state_;
-  std::shared_ptr<Waker> waker_;
-};
 
 class CurlTransport : public HttpTransport {
  public:
@@ -231,7 +191,7 @@ class CurlTransport : public HttpTransport {
     call->on_chunk = std::move(on_chunk);
     call->on_done = std::move(on_done);
     call->stream = std::make_shared<StreamState>();
-    auto handle = std::make_unique<CurlStream>(call->stream, waker_);
+    auto handle = std::make_unique<CancellableStream>(call->stream, waker_);
     Enqueue(std::move(call));
     return handle;
   }
@@ -407,11 +367,7 @@ class CurlTransport : public HttpTransport {
     Finish(std::move(call), std::move(r));
   }
 
-  std::string Where(const HttpRequest& request) const {
-    std::string where = config_.server + request.path;
-    if (!config_.unix_socket.empty()) absl::StrAppend(&where, " (unix socket ", config_.unix_socket, ")");
-    return config_.peer_name.empty() ? where : absl::StrCat(config_.peer_name, " at ", where);
-  }
+  std::string Where(const HttpRequest& request) const { return internal::Where(config_, request.path); }
 
   // Starts streams at once, and due calls in arrival order while fewer than
   // max_requests_in_flight unary calls are running; returns when the next delayed one is due
@@ -431,24 +387,13 @@ class CurlTransport : public HttpTransport {
     for (auto& c : incoming) {
       if (c->stream) {
         Start(std::move(c));  // watches are long-lived: never queued behind unary calls
-      } else if (c->request.not_before <= now) {
-        if (c->request.urgent) ready_.push_front(std::move(c));
-        else ready_.push_back(std::move(c));
       } else {
-        delayed_.push(Delayed{c->request.not_before, next_sequence_++, std::move(c)});
+        queue_.Add(std::move(c), now);
       }
     }
-    while (!delayed_.empty() && delayed_.top().due <= now) {
-      // The heap's top is const; the call moves out before pop (the key fields stay valid).
-      ready_.push_back(std::move(const_cast<Delayed&>(delayed_.top()).call));
-      delayed_.pop();
-    }
-    while (!ready_.empty() && unary_in_flight_ < max_in_flight_) {
-      std::unique_ptr<Call> c = std::move(ready_.front());
-      ready_.pop_front();
-      Start(std::move(c));
-    }
-    return delayed_.empty() ? absl::InfiniteFuture() : delayed_.top().due;
+    const absl::Time next_delayed = queue_.Promote(now);
+    while (queue_.HasReady() && unary_in_flight_ < max_in_flight_) Start(queue_.PopReady());
+    return next_delayed;
   }
 
   void CancelStreams() {
@@ -488,15 +433,6 @@ class CurlTransport : public HttpTransport {
     auto* self = static_cast<CurlTransport*>(userp);
     self->timer_due_ = timeout_ms < 0 ? absl::InfiniteFuture() : absl::Now() + absl::Milliseconds(timeout_ms);
     return 0;
-  }
-
-  // Milliseconds for epoll_wait until `due`: rounded up (waking early would spin until the
-  // deadline), -1 for never.
-  static int WaitMillis(absl::Time due, absl::Time now) {
-    if (due == absl::InfiniteFuture()) return -1;
-    if (due <= now) return 0;
-    const int64_t us = absl::ToInt64Microseconds(due - now);
-    return static_cast<int>(std::min<int64_t>((us + 999) / 1000, 3'600'000));
   }
 
   void CompleteFinished() {
@@ -541,7 +477,7 @@ class CurlTransport : public HttpTransport {
       CancelStreams();
       absl::Time due = std::min(timer_due_, next_delayed);
       if (unsent_ > 0) due = std::min(due, last_check + kRecheckUnsent);
-      const int n = epoll_wait(epoll_fd_, events, kMaxEvents, WaitMillis(due, absl::Now()));
+      const int n = epoll_wait(epoll_fd_, events, kMaxEvents, internal::WaitMillis(due, absl::Now()));
       if (n < 0 && errno != EINTR) {
         spdlog::error("http client: epoll_wait: {}", std::strerror(errno));
         absl::SleepFor(absl::Milliseconds(10));  // never spin on a broken epoll set
@@ -576,12 +512,9 @@ class CurlTransport : public HttpTransport {
       active_.erase(e);
       Finish(std::move(call), absl::CancelledError("transport is shutting down"));
     }
-    for (auto& c : ready_) Finish(std::move(c), absl::CancelledError("transport is shutting down"));
-    ready_.clear();
-    while (!delayed_.empty()) {
-      Finish(std::move(const_cast<Delayed&>(delayed_.top()).call), absl::CancelledError("transport is shutting down"));
-      delayed_.pop();
-    }
+    queue_.DrainAll([](std::unique_ptr<Call> c) {
+      Finish(std::move(c), absl::CancelledError("transport is shutting down"));
+    });
     std::deque<std::unique_ptr<Call>> incoming;
     {
       absl::MutexLock lock(&mu_);
@@ -604,15 +537,7 @@ class CurlTransport : public HttpTransport {
   // Loop thread only:
   absl::flat_hash_map<CURL*, std::unique_ptr<Call>> active_;
   std::vector<CURL*> streams_;
-  struct Delayed {
-    absl::Time due;
-    uint64_t sequence;  // ties keep arrival order
-    std::unique_ptr<Call> call;
-    bool operator>(const Delayed& o) const { return due != o.due ? due > o.due : sequence > o.sequence; }
-  };
-  std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;
-  uint64_t next_sequence_ = 0;
-  std::deque<std::unique_ptr<Call>> ready_;  // due, waiting for room under the cap
+  CallQueue<Call> queue_;  // waiting for room under the cap
   int unary_in_flight_ = 0;
   int unsent_ = 0;  // started calls libcurl has not sent yet (PrereqCallback)
   const int max_in_flight_ = std::max(1, config_.max_requests_in_flight);
@@ -631,18 +556,11 @@ absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(const TransportC
     spdlog::warn("http client: libcurl has no HTTP/2; falling back to HTTP/1.1 connections");
   }
   auto waker = std::make_shared<Waker>();
-  if (waker->fd() < 0) return absl::InternalError(absl::StrCat("http client: eventfd: ", std::strerror(errno)));
-  const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd < 0) return absl::InternalError(absl::StrCat("http client: epoll_create1: ", std::strerror(errno)));
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.fd = waker->fd();
-  if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, waker->fd(), &ev) != 0) {
-    const int err = errno;
-    close(epoll_fd);
-    return absl::InternalError(absl::StrCat("http client: epoll_ctl on the eventfd: ", std::strerror(err)));
-  }
-  return std::unique_ptr<HttpTransport>(new CurlTransport(config, epoll_fd, std::move(waker)));
+  epoll_data_t tag{};
+  tag.fd = waker->fd();
+  absl::StatusOr<int> epoll_fd = internal::NewEpollWithWaker(*waker, tag, "http client");
+  if (!epoll_fd.ok()) return epoll_fd.status();
+  return std::unique_ptr<HttpTransport>(new CurlTransport(config, *epoll_fd, std::move(waker)));
 }
 
 }  // namespace onequeue::k8s
