@@ -348,7 +348,8 @@ bool H2Connection::HasRoom() const {
 
 int32_t H2Connection::Submit(std::unique_ptr<H2Call> call, absl::string_view authorization) {
   if (dead_) {
-    EndCall(std::move(call), ErrorFor(*call, fail_code_, fail_detail_));
+    absl::Status error = ErrorFor(*call, fail_code_, fail_detail_);
+    EndCall(std::move(call), std::move(error));
     return 0;
   }
   const HttpRequest& r = call->request;
@@ -373,8 +374,8 @@ int32_t H2Connection::Submit(std::unique_ptr<H2Call> call, absl::string_view aut
   const int32_t id = nghttp2_submit_request(session_, nullptr, nv.data(), nv.size(), has_body ? &body : nullptr,
                                             call.get());
   if (id < 0) {
-    EndCall(std::move(call),
-            absl::InternalError(absl::StrCat(Where(*call), ": HTTP/2 request refused: ", nghttp2_strerror(id))));
+    absl::Status error = absl::InternalError(absl::StrCat(Where(*call), ": HTTP/2 request refused: ", nghttp2_strerror(id)));
+    EndCall(std::move(call), std::move(error));
     return 0;
   }
   call->stream_id = id;
@@ -443,23 +444,30 @@ void H2Connection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   std::unique_ptr<H2Call> call = std::move(it->second);
   streams_.erase(it);
   if (call->stream) watches_.erase(std::remove(watches_.begin(), watches_.end(), stream_id), watches_.end());
-  const std::string where = Where(*call);
-  if (call->stream && call->stream->cancelled.load()) {
-    EndCall(std::move(call), absl::CancelledError(absl::StrCat(where, ": cancelled")));
-  } else if (call->timed_out) {
-    EndCall(std::move(call), absl::DeadlineExceededError(absl::StrCat(
-                                 where, ": Operation timed out after ", absl::FormatDuration(call->timeout))));
-  } else if (call->body_too_large) {
-    EndCall(std::move(call), ResponseTooLargeError(where, ep_.config->max_response_bytes));
-  } else if (call->ended && call->response.status != 0) {
-    EndCall(std::move(call), absl::OkStatus());
-  } else if (!call->sent || (error_code == NGHTTP2_REFUSED_STREAM && call->response.status == 0)) {
-    owner_->Requeue(std::move(call));  // the server never processed it (GOAWAY, refused)
-  } else {
-    EndCall(std::move(call), absl::UnavailableError(absl::StrCat(
-                                 where, ": HTTP/2 stream ended before the answer did: ",
-                                 nghttp2_http2_strerror(error_code), " (error code ", error_code, ")")));
+  if (call->ended && call->response.status != 0 && !call->timed_out && !call->body_too_large &&
+      !(call->stream && call->stream->cancelled.load())) {
+    EndCall(std::move(call), absl::OkStatus());  // the common case: no text to make
+    return;
   }
+  if (!call->timed_out && !call->body_too_large && !(call->stream && call->stream->cancelled.load()) &&
+      (!call->sent || (error_code == NGHTTP2_REFUSED_STREAM && call->response.status == 0))) {
+    owner_->Requeue(std::move(call));  // the server never processed it (GOAWAY, refused)
+    return;
+  }
+  const std::string where = Where(*call);
+  absl::Status error;
+  if (call->stream && call->stream->cancelled.load()) {
+    error = absl::CancelledError(absl::StrCat(where, ": cancelled"));
+  } else if (call->timed_out) {
+    error = absl::DeadlineExceededError(
+        absl::StrCat(where, ": Operation timed out after ", absl::FormatDuration(call->timeout)));
+  } else if (call->body_too_large) {
+    error = ResponseTooLargeError(where, ep_.config->max_response_bytes);
+  } else {
+    error = absl::UnavailableError(absl::StrCat(where, ": HTTP/2 stream ended before the answer did: ",
+                                                nghttp2_http2_strerror(error_code), " (error code ", error_code, ")"));
+  }
+  EndCall(std::move(call), std::move(error));
 }
 
 int H2Connection::OnHeaderCb(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
@@ -569,7 +577,8 @@ void H2Connection::Fail(absl::StatusCode code, const std::string& detail, bool r
     } else if (requeue_unsent && open_ && !call->sent) {
       owner_->Requeue(std::move(call));
     } else {
-      EndCall(std::move(call), ErrorFor(*call, code, detail));
+      absl::Status error = ErrorFor(*call, code, detail);
+      EndCall(std::move(call), std::move(error));
     }
   }
 }

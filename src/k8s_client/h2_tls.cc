@@ -101,8 +101,7 @@ absl::StatusOr<SslCtxPtr> NewClientSslContext(const TransportConfig& config, con
   SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
   if (!ctx) return absl::InternalError(absl::StrCat("SSL_CTX_new: ", SslErrors("failed")));
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
-  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-                                  SSL_MODE_RELEASE_BUFFERS);
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   static const unsigned char kAlpn[] = {2, 'h', '2'};
   SSL_CTX_set_alpn_protos(ctx.get(), kAlpn, sizeof kAlpn);  // 0 on success (sic)
   if (absl::Status s = UseTrust(ctx.get(), config, where); !s.ok()) return s;

@@ -265,7 +265,8 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
       if (waiting_streams_.front()->stream->cancelled.load()) {
         std::unique_ptr<H2Call> c = std::move(waiting_streams_.front());
         waiting_streams_.pop_front();
-        Finish(std::move(c), absl::CancelledError(absl::StrCat(internal::Where(config_, c->request.path), ": cancelled")));
+        absl::Status cancelled = absl::CancelledError(absl::StrCat(internal::Where(config_, c->request.path), ": cancelled"));
+        Finish(std::move(c), std::move(cancelled));
         continue;
       }
       H2Connection* conn = PickConnection(now);
