@@ -14,6 +14,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "k8s_client/http_transport.h"
 #include "k8s_client/transport_internal.h"
@@ -53,6 +54,10 @@ struct H2Endpoint {
   SSL_CTX* ssl_ctx = nullptr;
   int epoll_fd = -1;
 };
+
+// scheme://host[:port][/base] of config.server (ssl_ctx and epoll_fd left unset); InvalidArgument
+// for anything else. IPv6 literals in brackets; the default ports 443 and 80.
+absl::StatusOr<H2Endpoint> ParseServer(const TransportConfig& config);
 
 // What a connection hands back to its transport.
 class H2Owner {

@@ -39,15 +39,8 @@
 
 namespace onequeue::k8s {
 
-namespace {
+namespace internal {
 
-using internal::H2Call;
-using internal::H2Connection;
-using internal::H2Endpoint;
-
-absl::Status ShuttingDown() { return absl::CancelledError("transport is shutting down"); }
-
-// scheme://host[:port][/base] of config.server; InvalidArgument for anything else.
 absl::StatusOr<H2Endpoint> ParseServer(const TransportConfig& config) {
   H2Endpoint ep;
   ep.config = &config;
@@ -82,6 +75,16 @@ absl::StatusOr<H2Endpoint> ParseServer(const TransportConfig& config) {
   return ep;
 }
 
+}  // namespace internal
+
+namespace {
+
+using internal::H2Call;
+using internal::H2Connection;
+using internal::H2Endpoint;
+
+absl::Status ShuttingDown() { return absl::CancelledError("transport is shutting down"); }
+
 class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
  public:
   // `epoll_fd` (owned from here on) already watches `waker`'s descriptor (data.ptr null).
@@ -95,7 +98,7 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
         token_(config_.bearer_token),
         waker_(std::move(waker)) {
     if (!config_.token_file.empty()) token_file_.emplace(config_.token_file);
-    endpoint_ = *ParseServer(config_);  // checked by NewNghttp2Transport
+    endpoint_ = *internal::ParseServer(config_);  // checked by NewNghttp2Transport
     endpoint_.ssl_ctx = ssl_ctx_.get();
     endpoint_.epoll_fd = epoll_fd;
     if (config_.insecure_skip_tls_verify) {
@@ -431,7 +434,7 @@ absl::StatusOr<std::unique_ptr<HttpTransport>> NewNghttp2Transport(const Transpo
     return absl::InvalidArgumentError(
         "the nghttp2 HTTP client does not connect to unix sockets (it is for the Kubernetes API; use curl)");
   }
-  absl::StatusOr<H2Endpoint> endpoint = ParseServer(config);
+  absl::StatusOr<H2Endpoint> endpoint = internal::ParseServer(config);
   if (!endpoint.ok()) return endpoint.status();
   internal::SslCtxPtr ctx;
   absl::Status tls_error;
