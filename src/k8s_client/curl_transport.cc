@@ -1,7 +1,7 @@
 // libcurl implementation of HttpTransport.
 //
 // Threading: one thread owns the CURLM handle and every CURL easy handle. Other threads only
-// push work into `incoming_` (under mu_) and wake the loop through an eventfd; stream
+// push work into `inbox_` and wake the loop through an eventfd; stream
 // cancellation is an atomic flag the loop checks each turn. Callbacks run on the loop thread.
 //
 // The loop is event-driven: libcurl tells it which sockets to watch (CURLMOPT_SOCKETFUNCTION)
@@ -155,20 +155,13 @@ class CurlTransport : public HttpTransport {
     // Beyond this many streams per connection curl opens another connection, up to the limit.
     curl_multi_setopt(multi_, CURLMOPT_MAX_CONCURRENT_STREAMS, static_cast<long>(std::max(1, config_.streams_per_connection)));
     curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(std::max(1, config_.max_connections)));
-    if (config_.insecure_skip_tls_verify) {
-      spdlog::warn("http client: TLS verification of {} is DISABLED (insecure-skip-tls-verify); "
-                   "anyone on the path can impersonate the API server",
-                   config_.server);
-    }
+    internal::WarnIfInsecure(config_);
     thread_ = std::thread([this] { Loop(); });
     pthread_setname_np(thread_.native_handle(), "oq-http");  // for top -H, perf and the tests
   }
 
   ~CurlTransport() override {
-    {
-      absl::MutexLock lock(&mu_);
-      stopping_ = true;
-    }
+    inbox_.Stop();
     waker_->Wake();
     thread_.join();
     curl_multi_cleanup(multi_);  // may still call OnSocket(REMOVE): the epoll set stays open
@@ -176,21 +169,14 @@ class CurlTransport : public HttpTransport {
   }
 
   void SendAsync(HttpRequest request, ResponseCallback done) override {
-    auto call = std::make_unique<Call>();
-    call->request = std::move(request);
-    call->on_response = std::move(done);
-    Enqueue(std::move(call));
+    Enqueue(internal::NewUnaryCall<Call>(std::move(request), std::move(done)));
   }
 
   bool OnTransportThread() const override { return std::this_thread::get_id() == thread_.get_id(); }
 
   std::unique_ptr<HttpStream> OpenStream(HttpRequest request, ChunkCallback on_chunk,
                                          StreamDoneCallback on_done) override {
-    auto call = std::make_unique<Call>();
-    call->request = std::move(request);
-    call->on_chunk = std::move(on_chunk);
-    call->on_done = std::move(on_done);
-    call->stream = std::make_shared<StreamState>();
+    auto call = internal::NewStreamCall<Call>(std::move(request), std::move(on_chunk), std::move(on_done));
     auto handle = std::make_unique<CancellableStream>(call->stream, waker_);
     Enqueue(std::move(call));
     return handle;
@@ -198,17 +184,8 @@ class CurlTransport : public HttpTransport {
 
  private:
   void Enqueue(std::unique_ptr<Call> call) {
-    bool rejected = false;
-    {
-      absl::MutexLock lock(&mu_);
-      rejected = stopping_;
-      if (!rejected) incoming_.push_back(std::move(call));
-    }
-    if (rejected) {
-      Finish(std::move(call), absl::CancelledError("transport is shutting down"));
-      return;
-    }
-    waker_->Wake();
+    if (inbox_.Push(call)) waker_->Wake();
+    else Finish(std::move(call), absl::CancelledError("transport is shutting down"));
   }
 
   void SetUp(Call& call) {
@@ -324,17 +301,7 @@ class CurlTransport : public HttpTransport {
   }
 
   static void Finish(std::unique_ptr<Call> call, absl::StatusOr<HttpResponse> result) {
-    if (call->stream) {
-      if (!result.ok()) {
-        call->on_done(result.status());
-      } else if (result->status >= 200 && result->status < 300) {
-        call->on_done(absl::OkStatus());
-      } else {
-        call->on_done(StatusFromHttp(result->status, result->body, result->retry_after));
-      }
-    } else {
-      call->on_response(std::move(result));
-    }
+    internal::Deliver(*call, std::move(result));
   }
 
   void Complete(CURL* easy, CURLcode code) {
@@ -378,11 +345,7 @@ class CurlTransport : public HttpTransport {
   // every turn was quadratic in the backlog.
   absl::Time StartPending(bool* stopping) {
     std::deque<std::unique_ptr<Call>> incoming;
-    {
-      absl::MutexLock lock(&mu_);
-      incoming.swap(incoming_);
-      *stopping = stopping_;
-    }
+    *stopping = inbox_.Take(&incoming);
     const absl::Time now = absl::Now();
     for (auto& c : incoming) {
       if (c->stream) {
@@ -516,10 +479,7 @@ class CurlTransport : public HttpTransport {
       Finish(std::move(c), absl::CancelledError("transport is shutting down"));
     });
     std::deque<std::unique_ptr<Call>> incoming;
-    {
-      absl::MutexLock lock(&mu_);
-      incoming.swap(incoming_);
-    }
+    inbox_.Take(&incoming);
     for (auto& c : incoming) Finish(std::move(c), absl::CancelledError("transport is shutting down"));
   }
 
@@ -531,9 +491,7 @@ class CurlTransport : public HttpTransport {
   const std::shared_ptr<Waker> waker_;
   absl::Time timer_due_ = absl::InfiniteFuture();  // libcurl's timer (OnTimer); loop thread only
   std::thread thread_;
-  absl::Mutex mu_;
-  std::deque<std::unique_ptr<Call>> incoming_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  internal::Inbox<Call> inbox_;
   // Loop thread only:
   absl::flat_hash_map<CURL*, std::unique_ptr<Call>> active_;
   std::vector<CURL*> streams_;

@@ -16,6 +16,7 @@
 #include "absl/synchronization/notification.h"
 #include "k8s_client/api_status.h"
 #include "k8s_client/transport_internal.h"
+#include "spdlog/spdlog.h"
 
 namespace onequeue::k8s {
 
@@ -73,6 +74,19 @@ void Waker::Drain() {
 void CancellableStream::Cancel() {
   state_->cancelled.store(true);
   waker_->Wake();
+}
+
+absl::Status StreamEnd(const absl::StatusOr<HttpResponse>& result) {
+  if (!result.ok()) return result.status();
+  if (result->status >= 200 && result->status < 300) return absl::OkStatus();
+  return StatusFromHttp(result->status, result->body, result->retry_after);
+}
+
+void WarnIfInsecure(const TransportConfig& config) {
+  if (!config.insecure_skip_tls_verify) return;
+  spdlog::warn("http client: TLS verification of {} is DISABLED (insecure-skip-tls-verify); "
+               "anyone on the path can impersonate the API server",
+               config.server);
 }
 
 std::optional<absl::Duration> ParseRetryAfter(absl::string_view value) {

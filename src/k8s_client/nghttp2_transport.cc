@@ -1,7 +1,7 @@
 // nghttp2 + OpenSSL implementation of HttpTransport (issue 26): onequeue's own HTTP/2 client.
 //
 // Threading: one thread (`oq-h2`) owns an epoll set, every connection (h2_connection.h) and every
-// started call. Other threads push work into `incoming_` under mu_ and wake the loop through an
+// started call. Other threads push work into `inbox_` and wake the loop through an
 // eventfd; a stream's cancellation is an atomic flag the loop checks when woken. Callbacks run
 // on the loop thread. The loop blocks in epoll_wait until a socket is ready, the next deadline
 // (a request's timeout, a connect timeout, a delayed call) or the eventfd: an idle transport with
@@ -101,41 +101,27 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
     endpoint_ = *internal::ParseServer(config_);  // checked by NewNghttp2Transport
     endpoint_.ssl_ctx = ssl_ctx_.get();
     endpoint_.epoll_fd = epoll_fd;
-    if (config_.insecure_skip_tls_verify) {
-      spdlog::warn("http client: TLS verification of {} is DISABLED (insecure-skip-tls-verify); "
-                   "anyone on the path can impersonate the API server",
-                   config_.server);
-    }
+    internal::WarnIfInsecure(config_);
     thread_ = std::thread([this] { Loop(); });
     pthread_setname_np(thread_.native_handle(), "oq-h2");  // for top -H, perf and the tests
   }
 
   ~Nghttp2Transport() override {
-    {
-      absl::MutexLock lock(&mu_);
-      stopping_ = true;
-    }
+    inbox_.Stop();
     waker_->Wake();
     thread_.join();
     close(endpoint_.epoll_fd);
   }
 
   void SendAsync(HttpRequest request, ResponseCallback done) override {
-    auto call = std::make_unique<H2Call>();
-    call->request = std::move(request);
-    call->on_response = std::move(done);
-    Enqueue(std::move(call));
+    Enqueue(internal::NewUnaryCall<H2Call>(std::move(request), std::move(done)));
   }
 
   bool OnTransportThread() const override { return std::this_thread::get_id() == thread_.get_id(); }
 
   std::unique_ptr<HttpStream> OpenStream(HttpRequest request, ChunkCallback on_chunk,
                                          StreamDoneCallback on_done) override {
-    auto call = std::make_unique<H2Call>();
-    call->request = std::move(request);
-    call->on_chunk = std::move(on_chunk);
-    call->on_done = std::move(on_done);
-    call->stream = std::make_shared<internal::StreamState>();
+    auto call = internal::NewStreamCall<H2Call>(std::move(request), std::move(on_chunk), std::move(on_done));
     auto handle = std::make_unique<internal::CancellableStream>(call->stream, waker_);
     Enqueue(std::move(call));
     return handle;
@@ -143,37 +129,16 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
 
  private:
   void Enqueue(std::unique_ptr<H2Call> call) {
-    bool rejected = false;
-    {
-      absl::MutexLock lock(&mu_);
-      rejected = stopping_;
-      if (!rejected) incoming_.push_back(std::move(call));
-    }
-    if (rejected) {
-      Finish(std::move(call), ShuttingDown());
-      return;
-    }
-    waker_->Wake();
+    if (inbox_.Push(call)) waker_->Wake();
+    else Finish(std::move(call), ShuttingDown());
   }
 
   // H2Owner: the call's callback, with the answer or the error.
   void Finish(std::unique_ptr<H2Call> call, absl::Status error) override {
     if (call->counted) --unary_in_flight_;
     call->counted = false;
-    if (call->stream) {
-      if (!error.ok()) {
-        call->on_done(std::move(error));
-      } else if (call->Is2xx()) {
-        call->on_done(absl::OkStatus());
-      } else {
-        const HttpResponse& r = call->response;
-        call->on_done(StatusFromHttp(r.status, r.body, r.retry_after));
-      }
-    } else if (!error.ok()) {
-      call->on_response(std::move(error));
-    } else {
-      call->on_response(std::move(call->response));
-    }
+    if (error.ok()) internal::Deliver(*call, std::move(call->response));
+    else internal::Deliver(*call, std::move(error));
   }
 
   void Requeue(std::unique_ptr<H2Call> call) override {
@@ -245,12 +210,7 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
   // New calls into the queue; returns whether the transport is stopping.
   bool TakeIncoming(absl::Time now) {
     std::deque<std::unique_ptr<H2Call>> incoming;
-    bool stopping = false;
-    {
-      absl::MutexLock lock(&mu_);
-      incoming.swap(incoming_);
-      stopping = stopping_;
-    }
+    const bool stopping = inbox_.Take(&incoming);
     for (auto& c : incoming) {
       if (c->stream) waiting_streams_.push_back(std::move(c));  // never behind unary calls
       else queue_.Add(std::move(c), now);
@@ -398,10 +358,7 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
     waiting_streams_.clear();
     queue_.DrainAll([this](std::unique_ptr<H2Call> c) { Finish(std::move(c), ShuttingDown()); });
     std::deque<std::unique_ptr<H2Call>> incoming;
-    {
-      absl::MutexLock lock(&mu_);
-      incoming.swap(incoming_);
-    }
+    inbox_.Take(&incoming);
     for (auto& c : incoming) Finish(std::move(c), ShuttingDown());
   }
 
@@ -413,9 +370,7 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
   std::string token_, authorization_token_, authorization_;  // loop thread only
   const std::shared_ptr<internal::Waker> waker_;
   std::thread thread_;
-  absl::Mutex mu_;
-  std::deque<std::unique_ptr<H2Call>> incoming_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  internal::Inbox<H2Call> inbox_;
   // Loop thread only:
   internal::CallQueue<H2Call> queue_;                 // unary calls waiting for room
   std::deque<std::unique_ptr<H2Call>> waiting_streams_;  // streams waiting for a connection

@@ -16,8 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "k8s_client/http_transport.h"
 
@@ -54,6 +56,69 @@ class CancellableStream : public HttpStream {
   std::shared_ptr<StreamState> state_;
   std::shared_ptr<Waker> waker_;
 };
+
+// The calls other threads hand to a transport's loop: a list under a mutex, and the stop flag
+// the destructor sets. `Call` is the transport's call type.
+template <typename Call>
+class Inbox {
+ public:
+  // False once Stop() was called: the call then stays with the caller.
+  bool Push(std::unique_ptr<Call>& call) {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return false;
+    calls_.push_back(std::move(call));
+    return true;
+  }
+  void Stop() {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  // Everything pushed so far, into `out` (swapped with it); whether Stop() was called.
+  bool Take(std::deque<std::unique_ptr<Call>>* out) {
+    absl::MutexLock lock(&mu_);
+    out->swap(calls_);
+    return stopping_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::deque<std::unique_ptr<Call>> calls_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// A call of either transport (fields request, on_response, on_chunk, on_done, stream) for
+// SendAsync and OpenStream.
+template <typename Call>
+std::unique_ptr<Call> NewUnaryCall(HttpRequest request, HttpTransport::ResponseCallback done) {
+  auto call = std::make_unique<Call>();
+  call->request = std::move(request);
+  call->on_response = std::move(done);
+  return call;
+}
+template <typename Call>
+std::unique_ptr<Call> NewStreamCall(HttpRequest request, HttpTransport::ChunkCallback on_chunk,
+                                    HttpTransport::StreamDoneCallback on_done) {
+  auto call = std::make_unique<Call>();
+  call->request = std::move(request);
+  call->on_chunk = std::move(on_chunk);
+  call->on_done = std::move(on_done);
+  call->stream = std::make_shared<StreamState>();
+  return call;
+}
+
+// How a stream ends given its outcome: the transport error, OK for a 2xx answer, else the
+// answer's status (its body parsed as a Status object).
+absl::Status StreamEnd(const absl::StatusOr<HttpResponse>& result);
+
+// Hands a call's outcome to its callback (a stream's through StreamEnd).
+template <typename Call>
+void Deliver(Call& call, absl::StatusOr<HttpResponse> result) {
+  if (call.stream) call.on_done(StreamEnd(result));
+  else call.on_response(std::move(result));
+}
+
+// The loud warning a transport logs when TLS verification is off.
+void WarnIfInsecure(const TransportConfig& config);
 
 // The value of a Retry-After header in its seconds form (an HTTP date is ignored).
 std::optional<absl::Duration> ParseRetryAfter(absl::string_view value);
