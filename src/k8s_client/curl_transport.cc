@@ -1,7 +1,7 @@
 // libcurl implementation of HttpTransport.
 //
 // Threading: one thread owns the CURLM handle and every CURL easy handle. Other threads only
-// push work into `incoming_` (under mu_) and wake the loop through an eventfd; stream
+// push work into `inbox_` and wake the loop through an eventfd; stream
 // cancellation is an atomic flag the loop checks each turn. Callbacks run on the loop thread.
 //
 // The loop is event-driven: libcurl tells it which sockets to watch (CURLMOPT_SOCKETFUNCTION)
@@ -34,15 +34,17 @@
 #include "k8s_client/api_status.h"
 #include "k8s_client/http_transport.h"
 #include "k8s_client/token_file.h"
+#include "k8s_client/transport_internal.h"
 #include "spdlog/spdlog.h"
 
 namespace onequeue::k8s {
 
 namespace {
 
-struct StreamState {
-  std::atomic<bool> cancelled{false};
-};
+using internal::CallQueue;
+using internal::CancellableStream;
+using internal::StreamState;
+using internal::Waker;
 
 struct Call {
   HttpRequest request;
@@ -101,10 +103,7 @@ size_t HeaderCallback(char* data, size_t size, size_t nmemb, void* user) {
   const size_t n = size * nmemb;
   absl::string_view line(data, n);
   if (absl::StartsWithIgnoreCase(line, "retry-after:")) {
-    int64_t seconds = 0;
-    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(12)), &seconds) && seconds >= 0) {
-      call->retry_after = absl::Seconds(seconds);
-    }
+    if (auto d = internal::ParseRetryAfter(line.substr(12))) call->retry_after = d;
   }
   return n;
 }
@@ -141,45 +140,6 @@ absl::Status CurlError(CURLcode code, const Call& call, const std::string& url) 
   }
 }
 
-// Wakes the loop from any thread: an eventfd in the loop's epoll set. Shared with the stream
-// handles, so a Cancel() after the transport is gone writes to a still-open descriptor.
-class Waker {
- public:
-  Waker() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
-  ~Waker() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Waker(const Waker&) = delete;
-  Waker& operator=(const Waker&) = delete;
-  int fd() const { return fd_; }
-  void Wake() {
-    const uint64_t one = 1;
-    // EAGAIN (counter saturated) still leaves the descriptor readable: the loop wakes anyway.
-    [[maybe_unused]] ssize_t n = write(fd_, &one, sizeof one);
-  }
-  void Drain() {
-    uint64_t value = 0;
-    [[maybe_unused]] ssize_t n = read(fd_, &value, sizeof value);
-  }
-
- private:
-  const int fd_;
-};
-
-class CurlStream : public HttpStream {
- public:
-  CurlStream(std::shared_ptr<StreamState> state, std::shared_ptr<Waker> waker)
-      : state_(std::move(state)), waker_(std::move(waker)) {}
-  void Cancel() override {
-    state_->cancelled.store(true);
-    waker_->Wake();
-  }
-
- private:
-  std::shared_ptr<StreamState> state_;
-  std::shared_ptr<Waker> waker_;
-};
-
 class CurlTransport : public HttpTransport {
  public:
   // `epoll_fd` (owned from here on) already watches `waker`'s descriptor.
@@ -195,20 +155,13 @@ class CurlTransport : public HttpTransport {
     // Beyond this many streams per connection curl opens another connection, up to the limit.
     curl_multi_setopt(multi_, CURLMOPT_MAX_CONCURRENT_STREAMS, static_cast<long>(std::max(1, config_.streams_per_connection)));
     curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(std::max(1, config_.max_connections)));
-    if (config_.insecure_skip_tls_verify) {
-      spdlog::warn("http client: TLS verification of {} is DISABLED (insecure-skip-tls-verify); "
-                   "anyone on the path can impersonate the API server",
-                   config_.server);
-    }
+    internal::WarnIfInsecure(config_);
     thread_ = std::thread([this] { Loop(); });
     pthread_setname_np(thread_.native_handle(), "oq-http");  // for top -H, perf and the tests
   }
 
   ~CurlTransport() override {
-    {
-      absl::MutexLock lock(&mu_);
-      stopping_ = true;
-    }
+    inbox_.Stop();
     waker_->Wake();
     thread_.join();
     curl_multi_cleanup(multi_);  // may still call OnSocket(REMOVE): the epoll set stays open
@@ -216,39 +169,23 @@ class CurlTransport : public HttpTransport {
   }
 
   void SendAsync(HttpRequest request, ResponseCallback done) override {
-    auto call = std::make_unique<Call>();
-    call->request = std::move(request);
-    call->on_response = std::move(done);
-    Enqueue(std::move(call));
+    Enqueue(internal::NewUnaryCall<Call>(std::move(request), std::move(done)));
   }
 
   bool OnTransportThread() const override { return std::this_thread::get_id() == thread_.get_id(); }
 
   std::unique_ptr<HttpStream> OpenStream(HttpRequest request, ChunkCallback on_chunk,
                                          StreamDoneCallback on_done) override {
-    auto call = std::make_unique<Call>();
-    call->request = std::move(request);
-    call->on_chunk = std::move(on_chunk);
-    call->on_done = std::move(on_done);
-    call->stream = std::make_shared<StreamState>();
-    auto handle = std::make_unique<CurlStream>(call->stream, waker_);
+    auto call = internal::NewStreamCall<Call>(std::move(request), std::move(on_chunk), std::move(on_done));
+    auto handle = std::make_unique<CancellableStream>(call->stream, waker_);
     Enqueue(std::move(call));
     return handle;
   }
 
  private:
   void Enqueue(std::unique_ptr<Call> call) {
-    bool rejected = false;
-    {
-      absl::MutexLock lock(&mu_);
-      rejected = stopping_;
-      if (!rejected) incoming_.push_back(std::move(call));
-    }
-    if (rejected) {
-      Finish(std::move(call), absl::CancelledError("transport is shutting down"));
-      return;
-    }
-    waker_->Wake();
+    if (inbox_.Push(call)) waker_->Wake();
+    else Finish(std::move(call), absl::CancelledError("transport is shutting down"));
   }
 
   void SetUp(Call& call) {
@@ -364,17 +301,7 @@ class CurlTransport : public HttpTransport {
   }
 
   static void Finish(std::unique_ptr<Call> call, absl::StatusOr<HttpResponse> result) {
-    if (call->stream) {
-      if (!result.ok()) {
-        call->on_done(result.status());
-      } else if (result->status >= 200 && result->status < 300) {
-        call->on_done(absl::OkStatus());
-      } else {
-        call->on_done(StatusFromHttp(result->status, result->body, result->retry_after));
-      }
-    } else {
-      call->on_response(std::move(result));
-    }
+    internal::Deliver(*call, std::move(result));
   }
 
   void Complete(CURL* easy, CURLcode code) {
@@ -407,11 +334,7 @@ class CurlTransport : public HttpTransport {
     Finish(std::move(call), std::move(r));
   }
 
-  std::string Where(const HttpRequest& request) const {
-    std::string where = config_.server + request.path;
-    if (!config_.unix_socket.empty()) absl::StrAppend(&where, " (unix socket ", config_.unix_socket, ")");
-    return config_.peer_name.empty() ? where : absl::StrCat(config_.peer_name, " at ", where);
-  }
+  std::string Where(const HttpRequest& request) const { return internal::Where(config_, request.path); }
 
   // Starts streams at once, and due calls in arrival order while fewer than
   // max_requests_in_flight unary calls are running; returns when the next delayed one is due
@@ -422,33 +345,18 @@ class CurlTransport : public HttpTransport {
   // every turn was quadratic in the backlog.
   absl::Time StartPending(bool* stopping) {
     std::deque<std::unique_ptr<Call>> incoming;
-    {
-      absl::MutexLock lock(&mu_);
-      incoming.swap(incoming_);
-      *stopping = stopping_;
-    }
+    *stopping = inbox_.Take(&incoming);
     const absl::Time now = absl::Now();
     for (auto& c : incoming) {
       if (c->stream) {
         Start(std::move(c));  // watches are long-lived: never queued behind unary calls
-      } else if (c->request.not_before <= now) {
-        if (c->request.urgent) ready_.push_front(std::move(c));
-        else ready_.push_back(std::move(c));
       } else {
-        delayed_.push(Delayed{c->request.not_before, next_sequence_++, std::move(c)});
+        queue_.Add(std::move(c), now);
       }
     }
-    while (!delayed_.empty() && delayed_.top().due <= now) {
-      // The heap's top is const; the call moves out before pop (the key fields stay valid).
-      ready_.push_back(std::move(const_cast<Delayed&>(delayed_.top()).call));
-      delayed_.pop();
-    }
-    while (!ready_.empty() && unary_in_flight_ < max_in_flight_) {
-      std::unique_ptr<Call> c = std::move(ready_.front());
-      ready_.pop_front();
-      Start(std::move(c));
-    }
-    return delayed_.empty() ? absl::InfiniteFuture() : delayed_.top().due;
+    const absl::Time next_delayed = queue_.Promote(now);
+    while (queue_.HasReady() && unary_in_flight_ < max_in_flight_) Start(queue_.PopReady());
+    return next_delayed;
   }
 
   void CancelStreams() {
@@ -488,15 +396,6 @@ class CurlTransport : public HttpTransport {
     auto* self = static_cast<CurlTransport*>(userp);
     self->timer_due_ = timeout_ms < 0 ? absl::InfiniteFuture() : absl::Now() + absl::Milliseconds(timeout_ms);
     return 0;
-  }
-
-  // Milliseconds for epoll_wait until `due`: rounded up (waking early would spin until the
-  // deadline), -1 for never.
-  static int WaitMillis(absl::Time due, absl::Time now) {
-    if (due == absl::InfiniteFuture()) return -1;
-    if (due <= now) return 0;
-    const int64_t us = absl::ToInt64Microseconds(due - now);
-    return static_cast<int>(std::min<int64_t>((us + 999) / 1000, 3'600'000));
   }
 
   void CompleteFinished() {
@@ -541,7 +440,7 @@ class CurlTransport : public HttpTransport {
       CancelStreams();
       absl::Time due = std::min(timer_due_, next_delayed);
       if (unsent_ > 0) due = std::min(due, last_check + kRecheckUnsent);
-      const int n = epoll_wait(epoll_fd_, events, kMaxEvents, WaitMillis(due, absl::Now()));
+      const int n = epoll_wait(epoll_fd_, events, kMaxEvents, internal::WaitMillis(due, absl::Now()));
       if (n < 0 && errno != EINTR) {
         spdlog::error("http client: epoll_wait: {}", std::strerror(errno));
         absl::SleepFor(absl::Milliseconds(10));  // never spin on a broken epoll set
@@ -576,17 +475,11 @@ class CurlTransport : public HttpTransport {
       active_.erase(e);
       Finish(std::move(call), absl::CancelledError("transport is shutting down"));
     }
-    for (auto& c : ready_) Finish(std::move(c), absl::CancelledError("transport is shutting down"));
-    ready_.clear();
-    while (!delayed_.empty()) {
-      Finish(std::move(const_cast<Delayed&>(delayed_.top()).call), absl::CancelledError("transport is shutting down"));
-      delayed_.pop();
-    }
+    queue_.DrainAll([](std::unique_ptr<Call> c) {
+      Finish(std::move(c), absl::CancelledError("transport is shutting down"));
+    });
     std::deque<std::unique_ptr<Call>> incoming;
-    {
-      absl::MutexLock lock(&mu_);
-      incoming.swap(incoming_);
-    }
+    inbox_.Take(&incoming);
     for (auto& c : incoming) Finish(std::move(c), absl::CancelledError("transport is shutting down"));
   }
 
@@ -598,21 +491,11 @@ class CurlTransport : public HttpTransport {
   const std::shared_ptr<Waker> waker_;
   absl::Time timer_due_ = absl::InfiniteFuture();  // libcurl's timer (OnTimer); loop thread only
   std::thread thread_;
-  absl::Mutex mu_;
-  std::deque<std::unique_ptr<Call>> incoming_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  internal::Inbox<Call> inbox_;
   // Loop thread only:
   absl::flat_hash_map<CURL*, std::unique_ptr<Call>> active_;
   std::vector<CURL*> streams_;
-  struct Delayed {
-    absl::Time due;
-    uint64_t sequence;  // ties keep arrival order
-    std::unique_ptr<Call> call;
-    bool operator>(const Delayed& o) const { return due != o.due ? due > o.due : sequence > o.sequence; }
-  };
-  std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;
-  uint64_t next_sequence_ = 0;
-  std::deque<std::unique_ptr<Call>> ready_;  // due, waiting for room under the cap
+  CallQueue<Call> queue_;  // waiting for room under the cap
   int unary_in_flight_ = 0;
   int unsent_ = 0;  // started calls libcurl has not sent yet (PrereqCallback)
   const int max_in_flight_ = std::max(1, config_.max_requests_in_flight);
@@ -631,18 +514,11 @@ absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(const TransportC
     spdlog::warn("http client: libcurl has no HTTP/2; falling back to HTTP/1.1 connections");
   }
   auto waker = std::make_shared<Waker>();
-  if (waker->fd() < 0) return absl::InternalError(absl::StrCat("http client: eventfd: ", std::strerror(errno)));
-  const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd < 0) return absl::InternalError(absl::StrCat("http client: epoll_create1: ", std::strerror(errno)));
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.fd = waker->fd();
-  if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, waker->fd(), &ev) != 0) {
-    const int err = errno;
-    close(epoll_fd);
-    return absl::InternalError(absl::StrCat("http client: epoll_ctl on the eventfd: ", std::strerror(err)));
-  }
-  return std::unique_ptr<HttpTransport>(new CurlTransport(config, epoll_fd, std::move(waker)));
+  epoll_data_t tag{};
+  tag.fd = waker->fd();
+  absl::StatusOr<int> epoll_fd = internal::NewEpollWithWaker(*waker, tag, "http client");
+  if (!epoll_fd.ok()) return epoll_fd.status();
+  return std::unique_ptr<HttpTransport>(new CurlTransport(config, *epoll_fd, std::move(waker)));
 }
 
 }  // namespace onequeue::k8s

@@ -2,8 +2,8 @@
 // while nothing happens, and still wakes for new work, a cancellation, timeouts, a delayed call
 // and shutdown. Each case runs over both pairs (transport_pair.h): libcurl
 // (curl_multi_socket_action on epoll) against civetweb (HTTP/1.1), and the nghttp2 client against
-// the h2c test server (HTTP/2). Both clients name their loop thread "oq-http" (LoopThreadSwitches
-// finds it by that name).
+// the h2c test server (HTTP/2). LoopThreadSwitches finds the loop thread by its name: "oq-http"
+// (libcurl) or "oq-h2" (nghttp2), so a profile tells the clients apart.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -76,16 +76,19 @@ class WatchHandler : public CivetHandler {
   absl::Notification release_;
 };
 
-// Voluntary context switches of the transport's loop thread (named "oq-http"): each time it
+// The name each client gives its loop thread.
+const char* LoopThreadName(HttpClient client) { return client == HttpClient::kCurl ? "oq-http" : "oq-h2"; }
+
+// Voluntary context switches of the transport's loop thread (named `thread_name`): each time it
 // blocks in epoll_wait and wakes counts one. -1 when there is not exactly one such thread.
-int64_t LoopThreadSwitches() {
+int64_t LoopThreadSwitches(absl::string_view thread_name) {
   int64_t found = -1;
   int threads = 0;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
     std::ifstream comm(task.path() / "comm");
     std::string name;
     std::getline(comm, name);
-    if (name != "oq-http") continue;
+    if (name != thread_name) continue;
     ++threads;
     std::ifstream status(task.path() / "status");
     for (std::string line; std::getline(status, line);) {
@@ -192,10 +195,11 @@ TEST_P(TransportLoopTest, AnIdleTransportWithAnOpenWatchDoesNotWakeUp) {
   Open(transport.get(), &w);
   ASSERT_TRUE(w.first_chunk.WaitForNotificationWithTimeout(absl::Seconds(10)));
   absl::SleepFor(absl::Milliseconds(200));  // let the connection settle
-  const int64_t before = LoopThreadSwitches();
-  ASSERT_GE(before, 0) << "no single thread named oq-http";
+  const char* thread_name = LoopThreadName(testing::ClientOf(GetParam()));
+  const int64_t before = LoopThreadSwitches(thread_name);
+  ASSERT_GE(before, 0) << "no single thread named " << thread_name;
   absl::SleepFor(absl::Seconds(2));
-  const int64_t after = LoopThreadSwitches();
+  const int64_t after = LoopThreadSwitches(thread_name);
   // The polling loop woke every 200 ms (10 times here); the event loop sleeps in epoll_wait.
   EXPECT_LE(after - before, 2) << "the loop woke up with nothing to do";
   EXPECT_FALSE(w.ended.HasBeenNotified());

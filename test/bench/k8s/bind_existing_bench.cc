@@ -9,6 +9,7 @@
 //   k8s_bind_existing_bench KUBECONFIG NAMESPACE PODS NODES IN_FLIGHT START_FILE
 // binds NAMESPACE/pod-I to bench-node-(I mod NODES) for I < PODS (bench_driver.py's names), writes
 // the unix time of its first binding to START_FILE before sending it, and prints one RESULT line.
+// ONEQUEUE_BENCH_CLIENT=nghttp2 binds through the nghttp2 client (ClientConfig::client), else curl.
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -50,6 +51,9 @@ int main(int argc, char** argv) {
   }
   cfg->qps = 0;  // as k8s_binding_throughput_bench: no client-side limit
   cfg->burst = 1;
+  if (const char* c = std::getenv("ONEQUEUE_BENCH_CLIENT"); c && std::string(c) == "nghttp2") {
+    cfg->client = onequeue::k8s::HttpClient::kNghttp2;
+  }
   auto client = onequeue::k8s::RestClient::Create(*cfg);
   if (!client.ok()) {
     std::fprintf(stderr, "%s\n", std::string(client.status().message()).c_str());

@@ -8,7 +8,8 @@
 // Environment knobs: ONEQUEUE_BENCH_NODES (5000), ONEQUEUE_BENCH_PODS (10000),
 // ONEQUEUE_BENCH_INFLIGHT (64 requests in flight), ONEQUEUE_BENCH_QPS (0 = no client limit),
 // ONEQUEUE_BENCH_STREAMS and ONEQUEUE_BENCH_CONNECTIONS (HTTP/2 streams per connection and
-// connections: TransportConfig's defaults).
+// connections: TransportConfig's defaults), ONEQUEUE_BENCH_CLIENT (curl or nghttp2: the HTTP
+// client, ClientConfig::client; default curl).
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -33,6 +34,11 @@ using nlohmann::json;
 int EnvInt(const char* name, int def) {
   const char* v = std::getenv(name);
   return v ? std::atoi(v) : def;
+}
+
+HttpClient EnvClient() {
+  const char* v = std::getenv("ONEQUEUE_BENCH_CLIENT");
+  return v && std::string(v) == "nghttp2" ? HttpClient::kNghttp2 : HttpClient::kCurl;
 }
 
 double CpuSeconds() {
@@ -76,6 +82,7 @@ std::unique_ptr<RestClient> ClientFor(const std::string& kubeconfig, double qps)
   cfg->burst = qps > 0 ? static_cast<int>(qps) : 1;
   cfg->streams_per_connection = EnvInt("ONEQUEUE_BENCH_STREAMS", cfg->streams_per_connection);
   cfg->max_connections = EnvInt("ONEQUEUE_BENCH_CONNECTIONS", cfg->max_connections);
+  cfg->client = EnvClient();
   auto c = RestClient::Create(*cfg);
   return c.ok() ? *std::move(c) : nullptr;
 }
@@ -146,10 +153,10 @@ TEST(K8sBench, BindingThroughput) {
     opts.continue_token = (*page)["metadata"].value("continue", "");
   } while (!opts.continue_token.empty());
   EXPECT_EQ(bound, pods);
-  std::printf("RESULT nodes=%d pods=%d in_flight=%d client_qps=%s: created nodes in %.2f s (%.0f/s), "
+  std::printf("RESULT client=%s nodes=%d pods=%d in_flight=%d client_qps=%s: created nodes in %.2f s (%.0f/s), "
               "pods in %.2f s (%.0f/s); bound %d pods in %.2f s = %.0f pods/s; client CPU %.2f s "
               "(%.1f us per binding)\n",
-              nodes, pods, in_flight, qps > 0 ? absl::StrCat(qps).c_str() : "unlimited", node_s,
+              EnvClient() == HttpClient::kNghttp2 ? "nghttp2" : "curl", nodes, pods, in_flight, qps > 0 ? absl::StrCat(qps).c_str() : "unlimited", node_s,
               nodes / node_s, pod_s, pods / pod_s, bound, bind_s, pods / bind_s, cpu, cpu / pods * 1e6);
 }
 
