@@ -377,6 +377,10 @@ class Daemon {
       spdlog::error("kubernetes: {}", created.status().ToString());
       return 1;
     }
+    // Which HTTP client carries the API's traffic (kubernetes.httpClient): a site comparing the two
+    // reads it here, and the e2e variants on nghttp2 check it.
+    spdlog::info("kubernetes: {} over HTTP client {}", kc->server,
+                 kc->client == k8s::HttpClient::kNghttp2 ? "nghttp2" : "curl");
     client_ = std::move(*created);
     admin_.ConnectKubernetes(client_.get());
     StartInformers();

@@ -3,9 +3,11 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -79,6 +81,11 @@ absl::Status SchedulerProcess::Start(const std::string& config_yaml, const std::
     pid_ = -1;
     return absl::InternalError(absl::StrCat("onequeue-scheduler exited at once (status ", *status, "):\n", Log()));
   }
+  // A variant on onequeue's own HTTP/2 client (ONEQUEUE_E2E_HTTP_CLIENT) must really run on it.
+  if (absl::StrContains(config_yaml, "httpClient: nghttp2") &&
+      !Eventually(absl::Seconds(10), [&] { return absl::StrContains(Log(), "over HTTP client nghttp2"); })) {
+    return absl::InternalError(absl::StrCat("onequeue-scheduler does not say it runs on nghttp2:\n", Log()));
+  }
   return absl::OkStatus();
 }
 
@@ -126,11 +133,15 @@ std::string SchedulerProcess::MetricsAddress() const { return PortFromLog(*this,
 
 std::string SchedulerConfigYaml(const testing::K8sClusterInfo& info, const std::string& pool_label,
                                 const std::string& leader_election) {
+  // ONEQUEUE_E2E_HTTP_CLIENT (curl | nghttp2): the daemon's HTTP client (kubernetes.httpClient);
+  // the e2e variants *_nghttp2 run their scenarios with onequeue's own HTTP/2 client.
+  const char* client = std::getenv("ONEQUEUE_E2E_HTTP_CLIENT");
+  const std::string http_client = client != nullptr && *client != '\0' ? absl::StrCat(", httpClient: ", client) : "";
   return absl::StrCat(R"(apiVersion: onequeue.io/v1alpha1
 kind: SchedulerConfiguration
 schedulerName: onequeue
 poolLabel: ")", pool_label, R"("
-kubernetes: {kubeconfig: ")", info.scheduler_kubeconfig, R"(", qps: 100, burst: 200}
+kubernetes: {kubeconfig: ")", info.scheduler_kubeconfig, R"(", qps: 100, burst: 200)", http_client, R"(}
 queue:
   reservationDepth: 10
   resolutionSeconds: 60
