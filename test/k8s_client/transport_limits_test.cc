@@ -85,13 +85,8 @@ class TransportLimitsTest : public ::testing::TestWithParam<ServerPair> {
  protected:
   void SetUp() override {
     if (GetParam() == ServerPair::kCurlCivetweb) {
-      server_ = std::make_unique<CivetServer>(
-          std::vector<std::string>{"listening_ports", "127.0.0.1:0", "num_threads", "8"});
-      server_->addHandler("/big", big_);
-      server_->addHandler("/apis/policy/v1/poddisruptionbudgets", budgets_);
-      const std::vector<int> ports = server_->getListeningPorts();
-      ASSERT_FALSE(ports.empty());
-      url_ = absl::StrCat("http://127.0.0.1:", ports[0]);
+      server_ = testing::StartCivetweb(8, {{"/big", &big_}, {"/apis/policy/v1/poddisruptionbudgets", &budgets_}}, &url_);
+      ASSERT_NE(server_, nullptr);
     } else {
       // The same two routes; the watch's whole body is made up front and sent as the client's
       // flow control lets it.

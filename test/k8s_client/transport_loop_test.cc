@@ -128,14 +128,8 @@ class TransportLoopTest : public ::testing::TestWithParam<ServerPair> {
  protected:
   void SetUp() override {
     if (GetParam() == ServerPair::kCurlCivetweb) {
-      server_ = std::make_unique<CivetServer>(
-          std::vector<std::string>{"listening_ports", "127.0.0.1:0", "num_threads", "16"});
-      server_->addHandler("/fast", fast_);
-      server_->addHandler("/hang", hang_);
-      server_->addHandler("/watch", watch_);
-      const std::vector<int> ports = server_->getListeningPorts();
-      ASSERT_FALSE(ports.empty());
-      url_ = absl::StrCat("http://127.0.0.1:", ports[0]);
+      server_ = testing::StartCivetweb(16, {{"/fast", &fast_}, {"/hang", &hang_}, {"/watch", &watch_}}, &url_);
+      ASSERT_NE(server_, nullptr);
     } else {
       // The same three: an answer at once, one after 10 s, and a watch that sends one chunk
       // and then nothing while it stays open.

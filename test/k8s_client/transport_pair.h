@@ -6,9 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "CivetServer.h"
+#include "absl/strings/str_cat.h"
 #include "k8s_client/http_transport.h"
 
 namespace onequeue::k8s::testing {
@@ -32,6 +37,19 @@ inline std::optional<std::string> Placeholder(ServerPair p, const std::string& u
   absl::StatusOr<std::unique_ptr<HttpTransport>> t = NewHttpTransport(config);
   if (t.status().code() == absl::StatusCode::kUnimplemented) return std::string(t.status().message());
   return std::nullopt;
+}
+
+// civetweb on 127.0.0.1 (a free port) with `handlers` by path, the curl pair's server; `url` gets
+// its address. nullptr when it has no listening port.
+inline std::unique_ptr<CivetServer> StartCivetweb(
+    int threads, const std::vector<std::pair<std::string, CivetHandler*>>& handlers, std::string* url) {
+  auto server = std::make_unique<CivetServer>(
+      std::vector<std::string>{"listening_ports", "127.0.0.1:0", "num_threads", std::to_string(threads)});
+  for (const auto& [path, handler] : handlers) server->addHandler(path, handler);
+  const std::vector<int> ports = server->getListeningPorts();
+  if (ports.empty()) return nullptr;
+  *url = absl::StrCat("http://127.0.0.1:", ports[0]);
+  return server;
 }
 
 inline auto AllPairs() { return ::testing::Values(ServerPair::kCurlCivetweb, ServerPair::kNghttp2H2c); }

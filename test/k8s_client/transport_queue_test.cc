@@ -59,13 +59,8 @@ class TransportQueueTest : public ::testing::TestWithParam<ServerPair> {
  protected:
   void SetUp() override {
     if (GetParam() == ServerPair::kCurlCivetweb) {
-      server_ = std::make_unique<CivetServer>(
-          std::vector<std::string>{"listening_ports", "127.0.0.1:0", "num_threads", "16"});
-      server_->addHandler("/slow", slow_);
-      server_->addHandler("/fast", fast_);
-      const std::vector<int> ports = server_->getListeningPorts();
-      ASSERT_FALSE(ports.empty());
-      url_ = absl::StrCat("http://127.0.0.1:", ports[0]);
+      server_ = testing::StartCivetweb(16, {{"/slow", &slow_}, {"/fast", &fast_}}, &url_);
+      ASSERT_NE(server_, nullptr);
     } else {
       auto h2c = H2cTestServer::Start();
       ASSERT_TRUE(h2c.ok()) << h2c.status();
