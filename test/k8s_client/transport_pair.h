@@ -1,13 +1,12 @@
 // The client/server pairs the in-process transport tests run over (issue 26: one test body per
 // behaviour, every HTTP client): the libcurl transport against civetweb (HTTP/1.1, as before),
 // and the nghttp2 client against the h2c test server (HTTP/2 with prior knowledge; it speaks
-// nothing else). A pair whose client is still a placeholder (Unimplemented) skips.
+// nothing else). Nothing skips: a client that cannot be made fails the case.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,17 +25,6 @@ inline HttpClient ClientOf(ServerPair p) {
 
 inline std::string PairName(const ::testing::TestParamInfo<ServerPair>& info) {
   return info.param == ServerPair::kCurlCivetweb ? "curl_civetweb" : "nghttp2_h2c";
-}
-
-// Why the pair cannot run yet: the message of its client's Unimplemented factory; nullopt when
-// the client is real.
-inline std::optional<std::string> Placeholder(ServerPair p, const std::string& url) {
-  TransportConfig config;
-  config.client = ClientOf(p);
-  config.server = url;
-  absl::StatusOr<std::unique_ptr<HttpTransport>> t = NewHttpTransport(config);
-  if (t.status().code() == absl::StatusCode::kUnimplemented) return std::string(t.status().message());
-  return std::nullopt;
 }
 
 // civetweb on 127.0.0.1 (a free port) with `handlers` by path, the curl pair's server; `url` gets
