@@ -12,6 +12,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "k8s_client/api_status.h"
@@ -50,6 +51,43 @@ absl::StatusOr<std::unique_ptr<HttpTransport>> NewHttpTransport(const TransportC
       return NewNghttp2Transport(config);
   }
   return absl::InvalidArgumentError("unknown HTTP client");
+}
+
+namespace {
+// The first proxy variable libcurl would read for `server` that is set and not empty (libcurl
+// reads http_proxy only in lower case: HTTP_PROXY may come from a CGI request's header).
+const char* ProxyVariableFor(absl::string_view server, const std::function<const char*(const char*)>& getenv) {
+  const bool https = !absl::StartsWithIgnoreCase(server, "http://");
+  const std::vector<const char*> names = https ? std::vector<const char*>{"https_proxy", "HTTPS_PROXY", "all_proxy",
+                                                                          "ALL_PROXY"}
+                                               : std::vector<const char*>{"http_proxy", "all_proxy", "ALL_PROXY"};
+  for (const char* name : names) {
+    const char* value = getenv(name);
+    if (value != nullptr && *value != '\0') return name;
+  }
+  return nullptr;
+}
+}  // namespace
+
+absl::StatusOr<HttpClientChoice> ChooseHttpClient(absl::string_view setting, absl::string_view server,
+                                                  const std::function<const char*(const char*)>& getenv) {
+  const char* proxy = ProxyVariableFor(server, getenv);
+  if (setting == "curl") return HttpClientChoice{HttpClient::kCurl, ""};
+  if (setting == "nghttp2") {
+    if (proxy == nullptr) return HttpClientChoice{HttpClient::kNghttp2, ""};
+    return HttpClientChoice{HttpClient::kNghttp2,
+                            absl::StrCat(proxy, " is set and not used: kubernetes.httpClient nghttp2 connects to ",
+                                         server, " directly (auto or curl would use the proxy)")};
+  }
+  if (setting == "auto") {
+    if (proxy == nullptr) return HttpClientChoice{HttpClient::kNghttp2, ""};
+    return HttpClientChoice{HttpClient::kCurl,
+                            absl::StrCat("kubernetes.httpClient auto chose curl because ", proxy,
+                                         " is set (onequeue's HTTP/2 client uses no proxy; libcurl honours it and "
+                                         "NO_PROXY)")};
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("kubernetes.httpClient is \"", setting, "\"; must be auto, curl or nghttp2"));
 }
 
 namespace internal {

@@ -26,11 +26,25 @@ absl::Status ResponseTooLargeError(absl::string_view where, size_t max);
 // Where a server is and how to reach it. ClientConfig (config.h) extends it with what only the
 // Kubernetes client needs; slurm_bridge fills it from its own options.
 // Which HTTP client carries the requests (kubernetes.httpClient in the daemon's configuration).
-// kCurl: libcurl (HTTP/1.1 or HTTP/2, TCP or a unix socket; the default, and slurmrestd's).
-// kNghttp2: onequeue's own HTTP/2 client over nghttp2 and OpenSSL (https:// with ALPN h2, or
-// http:// with HTTP/2 prior knowledge); issue 26: libcurl's per-request work on multiplexed
-// connections was the busy daemon's largest cost (docs/k8s_client.md).
+// kCurl: libcurl (HTTP/1.1 or HTTP/2, TCP or a unix socket; slurmrestd's, and the Kubernetes
+// API's behind a proxy). kNghttp2: onequeue's own HTTP/2 client over nghttp2 and OpenSSL
+// (https:// with ALPN h2, or http:// with HTTP/2 prior knowledge; the Kubernetes API's default);
+// issue 26: libcurl's per-request work on multiplexed connections was the busy daemon's largest
+// cost (docs/k8s_client.md).
 enum class HttpClient { kCurl, kNghttp2 };
+
+// kubernetes.httpClient ("auto", "curl" or "nghttp2") resolved for `server`. "auto" is the
+// HTTP/2 client unless a proxy variable that libcurl would use for that server is set
+// (https_proxy, HTTPS_PROXY, all_proxy, ALL_PROXY; for http://, http_proxy): the HTTP/2 client
+// connects directly and reads none of them, libcurl honours them and NO_PROXY, so a site behind
+// a proxy keeps working. `note` says what the environment changed or what is ignored (empty:
+// nothing to say). `getenv` is std::getenv in the daemon (a parameter, for the tests).
+struct HttpClientChoice {
+  HttpClient client = HttpClient::kNghttp2;
+  std::string note;
+};
+absl::StatusOr<HttpClientChoice> ChooseHttpClient(absl::string_view setting, absl::string_view server,
+                                                  const std::function<const char*(const char*)>& getenv);
 
 struct TransportConfig {
   HttpClient client = HttpClient::kCurl;

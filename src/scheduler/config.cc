@@ -195,8 +195,8 @@ void ParseKubernetes(MapReader k8s, KubernetesConfig& c) {
     k8s.KeyError("maxResponseBytes", "must be from 1048576 (1 MiB) to 68719476736 (64 GiB)");
   }
   k8s.Read("httpClient", &c.http_client);
-  if (c.http_client != "curl" && c.http_client != "nghttp2") {
-    k8s.KeyError("httpClient", absl::StrCat("is \"", c.http_client, "\"; must be curl or nghttp2"));
+  if (c.http_client != "auto" && c.http_client != "curl" && c.http_client != "nghttp2") {
+    k8s.KeyError("httpClient", absl::StrCat("is \"", c.http_client, "\"; must be auto, curl or nghttp2"));
   }
   k8s.RefuseUnknown();
 }

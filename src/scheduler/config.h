@@ -25,9 +25,10 @@ struct KubernetesConfig {
   // the most bytes of a watch received and not handled yet (past it the watch ends and the
   // informer relists): a broken or hostile server cannot make the daemon grow without bound.
   int64_t max_response_bytes = int64_t{256} << 20;
-  // The HTTP client under the Kubernetes client (kubernetes.httpClient): "curl" (libcurl) or
-  // "nghttp2" (onequeue's own HTTP/2 client; issue 26, docs/k8s_client.md).
-  std::string http_client = "curl";
+  // The HTTP client under the Kubernetes client (kubernetes.httpClient): "auto" (onequeue's own
+  // HTTP/2 client, or libcurl when a proxy variable is set: k8s::ChooseHttpClient), "curl"
+  // (libcurl) or "nghttp2" (onequeue's own HTTP/2 client; issue 26, docs/k8s_client.md).
+  std::string http_client = "auto";
 };
 
 struct SlurmConfig {

@@ -107,7 +107,12 @@ absl::StatusOr<k8s::ClientConfig> KubeClientConfig(const Config& config, const s
   c->qps = config.kubernetes.qps;
   c->burst = config.kubernetes.burst;
   c->max_response_bytes = static_cast<size_t>(config.kubernetes.max_response_bytes);
-  c->client = config.kubernetes.http_client == "nghttp2" ? k8s::HttpClient::kNghttp2 : k8s::HttpClient::kCurl;
+  absl::StatusOr<k8s::HttpClientChoice> choice =
+      k8s::ChooseHttpClient(config.kubernetes.http_client, c->server, [](const char* name) { return std::getenv(name); });
+  if (!choice.ok()) return choice.status();
+  // A proxy the environment names decides "auto", or is ignored by "nghttp2": the admin reads which.
+  if (!choice->note.empty()) spdlog::warn("kubernetes: {}", choice->note);
+  c->client = choice->client;
   // The replica's identity too: the apiserver's audit log tells the replicas' writes apart.
   c->user_agent = absl::StrCat("onequeue-scheduler/", kVersion, " (", identity, ")");
   return c;

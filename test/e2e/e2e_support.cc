@@ -81,10 +81,14 @@ absl::Status SchedulerProcess::Start(const std::string& config_yaml, const std::
     pid_ = -1;
     return absl::InternalError(absl::StrCat("onequeue-scheduler exited at once (status ", *status, "):\n", Log()));
   }
-  // A variant on onequeue's own HTTP/2 client (ONEQUEUE_E2E_HTTP_CLIENT) must really run on it.
-  if (absl::StrContains(config_yaml, "httpClient: nghttp2") &&
-      !Eventually(absl::Seconds(10), [&] { return absl::StrContains(Log(), "over HTTP client nghttp2"); })) {
-    return absl::InternalError(absl::StrCat("onequeue-scheduler does not say it runs on nghttp2:\n", Log()));
+  // A variant on an HTTP client named in the configuration (ONEQUEUE_E2E_HTTP_CLIENT) must really
+  // run on it.
+  for (const char* client : {"curl", "nghttp2"}) {
+    if (absl::StrContains(config_yaml, absl::StrCat("httpClient: ", client)) &&
+        !Eventually(absl::Seconds(10),
+                    [&] { return absl::StrContains(Log(), absl::StrCat("over HTTP client ", client)); })) {
+      return absl::InternalError(absl::StrCat("onequeue-scheduler does not say it runs on ", client, ":\n", Log()));
+    }
   }
   return absl::OkStatus();
 }
@@ -133,8 +137,9 @@ std::string SchedulerProcess::MetricsAddress() const { return PortFromLog(*this,
 
 std::string SchedulerConfigYaml(const testing::K8sClusterInfo& info, const std::string& pool_label,
                                 const std::string& leader_election) {
-  // ONEQUEUE_E2E_HTTP_CLIENT (curl | nghttp2): the daemon's HTTP client (kubernetes.httpClient);
-  // the e2e variants *_nghttp2 run their scenarios with onequeue's own HTTP/2 client.
+  // ONEQUEUE_E2E_HTTP_CLIENT (auto | curl | nghttp2): the daemon's HTTP client
+  // (kubernetes.httpClient); unset, the default (auto: onequeue's own HTTP/2 client here, where no
+  // proxy variable is set); the e2e variants *_curl run their scenarios on libcurl.
   const char* client = std::getenv("ONEQUEUE_E2E_HTTP_CLIENT");
   const std::string http_client = client != nullptr && *client != '\0' ? absl::StrCat(", httpClient: ", client) : "";
   return absl::StrCat(R"(apiVersion: onequeue.io/v1alpha1

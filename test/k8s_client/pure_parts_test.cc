@@ -120,6 +120,46 @@ const std::string kStream =
     R"({"type":"DELETED","object":{"kind":"Pod","metadata":{"name":"a","resourceVersion":"13"}}})" "\n"
     R"x({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old resource version: 1 (13)"}})x" "\n";
 
+// kubernetes.httpClient: "auto" is onequeue's HTTP/2 client unless a proxy variable libcurl would
+// use for the server is set; "nghttp2" keeps its choice and says the proxy is not used.
+TEST(HttpClientChoiceTest, AutoTakesLibcurlOnlyWhenAProxyVariableAppliesToTheServer) {
+  auto env = [](std::map<std::string, std::string> vars) {
+    return [vars](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  };
+  const std::string https = "https://10.0.0.1:6443", http = "http://127.0.0.1:8080";
+  auto pick = [&](const std::string& setting, const std::string& server, std::map<std::string, std::string> vars) {
+    absl::StatusOr<HttpClientChoice> c = ChooseHttpClient(setting, server, env(vars));
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *c : HttpClientChoice{};
+  };
+  EXPECT_EQ(pick("auto", https, {}).client, HttpClient::kNghttp2);
+  EXPECT_EQ(pick("auto", https, {}).note, "");
+  for (const char* var : {"https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"}) {
+    const HttpClientChoice c = pick("auto", https, {{var, "http://proxy:3128"}});
+    EXPECT_EQ(c.client, HttpClient::kCurl) << var;
+    EXPECT_NE(c.note.find(std::string("because ") + var + " is set"), std::string::npos) << c.note;
+  }
+  // Variables that do not apply: empty, another scheme's, NO_PROXY alone, upper-case HTTP_PROXY
+  // (libcurl reads only http_proxy).
+  EXPECT_EQ(pick("auto", https, {{"HTTPS_PROXY", ""}}).client, HttpClient::kNghttp2);
+  EXPECT_EQ(pick("auto", https, {{"http_proxy", "http://p:1"}, {"NO_PROXY", "*"}}).client, HttpClient::kNghttp2);
+  EXPECT_EQ(pick("auto", http, {{"HTTPS_PROXY", "http://p:1"}, {"HTTP_PROXY", "http://p:1"}}).client,
+            HttpClient::kNghttp2);
+  EXPECT_EQ(pick("auto", http, {{"http_proxy", "http://p:1"}}).client, HttpClient::kCurl);
+  // Explicit choices stand; nghttp2 says the proxy is not used.
+  EXPECT_EQ(pick("curl", https, {}).client, HttpClient::kCurl);
+  EXPECT_EQ(pick("curl", https, {{"HTTPS_PROXY", "http://p:1"}}).note, "");
+  const HttpClientChoice direct = pick("nghttp2", https, {{"HTTPS_PROXY", "http://p:1"}});
+  EXPECT_EQ(direct.client, HttpClient::kNghttp2);
+  EXPECT_NE(direct.note.find("HTTPS_PROXY is set and not used"), std::string::npos) << direct.note;
+  absl::StatusOr<HttpClientChoice> bad = ChooseHttpClient("h2", https, env({}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("must be auto, curl or nghttp2"), std::string::npos);
+}
+
 TEST(WatchDecoderTest, EveryChunkingGivesTheSameEvents) {
   for (size_t split1 = 0; split1 <= kStream.size(); split1 += 7) {
     for (size_t split2 = split1; split2 <= kStream.size(); split2 += 13) {

@@ -636,11 +636,11 @@ TEST(ConfigTest, MaxResponseBytesIsBounded) {
 }
 
 // Issue 26: the HTTP client under the Kubernetes client is chosen by kubernetes.httpClient.
-TEST(ConfigTest, HttpClientIsCurlOrNghttp2) {
+TEST(ConfigTest, HttpClientIsAutoCurlOrNghttp2) {
   auto def = ParseConfig(std::string(kHeader), "mem");
   ASSERT_TRUE(def.ok()) << def.status();
-  EXPECT_EQ(def->kubernetes.http_client, "curl");
-  for (const std::string v : {"curl", "nghttp2"}) {
+  EXPECT_EQ(def->kubernetes.http_client, "auto");
+  for (const std::string v : {"auto", "curl", "nghttp2"}) {
     auto set = ParseConfig(std::string(kHeader) + "kubernetes: {httpClient: " + v + "}\n", "mem");
     ASSERT_TRUE(set.ok()) << v << ": " << set.status();
     EXPECT_EQ(set->kubernetes.http_client, v);
@@ -649,7 +649,7 @@ TEST(ConfigTest, HttpClientIsCurlOrNghttp2) {
     auto bad = ParseConfig(std::string(kHeader) + "kubernetes: {httpClient: " + v + "}\n", "mem");
     ASSERT_FALSE(bad.ok()) << v;
     EXPECT_THAT(std::string(bad.status().message()), HasSubstr("kubernetes.httpClient: is "));
-    EXPECT_THAT(std::string(bad.status().message()), HasSubstr("must be curl or nghttp2"));
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr("must be auto, curl or nghttp2"));
   }
 }
 
