@@ -442,6 +442,68 @@ TEST(SharedMirrorMetricsTest, ReportedLossesBecomeOnequeueSharedMirrorLostTotalB
   EXPECT_EQ(by_node, (std::map<std::string, double>{{"s1", 2}, {"s2", 1}}));
 }
 
+// The cycle's gauges, from its plan: pending pods by kube-scheduler's queue names (started =
+// active, held or gang-incomplete = gated, the rest unschedulable; a group counts its pods), and
+// pending workloads by world and partition (started ones excluded; each world's partition-less
+// series present at zero). A partition that empties loses its series.
+TEST(CycleGaugeMetricsTest, PendingPodsAndWorkloadsFollowThePlan) {
+  auto snapshot = std::make_shared<queue::Snapshot>();
+  auto pod = [](std::string id, std::string partition) {
+    queue::Workload w;
+    w.id = std::move(id);
+    w.kind = queue::WorkloadKind::kPodGroup;
+    w.partition = std::move(partition);
+    return w;
+  };
+  snapshot->pending = {pod("ns/started", "gpu"), pod("ns/held", "gpu"), pod("ns/group", "cpu"), pod("ns/one", "")};
+  queue::Workload job;
+  job.id = "slurm/7";
+  job.kind = queue::WorkloadKind::kSlurmJob;
+  job.partition = "batch";
+  snapshot->pending.push_back(job);
+  auto plan = std::make_shared<queue::Plan>();
+  plan->snapshot = snapshot;
+  plan->starts.push_back(queue::StartDecision{"ns/started", {}, false});
+  queue::WaitingStatus held;
+  held.workload = snapshot->pending[1].id;
+  held.reason = queue::WaitReason::kHeld;
+  plan->waiting.push_back(held);
+  CycleStatus status;
+  status.plan = plan;
+  status.pending_pods["ns/started"].pod_keys = {"ns/s-0", "ns/s-1"};
+  status.pending_pods["ns/held"].pod_keys = {"ns/h-0"};
+  status.pending_pods["ns/group"].pod_keys = {"ns/g-0", "ns/g-1", "ns/g-2"};  // ns/one: none known, counts 1
+  SchedulerMetrics metrics;
+  metrics.ObserveCycle(CycleStats{}, &status, 0.01);
+  auto gauges = [&](const std::string& name) {
+    std::map<std::string, double> values;
+    for (const auto& family : metrics.registry()->Collect()) {
+      if (family.name != name) continue;
+      for (const auto& m : family.metric) {
+        std::string key;
+        for (const auto& l : m.label) key += l.name + "=" + l.value + ",";
+        values[key] = m.gauge.value;
+      }
+    }
+    return values;
+  };
+  EXPECT_EQ(gauges("scheduler_pending_pods"),
+            (std::map<std::string, double>{{"queue=active,", 2}, {"queue=gated,", 1}, {"queue=unschedulable,", 4}}));
+  EXPECT_EQ(gauges("onequeue_pending_workloads"),
+            (std::map<std::string, double>{{"partition=,world=kubernetes,", 1},
+                                           {"partition=,world=slurm,", 0},
+                                           {"partition=batch,world=slurm,", 1},
+                                           {"partition=cpu,world=kubernetes,", 1},
+                                           {"partition=gpu,world=kubernetes,", 1}}));
+  // The next cycle: the gpu workloads are gone (started and bound, held and deleted).
+  snapshot->pending.erase(snapshot->pending.begin(), snapshot->pending.begin() + 2);
+  plan->starts.clear();
+  plan->waiting.clear();
+  metrics.ObserveCycle(CycleStats{}, &status, 0.01);
+  EXPECT_EQ(gauges("onequeue_pending_workloads").count("partition=gpu,world=kubernetes,"), 0u);
+  EXPECT_EQ(gauges("scheduler_pending_pods")["queue=unschedulable,"], 4);
+}
+
 // Issue 13: an informer's backlog overflows (each a relist) are exported as running totals per
 // resource, every series present at zero from the start.
 TEST(InformerMetricsTest, BacklogOverflowsBecomeOnequeueInformerBacklogOverflowsTotal) {
