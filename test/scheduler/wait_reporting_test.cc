@@ -449,14 +449,14 @@ TEST(SharedMirrorMetricsTest, ReportedLossesBecomeOnequeueSharedMirrorLostTotalB
 TEST(CycleGaugeMetricsTest, PendingPodsAndWorkloadsFollowThePlan) {
   auto snapshot = std::make_shared<queue::Snapshot>();
   auto pod = [](std::string id, std::string partition) {
-    queue::Workload w;
+    queue::PendingWorkload w;
     w.id = std::move(id);
     w.kind = queue::WorkloadKind::kPodGroup;
     w.partition = std::move(partition);
     return w;
   };
   snapshot->pending = {pod("ns/started", "gpu"), pod("ns/held", "gpu"), pod("ns/group", "cpu"), pod("ns/one", "")};
-  queue::Workload job;
+  queue::PendingWorkload job;
   job.id = "slurm/7";
   job.kind = queue::WorkloadKind::kSlurmJob;
   job.partition = "batch";
