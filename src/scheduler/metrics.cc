@@ -224,7 +224,7 @@ void SchedulerMetrics::ObserveStatus(const CycleStatus& st) {
   std::map<std::string, std::pair<std::map<std::string, std::string>, double>> pending;
   for (const auto& [key, n] : waiting_by_partition) {
     const std::string world = key.first ? "kubernetes" : "slurm";
-    pending[absl::StrCat(world, "|", key.second)] = {{{"world", world}, {"partition", std::string(key.second)}}, n};
+    pending[absl::StrCat(world, "|", std::string(key.second))] = {{{"world", world}, {"partition", std::string(key.second)}}, n};
   }
   for (const char* world : {"kubernetes", "slurm"}) {
     // The series of each world exist even when nothing waits (at zero): a partition-less one.
