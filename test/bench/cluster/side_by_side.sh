@@ -4,6 +4,8 @@
 #       [--workloads basic,preemption,gang] [--preemptors N] [--preemptor-cpu CPU] [--gang-size G]
 #       [--qps Q] [--burst B] [--onequeue BIN] [--backlog] [--no-ceiling] [--ceiling-inflight K]
 #       [--raw-rounds] [--http-client curl|nghttp2]
+# --http-client (default curl): the daemon's kubernetes.httpClient, and the client that measures
+# the raw binding ceiling and --raw-rounds.
 # Starts a local control plane in DIR (test/cluster/up.sh DIR --kwok --bench: no max-inflight, no
 # priority and fairness, as scheduler_perf does), creates N kwok nodes (4 CPU, 32 GiB, 110 pods,
 # labelled onequeue.io/pool=bench) and the PriorityClasses low and high, then runs each workload R
@@ -84,8 +86,10 @@ while [ $# -gt 0 ]; do
 done
 preemptors=${preemptors:-$nodes}
 case $http_client in curl|nghttp2) ;; *) oq_die "unknown --http-client $http_client (curl, nghttp2)" ;; esac
-# Named only when not the default, so an older daemon (--onequeue) that has no such key still runs.
-oq_http_client=''; [ "$http_client" = curl ] || oq_http_client=", httpClient: $http_client"
+# Always named: the daemon's default (auto) is nghttp2 where no proxy variable is set. The raw
+# binding ceiling and --raw-rounds bind with the same client (ONEQUEUE_BENCH_CLIENT).
+oq_http_client=", httpClient: $http_client"
+export ONEQUEUE_BENCH_CLIENT=$http_client
 for w in ${workloads//,/ }; do
   case $w in basic|preemption|gang) ;; *) oq_die "unknown workload $w (basic, preemption, gang)" ;; esac
 done

@@ -21,10 +21,10 @@ DIR=$(cd "$DIR" && pwd)
 trap 'bash "$cluster/down.sh" "$DIR" >/dev/null 2>&1 || true' EXIT
 bash "$cluster/up.sh" "$DIR" --kwok >/dev/null
 python3 "$here/../cluster/bench_driver.py" "$DIR" nodes "$nodes" bench >/dev/null
-# The daemon's configuration on CLIENT (curl: the key left out, so an older daemon still runs).
+# The daemon's configuration on CLIENT, always named (the daemon's default, auto, is nghttp2 where
+# no proxy variable is set).
 write_config() {
-  local client_key=''
-  [ "$1" = curl ] || client_key=", httpClient: $1"
+  local client_key=", httpClient: $1"
   cat > "$DIR/idle-onequeue-$1.yaml" <<YAML
 apiVersion: onequeue.io/v1alpha1
 kind: SchedulerConfiguration
