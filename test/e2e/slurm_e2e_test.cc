@@ -169,6 +169,11 @@ class SlurmE2ETest : public ::testing::TestWithParam<std::string> {
                       const std::vector<std::string>& env = {}) {
     if (!scheduler_) scheduler_ = std::make_unique<SchedulerProcess>(dir_, "onequeue-scheduler");
     std::string base = SchedulerConfigYaml(K8sClusterEnvironment::Info(), "onequeue.io/pool=" + ns_);
+    // A full cycle every second, not every 5 (queue.fullCycleSeconds, the daemon's default): what
+    // becomes due with time and no event (a node free of pods for lendAfterSeconds, a lent node
+    // idle for returnAfterSeconds, the first fence after the first poll) is acted on within a
+    // second instead of up to five. Cycles events trigger in between still plan arrivals only.
+    base.replace(base.find("queue:\n"), 7, "queue:\n  fullCycleSeconds: 1\n");
     if (!admin_token_file_.empty()) {  // oq's admin calls accepted with this file's token
       const std::string server_end = "metricsAddress: \"127.0.0.1:0\"}";
       base.replace(base.find(server_end), server_end.size(),
