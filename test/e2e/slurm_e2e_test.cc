@@ -456,7 +456,14 @@ TEST_P(SlurmE2ETest, IdlePoolIsLentToSlurmJobs) {
   json pod = MakePod("peer", ns_, peer);
   pod["spec"]["nodeSelector"] = {{"onequeue.io/pool", ns_}};
   ASSERT_TRUE(Create(client_.get(), k8s::kPods, ns_, pod).ok());
-  EXPECT_FALSE(Eventually(absl::Seconds(10), [&] { return !PodNode("peer").empty(); }))
+  // Until kube-scheduler has tried the pod and refused it (its FailedScheduling event; it retries
+  // an unschedulable pod only after a cluster event, backing off 1 s, then 2 s), and 3 s after:
+  // never bound meanwhile.
+  auto refused = [&] { return !EventsWithReason(client_.get(), ns_, "peer", "FailedScheduling").empty(); };
+  Eventually(absl::Seconds(10), [&] { return !PodNode("peer").empty() || refused(); });
+  EXPECT_EQ(PodNode("peer"), "") << "kube-scheduler bound a pod to a lent node";
+  EXPECT_TRUE(refused()) << "kube-scheduler never reported the pod unschedulable";
+  EXPECT_FALSE(Eventually(absl::Seconds(3), [&] { return !PodNode("peer").empty(); }))
       << "kube-scheduler bound a pod to a lent node: " << PodNode("peer");
 }
 
