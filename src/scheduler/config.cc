@@ -438,10 +438,14 @@ NamespacePolicyConfig ParseNamespacePolicy(MapReader& p, const std::set<std::str
   return pc;
 }
 
-// queue.preemption (issue 26): how many candidate nodes one preemption decision examines.
+// queue.preemption (issue 26): how many candidate nodes one preemption decision examines, and how
+// long a reservation its preemptor cannot use is kept.
 void ParseQueuePreemption(MapReader preemption, QueueConfig::Preemption& c) {
   preemption.Read("minCandidateNodesPercentage", &c.min_candidate_nodes_percentage);
   preemption.Read("minCandidateNodesAbsolute", &c.min_candidate_nodes_absolute);
+  preemption.Read("unusableReservationSeconds", &c.unusable_reservation_seconds);
+  if (c.unusable_reservation_seconds < 1) preemption.KeyError("unusableReservationSeconds", "must be at least 1");
+  RefuseLongerThanACentury(preemption, "unusableReservationSeconds", c.unusable_reservation_seconds);
   if (c.min_candidate_nodes_percentage < 0 || c.min_candidate_nodes_percentage > 100) {
     preemption.KeyError("minCandidateNodesPercentage", "must be between 0 and 100");
   }

@@ -203,6 +203,10 @@ struct QueueConfig {
   struct Preemption {
     int min_candidate_nodes_percentage = 10;  // 0..100
     int min_candidate_nodes_absolute = 100;   // >= 0
+    // A reservation its preemptor has not been able to use (a gang member deleted and not made
+    // again, its victims never asked) is released after this long: long enough for a controller
+    // to make a deleted member again, short enough that no node stays reserved and idle for ever.
+    int64_t unusable_reservation_seconds = 60;  // >= 1
   } preemption;
 };
 

@@ -15,8 +15,9 @@ namespace {
 // A reservation its preemptor still waiting cannot use (a gang member deleted after the
 // evictions, requests that no longer fit there) is released after this long: long enough for a
 // controller to make a deleted member again (the mark keeps the node meanwhile), short enough
-// that no node stays reserved and idle for ever.
-constexpr queue::Time kUnusableReservationSeconds = 60;
+// that no node stays reserved and idle for ever: queue.preemption.unusableReservationSeconds
+// (default 60).
+
 // Issue 24 H2: a requeue or cancel that failed for a reason that passes (slurmrestd down, a
 // timeout) is asked again after 5 s, 10 s, 20 s, ... up to a minute.
 constexpr queue::Time kVictimRetrySeconds = 5;
@@ -688,7 +689,7 @@ void PreemptionExecutor::ReleaseUnusable(const queue::Plan& plan, const Preempti
       // there), since the owner it had is not known after a restart.
       const queue::Time since = p.unusable_since.try_emplace(node, c.now).first->second;
       const bool room_made = p.asked_on.count(node) > 0 || !RunsWork(*c.built.snapshot, node);
-      if (room_made && c.now - since < kUnusableReservationSeconds) continue;
+      if (room_made && c.now - since < config_.queue.preemption.unusable_reservation_seconds) continue;
       spdlog::info("node {} released: {} still waits but has not been able to use it for {}s{}", node, preemptor,
                    c.now - since, room_made ? "" : " (its victims never asked)");
       if (!Release(preemptor, p, node, room_made ? ReleaseKind::kUnusable : ReleaseKind::kFinished, &c)) continue;

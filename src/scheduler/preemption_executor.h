@@ -13,7 +13,7 @@
 //          │                        kWaitingForVictims <──────────────────┘
 //          │                                │  ^  the plan no longer places P on a reserved node
 //          │                                v  │  (placed there again: back)
-//          │                            kUnusable ── past kUnusableReservationSeconds:
+//          │                            kUnusable ── past unusableReservationSeconds:
 //          │                                          that node is released
 //          │   refused: a PodDisruptionBudget, a victim Slurm will not requeue (and policy
 //          │   forbids cancelling it), a mark or fence that could not be written

@@ -2,6 +2,7 @@
 # Starts a private Slurm cluster under DIR, on free loopback ports:
 #   munged (own key and socket), slurmctld, N x `slurmd -N nK`, slurmrestd (JWT, TCP + unix socket).
 # Usage: test/cluster/slurm-up.sh DIR [--nodes N] [--gpus G] [--owner-pid PID] [--token-lifespan SECONDS] [--slurm PREFIX]
+#        [--requeue-delay SECONDS]
 #   Which Slurm: ONEQUEUE_SLURM=22.05 (default: Debian bookworm's packages under /usr), 24.11 or
 #   26.05 (Debian trixie's / forky's, in a root filesystem that test/cluster/slurm-rootfs.sh builds
 #   once and caches; the daemons run under chroot in a private mount namespace, and DIR/bin holds
@@ -11,6 +12,8 @@
 #   (default: $ONEQUEUE_CLUSTER_OWNER_PID, as for test/cluster/up.sh).
 #   --slurm PREFIX: the Slurm installation to run (PREFIX/sbin/slurmctld, PREFIX/bin/scontrol, its
 #   slurmrestd plugins); default $ONEQUEUE_SLURM_PREFIX, else /usr (Debian's Slurm 22.05).
+#   --requeue-delay SECONDS: how long a job Slurm requeued waits before it may start again
+#   (AuthInfo cred_expire, 5..120; default Slurm's own, 120 s).
 # Returns when every node is idle and slurmrestd answers /slurm/vX/diag with the token (vX: the
 # highest REST version of v0.0.38..v0.0.45 the installation serves).
 # Writes DIR/slurm.env (shell-sourceable). Needs root (mknod, daemons under their own users).
@@ -20,7 +23,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=slurm/lib.sh
 source "$HERE/slurm/lib.sh"
 
-usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
 [ $# -ge 1 ] || usage
 case "$1" in -h | --help | -*) usage ;; esac
@@ -34,6 +37,7 @@ TOKEN_LIFESPAN=$((30 * 24 * 3600))
 SLURM_PREFIX="${ONEQUEUE_SLURM_PREFIX:-/usr}"
 SLURM_VERSION="${ONEQUEUE_SLURM:-22.05}"
 SLURM_ROOT=""
+REQUEUE_DELAY=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --slurm) SLURM_PREFIX="${2:?--slurm needs the prefix of a Slurm installation}"; shift 2 ;;
@@ -41,12 +45,15 @@ while [ $# -gt 0 ]; do
     --gpus) GPUS="${2:?--gpus needs a number}"; shift 2 ;;
     --owner-pid) OWNER_PID="${2:?--owner-pid needs a PID}"; shift 2 ;;
     --token-lifespan) TOKEN_LIFESPAN="${2:?--token-lifespan needs seconds}"; shift 2 ;;
+    --requeue-delay) REQUEUE_DELAY="${2:?--requeue-delay needs seconds}"; shift 2 ;;
     -h | --help) usage ;;
     *) echo "slurm-up.sh: unknown argument: $1" >&2; usage ;;
   esac
 done
 [[ "$NODES" =~ ^[0-9]+$ ]] && [ "$NODES" -ge 1 ] && [ "$NODES" -le 1000 ] || die "--nodes must be 1..1000, got '$NODES'"
 [[ "$GPUS" =~ ^[0-9]+$ ]] && [ "$GPUS" -ge 1 ] && [ "$GPUS" -le 16 ] || die "--gpus must be 1..16, got '$GPUS'"
+[ -z "$REQUEUE_DELAY" ] || { [[ "$REQUEUE_DELAY" =~ ^[0-9]+$ ]] && [ "$REQUEUE_DELAY" -ge 5 ] && [ "$REQUEUE_DELAY" -le 120 ]; } ||
+  die "--requeue-delay must be 5..120 seconds, got '$REQUEUE_DELAY'"
 [ "$(id -u)" = 0 ] || die "slurm-up.sh must run as root (it makes device nodes with mknod and starts daemons as munge, slurm and nobody)"
 case "$SLURM_VERSION" in
   22.05) ;;
@@ -176,8 +183,11 @@ for ((k = 1; k <= NODES; k++)); do NODE_LIST+=("n$k"); done
 NODE_RANGE="n[1-$NODES]"
 [ "$NODES" = 1 ] && NODE_RANGE=n1
 
+# AuthInfo's cred_expire is also how long a requeued job waits (slurm.conf(5)); Slurm checks >= 5.
+CRED_EXPIRE=""
+[ -z "$REQUEUE_DELAY" ] || CRED_EXPIRE=",cred_expire=$REQUEUE_DELAY"
 fill() {
-  sed -e "s|@DIR@|$SLURM_DIR|g" -e "s|@CLUSTER_NAME@|$CLUSTER_NAME|g" -e "s|@CTLD_PORT@|$CTLD_PORT|g" \
+  sed -e "s|@DIR@|$SLURM_DIR|g" -e "s|@CRED_EXPIRE@|$CRED_EXPIRE|g" -e "s|@CLUSTER_NAME@|$CLUSTER_NAME|g" -e "s|@CTLD_PORT@|$CTLD_PORT|g" \
     -e "s|@FIRST_SLURMD_PORT@|$FIRST_SLURMD_PORT|g" -e "s|@NODES@|$NODE_RANGE|g" \
     -e "s|@LAST_GPU@|$((GPUS - 1))|g" "$1"
 }

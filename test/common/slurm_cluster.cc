@@ -167,9 +167,12 @@ void SlurmClusterEnvironment::SetUp() {
   s.running = true;
   InstallCleanupHooks();
 
-  const std::vector<std::string> argv = {"/bin/bash", ClusterScript("slurm-up.sh"), s.dir, "--nodes",
-                                         std::to_string(options_.nodes), "--gpus", std::to_string(options_.gpus),
-                                         "--owner-pid", std::to_string(getpid())};
+  std::vector<std::string> argv = {"/bin/bash", ClusterScript("slurm-up.sh"), s.dir, "--nodes",
+                                   std::to_string(options_.nodes), "--gpus", std::to_string(options_.gpus),
+                                   "--owner-pid", std::to_string(getpid())};
+  if (options_.requeue_delay_seconds > 0) {
+    argv.insert(argv.end(), {"--requeue-delay", std::to_string(options_.requeue_delay_seconds)});
+  }
   const auto started = Clock::now();
   // slurm-up.sh's own waits are bounded (about 1 minute for 64 nodes); this is the last resort.
   auto r = RunProcess({.argv = argv, .merge_stderr = true, .timeout = std::chrono::seconds(180)});

@@ -57,6 +57,9 @@ struct SlurmClusterInfo {
 struct SlurmClusterOptions {
   int nodes = 8;
   int gpus = 2;  // per node: Gres=gpu:<gpus>
+  // slurm-up.sh --requeue-delay: how long a job Slurm requeued waits before it may start again
+  // (5..120 s); 0: Slurm's default, 120 s.
+  int requeue_delay_seconds = 0;
 };
 
 // Runs slurm-up.sh into a fresh temporary folder ($TMPDIR/onequeue-slurm-XXXXXX if the daemons' users

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
+#include <iostream>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -26,11 +28,29 @@ std::string ReadFile(const std::string& path) {
 
 }  // namespace
 
-bool Eventually(absl::Duration timeout, const std::function<bool()>& condition, absl::Duration interval) {
-  const absl::Time deadline = absl::Now() + timeout;
+void TraceWait(absl::Time since, const std::string& what, std::source_location where) {
+  static const bool trace = std::getenv("ONEQUEUE_E2E_TRACE_WAITS") != nullptr;
+  const absl::Duration took = absl::Now() - since;
+  if (!trace || took < absl::Seconds(1)) return;
+  std::string file = where.file_name();
+  file = file.substr(file.rfind('/') + 1);
+  std::cerr << "[wait] " << file << ":" << where.line() << " " << std::fixed << std::setprecision(1)
+            << absl::ToDoubleSeconds(took) << " s " << what << "\n";
+}
+
+bool Eventually(absl::Duration timeout, const std::function<bool()>& condition, absl::Duration interval,
+                std::source_location where) {
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + timeout;
   while (true) {
-    if (condition()) return true;
-    if (absl::Now() > deadline) return false;
+    if (condition()) {
+      TraceWait(start, "ok", where);
+      return true;
+    }
+    if (absl::Now() > deadline) {
+      TraceWait(start, "timeout", where);
+      return false;
+    }
     absl::SleepFor(interval);
   }
 }

@@ -19,6 +19,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <source_location>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
@@ -37,8 +38,13 @@ namespace onequeue::e2e {
 using nlohmann::json;
 
 // Polls `condition` every `interval` until it holds or `timeout` passes; returns its last value.
+// With ONEQUEUE_E2E_TRACE_WAITS set, every wait of a second or more is written to stderr with its
+// caller's file:line and length ("[wait] slurm_e2e_test.cc:431 12.3 s ok"): where a case's time goes.
 bool Eventually(absl::Duration timeout, const std::function<bool()>& condition,
-                absl::Duration interval = absl::Milliseconds(200));
+                absl::Duration interval = absl::Milliseconds(200),
+                std::source_location where = std::source_location::current());
+// The same trace line for a span the test measures itself (a fixed sleep, a SetUp, a TearDown).
+void TraceWait(absl::Time since, const std::string& what, std::source_location where = std::source_location::current());
 
 // A REST client as the cluster's admin (system:masters), for the tests' own reads and writes.
 absl::StatusOr<std::unique_ptr<k8s::RestClient>> AdminClient(const testing::K8sClusterInfo& info);

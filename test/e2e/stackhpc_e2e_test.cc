@@ -6,7 +6,8 @@
 //
 // test/bench/scenario/stackhpc.sh runs this binary with longer windows and every way, and plots.
 // Parameters (environment): ONEQUEUE_SCENARIO_{NODES, INTERACTIVE, INTERVAL_SECONDS,
-// BOUND_SECONDS, SETTLE_SECONDS, JOB_SECONDS, WAYS, OUT, WORKER_CONTROLLER (statefulset|deployment)}.
+// BOUND_SECONDS, SETTLE_SECONDS, JOB_SECONDS, WAYS, OUT, WORKER_CONTROLLER (statefulset|deployment),
+// REQUEUE_DELAY_SECONDS (Slurm's wait before a requeued job may start again, 5..120)}.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -103,7 +104,13 @@ int main(int argc, char** argv) {
   const onequeue::e2e::stackhpc::ScenarioOptions options = onequeue::e2e::stackhpc::OptionsFromEnv();
   ::testing::AddGlobalTestEnvironment(new onequeue::testing::K8sClusterEnvironment(
       {.controller_manager = true, .kwok = true, .kwok_graceful = true, .kube_scheduler = true}));
-  ::testing::AddGlobalTestEnvironment(
-      new onequeue::testing::SlurmClusterEnvironment({.nodes = options.nodes, .gpus = options.gpus}));
+  // A requeued job waits ONEQUEUE_SCENARIO_REQUEUE_DELAY_SECONDS before Slurm may start it again
+  // (default 50; test/bench/scenario/stackhpc.sh: 120, Slurm's own). Longer than the default 45 s
+  // window, so no job requeued in the window runs again (and could be a victim twice) inside it,
+  // as with Slurm's 120 s; the settle that follows waits 70 s less for the requeued jobs.
+  ::testing::AddGlobalTestEnvironment(new onequeue::testing::SlurmClusterEnvironment(
+      {.nodes = options.nodes,
+       .gpus = options.gpus,
+       .requeue_delay_seconds = onequeue::e2e::stackhpc::EnvInt("ONEQUEUE_SCENARIO_REQUEUE_DELAY_SECONDS", 50)}));
   return RUN_ALL_TESTS();
 }

@@ -96,6 +96,21 @@ TEST(ConfigTest, PreemptionCandidateCapIsReadAndChecked) {
   }
 }
 
+// How long a reservation its preemptor cannot use is kept: 60 s unless set, at least 1 s.
+TEST(ConfigTest, UnusableReservationSecondsIsReadAndChecked) {
+  auto c = ParseConfig(std::string(kHeader) + "queue: {}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.preemption.unusable_reservation_seconds, 60);
+  c = ParseConfig(std::string(kHeader) + "queue: {preemption: {unusableReservationSeconds: 20}}\n", "mem");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->queue.preemption.unusable_reservation_seconds, 20);
+  for (const char* bad : {"0", "-1", "4000000000"}) {
+    c = ParseConfig(std::string(kHeader) + "queue: {preemption: {unusableReservationSeconds: " + bad + "}}\n", "mem");
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_THAT(c.status().message(), HasSubstr("queue.preemption.unusableReservationSeconds")) << bad;
+  }
+}
+
 // Issue 27: the starvation controls (docs/queue.md "Starvation").
 TEST(ConfigTest, StarvationKeysAreReadAndMustBePositive) {
   auto c = ParseConfig(std::string(kHeader) + "queue: {}\n", "mem");

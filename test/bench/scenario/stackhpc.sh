@@ -27,6 +27,8 @@ export ONEQUEUE_SCENARIO_INTERVAL_SECONDS="${INTERVAL:-10}"
 export ONEQUEUE_SCENARIO_BOUND_SECONDS="${BOUND:-120}"
 export ONEQUEUE_SCENARIO_SETTLE_SECONDS="${SETTLE:-300}"
 export ONEQUEUE_SCENARIO_JOB_SECONDS="${JOB_SECONDS:-30}"
+# Slurm's own delay of a requeued job (the e2e test shortens it to 50 s for its 45 s window).
+export ONEQUEUE_SCENARIO_REQUEUE_DELAY_SECONDS="${REQUEUE_DELAY:-120}"
 export ONEQUEUE_SCENARIO_WAYS=kube-scheduler,two-schedulers,onequeue-workers,onequeue-lending
 export ONEQUEUE_SCENARIO_OUT="$out"
 echo "stackhpc.sh: $ONEQUEUE_SCENARIO_NODES nodes, $ONEQUEUE_SCENARIO_INTERACTIVE interactive pods every" \
