@@ -34,10 +34,20 @@ echo "build-image: runtime packages: $packages"
 rm -rf "$out"
 mkdir -p "$out"
 rootfs="$out/rootfs"
-mmdebstrap --variant=extract --include="$packages" \
+# mmdebstrap hands apt a pipe on the first free descriptor and apt's hook writes to it through
+# /bin/sh ("cat >&N"); dash takes one-digit descriptors only, so when a caller's inherited
+# descriptors (flock's locks, make's jobserver) push the first free one to 10 or more, apt fails
+# with "Bad fd number". mmdebstrap runs with only 0-2 open (as test/cluster/slurm-rootfs.sh).
+only_stdio() {
+  local pid=$BASHPID fd
+  for fd in $(ls "/proc/$pid/fd"); do
+    case "$fd" in 0 | 1 | 2 | 255) ;; *) eval "exec $fd>&-" 2>/dev/null || true ;; esac
+  done
+}
+(only_stdio && exec mmdebstrap --variant=extract --include="$packages" \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
-  bookworm "$rootfs" http://deb.debian.org/debian >"$out/mmdebstrap.log" 2>&1 ||
+  bookworm "$rootfs" http://deb.debian.org/debian) >"$out/mmdebstrap.log" 2>&1 ||
   { tail -20 "$out/mmdebstrap.log" >&2; exit 1; }
 mkdir -p "$rootfs/usr/bin"
 for b in "${bins[@]}"; do install -m 0755 "$b" "$rootfs/usr/bin/"; strip --strip-unneeded "$rootfs/usr/bin/$(basename "$b")"; done
