@@ -13,12 +13,13 @@ namespace {
 using nlohmann::json;
 
 json BindingBody(const std::string& ns, const std::string& pod, const std::string& node,
-                 const std::string& uid) {
+                 const std::string& uid, const std::map<std::string, std::string>& annotations) {
   json b = {{"apiVersion", "v1"},
             {"kind", "Binding"},
             {"metadata", {{"name", pod}, {"namespace", ns}}},
             {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
   if (!uid.empty()) b["metadata"]["uid"] = uid;
+  if (!annotations.empty()) b["metadata"]["annotations"] = annotations;
   return b;
 }
 
@@ -62,19 +63,20 @@ std::string FormatRfc3339(absl::Time t) {
   return absl::FormatTime("%Y-%m-%d%ET%H:%M:%SZ", t, absl::UTCTimeZone());
 }
 
-absl::Status SchedulerApi::Bind(const std::string& ns, const std::string& pod,
-                                const std::string& node, const std::string& pod_uid) {
+absl::Status SchedulerApi::Bind(const std::string& ns, const std::string& pod, const std::string& node,
+                                const std::string& pod_uid, const std::map<std::string, std::string>& annotations) {
   absl::StatusOr<json> r =
-      client_->Post(ObjectPath(kPods, ns, pod, "binding"), BindingBody(ns, pod, node, pod_uid));
+      client_->Post(ObjectPath(kPods, ns, pod, "binding"), BindingBody(ns, pod, node, pod_uid, annotations));
   return Annotate(r.status(), absl::StrCat("bind ", ns, "/", pod, " to ", node));
 }
 
 void SchedulerApi::BindAsync(const std::string& ns, const std::string& pod, const std::string& node,
-                             std::function<void(absl::Status)> done, const std::string& pod_uid) {
+                             std::function<void(absl::Status)> done, const std::string& pod_uid,
+                             const std::map<std::string, std::string>& annotations) {
   HttpRequest req;
   req.method = "POST";
   req.path = ObjectPath(kPods, ns, pod, "binding");
-  req.body = BindingBody(ns, pod, node, pod_uid).dump();
+  req.body = BindingBody(ns, pod, node, pod_uid, annotations).dump();
   client_->DoAsync(std::move(req), [done = std::move(done), what = absl::StrCat("bind ", ns, "/", pod, " to ", node)](
                                        absl::StatusOr<std::string> r) { done(Annotate(r.status(), what)); });
 }

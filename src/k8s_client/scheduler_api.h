@@ -41,11 +41,15 @@ class SchedulerApi {
   explicit SchedulerApi(RestClient* client) : client_(client) {}
 
   // POST pods/{name}/binding. `pod_uid` (optional) makes the server refuse a recreated pod.
+  // `annotations` (optional) go in the Binding's metadata: the apiserver sets them on the pod in
+  // the same write (BindingREST.setPodNodeAndMetadata copies them over the pod's; it never
+  // removes one).
   absl::Status Bind(const std::string& ns, const std::string& pod, const std::string& node,
-                    const std::string& pod_uid = "");
+                    const std::string& pod_uid = "", const std::map<std::string, std::string>& annotations = {});
   // Non-blocking variant for bulk binding (benchmarks, gangs): `done` runs on the transport thread.
   void BindAsync(const std::string& ns, const std::string& pod, const std::string& node,
-                 std::function<void(absl::Status)> done, const std::string& pod_uid = "");
+                 std::function<void(absl::Status)> done, const std::string& pod_uid = "",
+                 const std::map<std::string, std::string>& annotations = {});
 
   // POST pods/{name}/eviction (policy/v1).
   absl::Status Evict(const std::string& ns, const std::string& pod,

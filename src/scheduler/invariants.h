@@ -79,7 +79,9 @@ struct ReservationFacts {
   std::string node, preemptor;
   int opened_step = 0;
   ReservationOutcome outcome = ReservationOutcome::kOpen;
-  std::vector<std::string> taken_by;      // other workloads placed on the node while it stood
+  // Other workloads placed on the node while it stood for a preemptor that waits (once the
+  // preemptor no longer waits the mark holds nothing: its release may come later, issue 26).
+  std::vector<std::string> taken_by;
   std::vector<std::string> evicted_again;  // victims evicted (requeued, cancelled) more than once for it
   bool preemptor_waits = true;        // the preemptor is still pending (exists, not placed)
 };

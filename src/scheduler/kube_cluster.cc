@@ -67,49 +67,55 @@ void KubeClusterActions::RecordEvent(const std::string& pod_key, const std::stri
                       });
 }
 
+std::map<std::string, std::string> KubeClusterActions::FinalWaitAnnotations(const std::string& pod_key,
+                                                                             const k8s::Pod* pod) {
+  // Issue 26: a pod that waited shows its queue position and estimated start; once bound it must
+  // not look as if it still waits. The binding carries the values a bound pod shows (position 0,
+  // and the start that is no longer an estimate), which the apiserver sets on the pod in the
+  // binding's own write: no PATCH after it. It waited if this process reported it (a report
+  // remembered, its write landed or not) or the informer's copy shows the annotations (a
+  // predecessor's report).
+  auto reported = last_event_.find(pod_key);
+  bool waited = reported != last_event_.end();
+  if (!waited && pod != nullptr) {
+    waited = pod->metadata.annotations.count(kQueuePositionAnnotation) ||
+             pod->metadata.annotations.count(kEstimatedStartAnnotation);
+  }
+  if (!waited) return {};
+  last_event_[pod_key].final_annotations_sent = true;
+  return {{kQueuePositionAnnotation, "0"}, {kEstimatedStartAnnotation, k8s::FormatRfc3339(absl::Now())}};
+}
+
 absl::Status KubeClusterActions::Bind(const std::string& pod_key, const std::string& node,
                                       const std::string& message) {
   auto [ns, name] = SplitKey(pod_key);
-  std::string uid;
-  bool has_wait_annotations = false;
-  if (auto pod = pods_->Get(pod_key)) {
-    uid = pod->metadata.uid;
-    has_wait_annotations = pod->metadata.annotations.count(kQueuePositionAnnotation) ||
-                           pod->metadata.annotations.count(kEstimatedStartAnnotation);
-  }
-  absl::Status s = api_.Bind(ns, name, node, uid);
+  const std::optional<k8s::Pod> pod = pods_->Get(pod_key);
+  const std::string uid = pod ? pod->metadata.uid : "";
+  absl::Status s = api_.Bind(ns, name, node, uid, FinalWaitAnnotations(pod_key, pod ? &*pod : nullptr));
   if (!s.ok()) {
     spdlog::warn("bind {} to {}: {}", pod_key, node, s.ToString());
     return s;
   }
   RecordEvent(pod_key, "Normal", "Scheduled", "Binding", message);
   last_event_.erase(pod_key);
-  if (has_wait_annotations) {
-    // A bound pod no longer waits: its last queue position and estimated start would mislead
-    // whoever reads kubectl describe. Best effort, like events.
-    auto p = client_->Patch(k8s::ObjectPath(k8s::kPods, ns, name),
-                            {{"metadata", {{"annotations", {{kQueuePositionAnnotation, nullptr},
-                                                            {kEstimatedStartAnnotation, nullptr}}}}}},
-                            "application/merge-patch+json");
-    if (!p.ok()) spdlog::warn("clearing wait annotations of {}: {}", pod_key, p.status().ToString());
-  }
   return absl::OkStatus();
 }
 
 void KubeClusterActions::StartBind(const std::string& pod_key, const std::string& node, const std::string& message,
                                    std::function<void(absl::Status)> done) {
   auto [ns, name] = SplitKey(pod_key);
-  std::string uid;
-  if (auto pod = pods_->Get(pod_key)) uid = pod->metadata.uid;
+  const std::optional<k8s::Pod> pod = pods_->Get(pod_key);
+  const std::string uid = pod ? pod->metadata.uid : "";
   auto shared_done = std::make_shared<std::function<void(absl::Status)>>(std::move(done));
-  auto bind = [api = &api_, ns = std::string(ns), name = std::string(name), node, uid, shared_done]() {
+  auto bind = [api = &api_, ns = std::string(ns), name = std::string(name), node, uid, shared_done,
+               annotations = FinalWaitAnnotations(pod_key, pod ? &*pod : nullptr)]() {
     api->BindAsync(
         ns, name, node,
         [shared_done](absl::Status s) {
           if (!s.ok()) spdlog::warn("{}", s.ToString());
           (*shared_done)(std::move(s));
         },
-        uid);
+        uid, annotations);
   };
   {
     // A waiting report (PodScheduled=False) that landed after the binding would say the bound
@@ -126,32 +132,31 @@ void KubeClusterActions::StartBind(const std::string& pod_key, const std::string
 void KubeClusterActions::BindSucceeded(const std::string& pod_key, const std::string& node,
                                        const std::string& message) {
   auto [ns, name] = SplitKey(pod_key);
-  bool has_wait_annotations = false;
-  if (auto pod = pods_->Get(pod_key)) {
-    has_wait_annotations = pod->metadata.annotations.count(kQueuePositionAnnotation) ||
-                           pod->metadata.annotations.count(kEstimatedStartAnnotation);
-  }
   // Events are best effort: a lost event must never stop scheduling.
   events_.RecordAsync(PodReference(pod_key), "Normal", "Scheduled", "Binding", message, absl::Now(), [pod_key](absl::Status s) {
     if (!s.ok() && !absl::IsResourceExhausted(s)) spdlog::warn("event Scheduled for {}: {}", pod_key, s.ToString());
   });
+  auto reported = last_event_.find(pod_key);
+  const bool carried = reported != last_event_.end() && reported->second.final_annotations_sent;
+  if (reported != last_event_.end()) last_event_.erase(reported);
+  if (carried) return;
+  // Wait annotations the binding did not carry (a predecessor's report the informer showed only
+  // after the binding was sent): written after it, best effort like the events.
+  auto pod = pods_->Get(pod_key);
+  if (!pod) return;
+  auto position = pod->metadata.annotations.find(kQueuePositionAnnotation);
+  if (position == pod->metadata.annotations.end() || position->second == "0") return;
+  k8s::HttpRequest req;
+  req.method = "PATCH";
+  req.path = k8s::ObjectPath(k8s::kPods, ns, name);
+  req.content_type = "application/merge-patch+json";
+  req.body = nlohmann::json{{"metadata", {{"annotations", FinalWaitAnnotations(pod_key, &*pod)}}}}.dump();
   last_event_.erase(pod_key);
-  if (has_wait_annotations) {
-    // A bound pod no longer waits: its last queue position and estimated start would mislead
-    // whoever reads kubectl describe. Best effort, like events.
-    k8s::HttpRequest req;
-    req.method = "PATCH";
-    req.path = k8s::ObjectPath(k8s::kPods, ns, name);
-    req.content_type = "application/merge-patch+json";
-    req.body = nlohmann::json{{"metadata", {{"annotations", {{kQueuePositionAnnotation, nullptr},
-                                                             {kEstimatedStartAnnotation, nullptr}}}}}}
-                   .dump();
-    best_effort_->Submit(std::move(req), [pod_key](absl::StatusOr<std::string> r) {
-      if (!r.ok() && !absl::IsCancelled(r.status())) {
-        spdlog::warn("clearing wait annotations of {}: {}", pod_key, r.status().ToString());
-      }
-    });
-  }
+  best_effort_->Submit(std::move(req), [pod_key](absl::StatusOr<std::string> r) {
+    if (!r.ok() && !absl::IsCancelled(r.status())) {
+      spdlog::warn("writing the final wait annotations of {}: {}", pod_key, r.status().ToString());
+    }
+  });
 }
 
 namespace {

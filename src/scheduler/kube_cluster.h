@@ -53,8 +53,9 @@ class KubeClusterActions : public ClusterActions {
   ~KubeClusterActions() override;
 
   absl::Status Bind(const std::string& pod_key, const std::string& node, const std::string& message) override;
-  // The binding over the client's shared connection without waiting; the event and the clearing
-  // of the wait annotations follow in BindSucceeded, also without waiting.
+  // The binding over the client's shared connection without waiting; the event follows in
+  // BindSucceeded, also without waiting. The binding of a pod that waited carries its final wait
+  // annotations (FinalWaitAnnotations).
   void StartBind(const std::string& pod_key, const std::string& node, const std::string& message,
                  std::function<void(absl::Status)> done) override;
   void BindSucceeded(const std::string& pod_key, const std::string& node, const std::string& message) override;
@@ -114,14 +115,19 @@ class KubeClusterActions : public ClusterActions {
   const k8s::Informer<k8s::Pod>* pods_;
   k8s::SchedulerApi api_;
   k8s::EventRecorder events_;
-  // Writes that gate nothing (a bound pod's wait annotations cleared) go a few at a time, like
+  // Writes that gate nothing (a bound pod's late wait annotations) go a few at a time, like
   // the Events, so that they never crowd out the bindings and victims' deletions they follow.
   std::shared_ptr<k8s::WriteLane> best_effort_;
   // The last FailedScheduling event per waiting pod (the loop calls from one thread).
   struct LastEvent {
     std::string reason, note;
     absl::Time at = absl::InfinitePast();
+    bool final_annotations_sent = false;  // the pod's binding carries its final wait annotations
   };
+  // Issue 26: the annotations a binding of the pod carries: queue position 0 and estimated start
+  // now, if the pod waited (this process reported it, or `pod`, the informer's copy if it has one,
+  // shows wait annotations), else none (loop thread).
+  std::map<std::string, std::string> FinalWaitAnnotations(const std::string& pod_key, const k8s::Pod* pod);
   std::map<std::string, LastEvent> last_event_;
   // Waiting reports in flight and those that failed, shared with the transport thread's callbacks
   // (which may outlive this object).

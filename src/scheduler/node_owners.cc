@@ -21,11 +21,43 @@ void NodeOwners::Read(const KubeState& state) {
         version = w->second.written_version;
       }
     }
+    if (auto d = deferred_.find(n->name); d != deferred_.end()) {
+      // Still showing the owner the deferred value replaces: the deferred value stands, its write
+      // conditional on this version. Anything else shown: someone else changed the owner.
+      if (value.value() == d->second.replaces) value = d->second.value;
+      else deferred_.erase(d);
+    }
     owner_[n->name] = std::move(value);
     version_[n->name] = std::move(version);
   }
   // A node deleted takes its marks with it: nothing is written to a node that is gone.
   std::erase_if(written_, [&](const auto& w) { return !owner_.count(w.first); });
+  std::erase_if(deferred_, [&](const auto& d) { return !owner_.count(d.first); });
+}
+
+void NodeOwners::Defer(const std::string& node, const NodeOwner& value, int64_t now) {
+  auto [it, made] = deferred_.try_emplace(node);
+  if (made) {
+    it->second.replaces = Of(node).value();
+    it->second.since = now;
+  }
+  it->second.value = value;
+  owner_[node] = value;
+}
+
+std::optional<int64_t> NodeOwners::OldestDeferred() const {
+  std::optional<int64_t> oldest;
+  for (const auto& [node, d] : deferred_) {
+    if (!oldest || d.since < *oldest) oldest = d.since;
+  }
+  return oldest;
+}
+
+std::vector<std::pair<std::string, NodeOwner>> NodeOwners::TakeDeferred() {
+  std::vector<std::pair<std::string, NodeOwner>> out;
+  for (auto& [node, d] : deferred_) out.emplace_back(node, d.value);
+  deferred_.clear();
+  return out;
 }
 
 const NodeOwner& NodeOwners::Of(const std::string& node) const {
@@ -59,6 +91,7 @@ absl::Status NodeOwners::Written(const std::string& node, const NodeOwner& value
     }
     return written.status();
   }
+  deferred_.erase(node);  // this write supersedes a deferred one
   Write& w = written_[node];
   w.value = value;
   if (!expected.empty()) w.earlier_versions.insert(expected);
@@ -71,6 +104,7 @@ absl::Status NodeOwners::Written(const std::string& node, const NodeOwner& value
 std::map<std::string, std::string> NodeOwners::Unshown() const {
   std::map<std::string, std::string> out;
   for (const auto& [node, w] : written_) out[node] = w.value.value();
+  for (const auto& [node, d] : deferred_) out[node] = d.value.value();
   return out;
 }
 

@@ -9,7 +9,9 @@
 // one (resourceVersions are opaque: only equality is compared). A write from an old read (a
 // deposed leader's, a lagging watch's) fails with kAborted (HTTP 409) and is made again from a
 // fresh read next cycle.
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -41,9 +43,19 @@ class NodeOwners {
   // every write is sent before the first answer is awaited. The results in the order of `writes`
   // (one write per node).
   std::vector<absl::Status> SetAll(const std::vector<std::pair<std::string, NodeOwner>>& writes);
-  // Writes the watch has not shown yet (node -> annotation value), for the snapshot.
+  // Issue 26: `value` becomes the node's owner for this process at once (Of, Unshown: every
+  // snapshot), its write deferred until WriteDeferred. Only for a value the node in effect has
+  // already (a finished reservation's release: its preemptor no longer waits). It stands while the
+  // node still shows the owner it replaced; a write to the node, or another owner shown, ends it.
+  void Defer(const std::string& node, const NodeOwner& value, int64_t now);
+  // When the oldest deferred write was deferred, if any.
+  std::optional<int64_t> OldestDeferred() const;
+  // The deferred writes, for SetAll (conditional on the latest version read), no longer deferred.
+  std::vector<std::pair<std::string, NodeOwner>> TakeDeferred();
+  // Writes the watch has not shown yet, and deferred ones (node -> annotation value), for the
+  // snapshot.
   std::map<std::string, std::string> Unshown() const;
-  bool HasUnshown() const { return !written_.empty(); }
+  bool HasUnshown() const { return !written_.empty() || !deferred_.empty(); }
   // node -> annotation value (for the status board).
   std::map<std::string, std::string> Values() const;
 
@@ -57,8 +69,15 @@ class NodeOwners {
   absl::Status Written(const std::string& node, const NodeOwner& value, const std::string& expected,
                        const absl::StatusOr<std::string>& written);
 
+  struct Deferred {
+    NodeOwner value;
+    std::string replaces;  // the owner's annotation value it replaces (what the node still shows)
+    int64_t since = 0;
+  };
+
   ClusterActions* actions_;
   const NodeOwner unmarked_;
+  std::map<std::string, Deferred> deferred_;
   std::map<std::string, NodeOwner> owner_;
   std::map<std::string, std::string> version_;  // node -> resourceVersion the next write expects
   std::map<std::string, Write> written_;

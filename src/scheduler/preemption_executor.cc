@@ -621,6 +621,14 @@ void PreemptionExecutor::ReleaseFinished(const PreemptionCycle& c) {
       if (!joined && owners_->Of(node).IsReservedFor(preemptor)) unmark.emplace_back(node, NodeOwner::Unmarked());
     }
   }
+  if (DeferReleases(c)) {
+    // The preemptor no longer waits, so nothing holds the node for it: it is released in this
+    // process's view (every snapshot, Recover) now and written once no preemption is under way.
+    for (const auto& [node, value] : unmark) owners_->Defer(node, value, c.now);
+    unmark.clear();
+  } else {
+    for (auto& w : owners_->TakeDeferred()) unmark.push_back(std::move(w));
+  }
   std::set<std::string> unwritten;
   if (!unmark.empty()) {
     const std::vector<absl::Status> written = owners_->SetAll(unmark);
@@ -650,6 +658,20 @@ void PreemptionExecutor::ReleaseFinished(const PreemptionCycle& c) {
     }
   }
   Reindex();
+}
+
+bool PreemptionExecutor::DeferReleases(const PreemptionCycle& c) const {
+  // The release of a finished reservation gates nothing here (the node is released in this
+  // process's view at once): it only lifts the mark other schedulers see, and a restarted
+  // scheduler makes it from the mark. While preemptions are under way their writes (marks,
+  // nominations, victims' removals, bindings) are what the apiserver's throughput is for; the
+  // releases wait for a moment without one, at most kMaxReleaseDeferralSeconds.
+  const bool under_way = std::any_of(records_.begin(), records_.end(), [&](const auto& r) {
+    return c.IsPending(r.first) && r.second.state != PreemptionState::kBlocked && !r.second.nodes.empty();
+  });
+  if (!under_way) return false;
+  const std::optional<int64_t> oldest = owners_->OldestDeferred();
+  return !oldest || c.now - *oldest < kMaxReleaseDeferralSeconds;
 }
 
 void PreemptionExecutor::ReleaseUnusable(const queue::Plan& plan, const PreemptionCycle& c) {

@@ -50,6 +50,12 @@ class ClusterActions;
 class SlurmActions;
 struct CycleStats;
 
+// Issue 26: the longest a finished reservation's release waits for no preemption to be under
+// way (NodeOwners::Defer). Its mark is a NoSchedule taint to other schedulers: held seconds, not
+// minutes, past the bound preemptor; long enough to outlast a burst of preemptions (100 preemptors
+// are bound within ~2-4 s on the bench's 100 nodes).
+inline constexpr int64_t kMaxReleaseDeferralSeconds = 10;
+
 enum class PreemptionState { kReserved, kEvicting, kWaitingForVictims, kUnusable, kBlocked, kReleased };
 enum class PreemptionEvent {
   kReserve,       // marks written (or read back): victims not asked by this process yet
@@ -123,7 +129,9 @@ class PreemptionExecutor {
                                  const std::vector<std::string>& nodes, const PreemptionCycle& c);
   // Slurm victims whose requeue or cancel failed, asked again once their backoff has passed.
   void RetryVictims(const PreemptionCycle& c);
-  // Releases the reservations of preemptors that no longer wait (started, deleted).
+  // Releases the reservations of preemptors that no longer wait (started, deleted). On nodes
+  // Slurm does not know the write is deferred while another preemption is under way
+  // (DeferReleases), the node released in this process's view meanwhile.
   void ReleaseFinished(const PreemptionCycle& c);
   // Releases the nodes a waiting preemptor has not been able to use for the grace.
   void ReleaseUnusable(const queue::Plan& plan, const PreemptionCycle& c);
@@ -192,6 +200,9 @@ class PreemptionExecutor {
   // The one release path: true when the node is no longer reserved for P (its record updated).
   bool Release(const std::string& preemptor, Preemption& p, const std::string& node, ReleaseKind kind,
                const PreemptionCycle* c);
+  // Issue 26: whether this cycle's finished releases wait (another preemption is under way, the
+  // oldest deferred one younger than kMaxReleaseDeferralSeconds).
+  bool DeferReleases(const PreemptionCycle& c) const;
   // A node Slurm shares, known to this cycle's view: Slurm work may run there (D6).
   bool MayCarrySlurmWork(const std::string& node, const PreemptionCycle* c) const;
   // kFinished on a node still marked reserved(P): Kubernetes' after the live check, else Slurm's

@@ -82,7 +82,7 @@ class ClusterActions {
   virtual absl::Status Bind(const std::string& pod_key, const std::string& node, const std::string& message) = 0;
   // Sends the binding without waiting for it (the loop keeps many in flight, as kube-scheduler's
   // binding goroutines do); `done` may run on another thread, at any time. What follows a
-  // binding that landed (the Scheduled event, clearing the wait annotations) is BindSucceeded,
+  // binding that landed (the Scheduled event) is BindSucceeded,
   // which the loop calls from its own thread. This default binds at once with Bind, which does
   // both.
   virtual void StartBind(const std::string& pod_key, const std::string& node, const std::string& message,

@@ -412,6 +412,17 @@ TEST(K8sClientIntegration, SchedulerWritesUnderItsOwnIdentity) {
   EXPECT_FALSE(reported["metadata"]["annotations"].contains("onequeue.io/queue-position")) << reported.dump();
   EXPECT_EQ(reported["metadata"]["annotations"].value("onequeue.io/estimated-start", ""), "unknown");
 
+  // Issue 26: the binding of a pod that waited carries its final wait annotations, which the
+  // apiserver sets on the pod in the binding's own write (setPodNodeAndMetadata), under the
+  // scheduler's role (pods/binding only): no PATCH of the pod after it. Seen on this apiserver.
+  ASSERT_TRUE(api.Bind(ns, "nominate-with-report", "node-1", "",
+                       {{"onequeue.io/queue-position", "0"}, {"onequeue.io/estimated-start", "2026-12-01T09:00:00Z"}})
+                  .ok());
+  reported = *Admin().Get(ObjectPath(kPods, ns, "nominate-with-report"));
+  EXPECT_EQ(reported["spec"].value("nodeName", ""), "node-1");
+  EXPECT_EQ(reported["metadata"]["annotations"].value("onequeue.io/queue-position", ""), "0") << reported.dump();
+  EXPECT_EQ(reported["metadata"]["annotations"].value("onequeue.io/estimated-start", ""), "2026-12-01T09:00:00Z");
+
   // Eviction without a PDB: the (running) pod goes away.
   CreatePod(ns, "evict-me", "free");
   MarkRunning(ns, "evict-me");

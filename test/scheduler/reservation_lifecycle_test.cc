@@ -281,5 +281,112 @@ TEST(ReservationLifecycleTest, APartlyBoundGangMissingAMemberSaysWhatRuns) {
   EXPECT_THAT(r.message, ::testing::HasSubstr("1 more already bound"));
 }
 
+// Issue 26 (onequeue's writes per preemptor): n1 and n2 (4 CPU) each run a 4-CPU scavenger pod
+// that lingers once deleted (its grace period) until FinishDeletions; p1 (3 CPU) preempts on n1,
+// is bound there, and p2 (3 CPU) arrives to preempt on n2. Returns once p2's victim was asked
+// (the cycle at kNow + 1), p1 bound on n1, n1 still marked reserved(p1).
+void TwoPreemptionsOneAfterTheOther(World* w, SchedulingLoop* loop) {
+  loop->RunCycle(kNow);  // p1: reserve n1, delete its victim
+  ASSERT_EQ(w->OwnerOf("n1"), "reserved/ns/p1");
+  w->FinishDeletions();
+  w->AddPod("p2", "3", "interactive");
+  loop->RunCycle(kNow + 1);  // p1 bound; p2: reserve n2, delete its victim (it lingers)
+  ASSERT_EQ(w->NodeOf("ns/p1"), "n1");
+  ASSERT_EQ(w->OwnerOf("n2"), "reserved/ns/p2");
+  ASSERT_EQ(w->OwnerOf("n1"), "reserved/ns/p1");
+}
+
+void TwoFullNodes(World* w) {
+  w->recreate_evicted = false;
+  w->linger_evicted = true;
+  for (const std::string n : {"n1", "n2"}) {
+    w->AddNode(n, "4");
+    w->AddPod("batch-" + n, "4", "scavenger", n, "2026-11-21T09:00:00Z");
+  }
+  w->AddPod("p1", "3", "interactive");
+}
+
+// While another preemption is under way (p2 waits for its victim), the release of p1's finished
+// reservation is not written: p1 is bound there, so the node is in effect released, and the loop
+// treats it so at once (a 1-CPU scavenger pod takes the room left beside p1 while the mark is still
+// on the node). Once no preemption is under way, every deferred release is written at once.
+TEST(ReservationLifecycleTest, AFinishedReservationsReleaseWaitsWhileAnotherPreemptionIsUnderWay) {
+  World w;
+  TwoFullNodes(&w);
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  TwoPreemptionsOneAfterTheOther(&w, &loop);
+  loop.RunCycle(kNow + 2);  // p1 no longer waits; p2 does
+  EXPECT_EQ(w.OwnerOf("n1"), "reserved/ns/p1") << "the release was written while p2's preemption is under way";
+  EXPECT_EQ(w.owner_writes["n1"], 1) << "the mark only";
+  EXPECT_EQ(loop.reservations().count("n1"), 0u) << "released in the loop's view";
+  w.AddPod("small", "1", "scavenger");
+  loop.RunCycle(kNow + 3);
+  EXPECT_EQ(w.NodeOf("ns/small"), "n1") << "a released reservation still kept the room beside p1";
+  EXPECT_EQ(w.OwnerOf("n1"), "reserved/ns/p1");
+  EXPECT_EQ(loop.reservations().count("n2"), 1u);
+
+  w.FinishDeletions();
+  loop.RunCycle(kNow + 4);  // p2 bound
+  ASSERT_EQ(w.NodeOf("ns/p2"), "n2");
+  loop.RunCycle(kNow + 5);  // nothing under way: both releases written
+  EXPECT_EQ(w.OwnerOf("n1"), "");
+  EXPECT_EQ(w.OwnerOf("n2"), "");
+  EXPECT_EQ(w.owner_writes["n1"], 2);
+  EXPECT_TRUE(loop.reservations().empty());
+  EXPECT_THAT(w.conflicts, IsEmpty());
+  loop.RunCycle(kNow + 6);
+  EXPECT_EQ(w.owner_writes["n1"], 2) << "written once";
+  EXPECT_EQ(w.owner_writes["n2"], 2);
+}
+
+// The deferral is bounded: a preemption under way for ever (p2's victim never leaves) does not
+// keep p1's mark (a NoSchedule taint to other schedulers) on n1 past kMaxReleaseDeferralSeconds.
+TEST(ReservationLifecycleTest, ADeferredReleaseIsWrittenWhenItsBoundPassesEvenWithAPreemptionUnderWay) {
+  World w;
+  TwoFullNodes(&w);
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  TwoPreemptionsOneAfterTheOther(&w, &loop);
+  loop.RunCycle(kNow + 2);  // deferred from here
+  for (queue::Time t = 3; t < 2 + kMaxReleaseDeferralSeconds; ++t) {
+    loop.RunCycle(kNow + t);
+    ASSERT_EQ(w.OwnerOf("n1"), "reserved/ns/p1") << "at +" << t;
+  }
+  loop.RunCycle(kNow + 2 + kMaxReleaseDeferralSeconds);
+  EXPECT_EQ(w.OwnerOf("n1"), "");
+  EXPECT_EQ(w.OwnerOf("n2"), "reserved/ns/p2") << "p2 still waits for its victim";
+  EXPECT_EQ(loop.reservations().count("n2"), 1u);
+}
+
+// The mark stays durable: a scheduler restarted while p1's release is deferred reads n1's mark
+// back, finds p1 bound, and releases it as its predecessor would have (deferred while p2's
+// preemption is under way, which it also finishes from n2's mark, asking no victim again).
+TEST(ReservationLifecycleTest, ARestartWhileAReleaseIsDeferredRebuildsFromTheMarksAndReleasesIt) {
+  World w;
+  TwoFullNodes(&w);
+  Config cfg = TestConfig();
+  {
+    SchedulingLoop loop(cfg, &w, &w);
+    TwoPreemptionsOneAfterTheOther(&w, &loop);
+    loop.RunCycle(kNow + 2);
+    ASSERT_EQ(w.OwnerOf("n1"), "reserved/ns/p1");
+  }  // the daemon dies; its deferred release was never written
+  const std::vector<std::string> asked = w.evictions;
+  SchedulingLoop successor(cfg, &w, &w);
+  successor.RunCycle(kNow + 3);
+  EXPECT_EQ(w.OwnerOf("n1"), "reserved/ns/p1") << "p2's preemption is still under way";
+  EXPECT_EQ(successor.reservations().count("n1"), 0u);
+  EXPECT_EQ(successor.reservations().count("n2"), 1u) << "p2's reservation rebuilt from its mark";
+  w.FinishDeletions();
+  successor.RunCycle(kNow + 4);
+  EXPECT_EQ(w.NodeOf("ns/p2"), "n2");
+  successor.RunCycle(kNow + 5);
+  EXPECT_EQ(w.OwnerOf("n1"), "");
+  EXPECT_EQ(w.OwnerOf("n2"), "");
+  EXPECT_EQ(w.evictions, asked) << "no victim asked again";
+  EXPECT_THAT(w.conflicts, IsEmpty());
+}
+
 }  // namespace
 }  // namespace onequeue::scheduler

@@ -511,8 +511,13 @@ TEST(SchedulingLoopTest, ACyclesBindingsGoOutBeforeTheMarksOfFinishedReservation
   w.sent.clear();
   loop.RunCycle(kNow + 2);
   EXPECT_EQ(w.NodeOf(p_second), second);
-  EXPECT_THAT(w.sent, ::testing::ElementsAre("bind " + p_second, "owner " + first + " "));
+  // p_second's preemption was still under way when this cycle began (its snapshot has it
+  // pending): the release of `first` is deferred (issue 26, NodeOwners::Defer), and both go out
+  // together the next cycle, when none is under way.
+  EXPECT_THAT(w.sent, ::testing::ElementsAre("bind " + p_second));
+  w.sent.clear();
   loop.RunCycle(kNow + 3);
+  EXPECT_THAT(w.sent, ::testing::UnorderedElementsAre("owner " + first + " ", "owner " + second + " "));
   EXPECT_TRUE(loop.reservations().empty());
   EXPECT_EQ(w.OwnerOf(first), "");
   EXPECT_EQ(w.OwnerOf(second), "");

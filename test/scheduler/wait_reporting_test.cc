@@ -9,6 +9,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
+#include "absl/time/time.h"
 #include "k8s_client/http_transport.h"
 #include "k8s_client/informer.h"
 #include "k8s_client/rest_client.h"
@@ -535,11 +537,14 @@ class FedPods : public k8s::Informer<k8s::Pod> {
   void Show(const nlohmann::json& pod) { ASSERT_TRUE(Apply(k8s::WatchEventType::kAdded, pod)); }
 };
 
-// Issue 26 (the binding's writes off the path to bound): once a binding has landed, a pod that
-// waited (the loop wrote its queue position and estimated start) gets one merge PATCH removing
-// both annotations, through the best-effort lane, beside its Scheduled event; a pod bound at its
-// first cycle (no wait annotations) gets the event only, not a PATCH that changes nothing.
-TEST(WaitReportingTest, ABoundPodHasItsWaitAnnotationsClearedOnlyIfItHadThem) {
+// Issue 26 (onequeue's writes per preemptor): a pod that waited (the loop wrote its queue position
+// and estimated start, or the informer shows them) is bound by a Binding whose
+// metadata.annotations carry the final values, queue position 0 and the estimated start replaced
+// by the time of the binding: the apiserver copies a binding's annotations onto the pod
+// (BindingREST's setPodNodeAndMetadata), so the bound pod no longer shows it waits with no PATCH
+// after the binding. A pod bound at its first cycle (no wait annotations) gets a plain Binding.
+// Either way BindSucceeded writes the Scheduled event only.
+TEST(WaitReportingTest, ABindingCarriesTheFinalWaitAnnotationsOfAPodThatWaitedAndNothingFollows) {
   auto transport = std::make_unique<OneNodeServer>();
   OneNodeServer* wire = transport.get();
   k8s::RestClient client(k8s::ClientConfig{}, std::move(transport));
@@ -553,23 +558,45 @@ TEST(WaitReportingTest, ABoundPodHasItsWaitAnnotationsClearedOnlyIfItHadThem) {
   pods.Show(pod("waited", {{kQueuePositionAnnotation, "4"}, {kEstimatedStartAnnotation, "2026-11-30T10:00:00Z"},
                            {"team", "a"}}));
   pods.Show(pod("at-once", {{"team", "a"}}));
-  actions.BindSucceeded("ns/waited", "n1", "bound to n1");
-  actions.BindSucceeded("ns/at-once", "n1", "bound to n1");
-  ASSERT_TRUE(actions.FlushBestEffort(absl::Seconds(5)));
-  std::vector<k8s::HttpRequest> patches;
-  int events = 0;
-  for (const k8s::HttpRequest& r : wire->sent) {
-    if (r.method == "PATCH") patches.push_back(r);
-    if (r.method == "POST" && r.path.find("/events") != std::string::npos) ++events;
+  // Reported by this process, the report landed, the informer not there yet.
+  pods.Show(pod("reported", {{"team", "a"}}));
+  ASSERT_TRUE(actions.ReportWaiting("ns/reported", WaitReport{"Resources", "no room", 2, std::nullopt}).ok());
+  wire->sent.clear();
+  const absl::Time before = absl::Now() - absl::Seconds(1);
+  std::map<std::string, absl::Status> answers;
+  for (const std::string name : {"waited", "at-once", "reported"}) {
+    actions.StartBind("ns/" + name, "n1", "bound to n1", [&answers, name](absl::Status s) { answers[name] = s; });
   }
-  EXPECT_EQ(events, 2) << "a Scheduled event for each";
-  ASSERT_EQ(patches.size(), 1u) << "only the pod that waited is patched";
-  EXPECT_EQ(patches[0].path, k8s::ObjectPath(k8s::kPods, "ns", "waited"));
-  EXPECT_EQ(patches[0].content_type, "application/merge-patch+json");
-  EXPECT_EQ(nlohmann::json::parse(patches[0].body),
-            (nlohmann::json{{"metadata", {{"annotations", {{kQueuePositionAnnotation, nullptr},
-                                                          {kEstimatedStartAnnotation, nullptr}}}}}}))
-      << "both wait annotations removed, the pod's own kept";
+  for (const std::string name : {"waited", "at-once", "reported"}) {
+    ASSERT_TRUE(answers[name].ok()) << name;
+    actions.BindSucceeded("ns/" + name, "n1", "bound to n1");
+  }
+  ASSERT_TRUE(actions.FlushBestEffort(absl::Seconds(5)));
+  std::map<std::string, nlohmann::json> bindings;
+  int events = 0, patches = 0;
+  for (const k8s::HttpRequest& r : wire->sent) {
+    if (r.method == "PATCH") ++patches;
+    if (r.method == "POST" && r.path.find("/events") != std::string::npos) ++events;
+    if (r.method == "POST" && absl::EndsWith(r.path, "/binding")) {
+      const nlohmann::json b = nlohmann::json::parse(r.body);
+      bindings[b["metadata"]["name"]] = b;
+    }
+  }
+  EXPECT_EQ(events, 3) << "a Scheduled event for each";
+  EXPECT_EQ(patches, 0) << "no write after the binding but its event";
+  ASSERT_EQ(bindings.size(), 3u);
+  EXPECT_FALSE(bindings["at-once"]["metadata"].contains("annotations")) << bindings["at-once"].dump();
+  for (const std::string name : {"waited", "reported"}) {
+    const nlohmann::json& a = bindings[name]["metadata"]["annotations"];
+    ASSERT_TRUE(a.is_object()) << name << ": " << bindings[name].dump();
+    EXPECT_EQ(a.size(), 2u) << "only onequeue's wait annotations: the binding never touches the pod's own";
+    EXPECT_EQ(a.value(kQueuePositionAnnotation, ""), "0") << name;
+    absl::Time at;
+    std::string err;
+    ASSERT_TRUE(absl::ParseTime(absl::RFC3339_full, a.value(kEstimatedStartAnnotation, ""), &at, &err)) << name;
+    EXPECT_GE(at, before) << name << ": the estimated start becomes the time it was bound";
+    EXPECT_LE(at, absl::Now() + absl::Seconds(1)) << name;
+  }
 }
 
 // Issue 13: memory that grows with pod churn. The loop's last report per pod and the actions' last

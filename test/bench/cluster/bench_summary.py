@@ -93,6 +93,26 @@ def plot(csv_path, png_path, title, columns):
     return "plot_png.py"
 
 
+def print_request_mix(rows, schedulers, both):
+    """Requests per round by verb and resource (all clients; median of the rounds), the lines where
+    the schedulers differ first: what one writes that the other does not."""
+    keys = sorted({k for rs in rows.values() for r in rs for k in r.get("api_requests", {})})
+    if not keys:
+        return
+    med = {w: {k: median(r.get("api_requests", {}).get(k, [0])[0] for r in rows[w]) for k in keys} for w in schedulers}
+    if both:
+        keys.sort(key=lambda k: (-abs(med["onequeue"][k] - med["kube-scheduler"][k]), k))
+    print("\n| requests per round by verb and resource (all clients, median of rounds) | " + " | ".join(schedulers) +
+          (" | onequeue - kube-scheduler |" if both else " |"))
+    print("|---" * (len(schedulers) + 1 + (1 if both else 0)) + "|")
+    for k in keys:
+        line = f"| {k} | " + " | ".join(fmt(med[w][k]) for w in schedulers)
+        if both:
+            line += f" | {med['onequeue'][k] - med['kube-scheduler'][k]:+g}"
+        print(line + " |")
+    print()
+
+
 def main(argv):
     out, workload, rounds, schedulers, title = argv[0], argv[1], int(argv[2]), argv[3].split(","), argv[4]
     rows = {}
@@ -117,6 +137,7 @@ def main(argv):
             a, b = vals["kube-scheduler"], vals["onequeue"]
             line += f" | {b / a:.2f}" if a and not math.isnan(a) and not math.isnan(b) else " | n/a"
         print(line + " |")
+    print_request_mix(rows, schedulers, both)
     incomplete = [f"{w} round {i} ({r['bound']} of {r['pods']} bound)" for w, rs in rows.items()
                   for i, r in enumerate(rs, 1) if r["bound"] < r["pods"]]
     if incomplete:

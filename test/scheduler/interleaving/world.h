@@ -583,11 +583,14 @@ class CheckedWorld {
         OpenReservation& r = open->second;
         r.preemptor_waits = waits(r.preemptor);
         // Placed there this step by someone other than the preemptor, while it stood (a record
-        // opened this step may follow a binding the same cycle made before it reserved).
-        for (const std::string& key : opened_now ? std::vector<std::string>{} : n.pods) {
+        // opened this step may follow a binding the same cycle made before it reserved) for a
+        // preemptor that still waits: once it no longer does the mark holds nothing (issue 26:
+        // its release may be written later) and the room left beside it is anyone's.
+        const bool holds = !opened_now && r.preemptor_waits;
+        for (const std::string& key : !holds ? std::vector<std::string>{} : n.pods) {
           if (key != r.preemptor && last_pod_node_[key] != name) r.taken_by.push_back(key);
         }
-        for (uint32_t id : opened_now ? std::vector<uint32_t>{} : n.slurm_jobs) {
+        for (uint32_t id : !holds ? std::vector<uint32_t>{} : n.slurm_jobs) {
           if (SlurmWorkloadId(id) != r.preemptor && !RunsOn(last_job_node_, id, name)) {
             r.taken_by.push_back(SlurmWorkloadId(id));
           }
