@@ -498,6 +498,7 @@ int H2Connection::OnFrameRecvCb(nghttp2_session*, const nghttp2_frame* frame, vo
       // Streams above last_stream_id were not processed: nghttp2 closes them with
       // REFUSED_STREAM (requeued); no new ones go on this connection.
       self->goaway_ = true;
+      self->owner_->OnGoaway();
       spdlog::debug("http/2 client: GOAWAY from {} (last stream {}, error {})", self->ep_.authority,
                     frame->goaway.last_stream_id, frame->goaway.error_code);
       break;

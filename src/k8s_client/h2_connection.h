@@ -67,6 +67,8 @@ class H2Owner {
   virtual void Finish(std::unique_ptr<H2Call> call, absl::Status error) = 0;
   // The call never reached the server (not sent, refused stream, GOAWAY): queue it again.
   virtual void Requeue(std::unique_ptr<H2Call> call) = 0;
+  // A GOAWAY frame arrived on one of the connections (counted).
+  virtual void OnGoaway() = 0;
 };
 
 class H2Connection {

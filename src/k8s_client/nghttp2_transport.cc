@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -119,6 +120,12 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
 
   bool OnTransportThread() const override { return std::this_thread::get_id() == thread_.get_id(); }
 
+  Counters GetCounters() const override {
+    return Counters{.connections_opened = connections_opened_.load(std::memory_order_relaxed),
+                    .goaways_received = goaways_received_.load(std::memory_order_relaxed),
+                    .requeued = requeued_.load(std::memory_order_relaxed)};
+  }
+
   std::unique_ptr<HttpStream> OpenStream(HttpRequest request, ChunkCallback on_chunk,
                                          StreamDoneCallback on_done) override {
     auto call = internal::NewStreamCall<H2Call>(std::move(request), std::move(on_chunk), std::move(on_done));
@@ -142,6 +149,7 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
   }
 
   void Requeue(std::unique_ptr<H2Call> call) override {
+    requeued_.fetch_add(1, std::memory_order_relaxed);
     if (call->counted) --unary_in_flight_;
     call->counted = false;
     call->response = HttpResponse{};
@@ -151,6 +159,8 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
     if (call->stream) waiting_streams_.push_front(std::move(call));
     else queue_.PushFront(std::move(call));
   }
+
+  void OnGoaway() override { goaways_received_.fetch_add(1, std::memory_order_relaxed); }
 
   // The inline token, or the token file's current content (read at most once per loop turn); a
   // file that cannot be read keeps the last token (the server's 401 then says what is wrong).
@@ -177,6 +187,7 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
     if (best || live >= max_connections_) return best;
     conns_.push_back(std::make_unique<H2Connection>(next_conn_id_++, endpoint_, this, config_.streams_per_connection));
     H2Connection* c = conns_.back().get();
+    connections_opened_.fetch_add(1, std::memory_order_relaxed);
     c->Connect(now);  // dead at once if it could not start: the call then ends with its error
     return c;
   }
@@ -380,6 +391,8 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
   int unary_in_flight_ = 0;
   const int max_in_flight_ = std::max(1, config_.max_requests_in_flight);
   const int max_connections_ = std::max(1, config_.max_connections);
+  // GetCounters(): written on the loop thread, read anywhere.
+  std::atomic<uint64_t> connections_opened_{0}, goaways_received_{0}, requeued_{0};
 };
 
 }  // namespace
