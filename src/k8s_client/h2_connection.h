@@ -82,6 +82,8 @@ class H2Connection {
   // Resolves the host and starts a non-blocking connect; a failure leaves the connection dead.
   void Connect(absl::Time now);
   bool dead() const { return dead_; }
+  // A GOAWAY came: no new stream goes on it; it lives while its streams (a watch: minutes) run.
+  bool draining() const { return goaway_; }
   // Open or connecting, no GOAWAY, fewer streams than min(max_streams, the server's limit).
   bool HasRoom() const;
   int load() const { return static_cast<int>(streams_.size()); }
