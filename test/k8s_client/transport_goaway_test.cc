@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <set>
@@ -61,15 +62,18 @@ std::string ConfigMapJson(const std::string& name, const std::string& value) {
                       R"("},"data":{"k":")", value, R"("}})");
 }
 
-// A watch's events, decoded line by line as they come (type and object name), and how it ended.
+// A watch's events, decoded line by line as they come (type, object name, resourceVersion), and
+// how its current stream ended.
 struct WatchLog {
   absl::Mutex mu;
   std::string partial ABSL_GUARDED_BY(mu);
+  std::string last_rv ABSL_GUARDED_BY(mu);  // of the last event: a re-watch starts there
   std::multiset<std::string> added ABSL_GUARDED_BY(mu), modified ABSL_GUARDED_BY(mu);
   int other ABSL_GUARDED_BY(mu) = 0;  // any other event (ERROR, DELETED, BOOKMARK)
-  absl::Notification ended;
-  absl::Status status;
-  std::unique_ptr<HttpStream> handle;
+  int opened ABSL_GUARDED_BY(mu) = 0;
+  bool ended ABSL_GUARDED_BY(mu) = false;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  std::unique_ptr<HttpStream> handle ABSL_GUARDED_BY(mu);
 
   void Take(absl::string_view chunk) {
     absl::MutexLock l(&mu);
@@ -79,23 +83,62 @@ struct WatchLog {
       const nlohmann::json e = nlohmann::json::parse(partial.substr(0, nl), nullptr, false);
       partial.erase(0, nl + 1);
       const std::string type = e.is_object() ? e.value("type", "") : "";
-      const std::string name = type == "ADDED" || type == "MODIFIED" ? e["object"]["metadata"].value("name", "") : "";
-      if (type == "ADDED") added.insert(name);
-      else if (type == "MODIFIED") modified.insert(name);
-      else ++other;
+      if (type != "ADDED" && type != "MODIFIED") {
+        ++other;
+        continue;
+      }
+      const nlohmann::json& meta = e["object"]["metadata"];
+      last_rv = meta.value("resourceVersion", "");
+      (type == "ADDED" ? added : modified).insert(meta.value("name", ""));
     }
   }
 };
 
-std::shared_ptr<WatchLog> OpenWatch(HttpTransport& t, const std::string& path) {
-  auto w = std::make_shared<WatchLog>();
-  w->handle = t.OpenStream(
-      Request("GET", path), [w](absl::string_view chunk) { w->Take(chunk); },
+// Opens (again) the watch of `w` on `collection` from its last resourceVersion (`rv` the first time).
+void OpenWatch(HttpTransport& t, std::shared_ptr<WatchLog> w, const std::string& collection, const std::string& rv) {
+  std::string from;
+  {
+    absl::MutexLock l(&w->mu);
+    from = w->last_rv.empty() ? rv : w->last_rv;
+    w->ended = false;
+    w->partial.clear();
+    ++w->opened;
+  }
+  std::unique_ptr<HttpStream> handle = t.OpenStream(
+      Request("GET", absl::StrCat(collection, "?watch=true&timeoutSeconds=900&resourceVersion=", from)),
+      [w](absl::string_view chunk) { w->Take(chunk); },
       [w](absl::Status s) {
+        absl::MutexLock l(&w->mu);
         w->status = std::move(s);
-        w->ended.Notify();
+        w->ended = true;
       });
-  return w;
+  absl::MutexLock l(&w->mu);
+  w->handle = std::move(handle);
+}
+
+// Waits until `seen` holds, keeping the watch open as an informer would: the apiserver may end a
+// watch cleanly at any time (its watch cache drops a watcher that falls behind a burst), and a
+// re-watch from the last resourceVersion must then go on with no event lost or repeated. False
+// when the time is up or the watch ended with an error (`why` says which).
+bool KeepWatchingUntil(HttpTransport& t, std::shared_ptr<WatchLog> w, const std::string& collection,
+                       const std::function<bool(const WatchLog&)>& seen, absl::Duration timeout, std::string* why) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    {
+      absl::MutexLock l(&w->mu);
+      auto ready = [&]() ABSL_SHARED_LOCKS_REQUIRED(w->mu) { return seen(*w) || w->ended; };
+      if (!w->mu.AwaitWithTimeout(absl::Condition(&ready), deadline - absl::Now())) {
+        *why = "time is up";
+        return false;
+      }
+      if (seen(*w)) return true;
+      if (!w->status.ok()) {
+        *why = w->status.ToString();
+        return false;
+      }
+    }
+    OpenWatch(t, w, collection, "");
+  }
 }
 
 // Counts answers; keeps the first few that were not what the test expected.
@@ -161,8 +204,8 @@ TEST_P(TransportGoaway, EveryCallAndEveryWatchEventSurvivesGoaways) {
   HttpTransport& t = **made;
   const std::string rv = ListVersion(t);
   ASSERT_FALSE(rv.empty());
-  const std::string watch_path = absl::StrCat(ConfigMaps(), "?watch=true&timeoutSeconds=900&resourceVersion=", rv);
-  std::vector<std::shared_ptr<WatchLog>> watches = {OpenWatch(t, watch_path), OpenWatch(t, watch_path)};
+  std::vector<std::shared_ptr<WatchLog>> watches = {std::make_shared<WatchLog>(), std::make_shared<WatchLog>()};
+  for (auto& w : watches) OpenWatch(t, w, ConfigMaps(), rv);
 
   constexpr int kObjects = 700;
   auto tally = std::make_shared<Tally>();
@@ -193,15 +236,16 @@ TEST_P(TransportGoaway, EveryCallAndEveryWatchEventSurvivesGoaways) {
   const nlohmann::json items = nlohmann::json::parse(list->body)["items"];
   EXPECT_EQ(items.size(), size_t{kObjects}) << "a create lost or made twice";
 
+  int reopened = 0;
   for (size_t w = 0; w < watches.size(); ++w) {
-    WatchLog& log = *watches[w];
-    EXPECT_FALSE(log.ended.HasBeenNotified()) << "watch " << w << " ended: " << log.status;
-    absl::MutexLock l(&log.mu);
-    auto seen_all = [&]() ABSL_SHARED_LOCKS_REQUIRED(log.mu) {
+    std::string why;
+    auto all = [](const WatchLog& log) ABSL_NO_THREAD_SAFETY_ANALYSIS {
       return log.added.size() >= kObjects && log.modified.size() >= kObjects;
     };
-    EXPECT_TRUE(log.mu.AwaitWithTimeout(absl::Condition(&seen_all), absl::Seconds(60)))
-        << "watch " << w << ": " << log.added.size() << " ADDED, " << log.modified.size() << " MODIFIED";
+    EXPECT_TRUE(KeepWatchingUntil(t, watches[w], ConfigMaps(), all, absl::Seconds(60), &why)) << "watch " << w << ": " << why;
+    WatchLog& log = *watches[w];
+    absl::MutexLock l(&log.mu);
+    reopened += log.opened - 1;
     EXPECT_EQ(log.added.size(), size_t{kObjects}) << "watch " << w;
     EXPECT_EQ(log.modified.size(), size_t{kObjects}) << "watch " << w;
     for (int i = 0; i < kObjects; ++i) {
@@ -213,12 +257,15 @@ TEST_P(TransportGoaway, EveryCallAndEveryWatchEventSurvivesGoaways) {
   }
   const HttpTransport::Counters c = t.GetCounters();
   std::cerr << ClientName(GetParam()) << ": " << c.connections_opened << " connections, " << c.goaways_received
-            << " GOAWAYs, " << c.requeued << " calls requeued\n";
+            << " GOAWAYs, " << c.requeued << " calls requeued; the apiserver ended a watch " << reopened << " times\n";
   if (GetParam() == HttpClient::kNghttp2) {
     EXPECT_GE(c.goaways_received, 1u) << "the apiserver sent no GOAWAY: the test tested nothing";
     EXPECT_GT(c.connections_opened, 1u);
   }
-  for (auto& w : watches) w->handle->Cancel();
+  for (auto& w : watches) {
+    absl::MutexLock l(&w->mu);
+    w->handle->Cancel();
+  }
 }
 
 // The nghttp2 client only: libcurl 7.88 keeps counting a connection that had its GOAWAY against
@@ -238,8 +285,8 @@ TEST_P(TransportGoawayNghttp2, ADrainingConnectionHeldByAWatchDoesNotBlockNewCal
   HttpTransport& t = **made;
   const std::string rv = ListVersion(t);
   ASSERT_FALSE(rv.empty());
-  std::shared_ptr<WatchLog> watch =
-      OpenWatch(t, absl::StrCat(ConfigMaps(), "?watch=true&timeoutSeconds=900&resourceVersion=", rv));
+  auto watch = std::make_shared<WatchLog>();
+  OpenWatch(t, watch, ConfigMaps(), rv);
   // 0.98^600: about 5e-6 that no answer of these carries a GOAWAY.
   constexpr int kCalls = 600;
   auto tally = std::make_shared<Tally>();
@@ -268,18 +315,17 @@ TEST_P(TransportGoawayNghttp2, ADrainingConnectionHeldByAWatchDoesNotBlockNewCal
     absl::MutexLock l(&created->mu);
     EXPECT_TRUE(created->wrong.empty()) << absl::StrJoin(created->wrong, "\n");
   }
-  {
-    absl::MutexLock l(&watch->mu);
-    auto seen = [&]() ABSL_SHARED_LOCKS_REQUIRED(watch->mu) { return watch->added.count("after") == 1; };
-    EXPECT_TRUE(watch->mu.AwaitWithTimeout(absl::Condition(&seen), absl::Seconds(30)));
-  }
-  EXPECT_FALSE(watch->ended.HasBeenNotified()) << watch->status;
+  std::string why;
+  auto after = [](const WatchLog& log) ABSL_NO_THREAD_SAFETY_ANALYSIS { return log.added.count("after") == 1; };
+  EXPECT_TRUE(KeepWatchingUntil(t, watch, ConfigMaps(), after, absl::Seconds(30), &why)) << why;
   const HttpTransport::Counters c = t.GetCounters();
   std::cerr << ClientName(GetParam()) << ": " << c.connections_opened << " connections, " << c.goaways_received
             << " GOAWAYs, " << c.requeued << " calls requeued\n";
   EXPECT_GE(c.goaways_received, 1u);
+  absl::MutexLock l(&watch->mu);
   watch->handle->Cancel();
-  ASSERT_TRUE(watch->ended.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  auto ended = [&]() ABSL_SHARED_LOCKS_REQUIRED(watch->mu) { return watch->ended; };
+  EXPECT_TRUE(watch->mu.AwaitWithTimeout(absl::Condition(&ended), absl::Seconds(5)));
 }
 
 INSTANTIATE_TEST_SUITE_P(BothClients, TransportGoaway, ::testing::Values(HttpClient::kCurl, HttpClient::kNghttp2),
