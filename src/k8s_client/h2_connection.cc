@@ -443,7 +443,11 @@ void H2Connection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   if (it == streams_.end()) return;
   std::unique_ptr<H2Call> call = std::move(it->second);
   streams_.erase(it);
-  if (call->stream) watches_.erase(std::remove(watches_.begin(), watches_.end(), stream_id), watches_.end());
+  if (call->stream) {
+    watches_.erase(std::remove(watches_.begin(), watches_.end(), stream_id), watches_.end());
+    spdlog::debug("http/2 client: stream {} of connection {} closed: error code {}, HTTP {}, ended {}, GOAWAY {}",
+                  stream_id, id_, error_code, call->response.status, call->ended, goaway_);
+  }
   if (call->ended && call->response.status != 0 && !call->timed_out && !call->body_too_large &&
       !(call->stream && call->stream->cancelled.load())) {
     EndCall(std::move(call), absl::OkStatus());  // the common case: no text to make
@@ -498,6 +502,7 @@ int H2Connection::OnFrameRecvCb(nghttp2_session*, const nghttp2_frame* frame, vo
       // Streams above last_stream_id were not processed: nghttp2 closes them with
       // REFUSED_STREAM (requeued); no new ones go on this connection.
       self->goaway_ = true;
+      self->owner_->OnGoaway();
       spdlog::debug("http/2 client: GOAWAY from {} (last stream {}, error {})", self->ep_.authority,
                     frame->goaway.last_stream_id, frame->goaway.error_code);
       break;

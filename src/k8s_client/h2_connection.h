@@ -67,6 +67,8 @@ class H2Owner {
   virtual void Finish(std::unique_ptr<H2Call> call, absl::Status error) = 0;
   // The call never reached the server (not sent, refused stream, GOAWAY): queue it again.
   virtual void Requeue(std::unique_ptr<H2Call> call) = 0;
+  // A GOAWAY frame arrived on one of the connections (counted).
+  virtual void OnGoaway() = 0;
 };
 
 class H2Connection {
@@ -80,6 +82,8 @@ class H2Connection {
   // Resolves the host and starts a non-blocking connect; a failure leaves the connection dead.
   void Connect(absl::Time now);
   bool dead() const { return dead_; }
+  // A GOAWAY came: no new stream goes on it; it lives while its streams (a watch: minutes) run.
+  bool draining() const { return goaway_; }
   // Open or connecting, no GOAWAY, fewer streams than min(max_streams, the server's limit).
   bool HasRoom() const;
   int load() const { return static_cast<int>(streams_.size()); }

@@ -2,6 +2,7 @@
 // libcurl implementation, one request/response type.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -133,6 +134,14 @@ class HttpTransport {
   // True on the thread that runs the callbacks: Send() from there would wait for itself, so it
   // fails with FailedPrecondition instead of deadlocking.
   virtual bool OnTransportThread() const { return false; }
+  // What the transport has done with its connections so far (any thread). The nghttp2 client
+  // counts them; libcurl keeps its connections to itself and reports zeros.
+  struct Counters {
+    uint64_t connections_opened = 0;  // connections started (a connect begun)
+    uint64_t goaways_received = 0;    // GOAWAY frames from the server
+    uint64_t requeued = 0;            // calls sent again: the server had not processed them
+  };
+  virtual Counters GetCounters() const { return {}; }
 };
 
 // libcurl multi on its own thread; HTTP/2 with multiplexing (many requests in flight over one

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -119,6 +120,12 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
 
   bool OnTransportThread() const override { return std::this_thread::get_id() == thread_.get_id(); }
 
+  Counters GetCounters() const override {
+    return Counters{.connections_opened = connections_opened_.load(std::memory_order_relaxed),
+                    .goaways_received = goaways_received_.load(std::memory_order_relaxed),
+                    .requeued = requeued_.load(std::memory_order_relaxed)};
+  }
+
   std::unique_ptr<HttpStream> OpenStream(HttpRequest request, ChunkCallback on_chunk,
                                          StreamDoneCallback on_done) override {
     auto call = internal::NewStreamCall<H2Call>(std::move(request), std::move(on_chunk), std::move(on_done));
@@ -142,6 +149,7 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
   }
 
   void Requeue(std::unique_ptr<H2Call> call) override {
+    requeued_.fetch_add(1, std::memory_order_relaxed);
     if (call->counted) --unary_in_flight_;
     call->counted = false;
     call->response = HttpResponse{};
@@ -151,6 +159,8 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
     if (call->stream) waiting_streams_.push_front(std::move(call));
     else queue_.PushFront(std::move(call));
   }
+
+  void OnGoaway() override { goaways_received_.fetch_add(1, std::memory_order_relaxed); }
 
   // The inline token, or the token file's current content (read at most once per loop turn); a
   // file that cannot be read keeps the last token (the server's 401 then says what is wrong).
@@ -164,19 +174,20 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
     }
   }
 
-  // The least loaded connection with room; a new one while there are fewer than
-  // max_connections; else null (the call waits).
+  // The least loaded connection with room; a new one while fewer than max_connections can take
+  // streams; else null (the call waits). A connection draining after a GOAWAY is not counted: it
+  // takes no new stream but stays up while a watch on it runs (minutes), so counted, watches on
+  // draining connections could hold every slot and every call would wait for them to end
+  // (k8s_transport_goaway_test). Draining connections are as many as the streams keeping them.
   H2Connection* PickConnection(absl::Time now) {
     H2Connection* best = nullptr;
-    int live = 0;
     for (auto& c : conns_) {
-      if (c->dead()) continue;
-      ++live;
       if (c->HasRoom() && (!best || c->load() < best->load())) best = c.get();
     }
-    if (best || live >= max_connections_) return best;
+    if (best || UsableConnections() >= max_connections_) return best;
     conns_.push_back(std::make_unique<H2Connection>(next_conn_id_++, endpoint_, this, config_.streams_per_connection));
     H2Connection* c = conns_.back().get();
+    connections_opened_.fetch_add(1, std::memory_order_relaxed);
     c->Connect(now);  // dead at once if it could not start: the call then ends with its error
     return c;
   }
@@ -324,9 +335,10 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
       Dispatch(now);
       FlushAndReap();
       const absl::Time due = std::min(next_delayed, ExpireDue(now));
-      // A connection that died while calls wait with nothing else to wake the loop: go round.
+      // A connection that died or got a GOAWAY while calls wait, with nothing else to wake the
+      // loop: go round.
       const bool again = (!waiting_streams_.empty() || (queue_.HasReady() && unary_in_flight_ < max_in_flight_)) &&
-                         LiveConnections() < max_connections_;
+                         UsableConnections() < max_connections_;
       const int n = epoll_wait(endpoint_.epoll_fd, events, kMaxEvents, again ? 0 : internal::WaitMillis(due, now));
       if (n < 0 && errno != EINTR) {
         spdlog::error("http/2 client: epoll_wait: {}", std::strerror(errno));
@@ -346,8 +358,10 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
     Shutdown();
   }
 
-  int LiveConnections() const {
-    return static_cast<int>(std::count_if(conns_.begin(), conns_.end(), [](const auto& c) { return !c->dead(); }));
+  // Connections up or coming up that may take new streams (not dead, not draining).
+  int UsableConnections() const {
+    return static_cast<int>(
+        std::count_if(conns_.begin(), conns_.end(), [](const auto& c) { return !c->dead() && !c->draining(); }));
   }
 
   // Everything still queued or running ends as Cancelled.
@@ -380,6 +394,8 @@ class Nghttp2Transport : public HttpTransport, public internal::H2Owner {
   int unary_in_flight_ = 0;
   const int max_in_flight_ = std::max(1, config_.max_requests_in_flight);
   const int max_connections_ = std::max(1, config_.max_connections);
+  // GetCounters(): written on the loop thread, read anywhere.
+  std::atomic<uint64_t> connections_opened_{0}, goaways_received_{0}, requeued_{0};
 };
 
 }  // namespace

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Starts a local Kubernetes control plane on loopback, without containers:
 #   test/cluster/up.sh DIR [--controller-manager] [--kwok] [--kwok-graceful] [--scheduler] [--bench]
+#                          [--apiserver-arg=--FLAG=VALUE]...
 # etcd and kube-apiserver always; --controller-manager: kube-controller-manager; --kwok: kwok (fake
 # kubelets: nodes turn Ready, bound pods Running; a deleted pod goes at once); --kwok-graceful: kwok
 # whose deleted pods keep their node for their grace period, as with a kubelet; --scheduler: kube-scheduler as a peer scheduler;
 # --bench: lifts the apiserver's request limits (no max-inflight, no priority and fairness), as
-# kwokctl and scheduler_perf do, for benchmarks only.
+# kwokctl and scheduler_perf do, for benchmarks only; --apiserver-arg=X (repeatable): X appended to
+# kube-apiserver's flags (e.g. --apiserver-arg=--goaway-chance=0.02 for a test of a client's GOAWAY
+# handling); it must be a flag (start with --).
 # Every port is a free loopback port chosen at start, so several clusters can run at once.
 # Writes DIR/env, DIR/kubeconfig (admin), DIR/scheduler.kubeconfig, DIR/nobody.kubeconfig,
 # DIR/pki, DIR/args, DIR/pids, DIR/logs (see docs/local-cluster.md). Returns when /readyz is ok and
@@ -17,11 +20,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
 source "$here/lib.sh"
 
-usage() { echo "usage: $0 DIR [--controller-manager] [--kwok] [--kwok-graceful] [--scheduler] [--bench]" >&2; exit 2; }
+usage() { echo "usage: $0 DIR [--controller-manager] [--kwok] [--kwok-graceful] [--scheduler] [--bench] [--apiserver-arg=--FLAG=VALUE]..." >&2; exit 2; }
 [ $# -ge 1 ] || usage
 DIR=$1
 shift
 want_kcm=false want_kwok=false want_sched=false bench=false kwok_graceful=false
+apiserver_args=()
 for a in "$@"; do
   case $a in
     --controller-manager) want_kcm=true ;;
@@ -29,6 +33,7 @@ for a in "$@"; do
     --kwok-graceful) want_kwok=true kwok_graceful=true ;;
     --scheduler) want_sched=true ;;
     --bench) bench=true ;;
+    --apiserver-arg=--*) apiserver_args+=("${a#--apiserver-arg=}") ;;
     *) usage ;;
   esac
 done
@@ -213,7 +218,7 @@ choose_apiserver() {
     --service-account-key-file="$pki/sa.key" --service-account-signing-key-file="$pki/sa.key" \
     --token-auth-file="$pki/tokens.csv" --authorization-mode=Node,RBAC \
     --service-cluster-ip-range=10.0.0.0/24 \
-    --endpoint-reconciler-type=none "${extra[@]}"
+    --endpoint-reconciler-type=none "${extra[@]}" ${apiserver_args[@]+"${apiserver_args[@]}"}
 }
 apiserver_ready() {
   oq_https_ok "$pki/ca.crt" "https://127.0.0.1:$apiserver_port/readyz" "$admin_token"

@@ -155,6 +155,7 @@ void K8sClusterEnvironment::SetUp() {
   if (options_.kwok) argv.push_back(options_.kwok_graceful ? "--kwok-graceful" : "--kwok");
   if (options_.kube_scheduler) argv.push_back("--scheduler");
   if (options_.bench) argv.push_back("--bench");
+  for (const std::string& a : options_.apiserver_args) argv.push_back("--apiserver-arg=" + a);
   // Generous: on a fresh machine up.sh may first wait for the upstream build's lock.
   const auto timeout = std::chrono::seconds(600);
   const auto started = Clock::now();

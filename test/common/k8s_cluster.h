@@ -44,6 +44,8 @@ struct K8sClusterOptions {
   bool kwok_graceful = false;  // with kwok: a deleted pod keeps its node for its grace period
   bool kube_scheduler = false;  // the peer scheduler, for pods with schedulerName default-scheduler
   bool bench = false;           // no max-inflight limits, no API priority and fairness
+  // Appended to kube-apiserver's flags (up.sh --apiserver-arg), e.g. "--goaway-chance=0.02".
+  std::vector<std::string> apiserver_args;
 };
 
 // Runs up.sh into a fresh temporary folder in SetUp and down.sh in TearDown. If up.sh fails, SetUp

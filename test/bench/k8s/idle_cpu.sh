@@ -6,7 +6,8 @@
 # until its informers have synced plus 5 s, and prints the utime+stime it used over SECONDS
 # (/proc/PID/stat) as a share of one core, and how often its threads woke up (voluntary context
 # switches, /proc/PID/task/*/status; the HTTP loop thread apart when it is named: oq-http for
-# libcurl, oq-h2 for nghttp2). Stops everything at the end. Run by hand, one at a time
+# libcurl, oq-h2 for nghttp2), then the wake-ups by thread name (name, threads, wake-ups). Stops
+# everything at the end. Run by hand, one at a time
 # (flock /tmp/oq-e2e.lock).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,6 +47,15 @@ switches() {
   done
   echo "$sum"
 }
+# per_thread PID: "TID COMM VOLUNTARY" for each of PID's threads (COMM without spaces).
+per_thread() {
+  local t c v
+  for t in /proc/"$1"/task/*; do
+    read -r c <"$t/comm" 2>/dev/null || continue
+    v=$(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status" 2>/dev/null || echo 0)
+    echo "${t##*/} ${c// /_} ${v:-0}"
+  done
+}
 n=0
 for arg in "$@"; do
   n=$((n + 1))
@@ -61,11 +71,18 @@ for arg in "$@"; do
   sleep 5
   t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   w0=$(switches "$pid") h0=$(switches "$pid" "$http_thread")
+  per_thread "$pid" >"$DIR/idle-$n.threads0"
   sleep "$seconds"
   t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   w1=$(switches "$pid") h1=$(switches "$pid" "$http_thread")
+  per_thread "$pid" >"$DIR/idle-$n.threads1"
   kill "$pid"
   wait "$pid" || true
   awk -v b="$arg" -v t="$http_thread" -v d=$((t1 - t0)) -v c="$clk" -v s="$seconds" -v w=$((w1 - w0)) -v h=$((h1 - h0)) \
     'BEGIN { printf "%s: %.2f CPU-s in %d s = %.2f%% of a core; %d wake-ups (%d in %s threads)\n", b, d / c, s, 100 * d / c / s, w, h, t }'
+  # Wake-ups by thread name over the same SECONDS (threads of one name summed; a thread that
+  # started or ended in between counts what it did while both snapshots saw it).
+  awk 'NR == FNR { before[$1] = $3; next } ($1 in before) { by[$2] += $3 - before[$1]; n[$2]++ }
+       END { for (c in by) printf "  %-16s x%-3d %6d\n", c, n[c], by[c] }' \
+    "$DIR/idle-$n.threads0" "$DIR/idle-$n.threads1" | sort -k3 -n -r
 done
