@@ -24,43 +24,15 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/k8s_cluster.h"
+#include "admin_transport.h"
 #include "k8s_client/http_transport.h"
 
 namespace onequeue::k8s {
 
-// gtest prints the parameter of a failing case with this (found by ADL) instead of its bytes.
-void PrintTo(HttpClient c, std::ostream* os) { *os << (c == HttpClient::kCurl ? "curl" : "nghttp2"); }
-
 namespace {
 
 using ::onequeue::testing::K8sClusterEnvironment;
-
-const ::onequeue::testing::K8sClusterInfo& Cluster() { return K8sClusterEnvironment::Info(); }
-
-std::string ClientName(HttpClient c) { return c == HttpClient::kCurl ? "curl" : "nghttp2"; }
-
-// The admin's connection to the cluster, with the client under test.
-TransportConfig AdminConfig(HttpClient client) {
-  TransportConfig c;
-  c.client = client;
-  c.server = Cluster().server;
-  c.ca_file = Cluster().ca_file;
-  c.bearer_token = Cluster().admin_token;
-  return c;
-}
-
-HttpRequest Request(std::string method, std::string path, std::string body = "") {
-  HttpRequest r;
-  r.method = std::move(method);
-  r.path = std::move(path);
-  r.body = std::move(body);
-  return r;
-}
-
-std::string ConfigMapJson(const std::string& name, const std::string& value) {
-  return absl::StrCat(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")", name,
-                      R"("},"data":{"k":")", value, R"("}})");
-}
+using namespace testing_support;  // NOLINT: the shared helpers of admin_transport.h
 
 std::string PodJson(const std::string& name) {
   return absl::StrCat(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", name,
