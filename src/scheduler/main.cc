@@ -44,7 +44,7 @@
 
 namespace {
 
-// How long a stopping daemon waits for its queued Events and annotation clears (a pod is given
+// How long a stopping daemon waits for its queued Events and late wait-annotation writes (a pod is given
 // 30 s to stop unless its spec says otherwise).
 constexpr absl::Duration kBestEffortFlush = absl::Seconds(3);
 
@@ -616,11 +616,11 @@ class Daemon {
       loop.PersistUsageTo(usage_store.get());
     }
     RunCycles(loop, actions, failpoint);
-    // Stopping (SIGTERM): the Events and annotation clears a burst left queued go out now, while
+    // Stopping (SIGTERM): the Events and late wait-annotation writes a burst left queued go out now, while
     // the Lease is still held (it is given up after this thread ends), within a bound well inside
     // the pod's termination grace period.
     if (leading_ && !actions.FlushBestEffort(kBestEffortFlush)) {
-      spdlog::warn("stopping with Events or annotation clears still unsent after {}", absl::FormatDuration(kBestEffortFlush));
+      spdlog::warn("stopping with Events or wait-annotation writes still unsent after {}", absl::FormatDuration(kBestEffortFlush));
     }
   }
 
