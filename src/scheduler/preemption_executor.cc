@@ -609,7 +609,7 @@ void PreemptionExecutor::RetryVictims(const PreemptionCycle& c) {
   }
 }
 
-void PreemptionExecutor::ReleaseFinished(const PreemptionCycle& c) {
+bool PreemptionExecutor::ReleaseFinished(const PreemptionCycle& c) {
   // Issue 26: the marks of finished preemptions on nodes Slurm does not know (ReleaseFinishedNode
   // would unmark them one GET and PATCH after another) are cleared all at once; Release then finds
   // them unmarked and updates the records. A write that failed is tried again next cycle.
@@ -621,10 +621,12 @@ void PreemptionExecutor::ReleaseFinished(const PreemptionCycle& c) {
       if (!joined && owners_->Of(node).IsReservedFor(preemptor)) unmark.emplace_back(node, NodeOwner::Unmarked());
     }
   }
+  bool deferred = false;
   if (DeferReleases(c)) {
     // The preemptor no longer waits, so nothing holds the node for it: it is released in this
     // process's view (every snapshot, Recover) now and written once no preemption is under way.
     for (const auto& [node, value] : unmark) owners_->Defer(node, value, c.now);
+    deferred = !unmark.empty();
     unmark.clear();
   } else {
     for (auto& w : owners_->TakeDeferred()) unmark.push_back(std::move(w));
@@ -658,6 +660,7 @@ void PreemptionExecutor::ReleaseFinished(const PreemptionCycle& c) {
     }
   }
   Reindex();
+  return deferred;
 }
 
 bool PreemptionExecutor::DeferReleases(const PreemptionCycle& c) const {

@@ -131,8 +131,10 @@ class PreemptionExecutor {
   void RetryVictims(const PreemptionCycle& c);
   // Releases the reservations of preemptors that no longer wait (started, deleted). On nodes
   // Slurm does not know the write is deferred while another preemption is under way
-  // (DeferReleases), the node released in this process's view meanwhile.
-  void ReleaseFinished(const PreemptionCycle& c);
+  // (DeferReleases), the node released in this process's view meanwhile. Returns whether it
+  // released one so (issue 26): no watch event follows such a release, and this cycle's plan,
+  // made before it, saw the node reserved.
+  bool ReleaseFinished(const PreemptionCycle& c);
   // Releases the nodes a waiting preemptor has not been able to use for the grace.
   void ReleaseUnusable(const queue::Plan& plan, const PreemptionCycle& c);
   // A start took the node (TakeNodeFor, a Slurm job's lend): its reservation is consumed.

@@ -142,7 +142,7 @@ CycleStats SchedulingLoop::RunCycle(queue::Time now) {
   DrainBindResults(now, &stats);  // whatever has landed already counts in this cycle
   // Nothing released without Slurm's view (issue 24 H1); after the bindings (issue 26: none waits
   // for these writes; the plan is the same, its snapshot read before them).
-  if (lending_.known()) preemptions_.ReleaseFinished(cycle);
+  if (lending_.known()) stats.run_again = preemptions_.ReleaseFinished(cycle);
   if (lending_.known()) preemptions_.RetryVictims(cycle);
   preemptions_.Start(WholeNodePreemptions(plan.preemptions, *built.snapshot), WithNominationReports(plan, cycle));
   if (lending_.known()) StartSubNodePreemptions(plan.preemptions, *state, cycle);

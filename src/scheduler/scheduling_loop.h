@@ -288,6 +288,10 @@ struct CycleStats {
   // The cycle planned only the pods that arrived since the last full cycle (RunArrivalCycle);
   // false: a full cycle.
   bool incremental = false;
+  // Issue 26: the cycle changed what the next plan sees where no informer event will say so (a
+  // finished reservation released in the loop's view only, NodeOwners::Defer, after this cycle's
+  // plan saw it reserved): the daemon runs the next cycle without waiting for an event.
+  bool run_again = false;
   // Issue 25: shared nodes (Kubernetes names), one entry per pod reported this cycle as having
   // lost its placeholder for good (onequeue_shared_mirror_lost_total{node}).
   std::vector<std::string> mirrors_lost;
