@@ -646,9 +646,11 @@ class Daemon {
       metrics_.ObserveInformer("nodes", nodes_->Stats());
       if (budgets_) metrics_.ObserveInformer("poddisruptionbudgets", budgets_->Stats());
       LogCycle(s);
-      // The cycle freed something its own plan could not use and no event will announce (issue 26:
-      // a preemptor displaced onto a bound one's reserved node waited for the 5-s pass).
-      if (s.run_again) trigger_.Fire();
+      // Issue 26: it freed what its own plan could not use and no event will announce (CycleStats).
+      if (s.run_again) {
+        spdlog::info("cycle: reservations released in this process's view only; the next cycle runs at once");
+        trigger_.Fire();
+      }
       absl::SleepFor(absl::Milliseconds(100));  // coalesce bursts of events into one cycle
     }
   }
