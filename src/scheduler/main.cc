@@ -646,8 +646,7 @@ class Daemon {
       metrics_.ObserveInformer("nodes", nodes_->Stats());
       if (budgets_) metrics_.ObserveInformer("poddisruptionbudgets", budgets_->Stats());
       LogCycle(s);
-      // Issue 26: it freed what its own plan could not use and no event will announce (CycleStats).
-      if (s.run_again) {
+      if (s.run_again) {  // issue 26: it freed what its plan could not use, and no event says so
         spdlog::info("cycle: reservations released in this process's view only; the next cycle runs at once");
         trigger_.Fire();
       }
