@@ -45,7 +45,13 @@ KEYS = [("pods_per_second_api", "pods/s (API timestamps)"),
         ("slurm_jobs_started", "of them started before the round ended"),
         ("slurm_jobs_waiting_10s", "of them pending > 10 s at the round's end"),
         ("slurm_job_wait_p50", "Slurm job wait p50 s (submit -> start, started ones)"),
-        ("slurm_job_wait_max", "Slurm job wait max s")]
+        ("slurm_job_wait_max", "Slurm job wait max s"),
+        ("first_cycle_after_sync_s", "onequeue's first cycle, s after its informers synced (Slurm on: after its first poll)")]
+# side_by_side.sh --slurm-tail: the Slurm-on daemon kept running after its round (pods all bound, churn on).
+KEYS += [("tail_" + k, "tail (steady, after the round): " + label) for k, label in KEYS
+         if k in ("cycles_total", "full_cycles_total", "arrival_cycles_total", "slurm_polls_per_minute",
+                  "slurm_rpcs_per_minute", "slurm_jobs_submitted", "slurm_jobs_started", "slurm_jobs_waiting_10s",
+                  "slurm_job_wait_p50", "slurm_job_wait_max")]
 
 
 def add_apiserver_rates(r):
@@ -172,6 +178,12 @@ def main(argv):
                       f"{r['slurm_jobs_started']}, pending > 10 s {r['slurm_jobs_waiting_10s']}, wait p50/max "
                       f"{fmt(r['slurm_job_wait_p50'])}/{fmt(r['slurm_job_wait_max'])} s; RPCs by type: " +
                       ", ".join(f"{k} {v}" for k, v in list(r["slurm_rpcs"].items())[:8]))
+            if "tail_slurm_jobs_submitted" in r:
+                print(f"    tail ({r['tail_slurm_window_seconds']:g} s after the round): cycles {r.get('tail_cycles_total', 0):g} "
+                      f"({r.get('tail_full_cycles_total', 0):g} full), Slurm polls {r.get('tail_slurm_polls_total', 0):g}, "
+                      f"slurmctld RPCs {r['tail_slurm_rpcs_per_minute']:g}/min; jobs submitted {r['tail_slurm_jobs_submitted']}, "
+                      f"started {r['tail_slurm_jobs_started']}, pending > 10 s {r['tail_slurm_jobs_waiting_10s']}; RPCs by type: " +
+                      ", ".join(f"{k} {v}" for k, v in list(r["tail_slurm_rpcs"].items())[:8]))
             if r.get("api_requests"):
                 print("    apiserver requests during the round (all clients; count, mean server-side ms): " +
                       ", ".join(f"{k} {c} {ms:g}" for k, (c, ms) in list(r["api_requests"].items())[:8]) +

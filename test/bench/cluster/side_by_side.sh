@@ -5,6 +5,7 @@
 #       [--qps Q] [--burst B] [--onequeue BIN] [--backlog] [--no-ceiling] [--ceiling-inflight K]
 #       [--raw-rounds] [--http-client curl|nghttp2]
 #       [--slurm 22.05|24.11|26.05] [--slurm-nodes S] [--slurm-submit-interval SEC] [--slurm-job-seconds SEC]
+#       [--slurm-tail SEC]
 # --http-client (default curl): the daemon's kubernetes.httpClient, and the client that measures
 # the raw binding ceiling and --raw-rounds.
 # Starts a local control plane in DIR (test/cluster/up.sh DIR --kwok --bench: no max-inflight, no
@@ -52,9 +53,10 @@
 # third scheduler each round: onequeue-slurm, the same daemon configured with slurmrestd (its Slurm
 # jobs of the partition batch in the same queue; test/bench/cluster/slurm_side.sh). Every round
 # then also records the Slurm jobs submitted during it (started? waited how long?), slurmctld's
-# RPCs per minute (sdiag), and for onequeue its full and arrival cycles (/metrics); after a
-# Slurm-on round what the daemon wrote (drains, holds, node marks) is undone. Without --slurm
-# nothing of this runs.
+# RPCs per minute (sdiag), and for onequeue its full and arrival cycles (/metrics); the Slurm-on
+# daemon is then kept running --slurm-tail seconds (default 60; its CPU figures are taken before)
+# and the same is recorded for that steady state (tail_* keys). After a Slurm-on round what the
+# daemon wrote (drains, holds, node marks) is undone. Without --slurm nothing of this runs.
 # Writes DIR/bench/WORKLOAD-SCHEDULER-ROUND.json, DIR/bench/WORKLOAD-bound_over_time.{csv,png},
 # DIR/bench/ceiling.json and prints a table per workload with the ratios onequeue/kube-scheduler
 # (bench_summary.py). The machine is shared: quote the ratios of one run, not the absolute figures.
@@ -72,7 +74,7 @@ shift
 nodes=500 pods=2000 rounds=3 qps=5000 burst=5000 backlog=false
 workloads=basic,preemption,gang preemptors='' preemptor_cpu=3000m gang_size=8
 ceiling=true ceiling_inflight=5000 raw_rounds=false http_client=curl
-slurm_version='' slurm_nodes=32 slurm_interval=1 slurm_job_seconds=5
+slurm_version='' slurm_nodes=32 slurm_interval=1 slurm_job_seconds=5 slurm_tail_seconds=60
 oq_bin=$repo/build/src/scheduler/onequeue-scheduler
 ceiling_bin=$repo/build/test/bench/k8s/k8s_binding_throughput_bench
 raw_bin=$repo/build/test/bench/k8s/k8s_bind_existing_bench
@@ -97,6 +99,7 @@ while [ $# -gt 0 ]; do
     --slurm-nodes) slurm_nodes=$2; shift 2 ;;
     --slurm-submit-interval) slurm_interval=$2; shift 2 ;;
     --slurm-job-seconds) slurm_job_seconds=$2; shift 2 ;;
+    --slurm-tail) slurm_tail_seconds=$2; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -269,6 +272,7 @@ run_round() {
   if [ -n "$slurm_version" ]; then slurm_round_end "$who" "$json"; fi
   c1=$(cpu_ticks "$pid")
   hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
+  if [ "$who" = onequeue-slurm ] && [ "$slurm_tail_seconds" -gt 0 ]; then slurm_tail "$who" "$json" "$slurm_tail_seconds"; fi
   oq_stop "$DIR" "bench-$who" 20
   python3 - "$json" "$((c1 - c0))" "$clk" "$hwm" "$(uptime | sed 's/.*load average: //')" "$fill_ok" "$((${c_bound:-$c1} - c0))" <<'EOF'
 import json, sys

@@ -90,9 +90,13 @@ slurm_round_begin() {
   slurm_t0=$(date +%s.%N)
 }
 
-# slurm_round_end WHO JSON: before the scheduler stops: the jobs submitted since the round began
-# (started? how long they waited), slurmctld's RPCs during the round, and for onequeue its
-# cycle and poll counters (/metrics).
+metrics_port() {
+  sed -n 's/.*serving Prometheus \/metrics on port \([0-9]*\).*/\1/p' "$DIR/logs/bench-$1.log" | tail -n 1
+}
+
+# slurm_round_end WHO JSON [PREFIX METRICS_BEFORE]: before the scheduler stops: the jobs submitted
+# since the round began (started? how long they waited), slurmctld's RPCs during the round, and for
+# onequeue its cycle and poll counters (/metrics) and when its first cycle came (its log).
 slurm_round_end() {
   local who=$1 json=$2 port=''
   local t1
@@ -100,10 +104,22 @@ slurm_round_end() {
   slurm_admin squeue -h -a -t all -o '%i|%V|%S|%T' > "$out/squeue-after.txt" 2>&1 || true
   slurm_admin sdiag > "$out/sdiag-after.txt" 2>&1 || true
   if [[ $who == onequeue* ]]; then
-    port=$(sed -n 's/.*serving Prometheus \/metrics on port \([0-9]*\).*/\1/p' "$DIR/logs/bench-$who.log" | tail -n 1)
+    port=$(metrics_port "$who")
+    cp "$DIR/logs/bench-$who.log" "${json%.json}.log"
   fi
   python3 "$here/slurm_stats.py" "$json" "$slurm_t0" "$t1" "$out/sdiag-before.txt" "$out/sdiag-after.txt" \
-    "$out/squeue-after.txt" "$port"
+    "$out/squeue-after.txt" "$port" "${@:3}"
+}
+
+# slurm_tail WHO JSON SECONDS: the daemon kept running SECONDS after its round (every pod bound,
+# the churn on): the same figures as tail_*, the steady state of a daemon beside a busy Slurm
+# (the round itself is a few seconds and includes the daemon's start: its first poll and fences).
+slurm_tail() {
+  local who=$1 json=$2 seconds=$3
+  python3 "$here/slurm_stats.py" --metrics "$(metrics_port "$who")" "$out/metrics-before.json"
+  slurm_round_begin
+  sleep "$seconds"
+  slurm_round_end "$who" "$json" tail_ "$out/metrics-before.json"
 }
 
 # slurm_bench_reset NODES: what a Slurm-on daemon wrote, undone (its drains, holds, marks).

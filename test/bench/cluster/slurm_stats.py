@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Slurm side of one side_by_side.sh --slurm round, added to the round's JSON.
 
-  slurm_stats.py JSON T0 T1 SDIAG_BEFORE SDIAG_AFTER SQUEUE [METRICS_PORT]
+  slurm_stats.py JSON T0 T1 SDIAG_BEFORE SDIAG_AFTER SQUEUE [METRICS_PORT [PREFIX METRICS_BEFORE]]
+  slurm_stats.py --metrics METRICS_PORT OUT   the daemon's counters now (for METRICS_BEFORE)
 T0, T1: unix s when the scheduler was started and just before it was stopped. SQUEUE: `squeue -h
 -a -t all -o '%i|%V|%S|%T'` taken at T1 (MinJobAge keeps finished jobs listed). Adds:
   slurm_jobs_submitted       jobs submitted in [T0, T1] (the churn)
@@ -14,9 +15,15 @@ T0, T1: unix s when the scheduler was started and just before it was stopped. SQ
   slurm_rpcs                 the same by message type (count in the round)
 and for onequeue (METRICS_PORT: its /metrics) the daemon's counters since it started:
   cycles_total, arrival_cycles_total, full_cycles_total (the difference), slurm_polls_total,
-  slurm_polls_per_minute, slurm_jobs_started_by_onequeue. Python standard library only.
+  slurm_polls_per_minute, slurm_jobs_started_by_onequeue; first_cycle_after_sync_s from its log
+  (LOG: JSON with .log for .json: the first "cycle:" line after "informers synced": the first
+  Slurm poll, and the fences of the first reconcile, come before it).
+PREFIX and METRICS_BEFORE (side_by_side.sh's tail: the daemon kept running after the round, pods
+all bound, churn on): every key above is written as PREFIX+key, the counters as differences from
+METRICS_BEFORE. Python standard library only.
 """
 import json
+import os
 import re
 import statistics
 import sys
@@ -63,6 +70,17 @@ def jobs(path, t0, t1):
     return submitted, waits, waiting
 
 
+def first_cycle_after_sync(log):
+    t = {}
+    for line in open(log, errors="replace"):
+        for key, what in (("sync", "informers synced"), ("cycle", "] cycle: ")):
+            if key not in t and what in line and (key == "sync" or "sync" in t):
+                t[key] = datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S.%f").timestamp()
+        if "cycle" in t:
+            return round(t["cycle"] - t["sync"], 3)
+    return float("nan")
+
+
 def metrics(port):
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     def total(name):
@@ -72,8 +90,13 @@ def metrics(port):
 
 
 def main(argv):
+    if argv[0] == "--metrics":
+        json.dump(metrics(argv[1]), open(argv[2], "w"))
+        return 0
     path, t0, t1 = argv[0], float(argv[1]), float(argv[2])
-    d = json.load(open(path))
+    whole = json.load(open(path))
+    prefix = argv[7] if len(argv) > 7 else ""
+    d = {}
     minutes = (t1 - t0) / 60
     before, after = rpcs(argv[3]), rpcs(argv[4])
     delta = {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0) > 0}
@@ -87,12 +110,19 @@ def main(argv):
     if len(argv) > 6 and argv[6]:
         try:
             cycles, arrivals, polls, started = metrics(argv[6])
+            if prefix:
+                b = json.load(open(argv[8]))
+                cycles, arrivals, polls, started = cycles - b[0], arrivals - b[1], polls - b[2], started - b[3]
+            else:
+                log = path[:-5] + ".log"
+                d["first_cycle_after_sync_s"] = first_cycle_after_sync(log) if os.path.exists(log) else float("nan")
             d.update(cycles_total=cycles, arrival_cycles_total=arrivals, full_cycles_total=cycles - arrivals,
                      slurm_polls_total=polls, slurm_jobs_started_by_onequeue=started,
                      slurm_polls_per_minute=round(polls / minutes, 1) if minutes > 0 else float("nan"))
         except OSError as e:
             print(f"slurm_stats: /metrics on port {argv[6]}: {e}", file=sys.stderr)
-    json.dump(d, open(path, "w"))
+    whole.update({prefix + k: v for k, v in d.items()})
+    json.dump(whole, open(path, "w"))
     return 0
 
 
