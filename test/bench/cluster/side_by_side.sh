@@ -54,7 +54,7 @@
 # jobs of the partition batch in the same queue; test/bench/cluster/slurm_side.sh). Every round
 # then also records the Slurm jobs submitted during it (started? waited how long?), slurmctld's
 # RPCs per minute (sdiag), and for onequeue its full and arrival cycles (/metrics); the Slurm-on
-# daemon is then kept running --slurm-tail seconds (default 60; its CPU figures are taken before)
+# daemon is then kept running --slurm-tail seconds (default 90: past the 60 s a started daemon waits before it lends an idle node; its CPU figures are taken before)
 # and the same is recorded for that steady state (tail_* keys). After a Slurm-on round what the
 # daemon wrote (drains, holds, node marks) is undone. Without --slurm nothing of this runs.
 # Writes DIR/bench/WORKLOAD-SCHEDULER-ROUND.json, DIR/bench/WORKLOAD-bound_over_time.{csv,png},
@@ -74,7 +74,7 @@ shift
 nodes=500 pods=2000 rounds=3 qps=5000 burst=5000 backlog=false
 workloads=basic,preemption,gang preemptors='' preemptor_cpu=3000m gang_size=8
 ceiling=true ceiling_inflight=5000 raw_rounds=false http_client=curl
-slurm_version='' slurm_nodes=32 slurm_interval=1 slurm_job_seconds=5 slurm_tail_seconds=60
+slurm_version='' slurm_nodes=32 slurm_interval=1 slurm_job_seconds=5 slurm_tail_seconds=90
 oq_bin=$repo/build/src/scheduler/onequeue-scheduler
 ceiling_bin=$repo/build/test/bench/k8s/k8s_binding_throughput_bench
 raw_bin=$repo/build/test/bench/k8s/k8s_bind_existing_bench
