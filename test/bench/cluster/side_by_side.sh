@@ -54,7 +54,8 @@
 # jobs of the partition batch in the same queue; test/bench/cluster/slurm_side.sh). Every round
 # then also records the Slurm jobs submitted during it (started? waited how long?), slurmctld's
 # RPCs per minute (sdiag), and for onequeue its full and arrival cycles (/metrics); the Slurm-on
-# daemon is then kept running --slurm-tail seconds (default 90: past the 60 s a started daemon waits before it lends an idle node; its CPU figures are taken before)
+# daemon is then kept running --slurm-tail seconds (default 90: past the 60 s a started daemon
+# waits before it lends an idle node; its CPU figures are taken before)
 # and the same is recorded for that steady state (tail_* keys). After a Slurm-on round what the
 # daemon wrote (drains, holds, node marks) is undone. Without --slurm nothing of this runs.
 # Writes DIR/bench/WORKLOAD-SCHEDULER-ROUND.json, DIR/bench/WORKLOAD-bound_over_time.{csv,png},
