@@ -5,7 +5,9 @@ Python standard library only. Talks to the local apiserver that test/cluster/up.
 admin token from DIR/env:
   bench_driver.py DIR nodes N POOL            create N kwok nodes (4 CPU, 32 GiB, 110 pods; label
                                               onequeue.io/pool=POOL) as scheduler_perf's defaults,
-                                              and the PriorityClasses low (1) and high (10)
+                                              and the PriorityClasses low (1) and high (10); the
+                                              first $BENCH_SLURM_NODES (default 0) with 8 CPUs, as
+                                              the local Slurm's nodes (side_by_side.sh --slurm)
   bench_driver.py DIR create NS SCHED N [--shape S]
                                               create N pods of shape S with schedulerName SCHED in
                                               namespace NS (backlog mode: before the scheduler starts)
@@ -131,9 +133,14 @@ def run_parallel(count, fn):
 
 
 def make_nodes(api, n, pool_name):
+    # side_by_side.sh --slurm: the first BENCH_SLURM_NODES nodes stand for Slurm nodes, which have 8
+    # CPUs (test/cluster/slurm-up.sh): the daemon plans a Slurm job against the Kubernetes node's
+    # capacity, so the two must agree, or jobs Slurm packs onto a lent node overfill it in the plan.
+    slurm_nodes = int(os.environ.get("BENCH_SLURM_NODES", "0"))
+
     def one(i):
         name = f"bench-node-{i}"
-        res = {"cpu": "4", "memory": "32Gi", "pods": "110"}
+        res = {"cpu": "8" if i < slurm_nodes else "4", "memory": "32Gi", "pods": "110"}
         api.call("POST", "/api/v1/nodes", {
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name,

@@ -48,7 +48,7 @@
 # beside the fresh cluster's (odd rounds after both schedulers, even rounds before them).
 # --slurm VERSION: a real local Slurm of that version beside the cluster (test/cluster/slurm-up.sh in
 # DIR/slurm, stopped by its recorded PIDs at the end), its S nodes (--slurm-nodes, default 32) also
-# the kwok nodes bench-node-0..S-1, with churn for the whole run (one short job every
+# the kwok nodes bench-node-0..S-1 (8 CPUs each, as the Slurm nodes), with churn for the whole run (one short job every
 # --slurm-submit-interval seconds, default 1, each sleeping --slurm-job-seconds, default 5), and a
 # third scheduler each round: onequeue-slurm, the same daemon configured with slurmrestd (its Slurm
 # jobs of the partition batch in the same queue; test/bench/cluster/slurm_side.sh). Every round
@@ -145,6 +145,7 @@ fi
 bash "$cluster/up.sh" "$DIR" --kwok --bench
 rm -rf "$out"
 mkdir -p "$out"
+if [ -n "$slurm_version" ]; then export BENCH_SLURM_NODES=$slurm_nodes; fi
 driver nodes "$nodes" bench
 schedulers=kube-scheduler,onequeue
 if [ -n "$slurm_version" ]; then
