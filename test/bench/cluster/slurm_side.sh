@@ -66,6 +66,8 @@ slurm_bench_down() {
 
 # slurm_onequeue_yaml BASE OUT: the Slurm-off configuration plus the daemon's slurm: block
 # (the e2e tests' settings; every other Slurm key at its default: poll every 2 s, lend after 60 s).
+# defaultQos: the jobs carry no Slurm QOS, and the default's default, batch, is not in the
+# benchmark's QOS table (high, low): such a job waits held for good, "QOSNotAllowed".
 slurm_onequeue_yaml() {
   cat "$1" > "$2"
   cat >> "$2" <<EOF
@@ -81,6 +83,7 @@ slurm:
   reclaimPartition: $SLURM_RECLAIM_PARTITION
   scontrolPath: "$SLURM_BIN/scontrol"
   slurmConf: "$SLURM_CONF"
+  defaultQos: low
 EOF
 }
 
@@ -120,6 +123,11 @@ slurm_tail() {
   slurm_round_begin
   sleep "$seconds"
   slurm_round_end "$who" "$json" tail_ "$out/metrics-before.json"
+  # Why jobs still wait (onequeue's reason is their AdminComment), and who holds each node.
+  {
+    slurm_admin sinfo -N -h -o '%N %T %E'
+    slurm_admin squeue -h -t PD -o %i | head -n 5 | while read -r id; do slurm_admin scontrol show job "$id"; done
+  } > "${json%.json}.slurm-at-end.txt" 2>&1 || true
 }
 
 # slurm_bench_reset NODES: what a Slurm-on daemon wrote, undone (its drains, holds, marks).
