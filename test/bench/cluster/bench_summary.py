@@ -43,6 +43,7 @@ KEYS = [("pods_per_second_api", "pods/s (API timestamps)"),
         ("slurm_rpcs_per_minute", "slurmctld RPCs per minute during the round (sdiag; all clients, the churn's sbatch too)"),
         ("slurm_jobs_submitted", "Slurm jobs submitted during the round (churn)"),
         ("slurm_jobs_started", "of them started before the round ended"),
+        ("slurm_jobs_started_by_onequeue", "Slurm jobs onequeue started (held, then released; the others Slurm started between polls)"),
         ("slurm_jobs_waiting_10s", "of them pending > 10 s at the round's end"),
         ("slurm_job_wait_p50", "Slurm job wait p50 s (submit -> start, started ones)"),
         ("slurm_job_wait_max", "Slurm job wait max s"),
@@ -50,7 +51,8 @@ KEYS = [("pods_per_second_api", "pods/s (API timestamps)"),
 # side_by_side.sh --slurm-tail: the Slurm-on daemon kept running after its round (pods all bound, churn on).
 KEYS += [("tail_" + k, "tail (steady, after the round): " + label) for k, label in KEYS
          if k in ("cycles_total", "full_cycles_total", "arrival_cycles_total", "slurm_polls_per_minute",
-                  "slurm_rpcs_per_minute", "slurm_jobs_submitted", "slurm_jobs_started", "slurm_jobs_waiting_10s",
+                  "slurm_rpcs_per_minute", "slurm_jobs_submitted", "slurm_jobs_started", "slurm_jobs_started_by_onequeue",
+                  "slurm_jobs_waiting_10s",
                   "slurm_job_wait_p50", "slurm_job_wait_max")]
 
 
