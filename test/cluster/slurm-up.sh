@@ -144,7 +144,7 @@ resolve_daemon() {
 if [ -n "$SLURM_ROOT" ]; then
   # The daemons start from the root filesystem's /usr/sbin (daemon_path); the client commands are
   # wrappers that enter the cluster's namespace and root.
-  for c in scontrol squeue sinfo sbatch scancel srun salloc sacct sprio sstat; do
+  for c in scontrol squeue sinfo sbatch scancel srun salloc sacct sprio sstat sdiag; do
     if [ -x "$SLURM_ROOT/usr/bin/$c" ]; then root_wrapper "$c" "/usr/bin/$c"; fi
   done
   root_wrapper munge /usr/bin/munge
@@ -153,7 +153,7 @@ else
   resolve_daemon slurmctld
   resolve_daemon slurmd
   ln -sfn "$SLURM_PREFIX/sbin/slurmrestd" "$SLURM_BIN_DIR/slurmrestd"
-  for c in scontrol squeue sinfo sbatch scancel srun salloc sacct sprio sstat; do
+  for c in scontrol squeue sinfo sbatch scancel srun salloc sacct sprio sstat sdiag; do
     if [ -x "$SLURM_PREFIX/bin/$c" ]; then ln -sfn "$SLURM_PREFIX/bin/$c" "$SLURM_BIN_DIR/$c"; fi
   done
 fi

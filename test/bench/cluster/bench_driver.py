@@ -5,7 +5,9 @@ Python standard library only. Talks to the local apiserver that test/cluster/up.
 admin token from DIR/env:
   bench_driver.py DIR nodes N POOL            create N kwok nodes (4 CPU, 32 GiB, 110 pods; label
                                               onequeue.io/pool=POOL) as scheduler_perf's defaults,
-                                              and the PriorityClasses low (1) and high (10)
+                                              and the PriorityClasses low (1) and high (10); the
+                                              first $BENCH_SLURM_NODES (default 0) with 8 CPUs, as
+                                              the local Slurm's nodes (side_by_side.sh --slurm)
   bench_driver.py DIR create NS SCHED N [--shape S]
                                               create N pods of shape S with schedulerName SCHED in
                                               namespace NS (backlog mode: before the scheduler starts)
@@ -27,6 +29,11 @@ admin token from DIR/env:
                                               binding (events_drained_seconds): a scheduler that writes
                                               its events after its bindings is measured with their cost
   bench_driver.py DIR cleanup NS...           delete every pod of each NS and wait until they are gone
+  bench_driver.py DIR slurm-nodes N           label kwok nodes bench-node-0..N-1 onequeue.io/slurm-node=
+                                              n1..nN (the pool nodes Slurm knows too: side_by_side.sh --slurm)
+  bench_driver.py DIR slurm-reset N           remove what a daemon with Slurm on wrote on those nodes (the
+                                              onequeue.io/owner annotation, label and taint), so that every
+                                              round starts from the same nodes
 Shapes (scheduler_perf's templates): basic (cpu 100m, memory 500Mi: SchedulingBasic), low
 (900m/500Mi, PriorityClass low, onequeue.io/qos low: four fill a node), high (BENCH_PREEMPTOR_CPU,
 default scheduler_perf's 3000m, /500Mi, PriorityClass high, onequeue.io/qos high: each needs three
@@ -74,11 +81,11 @@ class Api:
             self.local.c = http.client.HTTPSConnection(self.hostport, context=self.ctx, timeout=120)
         return self.local.c
 
-    def call(self, method, path, body=None, ok=(200, 201, 202)):
+    def call(self, method, path, body=None, ok=(200, 201, 202), content_type="application/json"):
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Authorization": "Bearer " + self.token, "Accept": "application/json"}
         if data is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         for attempt in range(5):
             try:
                 c = self.conn(fresh=attempt > 0)
@@ -126,9 +133,14 @@ def run_parallel(count, fn):
 
 
 def make_nodes(api, n, pool_name):
+    # side_by_side.sh --slurm: the first BENCH_SLURM_NODES nodes stand for Slurm nodes, which have 8
+    # CPUs (test/cluster/slurm-up.sh): the daemon plans a Slurm job against the Kubernetes node's
+    # capacity, so the two must agree, or jobs Slurm packs onto a lent node overfill it in the plan.
+    slurm_nodes = int(os.environ.get("BENCH_SLURM_NODES", "0"))
+
     def one(i):
         name = f"bench-node-{i}"
-        res = {"cpu": "4", "memory": "32Gi", "pods": "110"}
+        res = {"cpu": "8" if i < slurm_nodes else "4", "memory": "32Gi", "pods": "110"}
         api.call("POST", "/api/v1/nodes", {
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name,
@@ -153,6 +165,32 @@ def make_nodes(api, n, pool_name):
             break
         time.sleep(1)
     print(f"driver: {n} nodes created and Ready in {time.time() - t:.1f} s", file=sys.stderr)
+
+
+SLURM_NODE_LABEL = "onequeue.io/slurm-node"
+OWNER = "onequeue.io/owner"
+
+
+def slurm_nodes(api, n):
+    """The first N bench nodes stand for Slurm nodes n1..nN (the daemon's slurm.nodeLabel)."""
+    def one(i):
+        api.call("PATCH", f"/api/v1/nodes/bench-node-{i}",
+                 {"metadata": {"labels": {SLURM_NODE_LABEL: f"n{i + 1}"}}},
+                 content_type="application/merge-patch+json")
+    run_parallel(n, one)
+
+
+def slurm_reset(api, n):
+    """Ownership marks a Slurm-on daemon left on the shared nodes, gone: a lent node's NoSchedule
+    taint would keep the next round's kube-scheduler off it."""
+    def one(i):
+        path = f"/api/v1/nodes/bench-node-{i}"
+        node = api.call("GET", path)
+        taints = [t for t in node.get("spec", {}).get("taints", []) if t.get("key") != OWNER]
+        api.call("PATCH", path, {"metadata": {"annotations": {OWNER: None}, "labels": {OWNER: None}},
+                                 "spec": {"taints": taints or None}},
+                 content_type="application/merge-patch+json")
+    run_parallel(n, one)
 
 
 def parse_time(s):
@@ -561,6 +599,12 @@ def main(argv):
         return fill(api, argv[3], argv[4], int(argv[5]), timeout)
     if argv[2] == "events":
         return events_drained(api, argv[3], argv[4], int(argv[5]), float(argv[6]), argv[7], timeout)
+    if argv[2] == "slurm-nodes":
+        slurm_nodes(api, int(argv[3]))
+        return 0
+    if argv[2] == "slurm-reset":
+        slurm_reset(api, int(argv[3]))
+        return 0
     if argv[2] == "cleanup":
         return max(cleanup(api, ns) for ns in argv[3:])
     print(__doc__, file=sys.stderr)

@@ -34,7 +34,26 @@ KEYS = [("pods_per_second_api", "pods/s (API timestamps)"),
         ("peak_rss_mib", "scheduler peak RSS MiB (VmHWM)"),
         ("api_requests_total", "apiserver requests during the round (all clients)"),
         ("api_requests_per_second", "apiserver requests/s over the round (all clients)"),
-        ("api_requests_in_flight", "apiserver requests in flight, mean (count x mean latency / round)")]
+        ("api_requests_in_flight", "apiserver requests in flight, mean (count x mean latency / round)"),
+        # side_by_side.sh --slurm (slurm_stats.py): the daemon's cycles since it started, and Slurm.
+        ("cycles_total", "onequeue cycles (from its start to the round's end)"),
+        ("full_cycles_total", "of them full cycles"),
+        ("arrival_cycles_total", "of them arrival cycles"),
+        ("slurm_polls_per_minute", "onequeue's Slurm polls per minute"),
+        ("slurm_rpcs_per_minute", "slurmctld RPCs per minute during the round (sdiag; all clients, the churn's sbatch too)"),
+        ("slurm_jobs_submitted", "Slurm jobs submitted during the round (churn)"),
+        ("slurm_jobs_started", "of them started before the round ended"),
+        ("slurm_jobs_started_by_onequeue", "Slurm jobs onequeue started (held, then released; the others Slurm started between polls)"),
+        ("slurm_jobs_waiting_10s", "of them pending > 10 s at the round's end"),
+        ("slurm_job_wait_p50", "Slurm job wait p50 s (submit -> start, started ones)"),
+        ("slurm_job_wait_max", "Slurm job wait max s"),
+        ("first_cycle_after_sync_s", "onequeue's first cycle, s after its informers synced (Slurm on: after its first poll)")]
+# side_by_side.sh --slurm-tail: the Slurm-on daemon kept running after its round (pods all bound, churn on).
+KEYS += [("tail_" + k, "tail (steady, after the round): " + label) for k, label in KEYS
+         if k in ("cycles_total", "full_cycles_total", "arrival_cycles_total", "slurm_polls_per_minute",
+                  "slurm_rpcs_per_minute", "slurm_jobs_submitted", "slurm_jobs_started", "slurm_jobs_started_by_onequeue",
+                  "slurm_jobs_waiting_10s",
+                  "slurm_job_wait_p50", "slurm_job_wait_max")]
 
 
 def add_apiserver_rates(r):
@@ -64,7 +83,8 @@ def fmt(x):
 
 def plot(csv_path, png_path, title, columns):
     if shutil.which("gnuplot"):
-        colours = {"kube-scheduler": ["#d62728", "#ff7f0e", "#e377c2"], "onequeue": ["#1f77b4", "#2ca02c", "#17becf"]}
+        colours = {"kube-scheduler": ["#d62728", "#ff7f0e", "#e377c2"], "onequeue": ["#1f77b4", "#2ca02c", "#17becf"],
+                   "onequeue-slurm": ["#9467bd", "#8c564b", "#bcbd22"]}
         used = {}
         lines = []
         for i, col in enumerate(columns, start=2):
@@ -124,17 +144,19 @@ def main(argv):
                 rows[w].append(json.load(open(p)))
                 add_apiserver_rates(rows[w][-1])
     both = all(rows.get(w) for w in ("kube-scheduler", "onequeue"))
+    # The ratio columns: onequeue (and with --slurm onequeue-slurm) over kube-scheduler.
+    ratios = [w for w in schedulers if w.startswith("onequeue") and rows.get(w)] if rows.get("kube-scheduler") else []
     print(f"\n{title}")
-    header = "| figure (median of rounds) | " + " | ".join(schedulers) + (" | onequeue/kube-scheduler |" if both else " |")
+    header = "| figure (median of rounds) | " + " | ".join(schedulers) + "".join(f" | {w}/kube-scheduler" for w in ratios) + " |"
     print(header)
-    print("|---" * (len(schedulers) + 1 + (1 if both else 0)) + "|")
+    print("|---" * (len(schedulers) + 1 + len(ratios)) + "|")
     for k, label in KEYS:
         if not any(k in r for rs in rows.values() for r in rs):
             continue
         vals = {w: median(r.get(k) for r in rows[w]) for w in schedulers}
         line = f"| {label} | " + " | ".join(fmt(vals[w]) for w in schedulers)
-        if both:
-            a, b = vals["kube-scheduler"], vals["onequeue"]
+        for w in ratios:
+            a, b = vals["kube-scheduler"], vals[w]
             line += f" | {b / a:.2f}" if a and not math.isnan(a) and not math.isnan(b) else " | n/a"
         print(line + " |")
     print_request_mix(rows, schedulers, both)
@@ -150,6 +172,20 @@ def main(argv):
             print(f"  {w} round {i}: {r['pods_per_second_api']} / {r['pods_per_second_watch']}, "
                   f"{r.get('cpu_seconds_per_1000_pods')}, {r.get('peak_rss_mib')}, "
                   f"bound {r['bound']}/{r['pods']}{extra}, load {r.get('load_average')}")
+            if "slurm_jobs_submitted" in r:
+                cyc = (f"cycles {r['cycles_total']:g} ({r['full_cycles_total']:g} full, {r['arrival_cycles_total']:g} arrival), "
+                       f"Slurm polls {r.get('slurm_polls_total', 0):g}, " if "cycles_total" in r else "")
+                print(f"    Slurm: {cyc}slurmctld RPCs {r['slurm_rpcs_per_minute']:g}/min over "
+                      f"{r['slurm_window_seconds']:g} s; jobs submitted {r['slurm_jobs_submitted']}, started "
+                      f"{r['slurm_jobs_started']}, pending > 10 s {r['slurm_jobs_waiting_10s']}, wait p50/max "
+                      f"{fmt(r['slurm_job_wait_p50'])}/{fmt(r['slurm_job_wait_max'])} s; RPCs by type: " +
+                      ", ".join(f"{k} {v}" for k, v in list(r["slurm_rpcs"].items())[:8]))
+            if "tail_slurm_jobs_submitted" in r:
+                print(f"    tail ({r['tail_slurm_window_seconds']:g} s after the round): cycles {r.get('tail_cycles_total', 0):g} "
+                      f"({r.get('tail_full_cycles_total', 0):g} full), Slurm polls {r.get('tail_slurm_polls_total', 0):g}, "
+                      f"slurmctld RPCs {r['tail_slurm_rpcs_per_minute']:g}/min; jobs submitted {r['tail_slurm_jobs_submitted']}, "
+                      f"started {r['tail_slurm_jobs_started']}, pending > 10 s {r['tail_slurm_jobs_waiting_10s']}; RPCs by type: " +
+                      ", ".join(f"{k} {v}" for k, v in list(r["tail_slurm_rpcs"].items())[:8]))
             if r.get("api_requests"):
                 print("    apiserver requests during the round (all clients; count, mean server-side ms): " +
                       ", ".join(f"{k} {c} {ms:g}" for k, (c, ms) in list(r["api_requests"].items())[:8]) +

@@ -4,6 +4,8 @@
 #       [--workloads basic,preemption,gang] [--preemptors N] [--preemptor-cpu CPU] [--gang-size G]
 #       [--qps Q] [--burst B] [--onequeue BIN] [--backlog] [--no-ceiling] [--ceiling-inflight K]
 #       [--raw-rounds] [--http-client curl|nghttp2]
+#       [--slurm 22.05|24.11|26.05] [--slurm-nodes S] [--slurm-submit-interval SEC] [--slurm-job-seconds SEC]
+#       [--slurm-tail SEC]
 # --http-client (default curl): the daemon's kubernetes.httpClient, and the client that measures
 # the raw binding ceiling and --raw-rounds.
 # Starts a local control plane in DIR (test/cluster/up.sh DIR --kwok --bench: no max-inflight, no
@@ -44,6 +46,18 @@
 # cluster, kwok running and the bench's watch open, timed by bench_driver.py as the schedulers are
 # (the clock starts at its first binding): the ceiling under the rounds' conditions, reported
 # beside the fresh cluster's (odd rounds after both schedulers, even rounds before them).
+# --slurm VERSION: a real local Slurm of that version beside the cluster (test/cluster/slurm-up.sh in
+# DIR/slurm, stopped by its recorded PIDs at the end), its S nodes (--slurm-nodes, default 32) also
+# the kwok nodes bench-node-0..S-1 (8 CPUs each, as the Slurm nodes), with churn for the whole run (one short job every
+# --slurm-submit-interval seconds, default 1, each sleeping --slurm-job-seconds, default 5), and a
+# third scheduler each round: onequeue-slurm, the same daemon configured with slurmrestd (its Slurm
+# jobs of the partition batch in the same queue; test/bench/cluster/slurm_side.sh). Every round
+# then also records the Slurm jobs submitted during it (started? waited how long?), slurmctld's
+# RPCs per minute (sdiag), and for onequeue its full and arrival cycles (/metrics); the Slurm-on
+# daemon is then kept running --slurm-tail seconds (default 90: past the 60 s a started daemon
+# waits before it lends an idle node; its CPU figures are taken before)
+# and the same is recorded for that steady state (tail_* keys). After a Slurm-on round what the
+# daemon wrote (drains, holds, node marks) is undone. Without --slurm nothing of this runs.
 # Writes DIR/bench/WORKLOAD-SCHEDULER-ROUND.json, DIR/bench/WORKLOAD-bound_over_time.{csv,png},
 # DIR/bench/ceiling.json and prints a table per workload with the ratios onequeue/kube-scheduler
 # (bench_summary.py). The machine is shared: quote the ratios of one run, not the absolute figures.
@@ -61,6 +75,7 @@ shift
 nodes=500 pods=2000 rounds=3 qps=5000 burst=5000 backlog=false
 workloads=basic,preemption,gang preemptors='' preemptor_cpu=3000m gang_size=8
 ceiling=true ceiling_inflight=5000 raw_rounds=false http_client=curl
+slurm_version='' slurm_nodes=32 slurm_interval=1 slurm_job_seconds=5 slurm_tail_seconds=90
 oq_bin=$repo/build/src/scheduler/onequeue-scheduler
 ceiling_bin=$repo/build/test/bench/k8s/k8s_binding_throughput_bench
 raw_bin=$repo/build/test/bench/k8s/k8s_bind_existing_bench
@@ -81,10 +96,17 @@ while [ $# -gt 0 ]; do
     --ceiling-inflight) ceiling_inflight=$2; shift 2 ;;
     --raw-rounds) raw_rounds=true; shift ;;
     --http-client) http_client=$2; shift 2 ;;
+    --slurm) slurm_version=$2; shift 2 ;;
+    --slurm-nodes) slurm_nodes=$2; shift 2 ;;
+    --slurm-submit-interval) slurm_interval=$2; shift 2 ;;
+    --slurm-job-seconds) slurm_job_seconds=$2; shift 2 ;;
+    --slurm-tail) slurm_tail_seconds=$2; shift 2 ;;
     *) usage ;;
   esac
 done
 preemptors=${preemptors:-$nodes}
+case $slurm_version in '' | 22.05 | 24.11 | 26.05) ;; *) oq_die "unknown --slurm $slurm_version (22.05, 24.11, 26.05)" ;; esac
+if [ -n "$slurm_version" ] && [ "$slurm_nodes" -gt "$nodes" ]; then oq_die "--slurm-nodes is over --nodes"; fi
 case $http_client in curl|nghttp2) ;; *) oq_die "unknown --http-client $http_client (curl, nghttp2)" ;; esac
 # Always named: the daemon's default (auto) is nghttp2 where no proxy variable is set. The raw
 # binding ceiling and --raw-rounds bind with the same client (ONEQUEUE_BENCH_CLIENT).
@@ -111,13 +133,25 @@ bin=$(bash "$cluster/build-upstream.sh" | tail -n 1)
 export ONEQUEUE_UPSTREAM_BIN=$bin
 export BENCH_PREEMPTOR_CPU=$preemptor_cpu BENCH_GANG_SIZE=$gang_size
 
-trap 'bash "$cluster/down.sh" "$DIR" >/dev/null 2>&1 || true' EXIT
-bash "$cluster/up.sh" "$DIR" --kwok --bench
 out=$DIR/bench
+driver() { python3 "$here/bench_driver.py" "$DIR" "$@"; }
+if [ -n "$slurm_version" ]; then
+  # shellcheck source=slurm_side.sh
+  source "$here/slurm_side.sh"
+  trap 'slurm_bench_down; bash "$cluster/down.sh" "$DIR" >/dev/null 2>&1 || true' EXIT
+else
+  trap 'bash "$cluster/down.sh" "$DIR" >/dev/null 2>&1 || true' EXIT
+fi
+bash "$cluster/up.sh" "$DIR" --kwok --bench
 rm -rf "$out"
 mkdir -p "$out"
-driver() { python3 "$here/bench_driver.py" "$DIR" "$@"; }
+if [ -n "$slurm_version" ]; then export BENCH_SLURM_NODES=$slurm_nodes; fi
 driver nodes "$nodes" bench
+schedulers=kube-scheduler,onequeue
+if [ -n "$slurm_version" ]; then
+  slurm_bench_up "$slurm_version" "$slurm_nodes" "$slurm_interval" "$slurm_job_seconds"
+  schedulers=kube-scheduler,onequeue,onequeue-slurm
+fi
 
 # Scheduler configurations: the same client QPS and burst for both. onequeue's QOS table: high may
 # preempt low (kube-scheduler needs nothing more: the PriorityClasses' values order the pods and
@@ -143,6 +177,7 @@ queue:
 server: {grpcAddress: "127.0.0.1:0", metricsAddress: "127.0.0.1:0"}
 leaderElection: {enabled: false}
 EOF
+if [ -n "$slurm_version" ]; then slurm_onequeue_yaml "$out/onequeue.yaml" "$out/onequeue-slurm.yaml"; fi
 pki=$DIR/pki
 # Copies, so that a rebuild of the tree during the run does not change what is measured.
 cp "$oq_bin" "$out/onequeue-scheduler"
@@ -160,6 +195,7 @@ fi
 # has synced its informers.
 start_scheduler() {
   local who=$1 port
+  if [ -n "$slurm_version" ]; then slurm_round_begin; fi
   case $who in
     kube-scheduler)
       port=$(oq_free_port)
@@ -173,12 +209,12 @@ start_scheduler() {
       oq_wait_for "$DIR" bench-kube-scheduler 120 oq_https_ok "$pki/ca.crt" "https://127.0.0.1:$port/readyz" ||
         { oq_tail_log "$DIR" bench-kube-scheduler; oq_die "kube-scheduler not ready"; }
       ;;
-    onequeue)
-      oq_write_args "$DIR" bench-onequeue "$oq_bin" --config "$out/onequeue.yaml"
-      oq_start "$DIR" bench-onequeue
-      synced() { grep -q "informers synced" "$DIR/logs/bench-onequeue.log"; }
-      oq_wait_for "$DIR" bench-onequeue 120 synced ||
-        { oq_tail_log "$DIR" bench-onequeue; oq_die "onequeue-scheduler not ready"; }
+    onequeue|onequeue-slurm)
+      oq_write_args "$DIR" "bench-$who" "$oq_bin" --config "$out/$who.yaml"
+      oq_start "$DIR" "bench-$who"
+      synced() { grep -q "informers synced" "$DIR/logs/bench-$who.log"; }
+      oq_wait_for "$DIR" "bench-$who" 120 synced ||
+        { oq_tail_log "$DIR" "bench-$who"; oq_die "onequeue-scheduler not ready"; }
       ;;
   esac
 }
@@ -190,7 +226,7 @@ clk=$(getconf CLK_TCK)
 run_round() {
   local workload=$1 who=$2 r=$3 name shape fill_ok=true rc=0 pid c0 c1 c_bound= hwm since
   local json=$out/$workload-$who-$r.json
-  [ "$who" = kube-scheduler ] && name=default-scheduler || name=onequeue
+  [ "$who" = kube-scheduler ] && name=default-scheduler || name=onequeue  # onequeue-slurm too
   : > "$DIR/logs/bench-$who.log"
   case $workload in
     basic|gang)
@@ -235,8 +271,10 @@ run_round() {
       driver events bench "$name" "$preemptors" "$since" "$json" || rc=$?
       ;;
   esac
+  if [ -n "$slurm_version" ]; then slurm_round_end "$who" "$json"; fi
   c1=$(cpu_ticks "$pid")
   hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
+  if [ "$who" = onequeue-slurm ] && [ "$slurm_tail_seconds" -gt 0 ]; then slurm_tail "$who" "$json" "$slurm_tail_seconds"; fi
   oq_stop "$DIR" "bench-$who" 20
   python3 - "$json" "$((c1 - c0))" "$clk" "$hwm" "$(uptime | sed 's/.*load average: //')" "$fill_ok" "$((${c_bound:-$c1} - c0))" <<'EOF'
 import json, sys
@@ -256,6 +294,7 @@ EOF
   [ "$rc" -eq 0 ] || oq_log "round $r $workload $who: not every pod was bound (see $out/$workload-$who-$r.log)"
   cp "$DIR/logs/bench-$who.log" "$out/$workload-$who-$r.log"
   driver cleanup bench bench-low
+  if [ "$who" = onequeue-slurm ]; then slurm_bench_reset "$slurm_nodes"; fi
 }
 
 # run_raw_round R: the backlog bound by k8s_bind_existing_bench, no scheduler (--raw-rounds);
@@ -291,9 +330,11 @@ for workload in ${workloads//,/ }; do
       order=onequeue
     elif [ $((r % 2)) -eq 1 ]; then
       order="kube-scheduler onequeue"
+      if [ -n "$slurm_version" ]; then order="$order onequeue-slurm"; fi
       if $raw_rounds; then order="$order raw"; fi
     else
       order="onequeue kube-scheduler"
+      if [ -n "$slurm_version" ]; then order="onequeue-slurm $order"; fi
       if $raw_rounds; then order="raw $order"; fi
     fi
     for who in $order; do
@@ -322,13 +363,13 @@ mode=stream
 if $backlog; then mode=backlog; fi
 for workload in ${workloads//,/ }; do
   case $workload in
-    basic) who=kube-scheduler,onequeue title="SchedulingBasic ($mode): $nodes nodes, $pods pods" ;;
-    preemption) who=kube-scheduler,onequeue
+    basic) who=$schedulers title="SchedulingBasic ($mode): $nodes nodes, $pods pods" ;;
+    preemption) who=$schedulers
       title="Preemption (stream): $nodes nodes filled with $((4 * nodes)) low-priority pods, $preemptors preemptors of cpu $preemptor_cpu" ;;
     gang) who=onequeue title="Gang ($mode, onequeue alone): $nodes nodes, $pods pods in groups of $gang_size" ;;
   esac
   python3 "$here/bench_summary.py" "$out" "$workload" "$rounds" "$who" \
-    "$title; $rounds rounds, client qps $qps burst $burst"
+    "$title; $rounds rounds, client qps $qps burst $burst${slurm_version:+; Slurm $slurm_version beside it ($slurm_nodes shared nodes, a ${slurm_job_seconds}s job every ${slurm_interval}s)}"
 done
 if [ -f "$out/ceiling.json" ]; then
   python3 - "$out" <<'EOF'
@@ -337,7 +378,7 @@ out = sys.argv[1]
 c = json.load(open(f"{out}/ceiling.json"))
 print(f"\nraw binding ceiling (k8s_binding_throughput_bench): {c['pods_per_second']:g} pods/s ({c['line']})")
 for w in ("basic", "gang"):
-    rs = [json.load(open(p))["pods_per_second_api"] for p in glob.glob(f"{out}/{w}-onequeue-*.json")]
+    rs = [json.load(open(p))["pods_per_second_api"] for p in glob.glob(f"{out}/{w}-onequeue-[0-9]*.json")]
     if rs:
         m = statistics.median(rs)
         print(f"  onequeue {w}: {m:g} pods/s (API timestamps, median) = {m / c['pods_per_second']:.2f} of the ceiling")
