@@ -327,7 +327,7 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
   };
   // A holder of reserved(W) nodes starts on its own when they hold it (issue 26: the walk below, in
   // index order, may meet a node reserved for a lower holder first and displace it).
-  if (!every_node) {
+  if (!every_node && !s_.reserved_nodes_of.empty()) {  // no id hashed where no node is reserved
     if (auto own = s_.reserved_nodes_of.find(w.id); own != s_.reserved_nodes_of.end()) {
       candidates.clear();
       for (NodeIndex n : own->second) {
