@@ -401,12 +401,12 @@ TEST(ReservationLifecycleTest, APodBindsTheCycleAfterAReleaseNoEventAnnounces) {
   World w;
   w.recreate_evicted = false;
   w.linger_evicted = true;
-  w.AddNode("n1", "4");
+  w.AddNode("n1", "8");
   w.AddNode("n2", "4");
-  w.AddPod("mid", "4", "normal", "n1", "2026-11-21T09:00:00Z");  // the costlier victim
+  w.AddPod("mid", "8", "normal", "n1", "2026-11-21T09:00:00Z");
   w.AddPod("low", "4", "scavenger", "n2", "2026-11-21T09:00:00Z");
   w.AddPod("hi", "4", "urgent");
-  w.AddPod("lo", "4", "interactive");
+  w.AddPod("lo", "8", "interactive");  // fits n1 only: it waits for mid, not for a node hi frees
   w.AddPod("waiter", "4", "normal");
   Config cfg = TestConfig();
   cfg.queue.qos = {{"urgent", 2000, false, true, 0},
