@@ -288,6 +288,12 @@ void RankPending(const QueueConfig& config, State& s, Plan& plan) {
         s.reserved_for_priority[snap.pending[i].id] = plan.priorities[i].total;
       }
     }
+    for (size_t n = 0; n < snap.nodes.size(); ++n) {
+      const NodeOwner& owner = snap.nodes[n].owner;
+      if (owner.kind == OwnerKind::kReserved && s.reserved_for_priority.contains(owner.reserved_for)) {
+        s.reserved_nodes_of[owner.reserved_for].push_back(static_cast<NodeIndex>(n));
+      }
+    }
   }
   s.order = SortByQueueOrder(keys);
 }

@@ -325,6 +325,22 @@ std::optional<MemberNodes> CyclePass::TryStartNow(const PendingWorkload& w, Dura
     candidates.emplace_back(n, copies);
     found += copies;
   };
+  // A holder of reserved(W) nodes starts on its own when they hold it (issue 26: the walk below, in
+  // index order, may meet a node reserved for a lower holder first and displace it).
+  if (!every_node && !s_.reserved_nodes_of.empty()) {  // no id hashed where no node is reserved
+    if (auto own = s_.reserved_nodes_of.find(w.id); own != s_.reserved_nodes_of.end()) {
+      candidates.clear();
+      for (NodeIndex n : own->second) {
+        if (found >= members) break;
+        consider(n);
+      }
+      if (found >= members) {
+        std::sort(candidates.begin(), candidates.end());
+        return ChooseNodes(w, candidates);
+      }
+      found = 0;
+    }
+  }
   // Packing looks at every node with room (for the topology choice); otherwise the walk stops
   // once the members are placed. (A packing gang that does not fit walks every node either way,
   // so a first pass that stops early only added work to those that fit.)

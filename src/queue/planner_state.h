@@ -335,6 +335,10 @@ struct QueuePlanner::State {
   int32_t estimates = 0;
   Resources pool_total;
   absl::flat_hash_map<std::string, double> reserved_for_priority;
+  // Issue 26: each pending holder's reserved(W) nodes, ascending. A holder that can start now
+  // starts on them first (TryStartNow): on another's reserved node (the owner rule allows it to
+  // one of higher priority) it would displace that holder, whose own node stays reserved for it.
+  absl::flat_hash_map<std::string, std::vector<NodeIndex>> reserved_nodes_of;
 };
 
 }  // namespace onequeue::queue

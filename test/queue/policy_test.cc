@@ -189,6 +189,22 @@ TYPED_TEST(QueuePolicyTest, ReservedNodeOnlyForItsHolderOrHigher) {
   EXPECT_EQ(FindStart(p, "younger"), nullptr);
 }
 
+// Issue 26: two preemptors whose victims are gone, each with its node reserved; the higher one
+// (older) meets the lower one's node first in index order. It starts on its own, so both start:
+// on the other's it would leave the lower one nothing (its own node stays reserved for the higher).
+TYPED_TEST(QueuePolicyTest, AHolderStartsOnItsOwnReservedNodeNotALowerHoldersNode) {
+  Snapshot s;
+  s.nodes = {MakeNode("lower-held", 4000), MakeNode("higher-held", 4000)};
+  s.nodes[0].owner = NodeOwner{OwnerKind::kReserved, "lower"};
+  s.nodes[1].owner = NodeOwner{OwnerKind::kReserved, "higher"};
+  s.pending = {PendingBuilder("lower", 4000).Submit(50), PendingBuilder("higher", 4000).Submit(40)};
+  Plan p = this->Run(s, 100);
+  ASSERT_NE(FindStart(p, "higher"), nullptr);
+  EXPECT_EQ(FindStart(p, "higher")->member_nodes, (MemberNodes{1}));
+  ASSERT_NE(FindStart(p, "lower"), nullptr);
+  EXPECT_EQ(FindStart(p, "lower")->member_nodes, (MemberNodes{0}));
+}
+
 TYPED_TEST(QueuePolicyTest, PodsAndSlurmJobsNeverShareANode) {
   Snapshot s;
   s.nodes = {MakeNode("n0", 8000), MakeNode("n1", 8000)};
