@@ -400,7 +400,9 @@ class WorldBuilder {
       w.held = true;
       if (w.admission_error == queue::AdmissionError::kNone) w.admission_message = HetJobLeftToSlurmMessage(job);
     }
-    if (std::find(options_.known_qos.begin(), options_.known_qos.end(), w.qos) == options_.known_qos.end()) {
+    // No QOS table: no QOS is unknown (the planner's rule too, planner_state.h qos_unknown).
+    if (!options_.known_qos.empty() &&
+        std::find(options_.known_qos.begin(), options_.known_qos.end(), w.qos) == options_.known_qos.end()) {
       w.admission_error = queue::AdmissionError::kQosNotAllowed;
       w.admission_message = absl::StrCat("Slurm QOS \"", job.qos, "\" maps to \"", w.qos,
                                          "\", which is not in onequeue's QOS table");

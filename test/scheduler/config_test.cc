@@ -12,6 +12,7 @@ namespace onequeue::scheduler {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr const char* kHeader = "apiVersion: onequeue.io/v1alpha1\nkind: SchedulerConfiguration\n";
 
@@ -490,6 +491,41 @@ TEST(ConfigTest, NamespacePoliciesAreReadAndChecked) {
   EXPECT_THAT(a.allowed_accounts, ::testing::ElementsAre("a", "b"));
   EXPECT_EQ(a.default_account, "a");
   EXPECT_EQ(c->queue.namespace_policies[1].namespace_, "*");
+}
+
+// Slurm on with a QOS table: slurm.defaultQos (default "batch") and qosMap's targets are in it, or
+// every Slurm job mapped outside it would be held (QOSNotAllowed) with no word at start. With Slurm
+// off, or with no table, they are not checked.
+TEST(ConfigTest, SlurmQosNamesMustBeInTheQosTable) {
+  const std::string slurm = R"(slurm:
+  enabled: true
+  url: http://127.0.0.1:6820
+  tokenFile: /t
+  sharedPartitions: [pool]
+  lendMechanism: placeholder
+)";
+  auto c = ParseConfig(std::string(kHeader) + slurm + R"(  qosMap: {high: gold, low: normal}
+queue:
+  qos: [{name: normal}, {name: urgent}]
+)", "f.yaml");
+  ASSERT_FALSE(c.ok());
+  const std::string m(c.status().message());
+  EXPECT_THAT(m, HasSubstr("slurm.defaultQos: is \"batch\", which is not in queue.qos (queue.qos has normal, urgent)"));
+  EXPECT_THAT(m, HasSubstr("slurm.qosMap: maps Slurm QOS \"high\" to \"gold\", which is not in queue.qos"));
+  EXPECT_THAT(m, Not(HasSubstr("\"low\"")));
+  c = ParseConfig(std::string(kHeader) + slurm + R"(  defaultQos: normal
+  qosMap: {high: urgent}
+queue:
+  qos: [{name: normal}, {name: urgent}]
+)", "f.yaml");
+  EXPECT_TRUE(c.ok()) << c.status();
+  c = ParseConfig(std::string(kHeader) + slurm + "  qosMap: {high: gold}
+", "f.yaml");
+  EXPECT_TRUE(c.ok()) << "no QOS table: " << c.status();
+  c = ParseConfig(std::string(kHeader) + "slurm: {enabled: false, defaultQos: gold}
+queue: {qos: [{name: normal}]}
+", "f.yaml");
+  EXPECT_TRUE(c.ok()) << "Slurm off: " << c.status();
 }
 
 TEST(ConfigTest, BadNamespacePoliciesGiveClearErrors) {

@@ -109,6 +109,32 @@ TEST(SlurmWorldTest, PendingJobsOfSharedPartitionsAreWorkloadsWithTheirRequestPe
   EXPECT_EQ(built.snapshot->nodes[0].labels.at("slurm.onequeue.io/lendable"), "true");
 }
 
+// A Slurm job mapped to a QOS onequeue's table lacks is held, saying so (the config refuses a
+// defaultQos or a qosMap target outside the table: ConfigTest.SlurmQosNamesMustBeInTheQosTable);
+// with no table at all, no QOS is unknown, as in the planner, and no job is held for its QOS.
+TEST(SlurmWorldTest, AJobMappedToAQosTheTableLacksIsHeldAndWithNoTableNoneIs) {
+  Fixture f;
+  f.k8s_nodes = {PoolNode("n1")};
+  f.nodes["n1"] = Node("n1");
+  f.jobs[7] = Job(7, JobState::kPending);
+  f.jobs[7].qos = "gold";  // not in the table: it gets the default QOS
+  f.options.default_qos = "silver";
+  {
+    auto [built, records] = f.Build();
+    ASSERT_EQ(built.snapshot->pending.size(), 1u);
+    const queue::PendingWorkload& w = built.snapshot->pending[0];
+    EXPECT_EQ(w.qos, "silver");
+    EXPECT_EQ(w.admission_error, queue::AdmissionError::kQosNotAllowed);
+    EXPECT_EQ(w.admission_message, "Slurm QOS \"gold\" maps to \"silver\", which is not in onequeue's QOS table");
+  }
+  f.options.known_qos.clear();
+  f.options.preemptible_qos.clear();
+  f.queue_config.qos.clear();
+  auto [built, records] = f.Build();
+  ASSERT_EQ(built.snapshot->pending.size(), 1u);
+  EXPECT_EQ(built.snapshot->pending[0].admission_error, queue::AdmissionError::kNone);
+}
+
 TEST(SlurmWorldTest, NodesJoinByLabelAndOnlyJoinedUsableNodesAreLendable) {
   Fixture f;
   f.options.node_label = "onequeue.io/slurm-node";
