@@ -67,7 +67,8 @@ slurm_bench_down() {
 # slurm_onequeue_yaml BASE OUT: the Slurm-off configuration plus the daemon's slurm: block
 # (the e2e tests' settings; every other Slurm key at its default: poll every 2 s, lend after 60 s).
 # defaultQos: the jobs carry no Slurm QOS, and the default's default, batch, is not in the
-# benchmark's QOS table (high, low): such a job waits held for good, "QOSNotAllowed".
+# benchmark's QOS table (high, low): the daemon refuses such a configuration (session 37; before,
+# every job waited held for good, "QOSNotAllowed").
 slurm_onequeue_yaml() {
   cat "$1" > "$2"
   cat >> "$2" <<EOF
