@@ -519,12 +519,9 @@ queue:
   qos: [{name: normal}, {name: urgent}]
 )", "f.yaml");
   EXPECT_TRUE(c.ok()) << c.status();
-  c = ParseConfig(std::string(kHeader) + slurm + "  qosMap: {high: gold}
-", "f.yaml");
+  c = ParseConfig(std::string(kHeader) + slurm + "  qosMap: {high: gold}\n", "f.yaml");
   EXPECT_TRUE(c.ok()) << "no QOS table: " << c.status();
-  c = ParseConfig(std::string(kHeader) + "slurm: {enabled: false, defaultQos: gold}
-queue: {qos: [{name: normal}]}
-", "f.yaml");
+  c = ParseConfig(std::string(kHeader) + "slurm: {enabled: false, defaultQos: gold}\nqueue: {qos: [{name: normal}]}\n", "f.yaml");
   EXPECT_TRUE(c.ok()) << "Slurm off: " << c.status();
 }
 
