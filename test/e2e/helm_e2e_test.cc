@@ -205,6 +205,20 @@ TEST_F(HelmE2E, LintAndTemplateGrantExactlyWhatTheDaemonNeeds) {
   EXPECT_NE(no_url.exit_code, 0);
   EXPECT_THAT(no_url.output, HasSubstr("slurm.url is empty"));
 
+  // Slurm on with a slurm.defaultQos or a qosMap target outside queue.qos: the chart's own message
+  // (the daemon would refuse the config: ConfigTest.SlurmQosNamesMustBeInTheQosTable).
+  const CommandResult bad_default = Helm({"template", "onequeue", Chart(), "--set", "slurm.enabled=true", "--set",
+                                          "slurm.url=https://slurmrestd:6820", "--set", "slurm.defaultQos=batch"});
+  EXPECT_NE(bad_default.exit_code, 0);
+  EXPECT_THAT(bad_default.output, HasSubstr("slurm.defaultQos is \"batch\", which is not in queue.qos (interactive, normal, scavenger)"));
+  const CommandResult bad_map = Helm({"template", "onequeue", Chart(), "--set", "slurm.enabled=true", "--set",
+                                      "slurm.url=https://slurmrestd:6820", "--set", "slurm.qosMap.high=gold"});
+  EXPECT_NE(bad_map.exit_code, 0);
+  EXPECT_THAT(bad_map.output, HasSubstr("slurm.qosMap maps Slurm QOS \"high\" to \"gold\", which is not in queue.qos"));
+  const CommandResult good_map = Helm({"template", "onequeue", Chart(), "--set", "slurm.enabled=true", "--set",
+                                       "slurm.url=https://slurmrestd:6820", "--set", "slurm.qosMap.high=interactive"});
+  EXPECT_EQ(good_map.exit_code, 0) << good_map.output;
+
   // One replica without leader election: Recreate, so an upgrade never runs two schedulers.
   const CommandResult single = Helm({"template", "onequeue", Chart(), "-n", kNamespace, "--set", "replicaCount=1",
                                      "--set", "leaderElection.enabled=false"});
