@@ -329,8 +329,8 @@ void ParseSlurm(MapReader slurm, SlurmConfig& c) {
 
 // With Slurm on and a QOS table, slurm.defaultQos and slurm.qosMap's targets must be in it: a Slurm
 // job mapped to a QOS the table lacks is held (QOSNotAllowed), so a defaultQos outside the table
-// held every job whose Slurm QOS it does not list, with no word at start (the issue-26 bench met
-// it). With no table, QOS names are checked nowhere.
+// would hold every job whose Slurm QOS the table does not list, with no word at start. With no
+// table, QOS names are checked nowhere. (ParseQueue's namespace policies build the same name set.)
 void CheckSlurmQosNames(MapReader slurm, const SlurmConfig& c, const std::vector<QosConfig>& table) {
   if (!c.enabled || table.empty()) return;
   std::set<std::string> names;
