@@ -230,7 +230,7 @@ void CyclePass::PlanOne(const PendingWorkload& w, const QueuePlanner::State::Fac
                 RequestSize{s_.shapes[facts.shape], facts.members, duration},
                 now == s_.now &&
                     ((in_cycle_ && !s_.out_of_priority_order) || s_.reserved_for_priority.empty()) &&
-                    !s_.promise_phase && !s_.any_same_tenant,
+                    !s_.promise_phase && !s_.any_same_tenant && !HoldsReservedNodes(w.id),
                 eligible_set.preempt_bits.empty() ? nullptr : &eligible_set.preempt_bits, &eligible_set};
   };
   if (eligible_set.count == 0) {

@@ -99,6 +99,14 @@ class CyclePass {
       if (memo_valid) memo.Failed(facts.kind, facts.eligibility, size);
     }
   };
+  // Issue 26: a holder of reserved(W) nodes may use them, and a workload of equal priority before
+  // it in the walk may not (the owner rule wants strictly higher): what failed for that one proves
+  // nothing for the holder, so no memo is used for it (session 38's 60-s stall: 13 preemptors of
+  // one priority, each beside its own free reserved node, all waiting because the first of them,
+  // whose own node still ran work, could not start and its failure was remembered for the shape).
+  bool HoldsReservedNodes(const std::string& id) const {
+    return !s_.reserved_nodes_of.empty() && s_.reserved_nodes_of.contains(id);
+  }
   // 3. Starts now if it fits without delaying any reservation (the profile holds them).
   bool StartsNow(const Turn& t);
   // A start or preemption of a workload whose members add to pod counts (PlacementRules).

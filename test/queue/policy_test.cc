@@ -205,6 +205,28 @@ TYPED_TEST(QueuePolicyTest, AHolderStartsOnItsOwnReservedNodeNotALowerHoldersNod
   EXPECT_EQ(FindStart(p, "lower")->member_nodes, (MemberNodes{0}));
 }
 
+// Issue 26 (session 38's 60-s preemption stall): two holders of equal priority, each with its
+// node reserved; the first one's node still runs work that never ends (a victim it did not ask),
+// and the other's node is free. The owner rule keeps each off the other's node (it wants strictly
+// higher priority), so the first waits; the second starts on its own node. Before, the first's
+// failure was remembered for the shape and the second never looked at its own node.
+TYPED_TEST(QueuePolicyTest, AHolderStartsOnItsOwnFreeNodeWhenAnEqualHolderBeforeItCannotStart) {
+  Snapshot s;
+  s.nodes = {MakeNode("first-held", 4000), MakeNode("second-held", 4000)};
+  s.nodes[0].owner = NodeOwner{OwnerKind::kReserved, "first"};
+  s.nodes[1].owner = NodeOwner{OwnerKind::kReserved, "second"};
+  s.running = {MakeRunning("stays", 0, Cpu(2000), 0, std::nullopt)};
+  s.pending = {PendingBuilder("second", 3000).Submit(40), PendingBuilder("first", 3000).Submit(40)};
+  Plan p = this->Run(s, 100);
+  EXPECT_EQ(FindStart(p, "first"), nullptr);
+  if (this->config_.backfill == BackfillMode::kNone) {
+    EXPECT_EQ(FindStart(p, "second"), nullptr) << "strict order: behind the first";
+    return;
+  }
+  ASSERT_NE(FindStart(p, "second"), nullptr) << "it waited beside its own free node";
+  EXPECT_EQ(FindStart(p, "second")->member_nodes, (MemberNodes{1}));
+}
+
 TYPED_TEST(QueuePolicyTest, PodsAndSlurmJobsNeverShareANode) {
   Snapshot s;
   s.nodes = {MakeNode("n0", 8000), MakeNode("n1", 8000)};
