@@ -7,9 +7,8 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <optional>
 #include <thread>
-#include <utility>
-#include <vector>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -29,6 +28,7 @@
 #include "k8s_client/scheduler_api.h"
 #include "onequeue/version.h"
 #include "scheduler/config.h"
+#include "scheduler/cycle_log.h"
 #include "scheduler/fenced_actions.h"
 #include "scheduler/grpc_service.h"
 #include "scheduler/kube_cluster.h"
@@ -64,13 +64,6 @@ Options:
 
 Exit codes: 0 success, 1 runtime failure, 2 usage error, 3 invalid or unreadable configuration.
 )";
-
-// "snapshot 12, plan 40, act 1734": a cycle's phases in milliseconds, in the order they ran.
-std::string PhaseTimes(const std::vector<std::pair<const char*, absl::Duration>>& phases) {
-  return absl::StrJoin(phases, ", ", [](std::string* out, const std::pair<const char*, absl::Duration>& p) {
-    absl::StrAppend(out, p.first, " ", absl::ToInt64Milliseconds(p.second));
-  });
-}
 
 int Usage(const char* why) {
   std::fprintf(stderr, "onequeue-scheduler: %s\n\n%s", why, kUsage);
@@ -665,21 +658,9 @@ class Daemon {
     }
   }
 
-  // The cycle's line says how long it took and where (the phases of onequeue_cycle_duration_seconds):
-  // a cycle that acted for seconds is one of writes to the API, one that planned for seconds is
-  // the queue's.
-  static void LogCycle(const CycleStats& s, absl::Duration took,
-                       const std::vector<std::pair<const char*, absl::Duration>>& phases) {
+  static void LogCycle(const CycleStats& s, absl::Duration took, const CyclePhaseTimes& phases) {
     for (const std::string& e : s.ignored_edits) spdlog::warn("{}", e);
-    if (s.bound || s.reported || s.preemptions_started || s.bind_errors || s.slurm_started || s.lent ||
-        s.reclaimed || s.returned || s.slurm_held) {
-      spdlog::info("cycle: {} pending ({} Slurm), {} bound, {} Slurm jobs started, {} waiting ({} reported, "
-                   "{} Slurm held), {} preemptions, {} evictions, {} requeued, {} lent, {} reclaimed, "
-                   "{} returned, {} bind errors; {} ms ({})",
-                   s.pending, s.slurm_pending, s.bound, s.slurm_started, s.waiting, s.reported, s.slurm_held,
-                   s.preemptions_started, s.evictions, s.requeued, s.lent, s.reclaimed, s.returned,
-                   s.bind_errors, absl::ToInt64Milliseconds(took), PhaseTimes(phases));
-    }
+    if (std::optional<std::string> line = DescribeCycle(s, took, phases)) spdlog::info("{}", *line);
   }
 
   // Stops the parts in order (idempotent): the loop, the poller, then the Lease (no cycle runs
@@ -739,7 +720,7 @@ class Daemon {
   std::atomic<bool> leading_{true};
   std::atomic<bool> lost_leadership_{false};
   absl::Time phase_start_;  // the loop thread's: when the current phase began
-  std::vector<std::pair<const char*, absl::Duration>> phase_times_;  // the loop thread's: this cycle's
+  CyclePhaseTimes phase_times_;  // the loop thread's: this cycle's
   absl::Notification stop_poll_, stop_lease_;
   std::thread poll_thread_, lease_thread_, loop_thread_;  // last: joined (Stop) before the rest goes
 };
