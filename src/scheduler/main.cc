@@ -6,8 +6,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <string>
 #include <optional>
+#include <string>
 #include <thread>
 #include <pwd.h>
 #include <unistd.h>
