@@ -684,7 +684,13 @@ void PreemptionExecutor::ReleaseUnusable(const queue::Plan& plan, const Preempti
   auto add = [&](const std::string& workload, const queue::MemberNodes& nodes) {
     for (queue::NodeIndex n : nodes) planned[workload].insert(c.built.snapshot->nodes[n].name);
   };
-  for (const auto& d : plan.starts) add(d.workload, d.member_nodes);
+  // Nodes this cycle's plan starts a workload on. On a node reserved for P that P is not placed
+  // on, that is a workload of higher priority (the owner rule) taking the room P's victims made.
+  std::set<std::string> started_on;
+  for (const auto& d : plan.starts) {
+    add(d.workload, d.member_nodes);
+    for (queue::NodeIndex n : d.member_nodes) started_on.insert(c.built.snapshot->nodes[n].name);
+  }
   for (const auto& d : plan.preemptions) add(d.preemptor, d.member_nodes);
   for (const auto& d : plan.reservations) add(d.workload, d.member_nodes);
   for (auto it = records_.begin(); it != records_.end();) {
@@ -712,11 +718,16 @@ void PreemptionExecutor::ReleaseUnusable(const queue::Plan& plan, const Preempti
       // while work still runs there holds no room, only its work under a fence: released at once
       // (issue 24 D4), as a finished reservation is (the live check: Slurm's while a Slurm job runs
       // there), since the owner it had is not known after a restart.
+      // A room another workload starts in now is not kept either: it holds nothing for P until that
+      // workload ends (a pod has no end), and while it is reserved P may not preempt elsewhere.
       const queue::Time since = p.unusable_since.try_emplace(node, c.now).first->second;
       const bool room_made = p.asked_on.count(node) > 0 || !RunsWork(*c.built.snapshot, node);
-      if (room_made && c.now - since < config_.queue.preemption.unusable_reservation_seconds) continue;
-      spdlog::info("node {} released: {} still waits but has not been able to use it for {}s{}", node, preemptor,
-                   c.now - since, room_made ? "" : " (its victims never asked)");
+      const bool room_taken = started_on.count(node) > 0;
+      if (room_made && !room_taken && c.now - since < config_.queue.preemption.unusable_reservation_seconds) continue;
+      spdlog::info("node {} released: {} still waits but {}", node, preemptor,
+                   room_taken  ? "a workload of higher priority starts there"
+                   : room_made ? absl::StrCat("has not been able to use it for ", c.now - since, "s")
+                               : absl::StrCat("has not been able to use it for ", c.now - since, "s (its victims never asked)"));
       if (!Release(preemptor, p, node, room_made ? ReleaseKind::kUnusable : ReleaseKind::kFinished, &c)) continue;
       c.touched->insert(node);
       released = true;

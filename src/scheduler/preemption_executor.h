@@ -13,8 +13,9 @@
 //          │                        kWaitingForVictims <──────────────────┘
 //          │                                │  ^  the plan no longer places P on a reserved node
 //          │                                v  │  (placed there again: back)
-//          │                            kUnusable ── past unusableReservationSeconds:
-//          │                                          that node is released
+//          │                            kUnusable ── past unusableReservationSeconds, or at once
+//          │                                          when the plan starts another workload
+//          │                                          there: that node is released
 //          │   refused: a PodDisruptionBudget, a victim Slurm will not requeue (and policy
 //          │   forbids cancelling it), a mark or fence that could not be written
 //          │        kReserved | kEvicting ──────> kBlocked (marks released; retry after retry_at;

@@ -700,7 +700,7 @@ Config TestConfig() {
   return c;
 }
 
-constexpr queue::Time kNow = 1763722800;  // 2026-11-21T11:00:00Z
+constexpr queue::Time kNow = 1763722800;  // 2025-11-21T11:00:00Z
 
 
 // The Slurm scenario tests' set-up (slurm_loop_test, loop_defects_test): a pool of N 8-CPU nodes

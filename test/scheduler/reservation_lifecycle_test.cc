@@ -167,6 +167,40 @@ TEST(ReservationLifecycleTest, AReservationThePreemptorNoLongerFitsIsReleased) {
   EXPECT_THAT(w.binds, ElementsAre("ns/batch-r->n1"));
 }
 
+// Issue 26 (the 60-s stall of a bench round, session 38): the preemptor's victim is gone, and a
+// pending workload of higher priority takes the room it made (the owner rule lets a higher
+// priority use a reserved node, as kube-scheduler lets one use a nominated pod's room). That room
+// holds nothing for the preemptor any more: the reservation is released in that cycle, not after
+// the unusable grace, and the preemptor preempts again at once on the other node.
+TEST(ReservationLifecycleTest, AReservationWhoseRoomAHigherPriorityTakesIsReleasedAtOnce) {
+  World w;
+  w.recreate_evicted = false;
+  w.AddNode("n1", "4");
+  w.AddNode("n2", "4");
+  w.AddPod("batch1", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("batch2", "4", "scavenger", "n2", "2026-11-21T09:00:00Z");
+  w.AddPod("jupyter", "3", "interactive");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  const std::string held = w.OwnerOf("n1") == "reserved/ns/jupyter" ? "n1" : "n2";
+  const std::string other = held == "n1" ? "n2" : "n1";
+  ASSERT_EQ(w.OwnerOf(held), "reserved/ns/jupyter");
+  ASSERT_EQ(w.evictions.size(), 1u);
+  // Seen only now: a pod of the same QOS that waited longer (created 90 minutes before kNow; the
+  // preemptor's creation time is after kNow, so its age is 0), so of higher priority.
+  w.AddPod("older", "3", "interactive", "", "2025-11-21T09:30:00Z");
+  loop.RunCycle(kNow + 1);
+  ASSERT_EQ(w.NodeOf("ns/older"), held);
+  EXPECT_EQ(w.OwnerOf(held), "") << "kept for the unusable grace although its room is taken";
+  EXPECT_EQ(w.Find("ns/jupyter")->nominated_node_name, "");
+  loop.RunCycle(kNow + 2);
+  EXPECT_EQ(w.OwnerOf(other), "reserved/ns/jupyter");
+  EXPECT_EQ(w.evictions.size(), 2u);
+  loop.RunCycle(kNow + 3);
+  EXPECT_EQ(w.NodeOf("ns/jupyter"), other);
+}
+
 // Defect 5 (c): a reserved node deleted while its preemptor waits: the reservation is dropped and
 // nothing is written to the node again.
 TEST(ReservationLifecycleTest, AReservedNodeThatIsDeletedIsDroppedAndNotWrittenAgain) {
