@@ -217,6 +217,11 @@ bool PreemptionExecutor::ReleaseFinishedNode(const std::string& node, const Pree
   return true;
 }
 
+bool PreemptionExecutor::HoldsNodes(std::string_view workload) const {
+  auto it = records_.find(workload);
+  return it != records_.end() && !it->second.nodes.empty();
+}
+
 void PreemptionExecutor::ClearNominations(const std::string& preemptor, const PreemptionCycle& c) {
   // The nomination is part of step 1: a released preemptor is nominated nowhere.
   if (auto pods = c.built.pending_pods.find(preemptor); pods != c.built.pending_pods.end()) {
@@ -684,12 +689,15 @@ void PreemptionExecutor::ReleaseUnusable(const queue::Plan& plan, const Preempti
   auto add = [&](const std::string& workload, const queue::MemberNodes& nodes) {
     for (queue::NodeIndex n : nodes) planned[workload].insert(c.built.snapshot->nodes[n].name);
   };
-  // Nodes this cycle's plan starts a workload on. On a node reserved for P that P is not placed
-  // on, that is a workload of higher priority (the owner rule) taking the room P's victims made.
-  std::set<std::string> started_on;
+  // Nodes this cycle's plan starts a workload on, by the workload. On a node reserved for P that P
+  // is not placed on, that is a workload of higher priority (the owner rule) taking the room P's
+  // victims made.
+  std::map<std::string, std::string_view> started_on;
+  std::set<std::string_view> starting;
   for (const auto& d : plan.starts) {
     add(d.workload, d.member_nodes);
-    for (queue::NodeIndex n : d.member_nodes) started_on.insert(c.built.snapshot->nodes[n].name);
+    starting.insert(d.workload);
+    for (queue::NodeIndex n : d.member_nodes) started_on.emplace(c.built.snapshot->nodes[n].name, d.workload);
   }
   for (const auto& d : plan.preemptions) add(d.preemptor, d.member_nodes);
   for (const auto& d : plan.reservations) add(d.workload, d.member_nodes);
@@ -718,11 +726,16 @@ void PreemptionExecutor::ReleaseUnusable(const queue::Plan& plan, const Preempti
       // while work still runs there holds no room, only its work under a fence: released at once
       // (issue 24 D4), as a finished reservation is (the live check: Slurm's while a Slurm job runs
       // there), since the owner it had is not known after a restart.
-      // A room another workload starts in now is not kept either: it holds nothing for P until that
-      // workload ends (a pod has no end), and while it is reserved P may not preempt elsewhere.
+      // A room taken by a workload that holds no reservation of its own is not kept either: it
+      // holds nothing for P until that workload ends (a pod has no end), and while it is reserved
+      // P may not preempt elsewhere. Not when the taker holds a reservation (in a burst, a holder
+      // whose own room is not free yet starts in a lower holder's free one): the taker's room,
+      // released when it starts, is P's to take, and P starts there without evicting again; nor
+      // when P starts elsewhere now (ReleaseFinished's, next cycle).
       const queue::Time since = p.unusable_since.try_emplace(node, c.now).first->second;
       const bool room_made = p.asked_on.count(node) > 0 || !RunsWork(*c.built.snapshot, node);
-      const bool room_taken = started_on.count(node) > 0;
+      auto taker = started_on.find(node);
+      const bool room_taken = taker != started_on.end() && !starting.count(preemptor) && !HoldsNodes(taker->second);
       if (room_made && !room_taken && c.now - since < config_.queue.preemption.unusable_reservation_seconds) continue;
       spdlog::info("node {} released: {} still waits but {}", node, preemptor,
                    room_taken  ? "a workload of higher priority starts there"

@@ -14,8 +14,8 @@
 //          │                                │  ^  the plan no longer places P on a reserved node
 //          │                                v  │  (placed there again: back)
 //          │                            kUnusable ── past unusableReservationSeconds, or at once
-//          │                                          when the plan starts another workload
-//          │                                          there: that node is released
+//          │                                          when the plan starts a workload holding
+//          │                                          no reservation there: that node released
 //          │   refused: a PodDisruptionBudget, a victim Slurm will not requeue (and policy
 //          │   forbids cancelling it), a mark or fence that could not be written
 //          │        kReserved | kEvicting ──────> kBlocked (marks released; retry after retry_at;
@@ -214,6 +214,8 @@ class PreemptionExecutor {
   // Every node of P released, nominations cleared, the record blocked until `retry_at`.
   void RollBack(const std::string& preemptor, const PreemptionCycle& c, queue::Time retry_at, std::string why);
   void ClearNominations(const std::string& preemptor, const PreemptionCycle& c);
+  // Whether `workload` holds reserved nodes (a preemption of its own under way or refused).
+  bool HoldsNodes(std::string_view workload) const;
   // Step 1 for every decision of the cycle: fences, then every mark at once; the decisions whose
   // marks all landed (the others rolled back).
   std::vector<const queue::PreemptDecision*> Reserve(const std::vector<const queue::PreemptDecision*>& decisions,

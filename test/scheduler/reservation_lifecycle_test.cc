@@ -201,6 +201,38 @@ TEST(ReservationLifecycleTest, AReservationWhoseRoomAHigherPriorityTakesIsReleas
   EXPECT_EQ(w.NodeOf("ns/jupyter"), other);
 }
 
+// The same, but the taker holds a reservation of its own whose victim is still leaving (a burst of
+// preemptions, where a holder starts in a lower holder's free room): the lower holder's node is
+// not released at once (no write, no new nomination in the burst); when the taker's own room is
+// free the lower holder starts there, and nothing is evicted a second time.
+TEST(ReservationLifecycleTest, ARoomTakenByAnotherHolderIsNotReleasedAtOnceAndItsHolderTakesTheOther) {
+  World w;
+  w.recreate_evicted = false;
+  w.linger_evicted = true;
+  w.AddNode("n1", "4");
+  w.AddNode("n2", "4");
+  w.AddPod("batch1", "4", "scavenger", "n1", "2026-11-21T09:00:00Z");
+  w.AddPod("batch2", "4", "scavenger", "n2", "2026-11-21T09:00:00Z");
+  w.AddPod("older", "3", "interactive", "", "2025-11-21T09:30:00Z");
+  w.AddPod("jupyter", "3", "interactive");
+  Config cfg = TestConfig();
+  SchedulingLoop loop(cfg, &w, &w);
+  loop.RunCycle(kNow);
+  ASSERT_EQ(w.evictions.size(), 2u);
+  const std::string lower = w.OwnerOf("n1") == "reserved/ns/jupyter" ? "n1" : "n2";
+  const std::string higher = lower == "n1" ? "n2" : "n1";
+  ASSERT_EQ(w.OwnerOf(lower), "reserved/ns/jupyter");
+  ASSERT_EQ(w.OwnerOf(higher), "reserved/ns/older");
+  w.DeletePod(lower == "n1" ? "ns/batch1" : "ns/batch2");  // the lower holder's victim is gone first
+  loop.RunCycle(kNow + 1);
+  ASSERT_EQ(w.NodeOf("ns/older"), lower);
+  EXPECT_EQ(w.OwnerOf(lower), "reserved/ns/jupyter") << "released at once although the taker's room comes back";
+  w.DeletePod(higher == "n1" ? "ns/batch1" : "ns/batch2");
+  for (queue::Time t : {2, 3, 4}) loop.RunCycle(kNow + t);
+  EXPECT_EQ(w.NodeOf("ns/jupyter"), higher);
+  EXPECT_EQ(w.evictions.size(), 2u);
+}
+
 // Defect 5 (c): a reserved node deleted while its preemptor waits: the reservation is dropped and
 // nothing is written to the node again.
 TEST(ReservationLifecycleTest, AReservedNodeThatIsDeletedIsDroppedAndNotWrittenAgain) {
