@@ -179,6 +179,7 @@ bool PreemptionExecutor::Release(const std::string& preemptor, Preemption& p, co
   p.nodes.erase(held);
   p.unusable_since.erase(node);
   p.asked_on.erase(node);
+  p.taken_on.erase(node);
   return true;
 }
 
@@ -714,6 +715,11 @@ void PreemptionExecutor::ReleaseUnusable(const queue::Plan& plan, const Preempti
     for (auto n = p.nodes.begin(); n != p.nodes.end();) {
       const std::string node = n->first;
       ++n;
+      // Remembered across cycles: in the cycle of the start the plan may still place P there too.
+      if (auto taker = started_on.find(node); taker != started_on.end() && taker->second != preemptor &&
+                                              !HoldsNodes(taker->second)) {
+        p.taken_on.insert(node);
+      }
       if (uses != planned.end() && uses->second.count(node)) {
         p.unusable_since.erase(node);
         continue;
@@ -734,8 +740,7 @@ void PreemptionExecutor::ReleaseUnusable(const queue::Plan& plan, const Preempti
       // when P starts elsewhere now (ReleaseFinished's, next cycle).
       const queue::Time since = p.unusable_since.try_emplace(node, c.now).first->second;
       const bool room_made = p.asked_on.count(node) > 0 || !RunsWork(*c.built.snapshot, node);
-      auto taker = started_on.find(node);
-      const bool room_taken = taker != started_on.end() && !starting.count(preemptor) && !HoldsNodes(taker->second);
+      const bool room_taken = p.taken_on.count(node) > 0 && !starting.count(preemptor);
       if (room_made && !room_taken && c.now - since < config_.queue.preemption.unusable_reservation_seconds) continue;
       spdlog::info("node {} released: {} still waits but {}", node, preemptor,
                    room_taken  ? "a workload of higher priority starts there"

@@ -175,6 +175,8 @@ class PreemptionExecutor {
     std::set<std::string> asked_on;
     std::map<std::string, std::optional<NodeOwner>> nodes;  // reserved node -> owner before, if known
     std::map<std::string, queue::Time> unusable_since;       // reserved node -> since when P cannot use it
+    // Reserved nodes a workload holding no reservation of its own was started on: their room is gone.
+    std::set<std::string> taken_on;
     std::set<std::string> slurm_victims;                     // asked to leave (each once)
     std::map<std::string, VictimRetry> retries;              // Slurm victims to ask again
     queue::Time retry_at = 0;                                // kBlocked

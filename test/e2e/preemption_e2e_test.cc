@@ -21,6 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "e2e/e2e_support.h"
@@ -429,6 +430,43 @@ TEST_F(PreemptionE2E, ASchedulerStartedAfterACrashFinishesTheReservedStep) {
   ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool("urgent"); }))
       << Describe(EventsAbout(client_.get(), ns_, "urgent"));
   ExpectAtomicPreemption("urgent", node, originals, 1);
+}
+
+// Session 38's 60-s stall, on the real apiserver: a pod of higher priority that may not preempt
+// ("vip") waits in a full pool; "jupyter" preempts a node; once its victim is gone, vip takes the
+// room (the owner rule lets a higher priority use a reserved node). The reservation is released in
+// that cycle and jupyter preempts the other node at once; before, it waited out
+// unusableReservationSeconds (600 s here, so the test cannot pass by waiting it out).
+TEST_F(PreemptionE2E, AHigherPriorityPodTakesTheRoomAndThePreemptorPreemptsAgainAtOnce) {
+  AddPool(2, "4");
+  Watch();
+  const std::string config = absl::StrReplaceAll(
+      SchedulerConfigYaml(testing::K8sClusterEnvironment::Info(), "onequeue.io/pool=" + ns_),
+      {{"  qos:\n", "  preemption: {unusableReservationSeconds: 600}\n  qos:\n"
+                    "    - {name: vip, priority: 2000, preemptible: false}\n"}});
+  scheduler_ = std::make_unique<SchedulerProcess>(dir_, "onequeue-scheduler");
+  ASSERT_TRUE(scheduler_->Start(config).ok());
+  CreateDeployment("batch", 2, "4");
+  ASSERT_EQ(WaitRunning("batch", 2).size(), 2u);
+  PodOptions vip;
+  vip.cpu = "4";
+  vip.qos = "vip";
+  CreatePod("vip", vip);
+  ASSERT_TRUE(WaitForFailedSchedulingAny("vip", {"Resources", "Priority"}))
+      << Describe(EventsAbout(client_.get(), ns_, "vip"));
+
+  CreatePod("jupyter", Interactive("4"));
+  ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool("vip"); }))
+      << Describe(EventsAbout(client_.get(), ns_, "vip"));
+  const std::string taken = Pod("vip").node_name;
+  const std::string reserved = absl::StrCat("reserved/", ns_, "/jupyter");
+  EXPECT_THAT(watch_->owners(taken), ::testing::Contains(reserved)) << "vip took a room jupyter's preemption made";
+  ASSERT_TRUE(Eventually(kRunningTimeout, [&] { return IsRunningOnPool("jupyter"); }))
+      << "jupyter waits for the unusable grace: " << Describe(EventsAbout(client_.get(), ns_, "jupyter"));
+  const std::string other = Pod("jupyter").node_name;
+  EXPECT_NE(other, taken);
+  EXPECT_THAT(watch_->owners(other), ::testing::Contains(reserved));
+  EXPECT_TRUE(Eventually(absl::Seconds(30), [&] { return NoNodeReserved(); }));
 }
 
 // A real crash (SIGKILL) as soon as the reservation is on the node; a new scheduler finishes the
