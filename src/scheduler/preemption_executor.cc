@@ -732,12 +732,9 @@ void PreemptionExecutor::ReleaseUnusable(const queue::Plan& plan, const Preempti
       // while work still runs there holds no room, only its work under a fence: released at once
       // (issue 24 D4), as a finished reservation is (the live check: Slurm's while a Slurm job runs
       // there), since the owner it had is not known after a restart.
-      // A room taken by a workload that holds no reservation of its own is not kept either: it
-      // holds nothing for P until that workload ends (a pod has no end), and while it is reserved
-      // P may not preempt elsewhere. Not when the taker holds a reservation (in a burst, a holder
-      // whose own room is not free yet starts in a lower holder's free one): the taker's room,
-      // released when it starts, is P's to take, and P starts there without evicting again; nor
-      // when P starts elsewhere now (ReleaseFinished's, next cycle).
+      // A room taken (taken_on) holds nothing for P until its taker ends, and while reserved keeps P
+      // from preempting elsewhere: released at once, unless P starts elsewhere now (ReleaseFinished's).
+      // A taker holding a reservation is no take: its own room, freed when it starts, is P's.
       const queue::Time since = p.unusable_since.try_emplace(node, c.now).first->second;
       const bool room_made = p.asked_on.count(node) > 0 || !RunsWork(*c.built.snapshot, node);
       const bool room_taken = p.taken_on.count(node) > 0 && !starting.count(preemptor);
